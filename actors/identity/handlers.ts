@@ -1,0 +1,93 @@
+/** The embedded OAuth 2.0 issuer (client credentials) and the app registry operations. */
+import { DerrickError, conflict, notFound, unauthorized } from "../../subjects/index.ts";
+import type { AppCreate, AppCredentials, AppDelete, AppList, AppkeyCheck, AppkeyCheckReply, Jwks, TokenRequest, TokenResponse } from "../../subjects/identity.ts";
+import type { ClientSeed } from "../../config/index.ts";
+import type { Registry } from "./registry.ts";
+import { mintToken, type SigningKey } from "./keys.ts";
+import { appkeyDigest, hashSecret, newCredential, verifySecret } from "./secrets.ts";
+
+export type IdentityDeps = { registry: Registry; key: SigningKey; audience: string; tokenTtlSeconds: number };
+
+/** RFC 6749 §5.2: the edge renders `error` as the OAuth error body. */
+const invalidClient = () =>
+  new DerrickError(401, "client authentication failed", {
+    type: "invalid_client",
+    extensions: { error: "invalid_client" },
+    headers: { "WWW-Authenticate": 'Basic realm="derrick"' },
+  });
+
+export async function issueToken(input: TokenRequest, deps: IdentityDeps): Promise<TokenResponse> {
+  const client = await deps.registry.getClient(input.client_id);
+  // Verify even for unknown clients so timing does not reveal which ids exist.
+  const ok = await verifySecret(input.client_secret, client?.secret_hash ?? "scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAA");
+  if (!client || !ok) throw invalidClient();
+  const access_token = await mintToken(
+    deps.key,
+    { sub: client.client_id, client_id: client.client_id, groups: client.groups, scope: input.scope },
+    deps.audience,
+    deps.tokenTtlSeconds,
+  );
+  return { access_token, token_type: "Bearer", expires_in: deps.tokenTtlSeconds, ...(input.scope ? { scope: input.scope } : {}) };
+}
+
+export async function publishedJwks(deps: Pick<IdentityDeps, "registry">): Promise<Jwks> {
+  return { keys: await deps.registry.publishedKeys() };
+}
+
+export async function verifyAppkey(input: AppkeyCheck, deps: Pick<IdentityDeps, "registry">): Promise<AppkeyCheckReply> {
+  const owner = await deps.registry.appkeyOwner(appkeyDigest(input.appkey));
+  if (owner !== input.client_id) throw unauthorized("the appkey is not registered for this client", "Bearer");
+  return { client_id: owner };
+}
+
+export async function createApp(input: AppCreate, deps: Pick<IdentityDeps, "registry">): Promise<AppCredentials> {
+  const client_id = input.client_id ?? `app-${newCredential("").slice(0, 12).replace(/[^A-Za-z0-9]/g, "x")}`;
+  const client_secret = newCredential("");
+  const appkey = newCredential("ak_");
+  const groups = input.groups ?? [];
+  const created = await deps.registry.createClient({ client_id, secret_hash: await hashSecret(client_secret), groups, created_at: new Date().toISOString() });
+  if (!created) throw conflict(`client ${client_id} already exists`);
+  await deps.registry.putAppkey(appkeyDigest(appkey), client_id);
+  return { client_id, client_secret, appkey, groups };
+}
+
+export async function listApps(deps: Pick<IdentityDeps, "registry">): Promise<AppList> {
+  const clients = await deps.registry.listClients();
+  return {
+    apps: clients
+      .map(({ client_id, groups, created_at }) => ({ client_id, groups, created_at }))
+      .sort((a, b) => a.client_id.localeCompare(b.client_id)),
+  };
+}
+
+export async function deleteApp(input: AppDelete, deps: Pick<IdentityDeps, "registry">): Promise<void> {
+  if (!(await deps.registry.getClient(input.client_id))) throw notFound(`client ${input.client_id} does not exist`);
+  await deps.registry.deleteAppkeysOf(input.client_id);
+  await deps.registry.deleteClient(input.client_id);
+}
+
+/**
+ * Seeds DERRICK_CLIENTS idempotently: a client whose secret and groups already match is left alone
+ * (no new hash on every start), anything else is (re)written.
+ */
+export async function seedClients(seeds: readonly ClientSeed[], deps: Pick<IdentityDeps, "registry">): Promise<number> {
+  let written = 0;
+  for (const seed of seeds) {
+    const groups = [...(seed.groups ?? [])];
+    const existing = await deps.registry.getClient(seed.client_id);
+    const same =
+      existing && JSON.stringify(existing.groups) === JSON.stringify(groups) && (await verifySecret(seed.client_secret, existing.secret_hash));
+    if (!same) {
+      await deps.registry.putClient({
+        client_id: seed.client_id,
+        secret_hash: await hashSecret(seed.client_secret),
+        groups,
+        created_at: existing?.created_at ?? new Date().toISOString(),
+      });
+      written++;
+    }
+    const digest = appkeyDigest(seed.appkey);
+    if ((await deps.registry.appkeyOwner(digest)) !== seed.client_id) await deps.registry.putAppkey(digest, seed.client_id);
+  }
+  return written;
+}

@@ -1,0 +1,2 @@
+export { startIdentityActor } from "./actor.ts";
+export { loadOrCreateSigningKey, mintToken, EMBEDDED_ISSUER } from "./keys.ts";

@@ -1,0 +1,53 @@
+/**
+ * The embedded issuer's signing key: an ES256 key pair created on first start and kept in the data
+ * dir (mode 0600), so tokens stay valid across restarts. Its public half is published in the app
+ * registry so every edge can verify tokens from every identity process.
+ */
+import { mkdirSync, readFileSync, writeFileSync, existsSync, renameSync } from "node:fs";
+import { join } from "node:path";
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type CryptoKey } from "jose";
+
+export const SIGNING_ALG = "ES256";
+import { EMBEDDED_ISSUER } from "../../subjects/identity.ts";
+export { EMBEDDED_ISSUER };
+
+export type SigningKey = { kid: string; privateKey: CryptoKey; publicJwk: JWK };
+
+export async function loadOrCreateSigningKey(dataDir: string): Promise<SigningKey> {
+  const dir = join(dataDir, "issuer");
+  const file = join(dir, "signing-key.jwk.json");
+  let privateJwk: JWK;
+  if (existsSync(file)) {
+    privateJwk = JSON.parse(readFileSync(file, "utf8")) as JWK;
+  } else {
+    const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
+    privateJwk = await exportJWK(privateKey);
+    privateJwk.kid = await calculateJwkThumbprint(privateJwk);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // Write-then-rename: two processes starting together never read a half-written key.
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(privateJwk), { mode: 0o600 });
+    if (existsSync(file)) privateJwk = JSON.parse(readFileSync(file, "utf8")) as JWK;
+    else renameSync(tmp, file);
+  }
+  const { d: _private, ...publicJwk } = privateJwk;
+  const kid = privateJwk.kid ?? (await calculateJwkThumbprint(publicJwk));
+  return {
+    kid,
+    privateKey: (await importJWK({ ...privateJwk, alg: SIGNING_ALG }, SIGNING_ALG)) as CryptoKey,
+    publicJwk: { ...publicJwk, kid, alg: SIGNING_ALG, use: "sig" },
+  };
+}
+
+export type TokenClaims = { sub: string; client_id: string; groups: string[]; scope?: string };
+
+export async function mintToken(key: SigningKey, claims: TokenClaims, audience: string, ttlSeconds: number): Promise<string> {
+  return new SignJWT({ client_id: claims.client_id, azp: claims.client_id, groups: claims.groups, ...(claims.scope ? { scope: claims.scope } : {}) })
+    .setProtectedHeader({ alg: SIGNING_ALG, kid: key.kid, typ: "JWT" })
+    .setSubject(claims.sub)
+    .setIssuer(EMBEDDED_ISSUER)
+    .setAudience(audience)
+    .setIssuedAt()
+    .setExpirationTime(`${ttlSeconds}s`)
+    .sign(key.privateKey);
+}

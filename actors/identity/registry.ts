@@ -1,0 +1,103 @@
+/**
+ * The app registry in JetStream KV (bucket `derrick_registry`):
+ *   clients.<client_id>   → { client_id, secret_hash, groups, created_at }
+ *   appkeys.<sha256 hex>  → { client_id }
+ *   jwks.<kid>            → public JWK of an embedded-issuer process
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { JWK } from "jose";
+
+export const REGISTRY_BUCKET = "derrick_registry";
+
+export type ClientRecord = { client_id: string; secret_hash: string; groups: string[]; created_at: string };
+
+export interface Registry {
+  getClient(clientId: string): Promise<ClientRecord | undefined>;
+  putClient(record: ClientRecord): Promise<void>;
+  /** Creates only when absent; false when the id is taken. */
+  createClient(record: ClientRecord): Promise<boolean>;
+  deleteClient(clientId: string): Promise<void>;
+  listClients(): Promise<ClientRecord[]>;
+  appkeyOwner(digest: string): Promise<string | undefined>;
+  putAppkey(digest: string, clientId: string): Promise<void>;
+  deleteAppkeysOf(clientId: string): Promise<void>;
+  publishKey(jwk: JWK): Promise<void>;
+  publishedKeys(): Promise<JWK[]>;
+}
+
+const encoder = new TextEncoder();
+const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
+
+export async function openRegistry(nc: NatsConnection): Promise<Registry> {
+  const kv = await new Kvm(nc).create(REGISTRY_BUCKET, { history: 1 });
+  return new KvRegistry(kv);
+}
+
+class KvRegistry implements Registry {
+  constructor(private readonly kv: KV) {}
+
+  private async read<T>(key: string): Promise<T | undefined> {
+    const entry = await this.kv.get(key);
+    return entry && entry.operation === "PUT" && entry.length > 0 ? (entry.json() as T) : undefined;
+  }
+
+  private async values<T>(prefix: string): Promise<Array<{ key: string; value: T }>> {
+    const keys: string[] = [];
+    for await (const key of await this.kv.keys(`${prefix}.>`)) keys.push(key);
+    const out: Array<{ key: string; value: T }> = [];
+    for (const key of keys) {
+      const value = await this.read<T>(key);
+      if (value !== undefined) out.push({ key, value });
+    }
+    return out;
+  }
+
+  getClient(clientId: string) {
+    return this.read<ClientRecord>(`clients.${clientId}`);
+  }
+
+  async putClient(record: ClientRecord) {
+    await this.kv.put(`clients.${record.client_id}`, encode(record));
+  }
+
+  async createClient(record: ClientRecord) {
+    try {
+      await this.kv.create(`clients.${record.client_id}`, encode(record));
+      return true;
+    } catch (error) {
+      if (await this.getClient(record.client_id)) return false;
+      throw error;
+    }
+  }
+
+  async deleteClient(clientId: string) {
+    await this.kv.delete(`clients.${clientId}`);
+  }
+
+  async listClients() {
+    return (await this.values<ClientRecord>("clients")).map((e) => e.value);
+  }
+
+  async appkeyOwner(digest: string) {
+    return (await this.read<{ client_id: string }>(`appkeys.${digest}`))?.client_id;
+  }
+
+  async putAppkey(digest: string, clientId: string) {
+    await this.kv.put(`appkeys.${digest}`, encode({ client_id: clientId }));
+  }
+
+  async deleteAppkeysOf(clientId: string) {
+    for (const { key } of (await this.values<{ client_id: string }>("appkeys")).filter((e) => e.value.client_id === clientId)) {
+      await this.kv.delete(key);
+    }
+  }
+
+  async publishKey(jwk: JWK) {
+    await this.kv.put(`jwks.${jwk.kid}`, encode(jwk));
+  }
+
+  async publishedKeys() {
+    return (await this.values<JWK>("jwks")).map((e) => e.value);
+  }
+}

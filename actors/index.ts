@@ -1,0 +1,32 @@
+/** Every actor by name, so a process can run any subset (`ACTORS`, `derrick actor <names…>`). */
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { ActorName, Config } from "../config/index.ts";
+import type { Logger } from "../platform/logger.ts";
+import type { ServedActor } from "./runtime/service.ts";
+import { startSystemActor } from "./system/index.ts";
+import { startIdentityActor } from "./identity/index.ts";
+
+type Starter = (nc: NatsConnection, cfg: Config, log: Logger) => Promise<ServedActor>;
+
+const STARTERS: Record<ActorName, Starter> = {
+  system: (nc, cfg, log) => startSystemActor(nc, { log, concurrency: cfg.actorConcurrency }),
+  identity: (nc, cfg, log) => startIdentityActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
+};
+
+export type RunningActors = { names: string[]; stop(): Promise<void> };
+
+export async function startActors(names: readonly ActorName[], nc: NatsConnection, cfg: Config, log: Logger): Promise<RunningActors> {
+  const started: ServedActor[] = [];
+  try {
+    for (const name of names) started.push(await STARTERS[name](nc, cfg, log));
+  } catch (error) {
+    await Promise.allSettled(started.map((actor) => actor.stop()));
+    throw error;
+  }
+  return {
+    names: started.map((a) => a.name),
+    stop: async () => {
+      await Promise.allSettled(started.map((actor) => actor.stop()));
+    },
+  };
+}

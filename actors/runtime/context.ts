@@ -1,0 +1,39 @@
+/** What a handler knows about the request it serves, decoded from NATS headers by the runtime. */
+import type { MsgHdrs } from "@nats-io/nats-core";
+import { forbidden, badRequest, unauthorized, type Principal } from "../../subjects/index.ts";
+import type { Logger } from "../../platform/logger.ts";
+
+export type RequestContext = {
+  principal?: Principal;
+  partition?: string;
+  requestId: string;
+  /** Absolute deadline (epoch ms) set by the caller, when any. */
+  deadline?: number;
+  headers?: MsgHdrs;
+  log: Logger;
+};
+
+/** Milliseconds left before the caller gives up (Infinity without a deadline). */
+export function remainingMs(ctx: RequestContext): number {
+  return ctx.deadline ? ctx.deadline - Date.now() : Number.POSITIVE_INFINITY;
+}
+
+/** The caller, or a 401 when the request came without one (e.g. straight from NATS). */
+export function requirePrincipal(ctx: RequestContext): Principal {
+  if (!ctx.principal) throw unauthorized("this operation needs an authenticated caller");
+  return ctx.principal;
+}
+
+export function requirePartition(ctx: RequestContext): string {
+  if (!ctx.partition) throw badRequest("this operation needs a partition");
+  return ctx.partition;
+}
+
+/** 403 unless the caller holds one of the groups. */
+export function requireGroup(ctx: RequestContext, ...groups: string[]): Principal {
+  const principal = requirePrincipal(ctx);
+  if (!groups.some((group) => principal.groups.includes(group))) {
+    throw forbidden(`this operation needs the group ${groups.join(" or ")}`);
+  }
+  return principal;
+}

@@ -1,0 +1,159 @@
+/**
+ * Turns an actor's endpoint list into a NATS micro-service (`@nats-io/services`: queue group,
+ * version, metadata, $SRV discovery) and serves it with one shared loop:
+ * - each message is handled in its own try/catch (an exception escaping the iterator would stop
+ *   the whole service);
+ * - handlers are started, not awaited, so one slow request does not hold up the next; a limiter
+ *   bounds how many run at once;
+ * - requests past their deadline are answered 504 without running;
+ * - stop() drains the subscriptions, then waits for the handlers in flight.
+ */
+import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { TSchema, Static } from "@sinclair/typebox";
+import { headers as natsHeaders, nuid } from "@nats-io/nats-core";
+import {
+  Header,
+  Reply,
+  check,
+  decodeRequestMeta,
+  gatewayTimeout,
+  badRequest,
+  serviceName,
+  toDerrickError,
+  type DerrickError,
+} from "../../subjects/index.ts";
+import type { Logger } from "../../platform/logger.ts";
+import { InFlightLimiter } from "./limiter.ts";
+import type { RequestContext } from "./context.ts";
+
+export type Handler<I, O> = (input: I, ctx: RequestContext) => Promise<O | Reply<O>> | O | Reply<O>;
+
+export type EndpointSpec<S extends TSchema = TSchema> = {
+  /** Endpoint name shown by $SRV.INFO. */
+  name: string;
+  subject: string;
+  /** Request body schema; absent = any JSON (or none). */
+  input?: S;
+  handler: Handler<Static<S>, unknown>;
+  description?: string;
+};
+
+/** Keeps the input type of a spec tied to its schema at the definition site. */
+export function endpoint<S extends TSchema>(spec: EndpointSpec<S>): EndpointSpec {
+  return spec as unknown as EndpointSpec;
+}
+
+export type ActorSpec = {
+  /** Short actor name (e.g. `notifications`); the service is `derrick-<name>`. */
+  name: string;
+  version: string;
+  description: string;
+  endpoints: EndpointSpec[];
+};
+
+export type RuntimeOptions = { log: Logger; concurrency: number };
+
+export type ServedActor = {
+  name: string;
+  service: Service;
+  /** Stops taking requests, then waits for those in flight. */
+  stop(): Promise<void>;
+};
+
+const encoder = new TextEncoder();
+
+/** nats.js QueuedIteratorImpl runs pushed functions in queue order. */
+type QueueMarker = { push(marker: () => void): void };
+
+export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: RuntimeOptions): Promise<ServedActor> {
+  const log = options.log.child({ actor: spec.name });
+  const service = await new Svcm(nc).add({
+    name: serviceName(spec.name),
+    version: spec.version,
+    description: spec.description,
+    queue: serviceName(spec.name),
+    metadata: { actor: spec.name },
+  });
+  const limiter = new InFlightLimiter(options.concurrency);
+  const iterators = spec.endpoints.map((ep) =>
+    service.addEndpoint(ep.name, { subject: ep.subject, metadata: { description: ep.description ?? ep.name } }),
+  );
+  const loops = iterators.map((iterator, i) => serveLoop(iterator, spec.endpoints[i]!, limiter, log));
+  log.info({ service: serviceName(spec.name), endpoints: spec.endpoints.map((e) => e.subject) }, "actor serving");
+  return {
+    name: spec.name,
+    service,
+    async stop() {
+      // Draining the subscriptions delivers every message already received; the iterators are then
+      // ended by a marker queued behind them (stopping them directly would drop queued requests).
+      await service.stop();
+      for (const iterator of iterators) (iterator as unknown as QueueMarker).push(() => iterator.stop());
+      await Promise.allSettled(loops);
+      await limiter.idle();
+      log.info("actor stopped");
+    },
+  };
+}
+
+async function serveLoop(iterator: AsyncIterable<ServiceMsg>, ep: EndpointSpec, limiter: InFlightLimiter, log: Logger): Promise<void> {
+  for await (const msg of iterator) {
+    await limiter.acquire();
+    void handleMessage(msg, ep, log).finally(() => limiter.release());
+  }
+}
+
+/** Handles one request; never throws. */
+export async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logger): Promise<void> {
+  let ctx: RequestContext | undefined;
+  try {
+    const meta = decodeRequestMeta(msg.headers);
+    const requestId = meta.requestId ?? nuid.next();
+    ctx = { ...meta, requestId, headers: msg.headers, log: log.child({ requestId, endpoint: ep.name }) };
+    if (meta.deadline && meta.deadline <= Date.now()) throw gatewayTimeout("the caller's deadline passed before the request was handled");
+    const input = decodeBody(msg, ep);
+    const result = await ep.handler(input, ctx);
+    respond(msg, result);
+  } catch (error) {
+    const problem = toDerrickError(error);
+    if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) {
+      (ctx?.log ?? log).error({ err: error, subject: msg.subject }, "handler failed");
+    }
+    respondProblem(msg, problem, ctx?.requestId);
+  }
+}
+
+function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
+  let body: unknown;
+  if (msg.data.length > 0) {
+    try {
+      body = msg.json();
+    } catch {
+      throw badRequest("the request body is not valid JSON");
+    }
+  }
+  return ep.input ? check(ep.input, body) : body;
+}
+
+function respond(msg: ServiceMsg, result: unknown): void {
+  const out = result instanceof Reply ? result : new Reply(result);
+  const h = new Map<string, string>();
+  if (out.status !== 200) h.set(Header.status, String(out.status));
+  if (Object.keys(out.headers).length) h.set(Header.replyHeaders, JSON.stringify(out.headers));
+  const headers = h.size ? toHeaders(h) : undefined;
+  const payload = out.body === undefined ? undefined : encoder.encode(JSON.stringify(out.body));
+  msg.respond(payload, headers ? { headers } : undefined);
+}
+
+function respondProblem(msg: ServiceMsg, error: DerrickError, requestId?: string): void {
+  const h = new Map<string, string>();
+  if (Object.keys(error.headers).length) h.set(Header.replyHeaders, JSON.stringify(error.headers));
+  const body = encoder.encode(JSON.stringify(error.toProblem(requestId ? `urn:derrick:request:${requestId}` : undefined)));
+  msg.respondError(error.status, error.title, body, h.size ? { headers: toHeaders(h) } : undefined);
+}
+
+function toHeaders(entries: Map<string, string>) {
+  const h = natsHeaders();
+  for (const [k, v] of entries) h.set(k, v);
+  return h;
+}

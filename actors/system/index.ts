@@ -1,0 +1,1 @@
+export { startSystemActor } from "./actor.ts";

@@ -1,0 +1,172 @@
+#!/usr/bin/env bun
+/**
+ * derrick's command line.
+ *   derrick start                     edge + every actor (ACTORS) + embedded nats-server when NATS_URL is unset
+ *   derrick edge                      only the edge, against NATS_URL
+ *   derrick actor <names…>            only these actors, against NATS_URL
+ *   derrick apps create [--id ID] [--groups a,b] [--json] | list | delete <client_id>
+ *   derrick token --user NAME [--client ID] [--groups a,b] [--ttl 1h]
+ *   derrick config                    print the effective configuration (secrets masked)
+ */
+import { parseArgs } from "node:util";
+import { join, resolve } from "node:path";
+import { ACTOR_NAMES, ConfigError, loadConfig, parseDuration, type ActorName, type Config } from "../config/index.ts";
+import { createLogger, type Logger } from "../platform/logger.ts";
+import { startNatsServer, type NatsServer } from "../platform/nats-server.ts";
+import { connectNats } from "../platform/nats.ts";
+import { Bus, DerrickError, subjects } from "../subjects/index.ts";
+import type { AppCredentials, AppList } from "../subjects/identity.ts";
+import { loadOrCreateSigningKey, mintToken } from "../actors/identity/index.ts";
+import { boot } from "./boot.ts";
+
+const USAGE = `usage: derrick <start | edge | actor <names…> | apps create|list|delete | token | config>
+actors: ${ACTOR_NAMES.join(", ")}`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  let cfg: Config;
+  try {
+    cfg = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`derrick: configuration error: ${error.message}`);
+      return 2;
+    }
+    throw error;
+  }
+  const log = createLogger(cfg.logLevel);
+  switch (command) {
+    case "start":
+      return serve(cfg, log, { edge: true, actors: cfg.actors, embedded: !cfg.natsUrl });
+    case "edge":
+      return serve(cfg, log, { edge: true, actors: [], embedded: false });
+    case "actor":
+    case "actors": {
+      const names = rest.length ? rest : cfg.actors;
+      const unknown = names.filter((n) => !(ACTOR_NAMES as readonly string[]).includes(n));
+      if (unknown.length) {
+        console.error(`derrick: unknown actor(s) ${unknown.join(", ")}; known: ${ACTOR_NAMES.join(", ")}`);
+        return 2;
+      }
+      return serve(cfg, log, { edge: false, actors: names as ActorName[], embedded: false });
+    }
+    case "apps":
+      return apps(cfg, rest);
+    case "token":
+      return token(cfg, rest);
+    case "config":
+      console.log(JSON.stringify({ ...cfg, clients: cfg.clients.map((c) => ({ ...c, client_secret: "***", appkey: "***" })) }, null, 2));
+      return 0;
+    default:
+      console.error(USAGE);
+      return command ? 2 : 0;
+  }
+}
+
+async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: readonly ActorName[]; embedded: boolean }): Promise<number> {
+  let server: NatsServer | undefined;
+  let natsUrl = cfg.natsUrl;
+  if (!natsUrl) {
+    if (!plan.embedded) {
+      console.error("derrick: NATS_URL is not set; `derrick edge` and `derrick actor` join an existing NATS server (use `derrick start` for everything in one process)");
+      return 2;
+    }
+    server = await startNatsServer({ dir: resolve(join(cfg.dataDir, "nats")), port: cfg.natsPort });
+    natsUrl = server.url;
+    log.info({ url: natsUrl, store: join(cfg.dataDir, "nats") }, "embedded nats-server started");
+  }
+  let running;
+  try {
+    running = await boot({ cfg, natsUrl, log, edge: plan.edge, actors: plan.actors });
+  } catch (error) {
+    await server?.stop();
+    throw error;
+  }
+  log.info({ actors: plan.actors, edge: running.edge?.url }, "derrick is up");
+  await new Promise<void>((done) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (++signals > 1) {
+        log.warn({ signal }, "second signal: exiting now");
+        process.exit(130);
+      }
+      log.info({ signal }, "shutting down: draining");
+      done();
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
+  await running.stop();
+  await server?.stop();
+  log.info("stopped");
+  return 0;
+}
+
+async function withBus<T>(cfg: Config, work: (bus: Bus) => Promise<T>): Promise<T> {
+  const url = cfg.natsUrl ?? `nats://127.0.0.1:${cfg.natsPort}`;
+  const nc = await connectNats(url, "derrick-cli").catch((error: Error) => {
+    throw new Error(`cannot reach NATS at ${url} (${error.message}); is derrick running, or NATS_URL set?`);
+  });
+  try {
+    return await work(new Bus(nc, { timeoutMs: cfg.requestTimeoutMs }));
+  } finally {
+    await nc.close();
+  }
+}
+
+async function apps(cfg: Config, args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { id: { type: "string" }, groups: { type: "string" }, json: { type: "boolean" } },
+  });
+  const [action, target] = positionals;
+  return withBus(cfg, async (bus) => {
+    if (action === "create") {
+      const groups = values.groups?.split(",").map((g) => g.trim()).filter(Boolean);
+      const reply = await bus.request<AppCredentials>(subjects.identity["apps.create"](), { ...(values.id ? { client_id: values.id } : {}), ...(groups ? { groups } : {}) });
+      if (values.json) console.log(JSON.stringify(reply.body));
+      else console.log(`client_id:     ${reply.body.client_id}\nclient_secret: ${reply.body.client_secret}\nappkey:        ${reply.body.appkey}\ngroups:        ${reply.body.groups.join(",")}\n(the secret and appkey are shown only now)`);
+      return 0;
+    }
+    if (action === "list") {
+      const reply = await bus.request<AppList>(subjects.identity["apps.list"](), undefined);
+      if (values.json) console.log(JSON.stringify(reply.body));
+      else for (const app of reply.body.apps) console.log(`${app.client_id}\t${app.groups.join(",")}\t${app.created_at}`);
+      return 0;
+    }
+    if (action === "delete" && target) {
+      await bus.request(subjects.identity["apps.delete"](), { client_id: target });
+      return 0;
+    }
+    console.error("usage: derrick apps create [--id ID] [--groups a,b] [--json] | list [--json] | delete <client_id>");
+    return 2;
+  });
+}
+
+async function token(cfg: Config, args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { user: { type: "string" }, client: { type: "string" }, groups: { type: "string" }, ttl: { type: "string" } } });
+  if (!values.user) {
+    console.error("usage: derrick token --user NAME [--client ID] [--groups a,b] [--ttl 1h]");
+    return 2;
+  }
+  if (cfg.auth.issuer) {
+    console.error(`derrick: tokens come from ${cfg.auth.issuer}; \`derrick token\` mints only with the embedded issuer`);
+    return 2;
+  }
+  const key = await loadOrCreateSigningKey(cfg.dataDir);
+  const clientId = values.client ?? cfg.clients[0]?.client_id ?? values.user;
+  const groups = values.groups?.split(",").map((g) => g.trim()).filter(Boolean) ?? [];
+  const ttl = values.ttl ? Math.round(parseDuration(values.ttl) / 1000) : cfg.auth.tokenTtlSeconds;
+  console.log(await mintToken(key, { sub: values.user, client_id: clientId, groups }, cfg.auth.audience, ttl));
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof DerrickError) console.error(`derrick: ${error.status} ${error.detail}`);
+    else console.error(`derrick: ${(error as Error).message ?? error}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,150 @@
+/**
+ * Reads configuration once: defaults, then an optional JSON file (`DERRICK_CONFIG`, keyed by the same
+ * variable names as the environment), then the environment. Every value is parsed and validated
+ * against config/schema.ts; the first problem stops start-up with a message naming the variable.
+ */
+import { readFileSync } from "node:fs";
+import { Value } from "@sinclair/typebox/value";
+import { ACTOR_NAMES, ClientSeed, Config } from "./schema.ts";
+import { parseDuration } from "./duration.ts";
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  constructor(
+    /** The environment variable (or file key) at fault. */
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+type Source = Record<string, string | undefined>;
+type Parser = (raw: string, variable: string) => unknown;
+
+const text: Parser = (raw) => raw.trim();
+const integer: Parser = (raw, variable) => {
+  if (!/^\s*\d+\s*$/.test(raw)) throw new ConfigError(variable, `"${raw}" is not a whole number`);
+  return Number(raw);
+};
+const duration: Parser = (raw, variable) => {
+  try {
+    return parseDuration(raw);
+  } catch (error) {
+    throw new ConfigError(variable, (error as Error).message);
+  }
+};
+const list: Parser = (raw) =>
+  raw
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean);
+const json: Parser = (raw, variable) => {
+  try {
+    return JSON.parse(raw);
+  } catch (error) {
+    throw new ConfigError(variable, `not valid JSON (${(error as Error).message})`);
+  }
+};
+const actorList: Parser = (raw, variable) => {
+  const names = list(raw, variable) as string[];
+  if (names.length === 1 && (names[0] === "all" || names[0] === "*")) return [...ACTOR_NAMES];
+  for (const name of names) {
+    if (!(ACTOR_NAMES as readonly string[]).includes(name)) {
+      throw new ConfigError(variable, `unknown actor "${name}" (known: ${ACTOR_NAMES.join(", ")})`);
+    }
+  }
+  return names;
+};
+
+/** Each variable, where it lands in Config, how it is parsed, and its default. */
+const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fallback?: string }> = [
+  { name: "NATS_URL", path: "natsUrl", parse: text },
+  { name: "DERRICK_NATS_PORT", path: "natsPort", parse: integer, fallback: "4222" },
+  { name: "DERRICK_HTTP_HOST", path: "http.host", parse: text, fallback: "127.0.0.1" },
+  { name: "DERRICK_HTTP_PORT", path: "http.port", parse: integer, fallback: "8080" },
+  { name: "DERRICK_BODY_LIMIT", path: "http.bodyLimit", parse: integer, fallback: String(1024 * 1024) },
+  { name: "DERRICK_DATA_DIR", path: "dataDir", parse: text, fallback: ".derrick" },
+  { name: "DERRICK_PARTITIONS", path: "partitions", parse: list, fallback: "opendes" },
+  { name: "DERRICK_CLIENTS", path: "clients", parse: json, fallback: "[]" },
+  { name: "ACTORS", path: "actors", parse: actorList, fallback: "all" },
+  { name: "DERRICK_AUTH_ISSUER", path: "auth.issuer", parse: text },
+  { name: "DERRICK_AUTH_JWKS_URL", path: "auth.jwksUrl", parse: text },
+  { name: "DERRICK_AUTH_AUDIENCE", path: "auth.audience", parse: text, fallback: "derrick" },
+  { name: "DERRICK_TOKEN_TTL", path: "auth.tokenTtlSeconds", parse: (raw, v) => Math.round((duration(raw, v) as number) / 1000), fallback: "1h" },
+  { name: "DERRICK_REQUEST_TIMEOUT", path: "requestTimeoutMs", parse: duration, fallback: "5s" },
+  { name: "DERRICK_ACTOR_CONCURRENCY", path: "actorConcurrency", parse: integer, fallback: "256" },
+  { name: "DERRICK_LOG_LEVEL", path: "logLevel", parse: text, fallback: "info" },
+];
+
+/** The documented variables, for the CLI's help and the README. */
+export const CONFIG_VARIABLES = VARIABLES.map(({ name, fallback }) => ({ name, fallback }));
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.split(".");
+  let node = target;
+  for (const key of keys.slice(0, -1)) node = (node[key] ??= {}) as Record<string, unknown>;
+  node[keys.at(-1)!] = value;
+}
+
+function readFileSource(path: string): Source {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new ConfigError("DERRICK_CONFIG", `cannot read ${path}: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError("DERRICK_CONFIG", `${path} must hold a JSON object keyed by variable names`);
+  }
+  const known = new Set(VARIABLES.map((v) => v.name));
+  const source: Source = {};
+  for (const [key, value] of Object.entries(parsed)) {
+    if (!known.has(key)) throw new ConfigError(key, `unknown setting in ${path}`);
+    source[key] = typeof value === "string" ? value : JSON.stringify(value);
+  }
+  return source;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object") {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** Builds the frozen configuration from an environment (default: the process's). */
+export function loadConfig(env: Source = process.env): Config {
+  const file = env.DERRICK_CONFIG ? readFileSource(env.DERRICK_CONFIG) : {};
+  const draft: Record<string, unknown> = {};
+  for (const variable of VARIABLES) {
+    const raw = env[variable.name] ?? file[variable.name] ?? variable.fallback;
+    if (raw === undefined || raw.trim() === "") continue;
+    setPath(draft, variable.path, variable.parse(raw, variable.name));
+  }
+  validate(draft);
+  return deepFreeze(draft as Config);
+}
+
+function validate(draft: Record<string, unknown>): void {
+  const byPath = new Map(VARIABLES.map((v) => [`/${v.path.replaceAll(".", "/")}`, v.name]));
+  const first = Value.Errors(Config, draft).First();
+  if (first) {
+    // Map the JSON pointer back to the variable that produced it (clients/0/appkey → DERRICK_CLIENTS).
+    const owner = [...byPath.entries()].find(([pointer]) => first.path === pointer || first.path.startsWith(`${pointer}/`));
+    const variable = owner?.[1] ?? first.path;
+    const where = owner && first.path !== owner[0] ? ` at ${first.path.slice(owner[0].length)}` : "";
+    throw new ConfigError(variable, `${first.message}${where}`);
+  }
+  const auth = draft.auth as Config["auth"];
+  if (Boolean(auth.issuer) !== Boolean(auth.jwksUrl)) {
+    throw new ConfigError(auth.issuer ? "DERRICK_AUTH_JWKS_URL" : "DERRICK_AUTH_ISSUER", "an external issuer needs both DERRICK_AUTH_ISSUER and DERRICK_AUTH_JWKS_URL");
+  }
+  const clients = draft.clients as ClientSeed[];
+  const seen = new Set<string>();
+  for (const client of clients) {
+    if (seen.has(client.client_id)) throw new ConfigError("DERRICK_CLIENTS", `client_id "${client.client_id}" appears twice`);
+    seen.add(client.client_id);
+  }
+}

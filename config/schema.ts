@@ -1,0 +1,54 @@
+/**
+ * The one schema for all derrick configuration. Every process reads it once at start-up
+ * (config/load.ts), validates it, freezes it and passes it down by argument.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+
+/** Every actor a process can run; `ACTORS` picks a subset. */
+export const ACTOR_NAMES = ["system", "identity"] as const;
+export type ActorName = (typeof ACTOR_NAMES)[number];
+
+/** Subject-safe token: partitions, client ids and the like travel inside NATS subjects. */
+export const SUBJECT_TOKEN_PATTERN = "^[A-Za-z0-9_-]{1,128}$";
+
+export const ClientSeed = Type.Object(
+  {
+    client_id: Type.String({ pattern: SUBJECT_TOKEN_PATTERN }),
+    client_secret: Type.String({ minLength: 8, maxLength: 256 }),
+    appkey: Type.String({ minLength: 8, maxLength: 256 }),
+    groups: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 256 })),
+  },
+  { additionalProperties: false },
+);
+export type ClientSeed = Static<typeof ClientSeed>;
+
+export const Config = Type.Object({
+  /** External NATS server; when absent `derrick start` runs an embedded nats-server. */
+  natsUrl: Type.Optional(Type.String({ minLength: 1 })),
+  /** Client port of the embedded nats-server. */
+  natsPort: Type.Integer({ minimum: 0, maximum: 65535 }),
+  http: Type.Object({
+    host: Type.String({ minLength: 1 }),
+    port: Type.Integer({ minimum: 0, maximum: 65535 }),
+    /** Largest request body the edge accepts, in bytes (→ 413 beyond). */
+    bodyLimit: Type.Integer({ minimum: 1024 }),
+  }),
+  dataDir: Type.String({ minLength: 1 }),
+  partitions: Type.Array(Type.String({ pattern: SUBJECT_TOKEN_PATTERN }), { minItems: 1 }),
+  clients: Type.Array(ClientSeed),
+  actors: Type.Array(Type.Union(ACTOR_NAMES.map((name) => Type.Literal(name)))),
+  auth: Type.Object({
+    /** External issuer (`iss`); unset → derrick's embedded issuer. */
+    issuer: Type.Optional(Type.String({ minLength: 1 })),
+    jwksUrl: Type.Optional(Type.String({ pattern: "^https?://" })),
+    audience: Type.String({ minLength: 1 }),
+    /** Lifetime of tokens minted by the embedded issuer. */
+    tokenTtlSeconds: Type.Integer({ minimum: 60, maximum: 86_400 }),
+  }),
+  /** How long the edge waits for an actor's reply before answering 504. */
+  requestTimeoutMs: Type.Integer({ minimum: 10 }),
+  /** Most requests one actor endpoint handles at once in one process. */
+  actorConcurrency: Type.Integer({ minimum: 1, maximum: 100_000 }),
+  logLevel: Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
+});
+export type Config = Static<typeof Config>;

@@ -1,0 +1,60 @@
+/**
+ * The edge: one Elysia app composed of plugins (request id, body, errors, auth, metrics, OpenAPI) and
+ * one route group per capability. It translates HTTP into NATS requests and holds no business logic.
+ */
+import { Elysia } from "elysia";
+import type { Config } from "../config/index.ts";
+import type { Bus } from "../subjects/index.ts";
+import type { Logger } from "../platform/logger.ts";
+import { buildInfo } from "../platform/build-info.ts";
+import { assignRequestId, requestIdOf, startOf } from "./request-state.ts";
+import { errorsPlugin } from "./plugins/errors.ts";
+import { bodyPlugin } from "./plugins/body.ts";
+import { authPlugin } from "./plugins/auth.ts";
+import { openapiPlugin } from "./plugins/openapi.ts";
+import { createVerifier } from "./verifier.ts";
+import type { EdgeMetrics } from "./metrics.ts";
+import { systemRoutes } from "./routes/system.ts";
+import { authRoutes } from "./routes/auth.ts";
+
+export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
+
+export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
+  const verifier = createVerifier(cfg, bus);
+  const auth = authPlugin(cfg, bus, verifier);
+  return (
+    new Elysia({ name: "derrick-edge", normalize: false })
+      .onRequest(({ request, set }) => {
+        set.headers["x-request-id"] = assignRequestId(request);
+      })
+      .use(errorsPlugin(log))
+      .use(bodyPlugin(cfg.http.bodyLimit))
+      .onAfterResponse({ as: "global" }, ({ request, route, set }) => {
+        const status = typeof set.status === "number" ? set.status : Number(set.status) || 200;
+        metrics.observeHttp(route || "unmatched", request.method, status, (performance.now() - startOf(request)) / 1000);
+        if (status >= 500) log.warn({ requestId: requestIdOf(request), status, route }, "request answered with a server error");
+      })
+      .use(openapiPlugin(buildInfo()))
+      .use(systemRoutes(cfg, bus, auth, metrics))
+      .use(authRoutes(cfg, bus))
+  );
+}
+
+export type EdgeApp = ReturnType<typeof createEdgeApp>;
+
+export type RunningEdge = { url: string; port: number; stop(): Promise<void> };
+
+export function listenEdge(app: EdgeApp, cfg: Config, log: Logger): RunningEdge {
+  app.listen({ hostname: cfg.http.host, port: cfg.http.port, maxRequestBodySize: cfg.http.bodyLimit + 64 * 1024 });
+  const server = app.server!;
+  const url = `http://${cfg.http.host.includes(":") ? `[${cfg.http.host}]` : cfg.http.host}:${server.port}`;
+  log.info({ url }, "edge listening");
+  return {
+    url,
+    port: server.port!,
+    // Stop taking connections, let requests in flight finish.
+    stop: async () => {
+      await app.stop(false);
+    },
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * Credentials and partition, as route options:
+ *   { auth: true }                    bearer token required
+ *   { auth: { appkey: true } }        bearer token and an `appkey` registered to the token's client
+ *   { partition: true }               `slb-partition-id` / `data-partition-id` required and known
+ * Checks run in Elysia's transform phase, before body validation, so an unauthenticated caller
+ * learns nothing about a route's body rules.
+ */
+import { Elysia } from "elysia";
+import type { Config } from "../../config/index.ts";
+import { badRequest, forbidden, isToken, subjects, unauthorized, type Bus, type Principal } from "../../subjects/index.ts";
+import type { Verifier } from "../verifier.ts";
+
+export type AuthOptions = true | { appkey?: boolean };
+
+const PARTITION_HEADERS = ["slb-partition-id", "data-partition-id"] as const;
+const APPKEY_CACHE_MS = 30_000;
+const APPKEY_CACHE_MAX = 10_000;
+
+const principals = new WeakMap<Request, Principal>();
+const partitions = new WeakMap<Request, string>();
+
+export function bearerToken(header: string | null | undefined): string {
+  if (!header) throw unauthorized("an Authorization: Bearer token is required");
+  const match = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(header);
+  if (!match) throw unauthorized("the Authorization header must be `Bearer <token>`", 'Bearer error="invalid_request"');
+  return match[1]!;
+}
+
+/** Reads the partition headers (either; both must agree) and checks it is served here. */
+export function partitionOf(headers: Record<string, string | undefined>, known: readonly string[]): string {
+  const given = PARTITION_HEADERS.map((name) => headers[name]?.trim()).filter((v): v is string => !!v);
+  if (given.length === 0) throw badRequest("the header slb-partition-id (or data-partition-id) is required", [{ pointer: "/headers/slb-partition-id", message: "is required" }]);
+  if (given.length === 2 && given[0] !== given[1]) {
+    throw badRequest("slb-partition-id and data-partition-id name different partitions", [{ pointer: "/headers/data-partition-id", message: "differs from slb-partition-id" }]);
+  }
+  const partition = given[0]!;
+  if (!isToken(partition)) throw badRequest("the partition id must be letters, digits, '_' or '-'", [{ pointer: "/headers/slb-partition-id", message: "is not a valid partition id" }]);
+  if (!known.includes(partition)) throw forbidden(`partition ${partition} is not served here or not open to this caller`);
+  return partition;
+}
+
+function appkeyChecker(bus: Bus) {
+  const cache = new Map<string, number>();
+  return async (appkey: string | undefined, principal: Principal, requestId?: string) => {
+    if (!appkey) throw unauthorized("the appkey header is required");
+    const cacheKey = `${principal.clientId}\u0000${appkey}`;
+    const until = cache.get(cacheKey);
+    if (until && until > Date.now()) return;
+    await bus.request(subjects.identity["appkey.verify"](), { appkey, client_id: principal.clientId }, { requestId });
+    if (cache.size >= APPKEY_CACHE_MAX) cache.delete(cache.keys().next().value!);
+    cache.set(cacheKey, Date.now() + APPKEY_CACHE_MS);
+  };
+}
+
+export const authPlugin = (cfg: Config, bus: Bus, verifier: Verifier) => {
+  const checkAppkey = appkeyChecker(bus);
+  return new Elysia({ name: "derrick-auth" }).macro({
+    auth: (options: AuthOptions) => ({
+      async transform({ request, headers }) {
+        const principal = await verifier.verify(bearerToken(headers.authorization));
+        if (options !== true && options.appkey) await checkAppkey(headers.appkey, principal);
+        principals.set(request, principal);
+      },
+      resolve({ request }) {
+        return { principal: principals.get(request)! };
+      },
+    }),
+    partition: (enabled: boolean) => ({
+      transform({ request, headers }) {
+        if (enabled) partitions.set(request, partitionOf(headers, cfg.partitions));
+      },
+      resolve({ request }) {
+        return { partition: partitions.get(request)! };
+      },
+    }),
+  });
+};
+
+export type AuthPlugin = ReturnType<typeof authPlugin>;

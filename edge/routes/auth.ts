@@ -1,0 +1,94 @@
+/**
+ * The embedded issuer's HTTP face: OAuth 2.0 client credentials (RFC 6749 §4.4) at `/v2/token`
+ * and its public keys at `/.well-known/jwks.json`. Errors here follow RFC 6749 §5.2, not problem+json,
+ * because OAuth clients parse that shape.
+ */
+import { Elysia, t } from "elysia";
+import type { Config } from "../../config/index.ts";
+import { DerrickError, notFound, subjects, type Bus } from "../../subjects/index.ts";
+import { Jwks, OAuthError, TokenResponse, type TokenRequest } from "../../subjects/identity.ts";
+import { requestMeta } from "../request-state.ts";
+
+const oauthError = (status: number, error: string, description: string, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify({ error, error_description: description }), {
+    status,
+    headers: { "content-type": "application/json", "cache-control": "no-store", pragma: "no-cache", ...headers },
+  });
+
+/** Client credentials from HTTP Basic (RFC 6749 §2.3.1: form-urlencoded id and secret) or the body. */
+function clientCredentials(authorization: string | undefined, form: Record<string, string>): { id?: string; secret?: string } | Response {
+  if (authorization?.toLowerCase().startsWith("basic ")) {
+    let decoded: string;
+    try {
+      decoded = atob(authorization.slice(6).trim());
+    } catch {
+      return oauthError(401, "invalid_client", "the Basic credentials are not valid base64", { "WWW-Authenticate": 'Basic realm="derrick"' });
+    }
+    const colon = decoded.indexOf(":");
+    if (colon < 0) return oauthError(401, "invalid_client", "the Basic credentials must be id:secret", { "WWW-Authenticate": 'Basic realm="derrick"' });
+    const id = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " "));
+    const secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " "));
+    if (form.client_id && form.client_id !== id) return oauthError(400, "invalid_request", "client_id in the body differs from the Basic credentials");
+    return { id, secret };
+  }
+  return { id: form.client_id, secret: form.client_secret };
+}
+
+/** The form Elysia parsed; RFC 6749 §3.2 forbids repeated parameters (they arrive as arrays). */
+function readForm(request: Request, body: unknown): Record<string, string> | Response {
+  const type = request.headers.get("content-type") ?? "";
+  if (!type.toLowerCase().startsWith("application/x-www-form-urlencoded") || typeof body !== "object" || body === null) {
+    return oauthError(400, "invalid_request", "send the token request as application/x-www-form-urlencoded");
+  }
+  const form: Record<string, string> = {};
+  for (const [key, value] of Object.entries(body)) {
+    if (typeof value !== "string") return oauthError(400, "invalid_request", `the parameter ${key} appears more than once`);
+    form[key] = value;
+  }
+  return form;
+}
+
+export const authRoutes = (cfg: Config, bus: Bus) =>
+  new Elysia({ name: "derrick-auth-routes" })
+    .post(
+      "/v2/token",
+      async ({ request, body }): Promise<Response> => {
+        if (cfg.auth.issuer) return oauthError(404, "unsupported_grant_type", `tokens are issued by ${cfg.auth.issuer}, not by derrick`);
+        const form = readForm(request, body);
+        if (form instanceof Response) return form;
+        if (form.grant_type !== "client_credentials") {
+          return oauthError(400, form.grant_type ? "unsupported_grant_type" : "invalid_request", form.grant_type ? `grant_type ${form.grant_type} is not supported` : "grant_type is required");
+        }
+        const creds = clientCredentials(request.headers.get("authorization") ?? undefined, form);
+        if (creds instanceof Response) return creds;
+        if (!creds.id || !creds.secret) return oauthError(401, "invalid_client", "client_id and client_secret are required", { "WWW-Authenticate": 'Basic realm="derrick"' });
+        const tokenRequest: TokenRequest = { client_id: creds.id, client_secret: creds.secret, ...(form.scope ? { scope: form.scope } : {}) };
+        try {
+          const reply = await bus.request<TokenResponse>(subjects.identity.token(), tokenRequest, requestMeta(request));
+          return Response.json(reply.body, { headers: { "cache-control": "no-store", pragma: "no-cache" } });
+        } catch (error) {
+          if (error instanceof DerrickError && error.status === 401) {
+            return oauthError(401, "invalid_client", "client authentication failed", { "WWW-Authenticate": 'Basic realm="derrick"' });
+          }
+          if (error instanceof DerrickError && error.status === 400) return oauthError(400, "invalid_request", error.detail);
+          throw error;
+        }
+      },
+      {
+        detail: {
+          tags: ["auth"],
+          summary: "OAuth 2.0 client credentials grant (RFC 6749 §4.4)",
+          description: "Form fields grant_type=client_credentials, client_id, client_secret, optional scope; or HTTP Basic client authentication.",
+        },
+        response: { 200: TokenResponse, 400: OAuthError, 401: OAuthError },
+      },
+    )
+    .get(
+      "/.well-known/jwks.json",
+      async ({ set, request }) => {
+        if (cfg.auth.issuer) throw notFound(`keys are published by ${cfg.auth.issuer}`);
+        set.headers["cache-control"] = "public, max-age=60";
+        return (await bus.request<Jwks>(subjects.identity.jwks(), undefined, requestMeta(request))).body;
+      },
+      { detail: { tags: ["auth"], summary: "Public keys of the embedded issuer (JWKS)" }, response: Jwks },
+    );

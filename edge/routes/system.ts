@@ -1,0 +1,93 @@
+/** Operational routes: liveness, readiness, metrics, build info, echo and whoami. */
+import { Elysia, t } from "elysia";
+import { Svcm } from "@nats-io/services";
+import type { Config } from "../../config/index.ts";
+import { Problem, serviceName, subjects, unavailable, type Bus } from "../../subjects/index.ts";
+import { BuildInfo, EchoBody } from "../../subjects/system.ts";
+import { Principal } from "../../subjects/principal.ts";
+import type { EdgeMetrics } from "../metrics.ts";
+import { forward } from "../forward.ts";
+import type { AuthPlugin, AuthOptions } from "../plugins/auth.ts";
+import { requestMeta } from "../request-state.ts";
+
+const READINESS_TTL_MS = 1_000;
+const PING_WAIT_MS = 500;
+
+const Readiness = t.Object({ status: t.String(), nats: t.String(), actors: t.Record(t.String(), t.Boolean()) });
+
+/** Pings every expected actor once per second at most; a missing one makes the edge not ready. */
+function readinessProbe(cfg: Config, bus: Bus) {
+  let cached: { at: number; value: { ready: boolean; nats: string; actors: Record<string, boolean> } } | undefined;
+  return async () => {
+    if (cached && Date.now() - cached.at < READINESS_TTL_MS) return cached.value;
+    const actors: Record<string, boolean> = Object.fromEntries(cfg.actors.map((a) => [a, false]));
+    const connected = !bus.nc.isClosed() && !bus.nc.isDraining();
+    if (connected) {
+      try {
+        const client = new Svcm(bus.nc).client({ strategy: "timer", maxWait: PING_WAIT_MS });
+        const pongs = await client.ping();
+        for await (const pong of pongs) {
+          const actor = cfg.actors.find((a) => serviceName(a) === pong.name);
+          if (actor) actors[actor] = true;
+          if (Object.values(actors).every(Boolean)) break;
+        }
+      } catch {
+        // no responders at all: every actor stays false
+      }
+    }
+    const value = { ready: connected && Object.values(actors).every(Boolean), nats: connected ? "connected" : "disconnected", actors };
+    cached = { at: Date.now(), value };
+    return value;
+  };
+}
+
+export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: EdgeMetrics) => {
+  const readiness = readinessProbe(cfg, bus);
+  const whoamiAuth: AuthOptions = { appkey: true };
+  return new Elysia({ name: "derrick-system-routes" })
+    .use(auth)
+    .get("/healthz", () => ({ status: "ok" }), {
+      detail: { tags: ["system"], summary: "Liveness: the process is up" },
+      response: t.Object({ status: t.String() }),
+    })
+    .get(
+      "/readyz",
+      async ({ set }) => {
+        const state = await readiness();
+        if (!state.ready) {
+          const missing = Object.entries(state.actors).filter(([, up]) => !up).map(([a]) => a);
+          const detail = state.nats !== "connected" ? "not connected to NATS" : `actors not answering: ${missing.join(", ")}`;
+          throw unavailable(detail, 2);
+        }
+        set.headers["cache-control"] = "no-store";
+        return { status: "ready", nats: state.nats, actors: state.actors };
+      },
+      {
+        detail: { tags: ["system"], summary: "Readiness: NATS connected and every configured actor answering a ping" },
+        response: { 200: Readiness, 503: Problem },
+      },
+    )
+    .get(
+      "/metrics",
+      async ({ set }) => {
+        set.headers["content-type"] = metrics.registry.contentType;
+        return metrics.registry.metrics();
+      },
+      { detail: { tags: ["system"], summary: "Prometheus metrics" } },
+    )
+    .get("/v1/system/info", async ({ set, request }) => forward<BuildInfo>(set, await bus.request(subjects.system.info(), undefined, requestMeta(request))), {
+      detail: { tags: ["system"], summary: "Build information, answered by the system actor" },
+      response: BuildInfo,
+    })
+    .post("/v1/system/echo", async ({ body, set, request }) => forward<EchoBody>(set, await bus.request(subjects.system.echo(), body, requestMeta(request))), {
+      body: EchoBody,
+      detail: { tags: ["system"], summary: "Echoes a small JSON object through NATS and the system actor (benchmarks, smoke tests)" },
+      response: EchoBody,
+    })
+    .get("/v1/system/whoami", ({ principal, partition }) => ({ principal, partition }), {
+      auth: whoamiAuth,
+      partition: true,
+      detail: { tags: ["system"], summary: "The caller as the edge sees it (token, appkey and partition checked)" },
+      response: t.Object({ principal: Principal, partition: t.String() }),
+    });
+};

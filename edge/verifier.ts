@@ -1,0 +1,82 @@
+/**
+ * Bearer token verification with jose: an external issuer's JWKS over HTTP, or the embedded
+ * issuer's keys fetched from the identity actor over NATS (refreshed when a token names an unknown
+ * key). Verified tokens are cached until they expire so the hot path skips the signature check.
+ */
+import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import type { Config } from "../config/index.ts";
+import { subjects, unauthorized, type Bus, type Principal, TokenKind, DerrickError } from "../subjects/index.ts";
+import { EMBEDDED_ISSUER, type Jwks } from "../subjects/identity.ts";
+
+const CACHE_MAX = 10_000;
+const JWKS_REFRESH_MS = 5_000;
+
+export type Verifier = { verify(token: string): Promise<Principal> };
+
+export function principalFromClaims(claims: JWTPayload): Principal {
+  const sub = typeof claims.sub === "string" ? claims.sub : undefined;
+  const clientId = [claims.client_id, claims.azp, sub].find((v): v is string => typeof v === "string" && v.length > 0);
+  if (!sub || !clientId) throw unauthorized("the token names no subject", 'Bearer error="invalid_token"');
+  const groups = Array.isArray(claims.groups) ? claims.groups.filter((g): g is string => typeof g === "string") : [];
+  return { clientId, subject: sub, groups, kind: sub === clientId ? TokenKind.service : TokenKind.user };
+}
+
+export function createVerifier(cfg: Config, bus: Bus): Verifier {
+  const issuer = cfg.auth.issuer ?? EMBEDDED_ISSUER;
+  const keys = cfg.auth.jwksUrl ? createRemoteJWKSet(new URL(cfg.auth.jwksUrl)) : embeddedKeys(bus);
+  const cache = new Map<string, { principal: Principal; exp: number }>();
+
+  return {
+    async verify(token) {
+      const hit = cache.get(token);
+      if (hit && hit.exp > Date.now() / 1000) return hit.principal;
+      if (hit) cache.delete(token);
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(token, keys, { issuer, audience: cfg.auth.audience, algorithms: ["ES256", "RS256", "PS256", "EdDSA", "ES384"] }));
+      } catch (error) {
+        if (error instanceof DerrickError) throw error;
+        throw unauthorized(describeJoseError(error), 'Bearer error="invalid_token"');
+      }
+      const principal = principalFromClaims(payload);
+      if (payload.exp) {
+        if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+        cache.set(token, { principal, exp: payload.exp });
+      }
+      return principal;
+    },
+  };
+}
+
+function embeddedKeys(bus: Bus): JWTVerifyGetKey {
+  let local: JWTVerifyGetKey | undefined;
+  let fetchedAt = 0;
+  const refresh = async () => {
+    const reply = await bus.request<Jwks>(subjects.identity.jwks(), undefined);
+    local = createLocalJWKSet(reply.body as Parameters<typeof createLocalJWKSet>[0]);
+    fetchedAt = Date.now();
+  };
+  return async (header, token) => {
+    if (!local) await refresh();
+    try {
+      return await local!(header, token);
+    } catch (error) {
+      // A new identity process may have published a key since: refresh, but not on every bad token.
+      if (error instanceof joseErrors.JWKSNoMatchingKey && Date.now() - fetchedAt > JWKS_REFRESH_MS) {
+        await refresh();
+        return local!(header, token);
+      }
+      throw error;
+    }
+  };
+}
+
+function describeJoseError(error: unknown): string {
+  if (error instanceof joseErrors.JWTExpired) return "the token has expired";
+  if (error instanceof joseErrors.JWTClaimValidationFailed) return `the token's ${error.claim} claim is not accepted`;
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return "the token's signature is not valid";
+  if (error instanceof joseErrors.JWKSNoMatchingKey) return "the token was not signed by a known key";
+  if (error instanceof joseErrors.JOSEAlgNotAllowed) return "the token's algorithm is not accepted";
+  if (error instanceof joseErrors.JWTInvalid || error instanceof joseErrors.JWSInvalid) return "the token is malformed";
+  return "the token is not valid";
+}

@@ -1,0 +1,104 @@
+/**
+ * Runs a private nats-server child: JetStream on, loopback only, store under a given directory.
+ * `derrick start` uses it when NATS_URL is unset; the test harness uses it with port -1.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export type NatsServerOptions = {
+  /** Directory for the config, the ports file and the JetStream store. */
+  dir: string;
+  /** Client port; -1 or 0 picks a free one. */
+  port?: number;
+  host?: string;
+  /** Extra nats-server config text (e.g. authorization blocks). */
+  extraConfig?: string;
+  /** Print the server's log lines (debugging). */
+  verbose?: boolean;
+};
+
+export type NatsServer = {
+  url: string;
+  port: number;
+  process: ChildProcess;
+  /** Stops the server (SIGTERM, then SIGKILL after a grace period). */
+  stop(): Promise<void>;
+  /** Stops the server abruptly, keeping the store (fault tests). */
+  kill(): Promise<void>;
+};
+
+export const NATS_SERVER_MISSING =
+  "nats-server was not found on PATH. Install it (Debian: `apt-get install nats-server`) or set NATS_URL to an existing server with JetStream enabled.";
+
+export async function startNatsServer(options: NatsServerOptions): Promise<NatsServer> {
+  const host = options.host ?? "127.0.0.1";
+  const port = options.port === undefined || options.port === 0 ? -1 : options.port;
+  const storeDir = join(options.dir, "jetstream");
+  const portsDir = join(options.dir, "ports");
+  mkdirSync(storeDir, { recursive: true });
+  mkdirSync(portsDir, { recursive: true });
+  const configPath = join(options.dir, "nats-server.conf");
+  writeFileSync(
+    configPath,
+    [
+      `host: "${host}"`,
+      `port: ${port}`,
+      `ports_file_dir: "${portsDir}"`,
+      `jetstream { store_dir: "${storeDir}" }`,
+      // Requests carry principal headers; keep payload room generous but bounded.
+      `max_payload: 8MB`,
+      options.extraConfig ?? "",
+    ].join("\n"),
+  );
+
+  const child = spawn("nats-server", ["-c", configPath], { stdio: ["ignore", "pipe", "pipe"] });
+  const spawnError = new Promise<never>((_, reject) =>
+    child.once("error", (error: NodeJS.ErrnoException) => reject(error.code === "ENOENT" ? new Error(NATS_SERVER_MISSING) : error)),
+  );
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-8000);
+    if (options.verbose) process.stderr.write(chunk);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+
+  const actualPort = await Promise.race([spawnError, waitForPortsFile(portsDir, child.pid!, exited, () => output)]);
+  const stopWith = async (signal: NodeJS.Signals) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return {
+    url: `nats://${host}:${actualPort}`,
+    port: actualPort,
+    process: child,
+    stop: () => stopWith("SIGTERM"),
+    kill: () => stopWith("SIGKILL"),
+  };
+}
+
+async function waitForPortsFile(dir: string, pid: number, exited: Promise<number | null>, output: () => string): Promise<number> {
+  let hasExited = false;
+  void exited.then(() => (hasExited = true));
+  const file = `nats-server_${pid}.ports`;
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (hasExited) throw new Error(`nats-server exited during start-up:\n${output()}`);
+    if (readdirSync(dir).includes(file)) {
+      try {
+        const ports = JSON.parse(readFileSync(join(dir, file), "utf8")) as { nats?: string[] };
+        const url = ports.nats?.[0];
+        if (url) return Number(new URL(url).port);
+      } catch {
+        // written but not complete yet
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`nats-server did not report its port within 15 s:\n${output()}`);
+}

@@ -1,0 +1,27 @@
+/**
+ * Every subject derrick uses, as typed builders. Nothing outside this folder spells a subject:
+ * the edge, the actors, the SDK and external devices all build them here.
+ */
+import { checkToken } from "./tokens.ts";
+
+const ROOT = "derrick";
+
+/** Request/reply subjects of one capability: `derrick.<capability>.<operation>`. */
+function operations<const Ops extends readonly string[]>(capability: string, ops: Ops) {
+  const built = {} as { [K in Ops[number]]: () => string };
+  for (const op of ops) (built as Record<string, () => string>)[op] = () => `${ROOT}.${capability}.${op}`;
+  return built;
+}
+
+export const subjects = {
+  root: ROOT,
+  system: operations("system", ["ping", "echo", "info"] as const),
+  identity: operations("identity", ["token", "jwks", "appkey.verify", "apps.create", "apps.list", "apps.delete"] as const),
+  /** Events to notify: `derrick.events.<partition>.<NotificationType>` (stream EVENTS). */
+  events: (partition: string, type: string) => `${ROOT}.events.${checkToken(partition, "/partition")}.${checkToken(type, "/type")}`,
+  /** Records to index: `derrick.records.<partition>.<recordKey>` (stream RECORDS). */
+  records: (partition: string, key: string) => `${ROOT}.records.${checkToken(partition, "/partition")}.${checkToken(key, "/key")}`,
+} as const;
+
+/** The NATS micro-service name of an actor, as discovered by `$SRV.PING`. */
+export const serviceName = (actor: string) => `derrick-${actor}`;

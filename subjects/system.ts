@@ -1,0 +1,18 @@
+/** Messages of the built-in `system` actor: liveness, build information and an echo for benches. */
+import { Type, type Static } from "@sinclair/typebox";
+
+export const PingReply = Type.Object({ actor: Type.String(), version: Type.String(), instance: Type.String(), time: Type.String() });
+export type PingReply = Static<typeof PingReply>;
+
+export const BuildInfo = Type.Object({
+  name: Type.String(),
+  version: Type.String(),
+  commit: Type.Optional(Type.String()),
+  runtime: Type.String(),
+  startedAt: Type.String(),
+});
+export type BuildInfo = Static<typeof BuildInfo>;
+
+/** The echo takes and returns any small JSON object. */
+export const EchoBody = Type.Record(Type.String(), Type.Unknown());
+export type EchoBody = Static<typeof EchoBody>;

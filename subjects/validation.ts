@@ -1,0 +1,69 @@
+/**
+ * Checking a value against its TypeBox schema, with failures as 400 problems whose `errors` name
+ * each offending field by JSON pointer. Shared by actors (NATS callers are not trusted either) and
+ * the edge's error mapping.
+ */
+import { FormatRegistry, type TSchema, type Static } from "@sinclair/typebox";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import type { ValueError } from "@sinclair/typebox/value";
+import { DerrickError, type FieldError } from "./errors.ts";
+
+// Formats used by derrick schemas; Elysia registers its own set too, so only fill the gaps.
+const FORMATS: Record<string, (value: string) => boolean> = {
+  email: (v) => /^[^\s@]{1,64}@[^\s@]{1,255}\.[^\s@]{2,}$/.test(v) && v.length <= 320,
+  uri: (v) => {
+    try {
+      return Boolean(new URL(v).protocol);
+    } catch {
+      return false;
+    }
+  },
+  "date-time": (v) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(v) && !Number.isNaN(Date.parse(v)),
+  uuid: (v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v),
+};
+for (const [name, check] of Object.entries(FORMATS)) if (!FormatRegistry.Has(name)) FormatRegistry.Set(name, check);
+
+const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
+
+function checker<T extends TSchema>(schema: T): TypeCheck<T> {
+  let check = compiled.get(schema);
+  if (!check) {
+    check = TypeCompiler.Compile(schema);
+    compiled.set(schema, check);
+  }
+  return check as TypeCheck<T>;
+}
+
+/** TypeBox errors as field errors; unions report once per field, not once per branch. */
+export function fieldErrors(errors: Iterable<ValueError>, prefix = "", max = 20): FieldError[] {
+  const out: FieldError[] = [];
+  const seen = new Set<string>();
+  for (const error of errors) {
+    const pointer = `${prefix}${error.path}` || "/";
+    if (seen.has(pointer)) continue;
+    seen.add(pointer);
+    out.push({ pointer, message: describe(error) });
+    if (out.length >= max) break;
+  }
+  return out;
+}
+
+function describe(error: ValueError): string {
+  const schema = error.schema as Record<string, unknown>;
+  if (error.message.startsWith("Unexpected property")) return "is not a known field";
+  if (schema.format && typeof error.value === "string") return `must be a valid ${schema.format}`;
+  return error.message.replace(/^Expected/, "expected");
+}
+
+export function validationError(errors: FieldError[], what = "request"): DerrickError {
+  const first = errors[0];
+  const detail = first ? `${first.pointer}: ${first.message}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""}` : `invalid ${what}`;
+  return new DerrickError(400, detail, { type: "validation", title: "Bad Request", errors });
+}
+
+/** Returns the value typed by the schema, or throws a 400 naming every offending field. */
+export function check<T extends TSchema>(schema: T, value: unknown, prefix = "/body"): Static<T> {
+  const compiledCheck = checker(schema);
+  if (compiledCheck.Check(value)) return value as Static<T>;
+  throw validationError(fieldErrors(compiledCheck.Errors(value), prefix));
+}
