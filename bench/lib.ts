@@ -1,0 +1,105 @@
+/**
+ * Shared bench plumbing: a bounded closed-loop load runner, percentiles, and one report format
+ * (a table for people, JSON in bench/results/ for machines). Every bench measures its real path and
+ * an in-run baseline, and prints the ratio: machines here are shared and noisy.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export type LoadResult = { name: string; count: number; errors: number; seconds: number; opsPerSec: number; p50Ms: number; p99Ms: number; maxMs: number };
+
+export function percentile(sortedMs: readonly number[], p: number): number {
+  if (sortedMs.length === 0) return Number.NaN;
+  const index = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
+  return sortedMs[index]!;
+}
+
+/**
+ * Runs `op` with `concurrency` workers until `count` operations or `maxMs` elapse (both bounds always
+ * apply), after `warmup` untimed operations.
+ */
+export async function runLoad(name: string, op: (i: number) => Promise<unknown>, options: { count: number; concurrency: number; maxMs: number; warmup?: number }): Promise<LoadResult> {
+  for (let i = 0; i < (options.warmup ?? Math.min(200, options.count / 10)); i++) await op(i).catch(() => undefined);
+  const latencies: number[] = [];
+  let next = 0;
+  let errors = 0;
+  const started = performance.now();
+  const deadline = started + options.maxMs;
+  const worker = async () => {
+    while (next < options.count && performance.now() < deadline) {
+      const i = next++;
+      const t0 = performance.now();
+      try {
+        await op(i);
+      } catch {
+        errors++;
+      }
+      latencies.push(performance.now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return {
+    name,
+    count: latencies.length,
+    errors,
+    seconds,
+    opsPerSec: latencies.length / seconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    maxMs: latencies.at(-1) ?? Number.NaN,
+  };
+}
+
+/** Issues `op` at a fixed rate (open loop) for `durationMs`, measuring each latency: for "p99 at X/s". */
+export async function runAtRate(name: string, op: (i: number) => Promise<unknown>, options: { perSecond: number; durationMs: number }): Promise<LoadResult> {
+  const total = Math.floor((options.perSecond * options.durationMs) / 1000);
+  const latencies: number[] = [];
+  let errors = 0;
+  const started = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / options.perSecond;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const t0 = performance.now();
+    pending.push(
+      op(i).then(
+        () => void latencies.push(performance.now() - t0),
+        () => void (errors++, latencies.push(performance.now() - t0)),
+      ),
+    );
+  }
+  await Promise.all(pending);
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { name, count: latencies.length, errors, seconds, opsPerSec: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: latencies.at(-1) ?? Number.NaN };
+}
+
+export type BenchReport = {
+  bench: string;
+  machine: { cores: number; runtime: string };
+  results: LoadResult[];
+  /** name → value, e.g. "edge / direct throughput": 0.62 */
+  ratios: Record<string, number>;
+  targets?: Record<string, { value: number; target: string; met: boolean }>;
+  notes?: string[];
+};
+
+export function report(r: Omit<BenchReport, "machine">): BenchReport {
+  const { availableParallelism } = require("node:os") as typeof import("node:os");
+  const full: BenchReport = { ...r, machine: { cores: availableParallelism(), runtime: typeof Bun !== "undefined" ? `bun ${Bun.version}` : `node ${process.versions.node}` } };
+  const fmt = (n: number, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : "-");
+  console.log(`\n== ${r.bench} ==`);
+  console.table(
+    r.results.map((x) => ({ case: x.name, ops: x.count, errors: x.errors, "ops/s": fmt(x.opsPerSec, 0), "p50 ms": fmt(x.p50Ms, 3), "p99 ms": fmt(x.p99Ms, 3), "max ms": fmt(x.maxMs, 1) })),
+  );
+  for (const [name, value] of Object.entries(r.ratios)) console.log(`ratio  ${name}: ${fmt(value, 3)}`);
+  for (const [name, t] of Object.entries(r.targets ?? {})) console.log(`target ${name}: ${fmt(t.value, 3)} (${t.target}) ${t.met ? "MET" : "NOT MET"}`);
+  for (const note of r.notes ?? []) console.log(`note   ${note}`);
+  const dir = fileURLToPath(new URL("./results/", import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(`${dir}${r.bench}.json`, JSON.stringify(full, null, 2));
+  return full;
+}

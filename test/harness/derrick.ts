@@ -1,0 +1,88 @@
+/**
+ * Boots derrick in-process against a test nats-server: the edge on a random loopback port and the
+ * chosen actors, with test clients seeded. Helpers get tokens and call the edge.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig, type ActorName, type Config } from "../../config/index.ts";
+import { createLogger } from "../../platform/logger.ts";
+import { boot, type Booted } from "../../bin/boot.ts";
+import type { TestNats } from "./nats.ts";
+
+/** Clients every test deployment knows. */
+export const TEST_CLIENTS = {
+  alpha: { client_id: "alpha", client_secret: "alpha-secret-1", appkey: "alpha-appkey-1", groups: ["users.datalake.viewers", "notifications.publishers"] },
+  beta: { client_id: "beta", client_secret: "beta-secret-1", appkey: "beta-appkey-1", groups: ["users.datalake.viewers"] },
+  admin: { client_id: "admin", client_secret: "admin-secret-1", appkey: "admin-appkey-1", groups: ["users.datalake.admins", "twins.writers", "projects.admins", "assessments.editors", "users.datalake.editors"] },
+} as const;
+export type TestClient = keyof typeof TEST_CLIENTS;
+
+export type TestDerrick = Booted & {
+  url: string;
+  cfg: Config;
+  dataDir: string;
+  token(client?: TestClient): Promise<string>;
+  /** fetch against the edge with a client's token, appkey and partition unless overridden. */
+  call(path: string, init?: RequestInit & { as?: TestClient | null; partition?: string | null }): Promise<Response>;
+  cleanup(): Promise<void>;
+};
+
+export async function startDerrick(nats: Pick<TestNats, "url">, options: { env?: Record<string, string>; actors?: ActorName[]; edge?: boolean; dataDir?: string } = {}): Promise<TestDerrick> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "derrick-data-"));
+  const cfg = loadConfig({
+    NATS_URL: nats.url,
+    DERRICK_HTTP_PORT: "0",
+    DERRICK_DATA_DIR: dataDir,
+    DERRICK_LOG_LEVEL: process.env.DERRICK_TEST_LOG_LEVEL ?? "silent",
+    DERRICK_PARTITIONS: "opendes,other",
+    DERRICK_CLIENTS: JSON.stringify(Object.values(TEST_CLIENTS)),
+    ...options.env,
+  });
+  const booted = await boot({
+    cfg,
+    natsUrl: nats.url,
+    log: createLogger(cfg.logLevel),
+    edge: options.edge ?? true,
+    actors: options.actors ?? cfg.actors,
+    processMetrics: false,
+  });
+  const url = booted.edge?.url ?? "";
+  const tokens = new Map<TestClient, string>();
+  const token = async (client: TestClient = "alpha") => {
+    const cached = tokens.get(client);
+    if (cached) return cached;
+    const c = TEST_CLIENTS[client];
+    const res = await fetch(`${url}/v2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret }),
+    });
+    if (res.status !== 200) throw new Error(`token for ${client}: ${res.status} ${await res.text()}`);
+    const value = ((await res.json()) as { access_token: string }).access_token;
+    tokens.set(client, value);
+    return value;
+  };
+  return {
+    ...booted,
+    url,
+    cfg,
+    dataDir,
+    token,
+    async call(path, init = {}) {
+      const { as = "alpha", partition = "opendes", ...rest } = init;
+      const headers = new Headers(rest.headers);
+      if (as) {
+        if (!headers.has("authorization")) headers.set("authorization", `Bearer ${await token(as)}`);
+        if (!headers.has("appkey")) headers.set("appkey", TEST_CLIENTS[as].appkey);
+      }
+      if (partition && !headers.has("slb-partition-id") && !headers.has("data-partition-id")) headers.set("slb-partition-id", partition);
+      if (rest.body !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json");
+      return fetch(`${url}${path}`, { ...rest, headers });
+    },
+    async cleanup() {
+      await booted.stop();
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,20 @@
+/** A real nats-server with JetStream for one test file: free port, temporary store, removed after. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
+
+export type TestNats = NatsServer & { dir: string; cleanup(): Promise<void> };
+
+export async function startTestNats(options: { port?: number; dir?: string } = {}): Promise<TestNats> {
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "derrick-nats-"));
+  const server = await startNatsServer({ dir, port: options.port ?? -1 });
+  return {
+    ...server,
+    dir,
+    async cleanup() {
+      await server.stop();
+      if (!options.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
