@@ -4,6 +4,7 @@
  * an in-run baseline, and prints the ratio: machines here are shared and noisy.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 
 export type LoadResult = { name: string; count: number; errors: number; seconds: number; opsPerSec: number; p50Ms: number; p99Ms: number; maxMs: number };
@@ -88,7 +89,6 @@ export type BenchReport = {
 };
 
 export function report(r: Omit<BenchReport, "machine">): BenchReport {
-  const { availableParallelism } = require("node:os") as typeof import("node:os");
   const full: BenchReport = { ...r, machine: { cores: availableParallelism(), runtime: typeof Bun !== "undefined" ? `bun ${Bun.version}` : `node ${process.versions.node}` } };
   const fmt = (n: number, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : "-");
   console.log(`\n== ${r.bench} ==`);
