@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError, loadConfig, parseDuration, ACTOR_NAMES } from "./index.ts";
+
+function errorOf(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("config", () => {
+  it("config - defaults match the documented ones", () => {
+    const cfg = loadConfig({});
+    expect(cfg.http).toEqual({ host: "127.0.0.1", port: 8080, bodyLimit: 1024 * 1024 });
+    expect(cfg.dataDir).toBe(".derrick");
+    expect(cfg.partitions).toEqual(["opendes"]);
+    expect(cfg.actors).toEqual([...ACTOR_NAMES]);
+    expect(cfg.natsUrl).toBeUndefined();
+    expect(cfg.auth.issuer).toBeUndefined();
+    expect(cfg.requestTimeoutMs).toBe(5000);
+  });
+
+  it("config - the result is frozen all the way down", () => {
+    const cfg = loadConfig({ DERRICK_PARTITIONS: "a,b" });
+    expect(Object.isFrozen(cfg)).toBe(true);
+    expect(Object.isFrozen(cfg.http)).toBe(true);
+    expect(() => (cfg.partitions as string[]).push("c")).toThrow();
+  });
+
+  it.each([
+    ["DERRICK_HTTP_PORT", "abc"],
+    ["DERRICK_HTTP_PORT", "70000"],
+    ["DERRICK_PARTITIONS", "open.des"],
+    ["ACTORS", "system,unknown"],
+    ["DERRICK_CLIENTS", "not json"],
+    ["DERRICK_CLIENTS", '[{"client_id":"a","client_secret":"short","appkey":"12345678"}]'],
+    ["DERRICK_REQUEST_TIMEOUT", "soon"],
+    ["DERRICK_LOG_LEVEL", "loud"],
+    ["DERRICK_AUTH_JWKS_URL", "ftp://x"],
+  ])("config - a bad %s (%s) stops start-up naming the variable", (name, value) => {
+    const error = errorOf({ [name]: value });
+    expect(error.variable).toBe(name);
+    expect(error.message.startsWith(`${name}: `)).toBe(true);
+  });
+
+  it("config - an external issuer needs both its issuer and its JWKS URL", () => {
+    expect(errorOf({ DERRICK_AUTH_ISSUER: "https://issuer.example" }).variable).toBe("DERRICK_AUTH_JWKS_URL");
+    expect(errorOf({ DERRICK_AUTH_JWKS_URL: "https://issuer.example/jwks" }).variable).toBe("DERRICK_AUTH_ISSUER");
+  });
+
+  it("config - duplicate client ids are refused", () => {
+    const seed = { client_id: "a", client_secret: "12345678", appkey: "12345678" };
+    expect(errorOf({ DERRICK_CLIENTS: JSON.stringify([seed, seed]) }).message).toContain('"a" appears twice');
+  });
+
+  it("config - a file supplies values and the environment overrides them", () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-cfg-"));
+    const file = join(dir, "derrick.json");
+    writeFileSync(file, JSON.stringify({ DERRICK_HTTP_PORT: 9000, DERRICK_PARTITIONS: "p1,p2" }));
+    const cfg = loadConfig({ DERRICK_CONFIG: file, DERRICK_PARTITIONS: "p3" });
+    expect(cfg.http.port).toBe(9000);
+    expect(cfg.partitions).toEqual(["p3"]);
+    writeFileSync(file, JSON.stringify({ DERRICK_HTTP_PROT: 1 }));
+    expect(errorOf({ DERRICK_CONFIG: file }).variable).toBe("DERRICK_HTTP_PROT");
+  });
+
+  it("config - durations accept units and bare milliseconds", () => {
+    expect(parseDuration("0")).toBe(0);
+    expect(parseDuration("250ms")).toBe(250);
+    expect(parseDuration("5s")).toBe(5000);
+    expect(parseDuration("5m")).toBe(300_000);
+    expect(parseDuration("2h")).toBe(7_200_000);
+    expect(() => parseDuration("5 minutes")).toThrow(/not a duration/);
+  });
+});

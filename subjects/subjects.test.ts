@@ -1,0 +1,57 @@
+import { describe, expect, it } from "vitest";
+import { Type } from "@sinclair/typebox";
+import { DerrickError, check, checkToken, subjects, unavailable, invalidField } from "./index.ts";
+
+describe("subjects", () => {
+  it("subjects - builders produce derrick.<capability>.<operation>", () => {
+    expect(subjects.system.echo()).toBe("derrick.system.echo");
+    expect(subjects.identity["appkey.verify"]()).toBe("derrick.identity.appkey.verify");
+    expect(subjects.events("opendes", "PublishData")).toBe("derrick.events.opendes.PublishData");
+  });
+
+  it("subjects - tokens outside [A-Za-z0-9_-] are refused, never mangled", () => {
+    expect(() => subjects.events("open.des", "PublishData")).toThrow(DerrickError);
+    expect(() => subjects.events("opendes", "a*")).toThrow(/\/type/);
+    expect(() => checkToken("x".repeat(129), "/id")).toThrow();
+    expect(checkToken("a_B-9", "/id")).toBe("a_B-9");
+  });
+
+  it("subjects - a problem carries RFC 9457 members and the OSDU aliases", () => {
+    const problem = invalidField("/body/callback_uri", "must be a valid uri").toProblem("/v1/x");
+    expect(problem).toMatchObject({
+      type: "urn:derrick:problem:validation",
+      title: "Bad Request",
+      status: 400,
+      code: 400,
+      reason: "Bad Request",
+      instance: "/v1/x",
+      errors: [{ pointer: "/body/callback_uri", message: "must be a valid uri" }],
+    });
+    expect(problem.message).toBe(problem.detail);
+  });
+
+  it("subjects - an error survives the trip through its problem body", () => {
+    const original = new DerrickError(409, "task t1 is running", { extensions: { taskId: "t1", state: "running" } });
+    const rebuilt = DerrickError.fromProblem(original.toProblem(), { "Retry-After": "1" });
+    expect(rebuilt.status).toBe(409);
+    expect(rebuilt.detail).toBe("task t1 is running");
+    expect(rebuilt.toProblem()).toMatchObject({ taskId: "t1", state: "running" });
+    expect(rebuilt.headers["Retry-After"]).toBe("1");
+    expect(unavailable("x").retryable).toBe(true);
+  });
+
+  it("subjects - check names every offending field by JSON pointer", () => {
+    const schema = Type.Object({ a: Type.Integer(), b: Type.String({ format: "email" }) }, { additionalProperties: false });
+    expect(check(schema, { a: 1, b: "x@y.io" })).toEqual({ a: 1, b: "x@y.io" });
+    try {
+      check(schema, { a: "1", b: "nope", c: true });
+      throw new Error("expected a validation error");
+    } catch (error) {
+      const e = error as DerrickError;
+      expect(e.status).toBe(400);
+      const pointers = e.errors!.map((x) => x.pointer);
+      expect(pointers).toEqual(expect.arrayContaining(["/body/a", "/body/b", "/body/c"]));
+      expect(e.errors!.find((x) => x.pointer === "/body/b")!.message).toBe("must be a valid email");
+    }
+  });
+});

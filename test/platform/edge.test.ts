@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SignJWT, UnsecuredJWT } from "jose";
+import { startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { loadOrCreateSigningKey } from "../../actors/identity/keys.ts";
+import { EMBEDDED_ISSUER } from "../../subjects/identity.ts";
+
+const form = (fields: Record<string, string>) => ({
+  method: "POST",
+  headers: { "content-type": "application/x-www-form-urlencoded" },
+  body: new URLSearchParams(fields).toString(),
+});
+
+async function expectProblem(res: Response, status: number) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get("content-type")).toContain("application/problem+json");
+  const body = (await res.json()) as Record<string, unknown>;
+  expect(body).toMatchObject({ status, code: status });
+  expect(typeof body.title).toBe("string");
+  expect(body.reason).toBe(body.title);
+  expect(body.message).toBe(body.detail);
+  return body;
+}
+
+describe("edge", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { env: { DERRICK_BODY_LIMIT: "4096" } });
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  describe("token endpoint", () => {
+    it("auth - client credentials in the form return a bearer token with the documented claims", async () => {
+      const c = TEST_CLIENTS.alpha;
+      const res = await fetch(`${derrick.url}/v2/token`, form({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret }));
+      expect(res.status).toBe(200);
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      const body = (await res.json()) as { access_token: string; token_type: string; expires_in: number };
+      expect(body.token_type).toBe("Bearer");
+      expect(body.expires_in).toBe(3600);
+      const claims = JSON.parse(Buffer.from(body.access_token.split(".")[1]!, "base64url").toString());
+      expect(claims).toMatchObject({ sub: "alpha", client_id: "alpha", azp: "alpha", iss: EMBEDDED_ISSUER, aud: "derrick", groups: c.groups });
+      expect(claims.exp - claims.iat).toBe(3600);
+    });
+
+    it("auth - HTTP Basic client authentication works too", async () => {
+      const c = TEST_CLIENTS.beta;
+      const res = await fetch(`${derrick.url}/v2/token`, {
+        ...form({ grant_type: "client_credentials" }),
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`${c.client_id}:${c.client_secret}`)}` },
+      });
+      expect(res.status).toBe(200);
+    });
+
+    it("auth - a wrong secret or unknown client is 401 invalid_client (RFC 6749)", async () => {
+      for (const fields of [
+        { grant_type: "client_credentials", client_id: "alpha", client_secret: "wrong-secret" },
+        { grant_type: "client_credentials", client_id: "nobody", client_secret: "whatever1" },
+      ]) {
+        const res = await fetch(`${derrick.url}/v2/token`, form(fields));
+        expect(res.status).toBe(401);
+        expect(await res.json()).toEqual({ error: "invalid_client", error_description: "client authentication failed" });
+      }
+    });
+
+    it("auth - another grant type is unsupported_grant_type, a missing one invalid_request", async () => {
+      let res = await fetch(`${derrick.url}/v2/token`, form({ grant_type: "password", client_id: "alpha", client_secret: "x" }));
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toBe("unsupported_grant_type");
+      res = await fetch(`${derrick.url}/v2/token`, form({ client_id: "alpha", client_secret: "x" }));
+      expect(((await res.json()) as { error: string }).error).toBe("invalid_request");
+    });
+
+    it("auth - the JWKS publishes the embedded issuer's public key only", async () => {
+      const res = await fetch(`${derrick.url}/.well-known/jwks.json`);
+      const jwks = (await res.json()) as { keys: Array<Record<string, string>> };
+      expect(jwks.keys.length).toBeGreaterThan(0);
+      expect(jwks.keys[0]).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig" });
+      expect(jwks.keys[0]!.d).toBeUndefined();
+    });
+  });
+
+  describe("bearer tokens", () => {
+    it("auth - a missing token is 401 problem+json with WWW-Authenticate", async () => {
+      const res = await derrick.call("/v1/system/whoami", { as: null });
+      await expectProblem(res, 401);
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    });
+
+    it("auth - tampered, unsigned, expired, wrong-audience and wrong-issuer tokens are refused", async () => {
+      const good = await derrick.token("alpha");
+      const [h, p, s] = good.split(".");
+      const claims = JSON.parse(Buffer.from(p!, "base64url").toString());
+      const tampered = `${h}.${Buffer.from(JSON.stringify({ ...claims, groups: ["users.data.root"] })).toString("base64url")}.${s}`;
+      const unsigned = new UnsecuredJWT({ ...claims }).encode();
+      const key = await loadOrCreateSigningKey(derrick.dataDir);
+      const sign = (mutate: (j: SignJWT) => SignJWT) =>
+        mutate(new SignJWT({ client_id: "alpha", groups: [] }).setProtectedHeader({ alg: "ES256", kid: key.kid }).setSubject("alpha")).sign(key.privateKey);
+      const expired = await sign((j) => j.setIssuer(EMBEDDED_ISSUER).setAudience("derrick").setIssuedAt(1_700_000_000).setExpirationTime(1_700_000_600));
+      const wrongAudience = await sign((j) => j.setIssuer(EMBEDDED_ISSUER).setAudience("someone-else").setExpirationTime("5m"));
+      const wrongIssuer = await sign((j) => j.setIssuer("https://evil.example").setAudience("derrick").setExpirationTime("5m"));
+      const cases: Array<[string, string, RegExp]> = [
+        ["tampered", tampered, /signature/],
+        ["alg none", unsigned, /./],
+        ["expired", expired, /expired/],
+        ["wrong audience", wrongAudience, /aud/],
+        ["wrong issuer", wrongIssuer, /iss/],
+        ["garbage", "not-a-jwt", /malformed|not valid/],
+      ];
+      for (const [, token, detail] of cases) {
+        const res = await derrick.call("/v1/system/whoami", { headers: { authorization: `Bearer ${token}` } });
+        const body = await expectProblem(res, 401);
+        expect(String(body.detail)).toMatch(detail);
+      }
+    });
+
+    it("auth - a user token minted by the embedded issuer names the user and the client", async () => {
+      const key = await loadOrCreateSigningKey(derrick.dataDir);
+      const { mintToken } = await import("../../actors/identity/keys.ts");
+      const token = await mintToken(key, { sub: "alice@example.com", client_id: "alpha", groups: ["g1"] }, "derrick", 300);
+      const res = await derrick.call("/v1/system/whoami", { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ principal: { clientId: "alpha", subject: "alice@example.com", groups: ["g1"], kind: "user" } });
+    });
+  });
+
+  describe("appkey and partition", () => {
+    it("appkey - missing, unknown and another client's appkey are 401", async () => {
+      for (const appkey of [undefined, "no-such-appkey", TEST_CLIENTS.beta.appkey]) {
+        const headers: Record<string, string> = { authorization: `Bearer ${await derrick.token("alpha")}` };
+        if (appkey) headers.appkey = appkey;
+        else headers.appkey = "";
+        const res = await fetch(`${derrick.url}/v1/system/whoami`, { headers: { ...headers, "slb-partition-id": "opendes" } });
+        await expectProblem(res, 401);
+      }
+    });
+
+    it("partition - missing is 400, unknown is 403, two different headers are 400", async () => {
+      let body = await expectProblem(await derrick.call("/v1/system/whoami", { partition: null }), 400);
+      expect(body.errors).toEqual([{ pointer: "/headers/slb-partition-id", message: "is required" }]);
+      await expectProblem(await derrick.call("/v1/system/whoami", { partition: "nobodys" }), 403);
+      body = await expectProblem(await derrick.call("/v1/system/whoami", { headers: { "slb-partition-id": "opendes", "data-partition-id": "other" } }), 400);
+      await expectProblem(await derrick.call("/v1/system/whoami", { partition: "bad.partition" }), 400);
+    });
+
+    it("partition - data-partition-id alone, or both agreeing, is accepted", async () => {
+      let res = await derrick.call("/v1/system/whoami", { partition: null, headers: { "data-partition-id": "other" } });
+      expect(((await res.json()) as { partition: string }).partition).toBe("other");
+      res = await derrick.call("/v1/system/whoami", { headers: { "slb-partition-id": "opendes", "data-partition-id": "opendes" } });
+      expect(res.status).toBe(200);
+    });
+  });
+
+  describe("errors and bodies", () => {
+    it("errors - an unknown route is 404 problem+json naming the path", async () => {
+      const body = await expectProblem(await fetch(`${derrick.url}/no/such/route`), 404);
+      expect(body.instance).toBe("/no/such/route");
+    });
+
+    it("errors - a body of the wrong shape is 400 with a JSON pointer, not Elysia's 422", async () => {
+      const res = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "[1,2]" });
+      const body = await expectProblem(res, 400);
+      expect((body.errors as Array<{ pointer: string }>)[0]!.pointer).toBe("/body");
+    });
+
+    it("errors - unparseable JSON is 400", async () => {
+      const res = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{oops" });
+      await expectProblem(res, 400);
+    });
+
+    it("bodies - text/json and application/*+json are parsed as JSON", async () => {
+      for (const type of ["text/json", "application/vnd.derrick+json", "application/json; charset=utf-8"]) {
+        const res = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": type }, body: JSON.stringify({ hello: type }) });
+        expect(res.status).toBe(200);
+        expect(await res.json()).toEqual({ hello: type });
+      }
+    });
+
+    it("bodies - a body over the limit is 413 problem+json", async () => {
+      const res = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ big: "x".repeat(5000) }) });
+      await expectProblem(res, 413);
+    });
+
+    it("errors - every answer carries a request id, the caller's when it is sane", async () => {
+      let res = await fetch(`${derrick.url}/healthz`, { headers: { "x-request-id": "req-123" } });
+      expect(res.headers.get("x-request-id")).toBe("req-123");
+      res = await fetch(`${derrick.url}/healthz`, { headers: { "x-request-id": "bad id\twith tab" } });
+      expect(res.headers.get("x-request-id")).toMatch(/^[A-Za-z0-9]+$/);
+    });
+  });
+
+  describe("operations", () => {
+    it("ops - healthz and readyz are 200 while NATS and every actor answer", async () => {
+      expect((await fetch(`${derrick.url}/healthz`)).status).toBe(200);
+      const res = await fetch(`${derrick.url}/readyz`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { actors: Record<string, boolean> };
+      for (const actor of derrick.cfg.actors) expect(body.actors[actor]).toBe(true);
+    });
+
+    it("ops - /openapi.json is OpenAPI 3.1 and documents the routes; /docs renders without a CDN", async () => {
+      const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as { openapi: string; paths: Record<string, unknown> };
+      expect(doc.openapi).toMatch(/^3\.1\./);
+      expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v2/token", "/readyz", "/v1/system/echo"]));
+      const page = await (await fetch(`${derrick.url}/docs`)).text();
+      const script = /<script src="([^"]+)"/.exec(page)?.[1];
+      expect(script).toBe("/docs/assets/scalar-standalone.js");
+      const asset = await fetch(`${derrick.url}${script}`);
+      expect(asset.status).toBe(200);
+      expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+    });
+
+    it("ops - /metrics counts requests by route and status and times NATS requests", async () => {
+      await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      const text = await (await fetch(`${derrick.url}/metrics`)).text();
+      expect(text).toMatch(/derrick_http_requests_total\{route="\/v1\/system\/echo",method="POST",status="200"\} \d+/);
+      expect(text).toMatch(/derrick_http_request_duration_seconds_bucket\{/);
+      expect(text).toMatch(/derrick_nats_request_duration_seconds_count\{subject="derrick.system.echo",outcome="ok"\} \d+/);
+    });
+  });
+});
