@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Svcm } from "@nats-io/services";
+import { startDerrick, startTestNats, eventually, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { connectNats } from "../../platform/nats.ts";
+import { createLogger } from "../../platform/logger.ts";
+import { serveActor, endpoint } from "../../actors/runtime/service.ts";
+import { Bus, subjects, serviceName, DerrickError } from "../../subjects/index.ts";
+
+const silent = createLogger("silent");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function echo(url: string, body: unknown = { ping: 1 }) {
+  return fetch(`${url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+}
+
+describe("actor runtime", () => {
+  let nats: TestNats;
+  beforeAll(async () => {
+    nats = await startTestNats();
+  });
+  afterAll(async () => {
+    await nats?.cleanup();
+  });
+
+  it("runtime - no actor serving a subject is 503 with Retry-After", async () => {
+    const edge = await startDerrick(nats, { actors: ["identity"] });
+    try {
+      const res = await echo(edge.url);
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(res.headers.get("content-type")).toContain("application/problem+json");
+    } finally {
+      await edge.cleanup();
+    }
+  });
+
+  it("runtime - an actor slower than the request timeout is 504, and skips work past its deadline", async () => {
+    const edge = await startDerrick(nats, { actors: ["identity"], env: { DERRICK_REQUEST_TIMEOUT: "200ms" } });
+    const nc = await connectNats(nats.url, "slow-actor");
+    let ran = 0;
+    const slow = await serveActor(
+      nc,
+      { name: "system", version: "0.0.0", description: "slow", endpoints: [endpoint({ name: "echo", subject: subjects.system.echo(), handler: async (b) => (ran++, await sleep(400), b) })] },
+      { log: silent, concurrency: 1 },
+    );
+    try {
+      const first = echo(edge.url);
+      const second = echo(edge.url); // queued behind the first; its deadline passes before it runs
+      const [a, b] = await Promise.all([first, second]);
+      expect(a.status).toBe(504);
+      expect(b.status).toBe(504);
+      await sleep(500);
+      expect(ran).toBe(1);
+    } finally {
+      await slow.stop();
+      await nc.close();
+      await edge.cleanup();
+    }
+  });
+
+  it("runtime - an actor error keeps its status and problem across the NATS hop", async () => {
+    const nc = await connectNats(nats.url, "failing-actor");
+    const actor = await serveActor(
+      nc,
+      {
+        name: "failing",
+        version: "1.0.0",
+        description: "fails",
+        endpoints: [
+          endpoint({ name: "conflict", subject: "test.failing.conflict", handler: () => { throw new DerrickError(409, "busy", { extensions: { state: "running" } }); } }),
+          endpoint({ name: "crash", subject: "test.failing.crash", handler: () => { throw new Error("secret internals"); } }),
+        ],
+      },
+      { log: silent, concurrency: 4 },
+    );
+    const bus = new Bus(nc, { timeoutMs: 2000 });
+    try {
+      const conflict = await bus.request("test.failing.conflict", {}).catch((e) => e as DerrickError);
+      expect(conflict).toBeInstanceOf(DerrickError);
+      expect((conflict as DerrickError).status).toBe(409);
+      expect((conflict as DerrickError).toProblem()).toMatchObject({ state: "running", detail: "busy" });
+      const crash = (await bus.request("test.failing.crash", {}).catch((e) => e)) as DerrickError;
+      expect(crash.status).toBe(500);
+      expect(crash.detail).not.toContain("secret internals");
+      // the service survived both failures
+      expect(((await bus.request("test.failing.conflict", {}).catch((e) => e)) as DerrickError).status).toBe(409);
+    } finally {
+      await actor.stop();
+      await nc.close();
+    }
+  });
+
+  it("runtime - /readyz goes 503 when a configured actor is gone and back to 200 when it returns", async () => {
+    const edge = await startDerrick(nats, { actors: [], env: { ACTORS: "system,identity" } });
+    const identity = await startDerrick(nats, { edge: false, actors: ["identity"] });
+    let system = await startDerrick(nats, { edge: false, actors: ["system"] });
+    try {
+      await eventually(async () => (await fetch(`${edge.url}/readyz`)).status === 200, { what: "ready" });
+      await system.cleanup();
+      const res = await eventually(async () => {
+        const r = await fetch(`${edge.url}/readyz`);
+        return r.status === 503 ? r : undefined;
+      }, { what: "not ready" });
+      expect(res.headers.get("retry-after")).toBeTruthy();
+      expect(((await res.json()) as { detail: string }).detail).toContain("system");
+      system = await startDerrick(nats, { edge: false, actors: ["system"] });
+      await eventually(async () => (await fetch(`${edge.url}/readyz`)).status === 200, { what: "ready again" });
+    } finally {
+      await system.cleanup();
+      await identity.cleanup();
+      await edge.cleanup();
+    }
+  });
+
+  it("runtime - two processes of an actor share its queue group and the work", async () => {
+    const a = await startDerrick(nats, { edge: false, actors: ["system"] });
+    const b = await startDerrick(nats, { edge: false, actors: ["system"] });
+    const nc = await connectNats(nats.url, "client");
+    try {
+      const bus = new Bus(nc, { timeoutMs: 2000 });
+      await Promise.all(Array.from({ length: 200 }, (_, i) => bus.request(subjects.system.echo(), { i })));
+      const stats = [];
+      for await (const s of await new Svcm(nc).client({ strategy: "timer", maxWait: 300 }).stats(serviceName("system"))) stats.push(s);
+      expect(stats.length).toBe(2);
+      const counts = stats.map((s) => s.endpoints?.find((e) => e.name === "echo")?.num_requests ?? 0);
+      expect(counts.reduce((x, y) => x + y, 0)).toBe(200);
+      for (const count of counts) expect(count).toBeGreaterThan(20);
+      expect(stats.every((s) => s.endpoints?.every((e) => e.queue_group === serviceName("system")))).toBe(true);
+    } finally {
+      await nc.close();
+      await a.cleanup();
+      await b.cleanup();
+    }
+  });
+
+  it("runtime - stopping an actor under load answers every request it accepted", async () => {
+    const nc = await connectNats(nats.url, "drain-client");
+    const serverNc = await connectNats(nats.url, "drain-actor");
+    const otherNc = await connectNats(nats.url, "drain-actor-2");
+    const spec = (tag: string) => ({
+      name: "drainer",
+      version: "1.0.0",
+      description: "slow echo",
+      endpoints: [endpoint({ name: "work", subject: "test.drainer.work", handler: async (b: unknown) => (await sleep(30), { tag, b }) })],
+    });
+    const first = await serveActor(serverNc, spec("first"), { log: silent, concurrency: 8 });
+    const second = await serveActor(otherNc, spec("second"), { log: silent, concurrency: 8 });
+    const bus = new Bus(nc, { timeoutMs: 5000 });
+    try {
+      const requests = Array.from({ length: 300 }, (_, i) => bus.request<{ tag: string }>("test.drainer.work", { i }));
+      await sleep(100);
+      await first.stop(); // drains mid-load; the second process keeps serving
+      const replies = await Promise.allSettled(requests);
+      const failed = replies.filter((r) => r.status === "rejected");
+      expect(failed).toEqual([]);
+      const tags = replies.map((r) => (r as PromiseFulfilledResult<{ body: { tag: string } }>).value.body.tag);
+      expect(tags).toContain("first");
+      expect(tags).toContain("second");
+    } finally {
+      await second.stop();
+      await Promise.all([nc.close(), serverNc.close(), otherNc.close()]);
+    }
+  });
+});
