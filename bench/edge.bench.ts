@@ -1,0 +1,79 @@
+/**
+ * Edge round trip: HTTP → edge → NATS → system actor → reply, for a small JSON echo, against
+ * (a) a direct in-process Elysia handler and (b) Moleculer + moleculer-web over its NATS transporter,
+ * all driven by the same load generator in the same run. Then p99 at 50% of derrick's peak rate.
+ * Targets (issue 2): derrick ≥ 50% of direct, ≥ 3× Moleculer, p99 < 5 ms at 50% of peak.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startNatsServer } from "../platform/nats-server.ts";
+import { httpLoad, startPeer, LOAD_GENERATOR } from "./load.ts";
+import { report, runAtRate, type LoadResult } from "./lib.ts";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const BODY = JSON.stringify({ well: "NO 15/9-F-12", depth: 3521.4, ok: true, tags: ["a", "b", "c"] });
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const bun = process.execPath;
+
+const dir = mkdtempSync(join(tmpdir(), "derrick-bench-edge-"));
+const nats = await startNatsServer({ dir: join(dir, "nats"), port: -1 });
+const results: LoadResult[] = [];
+let derrickPeak = 0;
+let atHalf: LoadResult | undefined;
+try {
+  const measure = async (name: string, peer: { port: number; stop(): Promise<void> }) => {
+    const url = `http://127.0.0.1:${peer.port}/v1/system/echo`;
+    await httpLoad(`${name} warm-up`, url, BODY, { connections: CONNECTIONS, seconds: 2 });
+    const result = await httpLoad(name, url, BODY, { connections: CONNECTIONS, seconds: SECONDS });
+    results.push(result);
+    return { url, result };
+  };
+
+  const direct = await startPeer(bun, [here("./peers/direct-elysia.ts"), "0"]);
+  await measure("direct Elysia (in-process)", direct);
+  await direct.stop();
+
+  const derrick = await startPeer(bun, [here("./peers/derrick-node.ts"), nats.url, "0", join(dir, "data")]);
+  const { url, result } = await measure("derrick edge → NATS → actor", derrick);
+  derrickPeak = result.opsPerSec;
+  const rate = Math.max(100, Math.floor(derrickPeak / 2));
+  atHalf = await runAtRate(`derrick at 50% of peak (${rate}/s, open loop)`, async () => {
+    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: BODY });
+    if (res.status !== 200) throw new Error(String(res.status));
+    await res.arrayBuffer();
+  }, { perSecond: rate, durationMs: 5_000 });
+  results.push(atHalf);
+  await derrick.stop();
+
+  const moleculer = await startPeer("node", [here("./peers/moleculer.cjs"), nats.url, String(await freePort())]);
+  await measure("Moleculer + moleculer-web (NATS transporter)", moleculer);
+  await moleculer.stop();
+} finally {
+  await nats.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function freePort(): Promise<number> {
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  const port = server.port!;
+  server.stop(true);
+  return port;
+}
+
+const byName = (prefix: string) => results.find((r) => r.name.startsWith(prefix))!;
+const vsDirect = derrickPeak / byName("direct").opsPerSec;
+const vsMoleculer = derrickPeak / byName("Moleculer").opsPerSec;
+report({
+  bench: "edge",
+  results,
+  ratios: { "derrick / direct Elysia (throughput)": vsDirect, "derrick / Moleculer (throughput)": vsMoleculer },
+  targets: {
+    "derrick ≥ 50% of direct": { value: vsDirect, target: "≥ 0.5", met: vsDirect >= 0.5 },
+    "derrick ≥ 3× Moleculer": { value: vsMoleculer, target: "≥ 3", met: vsMoleculer >= 3 },
+    "p99 at 50% of peak": { value: atHalf!.p99Ms, target: "< 5 ms", met: atHalf!.p99Ms < 5 },
+  },
+  notes: [`load generator: ${LOAD_GENERATOR}, ${CONNECTIONS} connections, ${SECONDS} s per case, 2 s warm-up`, "every peer runs in its own process; nats-server 2.9 shared"],
+});
