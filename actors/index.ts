@@ -5,12 +5,14 @@ import type { Logger } from "../platform/logger.ts";
 import type { ServedActor } from "./runtime/service.ts";
 import { startSystemActor } from "./system/index.ts";
 import { startIdentityActor } from "./identity/index.ts";
+import { startTwinsActor } from "./twins/index.ts";
 
 type Starter = (nc: NatsConnection, cfg: Config, log: Logger) => Promise<ServedActor>;
 
 const STARTERS: Record<ActorName, Starter> = {
   system: (nc, cfg, log) => startSystemActor(nc, { log, concurrency: cfg.actorConcurrency }),
   identity: (nc, cfg, log) => startIdentityActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
+  twins: (nc, cfg, log) => startTwinsActor(nc, { log, concurrency: cfg.actorConcurrency }),
 };
 
 export type RunningActors = { names: string[]; stop(): Promise<void> };

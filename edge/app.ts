@@ -16,6 +16,7 @@ import { createVerifier } from "./verifier.ts";
 import type { EdgeMetrics } from "./metrics.ts";
 import { systemRoutes } from "./routes/system.ts";
 import { authRoutes } from "./routes/auth.ts";
+import { twinRoutes } from "./routes/twins.ts";
 
 export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
 
@@ -37,6 +38,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       .use(openapiPlugin(buildInfo()))
       .use(systemRoutes(cfg, bus, auth, metrics))
       .use(authRoutes(cfg, bus))
+      .use(twinRoutes(cfg, bus, auth))
   );
 }
 

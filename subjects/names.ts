@@ -17,6 +17,8 @@ export const subjects = {
   root: ROOT,
   system: operations("system", ["ping", "echo", "info"] as const),
   identity: operations("identity", ["token", "jwks", "appkey.verify", "apps.create", "apps.list", "apps.delete"] as const),
+  /** Twin properties (buckets and keys: subjects/twins.ts). */
+  twins: operations("twins", ["put", "get", "delete"] as const),
   /** Events to notify: `derrick.events.<partition>.<NotificationType>` (stream EVENTS). */
   events: (partition: string, type: string) => `${ROOT}.events.${checkToken(partition, "/partition")}.${checkToken(type, "/type")}`,
   /** Records to index: `derrick.records.<partition>.<recordKey>` (stream RECORDS). */

@@ -1,0 +1,2 @@
+export { startTwinsActor } from "./actor.ts";
+export { kvTwinStores, KvTwinBucket } from "./store.ts";

@@ -1,0 +1,80 @@
+/**
+ * Twin buckets on JetStream KV: one bucket per twin (name from subjects/twins.ts), history 2 so a
+ * reader can still show the previous value of a key while a newer one waits for its commit.
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { Kvm, type KV } from "@nats-io/kv";
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { toTwinEntry, twinBucket, twinBucketDescription, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
+import type { TwinBucketStore, TwinStores } from "./handlers.ts";
+
+export const TWIN_BUCKET_HISTORY = 2;
+const CACHE_MAX = 10_000;
+
+export function kvTwinStores(nc: NatsConnection): TwinStores {
+  const kvm = new Kvm(nc);
+  let jsm: Promise<JetStreamManager> | undefined;
+  const open = new Map<string, Promise<KV>>();
+  const remember = (name: string, kv: Promise<KV>) => {
+    if (open.size >= CACHE_MAX) open.delete(open.keys().next().value!);
+    open.set(name, kv);
+    kv.catch(() => open.delete(name));
+    return kv;
+  };
+  return {
+    async open(address: TwinAddress, create: boolean) {
+      const name = twinBucket(address);
+      let kv = open.get(name);
+      if (!kv) {
+        if (create) {
+          kv = remember(name, kvm.create(name, { history: TWIN_BUCKET_HISTORY, description: twinBucketDescription(address) }));
+        } else {
+          jsm ??= jetstreamManager(nc);
+          try {
+            await (await jsm).streams.info(`KV_${name}`);
+          } catch (error) {
+            if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return undefined;
+            throw error;
+          }
+          kv = remember(name, kvm.open(name));
+        }
+      }
+      return new KvTwinBucket(await kv);
+    },
+  };
+}
+
+export class KvTwinBucket implements TwinBucketStore {
+  constructor(readonly kv: KV) {}
+
+  async get(key: string): Promise<TwinEntry | undefined> {
+    const entry = await this.kv.get(key);
+    return entry ? toTwinEntry(entry) : undefined;
+  }
+
+  async entries(): Promise<TwinEntry[]> {
+    const out: TwinEntry[] = [];
+    for await (const entry of await this.kv.history()) out.push(toTwinEntry(entry));
+    return out;
+  }
+
+  put(key: string, value: string): Promise<number> {
+    return this.kv.put(key, value);
+  }
+
+  async remove(key: string): Promise<number> {
+    await this.kv.delete(key);
+    return (await this.kv.get(key))?.revision ?? 0;
+  }
+
+  async swap(key: string, value: string, expectedRevision: number): Promise<number | "conflict"> {
+    try {
+      return await this.kv.put(key, value, { previousSeq: expectedRevision });
+    } catch (error) {
+      if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+        return "conflict";
+      }
+      throw error;
+    }
+  }
+}

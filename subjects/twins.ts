@@ -1,0 +1,230 @@
+/**
+ * Twin properties: the one place that spells the twin bucket and key names, the REST/NATS message
+ * shapes, and the commit protocol that makes one PUT visible all at once. The twins actor, the
+ * twin-mirror actor and the device SDK all import this module, so they cannot disagree.
+ *
+ * Storage: one JetStream KV bucket per twin (`twin-<32 hex>`, see twinBucket), keys exactly
+ * `twin_properties/<group>/desired|reported/<name>` (the original SDK's Redis layout), plus one
+ * commit record per group, `twin_commits/<group>` (see TwinCommit).
+ */
+import { createHash } from "node:crypto";
+import { Type, type Static } from "@sinclair/typebox";
+import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
+import { invalidField } from "./errors.ts";
+
+/** Names and groups: a KV key segment with no `.`, `/`, `*`, `>` or space (CONTRACT.md). */
+export const TWIN_NAME_PATTERN = "^[A-Za-z0-9_=-]{1,128}$";
+const TWIN_NAME_RE = new RegExp(TWIN_NAME_PATTERN);
+
+/** Largest value, in UTF-8 bytes (→ 413). */
+export const TWIN_VALUE_MAX_BYTES = 64 * 1024;
+/** Largest sum of values in one PUT, in UTF-8 bytes (→ 413). */
+export const TWIN_REQUEST_MAX_BYTES = 1024 * 1024;
+/** Most properties in one PUT. */
+export const TWIN_MAX_PROPERTIES = 1000;
+
+export const TwinSide = { desired: "desired", reported: "reported" } as const;
+export type TwinSide = (typeof TwinSide)[keyof typeof TwinSide];
+
+export const TWIN_KEY_PREFIX = "twin_properties";
+export const TWIN_COMMIT_PREFIX = "twin_commits";
+/** The app's own configuration lives in this group, under the app's Name. */
+export const CONFIG_GROUP = "config";
+
+export function isTwinName(value: string): boolean {
+  return TWIN_NAME_RE.test(value);
+}
+
+/** Returns the name when it fits the key alphabet, else a 400 naming the pointer (never rewritten). */
+export function checkTwinName(value: string, pointer: string): string {
+  if (!isTwinName(value)) throw invalidField(pointer, `must match ${TWIN_NAME_PATTERN} (letters, digits, "_", "=" or "-"; no ".", "/", "*", ">" or spaces)`);
+  return value;
+}
+
+/** The twin a bucket belongs to: organization, environment and twin id from the REST path. */
+export type TwinAddress = { organization: string; environment: string; twinId: string };
+
+/**
+ * The JetStream KV bucket of one twin. Bucket names allow only `[A-Za-z0-9_-]` and the three path
+ * tokens may each hold `_` and `-`, so no separator is unambiguous and 3 × 128 characters overflow
+ * the stream-name limit: the name is `twin-` + the first 32 hex digits of SHA-256 over
+ * `<organization>/<environment>/<twinId>` (fixed length, collision-free in practice). The bucket's
+ * description carries the readable address for operators.
+ */
+export function twinBucket(address: TwinAddress): string {
+  const digest = createHash("sha256").update(`${address.organization}/${address.environment}/${address.twinId}`).digest("hex");
+  return `twin-${digest.slice(0, 32)}`;
+}
+
+export const twinBucketDescription = (address: TwinAddress) => `derrick twin ${address.organization}/${address.environment}/${address.twinId}`;
+
+export function twinKey(group: string, side: TwinSide, name: string): string {
+  return `${TWIN_KEY_PREFIX}/${group}/${side}/${name}`;
+}
+
+export function twinCommitKey(group: string): string {
+  return `${TWIN_COMMIT_PREFIX}/${group}`;
+}
+
+export type ParsedTwinKey = { kind: "property"; group: string; side: TwinSide; name: string } | { kind: "commit"; group: string };
+
+/** The parts of a twin bucket key, or undefined for keys derrick does not own. */
+export function parseTwinKey(key: string): ParsedTwinKey | undefined {
+  const parts = key.split("/");
+  if (parts[0] === TWIN_KEY_PREFIX && parts.length === 4 && (parts[2] === "desired" || parts[2] === "reported")) {
+    return { kind: "property", group: parts[1]!, side: parts[2], name: parts[3]! };
+  }
+  if (parts[0] === TWIN_COMMIT_PREFIX && parts.length === 2) return { kind: "commit", group: parts[1]! };
+  return undefined;
+}
+
+// ---- the commit protocol ---------------------------------------------------------------------
+
+/**
+ * One record per group, `twin_commits/<group>`, moved by compare-and-swap:
+ *  1. `pending` (with every name and value of the PUT) claims the group: only one writer at a time;
+ *  2. the property keys are written;
+ *  3. `committed` (with the group's new latest desired version) releases them.
+ * Readers (SDK, mirror, GET) hold back a desired key of a pending name whose revision is above the
+ * pending record's, until the committed record arrives: a half-written PUT is never visible.
+ * A writer that died leaves `pending` with all values, so the next writer rolls it forward.
+ */
+export const TwinCommit = Type.Object({
+  state: Type.Union([Type.Literal("pending"), Type.Literal("committed")]),
+  /** Names touched by this commit (pending: those being written). */
+  names: Type.Array(Type.String()),
+  /** Pending only: the values being written (null = delete), for roll-forward after a crash. */
+  values: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]))),
+  /** Committed: the group's latest desired version (the ETag); pending: the previous one. */
+  version: Type.Integer({ minimum: 0 }),
+  at: Type.String(),
+});
+export type TwinCommit = Static<typeof TwinCommit>;
+
+/** A KV entry as the gate needs it (JetStream or a mirror). */
+export type TwinEntry = { key: string; revision: number; operation: "PUT" | "DEL" | "PURGE"; value: string; created: Date };
+
+/**
+ * Applies the commit protocol to a stream of entries in revision order: returns the entries that
+ * are visible now (including held ones a commit releases), hiding commit records themselves.
+ */
+export class TwinCommitGate {
+  private readonly pending = new Map<string, { revision: number; names: Set<string> }>();
+  private readonly held = new Map<string, TwinEntry[]>();
+
+  feed(entry: TwinEntry): TwinEntry[] {
+    const parsed = parseTwinKey(entry.key);
+    if (!parsed) return [];
+    if (parsed.kind === "commit") {
+      let record: TwinCommit | undefined;
+      try {
+        record = entry.operation === "PUT" ? (JSON.parse(entry.value) as TwinCommit) : undefined;
+      } catch {
+        record = undefined;
+      }
+      if (record?.state === "pending") {
+        this.pending.set(parsed.group, { revision: entry.revision, names: new Set(record.names) });
+        return [];
+      }
+      this.pending.delete(parsed.group);
+      const released = this.held.get(parsed.group) ?? [];
+      this.held.delete(parsed.group);
+      return released.sort((a, b) => a.revision - b.revision);
+    }
+    if (parsed.side === "desired") {
+      const pending = this.pending.get(parsed.group);
+      if (pending && entry.revision > pending.revision && pending.names.has(parsed.name)) {
+        const list = this.held.get(parsed.group) ?? [];
+        list.push(entry);
+        this.held.set(parsed.group, list);
+        return [];
+      }
+    }
+    return [entry];
+  }
+}
+
+// ---- messages --------------------------------------------------------------------------------
+
+const PathToken = Type.String({ pattern: SUBJECT_TOKEN_PATTERN });
+
+export const TwinProperty = Type.Object(
+  {
+    name: Type.String({ pattern: TWIN_NAME_PATTERN }),
+    /** A string; may hold serialized JSON. */
+    value: Type.String(),
+  },
+  { additionalProperties: false },
+);
+export type TwinProperty = Static<typeof TwinProperty>;
+
+/** The PUT body: the seed's twin property update. */
+export const TwinUpdateBody = Type.Object(
+  {
+    group: Type.String({ pattern: TWIN_NAME_PATTERN }),
+    twins: Type.Array(TwinProperty, { minItems: 1, maxItems: TWIN_MAX_PROPERTIES }),
+  },
+  { additionalProperties: false },
+);
+export type TwinUpdateBody = Static<typeof TwinUpdateBody>;
+
+export const TwinPath = Type.Object({ organization: PathToken, environment: PathToken, twinId: PathToken });
+export type TwinPath = Static<typeof TwinPath>;
+
+/** edge → actor: write desired properties. */
+export const TwinPutRequest = Type.Object({
+  organization: PathToken,
+  environment: PathToken,
+  twinId: PathToken,
+  group: Type.String(),
+  twins: Type.Array(Type.Object({ name: Type.String(), value: Type.String() })),
+  /** The `If-Match` version, when sent. */
+  ifMatch: Type.Optional(Type.Integer({ minimum: 0 })),
+});
+export type TwinPutRequest = Static<typeof TwinPutRequest>;
+
+export const TwinPutReply = Type.Object({
+  group: Type.String(),
+  twins: Type.Array(Type.Object({ name: Type.String(), value: Type.String(), version: Type.Integer() })),
+});
+export type TwinPutReply = Static<typeof TwinPutReply>;
+
+export const TwinGetRequest = Type.Object({
+  organization: PathToken,
+  environment: PathToken,
+  twinId: PathToken,
+  group: Type.Optional(Type.String()),
+});
+export type TwinGetRequest = Static<typeof TwinGetRequest>;
+
+export const TwinValue = Type.Object({ value: Type.String(), version: Type.Integer(), updated_at: Type.String() });
+export type TwinValue = Static<typeof TwinValue>;
+const TwinGroups = Type.Record(Type.String(), Type.Record(Type.String(), TwinValue));
+
+export const TwinGetReply = Type.Object({ desired: TwinGroups, reported: TwinGroups });
+export type TwinGetReply = Static<typeof TwinGetReply>;
+
+export const TwinDeleteRequest = Type.Object({
+  organization: PathToken,
+  environment: PathToken,
+  twinId: PathToken,
+  group: Type.String(),
+  name: Type.String(),
+});
+export type TwinDeleteRequest = Static<typeof TwinDeleteRequest>;
+
+/** `ETag: "<n>"` and `If-Match: "<n>"` (quotes optional). */
+export const formatTwinEtag = (version: number) => `"${version}"`;
+
+/** The version in an If-Match header; undefined when absent; 400 when it is not a version. */
+export function parseIfMatch(header: string | null | undefined): number | undefined {
+  if (header === null || header === undefined || header.trim() === "") return undefined;
+  const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header);
+  if (!match) throw invalidField("/headers/if-match", 'must be a version such as "12"');
+  return Number(match[1]);
+}
+
+/** A nats.js KV entry as a TwinEntry (structural, so this module needs no KV import). */
+export function toTwinEntry(entry: { key: string; revision: number; operation: "PUT" | "DEL" | "PURGE"; created: Date; length: number; string(): string }): TwinEntry {
+  return { key: entry.key, revision: entry.revision, operation: entry.operation, created: entry.created, value: entry.operation === "PUT" && entry.length > 0 ? entry.string() : "" };
+}

@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { TwinCommitGate, toTwinEntry, twinBucket, type TwinEntry } from "../../subjects/twins.ts";
+
+const path = (twin: string) => `/api/twin-properties/v1/acme/prod/${twin}/twin-properties`;
+const json = (body: unknown) => JSON.stringify(body);
+
+describe("twin properties REST", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  let nc: NatsConnection;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["identity", "twins"] });
+    nc = await connect({ servers: nats.url });
+  });
+  afterAll(async () => {
+    await nc?.close();
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  const put = (twin: string, body: unknown, init: { as?: "alpha" | "beta" | "admin" | null; headers?: Record<string, string> } = {}) =>
+    derrick.call(path(twin), { method: "PUT", body: json(body), as: init.as === undefined ? "admin" : init.as, partition: null, headers: init.headers });
+
+  it("twins - a PUT stores every property under twin_properties/<group>/desired/<name> and answers versions", async () => {
+    const res = await put("dev-1", { group: "config", twins: [{ name: "MyApp", value: '{"Name":"MyApp"}' }, { name: "rate", value: "5" }] });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { group: string; twins: Array<{ name: string; value: string; version: number }> };
+    expect(body.group).toBe("config");
+    expect(body.twins.map((t) => t.name)).toEqual(["MyApp", "rate"]);
+    for (const twin of body.twins) expect(Number.isInteger(twin.version)).toBe(true);
+    const version = Math.max(...body.twins.map((t) => t.version));
+    expect(res.headers.get("etag")).toBe(`"${version}"`);
+    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-1" }));
+    const entry = await kv.get("twin_properties/config/desired/rate");
+    expect(entry?.string()).toBe("5");
+    expect(entry?.revision).toBe(body.twins[1]!.version);
+  });
+
+  it("twins - GET returns desired and reported with versions and times, filtered by group with an ETag", async () => {
+    await put("dev-2", { group: "g1", twins: [{ name: "a", value: "1" }] });
+    const second = await put("dev-2", { group: "g2", twins: [{ name: "b", value: "2" }] });
+    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-2" }));
+    await kv.put("twin_properties/g1/reported/a", "1");
+    const all = await derrick.call(path("dev-2"), { as: "admin", partition: null });
+    expect(all.status).toBe(200);
+    expect(all.headers.get("etag")).toBeNull();
+    const body = (await all.json()) as { desired: Record<string, Record<string, { value: string; version: number; updated_at: string }>>; reported: Record<string, unknown> };
+    expect(Object.keys(body.desired).sort()).toEqual(["g1", "g2"]);
+    expect(body.desired.g1!.a).toMatchObject({ value: "1" });
+    expect(body.desired.g1!.a!.updated_at).toMatch(/Z$/);
+    expect(body.reported).toMatchObject({ g1: { a: { value: "1" } } });
+    const filtered = await derrick.call(`${path("dev-2")}?group=g2`, { as: "admin", partition: null });
+    expect(filtered.headers.get("etag")).toBe(second.headers.get("etag"));
+    expect(Object.keys(((await filtered.json()) as { desired: object }).desired)).toEqual(["g2"]);
+    const empty = await derrick.call(path("never-written"), { as: "admin", partition: null });
+    expect(await empty.json()).toEqual({ desired: {}, reported: {} });
+  });
+
+  it("twins - writes need twins.writers, reads need a twins group, and a token is required", async () => {
+    expect((await put("dev-3", { group: "g", twins: [{ name: "a", value: "1" }] }, { as: "alpha" })).status).toBe(403);
+    expect((await derrick.call(path("dev-3"), { as: "beta", partition: null })).status).toBe(403);
+    expect((await put("dev-3", { group: "g", twins: [{ name: "a", value: "1" }] }, { as: null })).status).toBe(401);
+  });
+
+  it("twins - names, groups, empty lists and unknown fields outside the contract are 400 naming the field", async () => {
+    const cases: Array<[unknown, string]> = [
+      [{ group: "g", twins: [{ name: "a.b", value: "1" }] }, "/body/twins/0/name"],
+      [{ group: "g/x", twins: [{ name: "a", value: "1" }] }, "/body/group"],
+      [{ group: "g", twins: [] }, "/body/twins"],
+      [{ group: "g", twins: [{ name: "a", value: 1 }] }, "/body/twins/0/value"],
+      [{ group: "g", twins: [{ name: "a", value: "1", extra: true }] }, "/body/twins/0/extra"],
+      [{ group: "g", twins: [{ name: "a", value: "1" }, { name: "a", value: "2" }] }, "/body/twins/1/name"],
+    ];
+    for (const [body, pointer] of cases) {
+      const res = await put("dev-4", body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      const problem = (await res.json()) as { errors?: Array<{ pointer: string }> };
+      expect(problem.errors?.map((e) => e.pointer)).toContain(pointer);
+    }
+    expect((await derrick.call(`/api/twin-properties/v1/acme/prod/bad.twin/twin-properties`, { method: "PUT", body: json({ group: "g", twins: [{ name: "a", value: "1" }] }), as: "admin", partition: null })).status).toBe(400);
+  });
+
+  it("twins - a value over 64 KiB or a request over the body limit is 413 and nothing is written", async () => {
+    const big = await put("dev-5", { group: "g", twins: [{ name: "ok", value: "1" }, { name: "big", value: "x".repeat(64 * 1024 + 1) }] });
+    expect(big.status).toBe(413);
+    const huge = await put("dev-5", { group: "g", twins: Array.from({ length: 20 }, (_, i) => ({ name: `n${i}`, value: "y".repeat(60 * 1024) })) });
+    expect(huge.status).toBe(413);
+    const state = (await (await derrick.call(path("dev-5"), { as: "admin", partition: null })).json()) as { desired: object };
+    expect(state.desired).toEqual({});
+  });
+
+  it("twins - If-Match with a stale version is 412; with the current one the PUT lands", async () => {
+    const first = await put("dev-6", { group: "g", twins: [{ name: "a", value: "1" }] });
+    const etag = first.headers.get("etag")!;
+    await put("dev-6", { group: "g", twins: [{ name: "a", value: "2" }] });
+    expect((await put("dev-6", { group: "g", twins: [{ name: "a", value: "3" }] }, { headers: { "if-match": etag } })).status).toBe(412);
+    const current = (await derrick.call(`${path("dev-6")}?group=g`, { as: "admin", partition: null })).headers.get("etag")!;
+    const ok = await put("dev-6", { group: "g", twins: [{ name: "a", value: "3" }] }, { headers: { "if-match": current.replaceAll('"', "") } });
+    expect(ok.status).toBe(200);
+    expect((await put("dev-6", { group: "g", twins: [{ name: "a", value: "4" }] }, { headers: { "if-match": "nope" } })).status).toBe(400);
+  });
+
+  it("twins - DELETE removes one property and answers 204", async () => {
+    await put("dev-7", { group: "g", twins: [{ name: "a", value: "1" }, { name: "b", value: "2" }] });
+    const res = await derrick.call(`${path("dev-7")}/g/a`, { method: "DELETE", as: "admin", partition: null });
+    expect(res.status).toBe(204);
+    const state = (await (await derrick.call(path("dev-7"), { as: "admin", partition: null })).json()) as { desired: Record<string, object> };
+    expect(Object.keys(state.desired.g!)).toEqual(["b"]);
+    expect((await derrick.call(`${path("dev-7")}/g/a`, { method: "DELETE", as: "alpha", partition: null })).status).toBe(403);
+  });
+
+  it("twins - a watcher never sees part of one PUT, even with concurrent PUTs to the same group", async () => {
+    await put("dev-8", { group: "g", twins: [{ name: "seed", value: "0" }] });
+    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-8" }));
+    const gate = new TwinCommitGate();
+    const visible = new Map<string, string>();
+    const torn: string[] = [];
+    let releases = 0;
+    const watch = await kv.watch();
+    const names = ["a", "b", "c", "d", "e"];
+    const watching = (async () => {
+      for await (const raw of watch) {
+        const released: TwinEntry[] = gate.feed(toTwinEntry(raw));
+        for (const entry of released) visible.set(entry.key.split("/").at(-1)!, entry.value);
+        if (released.some((e) => names.includes(e.key.split("/").at(-1)!))) {
+          releases++;
+          const rounds = new Set(names.map((n) => visible.get(n)));
+          if (rounds.size !== 1) torn.push([...rounds].join(","));
+        }
+        if (visible.get("done") === "yes") break;
+      }
+    })();
+    const rounds = Array.from({ length: 12 }, (_, round) => put("dev-8", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) }));
+    expect((await Promise.all(rounds)).map((r) => r.status)).toEqual(Array(12).fill(200));
+    await put("dev-8", { group: "g", twins: [{ name: "done", value: "yes" }] });
+    await watching;
+    expect(torn).toEqual([]);
+    expect(releases).toBe(12);
+  });
+});
