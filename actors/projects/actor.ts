@@ -1,0 +1,81 @@
+/**
+ * Wiring of the `projects` actor: loads the catalog file, follows catalog additions in KV, opens the
+ * project/task/content buckets and the task queue, and serves the request/reply endpoints. Stateless
+ * beyond NATS: start more processes to scale reads and requests.
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { subjects } from "../../subjects/index.ts";
+import { CatalogListRequest, CatalogPutRequest, ContentRef, ContentRequest, MemberRequest, PartRef, ProjectPutRequest, ProjectRef, TaskRef } from "../../subjects/projects.ts";
+import type { Config } from "../../config/index.ts";
+import { buildInfo } from "../../platform/build-info.ts";
+import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
+import { catalogFrom, readCatalogFile, type Catalog } from "./catalog.ts";
+import {
+  deleteMember,
+  deleteProject,
+  getContent,
+  getContentPart,
+  getProject,
+  getTask,
+  listCatalog,
+  putCatalogItem,
+  putMember,
+  putProject,
+  requestContent,
+  type ProjectsDeps,
+} from "./handlers.ts";
+import { catalogStore, contentStore, encode, ensureTaskQueue, openStores, projectStore, taskStore, type Stores } from "./store.ts";
+
+/** The catalog every process of this capability serves: file items plus additions, kept current. */
+export async function followCatalog(cfg: Config, stores: Stores): Promise<{ catalog: Catalog; stop(): void }> {
+  const catalog = catalogFrom(readCatalogFile(cfg.content.catalogFile));
+  const stop = await catalogStore(stores.catalog).follow((kind, item, revision) => catalog[kind]?.apply(item, revision));
+  return { catalog, stop };
+}
+
+export async function startProjectsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
+  const stores = await openStores(nc);
+  await ensureTaskQueue(nc, cfg.content.ackWaitMs);
+  const followed = await followCatalog(cfg, stores);
+  const deps: ProjectsDeps = {
+    catalog: followed.catalog,
+    catalogStore: catalogStore(stores.catalog),
+    projects: projectStore(stores.projects),
+    tasks: taskStore(stores.tasks),
+    content: contentStore(stores.content),
+    async enqueue(partition, taskId) {
+      // The task id as message id: a retried publish inside the duplicate window is stored once.
+      await stores.js.publish(subjects.content.tasks(partition), encode({ partition, taskId }), { msgID: taskId });
+    },
+  };
+  const names = subjects.projects;
+  const served = await serveActor(
+    nc,
+    {
+      name: "projects",
+      version: buildInfo().version,
+      description: "display items and key parameters: catalog, projects, membership, content requests and results",
+      endpoints: [
+        endpoint({ name: "catalog-list", subject: names["catalog.list"](), input: CatalogListRequest, handler: (input) => listCatalog(input, deps) }),
+        endpoint({ name: "catalog-put", subject: names["catalog.put"](), input: CatalogPutRequest, handler: (input, ctx) => putCatalogItem(input, ctx, deps) }),
+        endpoint({ name: "project-put", subject: names["project.put"](), input: ProjectPutRequest, handler: (input, ctx) => putProject(input, ctx, deps) }),
+        endpoint({ name: "project-get", subject: names["project.get"](), input: ProjectRef, handler: (input, ctx) => getProject(input, ctx, deps) }),
+        endpoint({ name: "project-delete", subject: names["project.delete"](), input: ProjectRef, handler: (input, ctx) => deleteProject(input, ctx, deps) }),
+        endpoint({ name: "member-put", subject: names["member.put"](), input: MemberRequest, handler: (input, ctx) => putMember(input, ctx, deps) }),
+        endpoint({ name: "member-delete", subject: names["member.delete"](), input: MemberRequest, handler: (input, ctx) => deleteMember(input, ctx, deps) }),
+        endpoint({ name: "content-request", subject: names["content.request"](), input: ContentRequest, handler: (input, ctx) => requestContent(input, ctx, deps) }),
+        endpoint({ name: "content-get", subject: names["content.get"](), input: ContentRef, handler: (input, ctx) => getContent(input, ctx, deps) }),
+        endpoint({ name: "content-part", subject: names["content.part"](), input: PartRef, handler: (input, ctx) => getContentPart(input, ctx, deps) }),
+        endpoint({ name: "task-get", subject: names["task.get"](), input: TaskRef, handler: (input, ctx) => getTask(input, ctx, deps) }),
+      ],
+    },
+    options,
+  );
+  return {
+    ...served,
+    async stop() {
+      await served.stop();
+      followed.stop();
+    },
+  };
+}

@@ -1,0 +1,394 @@
+/**
+ * Handlers of the `projects` actor (catalog, projects, members, content requests, task/content/part
+ * reads) and the task runner of the `content-worker` actor. Plain functions over the stores in
+ * store.ts; access rules live here so NATS callers meet them too:
+ *   - project admin routes (PUT/DELETE project, members): group `projects.admins`;
+ *   - GET project: admins or members;
+ *   - content requests, tasks, contents, parts: members only (admins included);
+ *   - unknown project → 404 before membership is looked at; non-member → 403.
+ */
+import { nuid } from "@nats-io/nats-core";
+import {
+  DerrickError,
+  badRequest,
+  check,
+  checkToken,
+  conflict,
+  forbidden,
+  invalidField,
+  notFound,
+  reply,
+  unauthorized,
+  type Principal,
+  type Reply,
+} from "../../subjects/index.ts";
+import {
+  CONTENT_TTL_MS,
+  CatalogItemBody,
+  CatalogKind,
+  ContentRequestBody,
+  PART_MAX_BYTES,
+  ProjectBody,
+  TaskState,
+  type CatalogItem,
+  type CatalogListRequest,
+  type CatalogPage,
+  type CatalogPutRequest,
+  type Content,
+  type ContentAccepted,
+  type ContentPart,
+  type ContentRef,
+  type ContentRequest,
+  type MemberRequest,
+  type PartRef,
+  type Project,
+  type ProjectPutRequest,
+  type ProjectRef,
+  type Task,
+  type TaskMessage,
+  type TaskRecord,
+  type TaskRef,
+} from "../../subjects/projects.ts";
+import type { RequestContext } from "../runtime/context.ts";
+import { pageCatalog, type Catalog } from "./catalog.ts";
+import { checkValues, computeContent, isMember, splitUtf8, utf8Length } from "./compute.ts";
+import type { CatalogStore, ContentStore, ProjectStore, TaskStore, Versioned } from "./store.ts";
+
+export const ADMIN_GROUP = "projects.admins";
+/** How often a write that lost a compare-and-set race is tried again. */
+const CAS_ATTEMPTS = 5;
+
+export type ProjectsDeps = {
+  catalog: Catalog;
+  catalogStore: CatalogStore;
+  projects: ProjectStore;
+  tasks: TaskStore;
+  content: ContentStore;
+  /** Publishes the task to the work queue (deduplicated by task id). */
+  enqueue(partition: string, taskId: string): Promise<void>;
+  now?: () => Date;
+};
+
+const nowOf = (deps: { now?: () => Date }) => (deps.now ? deps.now() : new Date());
+
+function caller(ctx: RequestContext): { principal: Principal; partition: string } {
+  if (!ctx.principal) throw unauthorized("this operation needs an authenticated caller");
+  if (!ctx.partition) throw badRequest("this operation needs a partition");
+  return { principal: ctx.principal, partition: ctx.partition };
+}
+
+const isAdmin = (principal: Principal) => principal.groups.includes(ADMIN_GROUP);
+
+function requireAdmin(principal: Principal): void {
+  if (!isAdmin(principal)) throw forbidden(`managing projects needs the group ${ADMIN_GROUP}`);
+}
+
+async function loadProject(deps: ProjectsDeps, partition: string, projectId: string): Promise<Versioned<Project>> {
+  checkToken(projectId, "/params/projectId");
+  const found = await deps.projects.get(partition, projectId);
+  if (!found) throw notFound(`project ${projectId} does not exist`);
+  return found;
+}
+
+/** The project, when the caller is a member (admins too must be members here). */
+async function memberProject(deps: ProjectsDeps, ctx: RequestContext, projectId: string): Promise<{ project: Project; partition: string; principal: Principal }> {
+  const { principal, partition } = caller(ctx);
+  const { value: project } = await loadProject(deps, partition, projectId);
+  if (!isMember(project, principal)) throw forbidden(`the caller is not a member of project ${projectId}`);
+  return { project, partition, principal };
+}
+
+// ---- catalog ---------------------------------------------------------------------------------
+
+export function listCatalog(input: CatalogListRequest, deps: Pick<ProjectsDeps, "catalog">): CatalogPage {
+  return pageCatalog(deps.catalog[input.kind].all(), input.query);
+}
+
+export async function putCatalogItem(input: CatalogPutRequest, ctx: RequestContext, deps: ProjectsDeps): Promise<Reply<CatalogItem>> {
+  const { principal } = caller(ctx);
+  if (!isAdmin(principal)) throw forbidden(`extending the catalog needs the group ${ADMIN_GROUP}`);
+  const itemId = checkToken(input.itemId, "/params/itemId");
+  const body = check(CatalogItemBody, input.body);
+  if (body.id !== undefined && body.id !== itemId) throw invalidField("/body/id", "differs from the id in the path");
+  const item: CatalogItem = { ...body, id: itemId };
+  if (item.unit === undefined) delete item.unit;
+  const existed = deps.catalog[input.kind].has(itemId);
+  const revision = await deps.catalogStore.put(input.kind, item);
+  deps.catalog[input.kind].apply(item, revision); // this process answers with it at once; others follow the watch
+  return reply(item, existed ? 200 : 201);
+}
+
+// ---- projects --------------------------------------------------------------------------------
+
+export async function putProject(input: ProjectPutRequest, ctx: RequestContext, deps: ProjectsDeps): Promise<Reply<Project>> {
+  const { principal, partition } = caller(ctx);
+  requireAdmin(principal);
+  const projectId = checkToken(input.projectId, "/params/projectId");
+  const body = check(ProjectBody, input.body);
+  if (body.projectId !== undefined && body.projectId !== projectId) throw invalidField("/body/projectId", "differs from the id in the path");
+  const values = checkValues(body.values, deps.catalog);
+  for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+    const existing = await deps.projects.get(partition, projectId);
+    const now = nowOf(deps).toISOString();
+    const project: Project = {
+      projectId,
+      name: body.name,
+      members: [...new Set(body.members)],
+      // A PUT without values keeps the values held (members and name are managed separately from data).
+      values: body.values ? values : (existing?.value.values ?? values),
+      createdAt: existing?.value.createdAt ?? now,
+      updatedAt: now,
+    };
+    if (await deps.projects.write(partition, project, existing?.revision ?? 0)) return reply(project, existing ? 200 : 201);
+  }
+  throw conflict(`project ${projectId} is being changed by someone else; try again`);
+}
+
+export async function getProject(input: ProjectRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Project> {
+  const { principal, partition } = caller(ctx);
+  const { value: project } = await loadProject(deps, partition, input.projectId);
+  if (!isAdmin(principal) && !isMember(project, principal)) throw forbidden(`the caller is not a member of project ${input.projectId}`);
+  return project;
+}
+
+export async function deleteProject(input: ProjectRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Reply<undefined>> {
+  const { principal, partition } = caller(ctx);
+  requireAdmin(principal);
+  await loadProject(deps, partition, input.projectId);
+  await deps.projects.delete(partition, input.projectId);
+  return reply(undefined, 204);
+}
+
+async function changeMembers(input: MemberRequest, ctx: RequestContext, deps: ProjectsDeps, change: (members: string[]) => string[]): Promise<Reply<undefined>> {
+  const { principal, partition } = caller(ctx);
+  requireAdmin(principal);
+  const memberId = checkToken(input.memberId, "/params/memberId");
+  for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+    const { value, revision } = await loadProject(deps, partition, input.projectId);
+    const members = change(value.members.filter((m) => m !== memberId));
+    if (members.length === value.members.length && members.every((m, i) => m === value.members[i])) return reply(undefined, 204);
+    const project = { ...value, members, updatedAt: nowOf(deps).toISOString() };
+    if (await deps.projects.write(partition, project, revision)) return reply(undefined, 204);
+  }
+  throw conflict(`project ${input.projectId} is being changed by someone else; try again`);
+}
+
+export const putMember = (input: MemberRequest, ctx: RequestContext, deps: ProjectsDeps) =>
+  changeMembers(input, ctx, deps, (others) => {
+    if (others.length >= 1000) throw badRequest("a project has at most 1000 members");
+    return [...others, input.memberId];
+  });
+
+export const deleteMember = (input: MemberRequest, ctx: RequestContext, deps: ProjectsDeps) => changeMembers(input, ctx, deps, (others) => others);
+
+// ---- content requests and tasks ---------------------------------------------------------------
+
+/** Task, content and part ids share one random suffix, so a content or part id leads to its task. */
+export const ids = {
+  task: (suffix: string) => `tsk_${suffix}`,
+  content: (suffix: string) => `cnt_${suffix}`,
+  part: (suffix: string, index: number) => `prt_${suffix}_${index}`,
+  suffixOf(id: string): string | undefined {
+    return /^(?:tsk|cnt)_([A-Za-z0-9]+)$/.exec(id)?.[1] ?? /^prt_([A-Za-z0-9]+)_\d+$/.exec(id)?.[1];
+  },
+};
+
+export const taskLocation = (projectId: string, taskId: string) => `/v2/projects/${projectId}/tasks/${taskId}`;
+
+export async function requestContent(input: ContentRequest, ctx: RequestContext, deps: ProjectsDeps): Promise<Reply<ContentAccepted>> {
+  const { project, partition, principal } = await memberProject(deps, ctx, input.projectId);
+  const body = check(ContentRequestBody, input.body ?? {});
+  const list = deps.catalog[input.kind];
+  body.ids?.forEach((id, i) => {
+    if (!list.has(id)) throw invalidField(`/body/ids/${i}`, `is not a known ${input.kind === CatalogKind.displayItems ? "display item" : "key parameter"}`);
+  });
+  const suffix = nuid.next();
+  const task: TaskRecord = {
+    taskId: ids.task(suffix),
+    projectId: project.projectId,
+    kind: input.kind,
+    state: TaskState.queued,
+    createdAt: nowOf(deps).toISOString(),
+    contentId: ids.content(suffix),
+    partition,
+    ...(body.ids ? { ids: body.ids } : {}),
+    requestedBy: { clientId: principal.clientId, subject: principal.subject },
+    attempts: 0,
+  };
+  await deps.tasks.create(task);
+  try {
+    await deps.enqueue(partition, task.taskId);
+  } catch (error) {
+    // Not queued means never run: say so on the task rather than leave it queued forever.
+    await deps.tasks.update({ ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error: "the task could not be queued" }, (await deps.tasks.get(partition, task.taskId))?.revision ?? 0).catch(() => false);
+    throw new DerrickError(503, "the task queue is not available; try again shortly", { headers: { "Retry-After": "1" }, cause: error });
+  }
+  return reply({ taskId: task.taskId, contentId: task.contentId }, 202, { Location: taskLocation(project.projectId, task.taskId) });
+}
+
+/** The public view of a stored task. */
+export function taskView(task: TaskRecord): Task {
+  return {
+    taskId: task.taskId,
+    projectId: task.projectId,
+    kind: task.kind,
+    state: task.state,
+    createdAt: task.createdAt,
+    ...(task.startedAt ? { startedAt: task.startedAt } : {}),
+    ...(task.completedAt ? { completedAt: task.completedAt } : {}),
+    ...(task.expiresAt ? { expiresAt: task.expiresAt } : {}),
+    contentId: task.contentId,
+    ...(task.error ? { error: task.error } : {}),
+  };
+}
+
+export async function getTask(input: TaskRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Task> {
+  const { partition, project } = await memberProject(deps, ctx, input.projectId);
+  const taskId = checkToken(input.taskId, "/params/taskId");
+  const found = await deps.tasks.get(partition, taskId);
+  if (!found || found.value.projectId !== project.projectId) throw notFound(`task ${taskId} does not exist in project ${project.projectId}`);
+  return taskView(found.value);
+}
+
+/** Why a content (or part) is not there: its task is still going (409), failed, or the result expired (404). */
+async function explainMissing(deps: ProjectsDeps, partition: string, projectId: string, kind: CatalogKind, id: string, what: string): Promise<never> {
+  const suffix = ids.suffixOf(id);
+  const task = suffix ? (await deps.tasks.get(partition, ids.task(suffix)))?.value : undefined;
+  if (!task || task.projectId !== projectId || task.kind !== kind) throw notFound(`${what} ${id} does not exist`);
+  const about = { taskId: task.taskId, state: task.state };
+  if (task.state === TaskState.queued || task.state === TaskState.running) {
+    throw new DerrickError(409, `${what} ${id} is not ready: task ${task.taskId} is ${task.state}`, { type: "task-not-complete", extensions: about, headers: { Location: taskLocation(projectId, task.taskId) } });
+  }
+  if (task.state === TaskState.failed) throw new DerrickError(404, `${what} ${id} was not produced: task ${task.taskId} failed: ${task.error ?? "unknown error"}`, { extensions: { ...about, error: task.error } });
+  if (task.state === TaskState.succeeded && task.expiresAt && Date.parse(task.expiresAt) > Date.now()) {
+    // Written before the task completed; an absent part here means it is not one of this content's parts.
+    throw notFound(`${what} ${id} does not exist`);
+  }
+  throw new DerrickError(404, `${what} ${id} expired at ${task.expiresAt ?? "completion + 60 s"}; results are kept 60 s after the task completes`, { type: "content-expired", extensions: { ...about, expiresAt: task.expiresAt } });
+}
+
+export async function getContent(input: ContentRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Content> {
+  const { partition, project } = await memberProject(deps, ctx, input.projectId);
+  const contentId = checkToken(input.contentId, "/params/contentId");
+  const content = await deps.content.get(partition, contentId);
+  if (content && content.projectId === project.projectId && content.kind === input.kind) return content;
+  if (content) throw notFound(`content ${contentId} does not exist`);
+  return explainMissing(deps, partition, project.projectId, input.kind, contentId, "content");
+}
+
+export async function getContentPart(input: PartRef, ctx: RequestContext, deps: ProjectsDeps): Promise<ContentPart> {
+  const { partition, project } = await memberProject(deps, ctx, input.projectId);
+  const partId = checkToken(input.contentPartId, "/params/contentPartId");
+  const part = await deps.content.part(partition, partId);
+  if (part && part.projectId === project.projectId && part.kind === input.kind) return part;
+  if (part) throw notFound(`content part ${partId} does not exist`);
+  return explainMissing(deps, partition, project.projectId, input.kind, partId, "content part");
+}
+
+// ---- the worker's side ------------------------------------------------------------------------
+
+export type WorkerDeps = {
+  catalog: Catalog;
+  projects: ProjectStore;
+  tasks: TaskStore;
+  content: ContentStore;
+  /** Extra hold before completing (drills); the runner keeps the message alive meanwhile. */
+  delayMs: number;
+  now?: () => Date;
+};
+
+export type Delivery = {
+  /** 1 on the first delivery. */
+  attempt: number;
+  /** Whether no further delivery will come after this one. */
+  last: boolean;
+  /** Tells JetStream the task is still being worked on (resets the ack wait). */
+  working(): void;
+  /** Waits, telling JetStream the task is alive meanwhile. */
+  hold(ms: number): Promise<void>;
+};
+
+/** What the wiring does with the message once the runner returns. */
+export type Outcome = "completed" | "failed" | "skipped";
+
+/** Compare-and-set a task transition, re-reading on a lost race; undefined when the task is already terminal. */
+async function transition(deps: WorkerDeps, partition: string, taskId: string, next: (task: TaskRecord) => TaskRecord | undefined): Promise<Versioned<TaskRecord> | undefined> {
+  for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+    const current = await deps.tasks.get(partition, taskId);
+    if (!current) return undefined;
+    const updated = next(current.value);
+    if (!updated) return undefined;
+    if (await deps.tasks.update(updated, current.revision)) return { value: updated, revision: current.revision + 1 };
+  }
+  throw new Error(`task ${taskId} kept changing under the worker`);
+}
+
+const terminal = (task: TaskRecord) => task.state === TaskState.succeeded || task.state === TaskState.failed;
+
+/** Marks a task failed for good (no retry changes the outcome). */
+export async function failTask(deps: WorkerDeps, message: TaskMessage, error: string): Promise<Outcome> {
+  await transition(deps, message.partition, message.taskId, (task) =>
+    terminal(task) ? undefined : { ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error },
+  );
+  return "failed";
+}
+
+/**
+ * Runs one task: queued → running → succeeded (content and parts stored, then the task) or failed.
+ * Safe to run again after a crash at any point: the content is keyed by the task, the state
+ * change is a compare-and-set, and a terminal task is never touched again. Infrastructure errors
+ * are thrown for the wiring to retry.
+ */
+export async function runContentTask(message: TaskMessage, deps: WorkerDeps, delivery: Delivery): Promise<Outcome> {
+  const { partition, taskId } = message;
+  const started = await transition(deps, partition, taskId, (task) =>
+    terminal(task) ? undefined : { ...task, state: TaskState.running, startedAt: task.startedAt ?? nowOf(deps).toISOString(), attempts: task.attempts + 1 },
+  );
+  if (!started) return "skipped";
+  const task = started.value;
+  if (deps.delayMs > 0) await delivery.hold(deps.delayMs);
+
+  const project = (await deps.projects.get(partition, task.projectId))?.value;
+  if (!project) return failTask(deps, message, `project ${task.projectId} was deleted after the request was accepted`);
+  if (!isMember(project, task.requestedBy)) return failTask(deps, message, `${task.requestedBy.clientId} is no longer a member of project ${task.projectId}`);
+  let items;
+  try {
+    items = computeContent(project, deps.catalog[task.kind], task.kind, task.ids);
+  } catch (error) {
+    return failTask(deps, message, (error as Error).message);
+  }
+  delivery.working();
+
+  const completedAt = nowOf(deps);
+  const expiresAt = new Date(completedAt.getTime() + CONTENT_TTL_MS).toISOString();
+  const text = JSON.stringify(items);
+  const size = utf8Length(text);
+  const suffix = ids.suffixOf(task.contentId)!;
+  const slices = size > PART_MAX_BYTES ? splitUtf8(text, PART_MAX_BYTES) : [];
+  const parts: ContentPart[] = slices.map((data, index) => ({
+    contentPartId: ids.part(suffix, index),
+    contentId: task.contentId,
+    projectId: task.projectId,
+    kind: task.kind,
+    index,
+    count: slices.length,
+    data,
+  }));
+  const content: Content = {
+    contentId: task.contentId,
+    taskId,
+    projectId: task.projectId,
+    kind: task.kind,
+    createdAt: completedAt.toISOString(),
+    expiresAt,
+    itemCount: items.length,
+    setCount: items.filter((item) => item.status === "set").length,
+    size,
+    ...(parts.length ? { parts: parts.map((p) => p.contentPartId) } : { items }),
+  };
+  await deps.content.write(partition, content, parts);
+  await transition(deps, partition, taskId, (current) =>
+    terminal(current) ? undefined : { ...current, state: TaskState.succeeded, completedAt: completedAt.toISOString(), expiresAt },
+  );
+  return "completed";
+}

@@ -1,0 +1,189 @@
+/**
+ * Storage of the capability, all in JetStream:
+ *   KV derrick_catalog   `<kind>.<itemId>`              → CatalogItem added by an admin
+ *   KV derrick_projects  `<partition>.<projectId>`      → Project (members and values)
+ *   KV derrick_tasks     `<partition>.<taskId>`         → TaskRecord (history 8: every state change; kept 7 days)
+ *   KV derrick_content   `<partition>.c.<contentId>`    → Content, `<partition>.p.<partId>` → ContentPart
+ *                        (bucket max age 60 s: a result is gone one minute after it was written)
+ *   stream CONTENT_TASKS (work queue) on derrick.content.tasks.<partition>, durable consumer content-workers
+ * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key.
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import { AckPolicy, DeliverPolicy, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
+import { subjects } from "../../subjects/index.ts";
+import { CONTENT_TTL_MS, type CatalogItem, type CatalogKind, type Content, type ContentPart, type Project, type TaskRecord } from "../../subjects/projects.ts";
+
+export const BUCKETS = { catalog: "derrick_catalog", projects: "derrick_projects", tasks: "derrick_tasks", content: "derrick_content" } as const;
+export const TASK_STREAM = "CONTENT_TASKS";
+export const WORKER_CONSUMER = "content-workers";
+/** Deliveries of one task before it is failed for good (a crash loop must not run forever). */
+export const MAX_DELIVER = 5;
+const TASK_RETENTION_MS = 7 * 86_400_000;
+
+const encoder = new TextEncoder();
+export const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
+
+export type Versioned<T> = { value: T; revision: number };
+
+function decodeEntry<T>(entry: KvEntry | null): Versioned<T> | undefined {
+  return entry && entry.operation === "PUT" && entry.length > 0 ? { value: entry.json<T>(), revision: entry.revision } : undefined;
+}
+
+export type Stores = {
+  catalog: KV;
+  projects: KV;
+  tasks: KV;
+  content: KV;
+  js: JetStreamClient;
+};
+
+export async function openStores(nc: NatsConnection): Promise<Stores> {
+  const kvm = new Kvm(nc);
+  const [catalog, projects, tasks, content] = await Promise.all([
+    kvm.create(BUCKETS.catalog, { history: 1 }),
+    kvm.create(BUCKETS.projects, { history: 1 }),
+    kvm.create(BUCKETS.tasks, { history: 8, ttl: TASK_RETENTION_MS }),
+    kvm.create(BUCKETS.content, { history: 1, ttl: CONTENT_TTL_MS }),
+  ]);
+  return { catalog, projects, tasks, content, js: jetstream(nc) };
+}
+
+/** The work-queue stream and the one durable consumer every worker process shares. */
+export async function ensureTaskQueue(nc: NatsConnection, ackWaitMs: number): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  const stream = { name: TASK_STREAM, subjects: [subjects.content.allTasks()], retention: RetentionPolicy.Workqueue, duplicate_window: 120_000_000_000 };
+  try {
+    await jsm.streams.info(TASK_STREAM);
+  } catch {
+    await jsm.streams.add(stream).catch(async (error: Error) => {
+      // Another process created it between the two calls.
+      if (!(await jsm.streams.info(TASK_STREAM).catch(() => undefined))) throw error;
+    });
+  }
+  const consumer = {
+    durable_name: WORKER_CONSUMER,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: ackWaitMs * 1_000_000,
+    max_deliver: MAX_DELIVER,
+    max_ack_pending: 10_000,
+  };
+  const existing = await jsm.consumers.info(TASK_STREAM, WORKER_CONSUMER).catch(() => undefined);
+  if (!existing) await jsm.consumers.add(TASK_STREAM, consumer).catch(() => undefined);
+  else if (existing.config.ack_wait !== consumer.ack_wait) await jsm.consumers.update(TASK_STREAM, WORKER_CONSUMER, { ack_wait: consumer.ack_wait });
+}
+
+export const catalogKey = (kind: CatalogKind, id: string) => `${kind}.${id}`;
+export const projectKey = (partition: string, projectId: string) => `${partition}.${projectId}`;
+export const taskKey = (partition: string, taskId: string) => `${partition}.${taskId}`;
+export const contentKey = (partition: string, contentId: string) => `${partition}.c.${contentId}`;
+export const partKey = (partition: string, partId: string) => `${partition}.p.${partId}`;
+
+export async function read<T>(kv: KV, key: string): Promise<Versioned<T> | undefined> {
+  return decodeEntry<T>(await kv.get(key));
+}
+
+export type ProjectStore = {
+  get(partition: string, projectId: string): Promise<Versioned<Project> | undefined>;
+  /** Creates when absent (revision 0) or replaces the given revision; false when someone else wrote first. */
+  write(partition: string, project: Project, revision: number): Promise<boolean>;
+  delete(partition: string, projectId: string): Promise<void>;
+};
+
+export function projectStore(kv: KV): ProjectStore {
+  return {
+    get: (partition, projectId) => read<Project>(kv, projectKey(partition, projectId)),
+    async write(partition, project, revision) {
+      const key = projectKey(partition, project.projectId);
+      try {
+        if (revision === 0) await kv.create(key, encode(project));
+        else await kv.update(key, encode(project), revision);
+        return true;
+      } catch (error) {
+        if (isWrongRevision(error)) return false;
+        throw error;
+      }
+    },
+    async delete(partition, projectId) {
+      await kv.delete(projectKey(partition, projectId));
+    },
+  };
+}
+
+export type TaskStore = {
+  get(partition: string, taskId: string): Promise<Versioned<TaskRecord> | undefined>;
+  create(task: TaskRecord): Promise<void>;
+  /** Compare-and-set; false when the task changed since `revision`. */
+  update(task: TaskRecord, revision: number): Promise<boolean>;
+};
+
+export function taskStore(kv: KV): TaskStore {
+  return {
+    get: (partition, taskId) => read<TaskRecord>(kv, taskKey(partition, taskId)),
+    async create(task) {
+      await kv.create(taskKey(task.partition, task.taskId), encode(task));
+    },
+    async update(task, revision) {
+      try {
+        await kv.update(taskKey(task.partition, task.taskId), encode(task), revision);
+        return true;
+      } catch (error) {
+        if (isWrongRevision(error)) return false;
+        throw error;
+      }
+    },
+  };
+}
+
+export type ContentStore = {
+  get(partition: string, contentId: string): Promise<Content | undefined>;
+  part(partition: string, partId: string): Promise<ContentPart | undefined>;
+  /** Writes parts first, then the content: a reader who sees the content finds every part. */
+  write(partition: string, content: Content, parts: ContentPart[]): Promise<void>;
+};
+
+export function contentStore(kv: KV): ContentStore {
+  return {
+    get: async (partition, contentId) => (await read<Content>(kv, contentKey(partition, contentId)))?.value,
+    part: async (partition, partId) => (await read<ContentPart>(kv, partKey(partition, partId)))?.value,
+    async write(partition, content, parts) {
+      await Promise.all(parts.map((part) => kv.put(partKey(partition, part.contentPartId), encode(part))));
+      await kv.put(contentKey(partition, content.contentId), encode(content));
+    },
+  };
+}
+
+export type CatalogStore = {
+  put(kind: CatalogKind, item: CatalogItem): Promise<number>;
+  /** Every addition with its revision, then each later change as it happens. */
+  follow(onItem: (kind: CatalogKind, item: CatalogItem, revision: number) => void): Promise<() => void>;
+};
+
+export function catalogStore(kv: KV): CatalogStore {
+  return {
+    put: (kind, item) => kv.put(catalogKey(kind, item.id), encode(item)),
+    async follow(onItem) {
+      const deliver = (entry: KvEntry) => {
+        if (entry.operation !== "PUT" || entry.length === 0) return;
+        const dot = entry.key.indexOf(".");
+        onItem(entry.key.slice(0, dot) as CatalogKind, entry.json<CatalogItem>(), entry.revision);
+      };
+      // Watch first, then load: an update landing between the two is applied either way, and
+      // revisions keep the newest.
+      const watcher = await kv.watch({ include: "updates" });
+      void (async () => {
+        for await (const entry of watcher) deliver(entry);
+      })();
+      const keys: string[] = [];
+      for await (const key of await kv.keys()) keys.push(key);
+      await Promise.all(keys.map(async (key) => kv.get(key).then((entry) => entry && deliver(entry))));
+      return () => watcher.stop();
+    },
+  };
+}
+
+function isWrongRevision(error: unknown): boolean {
+  const text = String((error as Error)?.message ?? error);
+  return /wrong last sequence|key exists|10071|10164/i.test(text) || (error as { api_error?: { err_code?: number } })?.api_error?.err_code === 10071;
+}

@@ -1,0 +1,146 @@
+/**
+ * Wiring of the `content-worker` actor: one pull consumer on the CONTENT_TASKS work queue shared by
+ * every worker process (scale by starting more), tasks run concurrently up to
+ * DERRICK_CONTENT_CONCURRENCY. A message is acked only after the task reached a terminal state in KV
+ * (content stored first), so a worker killed mid-task leaves the message unacked and JetStream hands
+ * it to another worker after the ack wait; the runner is idempotent, so it completes exactly once.
+ * The actor is also a NATS service (stats endpoint) so $SRV.PING and /readyz see it.
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { nuid } from "@nats-io/nats-core";
+import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
+import { subjects } from "../../subjects/index.ts";
+import { TaskMessage, type WorkerStats } from "../../subjects/projects.ts";
+import type { Config } from "../../config/index.ts";
+import { buildInfo } from "../../platform/build-info.ts";
+import type { Logger } from "../../platform/logger.ts";
+import { check } from "../../subjects/validation.ts";
+import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
+import { followCatalog } from "./actor.ts";
+import { failTask, runContentTask, type Delivery, type WorkerDeps } from "./handlers.ts";
+import { MAX_DELIVER, TASK_STREAM, WORKER_CONSUMER, contentStore, ensureTaskQueue, openStores, projectStore, taskStore } from "./store.ts";
+
+/** Backoff before a task whose run hit an infrastructure error is tried again. */
+const RETRY_DELAYS_MS = [1_000, 2_000, 5_000, 10_000];
+
+export async function startContentWorker(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
+  const log = options.log.child({ actor: "content-worker" });
+  const stores = await openStores(nc);
+  await ensureTaskQueue(nc, cfg.content.ackWaitMs);
+  const followed = await followCatalog(cfg, stores);
+  const deps: WorkerDeps = {
+    catalog: followed.catalog,
+    projects: projectStore(stores.projects),
+    tasks: taskStore(stores.tasks),
+    content: contentStore(stores.content),
+    delayMs: cfg.content.taskDelayMs,
+  };
+  const stats: WorkerStats = { instance: nuid.next(), completed: 0, failed: 0, redelivered: 0, inFlight: 0 };
+  const gate = new Gate(cfg.content.workerConcurrency);
+  const consumer = await stores.js.consumers.get(TASK_STREAM, WORKER_CONSUMER);
+  const messages = await consumer.consume({ max_messages: cfg.content.workerConcurrency });
+  const loop = (async () => {
+    for await (const msg of messages) {
+      await gate.acquire();
+      stats.inFlight++;
+      void handleTask(msg, deps, cfg.content.ackWaitMs, stats, log).finally(() => {
+        stats.inFlight--;
+        gate.release();
+      });
+    }
+  })();
+
+  const served = await serveActor(
+    nc,
+    {
+      name: "content-worker",
+      version: buildInfo().version,
+      description: "runs content tasks from the CONTENT_TASKS work queue",
+      endpoints: [endpoint({ name: "stats", subject: subjects.content.stats(), handler: () => ({ ...stats }) })],
+    },
+    options,
+  );
+  return {
+    ...served,
+    async stop() {
+      // Stop pulling; tasks in flight finish and ack; anything buffered but not started is
+      // redelivered to another worker after the ack wait.
+      await messages.close().catch(() => undefined);
+      await loop.catch(() => undefined);
+      await gate.idle();
+      followed.stop();
+      await served.stop();
+    },
+  };
+}
+
+/**
+ * Bounds tasks in flight and, unlike a queueing limiter, holds the consume loop while full: a
+ * message this process cannot start yet stays with JetStream for another worker.
+ */
+class Gate {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  private readonly idlers: Array<() => void> = [];
+  constructor(private readonly max: number) {}
+  acquire(): Promise<void> | void {
+    if (this.running < this.max) {
+      this.running++;
+      return;
+    }
+    return new Promise((resolve) => this.waiting.push(() => (this.running++, resolve())));
+  }
+  release(): void {
+    this.running--;
+    const next = this.waiting.shift();
+    if (next) next();
+    else if (this.running === 0) for (const wake of this.idlers.splice(0)) wake();
+  }
+  idle(): Promise<void> {
+    return this.running === 0 ? Promise.resolve() : new Promise((resolve) => this.idlers.push(resolve));
+  }
+}
+
+function delivery(msg: JsMsg, ackWaitMs: number): Delivery {
+  const attempt = msg.info.deliveryCount;
+  return {
+    attempt,
+    last: attempt >= MAX_DELIVER,
+    working: () => msg.working(),
+    async hold(ms) {
+      const beat = Math.max(100, Math.floor(ackWaitMs / 3));
+      const until = Date.now() + ms;
+      while (Date.now() < until) {
+        msg.working();
+        await new Promise((resolve) => setTimeout(resolve, Math.min(beat, until - Date.now())));
+      }
+    },
+  };
+}
+
+/** Handles one message; never throws. */
+async function handleTask(msg: JsMsg, deps: WorkerDeps, ackWaitMs: number, stats: WorkerStats, log: Logger): Promise<void> {
+  let message: TaskMessage;
+  try {
+    message = check(TaskMessage, msg.json());
+  } catch {
+    log.warn({ seq: msg.seq }, "dropping a malformed task message");
+    msg.term("malformed task message");
+    return;
+  }
+  const d = delivery(msg, ackWaitMs);
+  if (d.attempt > 1) stats.redelivered++;
+  try {
+    const outcome = await runContentTask(message, deps, d);
+    if (outcome === "completed") stats.completed++;
+    else if (outcome === "failed") stats.failed++;
+    msg.ack();
+  } catch (error) {
+    log.warn({ err: error, taskId: message.taskId, attempt: d.attempt }, "content task hit an error");
+    if (d.last) {
+      await failTask(deps, message, `the task could not be completed after ${d.attempt} attempts`).catch(() => undefined);
+      stats.failed++;
+      msg.term("gave up");
+    } else msg.nak(RETRY_DELAYS_MS[Math.min(d.attempt - 1, RETRY_DELAYS_MS.length - 1)]);
+  }
+}

@@ -1,0 +1,243 @@
+/**
+ * Messages of the display items / key parameters capability: the catalog, projects and their
+ * members, content requests, asynchronous tasks, contents and content parts. The edge validates
+ * HTTP bodies with these schemas; the `projects` and `content-worker` actors decode with them.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+
+/** Path tokens: project ids, member ids, item ids, task/content/part ids. */
+export const ID_PATTERN = "^[A-Za-z0-9_-]{1,128}$";
+const Id = (description?: string) => Type.String({ pattern: ID_PATTERN, ...(description ? { description } : {}) });
+
+/** The two catalogs; also the task `kind` and the path segment. */
+export const CatalogKind = { displayItems: "display-items", keyParameters: "key-parameters" } as const;
+export type CatalogKind = (typeof CatalogKind)[keyof typeof CatalogKind];
+export const CatalogKindSchema = Type.Union([Type.Literal(CatalogKind.displayItems), Type.Literal(CatalogKind.keyParameters)]);
+
+export const DataType = { number: "number", integer: "integer", string: "string", boolean: "boolean", date: "date", table: "table" } as const;
+export type DataType = (typeof DataType)[keyof typeof DataType];
+
+export const CatalogItem = Type.Object(
+  {
+    id: Id("stable id, used as the key of project values"),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    description: Type.String({ maxLength: 2000 }),
+    /** Unit of measure of the value (UCUM-like symbol); absent for unitless values. */
+    unit: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
+    dataType: Type.Union([
+      Type.Literal(DataType.number),
+      Type.Literal(DataType.integer),
+      Type.Literal(DataType.string),
+      Type.Literal(DataType.boolean),
+      Type.Literal(DataType.date),
+      Type.Literal(DataType.table),
+    ]),
+    category: Type.String({ pattern: ID_PATTERN }),
+    /** Drilling-plan object types the item describes (well, trajectory, casing-design …). */
+    objectTypes: Type.Array(Type.String({ pattern: ID_PATTERN }), { maxItems: 32 }),
+  },
+  { additionalProperties: false },
+);
+export type CatalogItem = Static<typeof CatalogItem>;
+
+/** The catalog file shipped in the repo (actors/projects/catalog.json). */
+export const CatalogFile = Type.Object(
+  {
+    $comment: Type.Optional(Type.String()),
+    displayItems: Type.Array(CatalogItem, { maxItems: 10_000 }),
+    keyParameters: Type.Array(CatalogItem, { maxItems: 10_000 }),
+  },
+  { additionalProperties: false },
+);
+export type CatalogFile = Static<typeof CatalogFile>;
+
+export const CATALOG_DEFAULT_LIMIT = 50;
+export const CATALOG_MAX_LIMIT = 500;
+
+/** Query strings as received; the actor parses and checks them (pointers under /query). */
+export const CatalogQuery = Type.Object({
+  offset: Type.Optional(Type.String()),
+  limit: Type.Optional(Type.String()),
+  category: Type.Optional(Type.String()),
+});
+export type CatalogQuery = Static<typeof CatalogQuery>;
+
+export const CatalogListRequest = Type.Object({ kind: CatalogKindSchema, query: CatalogQuery });
+export type CatalogListRequest = Static<typeof CatalogListRequest>;
+
+export const CatalogPage = Type.Object({
+  items: Type.Array(CatalogItem),
+  /** Items matching the filter, before paging. */
+  total: Type.Integer(),
+  offset: Type.Integer(),
+  limit: Type.Integer(),
+});
+export type CatalogPage = Static<typeof CatalogPage>;
+
+/** `PUT /v1/display-items/{itemId}` body (admin): the item; `id`, when given, must equal the path. */
+export const CatalogItemBody = Type.Object(
+  {
+    id: Type.Optional(Id()),
+    name: CatalogItem.properties.name,
+    description: CatalogItem.properties.description,
+    unit: CatalogItem.properties.unit,
+    dataType: CatalogItem.properties.dataType,
+    category: CatalogItem.properties.category,
+    objectTypes: CatalogItem.properties.objectTypes,
+  },
+  { additionalProperties: false },
+);
+export type CatalogItemBody = Static<typeof CatalogItemBody>;
+
+export const CatalogPutRequest = Type.Object({ kind: CatalogKindSchema, itemId: Type.String(), body: Type.Unknown() });
+export type CatalogPutRequest = Static<typeof CatalogPutRequest>;
+
+/** Values of one project: item id → value (shape per the item's dataType). */
+export const ProjectValues = Type.Object(
+  {
+    displayItems: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    keyParameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { additionalProperties: false },
+);
+export type ProjectValues = Static<typeof ProjectValues>;
+
+export const MAX_MEMBERS = 1000;
+
+/** `PUT /v1/projects/{projectId}` body. */
+export const ProjectBody = Type.Object(
+  {
+    projectId: Type.Optional(Id()),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    /** Client ids or user subjects; a caller is a member when either matches. */
+    members: Type.Array(Id(), { maxItems: MAX_MEMBERS }),
+    values: Type.Optional(ProjectValues),
+  },
+  { additionalProperties: false },
+);
+export type ProjectBody = Static<typeof ProjectBody>;
+
+export const Project = Type.Object({
+  projectId: Type.String(),
+  name: Type.String(),
+  members: Type.Array(Type.String()),
+  values: Type.Object({
+    displayItems: Type.Record(Type.String(), Type.Unknown()),
+    keyParameters: Type.Record(Type.String(), Type.Unknown()),
+  }),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+export type Project = Static<typeof Project>;
+
+/** Actor envelopes: path parameters beside the (unvalidated) HTTP body. */
+export const ProjectRef = Type.Object({ projectId: Type.String() });
+export type ProjectRef = Static<typeof ProjectRef>;
+export const ProjectPutRequest = Type.Object({ projectId: Type.String(), body: Type.Unknown() });
+export type ProjectPutRequest = Static<typeof ProjectPutRequest>;
+export const MemberRequest = Type.Object({ projectId: Type.String(), memberId: Type.String() });
+export type MemberRequest = Static<typeof MemberRequest>;
+
+/** Content request body: which items (absent = every item of the catalog). */
+export const ContentRequestBody = Type.Object(
+  { ids: Type.Optional(Type.Array(Id(), { minItems: 1, maxItems: 10_000, uniqueItems: true })) },
+  { additionalProperties: false },
+);
+export type ContentRequestBody = Static<typeof ContentRequestBody>;
+export const ContentRequest = Type.Object({ projectId: Type.String(), kind: CatalogKindSchema, body: Type.Unknown() });
+export type ContentRequest = Static<typeof ContentRequest>;
+
+export const ContentAccepted = Type.Object({ taskId: Type.String(), contentId: Type.String() });
+export type ContentAccepted = Static<typeof ContentAccepted>;
+
+export const TaskState = { queued: "queued", running: "running", succeeded: "succeeded", failed: "failed" } as const;
+export type TaskState = (typeof TaskState)[keyof typeof TaskState];
+export const TaskStateSchema = Type.Union([Type.Literal(TaskState.queued), Type.Literal(TaskState.running), Type.Literal(TaskState.succeeded), Type.Literal(TaskState.failed)]);
+
+export const Task = Type.Object({
+  taskId: Type.String(),
+  projectId: Type.String(),
+  kind: CatalogKindSchema,
+  state: TaskStateSchema,
+  createdAt: Type.String(),
+  startedAt: Type.Optional(Type.String()),
+  completedAt: Type.Optional(Type.String()),
+  /** When the content is gone (completion + 60 s); set on success. */
+  expiresAt: Type.Optional(Type.String()),
+  contentId: Type.Optional(Type.String()),
+  error: Type.Optional(Type.String()),
+});
+export type Task = Static<typeof Task>;
+
+/** The task as stored: the public fields plus what the worker needs. */
+export type TaskRecord = Task & {
+  partition: string;
+  contentId: string;
+  ids?: string[];
+  requestedBy: { clientId: string; subject: string };
+  attempts: number;
+};
+
+/** The work-queue message: enough to find the task; everything else is read from KV. */
+export const TaskMessage = Type.Object({ partition: Type.String(), taskId: Type.String() });
+export type TaskMessage = Static<typeof TaskMessage>;
+
+export const TaskRef = Type.Object({ projectId: Type.String(), taskId: Type.String() });
+export type TaskRef = Static<typeof TaskRef>;
+export const ContentRef = Type.Object({ projectId: Type.String(), kind: CatalogKindSchema, contentId: Type.String() });
+export type ContentRef = Static<typeof ContentRef>;
+export const PartRef = Type.Object({ projectId: Type.String(), kind: CatalogKindSchema, contentPartId: Type.String() });
+export type PartRef = Static<typeof PartRef>;
+
+/** One computed entry: catalog facts, the project's value and what was derived from it. */
+export const ContentItem = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  category: Type.String(),
+  dataType: Type.String(),
+  unit: Type.Optional(Type.String()),
+  /** `set` when the project holds a value, else `missing` (value null). */
+  status: Type.Union([Type.Literal("set"), Type.Literal("missing")]),
+  value: Type.Unknown(),
+  /** Tables: row count and min/max/mean of each numeric column. */
+  summary: Type.Optional(Type.Unknown()),
+});
+export type ContentItem = Static<typeof ContentItem>;
+
+/** Largest part, in UTF-8 bytes of its `data`. */
+export const PART_MAX_BYTES = 256 * 1024;
+/** Contents and parts live this long after completion (the bucket's max age). */
+export const CONTENT_TTL_MS = 60_000;
+
+export const Content = Type.Object({
+  contentId: Type.String(),
+  taskId: Type.String(),
+  projectId: Type.String(),
+  kind: CatalogKindSchema,
+  createdAt: Type.String(),
+  expiresAt: Type.String(),
+  itemCount: Type.Integer(),
+  setCount: Type.Integer(),
+  /** Bytes of the serialized `items` array. */
+  size: Type.Integer(),
+  /** Present when the items fit one response. */
+  items: Type.Optional(Type.Array(ContentItem)),
+  /** Present instead of `items` when larger than one part: concatenate the parts' `data` in order and parse. */
+  parts: Type.Optional(Type.Array(Type.String())),
+});
+export type Content = Static<typeof Content>;
+
+export const ContentPart = Type.Object({
+  contentPartId: Type.String(),
+  contentId: Type.String(),
+  projectId: Type.String(),
+  kind: CatalogKindSchema,
+  index: Type.Integer(),
+  count: Type.Integer(),
+  /** A slice of the JSON text of the `items` array, at most PART_MAX_BYTES UTF-8 bytes. */
+  data: Type.String(),
+});
+export type ContentPart = Static<typeof ContentPart>;
+
+export const WorkerStats = Type.Object({ instance: Type.String(), completed: Type.Integer(), failed: Type.Integer(), redelivered: Type.Integer(), inFlight: Type.Integer() });
+export type WorkerStats = Static<typeof WorkerStats>;
