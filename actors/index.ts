@@ -6,6 +6,7 @@ import type { ServedActor } from "./runtime/service.ts";
 import { startSystemActor } from "./system/index.ts";
 import { startIdentityActor } from "./identity/index.ts";
 import { startTwinsActor } from "./twins/index.ts";
+import { startContentWorker, startProjectsActor } from "./projects/index.ts";
 
 type Starter = (nc: NatsConnection, cfg: Config, log: Logger) => Promise<ServedActor>;
 
@@ -13,6 +14,8 @@ const STARTERS: Record<ActorName, Starter> = {
   system: (nc, cfg, log) => startSystemActor(nc, { log, concurrency: cfg.actorConcurrency }),
   identity: (nc, cfg, log) => startIdentityActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   twins: (nc, cfg, log) => startTwinsActor(nc, { log, concurrency: cfg.actorConcurrency }),
+  projects: (nc, cfg, log) => startProjectsActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
+  "content-worker": (nc, cfg, log) => startContentWorker(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
 };
 
 export type RunningActors = { names: string[]; stop(): Promise<void> };

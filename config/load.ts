@@ -74,6 +74,10 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_TOKEN_TTL", path: "auth.tokenTtlSeconds", parse: (raw, v) => Math.round((duration(raw, v) as number) / 1000), fallback: "1h" },
   { name: "DERRICK_REQUEST_TIMEOUT", path: "requestTimeoutMs", parse: duration, fallback: "5s" },
   { name: "DERRICK_ACTOR_CONCURRENCY", path: "actorConcurrency", parse: integer, fallback: "256" },
+  { name: "DERRICK_CATALOG_FILE", path: "content.catalogFile", parse: text },
+  { name: "DERRICK_CONTENT_CONCURRENCY", path: "content.workerConcurrency", parse: integer, fallback: "64" },
+  { name: "DERRICK_CONTENT_ACK_WAIT", path: "content.ackWaitMs", parse: duration, fallback: "30s" },
+  { name: "DERRICK_CONTENT_TASK_DELAY", path: "content.taskDelayMs", parse: duration, fallback: "0" },
   { name: "DERRICK_LOG_LEVEL", path: "logLevel", parse: text, fallback: "info" },
 ];
 

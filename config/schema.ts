@@ -5,7 +5,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 
 /** Every actor a process can run; `ACTORS` picks a subset. */
-export const ACTOR_NAMES = ["system", "identity", "twins"] as const;
+export const ACTOR_NAMES = ["system", "identity", "projects", "content-worker", "twins"] as const;
 export type ActorName = (typeof ACTOR_NAMES)[number];
 
 /** Subject-safe token: partitions, client ids and the like travel inside NATS subjects. */
@@ -49,6 +49,17 @@ export const Config = Type.Object({
   requestTimeoutMs: Type.Integer({ minimum: 10 }),
   /** Most requests one actor endpoint handles at once in one process. */
   actorConcurrency: Type.Integer({ minimum: 1, maximum: 100_000 }),
+  /** Display items, key parameters and content tasks (docs/content.md). */
+  content: Type.Object({
+    /** Catalog JSON file loaded at start; absent → the one shipped in actors/projects/catalog.json. */
+    catalogFile: Type.Optional(Type.String({ minLength: 1 })),
+    /** Tasks one content-worker process runs at once. */
+    workerConcurrency: Type.Integer({ minimum: 1, maximum: 10_000 }),
+    /** How long JetStream waits for a worker's ack before redelivering a task (a killed worker's task). */
+    ackWaitMs: Type.Integer({ minimum: 500, maximum: 3_600_000 }),
+    /** Extra time every task is held before completing (drills and demos of the task states); 0 in production. */
+    taskDelayMs: Type.Integer({ minimum: 0, maximum: 600_000 }),
+  }),
   logLevel: Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
 });
 export type Config = Static<typeof Config>;

@@ -17,6 +17,7 @@ import type { EdgeMetrics } from "./metrics.ts";
 import { systemRoutes } from "./routes/system.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { twinRoutes } from "./routes/twins.ts";
+import { projectRoutes } from "./routes/projects.ts";
 
 export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
 
@@ -39,6 +40,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       .use(systemRoutes(cfg, bus, auth, metrics))
       .use(authRoutes(cfg, bus))
       .use(twinRoutes(cfg, bus, auth))
+      .use(projectRoutes(cfg, bus, auth))
   );
 }
 

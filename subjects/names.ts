@@ -17,6 +17,26 @@ export const subjects = {
   root: ROOT,
   system: operations("system", ["ping", "echo", "info"] as const),
   identity: operations("identity", ["token", "jwks", "appkey.verify", "apps.create", "apps.list", "apps.delete"] as const),
+  /** Catalog, projects, members, content requests and reads (schemas: subjects/projects.ts). */
+  projects: operations("projects", [
+    "catalog.list",
+    "catalog.put",
+    "project.put",
+    "project.get",
+    "project.delete",
+    "member.put",
+    "member.delete",
+    "content.request",
+    "content.get",
+    "content.part",
+    "task.get",
+  ] as const),
+  /** Content tasks: work queue `derrick.content.tasks.<partition>` (stream CONTENT_TASKS) and worker stats. */
+  content: {
+    tasks: (partition: string) => `${ROOT}.content.tasks.${checkToken(partition, "/partition")}`,
+    allTasks: () => `${ROOT}.content.tasks.>`,
+    stats: () => `${ROOT}.content.worker.stats`,
+  },
   /** Twin properties (buckets and keys: subjects/twins.ts). */
   twins: operations("twins", ["put", "get", "delete"] as const),
   /** Events to notify: `derrick.events.<partition>.<NotificationType>` (stream EVENTS). */
