@@ -1,0 +1,182 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { subjects } from "../../subjects/index.ts";
+import type { WorkerStats } from "../../subjects/projects.ts";
+import { drillingPlanValues, putProject } from "./fixtures.ts";
+
+type TaskBody = { taskId: string; projectId: string; kind: string; state: string; createdAt: string; startedAt?: string; completedAt?: string; expiresAt?: string; contentId?: string; error?: string };
+type ContentItem = { id: string; status: string; value: unknown; unit?: string; summary?: { rows: number; columns: Record<string, { min: number; max: number }> } };
+type ContentBody = { contentId: string; taskId: string; itemCount: number; setCount: number; size: number; items?: ContentItem[]; parts?: string[] };
+
+describe("content tasks", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  let worker: TestDerrick | undefined;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    // The edge and the projects actor only: tasks stay queued until a test starts a worker.
+    derrick = await startDerrick(nats, { actors: ["identity", "projects"] });
+  });
+  afterAll(async () => {
+    await worker?.cleanup();
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  const startWorker = (delay = "0") => startDerrick(nats, { actors: ["content-worker"], edge: false, env: { DERRICK_CONTENT_TASK_DELAY: delay } });
+  const request = async (projectId: string, kind = "display-items", body: unknown = {}) => {
+    const res = await derrick.call(`/v1/projects/${projectId}/${kind}/content/requests`, { method: "POST", body: JSON.stringify(body) });
+    expect(res.status, await res.clone().text()).toBe(202);
+    return { ...((await res.json()) as { taskId: string; contentId: string }), location: res.headers.get("location") };
+  };
+  const task = async (projectId: string, taskId: string) => (await (await derrick.call(`/v2/projects/${projectId}/tasks/${taskId}`)).json()) as TaskBody;
+  const settled = (projectId: string, taskId: string) =>
+    eventually(async () => {
+      const t = await task(projectId, taskId);
+      return t.state === "succeeded" || t.state === "failed" ? t : undefined;
+    }, { timeoutMs: 15_000, what: `task ${taskId} to finish` });
+
+  it("tasks - a request for unknown items is refused at once with a 400 naming the id", async () => {
+    await putProject(derrick, "p-unknown");
+    const res = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["total-depth-md", "no-such-parameter"] }) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe("/body/ids/1");
+    const strict = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["total-depth-md"], format: "csv" }) });
+    expect(strict.status).toBe(400);
+    // A display item id is not a key parameter.
+    const crossed = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["trajectory-survey"] }) });
+    expect(crossed.status).toBe(400);
+  });
+
+  it("tasks - a task goes queued → running → succeeded and its content is computed from the project's values", async () => {
+    await putProject(derrick, "p-life");
+    const accepted = await request("p-life");
+    expect(accepted.location).toBe(`/v2/projects/p-life/tasks/${accepted.taskId}`);
+    const queued = await task("p-life", accepted.taskId);
+    expect(queued).toMatchObject({ taskId: accepted.taskId, projectId: "p-life", kind: "display-items", state: "queued", contentId: accepted.contentId });
+    const early = await derrick.call(`/v1/projects/p-life/display-items/content/${accepted.contentId}`);
+    expect(early.status).toBe(409);
+    expect(await early.json()).toMatchObject({ taskId: accepted.taskId, state: "queued" });
+
+    worker = await startWorker("800ms");
+    const running = await eventually(async () => ((await task("p-life", accepted.taskId)).state === "running" ? task("p-life", accepted.taskId) : undefined), { what: "running" });
+    expect(running.startedAt).toBeTruthy();
+    const during = await derrick.call(`/v1/projects/p-life/display-items/content/${accepted.contentId}`);
+    expect(during.status).toBe(409);
+    expect(await during.json()).toMatchObject({ taskId: accepted.taskId, state: "running" });
+
+    const done = await settled("p-life", accepted.taskId);
+    expect(done.state).toBe("succeeded");
+    expect(Date.parse(done.expiresAt!) - Date.parse(done.completedAt!)).toBe(60_000);
+    await worker.cleanup();
+    worker = undefined;
+
+    const res = await derrick.call(`/v1/projects/p-life/display-items/content/${accepted.contentId}`);
+    expect(res.status).toBe(200);
+    const content = (await res.json()) as ContentBody;
+    const values = drillingPlanValues();
+    expect(content).toMatchObject({ contentId: accepted.contentId, taskId: accepted.taskId, itemCount: 33, setCount: Object.keys(values.displayItems).length });
+    const byId = new Map(content.items!.map((i) => [i.id, i]));
+    expect(byId.get("well-name")).toMatchObject({ status: "set", value: "NO 15/9-F-21 A" });
+    expect(byId.get("water-depth")).toMatchObject({ status: "set", value: 91, unit: "m" });
+    expect(byId.get("afe-number")).toMatchObject({ status: "missing", value: null });
+    const survey = byId.get("trajectory-survey")!;
+    expect(survey.summary!.rows).toBe(120);
+    expect(survey.summary!.columns.md).toMatchObject({ min: 0, max: 119 * 30 });
+    expect(survey.summary!.columns.inc!.max).toBe(60);
+  });
+
+  it("tasks - a key-parameters request returns just the requested parameters, in the order asked", async () => {
+    await putProject(derrick, "p-kp");
+    worker ??= await startWorker();
+    const accepted = await request("p-kp", "key-parameters", { ids: ["total-cost", "total-depth-md", "contingency"] });
+    expect((await settled("p-kp", accepted.taskId)).state).toBe("succeeded");
+    const content = (await (await derrick.call(`/v1/projects/p-kp/key-parameters/content/${accepted.contentId}`)).json()) as ContentBody;
+    expect(content.items!.map((i) => [i.id, i.status, i.value])).toEqual([
+      ["total-cost", "set", 38_500_000],
+      ["total-depth-md", "set", 3550],
+      ["contingency", "missing", null],
+    ]);
+    // The same content is not served under the other kind, nor in another project.
+    expect((await derrick.call(`/v1/projects/p-kp/display-items/content/${accepted.contentId}`)).status).toBe(404);
+    await putProject(derrick, "p-kp-other");
+    expect((await derrick.call(`/v1/projects/p-kp-other/key-parameters/content/${accepted.contentId}`)).status).toBe(404);
+    expect((await derrick.call(`/v2/projects/p-kp-other/tasks/${accepted.taskId}`)).status).toBe(404);
+  });
+
+  it("tasks - a task whose project is deleted or whose requester left fails with an error", async () => {
+    await worker?.cleanup();
+    worker = undefined;
+    await putProject(derrick, "p-gone");
+    await putProject(derrick, "p-left", { members: ["alpha", "beta"] });
+    const gone = await request("p-gone");
+    const left = await request("p-left", "key-parameters");
+    expect((await derrick.call("/v1/projects/p-gone", { as: "admin", method: "DELETE" })).status).toBe(204);
+    expect((await derrick.call("/v1/projects/p-left/members/alpha", { as: "admin", method: "DELETE" })).status).toBe(204);
+    worker = await startWorker();
+    // The left project still exists: its task is read by a remaining member.
+    const leftTask = await eventually(async () => {
+      const t = (await (await derrick.call(`/v2/projects/p-left/tasks/${left.taskId}`, { as: "beta" })).json()) as TaskBody;
+      return t.state === "failed" ? t : undefined;
+    }, { what: "p-left task to fail" });
+    expect(leftTask.error).toMatch(/no longer a member/);
+    expect(leftTask.completedAt).toBeTruthy();
+    expect(leftTask.expiresAt).toBeUndefined();
+    const content = await derrick.call(`/v1/projects/p-left/key-parameters/content/${left.contentId}`, { as: "beta" });
+    expect(content.status).toBe(404);
+    expect(await content.json()).toMatchObject({ taskId: left.taskId, state: "failed" });
+    // The deleted project answers 404 on every route, task included; its task failed in storage
+    // (seen once the project id is taken again, after the worker has run both tasks).
+    expect((await derrick.call(`/v2/projects/p-gone/tasks/${gone.taskId}`)).status).toBe(404);
+    await eventually(async () => (await derrick.bus.request<WorkerStats>(subjects.content.stats(), undefined)).body.failed === 2, { what: "both tasks run" });
+    await putProject(derrick, "p-gone");
+    const goneTask = await eventually(async () => {
+      const t = await task("p-gone", gone.taskId);
+      return t.state === "failed" ? t : undefined;
+    }, { what: "p-gone task to fail" });
+    expect(goneTask.error).toMatch(/deleted/);
+  });
+
+  it("tasks - a large content is split into parts of at most 256 KiB that reassemble to the whole", async () => {
+    worker ??= await startWorker();
+    const values = drillingPlanValues(6000);
+    const put = await putProject(derrick, "p-large", { values });
+    expect(put.status).toBe(201);
+    const accepted = await request("p-large", "display-items", { ids: ["well-name", "trajectory-survey", "casing-scheme"] });
+    expect((await settled("p-large", accepted.taskId)).state).toBe("succeeded");
+    const content = (await (await derrick.call(`/v1/projects/p-large/display-items/content/${accepted.contentId}`)).json()) as ContentBody;
+    expect(content.items).toBeUndefined();
+    expect(content.size).toBeGreaterThan(256 * 1024);
+    expect(content.parts!.length).toBeGreaterThanOrEqual(2);
+    let text = "";
+    for (const [index, partId] of content.parts!.entries()) {
+      const res = await derrick.call(`/v1/projects/p-large/display-items/content-parts/${partId}`);
+      expect(res.status).toBe(200);
+      const part = (await res.json()) as { contentPartId: string; contentId: string; index: number; count: number; data: string };
+      expect(part).toMatchObject({ contentPartId: partId, contentId: accepted.contentId, index, count: content.parts!.length });
+      expect(new TextEncoder().encode(part.data).length).toBeLessThanOrEqual(256 * 1024);
+      text += part.data;
+    }
+    expect(new TextEncoder().encode(text).length).toBe(content.size);
+    const items = JSON.parse(text) as ContentItem[];
+    expect(items.map((i) => i.id)).toEqual(["well-name", "trajectory-survey", "casing-scheme"]);
+    expect(items[1]!.value).toEqual(values.displayItems["trajectory-survey"]);
+    expect(items[1]!.summary!.rows).toBe(6000);
+    // Parts are served only under their own kind.
+    expect((await derrick.call(`/v1/projects/p-large/key-parameters/content-parts/${content.parts![0]}`)).status).toBe(404);
+    expect((await derrick.call(`/v1/projects/p-large/display-items/content-parts/${content.parts![0]}9`)).status).toBe(404);
+  });
+
+  it("tasks - parts of a content not yet produced answer 409 with the task state", async () => {
+    await worker?.cleanup();
+    worker = undefined;
+    await putProject(derrick, "p-wait");
+    const accepted = await request("p-wait");
+    const partId = `prt_${accepted.contentId.slice(4)}_0`;
+    const res = await derrick.call(`/v1/projects/p-wait/display-items/content-parts/${partId}`);
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({ taskId: accepted.taskId, state: "queued", status: 409 });
+    expect((await derrick.call("/v1/projects/p-wait/display-items/content/cnt_unknown1")).status).toBe(404);
+    expect((await derrick.call("/v2/projects/p-wait/tasks/tsk_unknown1")).status).toBe(404);
+  });
+});
