@@ -58,6 +58,15 @@ export function twinBucket(address: TwinAddress): string {
 
 export const twinBucketDescription = (address: TwinAddress) => `derrick twin ${address.organization}/${address.environment}/${address.twinId}`;
 
+/**
+ * Options every creator of a twin bucket uses (actor and SDK), so creating twice is idempotent.
+ * History 2: a reader can still show a key's previous value while a newer one awaits its commit.
+ */
+export const twinBucketOptions = (address: TwinAddress) => ({ history: 2, description: twinBucketDescription(address) });
+
+/** Redis layout (original SDK): plain string keys; derrick keeps each key's version in this hash. */
+export const REDIS_TWIN_VERSIONS = "twin_versions";
+
 export function twinKey(group: string, side: TwinSide, name: string): string {
   return `${TWIN_KEY_PREFIX}/${group}/${side}/${name}`;
 }

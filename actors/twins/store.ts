@@ -5,10 +5,9 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { toTwinEntry, twinBucket, twinBucketDescription, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
+import { toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
 import type { TwinBucketStore, TwinStores } from "./handlers.ts";
 
-export const TWIN_BUCKET_HISTORY = 2;
 const CACHE_MAX = 10_000;
 
 export function kvTwinStores(nc: NatsConnection): TwinStores {
@@ -27,7 +26,7 @@ export function kvTwinStores(nc: NatsConnection): TwinStores {
       let kv = open.get(name);
       if (!kv) {
         if (create) {
-          kv = remember(name, kvm.create(name, { history: TWIN_BUCKET_HISTORY, description: twinBucketDescription(address) }));
+          kv = remember(name, kvm.create(name, twinBucketOptions(address)));
         } else {
           jsm ??= jetstreamManager(nc);
           try {

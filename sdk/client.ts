@@ -1,0 +1,301 @@
+/**
+ * The device SDK 3.0 client: one NATS connection (reconnecting forever), inbound messages per input
+ * kind as callbacks or async iterators, outbound messages to every subject of the matching Target,
+ * and twin properties (observe desired, get, set reported) over JetStream KV or Redis.
+ *
+ * The app's own configuration is the twin property `config/<Name>`: a valid new value replaces the
+ * config and re-subscribes (Subscriptions and Targets) and is written back as the reported value;
+ * an invalid one is ignored and its problem reported under `config/<Name>_status`.
+ */
+import { connect } from "@nats-io/transport-node";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/nats-core";
+import { CONFIG_GROUP, type TwinSide } from "../subjects/twins.ts";
+import { INPUT_KINDS, parseAppConfigText, type AppConfig, type InputKind, type OutputKind, type SdkEnv } from "./config.ts";
+import { dataReport, messageIdSequence, type IoDataReport, type IoPoint } from "./messages.ts";
+import { JetStreamTwinBackend } from "./kv/jetstream.ts";
+import { RedisTwinBackend } from "./kv/redis.ts";
+import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./kv/types.ts";
+
+export type InboundMessage = {
+  kind: InputKind;
+  subject: string;
+  /** The payload parsed as JSON, or its text when it is not JSON. */
+  data: unknown;
+  raw: Uint8Array;
+  /** RequestIn only: answers the requester. */
+  respond?: (data: unknown) => boolean;
+};
+
+export type RequestResult = { subject: string; ok: true; data: unknown } | { subject: string; ok: false; error: string };
+
+/** `config/<Name>_status`: the acknowledgement of the last config value (Azure PnP style). */
+export type ConfigStatus = { ac: number; av: number; ad: string };
+
+export type DeviceClientOptions = {
+  env?: SdkEnv;
+  log?: SdkLog;
+  /** Milliseconds between reconnect attempts (forever). */
+  reconnectTimeWaitMs?: number;
+};
+
+type Observer = { group: string; name?: string; callback: (change: TwinChange) => void };
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const silent: SdkLog = () => undefined;
+
+export const configStatusName = (appName: string) => `${appName}_status`;
+
+function decode(raw: Uint8Array): unknown {
+  const text = decoder.decode(raw);
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+const encode = (data: unknown) => (data instanceof Uint8Array ? data : encoder.encode(typeof data === "string" ? data : JSON.stringify(data)));
+
+/** A push queue read as an async iterator. */
+class MessageQueue implements AsyncIterableIterator<InboundMessage> {
+  private readonly items: InboundMessage[] = [];
+  private readonly waiters: Array<(r: IteratorResult<InboundMessage>) => void> = [];
+  private done = false;
+  constructor(private readonly onClose: () => void) {}
+  push(item: InboundMessage) {
+    const waiter = this.waiters.shift();
+    if (waiter) waiter({ value: item, done: false });
+    else this.items.push(item);
+  }
+  next(): Promise<IteratorResult<InboundMessage>> {
+    const item = this.items.shift();
+    if (item) return Promise.resolve({ value: item, done: false });
+    if (this.done) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+  return(): Promise<IteratorResult<InboundMessage>> {
+    this.done = true;
+    this.onClose();
+    for (const waiter of this.waiters.splice(0)) waiter({ value: undefined, done: true });
+    return Promise.resolve({ value: undefined, done: true });
+  }
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
+export class DeviceClient {
+  private subscriptions: Subscription[] = [];
+  private readonly listeners = new Map<InputKind, Set<(m: InboundMessage) => void>>(INPUT_KINDS.map((k) => [k, new Set()]));
+  private readonly observers = new Set<Observer>();
+  private readonly configListeners = new Set<(config: AppConfig, status: ConfigStatus) => void>();
+  /** Latest delivered change per key: the dedupe that makes each change arrive once, in order. */
+  private readonly delivered = new Map<string, TwinChange>();
+  private readonly nextMessageId = messageIdSequence();
+  private configVersion = 0;
+
+  private constructor(
+    private current: AppConfig,
+    readonly nc: NatsConnection,
+    private readonly twins: TwinBackend,
+    private readonly env: SdkEnv,
+    private readonly log: SdkLog,
+  ) {}
+
+  /** Connects, subscribes, and starts following the twin (the current config twin is applied). */
+  static async connect(config: AppConfig, options: DeviceClientOptions = {}): Promise<DeviceClient> {
+    const log = options.log ?? silent;
+    const nc = await connect({
+      servers: config.bus.servers,
+      name: config.name,
+      ...(config.bus.user ? { user: config.bus.user } : {}),
+      ...(config.bus.password ? { pass: config.bus.password } : {}),
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000,
+      waitOnFirstConnect: false,
+    });
+    let twins: TwinBackend;
+    if (config.kv.kind === "redis") twins = new RedisTwinBackend({ host: config.kv.host, port: config.kv.port, ...(config.kv.password ? { password: config.kv.password } : {}) }, log);
+    else {
+      // A separate KV server (KvClient Server/Port) gets its own connection, same credentials.
+      const kvConnection = config.kv.servers
+        ? await connect({ servers: config.kv.servers, name: `${config.name}-kv`, ...(config.bus.user ? { user: config.bus.user } : {}), ...(config.bus.password ? { pass: config.bus.password } : {}), maxReconnectAttempts: -1, reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000 })
+        : nc;
+      twins = new JetStreamTwinBackend(kvConnection, config.kv.twin, log, kvConnection !== nc);
+    }
+    const client = new DeviceClient(config, nc, twins, options.env ?? {}, log);
+    client.subscribe();
+    client.observers.add({ group: CONFIG_GROUP, name: config.name, callback: (change) => void client.applyConfigTwin(change) });
+    await twins.start((changes) => client.onTwinChanges(changes));
+    return client;
+  }
+
+  get config(): AppConfig {
+    return this.current;
+  }
+
+  // ---- messaging ---------------------------------------------------------------------------
+
+  private subscribe(): void {
+    for (const sub of this.subscriptions) sub.unsubscribe();
+    this.subscriptions = [];
+    for (const kind of INPUT_KINDS) {
+      for (const subject of this.current.bus.subscriptions[kind]) {
+        this.subscriptions.push(this.nc.subscribe(subject, { callback: (error, msg) => (error ? this.log("warn", "subscription error", { subject, error: error.message }) : this.dispatch(kind, msg)) }));
+      }
+    }
+  }
+
+  private dispatch(kind: InputKind, msg: Msg): void {
+    const message: InboundMessage = {
+      kind,
+      subject: msg.subject,
+      data: decode(msg.data),
+      raw: msg.data,
+      ...(kind === "RequestIn" && msg.reply ? { respond: (data: unknown) => msg.respond(encode(data)) } : {}),
+    };
+    for (const listener of this.listeners.get(kind)!) {
+      try {
+        listener(message);
+      } catch (error) {
+        this.log("error", "message callback threw", { kind, error: (error as Error).message });
+      }
+    }
+  }
+
+  /** Calls `callback` for each message of one input kind; returns the unsubscribe function. */
+  on(kind: InputKind, callback: (message: InboundMessage) => void): () => void {
+    this.listeners.get(kind)!.add(callback);
+    return () => this.listeners.get(kind)!.delete(callback);
+  }
+
+  /** The messages of one input kind as an async iterator (break out of the loop to stop). */
+  messages(kind: InputKind): AsyncIterableIterator<InboundMessage> {
+    let remove = () => undefined as unknown;
+    const queue = new MessageQueue(() => remove());
+    remove = this.on(kind, (m) => queue.push(m));
+    return queue;
+  }
+
+  private targets(kind: OutputKind): string[] {
+    const subjects = this.current.bus.targets[kind];
+    if (subjects.length === 0) this.log("warn", `no targets for ${kind}; message dropped`);
+    return subjects;
+  }
+
+  /** Publishes to every DataOut subject; returns how many subjects it went to. */
+  sendData(message: unknown): number {
+    const subjects = this.targets("DataOut");
+    for (const subject of subjects) this.nc.publish(subject, encode(message));
+    return subjects.length;
+  }
+
+  /** Publishes to every EventOut subject. */
+  sendEvent(message: unknown): number {
+    const subjects = this.targets("EventOut");
+    for (const subject of subjects) this.nc.publish(subject, encode(message));
+    return subjects.length;
+  }
+
+  /** Requests on every RequestOut subject and waits for each reply (or its timeout). */
+  async sendRequest(message: unknown, options: { timeoutMs?: number } = {}): Promise<RequestResult[]> {
+    return Promise.all(
+      this.targets("RequestOut").map(async (subject): Promise<RequestResult> => {
+        try {
+          const reply = await this.nc.request(subject, encode(message), { timeout: options.timeoutMs ?? 5_000 });
+          return { subject, ok: true, data: decode(reply.data) };
+        } catch (error) {
+          return { subject, ok: false, error: (error as Error).message };
+        }
+      }),
+    );
+  }
+
+  /** An IODataReport of IoPoints from this app (SrcModule = Name, device = DeviceId). */
+  dataReport(tags: Record<string, IoPoint>, deviceId = this.current.bus.deviceId): IoDataReport {
+    return dataReport({ srcModule: this.current.name, messageId: this.nextMessageId(), deviceId, tags, configVersion: this.configVersion || 1 });
+  }
+
+  // ---- twin properties ---------------------------------------------------------------------
+
+  private onTwinChanges(changes: TwinChange[]): void {
+    for (const change of changes) {
+      if (change.side !== "desired") continue;
+      const key = `${change.group}/${change.name}`;
+      const last = this.delivered.get(key);
+      // Never twice, never older after newer; version 0 (unknown, Redis without mirror) compares values.
+      if (last && (change.version > 0 ? change.version <= last.version : change.value === last.value)) continue;
+      if (!last && change.value === null) continue;
+      this.delivered.set(key, change);
+      for (const observer of this.observers) {
+        if (observer.group !== change.group || (observer.name !== undefined && observer.name !== change.name)) continue;
+        try {
+          observer.callback(change);
+        } catch (error) {
+          this.log("error", "twin callback threw", { key, error: (error as Error).message });
+        }
+      }
+    }
+  }
+
+  /**
+   * Observes desired properties of a group (one name, or all): the current values at once, then each
+   * change once, in order. Returns the stop function.
+   */
+  observe(group: string, name: string | undefined, callback: (change: TwinChange) => void): () => void {
+    const observer: Observer = { group, ...(name !== undefined ? { name } : {}), callback };
+    this.observers.add(observer);
+    const current = [...this.delivered.values()].filter((c) => c.group === group && (name === undefined || c.name === name) && c.value !== null);
+    queueMicrotask(() => {
+      for (const change of current) if (this.observers.has(observer)) callback(change);
+    });
+    return () => this.observers.delete(observer);
+  }
+
+  getDesired(group: string, name: string): Promise<TwinValueRead | undefined> {
+    return this.twins.get(group, "desired", name);
+  }
+
+  getReported(group: string, name: string): Promise<TwinValueRead | undefined> {
+    return this.twins.get(group, "reported", name);
+  }
+
+  /** Writes a reported property; booleans are stored as "1"/"0" like the original SDK. */
+  setReported(group: string, name: string, value: string | number | boolean): Promise<number> {
+    const text = typeof value === "boolean" ? (value ? "1" : "0") : String(value);
+    return this.twins.put(group, "reported" satisfies TwinSide, name, text);
+  }
+
+  /** Called after each config twin: applied (ac 200) or rejected (ac 400). */
+  onConfig(callback: (config: AppConfig, status: ConfigStatus) => void): () => void {
+    this.configListeners.add(callback);
+    return () => this.configListeners.delete(callback);
+  }
+
+  private async applyConfigTwin(change: TwinChange): Promise<void> {
+    if (change.value === null) return;
+    let status: ConfigStatus;
+    try {
+      const next = parseAppConfigText(change.value, this.env);
+      if (next.name !== this.current.name) throw new Error(`Name: must stay "${this.current.name}" (the twin property is named after it)`);
+      // The connection and the twin store stay as started: a new server or store needs a restart.
+      this.current = { ...next, bus: { ...next.bus, servers: this.current.bus.servers }, kv: this.current.kv };
+      this.configVersion = change.version;
+      this.subscribe();
+      await this.setReported(CONFIG_GROUP, this.current.name, change.value);
+      status = { ac: 200, av: change.version, ad: "applied" };
+      this.log("info", "configuration applied from the twin", { version: change.version });
+    } catch (error) {
+      status = { ac: 400, av: change.version, ad: (error as Error).message };
+      this.log("warn", "configuration from the twin ignored", { version: change.version, error: (error as Error).message });
+    }
+    await this.setReported(CONFIG_GROUP, configStatusName(this.current.name), JSON.stringify(status)).catch((error: Error) => this.log("warn", "cannot report config status", { error: error.message }));
+    for (const listener of this.configListeners) listener(this.current, status);
+  }
+
+  async close(): Promise<void> {
+    await this.twins.close();
+    if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close());
+  }
+}

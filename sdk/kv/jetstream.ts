@@ -1,0 +1,86 @@
+/**
+ * Twin properties in the twin's JetStream KV bucket. The whole bucket is watched (slash keys are one
+ * subject token, so a per-group wildcard matches nothing, and nats-server 2.9 has no multi-key
+ * filter) and filtered here; the commit gate hides a PUT until all its keys are written. After a
+ * reconnect the watch is restarted from the last values, so changes made meanwhile arrive once.
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { Kvm, type KV } from "@nats-io/kv";
+import { TwinCommitGate, parseTwinKey, toTwinEntry, twinBucket, twinBucketOptions, twinKey, type TwinAddress, type TwinSide } from "../../subjects/twins.ts";
+import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
+
+export class JetStreamTwinBackend implements TwinBackend {
+  private kv?: KV;
+  private watcher?: { stop(): void };
+  private closed = false;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly twin: TwinAddress,
+    private readonly log: SdkLog,
+    /** Close the connection on close() (it was opened for the KV store alone). */
+    private readonly ownsConnection = false,
+  ) {}
+
+  async start(onChanges: (changes: TwinChange[]) => void): Promise<void> {
+    this.kv = await new Kvm(this.nc).create(twinBucket(this.twin), twinBucketOptions(this.twin));
+    await this.watch(onChanges);
+    void (async () => {
+      for await (const status of this.nc.status()) {
+        if (this.closed) break;
+        if (status.type === "reconnect") void this.rewatch(onChanges);
+      }
+    })();
+  }
+
+  private async rewatch(onChanges: (changes: TwinChange[]) => void): Promise<void> {
+    // JetStream may still be recovering right after a server restart: retry with a short backoff.
+    for (let attempt = 0; !this.closed; attempt++) {
+      try {
+        await this.watch(onChanges);
+        this.log("info", "twin watch restarted after reconnect");
+        return;
+      } catch (error) {
+        this.log("warn", "twin watch restart failed; retrying", { error: (error as Error).message });
+        await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
+      }
+    }
+  }
+
+  private async watch(onChanges: (changes: TwinChange[]) => void): Promise<void> {
+    this.watcher?.stop();
+    const gate = new TwinCommitGate();
+    const iterator = await this.kv!.watch();
+    this.watcher = iterator;
+    void (async () => {
+      try {
+        for await (const entry of iterator) {
+          const changes: TwinChange[] = [];
+          for (const visible of gate.feed(toTwinEntry(entry))) {
+            const parsed = parseTwinKey(visible.key);
+            if (parsed?.kind !== "property") continue;
+            changes.push({ group: parsed.group, side: parsed.side, name: parsed.name, value: visible.operation === "PUT" ? visible.value : null, version: visible.revision });
+          }
+          if (changes.length) onChanges(changes);
+        }
+      } catch (error) {
+        if (!this.closed) this.log("warn", "twin watch ended", { error: (error as Error).message });
+      }
+    })();
+  }
+
+  async get(group: string, side: TwinSide, name: string): Promise<TwinValueRead | undefined> {
+    const entry = await this.kv!.get(twinKey(group, side, name));
+    return entry && entry.operation === "PUT" ? { value: entry.string(), version: entry.revision } : undefined;
+  }
+
+  put(group: string, side: TwinSide, name: string, value: string): Promise<number> {
+    return this.kv!.put(twinKey(group, side, name), value);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.watcher?.stop();
+    if (this.ownsConnection && !this.nc.isClosed()) await this.nc.close();
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * Twin properties in a Redis on the device (the original SDK 3.0 layout: plain string keys
+ * `twin_properties/<group>/desired|reported/<name>`), followed through keyspace notifications. The
+ * twin-mirror actor writes desired values with their JetStream revision in the `twin_versions` hash,
+ * in one MULTI, so a notification never reveals half of a PUT. On (re)connect every key is re-read.
+ */
+import { Redis } from "ioredis";
+import { REDIS_TWIN_VERSIONS, TWIN_KEY_PREFIX, parseTwinKey, twinKey, type TwinSide } from "../../subjects/twins.ts";
+import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
+
+export type RedisTwinOptions = { host: string; port: number; password?: string };
+
+export class RedisTwinBackend implements TwinBackend {
+  private readonly cmd: Redis;
+  private readonly sub: Redis;
+
+  constructor(
+    options: RedisTwinOptions,
+    private readonly log: SdkLog,
+  ) {
+    // Reconnect forever with a capped exponential backoff (the original SDK's 3.0 behaviour).
+    const common = { host: options.host, port: options.port, password: options.password, retryStrategy: (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6)), maxRetriesPerRequest: null };
+    this.cmd = new Redis(common);
+    this.sub = new Redis(common);
+  }
+
+  async start(onChanges: (changes: TwinChange[]) => void): Promise<void> {
+    await this.cmd.config("SET", "notify-keyspace-events", "KEA").catch((error: Error) => this.log("warn", "cannot enable keyspace notifications; expecting the server to have them on", { error: error.message }));
+    const prefix = "__keyspace@0__:";
+    this.sub.on("pmessage", (_pattern: string, channel: string) => {
+      const key = channel.slice(prefix.length);
+      void this.read([key]).then(onChanges, (error: Error) => this.log("warn", "twin read failed", { key, error: error.message }));
+    });
+    await this.sub.psubscribe(`${prefix}${TWIN_KEY_PREFIX}/*`);
+    const resync = () => void this.readAll().then(onChanges, (error: Error) => this.log("warn", "twin resync failed", { error: error.message }));
+    this.cmd.on("ready", resync);
+    onChanges(await this.readAll());
+  }
+
+  private async readAll(): Promise<TwinChange[]> {
+    const keys: string[] = [];
+    let cursor = "0";
+    do {
+      const [next, batch] = await this.cmd.scan(cursor, "MATCH", `${TWIN_KEY_PREFIX}/*`, "COUNT", 500);
+      cursor = next;
+      keys.push(...batch);
+    } while (cursor !== "0");
+    return this.read(keys);
+  }
+
+  private async read(keys: string[]): Promise<TwinChange[]> {
+    if (keys.length === 0) return [];
+    const pipeline = this.cmd.multi();
+    for (const key of keys) pipeline.get(key).hget(REDIS_TWIN_VERSIONS, key);
+    const results = (await pipeline.exec()) ?? [];
+    const changes: TwinChange[] = [];
+    keys.forEach((key, i) => {
+      const parsed = parseTwinKey(key);
+      if (parsed?.kind !== "property") return;
+      const value = results[2 * i]?.[1] as string | null;
+      const version = Number(results[2 * i + 1]?.[1] ?? 0) || 0;
+      changes.push({ group: parsed.group, side: parsed.side, name: parsed.name, value, version });
+    });
+    return changes.sort((a, b) => a.version - b.version);
+  }
+
+  async get(group: string, side: TwinSide, name: string): Promise<TwinValueRead | undefined> {
+    const key = twinKey(group, side, name);
+    const [value, version] = await Promise.all([this.cmd.get(key), this.cmd.hget(REDIS_TWIN_VERSIONS, key)]);
+    return value === null ? undefined : { value, version: Number(version ?? 0) || 0 };
+  }
+
+  async put(group: string, side: TwinSide, name: string, value: string): Promise<number> {
+    const key = twinKey(group, side, name);
+    // A local write has no JetStream revision yet: the mirror assigns one when it copies it back.
+    await this.cmd.multi().set(key, value).hdel(REDIS_TWIN_VERSIONS, key).exec();
+    return 0;
+  }
+
+  async close(): Promise<void> {
+    this.sub.disconnect();
+    this.cmd.disconnect();
+  }
+}

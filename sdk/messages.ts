@@ -1,0 +1,73 @@
+/**
+ * The message model of the original SDK: IoPoint and the IODataReport envelope
+ * `{header: {SrcModule, MessageType, ConfigVersion, MessageID, TimeStamp}, device: [{id, tags}]}`.
+ * Units follow the `uom` = `<quantity>:<unit>` (+ `prop`) metadata convention, checked for shape
+ * only: the SDK never converts units.
+ */
+
+export type IoPoint = {
+  value?: number;
+  value_str?: string;
+  /** 0 good, 1 bad. */
+  quality_code?: number;
+  /** Seconds since the epoch. */
+  timestamp?: number;
+  /** Name/value pairs; `uom` and `prop` by convention. */
+  metadata?: Record<string, string>;
+};
+
+export type IoDataReportHeader = { SrcModule: string; MessageType: "IODataReport"; ConfigVersion: number; MessageID: number; TimeStamp: number };
+export type IoDataReport = { header: IoDataReportHeader; device: Array<{ id: string; tags: Record<string, IoPoint> }> };
+
+const UOM_RE = /^[^:\s][^:]*:[^:\s][^:]*$/;
+
+/** The problems with an IoPoint's shape (empty when fine): field types and the uom/prop convention. */
+export function ioPointProblems(point: unknown): string[] {
+  const problems: string[] = [];
+  if (typeof point !== "object" || point === null || Array.isArray(point)) return ["must be an object"];
+  const p = point as Record<string, unknown>;
+  const known = new Set(["value", "value_str", "quality_code", "timestamp", "metadata"]);
+  for (const key of Object.keys(p)) if (!known.has(key)) problems.push(`${key}: is not an IoPoint field`);
+  if (p.value !== undefined && (typeof p.value !== "number" || !Number.isFinite(p.value))) problems.push("value: must be a number");
+  if (p.value_str !== undefined && typeof p.value_str !== "string") problems.push("value_str: must be a string");
+  if (p.quality_code !== undefined && !Number.isInteger(p.quality_code)) problems.push("quality_code: must be an integer");
+  if (p.timestamp !== undefined && (typeof p.timestamp !== "number" || !Number.isFinite(p.timestamp))) problems.push("timestamp: must be a number");
+  if (p.metadata !== undefined) {
+    if (typeof p.metadata !== "object" || p.metadata === null || Array.isArray(p.metadata)) problems.push("metadata: must be an object of name/value pairs");
+    else {
+      const meta = p.metadata as Record<string, unknown>;
+      for (const [k, v] of Object.entries(meta)) if (typeof v !== "string") problems.push(`metadata/${k}: must be a string`);
+      if (typeof meta.uom === "string" && !UOM_RE.test(meta.uom)) problems.push(`metadata/uom: "${meta.uom}" must look like <quantity>:<unit>`);
+      if (meta.prop !== undefined && meta.uom === undefined) problems.push("metadata/prop: names the property a uom applies to, so it needs metadata/uom");
+    }
+  }
+  return problems;
+}
+
+/** An IoPoint without undefined fields (the original encoder omits None fields). */
+export function ioPoint(point: IoPoint): IoPoint {
+  const problems = ioPointProblems(point);
+  if (problems.length) throw new TypeError(`invalid IoPoint: ${problems.join("; ")}`);
+  return Object.fromEntries(Object.entries(point).filter(([, v]) => v !== undefined)) as IoPoint;
+}
+
+/** MessageIDs start at tenths of a second since 1 January (UTC) of this year, then count up. */
+export function messageIdSequence(now = new Date()): () => number {
+  let next = Math.floor((now.getTime() - Date.UTC(now.getUTCFullYear(), 0, 1)) / 100);
+  return () => next++;
+}
+
+/** Builds an IODataReport, one device, tags → IoPoints. */
+export function dataReport(options: { srcModule: string; messageId: number; deviceId: string; tags: Record<string, IoPoint>; configVersion?: number; now?: number }): IoDataReport {
+  const tags = Object.fromEntries(Object.entries(options.tags).map(([tag, point]) => [tag, ioPoint(point)]));
+  return {
+    header: {
+      SrcModule: options.srcModule,
+      MessageType: "IODataReport",
+      ConfigVersion: options.configVersion ?? 1,
+      MessageID: options.messageId,
+      TimeStamp: Math.floor((options.now ?? Date.now()) / 1000),
+    },
+    device: [{ id: options.deviceId, tags }],
+  };
+}

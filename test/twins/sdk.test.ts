@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { DeviceClient, parseAppConfig, configStatusName, type AppConfig, type InboundMessage, type TwinChange } from "../../sdk/index.ts";
+
+const twinPath = (twin: string) => `/api/twin-properties/v1/acme/prod/${twin}/twin-properties`;
+
+function appDocument(name: string, twin: string, server: string, bus: { sub?: string[]; out?: string[] } = {}) {
+  return {
+    Name: name,
+    AEA2: {
+      Twin: { Organization: "acme", Environment: "prod", Id: twin },
+      BusClient: {
+        Server: server,
+        Subscriptions: [{ DataIn: bus.sub ?? [`slbapps.${name}.DataIn`] }, { RequestIn: [`slbapps.${name}.RequestIn`] }],
+        Targets: [{ DataOut: bus.out ?? [`slbapps.${name}.DataOut`, "slbapps.events.DataIn"] }, { RequestOut: [`slbapps.${name}.RequestOut`] }],
+      },
+    },
+    AppConfig: { Factor: "0.5" },
+  };
+}
+
+describe("device SDK over JetStream KV", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  let peer: NatsConnection;
+  const devices: DeviceClient[] = [];
+  const start = async (config: AppConfig) => {
+    const device = await DeviceClient.connect(config, { reconnectTimeWaitMs: 100 });
+    devices.push(device);
+    return device;
+  };
+  const put = (twin: string, group: string, twins: Array<{ name: string; value: string }>) =>
+    derrick.call(twinPath(twin), { method: "PUT", body: JSON.stringify({ group, twins }), as: "admin", partition: null });
+
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["identity", "twins"] });
+    peer = await connect({ servers: nats.url });
+  });
+  afterAll(async () => {
+    for (const device of devices) await device.close().catch(() => undefined);
+    await peer?.close();
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  it("sdk - a REST PUT reaches the observe callback with the value and the version", async () => {
+    const device = await start(parseAppConfig(appDocument("App1", "dev-a", nats.url)));
+    const seen: TwinChange[] = [];
+    device.observe("setpoints", undefined, (change) => seen.push(change));
+    const res = await put("dev-a", "setpoints", [{ name: "rate", value: "5" }, { name: "limit", value: '{"max":9}' }]);
+    const body = (await res.json()) as { twins: Array<{ name: string; version: number }> };
+    await eventually(() => seen.length === 2, { what: "both properties" });
+    expect(seen.map((c) => [c.name, c.value, c.version])).toEqual(body.twins.map((t) => [t.name, t.name === "rate" ? "5" : '{"max":9}', t.version]));
+    expect(await device.getDesired("setpoints", "rate")).toEqual({ value: "5", version: body.twins[0]!.version });
+    await device.setReported("setpoints", "rate", "5");
+    const state = (await (await derrick.call(twinPath("dev-a"), { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> };
+    expect(state.reported.setpoints!.rate!.value).toBe("5");
+    // A late observer gets the current values at once.
+    const late: string[] = [];
+    device.observe("setpoints", "rate", (c) => late.push(c.value!));
+    await eventually(() => late.length === 1);
+    expect(late).toEqual(["5"]);
+  });
+
+  it("sdk - inbound kinds arrive as callbacks and iterators; sendData goes to every DataOut subject; sendRequest gets replies", async () => {
+    const device = await start(parseAppConfig(appDocument("App2", "dev-b", nats.url)));
+    const received: InboundMessage[] = [];
+    device.on("DataIn", (m) => received.push(m));
+    const iterator = device.messages("DataIn");
+    const report = device.dataReport({ temp: { value: 21.5, quality_code: 0, metadata: { uom: "temperature:degC", prop: "value" } } });
+    peer.publish("slbapps.App2.DataIn", JSON.stringify(report));
+    await eventually(() => received.length === 1);
+    expect((received[0]!.data as typeof report).device[0]!.tags.temp!.value).toBe(21.5);
+    expect((await iterator.next()).value?.subject).toBe("slbapps.App2.DataIn");
+    await iterator.return!();
+
+    const outs: string[] = [];
+    peer.subscribe("slbapps.App2.DataOut", { callback: (_e, m) => outs.push(m.subject) });
+    peer.subscribe("slbapps.events.DataIn", { callback: (_e, m) => outs.push(m.subject) });
+    await peer.flush();
+    expect(device.sendData(report)).toBe(2);
+    await eventually(() => outs.length === 2);
+    expect(outs.sort()).toEqual(["slbapps.App2.DataOut", "slbapps.events.DataIn"]);
+
+    peer.subscribe("slbapps.App2.RequestOut", { callback: (_e, m) => m.respond(JSON.stringify({ ok: (JSON.parse(m.string()) as { q: number }).q + 1 })) });
+    await peer.flush();
+    expect(await device.sendRequest({ q: 1 }, { timeoutMs: 2_000 })).toEqual([{ subject: "slbapps.App2.RequestOut", ok: true, data: { ok: 2 } }]);
+
+    device.on("RequestIn", (m) => m.respond?.({ pong: m.data }));
+    const reply = await peer.request("slbapps.App2.RequestIn", JSON.stringify("hi"), { timeout: 2_000 });
+    expect(reply.json()).toEqual({ pong: "hi" });
+  });
+
+  it("sdk - an invalid config twin is ignored and its problem reported", async () => {
+    const config = parseAppConfig(appDocument("App3", "dev-c", nats.url));
+    const device = await start(config);
+    const statuses: number[] = [];
+    device.onConfig((_c, status) => statuses.push(status.ac));
+    await put("dev-c", "config", [{ name: "App3", value: "{not json" }]);
+    await eventually(() => statuses.length === 1);
+    expect(statuses).toEqual([400]);
+    expect(device.config.bus.subscriptions.DataIn).toEqual(["slbapps.App3.DataIn"]);
+    const status = await device.getReported("config", configStatusName("App3"));
+    expect(JSON.parse(status!.value)).toMatchObject({ ac: 400 });
+    expect(await device.getReported("config", "App3")).toBeUndefined();
+    // Valid JSON, wrong shape: named key in the report.
+    const bad = appDocument("App3", "dev-c", nats.url);
+    (bad.AEA2.BusClient as Record<string, unknown>).Subscriptions = [{ DataIn: ["has space"] }];
+    await put("dev-c", "config", [{ name: "App3", value: JSON.stringify(bad) }]);
+    await eventually(() => statuses.length === 2);
+    const second = JSON.parse((await device.getReported("config", configStatusName("App3")))!.value) as { ac: number; ad: string };
+    expect(second.ac).toBe(400);
+    expect(second.ad).toContain("AEA2:BusClient:Subscriptions:0:DataIn:0");
+  });
+
+  it("sdk - a valid config twin reloads, re-subscribes Subscriptions and Targets, and is acknowledged as reported", async () => {
+    const device = await start(parseAppConfig(appDocument("App4", "dev-d", nats.url)));
+    const received: string[] = [];
+    device.on("DataIn", (m) => received.push(m.subject));
+    const next = appDocument("App4", "dev-d", nats.url, { sub: ["slbapps.App4.NewIn"], out: ["slbapps.App4.NewOut"] });
+    const text = JSON.stringify(next);
+    const res = await put("dev-d", "config", [{ name: "App4", value: text }]);
+    expect(res.status).toBe(200);
+    await eventually(async () => (await device.getReported("config", "App4"))?.value === text, { what: "reported ack" });
+    expect(device.config.bus.subscriptions.DataIn).toEqual(["slbapps.App4.NewIn"]);
+    peer.publish("slbapps.App4.DataIn", "{}");
+    peer.publish("slbapps.App4.NewIn", "{}");
+    await eventually(() => received.length >= 1);
+    await peer.flush();
+    expect(received).toEqual(["slbapps.App4.NewIn"]);
+    const outs: string[] = [];
+    peer.subscribe("slbapps.App4.>", { callback: (_e, m) => outs.push(m.subject) });
+    await peer.flush();
+    device.sendData({ x: 1 });
+    await eventually(() => outs.length === 1);
+    expect(outs).toEqual(["slbapps.App4.NewOut"]);
+  });
+
+  it("sdk - after a nats-server restart the device reconnects, does not replay what it has, and gets the next change once", async () => {
+    const device = await start(parseAppConfig(appDocument("App5", "dev-e", nats.url)));
+    const seen: Array<[string | null, number]> = [];
+    device.observe("g", "p", (c) => seen.push([c.value, c.version]));
+    await put("dev-e", "g", [{ name: "p", value: "v1" }]);
+    await eventually(() => seen.length === 1);
+    const reconnected = (async () => {
+      for await (const s of device.nc.status()) if (s.type === "reconnect") return true;
+      return false;
+    })();
+    const first = nats;
+    await first.stop();
+    const restarted = await startTestNats({ port: first.port, dir: first.dir });
+    // The restarted server shares the first one's directory: stop it, then let the first clean up.
+    nats = { ...restarted, cleanup: async () => (await restarted.stop(), await first.cleanup()) };
+    expect(await reconnected).toBe(true);
+    await eventually(async () => (await put("dev-e", "g", [{ name: "p", value: "v2" }])).status === 200, { timeoutMs: 20_000, intervalMs: 200, what: "PUT after restart" });
+    await eventually(() => seen.some(([v]) => v === "v2"), { timeoutMs: 15_000, what: "v2 after reconnect" });
+    expect(seen.map(([v]) => v)).toEqual(["v1", "v2"]);
+    expect(seen[1]![1]).toBeGreaterThan(seen[0]![1]);
+  });
+});
