@@ -77,14 +77,14 @@ describe("device SDK over JetStream KV", () => {
     await iterator.return!();
 
     const outs: string[] = [];
-    peer.subscribe("slbapps.App2.DataOut", { callback: (_e, m) => outs.push(m.subject) });
-    peer.subscribe("slbapps.events.DataIn", { callback: (_e, m) => outs.push(m.subject) });
+    peer.subscribe("slbapps.App2.DataOut", { callback: (_e, m) => void outs.push(m.subject) });
+    peer.subscribe("slbapps.events.DataIn", { callback: (_e, m) => void outs.push(m.subject) });
     await peer.flush();
     expect(device.sendData(report)).toBe(2);
     await eventually(() => outs.length === 2);
     expect(outs.sort()).toEqual(["slbapps.App2.DataOut", "slbapps.events.DataIn"]);
 
-    peer.subscribe("slbapps.App2.RequestOut", { callback: (_e, m) => m.respond(JSON.stringify({ ok: (JSON.parse(m.string()) as { q: number }).q + 1 })) });
+    peer.subscribe("slbapps.App2.RequestOut", { callback: (_e, m) => void m.respond(JSON.stringify({ ok: (JSON.parse(m.string()) as { q: number }).q + 1 })) });
     await peer.flush();
     expect(await device.sendRequest({ q: 1 }, { timeoutMs: 2_000 })).toEqual([{ subject: "slbapps.App2.RequestOut", ok: true, data: { ok: 2 } }]);
 
@@ -131,7 +131,7 @@ describe("device SDK over JetStream KV", () => {
     await peer.flush();
     expect(received).toEqual(["slbapps.App4.NewIn"]);
     const outs: string[] = [];
-    peer.subscribe("slbapps.App4.>", { callback: (_e, m) => outs.push(m.subject) });
+    peer.subscribe("slbapps.App4.>", { callback: (_e, m) => void outs.push(m.subject) });
     await peer.flush();
     device.sendData({ x: 1 });
     await eventually(() => outs.length === 1);
