@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { CatalogList, catalogFrom, pageCatalog, readCatalogFile } from "../../actors/projects/catalog.ts";
+import { checkValues, computeContent, splitUtf8, summarizeTable } from "../../actors/projects/compute.ts";
+import { DerrickError } from "../../subjects/index.ts";
+import type { CatalogItem, CatalogPage, Project } from "../../subjects/projects.ts";
+
+const item = (id: string, category = "well"): CatalogItem => ({ id, name: id, description: "", dataType: "number", category, objectTypes: ["well"] });
+
+describe("catalog and content computation (pure)", () => {
+  it("catalog - the shipped file is valid and covers the drilling-plan categories", () => {
+    const file = readCatalogFile();
+    const categories = new Set([...file.displayItems, ...file.keyParameters].map((i) => i.category));
+    for (const c of ["well", "trajectory", "casing", "fluids", "cementing", "schedule", "cost"]) expect(categories).toContain(c);
+  });
+
+  it("catalog - paging defaults to 50, caps at 500 and counts the total after the filter", () => {
+    const items = Array.from({ length: 120 }, (_, i) => item(`i${i}`, i % 3 === 0 ? "cost" : "well"));
+    expect(pageCatalog(items, {})).toMatchObject({ total: 120, offset: 0, limit: 50 });
+    expect(pageCatalog(items, {}).items).toHaveLength(50);
+    expect(pageCatalog(items, { offset: "110", limit: "20" }).items.map((i) => i.id)).toEqual(Array.from({ length: 10 }, (_, i) => `i${110 + i}`));
+    expect(pageCatalog(items, { category: "cost", limit: "500" })).toMatchObject({ total: 40, limit: 500 });
+    expect(pageCatalog(items, { offset: "500" }).items).toEqual([]);
+    for (const [query, pointer] of [[{ limit: "501" }, "/query/limit"], [{ limit: "0" }, "/query/limit"], [{ offset: "-1" }, "/query/offset"], [{ limit: "ten" }, "/query/limit"]] as const) {
+      try {
+        pageCatalog(items, query);
+        expect.unreachable();
+      } catch (error) {
+        expect((error as DerrickError).errors?.[0]?.pointer).toBe(pointer);
+      }
+    }
+  });
+
+  it("catalog - additions keep file order first, replace in place and ignore older revisions", () => {
+    const list = new CatalogList([item("b"), item("a")]);
+    list.apply(item("z"), 3);
+    list.apply(item("c"), 4);
+    list.apply({ ...item("a"), name: "A2" }, 5);
+    list.apply({ ...item("a"), name: "stale" }, 2);
+    expect(list.all().map((i) => `${i.id}:${i.name}`)).toEqual(["b:b", "a:A2", "c:c", "z:z"]);
+  });
+
+  it("content - values are checked against the catalog and a table is summarized per numeric column", () => {
+    const catalog = catalogFrom(readCatalogFile());
+    expect(() => checkValues({ keyParameters: { "casing-string-count": 4.5 } }, catalog)).toThrow(/keyParameters\/casing-string-count/);
+    const values = checkValues({ displayItems: { "casing-scheme": [{ name: "Surface", shoeMd: 1200 }, { name: "Production", shoeMd: 3550 }] }, keyParameters: { "h2s-expected": true } }, catalog);
+    expect(summarizeTable(values.displayItems["casing-scheme"] as Array<Record<string, unknown>>)).toEqual({ rows: 2, columns: { shoeMd: { min: 1200, max: 3550, mean: 2375, count: 2 } } });
+    const project: Project = { projectId: "p", name: "p", members: [], values, createdAt: "", updatedAt: "" };
+    const items = computeContent(project, catalog["key-parameters"], "key-parameters", ["h2s-expected", "total-cost"]);
+    expect(items).toEqual([
+      { id: "h2s-expected", name: "H2S expected", category: "formation", dataType: "boolean", status: "set", value: true },
+      { id: "total-cost", name: "Total well cost", category: "cost", dataType: "number", unit: "USD", status: "missing", value: null },
+    ]);
+  });
+
+  it("content - splitting never cuts a character and the slices join to the original", () => {
+    const text = JSON.stringify(Array.from({ length: 3000 }, (_, i) => ({ i, name: `Brønn ${i} 井 🛢️` })));
+    const slices = splitUtf8(text, 1000);
+    expect(slices.length).toBeGreaterThan(10);
+    for (const slice of slices) expect(new TextEncoder().encode(slice).length).toBeLessThanOrEqual(1000);
+    expect(slices.join("")).toBe(text);
+    expect(splitUtf8("small", 1000)).toEqual(["small"]);
+  });
+});
+
+describe("catalog routes", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  let second: TestDerrick | undefined;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["identity", "projects", "content-worker"] });
+  });
+  afterAll(async () => {
+    await second?.cleanup();
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  const page = async (path: string) => {
+    const res = await derrick.call(path);
+    expect(res.status, await res.clone().text()).toBe(200);
+    return (await res.json()) as CatalogPage;
+  };
+
+  it("catalog - display items and key parameters page with offset and limit", async () => {
+    const all = await page("/v1/display-items?limit=500");
+    expect(all.total).toBe(all.items.length);
+    expect(all.items[0]).toMatchObject({ id: "well-name", name: "Well name", dataType: "string", category: "well", objectTypes: ["well"] });
+    const first = await page("/v1/display-items?limit=10");
+    const second = await page("/v1/display-items?offset=10&limit=10");
+    expect(first).toMatchObject({ offset: 0, limit: 10, total: all.total });
+    expect([...first.items, ...second.items].map((i) => i.id)).toEqual(all.items.slice(0, 20).map((i) => i.id));
+    expect((await page("/v1/key-parameters")).limit).toBe(50);
+    expect((await page("/v1/key-parameters?limit=5")).items.every((i) => i.id && i.dataType)).toBe(true);
+  });
+
+  it("catalog - the category filter narrows the items and the total", async () => {
+    const cost = await page("/v1/key-parameters?category=cost");
+    expect(cost.total).toBeGreaterThan(0);
+    expect(cost.items.every((i) => i.category === "cost")).toBe(true);
+    expect(cost.items.map((i) => i.id)).toContain("total-cost");
+    expect((await page("/v1/display-items?category=trajectory&limit=2")).items).toHaveLength(2);
+    expect(await page("/v1/display-items?category=nothing")).toMatchObject({ items: [], total: 0 });
+  });
+
+  it("catalog - bad paging gets a 400 naming the parameter; credentials are required", async () => {
+    for (const [query, pointer] of [["limit=501", "/query/limit"], ["offset=x", "/query/offset"], ["limit=0", "/query/limit"]]) {
+      const res = await derrick.call(`/v1/display-items?${query}`);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe(pointer);
+    }
+    expect((await derrick.call("/v1/display-items", { as: null })).status).toBe(401);
+    expect((await derrick.call("/v1/display-items", { headers: { appkey: "beta-appkey-1" } })).status).toBe(401);
+    expect((await derrick.call("/v1/display-items", { partition: null })).status).toBe(400);
+  });
+
+  it("catalog - an admin extends the catalog and every process serves the new item", async () => {
+    // A second edge + projects actor, already running: it learns of additions through the KV watch.
+    second = await startDerrick(nats, { actors: ["projects"] });
+    const body = { name: "Riser margin", description: "Whether the well keeps riser margin.", dataType: "boolean", category: "well", objectTypes: ["well"] };
+    expect((await derrick.call("/v1/key-parameters/riser-margin", { as: "alpha", method: "PUT", body: JSON.stringify(body) })).status).toBe(403);
+    const bad = await derrick.call("/v1/key-parameters/riser-margin", { as: "admin", method: "PUT", body: JSON.stringify({ ...body, dataType: "blob" }) });
+    expect(bad.status).toBe(400);
+    expect((await derrick.call("/v1/key-parameters/riser-margin", { as: "admin", method: "PUT", body: JSON.stringify({ ...body, id: "other" }) })).status).toBe(400);
+    const created = await derrick.call("/v1/key-parameters/riser-margin", { as: "admin", method: "PUT", body: JSON.stringify(body) });
+    expect(created.status).toBe(201);
+    expect(await created.json()).toMatchObject({ id: "riser-margin", dataType: "boolean" });
+    expect((await derrick.call("/v1/key-parameters/riser-margin", { as: "admin", method: "PUT", body: JSON.stringify({ ...body, name: "Riser margin kept" }) })).status).toBe(200);
+
+    await eventually(async () => {
+      const listed = (await (await second!.call("/v1/key-parameters?category=well&limit=500")).json()) as CatalogPage;
+      return listed.items.find((i) => i.id === "riser-margin")?.name === "Riser margin kept";
+    }, { what: "the other process to serve the replacement" });
+    // A process started afterwards loads it at start.
+    const third = await startDerrick(nats, { actors: ["projects"] });
+    try {
+      const listed = (await (await third.call("/v1/key-parameters?category=well&limit=500")).json()) as CatalogPage;
+      expect(listed.items.find((i) => i.id === "riser-margin")).toMatchObject({ name: "Riser margin kept" });
+    } finally {
+      await third.cleanup();
+    }
+
+    // Values and content requests accept it at once.
+    const put = await derrick.call("/v1/projects/p-ext", { as: "admin", method: "PUT", body: JSON.stringify({ name: "ext", members: ["alpha"], values: { keyParameters: { "riser-margin": true } } }) });
+    expect(put.status).toBe(201);
+    const req = await derrick.call("/v1/projects/p-ext/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["riser-margin"] }) });
+    expect(req.status).toBe(202);
+    const { taskId, contentId } = (await req.json()) as { taskId: string; contentId: string };
+    await eventually(async () => ((await (await derrick.call(`/v2/projects/p-ext/tasks/${taskId}`)).json()) as { state: string }).state === "succeeded");
+    const content = (await (await derrick.call(`/v1/projects/p-ext/key-parameters/content/${contentId}`)).json()) as { items: Array<{ name: string; value: unknown }> };
+    expect(content.items).toEqual([expect.objectContaining({ name: "Riser margin kept", value: true })]);
+  });
+});
