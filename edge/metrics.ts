@@ -25,15 +25,27 @@ export function createMetrics(withProcessMetrics = true): EdgeMetrics {
     buckets: [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
     registers: [registry],
   });
+  // Labelled children are cached: resolving labels hashes them on every call otherwise.
+  const httpChildren = new Map<string, { count: ReturnType<typeof requests.labels>; time: ReturnType<typeof latency.labels> }>();
+  const natsChildren = new Map<string, ReturnType<typeof nats.labels>>();
   return {
     registry,
     observeHttp(route, method, status, seconds) {
-      const labels = { route, method, status: String(status) };
-      requests.inc(labels);
-      latency.observe(labels, seconds);
+      const key = `${method} ${status} ${route}`;
+      let child = httpChildren.get(key);
+      if (!child) {
+        const labels = { route, method, status: String(status) };
+        child = { count: requests.labels(labels), time: latency.labels(labels) };
+        httpChildren.set(key, child);
+      }
+      child.count.inc();
+      child.time.observe(seconds);
     },
     observeNats(subject, seconds, outcome) {
-      nats.observe({ subject, outcome }, seconds);
+      const key = `${outcome} ${subject}`;
+      let child = natsChildren.get(key);
+      if (!child) natsChildren.set(key, (child = nats.labels({ subject, outcome })));
+      child.observe(seconds);
     },
   };
 }

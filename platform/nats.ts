@@ -2,6 +2,7 @@
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "./logger.ts";
+import { coalesceWrites } from "./nats-coalesce.ts";
 
 export async function connectNats(url: string, name: string, log?: Logger): Promise<NatsConnection> {
   const nc = await connect({
@@ -10,7 +11,11 @@ export async function connectNats(url: string, name: string, log?: Logger): Prom
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     pingInterval: 10_000,
+    // Async stack traces build an Error per request (measured: 7.5% of the edge's CPU); derrick maps
+    // request failures to its own errors, so the traces buy nothing.
+    noAsyncTraces: true,
   });
+  coalesceWrites(nc);
   if (log) void watchStatus(nc, log);
   return nc;
 }

@@ -1,7 +1,10 @@
-/** Bounds how many handlers run at once; `idle()` lets drain wait for the ones in flight. */
+/**
+ * Runs tasks with at most `max` in flight; the rest wait in arrival order. `idle()` lets a drain
+ * wait until nothing is waiting or running.
+ */
 export class InFlightLimiter {
   private running = 0;
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Array<() => Promise<void>> = [];
   private readonly idleWaiters: Array<() => void> = [];
 
   constructor(private readonly max: number) {}
@@ -10,20 +13,25 @@ export class InFlightLimiter {
     return this.running;
   }
 
-  /** Resolves when a slot is free; synchronous fast path when below the bound. */
-  acquire(): Promise<void> | void {
-    if (this.running < this.max) {
-      this.running++;
-      return;
-    }
-    return new Promise((resolve) => this.waiting.push(() => (this.running++, resolve())));
+  get queued(): number {
+    return this.waiting.length;
   }
 
-  release(): void {
-    this.running--;
-    const next = this.waiting.shift();
-    if (next) next();
-    else if (this.running === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+  run(task: () => Promise<void>): void {
+    if (this.running < this.max) this.start(task);
+    else this.waiting.push(task);
+  }
+
+  private start(task: () => Promise<void>): void {
+    this.running++;
+    task()
+      .catch(() => undefined) // tasks handle their own errors; a stray rejection must not stop the queue
+      .finally(() => {
+        this.running--;
+        const next = this.waiting.shift();
+        if (next) this.start(next);
+        else if (this.running === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+      });
   }
 
   idle(): Promise<void> {

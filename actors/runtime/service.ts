@@ -1,12 +1,15 @@
 /**
  * Turns an actor's endpoint list into a NATS micro-service (`@nats-io/services`: queue group,
- * version, metadata, $SRV discovery) and serves it with one shared loop:
- * - each message is handled in its own try/catch (an exception escaping the iterator would stop
- *   the whole service);
- * - handlers are started, not awaited, so one slow request does not hold up the next; a limiter
- *   bounds how many run at once;
+ * version, metadata, $SRV discovery) and serves it through one shared dispatcher:
+ * - each message is handled in its own try/catch (an exception escaping a service handler would
+ *   stop the whole service);
+ * - handlers are started, not awaited, so one slow request does not hold up the next; at most
+ *   `concurrency` run at once and the rest wait in arrival order;
  * - requests past their deadline are answered 504 without running;
- * - stop() drains the subscriptions, then waits for the handlers in flight.
+ * - stop() drains the subscriptions (every message already received is still delivered), then
+ *   waits until the waiting and running handlers are done.
+ * Endpoints use service callbacks rather than async iterators: measured here, the iterator path
+ * cost about a third of the round-trip throughput for no gain.
  */
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -57,14 +60,11 @@ export type RuntimeOptions = { log: Logger; concurrency: number };
 export type ServedActor = {
   name: string;
   service: Service;
-  /** Stops taking requests, then waits for those in flight. */
+  /** Stops taking requests, then waits for those already received. */
   stop(): Promise<void>;
 };
 
 const encoder = new TextEncoder();
-
-/** nats.js QueuedIteratorImpl runs pushed functions in queue order. */
-type QueueMarker = { push(marker: () => void): void };
 
 export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: spec.name });
@@ -76,31 +76,31 @@ export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: R
     metadata: { actor: spec.name },
   });
   const limiter = new InFlightLimiter(options.concurrency);
-  const iterators = spec.endpoints.map((ep) =>
-    service.addEndpoint(ep.name, { subject: ep.subject, metadata: { description: ep.description ?? ep.name } }),
-  );
-  const loops = iterators.map((iterator, i) => serveLoop(iterator, spec.endpoints[i]!, limiter, log));
+  for (const ep of spec.endpoints) {
+    service.addEndpoint(ep.name, {
+      subject: ep.subject,
+      metadata: { description: ep.description ?? ep.name },
+      handler: (error, msg) => {
+        if (error) {
+          log.error({ err: error, endpoint: ep.name }, "endpoint subscription failed");
+          return;
+        }
+        limiter.run(() => handleMessage(msg, ep, log));
+      },
+    });
+  }
+  // Round trip to the server: once this returns, the subscriptions are live and requests reach us.
+  await nc.flush();
   log.info({ service: serviceName(spec.name), endpoints: spec.endpoints.map((e) => e.subject) }, "actor serving");
   return {
     name: spec.name,
     service,
     async stop() {
-      // Draining the subscriptions delivers every message already received; the iterators are then
-      // ended by a marker queued behind them (stopping them directly would drop queued requests).
       await service.stop();
-      for (const iterator of iterators) (iterator as unknown as QueueMarker).push(() => iterator.stop());
-      await Promise.allSettled(loops);
       await limiter.idle();
       log.info("actor stopped");
     },
   };
-}
-
-async function serveLoop(iterator: AsyncIterable<ServiceMsg>, ep: EndpointSpec, limiter: InFlightLimiter, log: Logger): Promise<void> {
-  for await (const msg of iterator) {
-    await limiter.acquire();
-    void handleMessage(msg, ep, log).finally(() => limiter.release());
-  }
 }
 
 /** Handles one request; never throws. */
@@ -109,7 +109,7 @@ export async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logg
   try {
     const meta = decodeRequestMeta(msg.headers);
     const requestId = meta.requestId ?? nuid.next();
-    ctx = { ...meta, requestId, headers: msg.headers, log: log.child({ requestId, endpoint: ep.name }) };
+    ctx = { ...meta, requestId, headers: msg.headers, log: lazyChild(log, { requestId, endpoint: ep.name }) };
     if (meta.deadline && meta.deadline <= Date.now()) throw gatewayTimeout("the caller's deadline passed before the request was handled");
     const input = decodeBody(msg, ep);
     const result = await ep.handler(input, ctx);
@@ -121,6 +121,12 @@ export async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logg
     }
     respondProblem(msg, problem, ctx?.requestId);
   }
+}
+
+/** A child logger built only when first used: most requests never log. */
+function lazyChild(log: Logger, bindings: Record<string, string>): Logger {
+  let child: Logger | undefined;
+  return new Proxy(log, { get: (_target, key) => Reflect.get((child ??= log.child(bindings)), key) });
 }
 
 function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
