@@ -5,6 +5,7 @@ import type { Logger } from "../platform/logger.ts";
 import type { ServedActor } from "./runtime/service.ts";
 import { startSystemActor } from "./system/index.ts";
 import { startIdentityActor } from "./identity/index.ts";
+import { startDelivererActor, startDispatcherActor, startNotificationsActor } from "./notifications/index.ts";
 import { startTwinsActor } from "./twins/index.ts";
 import { startContentWorker, startProjectsActor } from "./projects/index.ts";
 
@@ -13,6 +14,9 @@ type Starter = (nc: NatsConnection, cfg: Config, log: Logger) => Promise<ServedA
 const STARTERS: Record<ActorName, Starter> = {
   system: (nc, cfg, log) => startSystemActor(nc, { log, concurrency: cfg.actorConcurrency }),
   identity: (nc, cfg, log) => startIdentityActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
+  notifications: (nc, cfg, log) => startNotificationsActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
+  dispatcher: (nc, cfg, log) => startDispatcherActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
+  deliverer: (nc, cfg, log) => startDelivererActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   twins: (nc, cfg, log) => startTwinsActor(nc, { log, concurrency: cfg.actorConcurrency }),
   projects: (nc, cfg, log) => startProjectsActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   "content-worker": (nc, cfg, log) => startContentWorker(nc, cfg, { log, concurrency: cfg.actorConcurrency }),

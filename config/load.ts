@@ -46,6 +46,14 @@ const json: Parser = (raw, variable) => {
     throw new ConfigError(variable, `not valid JSON (${(error as Error).message})`);
   }
 };
+const boolean: Parser = (raw, variable) => {
+  const value = raw.trim().toLowerCase();
+  if (["true", "1", "yes", "on"].includes(value)) return true;
+  if (["false", "0", "no", "off", ""].includes(value)) return false;
+  throw new ConfigError(variable, `"${raw}" is not a boolean (true or false)`);
+};
+/** The Standard Webhooks example schedule; jitter applies only to it (CONTRACT.md). */
+const DEFAULT_DELIVERY_SCHEDULE = "0,5s,5m,30m,2h,5h,10h,14h,20h,24h";
 const actorList: Parser = (raw, variable) => {
   const names = list(raw, variable) as string[];
   if (names.length === 1 && (names[0] === "all" || names[0] === "*")) return [...ACTOR_NAMES];
@@ -78,6 +86,14 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_CONTENT_CONCURRENCY", path: "content.workerConcurrency", parse: integer, fallback: "64" },
   { name: "DERRICK_CONTENT_ACK_WAIT", path: "content.ackWaitMs", parse: duration, fallback: "30s" },
   { name: "DERRICK_CONTENT_TASK_DELAY", path: "content.taskDelayMs", parse: duration, fallback: "0" },
+  { name: "DERRICK_DELIVERY_SCHEDULE", path: "delivery.scheduleMs", parse: (raw, v) => (list(raw, v) as string[]).map((d) => duration(d, v)), fallback: DEFAULT_DELIVERY_SCHEDULE },
+  { name: "DERRICK_DELIVERY_SCHEDULE", path: "delivery.scheduleJitter", parse: (raw) => raw.replace(/\s+/g, "") === DEFAULT_DELIVERY_SCHEDULE, fallback: DEFAULT_DELIVERY_SCHEDULE },
+  { name: "DERRICK_DELIVERY_TIMEOUT", path: "delivery.timeoutMs", parse: duration, fallback: "15s" },
+  { name: "DERRICK_DELIVERY_PAUSE_AFTER", path: "delivery.pauseAfterMs", parse: duration, fallback: "5d" },
+  { name: "DERRICK_DELIVERY_CONCURRENCY", path: "delivery.concurrency", parse: integer, fallback: "1024" },
+  { name: "DERRICK_DELIVERY_PER_SUBSCRIPTION", path: "delivery.perSubscription", parse: integer, fallback: "32" },
+  { name: "DERRICK_CALLBACK_ALLOW_CIDRS", path: "delivery.allowCidrs", parse: list },
+  { name: "DERRICK_CALLBACK_ALLOW_HTTP", path: "delivery.allowHttp", parse: boolean, fallback: "false" },
   { name: "DERRICK_LOG_LEVEL", path: "logLevel", parse: text, fallback: "info" },
 ];
 

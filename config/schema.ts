@@ -5,7 +5,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 
 /** Every actor a process can run; `ACTORS` picks a subset. */
-export const ACTOR_NAMES = ["system", "identity", "projects", "content-worker", "twins"] as const;
+export const ACTOR_NAMES = ["system", "identity", "projects", "content-worker", "twins", "notifications", "dispatcher", "deliverer"] as const;
 export type ActorName = (typeof ACTOR_NAMES)[number];
 
 /** Subject-safe token: partitions, client ids and the like travel inside NATS subjects. */
@@ -59,6 +59,25 @@ export const Config = Type.Object({
     ackWaitMs: Type.Integer({ minimum: 500, maximum: 3_600_000 }),
     /** Extra time every task is held before completing (drills and demos of the task states); 0 in production. */
     taskDelayMs: Type.Integer({ minimum: 0, maximum: 600_000 }),
+  }),
+  /** Webhook delivery of notifications (docs/notifications.md). */
+  delivery: Type.Object({
+    /** Delay before each attempt (ms), counted from the previous attempt's end; the first from acceptance. */
+    scheduleMs: Type.Array(Type.Integer({ minimum: 0 }), { minItems: 1, maxItems: 100 }),
+    /** ±20% jitter on each delay: only for the default schedule; a configured one is used as given. */
+    scheduleJitter: Type.Boolean(),
+    /** Time allowed for one attempt (connect to last byte of the response head). */
+    timeoutMs: Type.Integer({ minimum: 100, maximum: 300_000 }),
+    /** A subscription failing for this long without any success is paused. */
+    pauseAfterMs: Type.Integer({ minimum: 1_000 }),
+    /** Deliveries one deliverer process holds at once (running or waiting for their subscription's turn). */
+    concurrency: Type.Integer({ minimum: 1, maximum: 100_000 }),
+    /** Attempts one deliverer process runs at once for one subscription. */
+    perSubscription: Type.Integer({ minimum: 1, maximum: 10_000 }),
+    /** CIDRs callbacks may resolve to despite the SSRF rules (e.g. 127.0.0.1/32 for local demos and tests). */
+    allowCidrs: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    /** Accept plain http:// callbacks. */
+    allowHttp: Type.Boolean(),
   }),
   logLevel: Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
 });

@@ -16,6 +16,7 @@ import { createVerifier } from "./verifier.ts";
 import type { EdgeMetrics } from "./metrics.ts";
 import { systemRoutes } from "./routes/system.ts";
 import { authRoutes } from "./routes/auth.ts";
+import { notificationRoutes } from "./routes/notifications.ts";
 import { twinRoutes } from "./routes/twins.ts";
 import { projectRoutes } from "./routes/projects.ts";
 
@@ -39,6 +40,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       .use(openapiPlugin(buildInfo()))
       .use(systemRoutes(cfg, bus, auth, metrics))
       .use(authRoutes(cfg, bus))
+      .use(notificationRoutes(cfg, bus, auth))
       .use(twinRoutes(cfg, bus, auth))
       .use(projectRoutes(cfg, bus, auth))
   );

@@ -39,6 +39,35 @@ export const subjects = {
   },
   /** Twin properties (buckets and keys: subjects/twins.ts). */
   twins: operations("twins", ["put", "get", "delete"] as const),
+  /** Subscriptions API and operations of the notifications actors (schemas: subjects/notifications.ts). */
+  notifications: {
+    ...operations("notifications", [
+      "subscription.upsert",
+      "subscription.list",
+      "subscription.delete",
+      "subscription.secret",
+      "subscription.secret.rotate",
+      "subscription.deliveries",
+      "subscription.retry",
+      "event.publish",
+      "dispatcher.stats",
+      "deliverer.stats",
+    ] as const),
+    /** Every event subject (stream EVENTS). */
+    allEvents: () => `${ROOT}.events.>`,
+    /** First attempts of one subscription's deliveries (work-queue stream DELIVERIES). */
+    deliveries: (partition: string, subscriptionId: string) => `${ROOT}.deliveries.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    allDeliveries: () => `${ROOT}.deliveries.>`,
+    /** Retries and overflow of one subscription (same stream, its own consumer). */
+    retries: (partition: string, subscriptionId: string) => `${ROOT}.retries.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    allRetries: () => `${ROOT}.retries.>`,
+    /** Dead letters of one subscription (stream DEAD). */
+    dead: (partition: string, subscriptionId: string) => `${ROOT}.dead.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    allDead: () => `${ROOT}.dead.>`,
+    /** Attempt log of one subscription (stream ATTEMPTS). */
+    attempts: (partition: string, subscriptionId: string) => `${ROOT}.attempts.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    allAttempts: () => `${ROOT}.attempts.>`,
+  },
   /** Events to notify: `derrick.events.<partition>.<NotificationType>` (stream EVENTS). */
   events: (partition: string, type: string) => `${ROOT}.events.${checkToken(partition, "/partition")}.${checkToken(type, "/type")}`,
   /** Records to index: `derrick.records.<partition>.<recordKey>` (stream RECORDS). */

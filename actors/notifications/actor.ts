@@ -1,0 +1,151 @@
+/**
+ * Wiring of the three notifications actors, each startable on its own so operators scale them apart:
+ *   notifications  subscriptions API, secrets, delivery log, replay, the HTTP door for events (request/reply)
+ *   dispatcher     EVENTS → one delivery job per matching subscription
+ *   deliverer      delivery jobs → signed HTTP POSTs, retries, dead letters
+ * Dispatcher and deliverer are NATS services too (a stats endpoint), so $SRV.PING and /readyz see them.
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { nuid } from "@nats-io/nats-core";
+import { subjects } from "../../subjects/index.ts";
+import { EventPublish, SubscriptionRef, SubscriptionUpsert } from "../../subjects/notifications.ts";
+import type { Config } from "../../config/index.ts";
+import { buildInfo } from "../../platform/build-info.ts";
+import { reply } from "../../subjects/reply.ts";
+import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
+import { requireGroup, requirePartition, requirePrincipal, type RequestContext } from "../runtime/context.ts";
+import { callbackPolicy } from "./callback-policy.ts";
+import { startDeliverer } from "./deliverer.ts";
+import { startDispatcher } from "./dispatcher.ts";
+import {
+  deleteSubscription,
+  getSecret,
+  listDeliveries,
+  listSubscriptions,
+  publishEvent,
+  retryDelivery,
+  rotateSecret,
+  upsertSubscription,
+  type Caller,
+  type NotificationDeps,
+} from "./handlers.ts";
+import { openJournal } from "./journal.ts";
+import { SubscriptionCache, SubscriptionStore } from "./store.ts";
+
+/** The group allowed to post events over HTTP. */
+export const PUBLISHERS_GROUP = "notifications.publishers";
+
+const caller = (ctx: RequestContext): Caller => ({ principal: requirePrincipal(ctx), partition: requirePartition(ctx) });
+
+export async function startNotificationsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
+  const deps: NotificationDeps = { store: await SubscriptionStore.open(nc), journal: await openJournal(nc), policy: callbackPolicy(cfg.delivery) };
+  const n = subjects.notifications;
+  return serveActor(
+    nc,
+    {
+      name: "notifications",
+      version: buildInfo().version,
+      description: "notification subscriptions, secrets, delivery log and replay; events over HTTP",
+      endpoints: [
+        endpoint({ name: "subscription-upsert", subject: n["subscription.upsert"](), input: SubscriptionUpsert, handler: (i, ctx) => upsertSubscription(i.type, i.subscription, caller(ctx), deps) }),
+        endpoint({ name: "subscription-list", subject: n["subscription.list"](), handler: (_i, ctx) => listSubscriptions(caller(ctx), deps) }),
+        endpoint({
+          name: "subscription-delete",
+          subject: n["subscription.delete"](),
+          input: SubscriptionRef,
+          handler: async (i, ctx) => {
+            await deleteSubscription(i.subscription_id, caller(ctx), deps);
+            return reply({}, 200);
+          },
+        }),
+        endpoint({ name: "subscription-secret", subject: n["subscription.secret"](), input: SubscriptionRef, handler: (i, ctx) => getSecret(i.subscription_id, caller(ctx), deps) }),
+        endpoint({ name: "subscription-secret-rotate", subject: n["subscription.secret.rotate"](), input: SubscriptionRef, handler: (i, ctx) => rotateSecret(i.subscription_id, caller(ctx), deps) }),
+        endpoint({ name: "subscription-deliveries", subject: n["subscription.deliveries"](), input: SubscriptionRef, handler: (i, ctx) => listDeliveries(i.subscription_id, caller(ctx), deps) }),
+        endpoint({
+          name: "subscription-retry",
+          subject: n["subscription.retry"](),
+          input: SubscriptionRef,
+          handler: async (i, ctx) => reply(await retryDelivery(i.subscription_id, i.event_id ?? "", caller(ctx), deps), 202),
+        }),
+        endpoint({
+          name: "event-publish",
+          subject: n["event.publish"](),
+          input: EventPublish,
+          handler: async (i, ctx) => {
+            requireGroup(ctx, PUBLISHERS_GROUP);
+            return reply(await publishEvent(i.type, i.event, caller(ctx), deps, `evt_${nuid.next()}`), 202);
+          },
+        }),
+      ],
+    },
+    options,
+  );
+}
+
+export async function startDispatcherActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
+  const journal = await openJournal(nc);
+  const cache = new SubscriptionCache(await SubscriptionStore.open(nc));
+  await cache.start();
+  const dispatcher = await startDispatcher(journal, cache, { delaysMs: cfg.delivery.scheduleMs, jitter: cfg.delivery.scheduleJitter }, options.log.child({ actor: "dispatcher" }));
+  const served = await serveActor(
+    nc,
+    {
+      name: "dispatcher",
+      version: buildInfo().version,
+      description: "fans events out to per-subscription delivery jobs",
+      endpoints: [endpoint({ name: "stats", subject: subjects.notifications["dispatcher.stats"](), handler: () => ({ ...dispatcher.stats }) })],
+    },
+    options,
+  );
+  return withWork(served, async () => {
+    await dispatcher.stop();
+    cache.stop();
+  });
+}
+
+export async function startDelivererActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
+  const journal = await openJournal(nc);
+  const store = await SubscriptionStore.open(nc);
+  const cache = new SubscriptionCache(store);
+  await cache.start();
+  const d = cfg.delivery;
+  const deliverer = await startDeliverer(
+    journal,
+    store,
+    cache,
+    {
+      schedule: { delaysMs: d.scheduleMs, jitter: d.scheduleJitter },
+      timeoutMs: d.timeoutMs,
+      pauseAfterMs: d.pauseAfterMs,
+      concurrency: d.concurrency,
+      perSubscription: d.perSubscription,
+      policy: callbackPolicy(d),
+    },
+    options.log.child({ actor: "deliverer" }),
+  );
+  const served = await serveActor(
+    nc,
+    {
+      name: "deliverer",
+      version: buildInfo().version,
+      description: "delivers notifications to callbacks (signed, retried, dead-lettered)",
+      endpoints: [endpoint({ name: "stats", subject: subjects.notifications["deliverer.stats"](), handler: () => ({ ...deliverer.stats }) })],
+    },
+    options,
+  );
+  return withWork(served, async () => {
+    await deliverer.stop();
+    cache.stop();
+  });
+}
+
+/** Stops the consumer work first (so nothing new starts), then the service. */
+function withWork(served: ServedActor, stopWork: () => Promise<void>): ServedActor {
+  return {
+    ...served,
+    async stop() {
+      await stopWork();
+      await served.stop();
+    },
+  };
+}

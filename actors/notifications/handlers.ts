@@ -1,0 +1,243 @@
+/**
+ * The notifications operations as plain functions over their dependencies (store, journal, policy):
+ * subscription upsert/list/delete, secrets, the delivery log, replay, and the HTTP door for events.
+ */
+import { randomBytes } from "node:crypto";
+import {
+  DerrickError,
+  check,
+  contentTooLarge,
+  invalidField,
+  notFound,
+  validationError,
+  type FieldError,
+  type Principal,
+} from "../../subjects/index.ts";
+import {
+  DRILL_PLAN_OBJECT_TYPES,
+  EVENT_MAX_BYTES,
+  EventBody,
+  NOTIFICATION_TYPES,
+  SubscriptionBase,
+  type DeliveryList,
+  type EventAccepted,
+  type NotificationType,
+  type SecretReply,
+  type Subscription,
+} from "../../subjects/notifications.ts";
+import { refuseCallbackUri, type CallbackPolicy } from "./callback-policy.ts";
+import { newSecret } from "./signing.ts";
+import type { SubscriptionRecord, SubscriptionStore } from "./store.ts";
+import type { Journal } from "./journal.ts";
+
+export type Caller = { principal: Principal; partition: string };
+
+export type NotificationDeps = {
+  store: SubscriptionStore;
+  journal: Journal;
+  policy: CallbackPolicy;
+  /** How long a rotated-out secret keeps signing. */
+  rotationOverlapMs?: number;
+  now?: () => number;
+};
+
+const ROTATION_OVERLAP_MS = 24 * 3600_000;
+const DELIVERIES_LISTED = 100;
+const DRILL_TYPES = new Set(DRILL_PLAN_OBJECT_TYPES);
+/** Headers a subscription may not set: they belong to the delivery itself (Svix's forbidden list, plus CloudEvents and Standard Webhooks). */
+const RESERVED_HEADERS = new Set([
+  "content-type",
+  "content-length",
+  "content-encoding",
+  "transfer-encoding",
+  "host",
+  "user-agent",
+  "connection",
+  "keep-alive",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "upgrade",
+  "expect",
+  "cookie",
+]);
+const RESERVED_PREFIXES = ["webhook-", "ce-", "x-derrick-", "proxy-", "sec-"];
+/** RFC 9110 token. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+
+export function checkType(type: string, pointer = "/params/subscritpionType"): NotificationType {
+  if (!(NOTIFICATION_TYPES as readonly string[]).includes(type)) throw invalidField(pointer, `must be one of ${NOTIFICATION_TYPES.join(", ")}`);
+  return type as NotificationType;
+}
+
+/** Strict validation of a base-form body, beyond the schema: URI safety, headers, object types, data_source. */
+export function validateSubscription(body: unknown, type: NotificationType, policy: CallbackPolicy): SubscriptionBase {
+  const input = check(SubscriptionBase, body);
+  const errors: FieldError[] = [];
+  const uriProblem = refuseCallbackUri(policy, input.callback_uri);
+  if (uriProblem) errors.push({ pointer: "/body/callback_uri", message: uriProblem });
+  if (input.data_source != null && type !== "PublishData") {
+    errors.push({ pointer: "/body/data_source", message: `applies only to PublishData subscriptions; send null or omit it for ${type}` });
+  }
+  for (const [name, value] of Object.entries(input.callback_headers ?? {})) {
+    const pointer = `/body/callback_headers/${name.replaceAll("~", "~0").replaceAll("/", "~1")}`;
+    const lower = name.toLowerCase();
+    if (!HEADER_NAME.test(name)) errors.push({ pointer, message: "is not a valid header name (RFC 9110 token)" });
+    else if (RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
+      errors.push({ pointer, message: `would override a delivery header; ${name} cannot be set` });
+    } else if (/[\r\n\0]/.test(value)) errors.push({ pointer, message: "must not contain CR, LF or NUL" });
+  }
+  const seen = new Set<string>();
+  (input.drill_plan_object_types ?? []).forEach((value, i) => {
+    if (!DRILL_TYPES.has(value)) errors.push({ pointer: `/body/drill_plan_object_types/${i}`, message: `"${value}" is not a supported drill plan object type` });
+    else if (seen.has(value)) errors.push({ pointer: `/body/drill_plan_object_types/${i}`, message: `"${value}" is listed twice` });
+    seen.add(value);
+  });
+  if (errors.length) throw validationError(errors);
+  return input;
+}
+
+/** The full form as returned to its owner: nothing internal. */
+export function publicForm(record: SubscriptionRecord): Subscription {
+  return {
+    subscriber: record.subscriber,
+    callback_uri: record.callback_uri,
+    data_source: record.data_source ?? null,
+    callback_headers: record.callback_headers ?? null,
+    drill_plan_object_types: record.drill_plan_object_types ?? null,
+    contact_email: record.contact_email ?? null,
+    subscription_id: record.subscription_id,
+    client_id: record.client_id,
+    updated_at: record.updated_at,
+    subscription_type: record.subscription_type,
+  };
+}
+
+export function newSubscriptionId(): string {
+  return `sub_${randomBytes(16).toString("base64url").replace(/[^A-Za-z0-9]/g, "x")}`;
+}
+
+/** Create or update: one subscription per (partition, client, type), kept under concurrent posts. */
+export async function upsertSubscription(rawType: string, body: unknown, caller: Caller, deps: NotificationDeps): Promise<Subscription> {
+  const type = checkType(rawType);
+  const input = validateSubscription(body, type, deps.policy);
+  const now = new Date(deps.now?.() ?? Date.now()).toISOString();
+  const fields = {
+    subscriber: input.subscriber,
+    callback_uri: input.callback_uri,
+    data_source: input.data_source ?? null,
+    callback_headers: input.callback_headers ?? null,
+    drill_plan_object_types: input.drill_plan_object_types ?? null,
+    contact_email: input.contact_email ?? null,
+    updated_at: now,
+  };
+  const clientId = caller.principal.clientId;
+  for (let tries = 0; tries < 20; tries++) {
+    const existingId = await deps.store.indexOf(caller.partition, clientId, type);
+    if (existingId) {
+      // Re-posting replaces the fields and resumes a paused subscription; id and secret stay.
+      const updated = await deps.store.modify(existingId, (current) => {
+        const { paused_at: _p, paused_reason: _r, failing_since: _f, ...rest } = current;
+        return { ...rest, ...fields };
+      });
+      if (updated) return publicForm(updated);
+      continue; // deleted meanwhile: create anew
+    }
+    const record: SubscriptionRecord = {
+      ...fields,
+      subscription_id: newSubscriptionId(),
+      client_id: clientId,
+      subscription_type: type,
+      partition: caller.partition,
+      created_at: now,
+      secret: newSecret(),
+    };
+    if (await deps.store.create(record)) return publicForm(record);
+  }
+  throw new DerrickError(503, "the subscription kept changing under concurrent requests; try again", { retryable: true });
+}
+
+export async function listSubscriptions(caller: Caller, deps: NotificationDeps): Promise<Subscription[]> {
+  const records = await deps.store.listOwn(caller.partition, caller.principal.clientId);
+  return records.map(publicForm).sort((a, b) => a.subscription_type.localeCompare(b.subscription_type));
+}
+
+/** The caller's own subscription, or 404 for unknown ids and other owners alike. */
+export async function ownSubscription(id: string, caller: Caller, deps: NotificationDeps): Promise<SubscriptionRecord> {
+  const found = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.store.get(id) : undefined;
+  if (!found || found.value.partition !== caller.partition || found.value.client_id !== caller.principal.clientId) {
+    throw notFound(`subscription ${id} does not exist`);
+  }
+  return found.value;
+}
+
+export async function deleteSubscription(id: string, caller: Caller, deps: NotificationDeps): Promise<void> {
+  const record = await ownSubscription(id, caller, deps);
+  await deps.store.remove(record);
+}
+
+export async function getSecret(id: string, caller: Caller, deps: NotificationDeps): Promise<SecretReply> {
+  return { key: (await ownSubscription(id, caller, deps)).secret };
+}
+
+export async function rotateSecret(id: string, caller: Caller, deps: NotificationDeps): Promise<SecretReply> {
+  await ownSubscription(id, caller, deps);
+  const key = newSecret();
+  const now = deps.now?.() ?? Date.now();
+  const updated = await deps.store.modify(id, (current) => ({
+    ...current,
+    previous_secret: current.secret,
+    previous_secret_until: now + (deps.rotationOverlapMs ?? ROTATION_OVERLAP_MS),
+    secret: key,
+  }));
+  if (!updated) throw notFound(`subscription ${id} does not exist`);
+  return { key };
+}
+
+export async function listDeliveries(id: string, caller: Caller, deps: NotificationDeps): Promise<DeliveryList> {
+  await ownSubscription(id, caller, deps);
+  const attempts = await deps.journal.listAttempts(caller.partition, id, DELIVERIES_LISTED);
+  return {
+    deliveries: attempts.reverse().map(({ event_seq: _s, ...attempt }) => attempt),
+  };
+}
+
+/** Replays one event to one subscription (also from DEAD): a single manual attempt. */
+export async function retryDelivery(id: string, eventId: string, caller: Caller, deps: NotificationDeps): Promise<EventAccepted> {
+  const record = await ownSubscription(id, caller, deps);
+  const now = deps.now?.() ?? Date.now();
+  const job = { event_id: eventId, partition: caller.partition, type: record.subscription_type, subscription_id: id, due_at: now, manual: true };
+  const dead = await deps.journal.findDead(caller.partition, id, eventId);
+  if (dead) {
+    // The event may have left EVENTS by now: put it back so the deliverer can read it.
+    const eventSeq = (await deps.journal.readEvent(dead.letter.event_seq))?.event_id === eventId ? dead.letter.event_seq : await republish(dead.letter.event, dead.letter, deps);
+    await deps.journal.enqueue({ ...job, event_seq: eventSeq, attempt: dead.letter.attempt + 1 }, "retries");
+    await deps.journal.forgetDead(dead.seq);
+    return { event_id: eventId };
+  }
+  const attempts = await deps.journal.listAttempts(caller.partition, id, 1000);
+  const last = attempts.reverse().find((a) => a.event_id === eventId);
+  if (!last || (await deps.journal.readEvent(last.event_seq))?.event_id !== eventId) {
+    throw notFound(`no delivery of event ${eventId} is known for subscription ${id}`);
+  }
+  await deps.journal.enqueue({ ...job, event_seq: last.event_seq, attempt: last.attempt + 1 }, "retries");
+  return { event_id: eventId };
+}
+
+async function republish(event: EventBody & { time: string }, letter: { partition: string; type: string; event_id: string }, deps: NotificationDeps): Promise<number> {
+  const { time: _t, ...body } = event;
+  // A fresh id for EVENTS only (dedupe window); the delivery keeps the original id.
+  return deps.journal.publishEvent(letter.partition, letter.type, `${letter.event_id}.replay.${Date.now()}`, body);
+}
+
+/** The HTTP door for events: group check by the caller of this function, size and shape here. */
+export async function publishEvent(rawType: string, body: unknown, caller: Caller, deps: Pick<NotificationDeps, "journal">, eventId: string): Promise<EventAccepted> {
+  const type = checkType(rawType, "/params/type");
+  const size = Buffer.byteLength(JSON.stringify(body ?? null));
+  if (size > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`);
+  const event = check(EventBody, body);
+  if (!("data" in (event as object))) throw invalidField("/body/data", "is required");
+  await deps.journal.publishEvent(caller.partition, type, eventId, event);
+  return { event_id: eventId };
+}

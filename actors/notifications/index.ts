@@ -1,0 +1,1 @@
+export { startNotificationsActor, startDispatcherActor, startDelivererActor, PUBLISHERS_GROUP } from "./actor.ts";

@@ -1,0 +1,190 @@
+/**
+ * The JetStream side of notifications: the four streams, the consumers, and the reads and writes the
+ * actors make on them.
+ *   EVENTS      derrick.events.<partition>.<type>          limits, 7 days: every accepted event
+ *   DELIVERIES  derrick.deliveries|retries.<p>.<sub>       work queue: one message per attempt to make
+ *   DEAD        derrick.dead.<p>.<sub>                     limits, 30 days: exhausted or paused deliveries (with the event)
+ *   ATTEMPTS    derrick.attempts.<p>.<sub>                 limits, 14 days, last 1000 per subscription
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { headers as natsHeaders } from "@nats-io/nats-core";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  RetentionPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+  type StoredMsg,
+} from "@nats-io/jetstream";
+import { subjects } from "../../subjects/index.ts";
+import { EVENT_MAX_BYTES, type DeadLetter, type DeliveryAttempt, type DeliveryJob, type EventBody } from "../../subjects/notifications.ts";
+
+export const STREAMS = { events: "EVENTS", deliveries: "DELIVERIES", dead: "DEAD", attempts: "ATTEMPTS" } as const;
+export const CONSUMERS = { dispatcher: "dispatcher", deliverer: "deliverer", retries: "deliverer-retries" } as const;
+
+const DAY_NS = 86_400 * 1e9;
+const MS_NS = 1e6;
+const ATTEMPTS_PER_SUBSCRIPTION = 1000;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** An attempt as stored: the listed shape plus where its event lives. */
+export type AttemptRecord = DeliveryAttempt & { event_seq: number };
+
+/** An event as read back from EVENTS. */
+export type StoredEvent = EventBody & { event_id: string; event_seq: number; partition: string; type: string; time: string };
+
+export type Journal = {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  publishEvent(partition: string, type: string, eventId: string, body: EventBody): Promise<number>;
+  readEvent(seq: number): Promise<StoredEvent | undefined>;
+  enqueue(job: DeliveryJob, lane: "deliveries" | "retries"): Promise<void>;
+  deadLetter(letter: DeadLetter): Promise<void>;
+  recordAttempt(partition: string, subscriptionId: string, attempt: AttemptRecord): Promise<void>;
+  listAttempts(partition: string, subscriptionId: string, limit: number): Promise<AttemptRecord[]>;
+  findDead(partition: string, subscriptionId: string, eventId: string): Promise<{ seq: number; letter: DeadLetter } | undefined>;
+  forgetDead(seq: number): Promise<void>;
+};
+
+/** Creates (or updates) the streams; every actor calls it, so any start order works. */
+export async function ensureStreams(jsm: JetStreamManager): Promise<void> {
+  const n = subjects.notifications;
+  const specs = [
+    { name: STREAMS.events, subjects: [n.allEvents()], retention: RetentionPolicy.Limits, max_age: 7 * DAY_NS, max_msg_size: EVENT_MAX_BYTES + 4096, duplicate_window: 120 * 1e9 },
+    { name: STREAMS.deliveries, subjects: [n.allDeliveries(), n.allRetries()], retention: RetentionPolicy.Workqueue, max_age: 0, max_msg_size: 64 * 1024, duplicate_window: 120 * 1e9 },
+    { name: STREAMS.dead, subjects: [n.allDead()], retention: RetentionPolicy.Limits, max_age: 30 * DAY_NS, max_msg_size: EVENT_MAX_BYTES + 64 * 1024, duplicate_window: 120 * 1e9 },
+    {
+      name: STREAMS.attempts,
+      subjects: [n.allAttempts()],
+      retention: RetentionPolicy.Limits,
+      max_age: 14 * DAY_NS,
+      max_msg_size: 16 * 1024,
+      duplicate_window: 120 * 1e9,
+      max_msgs_per_subject: ATTEMPTS_PER_SUBSCRIPTION,
+    },
+  ];
+  for (const spec of specs) {
+    const config = { ...spec, storage: StorageType.File, discard: DiscardPolicy.Old, allow_direct: true, num_replicas: 1 };
+    try {
+      await jsm.streams.info(spec.name);
+      await jsm.streams.update(spec.name, config);
+    } catch (error) {
+      if (!String((error as Error).message).toLowerCase().includes("not found")) throw error;
+      try {
+        await jsm.streams.add(config);
+      } catch (addError) {
+        // Another actor created it between our info and add.
+        if (!String((addError as Error).message).includes("already in use")) throw addError;
+      }
+    }
+  }
+}
+
+/** Creates or updates a durable pull consumer. */
+export async function ensureConsumer(jsm: JetStreamManager, stream: string, name: string, filter: string, ackWaitMs: number, maxAckPending: number): Promise<void> {
+  const config = {
+    durable_name: name,
+    filter_subject: filter,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: ackWaitMs * MS_NS,
+    max_deliver: -1,
+    max_ack_pending: maxAckPending,
+  };
+  try {
+    await jsm.consumers.info(stream, name);
+    await jsm.consumers.update(stream, name, { ack_wait: config.ack_wait, max_ack_pending: maxAckPending });
+  } catch {
+    await jsm.consumers.add(stream, config).catch(async (error) => {
+      if (!(await jsm.consumers.info(stream, name).catch(() => undefined))) throw error;
+    });
+  }
+}
+
+export async function openJournal(nc: NatsConnection): Promise<Journal> {
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  await ensureStreams(jsm);
+  const n = subjects.notifications;
+  const json = (value: unknown) => encoder.encode(JSON.stringify(value));
+
+  async function readAll(stream: string, subject: string, max: number): Promise<StoredMsg[]> {
+    const info = await jsm.streams.info(stream, { subjects_filter: subject });
+    const count = info.state.subjects?.[subject] ?? 0;
+    if (count === 0) return [];
+    const out: StoredMsg[] = [];
+    const consumer = await js.consumers.get(stream, { filter_subjects: subject, deliver_policy: count > max ? DeliverPolicy.All : DeliverPolicy.All });
+    const batch = await consumer.fetch({ max_messages: count, expires: 2000 });
+    for await (const m of batch) {
+      out.push({ subject: m.subject, seq: m.seq, header: m.headers ?? natsHeaders(), data: m.data, time: new Date(Math.floor(m.info.timestampNanos / 1e6)) } as unknown as StoredMsg);
+      if (m.info.pending === 0 || out.length >= count) break;
+    }
+    await consumer.delete().catch(() => undefined);
+    return out.slice(-max);
+  }
+
+  return {
+    js,
+    jsm,
+    async publishEvent(partition, type, eventId, body) {
+      const ack = await js.publish(subjects.events(partition, type), json(body), { msgID: eventId });
+      return ack.seq;
+    },
+    async readEvent(seq) {
+      let stored: StoredMsg | null;
+      try {
+        stored = await jsm.direct.getMessage(STREAMS.events, { seq });
+      } catch {
+        return undefined;
+      }
+      if (!stored || stored.seq !== seq) return undefined;
+      return storedEvent(stored);
+    },
+    async enqueue(job, lane) {
+      const subject = lane === "deliveries" ? n.deliveries(job.partition, job.subscription_id) : n.retries(job.partition, job.subscription_id);
+      // The id makes a re-sent job (a dispatcher redelivered after a crash) a no-op within the window.
+      const msgID = `${job.event_id}:${job.subscription_id}:${job.attempt}${job.manual ? `:m${job.due_at}` : ""}`;
+      await js.publish(subject, json(job), { msgID });
+    },
+    async deadLetter(letter) {
+      await js.publish(n.dead(letter.partition, letter.subscription_id), json(letter), { msgID: `dead:${letter.event_id}:${letter.subscription_id}:${letter.attempt}` });
+    },
+    async recordAttempt(partition, subscriptionId, attempt) {
+      await js.publish(n.attempts(partition, subscriptionId), json(attempt));
+    },
+    async listAttempts(partition, subscriptionId, limit) {
+      const msgs = await readAll(STREAMS.attempts, n.attempts(partition, subscriptionId), limit);
+      return msgs.map((m) => JSON.parse(decoder.decode(m.data)) as AttemptRecord);
+    },
+    async findDead(partition, subscriptionId, eventId) {
+      const msgs = await readAll(STREAMS.dead, n.dead(partition, subscriptionId), 10_000);
+      for (const m of msgs.reverse()) {
+        const letter = JSON.parse(decoder.decode(m.data)) as DeadLetter;
+        if (letter.event_id === eventId) return { seq: m.seq, letter };
+      }
+      return undefined;
+    },
+    async forgetDead(seq) {
+      await jsm.streams.deleteMessage(STREAMS.dead, seq, false).catch(() => undefined);
+    },
+  };
+}
+
+/** Decodes an EVENTS message (payload, subject tokens, id header, store time). */
+export function storedEvent(msg: { subject: string; seq: number; data: Uint8Array; header?: { get(k: string): string }; time: Date }): StoredEvent | undefined {
+  const [, , partition, type] = msg.subject.split(".");
+  let body: EventBody;
+  try {
+    body = JSON.parse(decoder.decode(msg.data)) as EventBody;
+  } catch {
+    return undefined;
+  }
+  if (!body || typeof body !== "object" || !partition || !type) return undefined;
+  const id = msg.header?.get("Nats-Msg-Id");
+  return { ...body, event_id: id && /^[A-Za-z0-9_.:-]{1,128}$/.test(id) ? id : `evt_${msg.seq}`, event_seq: msg.seq, partition, type, time: msg.time.toISOString() };
+}

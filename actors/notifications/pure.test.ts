@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { Webhook } from "standardwebhooks";
+import { delayBefore, honourRetryAfter, parseRetryAfter } from "./schedule.ts";
+import { newSecret, webhookHeaders } from "./signing.ts";
+import { cloudEvent, matches } from "./matching.ts";
+
+describe("notifications pure parts", () => {
+  it("notifications - a configured schedule is used as given and ends after its last entry", () => {
+    const schedule = { delaysMs: [0, 1000, 2000], jitter: false };
+    expect([1, 2, 3, 4].map((n) => delayBefore(schedule, n))).toEqual([0, 1000, 2000, undefined]);
+  });
+
+  it("notifications - the default schedule jitters by at most 20%", () => {
+    const schedule = { delaysMs: [0, 5000], jitter: true };
+    expect(delayBefore(schedule, 1, () => 0.99)).toBe(0);
+    expect(delayBefore(schedule, 2, () => 0)).toBe(4000);
+    expect(delayBefore(schedule, 2, () => 1)).toBe(6000);
+  });
+
+  it("notifications - Retry-After pushes a retry later within the clamp, never earlier", () => {
+    expect(parseRetryAfter("7")).toBe(7000);
+    expect(parseRetryAfter(new Date(Date.now() + 10_000).toUTCString())).toBeGreaterThan(8000);
+    expect(honourRetryAfter(5000, 7000)).toBe(7000);
+    expect(honourRetryAfter(5000, 1000)).toBe(5000);
+    expect(honourRetryAfter(5000, 3_600_000)).toBe(60_000);
+    expect(honourRetryAfter(300_000, 3_600_000)).toBe(600_000);
+  });
+
+  it("notifications - signatures verify with the standardwebhooks library, old and new secret alike", () => {
+    const [current, previous] = [newSecret(), newSecret()];
+    const body = JSON.stringify({ hello: "world" });
+    const headers = webhookHeaders([current, previous], "evt_1", body);
+    expect(new Webhook(current).verify(body, headers)).toEqual({ hello: "world" });
+    expect(new Webhook(previous).verify(body, headers)).toEqual({ hello: "world" });
+    expect(() => new Webhook(newSecret()).verify(body, headers)).toThrow();
+  });
+
+  it("notifications - data_source and object type filters decide matching", () => {
+    const sub = { subscription_type: "PublishData" as const, data_source: "wells", drill_plan_object_types: ["/well/api/wells"] };
+    expect(matches(sub, { data_source: "wells", object_type: "/well/api/wells" })).toBe(true);
+    expect(matches(sub, { data_source: null, object_type: "/well/api/wells" })).toBe(false);
+    expect(matches(sub, { data_source: "wells", object_type: "/zone/api/zones" })).toBe(false);
+    expect(matches({ ...sub, data_source: null, drill_plan_object_types: null }, {})).toBe(true);
+  });
+
+  it("notifications - the CloudEvent carries id, source, type, subject and partitionid", () => {
+    const ce = cloudEvent("evt_9", { event_id: "x", event_seq: 1, partition: "opendes", type: "PlanShared", time: "2026-01-01T00:00:00.000Z", object_type: "/well/api/wells", data: { a: 1 } });
+    expect(ce).toEqual({
+      specversion: "1.0",
+      id: "evt_9",
+      source: "/partitions/opendes",
+      type: "PlanShared",
+      time: "2026-01-01T00:00:00.000Z",
+      subject: "/well/api/wells",
+      datacontenttype: "application/json",
+      partitionid: "opendes",
+      data: { a: 1 },
+    });
+  });
+});

@@ -1,0 +1,28 @@
+/**
+ * Standard Webhooks signing: `webhook-signature: v1,<base64 HMAC-SHA256(secret, id.timestamp.body)>`
+ * with a `whsec_<base64>` secret. During a rotation the previous secret signs too (space-separated
+ * signatures), so receivers can switch keys at their own pace.
+ */
+import { createHmac, randomBytes } from "node:crypto";
+
+const PREFIX = "whsec_";
+
+/** A fresh secret: 32 random bytes (the Standard Webhooks reference uses 24–64). */
+export function newSecret(): string {
+  return PREFIX + randomBytes(32).toString("base64");
+}
+
+export function signature(secret: string, id: string, timestampSeconds: number, body: string): string {
+  const key = Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, "base64");
+  return `v1,${createHmac("sha256", key).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`;
+}
+
+/** The `webhook-*` headers of one delivery, signed with every secret given (current first). */
+export function webhookHeaders(secrets: readonly string[], id: string, body: string, now = Date.now()): Record<string, string> {
+  const timestamp = Math.floor(now / 1000);
+  return {
+    "webhook-id": id,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": secrets.map((secret) => signature(secret, id, timestamp, body)).join(" "),
+  };
+}

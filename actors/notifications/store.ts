@@ -1,0 +1,201 @@
+/**
+ * Subscriptions in JetStream KV (bucket `derrick_notifications`):
+ *   sub.<subscription_id>                  → SubscriptionRecord
+ *   idx.<partition>.<client_id>.<type>     → { subscription_id }   (the one-per-source rule)
+ * The index key is created with KV create (compare-and-set), so concurrent first posts of the same
+ * type converge on one subscription; records are rewritten with update(revision) loops.
+ * SubscriptionCache keeps a watched in-memory copy for the dispatcher and the deliverer.
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import type { Subscription } from "../../subjects/notifications.ts";
+
+export const SUBSCRIPTIONS_BUCKET = "derrick_notifications";
+
+/** What is stored: the full form plus owner, secrets and health. Never returned as is. */
+export type SubscriptionRecord = Subscription & {
+  partition: string;
+  created_at: string;
+  secret: string;
+  /** The secret before the last rotation, still signing until `previous_secret_until` (epoch ms). */
+  previous_secret?: string;
+  previous_secret_until?: number;
+  /** Set when deliveries are paused (410 from the receiver, or failing for too long). */
+  paused_at?: string;
+  paused_reason?: string;
+  /** Epoch ms of the first failure since the last success. */
+  failing_since?: number;
+};
+
+export type Versioned<T> = { value: T; revision: number };
+
+const encoder = new TextEncoder();
+const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
+
+export const subKey = (id: string) => `sub.${id}`;
+export const indexKey = (partition: string, clientId: string, type: string) => `idx.${partition}.${clientId}.${type}`;
+
+export class SubscriptionStore {
+  constructor(readonly kv: KV) {}
+
+  static async open(nc: NatsConnection): Promise<SubscriptionStore> {
+    return new SubscriptionStore(await new Kvm(nc).create(SUBSCRIPTIONS_BUCKET, { history: 1 }));
+  }
+
+  async get(id: string): Promise<Versioned<SubscriptionRecord> | undefined> {
+    const entry = await this.kv.get(subKey(id));
+    return live(entry) ? { value: entry.json<SubscriptionRecord>(), revision: entry.revision } : undefined;
+  }
+
+  async indexOf(partition: string, clientId: string, type: string): Promise<string | undefined> {
+    const entry = await this.kv.get(indexKey(partition, clientId, type));
+    return live(entry) ? entry.json<{ subscription_id: string }>().subscription_id : undefined;
+  }
+
+  /** Creates the record, then claims the index; false (and nothing left behind) when another post claimed it first. */
+  async create(record: SubscriptionRecord): Promise<boolean> {
+    await this.kv.create(subKey(record.subscription_id), encode(record));
+    try {
+      await this.kv.create(indexKey(record.partition, record.client_id, record.subscription_type), encode({ subscription_id: record.subscription_id }));
+      return true;
+    } catch (error) {
+      await this.kv.purge(subKey(record.subscription_id)).catch(() => undefined);
+      if (await this.indexOf(record.partition, record.client_id, record.subscription_type)) return false;
+      throw error;
+    }
+  }
+
+  /** Compare-and-set write; false when the record changed since `revision`. */
+  async replace(record: SubscriptionRecord, revision: number): Promise<boolean> {
+    try {
+      await this.kv.update(subKey(record.subscription_id), encode(record), revision);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Applies `change` with compare-and-set until it sticks; undefined when the record is gone. */
+  async modify(id: string, change: (record: SubscriptionRecord) => SubscriptionRecord | undefined): Promise<SubscriptionRecord | undefined> {
+    for (let tries = 0; tries < 20; tries++) {
+      const current = await this.get(id);
+      if (!current) return undefined;
+      const next = change(current.value);
+      if (!next) return current.value;
+      if (await this.replace(next, current.revision)) return next;
+    }
+    throw new Error(`subscription ${id} kept changing; gave up`);
+  }
+
+  async listOwn(partition: string, clientId: string): Promise<SubscriptionRecord[]> {
+    const ids: string[] = [];
+    const keys = await this.kv.keys(`idx.${partition}.${clientId}.*`);
+    for await (const key of keys) {
+      const entry = await this.kv.get(key);
+      if (live(entry)) ids.push(entry.json<{ subscription_id: string }>().subscription_id);
+    }
+    const records = await Promise.all(ids.map((id) => this.get(id)));
+    return records.filter((r): r is Versioned<SubscriptionRecord> => !!r).map((r) => r.value);
+  }
+
+  async remove(record: SubscriptionRecord): Promise<void> {
+    await this.kv.purge(indexKey(record.partition, record.client_id, record.subscription_type));
+    await this.kv.purge(subKey(record.subscription_id));
+  }
+}
+
+function live(entry: KvEntry | null): entry is KvEntry {
+  return !!entry && entry.operation === "PUT" && entry.length > 0;
+}
+
+/**
+ * A watched copy of every subscription, indexed by partition and type. `freshAsOf(t)` waits until the
+ * copy holds every write made before time t (it reads the bucket's last sequence and waits for the
+ * watch to pass it), so an event published right after a subscription's 200 still finds it.
+ */
+export class SubscriptionCache {
+  private readonly byId = new Map<string, SubscriptionRecord>();
+  private readonly byRoute = new Map<string, Map<string, SubscriptionRecord>>();
+  private revision = 0;
+  private waiters: Array<{ revision: number; wake: () => void }> = [];
+  private syncedAt = 0;
+  private syncing?: { startedAt: number; done: Promise<void> };
+  private stopWatch?: () => void;
+
+  constructor(private readonly store: SubscriptionStore) {}
+
+  async start(): Promise<void> {
+    const watch = await this.store.kv.watch({ key: ">" });
+    this.stopWatch = () => watch.stop();
+    void (async () => {
+      for await (const entry of watch) {
+        if (entry.key.startsWith("sub.")) this.apply(entry);
+        this.revision = Math.max(this.revision, entry.revision);
+        if (this.waiters.length) {
+          const ready = this.waiters.filter((w) => w.revision <= this.revision);
+          this.waiters = this.waiters.filter((w) => w.revision > this.revision);
+          for (const w of ready) w.wake();
+        }
+      }
+    })();
+    await this.freshAsOf(Date.now());
+  }
+
+  stop(): void {
+    this.stopWatch?.();
+    for (const w of this.waiters.splice(0)) w.wake();
+  }
+
+  private apply(entry: KvEntry): void {
+    const id = entry.key.slice(4);
+    const old = this.byId.get(id);
+    if (old) this.byRoute.get(route(old.partition, old.subscription_type))?.delete(id);
+    if (entry.operation !== "PUT" || entry.length === 0) {
+      this.byId.delete(id);
+      return;
+    }
+    const record = entry.json<SubscriptionRecord>();
+    this.byId.set(id, record);
+    const key = route(record.partition, record.subscription_type);
+    let group = this.byRoute.get(key);
+    if (!group) this.byRoute.set(key, (group = new Map()));
+    group.set(id, record);
+  }
+
+  get(id: string): SubscriptionRecord | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The record from the cache, else straight from KV (a subscription created a moment ago). */
+  async load(id: string): Promise<SubscriptionRecord | undefined> {
+    return this.byId.get(id) ?? (await this.store.get(id))?.value;
+  }
+
+  subscribersOf(partition: string, type: string): Iterable<SubscriptionRecord> {
+    return this.byRoute.get(route(partition, type))?.values() ?? [];
+  }
+
+  /** Waits until every write made before `time` (epoch ms, minus a clock margin) is in the copy. */
+  async freshAsOf(time: number): Promise<void> {
+    const margin = 250;
+    if (this.syncedAt - margin >= time) return;
+    if (this.syncing && this.syncing.startedAt - margin >= time) return this.syncing.done;
+    if (this.syncing) await this.syncing.done.catch(() => undefined);
+    if (this.syncedAt - margin >= time) return;
+    const startedAt = Date.now();
+    const done = (async () => {
+      const status = await this.store.kv.status();
+      const target = status.streamInfo.state.last_seq;
+      if (this.revision < target) await new Promise<void>((wake) => this.waiters.push({ revision: target, wake }));
+      this.syncedAt = Math.max(this.syncedAt, startedAt);
+    })();
+    this.syncing = { startedAt, done };
+    try {
+      await done;
+    } finally {
+      if (this.syncing?.done === done) this.syncing = undefined;
+    }
+  }
+}
+
+const route = (partition: string, type: string) => `${partition}\u0000${type}`;

@@ -1,0 +1,153 @@
+/**
+ * Notifications over HTTP (seed document 1 plus the delivery operations of CONTRACT.md):
+ *   POST   /v1/notifications/subscriptions/types/{subscritpionType}        create or update (200, full form)
+ *   GET    /v1/notifications/subscriptions                                  the caller's own subscriptions
+ *   DELETE /v1/notifications/subscriptions/{subscriptionId}                 200; others' or unknown → 404
+ *   GET    /v1/notifications/subscriptions/{subscriptionId}/secret          {"key": "whsec_…"}
+ *   POST   /v1/notifications/subscriptions/{subscriptionId}/secret/rotate   {"key": "whsec_…"} (new)
+ *   GET    /v1/notifications/subscriptions/{subscriptionId}/deliveries      attempt log, newest first
+ *   POST   /v1/notifications/subscriptions/{subscriptionId}/deliveries/{eventId}/retry   202 {"event_id"}
+ *   POST   /v1/notifications/events/{type}                                  202 {"event_id"} (group notifications.publishers)
+ * Every route needs a bearer token, the appkey of its client and the partition header. The
+ * notifications actor does the work; the edge checks shapes and forwards.
+ */
+import { Elysia, t } from "elysia";
+import type { Config } from "../../config/index.ts";
+import { Problem, contentTooLarge, subjects, type Bus } from "../../subjects/index.ts";
+import {
+  DeliveryList,
+  EVENT_MAX_BYTES,
+  EventAccepted,
+  EventBody,
+  NotificationType,
+  SecretReply,
+  Subscription,
+  SubscriptionBase,
+  SubscriptionList,
+} from "../../subjects/notifications.ts";
+import { forward } from "../forward.ts";
+import type { AuthOptions, AuthPlugin } from "../plugins/auth.ts";
+import { requestMeta } from "../request-state.ts";
+
+const BASE = "/v1/notifications";
+const errors = { 400: Problem, 401: Problem, 403: Problem, 404: Problem, 413: Problem, 503: Problem, 504: Problem };
+const credentials: AuthOptions = { appkey: true };
+const SubscriptionPath = t.Object({ subscriptionId: t.String({ pattern: "^[A-Za-z0-9_-]{1,128}$" }) });
+const tags = ["notifications"];
+
+export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
+  const n = subjects.notifications;
+  return new Elysia({ name: "derrick-notification-routes", normalize: false })
+    .use(auth)
+    .post(
+      `${BASE}/subscriptions/types/:subscritpionType`,
+      async ({ params, body, set, request, principal, partition }) =>
+        forward<Subscription>(set, await bus.request(n["subscription.upsert"](), { type: params.subscritpionType, subscription: body }, requestMeta(request, principal, partition))),
+      {
+        auth: credentials,
+        partition: true,
+        params: t.Object({ subscritpionType: NotificationType }),
+        body: SubscriptionBase,
+        detail: {
+          tags,
+          summary: "Create or update the caller's subscription of one type (one per partition, client and type; the id stays)",
+          description:
+            "Body: the seed's base form; unknown fields, non-http(s) or unsafe callback URIs, reserved callback headers, unknown drill_plan_object_types and data_source on a type other than PublishData are 400 naming the field. Accepts application/json, text/json and application/*+json.",
+        },
+        response: { 200: Subscription, ...errors },
+      },
+    )
+    .get(`${BASE}/subscriptions`, async ({ set, request, principal, partition }) => forward<SubscriptionList>(set, await bus.request(n["subscription.list"](), undefined, requestMeta(request, principal, partition))), {
+      auth: credentials,
+      partition: true,
+      detail: { tags, summary: "The caller's own subscriptions in this partition (full form)" },
+      response: { 200: SubscriptionList, ...errors },
+    })
+    .delete(
+      `${BASE}/subscriptions/:subscriptionId`,
+      async ({ params, set, request, principal, partition }) =>
+        forward(set, await bus.request(n["subscription.delete"](), { subscription_id: params.subscriptionId }, requestMeta(request, principal, partition))),
+      {
+        auth: credentials,
+        partition: true,
+        params: SubscriptionPath,
+        detail: { tags, summary: "Delete one of the caller's subscriptions (200); another client's or an unknown id → 404" },
+        response: { 200: t.Object({}), ...errors },
+      },
+    )
+    .get(
+      `${BASE}/subscriptions/:subscriptionId/secret`,
+      async ({ params, set, request, principal, partition }) =>
+        forward<SecretReply>(set, await bus.request(n["subscription.secret"](), { subscription_id: params.subscriptionId }, requestMeta(request, principal, partition))),
+      {
+        auth: credentials,
+        partition: true,
+        params: SubscriptionPath,
+        detail: { tags, summary: "The Standard Webhooks signing secret of a subscription (owner only)" },
+        response: { 200: SecretReply, ...errors },
+      },
+    )
+    .post(
+      `${BASE}/subscriptions/:subscriptionId/secret/rotate`,
+      async ({ params, set, request, principal, partition }) =>
+        forward<SecretReply>(set, await bus.request(n["subscription.secret.rotate"](), { subscription_id: params.subscriptionId }, requestMeta(request, principal, partition))),
+      {
+        auth: credentials,
+        partition: true,
+        params: SubscriptionPath,
+        detail: { tags, summary: "Rotate the signing secret; deliveries carry both signatures for 24 h" },
+        response: { 200: SecretReply, ...errors },
+      },
+    )
+    .get(
+      `${BASE}/subscriptions/:subscriptionId/deliveries`,
+      async ({ params, set, request, principal, partition }) =>
+        forward<DeliveryList>(set, await bus.request(n["subscription.deliveries"](), { subscription_id: params.subscriptionId }, requestMeta(request, principal, partition))),
+      {
+        auth: credentials,
+        partition: true,
+        params: SubscriptionPath,
+        detail: { tags, summary: "Recent delivery attempts of a subscription, newest first (last 100)" },
+        response: { 200: DeliveryList, ...errors },
+      },
+    )
+    .post(
+      `${BASE}/subscriptions/:subscriptionId/deliveries/:eventId/retry`,
+      async ({ params, set, request, principal, partition }) =>
+        forward<EventAccepted>(
+          set,
+          await bus.request(n["subscription.retry"](), { subscription_id: params.subscriptionId, event_id: params.eventId }, requestMeta(request, principal, partition)),
+        ),
+      {
+        auth: credentials,
+        partition: true,
+        params: t.Object({ ...SubscriptionPath.properties, eventId: t.String({ pattern: "^[A-Za-z0-9_.:-]{1,128}$" }) }),
+        detail: { tags, summary: "Replay one event to the subscription (also from dead letters): one attempt, 202" },
+        response: { 202: EventAccepted, ...errors },
+      },
+    )
+    .post(
+      `${BASE}/events/:type`,
+      async ({ params, body, set, request, principal, partition }) => {
+        const size = Buffer.byteLength(JSON.stringify(body ?? null));
+        if (size > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`);
+        return forward<EventAccepted>(set, await bus.request(n["event.publish"](), { type: params.type, event: body }, requestMeta(request, principal, partition)));
+      },
+      {
+        auth: credentials,
+        partition: true,
+        params: t.Object({ type: NotificationType }),
+        parse: ({ request }) => {
+          const length = Number(request.headers.get("content-length"));
+          if (Number.isFinite(length) && length > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${length} bytes; the limit is ${EVENT_MAX_BYTES}`);
+        },
+        body: EventBody,
+        detail: {
+          tags,
+          summary: "Publish an event to notify (group notifications.publishers); durable in EVENTS before the 202",
+          description: "Body {data_source?, object_type?, data}; at most 256 KiB (→ 413). The same body may be published on NATS at derrick.events.<partition>.<type>.",
+        },
+        response: { 202: EventAccepted, ...errors },
+      },
+    );
+};

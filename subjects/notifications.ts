@@ -1,0 +1,198 @@
+/**
+ * Messages of the notifications capability: subscriptions (the seed's base and full forms), events,
+ * delivery jobs and attempt records. The edge validates and documents with these schemas; the actors
+ * decode with them.
+ */
+import { Type, type Static, type TSchema } from "@sinclair/typebox";
+
+/** The seed's NotificationType enumeration. */
+export const NOTIFICATION_TYPES = ["PublishData", "ReviewStateChanged", "PlanShared", "ProjectCreated", "MasterPlanChanged"] as const;
+export const NotificationType = Type.Union(
+  [Type.Literal("PublishData"), Type.Literal("ReviewStateChanged"), Type.Literal("PlanShared"), Type.Literal("ProjectCreated"), Type.Literal("MasterPlanChanged")],
+  { description: "Notification type (the seed's NotificationType)" },
+);
+export type NotificationType = Static<typeof NotificationType>;
+
+/** The seed's list of supported drill_plan_object_types, accepted literally. */
+export const DRILL_PLAN_OBJECT_TYPES: readonly string[] = [
+  "/well/api/wells",
+  "/customParameters/api/custom-parameters",
+  "/location/api/surface-locations",
+  "/well/api/wellbores",
+  "/WellheadAndBop/wellhead-and-bops",
+  "/WellBarrier/api/data/v1/well-barriers",
+  "/ghg-emissions-footprint/api/configurations",
+  "/WellMontage/api/well-montages",
+  "/geology/api/formation-tops",
+  "/geomechanics/api/mwws",
+  "/geomechanics/api/temperatures",
+  "/location/api/targets",
+  "/Rig/api/rigsets",
+  "/Traj/api/trajectories",
+  "/well/api/wbgs",
+  "/ComposerReverseProxy/SidetrackPoint/api/sidetrack-points",
+  "/risks/api/risk-sets",
+  "/composer/api/cs/activity-plans",
+  "/afe/api/cs/afes",
+  "/CasingDesign/casing-designs",
+  "/<simulator>-thermal/<simulator>-thermals",
+  "/KickTolerance/api/kick-tolerance-criteria",
+  "/dynamic-well-control/api/configurations",
+  "/TaskManager/api/v1/corporate-deliverables",
+  "/well/api/sections",
+  "/Schedule/api/l2-activities",
+  "/Schedule/api/l3-activities",
+  "/Schedule/api/l3-complete-wells",
+  "/cementing/api/cementing",
+  "/cementing/api/tieback-cementing",
+  "/cementing/api/digital-cement-plan",
+  "/casing/api/casings",
+  "/casing/api/liners",
+  "/casing/api/tiebacks",
+  "/completionfluid/api/completion-fluids",
+  "/drillingfluid/api/drilling-fluid-programs",
+  "/evaluation/api/v1/cits",
+  "/evaluation/api/v1/evaluations",
+  "/Schedule/api/l5-activities",
+  "/Schedule/api/l5-completion-runs",
+  "/Completion/completion-integrity",
+  "/Schedule/api/l5-casing-runs",
+  "/Schedule/api/l5-casing-drilling-runs",
+  "/Schedule/api/runs",
+  "/OperationParameter/api/casing-operation-parameter-sets",
+  "/OperationParameter/api/liner-operation-parameter-sets",
+  "/OperationParameter/api/tieback-operation-parameter-sets",
+  "/Completion/completion-string",
+  "/OperationParameter/api/operation-parameter-sets",
+  "/BhaBuilder/api/bhas",
+  "/BhaBuilder/api/mud-pulse-telemetry-parameter",
+  "/zone/api/zones",
+  "/well/api/wellbore-completions",
+  "/completionplan/api/completion-plans",
+  "reporting",
+];
+
+/** Documented size limits of subscription fields. */
+export const SUBSCRIPTION_LIMITS = {
+  subscriber: 256,
+  callbackUri: 2048,
+  dataSource: 256,
+  headers: 32,
+  headerName: 128,
+  headerValue: 4096,
+  objectTypes: 64,
+  objectType: 256,
+  email: 320,
+} as const;
+
+/** Largest event accepted, in bytes of JSON (HTTP body or NATS payload). */
+export const EVENT_MAX_BYTES = 256 * 1024;
+
+const L = SUBSCRIPTION_LIMITS;
+const nullable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
+
+const baseFields = {
+  subscriber: Type.String({ minLength: 1, maxLength: L.subscriber, description: "Readable name of the subscribing client; display only" }),
+  callback_uri: Type.String({ format: "uri", minLength: 1, maxLength: L.callbackUri, description: "Absolute http(s) URI that receives each notification as a POST" }),
+  data_source: nullable(Type.String({ minLength: 1, maxLength: L.dataSource, description: "PublishData only: the data source to match" })),
+  callback_headers: nullable(
+    Type.Record(Type.String(), Type.String({ maxLength: L.headerValue }), {
+      maxProperties: L.headers,
+      description: "Headers sent with every delivery (e.g. Authorization, appkey); delivery headers cannot be overridden",
+    }),
+  ),
+  drill_plan_object_types: nullable(
+    Type.Array(Type.String({ minLength: 1, maxLength: L.objectType }), { maxItems: L.objectTypes, description: "Object types of interest (the seed's list)" }),
+  ),
+  contact_email: nullable(Type.String({ format: "email", maxLength: L.email })),
+};
+
+/** Subscription as sent on create or update (the seed's base form). */
+export const SubscriptionBase = Type.Object(baseFields, { additionalProperties: false });
+export type SubscriptionBase = Static<typeof SubscriptionBase>;
+
+/** Subscription as returned (the seed's full form). */
+export const Subscription = Type.Object(
+  {
+    ...baseFields,
+    subscription_id: Type.String(),
+    client_id: Type.String(),
+    updated_at: Type.String({ format: "date-time" }),
+    subscription_type: NotificationType,
+  },
+  { additionalProperties: false },
+);
+export type Subscription = Static<typeof Subscription>;
+
+export const SubscriptionList = Type.Array(Subscription);
+export type SubscriptionList = Static<typeof SubscriptionList>;
+
+/** Upsert request on NATS: the path type plus the base-form body. */
+export const SubscriptionUpsert = Type.Object({ type: Type.String(), subscription: Type.Unknown() }, { additionalProperties: false });
+export type SubscriptionUpsert = Static<typeof SubscriptionUpsert>;
+
+/** Any operation addressing one subscription (and optionally one event of it). */
+export const SubscriptionRef = Type.Object(
+  { subscription_id: Type.String({ minLength: 1, maxLength: 128 }), event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })) },
+  { additionalProperties: false },
+);
+export type SubscriptionRef = Static<typeof SubscriptionRef>;
+
+export const SecretReply = Type.Object({ key: Type.String({ description: "Standard Webhooks secret, `whsec_` + base64" }) });
+export type SecretReply = Static<typeof SecretReply>;
+
+/** An event to notify, as published on NATS or posted over HTTP. */
+export const EventBody = Type.Object(
+  {
+    data_source: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: L.dataSource }), Type.Null()])),
+    object_type: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: L.objectType }), Type.Null()])),
+    data: Type.Unknown({ description: "Any JSON value" }),
+  },
+  { additionalProperties: false },
+);
+export type EventBody = Static<typeof EventBody>;
+
+/** Publish request on NATS (the HTTP door): type from the path plus the body. */
+export const EventPublish = Type.Object({ type: Type.String(), event: Type.Unknown() }, { additionalProperties: false });
+export type EventPublish = Static<typeof EventPublish>;
+
+export const EventAccepted = Type.Object({ event_id: Type.String() });
+export type EventAccepted = Static<typeof EventAccepted>;
+
+export const DeliveryState = { pending: "pending", succeeded: "succeeded", failed: "failed", dead: "dead" } as const;
+export type DeliveryState = (typeof DeliveryState)[keyof typeof DeliveryState];
+
+/** One delivery attempt as listed by `GET …/deliveries` (and stored in the ATTEMPTS stream). */
+export const DeliveryAttempt = Type.Object({
+  event_id: Type.String(),
+  attempt: Type.Integer({ minimum: 1 }),
+  state: Type.Union([Type.Literal("pending"), Type.Literal("succeeded"), Type.Literal("failed"), Type.Literal("dead")]),
+  status_code: Type.Optional(Type.Integer()),
+  error: Type.Optional(Type.String()),
+  duration_ms: Type.Optional(Type.Number()),
+  attempted_at: Type.Optional(Type.String({ format: "date-time" })),
+  next_attempt_at: Type.Optional(Type.String({ format: "date-time" })),
+});
+export type DeliveryAttempt = Static<typeof DeliveryAttempt>;
+
+export const DeliveryList = Type.Object({ deliveries: Type.Array(DeliveryAttempt) });
+export type DeliveryList = Static<typeof DeliveryList>;
+
+/** A unit of delivery work (DELIVERIES stream): one event for one subscription, one attempt. */
+export type DeliveryJob = {
+  event_id: string;
+  /** Sequence of the event in the EVENTS stream (the payload is read from there). */
+  event_seq: number;
+  partition: string;
+  type: string;
+  subscription_id: string;
+  /** 1-based attempt number this job performs. */
+  attempt: number;
+  /** Epoch ms before which the attempt must not run. */
+  due_at: number;
+  /** A replay requested by an operator: one attempt, not rescheduled. */
+  manual?: boolean;
+};
+
+/** A dead letter (DEAD stream): the job plus the event, so a replay works after EVENTS expired. */
+export type DeadLetter = DeliveryJob & { reason: string; event: EventBody & { time: string } };
