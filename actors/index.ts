@@ -7,6 +7,7 @@ import { startSystemActor } from "./system/index.ts";
 import { startIdentityActor } from "./identity/index.ts";
 import { startDelivererActor, startDispatcherActor, startNotificationsActor } from "./notifications/index.ts";
 import { startTwinsActor } from "./twins/index.ts";
+import { startTwinMirrorActor } from "./twin-mirror/index.ts";
 import { startContentWorker, startProjectsActor } from "./projects/index.ts";
 
 type Starter = (nc: NatsConnection, cfg: Config, log: Logger) => Promise<ServedActor>;
@@ -18,6 +19,7 @@ const STARTERS: Record<ActorName, Starter> = {
   dispatcher: (nc, cfg, log) => startDispatcherActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   deliverer: (nc, cfg, log) => startDelivererActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   twins: (nc, cfg, log) => startTwinsActor(nc, { log, concurrency: cfg.actorConcurrency }),
+  "twin-mirror": (nc, cfg, log) => startTwinMirrorActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   projects: (nc, cfg, log) => startProjectsActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   "content-worker": (nc, cfg, log) => startContentWorker(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
 };

@@ -94,6 +94,7 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_DELIVERY_PER_SUBSCRIPTION", path: "delivery.perSubscription", parse: integer, fallback: "32" },
   { name: "DERRICK_CALLBACK_ALLOW_CIDRS", path: "delivery.allowCidrs", parse: list },
   { name: "DERRICK_CALLBACK_ALLOW_HTTP", path: "delivery.allowHttp", parse: boolean, fallback: "false" },
+  { name: "DERRICK_TWIN_MIRRORS", path: "twinMirrors", parse: json, fallback: "[]" },
   { name: "DERRICK_LOG_LEVEL", path: "logLevel", parse: text, fallback: "info" },
 ];
 

@@ -5,7 +5,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 
 /** Every actor a process can run; `ACTORS` picks a subset. */
-export const ACTOR_NAMES = ["system", "identity", "projects", "content-worker", "twins", "notifications", "dispatcher", "deliverer"] as const;
+export const ACTOR_NAMES = ["system", "identity", "projects", "content-worker", "twins", "notifications", "dispatcher", "deliverer", "twin-mirror"] as const;
 export type ActorName = (typeof ACTOR_NAMES)[number];
 
 /** Subject-safe token: partitions, client ids and the like travel inside NATS subjects. */
@@ -79,6 +79,18 @@ export const Config = Type.Object({
     /** Accept plain http:// callbacks. */
     allowHttp: Type.Boolean(),
   }),
+  /** Redis-backed devices whose twin the twin-mirror actor copies: desired JetStream → Redis, reported back (docs/twins.md). */
+  twinMirrors: Type.Array(
+    Type.Object(
+      {
+        organization: Type.String({ pattern: SUBJECT_TOKEN_PATTERN }),
+        environment: Type.String({ pattern: SUBJECT_TOKEN_PATTERN }),
+        twinId: Type.String({ pattern: SUBJECT_TOKEN_PATTERN }),
+        redis: Type.String({ pattern: "^redis://" }),
+      },
+      { additionalProperties: false },
+    ),
+  ),
   logLevel: Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
 });
 export type Config = Static<typeof Config>;

@@ -39,6 +39,7 @@ export const subjects = {
   },
   /** Twin properties (buckets and keys: subjects/twins.ts). */
   twins: operations("twins", ["put", "get", "delete"] as const),
+  "twin-mirror": operations("twin-mirror", ["status"] as const),
   /** Subscriptions API and operations of the notifications actors (schemas: subjects/notifications.ts). */
   notifications: {
     ...operations("notifications", [

@@ -1,0 +1,129 @@
+/**
+ * The `twin-mirror` actor: for each Redis-backed device (DERRICK_TWIN_MIRRORS) it copies desired
+ * twin properties from the twin's JetStream bucket into the device's Redis (with their versions) and
+ * reported ones from Redis back into JetStream. Run one copy per device set: two mirrors of the same
+ * device would write the same values twice (harmless, but wasted).
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { Kvm, type KV } from "@nats-io/kv";
+import { Redis } from "ioredis";
+import type { Config } from "../../config/index.ts";
+import { subjects } from "../../subjects/index.ts";
+import { TWIN_KEY_PREFIX, TwinCommitGate, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress } from "../../subjects/twins.ts";
+import { buildInfo } from "../../platform/build-info.ts";
+import type { Logger } from "../../platform/logger.ts";
+import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
+import { desiredToRedis, isReportedKey } from "./handlers.ts";
+
+type MirrorStats = { twin: string; desiredCopied: number; reportedCopied: number };
+
+class TwinMirror {
+  readonly stats: MirrorStats;
+  private readonly redis: Redis;
+  private readonly sub: Redis;
+  private watcher?: { stop(): void };
+  private closed = false;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly twin: TwinAddress,
+    redisUrl: string,
+    private readonly log: Logger,
+  ) {
+    const retryStrategy = (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6));
+    this.redis = new Redis(redisUrl, { retryStrategy, maxRetriesPerRequest: null });
+    this.sub = new Redis(redisUrl, { retryStrategy, maxRetriesPerRequest: null });
+    this.stats = { twin: `${twin.organization}/${twin.environment}/${twin.twinId}`, desiredCopied: 0, reportedCopied: 0 };
+  }
+
+  async start(): Promise<void> {
+    const kv = await new Kvm(this.nc).create(twinBucket(this.twin), twinBucketOptions(this.twin));
+    await this.redis.config("SET", "notify-keyspace-events", "KEA").catch(() => undefined);
+    await this.followReported(kv);
+    await this.followDesired(kv);
+  }
+
+  private async followDesired(kv: KV): Promise<void> {
+    const gate = new TwinCommitGate();
+    const iterator = await kv.watch();
+    this.watcher = iterator;
+    void (async () => {
+      for await (const raw of iterator) {
+        const ops = desiredToRedis(gate.feed(toTwinEntry(raw)));
+        if (ops.length === 0) continue;
+        const multi = this.redis.multi();
+        for (const op of ops) {
+          if (op.op === "set") multi.set(op.key, op.value);
+          else if (op.op === "del") multi.del(op.key);
+          else multi.hset(op.key, op.field, op.value);
+        }
+        try {
+          await multi.exec();
+          this.stats.desiredCopied += ops.length / 2;
+        } catch (error) {
+          this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: Redis write failed");
+        }
+      }
+    })();
+  }
+
+  private async followReported(kv: KV): Promise<void> {
+    const prefix = "__keyspace@0__:";
+    const copy = async (key: string) => {
+      if (!isReportedKey(key)) return;
+      const value = await this.redis.get(key);
+      const current = await kv.get(key);
+      if (value === null) {
+        if (current?.operation === "PUT") await kv.delete(key);
+      } else if (current?.operation !== "PUT" || current.string() !== value) {
+        await kv.put(key, value);
+        this.stats.reportedCopied++;
+      }
+    };
+    this.sub.on("pmessage", (_p: string, channel: string) => {
+      void copy(channel.slice(prefix.length)).catch((error: Error) => this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: reported copy failed"));
+    });
+    await this.sub.psubscribe(`${prefix}${TWIN_KEY_PREFIX}/*`);
+    // Catch up on reported values written while the mirror was away.
+    let cursor = "0";
+    do {
+      const [next, keys] = await this.redis.scan(cursor, "MATCH", `${TWIN_KEY_PREFIX}/*/reported/*`, "COUNT", 500);
+      cursor = next;
+      for (const key of keys) await copy(key);
+    } while (cursor !== "0" && !this.closed);
+  }
+
+  stop(): void {
+    this.closed = true;
+    this.watcher?.stop();
+    this.sub.disconnect();
+    this.redis.disconnect();
+  }
+}
+
+export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions & { log: Logger }): Promise<ServedActor> {
+  const mirrors = cfg.twinMirrors.map((m) => new TwinMirror(nc, m, m.redis, options.log.child({ actor: "twin-mirror" })));
+  try {
+    await Promise.all(mirrors.map((m) => m.start()));
+  } catch (error) {
+    for (const mirror of mirrors) mirror.stop();
+    throw error;
+  }
+  const served = await serveActor(
+    nc,
+    {
+      name: "twin-mirror",
+      version: buildInfo().version,
+      description: "copies twin properties between JetStream KV and Redis-backed devices",
+      endpoints: [endpoint({ name: "status", subject: subjects["twin-mirror"].status(), handler: () => ({ mirrors: mirrors.map((m) => m.stats) }) })],
+    },
+    options,
+  );
+  return {
+    ...served,
+    async stop() {
+      await served.stop();
+      for (const mirror of mirrors) mirror.stop();
+    },
+  };
+}

@@ -1,0 +1,1 @@
+export { startTwinMirrorActor } from "./actor.ts";

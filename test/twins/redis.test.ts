@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis } from "../harness/index.ts";
+import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
+
+const twinPath = "/api/twin-properties/v1/acme/prod/rdev/twin-properties";
+
+describe("device SDK over Redis with the twin mirror", () => {
+  let nats: TestNats;
+  let redis: TestRedis;
+  let derrick: TestDerrick;
+  let device: DeviceClient | undefined;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    redis = await startTestRedis();
+    derrick = await startDerrick(nats, {
+      actors: ["identity", "twins", "twin-mirror"],
+      env: { DERRICK_TWIN_MIRRORS: JSON.stringify([{ organization: "acme", environment: "prod", twinId: "rdev", redis: redis.url }]) },
+    });
+  });
+  afterAll(async () => {
+    await device?.close();
+    await derrick?.cleanup();
+    await redis?.cleanup();
+    await nats?.cleanup();
+  });
+
+  const put = (group: string, twins: Array<{ name: string; value: string }>) => derrick.call(twinPath, { method: "PUT", body: JSON.stringify({ group, twins }), as: "admin", partition: null });
+
+  it("sdk redis - a REST PUT reaches the device's callback through Redis with the value and the version", async () => {
+    const config = parseAppConfig({
+      Name: "RApp",
+      AEA2: { RedisClient: { Server: "127.0.0.1", Port: String(redis.port) }, BusClient: { Server: nats.url, Subscriptions: [{ DataIn: ["slbapps.RApp.DataIn"] }] } },
+    });
+    device = await DeviceClient.connect(config, { reconnectTimeWaitMs: 100 });
+    const seen: TwinChange[] = [];
+    device.observe("setpoints", undefined, (c) => seen.push(c));
+    const res = await put("setpoints", [{ name: "a", value: "1" }, { name: "b", value: "2" }]);
+    const body = (await res.json()) as { twins: Array<{ name: string; version: number }> };
+    await eventually(() => seen.length === 2, { what: "both values via Redis" });
+    expect(seen.map((c) => [c.name, c.value, c.version]).sort()).toEqual([
+      ["a", "1", body.twins[0]!.version],
+      ["b", "2", body.twins[1]!.version],
+    ]);
+    await put("setpoints", [{ name: "a", value: "3" }]);
+    await eventually(() => seen.length === 3);
+    expect(seen[2]).toMatchObject({ name: "a", value: "3" });
+  });
+
+  it("sdk redis - a reported value written on the device reaches JetStream (the REST GET)", async () => {
+    await device!.setReported("setpoints", "a", "3");
+    await eventually(async () => {
+      const state = (await (await derrick.call(twinPath, { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> };
+      return state.reported.setpoints?.a?.value === "3";
+    }, { what: "reported copied back" });
+  });
+
+  it("sdk redis - a config twin is applied on a Redis-backed device and acknowledged back to JetStream", async () => {
+    const next = { Name: "RApp", AEA2: { RedisClient: { Server: "127.0.0.1", Port: String(redis.port) }, BusClient: { Server: nats.url, Subscriptions: [{ DataIn: ["slbapps.RApp.Other"] }] } } };
+    const text = JSON.stringify(next);
+    await put("config", [{ name: "RApp", value: text }]);
+    await eventually(() => device!.config.bus.subscriptions.DataIn[0] === "slbapps.RApp.Other", { what: "reload" });
+    await eventually(async () => {
+      const state = (await (await derrick.call(`${twinPath}?group=config`, { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> };
+      return state.reported.config?.RApp?.value === text;
+    }, { what: "ack in JetStream" });
+  });
+});
