@@ -7,6 +7,7 @@
  *   derrick apps create [--id ID] [--groups a,b] [--json] | list | delete <client_id>
  *   derrick token --user NAME [--client ID] [--groups a,b] [--ttl 1h]
  *   derrick config                    print the effective configuration (secrets masked)
+ *   derrick sdk migrate --config old.json --routes routes.json [--out new.json]   SDK 2.0 → 3.0 config
  */
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
@@ -18,6 +19,7 @@ import { Bus, DerrickError, subjects } from "../subjects/index.ts";
 import type { AppCredentials, AppList } from "../subjects/identity.ts";
 import { loadOrCreateSigningKey, mintToken } from "../actors/identity/index.ts";
 import { boot } from "./boot.ts";
+import { runMigrateCli } from "../sdk/migrate.ts";
 
 const USAGE = `usage: derrick <start | edge | actor <names…> | apps create|list|delete | token | config>
 actors: ${ACTOR_NAMES.join(", ")}`;
@@ -54,6 +56,11 @@ async function main(argv: string[]): Promise<number> {
       return apps(cfg, rest);
     case "token":
       return token(cfg, rest);
+    case "sdk":
+      // `derrick sdk migrate …`: offline file conversion, no NATS needed.
+      if (rest[0] === "migrate") return runMigrateCli(rest.slice(1));
+      console.error("usage: derrick sdk migrate --config old.json --routes routes.json [--out new.json]");
+      return 2;
     case "config":
       console.log(JSON.stringify({ ...cfg, clients: cfg.clients.map((c) => ({ ...c, client_secret: "***", appkey: "***" })) }, null, 2));
       return 0;
