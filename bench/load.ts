@@ -46,6 +46,19 @@ export async function httpLoad(name: string, url: string, body: string, options:
   return { name, count: r.requests.total, errors: r.non2xx + r.errors, seconds: options.seconds, opsPerSec: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, maxMs: r.latency.max };
 }
 
+/**
+ * Offered load at a fixed overall rate (open loop) from a separate process: autocannon `-R`.
+ * For "p99 at X req/s": a closed loop would slow down with the server and hide queueing.
+ */
+export async function httpLoadAtRate(name: string, url: string, body: string, options: { perSecond: number; seconds: number; connections?: number }): Promise<LoadResult> {
+  assertLoopback(url);
+  const bin = fileURLToPath(new URL("../node_modules/.bin/autocannon", import.meta.url));
+  const connections = options.connections ?? 32;
+  const out = await run(bin, ["-j", "-c", String(connections), "-R", String(options.perSecond), "-d", String(options.seconds), "-m", "POST", "-H", "content-type=application/json", "-b", body, url]);
+  const r = JSON.parse(out.slice(out.indexOf("{"))) as { requests: { average: number; total: number }; latency: { p50: number; p99: number; max: number }; non2xx: number; errors: number };
+  return { name, count: r.requests.total, errors: r.non2xx + r.errors, seconds: options.seconds, opsPerSec: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, maxMs: r.latency.max };
+}
+
 function run(cmd: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
