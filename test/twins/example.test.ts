@@ -1,0 +1,48 @@
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { runEdgeApp } from "../../sdk/examples/edge-app.ts";
+import type { DeviceClient, IoDataReport } from "../../sdk/index.ts";
+
+describe("sdk example edge app", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  let peer: NatsConnection;
+  let app: DeviceClient;
+  let document: Record<string, unknown> & { AEA2: { BusClient: { Server: string } }; AppConfig: Record<string, string> };
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["identity", "twins"] });
+    peer = await connect({ servers: nats.url });
+    document = JSON.parse(readFileSync(new URL("../../sdk/examples/AEA.json", import.meta.url), "utf8"));
+    document.AEA2.BusClient.Server = nats.url;
+    const path = join(mkdtempSync(join(tmpdir(), "edge-app-")), "AEA.json");
+    writeFileSync(path, JSON.stringify(document));
+    app = await runEdgeApp(path, () => undefined);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await peer?.close();
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  it("sdk example - reads IoPoints, publishes the scaled average, and applies a config change it reports", async () => {
+    const outputs: number[] = [];
+    peer.subscribe("slbapps.scaler.DataOut", { callback: (_e, m) => void outputs.push((m.json() as IoDataReport).device[0]!.tags["scaled-average"]!.value!) });
+    await peer.flush();
+    const input = app.dataReport({ Sensor1: { value: 10 }, Sensor2: { value: 30 } });
+    peer.publish("slbapps.scaler.DataIn", JSON.stringify(input));
+    await eventually(() => outputs.length === 1);
+    expect(outputs[0]).toBe(10);
+    const next = JSON.stringify({ ...document, AppConfig: { ...document.AppConfig, Factor: "2" } });
+    await derrick.call("/api/twin-properties/v1/acme/prod/rig-7/twin-properties", { method: "PUT", body: JSON.stringify({ group: "config", twins: [{ name: "scaler", value: next }] }), as: "admin", partition: null });
+    await eventually(async () => (await app.getReported("config", "scaler"))?.value === next, { what: "reported config" });
+    peer.publish("slbapps.scaler.DataIn", JSON.stringify(input));
+    await eventually(() => outputs.length === 2);
+    expect(outputs[1]).toBe(40);
+  });
+});
