@@ -112,7 +112,8 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     if (!(await enter(job.subscription_id))) {
       if (lane === "deliveries") {
         stats.overflowed++;
-        await journal.enqueue({ ...job, due_at: Date.now() + OVERFLOW_DELAY_MS }, "retries");
+        const dueAt = Date.now() + OVERFLOW_DELAY_MS;
+        await journal.enqueue({ ...job, due_at: dueAt }, "retries", `overflow-${dueAt}`);
         msg.ack();
       } else {
         msg.nak(OVERFLOW_DELAY_MS + Math.floor(Math.random() * OVERFLOW_DELAY_MS));

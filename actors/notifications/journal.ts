@@ -43,7 +43,8 @@ export type Journal = {
   jsm: JetStreamManager;
   publishEvent(partition: string, type: string, eventId: string, body: EventBody): Promise<number>;
   readEvent(seq: number): Promise<StoredEvent | undefined>;
-  enqueue(job: DeliveryJob, lane: "deliveries" | "retries"): Promise<void>;
+  /** `dedupe` distinguishes re-queues of the same attempt (overflow) from a re-sent job. */
+  enqueue(job: DeliveryJob, lane: "deliveries" | "retries", dedupe?: string): Promise<void>;
   deadLetter(letter: DeadLetter): Promise<void>;
   recordAttempt(partition: string, subscriptionId: string, attempt: AttemptRecord): Promise<void>;
   listAttempts(partition: string, subscriptionId: string, limit: number): Promise<AttemptRecord[]>;
@@ -145,10 +146,10 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
       if (!stored || stored.seq !== seq) return undefined;
       return storedEvent(stored);
     },
-    async enqueue(job, lane) {
+    async enqueue(job, lane, dedupe) {
       const subject = lane === "deliveries" ? n.deliveries(job.partition, job.subscription_id) : n.retries(job.partition, job.subscription_id);
       // The id makes a re-sent job (a dispatcher redelivered after a crash) a no-op within the window.
-      const msgID = `${job.event_id}:${job.subscription_id}:${job.attempt}${job.manual ? `:m${job.due_at}` : ""}`;
+      const msgID = `${lane}:${job.event_id}:${job.subscription_id}:${job.attempt}${job.manual ? `:m${job.due_at}` : ""}${dedupe ? `:${dedupe}` : ""}`;
       await js.publish(subject, json(job), { msgID });
     },
     async deadLetter(letter) {

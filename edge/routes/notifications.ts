@@ -137,7 +137,8 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
         auth: credentials,
         partition: true,
         params: t.Object({ type: NotificationType }),
-        parse: ({ request }) => {
+        beforeHandle: ({ request }) => {
+          // Checked again on the parsed body in the handler (a chunked body has no length).
           const length = Number(request.headers.get("content-length"));
           if (Number.isFinite(length) && length > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${length} bytes; the limit is ${EVENT_MAX_BYTES}`);
         },

@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Webhook } from "standardwebhooks";
+import { jetstream } from "@nats-io/jetstream";
+import { headers as natsHeaders } from "@nats-io/nats-core";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { subjects } from "../../subjects/index.ts";
+import { startReceiver, type Receiver } from "./receiver.ts";
+import { DELIVERY_ENV, deliveries, publish, remove, subscribe, type Json } from "./helpers.ts";
+
+describe("notifications delivery", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  const receivers: Receiver[] = [];
+  const receiver = () => {
+    const r = startReceiver();
+    receivers.push(r);
+    return r;
+  };
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher", "deliverer"], env: DELIVERY_ENV });
+  });
+  afterAll(async () => {
+    for (const r of receivers) r.stop();
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  it("notifications - an event is delivered as a signed CloudEvent that standardwebhooks verifies", async () => {
+    const r = receiver();
+    const sub = await subscribe(derrick, "PlanShared", { callback_uri: `${r.url}/hook`, callback_headers: { Authorization: "Bearer receiver-token", appkey: "k-1" } });
+    const secret = ((await (await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/secret`)).json()) as Json).key as string;
+    expect(secret).toMatch(/^whsec_/);
+    const res = await publish(derrick, "PlanShared", { object_type: "/well/api/wells", data: { plan: 7 } });
+    expect(res.status).toBe(202);
+    const { event_id } = (await res.json()) as Json;
+    const got = await eventually(() => r.received.find((x) => x.id === event_id), { what: "delivery" });
+    expect(got.headers["content-type"]).toBe("application/cloudevents+json");
+    expect(got.headers.authorization).toBe("Bearer receiver-token");
+    expect(got.headers.appkey).toBe("k-1");
+    const payload = new Webhook(secret).verify(got.body, got.headers) as Json;
+    expect(payload).toMatchObject({ specversion: "1.0", id: event_id, source: "/partitions/opendes", type: "PlanShared", subject: "/well/api/wells", partitionid: "opendes", data: { plan: 7 } });
+    expect(Date.parse(payload.time)).not.toBeNaN();
+    await eventually(async () => (await deliveries(derrick, sub.subscription_id)).find((d: Json) => d.event_id === event_id && d.state === "succeeded"), { what: "attempt log" });
+    await remove(derrick, sub.subscription_id);
+  });
+
+  it("notifications - events reach only subscriptions of their partition, type and filters", async () => {
+    const [a, b, c, d] = [receiver(), receiver(), receiver(), receiver()];
+    const wells = await subscribe(derrick, "PublishData", { callback_uri: a.url, data_source: "wells" });
+    const any = await subscribe(derrick, "PublishData", { callback_uri: b.url }, "beta");
+    const other = await subscribe(derrick, "PublishData", { callback_uri: c.url }, "alpha", "other");
+    const zones = await subscribe(derrick, "PublishData", { callback_uri: d.url, drill_plan_object_types: ["/zone/api/zones"] }, "admin");
+    const id = async (res: Response) => ((await res.json()) as Json).event_id as string;
+    const e1 = await id(await publish(derrick, "PublishData", { data_source: "wells", object_type: "/zone/api/zones", data: 1 }));
+    const e2 = await id(await publish(derrick, "PublishData", { data_source: "rigs", data: 2 }));
+    const e3 = await id(await publish(derrick, "PublishData", { data: 3 }, "other"));
+    const e4 = await id(await publish(derrick, "PlanShared", { data: 4 }));
+    await eventually(() => b.received.length >= 2 && c.received.length >= 1 && a.received.length >= 1 && d.received.length >= 1, { what: "deliveries" });
+    // A later marker event proves nothing else is still on its way to the others.
+    const marker = await id(await publish(derrick, "PublishData", { data_source: "wells", object_type: "/zone/api/zones", data: "marker" }));
+    await eventually(() => a.received.some((x) => x.id === marker) && d.received.some((x) => x.id === marker) && b.received.some((x) => x.id === marker));
+    expect(a.received.map((x) => x.id)).toEqual([e1, marker]);
+    expect(b.received.map((x) => x.id).sort()).toEqual([e1, e2, marker].sort());
+    expect(c.received.map((x) => x.id)).toEqual([e3]);
+    expect(d.received.map((x) => x.id)).toEqual([e1, marker]);
+    expect([a, b, c, d].some((r) => r.received.some((x) => x.id === e4))).toBe(false);
+    await Promise.all([remove(derrick, wells.subscription_id), remove(derrick, any.subscription_id, "beta"), remove(derrick, other.subscription_id, "alpha", "other"), remove(derrick, zones.subscription_id, "admin")]);
+  });
+
+  it("notifications - an event published on NATS is delivered too", async () => {
+    const r = receiver();
+    const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url });
+    const h = natsHeaders();
+    h.set("Nats-Msg-Id", "nats-event-1");
+    await jetstream(derrick.nc).publish(subjects.events("opendes", "ProjectCreated"), JSON.stringify({ data: { project: "p1" } }), { headers: h });
+    const got = await eventually(() => r.received[0], { what: "delivery" });
+    expect(got.id).toBe("nats-event-1");
+    expect(JSON.parse(got.body).data).toEqual({ project: "p1" });
+    await remove(derrick, sub.subscription_id);
+  });
+
+  it("notifications - publishing needs notifications.publishers, a data member and at most 256 KiB", async () => {
+    expect((await publish(derrick, "PlanShared", { data: 1 }, "opendes", "beta")).status).toBe(403);
+    expect((await publish(derrick, "PlanShared", { object_type: "x" })).status).toBe(400);
+    expect((await publish(derrick, "PlanShared", { data: 1, extra: true })).status).toBe(400);
+    expect((await publish(derrick, "Nope", { data: 1 })).status).toBe(400);
+    expect((await publish(derrick, "PlanShared", { data: "x".repeat(256 * 1024) })).status).toBe(413);
+    expect((await derrick.call("/v1/notifications/events/PlanShared", { method: "POST", body: JSON.stringify({ data: 1 }), as: null })).status).toBe(401);
+  });
+
+  it("notifications - a failing receiver is retried on schedule with the same webhook-id until it succeeds", async () => {
+    const r = receiver();
+    r.respond = (_req, count) => new Response("nope", { status: count <= 2 ? 503 : 200 });
+    const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url });
+    const { event_id } = (await (await publish(derrick, "ReviewStateChanged", { data: { review: 1 } })).json()) as Json;
+    await eventually(() => r.received.length >= 3, { what: "three attempts" });
+    expect(r.received.map((x) => x.id)).toEqual([event_id, event_id, event_id]);
+    expect(r.received[1]!.at - r.received[0]!.at).toBeGreaterThanOrEqual(250);
+    const log = await eventually(async () => {
+      const list = await deliveries(derrick, sub.subscription_id);
+      return list.length === 3 && list[0].state === "succeeded" ? list : undefined;
+    });
+    expect(log.map((d: Json) => [d.attempt, d.state, d.status_code])).toEqual([
+      [3, "succeeded", 200],
+      [2, "pending", 503],
+      [1, "pending", 503],
+    ]);
+    expect(log[1].next_attempt_at).toBeDefined();
+    await remove(derrick, sub.subscription_id);
+  });
+
+  it("notifications - Retry-After postpones the next attempt", async () => {
+    const r = receiver();
+    r.respond = (_req, count) => new Response(null, { status: count === 1 ? 429 : 204, headers: { "retry-after": "1" } });
+    const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url }, "beta");
+    await publish(derrick, "ReviewStateChanged", { data: 1 });
+    await eventually(() => r.received.length >= 2, { what: "retry" });
+    expect(r.received[1]!.id).toBe(r.received[0]!.id);
+    expect(r.received[1]!.at - r.received[0]!.at).toBeGreaterThanOrEqual(900);
+    await remove(derrick, sub.subscription_id, "beta");
+  });
+
+  it("notifications - an exhausted schedule dead-letters the delivery and a replay delivers it", async () => {
+    const r = receiver();
+    let healthy = false;
+    r.respond = () => new Response(null, { status: healthy ? 200 : 500 });
+    const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
+    const { event_id } = (await (await publish(derrick, "MasterPlanChanged", { data: "important" })).json()) as Json;
+    const log = await eventually(async () => {
+      const list = await deliveries(derrick, sub.subscription_id);
+      return list[0]?.state === "dead" ? list : undefined;
+    }, { what: "dead letter" });
+    expect(log).toHaveLength(3);
+    expect(r.received).toHaveLength(3);
+    healthy = true;
+    const replay = await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/${event_id}/retry`, { method: "POST" });
+    expect(replay.status).toBe(202);
+    expect(await replay.json()).toEqual({ event_id });
+    await eventually(() => r.received.length === 4, { what: "replayed delivery" });
+    expect(r.received[3]!.id).toBe(event_id);
+    expect(JSON.parse(r.received[3]!.body).data).toBe("important");
+    expect((await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/evt_unknown/retry`, { method: "POST" })).status).toBe(404);
+    expect((await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/${event_id}/retry`, { method: "POST", as: "beta" })).status).toBe(404);
+    await remove(derrick, sub.subscription_id);
+  });
+
+  it("notifications - 410 Gone pauses the subscription and re-posting resumes it", async () => {
+    const r = receiver();
+    let gone = true;
+    r.respond = () => new Response(null, { status: gone ? 410 : 200 });
+    const body = { callback_uri: r.url };
+    const sub = await subscribe(derrick, "PlanShared", body, "beta");
+    const adminSub = await subscribe(derrick, "PlanShared", body, "admin");
+    await remove(derrick, adminSub.subscription_id, "admin");
+    await publish(derrick, "PlanShared", { data: 1 });
+    await eventually(async () => (await deliveries(derrick, sub.subscription_id, "beta"))[0]?.status_code === 410, { what: "410 attempt" });
+    gone = false;
+    const { event_id: second } = (await (await publish(derrick, "PlanShared", { data: 2 })).json()) as Json;
+    // Paused: the second event is dead-lettered without an attempt; replay works.
+    await eventually(async () => (await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/${second}/retry`, { method: "POST", as: "beta" })).status === 202, {
+      what: "second event in DEAD",
+    });
+    await eventually(() => r.received.some((x) => x.id === second), { what: "replayed delivery" });
+    expect(r.received).toHaveLength(2);
+    await subscribe(derrick, "PlanShared", body, "beta");
+    const { event_id: third } = (await (await publish(derrick, "PlanShared", { data: 3 })).json()) as Json;
+    await eventually(() => r.received.some((x) => x.id === third), { what: "delivery after resume" });
+    await remove(derrick, sub.subscription_id, "beta");
+  });
+
+  it("notifications - after a secret rotation deliveries carry both signatures", async () => {
+    const r = receiver();
+    const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "beta");
+    const path = `/v1/notifications/subscriptions/${sub.subscription_id}/secret`;
+    const old = ((await (await derrick.call(path, { as: "beta" })).json()) as Json).key;
+    const rotated = await derrick.call(`${path}/rotate`, { method: "POST", as: "beta" });
+    expect(rotated.status).toBe(200);
+    const fresh = ((await rotated.json()) as Json).key;
+    expect(fresh).not.toBe(old);
+    expect(((await (await derrick.call(path, { as: "beta" })).json()) as Json).key).toBe(fresh);
+    expect((await derrick.call(`${path}/rotate`, { method: "POST" })).status).toBe(404);
+    await eventually(async () => {
+      await publish(derrick, "ProjectCreated", { data: "rotated" });
+      return r.received.length > 0;
+    });
+    const got = r.received.at(-1)!;
+    expect(got.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
+    expect(new Webhook(fresh).verify(got.body, got.headers)).toBeTruthy();
+    expect(new Webhook(old).verify(got.body, got.headers)).toBeTruthy();
+    await remove(derrick, sub.subscription_id, "beta");
+  });
+});

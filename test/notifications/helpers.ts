@@ -1,0 +1,32 @@
+/** Shared steps of the notifications delivery tests. */
+import type { TestClient, TestDerrick } from "../harness/index.ts";
+
+export const DELIVERY_ENV = {
+  DERRICK_CALLBACK_ALLOW_HTTP: "true",
+  DERRICK_CALLBACK_ALLOW_CIDRS: "127.0.0.1/32",
+  DERRICK_DELIVERY_SCHEDULE: "0,300ms,300ms",
+  DERRICK_DELIVERY_TIMEOUT: "1s",
+};
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Json = any;
+
+export async function subscribe(derrick: TestDerrick, type: string, body: Record<string, unknown>, as: TestClient = "alpha", partition = "opendes"): Promise<Json> {
+  const res = await derrick.call(`/v1/notifications/subscriptions/types/${type}`, { method: "POST", body: JSON.stringify({ subscriber: "tests", ...body }), as, partition });
+  if (res.status !== 200) throw new Error(`subscribe: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+export async function publish(derrick: TestDerrick, type: string, event: unknown, partition = "opendes", as: TestClient = "alpha"): Promise<Response> {
+  return derrick.call(`/v1/notifications/events/${type}`, { method: "POST", body: JSON.stringify(event), partition, as });
+}
+
+export async function deliveries(derrick: TestDerrick, id: string, as: TestClient = "alpha", partition = "opendes"): Promise<Json[]> {
+  const res = await derrick.call(`/v1/notifications/subscriptions/${id}/deliveries`, { as, partition });
+  if (res.status !== 200) throw new Error(`deliveries: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as Json).deliveries;
+}
+
+export async function remove(derrick: TestDerrick, id: string, as: TestClient = "alpha", partition = "opendes"): Promise<void> {
+  await derrick.call(`/v1/notifications/subscriptions/${id}`, { method: "DELETE", as, partition });
+}
