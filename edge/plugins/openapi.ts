@@ -10,8 +10,25 @@ import type { BuildInfo } from "../../subjects/system.ts";
 
 const SCALAR_PATH = "/docs/assets/scalar-standalone.js";
 
+/**
+ * @elysiajs/openapi renders a `t.Void()` response as `content: {type: "void"}`, which OpenAPI 3.1
+ * forbids; a body-less response has no `content` at all.
+ */
+export function withoutVoidContent(doc: unknown): unknown {
+  const paths = (doc as { paths?: Record<string, Record<string, { responses?: Record<string, { content?: unknown }> }>> }).paths ?? {};
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      for (const response of Object.values(operation?.responses ?? {})) {
+        if ((response?.content as { type?: string } | undefined)?.type === "void") delete response.content;
+      }
+    }
+  }
+  return doc;
+}
+
 export const openapiPlugin = (build: BuildInfo) =>
   new Elysia({ name: "derrick-openapi" })
+    .onAfterHandle({ as: "global" }, ({ path, response }) => (path === "/openapi.json" ? withoutVoidContent(response) : undefined))
     .get(SCALAR_PATH, () => Bun.file(fileURLToPath(import.meta.resolve("@scalar/api-reference/browser/standalone.js"))), { detail: { hide: true } })
     .use(
       openapi({

@@ -3,6 +3,7 @@ import { SignJWT, UnsecuredJWT } from "jose";
 import { startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { loadOrCreateSigningKey } from "../../actors/identity/keys.ts";
 import { EMBEDDED_ISSUER } from "../../subjects/identity.ts";
+import { Validator } from "@seriousme/openapi-schema-validator";
 
 const form = (fields: Record<string, string>) => ({
   method: "POST",
@@ -205,6 +206,10 @@ describe("edge", () => {
     it("ops - /openapi.json is OpenAPI 3.1 and documents the routes; /docs renders without a CDN", async () => {
       const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as { openapi: string; paths: Record<string, unknown> };
       expect(doc.openapi).toMatch(/^3\.1\./);
+      const validator = new Validator();
+      const verdict = await validator.validate(doc as object);
+      expect(verdict.errors ?? []).toEqual([]);
+      expect(verdict.valid).toBe(true);
       expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v2/token", "/readyz", "/v1/system/echo"]));
       const page = await (await fetch(`${derrick.url}/docs`)).text();
       const script = /<script src="([^"]+)"/.exec(page)?.[1];
