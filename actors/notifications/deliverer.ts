@@ -5,8 +5,8 @@
  * nothing) is stored, before the job is acked: a deliverer killed mid-attempt loses nothing, the job
  * comes back after the ack wait.
  *
- * Fairness: at most `perSubscription` attempts run at once per subscription in one process, with as
- * many waiting behind them; further jobs of a saturated subscription move to the retry lane (first
+ * Fairness: at most `perSubscription` attempts run at once per subscription in one process, with up to
+ * a quarter of the process's capacity waiting behind them; further jobs of a saturated subscription move to the retry lane (first
  * attempts) or are nak'ed for a short while (retries). One slow receiver therefore holds a bounded
  * share of the process and never delays the others.
  */
@@ -52,6 +52,9 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   const stats: DelivererStats = { attempts: 0, succeeded: 0, failed: 0, dead: 0, overflowed: 0, inFlight: 0 };
   const admit = new Slots(options.concurrency);
   const gates = new Map<string, Gate>();
+  // Jobs of one subscription may wait behind its running attempts up to a quarter of the process's
+  // capacity: enough to keep one busy receiver saturated, bounded so a slow one cannot take it all.
+  const queueLimit = Math.max(options.perSubscription, Math.floor(options.concurrency / 4));
   const events = new Map<number, Promise<StoredEvent | undefined>>();
 
   function readEvent(seq: number): Promise<StoredEvent | undefined> {
@@ -73,7 +76,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       gate.active++;
       return true;
     }
-    if (gate.waiting.length >= options.perSubscription) return false;
+    if (gate.waiting.length >= queueLimit) return false;
     await new Promise<void>((resolve) => gate.waiting.push(resolve));
     return true;
   }
@@ -109,7 +112,15 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       msg.nak(wait);
       return;
     }
-    if (!(await enter(job.subscription_id))) {
+    // While waiting for the subscription's turn, keep the job ours (no redelivery to another process).
+    const keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(ackWaitMs / 2)));
+    let entered: boolean;
+    try {
+      entered = await enter(job.subscription_id);
+    } finally {
+      clearInterval(keepAlive);
+    }
+    if (!entered) {
       if (lane === "deliveries") {
         stats.overflowed++;
         const dueAt = Date.now() + OVERFLOW_DELAY_MS;
