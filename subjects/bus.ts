@@ -8,7 +8,14 @@ import { ServiceError } from "@nats-io/services";
 import { DerrickError, gatewayTimeout, unavailable, type Problem } from "./errors.ts";
 import { Header, encodeRequestMeta, type RequestMeta } from "./headers.ts";
 
-export type BusReply<T> = { status: number; body: T; headers: Record<string, string> };
+export type BusReply<T> = {
+  status: number;
+  /** The reply decoded from JSON (parsed on first access). */
+  readonly body: T;
+  /** The reply's JSON bytes as the actor sent them (empty for no body). */
+  raw: Uint8Array;
+  headers: Record<string, string>;
+};
 
 export type BusOptions = {
   /** Default time to wait for a reply. */
@@ -49,11 +56,7 @@ export class Bus {
         }
         throw DerrickError.fromProblem(problem, replyHeaders(msg.headers?.get(Header.replyHeaders)));
       }
-      return {
-        status: Number(msg.headers?.get(Header.status)) || 200,
-        body: (msg.data.length ? msg.json() : undefined) as T,
-        headers: replyHeaders(msg.headers?.get(Header.replyHeaders)),
-      };
+      return lazyReply<T>(msg.headers ? Number(msg.headers.get(Header.status)) || 200 : 200, msg.data, msg.headers ? replyHeaders(msg.headers.get(Header.replyHeaders)) : {});
     } catch (error) {
       outcome = error instanceof DerrickError ? String(error.status) : "error";
       throw error;
@@ -61,6 +64,21 @@ export class Bus {
       this.options.onRequest?.(subject, (performance.now() - started) / 1000, outcome);
     }
   }
+}
+
+const decoder = new TextDecoder();
+
+function lazyReply<T>(status: number, raw: Uint8Array, headers: Record<string, string>): BusReply<T> {
+  let parsed: { value: T } | undefined;
+  return {
+    status,
+    raw,
+    headers,
+    get body() {
+      parsed ??= { value: (raw.length ? JSON.parse(decoder.decode(raw)) : undefined) as T };
+      return parsed.value;
+    },
+  };
 }
 
 function replyHeaders(raw: string | undefined): Record<string, string> {
