@@ -6,7 +6,7 @@
  * Checks run in Elysia's transform phase, before body validation, so an unauthenticated caller
  * learns nothing about a route's body rules.
  */
-import { Elysia } from "elysia";
+import { Elysia, type DocumentDecoration } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { badRequest, forbidden, isToken, subjects, unauthorized, type Bus, type Principal } from "../../subjects/index.ts";
 import type { Verifier } from "../verifier.ts";
@@ -16,6 +16,13 @@ export type AuthOptions = true | { appkey?: boolean };
 const PARTITION_HEADERS = ["slb-partition-id", "data-partition-id"] as const;
 const APPKEY_CACHE_MS = 30_000;
 const APPKEY_CACHE_MAX = 10_000;
+
+const BEARER_ONLY = [{ bearer: [] }];
+const BEARER_AND_APPKEY = [{ bearer: [], appkey: [] }];
+const PARTITION_PARAMETERS = [
+  { name: "slb-partition-id", in: "header", required: false, description: "Data partition (this or data-partition-id is required; both must agree when both are sent)", schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,128}$" } },
+  { name: "data-partition-id", in: "header", required: false, description: "OSDU name of the partition header", schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,128}$" } },
+];
 
 const principals = new WeakMap<Request, Principal>();
 const partitions = new WeakMap<Request, string>();
@@ -57,6 +64,8 @@ export const authPlugin = (cfg: Config, bus: Bus, verifier: Verifier) => {
   const checkAppkey = appkeyChecker(bus);
   return new Elysia({ name: "derrick-auth" }).macro({
     auth: (options: AuthOptions) => ({
+      // Documents the credentials in OpenAPI: both schemes in one requirement = both needed.
+      detail: { security: options !== true && options.appkey ? BEARER_AND_APPKEY : BEARER_ONLY } as DocumentDecoration,
       async transform({ request, headers }) {
         const principal = await verifier.verify(bearerToken(headers.authorization));
         if (options !== true && options.appkey) await checkAppkey(headers.appkey, principal);
@@ -67,6 +76,7 @@ export const authPlugin = (cfg: Config, bus: Bus, verifier: Verifier) => {
       },
     }),
     partition: (enabled: boolean) => ({
+      detail: (enabled ? { parameters: PARTITION_PARAMETERS } : {}) as DocumentDecoration,
       transform({ request, headers }) {
         if (enabled) partitions.set(request, partitionOf(headers, cfg.partitions));
       },
