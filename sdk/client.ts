@@ -9,7 +9,7 @@
  */
 import { connect } from "@nats-io/transport-node";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/nats-core";
-import { CONFIG_GROUP, type TwinSide } from "../subjects/twins.ts";
+import { CONFIG_GROUP, deviceInboxPrefix, type TwinSide } from "../subjects/twins.ts";
 import { INPUT_KINDS, parseAppConfigText, type AppConfig, type InputKind, type OutputKind, type SdkEnv } from "./config.ts";
 import { dataReport, messageIdSequence, type IoDataReport, type IoPoint } from "./messages.ts";
 import { JetStreamTwinBackend } from "./kv/jetstream.ts";
@@ -111,6 +111,8 @@ export class DeviceClient {
       name: config.name,
       ...(config.bus.user ? { user: config.bus.user } : {}),
       ...(config.bus.password ? { pass: config.bus.password } : {}),
+      // A per-app inbox, so per-device permissions can allow replies and watches to this app only.
+      inboxPrefix: deviceInboxPrefix(config.name),
       maxReconnectAttempts: -1,
       reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000,
       waitOnFirstConnect: false,
@@ -120,7 +122,7 @@ export class DeviceClient {
     else {
       // A separate KV server (KvClient Server/Port) gets its own connection, same credentials.
       const kvConnection = config.kv.servers
-        ? await connect({ servers: config.kv.servers, name: `${config.name}-kv`, ...(config.bus.user ? { user: config.bus.user } : {}), ...(config.bus.password ? { pass: config.bus.password } : {}), maxReconnectAttempts: -1, reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000 })
+        ? await connect({ servers: config.kv.servers, name: `${config.name}-kv`, inboxPrefix: deviceInboxPrefix(config.name), ...(config.bus.user ? { user: config.bus.user } : {}), ...(config.bus.password ? { pass: config.bus.password } : {}), maxReconnectAttempts: -1, reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000 })
         : nc;
       twins = new JetStreamTwinBackend(kvConnection, config.kv.twin, log, kvConnection !== nc);
     }

@@ -237,3 +237,51 @@ export function parseIfMatch(header: string | null | undefined): number | undefi
 export function toTwinEntry(entry: { key: string; revision: number; operation: "PUT" | "DEL" | "PURGE"; created: Date; length: number; string(): string }): TwinEntry {
   return { key: entry.key, revision: entry.revision, operation: entry.operation, created: entry.created, value: entry.operation === "PUT" && entry.length > 0 ? entry.string() : "" };
 }
+
+// ---- per-device NATS permissions -------------------------------------------------------------
+
+/** Inbox prefix of a device app: replies and KV watches arrive here, and only here. */
+export const deviceInboxPrefix = (appName: string) => `_INBOX_${appName}`;
+
+export type DevicePermissionInput = {
+  twin: TwinAddress;
+  /** The app's Name (token pattern): its inbox prefix. */
+  appName: string;
+  /** Subjects it may receive (its Subscriptions). */
+  subscribe: string[];
+  /** Subjects it may publish to (its Targets). */
+  publish: string[];
+};
+
+/**
+ * nats-server permissions of one device user: its own twin bucket (the KV and JetStream API
+ * subjects of `KV_<bucket>` only), its own inbox, its own Subscriptions and Targets. Slash keys are
+ * one subject token, so within its bucket a device can write any key (desired included): the
+ * isolation is between devices, not between sides of one twin.
+ */
+export function deviceUserPermissions(input: DevicePermissionInput): { publish: { allow: string[] }; subscribe: { allow: string[] }; allow_responses: boolean } {
+  const bucket = twinBucket(input.twin);
+  const stream = `KV_${bucket}`;
+  return {
+    publish: {
+      allow: [
+        "$JS.API.INFO",
+        `$JS.API.STREAM.CREATE.${stream}`,
+        `$JS.API.STREAM.INFO.${stream}`,
+        `$JS.API.STREAM.MSG.GET.${stream}`,
+        `$JS.API.DIRECT.GET.${stream}`,
+        `$JS.API.DIRECT.GET.${stream}.>`,
+        `$JS.API.CONSUMER.CREATE.${stream}`,
+        `$JS.API.CONSUMER.CREATE.${stream}.>`,
+        `$JS.API.CONSUMER.INFO.${stream}.>`,
+        `$JS.API.CONSUMER.DELETE.${stream}.>`,
+        `$JS.FC.${stream}.>`,
+        `$KV.${bucket}.>`,
+        ...input.publish,
+      ],
+    },
+    subscribe: { allow: [`${deviceInboxPrefix(input.appName)}.>`, ...input.subscribe] },
+    // RequestIn handlers answer on the requester's reply subject.
+    allow_responses: true,
+  };
+}
