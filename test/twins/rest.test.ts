@@ -3,6 +3,9 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { TwinCommitGate, toTwinEntry, twinBucket, type TwinEntry } from "../../subjects/twins.ts";
+import { putTwins } from "../../actors/twins/handlers.ts";
+import { kvTwinStores } from "../../actors/twins/store.ts";
+import { createLogger } from "../../platform/logger.ts";
 
 const path = (twin: string) => `/api/twin-properties/v1/acme/prod/${twin}/twin-properties`;
 const json = (body: unknown) => JSON.stringify(body);
@@ -140,5 +143,23 @@ describe("twin properties REST", () => {
     await watching;
     expect(torn).toEqual([]);
     expect(releases).toBe(12);
+  });
+
+  it("twins - a commit left pending by a dead writer is rolled forward by the next writer", async () => {
+    const address = { organization: "acme", environment: "prod", twinId: "dev-9" };
+    const deps = { stores: kvTwinStores(nc), leaseMs: 50 };
+    const ctx = { requestId: "t", log: createLogger("silent"), principal: { clientId: "admin", subject: "admin", groups: ["twins.writers"], kind: "service" as const } };
+    await putTwins({ ...address, group: "g", twins: [{ name: "a", value: "0" }] }, ctx, deps);
+    const kv = await new Kvm(nc).open(twinBucket(address));
+    const record = await kv.get("twin_commits/g");
+    // A writer claimed the group, wrote one of two keys, and died.
+    const pending = { state: "pending", names: ["a", "b"], values: { a: "1", b: "1" }, version: record!.revision, at: new Date(Date.now() - 60_000).toISOString() };
+    await kv.update("twin_commits/g", JSON.stringify(pending), record!.revision);
+    await kv.put("twin_properties/g/desired/a", "1");
+    const hidden = (await (await derrick.call(path("dev-9"), { as: "admin", partition: null })).json()) as { desired: Record<string, Record<string, { value: string }>> };
+    expect(hidden.desired.g!.a!.value).toBe("0");
+    await putTwins({ ...address, group: "g", twins: [{ name: "c", value: "2" }] }, ctx, deps);
+    const state = (await (await derrick.call(path("dev-9"), { as: "admin", partition: null })).json()) as { desired: Record<string, Record<string, { value: string }>> };
+    expect(Object.fromEntries(Object.entries(state.desired.g!).map(([k, v]) => [k, v.value]))).toEqual({ a: "1", b: "1", c: "2" });
   });
 });
