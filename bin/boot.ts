@@ -6,7 +6,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { ActorName, Config } from "../config/index.ts";
 import { Bus } from "../subjects/index.ts";
-import { connectNats } from "../platform/nats.ts";
+import { connectNats, type NatsAuth } from "../platform/nats.ts";
 import type { Logger } from "../platform/logger.ts";
 import { startActors, type RunningActors } from "../actors/index.ts";
 import { createEdgeApp, listenEdge, type RunningEdge } from "../edge/app.ts";
@@ -15,6 +15,7 @@ import { createMetrics } from "../edge/metrics.ts";
 export type BootOptions = {
   cfg: Config;
   natsUrl: string;
+  natsAuth?: NatsAuth;
   log: Logger;
   edge: boolean;
   actors: readonly ActorName[];
@@ -32,7 +33,7 @@ export type Booted = {
 
 export async function boot(options: BootOptions): Promise<Booted> {
   const { cfg, log } = options;
-  const nc = await connectNats(options.natsUrl, `derrick-${process.pid}`, log);
+  const nc = await connectNats(options.natsUrl, `derrick-${process.pid}`, log, options.natsAuth);
   const metrics = createMetrics(options.processMetrics ?? true);
   const bus = new Bus(nc, { timeoutMs: cfg.requestTimeoutMs, onRequest: metrics.observeNats });
   let actors: RunningActors | undefined;

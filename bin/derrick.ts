@@ -6,6 +6,7 @@
  *   derrick actor <names…>            only these actors, against NATS_URL
  *   derrick apps create [--id ID] [--groups a,b] [--json] | list | delete <client_id>
  *   derrick token --user NAME [--client ID] [--groups a,b] [--ttl 1h]
+ *   derrick devices add <org> <env> <twinId> --name APP [--subscribe …] [--publish …] | list | remove APP
  *   derrick config                    print the effective configuration (secrets masked)
  *   derrick sdk migrate --config old.json --routes routes.json [--out new.json]   SDK 2.0 → 3.0 config
  */
@@ -14,14 +15,16 @@ import { join, resolve } from "node:path";
 import { ACTOR_NAMES, ConfigError, loadConfig, parseDuration, type ActorName, type Config } from "../config/index.ts";
 import { createLogger, type Logger } from "../platform/logger.ts";
 import { startNatsServer, type NatsServer } from "../platform/nats-server.ts";
-import { connectNats } from "../platform/nats.ts";
+import { connectNats, type NatsAuth } from "../platform/nats.ts";
+import { authorizationBlock, ensureNatsUsers, readNatsUsers } from "../platform/nats-users.ts";
+import { devicesCommand } from "./devices.ts";
 import { Bus, DerrickError, subjects } from "../subjects/index.ts";
 import type { AppCredentials, AppList } from "../subjects/identity.ts";
 import { loadOrCreateSigningKey, mintToken } from "../actors/identity/index.ts";
 import { boot } from "./boot.ts";
 import { runMigrateCli } from "../sdk/migrate.ts";
 
-const USAGE = `usage: derrick <start | edge | actor <names…> | apps create|list|delete | token | config>
+const USAGE = `usage: derrick <start | edge | actor <names…> | apps create|list|delete | devices add|list|remove | token | sdk migrate | config>
 actors: ${ACTOR_NAMES.join(", ")}`;
 
 async function main(argv: string[]): Promise<number> {
@@ -54,6 +57,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case "apps":
       return apps(cfg, rest);
+    case "devices":
+      return devicesCommand(cfg, rest);
     case "token":
       return token(cfg, rest);
     case "sdk":
@@ -62,7 +67,7 @@ async function main(argv: string[]): Promise<number> {
       console.error("usage: derrick sdk migrate --config old.json --routes routes.json [--out new.json]");
       return 2;
     case "config":
-      console.log(JSON.stringify({ ...cfg, clients: cfg.clients.map((c) => ({ ...c, client_secret: "***", appkey: "***" })) }, null, 2));
+      console.log(JSON.stringify({ ...cfg, ...(cfg.natsPassword ? { natsPassword: "***" } : {}), clients: cfg.clients.map((c) => ({ ...c, client_secret: "***", appkey: "***" })) }, null, 2));
       return 0;
     default:
       console.error(USAGE);
@@ -78,13 +83,15 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
       console.error("derrick: NATS_URL is not set; `derrick edge` and `derrick actor` join an existing NATS server (use `derrick start` for everything in one process)");
       return 2;
     }
-    server = await startNatsServer({ dir: resolve(join(cfg.dataDir, "nats")), port: cfg.natsPort });
+    // Anonymous connections are refused: derrick's processes use the internal user, devices their own.
+    const users = ensureNatsUsers(cfg.dataDir);
+    server = await startNatsServer({ dir: resolve(join(cfg.dataDir, "nats")), port: cfg.natsPort, authorization: authorizationBlock(users) });
     natsUrl = server.url;
     log.info({ url: natsUrl, store: join(cfg.dataDir, "nats") }, "embedded nats-server started");
   }
   let running;
   try {
-    running = await boot({ cfg, natsUrl, log, edge: plan.edge, actors: plan.actors });
+    running = await boot({ cfg, natsUrl, natsAuth: natsAuthFor(cfg), log, edge: plan.edge, actors: plan.actors });
   } catch (error) {
     await server?.stop();
     throw error;
@@ -109,9 +116,16 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   return 0;
 }
 
+/** NATS_USER/NATS_PASSWORD when given, else the embedded server's internal user from the data dir. */
+function natsAuthFor(cfg: Config): NatsAuth | undefined {
+  if (cfg.natsUser) return { user: cfg.natsUser, pass: cfg.natsPassword ?? "" };
+  const internal = readNatsUsers(cfg.dataDir)?.internal;
+  return internal ? { user: internal.user, pass: internal.password } : undefined;
+}
+
 async function withBus<T>(cfg: Config, work: (bus: Bus) => Promise<T>): Promise<T> {
   const url = cfg.natsUrl ?? `nats://127.0.0.1:${cfg.natsPort}`;
-  const nc = await connectNats(url, "derrick-cli").catch((error: Error) => {
+  const nc = await connectNats(url, "derrick-cli", undefined, natsAuthFor(cfg)).catch((error: Error) => {
     throw new Error(`cannot reach NATS at ${url} (${error.message}); is derrick running, or NATS_URL set?`);
   });
   try {

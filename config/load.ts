@@ -68,6 +68,8 @@ const actorList: Parser = (raw, variable) => {
 /** Each variable, where it lands in Config, how it is parsed, and its default. */
 const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fallback?: string }> = [
   { name: "NATS_URL", path: "natsUrl", parse: text },
+  { name: "NATS_USER", path: "natsUser", parse: text },
+  { name: "NATS_PASSWORD", path: "natsPassword", parse: text },
   { name: "DERRICK_NATS_PORT", path: "natsPort", parse: integer, fallback: "4222" },
   { name: "DERRICK_HTTP_HOST", path: "http.host", parse: text, fallback: "127.0.0.1" },
   { name: "DERRICK_HTTP_PORT", path: "http.port", parse: integer, fallback: "8080" },

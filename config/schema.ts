@@ -25,6 +25,9 @@ export type ClientSeed = Static<typeof ClientSeed>;
 export const Config = Type.Object({
   /** External NATS server; when absent `derrick start` runs an embedded nats-server. */
   natsUrl: Type.Optional(Type.String({ minLength: 1 })),
+  /** Credentials for NATS_URL; unset → none, or the embedded server's internal user from the data dir. */
+  natsUser: Type.Optional(Type.String({ minLength: 1 })),
+  natsPassword: Type.Optional(Type.String({ minLength: 1 })),
   /** Client port of the embedded nats-server. */
   natsPort: Type.Integer({ minimum: 0, maximum: 65535 }),
   http: Type.Object({

@@ -3,7 +3,7 @@
  * `derrick start` uses it when NATS_URL is unset; the test harness uses it with port -1.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export type NatsServerOptions = {
@@ -12,8 +12,10 @@ export type NatsServerOptions = {
   /** Client port; -1 or 0 picks a free one. */
   port?: number;
   host?: string;
-  /** Extra nats-server config text (e.g. authorization blocks). */
+  /** Extra nats-server config text. */
   extraConfig?: string;
+  /** An `authorization { … }` block, kept in its own included file so it can be rewritten and reloaded. */
+  authorization?: string;
   /** Print the server's log lines (debugging). */
   verbose?: boolean;
 };
@@ -28,6 +30,29 @@ export type NatsServer = {
   kill(): Promise<void>;
 };
 
+const PID_FILE = "nats-server.pid";
+const AUTH_FILE = "auth.conf";
+
+/** Rewrites the included authorization file of a server started in `dir`. */
+export function writeAuthorization(dir: string, authorization: string): void {
+  const tmp = join(dir, `${AUTH_FILE}.${process.pid}.tmp`);
+  writeFileSync(tmp, authorization, { mode: 0o600 });
+  renameSync(tmp, join(dir, AUTH_FILE));
+}
+
+/** Asks a running server started in `dir` to reload its config (SIGHUP); false when none runs. */
+export function reloadNatsServer(dir: string): boolean {
+  const pidPath = join(dir, PID_FILE);
+  if (!existsSync(pidPath)) return false;
+  const pid = Number(readFileSync(pidPath, "utf8").trim());
+  try {
+    process.kill(pid, "SIGHUP");
+    return true;
+  } catch {
+    return false; // stale pid file: the server is not running
+  }
+}
+
 export const NATS_SERVER_MISSING =
   "nats-server was not found on PATH. Install it (Debian: `apt-get install nats-server`) or set NATS_URL to an existing server with JetStream enabled.";
 
@@ -39,16 +64,19 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   mkdirSync(storeDir, { recursive: true });
   mkdirSync(portsDir, { recursive: true });
   const configPath = join(options.dir, "nats-server.conf");
+  if (options.authorization !== undefined) writeAuthorization(options.dir, options.authorization);
   writeFileSync(
     configPath,
     [
       `host: "${host}"`,
       `port: ${port}`,
       `ports_file_dir: "${portsDir}"`,
+      `pid_file: "${join(options.dir, PID_FILE)}"`,
       `jetstream { store_dir: "${storeDir}" }`,
       // Requests carry principal headers; keep payload room generous but bounded.
       `max_payload: 8MB`,
       options.extraConfig ?? "",
+      options.authorization !== undefined ? `include "${AUTH_FILE}"` : "",
     ].join("\n"),
   );
 

@@ -4,10 +4,13 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "./logger.ts";
 import { coalesceWrites } from "./nats-coalesce.ts";
 
-export async function connectNats(url: string, name: string, log?: Logger): Promise<NatsConnection> {
+export type NatsAuth = { user: string; pass: string };
+
+export async function connectNats(url: string, name: string, log?: Logger, auth?: NatsAuth): Promise<NatsConnection> {
   const nc = await connect({
     servers: url.split(","),
     name,
+    ...(auth ? { user: auth.user, pass: auth.pass } : {}),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     pingInterval: 10_000,

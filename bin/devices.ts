@@ -1,0 +1,74 @@
+/**
+ * `derrick devices add|list|remove`: device users of the embedded nats-server. Each device app gets
+ * its own NATS user whose permissions cover only its twin's bucket, its inbox and its subjects; the
+ * running server reloads the user list at once.
+ */
+import { parseArgs } from "node:util";
+import { join, resolve } from "node:path";
+import type { Config } from "../config/index.ts";
+import { addDeviceUser, authorizationBlock, ensureNatsUsers, readNatsUsers, removeDeviceUser } from "../platform/nats-users.ts";
+import { reloadNatsServer, writeAuthorization } from "../platform/nats-server.ts";
+import { deviceInboxPrefix, twinBucket } from "../subjects/twins.ts";
+import { isToken } from "../subjects/tokens.ts";
+
+const USAGE = `usage:
+  derrick devices add <organization> <environment> <twinId> --name <AppName> [--subscribe s1,s2] [--publish p1,p2] [--json]
+  derrick devices list [--json]
+  derrick devices remove <AppName>`;
+
+const list = (value: string | undefined) => (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+
+/** Rewrites the server's user list and asks a running embedded server to reload it. */
+function applyUsers(cfg: Config): boolean {
+  const dir = resolve(join(cfg.dataDir, "nats"));
+  writeAuthorization(dir, authorizationBlock(ensureNatsUsers(cfg.dataDir)));
+  return reloadNatsServer(dir);
+}
+
+export async function devicesCommand(cfg: Config, args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { name: { type: "string" }, subscribe: { type: "string" }, publish: { type: "string" }, json: { type: "boolean" } },
+  });
+  const [action, ...rest] = positionals;
+  if (cfg.natsUrl) {
+    console.error("derrick: device users are managed here only for the embedded nats-server; with NATS_URL, add them to your server's authorization (see docs/twins.md)");
+    return 2;
+  }
+  if (action === "add" && rest.length === 3 && values.name) {
+    const [organization, environment, twinId] = rest as [string, string, string];
+    for (const [what, value] of [["organization", organization], ["environment", environment], ["twinId", twinId], ["--name", values.name]] as const) {
+      if (!isToken(value)) {
+        console.error(`derrick: ${what} "${value}" must match [A-Za-z0-9_-]{1,128}`);
+        return 2;
+      }
+    }
+    const twin = { organization, environment, twinId };
+    const password = await addDeviceUser(cfg.dataDir, { name: values.name, twin, subscribe: list(values.subscribe), publish: list(values.publish) });
+    const reloaded = applyUsers(cfg);
+    const credentials = { user: values.name, password, inboxPrefix: deviceInboxPrefix(values.name), bucket: twinBucket(twin), reloaded };
+    if (values.json) console.log(JSON.stringify(credentials));
+    else {
+      console.log(`user:         ${credentials.user}\npassword:     ${credentials.password}\ninbox prefix: ${credentials.inboxPrefix}\ntwin bucket:  ${credentials.bucket}`);
+      console.log(reloaded ? "(the running nats-server has reloaded its users; the password is shown only now)" : "(takes effect when derrick starts; the password is shown only now)");
+    }
+    return 0;
+  }
+  if (action === "list") {
+    const devices = Object.values(readNatsUsers(cfg.dataDir)?.devices ?? {}).map(({ password_hash: _hidden, ...device }) => device);
+    if (values.json) console.log(JSON.stringify({ devices }));
+    else for (const d of devices) console.log(`${d.user}\t${d.twin.organization}/${d.twin.environment}/${d.twin.twinId}\t${d.created_at}`);
+    return 0;
+  }
+  if (action === "remove" && rest.length === 1) {
+    if (!removeDeviceUser(cfg.dataDir, rest[0]!)) {
+      console.error(`derrick: no device user ${rest[0]}`);
+      return 1;
+    }
+    applyUsers(cfg);
+    return 0;
+  }
+  console.error(USAGE);
+  return 2;
+}
