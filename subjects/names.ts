@@ -73,6 +73,12 @@ export const subjects = {
   events: (partition: string, type: string) => `${ROOT}.events.${checkToken(partition, "/partition")}.${checkToken(type, "/type")}`,
   /** Records to index: `derrick.records.<partition>.<recordKey>` (stream RECORDS). */
   records: (partition: string, key: string) => `${ROOT}.records.${checkToken(partition, "/partition")}.${checkToken(key, "/key")}`,
+  /** Every record subject (stream RECORDS). */
+  allRecords: () => `${ROOT}.records.>`,
+  /** OSDU Search v2 queries and cursors (schemas: subjects/search.ts). */
+  search: operations("search", ["query", "cursor.query", "cursor.delete", "info", "status"] as const),
+  /** OSDU Storage-compatible record store that feeds search (schemas: subjects/search.ts). */
+  storage: operations("storage", ["records.put", "records.get", "records.delete"] as const),
 } as const;
 
 /** The NATS micro-service name of an actor, as discovered by `$SRV.PING`. */

@@ -1,0 +1,208 @@
+/**
+ * Messages of the search capability: OSDU Search v2 requests and responses, and the OSDU
+ * Storage-compatible records that feed the index (stream RECORDS). The edge validates and documents
+ * HTTP bodies with these schemas; the `search` and `storage` actors decode with them and then apply
+ * OSDU's own rules (with OSDU's messages) in actors/search/validate.ts.
+ */
+import { createHash } from "node:crypto";
+import { Type, type Static } from "@sinclair/typebox";
+
+/** Groups that may query (OSDU: members of service.search.user / service.search.admin). */
+export const SEARCH_ROLES = ["users.datalake.viewers", "users.datalake.editors", "users.datalake.admins", "users.datalake.ops"] as const;
+/** Group that may write records through storage. */
+export const STORAGE_WRITER_GROUP = "users.datalake.editors";
+/** Members see every record whatever its ACL (OSDU). */
+export const DATA_ROOT_GROUP = "users.data.root";
+
+// ---- search requests --------------------------------------------------------------------------
+
+export const Point = Type.Object({ latitude: Type.Number(), longitude: Type.Number() }, { additionalProperties: false });
+export type Point = Static<typeof Point>;
+const Points = Type.Object({ points: Type.Array(Point, { maxItems: 10_000 }) }, { additionalProperties: false });
+
+export const SpatialFilter = Type.Object(
+  {
+    /** The record field holding the geometry, e.g. `data.SpatialLocation.Wgs84Coordinates`. */
+    field: Type.String(),
+    byBoundingBox: Type.Optional(Type.Object({ topLeft: Point, bottomRight: Point }, { additionalProperties: false })),
+    byDistance: Type.Optional(Type.Object({ point: Point, distance: Type.Number({ description: "metres" }) }, { additionalProperties: false })),
+    byGeoPolygon: Type.Optional(Points),
+    byIntersection: Type.Optional(Type.Object({ polygons: Type.Array(Points, { maxItems: 1000 }) }, { additionalProperties: false })),
+    /** Accepted as OSDU's model does; OSDU's current query builder ignores it, and so does derrick. */
+    byWithinPolygon: Type.Optional(Points),
+  },
+  { additionalProperties: false },
+);
+export type SpatialFilter = Static<typeof SpatialFilter>;
+
+export const SortQuery = Type.Object(
+  {
+    field: Type.Array(Type.String(), { maxItems: 32 }),
+    /** ASC or DESC, case-insensitive. */
+    order: Type.Array(Type.String(), { maxItems: 32 }),
+    filter: Type.Optional(Type.Array(Type.String(), { maxItems: 32 })),
+  },
+  { additionalProperties: false },
+);
+export type SortQuery = Static<typeof SortQuery>;
+
+const queryFields = {
+  /** One kind, a comma-separated list, or an array; `*` wildcards per segment. */
+  kind: Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 1000 })], { description: "authority:source:type:version; wildcards per segment" }),
+  /** Lucene query-string syntax plus OSDU `nested(path, (…))`; blank = everything. */
+  query: Type.Optional(Type.String({ maxLength: 100_000 })),
+  /** 0 → 10; above 1000 → 1000. */
+  limit: Type.Optional(Type.Integer()),
+  sort: Type.Optional(SortQuery),
+  /** Only records whose `acl.owners` hold one of the caller's groups. */
+  queryAsOwner: Type.Optional(Type.Boolean()),
+  /** Exact `totalCount` beyond 10000. */
+  trackTotalCount: Type.Optional(Type.Boolean()),
+  spatialFilter: Type.Optional(SpatialFilter),
+  returnedFields: Type.Optional(Type.Array(Type.String(), { maxItems: 1000 })),
+  highlightedFields: Type.Optional(Type.Array(Type.String(), { maxItems: 100 })),
+  /** Preview in OSDU; accepted and answered with no suggestions. */
+  suggestPhrase: Type.Optional(Type.String()),
+};
+
+export const QueryRequest = Type.Object(
+  {
+    ...queryFields,
+    offset: Type.Optional(Type.Integer()),
+    /** Terms aggregation on a field: `[{key, count}]`, count desc then key asc, at most 1000 buckets. */
+    aggregateBy: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+export type QueryRequest = Static<typeof QueryRequest>;
+
+export const CursorQueryRequest = Type.Object(
+  {
+    ...queryFields,
+    kind: Type.Optional(queryFields.kind),
+    /** The cursor of the previous page; the query it was opened with is kept with it. */
+    cursor: Type.Optional(Type.String({ maxLength: 256 })),
+  },
+  { additionalProperties: false },
+);
+export type CursorQueryRequest = Static<typeof CursorQueryRequest>;
+
+export const Aggregation = Type.Object({ key: Type.String(), count: Type.Integer() });
+export type Aggregation = Static<typeof Aggregation>;
+
+export const QueryResponse = Type.Object({
+  results: Type.Array(Type.Record(Type.String(), Type.Unknown())),
+  aggregations: Type.Array(Aggregation),
+  phraseSuggestions: Type.Array(Type.String()),
+  totalCount: Type.Integer(),
+});
+export type QueryResponse = Static<typeof QueryResponse>;
+
+export const CursorQueryResponse = Type.Object({
+  /** Absent on the last (empty) page. */
+  cursor: Type.Optional(Type.String()),
+  results: Type.Array(Type.Record(Type.String(), Type.Unknown())),
+  totalCount: Type.Integer(),
+});
+export type CursorQueryResponse = Static<typeof CursorQueryResponse>;
+
+/** NATS request of `derrick.search.query`. */
+export const SearchQueryMessage = Type.Object({ body: Type.Unknown() });
+export type SearchQueryMessage = Static<typeof SearchQueryMessage>;
+/** NATS request of `derrick.search.cursor.delete`. */
+export const CursorRef = Type.Object({ cursor: Type.String({ maxLength: 256 }) }, { additionalProperties: false });
+export type CursorRef = Static<typeof CursorRef>;
+
+/** OSDU `VersionInfo` of GET /info. */
+export const VersionInfo = Type.Object({
+  groupId: Type.String(),
+  artifactId: Type.String(),
+  version: Type.String(),
+  buildTime: Type.String(),
+  branch: Type.String(),
+  commitId: Type.String(),
+  commitMessage: Type.String(),
+  connectedOuterServices: Type.Array(Type.Object({ name: Type.String(), version: Type.String() })),
+});
+export type VersionInfo = Static<typeof VersionInfo>;
+
+/** What one search replica holds (tests and operations). */
+export const SearchStatus = Type.Object({
+  /** Last RECORDS stream sequence applied to the local index. */
+  appliedSeq: Type.Integer(),
+  records: Type.Integer(),
+  indexFile: Type.String(),
+});
+export type SearchStatus = Static<typeof SearchStatus>;
+
+// ---- records ----------------------------------------------------------------------------------
+
+export const Acl = Type.Object(
+  {
+    viewers: Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { minItems: 1, maxItems: 100 }),
+    owners: Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { minItems: 1, maxItems: 100 }),
+  },
+  { additionalProperties: false },
+);
+export type Acl = Static<typeof Acl>;
+
+/** OSDU record id: `<partition>:<type>:<id>`. */
+export const RECORD_ID_PATTERN = "^[\\w\\-.]+:[\\w\\-.]+:[\\w\\-.:%]+$";
+/** OSDU kind: `authority:source:type:major.minor.patch`. */
+export const RECORD_KIND_PATTERN = "^[\\w\\-.]+:[\\w\\-.]+:[\\w\\-.]+:[0-9]+\\.[0-9]+\\.[0-9]+$";
+
+/** A record as written through `PUT /api/storage/v2/records` (and, with `id`, on NATS). */
+export const RecordInput = Type.Object(
+  {
+    id: Type.Optional(Type.String({ pattern: RECORD_ID_PATTERN, maxLength: 1024 })),
+    kind: Type.String({ pattern: RECORD_KIND_PATTERN, maxLength: 512 }),
+    acl: Acl,
+    /** Stored as given (legal tags are not checked by derrick). */
+    legal: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    data: Type.Record(Type.String(), Type.Unknown()),
+    ancestry: Type.Optional(Type.Object({ parents: Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 1000 }) }, { additionalProperties: false })),
+    tags: Type.Optional(Type.Record(Type.String(), Type.String())),
+    meta: Type.Optional(Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems: 1000 })),
+  },
+  { additionalProperties: false },
+);
+export type RecordInput = Static<typeof RecordInput>;
+
+export const PutRecordsBody = Type.Array(RecordInput, { minItems: 1, maxItems: 500 });
+export type PutRecordsBody = Static<typeof PutRecordsBody>;
+
+/** A record as stored on the RECORDS stream and returned by GET. */
+export const StoredRecord = Type.Object({
+  ...RecordInput.properties,
+  id: Type.String(),
+  /** Microseconds since the epoch of this write: increases on every write of the record. */
+  version: Type.Integer(),
+  createUser: Type.String(),
+  createTime: Type.String(),
+  modifyUser: Type.Optional(Type.String()),
+  modifyTime: Type.Optional(Type.String()),
+});
+export type StoredRecord = Static<typeof StoredRecord>;
+
+export const PutRecordsResponse = Type.Object({
+  recordCount: Type.Integer(),
+  recordIds: Type.Array(Type.String()),
+  /** `<id>:<version>` */
+  recordIdVersions: Type.Array(Type.String()),
+  skippedRecordIds: Type.Array(Type.String()),
+});
+export type PutRecordsResponse = Static<typeof PutRecordsResponse>;
+
+export const RecordRef = Type.Object({ id: Type.String({ maxLength: 1024 }) }, { additionalProperties: false });
+export type RecordRef = Static<typeof RecordRef>;
+
+/** The RECORDS stream: last value per record subject, so it replays as a table. */
+export const RECORDS_STREAM = "RECORDS";
+/** A record message with this header value (or an empty body) deletes the record. */
+export const RECORD_OPERATION_HEADER = "Derrick-Record-Operation";
+export const RECORD_DELETE = "delete";
+
+/** Hex SHA-1 of the record id: the last token of the record's subject (CONTRACT.md). */
+export function recordKey(id: string): string {
+  return createHash("sha1").update(id).digest("hex");
+}
