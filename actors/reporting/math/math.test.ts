@@ -1,0 +1,245 @@
+/** Reference cases G1–G15 of domain/reporting.md §6 and the invariants of the aggregation math. */
+import { describe, expect, it } from "vitest";
+import { chanceOfSuccess, jointProbabilityPartial, riskedMean, DependencyModel } from "./chance.ts";
+import { fitLognormal, swansonMean, volumeModel } from "./lognormal.ts";
+import { exceedanceFraction, simulate, successCasePercentiles } from "./monte-carlo.ts";
+import { EXACT_MAX_SEGMENTS, outcomeTree } from "./outcome-tree.ts";
+import { breakevenPg, emv, irr, maxExposure, npv, payoutYear, profitToInvestment } from "./indicators.ts";
+import { cashFlows, priceAt, productionProfile } from "./cashflow.ts";
+import { areaKm2, bbox, geometryProblems } from "./polygon.ts";
+import { createRandom } from "./prng.ts";
+
+const MODELS = [DependencyModel.independent, DependencyModel.commonFactor, DependencyModel.fullyDependent] as const;
+const G3 = { pc: 0.6, ps: [0.5, 0.4, 0.3], means: [100, 50, 30] };
+
+describe("reporting math - chance of success", () => {
+  it("G1 - two independent segments 0.30 and 0.60: both 0.18, A only 0.12, B only 0.42, none 0.28, at least one 0.72", () => {
+    const chance = chanceOfSuccess({ model: "independent", pc: 1, ps: [0.3, 0.6] });
+    expect(chance.pgAtLeastOne).toBeCloseTo(0.72, 12);
+    expect(chance.pgAll).toBeCloseTo(0.18, 12);
+    const tree = outcomeTree({ model: "independent", pc: 1, ps: [0.3, 0.6], means: [1, 1], trials: 0, seed: 1 });
+    const leaf = (a: boolean, b: boolean) => tree.leaves.find((l) => l.states[0] === a && l.states[1] === b)!.probability;
+    expect(leaf(true, true)).toBeCloseTo(0.18, 12);
+    expect(leaf(true, false)).toBeCloseTo(0.12, 12);
+    expect(leaf(false, true)).toBeCloseTo(0.42, 12);
+    expect(leaf(false, false)).toBeCloseTo(0.28, 12);
+  });
+
+  it("G2 - a zone with Pg 0.30 and success mean 60 has a risked mean of 18", () => {
+    expect(riskedMean([0.3], [60])).toBeCloseTo(18, 12);
+  });
+
+  it("G3 - Pg_i, the risked mean under every model, P(≥1) and the success-case mean per model", () => {
+    const expected = { independent: { p: 0.56376, mean: 84.078 }, commonFactor: { p: 0.474, mean: 100.0 }, fullyDependent: { p: 0.3, mean: 158.0 } };
+    for (const model of MODELS) {
+      const chance = chanceOfSuccess({ model, pc: G3.pc, ps: G3.ps });
+      chance.pg.forEach((p, i) => expect(p).toBeCloseTo([0.3, 0.24, 0.18][i]!, 12));
+      const risked = riskedMean(chance.pg, G3.means);
+      expect(risked).toBeCloseTo(47.4, 10);
+      expect(chance.pgAtLeastOne).toBeCloseTo(expected[model].p, 10);
+      expect(risked / chance.pgAtLeastOne).toBeCloseTo(expected[model].mean, 2);
+    }
+  });
+
+  it("G8 - partial dependency d = 0.5 of two 0.5 outcomes: both 0.375, at least one 0.625, B given A 0.75", () => {
+    const joint = jointProbabilityPartial(0.5, 0.5, 0.5);
+    expect(joint.both).toBeCloseTo(0.375, 12);
+    expect(joint.atLeastOne).toBeCloseTo(0.625, 12);
+    expect(joint.bGivenA).toBeCloseTo(0.75, 12);
+  });
+
+  it("chance - Monte Carlo success frequencies agree with the exact P(≥1) of every model within 1%", () => {
+    for (const model of MODELS) {
+      const segments = G3.ps.map((ps, i) => ({ ps, volumes: { oil: volumeModel({ mean: G3.means[i]! }) } }));
+      const sim = simulate({ model, pc: G3.pc, segments, products: ["oil"], trials: 100_000, seed: 7 });
+      const frequency = sim.anySuccess.reduce((a, b) => a + b, 0) / sim.trials;
+      const exact = chanceOfSuccess({ model, pc: G3.pc, ps: G3.ps }).pgAtLeastOne;
+      expect(Math.abs(frequency - exact) / exact).toBeLessThan(0.01);
+      const mean = sim.totals.oil!.reduce((a, b) => a + b, 0) / sim.trials;
+      expect(Math.abs(mean - 47.4) / 47.4).toBeLessThan(0.02);
+    }
+  });
+});
+
+describe("reporting math - volumes", () => {
+  it("G4 - lognormal from P90 20 and P10 180: P50 60, σ 0.857252, mean 86.642, mode 28.774, Swanson 84.0", () => {
+    const d = fitLognormal(20, 180);
+    expect(d.p50).toBeCloseTo(60, 10);
+    expect(d.sigma).toBeCloseTo(0.857252, 6);
+    expect(d.mean).toBeCloseTo(86.642, 3);
+    expect(d.mode).toBeCloseTo(28.774, 3);
+    expect(swansonMean(20, d.p50, 180)).toBeCloseTo(84.0, 10);
+  });
+
+  it("G4 - sampled percentiles of the fitted lognormal land within 2% of P90, P50 and P10", () => {
+    const sim = simulate({ model: "independent", pc: 1, segments: [{ ps: 1, volumes: { oil: volumeModel({ p90: 20, p10: 180 }) } }], products: ["oil"], trials: 100_000, seed: 3 });
+    const p = successCasePercentiles(sim, "oil");
+    expect(Math.abs(p.p90 - 20) / 20).toBeLessThan(0.02);
+    expect(Math.abs(p.p50 - 60) / 60).toBeLessThan(0.02);
+    expect(Math.abs(p.p10 - 180) / 180).toBeLessThan(0.02);
+  });
+
+  it("G15 - percentiles do not add: the stochastic sum of independent volumes has P90 above and P10 below the column sums, the same mean", () => {
+    const inputs = [
+      { p90: 1, p10: 6 },
+      { p90: 2, p10: 7 },
+      { p90: 1.5, p10: 6.5 },
+    ];
+    const segments = inputs.map((v) => ({ ps: 1, volumes: { oil: volumeModel(v) } }));
+    const sim = simulate({ model: "independent", pc: 1, segments, products: ["oil"], trials: 200_000, seed: 11 });
+    const sum = successCasePercentiles(sim, "oil");
+    const columnP90 = inputs.reduce((a, v) => a + v.p90, 0);
+    const columnP10 = inputs.reduce((a, v) => a + v.p10, 0);
+    expect(sum.p90).toBeGreaterThan(columnP90);
+    expect(sum.p10).toBeLessThan(columnP10);
+    const exactMean = segments.reduce((a, s) => a + s.volumes.oil.mean, 0);
+    const sampledMean = sim.totals.oil!.reduce((a, b) => a + b, 0) / sim.trials;
+    expect(Math.abs(sampledMean - exactMean) / exactMean).toBeLessThan(0.01);
+  });
+
+  it("volumes - p90 ≤ p50 ≤ p10 for every model and seed", () => {
+    for (const model of MODELS)
+      for (const seed of [1, 2, 3]) {
+        const segments = G3.ps.map((ps, i) => ({ ps, volumes: { oil: volumeModel({ p90: G3.means[i]! / 3, p10: G3.means[i]! * 2 }) } }));
+        const p = successCasePercentiles(simulate({ model, pc: G3.pc, segments, products: ["oil"], trials: 20_000, seed }), "oil");
+        expect(p.p90).toBeLessThanOrEqual(p.p50);
+        expect(p.p50).toBeLessThanOrEqual(p.p10);
+      }
+  });
+
+  it("volumes - the same seed gives the same numbers, another seed different ones", () => {
+    const run = (seed: number) => {
+      const segments = [{ ps: 0.5, volumes: { oil: volumeModel({ p90: 20, p10: 180 }) } }];
+      return successCasePercentiles(simulate({ model: "commonFactor", pc: 0.8, segments, products: ["oil"], trials: 10_000, seed }), "oil");
+    };
+    expect(run(42)).toEqual(run(42));
+    expect(run(42)).not.toEqual(run(43));
+    const a = createRandom(9);
+    const b = createRandom(9);
+    for (let i = 0; i < 100; i++) expect(a.uniform()).toBe(b.uniform());
+  });
+
+  it("volumes - the commercial chance is the fraction of trials reaching the MEFS", () => {
+    const segments = [{ ps: 1, volumes: { oil: volumeModel({ mean: 10 }) } }];
+    const sim = simulate({ model: "commonFactor", pc: 0.5, segments, products: ["oil"], trials: 50_000, seed: 5 });
+    expect(exceedanceFraction(sim, "oil", 5)).toBeCloseTo(0.5, 1);
+    expect(exceedanceFraction(sim, "oil", 11)).toBe(0);
+  });
+});
+
+describe("reporting math - outcome trees", () => {
+  const sumOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+  it("trees - leaf probabilities and common failure sum to 1 and Σ joint × volume is the risked mean, for every model", () => {
+    for (const model of MODELS) {
+      const tree = outcomeTree({ model, pc: G3.pc, ps: G3.ps, means: G3.means, trials: 0, seed: 1 });
+      expect(sumOf(tree.leaves.map((l) => l.probability)) + (tree.commonFailure ?? 0)).toBeCloseTo(1, 12);
+      expect(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean))).toBeCloseTo(47.4, 10);
+    }
+  });
+
+  it("trees - a common factor gives 1 + 2^n outcomes, full dependence n + 1 nested ones", () => {
+    expect(outcomeTree({ model: "commonFactor", pc: 0.6, ps: G3.ps, means: G3.means, trials: 0, seed: 1 }).leaves).toHaveLength(8);
+    const nested = outcomeTree({ model: "fullyDependent", pc: 0.6, ps: G3.ps, means: G3.means, trials: 0, seed: 1 });
+    expect(nested.leaves).toHaveLength(4);
+    expect(nested.commonFailure).toBeCloseTo(0.4, 12);
+  });
+
+  it("trees - branches with probability zero are pruned", () => {
+    const tree = outcomeTree({ model: "commonFactor", pc: 1, ps: [1, 0.5], means: [10, 20], trials: 0, seed: 1 });
+    expect(tree.commonFailure).toBeUndefined();
+    expect(tree.leaves).toHaveLength(2);
+    expect(tree.leaves.every((l) => l.states[0] === true && l.probability > 0)).toBe(true);
+  });
+
+  it("trees - beyond 16 segments the tree is sampled: frequencies sum to 1 and the risked mean holds within 2%", () => {
+    const n = EXACT_MAX_SEGMENTS + 2;
+    const ps = Array.from({ length: n }, (_, i) => 0.2 + (i % 5) * 0.1);
+    const means = Array.from({ length: n }, (_, i) => 10 + i);
+    const tree = outcomeTree({ model: "commonFactor", pc: 0.7, ps, means, trials: 50_000, seed: 2 });
+    expect(tree.method).toBe("MonteCarlo");
+    expect(sumOf(tree.leaves.map((l) => l.probability)) + (tree.commonFailure ?? 0)).toBeCloseTo(1, 12);
+    const exact = riskedMean(ps.map((p) => 0.7 * p), means);
+    expect(Math.abs(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) - exact) / exact).toBeLessThan(0.02);
+  });
+});
+
+describe("reporting math - economics", () => {
+  const G13 = [{ year: 2026, value: -1000 }, ...[1, 2, 3, 4, 5].map((k) => ({ year: 2026 + k, value: 300 }))];
+
+  it("G13 - −1000 then +300 × 5 at 10% end-of-year: NPV 137.236, IRR 15.238%", () => {
+    expect(npv(G13, 0.1, 2026)).toBeCloseTo(137.236, 3);
+    expect(irr(G13)!).toBeCloseTo(0.15238, 5);
+    expect(npv(G13, irr(G13)!, 2026)).toBeCloseTo(0, 8);
+  });
+
+  it("G13 - payout in the fifth year, exposure −1000, profit-to-investment 0.5, mid-year discounting worth more", () => {
+    expect(payoutYear(G13)).toBe(2030);
+    expect(maxExposure(G13)).toBe(-1000);
+    expect(profitToInvestment(G13, 1000)).toBeCloseTo(0.5, 12);
+    expect(npv(G13, 0.1, 2026, "midYear")).toBeCloseTo(137.236 * Math.sqrt(1.1), 3);
+  });
+
+  it("indicators - IRR and payout are null when the flows never change sign or never pay out", () => {
+    expect(irr([{ year: 2026, value: -10 }, { year: 2027, value: -5 }])).toBeNull();
+    expect(irr([{ year: 2026, value: 10 }])).toBeNull();
+    expect(payoutYear([{ year: 2026, value: -10 }, { year: 2027, value: 5 }])).toBeNull();
+  });
+
+  it("G9 - EMV with Ps 0.80, NPV 1,015,600 and dry-hole cost 495,000 is 713,480; break-even Ps 0.3277", () => {
+    expect(emv(0.8, 1_015_600, 495_000)).toBeCloseTo(713_480, 6);
+    expect(breakevenPg(1_015_600, 495_000)!).toBeCloseTo(0.3277, 4);
+    expect(emv(breakevenPg(1_015_600, 495_000)!, 1_015_600, 495_000)).toBeCloseTo(0, 6);
+  });
+
+  it("cash flows - the production profile builds up, holds the plateau, declines and produces exactly the recoverable volume", () => {
+    const profile = productionProfile({ firstYear: 2030, recoverable: 100, wellsPerYear: 2, wellRatePerYear: 3, plateauFraction: 0.13, declineStartRemaining: 0.5, declineRate: 0.18, economicLimit: 0, maxYears: 200 });
+    expect(profile[0]).toEqual({ year: 2030, volume: 6 });
+    expect(profile[2]!.volume).toBeCloseTo(13, 12);
+    const total = profile.reduce((a, p) => a + p.volume, 0);
+    expect(total).toBeCloseTo(100, 9);
+    const last = profile.length - 1;
+    expect(profile[last - 1]!.volume).toBeLessThan(13);
+  });
+
+  it("cash flows - royalty/tax and PSC take: contractor flows never exceed the project's, WI scales the contractor's", () => {
+    const years = [
+      { year: 2026, revenue: 0, opex: 0, capex: 500 },
+      { year: 2027, revenue: 400, opex: 50, capex: 0 },
+      { year: 2028, revenue: 400, opex: 50, capex: 0 },
+    ];
+    const tax = cashFlows(years, { type: "royaltyTax", royaltyRate: 0.1, incomeTaxRate: 0.3 }, 0.4);
+    expect(tax.contractor[1]!.royalty).toBeCloseTo(40, 12);
+    // 2027: 400 − 40 − 50 − 500 carried = −190 → no tax; 2028: 310 − 190 = 120 → 36.
+    expect(tax.contractor[1]!.tax).toBe(0);
+    expect(tax.contractor[2]!.tax).toBeCloseTo(36, 9);
+    expect(tax.workingInterest[2]!.netCashFlow).toBeCloseTo(0.4 * tax.contractor[2]!.netCashFlow, 12);
+    const psc = cashFlows(years, { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3, costRecoveryCeiling: 0.45, contractorProfitShare: 0.35 }, 1);
+    for (let i = 0; i < 3; i++) {
+      const row = psc.contractor[i]!;
+      expect(row.netCashFlow).toBeLessThanOrEqual(psc.project[i]!.netCashFlow + 1e-9);
+      expect(row.revenue - row.opex - row.capex).toBeCloseTo(row.netCashFlow + row.governmentTake, 9);
+    }
+    expect(psc.contractor[1]!.costRecovery).toBeCloseTo(0.45 * 360, 9);
+    expect(priceAt([{ year: 2026, value: 60 }, { year: 2030, value: 70 }], 2029)).toBe(60);
+    expect(priceAt([{ year: 2026, value: 60 }, { year: 2030, value: 70 }], 2040)).toBe(70);
+  });
+});
+
+describe("reporting math - polygons", () => {
+  const square = { type: "Polygon" as const, coordinates: [[[2.1, 60.1], [2.3, 60.1], [2.3, 60.2], [2.1, 60.2], [2.1, 60.1]]] };
+
+  it("polygons - area of a 0.2° × 0.1° cell at 60°N is about 124 km², bbox is its corners", () => {
+    // 0.2° lon × cos(60.15°) × 111.32 km × 0.1° lat × 111.2 km ≈ 123.5 km².
+    expect(areaKm2(square)).toBeGreaterThan(122);
+    expect(areaKm2(square)).toBeLessThan(125);
+    expect(bbox(square)).toEqual([2.1, 60.1, 2.3, 60.2]);
+    expect(geometryProblems(square)).toEqual([]);
+  });
+
+  it("polygons - open rings, short rings and out-of-range positions are named", () => {
+    expect(geometryProblems({ type: "Polygon", coordinates: [[[0, 0], [1, 0], [1, 1], [0, 1]]] })[0]!.pointer).toBe("/coordinates/0");
+    expect(geometryProblems({ type: "Polygon", coordinates: [[[0, 0], [1, 0], [0, 0]]] })[0]!.pointer).toBe("/coordinates/0");
+    expect(geometryProblems({ type: "Polygon", coordinates: [[[0, 0], [200, 0], [1, 1], [0, 0]]] })[0]!.pointer).toBe("/coordinates/0/1/0");
+  });
+});

@@ -1,0 +1,125 @@
+/**
+ * Seeded Monte Carlo of a prospect: per trial, draw which segments succeed (by the dependency
+ * model), then a success-case volume for each successful segment, and sum per product. Typed arrays
+ * hold one total per trial and product; the generator is prng.ts (xoshiro128**), so a given seed
+ * and trial count give the same numbers every time. Volumes of different segments are drawn
+ * independently (the contract has no volume correlation input).
+ */
+import { DependencyModel } from "./chance.ts";
+import type { VolumeModel } from "./lognormal.ts";
+import { createRandom, type Random } from "./prng.ts";
+import { exceedancePercentiles, type Percentiles } from "./quantiles.ts";
+
+export type SimSegment = {
+  /** Segment-specific chance ps_i. */
+  ps: number;
+  /** Success-case volume per product (absent: the segment holds none of it). */
+  volumes: Partial<Record<string, VolumeModel>>;
+};
+
+export type SimInput = { model: DependencyModel; pc: number; segments: readonly SimSegment[]; products: readonly string[]; trials: number; seed: number };
+
+export type Simulation = {
+  trials: number;
+  /** 1 where at least one segment succeeded. */
+  anySuccess: Uint8Array;
+  /** Total volume per product and trial (0 on failure). */
+  totals: Record<string, Float64Array>;
+};
+
+/** Fills `out` with the success (1) or failure (0) of every segment for one trial. */
+export function drawSuccesses(rng: Random, model: DependencyModel, pc: number, ps: readonly number[], out: Uint8Array): void {
+  const n = ps.length;
+  if (model === DependencyModel.fullyDependent) {
+    // One uniform for everything: segment i succeeds when u < Pc·ps_i (nested outcomes).
+    const u = rng.uniform();
+    for (let i = 0; i < n; i++) out[i] = u < pc * ps[i]! ? 1 : 0;
+  } else if (model === DependencyModel.commonFactor) {
+    const common = rng.uniform() < pc;
+    for (let i = 0; i < n; i++) out[i] = common && rng.uniform() < ps[i]! ? 1 : 0;
+  } else {
+    for (let i = 0; i < n; i++) out[i] = rng.uniform() < pc * ps[i]! ? 1 : 0;
+  }
+}
+
+export function simulate(input: SimInput): Simulation {
+  const { model, pc, segments, products, trials, seed } = input;
+  const rng = createRandom(seed);
+  const ps = segments.map((s) => s.ps);
+  const n = segments.length;
+  const state = new Uint8Array(n);
+  const anySuccess = new Uint8Array(trials);
+  const totals: Record<string, Float64Array> = {};
+  // Flattened segment × product table of draw parameters, so the hot loop touches no objects.
+  const np = products.length;
+  const kind = new Uint8Array(n * np); // 0 none, 1 fixed, 2 lognormal
+  const a = new Float64Array(n * np); // fixed value or mu
+  const b = new Float64Array(n * np); // sigma
+  const columns: Float64Array[] = [];
+  for (let j = 0; j < np; j++) {
+    const column = new Float64Array(trials);
+    totals[products[j]!] = column;
+    columns.push(column);
+    for (let i = 0; i < n; i++) {
+      const v = segments[i]!.volumes[products[j]!];
+      if (!v) continue;
+      if (v.kind === "lognormal") {
+        kind[i * np + j] = 2;
+        a[i * np + j] = v.dist.mu;
+        b[i * np + j] = v.dist.sigma;
+      } else {
+        kind[i * np + j] = 1;
+        a[i * np + j] = v.mean;
+      }
+    }
+  }
+  for (let t = 0; t < trials; t++) {
+    drawSuccesses(rng, model, pc, ps, state);
+    let any = 0;
+    for (let i = 0; i < n; i++) {
+      if (!state[i]) continue;
+      any = 1;
+      for (let j = 0; j < np; j++) {
+        const k = kind[i * np + j];
+        if (k === 1) columns[j]![t]! += a[i * np + j]!;
+        else if (k === 2) columns[j]![t]! += Math.exp(a[i * np + j]! + b[i * np + j]! * rng.normal());
+      }
+    }
+    anySuccess[t] = any;
+  }
+  return { trials, anySuccess, totals };
+}
+
+/** Percentiles of one product over the trials where the prospect succeeded (≥ 1 segment). */
+export function successCasePercentiles(sim: Pick<Simulation, "anySuccess" | "totals">, product: string): Percentiles {
+  const column = sim.totals[product]!;
+  let count = 0;
+  for (let t = 0; t < column.length; t++) count += sim.anySuccess[t]!;
+  const values = new Float64Array(count);
+  let k = 0;
+  for (let t = 0; t < column.length; t++) if (sim.anySuccess[t]) values[k++] = column[t]!;
+  return exceedancePercentiles(values);
+}
+
+/** Fraction of all trials whose total of the product reaches `threshold` (risked exceedance). */
+export function exceedanceFraction(sim: Pick<Simulation, "totals">, product: string, threshold: number): number {
+  const column = sim.totals[product]!;
+  let hits = 0;
+  for (let t = 0; t < column.length; t++) if (column[t]! >= threshold && column[t]! > 0) hits++;
+  return column.length ? hits / column.length : 0;
+}
+
+/** Concatenates simulations (stratified scenario mixtures): totals and success flags side by side. */
+export function concatSimulations(parts: readonly Simulation[], products: readonly string[]): Simulation {
+  const trials = parts.reduce((acc, p) => acc + p.trials, 0);
+  const anySuccess = new Uint8Array(trials);
+  const totals: Record<string, Float64Array> = {};
+  for (const product of products) totals[product] = new Float64Array(trials);
+  let offset = 0;
+  for (const part of parts) {
+    anySuccess.set(part.anySuccess, offset);
+    for (const product of products) if (part.totals[product]) totals[product]!.set(part.totals[product]!, offset);
+    offset += part.trials;
+  }
+  return { trials, anySuccess, totals };
+}
