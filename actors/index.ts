@@ -9,6 +9,8 @@ import { startDelivererActor, startDispatcherActor, startNotificationsActor } fr
 import { startTwinsActor } from "./twins/index.ts";
 import { startTwinMirrorActor } from "./twin-mirror/index.ts";
 import { startContentWorker, startProjectsActor } from "./projects/index.ts";
+import { startSearchActor } from "./search/index.ts";
+import { startStorageActor } from "./storage/index.ts";
 
 type Starter = (nc: NatsConnection, cfg: Config, log: Logger) => Promise<ServedActor>;
 
@@ -22,6 +24,8 @@ const STARTERS: Record<ActorName, Starter> = {
   "twin-mirror": (nc, cfg, log) => startTwinMirrorActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   projects: (nc, cfg, log) => startProjectsActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   "content-worker": (nc, cfg, log) => startContentWorker(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
+  search: (nc, cfg, log) => startSearchActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
+  storage: (nc, cfg, log) => startStorageActor(nc, { log, concurrency: cfg.actorConcurrency }),
 };
 
 export type RunningActors = { names: string[]; stop(): Promise<void> };

@@ -5,7 +5,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 
 /** Every actor a process can run; `ACTORS` picks a subset. */
-export const ACTOR_NAMES = ["system", "identity", "projects", "content-worker", "twins", "notifications", "dispatcher", "deliverer", "twin-mirror"] as const;
+export const ACTOR_NAMES = ["system", "identity", "projects", "content-worker", "twins", "notifications", "dispatcher", "deliverer", "twin-mirror", "search", "storage"] as const;
 export type ActorName = (typeof ACTOR_NAMES)[number];
 
 /** Subject-safe token: partitions, client ids and the like travel inside NATS subjects. */
@@ -81,6 +81,15 @@ export const Config = Type.Object({
     allowCidrs: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     /** Accept plain http:// callbacks. */
     allowHttp: Type.Boolean(),
+  }),
+  /** Search and the record store that feeds it (docs/search.md). */
+  search: Type.Object({
+    /** The local index replica of this search actor; absent → <dataDir>/search/index.sqlite. */
+    indexFile: Type.Optional(Type.String({ minLength: 1 })),
+    /** Open cursors allowed per partition (→ 429 beyond). */
+    cursorLimit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+    /** How long a cursor lives after each use. */
+    cursorTtlMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000 }),
   }),
   /** Redis-backed devices whose twin the twin-mirror actor copies: desired JetStream → Redis, reported back (docs/twins.md). */
   twinMirrors: Type.Array(

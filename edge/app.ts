@@ -19,6 +19,7 @@ import { authRoutes } from "./routes/auth.ts";
 import { notificationRoutes } from "./routes/notifications.ts";
 import { twinRoutes } from "./routes/twins.ts";
 import { projectRoutes } from "./routes/projects.ts";
+import { searchRoutes } from "./routes/search.ts";
 
 export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
 
@@ -43,6 +44,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       .use(notificationRoutes(cfg, bus, auth))
       .use(twinRoutes(cfg, bus, auth))
       .use(projectRoutes(cfg, bus, auth))
+      .use(searchRoutes(cfg, bus, auth))
   );
 }
 

@@ -1,0 +1,85 @@
+/**
+ * Wiring of the `search` actor: opens (or rebuilds) this process's index replica, follows the
+ * RECORDS stream into it, opens the cursor bucket and serves query, cursor, info and status. Each
+ * search process holds its own replica: adding processes scales reads.
+ */
+import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { subjects } from "../../subjects/index.ts";
+import { CursorRef, SearchQueryMessage, type VersionInfo } from "../../subjects/search.ts";
+import type { Config } from "../../config/index.ts";
+import { buildInfo } from "../../platform/build-info.ts";
+import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
+import { cursorQuery, deleteCursor, info, query, status, type SearchDeps } from "./handlers.ts";
+import { followRecords } from "./replica.ts";
+import { SqliteBackend } from "./sqlite.ts";
+import { openCursorStore } from "./store.ts";
+
+export const indexFileOf = (cfg: Config) => cfg.search.indexFile ?? join(cfg.dataDir, "search", "index.sqlite");
+
+function git(args: string[]): string | undefined {
+  try {
+    return execFileSync("git", args, { stdio: ["ignore", "pipe", "ignore"] }).toString().trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** OSDU VersionInfo of this build, read once. */
+export function versionInfo(engine: { name: string; version: string }, natsVersion: string): VersionInfo {
+  const build = buildInfo();
+  return {
+    groupId: "derrick",
+    artifactId: "derrick-search",
+    version: build.version,
+    buildTime: git(["log", "-1", "--format=%cI"]) ?? build.startedAt,
+    branch: process.env.DERRICK_BUILD_BRANCH ?? git(["rev-parse", "--abbrev-ref", "HEAD"]) ?? "unknown",
+    commitId: build.commit ?? "unknown",
+    commitMessage: process.env.DERRICK_BUILD_COMMIT_MESSAGE ?? git(["log", "-1", "--format=%s"]) ?? "unknown",
+    connectedOuterServices: [
+      { name: engine.name, version: engine.version },
+      { name: "nats-server", version: natsVersion },
+    ],
+  };
+}
+
+export async function startSearchActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
+  const file = indexFileOf(cfg);
+  const backend = new SqliteBackend({ file });
+  const replica = await followRecords(nc, backend, options.log.child({ actor: "search" }));
+  const cursors = await openCursorStore(nc, cfg.search.cursorTtlMs);
+  const version = versionInfo(backend.engine, nc.info?.version ?? "unknown");
+  const deps: SearchDeps = {
+    backend,
+    cursors,
+    cursorLimit: cfg.search.cursorLimit,
+    info: () => version,
+    status: () => ({ appliedSeq: backend.appliedSeq(), records: backend.recordCount(), indexFile: file }),
+  };
+  const names = subjects.search;
+  const served = await serveActor(
+    nc,
+    {
+      name: "search",
+      version: buildInfo().version,
+      description: "OSDU Search v2: Lucene queries, ranges, geo filters, aggregations and cursors over a local index of the RECORDS stream",
+      endpoints: [
+        endpoint({ name: "query", subject: names.query(), input: SearchQueryMessage, handler: (input, ctx) => query(input, ctx, deps) }),
+        endpoint({ name: "cursor-query", subject: names["cursor.query"](), input: SearchQueryMessage, handler: (input, ctx) => cursorQuery(input, ctx, deps) }),
+        endpoint({ name: "cursor-delete", subject: names["cursor.delete"](), input: CursorRef, handler: (input, ctx) => deleteCursor(input, ctx, deps) }),
+        endpoint({ name: "info", subject: names.info(), handler: () => info(deps) }),
+        endpoint({ name: "status", subject: names.status(), handler: () => status(deps) }),
+      ],
+    },
+    options,
+  );
+  return {
+    ...served,
+    async stop() {
+      await served.stop();
+      await replica.stop();
+      backend.close();
+    },
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * The seam between the API layer and an engine. Handlers validate an OSDU request, parse the query
+ * to the AST and build a SearchRequest; a backend answers it. The embedded default is SQLite
+ * (sqlite.ts); an OpenSearch backend for deployments that outgrow one machine implements the same
+ * interface (AST → query DSL mapping in docs/search.md) and nothing above it changes.
+ */
+import type { Aggregation } from "../../subjects/search.ts";
+import type { IndexedDoc } from "./documents.ts";
+import type { Area, Position } from "./geo.ts";
+import type { QueryNode } from "./query/ast.ts";
+
+export type GeoFilter =
+  | { field: string; relation: "within"; area: Area }
+  | { field: string; relation: "intersects"; polygons: Position[][][] };
+
+export type SortKey = { field: string; order: "asc" | "desc"; mode?: "min" | "max" };
+export type SortValue = string | number | null;
+
+/** Who may see what: everything (users.data.root), or records sharing a group with the caller. */
+export type Access = { all: true } | { all: false; groups: string[]; asOwner: boolean };
+
+export type SearchRequest = {
+  partition: string;
+  /** Lowercased kind patterns (`*` per segment). */
+  kinds: string[];
+  query: QueryNode;
+  spatial?: GeoFilter;
+  access: Access;
+  sort: SortKey[];
+  offset: number;
+  limit: number;
+  /** Count past 10000 (else the count stops there, as ES's track_total_hits default). */
+  trackTotalCount: boolean;
+  /** Skip counting (later cursor pages reuse the first page's count). */
+  skipCount?: boolean;
+  aggregateBy?: string;
+  /**
+   * Cursor order: the sort keys, then the record id (stable on every replica). `after` holds the
+   * last row's sort values followed by its id; rows strictly after it are returned.
+   */
+  keyset?: { after?: SortValue[] };
+};
+
+export type SearchHit = {
+  doc: Record<string, unknown>;
+  /** The row's sort values followed by its id (for cursors). */
+  position: SortValue[];
+};
+
+export type SearchResult = { hits: SearchHit[]; total: number; aggregations: Aggregation[] };
+
+/** One change from the RECORDS stream. */
+export type RecordChange = { op: "upsert"; doc: IndexedDoc } | { op: "delete"; partition: string; key: string };
+
+export interface SearchBackend {
+  /** Engine name and version, for GET /info's connectedOuterServices. */
+  readonly engine: { name: string; version: string };
+  /** Applies changes and records `seq` as the last applied stream sequence, atomically. */
+  apply(changes: RecordChange[], seq: number): void;
+  appliedSeq(): number;
+  /** An identity of the stream the index was built from (its creation time); a different one means rebuild. */
+  streamIdentity(): string | undefined;
+  reset(streamIdentity: string): void;
+  search(request: SearchRequest): SearchResult;
+  recordCount(): number;
+  close(): void;
+}

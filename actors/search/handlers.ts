@@ -1,0 +1,145 @@
+/**
+ * Handlers of the `search` actor: OSDU /query, /query_with_cursor (open, page, close) and /info.
+ * Access is decided here so NATS callers meet it too: a search role or 401 "Access denied"; then
+ * the ACL filter inside the backend (users.data.root sees everything; queryAsOwner narrows to
+ * owners). Cursors remember their plan, their issuer and the last row (keyset paging by sort keys
+ * then id, stable across replicas), live in KV, and expire 90 s after their last use.
+ */
+import { randomBytes } from "node:crypto";
+import { DerrickError, check, reply, type Principal, type Reply } from "../../subjects/index.ts";
+import {
+  CursorQueryRequest,
+  DATA_ROOT_GROUP,
+  QueryRequest,
+  SEARCH_ROLES,
+  type CursorQueryResponse,
+  type CursorRef,
+  type QueryResponse,
+  type SearchQueryMessage,
+  type SearchStatus,
+  type VersionInfo,
+} from "../../subjects/search.ts";
+import type { RequestContext } from "../runtime/context.ts";
+import type { Access, SearchBackend, SearchHit, SearchRequest } from "./backend.ts";
+import { aclGroup } from "./documents.ts";
+import { highlight, project } from "./results.ts";
+import type { CursorStore } from "./store.ts";
+import { parsePlanQuery, planSearch, type SearchPlan } from "./validate.ts";
+import type { QueryNode } from "./query/ast.ts";
+
+export type SearchDeps = {
+  backend: SearchBackend;
+  cursors: CursorStore;
+  cursorLimit: number;
+  info: () => VersionInfo;
+  status: () => SearchStatus;
+};
+
+const CURSOR_FORMAT = /^[0-9A-F]{32}$/;
+
+export const accessDenied = () => new DerrickError(401, "The user is not authorized to perform this action", { title: "Access denied", type: "access-denied" });
+const cursorNotFound = () => new DerrickError(400, "The given cursor is invalid or expired", { title: "Can't find the given cursor", type: "cursor-not-found" });
+const cursorForbidden = () => new DerrickError(403, "cursor sharing is forbidden", { title: "cursor issuer doesn't match the cursor consumer", type: "cursor-forbidden" });
+
+function caller(ctx: RequestContext): { principal: Principal; partition: string } {
+  // OSDU answers a missing role (and a missing token) with 401 "Access denied".
+  if (!ctx.principal || !SEARCH_ROLES.some((role) => ctx.principal!.groups.includes(role))) throw accessDenied();
+  if (!ctx.partition) throw new DerrickError(400, "invalid or empty data partition provided");
+  return { principal: ctx.principal, partition: ctx.partition };
+}
+
+const principalId = (p: Principal) => `${p.clientId}/${p.subject}`;
+
+function accessOf(principal: Principal, asOwner: boolean): Access {
+  if (principal.groups.includes(DATA_ROOT_GROUP)) return { all: true };
+  return { all: false, groups: [...new Set(principal.groups.map(aclGroup))], asOwner };
+}
+
+function requestOf(plan: SearchPlan, ast: QueryNode, partition: string, access: Access): SearchRequest {
+  return {
+    partition,
+    kinds: plan.kinds,
+    query: ast,
+    ...(plan.spatial ? { spatial: plan.spatial } : {}),
+    access,
+    sort: plan.sort,
+    offset: plan.offset,
+    limit: plan.limit,
+    trackTotalCount: plan.trackTotalCount,
+    ...(plan.aggregateBy ? { aggregateBy: plan.aggregateBy } : {}),
+  };
+}
+
+function results(hits: SearchHit[], plan: SearchPlan, ast: QueryNode): Array<Record<string, unknown>> {
+  return hits.map(({ doc }) => {
+    const out = project(doc, plan.returnedFields);
+    const marks = highlight(doc, plan.highlightedFields, ast);
+    return marks ? { ...out, highlight: marks } : out;
+  });
+}
+
+export function query(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): QueryResponse {
+  const { principal, partition } = caller(ctx);
+  const body = check(QueryRequest, input.body);
+  const { plan, ast } = planSearch(body, false);
+  const found = deps.backend.search(requestOf(plan, ast, partition, accessOf(principal, plan.queryAsOwner)));
+  return { results: results(found.hits, plan, ast), aggregations: found.aggregations, phraseSuggestions: [], totalCount: found.total };
+}
+
+export async function cursorQuery(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): Promise<CursorQueryResponse> {
+  const { principal, partition } = caller(ctx);
+  const body = check(CursorQueryRequest, input.body);
+  if (body.cursor !== undefined) return nextPage(body.cursor, principal, partition, deps);
+
+  const { plan, ast } = planSearch(body, true);
+  if ((await deps.cursors.count(partition, deps.cursorLimit)) >= deps.cursorLimit) {
+    throw new DerrickError(429, "Too many cursor requests, please re-try after some time.", { title: "Too many requests", headers: { "Retry-After": "10" } });
+  }
+  const found = deps.backend.search({ ...requestOf(plan, ast, partition, accessOf(principal, plan.queryAsOwner)), keyset: {} });
+  if (found.hits.length === 0) return { results: [], totalCount: found.total };
+  const cursor = randomBytes(16).toString("hex").toUpperCase();
+  await deps.cursors.put(partition, cursor, {
+    principal: principalId(principal),
+    plan,
+    after: found.hits[found.hits.length - 1]!.position,
+    totalCount: found.total,
+    exhausted: found.hits.length < plan.limit,
+  });
+  return { cursor, results: results(found.hits, plan, ast), totalCount: found.total };
+}
+
+async function nextPage(cursor: string, principal: Principal, partition: string, deps: SearchDeps): Promise<CursorQueryResponse> {
+  if (!CURSOR_FORMAT.test(cursor)) throw cursorNotFound();
+  const state = await deps.cursors.get(partition, cursor);
+  if (!state) throw cursorNotFound();
+  if (state.principal !== principalId(principal)) throw cursorForbidden();
+  if (state.exhausted) {
+    await deps.cursors.delete(partition, cursor);
+    return { results: [], totalCount: state.totalCount };
+  }
+  const ast = parsePlanQuery(state.plan.query);
+  const found = deps.backend.search({
+    ...requestOf(state.plan, ast, partition, accessOf(principal, state.plan.queryAsOwner)),
+    skipCount: true,
+    keyset: state.after ? { after: state.after } : {},
+  });
+  if (found.hits.length === 0) {
+    await deps.cursors.delete(partition, cursor);
+    return { results: [], totalCount: state.totalCount };
+  }
+  await deps.cursors.put(partition, cursor, { ...state, after: found.hits[found.hits.length - 1]!.position, exhausted: found.hits.length < state.plan.limit });
+  return { cursor, results: results(found.hits, state.plan, ast), totalCount: state.totalCount };
+}
+
+export async function deleteCursor(input: CursorRef, ctx: RequestContext, deps: SearchDeps): Promise<Reply<undefined>> {
+  const { principal, partition } = caller(ctx);
+  if (!CURSOR_FORMAT.test(input.cursor)) throw cursorNotFound();
+  const state = await deps.cursors.get(partition, input.cursor);
+  if (!state) throw cursorNotFound();
+  if (state.principal !== principalId(principal)) throw cursorForbidden();
+  await deps.cursors.delete(partition, input.cursor);
+  return reply(undefined, 200);
+}
+
+export const info = (deps: SearchDeps): VersionInfo => deps.info();
+export const status = (deps: SearchDeps): SearchStatus => deps.status();

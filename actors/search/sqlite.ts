@@ -1,0 +1,518 @@
+/**
+ * The embedded search backend: one `bun:sqlite` file per search actor, a rebuildable replica of the
+ * RECORDS stream. Tables:
+ *   records  one row per record (partition, id, lowercased kind, the result document as JSON)
+ *   acl      (rid, group, owner) — the ACL filter joins here, so results, counts and aggregations
+ *            see only what the caller may see
+ *   vals     typed leaves (path, type, exact string ≤ 256 chars, number or epoch ms) — keyword
+ *            matches, ranges, _exists_, sort, aggregations
+ *   fts      FTS5 (contentless): `body` = analyzed text of data/tags values (free text), `fielded` =
+ *            the same tokens prefixed per field path (field search, phrases and prefixes per field)
+ *   geo      R*Tree of geometry bounding boxes + `shapes` (exact geometry, checked in JS)
+ *   meta     last applied stream sequence and the stream's identity
+ * The AST compiles to one SQL statement; text parts that FTS5 can express become one MATCH.
+ */
+import { Database, type SQLQueryBindings } from "bun:sqlite";
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import type { Aggregation } from "../../subjects/search.ts";
+import type { RecordChange, SearchBackend, SearchRequest, SearchResult, SortValue } from "./backend.ts";
+import { LeafType, parseDate, tokenize, type IndexedDoc } from "./documents.ts";
+import { matchesNested, globToRegExp } from "./evaluate.ts";
+import { areaBBox, intersects, within, type BBox, type Shape } from "./geo.ts";
+import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts";
+
+/** Fields ES maps as keyword in OSDU indexes: a term on them matches the whole value exactly. */
+const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "version", "createUser", "modifyUser", "createTime", "modifyTime", "ancestry.parents"]);
+const TOTAL_CAP = 10_000;
+const AGGREGATION_SIZE = 1000;
+const NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS records(
+  rid INTEGER PRIMARY KEY,
+  partition TEXT NOT NULL,
+  key TEXT NOT NULL,
+  id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  authority TEXT NOT NULL,
+  doc TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS records_key ON records(partition, key);
+CREATE INDEX IF NOT EXISTS records_id ON records(partition, id);
+CREATE INDEX IF NOT EXISTS records_kind ON records(partition, kind);
+CREATE TABLE IF NOT EXISTS acl(rid INTEGER NOT NULL, grp TEXT NOT NULL, owner INTEGER NOT NULL, PRIMARY KEY(rid, grp)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vals(rid INTEGER NOT NULL, path TEXT NOT NULL, seq INTEGER NOT NULL, t INTEGER NOT NULL, str TEXT, num REAL, PRIMARY KEY(rid, path, seq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS vals_str ON vals(path, str);
+CREATE INDEX IF NOT EXISTS vals_num ON vals(path, num) WHERE num IS NOT NULL;
+CREATE TABLE IF NOT EXISTS paths(path TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS shapes(gid INTEGER PRIMARY KEY, rid INTEGER NOT NULL, path TEXT NOT NULL, shape TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS shapes_rid ON shapes(rid);
+CREATE VIRTUAL TABLE IF NOT EXISTS geo USING rtree(gid, minX, maxX, minY, maxY);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, fielded, content='', contentless_delete=1, tokenize="unicode61 remove_diacritics 2 tokenchars '_'");
+`;
+
+/** FNV-1a of a field path: the prefix of its tokens in the `fielded` column. */
+export function fieldPrefix(path: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < path.length; i++) {
+    h ^= path.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return `f${(h >>> 0).toString(36)}_`;
+}
+
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[]/g, (c) => `[${c}]`);
+}
+
+/** A Lucene wildcard pattern (`*`, `?`, `\` escapes) as a GLOB pattern. */
+function luceneToGlob(pattern: string, lower: boolean): string {
+  let out = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === "\\" && i + 1 < pattern.length) out += escapeGlob(lower ? pattern[++i]!.toLowerCase() : pattern[++i]!);
+    else if (c === "*" || c === "?") out += c;
+    else out += escapeGlob(lower ? c.toLowerCase() : c);
+  }
+  return out;
+}
+
+type Sql = { text: string; params: SQLQueryBindings[] };
+
+export type SqliteOptions = { file: string };
+
+export class SqliteBackend implements SearchBackend {
+  readonly engine: { name: string; version: string };
+  private readonly db: Database;
+  private readonly knownPaths = new Set<string>();
+  private readonly nestedQueries = new Map<number, NestedNode>();
+  private nextNested = 1;
+  private readonly stmts;
+
+  constructor(readonly options: SqliteOptions) {
+    if (options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
+    this.db = new Database(options.file, { create: true, strict: true });
+    this.db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536; PRAGMA mmap_size = 1073741824;");
+    const compile = this.db.query<{ compile_options: string }, []>("PRAGMA compile_options").all().map((r) => r.compile_options);
+    for (const needed of ["ENABLE_FTS5", "ENABLE_RTREE"]) {
+      if (!compile.includes(needed)) throw new Error(`this SQLite lacks ${needed}: search needs FTS5 and R*Tree (Bun on Linux ships both)`);
+    }
+    this.db.exec(SCHEMA);
+    const version = this.db.query<{ v: string }, []>("SELECT sqlite_version() AS v").get()!.v;
+    this.engine = { name: "sqlite", version };
+    for (const row of this.db.query<{ path: string }, []>("SELECT path FROM paths").all()) this.knownPaths.add(row.path);
+    // The exact meaning of nested(): evaluated in JS on rows the SQL prefilter let through.
+    this.db.function("derrick_nested", { deterministic: true }, (doc: string, token: number) => {
+      const node = this.nestedQueries.get(token);
+      return node && matchesNested(node, JSON.parse(doc)) ? 1 : 0;
+    });
+    this.stmts = {
+      ridOf: this.db.query<{ rid: number }, [string, string]>("SELECT rid FROM records WHERE partition = ? AND key = ?"),
+      insertRecord: this.db.query<{ rid: number }, [string, string, string, string, string, string]>(
+        "INSERT INTO records(partition, key, id, kind, authority, doc) VALUES (?, ?, ?, ?, ?, ?) RETURNING rid",
+      ),
+      updateRecord: this.db.query("UPDATE records SET id = ?, kind = ?, authority = ?, doc = ? WHERE rid = ?"),
+      deleteRecord: this.db.query("DELETE FROM records WHERE rid = ?"),
+      insertAcl: this.db.query("INSERT OR REPLACE INTO acl(rid, grp, owner) VALUES (?, ?, ?)"),
+      deleteAcl: this.db.query("DELETE FROM acl WHERE rid = ?"),
+      insertVal: this.db.query("INSERT INTO vals(rid, path, seq, t, str, num) VALUES (?, ?, ?, ?, ?, ?)"),
+      deleteVals: this.db.query("DELETE FROM vals WHERE rid = ?"),
+      insertPath: this.db.query("INSERT OR IGNORE INTO paths(path) VALUES (?)"),
+      insertFts: this.db.query("INSERT INTO fts(rowid, body, fielded) VALUES (?, ?, ?)"),
+      deleteFts: this.db.query("DELETE FROM fts WHERE rowid = ?"),
+      insertShape: this.db.query<{ gid: number }, [number, string, string]>("INSERT INTO shapes(rid, path, shape) VALUES (?, ?, ?) RETURNING gid"),
+      insertGeo: this.db.query("INSERT INTO geo(gid, minX, maxX, minY, maxY) VALUES (?, ?, ?, ?, ?)"),
+      shapesOf: this.db.query<{ gid: number }, [number]>("SELECT gid FROM shapes WHERE rid = ?"),
+      deleteGeo: this.db.query("DELETE FROM geo WHERE gid = ?"),
+      deleteShapes: this.db.query("DELETE FROM shapes WHERE rid = ?"),
+      getMeta: this.db.query<{ v: string }, [string]>("SELECT v FROM meta WHERE k = ?"),
+      setMeta: this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES (?, ?)"),
+    };
+  }
+
+  static fileExists(file: string): boolean {
+    return file === ":memory:" || existsSync(file);
+  }
+
+  appliedSeq(): number {
+    return Number(this.stmts.getMeta.get("applied_seq")?.v ?? 0);
+  }
+
+  streamIdentity(): string | undefined {
+    return this.stmts.getMeta.get("stream")?.v;
+  }
+
+  reset(streamIdentity: string): void {
+    this.db.transaction(() => {
+      for (const table of ["records", "acl", "vals", "paths", "shapes", "geo", "meta"]) this.db.exec(`DELETE FROM ${table}`);
+      this.db.exec("INSERT INTO fts(fts) VALUES('delete-all')");
+      this.stmts.setMeta.run("stream", streamIdentity);
+      this.stmts.setMeta.run("applied_seq", "0");
+    })();
+    this.knownPaths.clear();
+  }
+
+  recordCount(): number {
+    return this.db.query<{ n: number }, []>("SELECT count(*) AS n FROM records").get()!.n;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  apply(changes: RecordChange[], seq: number): void {
+    this.db.transaction(() => {
+      for (const change of changes) {
+        if (change.op === "delete") this.remove(change.partition, change.key);
+        else this.upsert(change.doc);
+      }
+      this.stmts.setMeta.run("applied_seq", String(seq));
+    })();
+  }
+
+  private clear(rid: number): void {
+    this.stmts.deleteAcl.run(rid);
+    this.stmts.deleteVals.run(rid);
+    this.stmts.deleteFts.run(rid);
+    for (const { gid } of this.stmts.shapesOf.all(rid)) this.stmts.deleteGeo.run(gid);
+    this.stmts.deleteShapes.run(rid);
+  }
+
+  private remove(partition: string, key: string): void {
+    const existing = this.stmts.ridOf.get(partition, key);
+    if (!existing) return;
+    this.clear(existing.rid);
+    this.stmts.deleteRecord.run(existing.rid);
+  }
+
+  private upsert(d: IndexedDoc): void {
+    const existing = this.stmts.ridOf.get(d.partition, d.key);
+    const json = JSON.stringify(d.doc);
+    let rid: number;
+    if (existing) {
+      rid = existing.rid;
+      this.clear(rid);
+      this.stmts.updateRecord.run(d.id, d.kind, d.authority, json, rid);
+    } else {
+      rid = this.stmts.insertRecord.get(d.partition, d.key, d.id, d.kind, d.authority, json)!.rid;
+    }
+    for (const { group, owner } of d.acl) this.stmts.insertAcl.run(rid, group, owner ? 1 : 0);
+    let seq = 0;
+    for (const leaf of d.leaves) {
+      this.stmts.insertVal.run(rid, leaf.path, seq++, leaf.t, leaf.str, leaf.num);
+      if (!this.knownPaths.has(leaf.path)) {
+        this.knownPaths.add(leaf.path);
+        this.stmts.insertPath.run(leaf.path);
+      }
+    }
+    const body = d.text.map((t) => tokenize(t).join(" ")).join(" ");
+    const fielded = d.fieldText.map(({ path, tokens }) => {
+      const prefix = fieldPrefix(path);
+      return tokens.map((t) => prefix + t).join(" ");
+    });
+    this.stmts.insertFts.run(rid, body, fielded.join(" "));
+    for (const s of d.shapes) {
+      const gid = this.stmts.insertShape.get(rid, s.path, JSON.stringify(s.shape))!.gid;
+      this.stmts.insertGeo.run(gid, s.bbox.minX, s.bbox.maxX, s.bbox.minY, s.bbox.maxY);
+    }
+  }
+
+  // ---- queries --------------------------------------------------------------------------------
+
+  /** Concrete field paths for a field name that may hold `*`. */
+  private expandField(field: string): string[] {
+    if (!field.includes("*")) return [field];
+    const re = globToRegExp(field.replace(/\*/g, "\u0000").replace(/[\\?]/g, "\\$&").replace(/\u0000/g, "*"));
+    return [...this.knownPaths].filter((p) => re.test(p));
+  }
+
+  search(request: SearchRequest): SearchResult {
+    const tokens: number[] = [];
+    try {
+      return this.run(request, tokens);
+    } finally {
+      for (const t of tokens) this.nestedQueries.delete(t);
+    }
+  }
+
+  private run(request: SearchRequest, nestedTokens: number[]): SearchResult {
+    const params: SQLQueryBindings[] = [];
+    // Numbered parameters: a value may appear more than once and in any order in the text.
+    const p = (value: SQLQueryBindings) => (params.push(value), `?${params.length}`);
+    const where: string[] = [`r.partition = ${p(request.partition)}`];
+
+    const kindParts: string[] = [];
+    for (const kind of request.kinds) {
+      if (!kind.includes("*")) kindParts.push(`r.kind = ${p(kind)}`);
+      else if (kind.split(":")[0] === "*") kindParts.push(`(r.kind GLOB ${p(escapeGlob(kind).replace(/\[\*\]/g, "*"))} AND r.authority <> 'system-meta-data')`);
+      else kindParts.push(`r.kind GLOB ${p(escapeGlob(kind).replace(/\[\*\]/g, "*"))}`);
+    }
+    where.push(kindParts.length === 1 ? kindParts[0]! : `(${kindParts.join(" OR ")})`);
+
+    if (!request.access.all) {
+      if (request.access.groups.length === 0) return { hits: [], total: 0, aggregations: [] };
+      where.push(`EXISTS (SELECT 1 FROM acl a WHERE a.rid = r.rid AND a.grp IN (${request.access.groups.map((g) => p(g)).join(", ")})${request.access.asOwner ? " AND a.owner = 1" : ""})`);
+    }
+
+    const compiler = new Compiler(this, p, (node) => {
+      const token = this.nextNested++;
+      this.nestedQueries.set(token, node);
+      nestedTokens.push(token);
+      return token;
+    });
+    const condition = compiler.compile(request.query);
+    if (condition !== "1") where.push(condition);
+
+    if (request.spatial) {
+      const rids = this.spatialRids(request);
+      if (rids.length === 0) return { hits: [], total: 0, aggregations: [] };
+      where.push(`r.rid IN (SELECT value FROM json_each(${p(JSON.stringify(rids))}))`);
+    }
+
+    const whereSql = where.join(" AND ");
+    const baseParams = [...params];
+
+    // Count and aggregation see exactly the rows the results come from.
+    let total = 0;
+    if (!request.skipCount) {
+      const cap = request.trackTotalCount ? -1 : TOTAL_CAP;
+      total = this.db.query<{ n: number }, SQLQueryBindings[]>(`SELECT count(*) AS n FROM (SELECT 1 FROM records r WHERE ${whereSql} LIMIT ${cap})`).get(...baseParams)!.n;
+    }
+    let aggregations: Aggregation[] = [];
+    if (request.aggregateBy) {
+      const path = request.aggregateBy.replace(/\.keyword$/, "");
+      aggregations = this.db
+        .query<{ key: string; count: number }, SQLQueryBindings[]>(
+          `SELECT v.str AS key, count(DISTINCT v.rid) AS count FROM vals v WHERE v.path = ?${baseParams.length + 1} AND v.str IS NOT NULL AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry}) AND v.rid IN (SELECT r.rid FROM records r WHERE ${whereSql}) GROUP BY v.str ORDER BY count DESC, key ASC LIMIT ${AGGREGATION_SIZE}`,
+        )
+        .all(...baseParams, path);
+    }
+    if (request.limit === 0) return { hits: [], total, aggregations };
+
+    // Ordering: explicit sort keys, then the id (cursors) or insertion order.
+    const selectKeys: string[] = [];
+    const orderBy: string[] = [];
+    request.sort.forEach((key, i) => {
+      const agg = (key.mode ?? (key.order === "asc" ? "min" : "max")) === "min" ? "min" : "max";
+      const path = key.field.replace(/\.keyword$/, "");
+      selectKeys.push(`(SELECT ${agg}(coalesce(v.num, v.str)) FROM vals v WHERE v.rid = r.rid AND v.path = ${p(path)} AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry})) AS s${i}`);
+      orderBy.push(`s${i} IS NULL`, `s${i} ${key.order === "asc" ? "ASC" : "DESC"}`);
+    });
+    const stable = request.keyset !== undefined || request.sort.length > 0;
+    orderBy.push(stable ? "id ASC" : "rid ASC");
+
+    const outer: string[] = [];
+    if (request.keyset?.after) outer.push(this.keysetCondition(request, request.keyset.after, p));
+    const sql =
+      `SELECT rid, id, doc${request.sort.map((_, i) => `, s${i}`).join("")} FROM (SELECT r.rid AS rid, r.id AS id, r.doc AS doc${selectKeys.length ? `, ${selectKeys.join(", ")}` : ""} FROM records r WHERE ${whereSql})` +
+      `${outer.length ? ` WHERE ${outer.join(" AND ")}` : ""} ORDER BY ${orderBy.join(", ")} LIMIT ${p(request.limit)} OFFSET ${p(request.offset)}`;
+    const rows = this.db.query<Record<string, SortValue> & { doc: string; id: string }, SQLQueryBindings[]>(sql).all(...params);
+    const hits = rows.map((row) => ({ doc: JSON.parse(row.doc) as Record<string, unknown>, position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id] }));
+    return { hits, total, aggregations };
+  }
+
+  /** Rows strictly after `after` in (sort keys with missing last, id) order. */
+  private keysetCondition(request: SearchRequest, after: SortValue[], p: (v: SQLQueryBindings) => string): string {
+    const ors: string[] = [];
+    const equal: string[] = [];
+    request.sort.forEach((key, i) => {
+      const last = after[i] ?? null;
+      const col = `s${i}`;
+      if (last === null) {
+        // Among missing values nothing sorts after another: only the next key decides.
+        equal.push(`${col} IS NULL`);
+        return;
+      }
+      const greater = key.order === "asc" ? ">" : "<";
+      ors.push(`(${[...equal, `(${col} IS NULL OR ${col} ${greater} ${p(last)})`].join(" AND ")})`);
+      equal.push(`${col} = ${p(last)}`);
+    });
+    ors.push(`(${[...equal, `id > ${p(after[after.length - 1] as string)}`].join(" AND ")})`);
+    return `(${ors.join(" OR ")})`;
+  }
+
+  private spatialRids(request: SearchRequest): number[] {
+    const filter = request.spatial!;
+    const box: BBox =
+      filter.relation === "within"
+        ? areaBBox(filter.area)
+        : filter.polygons
+            .flat(2)
+            .reduce<BBox>((b, [x, y]) => ({ minX: Math.min(b.minX, x), maxX: Math.max(b.maxX, x), minY: Math.min(b.minY, y), maxY: Math.max(b.maxY, y) }), { minX: Infinity, maxX: -Infinity, minY: Infinity, maxY: -Infinity });
+    // WITHIN: the shape's box must lie inside the area's box; INTERSECTS: the boxes must overlap.
+    const rtree =
+      filter.relation === "within"
+        ? "g.minX >= ? AND g.maxX <= ? AND g.minY >= ? AND g.maxY <= ?"
+        : "g.maxX >= ? AND g.minX <= ? AND g.maxY >= ? AND g.minY <= ?";
+    const rows = this.db
+      .query<{ rid: number; shape: string }, SQLQueryBindings[]>(
+        `SELECT s.rid AS rid, s.shape AS shape FROM geo g JOIN shapes s ON s.gid = g.gid JOIN records r ON r.rid = s.rid WHERE ${rtree} AND s.path = ? AND r.partition = ?`,
+      )
+      .all(box.minX, box.maxX, box.minY, box.maxY, filter.field, request.partition);
+    const out: number[] = [];
+    for (const row of rows) {
+      const shape = JSON.parse(row.shape) as Shape;
+      if (filter.relation === "within" ? within(shape, filter.area) : intersects(shape, filter.polygons)) out.push(row.rid);
+    }
+    return out;
+  }
+
+  /** Paths the index has seen (wildcard field names expand against them). */
+  fieldsMatching(field: string): string[] {
+    return this.expandField(field);
+  }
+}
+
+/** AST → SQL boolean expression over `r` (records), with FTS5 MATCH where text allows it. */
+class Compiler {
+  constructor(
+    private readonly backend: SqliteBackend,
+    private readonly p: (value: SQLQueryBindings) => string,
+    private readonly registerNested: (node: NestedNode) => number,
+  ) {}
+
+  compile(node: QueryNode): string {
+    const fts = this.fts(node);
+    if (fts !== undefined) return fts === "" ? "0" : `r.rid IN (SELECT rowid FROM fts WHERE fts MATCH ${this.p(fts)})`;
+    switch (node.type) {
+      case "matchAll":
+        return "1";
+      case "bool": {
+        const parts: string[] = [];
+        for (const m of node.must) parts.push(this.compile(m));
+        if (node.must.length === 0 && node.should.length > 0) parts.push(`(${node.should.map((s) => this.compile(s)).join(" OR ")})`);
+        for (const n of node.mustNot) parts.push(`NOT (${this.compile(n)})`);
+        return parts.length ? `(${parts.join(" AND ")})` : "1";
+      }
+      case "term":
+        return this.exactTerm(node);
+      case "range":
+        return this.range(node);
+      case "exists":
+        return this.exists(node.field);
+      case "nested":
+        return `(${this.compile(node.query)} AND derrick_nested(r.doc, ${this.p(this.registerNested(node))}))`;
+    }
+  }
+
+  private static keywordOf(field: string): { path: string; exact: "case" | "lower" } | undefined {
+    if (field.endsWith(".keywordLower")) return { path: field.slice(0, -".keywordLower".length), exact: "lower" };
+    if (field.endsWith(".keyword")) return { path: field.slice(0, -".keyword".length), exact: "case" };
+    if (KEYWORD_FIELDS.has(field) || field.startsWith("legal.") || field.startsWith("acl.")) return { path: field, exact: "case" };
+    return undefined;
+  }
+
+  /**
+   * An FTS5 expression for the node, when it is pure analyzed text: undefined when not, "" when it
+   * can never match (a term without tokens, a field name that matches no field).
+   */
+  private fts(node: QueryNode): string | undefined {
+    switch (node.type) {
+      case "term": {
+        if (node.kind === "wildcard") return undefined;
+        if (node.field && Compiler.keywordOf(node.field)) return undefined;
+        const words = tokenize(node.value);
+        if (words.length === 0) return "";
+        const phrase = (prefix: string) => {
+          const quoted = words.map((w) => `"${prefix}${w}"`);
+          if (node.kind === "phrase" && node.slop !== undefined && words.length > 1) return `NEAR(${quoted.join(" ")}, ${Math.floor(node.slop)})`;
+          return `${quoted.join(" + ")}${node.kind === "prefix" ? " *" : ""}`;
+        };
+        if (!node.field) return `body : (${phrase("")})`;
+        const paths = this.backend.fieldsMatching(node.field);
+        if (paths.length === 0) return "";
+        const alternatives = paths.map((path) => `fielded : (${phrase(fieldPrefix(path))})`);
+        return alternatives.length === 1 ? alternatives[0] : `(${alternatives.join(" OR ")})`;
+      }
+      case "bool": {
+        const must = node.must.map((n) => this.fts(n));
+        const should = node.must.length === 0 ? node.should.map((n) => this.fts(n)) : [];
+        const mustNot = node.mustNot.map((n) => this.fts(n));
+        if ([...must, ...should, ...mustNot].some((x) => x === undefined)) return undefined;
+        let positive: string | undefined;
+        if (must.length) {
+          if (must.includes("")) return "";
+          positive = must.map((m) => `(${m})`).join(" AND ");
+        } else if (should.length) {
+          const live = should.filter((s) => s !== "");
+          if (live.length === 0) return "";
+          positive = live.map((s) => `(${s})`).join(" OR ");
+        }
+        if (positive === undefined) return undefined; // only negations: SQL handles "everything except"
+        const negative = (mustNot as string[]).filter((n) => n !== "");
+        return negative.length ? `(${positive}) NOT (${negative.map((n) => `(${n})`).join(" OR ")})` : positive;
+      }
+      default:
+        return undefined;
+    }
+  }
+
+  private inVals(paths: string[], condition: string): string {
+    if (paths.length === 0) return "0";
+    const pathSql = paths.length === 1 ? `path = ${this.p(paths[0]!)}` : `path IN (${paths.map((x) => this.p(x)).join(", ")})`;
+    return `r.rid IN (SELECT rid FROM vals WHERE ${pathSql} AND ${condition})`;
+  }
+
+  private exactTerm(node: TermNode): string {
+    const keyword = node.field ? Compiler.keywordOf(node.field) : undefined;
+    if (keyword) {
+      const paths = this.backend.fieldsMatching(keyword.path);
+      if (node.kind === "word" && node.value === "null") return this.inVals(paths, `t = ${LeafType.null}`);
+      if (node.kind === "prefix" || node.kind === "wildcard") {
+        const pattern = node.kind === "prefix" ? `${escapeGlob(keyword.exact === "lower" ? node.value.toLowerCase() : node.value)}*` : luceneToGlob(node.value, keyword.exact === "lower");
+        return this.inVals(paths, keyword.exact === "lower" ? `lower(str) GLOB ${this.p(pattern)}` : `str GLOB ${this.p(pattern)}`);
+      }
+      return this.inVals(paths, keyword.exact === "lower" ? `lower(str) = ${this.p(node.value.toLowerCase())}` : `str = ${this.p(node.value)}`);
+    }
+    // An analyzed field with an infix wildcard: match the pattern against the lowercased words.
+    const glob = luceneToGlob(node.value, true);
+    const condition = `t IN (${LeafType.string}, ${LeafType.date}) AND (' ' || lower(str) || ' ') GLOB ${this.p(`* ${glob} *`)}`;
+    if (!node.field) return `r.rid IN (SELECT rid FROM vals WHERE (path GLOB 'data.*' OR path GLOB 'tags.*') AND ${condition})`;
+    return this.inVals(this.backend.fieldsMatching(node.field), condition);
+  }
+
+  private range(node: RangeNode): string {
+    const keyword = Compiler.keywordOf(node.field!);
+    const paths = this.backend.fieldsMatching(keyword?.path ?? node.field!);
+    const bounds = [node.lower, node.upper].filter((b): b is string => b !== undefined);
+    if (bounds.length === 0) return this.exists(node.field!);
+    const parts: string[] = [];
+    const lowerOp = node.includeLower ? ">=" : ">";
+    const upperOp = node.includeUpper ? "<=" : "<";
+    const numeric = !keyword && bounds.every((b) => NUMBER.test(b));
+    const dated = !keyword && bounds.every((b) => parseDate(b) !== undefined);
+    if (numeric || dated) {
+      // The index has no mapping: `[2017 TO 2018]` is a number range on numbers and a year range on dates.
+      const branches: string[] = [];
+      if (numeric) {
+        const n = [`t = ${LeafType.number}`];
+        if (node.lower !== undefined) n.push(`num ${lowerOp} ${this.p(Number(node.lower))}`);
+        if (node.upper !== undefined) n.push(`num ${upperOp} ${this.p(Number(node.upper))}`);
+        branches.push(n.join(" AND "));
+      }
+      if (dated) {
+        // ES rounds a partial date up for `gt` and `lte` (the whole day/month/year is included or excluded).
+        const d = [`t = ${LeafType.date}`];
+        if (node.lower !== undefined) d.push(`num ${lowerOp} ${this.p(parseDate(node.lower, { roundUp: !node.includeLower })!)}`);
+        if (node.upper !== undefined) d.push(`num ${upperOp} ${this.p(parseDate(node.upper, { roundUp: node.includeUpper })!)}`);
+        branches.push(d.join(" AND "));
+      }
+      parts.push(branches.length === 1 ? branches[0]! : `((${branches.join(") OR (")}))`);
+    } else {
+      const column = keyword?.exact === "case" ? "str" : "lower(str)";
+      const norm = (b: string) => (keyword?.exact === "case" ? b : b.toLowerCase());
+      parts.push("str IS NOT NULL");
+      if (node.lower !== undefined) parts.push(`${column} ${lowerOp} ${this.p(norm(node.lower))}`);
+      if (node.upper !== undefined) parts.push(`${column} ${upperOp} ${this.p(norm(node.upper))}`);
+    }
+    return this.inVals(paths, parts.join(" AND "));
+  }
+
+  private exists(field: string): string {
+    const base = field.replace(/\.keyword(Lower)?$/, "");
+    if (base.includes("*")) return this.inVals(this.backend.fieldsMatching(base), `t <> ${LeafType.null}`);
+    return `r.rid IN (SELECT rid FROM vals WHERE (path = ${this.p(base)} OR (path > ${this.p(`${base}.`)} AND path < ${this.p(`${base}/`)})) AND t <> ${LeafType.null})`;
+  }
+}

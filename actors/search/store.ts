@@ -1,0 +1,121 @@
+/**
+ * The NATS side of search and storage:
+ *   stream RECORDS on derrick.records.<partition>.<sha1(id)>, one message kept per subject (the
+ *     latest version of each record, or its tombstone), so replaying it rebuilds an index;
+ *   KV derrick_search_cursors `<partition>.<cursor>` → CursorState (bucket max age = the cursor
+ *     TTL: every use rewrites the entry, which restarts its age).
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { headers as natsHeaders } from "@nats-io/nats-core";
+import { Kvm, type KV } from "@nats-io/kv";
+import { DiscardPolicy, RetentionPolicy, StorageType, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
+import { subjects } from "../../subjects/index.ts";
+import { RECORDS_STREAM, RECORD_DELETE, RECORD_OPERATION_HEADER, recordKey, type StoredRecord } from "../../subjects/search.ts";
+import type { SortValue } from "./backend.ts";
+import type { SearchPlan } from "./validate.ts";
+
+export const CURSOR_BUCKET = "derrick_search_cursors";
+const encoder = new TextEncoder();
+
+export async function ensureRecordsStream(jsm: JetStreamManager): Promise<StreamInfo> {
+  try {
+    return await jsm.streams.info(RECORDS_STREAM);
+  } catch {
+    try {
+      return await jsm.streams.add({
+        name: RECORDS_STREAM,
+        subjects: [subjects.allRecords()],
+        retention: RetentionPolicy.Limits,
+        storage: StorageType.File,
+        max_msgs_per_subject: 1,
+        discard: DiscardPolicy.Old,
+      });
+    } catch (error) {
+      // Another process created it between the two calls.
+      const info = await jsm.streams.info(RECORDS_STREAM).catch(() => undefined);
+      if (!info) throw error;
+      return info;
+    }
+  }
+}
+
+export type RecordStore = {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  get(partition: string, id: string): Promise<StoredRecord | undefined>;
+  put(partition: string, record: StoredRecord): Promise<number>;
+  remove(partition: string, id: string): Promise<void>;
+};
+
+export async function openRecordStore(nc: NatsConnection): Promise<RecordStore> {
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  await ensureRecordsStream(jsm);
+  return {
+    js,
+    jsm,
+    async get(partition, id) {
+      let stored;
+      try {
+        stored = await jsm.streams.getMessage(RECORDS_STREAM, { last_by_subj: subjects.records(partition, recordKey(id)) });
+      } catch {
+        return undefined; // no message for the subject
+      }
+      if (!stored || stored.data.length === 0 || stored.header?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE) return undefined;
+      return stored.json<StoredRecord>();
+    },
+    async put(partition, record) {
+      const ack = await js.publish(subjects.records(partition, recordKey(record.id)), encoder.encode(JSON.stringify(record)));
+      return ack.seq;
+    },
+    async remove(partition, id) {
+      const h = natsHeaders();
+      h.set(RECORD_OPERATION_HEADER, RECORD_DELETE);
+      await js.publish(subjects.records(partition, recordKey(id)), new Uint8Array(0), { headers: h });
+    },
+  };
+}
+
+/** What a cursor remembers between pages. */
+export type CursorState = {
+  /** `<clientId>/<subject>` of the caller who opened it. */
+  principal: string;
+  plan: SearchPlan;
+  /** Sort values then id of the last row returned. */
+  after?: SortValue[];
+  totalCount: number;
+  /** The last page was short: the next call answers empty and closes the cursor. */
+  exhausted: boolean;
+};
+
+export type CursorStore = {
+  get(partition: string, cursor: string): Promise<CursorState | undefined>;
+  put(partition: string, cursor: string, state: CursorState): Promise<void>;
+  delete(partition: string, cursor: string): Promise<void>;
+  /** Cursors of the partition still alive. */
+  count(partition: string, max: number): Promise<number>;
+};
+
+export async function openCursorStore(nc: NatsConnection, ttlMs: number): Promise<CursorStore> {
+  const kv: KV = await new Kvm(nc).create(CURSOR_BUCKET, { history: 1, ttl: ttlMs });
+  const key = (partition: string, cursor: string) => `${partition}.${cursor}`;
+  return {
+    async get(partition, cursor) {
+      const entry = await kv.get(key(partition, cursor));
+      return entry && entry.operation === "PUT" && entry.length > 0 ? entry.json<CursorState>() : undefined;
+    },
+    async put(partition, cursor, state) {
+      await kv.put(key(partition, cursor), encoder.encode(JSON.stringify(state)));
+    },
+    async delete(partition, cursor) {
+      // Purge, not delete: a delete marker would count as a key until the bucket's age removes it.
+      await kv.purge(key(partition, cursor));
+    },
+    async count(partition, max) {
+      let n = 0;
+      const keys = await kv.keys(`${partition}.*`);
+      for await (const _ of keys) if (++n >= max) break;
+      return n;
+    },
+  };
+}

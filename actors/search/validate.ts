@@ -1,0 +1,238 @@
+/**
+ * OSDU's request rules for /query and /query_with_cursor, with OSDU's messages (core-lib-common
+ * validators, QueryUtils, SortParserUtil, SpatialFilterValidator, GeoQueryBuilder), turned into a
+ * backend-neutral plan. Every failure is collected and answered once: 400 "Invalid parameters were
+ * given on search request" with one `errors` entry per rule, each naming its field by JSON pointer.
+ */
+import { DerrickError, type FieldError } from "../../subjects/index.ts";
+import type { CursorQueryRequest, Point, QueryRequest, SpatialFilter } from "../../subjects/search.ts";
+import type { GeoFilter, SortKey } from "./backend.ts";
+import type { Position } from "./geo.ts";
+import { parseQuery, QuerySyntaxError } from "./query/parser.ts";
+import type { QueryNode } from "./query/ast.ts";
+
+export const DEFAULT_LIMIT = 10;
+export const MAX_LIMIT = 1000;
+export const MAX_RESULT_WINDOW = 10_000;
+export const MAX_KIND_LENGTH = 3840;
+/** OSDU KindParser / MultiKindValidator. */
+const KIND_FORMAT = /^[\w\-.*]+:[\w\-.*]+:[\w\-.*]+:[(\d+.)+(\d+.)+(\d+)*]+$/;
+
+/** A validated request, JSON-serializable (a cursor keeps it in KV). */
+export type SearchPlan = {
+  kinds: string[];
+  query: string;
+  offset: number;
+  limit: number;
+  sort: SortKey[];
+  queryAsOwner: boolean;
+  trackTotalCount: boolean;
+  spatial?: GeoFilter;
+  aggregateBy?: string;
+  returnedFields: string[];
+  highlightedFields: string[];
+};
+
+export function invalidParameters(errors: FieldError[]): DerrickError {
+  return new DerrickError(400, "Invalid parameters were given on search request", { type: "validation", title: "Bad Request", errors });
+}
+
+export function malformedQuery(error: QuerySyntaxError): DerrickError {
+  return new DerrickError(400, error.message, {
+    type: "malformed-query",
+    title: "Malformed query",
+    errors: [{ pointer: "/body/query", message: `${error.message}` }],
+    extensions: { position: error.position },
+  });
+}
+
+/** Parses the query string, answering 400 "Malformed query" with the position. */
+export function parsePlanQuery(query: string): QueryNode {
+  try {
+    return parseQuery(query);
+  } catch (error) {
+    if (error instanceof QuerySyntaxError) throw malformedQuery(error);
+    throw error;
+  }
+}
+
+function kinds(value: unknown, errors: FieldError[]): string[] {
+  const pointer = "/body/kind";
+  if (value === undefined || value === null || value === "" || (Array.isArray(value) && value.length === 0)) {
+    errors.push({ pointer, message: "Record kind can't be null or empty" });
+    return [];
+  }
+  let list: string[];
+  if (typeof value === "string") list = value.split(/\s*,\s*/);
+  else if (Array.isArray(value) && value.every((k) => typeof k === "string")) list = value.flatMap((k: string) => k.split(/\s*,\s*/));
+  else {
+    errors.push({ pointer, message: "Not a valid record kind type" });
+    return [];
+  }
+  list = list.map((k) => k.trim()).filter(Boolean);
+  if (list.length === 0) errors.push({ pointer, message: "Record kind can't be null or empty" });
+  if (list.join(",").length > MAX_KIND_LENGTH) errors.push({ pointer, message: `The kind length exceeds the maximum of ${MAX_KIND_LENGTH} characters` });
+  for (const kind of list) if (!KIND_FORMAT.test(kind)) errors.push({ pointer, message: `Not a valid record kind format. Found: ${kind}` });
+  return [...new Set(list.map((k) => k.toLowerCase()))];
+}
+
+function checkPoint(point: Point, pointer: string, errors: FieldError[]): Position {
+  if (!(point.latitude >= -90 && point.latitude <= 90)) errors.push({ pointer: `${pointer}/latitude`, message: "'latitude' value is out of the range [-90, 90]" });
+  if (!(point.longitude >= -180 && point.longitude <= 180)) errors.push({ pointer: `${pointer}/longitude`, message: "'longitude' value is out of the range [-180, 180]" });
+  return [point.longitude, point.latitude];
+}
+
+const samePoint = (a: Position, b: Position) => a[0] === b[0] && a[1] === b[1];
+
+function spatial(filter: SpatialFilter, errors: FieldError[]): GeoFilter | undefined {
+  const base = "/body/spatialFilter";
+  const before = errors.length;
+  if (!filter.field || !filter.field.trim()) errors.push({ pointer: `${base}/field`, message: "'spatialFilter.field' can not be null or empty" });
+  const given = (["byBoundingBox", "byDistance", "byGeoPolygon", "byIntersection"] as const).filter((k) => filter[k] !== undefined);
+  if (given.length > 1) errors.push({ pointer: base, message: "only one criteria can be used with SpatialFilter" });
+  if (given.length === 0 && !filter.byWithinPolygon) errors.push({ pointer: base, message: "one of byBoundingBox, byDistance, byGeoPolygon or byIntersection must be given" });
+  if (errors.length > before) return undefined;
+  const field = filter.field.trim();
+  if (filter.byBoundingBox) {
+    const p = `${base}/byBoundingBox`;
+    const [left, top] = checkPoint(filter.byBoundingBox.topLeft, `${p}/topLeft`, errors);
+    const [right, bottom] = checkPoint(filter.byBoundingBox.bottomRight, `${p}/bottomRight`, errors);
+    if (errors.length > before) return undefined;
+    if (top < bottom) errors.push({ pointer: p, message: `top corner is below bottom corner: ${top} vs. ${bottom}` });
+    if (left > right) errors.push({ pointer: p, message: `left corner and right corner are flipped: ${left} vs. ${right}` });
+    if (top === bottom) errors.push({ pointer: p, message: `top latitude cannot be the same as bottom latitude: ${top} == ${bottom}` });
+    if (left === right) errors.push({ pointer: p, message: `left longitude cannot be the same as right longitude: ${left} == ${right}` });
+    return errors.length > before ? undefined : { field, relation: "within", area: { type: "box", box: { minX: left, maxX: right, minY: bottom, maxY: top } } };
+  }
+  if (filter.byDistance) {
+    const p = `${base}/byDistance`;
+    const center = checkPoint(filter.byDistance.point, `${p}/point`, errors);
+    if (!(filter.byDistance.distance > 0)) errors.push({ pointer: `${p}/distance`, message: "'distance' must be greater than 0" });
+    return errors.length > before ? undefined : { field, relation: "within", area: { type: "circle", center, radiusM: filter.byDistance.distance } };
+  }
+  if (filter.byGeoPolygon) {
+    const p = `${base}/byGeoPolygon/points`;
+    const ring = filter.byGeoPolygon.points.map((pt, i) => checkPoint(pt, `${p}/${i}`, errors));
+    if (errors.length > before) return undefined;
+    const closed = ring.length > 1 && samePoint(ring[0]!, ring[ring.length - 1]!);
+    if (ring.length < (closed ? 4 : 3)) {
+      errors.push({ pointer: p, message: "too few points defined for geo polygon query" });
+      return undefined;
+    }
+    // Auto-closed, as OSDU's GeoQueryBuilder does.
+    return { field, relation: "within", area: { type: "polygon", polygon: [closed ? ring : [...ring, ring[0]!]] } };
+  }
+  if (filter.byIntersection) {
+    const p = `${base}/byIntersection/polygons`;
+    if (filter.byIntersection.polygons.length === 0) errors.push({ pointer: p, message: "at least one polygon is required" });
+    const polygons = filter.byIntersection.polygons.map((poly, i) => {
+      const ring = poly.points.map((pt, j) => checkPoint(pt, `${p}/${i}/points/${j}`, errors));
+      if (ring.length < 4) errors.push({ pointer: `${p}/${i}/points`, message: "Polygons must have at least 4 points" });
+      else if (!samePoint(ring[0]!, ring[ring.length - 1]!)) errors.push({ pointer: `${p}/${i}/points`, message: "The first point must match the last point to close the polygon" });
+      return [ring];
+    });
+    return errors.length > before ? undefined : { field, relation: "intersects", polygons };
+  }
+  // byWithinPolygon alone: in OSDU's model, ignored by its current query builder (no filter added).
+  return undefined;
+}
+
+/** `nested(path, field[, min|max])` (sort) or `nested(path, field)` / `nested(p1, nested(p2, field))` (aggregation). */
+function nestedField(text: string): { field: string; mode?: "min" | "max" } | undefined {
+  const m = /^nested\s*\(\s*([^,\s()]+)\s*,\s*(.+?)\s*(?:,\s*(min|max)\s*)?\)$/i.exec(text.trim());
+  if (!m) return undefined;
+  const inner = m[2]!;
+  if (/^nested\s*\(/i.test(inner)) {
+    const deeper = nestedField(inner);
+    return deeper ? { field: deeper.field, ...(m[3] ? { mode: m[3].toLowerCase() as "min" | "max" } : {}) } : undefined;
+  }
+  if (!/^[\w.-]+$/.test(inner)) return undefined;
+  return { field: `${m[1]}.${inner}`, ...(m[3] ? { mode: m[3].toLowerCase() as "min" | "max" } : {}) };
+}
+
+function sort(value: QueryRequest["sort"], errors: FieldError[]): SortKey[] {
+  if (!value) return [];
+  const base = "/body/sort";
+  const before = errors.length;
+  if (!value.field || value.field.length === 0) errors.push({ pointer: `${base}/field`, message: "'sort.field' can not be null or empty" });
+  if (!value.order || value.order.length === 0) errors.push({ pointer: `${base}/order`, message: "'sort.order' can not be null or empty" });
+  if (errors.length > before) return [];
+  if (value.field.length !== value.order.length) errors.push({ pointer: base, message: "'sort.field' and 'sort.order' size do not match" });
+  value.field.forEach((f, i) => {
+    if (!f || !f.trim()) errors.push({ pointer: `${base}/field/${i}`, message: "'sort.field' list can not have null or empty values" });
+  });
+  value.order.forEach((o, i) => {
+    if (!/^(asc|desc)$/i.test(o ?? "")) errors.push({ pointer: `${base}/order/${i}`, message: "Not a valid order option. It can only be either 'ASC' or 'DESC'" });
+  });
+  if (value.filter?.some((f) => f && f.trim())) errors.push({ pointer: `${base}/filter`, message: "sort filters are not supported by this search service" });
+  if (errors.length > before) return [];
+  const keys: SortKey[] = [];
+  value.field.forEach((raw, i) => {
+    const order = value.order[i]!.toLowerCase() as "asc" | "desc";
+    const f = raw.trim();
+    if (f === "_score") return; // relevance is not scored by the embedded engine: a no-op key
+    if (/^nested\s*\(/i.test(f)) {
+      const nested = nestedField(f);
+      if (!nested) errors.push({ pointer: `${base}/field/${i}`, message: `Malformed nested sort : ${f}` });
+      else keys.push({ field: nested.field, order, ...(nested.mode ? { mode: nested.mode } : {}) });
+      return;
+    }
+    keys.push({ field: f, order });
+  });
+  return keys;
+}
+
+function fieldList(value: string[] | undefined, pointer: string, errors: FieldError[]): string[] {
+  if (!value) return [];
+  value.forEach((f, i) => {
+    if (typeof f !== "string" || !f.trim()) errors.push({ pointer: `${pointer}/${i}`, message: "must not be empty" });
+  });
+  return value.map((f) => f.trim());
+}
+
+/** Validates a /query or first /query_with_cursor request into a plan (throws 400 with every problem). */
+export function planSearch(body: QueryRequest | CursorQueryRequest, cursor: boolean): { plan: SearchPlan; ast: QueryNode } {
+  const errors: FieldError[] = [];
+  const kindList = kinds(body.kind, errors);
+  const offset = cursor ? 0 : ((body as QueryRequest).offset ?? 0);
+  const rawLimit = body.limit ?? 0;
+  if (offset < 0) errors.push({ pointer: "/body/offset", message: "'offset' must be equal or greater than 0" });
+  if (rawLimit < 0) errors.push({ pointer: "/body/limit", message: "'limit' must be equal or greater than 0" });
+  const limit = rawLimit === 0 ? DEFAULT_LIMIT : Math.min(rawLimit, MAX_LIMIT);
+  if (!cursor && offset >= 0 && rawLimit >= 0 && offset + limit > MAX_RESULT_WINDOW) {
+    errors.push({ pointer: "/body/offset", message: "Invalid combination of limit and offset values, offset + limit cannot be greater than 10000" });
+  }
+  const sortKeys = sort(body.sort, errors);
+  const geo = body.spatialFilter ? spatial(body.spatialFilter, errors) : undefined;
+  let aggregateBy: string | undefined;
+  const agg = cursor ? undefined : (body as QueryRequest).aggregateBy;
+  if (agg !== undefined && agg.trim()) {
+    if (/^nested\s*\(/i.test(agg.trim())) {
+      const nested = nestedField(agg);
+      if (!nested || nested.mode) errors.push({ pointer: "/body/aggregateBy", message: `Malformed nested aggregation : ${agg}` });
+      else aggregateBy = nested.field;
+    } else aggregateBy = agg.trim();
+  }
+  const returnedFields = fieldList(body.returnedFields, "/body/returnedFields", errors);
+  const highlightedFields = fieldList(body.highlightedFields, "/body/highlightedFields", errors);
+  if (errors.length) throw invalidParameters(errors);
+  const query = body.query ?? "";
+  const ast = parsePlanQuery(query);
+  return {
+    plan: {
+      kinds: kindList,
+      query,
+      offset,
+      limit,
+      sort: sortKeys,
+      queryAsOwner: body.queryAsOwner ?? false,
+      // Cursor queries always count exactly (OSDU docs).
+      trackTotalCount: cursor ? true : (body.trackTotalCount ?? false),
+      ...(geo ? { spatial: geo } : {}),
+      ...(aggregateBy ? { aggregateBy } : {}),
+      returnedFields,
+      highlightedFields,
+    },
+    ast,
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * OSDU Search v2 and the Storage-compatible record routes over HTTP. Queries need a bearer token
+ * (no appkey) and the partition header; /api/search/v2/info is public. Each route is one request
+ * to the `search` or `storage` actor, which applies OSDU's rules and messages.
+ */
+import { Elysia, t } from "elysia";
+import type { Config } from "../../config/index.ts";
+import { Problem, notFound, subjects, type Bus } from "../../subjects/index.ts";
+import { CursorQueryRequest, CursorQueryResponse, PutRecordsBody, PutRecordsResponse, QueryRequest, QueryResponse, StoredRecord, VersionInfo } from "../../subjects/search.ts";
+import { forward } from "../forward.ts";
+import type { AuthPlugin } from "../plugins/auth.ts";
+import { requestMeta } from "../request-state.ts";
+
+const errors = { 400: Problem, 401: Problem, 403: Problem, 404: Problem, 413: Problem, 429: Problem, 503: Problem, 504: Problem };
+const credentials = { auth: true, partition: true } as const;
+const search = subjects.search;
+const storage = subjects.storage;
+const SEARCH = ["search"];
+const STORAGE = ["storage"];
+
+export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
+  const info = async ({ set, request }: { set: { status?: number | string; headers: Record<string, string | number> }; request: Request }) =>
+    forward<VersionInfo>(set, await bus.request(search.info(), undefined, requestMeta(request)));
+  return new Elysia({ name: "derrick-search-routes", normalize: false })
+    .use(auth)
+    .get("/api/search/v2/info", info, { detail: { tags: SEARCH, summary: "Build and source-control information of this search service (public)" }, response: { 200: VersionInfo, 503: Problem } })
+    .get("/api/search/v2/info/", info, { detail: { hide: true } })
+    .post(
+      "/api/search/v2/query",
+      async ({ body, set, request, principal, partition }) => forward<QueryResponse>(set, await bus.request(search.query(), { body }, requestMeta(request, principal, partition))),
+      {
+        ...credentials,
+        body: QueryRequest,
+        detail: { tags: SEARCH, summary: "Query records: Lucene query string, ranges, spatial filter, sort, aggregation (a users.datalake.* role; 401 without)" },
+        response: { 200: QueryResponse, ...errors },
+      },
+    )
+    .post(
+      "/api/search/v2/query_with_cursor",
+      async ({ body, set, request, principal, partition }) => forward<CursorQueryResponse>(set, await bus.request(search["cursor.query"](), { body }, requestMeta(request, principal, partition))),
+      {
+        ...credentials,
+        body: CursorQueryRequest,
+        detail: { tags: SEARCH, summary: "Query with a cursor: first call without cursor, then {cursor} until a page comes back empty without one (cursor lives 90 s after each use)" },
+        response: { 200: CursorQueryResponse, ...errors },
+      },
+    )
+    .delete(
+      "/api/search/v2/query_with_cursor/:cursor",
+      async ({ params, set, request, principal, partition }) => forward<void>(set, await bus.request(search["cursor.delete"](), params, requestMeta(request, principal, partition))),
+      {
+        ...credentials,
+        params: t.Object({ cursor: t.String({ maxLength: 256 }) }),
+        detail: { tags: SEARCH, summary: "Close a cursor (its issuer only) → 200 with an empty body" },
+        response: { 200: t.Void(), ...errors },
+      },
+    )
+    .put(
+      "/api/storage/v2/records",
+      async ({ body, set, request, principal, partition }) => forward<PutRecordsResponse>(set, await bus.request(storage["records.put"](), { body }, requestMeta(request, principal, partition))),
+      {
+        ...credentials,
+        body: PutRecordsBody,
+        detail: { tags: STORAGE, summary: "Create or update records (group users.datalake.editors) → 201; searchable within a second" },
+        response: { 201: PutRecordsResponse, ...errors },
+      },
+    )
+    .get(
+      "/api/storage/v2/records/:id",
+      async ({ params, set, request, principal, partition }) => forward<StoredRecord>(set, await bus.request(storage["records.get"](), params, requestMeta(request, principal, partition))),
+      {
+        ...credentials,
+        params: t.Object({ id: t.String({ maxLength: 1024 }) }),
+        detail: { tags: STORAGE, summary: "The latest version of a record (its ACL must share a group with the caller)" },
+        response: { 200: StoredRecord, ...errors },
+      },
+    )
+    .post(
+      "/api/storage/v2/records/:action",
+      async ({ params, set, request, principal, partition }) => {
+        // OSDU's `{id}:delete`: the id itself holds colons, so the verb is split off here.
+        if (!params.action.endsWith(":delete")) throw notFound("no such route");
+        const id = params.action.slice(0, -":delete".length);
+        return forward(set, await bus.request(storage["records.delete"](), { id }, requestMeta(request, principal, partition)));
+      },
+      {
+        ...credentials,
+        params: t.Object({ action: t.String({ maxLength: 1100, description: "<record id>:delete" }) }),
+        detail: { tags: STORAGE, summary: "POST /api/storage/v2/records/{id}:delete — delete a record (editors, and an owner of the record) → 204" },
+        response: { 204: t.Void(), ...errors },
+      },
+    );
+};

@@ -1,0 +1,71 @@
+/** Shared pieces of the search tests: clients with data groups, record fixtures, HTTP helpers. */
+import { TEST_CLIENTS, startDerrick, type TestDerrick, type TestNats } from "../harness/index.ts";
+
+/** Clients with distinct data groups (ACL tests) besides the harness's alpha/beta/admin. */
+export const SEARCH_CLIENTS = {
+  writer: { client_id: "writer", client_secret: "writer-secret-1", appkey: "writer-appkey-1", groups: ["users.datalake.editors", "users.datalake.viewers", "data.north.owners", "data.south.owners", "data.north.viewers", "data.south.viewers"] },
+  north: { client_id: "north", client_secret: "north-secret-1", appkey: "north-appkey-1", groups: ["users.datalake.viewers", "data.north.viewers"] },
+  south: { client_id: "south", client_secret: "south-secret-1", appkey: "south-appkey-1", groups: ["users.datalake.viewers", "data.south.viewers"] },
+  southOwner: { client_id: "southOwner", client_secret: "southowner-secret-1", appkey: "southowner-appkey-1", groups: ["users.datalake.editors", "data.south.owners"] },
+  root: { client_id: "root", client_secret: "root-secret-1", appkey: "root-appkey-1", groups: ["users.datalake.viewers", "users.data.root"] },
+  norole: { client_id: "norole", client_secret: "norole-secret-1", appkey: "norole-appkey-1", groups: ["data.north.viewers"] },
+} as const;
+export type SearchClient = keyof typeof SEARCH_CLIENTS;
+
+export const NORTH_ACL = { viewers: ["data.north.viewers@opendes.example.com"], owners: ["data.north.owners@opendes.example.com"] };
+export const SOUTH_ACL = { viewers: ["data.south.viewers@opendes.example.com"], owners: ["data.south.owners@opendes.example.com"] };
+export const WELL = "osdu:wks:master-data--Well:1.0.0";
+export const WELLBORE = "osdu:wks:master-data--Wellbore:1.0.0";
+
+export function startSearchDerrick(nats: TestNats, env: Record<string, string> = {}, dataDir?: string): Promise<TestDerrick> {
+  return startDerrick(nats, {
+    actors: ["identity", "storage", "search"],
+    env: { DERRICK_CLIENTS: JSON.stringify([...Object.values(TEST_CLIENTS), ...Object.values(SEARCH_CLIENTS)]), ...env },
+    ...(dataDir ? { dataDir } : {}),
+  });
+}
+
+const tokens = new WeakMap<TestDerrick, Map<string, string>>();
+
+export async function tokenOf(derrick: TestDerrick, client: SearchClient): Promise<string> {
+  let cache = tokens.get(derrick);
+  if (!cache) tokens.set(derrick, (cache = new Map()));
+  const hit = cache.get(client);
+  if (hit) return hit;
+  const c = SEARCH_CLIENTS[client];
+  const res = await fetch(`${derrick.url}/v2/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret }),
+  });
+  if (res.status !== 200) throw new Error(`token for ${client}: ${res.status}`);
+  const token = ((await res.json()) as { access_token: string }).access_token;
+  cache.set(client, token);
+  return token;
+}
+
+/** Calls the edge as one of the search clients (bearer token only, OSDU partition header). */
+export async function api(derrick: TestDerrick, path: string, options: { as?: SearchClient | null; method?: string; body?: unknown; partition?: string | null } = {}): Promise<Response> {
+  const headers: Record<string, string> = {};
+  const as = options.as === undefined ? "writer" : options.as;
+  if (as) headers.authorization = `Bearer ${await tokenOf(derrick, as)}`;
+  if (options.partition !== null) headers["data-partition-id"] = options.partition ?? "opendes";
+  if (options.body !== undefined) headers["content-type"] = "application/json";
+  return fetch(`${derrick.url}${path}`, { method: options.method ?? (options.body !== undefined ? "POST" : "GET"), headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+}
+
+export type Page = { results: Array<Record<string, any>>; totalCount: number; aggregations?: Array<{ key: string; count: number }>; cursor?: string };
+
+export async function searchOk(derrick: TestDerrick, body: Record<string, unknown>, as: SearchClient = "writer"): Promise<Page> {
+  const res = await api(derrick, "/api/search/v2/query", { as, body: { kind: "*:*:*:*", ...body } });
+  if (res.status !== 200) throw new Error(`query ${JSON.stringify(body)}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as Page;
+}
+
+export async function putRecords(derrick: TestDerrick, records: unknown[], as: SearchClient = "writer"): Promise<{ recordIds: string[]; recordIdVersions: string[]; recordCount: number }> {
+  const res = await api(derrick, "/api/storage/v2/records", { as, method: "PUT", body: records });
+  if (res.status !== 201) throw new Error(`put records: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { recordIds: string[]; recordIdVersions: string[]; recordCount: number };
+}
+
+export const ids = (page: Page) => page.results.map((r) => r.id as string).sort();

@@ -1,0 +1,375 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jetstream } from "@nats-io/jetstream";
+import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { subjects } from "../../subjects/index.ts";
+import { recordKey } from "../../subjects/search.ts";
+import { NORTH_ACL, SOUTH_ACL, WELL, WELLBORE, api, ids, putRecords, searchOk, startSearchDerrick } from "./helpers.ts";
+
+const W1 = "opendes:well:w1";
+const W2 = "opendes:well:w2";
+const W3 = "opendes:well:w3";
+const WB1 = "opendes:wellbore:wb1";
+const WB2 = "opendes:wellbore:wb2";
+
+const square = (minX: number, minY: number, maxX: number, maxY: number) => [
+  [minX, minY],
+  [maxX, minY],
+  [maxX, maxY],
+  [minX, maxY],
+  [minX, minY],
+];
+const points = (ring: number[][]) => ring.map(([longitude, latitude]) => ({ latitude, longitude }));
+
+const FIXTURES = [
+  {
+    id: W1,
+    kind: WELL,
+    acl: NORTH_ACL,
+    legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] },
+    data: {
+      FacilityName: "Ocean Drilling Alpha",
+      Basin: "Permian",
+      Rig_Contractor: "Ocean",
+      Depth: 1200,
+      SpudDate: "2017-03-01T00:00:00Z",
+      Status: "Active",
+      Location: { latitude: 58.5, longitude: 2.5 },
+      VerticalMeasurements: [
+        { VerticalMeasurementID: "Elevation", VerticalMeasurement: 120 },
+        { VerticalMeasurementID: "TD", VerticalMeasurement: 3000 },
+      ],
+    },
+  },
+  {
+    id: W2,
+    kind: WELL,
+    acl: NORTH_ACL,
+    data: {
+      FacilityName: "Drilling Bravo",
+      Basin: "North Sea",
+      Rig_Contractor: "Drilling",
+      Depth: 2500,
+      SpudDate: "2018-06-15T00:00:00Z",
+      Location: { lat: 60.2, lon: 4.1 },
+      VerticalMeasurements: [
+        { VerticalMeasurementID: "Elevation", VerticalMeasurement: 15 },
+        { VerticalMeasurementID: "TD", VerticalMeasurement: 150 },
+      ],
+    },
+  },
+  {
+    id: W3,
+    kind: WELL,
+    acl: SOUTH_ACL,
+    data: { FacilityName: "Spillpath DA no.109", Basin: "Permian", Rig_Contractor: "Other", Depth: 800, SpudDate: "2019-01-10", Status: "Suspended", Location: { latitude: 58.9, longitude: 3.0 } },
+  },
+  {
+    id: WB1,
+    kind: WELLBORE,
+    acl: SOUTH_ACL,
+    data: {
+      FacilityName: "Wellbore Charlie",
+      Depth: 3100,
+      Status: "Active",
+      Shape: { type: "FeatureCollection", features: [{ type: "Feature", properties: {}, geometry: { type: "Polygon", coordinates: [square(2, 58, 3, 59)] } }] },
+    },
+  },
+  {
+    id: WB2,
+    kind: WELLBORE,
+    acl: NORTH_ACL,
+    data: { FacilityName: "Wellbore Delta", Shape: { type: "LineString", coordinates: [[10, 50], [11, 51]] } },
+  },
+];
+
+describe("search over records put through storage", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startSearchDerrick(nats);
+    await putRecords(derrick, FIXTURES);
+    await eventually(async () => (await searchOk(derrick, {})).totalCount === FIXTURES.length, { what: "fixtures indexed" });
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  it("search - /info is public and names the build (OSDU VersionInfo)", async () => {
+    for (const path of ["/api/search/v2/info", "/api/search/v2/info/"]) {
+      const res = await api(derrick, path, { as: null, partition: null });
+      expect(res.status, path).toBe(200);
+      const info = (await res.json()) as Record<string, unknown>;
+      for (const field of ["groupId", "artifactId", "version", "buildTime", "branch", "commitId", "commitMessage"]) expect(info[field], field).toBeTruthy();
+      expect(info.connectedOuterServices).toEqual(expect.arrayContaining([expect.objectContaining({ name: "sqlite" })]));
+    }
+  });
+
+  it("search - a query needs a token, a partition and a search role (401 Access denied as OSDU)", async () => {
+    expect((await api(derrick, "/api/search/v2/query", { as: null, body: { kind: WELL } })).status).toBe(401);
+    const missing = await api(derrick, "/api/search/v2/query", { partition: null, body: { kind: WELL } });
+    expect(missing.status).toBe(400);
+    const denied = await api(derrick, "/api/search/v2/query", { as: "norole", body: { kind: WELL } });
+    expect(denied.status).toBe(401);
+    expect(await denied.json()).toMatchObject({ code: 401, reason: "Access denied", message: "The user is not authorized to perform this action" });
+  });
+
+  it("search - OSDU's documented query examples", async () => {
+    const cases: Array<[string, string[]]> = [
+      ["drilling", [W1, W2]],
+      ["data.Basin:Permian", [W1, W3]],
+      ["data.Rig_Contractor:(Ocean OR Drilling)", [W1, W2]],
+      ['"Ocean Drilling"', [W1]],
+      ["data.FacilityName:Well*", [WB1, WB2]],
+      ["data.FacilityName:Wellb?re", [WB1, WB2]],
+      ["data.Depth:[1000 TO 2500]", [W1, W2]],
+      ["data.Depth:{1200 TO 2500}", []],
+      ["data.Depth:>2000", [W2, WB1]],
+      ["data.Depth:(>=800 AND <1200)", [W3]],
+      ["data.SpudDate:[2018-01-01 TO 2019-12-31]", [W2, W3]],
+      ["data.SpudDate:[2017 TO 2017]", [W1]],
+      ["data.Status.keyword:Active", [W1, WB1]],
+      ["_exists_:data.Status", [W1, W3, WB1]],
+      ["NOT _exists_:data.Status", [W2, WB2]],
+      ['data.FacilityName.keyword:"Spillpath DA no.109"', [W3]],
+      ["data.FacilityName.keywordLower:\"spillpath da no.109\"", [W3]],
+      ["data.Basin:Permian AND NOT data.Status:Suspended", [W1]],
+      ["data.Basin:Permian AND data.Depth:<1000 OR data.Rig_Contractor:Ocean", [W3]],
+      ["data.\\*:Bravo", [W2]],
+      ['nested(data.VerticalMeasurements, (VerticalMeasurementID:Elevation AND VerticalMeasurement:>100))', [W1]],
+      ['nested(data.VerticalMeasurements, (VerticalMeasurementID:TD AND VerticalMeasurement:(>=100 AND <=200)))', [W2]],
+      ["id:opendes\\:well\\:w3", [W3]],
+      ["legal.legaltags:opendes-public", [W1]],
+    ];
+    for (const [query, expected] of cases) {
+      const page = await searchOk(derrick, { query });
+      expect(ids(page), query).toEqual(expected);
+      expect(page.totalCount, query).toBe(expected.length);
+    }
+  });
+
+  it("search - kinds: exact (case-insensitive), lists, arrays, wildcards; an unknown kind is 200 with nothing", async () => {
+    expect((await searchOk(derrick, { kind: WELLBORE })).totalCount).toBe(2);
+    expect((await searchOk(derrick, { kind: WELL.toUpperCase() })).totalCount).toBe(3);
+    expect((await searchOk(derrick, { kind: `${WELL}, ${WELLBORE}` })).totalCount).toBe(5);
+    expect((await searchOk(derrick, { kind: [WELL, WELLBORE] })).totalCount).toBe(5);
+    expect((await searchOk(derrick, { kind: "osdu:wks:master-data--Well*:*" })).totalCount).toBe(5);
+    expect((await searchOk(derrick, { kind: "osdu:*:*:1.0.0" })).totalCount).toBe(5);
+    expect(await searchOk(derrick, { kind: "osdu:wks:nothing:1.0.0" })).toEqual({ results: [], aggregations: [], phraseSuggestions: [], totalCount: 0 });
+  });
+
+  it("search - sort keeps missing values last in both orders; offset and limit slice the sorted list", async () => {
+    const desc = await searchOk(derrick, { sort: { field: ["data.Depth"], order: ["DESC"] } });
+    expect(desc.results.map((r) => r.id)).toEqual([WB1, W2, W1, W3, WB2]);
+    const asc = await searchOk(derrick, { sort: { field: ["data.Depth"], order: ["asc"] } });
+    expect(asc.results.map((r) => r.id)).toEqual([W3, W1, W2, WB1, WB2]);
+    const slice = await searchOk(derrick, { sort: { field: ["data.Depth"], order: ["asc"] }, offset: 1, limit: 2 });
+    expect(slice.results.map((r) => r.id)).toEqual([W1, W2]);
+    expect(slice.totalCount).toBe(5);
+    const byName = await searchOk(derrick, { kind: WELL, sort: { field: ["data.Basin", "data.FacilityName"], order: ["ASC", "DESC"] } });
+    expect(byName.results.map((r) => r.id)).toEqual([W2, W3, W1]);
+  });
+
+  it("search - returnedFields, highlightedFields and the OSDU derived kind attributes", async () => {
+    const page = await searchOk(derrick, { query: "drilling", returnedFields: ["id", "data.Depth"], highlightedFields: ["data.FacilityName"], sort: { field: ["id"], order: ["ASC"] } });
+    expect(page.results).toEqual([
+      { id: W1, data: { Depth: 1200 }, highlight: { "data.FacilityName": ["Ocean <em>Drilling</em> Alpha"] } },
+      { id: W2, data: { Depth: 2500 }, highlight: { "data.FacilityName": ["<em>Drilling</em> Bravo"] } },
+    ]);
+    const full = await searchOk(derrick, { query: "id:opendes\\:well\\:w1" });
+    expect(full.results[0]).toMatchObject({ id: W1, kind: WELL, authority: "osdu", source: "wks", namespace: "osdu:wks", type: "master-data--Well", acl: NORTH_ACL, createUser: "writer" });
+    expect(full.results[0]).not.toHaveProperty("x-acl");
+  });
+
+  it("search - aggregateBy counts terms, count desc then key asc, including nested paths", async () => {
+    expect((await searchOk(derrick, { aggregateBy: "kind" })).aggregations).toEqual([
+      { key: WELL, count: 3 },
+      { key: WELLBORE, count: 2 },
+    ]);
+    expect((await searchOk(derrick, { aggregateBy: "data.Basin" })).aggregations).toEqual([
+      { key: "Permian", count: 2 },
+      { key: "North Sea", count: 1 },
+    ]);
+    expect((await searchOk(derrick, { aggregateBy: "nested(data.VerticalMeasurements, VerticalMeasurementID)" })).aggregations).toEqual([
+      { key: "Elevation", count: 2 },
+      { key: "TD", count: 2 },
+    ]);
+  });
+
+  it("search - ACL: two clients with different data groups see different records, counts and aggregations", async () => {
+    const north = await searchOk(derrick, { aggregateBy: "data.Basin" }, "north");
+    expect(ids(north)).toEqual([W1, W2, WB2]);
+    expect(north.totalCount).toBe(3);
+    expect(north.aggregations).toEqual([
+      { key: "North Sea", count: 1 },
+      { key: "Permian", count: 1 },
+    ]);
+    const south = await searchOk(derrick, { aggregateBy: "kind" }, "south");
+    expect(ids(south)).toEqual([W3, WB1]);
+    expect(south.aggregations).toEqual([
+      { key: WELL, count: 1 },
+      { key: WELLBORE, count: 1 },
+    ]);
+    expect((await searchOk(derrick, { query: "data.Basin:Permian" }, "north")).totalCount).toBe(1);
+    expect((await searchOk(derrick, {}, "root")).totalCount).toBe(5);
+    // queryAsOwner: viewers only see nothing; owners see what they own.
+    expect((await searchOk(derrick, { queryAsOwner: true }, "north")).totalCount).toBe(0);
+    expect(ids(await searchOk(derrick, { queryAsOwner: true }, "southOwner"))).toEqual([W3, WB1]);
+  });
+
+  it("search - spatial filters on points: bounding box, distance, polygon, intersection", async () => {
+    const field = "data.Location";
+    const box = await searchOk(derrick, { spatialFilter: { field, byBoundingBox: { topLeft: { latitude: 59, longitude: 2 }, bottomRight: { latitude: 58, longitude: 3.5 } } } });
+    expect(ids(box)).toEqual([W1, W3]);
+    const near = await searchOk(derrick, { spatialFilter: { field, byDistance: { point: { latitude: 58.5, longitude: 2.5 }, distance: 50_000 } } });
+    expect(ids(near)).toEqual([W1]);
+    const farther = await searchOk(derrick, { spatialFilter: { field, byDistance: { point: { latitude: 58.5, longitude: 2.5 }, distance: 60_000 } } });
+    expect(ids(farther)).toEqual([W1, W3]);
+    const triangle = await searchOk(derrick, { spatialFilter: { field, byGeoPolygon: { points: points([[2, 58], [2, 59], [2.8, 58.5]]) } } });
+    expect(ids(triangle)).toEqual([W1]);
+    const crossing = await searchOk(derrick, { spatialFilter: { field, byIntersection: { polygons: [{ points: points(square(4, 60, 4.2, 60.4)) }] } } });
+    expect(ids(crossing)).toEqual([W2]);
+    const combined = await searchOk(derrick, { query: "data.Basin:Permian", spatialFilter: { field, byBoundingBox: { topLeft: { latitude: 61, longitude: 0 }, bottomRight: { latitude: 58.7, longitude: 5 } } } });
+    expect(ids(combined)).toEqual([W3]);
+  });
+
+  it("search - spatial filters on polygons and lines: WITHIN needs the whole shape inside, INTERSECTS any overlap", async () => {
+    const field = "data.Shape";
+    const around = await searchOk(derrick, { spatialFilter: { field, byBoundingBox: { topLeft: { latitude: 59.5, longitude: 1.5 }, bottomRight: { latitude: 57.5, longitude: 3.5 } } } });
+    expect(ids(around)).toEqual([WB1]);
+    const half = await searchOk(derrick, { spatialFilter: { field, byBoundingBox: { topLeft: { latitude: 58.5, longitude: 1.5 }, bottomRight: { latitude: 57.5, longitude: 3.5 } } } });
+    expect(ids(half)).toEqual([]);
+    const circle = await searchOk(derrick, { spatialFilter: { field, byDistance: { point: { latitude: 58.5, longitude: 2.5 }, distance: 100_000 } } });
+    expect(ids(circle)).toEqual([WB1]);
+    const polygon = await searchOk(derrick, { spatialFilter: { field, byGeoPolygon: { points: points(square(1, 57, 12, 52).slice(0, 4)) } } });
+    expect(ids(polygon)).toEqual([]);
+    const big = await searchOk(derrick, { spatialFilter: { field, byGeoPolygon: { points: points([[1, 49], [12, 49], [12, 60], [1, 60]]) } } });
+    expect(ids(big)).toEqual([WB1, WB2]);
+    const overlap = await searchOk(derrick, { spatialFilter: { field, byIntersection: { polygons: [{ points: points(square(2.5, 58.5, 3.5, 59.5)) }] } } });
+    expect(ids(overlap)).toEqual([WB1]);
+    // The line crosses this thin box with no vertex inside it.
+    const crossesLine = await searchOk(derrick, { spatialFilter: { field, byIntersection: { polygons: [{ points: points(square(10.4, 49, 10.6, 52)) }] } } });
+    expect(ids(crossesLine)).toEqual([WB2]);
+  });
+
+  it("search - request validation answers OSDU's messages, naming each field", async () => {
+    const cases: Array<[Record<string, unknown>, string, string]> = [
+      [{ kind: WELL, limit: -1 }, "/body/limit", "'limit' must be equal or greater than 0"],
+      [{ kind: WELL, offset: -1 }, "/body/offset", "'offset' must be equal or greater than 0"],
+      [{ kind: WELL, offset: 9995, limit: 10 }, "/body/offset", "Invalid combination of limit and offset values, offset + limit cannot be greater than 10000"],
+      [{ kind: WELL, offset: 9991 }, "/body/offset", "Invalid combination of limit and offset values, offset + limit cannot be greater than 10000"],
+      [{ kind: "abc" }, "/body/kind", "Not a valid record kind format. Found: abc"],
+      [{ kind: "" }, "/body/kind", "Record kind can't be null or empty"],
+      [{ kind: WELL, sort: { field: [], order: ["ASC"] } }, "/body/sort/field", "'sort.field' can not be null or empty"],
+      [{ kind: WELL, sort: { field: ["id"], order: [] } }, "/body/sort/order", "'sort.order' can not be null or empty"],
+      [{ kind: WELL, sort: { field: ["id", "kind"], order: ["ASC"] } }, "/body/sort", "'sort.field' and 'sort.order' size do not match"],
+      [{ kind: WELL, sort: { field: [""], order: ["ASC"] } }, "/body/sort/field/0", "'sort.field' list can not have null or empty values"],
+      [{ kind: WELL, sort: { field: ["id"], order: ["UP"] } }, "/body/sort/order/0", "Not a valid order option. It can only be either 'ASC' or 'DESC'"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byDistance: { point: { latitude: 91, longitude: 0 }, distance: 1 } } }, "/body/spatialFilter/byDistance/point/latitude", "'latitude' value is out of the range [-90, 90]"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byDistance: { point: { latitude: 0, longitude: 181 }, distance: 1 } } }, "/body/spatialFilter/byDistance/point/longitude", "'longitude' value is out of the range [-180, 180]"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byDistance: { point: { latitude: 0, longitude: 0 }, distance: 0 } } }, "/body/spatialFilter/byDistance/distance", "'distance' must be greater than 0"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 1, longitude: 0 }, bottomRight: { latitude: 2, longitude: 1 } } } }, "/body/spatialFilter/byBoundingBox", "top corner is below bottom corner: 1 vs. 2"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 2, longitude: 1 }, bottomRight: { latitude: 1, longitude: 0 } } } }, "/body/spatialFilter/byBoundingBox", "left corner and right corner are flipped: 1 vs. 0"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 1, longitude: 0 }, bottomRight: { latitude: 1, longitude: 1 } } } }, "/body/spatialFilter/byBoundingBox", "top latitude cannot be the same as bottom latitude: 1 == 1"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 2, longitude: 1 }, bottomRight: { latitude: 1, longitude: 1 } } } }, "/body/spatialFilter/byBoundingBox", "left longitude cannot be the same as right longitude: 1 == 1"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byGeoPolygon: { points: points([[0, 0], [1, 1]]) } } }, "/body/spatialFilter/byGeoPolygon/points", "too few points defined for geo polygon query"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byIntersection: { polygons: [{ points: points([[0, 0], [1, 0], [1, 1], [0, 1]]) }] } } }, "/body/spatialFilter/byIntersection/polygons/0/points", "The first point must match the last point to close the polygon"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byIntersection: { polygons: [{ points: points([[0, 0], [1, 0], [0, 0]]) }] } } }, "/body/spatialFilter/byIntersection/polygons/0/points", "Polygons must have at least 4 points"],
+      [
+        { kind: WELL, spatialFilter: { field: "data.Location", byDistance: { point: { latitude: 0, longitude: 0 }, distance: 1 }, byGeoPolygon: { points: points(square(0, 0, 1, 1)) } } },
+        "/body/spatialFilter",
+        "only one criteria can be used with SpatialFilter",
+      ],
+    ];
+    for (const [body, pointer, message] of cases) {
+      const res = await api(derrick, "/api/search/v2/query", { body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      const problem = (await res.json()) as { reason: string; message: string; errors: Array<{ pointer: string; message: string }> };
+      expect(problem.reason).toBe("Bad Request");
+      expect(problem.errors, JSON.stringify(body)).toContainEqual({ pointer, message });
+    }
+    // offset + effective limit = 10000 exactly is allowed (limit 0 → 10).
+    expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, offset: 9990 } })).status).toBe(200);
+    expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, limit: 5000 } })).status).toBe(200);
+  });
+
+  it("search - unknown fields and wrong types are 400 naming the field", async () => {
+    for (const [body, pointer] of [
+      [{ kind: WELL, size: 10 }, "/body/size"],
+      [{ kind: 5 }, "/body/kind"],
+      [{ kind: WELL, limit: "ten" }, "/body/limit"],
+    ] as const) {
+      const res = await api(derrick, "/api/search/v2/query", { body });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { errors: Array<{ pointer: string }> }).errors.map((e) => e.pointer)).toContain(pointer);
+    }
+  });
+
+  it("search - a malformed query is 400 Malformed query with the position", async () => {
+    const res = await api(derrick, "/api/search/v2/query", { body: { kind: WELL, query: 'data.Name:"abc' } });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ reason: "Malformed query", position: 10, message: expect.stringContaining("unbalanced double quotes") });
+    const leading = await api(derrick, "/api/search/v2/query", { body: { kind: WELL, query: "data.Name:*ell" } });
+    expect(leading.status).toBe(400);
+    expect(await leading.json()).toMatchObject({ position: 10 });
+  });
+
+  it("storage - PUT needs users.datalake.editors and ids in the request's partition", async () => {
+    const denied = await api(derrick, "/api/storage/v2/records", { as: "north", method: "PUT", body: [{ kind: WELL, acl: NORTH_ACL, data: {} }] });
+    expect(denied.status).toBe(403);
+    const wrongPartition = await api(derrick, "/api/storage/v2/records", { method: "PUT", body: [{ id: "other:well:1", kind: WELL, acl: NORTH_ACL, data: {} }] });
+    expect(wrongPartition.status).toBe(400);
+    expect(((await wrongPartition.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe("/body/0/id");
+    const badKind = await api(derrick, "/api/storage/v2/records", { method: "PUT", body: [{ kind: "well", acl: NORTH_ACL, data: {} }] });
+    expect(badKind.status).toBe(400);
+    const extra = await api(derrick, "/api/storage/v2/records", { method: "PUT", body: [{ kind: WELL, acl: NORTH_ACL, data: {}, color: "red" }] });
+    expect(extra.status).toBe(400);
+  });
+
+  it("storage - a record put is 201 with ids and versions, readable by its viewers and searchable within a second", async () => {
+    const started = Date.now();
+    const created = await putRecords(derrick, [{ kind: WELL, acl: SOUTH_ACL, data: { FacilityName: "Freshly Generated" } }]);
+    expect(created.recordCount).toBe(1);
+    const id = created.recordIds[0]!;
+    expect(id).toMatch(/^opendes:master-data--Well:[0-9a-f]{32}$/);
+    expect(created.recordIdVersions[0]).toMatch(new RegExp(`^${id}:\\d+$`));
+    await eventually(async () => (await searchOk(derrick, { query: "freshly" })).totalCount === 1, { timeoutMs: 1000, intervalMs: 10, what: "searchable within one second" });
+    expect(Date.now() - started).toBeLessThan(1500);
+    const read = await api(derrick, `/api/storage/v2/records/${id}`, { as: "south" });
+    expect(read.status).toBe(200);
+    expect(await read.json()).toMatchObject({ id, kind: WELL, data: { FacilityName: "Freshly Generated" }, createUser: "writer" });
+    expect((await api(derrick, `/api/storage/v2/records/${id}`, { as: "north" })).status).toBe(403);
+    expect((await api(derrick, "/api/storage/v2/records/opendes:well:nothing", { as: "south" })).status).toBe(404);
+  });
+
+  it("storage - an update and a delete are reflected in search results", async () => {
+    const id = "opendes:well:changing";
+    const first = await putRecords(derrick, [{ id, kind: WELL, acl: SOUTH_ACL, data: { FacilityName: "Before Change", Depth: 10 } }]);
+    await eventually(async () => (await searchOk(derrick, { query: "data.FacilityName:before" })).totalCount === 1, { what: "first version indexed" });
+    const second = await putRecords(derrick, [{ id, kind: WELL, acl: SOUTH_ACL, data: { FacilityName: "After Change", Depth: 20 } }]);
+    expect(Number(second.recordIdVersions[0]!.split(":").pop())).toBeGreaterThan(Number(first.recordIdVersions[0]!.split(":").pop()));
+    await eventually(async () => (await searchOk(derrick, { query: "data.FacilityName:after" })).totalCount === 1, { what: "second version indexed" });
+    expect((await searchOk(derrick, { query: "data.FacilityName:before" })).totalCount).toBe(0);
+    expect((await searchOk(derrick, { query: "data.Depth:20" })).totalCount).toBe(1);
+    const read = (await (await api(derrick, `/api/storage/v2/records/${id}`)).json()) as Record<string, unknown>;
+    expect(read).toMatchObject({ modifyUser: "writer", createUser: "writer" });
+
+    expect((await api(derrick, `/api/storage/v2/records/${id}:delete`, { as: "north", method: "POST" })).status).toBe(403);
+    expect((await api(derrick, `/api/storage/v2/records/${W1}:delete`, { as: "southOwner", method: "POST" })).status).toBe(403);
+    expect((await api(derrick, `/api/storage/v2/records/${id}:delete`, { method: "POST" })).status).toBe(204);
+    expect((await api(derrick, `/api/storage/v2/records/${id}`)).status).toBe(404);
+    await eventually(async () => (await searchOk(derrick, { query: "data.FacilityName:after" })).totalCount === 0, { what: "delete reflected" });
+  });
+
+  it("records - a record published straight on NATS (derrick.records.<partition>.<sha1(id)>) is searchable", async () => {
+    const id = "opendes:well:from-nats";
+    const js = jetstream(derrick.nc);
+    const record = { id, kind: WELL, acl: NORTH_ACL, data: { FacilityName: "Published Directly" } };
+    await js.publish(subjects.records("opendes", recordKey(id)), JSON.stringify(record));
+    // A subject key that is not the id's SHA-1 is skipped, not indexed under a wrong key.
+    await js.publish(subjects.records("opendes", "0000"), JSON.stringify({ ...record, id: "opendes:well:mismatch", data: { FacilityName: "Published Wrongly" } }));
+    await eventually(async () => (await searchOk(derrick, { query: "published" }, "north")).totalCount === 1, { what: "NATS record indexed" });
+    expect(ids(await searchOk(derrick, { query: "published" }, "north"))).toEqual([id]);
+  });
+});
