@@ -1,0 +1,180 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { Kvm } from "@nats-io/kv";
+import { subjects } from "../../subjects/index.ts";
+import { CURSOR_BUCKET } from "../../actors/search/store.ts";
+import type { SearchStatus } from "../../subjects/search.ts";
+import { NORTH_ACL, SOUTH_ACL, WELL, api, putRecords, searchOk, startSearchDerrick, type Page } from "./helpers.ts";
+
+const TOTAL = 2500;
+const CURSOR_LIMIT = 5;
+
+function records(count: number, prefix: string) {
+  return Array.from({ length: count }, (_, i) => ({
+    id: `opendes:well:${prefix}-${String(i).padStart(5, "0")}`,
+    kind: WELL,
+    acl: i % 2 === 0 ? NORTH_ACL : SOUTH_ACL,
+    // Group repeats and is missing on every 10th record: sort keys with ties and gaps.
+    data: { Name: `Paged ${prefix} ${i}`, ...(i % 10 === 0 ? {} : { Group: i % 7 }), Serial: i },
+  }));
+}
+
+async function cursorCall(derrick: TestDerrick, body: Record<string, unknown>, as: "writer" | "north" | "south" = "writer") {
+  const res = await api(derrick, "/api/search/v2/query_with_cursor", { as, body });
+  return { status: res.status, body: (await res.json()) as Page & { reason?: string; message?: string } };
+}
+
+async function pageAll(derrick: TestDerrick, first: Record<string, unknown>, as: "writer" | "north" = "writer"): Promise<{ pages: Page[]; rows: Array<Record<string, any>> }> {
+  const pages: Page[] = [];
+  let res = await cursorCall(derrick, first, as);
+  for (let i = 0; i < 100; i++) {
+    expect(res.status).toBe(200);
+    pages.push(res.body);
+    if (!res.body.cursor) break;
+    res = await cursorCall(derrick, { cursor: res.body.cursor }, as);
+  }
+  return { pages, rows: pages.flatMap((p) => p.results) };
+}
+
+describe("search cursors", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startSearchDerrick(nats, { DERRICK_SEARCH_CURSOR_LIMIT: String(CURSOR_LIMIT), DERRICK_SEARCH_CURSOR_TTL: "3s" });
+    const all = records(TOTAL, "p");
+    for (let i = 0; i < all.length; i += 500) await putRecords(derrick, all.slice(i, i + 500));
+    await eventually(async () => (await searchOk(derrick, { trackTotalCount: true })).totalCount === TOTAL, { timeoutMs: 20_000, what: "2,500 records indexed" });
+  }, 60_000);
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  it("cursor - pages over 2,500 records without duplicates or gaps; the last page is empty without a cursor", async () => {
+    const { pages, rows } = await pageAll(derrick, { kind: WELL, limit: 300, returnedFields: ["id"] });
+    expect(pages.length).toBe(10); // 8 full pages, a short one, then the empty closing page
+    expect(pages[0]!.cursor).toMatch(/^[0-9A-F]{32}$/);
+    expect(pages.every((p) => p.totalCount === TOTAL)).toBe(true);
+    expect(pages.at(-1)).toEqual({ results: [], totalCount: TOTAL });
+    const ids = rows.map((r) => r.id as string);
+    expect(new Set(ids).size).toBe(TOTAL);
+    expect(ids).toEqual([...ids].sort());
+  });
+
+  it("cursor - sorted paging keeps the order across pages, ties and missing values included", async () => {
+    const { rows } = await pageAll(derrick, { kind: WELL, limit: 400, sort: { field: ["data.Group"], order: ["DESC"] }, returnedFields: ["id", "data.Group"] });
+    expect(rows.length).toBe(TOTAL);
+    expect(new Set(rows.map((r) => r.id)).size).toBe(TOTAL);
+    const groups = rows.map((r) => (r.data?.Group as number | undefined) ?? null);
+    const present = groups.filter((g) => g !== null) as number[];
+    expect(present).toEqual([...present].sort((a, b) => b - a));
+    expect(groups.slice(present.length).every((g) => g === null)).toBe(true); // missing last
+  });
+
+  it("cursor - the ACL applies on every page: a viewer pages over only what it may see", async () => {
+    const { rows, pages } = await pageAll(derrick, { kind: WELL, limit: 1000, query: "paged", returnedFields: ["id", "acl"] }, "north");
+    expect(pages[0]!.totalCount).toBe(TOTAL / 2);
+    expect(rows.length).toBe(TOTAL / 2);
+    expect(rows.every((r) => r.acl.viewers[0] === NORTH_ACL.viewers[0])).toBe(true);
+  });
+
+  it("cursor - another principal's cursor is 403; an unknown one is 400; a closed one is gone", async () => {
+    const first = await cursorCall(derrick, { kind: WELL, limit: 10 });
+    const cursor = first.body.cursor!;
+    const stolen = await cursorCall(derrick, { cursor }, "north");
+    expect(stolen.status).toBe(403);
+    expect(stolen.body).toMatchObject({ reason: "cursor issuer doesn't match the cursor consumer", message: "cursor sharing is forbidden" });
+    const unknown = await cursorCall(derrick, { cursor: "0123456789ABCDEF0123456789ABCDEF" });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({ reason: "Can't find the given cursor", message: "The given cursor is invalid or expired" });
+    expect((await cursorCall(derrick, { cursor: "not-a-cursor" })).status).toBe(400);
+
+    expect((await api(derrick, `/api/search/v2/query_with_cursor/${cursor}`, { as: "north", method: "DELETE" })).status).toBe(403);
+    const closed = await api(derrick, `/api/search/v2/query_with_cursor/${cursor}`, { method: "DELETE" });
+    expect(closed.status).toBe(200);
+    expect(await closed.text()).toBe("");
+    expect((await cursorCall(derrick, { cursor })).status).toBe(400);
+  });
+
+  it("cursor - a query with no results opens no cursor", async () => {
+    const res = await cursorCall(derrick, { kind: WELL, query: "nothingmatchesthis" });
+    expect(res).toEqual({ status: 200, body: { results: [], totalCount: 0 } });
+  });
+
+  it("cursor - open cursors are capped per partition (429), and closing one makes room", async () => {
+    const opened: string[] = [];
+    for (let i = 0; i < CURSOR_LIMIT; i++) {
+      const res = await cursorCall(derrick, { kind: WELL, limit: 1 });
+      expect(res.status).toBe(200);
+      opened.push(res.body.cursor!);
+    }
+    const refused = await cursorCall(derrick, { kind: WELL, limit: 1 });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ reason: "Too many requests", message: "Too many cursor requests, please re-try after some time." });
+    expect((await api(derrick, `/api/search/v2/query_with_cursor/${opened[0]}`, { method: "DELETE" })).status).toBe(200);
+    const again = await cursorCall(derrick, { kind: WELL, limit: 1 });
+    expect(again.status).toBe(200);
+    opened[0] = again.body.cursor!;
+    for (const c of opened) await api(derrick, `/api/search/v2/query_with_cursor/${c}`, { method: "DELETE" });
+  });
+
+  it("cursor - a cursor expires after its time to live without use", async () => {
+    const first = await cursorCall(derrick, { kind: WELL, limit: 5 });
+    // Watch the bucket, not the API: every use of a cursor restarts its time to live.
+    const kv = await new Kvm(derrick.nc).open(CURSOR_BUCKET);
+    await eventually(async () => (await kv.get(`opendes.${first.body.cursor}`))?.operation !== "PUT", { timeoutMs: 8_000, intervalMs: 250, what: "cursor expired" });
+    expect((await cursorCall(derrick, { cursor: first.body.cursor! })).status).toBe(400);
+  }, 15_000);
+});
+
+describe("search index replica", () => {
+  let nats: TestNats;
+  let dataDir: string;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    dataDir = mkdtempSync(join(tmpdir(), "derrick-search-replica-"));
+  });
+  afterAll(async () => {
+    await nats?.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const status = async (derrick: TestDerrick) => (await derrick.bus.request<SearchStatus>(subjects.search.status(), undefined)).body;
+
+  it("replica - resumes from its last applied sequence after a restart, and is rebuilt from the stream when its file is lost", async () => {
+    let derrick = await startSearchDerrick(nats, {}, dataDir);
+    await putRecords(derrick, records(300, "r"));
+    await eventually(async () => (await searchOk(derrick, { trackTotalCount: true })).totalCount === 300, { what: "indexed" });
+    const before = await status(derrick);
+    expect(before.records).toBe(300);
+    await derrick.cleanup();
+
+    // Restart with the file: nothing to replay, the index is there at once.
+    derrick = await startSearchDerrick(nats, {}, dataDir);
+    expect((await status(derrick)).appliedSeq).toBe(before.appliedSeq);
+    expect((await searchOk(derrick, { trackTotalCount: true })).totalCount).toBe(300);
+    // A write while running, then the file is lost while stopped.
+    await putRecords(derrick, [{ id: "opendes:well:late", kind: WELL, acl: NORTH_ACL, data: { Name: "Late Arrival" } }]);
+    await eventually(async () => (await searchOk(derrick, { query: "late" })).totalCount === 1, { what: "late record indexed" });
+    await api(derrick, "/api/storage/v2/records/opendes:well:r-00000:delete", { method: "POST" });
+    await eventually(async () => (await searchOk(derrick, { trackTotalCount: true })).totalCount === 300, { what: "delete indexed" });
+    await derrick.cleanup();
+
+    const file = before.indexFile;
+    expect(existsSync(file)).toBe(true);
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${file}${suffix}`, { force: true });
+    derrick = await startSearchDerrick(nats, {}, dataDir);
+    try {
+      await eventually(async () => (await searchOk(derrick, { trackTotalCount: true })).totalCount === 300, { what: "index rebuilt" });
+      expect((await searchOk(derrick, { query: "late" })).totalCount).toBe(1);
+      expect((await searchOk(derrick, { query: "id:opendes\\:well\\:r-00000" })).totalCount).toBe(0);
+      expect(existsSync(file)).toBe(true);
+    } finally {
+      await derrick.cleanup();
+    }
+  }, 60_000);
+});
