@@ -11,6 +11,7 @@ import { startTwinMirrorActor } from "./twin-mirror/index.ts";
 import { startContentWorker, startProjectsActor } from "./projects/index.ts";
 import { startSearchActor } from "./search/index.ts";
 import { startStorageActor } from "./storage/index.ts";
+import { startReportingActor } from "./reporting/index.ts";
 
 type Starter = (nc: NatsConnection, cfg: Config, log: Logger) => Promise<ServedActor>;
 
@@ -26,6 +27,7 @@ const STARTERS: Record<ActorName, Starter> = {
   "content-worker": (nc, cfg, log) => startContentWorker(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   search: (nc, cfg, log) => startSearchActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
   storage: (nc, cfg, log) => startStorageActor(nc, { log, concurrency: cfg.actorConcurrency }),
+  reporting: (nc, cfg, log) => startReportingActor(nc, { log, concurrency: cfg.actorConcurrency }),
 };
 
 export type RunningActors = { names: string[]; stop(): Promise<void> };

@@ -20,6 +20,7 @@ import { notificationRoutes } from "./routes/notifications.ts";
 import { twinRoutes } from "./routes/twins.ts";
 import { projectRoutes } from "./routes/projects.ts";
 import { searchRoutes } from "./routes/search.ts";
+import { reportingRoutes } from "./routes/reporting.ts";
 
 export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
 
@@ -45,6 +46,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       .use(twinRoutes(cfg, bus, auth))
       .use(projectRoutes(cfg, bus, auth))
       .use(searchRoutes(cfg, bus, auth))
+      .use(reportingRoutes(cfg, bus, auth))
   );
 }
 

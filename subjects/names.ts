@@ -40,6 +40,17 @@ export const subjects = {
   /** Twin properties (buckets and keys: subjects/twins.ts). */
   twins: operations("twins", ["put", "get", "delete"] as const),
   "twin-mirror": operations("twin-mirror", ["status"] as const),
+  /** Assessment entities and aggregations of reporting by unit and analysis (schemas: subjects/reporting.ts). */
+  reporting: operations("reporting", [
+    "entity.put",
+    "entity.get",
+    "entity.delete",
+    "license.aggregation",
+    "prospect.aggregation",
+    "prospect.details",
+    "fullcycle.aggregation",
+    "scenario.aggregation",
+  ] as const),
   /** Subscriptions API and operations of the notifications actors (schemas: subjects/notifications.ts). */
   notifications: {
     ...operations("notifications", [

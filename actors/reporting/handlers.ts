@@ -1,0 +1,268 @@
+/**
+ * Handlers of the `reporting` actor: entity upserts, reads and deletes, and the five aggregations
+ * with their cache (store.ts). Plain functions over the store; access rules live here so NATS
+ * callers meet them too: PUT and DELETE need the group `assessments.editors`, reads any caller.
+ */
+import { createHash } from "node:crypto";
+import { DerrickError, check, checkToken, conflict, notFound, reply, type FieldError, type Reply } from "../../subjects/index.ts";
+import {
+  EDITORS_GROUP,
+  FullCycleAggregationBody,
+  ID_FIELD,
+  LEVELS,
+  type AggregationRef,
+  type Collection,
+  type EntityPutRequest,
+  type EntityRef,
+  type FullCycleAggregationRequest,
+  type FullCycleAnalysis,
+  type License,
+  type LicenseVersion,
+  type MultipleScenarioAnalysis,
+  type ProspectAnalysis,
+  type SegmentAnalysis,
+  type Simulation,
+} from "../../subjects/reporting.ts";
+import { requireGroup, requirePartition, requirePrincipal, type RequestContext } from "../runtime/context.ts";
+import { fullCycle, licenseAggregation, prospectAggregation, prospectDetails, prospectModel, scenarioAggregation, simulateProspect, type LinkedAnalysis, type ProspectModel } from "./aggregate.ts";
+import { entityKey, indexKey, resultKey, type AssessmentStore, type Envelope, type Tracker } from "./store.ts";
+import { checkMergedLicense, validateEntity } from "./validate.ts";
+
+export type ReportingDeps = { store: AssessmentStore; now?: () => Date };
+
+/** The cache header: `hit` when the reply came from KV, `miss` when it was computed. */
+export const CACHE_HEADER = "x-derrick-cache";
+
+type Segment = SegmentAnalysis & { segmentAnalysisId: string };
+type Analysis = ProspectAnalysis & { prospectAnalysisId: string; simulation: Simulation };
+
+function fieldError(errors: FieldError[]): DerrickError {
+  const first = errors[0]!;
+  return new DerrickError(400, `${first.pointer}: ${first.message}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""}`, { type: "validation", errors });
+}
+
+const etag = (version: number) => ({ ETag: `"${version}"` });
+
+// ---- entities ---------------------------------------------------------------------------------
+
+export async function putEntity(input: EntityPutRequest, ctx: RequestContext, deps: ReportingDeps): Promise<Reply<unknown>> {
+  requireGroup(ctx, EDITORS_GROUP);
+  const partition = requirePartition(ctx);
+  const id = checkToken(input.id, "/params/id");
+  const collection = input.collection;
+  const entity = validateEntity(collection, id, ID_FIELD[collection], input.body);
+  await checkReferences(deps, partition, collection, entity);
+  const now = (deps.now?.() ?? new Date()).toISOString();
+  const { stored, previous } = await deps.store.put<Record<string, unknown>>(
+    partition,
+    collection,
+    id,
+    (prev) => (collection === "licenses" ? mergeLicense(entity as License, prev?.entity as License | undefined) : entity),
+    now,
+  );
+  const changed = [entityKey(partition, collection, id), ...(await updateIndexes(deps, partition, collection, id, stored.entity, previous?.entity))];
+  await deps.store.invalidate(changed);
+  return reply(stored.entity, previous ? 200 : 201, etag(stored.version));
+}
+
+export async function getEntity(input: EntityRef, ctx: RequestContext, deps: ReportingDeps): Promise<Reply<unknown>> {
+  requirePrincipal(ctx);
+  const partition = requirePartition(ctx);
+  const id = checkToken(input.id, "/params/id");
+  const found = await deps.store.get<Record<string, unknown>>(partition, input.collection, id);
+  if (!found) throw notFound(`${input.collection}/${id} does not exist`);
+  return reply(found.entity, 200, etag(found.version));
+}
+
+export async function deleteEntity(input: EntityRef, ctx: RequestContext, deps: ReportingDeps): Promise<Reply<undefined>> {
+  requireGroup(ctx, EDITORS_GROUP);
+  const partition = requirePartition(ctx);
+  const id = checkToken(input.id, "/params/id");
+  const found = await deps.store.get<Record<string, unknown>>(partition, input.collection, id);
+  if (!found || !(await deps.store.delete(partition, input.collection, id))) throw notFound(`${input.collection}/${id} does not exist`);
+  const changed = [entityKey(partition, input.collection, id), ...(await updateIndexes(deps, partition, input.collection, id, undefined, found.entity))];
+  await deps.store.invalidate(changed);
+  return reply(undefined, 204);
+}
+
+/** A license keeps every version: the body's versions replace stored ones of the same number, others stay. */
+function mergeLicense(body: License, stored: License | undefined): License {
+  if (!stored) return body;
+  const byNumber = new Map<number, LicenseVersion>(stored.versions.map((v) => [v.versionNumber, v]));
+  for (const v of body.versions) byNumber.set(v.versionNumber, v);
+  const versions = [...byNumber.values()].sort((a, b) => a.versionNumber - b.versionNumber);
+  checkMergedLicense(versions, (n) => {
+    const i = body.versions.findIndex((v) => v.versionNumber === n);
+    return i < 0 ? undefined : i;
+  });
+  return { ...body, versions };
+}
+
+/** References checked downward only: what this entity points at must exist (else 400). */
+async function checkReferences(deps: ReportingDeps, partition: string, collection: Collection, entity: Record<string, unknown>): Promise<void> {
+  const errors: FieldError[] = [];
+  if (collection === "prospectanalyses") {
+    const pa = entity as ProspectAnalysis;
+    const segments = await Promise.all(pa.segmentAnalysisIds.map((sid) => deps.store.get<Segment>(partition, "segmentanalyses", sid)));
+    const units = new Map<string, string>();
+    segments.forEach((found, i) => {
+      const pointer = `/body/segmentAnalysisIds/${i}`;
+      if (!found) return errors.push({ pointer, message: `segment analysis ${pa.segmentAnalysisIds[i]} does not exist` });
+      const s = found.entity;
+      if (s.prospectId && s.prospectId !== pa.prospect.id) errors.push({ pointer, message: `segment analysis ${s.segmentAnalysisId} belongs to prospect ${s.prospectId}, not ${pa.prospect.id}` });
+      for (const [product, v] of Object.entries(s.volumes)) {
+        if (!v) continue;
+        const unit = units.get(product);
+        if (unit !== undefined && unit !== v.unit) errors.push({ pointer, message: `${product} is in ${v.unit} here but ${unit} in an earlier segment: volumes of a product must share a unit` });
+        units.set(product, unit ?? v.unit);
+      }
+    });
+  } else if (collection === "fullcycleanalyses") {
+    const fc = entity as FullCycleAnalysis;
+    if (!(await deps.store.get(partition, "prospectanalyses", fc.prospectAnalysisId))) errors.push({ pointer: "/body/prospectAnalysisId", message: `prospect analysis ${fc.prospectAnalysisId} does not exist` });
+  } else if (collection === "multiplescenarioanalyses") {
+    const msa = entity as MultipleScenarioAnalysis;
+    const found = await Promise.all(msa.scenarios.map((s) => deps.store.get<Analysis>(partition, "prospectanalyses", s.prospectAnalysisId)));
+    found.forEach((pa, i) => {
+      const pointer = `/body/scenarios/${i}/prospectAnalysisId`;
+      if (!pa) errors.push({ pointer, message: `prospect analysis ${msa.scenarios[i]!.prospectAnalysisId} does not exist` });
+      else if (pa.entity.prospect.id !== msa.prospectId) errors.push({ pointer, message: `prospect analysis ${pa.entity.prospectAnalysisId} is of prospect ${pa.entity.prospect.id}, not ${msa.prospectId}` });
+    });
+  }
+  if (errors.length) throw fieldError(errors);
+}
+
+/** Keeps the by-prospect and by-analysis indexes in step; returns the index keys that changed. */
+async function updateIndexes(deps: ReportingDeps, partition: string, collection: Collection, id: string, now: Record<string, unknown> | undefined, before: Record<string, unknown> | undefined): Promise<string[]> {
+  const changes: Array<Promise<string | undefined>> = [];
+  const move = (kind: "byprospect" | "byanalysis", from: string | undefined, to: string | undefined) => {
+    if (from === to) return;
+    if (from) changes.push(deps.store.updateIndex(partition, kind, from, id, false));
+    if (to) changes.push(deps.store.updateIndex(partition, kind, to, id, true));
+  };
+  if (collection === "prospectanalyses") move("byprospect", (before as ProspectAnalysis | undefined)?.prospect.id, (now as ProspectAnalysis | undefined)?.prospect.id);
+  if (collection === "fullcycleanalyses") move("byanalysis", (before as FullCycleAnalysis | undefined)?.prospectAnalysisId, (now as FullCycleAnalysis | undefined)?.prospectAnalysisId);
+  return (await Promise.all(changes)).filter((k): k is string => k !== undefined);
+}
+
+// ---- loading inputs (tracked) ------------------------------------------------------------------
+
+async function loadModel(tracker: Tracker, partition: string, paId: string, pointer: string): Promise<{ model: ProspectModel; version: number }> {
+  const found = await tracker.get<Envelope<Analysis>>(entityKey(partition, "prospectanalyses", paId));
+  if (!found) throw notFound(`prospect analysis ${paId} does not exist (${pointer})`);
+  const pa = found.entity;
+  const segments = await Promise.all(pa.segmentAnalysisIds.map((sid) => tracker.get<Envelope<Segment>>(entityKey(partition, "segmentanalyses", sid))));
+  const missing = pa.segmentAnalysisIds.filter((_, i) => !segments[i]);
+  if (missing.length) throw conflict(`prospect analysis ${paId} enrolls segment analyses that were deleted: ${missing.join(", ")}`, { missing });
+  return { model: prospectModel(pa, segments.map((s) => s!.entity)), version: found.version };
+}
+
+/** A cached result, or the computation's result stored for next time (keyed by its inputs' revisions). */
+async function cachedOrComputed(deps: ReportingDeps, key: string, compute: (tracker: Tracker) => Promise<unknown>): Promise<Reply<unknown>> {
+  const hit = await deps.store.cached(key);
+  if (hit !== undefined) return reply(hit, 200, { [CACHE_HEADER]: "hit" });
+  const tracker = deps.store.tracker();
+  const result = await compute(tracker);
+  await deps.store.remember(key, result, tracker);
+  return reply(result, 200, { [CACHE_HEADER]: "miss" });
+}
+
+function callerPartition(ctx: RequestContext): string {
+  requirePrincipal(ctx);
+  return requirePartition(ctx);
+}
+
+// ---- aggregations ------------------------------------------------------------------------------
+
+export async function prospectAggregate(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
+  const partition = callerPartition(ctx);
+  const id = checkToken(input.id, "/params/id");
+  return cachedOrComputed(deps, resultKey(partition, "prospect", id), async (tracker) => {
+    const { model, version } = await loadModel(tracker, partition, id, "/params/id");
+    const licenses = await Promise.all((model.pa.licenseIds ?? []).map((lid) => tracker.get<Envelope<License>>(entityKey(partition, "licenses", lid))));
+    const linked = licenses.flatMap((l, i) => (l ? [{ licenseId: model.pa.licenseIds![i]!, name: l.entity.name }] : []));
+    return prospectAggregation(model, linked, version);
+  });
+}
+
+export async function prospectAggregateDetails(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
+  const partition = callerPartition(ctx);
+  const id = checkToken(input.id, "/params/id");
+  return cachedOrComputed(deps, resultKey(partition, "details", id), async (tracker) => prospectDetails((await loadModel(tracker, partition, id, "/params/id")).model));
+}
+
+export async function licenseAggregate(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
+  const partition = callerPartition(ctx);
+  const id = checkToken(input.id, "/params/id");
+  return cachedOrComputed(deps, resultKey(partition, "license", id), async (tracker) => {
+    const found = await tracker.get<Envelope<License & { licenseId: string }>>(entityKey(partition, "licenses", id));
+    if (!found) throw notFound(`license ${id} does not exist`);
+    const prospectIds = [...new Set(found.entity.versions.flatMap((v) => v.prospectIds))];
+    const analysesByProspect = new Map<string, LinkedAnalysis[]>();
+    await Promise.all(
+      prospectIds.map(async (prospectId) => {
+        const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byprospect", prospectId));
+        const models = await Promise.all((index?.ids ?? []).map((paId) => loadModel(tracker, partition, paId, `/prospects/${prospectId}`).catch((error) => (error instanceof DerrickError && error.status === 404 ? undefined : Promise.reject(error)))));
+        analysesByProspect.set(prospectId, models.filter((m): m is LinkedAnalysis => m !== undefined));
+      }),
+    );
+    return licenseAggregation(found.entity, analysesByProspect);
+  });
+}
+
+export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx: RequestContext, deps: ReportingDeps) {
+  const partition = callerPartition(ctx);
+  const body = check(FullCycleAggregationBody, input.body);
+  const levels = body.levels ?? LEVELS;
+  const params = createHash("sha1").update(JSON.stringify([levels, body.companyId ?? null, body.currency ?? null])).digest("hex").slice(0, 16);
+  return cachedOrComputed(deps, resultKey(partition, "fullcycle", body.prospectAnalysisId, params), async (tracker) => {
+    const { model } = await loadModel(tracker, partition, body.prospectAnalysisId, "/body/prospectAnalysisId");
+    const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byanalysis", body.prospectAnalysisId));
+    const analyses = (await Promise.all((index?.ids ?? []).map((fid) => tracker.get<Envelope<FullCycleAnalysis & { fullCycleAnalysisId: string }>>(entityKey(partition, "fullcycleanalyses", fid))))).filter((f) => f !== undefined);
+    let workingInterest: number | undefined;
+    if (body.companyId) workingInterest = await companyInterest(tracker, partition, model, body.companyId);
+    const needsSimulation = analyses.some((a) => a.entity.production && a.entity.production.recoverable === undefined && a.entity.resourceCase && a.entity.resourceCase !== "mean");
+    const sim = needsSimulation ? simulateProspect(model) : undefined;
+    return {
+      prospectAnalysisId: body.prospectAnalysisId,
+      ...(body.companyId ? { companyId: body.companyId, workingInterest } : {}),
+      ...(body.currency ? { currency: body.currency } : {}),
+      levels,
+      pg: model.chance.pgAtLeastOne,
+      fullCycleAnalyses: analyses.sort((a, b) => a.entity.fullCycleAnalysisId.localeCompare(b.entity.fullCycleAnalysisId)).map((a) => fullCycle({ fc: a.entity, version: a.version }, model, sim, levels, workingInterest)),
+    };
+  });
+}
+
+/** The company's working interest: the prospect analysis's entitlement, else its share in the latest version of a linked license. */
+async function companyInterest(tracker: Tracker, partition: string, model: ProspectModel, companyId: string): Promise<number> {
+  if (model.pa.entitlement?.companyId === companyId) return model.pa.entitlement.workingInterest;
+  for (const lid of model.pa.licenseIds ?? []) {
+    const license = await tracker.get<Envelope<License>>(entityKey(partition, "licenses", lid));
+    const latest = license?.entity.versions.reduce((a, v) => (v.versionNumber > a.versionNumber ? v : a));
+    const held = latest?.licensees.find((l) => l.companyId === companyId);
+    if (held) return held.interest;
+  }
+  throw fieldError([{ pointer: "/body/companyId", message: `company ${companyId} holds no interest in prospect analysis ${model.pa.prospectAnalysisId} (entitlement or linked licenses)` }]);
+}
+
+export async function scenarioAggregate(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
+  const partition = callerPartition(ctx);
+  const id = checkToken(input.id, "/params/id");
+  return cachedOrComputed(deps, resultKey(partition, "scenarios", id), async (tracker) => {
+    const found = await tracker.get<Envelope<MultipleScenarioAnalysis & { multipleScenarioAnalysisId: string; simulation: Simulation }>>(entityKey(partition, "multiplescenarioanalyses", id));
+    if (!found) throw notFound(`multiple scenario analysis ${id} does not exist`);
+    const msa = found.entity;
+    const scenarios = await Promise.all(
+      msa.scenarios.map(async (scenario, i) => {
+        try {
+          return { scenario, model: (await loadModel(tracker, partition, scenario.prospectAnalysisId, `/scenarios/${i}/prospectAnalysisId`)).model };
+        } catch (error) {
+          if (error instanceof DerrickError && error.status === 404) throw conflict(`scenario ${scenario.scenarioId} names prospect analysis ${scenario.prospectAnalysisId}, which was deleted`);
+          throw error;
+        }
+      }),
+    );
+    return scenarioAggregation(msa, scenarios);
+  });
+}

@@ -1,0 +1,174 @@
+/**
+ * Storage of the reporting capability, all in JetStream KV:
+ *   KV derrick_assessments
+ *     `e.<partition>.<collection>.<id>`        → Envelope {entity, version, createdAt, updatedAt}
+ *     `x.<partition>.byprospect.<prospectId>`  → {ids}: prospect analyses of a prospect (license aggregation)
+ *     `x.<partition>.byanalysis.<analysisId>`  → {ids}: full cycle analyses of a prospect analysis
+ *   KV derrick_assessment_cache
+ *     `r.<partition>.<aggregation>.<id>[.<params>]` → a computed aggregation (JSON)
+ *     `d.<key of an input>`                          → {keys}: the results computed from that input
+ *
+ * Caching by input versions: a computation reads its inputs through a Tracker, which records the
+ * KV revision of every key it read (0 for an absent one). After the result is written, it is
+ * registered under each input's `d.` key and the revisions are read again; if any moved meanwhile
+ * the result is dropped. Every write of an input (entity or index) deletes the results listed
+ * under its `d.` key. So a cached result is always one computed from the inputs as they are now,
+ * a repeated GET costs one KV read, and an upsert invalidates exactly the results that read it.
+ * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key.
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import type { Collection } from "../../subjects/reporting.ts";
+
+export const BUCKETS = { entities: "derrick_assessments", cache: "derrick_assessment_cache" } as const;
+/** Earlier revisions of each entity kept by the bucket (KV history, at most 64). */
+export const ENTITY_HISTORY = 16;
+const CAS_ATTEMPTS = 20;
+
+const encoder = new TextEncoder();
+export const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
+
+export type Envelope<T> = { entity: T; version: number; createdAt: string; updatedAt: string };
+export type IndexKind = "byprospect" | "byanalysis";
+
+export const entityKey = (partition: string, collection: Collection, id: string) => `e.${partition}.${collection}.${id}`;
+export const indexKey = (partition: string, kind: IndexKind, id: string) => `x.${partition}.${kind}.${id}`;
+export const resultKey = (partition: string, aggregation: string, id: string, params?: string) => `r.${partition}.${aggregation}.${id}${params ? `.${params}` : ""}`;
+const dependentsKey = (inputKey: string) => `d.${inputKey}`;
+
+export type Stores = { entities: KV; cache: KV };
+
+export async function openStores(nc: NatsConnection): Promise<Stores> {
+  const kvm = new Kvm(nc);
+  const [entities, cache] = await Promise.all([kvm.create(BUCKETS.entities, { history: ENTITY_HISTORY }), kvm.create(BUCKETS.cache, { history: 1 })]);
+  return { entities, cache };
+}
+
+const live = (entry: KvEntry | null): entry is KvEntry => !!entry && entry.operation === "PUT" && entry.length > 0;
+
+/** Reads inputs and remembers the revision of each key read. */
+export class Tracker {
+  readonly revisions = new Map<string, number>();
+  constructor(private readonly kv: KV) {}
+
+  async get<T>(key: string): Promise<T | undefined> {
+    const entry = await this.kv.get(key);
+    // A delete leaves a marker with its own revision: a later re-creation still moves it.
+    this.revisions.set(key, entry?.revision ?? 0);
+    return live(entry) ? entry.json<T>() : undefined;
+  }
+}
+
+export type AssessmentStore = ReturnType<typeof assessmentStore>;
+
+export function assessmentStore(stores: Stores) {
+  const { entities, cache } = stores;
+
+  async function readEntry(key: string): Promise<{ value?: unknown; revision: number }> {
+    const entry = await entities.get(key);
+    return { value: live(entry) ? entry.json<unknown>() : undefined, revision: entry?.revision ?? 0 };
+  }
+
+  /** Compare-and-set write: create when the last read saw nothing (or a delete marker), else update. */
+  async function casWrite(kv: KV, key: string, value: unknown, revision: number, existed: boolean): Promise<boolean> {
+    try {
+      if (!existed) await kv.create(key, encode(value));
+      else await kv.update(key, encode(value), revision);
+      return true;
+    } catch (error) {
+      if (isWrongRevision(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Deletes every result computed from these inputs. */
+  async function invalidate(inputKeys: readonly string[]): Promise<void> {
+    await Promise.all(
+      inputKeys.map(async (inputKey) => {
+        const entry = await cache.get(dependentsKey(inputKey));
+        if (!live(entry)) return;
+        const { keys } = entry.json<{ keys: string[] }>();
+        await Promise.all(keys.map((key) => cache.delete(key)));
+        // Forget them only if nobody registered meanwhile (a newer result must stay findable).
+        await cache.delete(dependentsKey(inputKey), { previousSeq: entry.revision }).catch(() => undefined);
+      }),
+    );
+  }
+
+  return {
+    tracker: () => new Tracker(entities),
+
+    async get<T>(partition: string, collection: Collection, id: string): Promise<Envelope<T> | undefined> {
+      return (await readEntry(entityKey(partition, collection, id))).value as Envelope<T> | undefined;
+    },
+
+    /**
+     * Writes an entity: `build` gets the stored envelope (if any) and returns the new entity;
+     * retried when another writer got there first. Returns the new envelope and the previous one.
+     */
+    async put<T>(partition: string, collection: Collection, id: string, build: (previous: Envelope<T> | undefined) => T, now: string): Promise<{ stored: Envelope<T>; previous?: Envelope<T> }> {
+      const key = entityKey(partition, collection, id);
+      for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+        const { value, revision } = await readEntry(key);
+        const previous = value as Envelope<T> | undefined;
+        const stored: Envelope<T> = { entity: build(previous), version: (previous?.version ?? 0) + 1, createdAt: previous?.createdAt ?? now, updatedAt: now };
+        if (await casWrite(entities, key, stored, revision, previous !== undefined)) return { stored, ...(previous ? { previous } : {}) };
+      }
+      throw new Error(`could not write ${key}: too many concurrent writers`);
+    },
+
+    async delete(partition: string, collection: Collection, id: string): Promise<boolean> {
+      const key = entityKey(partition, collection, id);
+      const { value } = await readEntry(key);
+      if (value === undefined) return false;
+      await entities.delete(key);
+      return true;
+    },
+
+    /** Adds or removes an id in an index; returns the index key when it changed. */
+    async updateIndex(partition: string, kind: IndexKind, id: string, member: string, present: boolean): Promise<string | undefined> {
+      const key = indexKey(partition, kind, id);
+      for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+        const { value, revision } = await readEntry(key);
+        const ids = new Set((value as { ids: string[] } | undefined)?.ids ?? []);
+        if (ids.has(member) === present) return undefined;
+        if (present) ids.add(member);
+        else ids.delete(member);
+        if (await casWrite(entities, key, { ids: [...ids].sort() }, revision, value !== undefined)) return key;
+      }
+      throw new Error(`could not update ${key}: too many concurrent writers`);
+    },
+
+    invalidate,
+
+    async cached(key: string): Promise<unknown | undefined> {
+      const entry = await cache.get(key);
+      return live(entry) ? entry.json<unknown>() : undefined;
+    },
+
+    /** Stores a result computed from the tracked inputs, unless one of them changed meanwhile. */
+    async remember(key: string, result: unknown, tracker: Tracker): Promise<boolean> {
+      await cache.put(key, encode(result));
+      await Promise.all([...tracker.revisions.keys()].map((inputKey) => register(cache, dependentsKey(inputKey), key)));
+      const now = await Promise.all([...tracker.revisions].map(async ([inputKey, revision]) => ((await entities.get(inputKey))?.revision ?? 0) === revision));
+      if (now.every(Boolean)) return true;
+      await cache.delete(key);
+      return false;
+    },
+  };
+
+  async function register(kv: KV, key: string, member: string): Promise<void> {
+    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+      const entry = await kv.get(key);
+      const keys = live(entry) ? entry.json<{ keys: string[] }>().keys : [];
+      if (keys.includes(member)) return;
+      if (await casWrite(kv, key, { keys: [...keys, member] }, entry?.revision ?? 0, !!entry)) return;
+    }
+    throw new Error(`could not register ${member} under ${key}: too many concurrent writers`);
+  }
+}
+
+function isWrongRevision(error: unknown): boolean {
+  const text = String((error as Error)?.message ?? error);
+  return /wrong last sequence|key exists|10071|10164/i.test(text) || (error as { api_error?: { err_code?: number } })?.api_error?.err_code === 10071;
+}
