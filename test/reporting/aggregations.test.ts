@@ -1,0 +1,252 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { demoBody, json, loadDemoOver, put, segment } from "./helpers.ts";
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+describe("reporting aggregations", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["identity", "reporting"] });
+    await loadDemoOver(derrick);
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  const get = (path: string) => derrick.call(`/assessments/v1/${path}`);
+  const fullCycle = (body: unknown) => derrick.call("/assessments/v1/fullcycleanalysisaggregation", { method: "POST", body: JSON.stringify(body) });
+
+  it("G3 - through the API: Pg_i, risked mean 47.4 under every model, P(≥1) and success-case mean per model", async () => {
+    const ps = [0.5, 0.4, 0.3];
+    const means = [100, 50, 30];
+    for (const [i, p] of ps.entries()) await put(derrick, "segmentanalyses", `g3-s${i}`, { name: `G3 ${i}`, riskFactors: [{ name: "specific", probability: p }], volumes: { oil: { unit: "MMbbl", mean: means[i] } } });
+    const expected = { independent: [0.56376, 84.078], commonFactor: [0.474, 100.0], fullyDependent: [0.3, 158.0] } as const;
+    for (const [model, [pAtLeastOne, successMean]] of Object.entries(expected)) {
+      await put(derrick, "prospectanalyses", `g3-${model}`, { prospect: { id: "p-g3", name: "G3" }, segmentAnalysisIds: ["g3-s0", "g3-s1", "g3-s2"], dependency: { model, commonFactors: [{ name: "charge", probability: 0.6 }] } });
+      const body = await json(await get(`prospectanalysisaggregation/g3-${model}`));
+      expect(body.segments.map((s: { pg: number }) => s.pg)).toEqual([expect.closeTo(0.3, 12), expect.closeTo(0.24, 12), expect.closeTo(0.18, 12)]);
+      expect(body.chanceOfSuccess.pgAtLeastOne).toBeCloseTo(pAtLeastOne, 10);
+      expect(body.chanceOfSuccess.pCommonSuccess).toBeCloseTo(0.6, 12);
+      expect(body.chanceOfSuccess.expectedSuccessfulSegments).toBeCloseTo(0.72, 12);
+      expect(body.resources.products.oil.riskedMean).toBeCloseTo(47.4, 10);
+      expect(body.resources.products.oil.successCase.mean).toBeCloseTo(successMean, 2);
+      expect(body.resources.products.oil.successCaseGivenCommonSuccess.mean).toBeCloseTo(50 + 20 + 9, 10);
+    }
+  });
+
+  it("prospect aggregation - the demo prospect: G4 segment figures, p90 ≤ p50 ≤ p10, PRMS labels, entitlement, commercial chance", async () => {
+    const body = await json(await get("prospectanalysisaggregation/pa-alpha-oil"));
+    expect(body).toMatchObject({ prospectAnalysisId: "pa-alpha-oil", prospect: { id: "p-alpha", name: "Alpha" }, licenses: [{ licenseId: "pl-123", name: "PL 123" }], simulation: { trials: 20000, seed: 42 } });
+    const rogn = body.segments[0].products.oil.successCase;
+    expect(rogn.p50).toBeCloseTo(60, 9);
+    expect(rogn.mean).toBeCloseTo(86.642, 3);
+    expect(body.segments[0].pgConditionalOnCommon).toBeCloseTo(0.5, 12);
+    for (const product of Object.values(body.resources.products) as Array<{ successCase: { p90: number; p50: number; p10: number } }>) {
+      expect(product.successCase.p90).toBeLessThanOrEqual(product.successCase.p50);
+      expect(product.successCase.p50).toBeLessThanOrEqual(product.successCase.p10);
+    }
+    expect(body.prmsCategory).toMatchObject({ class: "ProspectiveResources", low: "1U", best: "2U", high: "3U" });
+    expect(body.entitlement.netRiskedMean).toBeCloseTo(0.4 * body.resources.products.oilEquivalent.riskedMean, 10);
+    expect(body.chanceOfSuccess.pCommercial).toBeGreaterThan(0);
+    expect(body.chanceOfSuccess.pCommercial).toBeLessThanOrEqual(body.chanceOfSuccess.pgAtLeastOne);
+  });
+
+  it("caching - a repeated GET is served from KV; the same seed recomputes the same numbers after an invalidation", async () => {
+    const first = await get("prospectanalysisaggregation/pa-alpha-gas");
+    const firstBody = await first.text();
+    const again = await get("prospectanalysisaggregation/pa-alpha-gas");
+    expect(again.headers.get("x-derrick-cache")).toBe("hit");
+    expect(await again.text()).toBe(firstBody);
+    // Re-upserting an input (same content) invalidates; recomputation gives identical numbers.
+    await put(derrick, "segmentanalyses", "seg-alpha-gas-lower", demoBody("seg-alpha-gas-lower"));
+    const recomputed = await get("prospectanalysisaggregation/pa-alpha-gas");
+    expect(recomputed.headers.get("x-derrick-cache")).toBe("miss");
+    expect(await recomputed.text()).toBe(firstBody);
+  });
+
+  it("caching - an upsert invalidates exactly the aggregations that read it", async () => {
+    const paths = ["prospectanalysisaggregation/pa-alpha-oil", "prospectanalysisaggregation/pa-alpha-oil/details", "prospectanalysisaggregation/pa-alpha-gas", "licenseaggregation/pl-123", "prospectmultiplescenarioanalysisaggregation/msa-alpha"];
+    const warm = async () => {
+      for (const path of paths) await get(path);
+      const states: Record<string, string | null> = {};
+      for (const path of paths) states[path] = (await get(path)).headers.get("x-derrick-cache");
+      return states;
+    };
+    const states = async () => {
+      const out: Record<string, string | null> = {};
+      for (const path of paths) out[path] = (await get(path)).headers.get("x-derrick-cache");
+      return out;
+    };
+    expect(Object.values(await warm()).every((s) => s === "hit")).toBe(true);
+    // A segment of the oil case only: the oil prospect, its details, the license (its Pg) and the scenarios.
+    await put(derrick, "segmentanalyses", "seg-alpha-tilje", demoBody("seg-alpha-tilje"));
+    expect(await states()).toEqual({
+      "prospectanalysisaggregation/pa-alpha-oil": "miss",
+      "prospectanalysisaggregation/pa-alpha-oil/details": "miss",
+      "prospectanalysisaggregation/pa-alpha-gas": "hit",
+      "licenseaggregation/pl-123": "miss",
+      "prospectmultiplescenarioanalysisaggregation/msa-alpha": "miss",
+    });
+    // The multiple scenario analysis itself: only its own aggregation.
+    await warm();
+    await put(derrick, "multiplescenarioanalyses", "msa-alpha", demoBody("msa-alpha"));
+    expect(await states()).toEqual({
+      "prospectanalysisaggregation/pa-alpha-oil": "hit",
+      "prospectanalysisaggregation/pa-alpha-oil/details": "hit",
+      "prospectanalysisaggregation/pa-alpha-gas": "hit",
+      "licenseaggregation/pl-123": "hit",
+      "prospectmultiplescenarioanalysisaggregation/msa-alpha": "miss",
+    });
+  });
+
+  it("license aggregation - every version with blocks, nation, licensees and the linked prospects' analyses; a new analysis of a linked prospect appears", async () => {
+    const body = await json(await get("licenseaggregation/pl-123"));
+    expect(body).toMatchObject({ licenseId: "pl-123", name: "PL 123", nation: { code: "NO", name: "Norway" } });
+    expect(body.versions).toHaveLength(2);
+    const [v1, v2] = body.versions;
+    expect(v1).toMatchObject({ versionId: "pl-123-v1", versionNumber: 1, blocks: [{ blockId: "6407/9" }, { blockId: "6407/12" }] });
+    expect(v2.licensees.find((l: { isOperator: boolean }) => l.isOperator).companyId).toBe("c-nordic");
+    const alpha = v2.prospects.find((p: { prospectId: string }) => p.prospectId === "p-alpha");
+    expect(alpha.name).toBe("Alpha");
+    const oil = alpha.prospectAnalyses.find((a: { prospectAnalysisId: string }) => a.prospectAnalysisId === "pa-alpha-oil");
+    expect(oil.pg).toBeCloseTo(0.474, 10);
+    expect(v2.prospects.find((p: { prospectId: string }) => p.prospectId === "p-beta").prospectAnalyses).toEqual([]);
+
+    await put(derrick, "segmentanalyses", "seg-beta-1", segment("Beta 1", 0.25, 10, 90, { prospectId: "p-beta" }));
+    await put(derrick, "prospectanalyses", "pa-beta-1", { prospect: { id: "p-beta", name: "Beta" }, segmentAnalysisIds: ["seg-beta-1"], dependency: { model: "independent" } });
+    const after = await get("licenseaggregation/pl-123");
+    expect(after.headers.get("x-derrick-cache")).toBe("miss");
+    const beta = (await json(after)).versions[1].prospects.find((p: { prospectId: string }) => p.prospectId === "p-beta");
+    expect(beta).toMatchObject({ name: "Beta", prospectAnalyses: [{ prospectAnalysisId: "pa-beta-1", pg: 0.25 }] });
+    expect((await get("licenseaggregation/pl-missing")).status).toBe(404);
+  });
+
+  it("details - the enrolled segments with name, properties, chance of success, volumes and entitlement", async () => {
+    const body = await json(await get("prospectanalysisaggregation/pa-alpha-oil/details"));
+    expect(body.segments.map((s: { name: string }) => s.name)).toEqual(["Alpha Upper Jurassic (Rogn Fm)", "Alpha Middle Jurassic (Garn Fm)", "Alpha Lower Jurassic (Tilje Fm)"]);
+    const rogn = body.segments[0];
+    expect(rogn.properties).toContainEqual({ name: "Water depth", type: "float", value: 350, unit: "m" });
+    expect(rogn.pg).toBeCloseTo(0.3, 12);
+    expect(rogn.riskFactors.filter((f: { shared: boolean }) => f.shared).map((f: { name: string }) => f.name)).toEqual(["source", "migration"]);
+    expect(rogn.results.recoverable.oil.successCase).toMatchObject({ p90: 20, p10: 180 });
+    expect(sum(rogn.entitlement.map((e: { share: number }) => e.share))).toBeCloseTo(1, 12);
+    expect(rogn.entitlement[0].netRiskedMean).toBeCloseTo(0.4 * rogn.results.recoverable.oilEquivalent.riskedMean, 10);
+    expect((await get("prospectanalysisaggregation/pa-missing/details")).status).toBe(404);
+  });
+
+  it("G13 and G9 - explicit cash flows through the API: NPV10 137.236, IRR 15.238%, payout, EMV and break-even Pg at each level", async () => {
+    await put(derrick, "segmentanalyses", "g13-s", { name: "G13", riskFactors: [{ name: "all", probability: 0.8 }], volumes: { oil: { unit: "MMbbl", mean: 10 } } });
+    await put(derrick, "prospectanalyses", "g13-pa", { prospect: { id: "p-g13", name: "G13" }, segmentAnalysisIds: ["g13-s"], dependency: { model: "independent" }, entitlement: { companyId: "c-g13", workingInterest: 0.5 } });
+    const flows = [{ year: 2026, netCashFlow: -1000 }, ...[1, 2, 3, 4, 5].map((k) => ({ year: 2026 + k, netCashFlow: 300 }))];
+    const fc = {
+      prospectAnalysisId: "g13-pa",
+      name: "G13",
+      setup: { startYear: 2026, npvYear: 2026, discountRate: 0.1 },
+      assumptions: { prices: [], fiscal: { type: "royaltyTax", royaltyRate: 0, incomeTaxRate: 0 }, workingInterest: 0.25, dryHoleCost: 100 },
+      cashFlows: { project: flows, contractor: flows },
+    };
+    expect((await put(derrick, "fullcycleanalyses", "g13-fc", fc)).status).toBe(201);
+    const res = await fullCycle({ prospectAnalysisId: "g13-pa" });
+    expect(res.status).toBe(200);
+    const [analysis] = (await json(res)).fullCycleAnalyses;
+    const { project, contractor, workingInterest } = analysis.indicators;
+    expect(project.npv).toBeCloseTo(137.236, 3);
+    expect(project.irr).toBeCloseTo(0.15238, 5);
+    expect(project.payoutYear).toBe(2030);
+    expect(project.emv).toBeCloseTo(0.8 * project.npv - 0.2 * 100, 9);
+    expect(project.breakevenPg).toBeCloseTo(100 / (project.npv + 100), 12);
+    expect(contractor.npv).toBeCloseTo(137.236, 3);
+    // Working interest derived from the contractor's flows: WI × NPV, dry-hole cost × WI; IRR unchanged.
+    expect(workingInterest.npv).toBeCloseTo(0.25 * 137.236, 3);
+    expect(workingInterest.irr).toBeCloseTo(0.15238, 5);
+    expect(workingInterest.emv).toBeCloseTo(0.8 * 0.25 * project.npv - 0.2 * 25, 9);
+    // Levels filter, and a company's interest from the prospect's entitlement.
+    const filtered = (await json(await fullCycle({ prospectAnalysisId: "g13-pa", levels: ["workingInterest"], companyId: "c-g13" }))).fullCycleAnalyses[0];
+    expect(Object.keys(filtered.indicators)).toEqual(["workingInterest"]);
+    expect(filtered.indicators.workingInterest.npv).toBeCloseTo(0.5 * 137.236, 3);
+  });
+
+  it("full cycle - the demo's production model: flows sum to the mean success case, cash flows and indicators at every level, company interest from the license", async () => {
+    const res = await fullCycle({ prospectAnalysisId: "pa-alpha-oil", companyId: "c-fjord", currency: "USD" });
+    expect(res.status).toBe(200);
+    const body = await json(res);
+    expect(body).toMatchObject({ prospectAnalysisId: "pa-alpha-oil", companyId: "c-fjord", workingInterest: 0.35, currency: "USD" });
+    const [fc] = body.fullCycleAnalyses;
+    const oilMean = (await json(await get("prospectanalysisaggregation/pa-alpha-oil"))).resources.products.oil.successCase.mean;
+    expect(fc.cumulativeProduction.oil).toBeCloseTo(oilMean, 9);
+    expect(sum(fc.hydrocarbonFlows.map((f: { oil: number }) => f.oil))).toBeCloseTo(oilMean, 9);
+    expect(fc.hydrocarbonFlows[0]).toMatchObject({ year: 2030, unitOil: "MMbbl", unitGas: "Bcf" });
+    for (const level of ["project", "contractor", "workingInterest"]) {
+      expect(fc.cashFlows[level].length).toBeGreaterThan(5);
+      expect(typeof fc.indicators[level].npv).toBe("number");
+    }
+    const wiRow = fc.cashFlows.workingInterest[5];
+    const contractorRow = fc.cashFlows.contractor[5];
+    expect(wiRow.netCashFlow).toBeCloseTo(0.35 * contractorRow.netCashFlow, 9);
+    expect(fc.indicators.contractor.npv).toBeLessThan(fc.indicators.project.npv);
+    expect(fc.indicators.contractor.governmentTake).toBeGreaterThan(0);
+
+    expect((await fullCycle({ prospectAnalysisId: "pa-alpha-oil", companyId: "c-nobody" })).status).toBe(400);
+    expect((await fullCycle({ prospectAnalysisId: "pa-missing" })).status).toBe(404);
+    const bad = await fullCycle({ prospectAnalysisId: "pa-alpha-oil", levels: ["government"] });
+    expect(bad.status).toBe(400);
+    expect((await json(bad)).errors[0].pointer).toMatch(/^\/body\/levels/);
+    expect((await fullCycle({ prospectAnalysisId: "pa-alpha-oil", extra: 1 })).status).toBe(400);
+  });
+
+  it("multiple scenarios - set-up, results per scenario, the outcome tree (Σ joint = 1, Σ joint × volume = risked mean) and the polygon", async () => {
+    const res = await get("prospectmultiplescenarioanalysisaggregation/msa-alpha");
+    expect(res.status).toBe(200);
+    const body = await json(res);
+    expect(body.setup.scenarios.map((s: { scenarioId: string }) => s.scenarioId)).toEqual(["sc-oil", "sc-gas"]);
+    expect(body.results.byScenario.map((s: { pg: number }) => s.pg)).toEqual([expect.closeTo(0.474, 10), expect.closeTo(0.336, 10)]);
+    expect(body.results.chanceOfSuccess.pgAtLeastOne).toBeCloseTo(0.7 * 0.474 + 0.3 * 0.336, 10);
+    const tree = body.outcomeTree;
+    expect(tree.method).toBe("exact");
+    const terminal = tree.nodes.filter((n: { kind: string }) => n.kind === "outcome" || n.kind === "commonFailure");
+    expect(sum(terminal.map((n: { jointProbability: number }) => n.jointProbability))).toBeCloseTo(1, 12);
+    const risked = body.results.resources.products.oilEquivalent.riskedMean;
+    expect(sum(terminal.map((n: { jointProbability: number; volume: { mean: number } }) => n.jointProbability * n.volume.mean))).toBeCloseTo(risked, 9);
+    // Oil case: common failure + common success with 2^3 combinations; gas case fully dependent: 3 nested outcomes.
+    expect(terminal.filter((n: { segmentStates?: Record<string, boolean> }) => n.segmentStates && "seg-alpha-rogn" in n.segmentStates)).toHaveLength(8);
+    expect(terminal.filter((n: { segmentStates?: Record<string, boolean> }) => n.segmentStates && "seg-alpha-gas-upper" in n.segmentStates)).toHaveLength(3);
+    expect(tree.nodes.every((n: { jointProbability: number }) => n.jointProbability > 0)).toBe(true);
+    expect(body.polygon.type).toBe("Feature");
+    expect(body.polygon.bbox).toEqual([7.1, 64.1, 7.35, 64.22]);
+    expect(body.polygon.properties.areaKm2).toBeGreaterThan(160); // 0.25° × 0.12° at 64.16°N ≈ 12.13 km × 13.36 km
+    expect(body.polygon.properties.areaKm2).toBeLessThan(164);
+    expect(body.polygon.properties.name).toBe("Alpha closure outline, top Rogn Fm");
+  });
+
+  it("multiple scenarios - beyond 16 segments the outcome tree is sampled; branches with zero probability are pruned", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 17; i++) {
+      ids.push(`big-s${i}`);
+      await put(derrick, "segmentanalyses", `big-s${i}`, { name: `Big ${i}`, riskFactors: [{ name: "trap", probability: i === 0 ? 1 : 0.1 }], volumes: { oil: { unit: "MMbbl", mean: 1 + i } } });
+    }
+    await put(derrick, "prospectanalyses", "pa-big", { prospect: { id: "p-big", name: "Big" }, segmentAnalysisIds: ids, dependency: { model: "commonFactor", commonFactors: [{ name: "charge", probability: 1 }] } });
+    await put(derrick, "multiplescenarioanalyses", "msa-big", { prospectId: "p-big", scenarios: [{ scenarioId: "only", name: "Only", probability: 1, prospectAnalysisId: "pa-big" }], simulation: { trials: 2000, seed: 3 } });
+    const body = await json(await get("prospectmultiplescenarioanalysisaggregation/msa-big"));
+    expect(body.outcomeTree.method).toBe("MonteCarlo");
+    const outcomes = body.outcomeTree.nodes.filter((n: { kind: string }) => n.kind === "outcome");
+    expect(sum(outcomes.map((n: { jointProbability: number }) => n.jointProbability))).toBeCloseTo(1, 12);
+    expect(body.outcomeTree.nodes.some((n: { kind: string }) => n.kind === "commonFailure")).toBe(false);
+    expect(outcomes.every((n: { segmentStates: Record<string, boolean> }) => n.segmentStates["big-s0"] === true)).toBe(true);
+    expect(body.polygon).toBeNull();
+  });
+
+  it("references - an aggregation whose inputs were deleted answers 409 (segments) or 404 (the analysis itself)", async () => {
+    await put(derrick, "segmentanalyses", "gone-s", segment("Gone", 0.5, 10, 90));
+    await put(derrick, "prospectanalyses", "pa-gone", { prospect: { id: "p-gone", name: "Gone" }, segmentAnalysisIds: ["gone-s"], dependency: { model: "independent" } });
+    expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(200);
+    expect((await derrick.call("/assessments/v1/segmentanalyses/gone-s", { as: "admin", method: "DELETE" })).status).toBe(204);
+    expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(409);
+    expect((await derrick.call("/assessments/v1/prospectanalyses/pa-gone", { as: "admin", method: "DELETE" })).status).toBe(204);
+    expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(404);
+    expect((await get("prospectmultiplescenarioanalysisaggregation/msa-missing")).status).toBe(404);
+  });
+});

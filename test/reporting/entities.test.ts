@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { demoBody, json, loadDemoOver, put, segment } from "./helpers.ts";
+
+type Problem = { status: number; errors?: Array<{ pointer: string; message: string }> };
+
+describe("reporting entities", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["identity", "reporting"] });
+    await loadDemoOver(derrick);
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  /** PUT, expect 400 and the pointer among the named fields. */
+  async function rejects(collection: string, id: string, body: unknown, pointer: string) {
+    const res = await put(derrick, collection, id, body);
+    const problem = await json<Problem>(res);
+    expect(res.status, `${pointer}: ${JSON.stringify(problem)}`).toBe(400);
+    expect(problem.errors?.map((e) => e.pointer), JSON.stringify(problem)).toContain(pointer);
+  }
+
+  it("entities - an editor creates (201) and replaces (200) a segment analysis; the version counts upserts; readers read it", async () => {
+    const created = await put(derrick, "segmentanalyses", "seg-x", segment("X", 0.5, 10, 90));
+    expect(created.status).toBe(201);
+    expect(created.headers.get("etag")).toBe('"1"');
+    expect(await json(created)).toMatchObject({ segmentAnalysisId: "seg-x", name: "X", status: "test" });
+    const replaced = await put(derrick, "segmentanalyses", "seg-x", segment("X renamed", 0.5, 10, 90));
+    expect(replaced.status).toBe(200);
+    expect(replaced.headers.get("etag")).toBe('"2"');
+    const read = await derrick.call("/assessments/v1/segmentanalyses/seg-x", { as: "beta" });
+    expect(read.status).toBe(200);
+    expect(await json(read)).toMatchObject({ name: "X renamed" });
+  });
+
+  it("entities - writes need the group assessments.editors; reads need a token, an appkey and a partition", async () => {
+    expect((await put(derrick, "segmentanalyses", "seg-y", segment("Y", 0.5, 10, 90), "alpha")).status).toBe(403);
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x", { as: "beta", method: "DELETE" })).status).toBe(403);
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x", { as: null })).status).toBe(401);
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x", { headers: { appkey: "wrong-appkey" } })).status).toBe(401);
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x", { partition: null })).status).toBe(400);
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x", { partition: "unknown" })).status).toBe(403);
+    // Partitions are separate stores.
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x", { partition: "other" })).status).toBe(404);
+    const viaDataPartition = await derrick.call("/assessments/v1/segmentanalyses/seg-x", { partition: null, headers: { "data-partition-id": "opendes" } });
+    expect(viaDataPartition.status).toBe(200);
+  });
+
+  it("entities - DELETE answers 204, then the entity is gone (404) and a second DELETE is 404", async () => {
+    await put(derrick, "segmentanalyses", "seg-del", segment("Del", 0.5, 10, 90));
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-del", { as: "admin", method: "DELETE" })).status).toBe(204);
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-del")).status).toBe(404);
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-del", { as: "admin", method: "DELETE" })).status).toBe(404);
+    // Re-created after a delete: 201 again.
+    expect((await put(derrick, "segmentanalyses", "seg-del", segment("Del", 0.5, 10, 90))).status).toBe(201);
+  });
+
+  it("entities - a license keeps every version: upserts merge by versionNumber", async () => {
+    const license = await json(await derrick.call("/assessments/v1/licenses/pl-123"));
+    expect(license.versions.map((v: { versionNumber: number }) => v.versionNumber)).toEqual([1, 2]);
+    // Re-sending version 2 alone replaces it and keeps version 1.
+    const v2 = demoBody("pl-123", 1);
+    v2.versions[0].licenseStatus = "EXTENDED";
+    const res = await put(derrick, "licenses", "pl-123", v2);
+    expect(res.status).toBe(200);
+    const merged = await json(res);
+    expect(merged.versions.map((v: { versionNumber: number; licenseStatus: string }) => [v.versionNumber, v.licenseStatus])).toEqual([
+      [1, "ACTIVE"],
+      [2, "EXTENDED"],
+    ]);
+    // A new version overlapping a stored one is named.
+    const v3 = demoBody("pl-123", 1);
+    v3.versions[0] = { ...v3.versions[0], versionNumber: 3, validFrom: "2022-06-01" };
+    await rejects("licenses", "pl-123", v3, "/body/versions/0/validFrom");
+  });
+
+  it("entities - ids: a body id that differs from the path, or a path id with bad characters, is a 400", async () => {
+    await rejects("segmentanalyses", "seg-x", { ...segment("X", 0.5, 10, 90), segmentAnalysisId: "other" }, "/body/segmentAnalysisId");
+    const res = await put(derrick, "segmentanalyses", "bad.id", segment("X", 0.5, 10, 90));
+    expect(res.status).toBe(400);
+  });
+
+  it("entities - segment analysis rules each name the field", async () => {
+    const s = segment("S", 0.5, 10, 90);
+    const cases: Array<[unknown, string]> = [
+      [{ ...s, extra: 1 }, "/body/extra"],
+      [{ ...s, name: undefined }, "/body/name"],
+      [{ ...s, status: "draft" }, "/body/status"],
+      [{ ...s, riskFactors: [{ name: "trap", probability: 1.2 }] }, "/body/riskFactors/0/probability"],
+      [{ ...s, riskFactors: [{ name: "trap", probability: -0.1 }] }, "/body/riskFactors/0/probability"],
+      [{ ...s, riskFactors: [{ name: "trap", probability: 0.5 }, { name: "trap", probability: 0.5 }] }, "/body/riskFactors/1/name"],
+      [{ ...s, volumes: { oil: { unit: "MMbbl", p90: 90, p10: 10 } } }, "/body/volumes/oil/p10"],
+      [{ ...s, volumes: { oil: { unit: "MMbbl", p90: 50, p10: 50 } } }, "/body/volumes/oil/p10"],
+      [{ ...s, volumes: { oil: { unit: "MMbbl", p90: 10 } } }, "/body/volumes/oil/p10"],
+      [{ ...s, volumes: { oil: { unit: "MMbbl", p90: 10, p10: 90, mean: 40 } } }, "/body/volumes/oil"],
+      [{ ...s, volumes: { oil: { unit: "MMbbl" } } }, "/body/volumes/oil"],
+      [{ ...s, volumes: {} }, "/body/volumes"],
+      [{ ...s, volumes: { bitumen: { unit: "MMbbl", mean: 1 } } }, "/body/volumes/bitumen"],
+      [{ ...s, volumes: { oil: { unit: "MMbbl", p90: 0, p10: 9 } } }, "/body/volumes/oil/p90"],
+      [{ ...s, properties: [{ name: "Depth", type: "integer", value: 1.5 }] }, "/body/properties/0/value"],
+      [{ ...s, properties: [{ name: "Depth", type: "float", value: "deep" }] }, "/body/properties/0/value"],
+      [{ ...s, properties: [{ name: "Drilled", type: "date", value: "2023-02-30" }] }, "/body/properties/0/value"],
+      [{ ...s, properties: [{ name: "Age", type: "closedList", value: 3 }] }, "/body/properties/0/value"],
+      [{ ...s, properties: [{ name: "Age", type: "list", value: "x" }] }, "/body/properties/0/type"],
+      [{ ...s, entitlement: [{ companyId: "a", share: 0.7 }, { companyId: "b", share: 0.6 }] }, "/body/entitlement"],
+    ];
+    for (const [body, pointer] of cases) await rejects("segmentanalyses", "seg-bad", body, pointer);
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-bad")).status).toBe(404);
+  });
+
+  it("entities - prospect analysis rules and references each name the field", async () => {
+    const pa = demoBody("pa-alpha-oil");
+    await put(derrick, "segmentanalyses", "seg-elsewhere", segment("Elsewhere", 0.5, 10, 90, { prospectId: "p-other" }));
+    await put(derrick, "segmentanalyses", "seg-in-m3", { name: "m3", riskFactors: [], volumes: { oil: { unit: "Mm3", mean: 5 } } });
+    const cases: Array<[unknown, string]> = [
+      [{ ...pa, segmentAnalysisIds: ["seg-alpha-rogn", "seg-missing"] }, "/body/segmentAnalysisIds/1"],
+      [{ ...pa, segmentAnalysisIds: ["seg-alpha-rogn", "seg-alpha-rogn"] }, "/body/segmentAnalysisIds/1"],
+      [{ ...pa, segmentAnalysisIds: [] }, "/body/segmentAnalysisIds"],
+      [{ ...pa, segmentAnalysisIds: ["seg-elsewhere"] }, "/body/segmentAnalysisIds/0"],
+      [{ ...pa, segmentAnalysisIds: ["seg-alpha-rogn", "seg-in-m3"] }, "/body/segmentAnalysisIds/1"],
+      [{ ...pa, dependency: { model: "partial" } }, "/body/dependency/model"],
+      [{ ...pa, dependency: { model: "commonFactor", commonFactors: [{ name: "source", probability: 1.5 }] } }, "/body/dependency/commonFactors/0/probability"],
+      [{ ...pa, simulation: { trials: 10, seed: 1 } }, "/body/simulation/trials"],
+      [{ ...pa, simulation: { trials: 1000, seed: -1 } }, "/body/simulation/seed"],
+      [{ ...pa, entitlement: { companyId: "c-nordic", workingInterest: 1.4 } }, "/body/entitlement/workingInterest"],
+      [{ ...pa, prospect: { id: "p-alpha" } }, "/body/prospect/name"],
+      [{ ...pa, mefs: { value: -1, unit: "MMboe" } }, "/body/mefs/value"],
+    ];
+    for (const [body, pointer] of cases) await rejects("prospectanalyses", "pa-bad", body, pointer);
+  });
+
+  it("entities - license rules each name the field", async () => {
+    const base = demoBody("pl-123", 1);
+    const version = base.versions[0];
+    const withVersion = (patch: Record<string, unknown>) => ({ ...base, versions: [{ ...version, ...patch }] });
+    const licensees = version.licensees as Array<Record<string, unknown>>;
+    const cases: Array<[unknown, string]> = [
+      [withVersion({ licensees: licensees.map((l, i) => (i === 0 ? { ...l, interest: 0.3 } : l)) }), "/body/versions/0/licensees"],
+      [withVersion({ licensees: licensees.map((l) => ({ ...l, isOperator: true })) }), "/body/versions/0/licensees"],
+      [withVersion({ licensees: licensees.map((l) => ({ ...l, isOperator: false })) }), "/body/versions/0/licensees"],
+      [withVersion({ licensees: licensees.map((l, i) => (i === 0 ? { ...l, interest: 1.4 } : l)) }), "/body/versions/0/licensees/0/interest"],
+      [withVersion({ validFrom: "2023-02-30" }), "/body/versions/0/validFrom"],
+      [withVersion({ validFrom: "2023-01-01", validTo: "2022-01-01" }), "/body/versions/0/validTo"],
+      [withVersion({ validFrom: "1 Jan 2023" }), "/body/versions/0/validFrom"],
+      [{ ...base, versions: [version, { ...version }] }, "/body/versions/1/versionNumber"],
+      [{ ...base, versions: [{ ...version, versionNumber: 1, validFrom: "2020-01-01", validTo: null }, { ...version, versionNumber: 2, validFrom: "2021-01-01" }] }, "/body/versions/1/validFrom"],
+      [{ ...base, versions: [] }, "/body/versions"],
+      [{ ...base, nation: { code: "no", name: "Norway" } }, "/body/nation/code"],
+    ];
+    for (const [body, pointer] of cases) await rejects("licenses", "pl-bad", body, pointer);
+  });
+
+  it("entities - full cycle analysis rules and references each name the field", async () => {
+    const fc = demoBody("fc-alpha-mean");
+    const flows = { contractor: [{ year: 2026, netCashFlow: -1000 }, { year: 2027, netCashFlow: 300 }] };
+    const cases: Array<[unknown, string]> = [
+      [{ ...fc, prospectAnalysisId: "pa-missing" }, "/body/prospectAnalysisId"],
+      [{ ...fc, cashFlows: flows }, "/body/cashFlows"],
+      [{ ...fc, production: undefined, costs: undefined }, "/body/production"],
+      [{ ...fc, costs: undefined }, "/body/costs"],
+      [{ ...fc, production: undefined, cashFlows: flows }, "/body/costs"],
+      [{ ...fc, assumptions: { ...fc.assumptions, fiscal: { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3 } } }, "/body/assumptions/fiscal/costRecoveryCeiling"],
+      [{ ...fc, assumptions: { ...fc.assumptions, fiscal: { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3, costRecoveryCeiling: 0.4 } } }, "/body/assumptions/fiscal/contractorProfitShare"],
+      [{ ...fc, assumptions: { ...fc.assumptions, prices: [fc.assumptions.prices[1]] } }, "/body/assumptions/prices"],
+      [{ ...fc, assumptions: { ...fc.assumptions, workingInterest: 2 } }, "/body/assumptions/workingInterest"],
+      [{ ...fc, setup: { ...fc.setup, discountRate: 2 } }, "/body/setup/discountRate"],
+      [{ ...fc, setup: { ...fc.setup, discounting: "continuous" } }, "/body/setup/discounting"],
+      [{ ...fc, production: { ...fc.production, declineRate: 1 } }, "/body/production/declineRate"],
+      [{ ...fc, production: undefined, costs: undefined, cashFlows: { contractor: [{ year: 2026, netCashFlow: 1 }, { year: 2026, netCashFlow: 2 }] } }, "/body/cashFlows/contractor/1/year"],
+    ];
+    for (const [body, pointer] of cases) await rejects("fullcycleanalyses", "fc-bad", body, pointer);
+  });
+
+  it("entities - multiple scenario rules, references and GeoJSON validity each name the field", async () => {
+    const msa = demoBody("msa-alpha");
+    const [oil, gas] = msa.scenarios;
+    const ring = msa.polygon.geometry.coordinates[0];
+    const feature = (geometry: unknown) => ({ ...msa, polygon: { type: "Feature", geometry } });
+    await put(derrick, "segmentanalyses", "seg-beta", segment("Beta", 0.5, 10, 90));
+    await put(derrick, "prospectanalyses", "pa-beta", { prospect: { id: "p-beta", name: "Beta" }, segmentAnalysisIds: ["seg-beta"], dependency: { model: "independent" } });
+    const cases: Array<[unknown, string]> = [
+      [{ ...msa, scenarios: [{ ...oil, probability: 0.6 }, gas] }, "/body/scenarios"],
+      [{ ...msa, scenarios: [oil, { ...gas, prospectAnalysisId: "pa-missing" }] }, "/body/scenarios/1/prospectAnalysisId"],
+      [{ ...msa, scenarios: [{ ...oil, prospectAnalysisId: "pa-beta" }, gas] }, "/body/scenarios/0/prospectAnalysisId"],
+      [{ ...msa, scenarios: [oil, { ...gas, scenarioId: oil.scenarioId }] }, "/body/scenarios/1/scenarioId"],
+      [{ ...msa, scenarios: [{ ...oil, probability: 1.7 }, gas] }, "/body/scenarios/0/probability"],
+      [feature({ type: "Polygon", coordinates: [ring.slice(0, 4)] }), "/body/polygon/geometry/coordinates/0"],
+      [feature({ type: "Polygon", coordinates: [[ring[0], ring[1], ring[0]]] }), "/body/polygon/geometry/coordinates/0"],
+      [feature({ type: "Polygon", coordinates: [ring.map((p: number[], i: number) => (i === 1 ? [200, p[1]] : p))] }), "/body/polygon/geometry/coordinates/0/1/0"],
+      [feature({ type: "Polygon", coordinates: [ring.map((p: number[], i: number) => (i === 2 ? [p[0], 95] : p))] }), "/body/polygon/geometry/coordinates/0/2/1"],
+      [feature({ type: "Polygon", coordinates: [ring.map((p: number[], i: number) => (i === 2 ? [p[0], "64"] : p))] }), "/body/polygon/geometry/coordinates/0/2/1"],
+      [feature({ type: "Point", coordinates: [7, 64] }), "/body/polygon/geometry/type"],
+      [feature(undefined), "/body/polygon/geometry"],
+      [{ ...msa, polygon: { type: "Polygon", coordinates: [ring], geometry: {} } }, "/body/polygon/geometry"],
+      [{ ...msa, polygon: { type: "LineString", coordinates: ring } }, "/body/polygon/type"],
+      [{ ...msa, polygon: { ...msa.polygon, crs: { type: "name" } } }, "/body/polygon/crs"],
+    ];
+    for (const [body, pointer] of cases) await rejects("multiplescenarioanalyses", "msa-bad", body, pointer);
+    // A bare Polygon geometry is accepted too.
+    expect((await put(derrick, "multiplescenarioanalyses", "msa-bare", { ...msa, polygon: { type: "Polygon", coordinates: [ring] } })).status).toBe(201);
+  });
+});

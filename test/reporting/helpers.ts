@@ -1,0 +1,28 @@
+/** Shared helpers of the reporting tests: PUT as the editor, read JSON, the demo set. */
+import type { TestDerrick } from "../harness/index.ts";
+import { DEMO, loadDemo, type DemoItem } from "../../actors/reporting/demo.ts";
+
+export const put = (derrick: TestDerrick, collection: string, id: string, body: unknown, as: "admin" | "alpha" | "beta" = "admin", partition = "opendes") =>
+  derrick.call(`/assessments/v1/${collection}/${id}`, { as, partition, method: "PUT", body: JSON.stringify(body) });
+
+export async function json<T = Record<string, any>>(res: Response): Promise<T> {
+  return (await res.json()) as T;
+}
+
+export async function loadDemoOver(derrick: TestDerrick, partition = "opendes") {
+  return loadDemo(async (item: DemoItem) => {
+    const res = await put(derrick, item.collection, item.id, item.body, "admin", partition);
+    if (res.status >= 300) throw new Error(`${item.collection}/${item.id}: ${res.status} ${await res.text()}`);
+    return res.status;
+  });
+}
+
+export const demoBody = (id: string, index = 0) => structuredClone(DEMO.filter((d) => d.id === id)[index]!.body) as Record<string, any>;
+
+/** A segment with a lognormal oil volume. */
+export const segment = (name: string, ps: number, p90: number, p10: number, extra: Record<string, unknown> = {}) => ({
+  name,
+  riskFactors: [{ name: "trap", probability: ps }],
+  volumes: { oil: { unit: "MMbbl", p90, p10 } },
+  ...extra,
+});
