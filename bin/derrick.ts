@@ -8,6 +8,7 @@
  *   derrick token --user NAME [--client ID] [--groups a,b] [--ttl 1h]
  *   derrick devices add <org> <env> <twinId> --name APP [--subscribe …] [--publish …] | list | remove APP
  *   derrick config                    print the effective configuration (secrets masked)
+ *   derrick seed [--partition P]      load the reporting demo data set into a running derrick
  *   derrick sdk migrate --config old.json --routes routes.json [--out new.json]   SDK 2.0 → 3.0 config
  */
 import { parseArgs } from "node:util";
@@ -23,8 +24,9 @@ import type { AppCredentials, AppList } from "../subjects/identity.ts";
 import { loadOrCreateSigningKey, mintToken } from "../actors/identity/index.ts";
 import { boot } from "./boot.ts";
 import { runMigrateCli } from "../sdk/migrate.ts";
+import { DEMO_PATHS, seedDemo } from "../actors/reporting/index.ts";
 
-const USAGE = `usage: derrick <start | edge | actor <names…> | apps create|list|delete | devices add|list|remove | token | sdk migrate | config>
+const USAGE = `usage: derrick <start | edge | actor <names…> | apps create|list|delete | devices add|list|remove | token | sdk migrate | seed | config>
 actors: ${ACTOR_NAMES.join(", ")}`;
 
 async function main(argv: string[]): Promise<number> {
@@ -66,6 +68,8 @@ async function main(argv: string[]): Promise<number> {
       if (rest[0] === "migrate") return runMigrateCli(rest.slice(1));
       console.error("usage: derrick sdk migrate --config old.json --routes routes.json [--out new.json]");
       return 2;
+    case "seed":
+      return seed(cfg, rest);
     case "config":
       console.log(JSON.stringify({ ...cfg, ...(cfg.natsPassword ? { natsPassword: "***" } : {}), clients: cfg.clients.map((c) => ({ ...c, client_secret: "***", appkey: "***" })) }, null, 2));
       return 0;
@@ -181,6 +185,21 @@ async function token(cfg: Config, args: string[]): Promise<number> {
   const ttl = values.ttl ? Math.round(parseDuration(values.ttl) / 1000) : cfg.auth.tokenTtlSeconds;
   console.log(await mintToken(key, { sub: values.user, client_id: clientId, groups }, cfg.auth.audience, ttl));
   return 0;
+}
+
+/** `derrick seed [--partition P]`: the reporting demo data set, loaded over NATS into a running derrick. */
+async function seed(cfg: Config, args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { partition: { type: "string" } } });
+  const partition = values.partition ?? cfg.partitions[0]!;
+  if (!cfg.partitions.includes(partition)) {
+    console.error(`derrick: partition ${partition} is not served (DERRICK_PARTITIONS: ${cfg.partitions.join(", ")})`);
+    return 2;
+  }
+  return withBus(cfg, async (bus) => {
+    for (const { item, status } of await seedDemo(bus, partition)) console.log(`${status} PUT /assessments/v1/${item.collection}/${item.id}`);
+    console.log(`\nreporting demo loaded into partition ${partition}; try:\n${DEMO_PATHS.map((p) => `  ${p}`).join("\n")}`);
+    return 0;
+  });
 }
 
 main(process.argv.slice(2)).then(

@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { json } from "./helpers.ts";
+
+const CLI = join(fileURLToPath(new URL("../..", import.meta.url)), "bin", "derrick.ts");
+
+describe("derrick seed", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["identity", "reporting"] });
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  /** Runs the CLI without blocking this process: the actor answering it lives here. */
+  const seed = (...args: string[]) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [CLI, "seed", ...args], { env: { ...process.env, NATS_URL: nats.url, DERRICK_PARTITIONS: "opendes,other", DERRICK_DATA_DIR: derrick.dataDir, DERRICK_LOG_LEVEL: "silent" }, stdio: ["ignore", "pipe", "pipe"], timeout: 30_000 });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      child.on("close", (status) => resolve({ status, stdout, stderr }));
+    });
+
+  it("seed - loads the demo set over NATS: a license with two versions, three segments, a full cycle and a two-scenario analysis", async () => {
+    const out = await seed();
+    expect(out.status, out.stderr).toBe(0);
+    expect(out.stdout).toContain("201 PUT /assessments/v1/licenses/pl-123");
+    expect(out.stdout).toContain("200 PUT /assessments/v1/licenses/pl-123");
+    const license = await json(await derrick.call("/assessments/v1/licenseaggregation/pl-123"));
+    expect(license.versions).toHaveLength(2);
+    const prospect = await json(await derrick.call("/assessments/v1/prospectanalysisaggregation/pa-alpha-oil"));
+    expect(prospect.segments).toHaveLength(3);
+    const fc = await json(await derrick.call("/assessments/v1/fullcycleanalysisaggregation", { method: "POST", body: JSON.stringify({ prospectAnalysisId: "pa-alpha-oil" }) }));
+    expect(fc.fullCycleAnalyses).toHaveLength(1);
+    const msa = await json(await derrick.call("/assessments/v1/prospectmultiplescenarioanalysisaggregation/msa-alpha"));
+    expect(msa.results.byScenario).toHaveLength(2);
+    // Seeding again replaces (200) and the license still holds both versions.
+    const again = await seed("--partition", "opendes");
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stdout).not.toContain("201 PUT");
+    expect((await json(await derrick.call("/assessments/v1/licenses/pl-123"))).versions).toHaveLength(2);
+  });
+
+  it("seed - a partition that is not served is refused", async () => {
+    const out = await seed("--partition", "nowhere");
+    expect(out.status).toBe(2);
+    expect(out.stderr).toContain("nowhere");
+  });
+});
