@@ -119,6 +119,12 @@ describe("reporting math - volumes", () => {
     for (let i = 0; i < 100; i++) expect(a.uniform()).toBe(b.uniform());
   });
 
+  it("prng - the generator is xoshiro128**: state {1, 2, 3, 4} gives the reference outputs", () => {
+    const rng = createRandom(0) as unknown as { s0: number; s1: number; s2: number; s3: number; uniform(): number };
+    Object.assign(rng, { s0: 1, s1: 2, s2: 3, s3: 4 });
+    expect(Array.from({ length: 5 }, () => Math.round(rng.uniform() * 2 ** 32))).toEqual([11520, 0, 5927040, 70819200, 2031721883]);
+  });
+
   it("volumes - the commercial chance is the fraction of trials reaching the MEFS", () => {
     const segments = [{ ps: 1, volumes: { oil: volumeModel({ mean: 10 }) } }];
     const sim = simulate({ model: "commonFactor", pc: 0.5, segments, products: ["oil"], trials: 50_000, seed: 5 });

@@ -3,7 +3,9 @@
  * model), then a success-case volume for each successful segment, and sum per product. Typed arrays
  * hold one total per trial and product; the generator is prng.ts (xoshiro128**), so a given seed
  * and trial count give the same numbers every time. Volumes of different segments are drawn
- * independently (the contract has no volume correlation input).
+ * independently (the contract has no volume correlation input); the products of one segment share
+ * one normal draw (fully correlated: a larger trap holds more oil and more gas), which also halves
+ * the cost of a trial.
  */
 import { DependencyModel } from "./chance.ts";
 import type { VolumeModel } from "./lognormal.ts";
@@ -73,16 +75,20 @@ export function simulate(input: SimInput): Simulation {
       }
     }
   }
+  const lognormal = new Uint8Array(n); // 1 when some product of the segment needs a normal draw
+  for (let i = 0; i < n; i++) for (let j = 0; j < np; j++) if (kind[i * np + j] === 2) lognormal[i] = 1;
   for (let t = 0; t < trials; t++) {
     drawSuccesses(rng, model, pc, ps, state);
     let any = 0;
     for (let i = 0; i < n; i++) {
       if (!state[i]) continue;
       any = 1;
+      const z = lognormal[i] ? rng.normal() : 0;
+      const base = i * np;
       for (let j = 0; j < np; j++) {
-        const k = kind[i * np + j];
-        if (k === 1) columns[j]![t]! += a[i * np + j]!;
-        else if (k === 2) columns[j]![t]! += Math.exp(a[i * np + j]! + b[i * np + j]! * rng.normal());
+        const k = kind[base + j];
+        if (k === 1) columns[j]![t]! += a[base + j]!;
+        else if (k === 2) columns[j]![t]! += Math.exp(a[base + j]! + b[base + j]! * z);
       }
     }
     anySuccess[t] = any;

@@ -9,7 +9,7 @@
 export type Random = {
   /** Uniform in [0, 1), 32 bits of resolution. */
   uniform(): number;
-  /** Standard normal (Box–Muller, both variates used). */
+  /** Standard normal (Marsaglia's polar method, both variates used). */
   normal(): number;
 };
 
@@ -27,41 +27,64 @@ function splitmix32(seed: number): () => number {
 const TWO_POW_32 = 4294967296;
 
 export function createRandom(seed: number): Random {
-  const init = splitmix32(seed);
-  let s0 = init();
-  let s1 = init();
-  let s2 = init();
-  let s3 = init();
-  if ((s0 | s1 | s2 | s3) === 0) s0 = 1; // the all-zero state is a fixed point
-  const next = (): number => {
+  return new Xoshiro128(seed);
+}
+
+/** State in fields of one monomorphic object: the JIT keeps the hot calls inlined. */
+class Xoshiro128 implements Random {
+  private s0: number;
+  private s1: number;
+  private s2: number;
+  private s3: number;
+  private spare = 0;
+  private hasSpare = false;
+
+  constructor(seed: number) {
+    const init = splitmix32(seed);
+    this.s0 = init();
+    this.s1 = init();
+    this.s2 = init();
+    this.s3 = init();
+    if ((this.s0 | this.s1 | this.s2 | this.s3) === 0) this.s0 = 1; // the all-zero state is a fixed point
+  }
+
+  uniform(): number {
+    const s1 = this.s1;
     const result = Math.imul(rotl(Math.imul(s1, 5), 7), 9) >>> 0;
     const t = s1 << 9;
-    s2 ^= s0;
-    s3 ^= s1;
-    s1 ^= s2;
+    let s0 = this.s0;
+    let s2 = this.s2 ^ s0;
+    let s3 = this.s3 ^ s1;
+    const n1 = s1 ^ s2;
     s0 ^= s3;
     s2 ^= t;
     s3 = rotl(s3, 11);
-    return result;
-  };
-  let spare = 0;
-  let hasSpare = false;
-  const uniform = () => next() / TWO_POW_32;
-  return {
-    uniform,
-    normal() {
-      if (hasSpare) {
-        hasSpare = false;
-        return spare;
-      }
-      // 1 − u is in (0, 1]: log never sees 0.
-      const radius = Math.sqrt(-2 * Math.log(1 - uniform()));
-      const angle = 2 * Math.PI * uniform();
-      spare = radius * Math.sin(angle);
-      hasSpare = true;
-      return radius * Math.cos(angle);
-    },
-  };
+    this.s0 = s0;
+    this.s1 = n1;
+    this.s2 = s2;
+    this.s3 = s3;
+    return result / TWO_POW_32;
+  }
+
+  normal(): number {
+    if (this.hasSpare) {
+      this.hasSpare = false;
+      return this.spare;
+    }
+    // Marsaglia's polar method: two normals per accepted pair, no trigonometry.
+    let u: number;
+    let v: number;
+    let s: number;
+    do {
+      u = 2 * this.uniform() - 1;
+      v = 2 * this.uniform() - 1;
+      s = u * u + v * v;
+    } while (s >= 1 || s === 0);
+    const factor = Math.sqrt((-2 * Math.log(s)) / s);
+    this.spare = v * factor;
+    this.hasSpare = true;
+    return u * factor;
+  }
 }
 
 function rotl(x: number, k: number): number {
