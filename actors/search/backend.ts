@@ -61,6 +61,8 @@ export interface SearchBackend {
   /** An identity of the stream the index was built from (its creation time); a different one means rebuild. */
   streamIdentity(): string | undefined;
   reset(streamIdentity: string): void;
+  /** Optional: faster loading of a large backlog (indexes built once at the end). */
+  bulkLoad?(on: boolean): void;
   search(request: SearchRequest): SearchResult;
   recordCount(): number;
   close(): void;

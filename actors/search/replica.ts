@@ -13,6 +13,8 @@ import { toIndexedDoc } from "./documents.ts";
 import { ensureRecordsStream } from "./store.ts";
 
 const BATCH = 2000;
+/** A backlog this long is loaded in bulk mode (see SqliteBackend.bulkLoad). */
+const BULK_BACKLOG = 20_000;
 const FLUSH_AFTER_MS = 5;
 const decoder = new TextDecoder();
 
@@ -69,6 +71,8 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
     backend.reset(identity);
   }
   const start = backend.appliedSeq() + 1;
+  let bulk = info.state.last_seq - backend.appliedSeq() >= BULK_BACKLOG;
+  if (bulk) backend.bulkLoad?.(true);
   const consumer = await js.consumers.get(RECORDS_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start });
   const messages: ConsumerMessages = await consumer.consume({ max_messages: BATCH * 2 });
 
@@ -100,6 +104,11 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
       lastSeq = msg.seq;
       if (buffer.length >= BATCH || msg.info.pending === 0) flush();
       else timer ??= setTimeout(flush, FLUSH_AFTER_MS);
+      if (bulk && msg.info.pending === 0) {
+        bulk = false;
+        backend.bulkLoad?.(false);
+        log.info({ seq: lastSeq }, "search index caught up with the RECORDS stream");
+      }
     }
     flush();
   })().catch((error) => log.error({ err: error }, "search replica stopped"));
@@ -117,6 +126,7 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
       await messages.close();
       await loop;
       flush();
+      if (bulk) backend.bulkLoad?.(false);
     },
   };
 }

@@ -25,6 +25,8 @@ import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts"
 /** Fields ES maps as keyword in OSDU indexes: a term on them matches the whole value exactly. */
 const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "version", "createUser", "modifyUser", "createTime", "modifyTime", "ancestry.parents"]);
 const TOTAL_CAP = 10_000;
+/** Bumped when the tables change: an index file of another version is rebuilt. */
+const SCHEMA_VERSION = "2";
 const AGGREGATION_SIZE = 1000;
 const NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
 
@@ -47,7 +49,7 @@ CREATE TABLE IF NOT EXISTS vals(rid INTEGER NOT NULL, path TEXT NOT NULL, seq IN
 CREATE INDEX IF NOT EXISTS vals_str ON vals(path, str);
 CREATE INDEX IF NOT EXISTS vals_num ON vals(path, num) WHERE num IS NOT NULL;
 CREATE TABLE IF NOT EXISTS paths(path TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS shapes(gid INTEGER PRIMARY KEY, rid INTEGER NOT NULL, path TEXT NOT NULL, shape TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS shapes(gid INTEGER PRIMARY KEY, rid INTEGER NOT NULL, path TEXT NOT NULL, x REAL, y REAL, shape TEXT);
 CREATE INDEX IF NOT EXISTS shapes_rid ON shapes(rid);
 CREATE VIRTUAL TABLE IF NOT EXISTS geo USING rtree(gid, minX, maxX, minY, maxY);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, fielded, content='', contentless_delete=1, tokenize="unicode61 remove_diacritics 2 tokenchars '_'");
@@ -89,6 +91,7 @@ export class SqliteBackend implements SearchBackend {
   private readonly knownPaths = new Set<string>();
   private readonly nestedQueries = new Map<number, NestedNode>();
   private nextNested = 1;
+  private bulk = false;
   private readonly stmts;
 
   constructor(readonly options: SqliteOptions) {
@@ -99,7 +102,7 @@ export class SqliteBackend implements SearchBackend {
     for (const needed of ["ENABLE_FTS5", "ENABLE_RTREE"]) {
       if (!compile.includes(needed)) throw new Error(`this SQLite lacks ${needed}: search needs FTS5 and R*Tree (Bun on Linux ships both)`);
     }
-    this.db.exec(SCHEMA);
+    this.migrate();
     const version = this.db.query<{ v: string }, []>("SELECT sqlite_version() AS v").get()!.v;
     this.engine = { name: "sqlite", version };
     for (const row of this.db.query<{ path: string }, []>("SELECT path FROM paths").all()) this.knownPaths.add(row.path);
@@ -122,7 +125,7 @@ export class SqliteBackend implements SearchBackend {
       insertPath: this.db.query("INSERT OR IGNORE INTO paths(path) VALUES (?)"),
       insertFts: this.db.query("INSERT INTO fts(rowid, body, fielded) VALUES (?, ?, ?)"),
       deleteFts: this.db.query("DELETE FROM fts WHERE rowid = ?"),
-      insertShape: this.db.query<{ gid: number }, [number, string, string]>("INSERT INTO shapes(rid, path, shape) VALUES (?, ?, ?) RETURNING gid"),
+      insertShape: this.db.query<{ gid: number }, [number, string, number | null, number | null, string | null]>("INSERT INTO shapes(rid, path, x, y, shape) VALUES (?, ?, ?, ?, ?) RETURNING gid"),
       insertGeo: this.db.query("INSERT INTO geo(gid, minX, maxX, minY, maxY) VALUES (?, ?, ?, ?, ?)"),
       shapesOf: this.db.query<{ gid: number }, [number]>("SELECT gid FROM shapes WHERE rid = ?"),
       deleteGeo: this.db.query("DELETE FROM geo WHERE gid = ?"),
@@ -130,6 +133,17 @@ export class SqliteBackend implements SearchBackend {
       getMeta: this.db.query<{ v: string }, [string]>("SELECT v FROM meta WHERE k = ?"),
       setMeta: this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES (?, ?)"),
     };
+  }
+
+  /** A file from another schema version is emptied and rebuilt from the stream (it is only a replica). */
+  private migrate(): void {
+    const hasMeta = this.db.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get()!.n > 0;
+    const current = hasMeta ? this.db.query<{ v: string }, []>("SELECT v FROM meta WHERE k = 'schema'").get()?.v : undefined;
+    if (hasMeta && current !== SCHEMA_VERSION) {
+      for (const table of ["fts", "geo", "records", "acl", "vals", "paths", "shapes", "meta"]) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
+    }
+    this.db.exec(SCHEMA);
+    this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES ('schema', ?)").run(SCHEMA_VERSION);
   }
 
   static fileExists(file: string): boolean {
@@ -148,10 +162,26 @@ export class SqliteBackend implements SearchBackend {
     this.db.transaction(() => {
       for (const table of ["records", "acl", "vals", "paths", "shapes", "geo", "meta"]) this.db.exec(`DELETE FROM ${table}`);
       this.db.exec("INSERT INTO fts(fts) VALUES('delete-all')");
+      this.stmts.setMeta.run("schema", SCHEMA_VERSION);
       this.stmts.setMeta.run("stream", streamIdentity);
       this.stmts.setMeta.run("applied_seq", "0");
     })();
     this.knownPaths.clear();
+  }
+
+  /**
+   * Bulk loading (a rebuild or a long backlog): the value indexes are dropped and rebuilt once at
+   * the end — sorting once is several times cheaper than inserting into them row by row — and
+   * commits skip fsync (the file is a rebuildable replica). Queries still work meanwhile, slower.
+   */
+  bulkLoad(on: boolean): void {
+    if (on === this.bulk) return;
+    this.bulk = on;
+    if (on) this.db.exec("PRAGMA synchronous = OFF; DROP INDEX IF EXISTS vals_str; DROP INDEX IF EXISTS vals_num;");
+    else {
+      this.db.exec(SCHEMA);
+      this.db.exec("PRAGMA synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE;");
+    }
   }
 
   recordCount(): number {
@@ -214,7 +244,9 @@ export class SqliteBackend implements SearchBackend {
     });
     this.stmts.insertFts.run(rid, body, fielded.join(" "));
     for (const s of d.shapes) {
-      const gid = this.stmts.insertShape.get(rid, s.path, JSON.stringify(s.shape))!.gid;
+      // A lone point (the common case) keeps exact coordinates in columns: no JSON to parse when checking it.
+      const point = s.shape.points.length === 1 && s.shape.lines.length === 0 && s.shape.polygons.length === 0 ? s.shape.points[0]! : undefined;
+      const gid = this.stmts.insertShape.get(rid, s.path, point ? point[0] : null, point ? point[1] : null, point ? null : JSON.stringify(s.shape))!.gid;
       this.stmts.insertGeo.run(gid, s.bbox.minX, s.bbox.maxX, s.bbox.minY, s.bbox.maxY);
     }
   }
@@ -256,20 +288,29 @@ export class SqliteBackend implements SearchBackend {
       where.push(`EXISTS (SELECT 1 FROM acl a WHERE a.rid = r.rid AND a.grp IN (${request.access.groups.map((g) => p(g)).join(", ")})${request.access.asOwner ? " AND a.owner = 1" : ""})`);
     }
 
-    const compiler = new Compiler(this, p, (node) => {
+    const registerNested = (node: NestedNode) => {
       const token = this.nextNested++;
       this.nestedQueries.set(token, node);
       nestedTokens.push(token);
       return token;
-    });
-    const condition = compiler.compile(request.query);
-    if (condition !== "1") where.push(condition);
-
+    };
+    // The driving set: the text matches when the query requires text, else the spatial hits. The
+    // join order is forced (CROSS JOIN): the planner has no statistics to prefer it by itself.
+    const probe = new Compiler(this, () => "?", () => 0);
+    const { driverText, rest } = splitDriver(request.query, (node) => probe.ftsOf(node));
+    if (driverText === "") return { hits: [], total: 0, aggregations: [] };
+    let from = "records r";
+    if (driverText !== undefined) from = `(SELECT rowid AS rid FROM fts WHERE fts MATCH ${p(driverText)}) d CROSS JOIN records r ON r.rid = d.rid`;
     if (request.spatial) {
       const rids = this.spatialRids(request);
       if (rids.length === 0) return { hits: [], total: 0, aggregations: [] };
-      where.push(`r.rid IN (SELECT value FROM json_each(${p(JSON.stringify(rids))}))`);
+      const list = `(SELECT value AS rid FROM json_each(${p(JSON.stringify(rids))}))`;
+      if (driverText === undefined) from = `${list} d CROSS JOIN records r ON r.rid = d.rid`;
+      else where.push(`r.rid IN ${list}`);
     }
+    const compiler = new Compiler(this, p, registerNested, from !== "records r");
+    const condition = compiler.compile(rest);
+    if (condition !== "1") where.push(condition);
 
     const whereSql = where.join(" AND ");
     const baseParams = [...params];
@@ -278,14 +319,14 @@ export class SqliteBackend implements SearchBackend {
     let total = 0;
     if (!request.skipCount) {
       const cap = request.trackTotalCount ? -1 : TOTAL_CAP;
-      total = this.db.query<{ n: number }, SQLQueryBindings[]>(`SELECT count(*) AS n FROM (SELECT 1 FROM records r WHERE ${whereSql} LIMIT ${cap})`).get(...baseParams)!.n;
+      total = this.db.query<{ n: number }, SQLQueryBindings[]>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${from} WHERE ${whereSql} LIMIT ${cap})`).get(...baseParams)!.n;
     }
     let aggregations: Aggregation[] = [];
     if (request.aggregateBy) {
       const path = request.aggregateBy.replace(/\.keyword$/, "");
       aggregations = this.db
         .query<{ key: string; count: number }, SQLQueryBindings[]>(
-          `SELECT v.str AS key, count(DISTINCT v.rid) AS count FROM vals v WHERE v.path = ?${baseParams.length + 1} AND v.str IS NOT NULL AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry}) AND v.rid IN (SELECT r.rid FROM records r WHERE ${whereSql}) GROUP BY v.str ORDER BY count DESC, key ASC LIMIT ${AGGREGATION_SIZE}`,
+          `SELECT v.str AS key, count(DISTINCT v.rid) AS count FROM vals v WHERE v.path = ?${baseParams.length + 1} AND v.str IS NOT NULL AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry}) AND v.rid IN (SELECT r.rid FROM ${from} WHERE ${whereSql}) GROUP BY v.str ORDER BY count DESC, key ASC LIMIT ${AGGREGATION_SIZE}`,
         )
         .all(...baseParams, path);
     }
@@ -306,7 +347,7 @@ export class SqliteBackend implements SearchBackend {
     const outer: string[] = [];
     if (request.keyset?.after) outer.push(this.keysetCondition(request, request.keyset.after, p));
     const sql =
-      `SELECT rid, id, doc${request.sort.map((_, i) => `, s${i}`).join("")} FROM (SELECT r.rid AS rid, r.id AS id, r.doc AS doc${selectKeys.length ? `, ${selectKeys.join(", ")}` : ""} FROM records r WHERE ${whereSql})` +
+      `SELECT rid, id, doc${request.sort.map((_, i) => `, s${i}`).join("")} FROM (SELECT r.rid AS rid, r.id AS id, r.doc AS doc${selectKeys.length ? `, ${selectKeys.join(", ")}` : ""} FROM ${from} WHERE ${whereSql})` +
       `${outer.length ? ` WHERE ${outer.join(" AND ")}` : ""} ORDER BY ${orderBy.join(", ")} LIMIT ${p(request.limit)} OFFSET ${p(request.offset)}`;
     const rows = this.db.query<Record<string, SortValue> & { doc: string; id: string }, SQLQueryBindings[]>(sql).all(...params);
     const hits = rows.map((row) => ({ doc: JSON.parse(row.doc) as Record<string, unknown>, position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id] }));
@@ -342,18 +383,25 @@ export class SqliteBackend implements SearchBackend {
             .flat(2)
             .reduce<BBox>((b, [x, y]) => ({ minX: Math.min(b.minX, x), maxX: Math.max(b.maxX, x), minY: Math.min(b.minY, y), maxY: Math.max(b.maxY, y) }), { minX: Infinity, maxX: -Infinity, minY: Infinity, maxY: -Infinity });
     // WITHIN: the shape's box must lie inside the area's box; INTERSECTS: the boxes must overlap.
+    // The R*Tree keeps 32-bit floats rounded outward: the prefilter box is widened, the exact test decides.
     const rtree =
       filter.relation === "within"
         ? "g.minX >= ? AND g.maxX <= ? AND g.minY >= ? AND g.maxY <= ?"
         : "g.maxX >= ? AND g.minX <= ? AND g.maxY >= ? AND g.minY <= ?";
+    const slack = 1e-3;
     const rows = this.db
-      .query<{ rid: number; shape: string }, SQLQueryBindings[]>(
-        `SELECT s.rid AS rid, s.shape AS shape FROM geo g JOIN shapes s ON s.gid = g.gid JOIN records r ON r.rid = s.rid WHERE ${rtree} AND s.path = ? AND r.partition = ?`,
+      .query<{ rid: number; x: number | null; y: number | null; shape: string | null }, SQLQueryBindings[]>(
+        `SELECT s.rid AS rid, s.x AS x, s.y AS y, s.shape AS shape FROM geo g CROSS JOIN shapes s ON s.gid = g.gid WHERE ${rtree} AND s.path = ?`,
       )
-      .all(box.minX, box.maxX, box.minY, box.maxY, filter.field, request.partition);
+      .all(box.minX - slack, box.maxX + slack, box.minY - slack, box.maxY + slack, filter.field);
     const out: number[] = [];
+    const lone: Shape = { points: [[0, 0]], lines: [], polygons: [] };
     for (const row of rows) {
-      const shape = JSON.parse(row.shape) as Shape;
+      let shape: Shape;
+      if (row.shape === null) {
+        lone.points[0] = [row.x!, row.y!];
+        shape = lone;
+      } else shape = JSON.parse(row.shape) as Shape;
       if (filter.relation === "within" ? within(shape, filter.area) : intersects(shape, filter.polygons)) out.push(row.rid);
     }
     return out;
@@ -365,13 +413,38 @@ export class SqliteBackend implements SearchBackend {
   }
 }
 
+/**
+ * Splits off the part of the query that FTS5 answers alone and every match must satisfy: the whole
+ * query, or one required clause of a top-level boolean. The rest keeps the query's meaning: once a
+ * required clause existed, optional clauses never decided a match, so they are dropped with it.
+ */
+export function splitDriver(query: QueryNode, ftsOf: (node: QueryNode) => string | undefined): { driverText?: string; rest: QueryNode } {
+  const whole = ftsOf(query);
+  if (whole !== undefined) return { driverText: whole, rest: { type: "matchAll" } };
+  if (query.type !== "bool" || query.must.length === 0) return { rest: query };
+  const index = query.must.findIndex((m) => ftsOf(m) !== undefined);
+  if (index < 0) return { rest: query };
+  const must = query.must.filter((_, i) => i !== index);
+  return { driverText: ftsOf(query.must[index]!), rest: { type: "bool", must, should: must.length ? query.should : [], mustNot: query.mustNot } };
+}
+
 /** AST → SQL boolean expression over `r` (records), with FTS5 MATCH where text allows it. */
 class Compiler {
   constructor(
     private readonly backend: SqliteBackend,
     private readonly p: (value: SQLQueryBindings) => string,
     private readonly registerNested: (node: NestedNode) => number,
+    /**
+     * True when another set drives the query (FTS matches, spatial hits): leaf predicates are then
+     * checked per candidate row through the primary key instead of building their whole row set.
+     */
+    private readonly correlated = false,
   ) {}
+
+  /** The FTS5 expression of a node when it is pure analyzed text (see fts()). */
+  ftsOf(node: QueryNode): string | undefined {
+    return this.fts(node);
+  }
 
   compile(node: QueryNode): string {
     const fts = this.fts(node);
@@ -452,7 +525,7 @@ class Compiler {
   private inVals(paths: string[], condition: string): string {
     if (paths.length === 0) return "0";
     const pathSql = paths.length === 1 ? `path = ${this.p(paths[0]!)}` : `path IN (${paths.map((x) => this.p(x)).join(", ")})`;
-    return `r.rid IN (SELECT rid FROM vals WHERE ${pathSql} AND ${condition})`;
+    return this.correlated ? `EXISTS (SELECT 1 FROM vals WHERE rid = r.rid AND ${pathSql} AND ${condition})` : `r.rid IN (SELECT rid FROM vals WHERE ${pathSql} AND ${condition})`;
   }
 
   private exactTerm(node: TermNode): string {
@@ -469,7 +542,7 @@ class Compiler {
     // An analyzed field with an infix wildcard: match the pattern against the lowercased words.
     const glob = luceneToGlob(node.value, true);
     const condition = `t IN (${LeafType.string}, ${LeafType.date}) AND (' ' || lower(str) || ' ') GLOB ${this.p(`* ${glob} *`)}`;
-    if (!node.field) return `r.rid IN (SELECT rid FROM vals WHERE (path GLOB 'data.*' OR path GLOB 'tags.*') AND ${condition})`;
+    if (!node.field) return this.inValsWhere(`(path GLOB 'data.*' OR path GLOB 'tags.*')`, condition);
     return this.inVals(this.backend.fieldsMatching(node.field), condition);
   }
 
@@ -513,6 +586,10 @@ class Compiler {
   private exists(field: string): string {
     const base = field.replace(/\.keyword(Lower)?$/, "");
     if (base.includes("*")) return this.inVals(this.backend.fieldsMatching(base), `t <> ${LeafType.null}`);
-    return `r.rid IN (SELECT rid FROM vals WHERE (path = ${this.p(base)} OR (path > ${this.p(`${base}.`)} AND path < ${this.p(`${base}/`)})) AND t <> ${LeafType.null})`;
+    return this.inValsWhere(`(path = ${this.p(base)} OR (path > ${this.p(`${base}.`)} AND path < ${this.p(`${base}/`)}))`, `t <> ${LeafType.null}`);
+  }
+
+  private inValsWhere(pathSql: string, condition: string): string {
+    return this.correlated ? `EXISTS (SELECT 1 FROM vals WHERE rid = r.rid AND ${pathSql} AND ${condition})` : `r.rid IN (SELECT rid FROM vals WHERE ${pathSql} AND ${condition})`;
   }
 }

@@ -1,0 +1,173 @@
+/**
+ * Search at scale: a generated OSDU-like dataset (default 100k records; BENCH_SEARCH_RECORDS=1000000
+ * for the 1M run) is published to the RECORDS stream, then a search actor builds its replica from the
+ * stream (build time, RSS, file size). Then text, text+range, geo (1°×1° box) and sorted queries run
+ * through the edge (HTTP → NATS → actor → SQLite) and against the same index in-process (a second
+ * SQLite connection on the actor's file, no HTTP/NATS), sequentially, p50/p95 each. Bounded by
+ * count and time per case.
+ */
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { jetstream } from "@nats-io/jetstream";
+import { startTestNats, startDerrick, TEST_CLIENTS } from "../test/harness/index.ts";
+import { subjects } from "../subjects/index.ts";
+import { recordKey, type SearchStatus, type StoredRecord } from "../subjects/search.ts";
+import { SqliteBackend } from "../actors/search/sqlite.ts";
+import { planSearch } from "../actors/search/validate.ts";
+import type { SearchRequest } from "../actors/search/backend.ts";
+import { percentile, report, type LoadResult } from "./lib.ts";
+
+const RECORDS = Number(process.env.BENCH_SEARCH_RECORDS ?? 100_000);
+const QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 400);
+const CASE_MAX_MS = 20_000;
+const BUILD_MAX_MS = 600_000;
+const VOCABULARY = 20_000;
+const BASINS = ["Permian", "North Sea", "Gulf of Mexico", "Campos", "Santos", "Williston", "Anadarko", "Barents", "Niger Delta", "Browse", "Carnarvon", "Taranaki", "Sirte", "Zagros", "Timan-Pechora", "Sverdrup", "Bonaparte", "Cooper", "Eromanga", "Ghadames"];
+const KINDS = ["osdu:wks:master-data--Well:1.0.0", "osdu:wks:master-data--Wellbore:1.0.0", "osdu:wks:work-product-component--WellLog:1.0.0"];
+
+// Deterministic data: mulberry32.
+function rng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = rng(42);
+const word = (i: number) => `w${i.toString(36)}x`;
+// Zipf-like: rank ~ 1/u, capped to the vocabulary.
+const zipf = () => Math.min(VOCABULARY - 1, Math.floor(1 / (random() + 1 / VOCABULARY)) - 1);
+
+function generate(i: number): StoredRecord {
+  const lat = 50 + random() * 15;
+  const lon = random() * 10;
+  return {
+    id: `opendes:well:bench-${i}`,
+    kind: KINDS[i % KINDS.length]!,
+    acl: { viewers: [i % 2 === 0 ? "data.default.viewers@opendes.example.com" : "data.other.viewers@opendes.example.com"], owners: ["data.default.owners@opendes.example.com"] },
+    legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"], status: "compliant" },
+    data: {
+      FacilityName: `${word(zipf())} ${word(zipf())}`,
+      Basin: BASINS[Math.floor(random() * BASINS.length)]!,
+      Description: Array.from({ length: 20 }, () => word(zipf())).join(" "),
+      Depth: Math.round(random() * 5000),
+      SpudDate: new Date(Date.UTC(1990, 0, 1) + Math.floor(random() * 35 * 365) * 86_400_000).toISOString(),
+      Status: random() < 0.7 ? "Active" : "Plugged",
+      Location: { latitude: Math.round(lat * 1e5) / 1e5, longitude: Math.round(lon * 1e5) / 1e5 },
+    },
+    version: 1,
+    createUser: "bench",
+    createTime: "2026-01-01T00:00:00.000Z",
+  };
+}
+
+const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
+type Measured = LoadResult & { p95Ms: number };
+
+async function measure(name: string, op: (i: number) => unknown | Promise<unknown>): Promise<Measured> {
+  for (let i = 0; i < 20; i++) await op(i);
+  const latencies: number[] = [];
+  let errors = 0;
+  const started = performance.now();
+  for (let i = 0; i < QUERIES && performance.now() - started < CASE_MAX_MS; i++) {
+    const t0 = performance.now();
+    try {
+      await op(i);
+    } catch {
+      errors++;
+    }
+    latencies.push(performance.now() - t0);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { name, count: latencies.length, errors, seconds, opsPerSec: latencies.length / seconds, p50Ms: percentile(latencies, 50), p95Ms: percentile(latencies, 95), p99Ms: percentile(latencies, 99), maxMs: latencies.at(-1) ?? Number.NaN };
+}
+
+const dir = mkdtempSync(join(tmpdir(), "derrick-bench-search-"));
+const nats = await startTestNats({ dir: join(dir, "nats") });
+const notes: string[] = [];
+try {
+  // 1. Publish the dataset to the RECORDS stream (what storage or a NATS producer does).
+  const rssStart = rssMb();
+  const boot = await startDerrick(nats, { actors: ["storage"], edge: false, dataDir: join(dir, "boot") }); // creates the stream
+  const js = jetstream(boot.nc);
+  const publishStarted = performance.now();
+  const window: Promise<unknown>[] = [];
+  for (let i = 0; i < RECORDS; i++) {
+    const r = generate(i);
+    window.push(js.publish(subjects.records("opendes", recordKey(r.id)), JSON.stringify(r)));
+    if (window.length >= 2000) await Promise.all(window.splice(0));
+  }
+  await Promise.all(window);
+  const publishSeconds = (performance.now() - publishStarted) / 1000;
+  await boot.cleanup();
+  notes.push(`published ${RECORDS} records to RECORDS in ${publishSeconds.toFixed(1)} s (${Math.round(RECORDS / publishSeconds)}/s)`);
+
+  // 2. A search actor builds its replica from the stream.
+  const rssBeforeBuild = rssMb();
+  const buildStarted = performance.now();
+  const derrick = await startDerrick(nats, { actors: ["identity", "search"], dataDir: join(dir, "data"), env: { DERRICK_REQUEST_TIMEOUT: "30s" } });
+  let status: SearchStatus;
+  let peakRss = rssMb();
+  for (;;) {
+    status = (await derrick.bus.request<SearchStatus>(subjects.search.status(), undefined)).body;
+    peakRss = Math.max(peakRss, rssMb());
+    if (status.records >= RECORDS || performance.now() - buildStarted > BUILD_MAX_MS) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const buildSeconds = (performance.now() - buildStarted) / 1000;
+  const fileMb = statSync(status.indexFile).size / 1024 / 1024;
+  notes.push(`replica build from the stream: ${status.records} records in ${buildSeconds.toFixed(1)} s (${Math.round(status.records / buildSeconds)}/s), index file ${fileMb.toFixed(0)} MB (+WAL), process RSS ${rssStart.toFixed(0)} → ${rssBeforeBuild.toFixed(0)} before build → peak ${peakRss.toFixed(0)} MB during build`);
+
+  // 3. Queries: the same plans through the edge and in-process.
+  const token = await derrick.token("alpha");
+  void TEST_CLIENTS;
+  const local = new SqliteBackend({ file: status.indexFile });
+  const q = rng(7);
+  const mediumWord = () => word(50 + Math.floor(q() * 400)); // ranks 50-450: a few hundred matches per 100k
+  const box = () => {
+    const lat = 51 + q() * 12;
+    const lon = q() * 8;
+    return { topLeft: { latitude: lat + 1, longitude: lon }, bottomRight: { latitude: lat, longitude: lon + 1 } };
+  };
+  const bodies: Record<string, () => Record<string, unknown>> = {
+    text: () => ({ kind: "osdu:wks:*:*", query: mediumWord(), limit: 10 }),
+    "text+range": () => ({ kind: "osdu:wks:*:*", query: `${mediumWord()} AND data.Depth:[1000 TO 3000]`, limit: 10 }),
+    geo: () => ({ kind: "osdu:wks:*:*", spatialFilter: { field: "data.Location", byBoundingBox: box() }, limit: 10 }),
+    "text+sort": () => ({ kind: "osdu:wks:*:*", query: mediumWord(), sort: { field: ["data.Depth"], order: ["DESC"] }, limit: 10 }),
+    "basin+sort (large match set)": () => ({ kind: "osdu:wks:*:*", query: `data.Basin:"${BASINS[Math.floor(q() * BASINS.length)]}"`, sort: { field: ["data.SpudDate"], order: ["ASC"] }, limit: 10 }),
+    "text limit 100": () => ({ kind: "osdu:wks:*:*", query: mediumWord(), limit: 100 }),
+  };
+  const headers = { authorization: `Bearer ${token}`, "data-partition-id": "opendes", "content-type": "application/json" };
+  const results: Measured[] = [];
+  const targets: Record<string, { value: number; target: string; met: boolean }> = {};
+  for (const [name, make] of Object.entries(bodies)) {
+    const edge = await measure(`${name} via edge`, async () => {
+      const res = await fetch(`${derrick.url}/api/search/v2/query`, { method: "POST", headers, body: JSON.stringify(make()) });
+      if (res.status !== 200) throw new Error(String(res.status));
+      await res.arrayBuffer();
+    });
+    const inProcess = await measure(`${name} in-process`, () => {
+      const { plan, ast } = planSearch(make() as never, false);
+      const request: SearchRequest = { partition: "opendes", kinds: plan.kinds, query: ast, access: { all: false, groups: ["users.datalake.viewers", "data.default.viewers"], asOwner: false }, sort: plan.sort, offset: 0, limit: plan.limit, trackTotalCount: false, ...(plan.spatial ? { spatial: plan.spatial } : {}) };
+      return local.search(request);
+    });
+    results.push(edge, inProcess);
+    if (["text", "text+range", "geo", "text limit 100"].includes(name)) targets[`${name} p95 via edge ≤ 10 ms`] = { value: edge.p95Ms, target: "≤ 10 ms", met: edge.p95Ms <= 10 };
+  }
+  targets["build ≤ 60 s"] = { value: buildSeconds, target: "≤ 60 s", met: buildSeconds <= 60 };
+  targets["peak RSS ≤ 1536 MB"] = { value: peakRss, target: "≤ 1536 MB", met: peakRss <= 1536 };
+  console.log(`\nrecords: ${RECORDS}`);
+  console.table(results.map((r) => ({ case: r.name, n: r.count, errors: r.errors, "p50 ms": r.p50Ms.toFixed(2), "p95 ms": r.p95Ms.toFixed(2), "p99 ms": r.p99Ms.toFixed(2) })));
+  const ratios: Record<string, number> = {};
+  for (let i = 0; i < results.length; i += 2) ratios[`${results[i]!.name.replace(" via edge", "")}: edge p50 / in-process p50`] = results[i]!.p50Ms / results[i + 1]!.p50Ms;
+  notes.push(...results.map((r) => `${r.name}: p50 ${r.p50Ms.toFixed(2)} ms, p95 ${r.p95Ms.toFixed(2)} ms`));
+  report({ bench: RECORDS === 100_000 ? "search" : `search-${RECORDS}`, results, ratios, targets, notes });
+  local.close();
+  await derrick.cleanup();
+} finally {
+  await nats.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+}
