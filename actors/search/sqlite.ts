@@ -300,7 +300,7 @@ export class SqliteBackend implements SearchBackend {
     const { driverText, rest } = splitDriver(request.query, (node) => probe.ftsOf(node));
     if (driverText === "") return { hits: [], total: 0, aggregations: [] };
     let from = "records r";
-    if (driverText !== undefined) from = `(SELECT rowid AS rid FROM fts WHERE fts MATCH ${p(driverText)}) d CROSS JOIN records r ON r.rid = d.rid`;
+    if (driverText !== undefined) from = `(SELECT rowid AS rid, rank AS score FROM fts WHERE fts MATCH ${p(driverText)}) d CROSS JOIN records r ON r.rid = d.rid`;
     if (request.spatial) {
       const rids = this.spatialRids(request);
       if (rids.length === 0) return { hits: [], total: 0, aggregations: [] };
@@ -342,12 +342,15 @@ export class SqliteBackend implements SearchBackend {
       orderBy.push(`s${i} IS NULL`, `s${i} ${key.order === "asc" ? "ASC" : "DESC"}`);
     });
     const stable = request.keyset !== undefined || request.sort.length > 0;
+    // OSDU's default order is relevance: FTS5's BM25 rank of the text the query requires.
+    const ranked = !stable && driverText !== undefined;
+    if (ranked) orderBy.push("score ASC");
     orderBy.push(stable ? "id ASC" : "rid ASC");
 
     const outer: string[] = [];
     if (request.keyset?.after) outer.push(this.keysetCondition(request, request.keyset.after, p));
     const sql =
-      `SELECT rid, id, doc${request.sort.map((_, i) => `, s${i}`).join("")} FROM (SELECT r.rid AS rid, r.id AS id, r.doc AS doc${selectKeys.length ? `, ${selectKeys.join(", ")}` : ""} FROM ${from} WHERE ${whereSql})` +
+      `SELECT rid, id, doc${request.sort.map((_, i) => `, s${i}`).join("")} FROM (SELECT r.rid AS rid, r.id AS id, r.doc AS doc${ranked ? ", d.score AS score" : ""}${selectKeys.length ? `, ${selectKeys.join(", ")}` : ""} FROM ${from} WHERE ${whereSql})` +
       `${outer.length ? ` WHERE ${outer.join(" AND ")}` : ""} ORDER BY ${orderBy.join(", ")} LIMIT ${p(request.limit)} OFFSET ${p(request.offset)}`;
     const rows = this.db.query<Record<string, SortValue> & { doc: string; id: string }, SQLQueryBindings[]>(sql).all(...params);
     const hits = rows.map((row) => ({ doc: JSON.parse(row.doc) as Record<string, unknown>, position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id] }));

@@ -149,6 +149,12 @@ describe("search over records put through storage", () => {
     }
   });
 
+  it("search - without a sort, text queries come back by relevance (BM25)", async () => {
+    // W2 holds "drilling" twice in fewer words than W1.
+    expect((await searchOk(derrick, { query: "drilling" })).results.map((r) => r.id)).toEqual([W2, W1]);
+    expect((await searchOk(derrick, { query: "drilling", sort: { field: ["id"], order: ["ASC"] } })).results.map((r) => r.id)).toEqual([W1, W2]);
+  });
+
   it("search - kinds: exact (case-insensitive), lists, arrays, wildcards; an unknown kind is 200 with nothing", async () => {
     expect((await searchOk(derrick, { kind: WELLBORE })).totalCount).toBe(2);
     expect((await searchOk(derrick, { kind: WELL.toUpperCase() })).totalCount).toBe(3);
