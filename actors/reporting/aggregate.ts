@@ -193,7 +193,25 @@ export function prospectDetails(m: ProspectModel) {
 
 // ---- license aggregation ----------------------------------------------------------------------
 
-export type LinkedAnalysis = { model: ProspectModel; version: number };
+/** An analysis linked through its prospect: its model, or what is missing to build one. */
+export type LinkedAnalysis = { model: ProspectModel; version: number } | { broken: { pa: ProspectAnalysis & { prospectAnalysisId: string }; version: number; missingSegmentAnalysisIds: string[] } };
+
+function linkedSummary(linked: LinkedAnalysis) {
+  if ("broken" in linked) {
+    const { pa, version, missingSegmentAnalysisIds } = linked.broken;
+    // Still listed: a license view should show the analysis and why it has no chance of success.
+    return { prospectAnalysisId: pa.prospectAnalysisId, status: pa.status, version: pa.version ?? version, pg: null, pgAll: null, dependencyModel: pa.dependency.model, missingSegmentAnalysisIds };
+  }
+  const { model, version } = linked;
+  return {
+    prospectAnalysisId: model.pa.prospectAnalysisId,
+    status: model.pa.status,
+    version: model.pa.version ?? version,
+    pg: model.chance.pgAtLeastOne,
+    pgAll: model.chance.pgAll,
+    dependencyModel: model.pa.dependency.model,
+  };
+}
 
 export function licenseAggregation(license: Stored<License> & { licenseId: string }, analysesByProspect: Map<string, LinkedAnalysis[]>) {
   return {
@@ -208,17 +226,11 @@ export function licenseAggregation(license: Stored<License> & { licenseId: strin
         validTo: v.validTo ?? null,
         prospects: v.prospectIds.map((prospectId) => {
           const analyses = analysesByProspect.get(prospectId) ?? [];
+          const first = analyses[0];
           return {
             prospectId,
-            name: analyses[0]?.model.pa.prospect.name ?? null,
-            prospectAnalyses: analyses.map(({ model, version }) => ({
-              prospectAnalysisId: model.pa.prospectAnalysisId,
-              status: model.pa.status,
-              version: model.pa.version ?? version,
-              pg: model.chance.pgAtLeastOne,
-              pgAll: model.chance.pgAll,
-              dependencyModel: model.pa.dependency.model,
-            })),
+            name: first ? ("broken" in first ? first.broken.pa.prospect.name : first.model.pa.prospect.name) : null,
+            prospectAnalyses: analyses.map(linkedSummary),
           };
         }),
       })),

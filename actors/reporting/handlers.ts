@@ -202,12 +202,26 @@ export async function licenseAggregate(input: AggregationRef, ctx: RequestContex
     await Promise.all(
       prospectIds.map(async (prospectId) => {
         const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byprospect", prospectId));
-        const models = await Promise.all((index?.ids ?? []).map((paId) => loadModel(tracker, partition, paId, `/prospects/${prospectId}`).catch((error) => (error instanceof DerrickError && error.status === 404 ? undefined : Promise.reject(error)))));
-        analysesByProspect.set(prospectId, models.filter((m): m is LinkedAnalysis => m !== undefined));
+        const linked = await Promise.all((index?.ids ?? []).map((paId) => linkedAnalysis(tracker, partition, paId)));
+        analysesByProspect.set(prospectId, linked.filter((m): m is LinkedAnalysis => m !== undefined));
       }),
     );
     return licenseAggregation(found.entity, analysesByProspect);
   });
+}
+
+/** One analysis of a linked prospect; undefined when it was deleted, `broken` when segments were. */
+async function linkedAnalysis(tracker: Tracker, partition: string, paId: string): Promise<LinkedAnalysis | undefined> {
+  try {
+    return await loadModel(tracker, partition, paId, "/prospects");
+  } catch (error) {
+    if (!(error instanceof DerrickError)) throw error;
+    if (error.status === 404) return undefined;
+    if (error.status !== 409) throw error;
+    const found = await tracker.get<Envelope<Analysis>>(entityKey(partition, "prospectanalyses", paId));
+    if (!found) return undefined;
+    return { broken: { pa: found.entity, version: found.version, missingSegmentAnalysisIds: (error.extensions.missing as string[] | undefined) ?? [] } };
+  }
 }
 
 export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx: RequestContext, deps: ReportingDeps) {

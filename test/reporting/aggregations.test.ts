@@ -239,14 +239,21 @@ describe("reporting aggregations", () => {
     expect(body.polygon).toBeNull();
   });
 
-  it("references - an aggregation whose inputs were deleted answers 409 (segments) or 404 (the analysis itself)", async () => {
+  it("references - an aggregation whose inputs were deleted answers 409 (segments) or 404 (the analysis itself); the license view lists what is missing", async () => {
     await put(derrick, "segmentanalyses", "gone-s", segment("Gone", 0.5, 10, 90));
     await put(derrick, "prospectanalyses", "pa-gone", { prospect: { id: "p-gone", name: "Gone" }, segmentAnalysisIds: ["gone-s"], dependency: { model: "independent" } });
     expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(200);
     expect((await derrick.call("/assessments/v1/segmentanalyses/gone-s", { as: "admin", method: "DELETE" })).status).toBe(204);
     expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(409);
+    // A license linking the prospect still lists the analysis, with no Pg and what is missing.
+    const license = demoBody("pl-123", 1);
+    license.versions[0].prospectIds = ["p-gone"];
+    expect((await put(derrick, "licenses", "pl-gone", license)).status).toBe(201);
+    const listed = (await json(await get("licenseaggregation/pl-gone"))).versions[0].prospects[0];
+    expect(listed).toMatchObject({ prospectId: "p-gone", name: "Gone", prospectAnalyses: [{ prospectAnalysisId: "pa-gone", pg: null, missingSegmentAnalysisIds: ["gone-s"] }] });
     expect((await derrick.call("/assessments/v1/prospectanalyses/pa-gone", { as: "admin", method: "DELETE" })).status).toBe(204);
     expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(404);
+    expect((await json(await get("licenseaggregation/pl-gone"))).versions[0].prospects[0].prospectAnalyses).toEqual([]);
     expect((await get("prospectmultiplescenarioanalysisaggregation/msa-missing")).status).toBe(404);
   });
 });
