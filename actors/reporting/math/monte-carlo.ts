@@ -29,19 +29,30 @@ export type Simulation = {
   totals: Record<string, Float64Array>;
 };
 
-/** Fills `out` with the success (1) or failure (0) of every segment for one trial. */
-export function drawSuccesses(rng: Random, model: DependencyModel, pc: number, ps: readonly number[], out: Uint8Array): void {
+/**
+ * Fills `out` with the success (1) or failure (0) of every segment for one trial; returns whether
+ * the common factors held (always true for `independent`, where they are drawn per segment).
+ */
+export function drawSuccesses(rng: Random, model: DependencyModel, pc: number, ps: readonly number[], out: Uint8Array): boolean {
   const n = ps.length;
-  if (model === DependencyModel.fullyDependent) {
-    // One uniform for everything: segment i succeeds when u < Pc·ps_i (nested outcomes).
-    const u = rng.uniform();
-    for (let i = 0; i < n; i++) out[i] = u < pc * ps[i]! ? 1 : 0;
-  } else if (model === DependencyModel.commonFactor) {
-    const common = rng.uniform() < pc;
-    for (let i = 0; i < n; i++) out[i] = common && rng.uniform() < ps[i]! ? 1 : 0;
-  } else {
+  if (model === DependencyModel.independent) {
     for (let i = 0; i < n; i++) out[i] = rng.uniform() < pc * ps[i]! ? 1 : 0;
+    return true;
   }
+  const u = rng.uniform();
+  if (u >= pc) {
+    out.fill(0);
+    return false;
+  }
+  if (model === DependencyModel.fullyDependent) {
+    // One uniform for everything: given common success u/pc is uniform, and segment i succeeds
+    // when it is below ps_i, so the outcomes are nested (comonotone).
+    const v = u / pc;
+    for (let i = 0; i < n; i++) out[i] = v < ps[i]! ? 1 : 0;
+  } else {
+    for (let i = 0; i < n; i++) out[i] = rng.uniform() < ps[i]! ? 1 : 0;
+  }
+  return true;
 }
 
 export function simulate(input: SimInput): Simulation {

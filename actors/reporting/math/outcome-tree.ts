@@ -11,7 +11,8 @@
  * A leaf's volume is the sum of the success-case means of its successful segments, so
  * Σ joint × volume = the risked mean exactly (under enumeration).
  */
-import { DependencyModel, drawSuccessesFor } from "./tree-draw.ts";
+import { DependencyModel } from "./chance.ts";
+import { drawSuccesses } from "./monte-carlo.ts";
 import { createRandom } from "./prng.ts";
 
 export const EXACT_MAX_SEGMENTS = 16;
@@ -90,7 +91,7 @@ function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput): Prospec
   const common = model !== DependencyModel.independent;
   let commonSuccessTrials = 0;
   for (let t = 0; t < trials; t++) {
-    const commonOk = drawSuccessesFor(rng, model, pc, ps, state);
+    const commonOk = drawSuccesses(rng, model, pc, ps, state);
     if (common && !commonOk) continue;
     commonSuccessTrials++;
     let key = "";
