@@ -243,8 +243,10 @@ export const EDITORS_GROUP = "assessments.editors";
 
 export const EntityPutRequest = Type.Object({ collection: CollectionSchema, id: Type.String(), body: Type.Unknown() });
 export type EntityPutRequest = Static<typeof EntityPutRequest>;
-export const EntityRef = Type.Object({ collection: CollectionSchema, id: Type.String() });
+export const EntityRef = Type.Object({ collection: CollectionSchema, id: Type.String(), version: Type.Optional(Type.String()) });
 export type EntityRef = Static<typeof EntityRef>;
+/** `GET …/{collection}/{id}?version=n`: an earlier version, while the bucket's history holds it. */
+export const EntityQuery = Type.Object({ version: Type.Optional(Type.String({ pattern: "^[1-9][0-9]{0,9}$", description: "an earlier version (the ETag number); the last 16 are kept" })) });
 export const AggregationRef = Type.Object({ id: Type.String() });
 export type AggregationRef = Static<typeof AggregationRef>;
 

@@ -69,6 +69,13 @@ export async function getEntity(input: EntityRef, ctx: RequestContext, deps: Rep
   requirePrincipal(ctx);
   const partition = requirePartition(ctx);
   const id = checkToken(input.id, "/params/id");
+  if (input.version !== undefined) {
+    if (!/^[1-9][0-9]{0,9}$/.test(input.version)) throw fieldError([{ pointer: "/query/version", message: "must be a positive whole number" }]);
+    if (!(await deps.store.get(partition, input.collection, id))) throw notFound(`${input.collection}/${id} does not exist`);
+    const old = await deps.store.version<Record<string, unknown>>(partition, input.collection, id, Number(input.version));
+    if (!old) throw notFound(`version ${input.version} of ${input.collection}/${id} does not exist or is no longer kept`);
+    return reply(old.entity, 200, etag(old.version));
+  }
   const found = await deps.store.get<Record<string, unknown>>(partition, input.collection, id);
   if (!found) throw notFound(`${input.collection}/${id} does not exist`);
   return reply(found.entity, 200, etag(found.version));

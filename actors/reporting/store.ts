@@ -117,6 +117,19 @@ export function assessmentStore(stores: Stores) {
       throw new Error(`could not write ${key}: too many concurrent writers`);
     },
 
+    /** An earlier (or the current) version of an entity, while the bucket's history still holds it. */
+    async version<T>(partition: string, collection: Collection, id: string, version: number): Promise<Envelope<T> | undefined> {
+      const history = await entities.history({ key: entityKey(partition, collection, id) });
+      let found: Envelope<T> | undefined;
+      for await (const entry of history) {
+        if (!live(entry)) continue;
+        const envelope = entry.json<Envelope<T>>();
+        // After a delete and re-create, the newest envelope with that number wins.
+        if (envelope.version === version) found = envelope;
+      }
+      return found;
+    },
+
     async delete(partition: string, collection: Collection, id: string): Promise<boolean> {
       const key = entityKey(partition, collection, id);
       const { value } = await readEntry(key);

@@ -9,7 +9,7 @@ import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { Problem, subjects, type Bus } from "../../subjects/index.ts";
 import type { TSchema } from "@sinclair/typebox";
-import { AggregationResult, ENTITY_SCHEMAS, FullCycleAggregationBody, ID_PATTERN, type Collection } from "../../subjects/reporting.ts";
+import { AggregationResult, ENTITY_SCHEMAS, EntityQuery, FullCycleAggregationBody, ID_PATTERN, type Collection } from "../../subjects/reporting.ts";
 import { forward } from "../forward.ts";
 import type { AuthPlugin, AuthOptions } from "../plugins/auth.ts";
 import { requestMeta } from "../request-state.ts";
@@ -50,8 +50,9 @@ function entityRoutes(bus: Bus, auth: AuthPlugin, collection: Collection) {
     )
     .get(
       path,
-      async ({ params, set, request, principal, partition }) => forward<Record<string, unknown>>(set, await bus.request(names["entity.get"](), { collection, id: params.id }, requestMeta(request, principal, partition))),
-      { ...credentials, params, detail: { tags, summary: `One ${collection.replace(/s$/, "")} as stored (ETag = version)` }, response: { 200: entity, ...errors } },
+      async ({ params, query, set, request, principal, partition }) =>
+        forward<Record<string, unknown>>(set, await bus.request(names["entity.get"](), { collection, id: params.id, ...(query.version !== undefined ? { version: query.version } : {}) }, requestMeta(request, principal, partition))),
+      { ...credentials, params, query: EntityQuery, detail: { tags, summary: `One ${collection.replace(/s$/, "")} as stored (ETag = version); ?version=n for one of the last 16 versions` }, response: { 200: entity, ...errors } },
     )
     .delete(
       path,

@@ -36,6 +36,15 @@ describe("reporting entities", () => {
     const read = await derrick.call("/assessments/v1/segmentanalyses/seg-x", { as: "beta" });
     expect(read.status).toBe(200);
     expect(await json(read)).toMatchObject({ name: "X renamed" });
+    // Each upsert keeps a version: the earlier one stays readable.
+    const first = await derrick.call("/assessments/v1/segmentanalyses/seg-x?version=1");
+    expect(first.status).toBe(200);
+    expect(first.headers.get("etag")).toBe('"1"');
+    expect(await json(first)).toMatchObject({ name: "X" });
+    expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x?version=3")).status).toBe(404);
+    const bad = await derrick.call("/assessments/v1/segmentanalyses/seg-x?version=first");
+    expect(bad.status).toBe(400);
+    expect((await json<Problem>(bad)).errors?.[0]?.pointer).toBe("/query/version");
   });
 
   it("entities - writes need the group assessments.editors; reads need a token, an appkey and a partition", async () => {
