@@ -97,7 +97,7 @@ export class SqliteBackend implements SearchBackend {
   constructor(readonly options: SqliteOptions) {
     if (options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
     this.db = new Database(options.file, { create: true, strict: true });
-    this.db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536; PRAGMA mmap_size = 1073741824;");
+    this.db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 1073741824;");
     const compile = this.db.query<{ compile_options: string }, []>("PRAGMA compile_options").all().map((r) => r.compile_options);
     for (const needed of ["ENABLE_FTS5", "ENABLE_RTREE"]) {
       if (!compile.includes(needed)) throw new Error(`this SQLite lacks ${needed}: search needs FTS5 and R*Tree (Bun on Linux ships both)`);
@@ -130,6 +130,7 @@ export class SqliteBackend implements SearchBackend {
       shapesOf: this.db.query<{ gid: number }, [number]>("SELECT gid FROM shapes WHERE rid = ?"),
       deleteGeo: this.db.query("DELETE FROM geo WHERE gid = ?"),
       deleteShapes: this.db.query("DELETE FROM shapes WHERE rid = ?"),
+      docsOf: this.db.query<{ rid: number; doc: string }, [string]>("SELECT rid, doc FROM records WHERE rid IN (SELECT value FROM json_each(?))"),
       getMeta: this.db.query<{ v: string }, [string]>("SELECT v FROM meta WHERE k = ?"),
       setMeta: this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES (?, ?)"),
     };
@@ -350,10 +351,15 @@ export class SqliteBackend implements SearchBackend {
     const outer: string[] = [];
     if (request.keyset?.after) outer.push(this.keysetCondition(request, request.keyset.after, p));
     const sql =
-      `SELECT rid, id, doc${request.sort.map((_, i) => `, s${i}`).join("")} FROM (SELECT r.rid AS rid, r.id AS id, r.doc AS doc${ranked ? ", d.score AS score" : ""}${selectKeys.length ? `, ${selectKeys.join(", ")}` : ""} FROM ${from} WHERE ${whereSql})` +
+      `SELECT rid, id${request.sort.map((_, i) => `, s${i}`).join("")} FROM (SELECT r.rid AS rid, r.id AS id${ranked ? ", d.score AS score" : ""}${selectKeys.length ? `, ${selectKeys.join(", ")}` : ""} FROM ${from} WHERE ${whereSql})` +
       `${outer.length ? ` WHERE ${outer.join(" AND ")}` : ""} ORDER BY ${orderBy.join(", ")} LIMIT ${p(request.limit)} OFFSET ${p(request.offset)}`;
-    const rows = this.db.query<Record<string, SortValue> & { doc: string; id: string }, SQLQueryBindings[]>(sql).all(...params);
-    const hits = rows.map((row) => ({ doc: JSON.parse(row.doc) as Record<string, unknown>, position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id] }));
+    const rows = this.db.query<Record<string, SortValue> & { rid: number; id: string }, SQLQueryBindings[]>(sql).all(...params);
+    // Documents are read for the page only: carrying them through the sort would read every match's JSON.
+    const docs = new Map<number, string>();
+    if (rows.length) {
+      for (const row of this.stmts.docsOf.all(JSON.stringify(rows.map((r) => r.rid)))) docs.set(row.rid, row.doc);
+    }
+    const hits = rows.map((row) => ({ doc: JSON.parse(docs.get(row.rid)!) as Record<string, unknown>, position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id] }));
     return { hits, total, aggregations };
   }
 
