@@ -23,7 +23,7 @@ import { areaBBox, intersects, within, type BBox, type Shape } from "./geo.ts";
 import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts";
 
 /** Fields ES maps as keyword in OSDU indexes: a term on them matches the whole value exactly. */
-const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "version", "createUser", "modifyUser", "createTime", "modifyTime", "ancestry.parents"]);
+const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "version", "createUser", "modifyUser", "ancestry.parents"]);
 const TOTAL_CAP = 10_000;
 /** Bumped when the tables change: an index file of another version is rebuilt. */
 const SCHEMA_VERSION = "2";

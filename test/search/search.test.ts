@@ -141,6 +141,8 @@ describe("search over records put through storage", () => {
       ['nested(data.VerticalMeasurements, (VerticalMeasurementID:TD AND VerticalMeasurement:(>=100 AND <=200)))', [W2]],
       ["id:opendes\\:well\\:w3", [W3]],
       ["legal.legaltags:opendes-public", [W1]],
+      ["createTime:[2020 TO *]", [W1, W2, W3, WB1, WB2]],
+      ["createTime:<2020", []],
     ];
     for (const [query, expected] of cases) {
       const page = await searchOk(derrick, { query });
