@@ -7,7 +7,7 @@
 import { PRODUCTS, type FullCycleAnalysis, type Level, type License, type MultipleScenarioAnalysis, type Product, type ProspectAnalysis, type SegmentAnalysis, type Simulation as SimulationSpec } from "../../subjects/reporting.ts";
 import { chanceOfSuccess, productOf, riskedMean, type Chance } from "./math/chance.ts";
 import { volumeModel, type VolumeModel } from "./math/lognormal.ts";
-import { concatSimulations, exceedanceFraction, simulate, successCasePercentiles, type Simulation } from "./math/monte-carlo.ts";
+import { concatSimulations, exceedanceFraction, simulate, successCasePercentiles, successCaseSummary, type ExceedancePoint, type Simulation } from "./math/monte-carlo.ts";
 import { outcomeTree } from "./math/outcome-tree.ts";
 import { prospectiveResources } from "./math/prms.ts";
 import { segmentEntitlement } from "./math/entitlement.ts";
@@ -75,6 +75,8 @@ type ProductResult = {
   successCase: { p90: number; p50: number; p10: number; mean: number };
   successCaseGivenCommonSuccess: { mean: number };
   riskedMean: number;
+  /** P(V ≥ volume) over all trials: starts at the chance of success. */
+  riskedExceedance: ExceedancePoint[];
 };
 
 function productResults(m: ProspectModel, sim: Simulation, pgAtLeastOne: number, weight?: { riskedMean: (p: Product) => number; givenCommon: (p: Product) => number }) {
@@ -82,8 +84,8 @@ function productResults(m: ProspectModel, sim: Simulation, pgAtLeastOne: number,
   for (const p of m.products) {
     const risked = weight ? weight.riskedMean(p) : riskedMean(m.chance.pg, meansOf(m, p));
     const givenCommon = weight ? weight.givenCommon(p) : riskedMean(m.ps, meansOf(m, p));
-    const pct = successCasePercentiles(sim, p);
-    out[p] = { unit: m.units[p]!, successCase: { ...pct, mean: pgAtLeastOne > 0 ? risked / pgAtLeastOne : 0 }, successCaseGivenCommonSuccess: { mean: givenCommon }, riskedMean: risked };
+    const { percentiles, riskedExceedance } = successCaseSummary(sim, p);
+    out[p] = { unit: m.units[p]!, successCase: { ...percentiles, mean: pgAtLeastOne > 0 ? risked / pgAtLeastOne : 0 }, successCaseGivenCommonSuccess: { mean: givenCommon }, riskedMean: risked, riskedExceedance };
   }
   return out;
 }
@@ -409,7 +411,8 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
   for (const p of products) {
     const risked = scenarios.reduce((a, s) => a + s.scenario.probability * riskedMean(s.model.chance.pg, meansOf(s.model, p)), 0);
     const givenCommon = scenarios.reduce((a, s) => a + s.scenario.probability * riskedMean(s.model.ps, meansOf(s.model, p)), 0);
-    overall[p] = { unit: units[p]!, successCase: { ...successCasePercentiles(mixture, p), mean: pgAtLeastOne > 0 ? risked / pgAtLeastOne : 0 }, successCaseGivenCommonSuccess: { mean: givenCommon }, riskedMean: risked };
+    const { percentiles, riskedExceedance } = successCaseSummary(mixture, p);
+    overall[p] = { unit: units[p]!, successCase: { ...percentiles, mean: pgAtLeastOne > 0 ? risked / pgAtLeastOne : 0 }, successCaseGivenCommonSuccess: { mean: givenCommon }, riskedMean: risked, riskedExceedance };
   }
 
   // Outcome tree: root → scenarios → [common failure | common success] → segment combinations.

@@ -50,6 +50,8 @@ describe("reporting aggregations", () => {
       expect(product.successCase.p50).toBeLessThanOrEqual(product.successCase.p10);
     }
     expect(body.prmsCategory).toMatchObject({ class: "ProspectiveResources", low: "1U", best: "2U", high: "3U" });
+    const curve = body.resources.products.oilEquivalent.riskedExceedance;
+    expect(Math.abs(curve[0].probability - 0.474) / 0.474).toBeLessThan(0.02);
     expect(body.entitlement.netRiskedMean).toBeCloseTo(0.4 * body.resources.products.oilEquivalent.riskedMean, 10);
     expect(body.chanceOfSuccess.pCommercial).toBeGreaterThan(0);
     expect(body.chanceOfSuccess.pCommercial).toBeLessThanOrEqual(body.chanceOfSuccess.pgAtLeastOne);

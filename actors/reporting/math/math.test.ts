@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { chanceOfSuccess, jointProbabilityPartial, riskedMean, DependencyModel } from "./chance.ts";
 import { fitLognormal, swansonMean, volumeModel } from "./lognormal.ts";
-import { exceedanceFraction, simulate, successCasePercentiles } from "./monte-carlo.ts";
+import { exceedanceFraction, simulate, successCasePercentiles, successCaseSummary } from "./monte-carlo.ts";
 import { EXACT_MAX_SEGMENTS, outcomeTree } from "./outcome-tree.ts";
 import { breakevenPg, emv, irr, maxExposure, npv, payoutYear, profitToInvestment } from "./indicators.ts";
 import { cashFlows, priceAt, productionProfile } from "./cashflow.ts";
@@ -123,6 +123,17 @@ describe("reporting math - volumes", () => {
     const rng = createRandom(0) as unknown as { s0: number; s1: number; s2: number; s3: number; uniform(): number };
     Object.assign(rng, { s0: 1, s1: 2, s2: 3, s3: 4 });
     expect(Array.from({ length: 5 }, () => Math.round(rng.uniform() * 2 ** 32))).toEqual([11520, 0, 5927040, 70819200, 2031721883]);
+  });
+
+  it("volumes - the risked exceedance curve starts at the chance of success and never rises", () => {
+    const segments = G3.ps.map((ps, i) => ({ ps, volumes: { oil: volumeModel({ p90: G3.means[i]! / 3, p10: G3.means[i]! * 2 }) } }));
+    const sim = simulate({ model: "commonFactor", pc: G3.pc, segments, products: ["oil"], trials: 50_000, seed: 4 });
+    const { riskedExceedance: curve } = successCaseSummary(sim, "oil");
+    expect(Math.abs(curve[0]!.probability - 0.474) / 0.474).toBeLessThan(0.02);
+    for (let i = 1; i < curve.length; i++) {
+      expect(curve[i]!.volume).toBeGreaterThanOrEqual(curve[i - 1]!.volume);
+      expect(curve[i]!.probability).toBeLessThanOrEqual(curve[i - 1]!.probability);
+    }
   });
 
   it("volumes - the commercial chance is the fraction of trials reaching the MEFS", () => {

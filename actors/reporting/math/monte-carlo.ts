@@ -10,7 +10,7 @@
 import { DependencyModel } from "./chance.ts";
 import type { VolumeModel } from "./lognormal.ts";
 import { createRandom, type Random } from "./prng.ts";
-import { exceedancePercentiles, type Percentiles } from "./quantiles.ts";
+import { exceedancePercentiles, quantileSorted, type Percentiles } from "./quantiles.ts";
 
 export type SimSegment = {
   /** Segment-specific chance ps_i. */
@@ -109,13 +109,45 @@ export function simulate(input: SimInput): Simulation {
 
 /** Percentiles of one product over the trials where the prospect succeeded (≥ 1 segment). */
 export function successCasePercentiles(sim: Pick<Simulation, "anySuccess" | "totals">, product: string): Percentiles {
+  return successCaseSummary(sim, product).percentiles;
+}
+
+/** Success-case quantiles at which the risked exceedance curve is sampled. */
+const CURVE_QUANTILES = [0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99];
+
+export type ExceedancePoint = { volume: number; probability: number };
+
+/**
+ * Success-case percentiles and the risked exceedance curve P(V ≥ v) over all trials (it starts at
+ * the chance of success, not at 1), from one sort of the successful trials.
+ */
+export function successCaseSummary(sim: Pick<Simulation, "anySuccess" | "totals">, product: string): { percentiles: Percentiles; riskedExceedance: ExceedancePoint[] } {
   const column = sim.totals[product]!;
   let count = 0;
   for (let t = 0; t < column.length; t++) count += sim.anySuccess[t]!;
   const values = new Float64Array(count);
   let k = 0;
   for (let t = 0; t < column.length; t++) if (sim.anySuccess[t]) values[k++] = column[t]!;
-  return exceedancePercentiles(values);
+  const percentiles = exceedancePercentiles(values); // sorts `values`
+  const riskedExceedance: ExceedancePoint[] = [];
+  if (count === 0) return { percentiles, riskedExceedance };
+  for (const q of CURVE_QUANTILES) {
+    const volume = quantileSorted(values, q);
+    riskedExceedance.push({ volume, probability: (count - lowerBound(values, volume)) / column.length });
+  }
+  return { percentiles, riskedExceedance };
+}
+
+/** First index whose value is ≥ x in ascending values. */
+function lowerBound(values: Float64Array, x: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (values[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Fraction of all trials whose total of the product reaches `threshold` (risked exceedance). */
