@@ -109,6 +109,9 @@ export type CursorQueryResponse = Static<typeof CursorQueryResponse>;
 /** NATS request of `derrick.search.query`. */
 export const SearchQueryMessage = Type.Object({ body: Type.Unknown() });
 export type SearchQueryMessage = Static<typeof SearchQueryMessage>;
+/** NATS request of `derrick.storage.records.put`: the HTTP body as received (checked by the actor). */
+export const RecordsPutMessage = Type.Object({ body: Type.Unknown() });
+export type RecordsPutMessage = Static<typeof RecordsPutMessage>;
 /** NATS request of `derrick.search.cursor.delete`. */
 export const CursorRef = Type.Object({ cursor: Type.String({ maxLength: 256 }) }, { additionalProperties: false });
 export type CursorRef = Static<typeof CursorRef>;

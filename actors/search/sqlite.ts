@@ -13,7 +13,7 @@
  * The AST compiles to one SQL statement; text parts that FTS5 can express become one MATCH.
  */
 import { Database, type SQLQueryBindings } from "bun:sqlite";
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Aggregation } from "../../subjects/search.ts";
 import type { RecordChange, SearchBackend, SearchRequest, SearchResult, SortValue } from "./backend.ts";
@@ -147,10 +147,6 @@ export class SqliteBackend implements SearchBackend {
     }
     this.db.exec(SCHEMA);
     this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES ('schema', ?)").run(SCHEMA_VERSION);
-  }
-
-  static fileExists(file: string): boolean {
-    return file === ":memory:" || existsSync(file);
   }
 
   appliedSeq(): number {

@@ -1,7 +1,7 @@
 /** Wiring of the `storage` actor: the RECORDS stream and three endpoints. Stateless: scale by adding processes. */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
-import { RecordRef, SearchQueryMessage } from "../../subjects/search.ts";
+import { RecordRef, RecordsPutMessage } from "../../subjects/search.ts";
 import { buildInfo } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { openRecordStore } from "../search/store.ts";
@@ -17,7 +17,7 @@ export async function startStorageActor(nc: NatsConnection, options: RuntimeOpti
       version: buildInfo().version,
       description: "OSDU Storage-compatible records (put, get, delete) on the RECORDS stream that feeds search",
       endpoints: [
-        endpoint({ name: "records-put", subject: names["records.put"](), input: SearchQueryMessage, handler: (input, ctx) => putRecords(input, ctx, deps) }),
+        endpoint({ name: "records-put", subject: names["records.put"](), input: RecordsPutMessage, handler: (input, ctx) => putRecords(input, ctx, deps) }),
         endpoint({ name: "records-get", subject: names["records.get"](), input: RecordRef, handler: (input, ctx) => getRecord(input, ctx, deps) }),
         endpoint({ name: "records-delete", subject: names["records.delete"](), input: RecordRef, handler: (input, ctx) => deleteRecord(input, ctx, deps) }),
       ],

@@ -16,6 +16,7 @@ import {
   SEARCH_ROLES,
   STORAGE_WRITER_GROUP,
   type PutRecordsResponse,
+  type RecordsPutMessage,
   type RecordRef,
   type StoredRecord,
 } from "../../subjects/search.ts";
@@ -53,7 +54,7 @@ function checkId(id: string, partition: string, pointer: string): string {
   return id;
 }
 
-export async function putRecords(input: { body: unknown }, ctx: RequestContext, deps: StorageDeps): Promise<Reply<PutRecordsResponse>> {
+export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, deps: StorageDeps): Promise<Reply<PutRecordsResponse>> {
   const { principal, partition } = caller(ctx);
   if (!principal.groups.includes(STORAGE_WRITER_GROUP)) throw forbidden(`writing records needs the group ${STORAGE_WRITER_GROUP}`);
   const body = check(PutRecordsBody, input.body);

@@ -147,17 +147,17 @@ class Parser {
 
   private clause(field: string | undefined, nestedPath: string | undefined): QueryNode {
     const start = this.i;
-    if (/^nested\s*\(/.test(this.s.slice(this.i, this.i + 16))) return this.nested(nestedPath);
+    if (/^nested\s*\(/.test(this.s.slice(this.i, this.i + 16))) return this.nested();
     if (this.peek() === "(") return this.group(field, nestedPath);
     // A field name is a term directly followed by ':'.
-    const token = this.readTerm(false);
+    const token = this.readTerm();
     if (token && this.peek() === ":") {
       this.i++;
       this.skipWs();
       const name = token.text === "_exists_" ? "_exists_" : token.pattern.replace(/\\\*/g, "*");
       if (!name) throw this.error(`Malformed query: empty field name, at position: ${start}`, start);
       if (name === "_exists_") {
-        const target = this.readTerm(false);
+        const target = this.readTerm();
         if (!target || !target.text) throw this.error(`Malformed query: _exists_ needs a field name, at position: ${this.i}`, this.i);
         this.countClause(start);
         return { type: "exists", field: this.resolve(target.pattern.replace(/\\\*/g, "*"), nestedPath), pos: start };
@@ -180,8 +180,8 @@ class Parser {
     return node;
   }
 
-  /** `nested(path, (query))` or `nested(path, nested(inner.path, (query)))`. */
-  private nested(outerPath: string | undefined): QueryNode {
+  /** `nested(path, (query))` or `nested(path, nested(inner.path, (query)))`; an inner path is absolute. */
+  private nested(): QueryNode {
     const start = this.i;
     this.i = this.s.indexOf("(", this.i) + 1;
     this.skipWs();
@@ -194,15 +194,13 @@ class Parser {
     this.i++;
     this.skipWs();
     let query: QueryNode;
-    if (/^nested\s*\(/.test(this.s.slice(this.i, this.i + 16))) query = this.nested(path);
+    if (/^nested\s*\(/.test(this.s.slice(this.i, this.i + 16))) query = this.nested();
     else if (this.peek() === "(") query = this.group(undefined, path);
     else throw this.error(`Malformed nested query: expected '(' or nested( after the path, at position: ${this.i}`, this.i);
     this.skipWs();
     if (this.peek() !== ")") throw this.error(`Malformed parentheses in query part: ${this.s}, 1 of closing brackets missing (opened at position: ${start})`, start);
     this.i++;
     this.countClause(start);
-    // An inner nested path is absolute in OSDU's syntax; an outer path only prefixes fields.
-    void outerPath;
     return { type: "nested", path, query, pos: start };
   }
 
@@ -235,12 +233,11 @@ class Parser {
     if (c === "[" || c === "{") return this.range(field);
     if (c === ">" || c === "<") return this.comparison(field);
     if (c === "/") throw this.error(`Malformed query: regular expressions are not supported, at position: ${start}`, start);
-    const token = this.readTerm(true);
+    const token = this.readTerm();
     if (!token || !token.text) throw this.error(`Malformed query: unexpected '${c}', at position: ${start}`, start);
     this.countClause(start);
     if (token.pattern === "*") {
-      const fuzzy = this.suffixes();
-      void fuzzy;
+      this.suffixes();
       return field ? { type: "exists", field, pos: start } : matchAll;
     }
     if (token.wildcard && token.leadingWildcard) throw this.error(`Malformed query: leading wildcard is not allowed in '${token.text}', at position: ${start}`, start);
@@ -276,8 +273,8 @@ class Parser {
     throw this.error(`Malformed unbalanced double quotes in query: ${this.s}, at position: ${start}`, start);
   }
 
-  /** An unquoted term; `asValue` lets wildcards lead (so the caller can reject them with a clear message). */
-  private readTerm(asValue: boolean): Token | undefined {
+  /** An unquoted term (a leading wildcard is read too, so the caller can reject it with a clear message). */
+  private readTerm(): Token | undefined {
     const pos = this.i;
     let text = "";
     let pattern = "";
@@ -306,7 +303,6 @@ class Parser {
       this.i++;
     }
     if (this.i === pos) return undefined;
-    void asValue;
     return { text, pattern, wildcard, leadingWildcard, pos };
   }
 
