@@ -11,7 +11,7 @@ import { concatSimulations, exceedanceFraction, simulate, successCasePercentiles
 import { outcomeTree } from "./math/outcome-tree.ts";
 import { prospectiveResources } from "./math/prms.ts";
 import { segmentEntitlement } from "./math/entitlement.ts";
-import { cashFlows, priceAt, productionProfile, scaleRow, type CashFlowRow, type Fiscal } from "./math/cashflow.ts";
+import { cashFlows, priceAt, productionProfile, type CashFlowRow, type Fiscal } from "./math/cashflow.ts";
 import { breakevenPg, emv, irr, maxExposure, npv, payoutYear, profitToInvestment, type YearValue } from "./math/indicators.ts";
 import { areaKm2, bbox, type PolygonGeometry } from "./math/polygon.ts";
 
@@ -365,7 +365,6 @@ function resourceCaseVolume(m: ProspectModel, sim: Simulation | undefined, produ
   return pct[resourceCase as "p90" | "p50" | "p10"];
 }
 
-export { scaleRow };
 
 // ---- multiple scenario aggregation ------------------------------------------------------------
 
