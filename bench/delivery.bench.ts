@@ -75,6 +75,7 @@ try {
   const stats = async (phase: string, latencies = false) =>
     (await (await fetch(`${receiverUrl}/stats?phase=${phase}${latencies ? "&latencies" : ""}`)).json()) as { count: number; unique: number; latencies: number[] };
 
+  let delivererStats: (() => Promise<unknown>) | undefined;
   /** Runs `work`, noting each process's CPU share (of one core) while it ran. */
   const withCpu = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
     const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
@@ -83,6 +84,7 @@ try {
     const wall = (performance.now() - started) / 1000;
     const shares = Object.entries(pids).map(([k, pid]) => `${k} ${Math.round(((cpuSeconds(pid) - before[k]!) / wall) * 100)}%`);
     notes.push(`cpu during "${name}" (100% = one core): ${shares.join(", ")}`);
+    if (delivererStats) notes.push(`deliverer counters after "${name}": ${JSON.stringify(await delivererStats())}`);
     return result;
   };
 
@@ -111,6 +113,7 @@ try {
   const js = jetstream(publisher);
   const jsm = await jetstreamManager(publisher);
   const subject = subjects.events("opendes", "PlanShared");
+  delivererStats = async () => (await publisher.request(subjects.notifications["deliverer.stats"](), "{}")).json();
   const subscribeAs = (clientId: string) =>
     derrick.bus.request(subjects.notifications["subscription.upsert"](), { type: "PlanShared", subscription: { subscriber: "bench", callback_uri: `${receiverUrl}/hook/${clientId}` } }, {
       partition: "opendes",

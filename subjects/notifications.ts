@@ -194,5 +194,22 @@ export type DeliveryJob = {
   manual?: boolean;
 };
 
+/** An event as carried inside a delivery batch when it is small (its EVENTS timestamp included). */
+export type CarriedEvent = EventBody & { time: string };
+
+/**
+ * First attempts of several events for one subscription (DELIVERIES, first-attempt lane): the
+ * dispatcher groups the events it handles together, so one stored message, one delivery and one ack
+ * carry many deliveries. Small events travel inside (no read from EVENTS); large ones by sequence.
+ */
+export type DeliveryBatch = {
+  partition: string;
+  type: string;
+  subscription_id: string;
+  /** Epoch ms before which no attempt of the batch may run. */
+  due_at: number;
+  events: Array<{ event_id: string; event_seq: number; event?: CarriedEvent }>;
+};
+
 /** A dead letter (DEAD stream): the job plus the event, so a replay works after EVENTS expired. */
 export type DeadLetter = DeliveryJob & { reason: string; event: EventBody & { time: string } };

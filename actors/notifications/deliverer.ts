@@ -1,22 +1,25 @@
 /**
- * The deliverer: takes delivery jobs from DELIVERIES (first attempts and retries on two durable
- * consumers, so waiting retries never hold up fresh work) and POSTs each event to its subscription's
- * callback. Every attempt is recorded in ATTEMPTS, and the follow-up (next retry, dead letter or
- * nothing) is stored, before the job is acked: a deliverer killed mid-attempt loses nothing, the job
- * comes back after the ack wait.
+ * The deliverer: takes delivery work from DELIVERIES (first attempts as per-subscription batches and
+ * retries as single jobs, on two durable consumers, so waiting retries never hold up fresh work) and
+ * POSTs each event to its subscription's callback. Every attempt is recorded in ATTEMPTS, and its
+ * follow-up (next retry, dead letter or nothing) is stored, before the message is acked: a deliverer
+ * killed mid-attempt loses nothing, the message comes back after the ack wait (a batch comes back
+ * whole: receivers deduplicate on webhook-id).
  *
  * Fairness: at most `perSubscription` attempts run at once per subscription in one process, with up to
- * a quarter of the process's capacity waiting behind them; further jobs of a saturated subscription move to the retry lane (first
- * attempts) or are nak'ed for a short while (retries). One slow receiver therefore holds a bounded
- * share of the process and never delays the others.
+ * a quarter of the process's capacity waiting behind them. Work of a saturated subscription is nak'ed
+ * with a delay that books it a place in the subscription's own virtual queue (the subscription's
+ * observed pace: concurrency / attempt duration, Little's law), so it comes back about when there is
+ * room, instead of cycling or being re-published. One slow receiver therefore holds a bounded share of
+ * the process and never delays the others, and a fast receiver with a large backlog is fed at its pace.
  */
 import type { JsMsg } from "@nats-io/jetstream";
 import { checkServerIdentity, type PeerCertificate } from "node:tls";
 import type { Logger } from "../../platform/logger.ts";
-import type { DeliveryJob } from "../../subjects/notifications.ts";
+import type { CarriedEvent, DeliveryBatch, DeliveryJob } from "../../subjects/notifications.ts";
 import { subjects } from "../../subjects/index.ts";
 import { Slots } from "./slots.ts";
-import { resolveCallback, type CallbackPolicy } from "./callback-policy.ts";
+import { resolveCallback, type CallbackPolicy, type ResolvedTarget } from "./callback-policy.ts";
 import { CONSUMERS, STREAMS, ensureConsumer, type AttemptRecord, type Journal, type StoredEvent } from "./journal.ts";
 import { cloudEvent } from "./matching.ts";
 import { delayBefore, honourRetryAfter, parseRetryAfter, type Schedule } from "./schedule.ts";
@@ -36,26 +39,49 @@ export type DelivererStats = { attempts: number; succeeded: number; failed: numb
 export type Deliverer = { stats: DelivererStats; stop(): Promise<void> };
 
 type Lane = "deliveries" | "retries";
-type Gate = { active: number; waiting: Array<() => void> };
+/** One delivery to make: a retry job, or one event of a first-attempt batch (maybe carrying the event). */
+type Item = DeliveryJob & { event?: CarriedEvent };
+/** What one DELIVERIES message asks for. */
+type Work = { subscriptionId: string; dueAt: number; manual: boolean; items: Item[] };
+/**
+ * One subscription's share of this process: attempts running, items held in memory (running or
+ * waiting), the recent attempt duration, and how far ahead work sent away has been booked (epoch ms).
+ */
+type Gate = { active: number; held: number; waiting: Array<() => void>; durationMs: number; bookedUntil: number; usedAt: number };
 
 const USER_AGENT = "derrick-webhooks/1";
-const OVERFLOW_DELAY_MS = 200;
+/** Attempt duration assumed for a subscription not seen yet; its pace is learnt from its attempts. */
+const INITIAL_DURATION_MS = 10;
+/**
+ * The longest work of a saturated subscription is sent away for (it is booked again if it returns too
+ * early). Short for fast receivers, whose pace estimate can be off while the process is congested (an
+ * over-long booking would leave them idle), long for slow ones, whose pace is what the receiver sets.
+ */
+const MAX_BOOKING_FAST_MS = 2_000;
+const MAX_BOOKING_SLOW_MS = 60_000;
+const SLOW_ATTEMPT_MS = 100;
 const EVENT_CACHE_SIZE = 2048;
+/** Resolved and checked callback targets are reused this long (DNS answers are re-checked after). */
+const TARGET_TTL_MS = 5_000;
+const TARGET_CACHE_SIZE = 4096;
 const decoder = new TextDecoder();
 
 export async function startDeliverer(journal: Journal, store: SubscriptionStore, cache: SubscriptionCache, options: DelivererOptions, log: Logger): Promise<Deliverer> {
-  // The ack wait covers one attempt (working() restarts it when the attempt starts) plus recording.
+  // The ack wait covers one attempt plus recording; a held message is kept alive while it waits.
   const ackWaitMs = options.timeoutMs + 3_000;
-  await ensureConsumer(journal.jsm, STREAMS.deliveries, CONSUMERS.deliverer, subjects.notifications.allDeliveries(), ackWaitMs, Math.max(1000, options.concurrency * 4));
-  // Retries wait in the consumer (nak with delay) for up to a day: no bound on how many may wait.
+  // Work of saturated subscriptions and retries waits in the consumers (nak with delay, retries for up
+  // to a day): no bound on how much may wait there. Memory here is bounded by `concurrency`.
+  await ensureConsumer(journal.jsm, STREAMS.deliveries, CONSUMERS.deliverer, subjects.notifications.allDeliveries(), ackWaitMs, -1);
   await ensureConsumer(journal.jsm, STREAMS.deliveries, CONSUMERS.retries, subjects.notifications.allRetries(), ackWaitMs, -1);
   const stats: DelivererStats = { attempts: 0, succeeded: 0, failed: 0, dead: 0, overflowed: 0, inFlight: 0 };
   const admit = new Slots(options.concurrency);
   const gates = new Map<string, Gate>();
-  // Jobs of one subscription may wait behind its running attempts up to a quarter of the process's
+  // Items of one subscription may wait behind its running attempts up to a quarter of the process's
   // capacity: enough to keep one busy receiver saturated, bounded so a slow one cannot take it all.
   const queueLimit = Math.max(options.perSubscription, Math.floor(options.concurrency / 4));
   const events = new Map<number, Promise<StoredEvent | undefined>>();
+  const bodies = new Map<number, { id: string; body: string }>();
+  const targets = new Map<string, { at: number; target: Promise<ResolvedTarget> }>();
 
   function readEvent(seq: number): Promise<StoredEvent | undefined> {
     let found = events.get(seq);
@@ -68,84 +94,152 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     return found;
   }
 
-  /** Waits for a slot of the subscription; false when the subscription is saturated. */
-  async function enter(id: string): Promise<boolean> {
+  function eventOf(item: Item): StoredEvent | undefined | Promise<StoredEvent | undefined> {
+    if (item.event) return { ...item.event, event_id: item.event_id, event_seq: item.event_seq, partition: item.partition, type: item.type };
+    return readEvent(item.event_seq);
+  }
+
+  /** The CloudEvent body of an event: the same bytes for every subscription it goes to. */
+  function bodyOf(eventId: string, event: StoredEvent): string {
+    const cached = bodies.get(event.event_seq);
+    if (cached?.id === eventId) return cached.body;
+    const body = JSON.stringify(cloudEvent(eventId, event));
+    bodies.set(event.event_seq, { id: eventId, body });
+    if (bodies.size > EVENT_CACHE_SIZE) bodies.delete(bodies.keys().next().value!);
+    return body;
+  }
+
+  /** The checked target of a callback, reused for a few seconds (a refusal is never reused). */
+  function targetOf(uri: string): Promise<ResolvedTarget> {
+    const now = Date.now();
+    const cached = targets.get(uri);
+    if (cached && now - cached.at < TARGET_TTL_MS) return cached.target;
+    const target = resolveCallback(options.policy, uri);
+    if (targets.size >= TARGET_CACHE_SIZE) targets.clear();
+    targets.set(uri, { at: now, target });
+    target.catch(() => targets.get(uri)?.target === target && targets.delete(uri));
+    return target;
+  }
+
+  function parse(msg: JsMsg): Work | undefined {
+    try {
+      const value = JSON.parse(decoder.decode(msg.data)) as DeliveryJob | DeliveryBatch;
+      if ("events" in value && Array.isArray(value.events)) {
+        const { events: list, ...batch } = value;
+        const items = list.map((e): Item => ({ ...e, partition: batch.partition, type: batch.type, subscription_id: batch.subscription_id, attempt: 1, due_at: batch.due_at }));
+        return { subscriptionId: batch.subscription_id, dueAt: batch.due_at, manual: false, items };
+      }
+      const job = value as DeliveryJob;
+      if (typeof job.subscription_id !== "string" || typeof job.event_seq !== "number") return undefined;
+      return { subscriptionId: job.subscription_id, dueAt: job.due_at, manual: !!job.manual, items: [job] };
+    } catch {
+      return undefined;
+    }
+  }
+
+  function gateOf(id: string): Gate {
     let gate = gates.get(id);
-    if (!gate) gates.set(id, (gate = { active: 0, waiting: [] }));
+    if (!gate) gates.set(id, (gate = { active: 0, held: 0, waiting: [], durationMs: INITIAL_DURATION_MS, bookedUntil: 0, usedAt: 0 }));
+    gate.usedAt = Date.now();
+    return gate;
+  }
+
+  /** Whether `n` more items of the subscription fit in memory (an idle subscription takes any message). */
+  function admits(gate: Gate, n: number): boolean {
+    return gate.held === 0 || gate.held + n <= options.perSubscription + queueLimit;
+  }
+
+  /** Waits for one of the subscription's attempt slots. */
+  function slot(gate: Gate): Promise<void> | void {
     if (gate.active < options.perSubscription) {
       gate.active++;
-      return true;
-    }
-    if (gate.waiting.length >= queueLimit) return false;
-    await new Promise<void>((resolve) => gate.waiting.push(resolve));
-    return true;
-  }
-
-  function leave(id: string): void {
-    const gate = gates.get(id);
-    if (!gate) return;
-    const next = gate.waiting.shift();
-    if (next) next(); // the slot passes to the next waiter
-    else if (--gate.active === 0) gates.delete(id);
-  }
-
-  async function handle(msg: JsMsg, lane: Lane): Promise<void> {
-    let job: DeliveryJob;
-    try {
-      job = JSON.parse(decoder.decode(msg.data)) as DeliveryJob;
-    } catch {
-      msg.term("not a delivery job");
       return;
     }
-    const subscription = await cache.load(job.subscription_id);
+    return new Promise<void>((resolve) => gate.waiting.push(resolve));
+  }
+
+  function leave(gate: Gate, durationMs: number): void {
+    gate.durationMs += (durationMs - gate.durationMs) / 8; // moving average of recent attempts
+    const next = gate.waiting.shift();
+    if (next) next(); // the slot passes to the next waiter
+    else gate.active--;
+  }
+
+  /**
+   * How long `n` items of a saturated subscription stay away: until the work ahead of them (held here
+   * or booked before them) has drained enough for them to fit in memory, at the subscription's pace.
+   */
+  function booking(gate: Gate, n: number, now: number): number {
+    const slotMs = Math.max(gate.durationMs, 1) / options.perSubscription;
+    const aheadMs = Math.max(gate.bookedUntil - now, gate.held * slotMs);
+    const roomMs = (options.perSubscription + queueLimit - n) * slotMs;
+    gate.bookedUntil = now + aheadMs + n * slotMs;
+    const longest = gate.durationMs < SLOW_ATTEMPT_MS ? MAX_BOOKING_FAST_MS : MAX_BOOKING_SLOW_MS;
+    return Math.round(Math.min(Math.max(aheadMs - roomMs, 1), longest) + Math.random() * n * slotMs);
+  }
+
+  // Forget the pace of subscriptions not seen for a while (bounded memory).
+  const sweep = setInterval(() => {
+    const idleSince = Date.now() - 5 * 60_000;
+    for (const [id, gate] of gates) if (gate.held === 0 && gate.usedAt < idleSince && gate.bookedUntil < idleSince) gates.delete(id);
+  }, 60_000);
+  sweep.unref?.();
+
+  async function handle(msg: JsMsg, work: Work): Promise<void> {
+    const subscription = cache.get(work.subscriptionId) ?? (await cache.load(work.subscriptionId));
     if (!subscription) {
       msg.ack(); // deleted: nothing to deliver to
       return;
     }
-    if (subscription.paused_at && !job.manual) {
-      await bury(job, subscription, `subscription paused: ${subscription.paused_reason ?? "paused"}`);
+    if (subscription.paused_at && !work.manual) {
+      await Promise.all(work.items.map((item) => bury(item, subscription, `subscription paused: ${subscription.paused_reason ?? "paused"}`)));
       msg.ack();
       return;
     }
-    const wait = job.due_at - Date.now();
-    if (wait > 5) {
-      msg.nak(wait);
+    const now = Date.now();
+    if (work.dueAt - now > 5) {
+      msg.nak(work.dueAt - now);
       return;
     }
-    // While waiting for the subscription's turn, keep the job ours (no redelivery to another process).
+    const n = work.items.length;
+    const gate = gateOf(work.subscriptionId);
+    if (!admits(gate, n)) {
+      // Saturated: the work goes back to JetStream (still unacknowledged, so nothing can be lost) and
+      // returns about when the subscription can take it.
+      stats.overflowed += n;
+      msg.nak(booking(gate, n, now));
+      return;
+    }
+    gate.held += n;
+    // While items wait for the subscription's turn or run, keep the message ours (no redelivery).
     const keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(ackWaitMs / 2)));
-    let entered: boolean;
     try {
-      entered = await enter(job.subscription_id);
+      const outcomes = await Promise.allSettled(work.items.map((item) => deliver(gate, item, subscription)));
+      const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
+      if (failure) throw failure.reason;
+      msg.ack();
     } finally {
       clearInterval(keepAlive);
-    }
-    if (!entered) {
-      if (lane === "deliveries") {
-        stats.overflowed++;
-        const dueAt = Date.now() + OVERFLOW_DELAY_MS;
-        await journal.enqueue({ ...job, due_at: dueAt }, "retries", `overflow-${dueAt}`);
-        msg.ack();
-      } else {
-        msg.nak(OVERFLOW_DELAY_MS + Math.floor(Math.random() * OVERFLOW_DELAY_MS));
-      }
-      return;
-    }
-    try {
-      msg.working();
-      stats.inFlight++;
-      await attempt(job, (await cache.load(job.subscription_id)) ?? subscription);
-      msg.ack();
-    } finally {
-      stats.inFlight--;
-      leave(job.subscription_id);
+      gate.held -= n;
     }
   }
 
-  async function attempt(job: DeliveryJob, subscription: SubscriptionRecord): Promise<void> {
+  async function deliver(gate: Gate, item: Item, subscription: SubscriptionRecord): Promise<void> {
+    await slot(gate);
+    const started = Date.now();
+    stats.inFlight++;
+    try {
+      await attempt(item, cache.get(item.subscription_id) ?? subscription);
+    } finally {
+      stats.inFlight--;
+      leave(gate, Date.now() - started);
+    }
+  }
+
+  async function attempt(job: Item, subscription: SubscriptionRecord): Promise<void> {
     stats.attempts++;
     const started = Date.now();
-    const event = await readEvent(job.event_seq);
+    const event = await eventOf(job);
     let statusCode: number | undefined;
     let error: string | undefined;
     let retryAfter: number | undefined;
@@ -201,12 +295,13 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     const delay = honourRetryAfter(scheduled, retryAfter);
     const dueAt = finished + delay;
     await journal.recordAttempt(job.partition, job.subscription_id, { ...base, state: "pending", next_attempt_at: new Date(dueAt).toISOString() });
-    await journal.enqueue({ ...job, attempt: job.attempt + 1, due_at: dueAt }, "retries");
+    const { event: _carried, ...next } = job;
+    await journal.enqueue({ ...next, attempt: job.attempt + 1, due_at: dueAt }, "retries");
   }
 
   async function post(subscription: SubscriptionRecord, eventId: string, event: StoredEvent): Promise<{ status: number; retryAfter: string | null }> {
-    const target = await resolveCallback(options.policy, subscription.callback_uri);
-    const body = JSON.stringify(cloudEvent(eventId, event));
+    const target = await targetOf(subscription.callback_uri);
+    const body = bodyOf(eventId, event);
     const secrets = [subscription.secret];
     if (subscription.previous_secret && (subscription.previous_secret_until ?? 0) > Date.now()) secrets.push(subscription.previous_secret);
     const headers: Record<string, string> = {
@@ -240,32 +335,40 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     log.warn({ subscription: subscription.subscription_id, reason }, "subscription paused");
   }
 
-  async function bury(job: DeliveryJob, subscription: SubscriptionRecord, reason: string): Promise<void> {
+  async function bury(job: Item, subscription: SubscriptionRecord, reason: string): Promise<void> {
     stats.dead++;
-    const event = await readEvent(job.event_seq);
+    const event = await eventOf(job);
     const { event_id: _i, event_seq: _s, partition: _p, type: _t, ...body } = event ?? { event_id: "", event_seq: 0, partition: "", type: "", time: new Date(0).toISOString(), data: null };
-    await journal.deadLetter({ ...job, subscription_id: subscription.subscription_id, reason, event: body });
+    const { event: _carried, ...letter } = job;
+    await journal.deadLetter({ ...letter, subscription_id: subscription.subscription_id, reason, event: body });
   }
 
   function run(messages: AsyncIterable<JsMsg>, lane: Lane): Promise<void> {
     return (async () => {
       for await (const msg of messages) {
-        await admit.acquire();
-        void handle(msg, lane)
+        const work = parse(msg);
+        if (!work) {
+          msg.term("not a delivery job");
+          continue;
+        }
+        const n = work.items.length;
+        await admit.acquire(n);
+        void handle(msg, work)
           .catch((error) => {
-            log.error({ err: error, subject: msg.subject }, "delivery handling failed; the job will come back");
+            log.error({ err: error, subject: msg.subject, lane }, "delivery handling failed; the work will come back");
             try {
               msg.nak(1000);
             } catch {
               // connection gone: the ack wait brings it back
             }
           })
-          .finally(() => admit.release());
+          .finally(() => admit.release(n));
       }
     })();
   }
 
-  const fresh = await (await journal.js.consumers.get(STREAMS.deliveries, CONSUMERS.deliverer)).consume({ max_messages: Math.min(options.concurrency, 1000) });
+  // First-attempt messages are batches of up to 64 deliveries: a smaller buffer holds as much work.
+  const fresh = await (await journal.js.consumers.get(STREAMS.deliveries, CONSUMERS.deliverer)).consume({ max_messages: Math.min(options.concurrency, 256) });
   const retries = await (await journal.js.consumers.get(STREAMS.deliveries, CONSUMERS.retries)).consume({ max_messages: Math.min(options.concurrency, 1000) });
   const loops = [run(fresh, "deliveries"), run(retries, "retries")];
   return {
@@ -274,6 +377,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       await Promise.allSettled([fresh.close(), retries.close()]);
       await Promise.allSettled(loops);
       await admit.idle();
+      clearInterval(sweep);
     },
   };
 }

@@ -1,77 +1,147 @@
 /**
  * The dispatcher: reads EVENTS on a durable shared consumer, finds the matching subscriptions in the
- * watched cache, writes one delivery job per subscription to DELIVERIES, and acks the event only
- * after every job is stored. A crash before the ack redelivers the event; the job ids make the
- * re-sent jobs duplicates that JetStream drops.
+ * watched cache, and writes first-attempt work to DELIVERIES, acking the events only after all of it
+ * is stored. A crash before the ack redelivers the events (delivery is at least once).
+ *
+ * Events are handled in rounds: whatever the consumer has handed over by the end of an event-loop turn
+ * (up to ROUND_EVENTS) is matched together and becomes one DeliveryBatch per subscription (split at
+ * BATCH_EVENTS events or BATCH_BYTES). One stored message per subscription per round instead of one
+ * per (event, subscription) is what makes fan-out and floods cheap: NATS work per delivery falls with
+ * the batch size. Small events travel inside the batch, so the deliverer does not read them back.
+ * The batch's message id is derived from its event sequences, so a round re-sent after a crash with
+ * the same grouping is dropped by JetStream's duplicate window.
  */
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
+import type { CarriedEvent, DeliveryBatch } from "../../subjects/notifications.ts";
 import type { Schedule } from "./schedule.ts";
 import { delayBefore } from "./schedule.ts";
-import { CONSUMERS, STREAMS, ensureConsumer, storedEvent, type Journal } from "./journal.ts";
+import { CONSUMERS, STREAMS, ensureConsumer, storedEvent, type Journal, type StoredEvent } from "./journal.ts";
 import { matches } from "./matching.ts";
-import type { SubscriptionCache } from "./store.ts";
+import type { SubscriptionCache, SubscriptionRecord } from "./store.ts";
 import { subjects } from "../../subjects/index.ts";
 import { Slots } from "./slots.ts";
 
-export type DispatcherStats = { events: number; jobs: number; dropped: number; failures: number };
+export type DispatcherStats = { events: number; jobs: number; batches: number; dropped: number; failures: number };
 
 export type Dispatcher = { stats: DispatcherStats; stop(): Promise<void> };
 
-const IN_FLIGHT = 512;
+/** Events held at once (received, not yet acked). */
+const IN_FLIGHT = 1024;
+/** Most events matched together in one round. */
+const ROUND_EVENTS = 256;
+/** Most events in one batch, and its size budget (DELIVERIES takes messages up to 64 KiB). */
+const BATCH_EVENTS = 64;
+const BATCH_BYTES = 48 * 1024;
+/** Events up to this size (JSON bytes) travel inside the batch; larger ones are read from EVENTS. */
+const CARRY_BYTES = 4 * 1024;
 const ACK_WAIT_MS = 30_000;
+
+type Pending = { msg: JsMsg; event: StoredEvent; carried: CarriedEvent | undefined; bytes: number };
 
 export async function startDispatcher(journal: Journal, cache: SubscriptionCache, schedule: Schedule, log: Logger): Promise<Dispatcher> {
   await ensureConsumer(journal.jsm, STREAMS.events, CONSUMERS.dispatcher, subjects.notifications.allEvents(), ACK_WAIT_MS, 10_000);
   const consumer = await journal.js.consumers.get(STREAMS.events, CONSUMERS.dispatcher);
   const messages = await consumer.consume({ max_messages: IN_FLIGHT });
   const limiter = new Slots(IN_FLIGHT);
-  const stats: DispatcherStats = { events: 0, jobs: 0, dropped: 0, failures: 0 };
+  const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0 };
+  let round: JsMsg[] = [];
 
-  async function dispatch(msg: JsMsg): Promise<void> {
+  function take(msg: JsMsg): Pending | undefined {
     const event = storedEvent({ subject: msg.subject, seq: msg.seq, data: msg.data, header: msg.headers, time: new Date(Math.floor(msg.info.timestampNanos / 1e6)) });
     if (!event || event.data === undefined) {
       stats.dropped++;
       log.warn({ subject: msg.subject, seq: msg.seq }, "dropping an event that is not {data_source?, object_type?, data}");
       msg.term("not an event body");
-      return;
+      return undefined;
     }
+    const { event_id: _i, event_seq: _s, partition: _p, type: _t, ...carried } = event;
+    const small = msg.data.length <= CARRY_BYTES;
+    return { msg, event, carried: small ? carried : undefined, bytes: (small ? msg.data.length + 40 : 0) + 96 };
+  }
+
+  /** Splits one subscription's events of the round into batches within the count and size budgets. */
+  function batchesOf(subscription: SubscriptionRecord, items: Pending[]): Array<{ batch: DeliveryBatch; msgID: string }> {
+    const out: Array<{ batch: DeliveryBatch; msgID: string }> = [];
+    let current: Pending[] = [];
+    let bytes = 0;
+    const close = () => {
+      if (current.length === 0) return;
+      const first = current[0]!.event;
+      let dueAt = 0;
+      for (const p of current) dueAt = Math.max(dueAt, Date.parse(p.event.time) + (delayBefore(schedule, 1) ?? 0));
+      const batch: DeliveryBatch = {
+        partition: first.partition,
+        type: first.type,
+        subscription_id: subscription.subscription_id,
+        due_at: dueAt,
+        events: current.map((p) => ({ event_id: p.event.event_id, event_seq: p.event.event_seq, ...(p.carried ? { event: p.carried } : {}) })),
+      };
+      const seqs = current.map((p) => p.event.event_seq);
+      out.push({ batch, msgID: `deliveries:${subscription.subscription_id}:${seqs[0]}-${seqs.at(-1)}:${seqs.length}:${seqs.reduce((a, b) => (a * 31 + b) % 2 ** 31, 7)}` });
+      current = [];
+      bytes = 0;
+    };
+    for (const p of items) {
+      if (current.length >= BATCH_EVENTS || (current.length > 0 && bytes + p.bytes > BATCH_BYTES)) close();
+      current.push(p);
+      bytes += p.bytes;
+    }
+    close();
+    return out;
+  }
+
+  async function dispatch(msgs: JsMsg[]): Promise<void> {
+    const taken = msgs.map(take).filter((p): p is Pending => p !== undefined);
+    if (taken.length === 0) return;
     try {
-      await cache.freshAsOf(Date.parse(event.time));
-      const jobs = [];
-      for (const subscription of cache.subscribersOf(event.partition, event.type)) {
-        if (!matches(subscription, event)) continue;
-        const delay = delayBefore(schedule, 1) ?? 0;
-        jobs.push(
-          journal.enqueue(
-            {
-              event_id: event.event_id,
-              event_seq: event.event_seq,
-              partition: event.partition,
-              type: event.type,
-              subscription_id: subscription.subscription_id,
-              attempt: 1,
-              due_at: Date.parse(event.time) + delay,
-            },
-            "deliveries",
-          ),
-        );
+      let newest = 0;
+      for (const p of taken) newest = Math.max(newest, Date.parse(p.event.time));
+      await cache.freshAsOf(newest);
+      const bySubscription = new Map<string, { subscription: SubscriptionRecord; items: Pending[] }>();
+      for (const p of taken) {
+        for (const subscription of cache.subscribersOf(p.event.partition, p.event.type)) {
+          if (!matches(subscription, p.event)) continue;
+          let entry = bySubscription.get(subscription.subscription_id);
+          if (!entry) bySubscription.set(subscription.subscription_id, (entry = { subscription, items: [] }));
+          entry.items.push(p);
+        }
       }
-      await Promise.all(jobs);
-      stats.events++;
-      stats.jobs += jobs.length;
-      msg.ack();
+      const writes: Promise<void>[] = [];
+      let jobs = 0;
+      for (const { subscription, items } of bySubscription.values()) {
+        for (const { batch, msgID } of batchesOf(subscription, items)) {
+          writes.push(journal.enqueueBatch(batch, msgID));
+          jobs += batch.events.length;
+          stats.batches++;
+        }
+      }
+      await Promise.all(writes);
+      stats.events += taken.length;
+      stats.jobs += jobs;
+      for (const p of taken) p.msg.ack();
     } catch (error) {
       stats.failures++;
-      log.error({ err: error, seq: msg.seq }, "dispatch failed; the event will be redelivered");
-      msg.nak(1000);
+      log.error({ err: error, events: taken.length }, "dispatch failed; the events will be redelivered");
+      for (const p of taken) p.msg.nak(1000);
     }
+  }
+
+  function closeRound(): void {
+    const msgs = round;
+    round = [];
+    if (msgs.length === 0) return;
+    void dispatch(msgs).finally(() => {
+      for (let i = 0; i < msgs.length; i++) limiter.release();
+    });
   }
 
   const loop = (async () => {
     for await (const msg of messages) {
       await limiter.acquire();
-      void dispatch(msg).finally(() => limiter.release());
+      round.push(msg);
+      if (round.length === 1) setImmediate(closeRound);
+      else if (round.length >= ROUND_EVENTS) closeRound();
     }
   })();
 
@@ -80,6 +150,7 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
     async stop() {
       await messages.close().catch(() => undefined);
       await loop.catch(() => undefined);
+      closeRound();
       await limiter.idle();
     },
   };

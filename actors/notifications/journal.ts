@@ -4,7 +4,10 @@
  *   EVENTS      derrick.events.<partition>.<type>          limits, 7 days: every accepted event
  *   DELIVERIES  derrick.deliveries|retries.<p>.<sub>       work queue: one message per attempt to make
  *   DEAD        derrick.dead.<p>.<sub>                     limits, 30 days: exhausted or paused deliveries (with the event)
- *   ATTEMPTS    derrick.attempts.<p>.<sub>                 limits, 14 days, last 1000 per subscription
+ *   ATTEMPTS    derrick.attempts.<p>.<sub>                 limits, 14 days, last 1000 messages per subscription
+ * First attempts travel as batches (several events for one subscription); retries as single jobs.
+ * Attempt records written in the same event-loop turn for one subscription share one message (a JSON
+ * array): one stored write and one acknowledgement for many deliveries.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { headers as natsHeaders } from "@nats-io/nats-core";
@@ -21,7 +24,7 @@ import {
   type StoredMsg,
 } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
-import { EVENT_MAX_BYTES, type DeadLetter, type DeliveryAttempt, type DeliveryJob, type EventBody } from "../../subjects/notifications.ts";
+import { EVENT_MAX_BYTES, type DeadLetter, type DeliveryAttempt, type DeliveryBatch, type DeliveryJob, type EventBody } from "../../subjects/notifications.ts";
 
 export const STREAMS = { events: "EVENTS", deliveries: "DELIVERIES", dead: "DEAD", attempts: "ATTEMPTS" } as const;
 export const CONSUMERS = { dispatcher: "dispatcher", deliverer: "deliverer", retries: "deliverer-retries" } as const;
@@ -29,6 +32,8 @@ export const CONSUMERS = { dispatcher: "dispatcher", deliverer: "deliverer", ret
 const DAY_NS = 86_400 * 1e9;
 const MS_NS = 1e6;
 const ATTEMPTS_PER_SUBSCRIPTION = 1000;
+/** Largest ATTEMPTS message (the stream's limit is 16 KiB); larger groups of records are split. */
+const ATTEMPTS_MESSAGE_BYTES = 12 * 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -43,9 +48,12 @@ export type Journal = {
   jsm: JetStreamManager;
   publishEvent(partition: string, type: string, eventId: string, body: EventBody): Promise<number>;
   readEvent(seq: number): Promise<StoredEvent | undefined>;
-  /** `dedupe` distinguishes re-queues of the same attempt (overflow) from a re-sent job. */
+  /** `dedupe` distinguishes re-queues of the same attempt from a re-sent job. */
   enqueue(job: DeliveryJob, lane: "deliveries" | "retries", dedupe?: string): Promise<void>;
+  /** Stores first attempts of several events for one subscription; `msgID` makes a re-sent batch a no-op. */
+  enqueueBatch(batch: DeliveryBatch, msgID: string): Promise<void>;
   deadLetter(letter: DeadLetter): Promise<void>;
+  /** Resolves once the record is stored; records of one subscription in one turn share a message. */
   recordAttempt(partition: string, subscriptionId: string, attempt: AttemptRecord): Promise<void>;
   listAttempts(partition: string, subscriptionId: string, limit: number): Promise<AttemptRecord[]>;
   findDead(partition: string, subscriptionId: string, eventId: string): Promise<{ seq: number; letter: DeadLetter } | undefined>;
@@ -129,6 +137,22 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
     return out.slice(-max);
   }
 
+  // Attempt records waiting for this turn's write, per ATTEMPTS subject.
+  let pendingRecords = new Map<string, Array<{ record: AttemptRecord; done: (error?: unknown) => void }>>();
+  const writeRecords = () => {
+    const groups = pendingRecords;
+    pendingRecords = new Map();
+    for (const [subject, entries] of groups) {
+      for (const chunk of chunkRecords(entries.map((e) => e.record))) {
+        const waiting = entries.splice(0, chunk.length);
+        js.publish(subject, encoder.encode(chunk.length === 1 ? chunk[0]! : `[${chunk.join(",")}]`)).then(
+          () => waiting.forEach((w) => w.done()),
+          (error) => waiting.forEach((w) => w.done(error ?? new Error("attempt record not stored"))),
+        );
+      }
+    }
+  };
+
   return {
     js,
     jsm,
@@ -155,12 +179,22 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
     async deadLetter(letter) {
       await js.publish(n.dead(letter.partition, letter.subscription_id), json(letter), { msgID: `dead:${letter.event_id}:${letter.subscription_id}:${letter.attempt}` });
     },
-    async recordAttempt(partition, subscriptionId, attempt) {
-      await js.publish(n.attempts(partition, subscriptionId), json(attempt));
+    async enqueueBatch(batch, msgID) {
+      await js.publish(n.deliveries(batch.partition, batch.subscription_id), json(batch), { msgID });
+    },
+    recordAttempt(partition, subscriptionId, attempt) {
+      const subject = n.attempts(partition, subscriptionId);
+      return new Promise<void>((resolve, reject) => {
+        let group = pendingRecords.get(subject);
+        if (!group) pendingRecords.set(subject, (group = []));
+        if (pendingRecords.size === 1 && group.length === 0) setImmediate(writeRecords);
+        group.push({ record: attempt, done: (error) => (error ? reject(error) : resolve()) });
+      });
     },
     async listAttempts(partition, subscriptionId, limit) {
+      // A message holds one record or an array of records; the newest `limit` records are kept.
       const msgs = await readAll(STREAMS.attempts, n.attempts(partition, subscriptionId), limit);
-      return msgs.map((m) => JSON.parse(decoder.decode(m.data)) as AttemptRecord);
+      return msgs.flatMap((m) => JSON.parse(decoder.decode(m.data)) as AttemptRecord | AttemptRecord[]).slice(-limit);
     },
     async findDead(partition, subscriptionId, eventId) {
       const msgs = await readAll(STREAMS.dead, n.dead(partition, subscriptionId), 10_000);
@@ -174,6 +208,25 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
       await jsm.streams.deleteMessage(STREAMS.dead, seq, false).catch(() => undefined);
     },
   };
+}
+
+/** Encodes records and splits them into groups that fit one ATTEMPTS message. */
+function chunkRecords(records: AttemptRecord[]): string[][] {
+  const chunks: string[][] = [];
+  let current: string[] = [];
+  let bytes = 2;
+  for (const record of records) {
+    const text = JSON.stringify(record);
+    if (current.length > 0 && bytes + text.length + 1 > ATTEMPTS_MESSAGE_BYTES) {
+      chunks.push(current);
+      current = [];
+      bytes = 2;
+    }
+    current.push(text);
+    bytes += text.length + 1;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
 }
 
 /** Decodes an EVENTS message (payload, subject tokens, id header, store time). */

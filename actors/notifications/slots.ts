@@ -1,7 +1,11 @@
-/** A counting semaphore with an awaitable acquire: consumer loops wait here, so work in memory stays bounded. */
+/**
+ * A counting semaphore with an awaitable, weighted acquire: consumer loops wait here, so work in memory
+ * stays bounded (a batch of n deliveries takes n slots). Waiters are served in order; a request larger
+ * than the whole capacity is let through when nothing else is held, so it cannot wait forever.
+ */
 export class Slots {
   private used = 0;
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Array<{ n: number; wake: () => void }> = [];
   private readonly idleWaiters: Array<() => void> = [];
 
   constructor(private readonly max: number) {}
@@ -10,22 +14,29 @@ export class Slots {
     return this.used;
   }
 
-  acquire(): Promise<void> | void {
-    if (this.used < this.max) {
-      this.used++;
+  acquire(n = 1): Promise<void> | void {
+    if (this.waiting.length === 0 && this.fits(n)) {
+      this.used += n;
       return;
     }
-    return new Promise((resolve) => this.waiting.push(resolve));
+    return new Promise((wake) => this.waiting.push({ n, wake }));
   }
 
-  release(): void {
-    const next = this.waiting.shift();
-    if (next) return next(); // the slot passes on
-    this.used--;
+  release(n = 1): void {
+    this.used -= n;
+    while (this.waiting.length > 0 && this.fits(this.waiting[0]!.n)) {
+      const next = this.waiting.shift()!;
+      this.used += next.n;
+      next.wake();
+    }
     if (this.used === 0) for (const wake of this.idleWaiters.splice(0)) wake();
   }
 
   idle(): Promise<void> {
     return this.used === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private fits(n: number): boolean {
+    return this.used + n <= this.max || this.used === 0;
   }
 }
