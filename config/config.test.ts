@@ -17,7 +17,7 @@ function errorOf(env: Record<string, string>): ConfigError {
 describe("config", () => {
   it("config - defaults match the documented ones", () => {
     const cfg = loadConfig({});
-    expect(cfg.http).toEqual({ host: "127.0.0.1", port: 8080, bodyLimit: 1024 * 1024 });
+    expect(cfg.http).toEqual({ host: "127.0.0.1", port: 8080, bodyLimit: 1024 * 1024, rateLimit: 0, rateBurst: 100 });
     expect(cfg.dataDir).toBe(".derrick");
     expect(cfg.partitions).toEqual(["opendes"]);
     expect(cfg.actors).toEqual([...ACTOR_NAMES]);

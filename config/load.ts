@@ -52,6 +52,13 @@ const boolean: Parser = (raw, variable) => {
   if (["false", "0", "no", "off", ""].includes(value)) return false;
   throw new ConfigError(variable, `"${raw}" is not a boolean (true or false)`);
 };
+/** A request rate: `200`, `200/s`, `6000/m` or `50/100ms` → requests per second; `0` turns the limit off. */
+const rate: Parser = (raw, variable) => {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(?:\/\s*(\d*)\s*(ms|s|m|h))?\s*$/.exec(raw);
+  if (!match) throw new ConfigError(variable, `"${raw}" is not a rate (e.g. 200/s, 6000/m, 0 = off)`);
+  const per = { ms: 0.001, s: 1, m: 60, h: 3600 }[(match[3] ?? "s") as "ms" | "s" | "m" | "h"] * Number(match[2] || 1);
+  return Number(match[1]) / per;
+};
 /** The Standard Webhooks example schedule; jitter applies only to it (CONTRACT.md). */
 const DEFAULT_DELIVERY_SCHEDULE = "0,5s,5m,30m,2h,5h,10h,14h,20h,24h";
 const actorList: Parser = (raw, variable) => {
@@ -74,6 +81,8 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_HTTP_HOST", path: "http.host", parse: text, fallback: "127.0.0.1" },
   { name: "DERRICK_HTTP_PORT", path: "http.port", parse: integer, fallback: "8080" },
   { name: "DERRICK_BODY_LIMIT", path: "http.bodyLimit", parse: integer, fallback: String(1024 * 1024) },
+  { name: "DERRICK_RATE_LIMIT", path: "http.rateLimit", parse: rate, fallback: "0" },
+  { name: "DERRICK_RATE_BURST", path: "http.rateBurst", parse: integer, fallback: "100" },
   { name: "DERRICK_DATA_DIR", path: "dataDir", parse: text, fallback: ".derrick" },
   { name: "DERRICK_PARTITIONS", path: "partitions", parse: list, fallback: "opendes" },
   { name: "DERRICK_CLIENTS", path: "clients", parse: json, fallback: "[]" },
@@ -82,6 +91,7 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_AUTH_JWKS_URL", path: "auth.jwksUrl", parse: text },
   { name: "DERRICK_AUTH_AUDIENCE", path: "auth.audience", parse: text, fallback: "derrick" },
   { name: "DERRICK_TOKEN_TTL", path: "auth.tokenTtlSeconds", parse: (raw, v) => Math.round((duration(raw, v) as number) / 1000), fallback: "1h" },
+  { name: "DERRICK_AUTH_JWKS_MAX_AGE", path: "auth.jwksMaxAgeMs", parse: duration, fallback: "10m" },
   { name: "DERRICK_REQUEST_TIMEOUT", path: "requestTimeoutMs", parse: duration, fallback: "5s" },
   { name: "DERRICK_ACTOR_CONCURRENCY", path: "actorConcurrency", parse: integer, fallback: "256" },
   { name: "DERRICK_CATALOG_FILE", path: "content.catalogFile", parse: text },

@@ -35,6 +35,10 @@ export const Config = Type.Object({
     port: Type.Integer({ minimum: 0, maximum: 65535 }),
     /** Largest request body the edge accepts, in bytes (→ 413 beyond). */
     bodyLimit: Type.Integer({ minimum: 1024 }),
+    /** Requests per second one client (token client id) may make; 0 = no limit (→ 429 with Retry-After beyond). */
+    rateLimit: Type.Number({ minimum: 0 }),
+    /** Requests a client may make at once above the steady rate (token bucket size). */
+    rateBurst: Type.Integer({ minimum: 1 }),
   }),
   dataDir: Type.String({ minLength: 1 }),
   partitions: Type.Array(Type.String({ pattern: SUBJECT_TOKEN_PATTERN }), { minItems: 1 }),
@@ -47,6 +51,8 @@ export const Config = Type.Object({
     audience: Type.String({ minLength: 1 }),
     /** Lifetime of tokens minted by the embedded issuer. */
     tokenTtlSeconds: Type.Integer({ minimum: 60, maximum: 86_400 }),
+    /** How long the external issuer's JWKS (and tokens verified with it) are trusted before a refetch: bounds how long a removed key still works. */
+    jwksMaxAgeMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000 }),
   }),
   /** How long the edge waits for an actor's reply before answering 504. */
   requestTimeoutMs: Type.Integer({ minimum: 10 }),

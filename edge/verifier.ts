@@ -23,13 +23,18 @@ export function principalFromClaims(claims: JWTPayload): Principal {
 
 export function createVerifier(cfg: Config, bus: Bus): Verifier {
   const issuer = cfg.auth.issuer ?? EMBEDDED_ISSUER;
-  const keys = cfg.auth.jwksUrl ? createRemoteJWKSet(new URL(cfg.auth.jwksUrl)) : embeddedKeys(bus);
-  const cache = new Map<string, { principal: Principal; exp: number }>();
+  // jose refetches the JWKS when it is older than cacheMaxAge (a removed key stops working then) or
+  // when a token names an unknown kid (a new key works at once), at most once per cooldown.
+  const maxAge = cfg.auth.jwksMaxAgeMs;
+  const keys = cfg.auth.jwksUrl
+    ? createRemoteJWKSet(new URL(cfg.auth.jwksUrl), { cacheMaxAge: maxAge, cooldownDuration: Math.min(30_000, maxAge) })
+    : embeddedKeys(bus);
+  const cache = new Map<string, { principal: Principal; until: number }>();
 
   return {
     async verify(token) {
       const hit = cache.get(token);
-      if (hit && hit.exp > Date.now() / 1000) return hit.principal;
+      if (hit && hit.until > Date.now()) return hit.principal;
       if (hit) cache.delete(token);
       let payload: JWTPayload;
       try {
@@ -41,7 +46,8 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
       const principal = principalFromClaims(payload);
       if (payload.exp) {
         if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-        cache.set(token, { principal, exp: payload.exp });
+        // A verified token is trusted no longer than the keys that verified it (rotation, removal).
+        cache.set(token, { principal, until: Math.min(payload.exp * 1000, Date.now() + maxAge) });
       }
       return principal;
     },

@@ -1,0 +1,113 @@
+/**
+ * Tokens beyond edge.test.ts and external-issuer.test.ts: keys rotating in an external JWKS (served by a
+ * loopback server whose keys change), algorithm confusion against that JWKS, and a valid token used
+ * for another partition's data. Tampered, unsigned, expired and wrong issuer/audience tokens are
+ * covered in test/platform/edge.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from "jose";
+import { eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+
+const ISSUER = "https://login.rotation.test";
+const AUDIENCE = "derrick-api";
+
+describe("tokens against a rotating external JWKS", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  let jwksServer: ReturnType<typeof Bun.serve>;
+  let published: JWK[] = [];
+  const keys: Record<string, { privateKey: CryptoKey; jwk: JWK }> = {};
+  const sign = (kid: string, claims: Record<string, unknown> = {}) =>
+    new SignJWT({ client_id: "alpha", groups: ["users.datalake.viewers"], ...claims })
+      .setProtectedHeader({ alg: "RS256", kid })
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .setSubject("alpha")
+      .setIssuedAt()
+      .setJti(crypto.randomUUID())
+      .setExpirationTime("5m")
+      .sign(keys[kid]!.privateKey);
+  const whoami = (token: string, partition = "opendes") =>
+    fetch(`${derrick.url}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": partition } });
+
+  beforeAll(async () => {
+    for (const kid of ["k1", "k2"]) {
+      const pair = await generateKeyPair("RS256", { extractable: true });
+      keys[kid] = { privateKey: pair.privateKey, jwk: { ...(await exportJWK(pair.publicKey)), kid, alg: "RS256", use: "sig" } };
+    }
+    published = [keys.k1!.jwk];
+    jwksServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ keys: published }) });
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, {
+      actors: ["system", "identity"],
+      env: {
+        DERRICK_AUTH_ISSUER: ISSUER,
+        DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`,
+        DERRICK_AUTH_AUDIENCE: AUDIENCE,
+        DERRICK_AUTH_JWKS_MAX_AGE: "1s",
+      },
+    });
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+    jwksServer?.stop(true);
+  });
+
+  it("tokens - after a rotation the new key is accepted and the removed key (even a cached token) is refused", async () => {
+    const before = await sign("k1");
+    expect((await whoami(before)).status).toBe(200);
+    // The issuer rotates: k2 published, k1 withdrawn.
+    published = [keys.k2!.jwk];
+    await eventually(async () => (await whoami(await sign("k2"))).status === 200, { timeoutMs: 5_000, what: "the new key to be accepted" });
+    await eventually(async () => (await whoami(await sign("k1"))).status === 401, { timeoutMs: 5_000, what: "a fresh token of the removed key to be refused" });
+    // A token verified before the rotation is trusted no longer than the JWKS it was checked against.
+    await eventually(async () => (await whoami(before)).status === 401, { timeoutMs: 5_000, what: "the cached token of the removed key to be refused" });
+  });
+
+  it("tokens - alg none, HS256 keyed with the public key, and a kid the JWKS never had are refused", async () => {
+    published = [keys.k1!.jwk, keys.k2!.jwk];
+    const claims = { client_id: "alpha", groups: [], iss: ISSUER, aud: AUDIENCE, sub: "alpha" };
+    const none = new UnsecuredJWT(claims).setExpirationTime("5m").encode();
+    const publicBytes = new TextEncoder().encode(JSON.stringify(keys.k1!.jwk));
+    const confused = await new SignJWT(claims).setProtectedHeader({ alg: "HS256", kid: "k1" }).setExpirationTime("5m").sign(publicBytes);
+    const stranger = (await generateKeyPair("RS256")).privateKey;
+    const unknownKid = await new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: "k9" }).setExpirationTime("5m").sign(stranger);
+    for (const token of [none, confused, unknownKid]) {
+      const res = await whoami(token);
+      expect(res.status).toBe(401);
+      expect(res.headers.get("content-type")).toContain("application/problem+json");
+    }
+  });
+});
+
+describe("tokens and partitions", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["system", "identity", "storage"] });
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  it("tokens - a valid token does not open a partition that is not served, nor another partition's records", async () => {
+    const record = { id: "opendes:doc:rel-1", kind: "osdu:wks:doc:1.0.0", acl: { viewers: ["users.datalake.admins"], owners: ["users.datalake.admins"] }, data: { x: 1 } };
+    const put = await derrick.call("/api/storage/v2/records", { as: "admin", method: "PUT", body: JSON.stringify([record]) });
+    expect(put.status).toBe(201);
+    expect((await derrick.call(`/api/storage/v2/records/${record.id}`, { as: "admin" })).status).toBe(200);
+    // The same token with another served partition: the record is not there (or its id is refused), never returned.
+    const other = await derrick.call(`/api/storage/v2/records/${record.id}`, { as: "admin", partition: "other" });
+    expect([400, 403, 404]).toContain(other.status);
+    expect(other.headers.get("content-type")).toContain("application/problem+json");
+    // A partition this deployment does not serve: 403, and a write there is refused too.
+    expect((await derrick.call("/v1/system/whoami", { partition: "elsewhere" })).status).toBe(403);
+    const foreign = await derrick.call("/api/storage/v2/records", { as: "admin", partition: "elsewhere", method: "PUT", body: JSON.stringify([{ ...record, id: "elsewhere:doc:rel-1" }]) });
+    expect(foreign.status).toBe(403);
+    // Writing into one partition with an id naming another is refused.
+    const crossed = await derrick.call("/api/storage/v2/records", { as: "admin", partition: "other", method: "PUT", body: JSON.stringify([record]) });
+    expect(crossed.status).toBe(400);
+  });
+});
