@@ -10,6 +10,7 @@ import { Elysia, type DocumentDecoration } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { badRequest, forbidden, isToken, subjects, unauthorized, type Bus, type Principal } from "../../subjects/index.ts";
 import type { Verifier } from "../verifier.ts";
+import { createRateLimiter } from "./rate-limit.ts";
 
 export type AuthOptions = true | { appkey?: boolean };
 
@@ -62,12 +63,15 @@ function appkeyChecker(bus: Bus) {
 
 export const authPlugin = (cfg: Config, bus: Bus, verifier: Verifier) => {
   const checkAppkey = appkeyChecker(bus);
+  const limiter = createRateLimiter({ perSecond: cfg.http.rateLimit, burst: cfg.http.rateBurst });
   return new Elysia({ name: "derrick-auth" }).macro({
     auth: (options: AuthOptions) => ({
       // Documents the credentials in OpenAPI: both schemes in one requirement = both needed.
       detail: { security: options !== true && options.appkey ? BEARER_AND_APPKEY : BEARER_ONLY } as DocumentDecoration,
       async transform({ request, headers }) {
         const principal = await verifier.verify(bearerToken(headers.authorization));
+        // Counted once the client is known and before any other work (appkey lookup, body, NATS).
+        limiter.take(principal.clientId);
         if (options !== true && options.appkey) await checkAppkey(headers.appkey, principal);
         principals.set(request, principal);
       },
