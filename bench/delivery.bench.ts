@@ -76,13 +76,20 @@ try {
     (await (await fetch(`${receiverUrl}/stats?phase=${phase}${latencies ? "&latencies" : ""}`)).json()) as { count: number; unique: number; latencies: number[] };
 
   let delivererStats: (() => Promise<unknown>) | undefined;
-  /** Runs `work`, noting each process's CPU share (of one core) while it ran. */
-  const withCpu = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
+  /**
+   * Runs `work`, noting each process's CPU share (of one core) while it ran and its CPU time per
+   * operation: the machine is shared, so throughput is noisy, CPU per delivery much less so.
+   */
+  const withCpu = async <T extends { count: number } | void>(name: string, work: () => Promise<T>): Promise<T> => {
     const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
     const started = performance.now();
     const result = await work();
     const wall = (performance.now() - started) / 1000;
-    const shares = Object.entries(pids).map(([k, pid]) => `${k} ${Math.round(((cpuSeconds(pid) - before[k]!) / wall) * 100)}%`);
+    const count = result ? result.count : 0;
+    const shares = Object.entries(pids).map(([k, pid]) => {
+      const used = cpuSeconds(pid) - before[k]!;
+      return `${k} ${Math.round((used / wall) * 100)}%${count ? ` (${Math.round((used / count) * 1e6)} µs/op)` : ""}`;
+    });
     notes.push(`cpu during "${name}" (100% = one core): ${shares.join(", ")}`);
     if (delivererStats) notes.push(`deliverer counters after "${name}": ${JSON.stringify(await delivererStats())}`);
     return result;
@@ -144,6 +151,7 @@ try {
       if (inFlight.size >= 256) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
+    const published = (performance.now() - started) / 1000;
     let got = await stats(phase);
     while (got.unique < expected && performance.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
@@ -152,6 +160,7 @@ try {
     const seconds = (performance.now() - started) / 1000;
     got = await stats(phase, true);
     const result = { name, count: got.unique, errors: expected - got.unique, seconds, opsPerSec: got.unique / seconds, p50Ms: percentile(got.latencies, 50), p99Ms: percentile(got.latencies, 99), maxMs: got.latencies.at(-1) ?? Number.NaN };
+    notes.push(`${name}: ${events} events published in ${published.toFixed(2)} s, last delivery after ${seconds.toFixed(2)} s`);
     if (got.count > got.unique) notes.push(`${name}: ${got.count - got.unique} duplicate deliveries (at least once)`);
     results.push(result);
     return result;

@@ -6,11 +6,11 @@
  * killed mid-attempt loses nothing, the message comes back after the ack wait (a batch comes back
  * whole: receivers deduplicate on webhook-id).
  *
- * Fairness: at most `perSubscription` attempts run at once per subscription in one process, with up to
- * a quarter of the process's capacity waiting behind them. Work of a saturated subscription is nak'ed
- * with a delay that books it a place in the subscription's own virtual queue (the subscription's
- * observed pace: concurrency / attempt duration, Little's law), so it comes back about when there is
- * room, instead of cycling or being re-published. One slow receiver therefore holds a bounded share of
+ * Fairness: at most `perSubscription` requests run at once per subscription in one process, with up
+ * to a quarter of the process's capacity held behind them. Work of a saturated subscription is nak'ed
+ * with a delay that gives it a place in the subscription's own queue: behind what is held here and
+ * what was sent away before it, at the pace the subscription is observed to complete work, so it
+ * comes back about when there is room, instead of cycling or being re-published. One slow receiver therefore holds a bounded share of
  * the process and never delays the others, and a fast receiver with a large backlog is fed at its pace.
  */
 import type { JsMsg } from "@nats-io/jetstream";
@@ -44,14 +44,30 @@ type Item = DeliveryJob & { event?: CarriedEvent };
 /** What one DELIVERIES message asks for. */
 type Work = { subscriptionId: string; dueAt: number; manual: boolean; items: Item[] };
 /**
- * One subscription's share of this process: attempts running, items held in memory (running or
- * waiting), the recent attempt duration, and how far ahead work sent away has been booked (epoch ms).
+ * One subscription's share of this process: requests running, items held in memory (running, waiting
+ * or being recorded), items sent away to come back later, and its pace: items completed per ms while
+ * it was saturated (measured over windows of PACE_WINDOW_MS).
  */
-type Gate = { active: number; held: number; waiting: Array<() => void>; durationMs: number; bookedUntil: number; usedAt: number };
+type Gate = {
+  active: number;
+  held: number;
+  waiting: Array<() => void>;
+  away: number;
+  pace: number;
+  completed: number;
+  windowStart: number;
+  usedAt: number;
+};
 
 const USER_AGENT = "derrick-webhooks/1";
-/** Attempt duration assumed for a subscription not seen yet; its pace is learnt from its attempts. */
-const INITIAL_DURATION_MS = 10;
+/**
+ * Pace assumed for a subscription not seen yet (items per ms), optimistic: work booked too early only
+ * costs another nak, work booked too late leaves the receiver idle. It is learnt from completions.
+ */
+const INITIAL_PACE = 8;
+/** Booked delays are shortened by this factor for the same reason. */
+const BOOKING_FACTOR = 0.75;
+const PACE_WINDOW_MS = 250;
 /**
  * The longest work of a saturated subscription is sent away for (it is booked again if it returns too
  * early). Short for fast receivers, whose pace estimate can be off while the process is congested (an
@@ -59,7 +75,10 @@ const INITIAL_DURATION_MS = 10;
  */
 const MAX_BOOKING_FAST_MS = 2_000;
 const MAX_BOOKING_SLOW_MS = 60_000;
-const SLOW_ATTEMPT_MS = 100;
+/** Below this pace (items per ms, i.e. 100/s) a subscription counts as slow. */
+const SLOW_PACE = 0.1;
+/** How many sent-away messages are remembered (to count them back in); beyond, the count is reset. */
+const AWAY_REMEMBERED = 100_000;
 const EVENT_CACHE_SIZE = 2048;
 /** Resolved and checked callback targets are reused this long (DNS answers are re-checked after). */
 const TARGET_TTL_MS = 5_000;
@@ -81,7 +100,9 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   const queueLimit = Math.max(options.perSubscription, Math.floor(options.concurrency / 4));
   const events = new Map<number, Promise<StoredEvent | undefined>>();
   const bodies = new Map<number, { id: string; body: string }>();
-  const targets = new Map<string, { at: number; target: Promise<ResolvedTarget> }>();
+  const targets = new Map<string, { at: number; target: Promise<Target> }>();
+  // Messages sent away by booking (stream sequence → items and their gate), counted back on return.
+  const away = new Map<number, { gate: Gate; n: number }>();
 
   function readEvent(seq: number): Promise<StoredEvent | undefined> {
     let found = events.get(seq);
@@ -110,11 +131,11 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   }
 
   /** The checked target of a callback, reused for a few seconds (a refusal is never reused). */
-  function targetOf(uri: string): Promise<ResolvedTarget> {
+  function targetOf(uri: string): Promise<Target> {
     const now = Date.now();
     const cached = targets.get(uri);
     if (cached && now - cached.at < TARGET_TTL_MS) return cached.target;
-    const target = resolveCallback(options.policy, uri);
+    const target = resolveCallback(options.policy, uri).then(prepare);
     if (targets.size >= TARGET_CACHE_SIZE) targets.clear();
     targets.set(uri, { at: now, target });
     target.catch(() => targets.get(uri)?.target === target && targets.delete(uri));
@@ -139,7 +160,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
 
   function gateOf(id: string): Gate {
     let gate = gates.get(id);
-    if (!gate) gates.set(id, (gate = { active: 0, held: 0, waiting: [], durationMs: INITIAL_DURATION_MS, bookedUntil: 0, usedAt: 0 }));
+    if (!gate) gates.set(id, (gate = { active: 0, held: 0, waiting: [], away: 0, pace: INITIAL_PACE, completed: 0, windowStart: Date.now(), usedAt: 0 }));
     gate.usedAt = Date.now();
     return gate;
   }
@@ -158,34 +179,61 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     return new Promise<void>((resolve) => gate.waiting.push(resolve));
   }
 
-  function leave(gate: Gate, durationMs: number): void {
-    gate.durationMs += (durationMs - gate.durationMs) / 8; // moving average of recent attempts
+  function leave(gate: Gate): void {
     const next = gate.waiting.shift();
     if (next) next(); // the slot passes to the next waiter
     else gate.active--;
   }
 
+  /** Counts completed items; while the subscription is saturated, the window's rate becomes its pace. */
+  function completed(gate: Gate): void {
+    gate.completed++;
+    const now = Date.now();
+    const elapsed = now - gate.windowStart;
+    if (elapsed < PACE_WINDOW_MS) return;
+    if (gate.held >= options.perSubscription || gate.away > 0) gate.pace += (gate.completed / elapsed - gate.pace) / 2;
+    gate.completed = 0;
+    gate.windowStart = now;
+  }
+
   /**
-   * How long `n` items of a saturated subscription stay away: until the work ahead of them (held here
-   * or booked before them) has drained enough for them to fit in memory, at the subscription's pace.
+   * How long `n` items of a saturated subscription stay away: until the items ahead of them (held here
+   * or sent away before them) have drained enough for them to fit in memory, at the subscription's pace.
    */
-  function booking(gate: Gate, n: number, now: number): number {
-    const slotMs = Math.max(gate.durationMs, 1) / options.perSubscription;
-    const aheadMs = Math.max(gate.bookedUntil - now, gate.held * slotMs);
-    const roomMs = (options.perSubscription + queueLimit - n) * slotMs;
-    gate.bookedUntil = now + aheadMs + n * slotMs;
-    const longest = gate.durationMs < SLOW_ATTEMPT_MS ? MAX_BOOKING_FAST_MS : MAX_BOOKING_SLOW_MS;
-    return Math.round(Math.min(Math.max(aheadMs - roomMs, 1), longest) + Math.random() * n * slotMs);
+  function booking(gate: Gate, n: number): number {
+    const ahead = gate.held + gate.away + n - (options.perSubscription + queueLimit);
+    const longest = gate.pace < SLOW_PACE ? MAX_BOOKING_SLOW_MS : MAX_BOOKING_FAST_MS;
+    return Math.round(Math.min(Math.max((BOOKING_FACTOR * ahead) / gate.pace, 1), longest) * (1 + Math.random() * 0.1));
+  }
+
+  function sendAway(msg: JsMsg, gate: Gate, n: number): void {
+    const delay = booking(gate, n);
+    if (away.size >= AWAY_REMEMBERED) {
+      for (const entry of away.values()) entry.gate.away = 0;
+      away.clear();
+    }
+    away.set(msg.seq, { gate, n });
+    gate.away += n;
+    msg.nak(delay);
+  }
+
+  /** A message back from being sent away no longer counts as away. */
+  function returned(msg: JsMsg): void {
+    const entry = away.get(msg.seq);
+    if (!entry) return;
+    away.delete(msg.seq);
+    entry.gate.away = Math.max(0, entry.gate.away - entry.n);
   }
 
   // Forget the pace of subscriptions not seen for a while (bounded memory).
   const sweep = setInterval(() => {
     const idleSince = Date.now() - 5 * 60_000;
-    for (const [id, gate] of gates) if (gate.held === 0 && gate.usedAt < idleSince && gate.bookedUntil < idleSince) gates.delete(id);
+    for (const [id, gate] of gates) if (gate.held === 0 && gate.away === 0 && gate.usedAt < idleSince) gates.delete(id);
   }, 60_000);
   sweep.unref?.();
 
   async function handle(msg: JsMsg, work: Work): Promise<void> {
+    if (away.size > 0) returned(msg);
     const subscription = cache.get(work.subscriptionId) ?? (await cache.load(work.subscriptionId));
     if (!subscription) {
       msg.ack(); // deleted: nothing to deliver to
@@ -207,7 +255,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       // Saturated: the work goes back to JetStream (still unacknowledged, so nothing can be lost) and
       // returns about when the subscription can take it.
       stats.overflowed += n;
-      msg.nak(booking(gate, n, now));
+      sendAway(msg, gate, n);
       return;
     }
     gate.held += n;
@@ -224,19 +272,29 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     }
   }
 
+  /**
+   * One item: a slot of the subscription for the HTTP call only (the limit is on concurrent requests
+   * to the receiver), then the outcome is recorded while the slot serves the next item.
+   */
   async function deliver(gate: Gate, item: Item, subscription: SubscriptionRecord): Promise<void> {
     await slot(gate);
-    const started = Date.now();
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      stats.inFlight--;
+      leave(gate);
+    };
     stats.inFlight++;
     try {
-      await attempt(item, cache.get(item.subscription_id) ?? subscription);
+      await attempt(item, cache.get(item.subscription_id) ?? subscription, release);
     } finally {
-      stats.inFlight--;
-      leave(gate, Date.now() - started);
+      release();
+      completed(gate);
     }
   }
 
-  async function attempt(job: Item, subscription: SubscriptionRecord): Promise<void> {
+  async function attempt(job: Item, subscription: SubscriptionRecord, release: () => void): Promise<void> {
     stats.attempts++;
     const started = Date.now();
     const event = await eventOf(job);
@@ -255,6 +313,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       }
     }
     const finished = Date.now();
+    release();
     const base: AttemptRecord = {
       event_id: job.event_id,
       event_seq: job.event_seq,
@@ -308,22 +367,16 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       ...(subscription.callback_headers ?? {}),
       "content-type": "application/cloudevents+json",
       "user-agent": USER_AGENT,
+      host: target.host,
       ...webhookHeaders(secrets, eventId, body),
     };
-    // Connect to the address that was checked; the Host header (and TLS server name) keep the name.
-    const connect = new URL(target.url);
-    const hostname = target.url.hostname;
-    connect.hostname = target.family === 6 ? `[${target.address}]` : target.address;
-    headers.host = target.url.host;
-    const serverName = hostname.replace(/^\[|\]$/g, "");
-    const tls = target.url.protocol === "https:" ? { serverName, checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(serverName, cert) } : undefined;
-    const response = await fetch(connect, {
+    const response = await fetch(target.connect, {
       method: "POST",
       headers,
       body,
       redirect: "manual",
       signal: AbortSignal.timeout(options.timeoutMs),
-      ...(tls ? { tls } : {}),
+      ...(target.tls ? { tls: target.tls } : {}),
     } as RequestInit);
     // Drain the body so the connection can be reused; its content is not kept.
     await response.arrayBuffer().catch(() => undefined);
@@ -379,6 +432,21 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       await admit.idle();
       clearInterval(sweep);
     },
+  };
+}
+
+/** A checked callback as fetch wants it: the URL of the checked address, the Host header, TLS names. */
+type Target = { connect: string; host: string; tls?: { serverName: string; checkServerIdentity: (name: string, cert: PeerCertificate) => Error | undefined } };
+
+/** Connect to the address that was checked; the Host header (and TLS server name) keep the name. */
+function prepare(target: ResolvedTarget): Target {
+  const connect = new URL(target.url);
+  connect.hostname = target.family === 6 ? `[${target.address}]` : target.address;
+  const serverName = target.url.hostname.replace(/^\[|\]$/g, "");
+  return {
+    connect: connect.href,
+    host: target.url.host,
+    ...(target.url.protocol === "https:" ? { tls: { serverName, checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(serverName, cert) } } : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { delayBefore, honourRetryAfter, parseRetryAfter } from "./schedule.ts";
 import { newSecret, webhookHeaders } from "./signing.ts";
 import { cloudEvent, matches } from "./matching.ts";
+import { Slots } from "./slots.ts";
 
 describe("notifications pure parts", () => {
   it("notifications - a configured schedule is used as given and ends after its last entry", () => {
@@ -56,5 +57,25 @@ describe("notifications pure parts", () => {
       partitionid: "opendes",
       data: { a: 1 },
     });
+  });
+
+  it("notifications - the admit semaphore counts deliveries, serves waiters in order and lets an oversize batch through alone", async () => {
+    const slots = new Slots(10);
+    expect(slots.acquire(8)).toBeUndefined();
+    const order: string[] = [];
+    const big = Promise.resolve(slots.acquire(5)).then(() => order.push("big"));
+    const small = Promise.resolve(slots.acquire(1)).then(() => order.push("small"));
+    await Promise.resolve();
+    expect(order).toEqual([]); // the small one waits behind the big one, in order
+    slots.release(8);
+    await Promise.all([big, small]);
+    expect(order).toEqual(["big", "small"]);
+    expect(slots.inUse).toBe(6);
+    slots.release(6);
+    expect(slots.acquire(64)).toBeUndefined(); // larger than the capacity, but nothing else is held
+    const idle = slots.idle();
+    slots.release(64);
+    await idle;
+    expect(slots.inUse).toBe(0);
   });
 });

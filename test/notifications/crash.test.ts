@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { startReceiver } from "./receiver.ts";
-import { DELIVERY_ENV, publish, subscribe, type Json } from "./helpers.ts";
+import { jetstream } from "@nats-io/jetstream";
+import { subjects } from "../../subjects/index.ts";
+import { DELIVERY_ENV, deliveries, publish, remove, subscribe, type Json } from "./helpers.ts";
 
 describe("notifications delivery under failure", () => {
   let nats: TestNats;
@@ -16,7 +18,7 @@ describe("notifications delivery under failure", () => {
     await nats?.cleanup();
   });
 
-  it("notifications - a deliverer killed mid-delivery loses nothing: another one delivers the event", async () => {
+  it("notifications - a deliverer killed mid-delivery loses nothing: another one delivers every event of its batch", async () => {
     const r = startReceiver();
     let release: () => void = () => undefined;
     const held = new Promise<Response>((resolve) => (release = () => resolve(new Response(null, { status: 500 }))));
@@ -25,19 +27,52 @@ describe("notifications delivery under failure", () => {
     let rescuer: TestDerrick | undefined;
     try {
       await subscribe(derrick, "PlanShared", { callback_uri: r.url });
-      const { event_id } = (await (await publish(derrick, "PlanShared", { data: "must arrive" })).json()) as Json;
-      await eventually(() => r.received.length === 1, { what: "first attempt in flight" });
-      // Kill: the connection drops with the job unacknowledged (no drain, no ack, no record).
+      // Published together, the events reach the deliverer as one batch (or a few).
+      const ids = await Promise.all(
+        Array.from({ length: 5 }, async (_, i) => ((await (await publish(derrick, "PlanShared", { data: `must arrive ${i}` })).json()) as Json).event_id as string),
+      );
+      await eventually(() => r.received.length >= 1, { what: "first attempt in flight" });
+      const first = r.received[0]!.id;
+      // Kill: the connection drops with the work unacknowledged (no drain, no ack).
       await doomed.nc.close();
+      const before = r.received.length;
       rescuer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV });
-      await eventually(() => r.received.length >= 2, { what: "redelivery by the other deliverer", timeoutMs: 15_000 });
-      expect(r.received[1]!.id).toBe(event_id);
-      expect(JSON.parse(r.received[1]!.body).data).toBe("must arrive");
+      await eventually(() => r.received.slice(before).some((x) => x.id === first), { what: "redelivery by the other deliverer", timeoutMs: 15_000 });
+      const redelivered = r.received.slice(before).find((x) => x.id === first)!;
+      expect(JSON.parse(redelivered.body).data).toMatch(/^must arrive \d$/);
+      await eventually(() => ids.every((id) => r.received.some((x) => x.id === id)), { what: "every event delivered" });
     } finally {
       release();
       r.stop();
       await doomed.cleanup().catch(() => undefined);
       await rescuer?.cleanup();
+    }
+  }, 30_000);
+
+  it("notifications - a burst far beyond one subscription's capacity is delivered completely and every attempt is listed", async () => {
+    const r = startReceiver();
+    // A receiver that takes a moment, so the subscription saturates and work is sent away and booked.
+    r.respond = () => new Promise<Response>((resolve) => setTimeout(() => resolve(new Response(null, { status: 204 })), 2));
+    // 2 requests at once and 64 held for the subscription: less than two batches of the burst.
+    const env = { ...DELIVERY_ENV, DERRICK_DELIVERY_PER_SUBSCRIPTION: "2", DERRICK_DELIVERY_CONCURRENCY: "256" };
+    const deliverer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env });
+    try {
+      const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
+      const js = jetstream(derrick.nc);
+      const total = 300;
+      await Promise.all(Array.from({ length: total }, (_, i) => js.publish(subjects.events("opendes", "MasterPlanChanged"), JSON.stringify({ data: i }))));
+      await eventually(() => new Set(r.received.map((x) => x.id)).size === total, { what: "every event delivered", timeoutMs: 20_000 });
+      const stats = (await derrick.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<Json>();
+      expect(stats.overflowed).toBeGreaterThan(0);
+      const log = await eventually(async () => {
+        const list = await deliveries(derrick, sub.subscription_id);
+        return list.length === 100 ? list : undefined;
+      }, { what: "attempt log" });
+      expect(log.every((d: Json) => d.state === "succeeded" && d.attempt === 1)).toBe(true);
+      await remove(derrick, sub.subscription_id);
+    } finally {
+      r.stop();
+      await deliverer.cleanup();
     }
   }, 30_000);
 
