@@ -315,21 +315,29 @@ export class SqliteBackend implements SearchBackend {
     const whereSql = where.join(" AND ");
     const baseParams = [...params];
 
+    // Spatial hits in index order: one pass gives the count and the page.
+    if (request.spatial && driverText === undefined && request.sort.length === 0 && !request.keyset) {
+      const rids = (this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number]>).map((row) => row[0]).sort((x, y) => x - y);
+      const page = rids.slice(request.offset, request.offset + request.limit);
+      const docs = new Map<number, string>();
+      if (page.length) for (const row of this.stmts.docsOf.all(JSON.stringify(page))) docs.set(row.rid, row.doc);
+      return {
+        hits: page.map((rid) => {
+          const doc = JSON.parse(docs.get(rid)!) as Record<string, unknown>;
+          return { doc, position: [doc.id as string] };
+        }),
+        total: request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP),
+        aggregations: request.aggregateBy ? this.aggregate(request.aggregateBy, from, whereSql, baseParams) : [],
+      };
+    }
+
     // Count and aggregation see exactly the rows the results come from.
     let total = 0;
     if (!request.skipCount) {
       const cap = request.trackTotalCount ? -1 : TOTAL_CAP;
       total = this.db.query<{ n: number }, SQLQueryBindings[]>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${from} WHERE ${whereSql} LIMIT ${cap})`).get(...baseParams)!.n;
     }
-    let aggregations: Aggregation[] = [];
-    if (request.aggregateBy) {
-      const path = request.aggregateBy.replace(/\.keyword$/, "");
-      aggregations = this.db
-        .query<{ key: string; count: number }, SQLQueryBindings[]>(
-          `SELECT v.str AS key, count(DISTINCT v.rid) AS count FROM vals v WHERE v.path = ?${baseParams.length + 1} AND v.str IS NOT NULL AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry}) AND v.rid IN (SELECT r.rid FROM ${from} WHERE ${whereSql}) GROUP BY v.str ORDER BY count DESC, key ASC LIMIT ${AGGREGATION_SIZE}`,
-        )
-        .all(...baseParams, path);
-    }
+    const aggregations: Aggregation[] = request.aggregateBy ? this.aggregate(request.aggregateBy, from, whereSql, baseParams) : [];
     if (request.limit === 0) return { hits: [], total, aggregations };
 
     // Ordering: explicit sort keys, then the id (cursors) or insertion order.
@@ -360,6 +368,16 @@ export class SqliteBackend implements SearchBackend {
     }
     const hits = rows.map((row) => ({ doc: JSON.parse(docs.get(row.rid)!) as Record<string, unknown>, position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id] }));
     return { hits, total, aggregations };
+  }
+
+  /** Terms of one field over exactly the rows a query sees: count desc, key asc, at most 1000. */
+  private aggregate(field: string, from: string, whereSql: string, baseParams: SQLQueryBindings[]): Aggregation[] {
+    const path = field.replace(/\.keyword$/, "");
+    return this.db
+      .query<{ key: string; count: number }, SQLQueryBindings[]>(
+        `SELECT v.str AS key, count(DISTINCT v.rid) AS count FROM vals v WHERE v.path = ?${baseParams.length + 1} AND v.str IS NOT NULL AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry}) AND v.rid IN (SELECT r.rid FROM ${from} WHERE ${whereSql}) GROUP BY v.str ORDER BY count DESC, key ASC LIMIT ${AGGREGATION_SIZE}`,
+      )
+      .all(...baseParams, path);
   }
 
   /** Rows strictly after `after` in (sort keys with missing last, id) order. */

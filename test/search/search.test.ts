@@ -230,6 +230,13 @@ describe("search over records put through storage", () => {
     const field = "data.Location";
     const box = await searchOk(derrick, { spatialFilter: { field, byBoundingBox: { topLeft: { latitude: 59, longitude: 2 }, bottomRight: { latitude: 58, longitude: 3.5 } } } });
     expect(ids(box)).toEqual([W1, W3]);
+    const boxFilter = { field, byBoundingBox: { topLeft: { latitude: 59, longitude: 2 }, bottomRight: { latitude: 58, longitude: 3.5 } } };
+    const paged = await searchOk(derrick, { spatialFilter: boxFilter, aggregateBy: "data.Basin", offset: 1, limit: 1 });
+    expect(paged).toMatchObject({ totalCount: 2, aggregations: [{ key: "Permian", count: 2 }] });
+    expect(paged.results.map((r) => r.id)).toEqual([W3]);
+    const northOnly = await searchOk(derrick, { spatialFilter: boxFilter, aggregateBy: "data.Basin" }, "north");
+    expect(northOnly).toMatchObject({ totalCount: 1, aggregations: [{ key: "Permian", count: 1 }] });
+    expect(ids(northOnly)).toEqual([W1]);
     const near = await searchOk(derrick, { spatialFilter: { field, byDistance: { point: { latitude: 58.5, longitude: 2.5 }, distance: 50_000 } } });
     expect(ids(near)).toEqual([W1]);
     const farther = await searchOk(derrick, { spatialFilter: { field, byDistance: { point: { latitude: 58.5, longitude: 2.5 }, distance: 60_000 } } });
