@@ -9,7 +9,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { Redis } from "ioredis";
 import type { Config } from "../../config/index.ts";
 import { subjects } from "../../subjects/index.ts";
-import { TWIN_KEY_PREFIX, TwinCommitGate, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress } from "../../subjects/twins.ts";
+import { TWIN_KEY_PREFIX, TwinCommitGate, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
 import { buildInfo } from "../../platform/build-info.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -23,6 +23,9 @@ class TwinMirror {
   private readonly sub: Redis;
   private watcher?: { stop(): void };
   private closed = false;
+  /** The latest visible desired entry per key (bounded by the twin's size), rewritten after a Redis restart. */
+  private readonly latest = new Map<string, TwinEntry>();
+  private queue: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -47,24 +50,38 @@ class TwinMirror {
     const gate = new TwinCommitGate();
     const iterator = await kv.watch();
     this.watcher = iterator;
+    // A restarted Redis may have lost everything (a device Redis is often memory only): on every
+    // reconnect write the latest visible desired values again, in the same queue as the watch.
+    this.redis.on("ready", () => void this.writeDesired([...this.latest.values()]));
     void (async () => {
       for await (const raw of iterator) {
-        const ops = desiredToRedis(gate.feed(toTwinEntry(raw)));
-        if (ops.length === 0) continue;
-        const multi = this.redis.multi();
-        for (const op of ops) {
-          if (op.op === "set") multi.set(op.key, op.value);
-          else if (op.op === "del") multi.del(op.key);
-          else multi.hset(op.key, op.field, op.value);
-        }
-        try {
-          await multi.exec();
-          this.stats.desiredCopied += ops.length / 2;
-        } catch (error) {
-          this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: Redis write failed");
-        }
+        const visible = gate.feed(toTwinEntry(raw));
+        for (const entry of visible) this.latest.set(entry.key, entry);
+        await this.writeDesired(visible);
       }
     })();
+  }
+
+  /** One MULTI per change set, queued behind earlier ones so Redis never goes back to an older value. */
+  private writeDesired(entries: TwinEntry[]): Promise<void> {
+    const ops = desiredToRedis(entries);
+    if (ops.length === 0) return this.queue;
+    this.queue = this.queue.then(async () => {
+      const multi = this.redis.multi();
+      for (const op of ops) {
+        if (op.op === "set") multi.set(op.key, op.value);
+        else if (op.op === "del") multi.del(op.key);
+        else multi.hset(op.key, op.field, op.value);
+      }
+      try {
+        await multi.exec();
+        this.stats.desiredCopied += ops.length / 2;
+      } catch (error) {
+        // Not lost: the next reconnect writes the latest values again.
+        this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: Redis write failed");
+      }
+    });
+    return this.queue;
   }
 
   private async followReported(kv: KV): Promise<void> {
@@ -83,14 +100,26 @@ class TwinMirror {
     this.sub.on("pmessage", (_p: string, channel: string) => {
       void copy(channel.slice(prefix.length)).catch((error: Error) => this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: reported copy failed"));
     });
-    await this.sub.psubscribe(`${prefix}${TWIN_KEY_PREFIX}/*`);
-    // Catch up on reported values written while the mirror was away.
-    let cursor = "0";
-    do {
-      const [next, keys] = await this.redis.scan(cursor, "MATCH", `${TWIN_KEY_PREFIX}/*/reported/*`, "COUNT", 500);
-      cursor = next;
-      for (const key of keys) await copy(key);
-    } while (cursor !== "0" && !this.closed);
+    const pattern = `${prefix}${TWIN_KEY_PREFIX}/*`;
+    // Catch up on reported values written while the mirror was away (or not yet subscribed).
+    const catchUp = async () => {
+      let cursor = "0";
+      do {
+        const [next, keys] = await this.redis.scan(cursor, "MATCH", `${TWIN_KEY_PREFIX}/*/reported/*`, "COUNT", 500);
+        cursor = next;
+        for (const key of keys) await copy(key);
+      } while (cursor !== "0" && !this.closed);
+    };
+    await this.sub.psubscribe(pattern);
+    await catchUp();
+    // After a Redis restart the device may write before this connection has subscribed again:
+    // subscribe (acknowledged), then scan, so no reported value falls between the two.
+    this.sub.on("ready", () => {
+      void this.sub
+        .psubscribe(pattern)
+        .then(catchUp)
+        .catch((error: Error) => this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: reported catch-up failed"));
+    });
   }
 
   stop(): void {

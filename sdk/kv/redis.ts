@@ -2,7 +2,8 @@
  * Twin properties in a Redis on the device (the original SDK 3.0 layout: plain string keys
  * `twin_properties/<group>/desired|reported/<name>`), followed through keyspace notifications. The
  * twin-mirror actor writes desired values with their JetStream revision in the `twin_versions` hash,
- * in one MULTI, so a notification never reveals half of a PUT. On (re)connect every key is re-read.
+ * in one MULTI, so a notification never reveals half of a PUT. On (re)connect every key is re-read
+ * (after either connection is back: the command one and, once it has subscribed again, the listening one).
  */
 import { Redis } from "ioredis";
 import { REDIS_TWIN_VERSIONS, TWIN_KEY_PREFIX, parseTwinKey, twinKey, type TwinSide } from "../../subjects/twins.ts";
@@ -31,9 +32,13 @@ export class RedisTwinBackend implements TwinBackend {
       const key = channel.slice(prefix.length);
       void this.read([key]).then(onChanges, (error: Error) => this.log("warn", "twin read failed", { key, error: error.message }));
     });
-    await this.sub.psubscribe(`${prefix}${TWIN_KEY_PREFIX}/*`);
+    const pattern = `${prefix}${TWIN_KEY_PREFIX}/*`;
+    await this.sub.psubscribe(pattern);
     const resync = () => void this.readAll().then(onChanges, (error: Error) => this.log("warn", "twin resync failed", { error: error.message }));
     this.cmd.on("ready", resync);
+    // The listening connection may come back after the writer's first writes to a restarted Redis:
+    // once subscribed again (acknowledged), re-read, so a change made in between is not missed.
+    this.sub.on("ready", () => void this.sub.psubscribe(pattern).then(resync, (error: Error) => this.log("warn", "twin resubscribe failed", { error: error.message })));
     onChanges(await this.readAll());
   }
 

@@ -64,4 +64,33 @@ describe("device SDK over Redis with the twin mirror", () => {
       return state.reported.config?.RApp?.value === text;
     }, { what: "ack in JetStream" });
   });
+  it("sdk redis - after Redis restarts empty, values put while it was down reach the callback once and in order, older ones are back, and a reported value written meanwhile reaches JetStream", async () => {
+    const seen: TwinChange[] = [];
+    device!.observe("restart", undefined, (c) => seen.push(c));
+    await put("restart", [{ name: "keep", value: "k" }]);
+    await eventually(() => seen.some((c) => c.name === "keep"), { what: "value before the outage" });
+    await redis.stop();
+    const versions: number[] = [];
+    for (let i = 1; i <= 5; i++) {
+      const res = await put("restart", [{ name: "a", value: String(i) }]);
+      expect(res.status).toBe(200);
+      versions.push(((await res.json()) as { twins: Array<{ version: number }> }).twins[0]!.version);
+    }
+    // Queued by the client until Redis is back.
+    const reported = device!.setReported("restart", "r", "written while down");
+    await redis.restart();
+    await reported;
+    await eventually(() => seen.some((c) => c.name === "a" && c.value === "5"), { what: "latest value after the restart" });
+    const a = seen.filter((c) => c.name === "a").map((c) => c.version);
+    expect(new Set(a).size).toBe(a.length);
+    expect([...a].sort((x, y) => x - y)).toEqual(a);
+    expect(a.at(-1)).toBe(versions.at(-1));
+    // The restarted (memory-only) Redis lost everything: the mirror wrote the desired values again.
+    await eventually(async () => (await device!.getDesired("restart", "keep"))?.value === "k", { what: "older desired value rewritten" });
+    expect(seen.filter((c) => c.name === "keep")).toHaveLength(1);
+    await eventually(async () => {
+      const state = (await (await derrick.call(`${twinPath}?group=restart`, { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> };
+      return state.reported.restart?.r?.value === "written while down";
+    }, { what: "reported value copied back" });
+  });
 });
