@@ -36,6 +36,15 @@ class TwinMirror {
     const retryStrategy = (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6));
     this.redis = new Redis(redisUrl, { retryStrategy, maxRetriesPerRequest: null });
     this.sub = new Redis(redisUrl, { retryStrategy, maxRetriesPerRequest: null });
+    // Without a listener ioredis prints every failed reconnect; log once per outage instead.
+    for (const connection of [this.redis, this.sub]) {
+      let reported = false;
+      connection.on("error", (error: Error) => {
+        if (!reported) this.log.warn({ err: error, twin: `${twin.organization}/${twin.environment}/${twin.twinId}` }, "twin mirror: Redis unreachable; retrying");
+        reported = true;
+      });
+      connection.on("ready", () => (reported = false));
+    }
     this.stats = { twin: `${twin.organization}/${twin.environment}/${twin.twinId}`, desiredCopied: 0, reportedCopied: 0 };
   }
 

@@ -23,6 +23,15 @@ export class RedisTwinBackend implements TwinBackend {
     const common = { host: options.host, port: options.port, password: options.password, retryStrategy: (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6)), maxRetriesPerRequest: null };
     this.cmd = new Redis(common);
     this.sub = new Redis(common);
+    // Without a listener ioredis prints every failed reconnect; say it once per outage instead.
+    for (const connection of [this.cmd, this.sub]) {
+      let reported = false;
+      connection.on("error", (error: Error) => {
+        if (!reported) this.log("warn", "Redis unreachable; retrying", { error: error.message });
+        reported = true;
+      });
+      connection.on("ready", () => (reported = false));
+    }
   }
 
   async start(onChanges: (changes: TwinChange[]) => void): Promise<void> {

@@ -2,26 +2,34 @@
  * Chaos: a multi-process deployment (nats-server, the edge, two processes each running every actor)
  * under bounded loopback load while faults are injected: kill -9 of an actor process then a restart,
  * nats-server stopped and restarted on the same port with its store, and a webhook receiver that
- * answers 500, hangs, resets connections or is slow. After each fault every accepted write is read
- * back exactly once (events deduplicated by webhook-id), readiness returns within a stated time, and
- * while a dependency was down the edge answered 503/504: never hung, never 500.
+ * answers 500, hangs, resets connections or is slow, and the Redis of a Redis-backed device (the
+ * twin-mirror actor in both actor processes copies its twin) stopped and restarted empty. After each
+ * fault every accepted write is read back exactly once (events deduplicated by webhook-id, every
+ * content task answered 202 succeeded with its content id and completed once, rechecked after every
+ * later fault), readiness returns within a stated time, and while a dependency was down the edge
+ * answered 503/504: never hung, never 500.
  *
- * `npm test` runs the short version (~40 s); `npm run test:chaos` (CHAOS_FULL=1) runs longer load,
- * a 10 s NATS outage, and kills each actor process in turn.
+ * `npm test` runs the short version (~50 s); `npm run test:chaos` (CHAOS_FULL=1) runs longer load,
+ * a 10 s NATS outage, an 8 s Redis outage, and kills each actor process in turn.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually } from "../harness/index.ts";
-import { emptyLoad, missingWrites, p99, runLoad, startDeployment, undeliveredEvents, writesAccepted, type Deployment, type LoadResult, type ReceiverMode } from "./deployment.ts";
+import { eventually, startTestRedis, type TestRedis } from "../harness/index.ts";
+import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
+import { emptyLoad, missingWrites, p99, runLoad, startDeployment, taskProblems, undeliveredEvents, writesAccepted, type Deployment, type LoadResult, type ReceiverMode } from "./deployment.ts";
 
 const FULL = process.env.CHAOS_FULL === "1";
 const LOAD_MS = FULL ? 15_000 : 4_000;
 const NATS_OUTAGE_MS = FULL ? 10_000 : 3_000;
+const REDIS_OUTAGE_MS = FULL ? 8_000 : 2_000;
+/** The Redis-backed device's twin (DERRICK_TWIN_MIRRORS of both actor processes). */
+const DEVICE_TWIN = { organization: "acme", environment: "chaos", twinId: "rdev" };
+const DEVICE_TWIN_PATH = `/api/twin-properties/v1/${DEVICE_TWIN.organization}/${DEVICE_TWIN.environment}/${DEVICE_TWIN.twinId}/twin-properties`;
 /** Readiness must come back within this after a fault is repaired. */
 const READY_WITHIN_MS = 15_000;
 const FAULT_TIMEOUT = FULL ? 240_000 : 60_000;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-type Row = { fault: string; requests: number; accepted: number; lost: number; duplicates: number; during: string; hung: number; server500: number; readyMs: number; p99Ms: number };
+type Row = { fault: string; requests: number; accepted: number; tasks: number; lost: number; duplicates: number; during: string; hung: number; server500: number; readyMs: number; p99Ms: number };
 const rows: Row[] = [];
 
 function statusesOutside(load: LoadResult, allowed: (status: number) => boolean): Record<string, number> {
@@ -30,8 +38,12 @@ function statusesOutside(load: LoadResult, allowed: (status: number) => boolean)
 
 describe("chaos", () => {
   let d: Deployment;
+  let redis: TestRedis;
+  /** Every content task accepted so far (task id → content id), rechecked after each fault. */
+  const allTasks = new Map<string, string>();
   beforeAll(async () => {
-    d = await startDeployment();
+    redis = await startTestRedis();
+    d = await startDeployment({ env: { DERRICK_TWIN_MIRRORS: JSON.stringify([{ ...DEVICE_TWIN, redis: redis.url }]) } });
   }, 90_000);
   afterAll(async () => {
     if (rows.length) {
@@ -39,6 +51,7 @@ describe("chaos", () => {
       console.table(rows);
     }
     await d?.stop();
+    await redis?.cleanup();
   });
 
   /** Reads every accepted write back, waits for every accepted event, and records the row. */
@@ -46,13 +59,17 @@ describe("chaos", () => {
     const lost = await eventually(async () => ((await missingWrites(d, load)).length === 0 ? [] : undefined), { timeoutMs: 20_000, intervalMs: 500, what: `accepted writes after ${fault}` }).catch(async () => missingWrites(d, load));
     await eventually(() => undeliveredEvents(d, load).length === 0, { timeoutMs: 30_000, intervalMs: 200, what: `deliveries after ${fault}` }).catch(() => undefined);
     const undelivered = undeliveredEvents(d, load);
+    for (const [taskId, contentId] of load.accepted.tasks) allTasks.set(taskId, contentId);
+    // Tasks of earlier faults too: still succeeded, never completed a second time.
+    const tasksNotOnce = await taskProblems(d, allTasks);
     const duplicates = [...load.accepted.events].reduce((sum, id) => sum + Math.max(0, (d.receiver.deliveries.get(id) ?? 0) - 1), 0);
     const all = [load, during].filter((l): l is LoadResult => !!l);
     const row: Row = {
       fault,
       requests: all.reduce((s, l) => s + l.requests, 0),
       accepted: writesAccepted(load),
-      lost: lost.length + undelivered.length,
+      tasks: load.accepted.tasks.size,
+      lost: lost.length + undelivered.length + tasksNotOnce.length,
       duplicates,
       during: during ? JSON.stringify(during.statuses) : "-",
       hung: all.reduce((s, l) => s + l.hung, 0),
@@ -63,6 +80,7 @@ describe("chaos", () => {
     rows.push(row);
     expect(lost, "accepted writes not found").toEqual([]);
     expect(undelivered, "accepted events never delivered").toEqual([]);
+    expect(tasksNotOnce, "accepted content tasks not succeeded exactly once").toEqual([]);
     expect(row.hung, "requests without an answer").toBe(0);
     expect(row.server500, "500 answers").toBe(0);
     expect(readyMs).toBeLessThan(READY_WITHIN_MS);
@@ -134,6 +152,76 @@ describe("chaos", () => {
         await runLoad(d, load, { durationMs: FULL ? 5_000 : 1_500, concurrency: 4 });
         d.receiver.mode = "ok";
         await verify(`receiver ${mode}`, load, undefined, await d.waitReady(READY_WITHIN_MS));
+      }
+    },
+    FAULT_TIMEOUT,
+  );
+
+  it(
+    `chaos - Redis of a Redis-backed device stopped for ${REDIS_OUTAGE_MS / 1000} s and restarted empty: desired values put meanwhile reach the device once and in order, reported ones flow back, no 500`,
+    async () => {
+      const config = parseAppConfig({
+        Name: "ChaosDevice",
+        AEA2: { RedisClient: { Server: "127.0.0.1", Port: String(redis.port) }, BusClient: { Server: d.nats().url, Subscriptions: [{ DataIn: ["slbapps.ChaosDevice.DataIn"] }] } },
+      });
+      const device = await DeviceClient.connect(config, { reconnectTimeWaitMs: 100 });
+      try {
+        const seen: TwinChange[] = [];
+        device.observe("setpoints", undefined, (c) => seen.push(c));
+        const twinStatuses: Record<string, number> = {};
+        const count = (status: number | string) => void (twinStatuses[status] = (twinStatuses[status] ?? 0) + 1);
+        const put = async (twins: Array<{ name: string; value: string }>) => {
+          const res = await d.call(DEVICE_TWIN_PATH, { method: "PUT", body: JSON.stringify({ group: "setpoints", twins }) });
+          count(res.status);
+          return res.status === 200 ? ((await res.json()) as { twins: Array<{ name: string; version: number }> }).twins : (await res.body?.cancel(), []);
+        };
+        await put([{ name: "kept", value: "before" }]);
+        await eventually(() => seen.some((c) => c.name === "kept"), { what: "the device's first value" });
+
+        await redis.stop();
+        const during = emptyLoad();
+        const outage = runLoad(d, during, { durationMs: REDIS_OUTAGE_MS, concurrency: 4 });
+        // Desired values put while Redis is down, one after another so their versions are ordered.
+        const latest = new Map<string, { value: string; version: number }>();
+        const deadline = Date.now() + REDIS_OUTAGE_MS;
+        for (let i = 1; Date.now() < deadline && i <= 200; i++) {
+          for (const t of await put([{ name: `sp${i % 3}`, value: String(i) }])) latest.set(t.name, { value: String(i), version: t.version });
+          const read = await d.call(`${DEVICE_TWIN_PATH}?group=setpoints`);
+          count(read.status);
+          await read.body?.cancel();
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        // Written on the device while its Redis is down: the client queues it until Redis is back.
+        const reported = device.setReported("setpoints", "state", "written while Redis was down");
+        await outage;
+        await redis.restart();
+        await reported;
+        const readyMs = await d.waitReady(READY_WITHIN_MS);
+
+        await eventually(() => [...latest].every(([name, want]) => seen.filter((c) => c.name === name).at(-1)?.version === want.version), { timeoutMs: 15_000, what: "latest desired values on the device" });
+        for (const [name, want] of latest) {
+          const versions = seen.filter((c) => c.name === name).map((c) => c.version);
+          expect(new Set(versions).size, `${name} delivered twice`).toBe(versions.length);
+          expect([...versions].sort((a, b) => a - b), `${name} out of order`).toEqual(versions);
+          expect(seen.filter((c) => c.name === name).at(-1)?.value).toBe(want.value);
+        }
+        expect(seen.filter((c) => c.name === "kept")).toHaveLength(1);
+        // The restarted Redis was empty: the mirror wrote the desired values held before the outage again.
+        await eventually(async () => (await device.getDesired("setpoints", "kept"))?.value === "before", { what: "older desired value back in Redis" });
+        await device.setReported("setpoints", "after", "written after the restart");
+        await eventually(async () => {
+          const state = (await (await d.call(`${DEVICE_TWIN_PATH}?group=setpoints`)).json()) as { reported: Record<string, Record<string, { value: string }>> };
+          return state.reported.setpoints?.state?.value === "written while Redis was down" && state.reported.setpoints?.after?.value === "written after the restart";
+        }, { timeoutMs: 15_000, what: "reported values back in JetStream" });
+
+        expect(latest.size, "desired values accepted while Redis was down").toBeGreaterThan(0);
+        expect(Object.keys(twinStatuses).filter((s) => s !== "200"), JSON.stringify(twinStatuses)).toEqual([]);
+        // Redis is no dependency of the edge: the load's twin requests (and everything else) answered as usual.
+        expect(Object.keys(during.byKind.twin ?? {}).filter((s) => !(Number(s) >= 200 && Number(s) < 300))).toEqual([]);
+        await verify(`redis down ${REDIS_OUTAGE_MS / 1000} s`, during, undefined, readyMs);
+        rows.at(-1)!.accepted += [...latest].length;
+      } finally {
+        await device.close();
       }
     },
     FAULT_TIMEOUT,

@@ -3,6 +3,7 @@
  * kept across restarts, same port), the edge and two actor processes as `bin/derrick.ts` children, a
  * webhook receiver whose behaviour can be switched (ok, 500, hang, reset, slow), and a bounded
  * loopback load generator whose accepted writes are remembered so they can be checked afterwards.
+ * Content tasks are requested on one project created at start (the load's client is a member).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
@@ -70,6 +71,10 @@ export type Deployment = {
   nats: () => NatsServer;
   receiver: ChaosReceiver;
   subscriptionId: string;
+  /** The project content tasks are requested on. */
+  contentProject: string;
+  /** completedAt of every task seen succeeded: a second completion would change it. */
+  taskCompletions: Map<string, string>;
   processes: Proc[];
   token(client: TestClient): Promise<string>;
   call(path: string, init?: RequestInit & { as?: TestClient; timeoutMs?: number }): Promise<Response>;
@@ -125,6 +130,8 @@ export async function startDeployment(options: { actorProcesses?: number; env?: 
     nats: () => nats,
     receiver,
     subscriptionId: "",
+    contentProject: `chaos-content-${RUN}`,
+    taskCompletions: new Map(),
     processes,
     async token(client) {
       const cached = tokens.get(client);
@@ -199,6 +206,8 @@ export async function startDeployment(options: { actorProcesses?: number; env?: 
     const sub = await deployment.call("/v1/notifications/subscriptions/types/PlanShared", { as: "alpha", method: "POST", body: JSON.stringify({ subscriber: "chaos", callback_uri: receiver.url }) });
     if (sub.status !== 200) throw new Error(`subscribe: ${sub.status} ${await sub.text()}`);
     deployment.subscriptionId = ((await sub.json()) as { subscription_id: string }).subscription_id;
+    const project = await deployment.call(`/v1/projects/${deployment.contentProject}`, { method: "PUT", body: JSON.stringify({ name: "chaos content", members: ["admin"], values: { displayItems: { "water-depth": 91 } } }) });
+    if (project.status !== 201) throw new Error(`content project: ${project.status} ${await project.text()}`);
   } catch (error) {
     const logs = processes.map((p) => `--- ${p.name}\n${p.log}`).join("\n");
     await deployment.stop();
@@ -214,18 +223,22 @@ export type LoadResult = {
   /** Requests without an answer within the client timeout. */
   hung: number;
   latenciesMs: number[];
-  accepted: { twins: Map<string, string>; records: Set<string>; segments: Set<string>; projects: Set<string>; events: Set<string> };
+  /** Statuses per kind of request (twin, record, segment, project, event, task, read). */
+  byKind: Record<string, Record<string, number>>;
+  /** Tasks map task id → content id (answered 202). */
+  accepted: { twins: Map<string, string>; records: Set<string>; segments: Set<string>; projects: Set<string>; events: Set<string>; tasks: Map<string, string> };
 };
 
 export function emptyLoad(): LoadResult {
-  return { requests: 0, statuses: {}, hung: 0, latenciesMs: [], accepted: { twins: new Map(), records: new Set(), segments: new Set(), projects: new Set(), events: new Set() } };
+  return { requests: 0, statuses: {}, hung: 0, latenciesMs: [], byKind: {}, accepted: { twins: new Map(), records: new Set(), segments: new Set(), projects: new Set(), events: new Set(), tasks: new Map() } };
 }
 
 let sequence = 0;
 const RUN = Math.random().toString(36).slice(2, 8);
 
 /**
- * Mixed writes (twin properties, storage records, assessment upserts, projects, events) and a read,
+ * Mixed writes (twin properties, storage records, assessment upserts, projects, events, content
+ * tasks) and a read,
  * from `concurrency` workers until `durationMs` passes or `maxRequests` are sent; bounded both ways.
  */
 export async function runLoad(d: Deployment, into: LoadResult, options: { durationMs: number; concurrency?: number; maxRequests?: number; timeoutMs?: number }): Promise<LoadResult> {
@@ -236,7 +249,8 @@ export async function runLoad(d: Deployment, into: LoadResult, options: { durati
     while (Date.now() < until && into.requests < max) {
       const n = ++sequence;
       const key = `${RUN}-${n}`;
-      const kind = n % 6;
+      const kind = n % 7;
+      const kindName = ["twin", "record", "segment", "project", "event", "task", "read"][kind]!;
       let send: () => Promise<Response>;
       let accept: (res: Response) => Promise<void> | void = () => {};
       if (kind === 0) {
@@ -255,6 +269,12 @@ export async function runLoad(d: Deployment, into: LoadResult, options: { durati
       } else if (kind === 4) {
         send = () => call("/v1/notifications/events/PlanShared", { as: "alpha", method: "POST", body: JSON.stringify({ data: { n } }) });
         accept = async (res) => void into.accepted.events.add(((await res.clone().json()) as { event_id: string }).event_id);
+      } else if (kind === 5) {
+        send = () => call(`/v1/projects/${d.contentProject}/display-items/content/requests`, { method: "POST", body: JSON.stringify({}) });
+        accept = async (res) => {
+          const body = (await res.clone().json()) as { taskId: string; contentId: string };
+          into.accepted.tasks.set(body.taskId, body.contentId);
+        };
       } else {
         send = () => call("/v1/display-items?limit=5");
       }
@@ -264,6 +284,8 @@ export async function runLoad(d: Deployment, into: LoadResult, options: { durati
         const res = await send();
         into.latenciesMs.push(performance.now() - started);
         into.statuses[res.status] = (into.statuses[res.status] ?? 0) + 1;
+        const perKind = (into.byKind[kindName] ??= {});
+        perKind[res.status] = (perKind[res.status] ?? 0) + 1;
         if (res.status >= 200 && res.status < 300) await accept(res);
         await res.body?.cancel().catch(() => {});
       } catch (error) {
@@ -287,6 +309,7 @@ export async function missingWrites(d: Deployment, load: LoadResult): Promise<st
     ...[...load.accepted.segments].map((id): [string, string] => [`segment ${id}`, `/assessments/v1/segmentanalyses/${id}`]),
     ...[...load.accepted.projects].map((id): [string, string] => [`project ${id}`, `/v1/projects/${id}`]),
   ];
+  missing.push(...(await taskProblems(d, load.accepted.tasks)));
   for (let i = 0; i < reads.length; i += 16) {
     await Promise.all(
       reads.slice(i, i + 16).map(async ([what, path]) => {
@@ -299,6 +322,36 @@ export async function missingWrites(d: Deployment, load: LoadResult): Promise<st
   return missing;
 }
 
+type TaskView = { state: string; contentId?: string; completedAt?: string; error?: string };
+
+/**
+ * Every accepted content task has succeeded with the content id it was accepted with, and (checked
+ * again after later faults) completed exactly once: its completedAt never changes once seen.
+ */
+export async function taskProblems(d: Deployment, tasks: Map<string, string>): Promise<string[]> {
+  const problems: string[] = [];
+  const entries = [...tasks];
+  for (let i = 0; i < entries.length; i += 16) {
+    await Promise.all(
+      entries.slice(i, i + 16).map(async ([taskId, contentId]) => {
+        const res = await d.call(`/v2/projects/${d.contentProject}/tasks/${taskId}`);
+        if (res.status !== 200) {
+          await res.body?.cancel().catch(() => {});
+          problems.push(`task ${taskId} (${res.status})`);
+          return;
+        }
+        const task = (await res.json()) as TaskView;
+        if (task.state !== "succeeded") return void problems.push(`task ${taskId} ${task.state}${task.error ? `: ${task.error}` : ""}`);
+        if (task.contentId !== contentId) return void problems.push(`task ${taskId} content ${task.contentId} ≠ ${contentId}`);
+        const first = d.taskCompletions.get(taskId);
+        if (first === undefined) d.taskCompletions.set(taskId, task.completedAt ?? "");
+        else if (first !== (task.completedAt ?? "")) problems.push(`task ${taskId} completed twice (${first}, then ${task.completedAt})`);
+      }),
+    );
+  }
+  return problems;
+}
+
 /** Accepted events the receiver has not (yet) received; the receiver dedupes by webhook-id. */
 export const undeliveredEvents = (d: Deployment, load: LoadResult) => [...load.accepted.events].filter((id) => !d.receiver.deliveries.has(id));
 
@@ -309,4 +362,4 @@ export function p99(values: number[]): number {
 }
 
 export const writesAccepted = (load: LoadResult) =>
-  load.accepted.twins.size + load.accepted.records.size + load.accepted.segments.size + load.accepted.projects.size + load.accepted.events.size;
+  load.accepted.twins.size + load.accepted.records.size + load.accepted.segments.size + load.accepted.projects.size + load.accepted.events.size + load.accepted.tasks.size;
