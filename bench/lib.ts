@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 
-export type LoadResult = { name: string; count: number; errors: number; seconds: number; opsPerSec: number; p50Ms: number; p99Ms: number; maxMs: number };
+export type LoadResult = { name: string; count: number; errors: number; seconds: number; opsPerSec: number; p50Ms: number; p95Ms?: number; p99Ms: number; maxMs: number };
 
 export function percentile(sortedMs: readonly number[], p: number): number {
   if (sortedMs.length === 0) return Number.NaN;
@@ -19,8 +19,8 @@ export function percentile(sortedMs: readonly number[], p: number): number {
  * Runs `op` with `concurrency` workers until `count` operations or `maxMs` elapse (both bounds always
  * apply), after `warmup` untimed operations.
  */
-export async function runLoad(name: string, op: (i: number) => Promise<unknown>, options: { count: number; concurrency: number; maxMs: number; warmup?: number }): Promise<LoadResult> {
-  for (let i = 0; i < (options.warmup ?? Math.min(200, options.count / 10)); i++) await op(i).catch(() => undefined);
+export async function runLoad(name: string, op: (i: number) => unknown | Promise<unknown>, options: { count: number; concurrency: number; maxMs: number; warmup?: number }): Promise<LoadResult> {
+  for (let i = 0; i < (options.warmup ?? Math.min(200, options.count / 10)); i++) await Promise.resolve(op(i)).catch(() => undefined);
   const latencies: number[] = [];
   let next = 0;
   let errors = 0;
@@ -48,6 +48,7 @@ export async function runLoad(name: string, op: (i: number) => Promise<unknown>,
     seconds,
     opsPerSec: latencies.length / seconds,
     p50Ms: percentile(latencies, 50),
+    p95Ms: percentile(latencies, 95),
     p99Ms: percentile(latencies, 99),
     maxMs: latencies.at(-1) ?? Number.NaN,
   };

@@ -16,7 +16,7 @@ import { recordKey, type SearchStatus, type StoredRecord } from "../subjects/sea
 import { SqliteBackend } from "../actors/search/sqlite.ts";
 import { planSearch } from "../actors/search/validate.ts";
 import type { SearchRequest } from "../actors/search/backend.ts";
-import { percentile, report, type LoadResult } from "./lib.ts";
+import { report, runLoad, type LoadResult } from "./lib.ts";
 
 const RECORDS = Number(process.env.BENCH_SEARCH_RECORDS ?? 100_000);
 const QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 400);
@@ -66,24 +66,9 @@ function generate(i: number): StoredRecord {
 const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
 type Measured = LoadResult & { p95Ms: number };
 
-async function measure(name: string, op: (i: number) => unknown | Promise<unknown>): Promise<Measured> {
-  for (let i = 0; i < 20; i++) await op(i);
-  const latencies: number[] = [];
-  let errors = 0;
-  const started = performance.now();
-  for (let i = 0; i < QUERIES && performance.now() - started < CASE_MAX_MS; i++) {
-    const t0 = performance.now();
-    try {
-      await op(i);
-    } catch {
-      errors++;
-    }
-    latencies.push(performance.now() - t0);
-  }
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { name, count: latencies.length, errors, seconds, opsPerSec: latencies.length / seconds, p50Ms: percentile(latencies, 50), p95Ms: percentile(latencies, 95), p99Ms: percentile(latencies, 99), maxMs: latencies.at(-1) ?? Number.NaN };
-}
+/** One query at a time, bounded in count and time, after 20 untimed runs. */
+const measure = async (name: string, op: (i: number) => unknown | Promise<unknown>): Promise<Measured> =>
+  (await runLoad(name, op, { count: QUERIES, concurrency: 1, maxMs: CASE_MAX_MS, warmup: 20 })) as Measured;
 
 const dir = mkdtempSync(join(tmpdir(), "derrick-bench-search-"));
 const nats = await startTestNats({ dir: join(dir, "nats") });

@@ -3,7 +3,6 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { AppCreate, AppDelete, AppkeyCheck, TokenRequest } from "../../subjects/identity.ts";
 import type { Config } from "../../config/index.ts";
-import { buildInfo } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { createApp, deleteApp, issueToken, listApps, publishedJwks, seedClients, verifyAppkey, type IdentityDeps } from "./handlers.ts";
 import { loadOrCreateSigningKey } from "./keys.ts";
@@ -22,7 +21,6 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
     nc,
     {
       name: "identity",
-      version: buildInfo().version,
       description: "embedded OAuth 2.0 issuer and app registry",
       endpoints: [
         endpoint({ name: "token", subject: names.token(), input: TokenRequest, handler: (input) => issueToken(input, deps) }),

@@ -10,7 +10,6 @@ import { nuid } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { EventPublish, SubscriptionRef, SubscriptionUpsert } from "../../subjects/notifications.ts";
 import type { Config } from "../../config/index.ts";
-import { buildInfo } from "../../platform/build-info.ts";
 import { reply } from "../../subjects/reply.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { requireGroup, requirePartition, requirePrincipal, type RequestContext } from "../runtime/context.ts";
@@ -44,7 +43,6 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
     nc,
     {
       name: "notifications",
-      version: buildInfo().version,
       description: "notification subscriptions, secrets, delivery log and replay; events over HTTP",
       endpoints: [
         endpoint({ name: "subscription-upsert", subject: n["subscription.upsert"](), input: SubscriptionUpsert, handler: (i, ctx) => upsertSubscription(i.type, i.subscription, caller(ctx), deps) }),
@@ -91,7 +89,6 @@ export async function startDispatcherActor(nc: NatsConnection, cfg: Config, opti
     nc,
     {
       name: "dispatcher",
-      version: buildInfo().version,
       description: "fans events out to per-subscription delivery jobs",
       endpoints: [endpoint({ name: "stats", subject: subjects.notifications["dispatcher.stats"](), handler: () => ({ ...dispatcher.stats }) })],
     },
@@ -127,7 +124,6 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
     nc,
     {
       name: "deliverer",
-      version: buildInfo().version,
       description: "delivers notifications to callbacks (signed, retried, dead-lettered)",
       endpoints: [endpoint({ name: "stats", subject: subjects.notifications["deliverer.stats"](), handler: () => ({ ...deliverer.stats }) })],
     },

@@ -7,7 +7,6 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { CatalogListRequest, CatalogPutRequest, ContentRef, ContentRequest, MemberRequest, PartRef, ProjectPutRequest, ProjectRef, TaskRef } from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
-import { buildInfo } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { catalogFrom, readCatalogFile, type Catalog } from "./catalog.ts";
 import {
@@ -53,7 +52,6 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
     nc,
     {
       name: "projects",
-      version: buildInfo().version,
       description: "display items and key parameters: catalog, projects, membership, content requests and results",
       endpoints: [
         endpoint({ name: "catalog-list", subject: names["catalog.list"](), input: CatalogListRequest, handler: (input) => listCatalog(input, deps) }),

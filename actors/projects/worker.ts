@@ -12,7 +12,6 @@ import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
 import { TaskMessage, type WorkerStats } from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
-import { buildInfo } from "../../platform/build-info.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { check } from "../../subjects/validation.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -54,7 +53,6 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
     nc,
     {
       name: "content-worker",
-      version: buildInfo().version,
       description: "runs content tasks from the CONTENT_TASKS work queue",
       endpoints: [endpoint({ name: "stats", subject: subjects.content.stats(), handler: () => ({ ...stats }) })],
     },

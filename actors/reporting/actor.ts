@@ -6,7 +6,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { AggregationRef, EntityPutRequest, EntityRef, FullCycleAggregationRequest } from "../../subjects/reporting.ts";
-import { buildInfo } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { deleteEntity, fullCycleAggregate, getEntity, licenseAggregate, prospectAggregate, prospectAggregateDetails, putEntity, scenarioAggregate, type ReportingDeps } from "./handlers.ts";
 import { assessmentStore, openStores } from "./store.ts";
@@ -18,7 +17,6 @@ export async function startReportingActor(nc: NatsConnection, options: RuntimeOp
     nc,
     {
       name: "reporting",
-      version: buildInfo().version,
       description: "reporting by unit and analysis: assessment entities and risk, volume and economics aggregations",
       endpoints: [
         endpoint({ name: "entity-put", subject: names["entity.put"](), input: EntityPutRequest, handler: (input, ctx) => putEntity(input, ctx, deps) }),

@@ -27,6 +27,7 @@ import {
   type DerrickError,
 } from "../../subjects/index.ts";
 import type { Logger } from "../../platform/logger.ts";
+import { buildInfo } from "../../platform/build-info.ts";
 import { InFlightLimiter } from "./limiter.ts";
 import type { RequestContext } from "./context.ts";
 
@@ -50,7 +51,8 @@ export function endpoint<S extends TSchema>(spec: EndpointSpec<S>): EndpointSpec
 export type ActorSpec = {
   /** Short actor name (e.g. `notifications`); the service is `derrick-<name>`. */
   name: string;
-  version: string;
+  /** Defaults to the build's version (package.json). */
+  version?: string;
   description: string;
   endpoints: EndpointSpec[];
 };
@@ -70,7 +72,7 @@ export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: R
   const log = options.log.child({ actor: spec.name });
   const service = await new Svcm(nc).add({
     name: serviceName(spec.name),
-    version: spec.version,
+    version: spec.version ?? buildInfo().version,
     description: spec.description,
     queue: serviceName(spec.name),
     metadata: { actor: spec.name },

@@ -62,7 +62,6 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
     nc,
     {
       name: "search",
-      version: buildInfo().version,
       description: "OSDU Search v2: Lucene queries, ranges, geo filters, aggregations and cursors over a local index of the RECORDS stream",
       endpoints: [
         endpoint({ name: "query", subject: names.query(), input: SearchQueryMessage, handler: (input, ctx) => query(input, ctx, deps) }),

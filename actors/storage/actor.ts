@@ -2,7 +2,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { RecordRef, RecordsPutMessage } from "../../subjects/search.ts";
-import { buildInfo } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { openRecordStore } from "../search/store.ts";
 import { deleteRecord, getRecord, putRecords, type StorageDeps } from "./handlers.ts";
@@ -14,7 +13,6 @@ export async function startStorageActor(nc: NatsConnection, options: RuntimeOpti
     nc,
     {
       name: "storage",
-      version: buildInfo().version,
       description: "OSDU Storage-compatible records (put, get, delete) on the RECORDS stream that feeds search",
       endpoints: [
         endpoint({ name: "records-put", subject: names["records.put"](), input: RecordsPutMessage, handler: (input, ctx) => putRecords(input, ctx, deps) }),

@@ -10,7 +10,6 @@ import { Redis } from "ioredis";
 import type { Config } from "../../config/index.ts";
 import { subjects } from "../../subjects/index.ts";
 import { TWIN_KEY_PREFIX, TwinCommitGate, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
-import { buildInfo } from "../../platform/build-info.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { desiredToRedis, isReportedKey } from "./handlers.ts";
@@ -151,7 +150,6 @@ export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, opti
     nc,
     {
       name: "twin-mirror",
-      version: buildInfo().version,
       description: "copies twin properties between JetStream KV and Redis-backed devices",
       endpoints: [endpoint({ name: "status", subject: subjects["twin-mirror"].status(), handler: () => ({ mirrors: mirrors.map((m) => m.stats) }) })],
     },

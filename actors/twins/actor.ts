@@ -2,7 +2,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { TwinDeleteRequest, TwinGetRequest, TwinPutRequest } from "../../subjects/twins.ts";
-import { buildInfo } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { deleteTwin, getTwins, putTwins, type TwinsDeps } from "./handlers.ts";
 import { kvTwinStores } from "./store.ts";
@@ -14,7 +13,6 @@ export async function startTwinsActor(nc: NatsConnection, options: RuntimeOption
     nc,
     {
       name: "twins",
-      version: buildInfo().version,
       description: "device twin properties (desired/reported) in per-twin JetStream KV buckets",
       endpoints: [
         endpoint({ name: "put", subject: names.put(), input: TwinPutRequest, handler: (input, ctx) => putTwins(input, ctx, deps) }),
