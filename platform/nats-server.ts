@@ -31,6 +31,8 @@ export type NatsServer = {
 };
 
 const PID_FILE = "nats-server.pid";
+/** Open-files limit asked for the embedded server (≈ 2 per stream: 100k twins need ~200k). */
+const OPEN_FILES = 262_144;
 const AUTH_FILE = "auth.conf";
 
 /** Rewrites the included authorization file of a server started in `dir`. */
@@ -80,7 +82,12 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
     ].join("\n"),
   );
 
-  const child = spawn("nats-server", ["-c", configPath], { stdio: ["ignore", "pipe", "pipe"] });
+  // Every JetStream stream (each twin's KV bucket is one) holds about two files open: raise the
+  // server's open-files limit (root may lift the hard limit; others get their hard limit), then exec
+  // so the child's pid is the server's.
+  const child = spawn("sh", ["-c", `ulimit -n ${OPEN_FILES} 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec nats-server -c "$0"`, configPath], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const spawnError = new Promise<never>((_, reject) =>
     child.once("error", (error: NodeJS.ErrnoException) => reject(error.code === "ENOENT" ? new Error(NATS_SERVER_MISSING) : error)),
   );
