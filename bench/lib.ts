@@ -54,31 +54,6 @@ export async function runLoad(name: string, op: (i: number) => unknown | Promise
   };
 }
 
-/** Issues `op` at a fixed rate (open loop) for `durationMs`, measuring each latency: for "p99 at X/s". */
-export async function runAtRate(name: string, op: (i: number) => Promise<unknown>, options: { perSecond: number; durationMs: number }): Promise<LoadResult> {
-  const total = Math.floor((options.perSecond * options.durationMs) / 1000);
-  const latencies: number[] = [];
-  let errors = 0;
-  const started = performance.now();
-  const pending: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const due = started + (i * 1000) / options.perSecond;
-    const wait = due - performance.now();
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    const t0 = performance.now();
-    pending.push(
-      op(i).then(
-        () => void latencies.push(performance.now() - t0),
-        () => void (errors++, latencies.push(performance.now() - t0)),
-      ),
-    );
-  }
-  await Promise.all(pending);
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { name, count: latencies.length, errors, seconds, opsPerSec: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: latencies.at(-1) ?? Number.NaN };
-}
-
 export type BenchReport = {
   bench: string;
   machine: { cores: number; runtime: string };

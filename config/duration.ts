@@ -7,12 +7,3 @@ export function parseDuration(text: string): number {
   const value = Number(match[1]) * UNIT_MS[match[2] ?? "ms"]!;
   return Math.round(value);
 }
-
-/** Formats milliseconds back to the shortest exact unit, for logs and docs. */
-export function formatDuration(ms: number): string {
-  for (const unit of ["d", "h", "m", "s"] as const) {
-    const size = UNIT_MS[unit]!;
-    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
-  }
-  return `${ms}ms`;
-}

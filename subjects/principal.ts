@@ -13,7 +13,3 @@ export const Principal = Type.Object({
   kind: Type.Union([Type.Literal(TokenKind.user), Type.Literal(TokenKind.service)]),
 });
 export type Principal = Static<typeof Principal>;
-
-export function hasGroup(principal: Principal | undefined, ...groups: string[]): boolean {
-  return !!principal && groups.some((group) => principal.groups.includes(group));
-}

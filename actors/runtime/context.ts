@@ -13,11 +13,6 @@ export type RequestContext = {
   log: Logger;
 };
 
-/** Milliseconds left before the caller gives up (Infinity without a deadline). */
-export function remainingMs(ctx: RequestContext): number {
-  return ctx.deadline ? ctx.deadline - Date.now() : Number.POSITIVE_INFINITY;
-}
-
 /** The caller, or a 401 when the request came without one (e.g. straight from NATS). */
 export function requirePrincipal(ctx: RequestContext): Principal {
   if (!ctx.principal) throw unauthorized("this operation needs an authenticated caller");

@@ -9,14 +9,6 @@ export class InFlightLimiter {
 
   constructor(private readonly max: number) {}
 
-  get active(): number {
-    return this.running;
-  }
-
-  get queued(): number {
-    return this.waiting.length;
-  }
-
   run(task: () => Promise<void>): void {
     if (this.running < this.max) this.start(task);
     else this.waiting.push(task);
