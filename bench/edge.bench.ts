@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startNatsServer } from "../platform/nats-server.ts";
+import { freePort } from "../test/harness/redis.ts";
 import { httpLoad, httpLoadAtRate, startPeer, LOAD_GENERATOR } from "./load.ts";
 import { report, type LoadResult } from "./lib.ts";
 
@@ -59,12 +60,6 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-async function freePort(): Promise<number> {
-  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const port = server.port!;
-  server.stop(true);
-  return port;
-}
 
 const byName = (prefix: string) => results.find((r) => r.name.startsWith(prefix))!;
 const bestDerrick = Math.max(derrickPeak, byName("derrick, edge and actor").opsPerSec);

@@ -18,7 +18,7 @@ import { checkServerIdentity, type PeerCertificate } from "node:tls";
 import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch, DeliveryJob } from "../../subjects/notifications.ts";
 import { subjects } from "../../subjects/index.ts";
-import { Slots } from "./slots.ts";
+import { Slots } from "../runtime/slots.ts";
 import { resolveCallback, type CallbackPolicy, type ResolvedTarget } from "./callback-policy.ts";
 import { CONSUMERS, STREAMS, ensureConsumer, type AttemptRecord, type Journal, type StoredEvent } from "./journal.ts";
 import { cloudEvent } from "./matching.ts";

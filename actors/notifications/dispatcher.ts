@@ -20,7 +20,7 @@ import { CONSUMERS, STREAMS, ensureConsumer, storedEvent, type Journal, type Sto
 import { matches } from "./matching.ts";
 import type { SubscriptionCache, SubscriptionRecord } from "./store.ts";
 import { subjects } from "../../subjects/index.ts";
-import { Slots } from "./slots.ts";
+import { Slots } from "../runtime/slots.ts";
 
 export type DispatcherStats = { events: number; jobs: number; batches: number; dropped: number; failures: number };
 

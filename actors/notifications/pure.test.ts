@@ -3,7 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { delayBefore, honourRetryAfter, parseRetryAfter } from "./schedule.ts";
 import { newSecret, webhookHeaders } from "./signing.ts";
 import { cloudEvent, matches } from "./matching.ts";
-import { Slots } from "./slots.ts";
+import { Slots } from "../runtime/slots.ts";
 
 describe("notifications pure parts", () => {
   it("notifications - a configured schedule is used as given and ends after its last entry", () => {

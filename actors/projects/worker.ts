@@ -14,6 +14,7 @@ import { TaskMessage, type WorkerStats } from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { check } from "../../subjects/validation.ts";
+import { Slots } from "../runtime/slots.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { followCatalog } from "./actor.ts";
 import { failTask, runContentTask, type Delivery, type WorkerDeps } from "./handlers.ts";
@@ -35,7 +36,9 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
     delayMs: cfg.content.taskDelayMs,
   };
   const stats: WorkerStats = { instance: nuid.next(), completed: 0, failed: 0, redelivered: 0, inFlight: 0 };
-  const gate = new Gate(cfg.content.workerConcurrency);
+  // Holds the consume loop while full: a message this process cannot start yet stays with JetStream
+  // for another worker.
+  const gate = new Slots(cfg.content.workerConcurrency);
   const consumer = await stores.js.consumers.get(TASK_STREAM, WORKER_CONSUMER);
   const messages = await consumer.consume({ max_messages: cfg.content.workerConcurrency });
   const loop = (async () => {
@@ -72,32 +75,6 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
   };
 }
 
-/**
- * Bounds tasks in flight and, unlike a queueing limiter, holds the consume loop while full: a
- * message this process cannot start yet stays with JetStream for another worker.
- */
-class Gate {
-  private running = 0;
-  private readonly waiting: Array<() => void> = [];
-  private readonly idlers: Array<() => void> = [];
-  constructor(private readonly max: number) {}
-  acquire(): Promise<void> | void {
-    if (this.running < this.max) {
-      this.running++;
-      return;
-    }
-    return new Promise((resolve) => this.waiting.push(() => (this.running++, resolve())));
-  }
-  release(): void {
-    this.running--;
-    const next = this.waiting.shift();
-    if (next) next();
-    else if (this.running === 0) for (const wake of this.idlers.splice(0)) wake();
-  }
-  idle(): Promise<void> {
-    return this.running === 0 ? Promise.resolve() : new Promise((resolve) => this.idlers.push(resolve));
-  }
-}
 
 function delivery(msg: JsMsg, ackWaitMs: number): Delivery {
   const attempt = msg.info.deliveryCount;

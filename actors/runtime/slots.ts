@@ -1,5 +1,6 @@
 /**
- * A counting semaphore with an awaitable, weighted acquire: consumer loops wait here, so work in memory
+ * A counting semaphore with an awaitable, weighted acquire, shared by the JetStream consumer loops
+ * (dispatcher, deliverer, content worker): they wait here, so work in memory
  * stays bounded (a batch of n deliveries takes n slots). Waiters are served in order; a request larger
  * than the whole capacity is let through when nothing else is held, so it cannot wait forever.
  */
