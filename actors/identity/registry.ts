@@ -7,6 +7,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { JWK } from "jose";
+import { encodeJson, readJson } from "../runtime/kv.ts";
 
 export const REGISTRY_BUCKET = "derrick_registry";
 
@@ -26,8 +27,6 @@ export interface Registry {
   publishedKeys(): Promise<JWK[]>;
 }
 
-const encoder = new TextEncoder();
-const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
 
 export async function openRegistry(nc: NatsConnection): Promise<Registry> {
   const kv = await new Kvm(nc).create(REGISTRY_BUCKET, { history: 1 });
@@ -37,9 +36,8 @@ export async function openRegistry(nc: NatsConnection): Promise<Registry> {
 class KvRegistry implements Registry {
   constructor(private readonly kv: KV) {}
 
-  private async read<T>(key: string): Promise<T | undefined> {
-    const entry = await this.kv.get(key);
-    return entry && entry.operation === "PUT" && entry.length > 0 ? (entry.json() as T) : undefined;
+  private read<T>(key: string): Promise<T | undefined> {
+    return readJson<T>(this.kv, key);
   }
 
   private async values<T>(prefix: string): Promise<Array<{ key: string; value: T }>> {
@@ -58,12 +56,12 @@ class KvRegistry implements Registry {
   }
 
   async putClient(record: ClientRecord) {
-    await this.kv.put(`clients.${record.client_id}`, encode(record));
+    await this.kv.put(`clients.${record.client_id}`, encodeJson(record));
   }
 
   async createClient(record: ClientRecord) {
     try {
-      await this.kv.create(`clients.${record.client_id}`, encode(record));
+      await this.kv.create(`clients.${record.client_id}`, encodeJson(record));
       return true;
     } catch (error) {
       if (await this.getClient(record.client_id)) return false;
@@ -84,7 +82,7 @@ class KvRegistry implements Registry {
   }
 
   async putAppkey(digest: string, clientId: string) {
-    await this.kv.put(`appkeys.${digest}`, encode({ client_id: clientId }));
+    await this.kv.put(`appkeys.${digest}`, encodeJson({ client_id: clientId }));
   }
 
   async deleteAppkeysOf(clientId: string) {
@@ -94,7 +92,7 @@ class KvRegistry implements Registry {
   }
 
   async publishKey(jwk: JWK) {
-    await this.kv.put(`jwks.${jwk.kid}`, encode(jwk));
+    await this.kv.put(`jwks.${jwk.kid}`, encodeJson(jwk));
   }
 
   async publishedKeys() {

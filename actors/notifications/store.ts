@@ -9,6 +9,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Subscription } from "../../subjects/notifications.ts";
+import { casPut, encodeJson, isLive, readJson, readVersioned } from "../runtime/kv.ts";
 
 export const SUBSCRIPTIONS_BUCKET = "derrick_notifications";
 
@@ -29,8 +30,6 @@ export type SubscriptionRecord = Subscription & {
 
 export type Versioned<T> = { value: T; revision: number };
 
-const encoder = new TextEncoder();
-const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
 
 export const subKey = (id: string) => `sub.${id}`;
 export const indexKey = (partition: string, clientId: string, type: string) => `idx.${partition}.${clientId}.${type}`;
@@ -43,20 +42,18 @@ export class SubscriptionStore {
   }
 
   async get(id: string): Promise<Versioned<SubscriptionRecord> | undefined> {
-    const entry = await this.kv.get(subKey(id));
-    return live(entry) ? { value: entry.json<SubscriptionRecord>(), revision: entry.revision } : undefined;
+    return readVersioned<SubscriptionRecord>(this.kv, subKey(id));
   }
 
   async indexOf(partition: string, clientId: string, type: string): Promise<string | undefined> {
-    const entry = await this.kv.get(indexKey(partition, clientId, type));
-    return live(entry) ? entry.json<{ subscription_id: string }>().subscription_id : undefined;
+    return (await readJson<{ subscription_id: string }>(this.kv, indexKey(partition, clientId, type)))?.subscription_id;
   }
 
   /** Creates the record, then claims the index; false (and nothing left behind) when another post claimed it first. */
   async create(record: SubscriptionRecord): Promise<boolean> {
-    await this.kv.create(subKey(record.subscription_id), encode(record));
+    await this.kv.create(subKey(record.subscription_id), encodeJson(record));
     try {
-      await this.kv.create(indexKey(record.partition, record.client_id, record.subscription_type), encode({ subscription_id: record.subscription_id }));
+      await this.kv.create(indexKey(record.partition, record.client_id, record.subscription_type), encodeJson({ subscription_id: record.subscription_id }));
       return true;
     } catch (error) {
       await this.kv.purge(subKey(record.subscription_id)).catch(() => undefined);
@@ -66,13 +63,8 @@ export class SubscriptionStore {
   }
 
   /** Compare-and-set write; false when the record changed since `revision`. */
-  async replace(record: SubscriptionRecord, revision: number): Promise<boolean> {
-    try {
-      await this.kv.update(subKey(record.subscription_id), encode(record), revision);
-      return true;
-    } catch {
-      return false;
-    }
+  replace(record: SubscriptionRecord, revision: number): Promise<boolean> {
+    return casPut(this.kv, subKey(record.subscription_id), record, revision, true);
   }
 
   /** Applies `change` with compare-and-set until it sticks; undefined when the record is gone. */
@@ -92,7 +84,7 @@ export class SubscriptionStore {
     const keys = await this.kv.keys(`idx.${partition}.${clientId}.*`);
     for await (const key of keys) {
       const entry = await this.kv.get(key);
-      if (live(entry)) ids.push(entry.json<{ subscription_id: string }>().subscription_id);
+      if (isLive(entry)) ids.push(entry.json<{ subscription_id: string }>().subscription_id);
     }
     const records = await Promise.all(ids.map((id) => this.get(id)));
     return records.filter((r): r is Versioned<SubscriptionRecord> => !!r).map((r) => r.value);
@@ -104,9 +96,6 @@ export class SubscriptionStore {
   }
 }
 
-function live(entry: KvEntry | null): entry is KvEntry {
-  return !!entry && entry.operation === "PUT" && entry.length > 0;
-}
 
 /**
  * A watched copy of every subscription, indexed by partition and type. `freshAsOf(t)` waits until the

@@ -23,7 +23,8 @@ import {
   requestContent,
   type ProjectsDeps,
 } from "./handlers.ts";
-import { catalogStore, contentStore, encode, ensureTaskQueue, openStores, projectStore, taskStore, type Stores } from "./store.ts";
+import { catalogStore, contentStore, ensureTaskQueue, openStores, projectStore, taskStore, type Stores } from "./store.ts";
+import { encodeJson } from "../runtime/kv.ts";
 
 /** The catalog every process of this capability serves: file items plus additions, kept current. */
 export async function followCatalog(cfg: Config, stores: Stores): Promise<{ catalog: Catalog; stop(): void }> {
@@ -44,7 +45,7 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
     content: contentStore(stores.content),
     async enqueue(partition, taskId) {
       // The task id as message id: a retried publish inside the duplicate window is stored once.
-      await stores.js.publish(subjects.content.tasks(partition), encode({ partition, taskId }), { msgID: taskId });
+      await stores.js.publish(subjects.content.tasks(partition), encodeJson({ partition, taskId }), { msgID: taskId });
     },
   };
   const names = subjects.projects;

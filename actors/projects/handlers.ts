@@ -52,7 +52,8 @@ import {
 import type { RequestContext } from "../runtime/context.ts";
 import { pageCatalog, type Catalog } from "./catalog.ts";
 import { checkValues, computeContent, isMember, splitUtf8, utf8Length } from "./compute.ts";
-import type { CatalogStore, ContentStore, ProjectStore, TaskStore, Versioned } from "./store.ts";
+import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./store.ts";
+import type { Versioned } from "../runtime/kv.ts";
 
 export const ADMIN_GROUP = "projects.admins";
 /** How often a write that lost a compare-and-set race is tried again. */

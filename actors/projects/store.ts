@@ -10,6 +10,7 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import { casPut, encodeJson, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { AckPolicy, DeliverPolicy, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
 import { CONTENT_TTL_MS, type CatalogItem, type CatalogKind, type Content, type ContentPart, type Project, type TaskRecord } from "../../subjects/projects.ts";
@@ -21,14 +22,6 @@ export const WORKER_CONSUMER = "content-workers";
 export const MAX_DELIVER = 5;
 const TASK_RETENTION_MS = 7 * 86_400_000;
 
-const encoder = new TextEncoder();
-export const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
-
-export type Versioned<T> = { value: T; revision: number };
-
-function decodeEntry<T>(entry: KvEntry | null): Versioned<T> | undefined {
-  return entry && entry.operation === "PUT" && entry.length > 0 ? { value: entry.json<T>(), revision: entry.revision } : undefined;
-}
 
 export type Stores = {
   catalog: KV;
@@ -80,9 +73,6 @@ export const taskKey = (partition: string, taskId: string) => `${partition}.${ta
 export const contentKey = (partition: string, contentId: string) => `${partition}.c.${contentId}`;
 export const partKey = (partition: string, partId: string) => `${partition}.p.${partId}`;
 
-export async function read<T>(kv: KV, key: string): Promise<Versioned<T> | undefined> {
-  return decodeEntry<T>(await kv.get(key));
-}
 
 export type ProjectStore = {
   get(partition: string, projectId: string): Promise<Versioned<Project> | undefined>;
@@ -93,17 +83,9 @@ export type ProjectStore = {
 
 export function projectStore(kv: KV): ProjectStore {
   return {
-    get: (partition, projectId) => read<Project>(kv, projectKey(partition, projectId)),
+    get: (partition, projectId) => readVersioned<Project>(kv, projectKey(partition, projectId)),
     async write(partition, project, revision) {
-      const key = projectKey(partition, project.projectId);
-      try {
-        if (revision === 0) await kv.create(key, encode(project));
-        else await kv.update(key, encode(project), revision);
-        return true;
-      } catch (error) {
-        if (isWrongRevision(error)) return false;
-        throw error;
-      }
+      return casPut(kv, projectKey(partition, project.projectId), project, revision);
     },
     async delete(partition, projectId) {
       await kv.delete(projectKey(partition, projectId));
@@ -120,19 +102,11 @@ export type TaskStore = {
 
 export function taskStore(kv: KV): TaskStore {
   return {
-    get: (partition, taskId) => read<TaskRecord>(kv, taskKey(partition, taskId)),
+    get: (partition, taskId) => readVersioned<TaskRecord>(kv, taskKey(partition, taskId)),
     async create(task) {
-      await kv.create(taskKey(task.partition, task.taskId), encode(task));
+      await kv.create(taskKey(task.partition, task.taskId), encodeJson(task));
     },
-    async update(task, revision) {
-      try {
-        await kv.update(taskKey(task.partition, task.taskId), encode(task), revision);
-        return true;
-      } catch (error) {
-        if (isWrongRevision(error)) return false;
-        throw error;
-      }
-    },
+    update: (task, revision) => casPut(kv, taskKey(task.partition, task.taskId), task, revision, true),
   };
 }
 
@@ -145,11 +119,11 @@ export type ContentStore = {
 
 export function contentStore(kv: KV): ContentStore {
   return {
-    get: async (partition, contentId) => (await read<Content>(kv, contentKey(partition, contentId)))?.value,
-    part: async (partition, partId) => (await read<ContentPart>(kv, partKey(partition, partId)))?.value,
+    get: async (partition, contentId) => (await readVersioned<Content>(kv, contentKey(partition, contentId)))?.value,
+    part: async (partition, partId) => (await readVersioned<ContentPart>(kv, partKey(partition, partId)))?.value,
     async write(partition, content, parts) {
-      await Promise.all(parts.map((part) => kv.put(partKey(partition, part.contentPartId), encode(part))));
-      await kv.put(contentKey(partition, content.contentId), encode(content));
+      await Promise.all(parts.map((part) => kv.put(partKey(partition, part.contentPartId), encodeJson(part))));
+      await kv.put(contentKey(partition, content.contentId), encodeJson(content));
     },
   };
 }
@@ -162,7 +136,7 @@ export type CatalogStore = {
 
 export function catalogStore(kv: KV): CatalogStore {
   return {
-    put: (kind, item) => kv.put(catalogKey(kind, item.id), encode(item)),
+    put: (kind, item) => kv.put(catalogKey(kind, item.id), encodeJson(item)),
     async follow(onItem) {
       const deliver = (entry: KvEntry) => {
         if (entry.operation !== "PUT" || entry.length === 0) return;
@@ -181,9 +155,4 @@ export function catalogStore(kv: KV): CatalogStore {
       return () => watcher.stop();
     },
   };
-}
-
-function isWrongRevision(error: unknown): boolean {
-  const text = String((error as Error)?.message ?? error);
-  return /wrong last sequence|key exists|10071|10164/i.test(text) || (error as { api_error?: { err_code?: number } })?.api_error?.err_code === 10071;
 }

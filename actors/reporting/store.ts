@@ -17,7 +17,8 @@
  * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import { Kvm, type KV } from "@nats-io/kv";
+import { casPut, encodeJson, isLive } from "../runtime/kv.ts";
 import type { Collection } from "../../subjects/reporting.ts";
 
 export const BUCKETS = { entities: "derrick_assessments", cache: "derrick_assessment_cache" } as const;
@@ -25,8 +26,6 @@ export const BUCKETS = { entities: "derrick_assessments", cache: "derrick_assess
 export const ENTITY_HISTORY = 16;
 const CAS_ATTEMPTS = 20;
 
-const encoder = new TextEncoder();
-export const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
 
 export type Envelope<T> = { entity: T; version: number; createdAt: string; updatedAt: string };
 export type IndexKind = "byprospect" | "byanalysis";
@@ -44,7 +43,6 @@ export async function openStores(nc: NatsConnection): Promise<Stores> {
   return { entities, cache };
 }
 
-const live = (entry: KvEntry | null): entry is KvEntry => !!entry && entry.operation === "PUT" && entry.length > 0;
 
 /** Reads inputs and remembers the revision of each key read. */
 export class Tracker {
@@ -55,7 +53,7 @@ export class Tracker {
     const entry = await this.kv.get(key);
     // A delete leaves a marker with its own revision: a later re-creation still moves it.
     this.revisions.set(key, entry?.revision ?? 0);
-    return live(entry) ? entry.json<T>() : undefined;
+    return isLive(entry) ? entry.json<T>() : undefined;
   }
 }
 
@@ -66,27 +64,16 @@ export function assessmentStore(stores: Stores) {
 
   async function readEntry(key: string): Promise<{ value?: unknown; revision: number }> {
     const entry = await entities.get(key);
-    return { value: live(entry) ? entry.json<unknown>() : undefined, revision: entry?.revision ?? 0 };
+    return { value: isLive(entry) ? entry.json<unknown>() : undefined, revision: entry?.revision ?? 0 };
   }
 
-  /** Compare-and-set write: create when the last read saw nothing (or a delete marker), else update. */
-  async function casWrite(kv: KV, key: string, value: unknown, revision: number, existed: boolean): Promise<boolean> {
-    try {
-      if (!existed) await kv.create(key, encode(value));
-      else await kv.update(key, encode(value), revision);
-      return true;
-    } catch (error) {
-      if (isWrongRevision(error)) return false;
-      throw error;
-    }
-  }
 
   /** Deletes every result computed from these inputs. */
   async function invalidate(inputKeys: readonly string[]): Promise<void> {
     await Promise.all(
       inputKeys.map(async (inputKey) => {
         const entry = await cache.get(dependentsKey(inputKey));
-        if (!live(entry)) return;
+        if (!isLive(entry)) return;
         const { keys } = entry.json<{ keys: string[] }>();
         await Promise.all(keys.map((key) => cache.delete(key)));
         // Forget them only if nobody registered meanwhile (a newer result must stay findable).
@@ -112,7 +99,7 @@ export function assessmentStore(stores: Stores) {
         const { value, revision } = await readEntry(key);
         const previous = value as Envelope<T> | undefined;
         const stored: Envelope<T> = { entity: build(previous), version: (previous?.version ?? 0) + 1, createdAt: previous?.createdAt ?? now, updatedAt: now };
-        if (await casWrite(entities, key, stored, revision, previous !== undefined)) return { stored, ...(previous ? { previous } : {}) };
+        if (await casPut(entities, key, stored, revision, previous !== undefined)) return { stored, ...(previous ? { previous } : {}) };
       }
       throw new Error(`could not write ${key}: too many concurrent writers`);
     },
@@ -122,7 +109,7 @@ export function assessmentStore(stores: Stores) {
       const history = await entities.history({ key: entityKey(partition, collection, id) });
       let found: Envelope<T> | undefined;
       for await (const entry of history) {
-        if (!live(entry)) continue;
+        if (!isLive(entry)) continue;
         const envelope = entry.json<Envelope<T>>();
         // After a delete and re-create, the newest envelope with that number wins.
         if (envelope.version === version) found = envelope;
@@ -147,7 +134,7 @@ export function assessmentStore(stores: Stores) {
         if (ids.has(member) === present) return undefined;
         if (present) ids.add(member);
         else ids.delete(member);
-        if (await casWrite(entities, key, { ids: [...ids].sort() }, revision, value !== undefined)) return key;
+        if (await casPut(entities, key, { ids: [...ids].sort() }, revision, value !== undefined)) return key;
       }
       throw new Error(`could not update ${key}: too many concurrent writers`);
     },
@@ -156,12 +143,12 @@ export function assessmentStore(stores: Stores) {
 
     async cached(key: string): Promise<unknown | undefined> {
       const entry = await cache.get(key);
-      return live(entry) ? entry.json<unknown>() : undefined;
+      return isLive(entry) ? entry.json<unknown>() : undefined;
     },
 
     /** Stores a result computed from the tracked inputs, unless one of them changed meanwhile. */
     async remember(key: string, result: unknown, tracker: Tracker): Promise<boolean> {
-      await cache.put(key, encode(result));
+      await cache.put(key, encodeJson(result));
       await Promise.all([...tracker.revisions.keys()].map((inputKey) => register(cache, dependentsKey(inputKey), key)));
       const now = await Promise.all([...tracker.revisions].map(async ([inputKey, revision]) => ((await entities.get(inputKey))?.revision ?? 0) === revision));
       if (now.every(Boolean)) return true;
@@ -173,15 +160,10 @@ export function assessmentStore(stores: Stores) {
   async function register(kv: KV, key: string, member: string): Promise<void> {
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
       const entry = await kv.get(key);
-      const keys = live(entry) ? entry.json<{ keys: string[] }>().keys : [];
+      const keys = isLive(entry) ? entry.json<{ keys: string[] }>().keys : [];
       if (keys.includes(member)) return;
-      if (await casWrite(kv, key, { keys: [...keys, member] }, entry?.revision ?? 0, !!entry)) return;
+      if (await casPut(kv, key, { keys: [...keys, member] }, entry?.revision ?? 0, !!entry)) return;
     }
     throw new Error(`could not register ${member} under ${key}: too many concurrent writers`);
   }
-}
-
-function isWrongRevision(error: unknown): boolean {
-  const text = String((error as Error)?.message ?? error);
-  return /wrong last sequence|key exists|10071|10164/i.test(text) || (error as { api_error?: { err_code?: number } })?.api_error?.err_code === 10071;
 }

@@ -12,10 +12,10 @@ import { DiscardPolicy, RetentionPolicy, StorageType, jetstream, jetstreamManage
 import { subjects } from "../../subjects/index.ts";
 import { RECORDS_STREAM, RECORD_DELETE, RECORD_OPERATION_HEADER, recordKey, type StoredRecord } from "../../subjects/search.ts";
 import type { SortValue } from "./backend.ts";
+import { encodeJson, readJson } from "../runtime/kv.ts";
 import type { SearchPlan } from "./validate.ts";
 
 export const CURSOR_BUCKET = "derrick_search_cursors";
-const encoder = new TextEncoder();
 
 export async function ensureRecordsStream(jsm: JetStreamManager): Promise<StreamInfo> {
   try {
@@ -65,7 +65,7 @@ export async function openRecordStore(nc: NatsConnection): Promise<RecordStore> 
       return stored.json<StoredRecord>();
     },
     async put(partition, record) {
-      const ack = await js.publish(subjects.records(partition, recordKey(record.id)), encoder.encode(JSON.stringify(record)));
+      const ack = await js.publish(subjects.records(partition, recordKey(record.id)), encodeJson(record));
       return ack.seq;
     },
     async remove(partition, id) {
@@ -101,11 +101,10 @@ export async function openCursorStore(nc: NatsConnection, ttlMs: number): Promis
   const key = (partition: string, cursor: string) => `${partition}.${cursor}`;
   return {
     async get(partition, cursor) {
-      const entry = await kv.get(key(partition, cursor));
-      return entry && entry.operation === "PUT" && entry.length > 0 ? entry.json<CursorState>() : undefined;
+      return readJson<CursorState>(kv, key(partition, cursor));
     },
     async put(partition, cursor, state) {
-      await kv.put(key(partition, cursor), encoder.encode(JSON.stringify(state)));
+      await kv.put(key(partition, cursor), encodeJson(state));
     },
     async delete(partition, cursor) {
       // Purge, not delete: a delete marker would count as a key until the bucket's age removes it.
