@@ -181,15 +181,15 @@ export const TwinPath = Type.Object({ organization: PathToken, environment: Path
 export type TwinPath = Static<typeof TwinPath>;
 
 /** edge → actor: write desired properties. */
-export const TwinPutRequest = Type.Object({
-  organization: PathToken,
-  environment: PathToken,
-  twinId: PathToken,
-  group: Type.String(),
-  twins: Type.Array(Type.Object({ name: Type.String(), value: Type.String() })),
-  /** The `If-Match` version, when sent. */
-  ifMatch: Type.Optional(Type.Integer({ minimum: 0 })),
-});
+export const TwinPutRequest = Type.Composite([
+  TwinPath,
+  Type.Object({
+    group: Type.String(),
+    twins: Type.Array(Type.Object({ name: Type.String(), value: Type.String() })),
+    /** The `If-Match` version, when sent. */
+    ifMatch: Type.Optional(Type.Integer({ minimum: 0 })),
+  }),
+]);
 export type TwinPutRequest = Static<typeof TwinPutRequest>;
 
 export const TwinPutReply = Type.Object({
@@ -198,12 +198,7 @@ export const TwinPutReply = Type.Object({
 });
 export type TwinPutReply = Static<typeof TwinPutReply>;
 
-export const TwinGetRequest = Type.Object({
-  organization: PathToken,
-  environment: PathToken,
-  twinId: PathToken,
-  group: Type.Optional(Type.String()),
-});
+export const TwinGetRequest = Type.Composite([TwinPath, Type.Object({ group: Type.Optional(Type.String()) })]);
 export type TwinGetRequest = Static<typeof TwinGetRequest>;
 
 export const TwinValue = Type.Object({ value: Type.String(), version: Type.Integer(), updated_at: Type.String() });
@@ -213,13 +208,7 @@ const TwinGroups = Type.Record(Type.String(), Type.Record(Type.String(), TwinVal
 export const TwinGetReply = Type.Object({ desired: TwinGroups, reported: TwinGroups });
 export type TwinGetReply = Static<typeof TwinGetReply>;
 
-export const TwinDeleteRequest = Type.Object({
-  organization: PathToken,
-  environment: PathToken,
-  twinId: PathToken,
-  group: Type.String(),
-  name: Type.String(),
-});
+export const TwinDeleteRequest = Type.Composite([TwinPath, Type.Object({ group: Type.String(), name: Type.String() })]);
 export type TwinDeleteRequest = Static<typeof TwinDeleteRequest>;
 
 /** `ETag: "<n>"` and `If-Match: "<n>"` (quotes optional). */
