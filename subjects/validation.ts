@@ -49,10 +49,10 @@ export function fieldErrors(errors: Iterable<ValueError>, prefix = "", max = 20)
 }
 
 function describe(error: ValueError): string {
-  const schema = error.schema as Record<string, unknown>;
-  if (error.message.startsWith("Unexpected property")) return "is not a known field";
+  const schema = (error.schema ?? {}) as Record<string, unknown>;
+  if (error.message?.startsWith("Unexpected property")) return "is not a known field";
   if (schema.format && typeof error.value === "string") return `must be a valid ${schema.format}`;
-  return error.message.replace(/^Expected/, "expected");
+  return (error.message ?? "is not valid").replace(/^Expected/, "expected");
 }
 
 export function validationError(errors: FieldError[], what = "request"): DerrickError {

@@ -12,8 +12,9 @@ import {
   internalError,
   notFound,
   validationError,
-  type FieldError,
+  fieldErrors,
 } from "../../subjects/index.ts";
+import type { ValueError } from "@sinclair/typebox/value";
 import type { Logger } from "../../platform/logger.ts";
 import { requestIdOf } from "../request-state.ts";
 
@@ -26,32 +27,17 @@ export function problemResponse(error: DerrickError, request: Request): Response
   });
 }
 
-type ElysiaValidationIssue = { path?: string; message?: string; summary?: string; schema?: { format?: string } };
-
-function fromValidation(error: { type?: string; all?: ElysiaValidationIssue[] }): DerrickError {
+/** Elysia's validation errors are TypeBox ValueErrors: the same mapping as actors use. */
+function fromValidation(error: { type?: string; all?: ValueError[] }): DerrickError {
   const part = error.type ?? "body";
-  const seen = new Set<string>();
-  const errors: FieldError[] = [];
-  for (const issue of error.all ?? []) {
-    const pointer = `/${part}${issue.path ?? ""}`;
-    if (seen.has(pointer)) continue;
-    seen.add(pointer);
-    const message = issue.message?.startsWith("Unexpected property")
-      ? "is not a known field"
-      : issue.schema?.format
-        ? `must be a valid ${issue.schema.format}`
-        : (issue.message ?? "is not valid").replace(/^Expected/, "expected");
-    errors.push({ pointer, message });
-    if (errors.length >= 20) break;
-  }
-  return validationError(errors, part);
+  return validationError(fieldErrors(error.all ?? [], `/${part}`), part);
 }
 
 export function toEdgeError(code: string | number, error: unknown): DerrickError {
   if (error instanceof DerrickError) return error;
   switch (code) {
     case "VALIDATION":
-      return fromValidation(error as { type?: string; all?: ElysiaValidationIssue[] });
+      return fromValidation(error as { type?: string; all?: ValueError[] });
     case "PARSE":
       return badRequest("the request body could not be parsed; send JSON with a JSON content type");
     case "NOT_FOUND":
