@@ -14,7 +14,7 @@ import { startTestNats, startDerrick } from "../test/harness/index.ts";
 import { prospectAggregation, prospectModel } from "../actors/reporting/index.ts";
 import { validateEntity } from "../actors/reporting/validate.ts";
 import { BUCKETS, resultKey } from "../actors/reporting/store.ts";
-import { report, runLoad, type LoadResult } from "./lib.ts";
+import { percentile, report, runLoad, type LoadResult } from "./lib.ts";
 
 const SEGMENTS = 10;
 const TRIALS = Number(process.env.BENCH_REPORTING_TRIALS ?? 100_000);
@@ -74,7 +74,7 @@ try {
     if (res.headers.get("x-derrick-cache") === "miss") misses++;
   }
   coldLatencies.sort((a, b) => a - b);
-  const pct = (p: number) => coldLatencies[Math.min(coldLatencies.length - 1, Math.ceil((p / 100) * coldLatencies.length) - 1)]!;
+  const pct = (p: number) => percentile(coldLatencies, p);
   const coldSeconds = coldLatencies.reduce((a, b) => a + b, 0) / 1000;
   results.push({ name: "edge GET, cold (after an upsert)", count: coldLatencies.length, errors: 3 + COLD - misses, seconds: coldSeconds, opsPerSec: coldLatencies.length / coldSeconds, p50Ms: pct(50), p99Ms: pct(99), maxMs: coldLatencies.at(-1)! });
 

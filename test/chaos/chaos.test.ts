@@ -15,7 +15,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, startTestRedis, type TestRedis } from "../harness/index.ts";
 import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
-import { emptyLoad, missingWrites, p99, runLoad, startDeployment, taskProblems, undeliveredEvents, writesAccepted, type Deployment, type LoadResult, type ReceiverMode } from "./deployment.ts";
+import { emptyLoad, missingWrites, latencyPercentile, runLoad, startDeployment, taskProblems, undeliveredEvents, writesAccepted, type Deployment, type LoadResult, type ReceiverMode } from "./deployment.ts";
 
 const FULL = process.env.CHAOS_FULL === "1";
 const LOAD_MS = FULL ? 15_000 : 4_000;
@@ -75,7 +75,7 @@ describe("chaos", () => {
       hung: all.reduce((s, l) => s + l.hung, 0),
       server500: all.reduce((s, l) => s + (l.statuses["500"] ?? 0), 0),
       readyMs,
-      p99Ms: Math.round(p99(load.latenciesMs)),
+      p99Ms: Math.round(latencyPercentile(load.latenciesMs, 99)),
     };
     rows.push(row);
     expect(lost, "accepted writes not found").toEqual([]);

@@ -5,6 +5,7 @@
  * loopback load generator whose accepted writes are remembered so they can be checked afterwards.
  * Content tasks are requested on one project created at start (the load's client is a member).
  */
+import { percentile } from "../../bench/lib.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -355,10 +356,9 @@ export async function taskProblems(d: Deployment, tasks: Map<string, string>): P
 /** Accepted events the receiver has not (yet) received; the receiver dedupes by webhook-id. */
 export const undeliveredEvents = (d: Deployment, load: LoadResult) => [...load.accepted.events].filter((id) => !d.receiver.deliveries.has(id));
 
-export function p99(values: number[]): number {
-  if (!values.length) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!;
+/** The p-th percentile of unsorted latencies (0 when there are none). */
+export function latencyPercentile(values: number[], p: number): number {
+  return values.length ? percentile([...values].sort((a, b) => a - b), p) : 0;
 }
 
 export const writesAccepted = (load: LoadResult) =>

@@ -9,7 +9,7 @@
 import { parseArgs } from "node:util";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { emptyLoad, missingWrites, p99, runLoad, startDeployment, undeliveredEvents, writesAccepted } from "./deployment.ts";
+import { emptyLoad, missingWrites, latencyPercentile, runLoad, startDeployment, undeliveredEvents, writesAccepted } from "./deployment.ts";
 import { eventually } from "../harness/index.ts";
 
 const GROWTH_FACTOR = 2;
@@ -45,15 +45,14 @@ try {
   await eventually(() => undeliveredEvents(d, load).length === 0, { timeoutMs: 60_000, intervalMs: 500 }).catch(() => undefined);
   const undelivered = undeliveredEvents(d, load);
   const errors = Object.fromEntries(Object.entries(load.statuses).filter(([s]) => !(Number(s) >= 200 && Number(s) < 300)));
-  const sorted = [...load.latenciesMs].sort((a, b) => a - b);
   const grown = Object.entries(memoryEnd).filter(([name, end]) => end > (memoryStart[name] ?? 0) * GROWTH_FACTOR + GROWTH_SLACK);
   const result = {
     minutes,
     concurrency,
     requests: load.requests,
     reqPerSec: Math.round(load.requests / elapsedS),
-    p50Ms: Math.round((sorted[Math.floor(sorted.length / 2)] ?? 0) * 10) / 10,
-    p99Ms: Math.round(p99(load.latenciesMs) * 10) / 10,
+    p50Ms: Math.round(latencyPercentile(load.latenciesMs, 50) * 10) / 10,
+    p99Ms: Math.round(latencyPercentile(load.latenciesMs, 99) * 10) / 10,
     writesAccepted: writesAccepted(load),
     writesLost: missing.length + undelivered.length,
     hung: load.hung,
