@@ -1,0 +1,61 @@
+/**
+ * Read-your-writes across actor processes: two derrick deployments (each its own edge, reporting
+ * actor and NATS connection) on one nats-server. A write acknowledged through one must be seen by
+ * the very next read through the other, even when both had the older result cached.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { json, put, segment } from "./helpers.ts";
+
+const ROUNDS = 12;
+
+describe("reporting consistency across processes", () => {
+  let nats: TestNats;
+  let a: TestDerrick;
+  let b: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    a = await startDerrick(nats, { actors: ["identity", "reporting"] });
+    b = await startDerrick(nats, { actors: ["identity", "reporting"] });
+  });
+  afterAll(async () => {
+    await a?.cleanup();
+    await b?.cleanup();
+    await nats?.cleanup();
+  });
+
+  const aggregation = async (via: TestDerrick, path: string) => {
+    const res = await via.call(`/assessments/v1/${path}`);
+    expect(res.status).toBe(200);
+    return { cache: res.headers.get("x-derrick-cache"), body: await json(res) };
+  };
+  const probability = (round: number) => 0.3 + round * 0.05;
+
+  it("consistency - a write through one process is seen by the next read through the other, with the older result cached in both", async () => {
+    const writeThrough = (via: TestDerrick, round: number) => put(via, "segmentanalyses", "ryw-s1", segment("RYW", probability(round), 10, 100, { prospectId: "p-ryw" }));
+    expect((await writeThrough(a, 0)).status).toBe(201);
+    expect((await put(a, "prospectanalyses", "pa-ryw", { prospect: { id: "p-ryw", name: "RYW" }, segmentAnalysisIds: ["ryw-s1"], dependency: { model: "independent" }, simulation: { trials: 200, seed: 1 } })).status).toBe(201);
+    for (let round = 1; round <= ROUNDS; round++) {
+      const [writer, reader] = round % 2 ? [a, b] : [b, a];
+      // Both processes answer the current result, the second time from the cache.
+      for (const via of [a, b]) await aggregation(via, "prospectanalysisaggregation/pa-ryw");
+      const before = await aggregation(reader, "prospectanalysisaggregation/pa-ryw");
+      expect(before.cache).toBe("hit");
+      expect(before.body.segments[0].pg).toBeCloseTo(probability(round - 1), 12);
+      expect((await writeThrough(writer, round)).status).toBe(200);
+      const after = await aggregation(reader, "prospectanalysisaggregation/pa-ryw");
+      expect(after.cache).toBe("miss");
+      expect(after.body.segments[0].pg).toBeCloseTo(probability(round), 12);
+      expect(after.body.chanceOfSuccess.pgAtLeastOne).toBeCloseTo(probability(round), 12);
+    }
+  });
+
+  it("consistency - a delete through one process is seen by the next read through the other", async () => {
+    await put(a, "segmentanalyses", "ryw-d1", segment("RYW delete", 0.5, 10, 100, { prospectId: "p-ryw-d" }));
+    await put(a, "prospectanalyses", "pa-ryw-d", { prospect: { id: "p-ryw-d", name: "RYW delete" }, segmentAnalysisIds: ["ryw-d1"], dependency: { model: "independent" }, simulation: { trials: 200, seed: 1 } });
+    for (const via of [a, b, b]) await aggregation(via, "prospectanalysisaggregation/pa-ryw-d");
+    expect((await a.call("/assessments/v1/segmentanalyses/ryw-d1", { as: "admin", method: "DELETE" })).status).toBe(204);
+    const res = await b.call("/assessments/v1/prospectanalysisaggregation/pa-ryw-d");
+    expect(res.status).toBe(409);
+  });
+});
