@@ -1,14 +1,17 @@
 /**
  * The embedded search backend: one `bun:sqlite` file per search actor, a rebuildable replica of the
  * RECORDS stream. Tables:
- *   records  one row per record (partition, id, lowercased kind, the result document as JSON)
+ *   records  one row per record (partition, id, lowercased kind, number of shapes) — kept narrow so
+ *            the per-candidate kind check stays in cache
+ *   docs     the result document of each record as JSON (read for the returned page only)
  *   acl      (rid, group, owner) — the ACL filter joins here, so results, counts and aggregations
  *            see only what the caller may see
  *   vals     typed leaves (path, type, exact string ≤ 256 chars, number or epoch ms) — keyword
  *            matches, ranges, _exists_, sort, aggregations
  *   fts      FTS5 (contentless): `body` = analyzed text of data/tags values (free text), `fielded` =
  *            the same tokens prefixed per field path (field search, phrases and prefixes per field)
- *   geo      R*Tree of geometry bounding boxes + `shapes` (exact geometry, checked in JS)
+ *   geo      R*Tree of geometry bounding boxes, with the record, path and exact geometry (a lone
+ *            point as x/y, else JSON) as auxiliary columns, checked in JS
  *   meta     last applied stream sequence and the stream's identity
  * The AST compiles to one SQL statement; text parts that FTS5 can express become one MATCH.
  */
@@ -19,6 +22,7 @@ import type { Aggregation } from "../../subjects/search.ts";
 import type { RecordChange, SearchBackend, SearchRequest, SearchResult, SortValue } from "./backend.ts";
 import { LeafType, parseDate, tokenize, type IndexedDoc } from "./documents.ts";
 import { matchesNested, globToRegExp } from "./evaluate.ts";
+import { aclKey, bm25, idf, RowFacts } from "./rows.ts";
 import { areaBBox, intersects, within, type BBox, type Shape } from "./geo.ts";
 import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts";
 
@@ -26,7 +30,9 @@ import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts"
 const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "version", "createUser", "modifyUser", "ancestry.parents"]);
 const TOTAL_CAP = 10_000;
 /** Bumped when the tables change: an index file of another version is rebuilt. */
-const SCHEMA_VERSION = "2";
+const SCHEMA_VERSION = "4";
+/** Geometry ids: rid * SHAPE_SLOTS + the shape's ordinal in its record (deleted by id, no index needed). */
+const SHAPE_SLOTS = 65_536;
 const AGGREGATION_SIZE = 1000;
 const NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
 
@@ -39,8 +45,11 @@ CREATE TABLE IF NOT EXISTS records(
   id TEXT NOT NULL,
   kind TEXT NOT NULL,
   authority TEXT NOT NULL,
-  doc TEXT NOT NULL
+  shapes INTEGER NOT NULL DEFAULT 0,
+  acl TEXT NOT NULL DEFAULT '',
+  tokens INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS docs(rid INTEGER PRIMARY KEY, doc TEXT NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS records_key ON records(partition, key);
 CREATE INDEX IF NOT EXISTS records_id ON records(partition, id);
 CREATE INDEX IF NOT EXISTS records_kind ON records(partition, kind);
@@ -49,9 +58,7 @@ CREATE TABLE IF NOT EXISTS vals(rid INTEGER NOT NULL, path TEXT NOT NULL, seq IN
 CREATE INDEX IF NOT EXISTS vals_str ON vals(path, str);
 CREATE INDEX IF NOT EXISTS vals_num ON vals(path, num) WHERE num IS NOT NULL;
 CREATE TABLE IF NOT EXISTS paths(path TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS shapes(gid INTEGER PRIMARY KEY, rid INTEGER NOT NULL, path TEXT NOT NULL, x REAL, y REAL, shape TEXT);
-CREATE INDEX IF NOT EXISTS shapes_rid ON shapes(rid);
-CREATE VIRTUAL TABLE IF NOT EXISTS geo USING rtree(gid, minX, maxX, minY, maxY);
+CREATE VIRTUAL TABLE IF NOT EXISTS geo USING rtree(gid, minX, maxX, minY, maxY, +rid INTEGER, +path TEXT, +x REAL, +y REAL, +shape TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, fielded, content='', contentless_delete=1, tokenize="unicode61 remove_diacritics 2 tokenchars '_'");
 `;
 
@@ -93,6 +100,7 @@ export class SqliteBackend implements SearchBackend {
   private nextNested = 1;
   private bulk = false;
   private readonly stmts;
+  private readonly facts = new RowFacts();
 
   constructor(readonly options: SqliteOptions) {
     if (options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
@@ -103,6 +111,8 @@ export class SqliteBackend implements SearchBackend {
       if (!compile.includes(needed)) throw new Error(`this SQLite lacks ${needed}: search needs FTS5 and R*Tree (Bun on Linux ships both)`);
     }
     this.migrate();
+    // Per-term instances (row, column) of the text index: term frequencies for BM25 without FTS5's per-row lookups.
+    this.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_instances USING fts5vocab(main, fts, instance)");
     const version = this.db.query<{ v: string }, []>("SELECT sqlite_version() AS v").get()!.v;
     this.engine = { name: "sqlite", version };
     for (const row of this.db.query<{ path: string }, []>("SELECT path FROM paths").all()) this.knownPaths.add(row.path);
@@ -112,12 +122,14 @@ export class SqliteBackend implements SearchBackend {
       return node && matchesNested(node, JSON.parse(doc)) ? 1 : 0;
     });
     this.stmts = {
-      ridOf: this.db.query<{ rid: number }, [string, string]>("SELECT rid FROM records WHERE partition = ? AND key = ?"),
-      insertRecord: this.db.query<{ rid: number }, [string, string, string, string, string, string]>(
-        "INSERT INTO records(partition, key, id, kind, authority, doc) VALUES (?, ?, ?, ?, ?, ?) RETURNING rid",
+      ridOf: this.db.query<{ rid: number; shapes: number }, [string, string]>("SELECT rid, shapes FROM records WHERE partition = ? AND key = ?"),
+      insertRecord: this.db.query<{ rid: number }, [string, string, string, string, string, number, string, number]>(
+        "INSERT INTO records(partition, key, id, kind, authority, shapes, acl, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid",
       ),
-      updateRecord: this.db.query("UPDATE records SET id = ?, kind = ?, authority = ?, doc = ? WHERE rid = ?"),
+      updateRecord: this.db.query("UPDATE records SET id = ?, kind = ?, authority = ?, shapes = ?, acl = ?, tokens = ? WHERE rid = ?"),
       deleteRecord: this.db.query("DELETE FROM records WHERE rid = ?"),
+      upsertDoc: this.db.query("INSERT OR REPLACE INTO docs(rid, doc) VALUES (?, ?)"),
+      deleteDoc: this.db.query("DELETE FROM docs WHERE rid = ?"),
       insertAcl: this.db.query("INSERT OR REPLACE INTO acl(rid, grp, owner) VALUES (?, ?, ?)"),
       deleteAcl: this.db.query("DELETE FROM acl WHERE rid = ?"),
       insertVals: this.db.query<unknown, [number, string]>(
@@ -127,15 +139,20 @@ export class SqliteBackend implements SearchBackend {
       insertPath: this.db.query("INSERT OR IGNORE INTO paths(path) VALUES (?)"),
       insertFts: this.db.query("INSERT INTO fts(rowid, body, fielded) VALUES (?, ?, ?)"),
       deleteFts: this.db.query("DELETE FROM fts WHERE rowid = ?"),
-      insertShape: this.db.query<{ gid: number }, [number, string, number | null, number | null, string | null]>("INSERT INTO shapes(rid, path, x, y, shape) VALUES (?, ?, ?, ?, ?) RETURNING gid"),
-      insertGeo: this.db.query("INSERT INTO geo(gid, minX, maxX, minY, maxY) VALUES (?, ?, ?, ?, ?)"),
-      shapesOf: this.db.query<{ gid: number }, [number]>("SELECT gid FROM shapes WHERE rid = ?"),
+      insertGeo: this.db.query("INSERT INTO geo(gid, minX, maxX, minY, maxY, rid, path, x, y, shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
       deleteGeo: this.db.query("DELETE FROM geo WHERE gid = ?"),
-      deleteShapes: this.db.query("DELETE FROM shapes WHERE rid = ?"),
-      docsOf: this.db.query<{ rid: number; doc: string }, [string]>("SELECT rid, doc FROM records WHERE rid IN (SELECT value FROM json_each(?))"),
+      docsOf: this.db.query<{ rid: number; doc: string }, [string]>("SELECT rid, doc FROM docs WHERE rid IN (SELECT value FROM json_each(?))"),
       getMeta: this.db.query<{ v: string }, [string]>("SELECT v FROM meta WHERE k = ?"),
       setMeta: this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES (?, ?)"),
+      bodyInstances: this.db.query<[number], [string]>("SELECT doc FROM temp.fts_instances WHERE term = ? AND col = 'body'"),
     };
+    this.loadFacts();
+  }
+
+  private loadFacts(): void {
+    this.facts.clear();
+    const rows = this.db.query<[number, string, string, string, string, number], []>("SELECT rid, partition, kind, authority, acl, tokens FROM records").values() as Array<[number, string, string, string, string, number]>;
+    for (const [rid, partition, kind, authority, acl, tokens] of rows) this.facts.set(rid, partition, kind, authority, acl, tokens);
   }
 
   /** A file from another schema version is emptied and rebuilt from the stream (it is only a replica). */
@@ -143,7 +160,7 @@ export class SqliteBackend implements SearchBackend {
     const hasMeta = this.db.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get()!.n > 0;
     const current = hasMeta ? this.db.query<{ v: string }, []>("SELECT v FROM meta WHERE k = 'schema'").get()?.v : undefined;
     if (hasMeta && current !== SCHEMA_VERSION) {
-      for (const table of ["fts", "geo", "records", "acl", "vals", "paths", "shapes", "meta"]) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
+      for (const table of ["fts", "geo", "records", "docs", "acl", "vals", "paths", "shapes", "meta"]) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
     }
     this.db.exec(SCHEMA);
     this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES ('schema', ?)").run(SCHEMA_VERSION);
@@ -159,13 +176,14 @@ export class SqliteBackend implements SearchBackend {
 
   reset(streamIdentity: string): void {
     this.db.transaction(() => {
-      for (const table of ["records", "acl", "vals", "paths", "shapes", "geo", "meta"]) this.db.exec(`DELETE FROM ${table}`);
+      for (const table of ["records", "docs", "acl", "vals", "paths", "geo", "meta"]) this.db.exec(`DELETE FROM ${table}`);
       this.db.exec("INSERT INTO fts(fts) VALUES('delete-all')");
       this.stmts.setMeta.run("schema", SCHEMA_VERSION);
       this.stmts.setMeta.run("stream", streamIdentity);
       this.stmts.setMeta.run("applied_seq", "0");
     })();
     this.knownPaths.clear();
+    this.facts.clear();
   }
 
   /**
@@ -192,41 +210,62 @@ export class SqliteBackend implements SearchBackend {
   }
 
   apply(changes: RecordChange[], seq: number): void {
-    this.db.transaction(() => {
-      for (const change of changes) {
-        if (change.op === "delete") this.remove(change.partition, change.key);
-        else this.upsert(change.doc);
-      }
-      this.stmts.setMeta.run("applied_seq", String(seq));
-    })();
+    try {
+      this.db.transaction(() => {
+        for (const change of changes) {
+          if (change.op === "delete") this.remove(change.partition, change.key);
+          else this.upsert(change.doc);
+        }
+        this.stmts.setMeta.run("applied_seq", String(seq));
+      })();
+    } catch (error) {
+      this.loadFacts(); // rolled back: the in-memory facts follow the file again
+      throw error;
+    }
   }
 
-  private clear(rid: number): void {
+  private clear(rid: number, shapes: number): void {
     this.stmts.deleteAcl.run(rid);
     this.stmts.deleteVals.run(rid);
     this.stmts.deleteFts.run(rid);
-    for (const { gid } of this.stmts.shapesOf.all(rid)) this.stmts.deleteGeo.run(gid);
-    this.stmts.deleteShapes.run(rid);
+    for (let i = 0; i < shapes; i++) this.stmts.deleteGeo.run(rid * SHAPE_SLOTS + i);
   }
 
   private remove(partition: string, key: string): void {
     const existing = this.stmts.ridOf.get(partition, key);
     if (!existing) return;
-    this.clear(existing.rid);
+    this.clear(existing.rid, existing.shapes);
     this.stmts.deleteRecord.run(existing.rid);
+    this.stmts.deleteDoc.run(existing.rid);
+    this.facts.remove(existing.rid);
   }
 
   private upsert(d: IndexedDoc): void {
     const existing = this.stmts.ridOf.get(d.partition, d.key);
     const json = JSON.stringify(d.doc);
     let rid: number;
+    // Token count of the FTS row (both columns): BM25's document length.
+    let count = 0;
+    let body = "";
+    let fielded = "";
+    for (const { path, tokens, searchable } of d.fieldText) {
+      if (tokens.length === 0) continue;
+      count += searchable ? 2 * tokens.length : tokens.length;
+      if (searchable) body += (body ? " " : "") + tokens.join(" ");
+      const prefix = fieldPrefix(path);
+      fielded += (fielded ? " " : "") + prefix + tokens.join(` ${prefix}`);
+    }
+    const shapes = Math.min(d.shapes.length, SHAPE_SLOTS);
+    const acl = aclKey(d.acl);
     if (existing) {
       rid = existing.rid;
-      this.clear(rid);
-      this.stmts.updateRecord.run(d.id, d.kind, d.authority, json, rid);
+      this.clear(rid, existing.shapes);
+      this.stmts.updateRecord.run(d.id, d.kind, d.authority, shapes, acl, count, rid);
     } else {
-      rid = this.stmts.insertRecord.get(d.partition, d.key, d.id, d.kind, d.authority, json)!.rid;
+      rid = this.stmts.insertRecord.get(d.partition, d.key, d.id, d.kind, d.authority, shapes, acl, count)!.rid;
     }
+    this.facts.set(rid, d.partition, d.kind, d.authority, acl, count);
+    this.stmts.upsertDoc.run(rid, json);
     for (const { group, owner } of d.acl) this.stmts.insertAcl.run(rid, group, owner ? 1 : 0);
     // One statement per record for all its leaves (SQLite unpacks the JSON): per-row statement
     // calls were the largest cost of building an index.
@@ -237,17 +276,12 @@ export class SqliteBackend implements SearchBackend {
         this.stmts.insertPath.run(leaf.path);
       }
     }
-    const body = d.text.map((t) => tokenize(t).join(" ")).join(" ");
-    const fielded = d.fieldText.map(({ path, tokens }) => {
-      const prefix = fieldPrefix(path);
-      return tokens.map((t) => prefix + t).join(" ");
-    });
-    this.stmts.insertFts.run(rid, body, fielded.join(" "));
-    for (const s of d.shapes) {
+    this.stmts.insertFts.run(rid, body, fielded);
+    for (let i = 0; i < shapes; i++) {
+      const s = d.shapes[i]!;
       // A lone point (the common case) keeps exact coordinates in columns: no JSON to parse when checking it.
       const point = s.shape.points.length === 1 && s.shape.lines.length === 0 && s.shape.polygons.length === 0 ? s.shape.points[0]! : undefined;
-      const gid = this.stmts.insertShape.get(rid, s.path, point ? point[0] : null, point ? point[1] : null, point ? null : JSON.stringify(s.shape))!.gid;
-      this.stmts.insertGeo.run(gid, s.bbox.minX, s.bbox.maxX, s.bbox.minY, s.bbox.maxY);
+      this.stmts.insertGeo.run(rid * SHAPE_SLOTS + i, s.bbox.minX, s.bbox.maxX, s.bbox.minY, s.bbox.maxY, rid, s.path, point ? point[0] : null, point ? point[1] : null, point ? null : JSON.stringify(s.shape));
     }
   }
 
@@ -299,6 +333,10 @@ export class SqliteBackend implements SearchBackend {
     const probe = new Compiler(this, () => "?", () => 0);
     const { driverText, rest } = splitDriver(request.query, (node) => probe.ftsOf(node));
     if (driverText === "") return { hits: [], total: 0, aggregations: [] };
+    const single = driverText === undefined ? undefined : /^body : \("([^"*]+)"\)$/.exec(driverText)?.[1];
+    if (single !== undefined && !request.spatial && request.sort.length === 0 && !request.keyset && !request.aggregateBy) {
+      return this.rankedTerm(request, single, rest, registerNested);
+    }
     let from = "records r";
     if (driverText !== undefined) from = `(SELECT rowid AS rid, rank AS score FROM fts WHERE fts MATCH ${p(driverText)}) d CROSS JOIN records r ON r.rid = d.rid`;
     if (request.spatial) {
@@ -315,17 +353,17 @@ export class SqliteBackend implements SearchBackend {
     const whereSql = where.join(" AND ");
     const baseParams = [...params];
 
-    // Spatial hits in index order: one pass gives the count and the page.
+    // Spatial hits in index order: one pass gives the count and the page. Without other predicates
+    // the partition, kind and ACL checks are the in-memory facts (no SQL per hit).
     if (request.spatial && driverText === undefined && request.sort.length === 0 && !request.keyset) {
-      const rids = (this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number]>).map((row) => row[0]).sort((x, y) => x - y);
-      const page = rids.slice(request.offset, request.offset + request.limit);
-      const docs = new Map<number, string>();
-      if (page.length) for (const row of this.stmts.docsOf.all(JSON.stringify(page))) docs.set(row.rid, row.doc);
+      const visible = condition === "1" ? this.facts.visibility(request.partition, request.kinds, request.access) : undefined;
+      const rids = (
+        visible
+          ? this.spatialRids(request).filter(visible)
+          : (this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number]>).map((row) => row[0])
+      ).sort((x, y) => x - y);
       return {
-        hits: page.map((rid) => {
-          const doc = JSON.parse(docs.get(rid)!) as Record<string, unknown>;
-          return { doc, position: [doc.id as string] };
-        }),
+        hits: this.page(rids.slice(request.offset, request.offset + request.limit)),
         total: request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP),
         aggregations: request.aggregateBy ? this.aggregate(request.aggregateBy, from, whereSql, baseParams) : [],
       };
@@ -368,6 +406,57 @@ export class SqliteBackend implements SearchBackend {
     }
     const hits = rows.map((row) => ({ doc: JSON.parse(docs.get(row.rid)!) as Record<string, unknown>, position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id] }));
     return { hits, total, aggregations };
+  }
+
+  /** The documents of a page of rows (unsorted queries: the position is the id). */
+  private page(rids: number[]): SearchResult["hits"] {
+    const docs = new Map<number, string>();
+    if (rids.length) for (const row of this.stmts.docsOf.all(JSON.stringify(rids))) docs.set(row.rid, row.doc);
+    return rids.map((rid) => {
+      const doc = JSON.parse(docs.get(rid)!) as Record<string, unknown>;
+      return { doc, position: [doc.id as string] };
+    });
+  }
+
+  /**
+   * A query whose required text is one word, ranked by relevance (the most common search): the
+   * word's instances in the free-text column come from the index in one read (fts5vocab), the
+   * partition/kind/ACL checks from memory, and BM25 is computed here from the same inputs as
+   * FTS5's rank — FTS5 would look up every match's length in its B-tree to rank it, which was most
+   * of the time of a frequent word. Any other predicate is checked on the candidates in one SQL statement.
+   */
+  private rankedTerm(request: SearchRequest, term: string, rest: QueryNode, registerNested: (node: NestedNode) => number): SearchResult {
+    const instances = this.stmts.bodyInstances.values(term) as Array<[number]>;
+    const rids: number[] = [];
+    const frequencies: number[] = [];
+    for (const [rid] of instances) {
+      if (rids.length && rids[rids.length - 1] === rid) frequencies[frequencies.length - 1]!++;
+      else {
+        rids.push(rid);
+        frequencies.push(1);
+      }
+    }
+    const visible = this.facts.visibility(request.partition, request.kinds, request.access);
+    let keep = new Set<number>();
+    for (const rid of rids) if (visible(rid)) keep.add(rid);
+    if (rest.type !== "matchAll" && keep.size > 0) {
+      const params: SQLQueryBindings[] = [];
+      const p = (value: SQLQueryBindings) => (params.push(value), `?${params.length}`);
+      const list = p(JSON.stringify([...keep]));
+      const condition = new Compiler(this, p, registerNested, true).compile(rest);
+      const sql = `SELECT r.rid FROM (SELECT value AS rid FROM json_each(${list})) d CROSS JOIN records r ON r.rid = d.rid WHERE ${condition}`;
+      keep = new Set((this.db.query<[number], SQLQueryBindings[]>(sql).values(...params) as Array<[number]>).map((row) => row[0]));
+    }
+    const weight = idf(this.facts.rows, rids.length);
+    const average = this.facts.totalTokens / this.facts.rows;
+    const scored: Array<{ rid: number; score: number }> = [];
+    rids.forEach((rid, i) => {
+      if (keep.has(rid)) scored.push({ rid, score: bm25([frequencies[i]!], [weight], this.facts.tokens(rid), average) });
+    });
+    const total = request.skipCount ? 0 : request.trackTotalCount ? scored.length : Math.min(scored.length, TOTAL_CAP);
+    if (request.limit === 0) return { hits: [], total, aggregations: [] };
+    scored.sort((x, y) => x.score - y.score || x.rid - y.rid);
+    return { hits: this.page(scored.slice(request.offset, request.offset + request.limit).map((s) => s.rid)), total, aggregations: [] };
   }
 
   /** Terms of one field over exactly the rows a query sees: count desc, key asc, at most 1000. */
@@ -417,7 +506,7 @@ export class SqliteBackend implements SearchBackend {
     const slack = 1e-3;
     const rows = this.db
       .query<{ rid: number; x: number | null; y: number | null; shape: string | null }, SQLQueryBindings[]>(
-        `SELECT s.rid AS rid, s.x AS x, s.y AS y, s.shape AS shape FROM geo g CROSS JOIN shapes s ON s.gid = g.gid WHERE ${rtree} AND s.path = ?`,
+        `SELECT g.rid AS rid, g.x AS x, g.y AS y, g.shape AS shape FROM geo g WHERE ${rtree} AND g.path = ?`,
       )
       .all(box.minX - slack, box.maxX + slack, box.minY - slack, box.maxY + slack, filter.field);
     const out: number[] = [];
@@ -492,7 +581,7 @@ class Compiler {
       case "exists":
         return this.exists(node.field);
       case "nested":
-        return `(${this.compile(node.query)} AND derrick_nested(r.doc, ${this.p(this.registerNested(node))}))`;
+        return `(${this.compile(node.query)} AND derrick_nested((SELECT doc FROM docs WHERE rid = r.rid), ${this.p(this.registerNested(node))}))`;
     }
   }
 
