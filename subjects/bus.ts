@@ -3,7 +3,7 @@
  * reply decoded, and transport failures mapped to the error model (no responders → 503,
  * timeout → 504, a service error → the actor's own problem and status).
  */
-import { errors as natsErrors, type NatsConnection } from "@nats-io/nats-core";
+import { createInbox, errors as natsErrors, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { ServiceError } from "@nats-io/services";
 import { DerrickError, gatewayTimeout, unavailable, type Problem } from "./errors.ts";
 import { Header, encodeRequestMeta, type RequestMeta } from "./headers.ts";
@@ -26,11 +26,38 @@ export type BusOptions = {
 
 const encoder = new TextEncoder();
 
+type Pending = { resolve(msg: Msg): void; reject(error: Error): void; timer: ReturnType<typeof setTimeout> };
+
+/**
+ * Requests go out with a reply subject under one wildcard inbox subscription of this Bus, and the
+ * reply settles the waiting promise by its token. This is what nats.js' muxed `request()` does, minus
+ * what it costs per request here: an Error built to reject an already settled promise, a
+ * `Promise.race` with a separate timer promise, a deferred per request (measured: ~5 µs of ~28 µs CPU
+ * per in-process round trip).
+ */
 export class Bus {
+  private readonly inbox: string;
+  private readonly pending = new Map<string, Pending>();
+  private sequence = 0;
+
   constructor(
     readonly nc: NatsConnection,
     private readonly options: BusOptions,
-  ) {}
+  ) {
+    this.inbox = `${createInbox()}.`;
+    nc.subscribe(`${this.inbox}*`, {
+      callback: (error, msg) => {
+        if (error) return this.failAll(transportError(error, "the reply inbox"));
+        const token = msg.subject.slice(this.inbox.length);
+        const waiting = this.pending.get(token);
+        if (!waiting) return; // answered after its timeout
+        this.pending.delete(token);
+        clearTimeout(waiting.timer);
+        waiting.resolve(msg);
+      },
+    });
+    void nc.closed().then(() => this.failAll(unavailable("the message bus connection is closed", 1)));
+  }
 
   async request<T = unknown>(subject: string, body: unknown, meta: RequestMeta = {}, timeoutMs = this.options.timeoutMs): Promise<BusReply<T>> {
     const started = performance.now();
@@ -38,12 +65,8 @@ export class Bus {
     try {
       const payload = body === undefined ? undefined : encoder.encode(JSON.stringify(body));
       const headers = encodeRequestMeta({ ...meta, deadline: meta.deadline ?? Date.now() + timeoutMs });
-      let msg;
-      try {
-        msg = await this.nc.request(subject, payload, { timeout: timeoutMs, headers });
-      } catch (error) {
-        throw transportError(error, subject);
-      }
+      const msg = await this.exchange(subject, payload, headers, timeoutMs);
+      if (msg.data.length === 0 && msg.headers?.code === 503) throw unavailable(`no actor is serving ${subject}; try again shortly`, 1);
       if (ServiceError.isServiceError(msg)) {
         const status = Number(msg.headers?.get("Nats-Service-Error-Code")) || 500;
         let problem: Partial<Problem> = { status, detail: msg.headers?.get("Nats-Service-Error") ?? "error" };
@@ -62,6 +85,32 @@ export class Bus {
       throw error;
     } finally {
       this.options.onRequest?.(subject, (performance.now() - started) / 1000, outcome);
+    }
+  }
+
+  private exchange(subject: string, payload: Uint8Array | undefined, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
+    return new Promise<Msg>((resolve, reject) => {
+      const token = (this.sequence++).toString(36);
+      const timer = setTimeout(() => {
+        this.pending.delete(token);
+        reject(gatewayTimeout(`no reply from ${subject} in time`));
+      }, timeoutMs);
+      this.pending.set(token, { resolve, reject, timer });
+      try {
+        this.nc.publish(subject, payload, { reply: this.inbox + token, headers });
+      } catch (error) {
+        this.pending.delete(token);
+        clearTimeout(timer);
+        reject(transportError(error, subject));
+      }
+    });
+  }
+
+  private failAll(error: Error): void {
+    for (const [token, waiting] of this.pending) {
+      this.pending.delete(token);
+      clearTimeout(waiting.timer);
+      waiting.reject(error);
     }
   }
 }

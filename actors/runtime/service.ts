@@ -19,7 +19,7 @@ import {
   Header,
   Reply,
   check,
-  decodeRequestMeta,
+  readRequestMeta,
   gatewayTimeout,
   badRequest,
   serviceName,
@@ -109,9 +109,17 @@ export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: R
 export async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logger): Promise<void> {
   let ctx: RequestContext | undefined;
   try {
-    const meta = decodeRequestMeta(msg.headers);
+    const meta = readRequestMeta(msg);
     const requestId = meta.requestId ?? nuid.next();
-    ctx = { ...meta, requestId, headers: msg.headers, log: lazyChild(log, { requestId, endpoint: ep.name }) };
+    ctx = {
+      ...meta,
+      requestId,
+      // Decoded only for the rare handler that reads a header of its own.
+      get headers() {
+        return msg.headers;
+      },
+      log: lazyChild(log, { requestId, endpoint: ep.name }),
+    };
     if (meta.deadline && meta.deadline <= Date.now()) throw gatewayTimeout("the caller's deadline passed before the request was handled");
     const input = decodeBody(msg, ep);
     const result = await ep.handler(input, ctx);

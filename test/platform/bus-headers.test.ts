@@ -1,0 +1,128 @@
+/**
+ * The request path's own pieces: the Bus' single reply inbox and the raw header reader that stands in
+ * for nats.js' header decoding on the actor side. Both lean on nats.js shapes that are not its public
+ * API, so these tests also check the fast paths are really taken.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { MsgHdrsImpl, type Msg } from "@nats-io/nats-core";
+import { Svcm, type ServiceMsg } from "@nats-io/services";
+import { startTestNats, type TestNats } from "../harness/index.ts";
+import { connectNats } from "../../platform/nats.ts";
+import {
+  Bus,
+  DerrickError,
+  Header,
+  decodeRequestMeta,
+  encodeRequestMeta,
+  parseHeaderBlock,
+  rawHeaderBlock,
+  readRequestMeta,
+  type RequestMeta,
+} from "../../subjects/index.ts";
+
+const encoder = new TextEncoder();
+const meta: RequestMeta = {
+  partition: "opendes",
+  principal: { clientId: "alpha", subject: "Ünïcode user", groups: ["data.default.viewers", "users"], kind: "service" },
+  requestId: "req-1",
+  deadline: 1_900_000_000_000,
+  traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+};
+
+describe("header block reader", () => {
+  it("headers - the raw reader answers what nats.js' decoder answers, for any keys and values", () => {
+    const token = fc.stringMatching(/^[A-Za-z][A-Za-z0-9-]{0,20}$/);
+    const value = fc.stringMatching(/^[ -~]{0,40}$/);
+    fc.assert(
+      fc.property(fc.array(fc.tuple(token, value), { maxLength: 8 }), (pairs) => {
+        const h = new MsgHdrsImpl();
+        for (const [k, v] of pairs) h.append(k, v);
+        const fields = parseHeaderBlock(h.encode());
+        for (const key of h.keys()) expect(fields.get(key)).toBe(h.get(key));
+        expect([...fields.keys()].sort()).toEqual(h.keys().sort());
+      }),
+    );
+  });
+
+  it("headers - request metadata survives encode and raw read, line breaks in free text are dropped", () => {
+    const block = (encodeRequestMeta(meta) as MsgHdrsImpl).encode();
+    const fields = parseHeaderBlock(block);
+    expect(decodeRequestMeta(MsgHdrsImpl.decode(block))).toEqual(meta);
+    expect(fields.get(Header.principal)).toBe(JSON.stringify(meta.principal));
+    const hostile = encodeRequestMeta({ requestId: "a\r\nDerrick-Partition: other", traceparent: "x\ny" });
+    expect(hostile.keys()).toEqual([]);
+  });
+});
+
+describe("bus and actor side on a real server", () => {
+  let nats: TestNats;
+  beforeAll(async () => {
+    nats = await startTestNats();
+  });
+  afterAll(async () => {
+    await nats?.cleanup();
+  });
+
+  it("headers - messages from the server take the raw path, plain and through @nats-io/services", async () => {
+    const nc = await connectNats(nats.url, "headers-test");
+    try {
+      const seen: { plain?: Msg; service?: ServiceMsg } = {};
+      nc.subscribe("test.headers.plain", { callback: (_e, m) => void ((seen.plain = m), m.respond()) });
+      const service = await new Svcm(nc).add({ name: "headers-test", version: "1.0.0" });
+      service.addEndpoint("h", { subject: "test.headers.svc", handler: (_e, m) => void ((seen.service = m), m.respond()) });
+      const bus = new Bus(nc, { timeoutMs: 2_000 });
+      await bus.request("test.headers.plain", { a: 1 }, meta);
+      await bus.request("test.headers.svc", undefined, meta);
+      for (const msg of [seen.plain!, seen.service!]) {
+        expect(rawHeaderBlock(msg)).toBeInstanceOf(Uint8Array);
+        expect(readRequestMeta(msg)).toEqual(decodeRequestMeta(msg.headers));
+        expect(readRequestMeta(msg)).toMatchObject({ ...meta, deadline: meta.deadline });
+      }
+      // a message without headers reads as no metadata
+      nc.subscribe("test.headers.none", { callback: (_e, m) => void ((seen.plain = m), m.respond(encoder.encode("{}"))) });
+      await nc.request("test.headers.none", encoder.encode("{}"));
+      expect(rawHeaderBlock(seen.plain)).toBeNull();
+      expect(readRequestMeta(seen.plain!)).toEqual({});
+      await service.stop();
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("bus - a reply after the timeout is dropped, the next request still gets its own reply", async () => {
+    const nc = await connectNats(nats.url, "bus-late");
+    try {
+      let calls = 0;
+      nc.subscribe("test.bus.late", {
+        callback: (_e, m) => {
+          const n = ++calls;
+          setTimeout(() => m.respond(encoder.encode(JSON.stringify({ n }))), n === 1 ? 300 : 0);
+        },
+      });
+      const bus = new Bus(nc, { timeoutMs: 100 });
+      const late = await bus.request("test.bus.late", {}).catch((e: unknown) => e);
+      expect(late).toBeInstanceOf(DerrickError);
+      expect((late as DerrickError).status).toBe(504);
+      await new Promise((r) => setTimeout(r, 300)); // the first reply arrives while nobody waits
+      const next = await bus.request<{ n: number }>("test.bus.late", {}, {}, 1_000);
+      expect(next.body).toEqual({ n: 2 });
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("bus - requests waiting when the connection closes fail at once with 503, not at their timeout", async () => {
+    const nc = await connectNats(nats.url, "bus-close");
+    nc.subscribe("test.bus.never", { callback: () => undefined });
+    const bus = new Bus(nc, { timeoutMs: 30_000 });
+    const started = Date.now();
+    const waiting = bus.request("test.bus.never", {}).catch((e: unknown) => e);
+    await nc.flush();
+    await nc.close();
+    const error = await waiting;
+    expect(error).toBeInstanceOf(DerrickError);
+    expect((error as DerrickError).status).toBe(503);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});
