@@ -64,11 +64,43 @@ function cpuSeconds(pid: number): number {
 const dir = mkdtempSync(join(tmpdir(), "derrick-bench-delivery-"));
 const nats = await startNatsServer({ dir: join(dir, "nats"), port: -1 });
 const receiverProc = Bun.spawn([process.execPath, "-e", RECEIVER], { stdout: "pipe", stderr: "inherit" });
+const subject = subjects.events("opendes", "PlanShared");
+// The flood phases' events come from a separate process, as from the services that emit them.
+const publisherProc = Bun.spawn([process.execPath, new URL("./peers/event-publisher.ts", import.meta.url).pathname, nats.url, subject], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+const publisherLines = lines(publisherProc.stdout);
+
+/** The lines a child process prints, one `next()` per line. */
+async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for await (const chunk of stream) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let newline: number;
+    while ((newline = buffered.indexOf("\n")) >= 0) {
+      yield buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+    }
+  }
+}
+
+/** The publisher's next line, or an error after `ms` (the bench never waits unbounded). */
+async function publisherSays(ms: number): Promise<Record<string, unknown>> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`event publisher silent for ${ms} ms`)), ms)));
+  try {
+    const line = await Promise.race([publisherLines.next(), timeout]);
+    if (line.done) throw new Error("event publisher exited");
+    return JSON.parse(line.value) as Record<string, unknown>;
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const results: LoadResult[] = [];
 const notes: string[] = [];
 const ratios: Record<string, number> = {};
-const pids = { "bench+derrick": process.pid, "nats-server": nats.process.pid!, receiver: receiverProc.pid };
+const pids = { "derrick+bench": process.pid, "nats-server": nats.process.pid!, receiver: receiverProc.pid, publisher: publisherProc.pid };
 try {
+  await publisherSays(10_000);
   const reader = receiverProc.stdout.getReader();
   const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
   const receiverUrl = `http://127.0.0.1:${port}`;
@@ -76,6 +108,7 @@ try {
     (await (await fetch(`${receiverUrl}/stats?phase=${phase}${latencies ? "&latencies" : ""}`)).json()) as { count: number; unique: number; latencies: number[] };
 
   let delivererStats: (() => Promise<unknown>) | undefined;
+  let jsmOf: Awaited<ReturnType<typeof jetstreamManager>> | undefined;
   /**
    * Runs `work`, noting each process's CPU share (of one core) while it ran and its CPU time per
    * operation: the machine is shared, so throughput is noisy, CPU per delivery much less so.
@@ -91,7 +124,7 @@ try {
       return `${k} ${Math.round((used / wall) * 100)}%${count ? ` (${Math.round((used / count) * 1e6)} µs/op)` : ""}`;
     });
     notes.push(`cpu during "${name}" (100% = one core): ${shares.join(", ")}`);
-    if (delivererStats) notes.push(`deliverer counters after "${name}": ${JSON.stringify(await delivererStats())}`);
+    if (delivererStats) notes.push(`counters after "${name}": ${JSON.stringify(await delivererStats())}; ATTEMPTS messages written so far: ${(await jsmOf?.streams.info("ATTEMPTS"))?.state.last_seq}`);
     return result;
   };
 
@@ -119,8 +152,11 @@ try {
   const publisher = await connectNats(nats.url, "bench-publisher", createLogger("error"));
   const js = jetstream(publisher);
   const jsm = await jetstreamManager(publisher);
-  const subject = subjects.events("opendes", "PlanShared");
-  delivererStats = async () => (await publisher.request(subjects.notifications["deliverer.stats"](), "{}")).json();
+  jsmOf = jsm;
+  delivererStats = async () => ({
+    deliverer: (await publisher.request(subjects.notifications["deliverer.stats"](), "{}")).json(),
+    dispatcher: (await publisher.request(subjects.notifications["dispatcher.stats"](), "{}")).json(),
+  });
   const subscribeAs = (clientId: string) =>
     derrick.bus.request(subjects.notifications["subscription.upsert"](), { type: "PlanShared", subscription: { subscriber: "bench", callback_uri: `${receiverUrl}/hook/${clientId}` } }, {
       partition: "opendes",
@@ -144,23 +180,29 @@ try {
   const flood = async (name: string, phase: string, events: number, expected: number): Promise<LoadResult> => {
     const started = performance.now();
     const deadline = started + SECONDS * 1000;
-    const inFlight = new Set<Promise<unknown>>();
-    for (let i = 0; i < events && performance.now() < deadline; i++) {
-      const p = js.publish(subject, event(phase, i)).finally(() => inFlight.delete(p));
-      inFlight.add(p);
-      if (inFlight.size >= 256) await Promise.race(inFlight);
-    }
-    await Promise.all(inFlight);
+    publisherProc.stdin.write(`${phase} ${events} 256\n`);
+    publisherProc.stdin.flush();
+    await publisherSays(SECONDS * 1000);
     const published = (performance.now() - started) / 1000;
     let got = await stats(phase);
+    const atPublished = got.unique;
+    // Deliveries per half second, to see where the pipeline waits (during or after publishing).
+    const timeline: number[] = [];
+    let mark = performance.now() + 500;
+    let last = atPublished;
     while (got.unique < expected && performance.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
       got = await stats(phase);
+      if (performance.now() >= mark) {
+        timeline.push(got.unique - last);
+        last = got.unique;
+        mark += 500;
+      }
     }
     const seconds = (performance.now() - started) / 1000;
     got = await stats(phase, true);
     const result = { name, count: got.unique, errors: expected - got.unique, seconds, opsPerSec: got.unique / seconds, p50Ms: percentile(got.latencies, 50), p99Ms: percentile(got.latencies, 99), maxMs: got.latencies.at(-1) ?? Number.NaN };
-    notes.push(`${name}: ${events} events published in ${published.toFixed(2)} s, last delivery after ${seconds.toFixed(2)} s`);
+    notes.push(`${name}: ${events} events published in ${published.toFixed(2)} s (${atPublished} delivered by then), last delivery after ${seconds.toFixed(2)} s; deliveries per 0.5 s after publishing: ${timeline.join(" ")}`);
     if (got.count > got.unique) notes.push(`${name}: ${got.count - got.unique} duplicate deliveries (at least once)`);
     results.push(result);
     return result;
@@ -223,6 +265,7 @@ try {
   await derrick.stop();
 } finally {
   receiverProc.kill();
+  publisherProc.kill();
   await nats.stop();
   rmSync(dir, { recursive: true, force: true });
 }

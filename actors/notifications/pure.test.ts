@@ -34,6 +34,10 @@ describe("notifications pure parts", () => {
     expect(new Webhook(current).verify(body, headers)).toEqual({ hello: "world" });
     expect(new Webhook(previous).verify(body, headers)).toEqual({ hello: "world" });
     expect(() => new Webhook(newSecret()).verify(body, headers)).toThrow();
+    // Signing again with the same secret (its decoded key now reused) still verifies, for another id.
+    const again = webhookHeaders([current], "evt_2", body);
+    expect(again["webhook-signature"]).not.toBe(headers["webhook-signature"]?.split(" ")[0]);
+    expect(new Webhook(current).verify(body, again)).toEqual({ hello: "world" });
   });
 
   it("notifications - data_source and object type filters decide matching", () => {

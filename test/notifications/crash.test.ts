@@ -53,17 +53,19 @@ describe("notifications delivery under failure", () => {
     const r = startReceiver();
     // A receiver that takes a moment, so the subscription saturates and work is sent away and booked.
     r.respond = () => new Promise<Response>((resolve) => setTimeout(() => resolve(new Response(null, { status: 204 })), 2));
-    // 2 requests at once and 64 held for the subscription: less than two batches of the burst.
+    // 2 requests at once, 64 held and at most 512 parked for the subscription: far less than the burst,
+    // so work is both parked in the deliverer and sent away to JetStream.
     const env = { ...DELIVERY_ENV, DERRICK_DELIVERY_PER_SUBSCRIPTION: "2", DERRICK_DELIVERY_CONCURRENCY: "256" };
     const deliverer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env });
     try {
       const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
       const js = jetstream(derrick.nc);
-      const total = 300;
+      const total = 1500;
       await Promise.all(Array.from({ length: total }, (_, i) => js.publish(subjects.events("opendes", "MasterPlanChanged"), JSON.stringify({ data: i }))));
       await eventually(() => new Set(r.received.map((x) => x.id)).size === total, { what: "every event delivered", timeoutMs: 20_000 });
       const stats = (await derrick.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<Json>();
       expect(stats.overflowed).toBeGreaterThan(0);
+      expect(stats.parked).toBeGreaterThan(0);
       const log = await eventually(async () => {
         const list = await deliveries(derrick, sub.subscription_id);
         return list.length === 100 ? list : undefined;
