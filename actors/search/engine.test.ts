@@ -92,6 +92,26 @@ describe("search engine pieces", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("engine - points found by spatial filters follow updates and deletes, and survive a reopen", () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-"));
+    const file = join(dir, "index.sqlite");
+    const at = (i: number, lon: number, lat: number) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { Location: { latitude: lat, longitude: lon } })) });
+    const box = (west: number, south: number) => ({ field: "data.Location", relation: "within" as const, area: { type: "box" as const, box: { minX: west, maxX: west + 1, minY: south, maxY: south + 1 } } });
+    const ids = (b: SqliteBackend, west: number, south: number) => b.search(request({ spatial: box(west, south), limit: 100 })).hits.map((h) => h.doc.id);
+    let backend = new SqliteBackend({ file });
+    backend.apply([at(1, 0.5, 0.5), at(2, 0.2, 0.8), at(3, 5.5, 5.5)], 3);
+    expect(ids(backend, 0, 0)).toEqual(["opendes:well:1", "opendes:well:2"]);
+    backend.apply([at(2, 5.2, 5.2), { op: "delete", partition: "opendes", key: "k1" }], 5);
+    expect(ids(backend, 0, 0)).toEqual([]);
+    expect(ids(backend, 5, 5)).toEqual(["opendes:well:2", "opendes:well:3"]);
+    backend.close();
+    backend = new SqliteBackend({ file });
+    expect(ids(backend, 5, 5)).toEqual(["opendes:well:2", "opendes:well:3"]);
+    expect(backend.search(request({ spatial: box(5, 5), access: { all: false, groups: ["data.b.viewers"], asOwner: false } })).total).toBe(0);
+    backend.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("engine - dates are ES date_optional_time, rounded up for inclusive upper bounds", () => {
     expect(parseDate("2020")).toBe(Date.UTC(2020, 0, 1));
     expect(parseDate("2020", { roundUp: true })).toBe(Date.UTC(2020, 11, 31, 23, 59, 59, 999));

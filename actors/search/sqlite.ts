@@ -10,8 +10,9 @@
  *            matches, ranges, _exists_, sort, aggregations
  *   fts      FTS5 (contentless): `body` = analyzed text of data/tags values (free text), `fielded` =
  *            the same tokens prefixed per field path (field search, phrases and prefixes per field)
- *   geo      R*Tree of geometry bounding boxes, with the record, path and exact geometry (a lone
- *            point as x/y, else JSON) as auxiliary columns, checked in JS
+ *   geo      R*Tree of bounding boxes of lines and polygons, with the record, path and exact geometry
+ *            (JSON) as auxiliary columns, checked in JS
+ *   points   lone points (record, path, x, y), scanned in memory (rows.ts PointIndex)
  *   meta     last applied stream sequence and the stream's identity
  * The AST compiles to one SQL statement; text parts that FTS5 can express become one MATCH.
  */
@@ -22,7 +23,7 @@ import type { Aggregation } from "../../subjects/search.ts";
 import type { RecordChange, SearchBackend, SearchRequest, SearchResult, SortValue } from "./backend.ts";
 import { LeafType, parseDate, tokenize, type IndexedDoc } from "./documents.ts";
 import { matchesNested, globToRegExp } from "./evaluate.ts";
-import { aclKey, bm25, idf, RowFacts } from "./rows.ts";
+import { aclKey, bm25, idf, PointIndex, RowFacts } from "./rows.ts";
 import { areaBBox, intersects, within, type BBox, type Shape } from "./geo.ts";
 import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts";
 
@@ -30,7 +31,7 @@ import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts"
 const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "version", "createUser", "modifyUser", "ancestry.parents"]);
 const TOTAL_CAP = 10_000;
 /** Bumped when the tables change: an index file of another version is rebuilt. */
-const SCHEMA_VERSION = "4";
+const SCHEMA_VERSION = "5";
 /** Geometry ids: rid * SHAPE_SLOTS + the shape's ordinal in its record (deleted by id, no index needed). */
 const SHAPE_SLOTS = 65_536;
 const AGGREGATION_SIZE = 1000;
@@ -58,7 +59,8 @@ CREATE TABLE IF NOT EXISTS vals(rid INTEGER NOT NULL, path TEXT NOT NULL, seq IN
 CREATE INDEX IF NOT EXISTS vals_str ON vals(path, str);
 CREATE INDEX IF NOT EXISTS vals_num ON vals(path, num) WHERE num IS NOT NULL;
 CREATE TABLE IF NOT EXISTS paths(path TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE VIRTUAL TABLE IF NOT EXISTS geo USING rtree(gid, minX, maxX, minY, maxY, +rid INTEGER, +path TEXT, +x REAL, +y REAL, +shape TEXT);
+CREATE TABLE IF NOT EXISTS points(gid INTEGER PRIMARY KEY, rid INTEGER NOT NULL, path TEXT NOT NULL, x REAL NOT NULL, y REAL NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS geo USING rtree(gid, minX, maxX, minY, maxY, +rid INTEGER, +path TEXT, +shape TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, fielded, content='', contentless_delete=1, tokenize="unicode61 remove_diacritics 2 tokenchars '_'");
 `;
 
@@ -101,6 +103,7 @@ export class SqliteBackend implements SearchBackend {
   private bulk = false;
   private readonly stmts;
   private readonly facts = new RowFacts();
+  private readonly points = new PointIndex();
 
   constructor(readonly options: SqliteOptions) {
     if (options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
@@ -139,8 +142,10 @@ export class SqliteBackend implements SearchBackend {
       insertPath: this.db.query("INSERT OR IGNORE INTO paths(path) VALUES (?)"),
       insertFts: this.db.query("INSERT INTO fts(rowid, body, fielded) VALUES (?, ?, ?)"),
       deleteFts: this.db.query("DELETE FROM fts WHERE rowid = ?"),
-      insertGeo: this.db.query("INSERT INTO geo(gid, minX, maxX, minY, maxY, rid, path, x, y, shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+      insertGeo: this.db.query("INSERT INTO geo(gid, minX, maxX, minY, maxY, rid, path, shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
       deleteGeo: this.db.query("DELETE FROM geo WHERE gid = ?"),
+      insertPoint: this.db.query("INSERT INTO points(gid, rid, path, x, y) VALUES (?, ?, ?, ?, ?)"),
+      deletePoint: this.db.query("DELETE FROM points WHERE gid = ?"),
       docsOf: this.db.query<{ rid: number; doc: string }, [string]>("SELECT rid, doc FROM docs WHERE rid IN (SELECT value FROM json_each(?))"),
       getMeta: this.db.query<{ v: string }, [string]>("SELECT v FROM meta WHERE k = ?"),
       setMeta: this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES (?, ?)"),
@@ -153,6 +158,9 @@ export class SqliteBackend implements SearchBackend {
     this.facts.clear();
     const rows = this.db.query<[number, string, string, string, string, number], []>("SELECT rid, partition, kind, authority, acl, tokens FROM records").values() as Array<[number, string, string, string, string, number]>;
     for (const [rid, partition, kind, authority, acl, tokens] of rows) this.facts.set(rid, partition, kind, authority, acl, tokens);
+    this.points.clear();
+    const points = this.db.query<[number, string, number, number], []>("SELECT rid, path, x, y FROM points").values() as Array<[number, string, number, number]>;
+    for (const [rid, path, x, y] of points) this.points.set(path, rid, x, y);
   }
 
   /** A file from another schema version is emptied and rebuilt from the stream (it is only a replica). */
@@ -160,7 +168,7 @@ export class SqliteBackend implements SearchBackend {
     const hasMeta = this.db.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get()!.n > 0;
     const current = hasMeta ? this.db.query<{ v: string }, []>("SELECT v FROM meta WHERE k = 'schema'").get()?.v : undefined;
     if (hasMeta && current !== SCHEMA_VERSION) {
-      for (const table of ["fts", "geo", "records", "docs", "acl", "vals", "paths", "shapes", "meta"]) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
+      for (const table of ["fts", "geo", "points", "records", "docs", "acl", "vals", "paths", "shapes", "meta"]) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
     }
     this.db.exec(SCHEMA);
     this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES ('schema', ?)").run(SCHEMA_VERSION);
@@ -176,7 +184,7 @@ export class SqliteBackend implements SearchBackend {
 
   reset(streamIdentity: string): void {
     this.db.transaction(() => {
-      for (const table of ["records", "docs", "acl", "vals", "paths", "geo", "meta"]) this.db.exec(`DELETE FROM ${table}`);
+      for (const table of ["records", "docs", "acl", "vals", "paths", "geo", "points", "meta"]) this.db.exec(`DELETE FROM ${table}`);
       this.db.exec("INSERT INTO fts(fts) VALUES('delete-all')");
       this.stmts.setMeta.run("schema", SCHEMA_VERSION);
       this.stmts.setMeta.run("stream", streamIdentity);
@@ -184,6 +192,7 @@ export class SqliteBackend implements SearchBackend {
     })();
     this.knownPaths.clear();
     this.facts.clear();
+    this.points.clear();
   }
 
   /**
@@ -228,7 +237,11 @@ export class SqliteBackend implements SearchBackend {
     this.stmts.deleteAcl.run(rid);
     this.stmts.deleteVals.run(rid);
     this.stmts.deleteFts.run(rid);
-    for (let i = 0; i < shapes; i++) this.stmts.deleteGeo.run(rid * SHAPE_SLOTS + i);
+    for (let i = 0; i < shapes; i++) {
+      this.stmts.deleteGeo.run(rid * SHAPE_SLOTS + i);
+      this.stmts.deletePoint.run(rid * SHAPE_SLOTS + i);
+    }
+    this.points.remove(rid);
   }
 
   private remove(partition: string, key: string): void {
@@ -279,9 +292,12 @@ export class SqliteBackend implements SearchBackend {
     this.stmts.insertFts.run(rid, body, fielded);
     for (let i = 0; i < shapes; i++) {
       const s = d.shapes[i]!;
-      // A lone point (the common case) keeps exact coordinates in columns: no JSON to parse when checking it.
+      // A lone point (the common case) goes to the in-memory point index; other shapes to the R*Tree.
       const point = s.shape.points.length === 1 && s.shape.lines.length === 0 && s.shape.polygons.length === 0 ? s.shape.points[0]! : undefined;
-      this.stmts.insertGeo.run(rid * SHAPE_SLOTS + i, s.bbox.minX, s.bbox.maxX, s.bbox.minY, s.bbox.maxY, rid, s.path, point ? point[0] : null, point ? point[1] : null, point ? null : JSON.stringify(s.shape));
+      if (point) {
+        this.stmts.insertPoint.run(rid * SHAPE_SLOTS + i, rid, s.path, point[0], point[1]);
+        this.points.set(s.path, rid, point[0], point[1]);
+      } else this.stmts.insertGeo.run(rid * SHAPE_SLOTS + i, s.bbox.minX, s.bbox.maxX, s.bbox.minY, s.bbox.maxY, rid, s.path, JSON.stringify(s.shape));
     }
   }
 
@@ -444,7 +460,8 @@ export class SqliteBackend implements SearchBackend {
       const p = (value: SQLQueryBindings) => (params.push(value), `?${params.length}`);
       const list = p(JSON.stringify([...keep]));
       const condition = new Compiler(this, p, registerNested, true).compile(rest);
-      const sql = `SELECT r.rid FROM (SELECT value AS rid FROM json_each(${list})) d CROSS JOIN records r ON r.rid = d.rid WHERE ${condition}`;
+      // The compiled predicates only need r.rid: the candidate list stands in for records (no lookup per row).
+      const sql = `SELECT r.rid FROM (SELECT value AS rid FROM json_each(${list})) r WHERE ${condition}`;
       keep = new Set((this.db.query<[number], SQLQueryBindings[]>(sql).values(...params) as Array<[number]>).map((row) => row[0]));
     }
     const weight = idf(this.facts.rows, rids.length);
@@ -505,18 +522,18 @@ export class SqliteBackend implements SearchBackend {
         : "g.maxX >= ? AND g.minX <= ? AND g.maxY >= ? AND g.minY <= ?";
     const slack = 1e-3;
     const rows = this.db
-      .query<{ rid: number; x: number | null; y: number | null; shape: string | null }, SQLQueryBindings[]>(
-        `SELECT g.rid AS rid, g.x AS x, g.y AS y, g.shape AS shape FROM geo g WHERE ${rtree} AND g.path = ?`,
+      .query<{ rid: number; shape: string }, SQLQueryBindings[]>(
+        `SELECT g.rid AS rid, g.shape AS shape FROM geo g WHERE ${rtree} AND g.path = ?`,
       )
       .all(box.minX - slack, box.maxX + slack, box.minY - slack, box.maxY + slack, filter.field);
     const out: number[] = [];
     const lone: Shape = { points: [[0, 0]], lines: [], polygons: [] };
+    this.points.inBox(filter.field, box.minX - slack, box.maxX + slack, box.minY - slack, box.maxY + slack, (rid, x, y) => {
+      lone.points[0] = [x, y];
+      if (filter.relation === "within" ? within(lone, filter.area) : intersects(lone, filter.polygons)) out.push(rid);
+    });
     for (const row of rows) {
-      let shape: Shape;
-      if (row.shape === null) {
-        lone.points[0] = [row.x!, row.y!];
-        shape = lone;
-      } else shape = JSON.parse(row.shape) as Shape;
+      const shape = JSON.parse(row.shape) as Shape;
       if (filter.relation === "within" ? within(shape, filter.area) : intersects(shape, filter.polygons)) out.push(row.rid);
     }
     return out;
