@@ -1,5 +1,13 @@
-/** Prometheus metrics of one edge (its own registry, so several edges can live in one test process). */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+/**
+ * Prometheus metrics of one edge (its own registry, so several edges can live in one test process).
+ *
+ * The per-request series are kept by `LabelledHistogram` below rather than prom-client's Histogram
+ * and Counter: those re-validate and re-hash the label set on every observation, even through a
+ * labelled child (measured: ~3 µs of the edge's CPU per request for the three series). Here a series
+ * is resolved once per label set and an observation is a bucket search and three additions.
+ * prom-client still renders everything, process metrics included.
+ */
+import { Registry, collectDefaultMetrics, type Metric } from "prom-client";
 
 export type EdgeMetrics = {
   registry: Registry;
@@ -7,45 +15,99 @@ export type EdgeMetrics = {
   observeNats(subject: string, seconds: number, outcome: string): void;
 };
 
+type Series = { labels: Record<string, string>; buckets: Float64Array; sum: number; count: number };
+
+type MetricValue = { value: number; labels: Record<string, string | number>; metricName?: string };
+
+/** A histogram (and optionally its `_total` counter twin) keyed by a fixed list of label names. */
+export class LabelledHistogram {
+  private readonly series = new Map<string, Series>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly labelNames: readonly string[],
+    private readonly bounds: readonly number[],
+  ) {}
+
+  /** The series for these label values (in labelNames order); keep it to observe without lookups. */
+  seriesFor(values: readonly string[]): Series {
+    const key = values.join("\u0000");
+    let s = this.series.get(key);
+    if (!s) {
+      const labels = Object.fromEntries(this.labelNames.map((n, i) => [n, values[i]!]));
+      s = { labels, buckets: new Float64Array(this.bounds.length), sum: 0, count: 0 };
+      this.series.set(key, s);
+    }
+    return s;
+  }
+
+  observe(series: Series, value: number): void {
+    const bounds = this.bounds;
+    for (let i = 0; i < bounds.length; i++) {
+      if (value <= bounds[i]!) {
+        series.buckets[i]! += 1;
+        break;
+      }
+    }
+    series.sum += value;
+    series.count += 1;
+  }
+
+  /** prom-client's registry reads a metric through `get()`: cumulative buckets, +Inf, sum, count. */
+  histogram(): Metric {
+    return this.asMetric("histogram", () => {
+      const values: MetricValue[] = [];
+      for (const s of this.series.values()) {
+        let cumulative = 0;
+        this.bounds.forEach((bound, i) => {
+          cumulative += s.buckets[i]!;
+          values.push({ value: cumulative, labels: { ...s.labels, le: bound }, metricName: `${this.name}_bucket` });
+        });
+        values.push({ value: s.count, labels: { ...s.labels, le: "+Inf" }, metricName: `${this.name}_bucket` });
+        values.push({ value: s.sum, labels: s.labels, metricName: `${this.name}_sum` });
+        values.push({ value: s.count, labels: s.labels, metricName: `${this.name}_count` });
+      }
+      return values;
+    });
+  }
+
+  /** The observation count of every series as a counter named `name`. */
+  counter(name: string, help: string): Metric {
+    return this.asMetric("counter", () => [...this.series.values()].map((s) => ({ value: s.count, labels: s.labels })), name, help);
+  }
+
+  private asMetric(type: "histogram" | "counter", values: () => MetricValue[], name = this.name, help = this.help): Metric {
+    const metric = {
+      name,
+      help,
+      type,
+      aggregator: "sum",
+      get: async () => ({ name, help, type, aggregator: "sum", values: values() }),
+      reset: () => this.series.clear(),
+    };
+    return metric as unknown as Metric;
+  }
+}
+
+const HTTP_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const NATS_BOUNDS = [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5];
+
 export function createMetrics(withProcessMetrics = true): EdgeMetrics {
   const registry = new Registry();
   if (withProcessMetrics) collectDefaultMetrics({ register: registry, prefix: "derrick_" });
-  const requests = new Counter({ name: "derrick_http_requests_total", help: "HTTP requests by route, method and status", labelNames: ["route", "method", "status"], registers: [registry] });
-  const latency = new Histogram({
-    name: "derrick_http_request_duration_seconds",
-    help: "HTTP request latency by route, method and status",
-    labelNames: ["route", "method", "status"],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
-  const nats = new Histogram({
-    name: "derrick_nats_request_duration_seconds",
-    help: "NATS request/reply latency from the edge, by subject and outcome",
-    labelNames: ["subject", "outcome"],
-    buckets: [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
-    registers: [registry],
-  });
-  // Labelled children are cached: resolving labels hashes them on every call otherwise.
-  const httpChildren = new Map<string, { count: ReturnType<typeof requests.labels>; time: ReturnType<typeof latency.labels> }>();
-  const natsChildren = new Map<string, ReturnType<typeof nats.labels>>();
+  const http = new LabelledHistogram("derrick_http_request_duration_seconds", "HTTP request latency by route, method and status", ["route", "method", "status"], HTTP_BOUNDS);
+  const nats = new LabelledHistogram("derrick_nats_request_duration_seconds", "NATS request/reply latency from the edge, by subject and outcome", ["subject", "outcome"], NATS_BOUNDS);
+  registry.registerMetric(http.counter("derrick_http_requests_total", "HTTP requests by route, method and status"));
+  registry.registerMetric(http.histogram());
+  registry.registerMetric(nats.histogram());
   return {
     registry,
     observeHttp(route, method, status, seconds) {
-      const key = `${method} ${status} ${route}`;
-      let child = httpChildren.get(key);
-      if (!child) {
-        const labels = { route, method, status: String(status) };
-        child = { count: requests.labels(labels), time: latency.labels(labels) };
-        httpChildren.set(key, child);
-      }
-      child.count.inc();
-      child.time.observe(seconds);
+      http.observe(http.seriesFor([route, method, String(status)]), seconds);
     },
     observeNats(subject, seconds, outcome) {
-      const key = `${outcome} ${subject}`;
-      let child = natsChildren.get(key);
-      if (!child) natsChildren.set(key, (child = nats.labels({ subject, outcome })));
-      child.observe(seconds);
+      nats.observe(nats.seriesFor([subject, outcome]), seconds);
     },
   };
 }

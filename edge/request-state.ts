@@ -3,20 +3,18 @@ import { nuid } from "@nats-io/nats-core";
 import type { Principal, RequestMeta } from "../subjects/index.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const ids = new WeakMap<Request, string>();
-const starts = new WeakMap<Request, number>();
+const states = new WeakMap<Request, { id: string; start: number }>();
 
 /** The caller's `x-request-id` when it is sane, else a fresh one. */
 export function assignRequestId(request: Request): string {
   const given = request.headers.get("x-request-id");
   const id = given && REQUEST_ID.test(given) ? given : nuid.next();
-  ids.set(request, id);
-  starts.set(request, performance.now());
+  states.set(request, { id, start: performance.now() });
   return id;
 }
 
-export const requestIdOf = (request: Request) => ids.get(request) ?? assignRequestId(request);
-export const startOf = (request: Request) => starts.get(request) ?? performance.now();
+export const requestIdOf = (request: Request) => states.get(request)?.id ?? assignRequestId(request);
+export const startOf = (request: Request) => states.get(request)?.start ?? performance.now();
 
 /** What travels to the actor with a request: who, which partition, which request id. */
 export function requestMeta(request: Request, principal?: Principal, partition?: string): RequestMeta {

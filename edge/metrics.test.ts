@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import { createMetrics } from "./metrics.ts";
+
+const sample = (text: string, series: string) => Number(text.split("\n").find((line) => line.startsWith(series + " "))?.split(" ").at(-1));
+
+describe("edge metrics", () => {
+  it("metrics - buckets are cumulative, +Inf and _count equal the observations, the counter matches", async () => {
+    const m = createMetrics(false);
+    for (const s of [0.0004, 0.003, 0.003, 0.2, 20]) m.observeHttp("/v1/x", "GET", 200, s);
+    m.observeHttp("/v1/x", "GET", 404, 0.001);
+    const text = await m.registry.metrics();
+    const labels = 'route="/v1/x",method="GET",status="200"';
+    expect(sample(text, `derrick_http_request_duration_seconds_bucket{${labels},le="0.0005"}`)).toBe(1);
+    expect(sample(text, `derrick_http_request_duration_seconds_bucket{${labels},le="0.005"}`)).toBe(3);
+    expect(sample(text, `derrick_http_request_duration_seconds_bucket{${labels},le="10"}`)).toBe(4);
+    expect(sample(text, `derrick_http_request_duration_seconds_bucket{${labels},le="+Inf"}`)).toBe(5);
+    expect(sample(text, `derrick_http_request_duration_seconds_count{${labels}}`)).toBe(5);
+    expect(sample(text, `derrick_http_request_duration_seconds_sum{${labels}}`)).toBeCloseTo(20.2064, 6);
+    expect(sample(text, `derrick_http_requests_total{${labels}}`)).toBe(5);
+    expect(sample(text, 'derrick_http_requests_total{route="/v1/x",method="GET",status="404"}')).toBe(1);
+  });
+});
