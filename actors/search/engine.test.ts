@@ -108,6 +108,12 @@ describe("search engine pieces", () => {
     backend = new SqliteBackend({ file });
     expect(ids(backend, 5, 5)).toEqual(["opendes:well:2", "opendes:well:3"]);
     expect(backend.search(request({ spatial: box(5, 5), access: { all: false, groups: ["data.b.viewers"], asOwner: false } })).total).toBe(0);
+    // Back and forth between cells: listed once, found where it is now.
+    backend.apply([at(2, 0.3, 0.3)], 6);
+    backend.apply([at(2, 5.3, 5.3)], 7);
+    backend.apply([at(2, 0.6, 0.6)], 8);
+    expect(backend.search(request({ spatial: box(0, 0), limit: 100 })).total).toBe(1);
+    expect(ids(backend, 5, 5)).toEqual(["opendes:well:3"]);
     backend.close();
     rmSync(dir, { recursive: true, force: true });
   });

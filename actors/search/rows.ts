@@ -155,12 +155,20 @@ export function idf(rows: number, hits: number): number {
 }
 
 /**
- * Lone points (the common geometry: a well's location) per field path, in memory: a query scans
- * the coordinates of one path (a few ms at 1M records) instead of reading each R*Tree hit's
- * auxiliary columns from SQLite (a lookup per hit). Other shapes stay in the R*Tree.
+ * Lone points (the common geometry: a well's location) per field path, in memory: coordinates by
+ * record in typed arrays, and a 1° grid of the records in each cell, so a box query reads the cells it
+ * covers instead of every point (R*Tree hits cost a SQLite lookup each for their columns). Cell lists
+ * are append-only: an entry whose point has since moved elsewhere or was deleted is skipped by
+ * checking the current coordinates, and a record listed twice in one cell is reported once.
+ * Lines and polygons stay in the R*Tree.
  */
+type PathPoints = { xs: Float64Array; ys: Float64Array; cells: Map<number, { rids: Int32Array; n: number }>; seen: Uint32Array; generation: number };
+
+/** The 1° cell of a point; coordinates out of range share the edge cells. */
+const cellOf = (x: number, y: number) => (Math.min(90, Math.max(-90, Math.floor(y))) + 90) * 361 + (Math.min(180, Math.max(-180, Math.floor(x))) + 180);
+
 export class PointIndex {
-  private readonly paths = new Map<string, { xs: Float64Array; ys: Float64Array; end: number }>();
+  private readonly paths = new Map<string, PathPoints>();
 
   clear(): void {
     this.paths.clear();
@@ -168,7 +176,7 @@ export class PointIndex {
 
   set(path: string, rid: number, x: number, y: number): void {
     let p = this.paths.get(path);
-    if (!p) this.paths.set(path, (p = { xs: new Float64Array(1024).fill(NaN), ys: new Float64Array(1024).fill(NaN), end: 0 }));
+    if (!p) this.paths.set(path, (p = { xs: new Float64Array(1024).fill(NaN), ys: new Float64Array(1024).fill(NaN), cells: new Map(), seen: new Uint32Array(1024), generation: 0 }));
     if (rid >= p.xs.length) {
       let size = p.xs.length;
       while (size <= rid) size *= 2;
@@ -178,10 +186,22 @@ export class PointIndex {
       ys.set(p.ys);
       p.xs = xs;
       p.ys = ys;
+      p.seen = new Uint32Array(size);
+      p.generation = 0;
     }
+    const cell = cellOf(x, y);
+    const same = p.xs[rid] === p.xs[rid] && cellOf(p.xs[rid]!, p.ys[rid]!) === cell;
     p.xs[rid] = x;
     p.ys[rid] = y;
-    p.end = Math.max(p.end, rid + 1);
+    if (same) return;
+    let list = p.cells.get(cell);
+    if (!list) p.cells.set(cell, (list = { rids: new Int32Array(64), n: 0 }));
+    if (list.n === list.rids.length) {
+      const grown = new Int32Array(list.rids.length * 2);
+      grown.set(list.rids);
+      list.rids = grown;
+    }
+    list.rids[list.n++] = rid;
   }
 
   remove(rid: number): void {
@@ -197,13 +217,34 @@ export class PointIndex {
   inBox(path: string, minX: number, maxX: number, minY: number, maxY: number, each: (rid: number, x: number, y: number) => void): void {
     const p = this.paths.get(path);
     if (!p) return;
-    const { xs, ys, end } = p;
-    for (let rid = 0; rid < end; rid++) {
-      const x = xs[rid]!;
-      if (x >= minX && x <= maxX) {
+    const { xs, ys, seen } = p;
+    if (++p.generation === 0xffffffff) {
+      seen.fill(0);
+      p.generation = 1;
+    }
+    const generation = p.generation;
+    const visit = (cell: number) => {
+      const list = p.cells.get(cell);
+      if (!list) return;
+      const { rids, n } = list;
+      for (let i = 0; i < n; i++) {
+        const rid = rids[i]!;
+        const x = xs[rid]!;
         const y = ys[rid]!;
-        if (y >= minY && y <= maxY) each(rid, x, y);
+        if (x >= minX && x <= maxX && y >= minY && y <= maxY && cellOf(x, y) === cell && seen[rid] !== generation) {
+          seen[rid] = generation;
+          each(rid, x, y);
+        }
       }
+    };
+    const x0 = Math.max(-180, Math.floor(minX));
+    const x1 = Math.min(180, Math.floor(maxX));
+    const y0 = Math.max(-90, Math.floor(minY));
+    const y1 = Math.min(90, Math.floor(maxY));
+    if ((x1 - x0 + 1) * (y1 - y0 + 1) <= p.cells.size) {
+      for (let cy = y0; cy <= y1; cy++) for (let cx = x0; cx <= x1; cx++) visit((cy + 90) * 361 + (cx + 180));
+    } else {
+      for (const cell of p.cells.keys()) visit(cell);
     }
   }
 }

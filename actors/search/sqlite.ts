@@ -355,8 +355,10 @@ export class SqliteBackend implements SearchBackend {
     }
     let from = "records r";
     if (driverText !== undefined) from = `(SELECT rowid AS rid, rank AS score FROM fts WHERE fts MATCH ${p(driverText)}) d CROSS JOIN records r ON r.rid = d.rid`;
+    // The exact spatial hits, once: both the SQL path and the in-memory one below start from them.
+    const spatialHits = request.spatial ? this.spatialRids(request) : [];
     if (request.spatial) {
-      const rids = this.spatialRids(request);
+      const rids = spatialHits;
       if (rids.length === 0) return { hits: [], total: 0, aggregations: [] };
       const list = `(SELECT value AS rid FROM json_each(${p(JSON.stringify(rids))}))`;
       if (driverText === undefined) from = `${list} d CROSS JOIN records r ON r.rid = d.rid`;
@@ -375,7 +377,7 @@ export class SqliteBackend implements SearchBackend {
       const visible = condition === "1" ? this.facts.visibility(request.partition, request.kinds, request.access) : undefined;
       const rids = (
         visible
-          ? this.spatialRids(request).filter(visible)
+          ? spatialHits.filter(visible)
           : (this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number]>).map((row) => row[0])
       ).sort((x, y) => x - y);
       return {
@@ -528,7 +530,13 @@ export class SqliteBackend implements SearchBackend {
       .all(box.minX - slack, box.maxX + slack, box.minY - slack, box.maxY + slack, filter.field);
     const out: number[] = [];
     const lone: Shape = { points: [[0, 0]], lines: [], polygons: [] };
+    const area = filter.relation === "within" && filter.area.type === "box" ? filter.area.box : undefined;
     this.points.inBox(filter.field, box.minX - slack, box.maxX + slack, box.minY - slack, box.maxY + slack, (rid, x, y) => {
+      // A point is within a box exactly when it lies inside it, edges included (what within() checks).
+      if (area) {
+        if (x >= area.minX && x <= area.maxX && y >= area.minY && y <= area.maxY) out.push(rid);
+        return;
+      }
       lone.points[0] = [x, y];
       if (filter.relation === "within" ? within(lone, filter.area) : intersects(lone, filter.polygons)) out.push(rid);
     });
