@@ -71,8 +71,8 @@ function run(cmd: string, args: string[]): Promise<string> {
 }
 
 /** Starts a peer process that prints one JSON line `{ready: true, port}` when it serves. */
-export async function startPeer(cmd: string, args: string[]): Promise<{ port: number; child: ChildProcess; stop(): Promise<void> }> {
-  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "inherit"] });
+export async function startPeer(cmd: string, args: string[], env: Record<string, string> = {}): Promise<{ port: number; child: ChildProcess; stop(): Promise<void> }> {
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
   const port = await new Promise<number>((resolve, reject) => {
     let buffer = "";
     const timer = setTimeout(() => reject(new Error(`${args.join(" ")} did not get ready in 30 s`)), 30_000);

@@ -81,6 +81,7 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_HTTP_HOST", path: "http.host", parse: text, fallback: "127.0.0.1" },
   { name: "DERRICK_HTTP_PORT", path: "http.port", parse: integer, fallback: "8080" },
   { name: "DERRICK_BODY_LIMIT", path: "http.bodyLimit", parse: integer, fallback: String(1024 * 1024) },
+  { name: "DERRICK_HTTP_REUSE_PORT", path: "http.reusePort", parse: boolean, fallback: "false" },
   { name: "DERRICK_RATE_LIMIT", path: "http.rateLimit", parse: rate, fallback: "0" },
   { name: "DERRICK_RATE_BURST", path: "http.rateBurst", parse: integer, fallback: "100" },
   { name: "DERRICK_DATA_DIR", path: "dataDir", parse: text, fallback: ".derrick" },

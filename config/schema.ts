@@ -35,6 +35,8 @@ export const Config = Type.Object({
     port: Type.Integer({ minimum: 0, maximum: 65535 }),
     /** Largest request body the edge accepts, in bytes (→ 413 beyond). */
     bodyLimit: Type.Integer({ minimum: 1024 }),
+    /** SO_REUSEPORT: several edge processes on one host share the port and the kernel spreads connections. */
+    reusePort: Type.Boolean(),
     /** Requests per second one client (token client id) may make; 0 = no limit (→ 429 with Retry-After beyond). */
     rateLimit: Type.Number({ minimum: 0 }),
     /** Requests a client may make at once above the steady rate (token bucket size). */

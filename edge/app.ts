@@ -55,7 +55,7 @@ export type EdgeApp = ReturnType<typeof createEdgeApp>;
 export type RunningEdge = { url: string; port: number; stop(): Promise<void> };
 
 export function listenEdge(app: EdgeApp, cfg: Config, log: Logger): RunningEdge {
-  app.listen({ hostname: cfg.http.host, port: cfg.http.port, maxRequestBodySize: cfg.http.bodyLimit + 64 * 1024 });
+  app.listen({ hostname: cfg.http.host, port: cfg.http.port, reusePort: cfg.http.reusePort, maxRequestBodySize: cfg.http.bodyLimit + 64 * 1024 });
   const server = app.server!;
   const url = `http://${cfg.http.host.includes(":") ? `[${cfg.http.host}]` : cfg.http.host}:${server.port}`;
   log.info({ url }, "edge listening");

@@ -9,11 +9,12 @@ type SetLike = { status?: number | string; headers: Record<string, string | numb
 
 export function forward<T>(set: SetLike, reply: BusReply<T>): T {
   set.status = reply.status; // metrics and logs read it
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(set.headers)) headers.set(name, String(value));
-  for (const [name, value] of Object.entries(reply.headers)) headers.set(name, value);
+  // A plain record: Bun builds the response headers from it directly (cheaper than a Headers object).
+  const headers: Record<string, string> = {};
+  for (const name in set.headers) headers[name] = String(set.headers[name]);
+  for (const name in reply.headers) headers[name.toLowerCase()] = reply.headers[name]!;
   if (reply.status === 204 || reply.raw.length === 0) return new Response(null, { status: reply.status, headers }) as unknown as T;
-  headers.set("content-type", "application/json");
+  headers["content-type"] = "application/json";
   // Typed as the body the route documents; Elysia sends a Response as it is.
   return new Response(reply.raw, { status: reply.status, headers }) as unknown as T;
 }

@@ -8,7 +8,7 @@ import { createLogger } from "../../platform/logger.ts";
 import { boot } from "../../bin/boot.ts";
 
 const [natsUrl, port, dataDir, role = "all"] = process.argv.slice(2);
-const cfg = loadConfig({ NATS_URL: natsUrl, DERRICK_HTTP_PORT: port, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "warn", ACTORS: "system,identity" });
+const cfg = loadConfig({ NATS_URL: natsUrl, DERRICK_HTTP_PORT: port, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "warn", ACTORS: "system,identity", DERRICK_HTTP_REUSE_PORT: process.env.DERRICK_HTTP_REUSE_PORT });
 const running = await boot({
   cfg,
   natsUrl: natsUrl!,

@@ -2,5 +2,6 @@
 import { Elysia } from "elysia";
 
 const port = Number(process.argv[2] ?? 0);
-const app = new Elysia().post("/v1/system/echo", ({ body }) => body).listen({ hostname: "127.0.0.1", port });
+const reusePort = process.argv[3] === "reuse-port";
+const app = new Elysia().post("/v1/system/echo", ({ body }) => body).listen({ hostname: "127.0.0.1", port, reusePort });
 console.log(JSON.stringify({ ready: true, port: app.server!.port }));
