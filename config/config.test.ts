@@ -17,7 +17,7 @@ function errorOf(env: Record<string, string>): ConfigError {
 describe("config", () => {
   it("config - defaults match the documented ones", () => {
     const cfg = loadConfig({});
-    expect(cfg.http).toEqual({ host: "127.0.0.1", port: 8080, bodyLimit: 1024 * 1024, rateLimit: 0, rateBurst: 100 });
+    expect(cfg.http).toEqual({ host: "127.0.0.1", port: 8080, bodyLimit: 1024 * 1024, rateLimit: 0, rateBurst: 100, reusePort: false });
     expect(cfg.dataDir).toBe(".derrick");
     expect(cfg.partitions).toEqual(["opendes"]);
     expect(cfg.actors).toEqual([...ACTOR_NAMES]);
@@ -41,6 +41,7 @@ describe("config", () => {
     ["DERRICK_CLIENTS", "not json"],
     ["DERRICK_CLIENTS", '[{"client_id":"a","client_secret":"short","appkey":"12345678"}]'],
     ["DERRICK_REQUEST_TIMEOUT", "soon"],
+    ["DERRICK_HTTP_REUSE_PORT", "yes please"],
     ["DERRICK_LOG_LEVEL", "loud"],
     ["DERRICK_AUTH_JWKS_URL", "ftp://x"],
   ])("config - a bad %s (%s) stops start-up naming the variable", (name, value) => {
