@@ -33,9 +33,6 @@ try {
     return { url, result };
   };
 
-  const direct = await startPeer(bun, [here("./peers/direct-elysia.ts"), "0"]);
-  await measure("direct Elysia (in-process)", direct);
-  await direct.stop();
 
   const derrick = await startPeer(bun, [here("./peers/derrick-node.ts"), nats.url, "0", join(dir, "data")]);
   const { url, result } = await measure("derrick edge → NATS → actor", derrick);
@@ -44,6 +41,13 @@ try {
   atHalf = await httpLoadAtRate(`derrick at 50% of peak (${rate}/s offered, autocannon -R)`, url, BODY, { perSecond: rate, seconds: 6 });
   results.push(atHalf);
   await derrick.stop();
+
+  // The baseline at its peak, then at derrick's half-peak rate: the latency floor of this machine and
+  // load generator at that rate, measured in the same run.
+  const direct = await startPeer(bun, [here("./peers/direct-elysia.ts"), "0"]);
+  const directRun = await measure("direct Elysia (in-process)", direct);
+  results.push(await httpLoadAtRate(`direct Elysia at the same ${rate}/s (control)`, directRun.url, BODY, { perSecond: rate, seconds: 6 }));
+  await direct.stop();
 
   // The same path with the edge and the actor in separate processes (`derrick edge` + `derrick actor`).
   const actors = await startPeer(bun, [here("./peers/derrick-node.ts"), nats.url, "0", join(dir, "data"), "actors"]);
@@ -96,6 +100,7 @@ report({
     "derrick two processes / direct Elysia two processes (same resources)": twoOnOnePort / ops("direct Elysia, two processes"),
     "derrick one process / Moleculer (gateway + service in one process)": oneProcess / ops("Moleculer"),
     "derrick two processes / Moleculer": twoOnOnePort / ops("Moleculer"),
+    "p99 at derrick's half-peak rate: derrick one process / direct Elysia (control)": atHalf!.p99Ms / byName("direct Elysia at the same").p99Ms,
   },
   targets: {
     "derrick ≥ 50% of direct": { value: vsDirect, target: "≥ 0.5", met: vsDirect >= 0.5 },
