@@ -111,14 +111,20 @@ export async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logg
   try {
     const meta = readRequestMeta(msg);
     const requestId = meta.requestId ?? nuid.next();
+    let child: Logger | undefined;
     ctx = {
-      ...meta,
+      principal: meta.principal,
+      partition: meta.partition,
+      deadline: meta.deadline,
       requestId,
       // Decoded only for the rare handler that reads a header of its own.
       get headers() {
         return msg.headers;
       },
-      log: lazyChild(log, { requestId, endpoint: ep.name }),
+      // Built only when first used: most requests never log.
+      get log() {
+        return (child ??= log.child({ requestId, endpoint: ep.name }));
+      },
     };
     if (meta.deadline && meta.deadline <= Date.now()) throw gatewayTimeout("the caller's deadline passed before the request was handled");
     const input = decodeBody(msg, ep);
@@ -131,12 +137,6 @@ export async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logg
     }
     respondProblem(msg, problem, ctx?.requestId);
   }
-}
-
-/** A child logger built only when first used: most requests never log. */
-function lazyChild(log: Logger, bindings: Record<string, string>): Logger {
-  let child: Logger | undefined;
-  return new Proxy(log, { get: (_target, key) => Reflect.get((child ??= log.child(bindings)), key) });
 }
 
 function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
@@ -152,7 +152,11 @@ function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
 }
 
 function respond(msg: ServiceMsg, result: unknown): void {
-  const out = result instanceof Reply ? result : new Reply(result);
+  if (!(result instanceof Reply)) {
+    msg.respond(result === undefined ? undefined : encoder.encode(JSON.stringify(result)));
+    return;
+  }
+  const out = result;
   const h = new Map<string, string>();
   if (out.status !== 200) h.set(Header.status, String(out.status));
   if (Object.keys(out.headers).length) h.set(Header.replyHeaders, JSON.stringify(out.headers));
