@@ -80,7 +80,7 @@ const PACE_WINDOW_MS = 250;
  * early). Short for fast receivers, whose pace estimate can be off while the process is congested (an
  * over-long booking would leave them idle), long for slow ones, whose pace is what the receiver sets.
  */
-const MAX_BOOKING_FAST_MS = 500;
+const MAX_BOOKING_FAST_MS = 1_000;
 const MAX_BOOKING_SLOW_MS = 60_000;
 /** Below this pace (items per ms, i.e. 100/s) a subscription counts as slow. */
 const SLOW_PACE = 0.1;
@@ -91,7 +91,7 @@ const SLOW_PACE = 0.1;
  * (measured: one fast subscription idled a third of the time). Parked messages are kept ours with
  * `working()`, so nothing is lost or redelivered while they wait.
  */
-const PARK_MS = 500;
+const PARK_MS = 1000;
 /** How many sent-away messages are remembered (to count them back in); beyond, the count is reset. */
 const AWAY_REMEMBERED = 100_000;
 const EVENT_CACHE_SIZE = 2048;
@@ -248,7 +248,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   sweep.unref?.();
 
   // Parked work: at most `parkTotal` items in the process, half of it for one subscription.
-  const parkTotal = 4 * options.concurrency;
+  const parkTotal = 8 * options.concurrency;
   let parkedItems = 0;
   let stopping = false;
   const parkedKeepAlive = setInterval(() => {

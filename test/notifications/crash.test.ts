@@ -53,7 +53,7 @@ describe("notifications delivery under failure", () => {
     const r = startReceiver();
     // A receiver that takes a moment, so the subscription saturates and work is sent away and booked.
     r.respond = () => new Promise<Response>((resolve) => setTimeout(() => resolve(new Response(null, { status: 204 })), 2));
-    // 2 requests at once, 64 held and at most 512 parked for the subscription: far less than the burst,
+    // 2 requests at once, 64 held and at most 1024 parked for the subscription: less than the burst,
     // so work is both parked in the deliverer and sent away to JetStream.
     const env = { ...DELIVERY_ENV, DERRICK_DELIVERY_PER_SUBSCRIPTION: "2", DERRICK_DELIVERY_CONCURRENCY: "256" };
     const deliverer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env });
@@ -77,6 +77,34 @@ describe("notifications delivery under failure", () => {
       await deliverer.cleanup();
     }
   }, 30_000);
+
+  it("notifications - a deliverer stopped with parked work hands it back: another one delivers every event", async () => {
+    const r = startReceiver();
+    r.respond = () => new Promise<Response>((resolve) => setTimeout(() => resolve(new Response(null, { status: 204 })), 5));
+    const env = { ...DELIVERY_ENV, DERRICK_DELIVERY_PER_SUBSCRIPTION: "2", DERRICK_DELIVERY_CONCURRENCY: "256" };
+    const first = await startDerrick(nats, { actors: ["deliverer"], edge: false, env });
+    let second: TestDerrick | undefined;
+    try {
+      const sub = await subscribe(derrick, "PublishData", { callback_uri: r.url });
+      const js = jetstream(derrick.nc);
+      const total = 600;
+      await Promise.all(Array.from({ length: total }, (_, i) => js.publish(subjects.events("opendes", "PublishData"), JSON.stringify({ data: i }))));
+      const parked = await eventually(async () => {
+        const stats = (await first.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<Json>();
+        return stats.parked > 0 ? stats.parked : undefined;
+      }, { what: "work parked in the first deliverer" });
+      expect(parked).toBeGreaterThan(0);
+      await first.cleanup();
+      expect(new Set(r.received.map((x) => x.id)).size).toBeLessThan(total);
+      second = await startDerrick(nats, { actors: ["deliverer"], edge: false, env });
+      await eventually(() => new Set(r.received.map((x) => x.id)).size === total, { what: "every event delivered", timeoutMs: 20_000 });
+      await remove(derrick, sub.subscription_id);
+    } finally {
+      r.stop();
+      await first.cleanup().catch(() => undefined);
+      await second?.cleanup();
+    }
+  }, 40_000);
 
   it("notifications - one dead receiver does not delay deliveries to others", async () => {
     const slow = startReceiver();
