@@ -35,7 +35,11 @@ export async function boot(options: BootOptions): Promise<Booted> {
   const { cfg, log } = options;
   const nc = await connectNats(options.natsUrl, `derrick-${process.pid}`, log, options.natsAuth);
   const metrics = createMetrics(options.processMetrics ?? true);
-  const bus = new Bus(nc, { timeoutMs: cfg.requestTimeoutMs, onRequest: metrics.observeNats });
+  const bus = new Bus(nc, {
+    timeoutMs: cfg.requestTimeoutMs,
+    onRequest: metrics.observeNats,
+    onInboxError: (err) => log.error({ err }, "NATS refused the edge's reply inbox: every request now fails with 503; allow this user to subscribe to _INBOX.>"),
+  });
   let actors: RunningActors | undefined;
   let edge: RunningEdge | undefined;
   try {

@@ -83,7 +83,8 @@ export class LabelledHistogram {
       help,
       type,
       aggregator: "sum",
-      get: async () => ({ name, help, type, aggregator: "sum", values: values() }),
+      // The registry may rename the metric (OpenMetrics counters): report the name it holds now.
+      get: async () => ({ name: metric.name, help, type, aggregator: "sum", values: values() }),
       reset: () => this.series.clear(),
     };
     return metric as unknown as Metric;

@@ -3,7 +3,7 @@
  * reply decoded, and transport failures mapped to the error model (no responders → 503,
  * timeout → 504, a service error → the actor's own problem and status).
  */
-import { createInbox, errors as natsErrors, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
+import { createInbox, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { ServiceError } from "@nats-io/services";
 import { DerrickError, gatewayTimeout, unavailable, type Problem } from "./errors.ts";
 import { Header, encodeRequestMeta, type RequestMeta } from "./headers.ts";
@@ -22,6 +22,8 @@ export type BusOptions = {
   timeoutMs: number;
   /** Observes every request's duration (metrics). */
   onRequest?: (subject: string, seconds: number, outcome: string) => void;
+  /** The server refused the reply inbox: every request fails with 503 from then on (log it). */
+  onInboxError?: (error: Error) => void;
 };
 
 const encoder = new TextEncoder();
@@ -39,6 +41,10 @@ export class Bus {
   private readonly inbox: string;
   private readonly pending = new Map<string, Pending>();
   private sequence = 0;
+  /** Set while the connection is down: nothing sent then can be answered (nats.js drops it). */
+  private disconnected = false;
+  /** Set for good when the server refused the inbox subscription (e.g. a user without `_INBOX.>`). */
+  private inboxRefused: Error | undefined;
 
   constructor(
     readonly nc: NatsConnection,
@@ -47,7 +53,12 @@ export class Bus {
     this.inbox = `${createInbox()}.`;
     nc.subscribe(`${this.inbox}*`, {
       callback: (error, msg) => {
-        if (error) return this.failAll(transportError(error, "the reply inbox"));
+        if (error) {
+          // nats.js closes a refused subscription: without this every request would wait out its timeout.
+          this.inboxRefused = unavailable(`the message bus refused this process's reply inbox: ${error.message}`, 30);
+          this.options.onInboxError?.(error);
+          return this.failAll(this.inboxRefused);
+        }
         const token = msg.subject.slice(this.inbox.length);
         const waiting = this.pending.get(token);
         if (!waiting) return; // answered after its timeout
@@ -56,7 +67,20 @@ export class Bus {
         waiting.resolve(msg);
       },
     });
-    void nc.closed().then(() => this.failAll(unavailable("the message bus connection is closed", 1)));
+    void this.followConnection();
+  }
+
+  /** Waiters fail with 503 the moment the connection drops or closes, not at their timeout. */
+  private async followConnection(): Promise<void> {
+    void this.nc.closed().then(() => this.failAll(unavailable("the message bus connection is closed", 1)));
+    for await (const status of this.nc.status()) {
+      if (status.type === "disconnect") {
+        this.disconnected = true;
+        this.failAll(disconnected());
+      } else if (status.type === "reconnect") {
+        this.disconnected = false;
+      }
+    }
   }
 
   async request<T = unknown>(subject: string, body: unknown, meta: RequestMeta = {}, timeoutMs = this.options.timeoutMs): Promise<BusReply<T>> {
@@ -90,6 +114,9 @@ export class Bus {
 
   private exchange(subject: string, payload: Uint8Array | undefined, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
     return new Promise<Msg>((resolve, reject) => {
+      if (this.inboxRefused) return reject(this.inboxRefused);
+      if (this.disconnected) return reject(disconnected());
+      if (this.nc.isClosed() || this.nc.isDraining()) return reject(unavailable("the message bus connection is closing", 1));
       const token = (this.sequence++).toString(36);
       const timer = setTimeout(() => {
         this.pending.delete(token);
@@ -101,7 +128,7 @@ export class Bus {
       } catch (error) {
         this.pending.delete(token);
         clearTimeout(timer);
-        reject(transportError(error, subject));
+        reject(unavailable(`message bus error: ${(error as Error).message}`, 1));
       }
     });
   }
@@ -139,17 +166,4 @@ function replyHeaders(raw: string | undefined): Record<string, string> {
   }
 }
 
-function transportError(error: unknown, subject: string): Error {
-  const cause = error instanceof natsErrors.RequestError ? (error.cause ?? error) : error;
-  if (error instanceof natsErrors.RequestError && error.isNoResponders()) {
-    return unavailable(`no actor is serving ${subject}; try again shortly`, 1);
-  }
-  if (cause instanceof natsErrors.NoRespondersError) return unavailable(`no actor is serving ${subject}; try again shortly`, 1);
-  if (cause instanceof natsErrors.TimeoutError || error instanceof natsErrors.TimeoutError) {
-    return gatewayTimeout(`no reply from ${subject} in time`);
-  }
-  if (error instanceof natsErrors.ClosedConnectionError || error instanceof natsErrors.DrainingConnectionError) {
-    return unavailable("the message bus connection is closing", 1);
-  }
-  return unavailable(`message bus error: ${(error as Error).message}`, 1);
-}
+const disconnected = () => unavailable("the message bus connection is down; try again shortly", 1);

@@ -52,7 +52,7 @@ export function decodeRequestMeta(h: MsgHdrs | undefined): RequestMeta {
  * decode and five lookups cost ~14 µs of the ~95 µs CPU an edge round trip takes. This reads the raw
  * header block once instead when the message exposes it (nats-core's MsgImpl `_rdata`/`_msg.hdr`,
  * public fields of an internal class, possibly wrapped by @nats-io/services' ServiceMsgImpl as
- * `msg`); anything else goes through `msg.headers`. `test/platform/headers.test.ts` checks both paths
+ * `msg`); anything else goes through `msg.headers`. `test/platform/bus-headers.test.ts` checks both paths
  * agree and that the fast one is taken, so a client upgrade that changes the shape shows up there.
  */
 export function readRequestMeta(msg: Msg | { msg?: unknown; headers?: MsgHdrs }): RequestMeta {

@@ -7,7 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { MsgHdrsImpl, type Msg } from "@nats-io/nats-core";
 import { Svcm, type ServiceMsg } from "@nats-io/services";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { startTestNats, type TestNats } from "../harness/index.ts";
+import { startNatsServer } from "../../platform/nats-server.ts";
 import { connectNats } from "../../platform/nats.ts";
 import {
   Bus,
@@ -31,16 +35,18 @@ const meta: RequestMeta = {
 };
 
 describe("header block reader", () => {
-  it("headers - the raw reader answers what nats.js' decoder answers, for any keys and values", () => {
-    const token = fc.stringMatching(/^[A-Za-z][A-Za-z0-9-]{0,20}$/);
-    const value = fc.stringMatching(/^[ -~]{0,40}$/);
+  it("headers - the raw reader answers what nats.js' decoder answers, for any header block", () => {
+    const key = fc.stringMatching(/^[A-Za-z][A-Za-z0-9-]{0,20}$/);
+    const value = fc.oneof(fc.stringMatching(/^[ -~]{0,40}$/), fc.constantFrom("", "  padded  ", "a:b:c", "Ünïcode ✓", "{\"json\":[1,2]}"));
+    const separator = fc.constantFrom(":", ": ", ":   ");
+    const status = fc.constantFrom("NATS/1.0", "NATS/1.0 503", "NATS/1.0 503 No Responders", "NATS/1.0 408 Request Timeout");
     fc.assert(
-      fc.property(fc.array(fc.tuple(token, value), { maxLength: 8 }), (pairs) => {
-        const h = new MsgHdrsImpl();
-        for (const [k, v] of pairs) h.append(k, v);
-        const fields = parseHeaderBlock(h.encode());
-        for (const key of h.keys()) expect(fields.get(key)).toBe(h.get(key));
-        expect([...fields.keys()].sort()).toEqual(h.keys().sort());
+      fc.property(status, fc.array(fc.tuple(key, separator, value), { maxLength: 8 }), (first, lines) => {
+        const block = encoder.encode(`${first}\r\n${lines.map(([k, sep, v]) => `${k}${sep}${v}`).join("\r\n")}\r\n\r\n`);
+        const reference = MsgHdrsImpl.decode(block);
+        const fields = parseHeaderBlock(block);
+        for (const k of reference.keys()) expect(fields.get(k)).toBe(reference.get(k));
+        expect([...fields.keys()].sort()).toEqual(reference.keys().sort());
       }),
     );
   });
@@ -90,23 +96,25 @@ describe("bus and actor side on a real server", () => {
     }
   });
 
-  it("bus - a reply after the timeout is dropped, the next request still gets its own reply", async () => {
+  it("bus - a reply arriving after its timeout settles nothing, even while another request waits", async () => {
     const nc = await connectNats(nats.url, "bus-late");
     try {
       let calls = 0;
       nc.subscribe("test.bus.late", {
         callback: (_e, m) => {
           const n = ++calls;
-          setTimeout(() => m.respond(encoder.encode(JSON.stringify({ n }))), n === 1 ? 300 : 0);
+          // reply 1 lands at ~300 ms, while request 2 (sent at ~150 ms) still waits for its own at ~400 ms
+          setTimeout(() => m.respond(encoder.encode(JSON.stringify({ n }))), n === 1 ? 300 : 250);
         },
       });
       const bus = new Bus(nc, { timeoutMs: 100 });
       const late = await bus.request("test.bus.late", {}).catch((e: unknown) => e);
       expect(late).toBeInstanceOf(DerrickError);
       expect((late as DerrickError).status).toBe(504);
-      await new Promise((r) => setTimeout(r, 300)); // the first reply arrives while nobody waits
+      await new Promise((r) => setTimeout(r, 50));
       const next = await bus.request<{ n: number }>("test.bus.late", {}, {}, 1_000);
       expect(next.body).toEqual({ n: 2 });
+      expect((bus as unknown as { pending: Map<string, unknown> }).pending.size).toBe(0);
     } finally {
       await nc.close();
     }
@@ -124,5 +132,55 @@ describe("bus and actor side on a real server", () => {
     expect(error).toBeInstanceOf(DerrickError);
     expect((error as DerrickError).status).toBe(503);
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("bus - a dropped connection fails waiting requests at once with 503, and new ones until it is back", async () => {
+    const own = await startTestNats();
+    const nc = await connectNats(own.url, "bus-drop");
+    try {
+      nc.subscribe("test.bus.never", { callback: () => undefined });
+      const bus = new Bus(nc, { timeoutMs: 30_000 });
+      const waiting = bus.request("test.bus.never", {}).catch((e: unknown) => e);
+      await nc.flush();
+      const started = Date.now();
+      await own.stop();
+      const error = await waiting;
+      expect((error as DerrickError).status).toBe(503);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      const during = await bus.request("test.bus.never", {}).catch((e: unknown) => e);
+      expect((during as DerrickError).status).toBe(503);
+      expect((during as DerrickError).message).toMatch(/down/);
+    } finally {
+      await nc.close();
+      await own.cleanup();
+    }
+  });
+
+  it("bus - a user the server refuses the reply inbox gets 503 at once, and the refusal is reported", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-bus-perm-"));
+    const server = await startNatsServer({
+      dir,
+      port: -1,
+      authorization: `authorization: ${JSON.stringify({ users: [{ user: "svc", password: "secret-pass", permissions: { publish: ">", subscribe: { allow: [">"], deny: ["_INBOX.>"] } } }] })}`,
+    });
+    const nc = await connectNats(server.url, "bus-perm", undefined, { user: "svc", pass: "secret-pass" });
+    try {
+      nc.subscribe("test.bus.echo", { callback: (_e, m) => void m.respond(m.data) });
+      const refused: Error[] = [];
+      const bus = new Bus(nc, { timeoutMs: 20_000, onInboxError: (e) => void refused.push(e) });
+      await nc.flush().catch(() => undefined);
+      const started = Date.now();
+      const first = await bus.request("test.bus.echo", {}).catch((e: unknown) => e);
+      const second = await bus.request("test.bus.echo", {}).catch((e: unknown) => e);
+      expect((first as DerrickError).status).toBe(503);
+      expect((second as DerrickError).status).toBe(503);
+      expect((second as DerrickError).message).toMatch(/refused/);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(refused.length).toBe(1);
+    } finally {
+      await nc.close();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
