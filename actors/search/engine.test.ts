@@ -44,6 +44,23 @@ describe("search engine pieces", () => {
     backend.close();
   });
 
+  it("engine - every typed value of a record with more leaves than one multi-row insert holds is indexed, and replaced on update", () => {
+    const backend = new SqliteBackend({ file: ":memory:" });
+    const data = Object.fromEntries(Array.from({ length: 70 }, (_, i) => [`F${i}`, i % 2 ? `v${i}` : i]));
+    backend.apply([{ op: "upsert", doc: toIndexedDoc("opendes", "k1", record(1, data)) }], 1);
+    const total = (q: string) => backend.search(request({ query: parseQuery(q) })).total;
+    expect(total("data.F0:0")).toBe(1);
+    expect(total("data.F33.keyword:v33")).toBe(1);
+    expect(total("data.F68:[68 TO 68]")).toBe(1);
+    expect(total("data.F69.keyword:v69")).toBe(1);
+    expect(total("data.F69.keyword:v68")).toBe(0);
+    backend.apply([{ op: "upsert", doc: toIndexedDoc("opendes", "k1", record(1, { F69: "w" })) }], 2);
+    expect(total("data.F69.keyword:v69")).toBe(0);
+    expect(total("data.F68:[68 TO 68]")).toBe(0);
+    expect(total("data.F69.keyword:w")).toBe(1);
+    backend.close();
+  });
+
   it("engine - a caller without a matching group sees nothing, users.data.root everything", () => {
     const backend = new SqliteBackend({ file: ":memory:" });
     backend.apply([{ op: "upsert", doc: toIndexedDoc("opendes", "k1", record(1, {})) }], 1);
