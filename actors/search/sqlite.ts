@@ -130,8 +130,9 @@ export class SqliteBackend implements SearchBackend {
     });
     this.stmts = {
       ridOf: this.db.query<{ rid: number; shapes: number }, [string, string]>("SELECT rid, shapes FROM records WHERE partition = ? AND key = ?"),
-      insertRecord: this.db.query<{ rid: number }, [string, string, string, string, string, number, string, number]>(
-        "INSERT INTO records(partition, key, id, kind, authority, shapes, acl, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid",
+      // run()'s lastInsertRowid, not RETURNING: the returned row cost ~15% of a bulk build's writes.
+      insertRecord: this.db.query<unknown, [string, string, string, string, string, number, string, number]>(
+        "INSERT INTO records(partition, key, id, kind, authority, shapes, acl, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
       ),
       updateRecord: this.db.query("UPDATE records SET id = ?, kind = ?, authority = ?, shapes = ?, acl = ?, tokens = ? WHERE rid = ?"),
       deleteRecord: this.db.query("DELETE FROM records WHERE rid = ?"),
@@ -276,7 +277,7 @@ export class SqliteBackend implements SearchBackend {
       this.clear(rid, existing.shapes);
       this.stmts.updateRecord.run(d.id, d.kind, d.authority, shapes, acl, count, rid);
     } else {
-      rid = this.stmts.insertRecord.get(d.partition, d.key, d.id, d.kind, d.authority, shapes, acl, count)!.rid;
+      rid = Number(this.stmts.insertRecord.run(d.partition, d.key, d.id, d.kind, d.authority, shapes, acl, count).lastInsertRowid);
     }
     this.facts.set(rid, d.partition, d.kind, d.authority, acl, count);
     this.stmts.upsertDoc.run(rid, json);
