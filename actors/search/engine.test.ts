@@ -72,6 +72,33 @@ describe("search engine pieces", () => {
     backend.close();
   });
 
+  it("engine - a file whose bulk load never finished is emptied on open (rebuilt from the stream); a finished one is kept", () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-bulk-"));
+    const file = join(dir, "index.sqlite");
+    const changes = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${from + i}`, record(from + i, { N: from + i })) }));
+    let backend = new SqliteBackend({ file });
+    backend.reset("stream-1");
+    backend.apply(changes(0, 20), 20);
+    backend.bulkLoad(true);
+    backend.apply(changes(20, 20), 40);
+    backend.close(); // the process dies before the bulk load ends
+    backend = new SqliteBackend({ file });
+    expect(backend.streamIdentity()).toBeUndefined();
+    expect(backend.appliedSeq()).toBe(0);
+    expect(backend.recordCount()).toBe(0);
+    backend.reset("stream-1");
+    backend.bulkLoad(true);
+    backend.apply(changes(0, 40), 40);
+    backend.bulkLoad(false);
+    backend.close();
+    backend = new SqliteBackend({ file });
+    expect(backend.streamIdentity()).toBe("stream-1");
+    expect(backend.appliedSeq()).toBe(40);
+    expect(backend.recordCount()).toBe(40);
+    backend.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("engine - a one-word query ranks exactly as FTS5's bm25 rank, with the same ACL, kinds and counts, after updates, deletes and a reopen", () => {
     const dir = mkdtempSync(join(tmpdir(), "derrick-engine-"));
     const file = join(dir, "index.sqlite");

@@ -169,7 +169,9 @@ export class SqliteBackend implements SearchBackend {
   private migrate(): void {
     const hasMeta = this.db.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get()!.n > 0;
     const current = hasMeta ? this.db.query<{ v: string }, []>("SELECT v FROM meta WHERE k = 'schema'").get()?.v : undefined;
-    if (hasMeta && current !== SCHEMA_VERSION) {
+    // A bulk load writes without fsync: if it never finished (crash, power loss), nothing in the file is trusted.
+    const unfinishedBulk = hasMeta && this.db.query<{ v: string }, []>("SELECT v FROM meta WHERE k = 'bulk'").get()?.v === "1";
+    if (hasMeta && (current !== SCHEMA_VERSION || unfinishedBulk)) {
       for (const table of ["fts", "geo", "points", "records", "docs", "acl", "vals", "paths", "shapes", "meta"]) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
     }
     this.db.exec(SCHEMA);
@@ -205,9 +207,16 @@ export class SqliteBackend implements SearchBackend {
   bulkLoad(on: boolean): void {
     if (on === this.bulk) return;
     this.bulk = on;
-    if (on) this.db.exec("PRAGMA synchronous = OFF; DROP INDEX IF EXISTS vals_str; DROP INDEX IF EXISTS vals_num;");
-    else {
+    if (on) {
+      // The marker is made durable before any unsynced write, and cleared only once everything written
+      // since is on disk: a file whose bulk load was cut short is rebuilt from the stream on open.
+      this.db.exec("PRAGMA synchronous = FULL");
+      this.stmts.setMeta.run("bulk", "1");
+      this.db.exec("PRAGMA synchronous = OFF; DROP INDEX IF EXISTS vals_str; DROP INDEX IF EXISTS vals_num;");
+    } else {
       this.db.exec(SCHEMA);
+      this.db.exec("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(FULL);");
+      this.stmts.setMeta.run("bulk", "0");
       this.db.exec("PRAGMA synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE;");
     }
   }
