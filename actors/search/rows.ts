@@ -53,18 +53,9 @@ export class RowFacts {
   }
 
   private grow(rid: number): void {
-    if (rid < this.kindOf.length) return;
-    let size = this.kindOf.length;
-    while (size <= rid) size *= 2;
-    const kindOf = new Int32Array(size).fill(NONE);
-    kindOf.set(this.kindOf);
-    const aclOf = new Int32Array(size).fill(NONE);
-    aclOf.set(this.aclOf);
-    const tokensOf = new Int32Array(size);
-    tokensOf.set(this.tokensOf);
-    this.kindOf = kindOf;
-    this.aclOf = aclOf;
-    this.tokensOf = tokensOf;
+    this.kindOf = covering(this.kindOf, rid, NONE);
+    this.aclOf = covering(this.aclOf, rid, NONE);
+    this.tokensOf = covering(this.tokensOf, rid, 0);
   }
 
   set(rid: number, partition: string, kind: string, authority: string, acl: string, tokens: number): void {
@@ -178,15 +169,9 @@ export class PointIndex {
     let p = this.paths.get(path);
     if (!p) this.paths.set(path, (p = { xs: new Float64Array(1024).fill(NaN), ys: new Float64Array(1024).fill(NaN), cells: new Map(), seen: new Uint32Array(1024), generation: 0 }));
     if (rid >= p.xs.length) {
-      let size = p.xs.length;
-      while (size <= rid) size *= 2;
-      const xs = new Float64Array(size).fill(NaN);
-      xs.set(p.xs);
-      const ys = new Float64Array(size).fill(NaN);
-      ys.set(p.ys);
-      p.xs = xs;
-      p.ys = ys;
-      p.seen = new Uint32Array(size);
+      p.xs = covering(p.xs, rid, NaN);
+      p.ys = covering(p.ys, rid, NaN);
+      p.seen = new Uint32Array(p.xs.length);
       p.generation = 0;
     }
     const cell = cellOf(x, y);
@@ -247,4 +232,14 @@ export class PointIndex {
       for (const cell of p.cells.keys()) visit(cell);
     }
   }
+}
+
+/** `array` itself when it has a slot `index`, else a copy doubled until it does, new slots set to `fill`. */
+function covering<A extends Int32Array | Float64Array>(array: A, index: number, fill: number): A {
+  if (index < array.length) return array;
+  let size = array.length;
+  while (size <= index) size *= 2;
+  const bigger = new (array.constructor as new (length: number) => A)(size).fill(fill) as A;
+  bigger.set(array);
+  return bigger;
 }
