@@ -30,19 +30,15 @@ export class LabelledHistogram {
     private readonly bounds: readonly number[],
   ) {}
 
-  /** The series for these label values (in labelNames order); keep it to observe without lookups. */
-  seriesFor(values: readonly string[]): Series {
-    const key = values.join("\u0000");
-    let s = this.series.get(key);
-    if (!s) {
-      const labels = Object.fromEntries(this.labelNames.map((n, i) => [n, values[i]!]));
-      s = { labels, buckets: new Float64Array(this.bounds.length), sum: 0, count: 0 };
-      this.series.set(key, s);
+  /** Counts one observation in the series of these label values (in labelNames order). */
+  observe(labelValues: readonly string[], value: number): void {
+    const key = labelValues.join("\u0000");
+    let series = this.series.get(key);
+    if (!series) {
+      const labels = Object.fromEntries(this.labelNames.map((n, i) => [n, labelValues[i]!]));
+      series = { labels, buckets: new Float64Array(this.bounds.length), sum: 0, count: 0 };
+      this.series.set(key, series);
     }
-    return s;
-  }
-
-  observe(series: Series, value: number): void {
     const bounds = this.bounds;
     for (let i = 0; i < bounds.length; i++) {
       if (value <= bounds[i]!) {
@@ -105,10 +101,10 @@ export function createMetrics(withProcessMetrics = true): EdgeMetrics {
   return {
     registry,
     observeHttp(route, method, status, seconds) {
-      http.observe(http.seriesFor([route, method, String(status)]), seconds);
+      http.observe([route, method, String(status)], seconds);
     },
     observeNats(subject, seconds, outcome) {
-      nats.observe(nats.seriesFor([subject, outcome]), seconds);
+      nats.observe([subject, outcome], seconds);
     },
   };
 }

@@ -151,18 +151,15 @@ function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
   return ep.input ? check(ep.input, body) : body;
 }
 
+/** A plain result goes out as its JSON alone; a Reply adds its status and headers. */
 function respond(msg: ServiceMsg, result: unknown): void {
-  if (!(result instanceof Reply)) {
-    msg.respond(result === undefined ? undefined : encoder.encode(JSON.stringify(result)));
-    return;
-  }
-  const out = result;
+  const body = result instanceof Reply ? result.body : result;
+  const payload = body === undefined ? undefined : encoder.encode(JSON.stringify(body));
+  if (!(result instanceof Reply)) return void msg.respond(payload);
   const h = new Map<string, string>();
-  if (out.status !== 200) h.set(Header.status, String(out.status));
-  if (Object.keys(out.headers).length) h.set(Header.replyHeaders, JSON.stringify(out.headers));
-  const headers = h.size ? toHeaders(h) : undefined;
-  const payload = out.body === undefined ? undefined : encoder.encode(JSON.stringify(out.body));
-  msg.respond(payload, headers ? { headers } : undefined);
+  if (result.status !== 200) h.set(Header.status, String(result.status));
+  if (Object.keys(result.headers).length) h.set(Header.replyHeaders, JSON.stringify(result.headers));
+  msg.respond(payload, h.size ? { headers: toHeaders(h) } : undefined);
 }
 
 function respondProblem(msg: ServiceMsg, error: DerrickError, requestId?: string): void {
