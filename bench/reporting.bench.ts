@@ -22,7 +22,7 @@ import { validateEntity } from "../actors/reporting/validate.ts";
 import { BUCKETS, resultKey } from "../actors/reporting/store.ts";
 import { percentile, report, runLoad, type LoadResult } from "./lib.ts";
 import { endpoint, serveActor } from "../actors/runtime/service.ts";
-import { reply, subjects } from "../subjects/index.ts";
+import { EncodedJson, reply, subjects } from "../subjects/index.ts";
 import { AggregationRef } from "../subjects/reporting.ts";
 import { createLogger } from "../platform/logger.ts";
 
@@ -129,7 +129,8 @@ try {
     await runLoad("floor: edge GET /v1/system/whoami (HTTP + credentials, no NATS)", async () => drain(await derrick.call("/v1/system/whoami")), sequential),
     await runLoad("floor: edge POST /v1/system/echo (HTTP + one NATS hop, no KV)", async () => drain(await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })), sequential),
   ];
-  const cachedBody = await (await derrick.call(path)).json();
+  // Pre-encoded, as the actor's own cache hit is: the peer measures the hop, not a re-serialization.
+  const cachedBody = new EncodedJson(new Uint8Array(await (await derrick.call(path)).arrayBuffer()));
   await serveActor(
     peer.nc,
     { name: "reporting", description: "bench peer: the cached aggregation from memory", endpoints: [endpoint({ name: "prospect-aggregation", subject: subjects.reporting["prospect.aggregation"](), input: AggregationRef, handler: () => reply(cachedBody, 200, { "x-derrick-cache": "hit" }) })] },

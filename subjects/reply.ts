@@ -8,3 +8,11 @@ export class Reply<T = unknown> {
 }
 
 export const reply = <T>(body: T, status = 200, headers: Record<string, string> = {}) => new Reply(body, status, headers);
+
+/**
+ * A body that is already JSON bytes, sent on as they are: a stored result (a KV value) need not be
+ * parsed only to be serialized again on the way out.
+ */
+export class EncodedJson {
+  constructor(readonly bytes: Uint8Array) {}
+}

@@ -4,7 +4,7 @@
  * callers meet them too: PUT and DELETE need the group `assessments.editors`, reads any caller.
  */
 import { createHash } from "node:crypto";
-import { DerrickError, check, checkToken, conflict, notFound, reply, type FieldError, type Reply } from "../../subjects/index.ts";
+import { DerrickError, EncodedJson, check, checkToken, conflict, notFound, reply, type FieldError, type Reply } from "../../subjects/index.ts";
 import {
   EDITORS_GROUP,
   FullCycleAggregationBody,
@@ -167,7 +167,7 @@ async function loadModel(tracker: Tracker, partition: string, paId: string, poin
 /** A cached result, or the computation's result stored for next time (keyed by its inputs' revisions). */
 async function cachedOrComputed(deps: ReportingDeps, key: string, compute: (tracker: Tracker) => Promise<unknown>): Promise<Reply<unknown>> {
   const hit = await deps.store.cached(key);
-  if (hit !== undefined) return reply(hit, 200, { [CACHE_HEADER]: "hit" });
+  if (hit !== undefined) return reply(new EncodedJson(hit), 200, { [CACHE_HEADER]: "hit" });
   const tracker = deps.store.tracker();
   const result = await compute(tracker);
   await deps.store.remember(key, result, tracker);

@@ -141,9 +141,10 @@ export function assessmentStore(stores: Stores) {
 
     invalidate,
 
-    async cached(key: string): Promise<unknown | undefined> {
+    /** The stored result's JSON bytes, as they are (the actor replies with them unparsed). */
+    async cached(key: string): Promise<Uint8Array | undefined> {
       const entry = await cache.get(key);
-      return isLive(entry) ? entry.json<unknown>() : undefined;
+      return isLive(entry) ? entry.value : undefined;
     },
 
     /** Stores a result computed from the tracked inputs, unless one of them changed meanwhile. */

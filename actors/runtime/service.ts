@@ -17,6 +17,7 @@ import type { TSchema, Static } from "@sinclair/typebox";
 import { headers as natsHeaders, nuid } from "@nats-io/nats-core";
 import {
   Header,
+  EncodedJson,
   Reply,
   check,
   readRequestMeta,
@@ -154,7 +155,7 @@ function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
 /** A plain result goes out as its JSON alone; a Reply adds its status and headers. */
 function respond(msg: ServiceMsg, result: unknown): void {
   const body = result instanceof Reply ? result.body : result;
-  const payload = body === undefined ? undefined : encoder.encode(JSON.stringify(body));
+  const payload = body === undefined ? undefined : body instanceof EncodedJson ? body.bytes : encoder.encode(JSON.stringify(body));
   if (!(result instanceof Reply)) return void msg.respond(payload);
   const h = new Map<string, string>();
   if (result.status !== 200) h.set(Header.status, String(result.status));

@@ -62,6 +62,8 @@ describe("reporting aggregations", () => {
     const firstBody = await first.text();
     const again = await get("prospectanalysisaggregation/pa-alpha-gas");
     expect(again.headers.get("x-derrick-cache")).toBe("hit");
+    // A hit is the stored bytes sent on unparsed: same body, same media type as the miss.
+    expect(again.headers.get("content-type")).toBe(first.headers.get("content-type"));
     expect(await again.text()).toBe(firstBody);
     // Re-upserting an input (same content) invalidates; recomputation gives identical numbers.
     await put(derrick, "segmentanalyses", "seg-alpha-gas-lower", demoBody("seg-alpha-gas-lower"));
