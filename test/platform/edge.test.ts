@@ -220,9 +220,20 @@ describe("edge", () => {
     });
 
     it("ops - /metrics counts requests by route and status and times NATS requests", async () => {
-      await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      const echo = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": "echo-1" }, body: "{}" });
+      expect(echo.headers.get("x-request-id")).toBe("echo-1");
+      // An actor's non-200 answer (a created entity, a refusal) keeps its status in the reply, the request id and the metrics.
+      const segment = { name: "metrics", riskFactors: [{ name: "trap", probability: 0.5 }], volumes: { oil: { unit: "MMbbl", mean: 10 } } };
+      const created = await derrick.call("/assessments/v1/segmentanalyses/metrics-seg", { as: "admin", method: "PUT", body: JSON.stringify(segment), headers: { "x-request-id": "created-1" } });
+      expect(created.status).toBe(201);
+      expect(created.headers.get("x-request-id")).toBe("created-1");
+      const missing = await derrick.call("/assessments/v1/licenses/no-such-license", { as: "admin", headers: { "x-request-id": "missing-1" } });
+      expect(missing.status).toBe(404);
+      expect(missing.headers.get("x-request-id")).toBe("missing-1");
       const text = await (await fetch(`${derrick.url}/metrics`)).text();
       expect(text).toMatch(/derrick_http_requests_total\{route="\/v1\/system\/echo",method="POST",status="200"\} \d+/);
+      expect(text).toMatch(/derrick_http_requests_total\{route="\/assessments\/v1\/segmentanalyses\/:id",method="PUT",status="201"\} 1\n/);
+      expect(text).toMatch(/derrick_http_requests_total\{route="\/assessments\/v1\/licenses\/:id",method="GET",status="404"\} 1\n/);
       expect(text).toMatch(/derrick_http_request_duration_seconds_bucket\{/);
       expect(text).toMatch(/derrick_nats_request_duration_seconds_count\{subject="derrick.system.echo",outcome="ok"\} \d+/);
     });
