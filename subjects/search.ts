@@ -135,6 +135,8 @@ export const SearchStatus = Type.Object({
   appliedSeq: Type.Integer(),
   records: Type.Integer(),
   indexFile: Type.String(),
+  /** The value indexes are being built at the end of a bulk load: queries are answered, range and keyword ones slower. */
+  indexing: Type.Boolean(),
 });
 export type SearchStatus = Static<typeof SearchStatus>;
 

@@ -55,7 +55,7 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
     cursors,
     cursorLimit: cfg.search.cursorLimit,
     info: () => version,
-    status: () => ({ appliedSeq: backend.appliedSeq(), records: backend.recordCount(), indexFile: file }),
+    status: () => ({ appliedSeq: backend.appliedSeq(), records: backend.recordCount(), indexFile: file, indexing: backend.indexing }),
   };
   const names = subjects.search;
   const served = await serveActor(

@@ -61,8 +61,8 @@ export interface SearchBackend {
   /** An identity of the stream the index was built from (its creation time); a different one means rebuild. */
   streamIdentity(): string | undefined;
   reset(streamIdentity: string): void;
-  /** Optional: faster loading of a large backlog (indexes built once at the end). */
-  bulkLoad?(on: boolean): void;
+  /** Optional: faster loading of a large backlog (indexes built once at the end; nothing is applied until it settles). */
+  bulkLoad?(on: boolean): Promise<void>;
   search(request: SearchRequest): SearchResult;
   recordCount(): number;
   close(): void;

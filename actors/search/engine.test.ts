@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Database } from "bun:sqlite";
 import { describe, expect, it } from "vitest";
 import { headers as natsHeaders } from "@nats-io/nats-core";
 import { recordKey, type StoredRecord } from "../../subjects/search.ts";
@@ -72,14 +73,67 @@ describe("search engine pieces", () => {
     backend.close();
   });
 
-  it("engine - a file whose bulk load never finished is emptied on open (rebuilt from the stream); a finished one is kept", () => {
+  it("engine - the value indexes of a bulk load are built off the query thread: queries are answered meanwhile, nothing is applied, the indexes exist after", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-indexing-"));
+    const file = join(dir, "index.sqlite");
+    const indexes = () => {
+      const db = new Database(file, { readonly: true });
+      const names = db.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'vals_%'").all().map((r) => r.name);
+      db.close();
+      return names.sort();
+    };
+    const backend = new SqliteBackend({ file });
+    backend.reset("stream-1");
+    await backend.bulkLoad(true);
+    const n = 30_000;
+    backend.apply(Array.from({ length: n }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { N: i, S: `s${i % 7}` })) })), n);
+    expect(indexes()).toEqual([]);
+    const range = request({ query: parseQuery("data.N:[100 TO 199] AND data.S:s3"), trackTotalCount: true });
+    const expected = backend.search(range).total;
+    expect(expected).toBeGreaterThan(10);
+
+    const building = backend.bulkLoad(false);
+    // The event loop turns while the worker builds: a timer fires mid-build, and this thread queries.
+    expect(await new Promise<boolean>((resolve) => setTimeout(() => resolve(backend.indexing), 0))).toBe(true);
+    expect(backend.search(range).total).toBe(expected);
+    expect(() => backend.apply([], n + 1)).toThrow(/being built/);
+    await building;
+    expect(backend.indexing).toBe(false);
+    expect(indexes()).toEqual(["vals_num", "vals_str"]);
+    expect(backend.search(range).total).toBe(expected);
+    backend.close();
+    const reopened = new SqliteBackend({ file }); // the bulk marker was cleared: the file is kept
+    expect(reopened.appliedSeq()).toBe(n);
+    expect(reopened.recordCount()).toBe(n);
+    reopened.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("engine - closing during the index build stops the worker; the file is rebuilt from the stream on open", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-indexing-close-"));
+    const file = join(dir, "index.sqlite");
+    const backend = new SqliteBackend({ file });
+    backend.reset("stream-1");
+    await backend.bulkLoad(true);
+    backend.apply(Array.from({ length: 20_000 }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { N: i })) })), 20_000);
+    const building = backend.bulkLoad(false);
+    backend.close();
+    await building; // settles: a close does not leave the build hanging
+    const reopened = new SqliteBackend({ file });
+    expect(reopened.appliedSeq()).toBe(0);
+    expect(reopened.recordCount()).toBe(0);
+    reopened.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("engine - a file whose bulk load never finished is emptied on open (rebuilt from the stream); a finished one is kept", async () => {
     const dir = mkdtempSync(join(tmpdir(), "derrick-engine-bulk-"));
     const file = join(dir, "index.sqlite");
     const changes = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${from + i}`, record(from + i, { N: from + i })) }));
     let backend = new SqliteBackend({ file });
     backend.reset("stream-1");
     backend.apply(changes(0, 20), 20);
-    backend.bulkLoad(true);
+    await backend.bulkLoad(true);
     backend.apply(changes(20, 20), 40);
     backend.close(); // the process dies before the bulk load ends
     backend = new SqliteBackend({ file });
@@ -87,9 +141,9 @@ describe("search engine pieces", () => {
     expect(backend.appliedSeq()).toBe(0);
     expect(backend.recordCount()).toBe(0);
     backend.reset("stream-1");
-    backend.bulkLoad(true);
+    await backend.bulkLoad(true);
     backend.apply(changes(0, 40), 40);
-    backend.bulkLoad(false);
+    await backend.bulkLoad(false);
     backend.close();
     backend = new SqliteBackend({ file });
     expect(backend.streamIdentity()).toBe("stream-1");

@@ -72,7 +72,7 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
   }
   const start = backend.appliedSeq() + 1;
   let bulk = info.state.last_seq - backend.appliedSeq() >= BULK_BACKLOG;
-  if (bulk) backend.bulkLoad?.(true);
+  if (bulk) await backend.bulkLoad?.(true);
   const consumer = await js.consumers.get(RECORDS_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start });
   const messages: ConsumerMessages = await consumer.consume({ max_messages: BATCH * 2 });
 
@@ -106,8 +106,11 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
       else timer ??= setTimeout(flush, FLUSH_AFTER_MS);
       if (bulk && msg.info.pending === 0) {
         bulk = false;
-        backend.bulkLoad?.(false);
-        log.info({ seq: lastSeq }, "search index caught up with the RECORDS stream");
+        // Queries are answered while the indexes build; messages arriving meanwhile wait in the consumer.
+        log.info({ seq: lastSeq }, "search index caught up with the RECORDS stream; building its value indexes");
+        const started = performance.now();
+        await backend.bulkLoad?.(false);
+        log.info({ seq: lastSeq, seconds: Math.round((performance.now() - started) / 100) / 10 }, "search index value indexes built");
       }
     }
     flush();
@@ -126,7 +129,7 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
       await messages.close();
       await loop;
       flush();
-      if (bulk) backend.bulkLoad?.(false);
+      if (bulk) await backend.bulkLoad?.(false);
     },
   };
 }

@@ -58,12 +58,16 @@ CREATE INDEX IF NOT EXISTS records_id ON records(partition, id);
 CREATE INDEX IF NOT EXISTS records_kind ON records(partition, kind);
 CREATE TABLE IF NOT EXISTS acl(rid INTEGER NOT NULL, grp TEXT NOT NULL, owner INTEGER NOT NULL, PRIMARY KEY(rid, grp)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vals(rid INTEGER NOT NULL, path TEXT NOT NULL, seq INTEGER NOT NULL, t INTEGER NOT NULL, str TEXT, num REAL, PRIMARY KEY(rid, path, seq)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS vals_str ON vals(path, str);
-CREATE INDEX IF NOT EXISTS vals_num ON vals(path, num) WHERE num IS NOT NULL;
 CREATE TABLE IF NOT EXISTS paths(path TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS points(gid INTEGER PRIMARY KEY, rid INTEGER NOT NULL, path TEXT NOT NULL, x REAL NOT NULL, y REAL NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS geo USING rtree(gid, minX, maxX, minY, maxY, +rid INTEGER, +path TEXT, +shape TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, fielded, content='', contentless_delete=1, tokenize="unicode61 remove_diacritics 2 tokenchars '_'");
+`;
+
+/** Indexes on the typed values: dropped during a bulk load and built once at its end. */
+const VALUE_INDEXES = `
+CREATE INDEX IF NOT EXISTS vals_str ON vals(path, str);
+CREATE INDEX IF NOT EXISTS vals_num ON vals(path, num) WHERE num IS NOT NULL;
 `;
 
 /** FNV-1a of a field path: the prefix of its tokens in the `fielded` column. */
@@ -103,6 +107,10 @@ export class SqliteBackend implements SearchBackend {
   private readonly nestedQueries = new Map<number, NestedNode>();
   private nextNested = 1;
   private bulk = false;
+  private building = false;
+  private closed = false;
+  /** Stops the index builder worker (close() during a build). */
+  private abortBuild: (() => void) | undefined;
   private readonly stmts;
   private readonly facts = new RowFacts();
   private readonly points = new PointIndex();
@@ -174,7 +182,7 @@ export class SqliteBackend implements SearchBackend {
     if (hasMeta && (current !== SCHEMA_VERSION || unfinishedBulk)) {
       for (const table of ["fts", "geo", "points", "records", "docs", "acl", "vals", "paths", "shapes", "meta"]) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
     }
-    this.db.exec(SCHEMA);
+    this.db.exec(SCHEMA + VALUE_INDEXES);
     this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES ('schema', ?)").run(SCHEMA_VERSION);
   }
 
@@ -203,22 +211,60 @@ export class SqliteBackend implements SearchBackend {
    * Bulk loading (a rebuild or a long backlog): the value indexes are dropped and rebuilt once at
    * the end — sorting once is several times cheaper than inserting into them row by row — and
    * commits skip fsync (the file is a rebuildable replica). Queries still work meanwhile, slower.
+   * Ending it builds the indexes in a worker (index-builder.ts), so queries keep being answered
+   * while it runs; nothing may be applied until the returned promise settles.
    */
-  bulkLoad(on: boolean): void {
-    if (on === this.bulk) return;
-    this.bulk = on;
+  async bulkLoad(on: boolean): Promise<void> {
+    if (on === this.bulk || this.building) return;
     if (on) {
       // The marker is made durable before any unsynced write, and cleared only once everything written
       // since is on disk: a file whose bulk load was cut short is rebuilt from the stream on open.
       this.db.exec("PRAGMA synchronous = FULL");
       this.stmts.setMeta.run("bulk", "1");
       this.db.exec("PRAGMA synchronous = OFF; DROP INDEX IF EXISTS vals_str; DROP INDEX IF EXISTS vals_num;");
-    } else {
-      this.db.exec(SCHEMA);
-      this.db.exec("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(FULL);");
-      this.stmts.setMeta.run("bulk", "0");
-      this.db.exec("PRAGMA synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE;");
+      this.bulk = true;
+      return;
     }
+    this.building = true;
+    try {
+      await this.buildValueIndexes();
+    } finally {
+      this.building = false;
+    }
+    if (this.closed) return;
+    this.db.exec("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(FULL);");
+    this.stmts.setMeta.run("bulk", "0");
+    this.db.exec("PRAGMA synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE;");
+    this.bulk = false;
+  }
+
+  /** Whether the value indexes are being built (see bulkLoad). */
+  get indexing(): boolean {
+    return this.building;
+  }
+
+  /**
+   * In a worker on its own connection. An in-memory database has no second connection, and a worker
+   * that cannot do it (it failed to start, the file was busy) leaves it to this thread: slower to
+   * answer meanwhile, but the indexes are built either way.
+   */
+  private async buildValueIndexes(): Promise<void> {
+    if (this.options.file !== ":memory:") {
+      const done = await new Promise<boolean>((resolve) => {
+        const worker = new Worker(new URL("./index-builder.ts", import.meta.url));
+        const finish = (ok: boolean) => {
+          worker.terminate();
+          this.abortBuild = undefined;
+          resolve(ok);
+        };
+        this.abortBuild = () => finish(false);
+        worker.onmessage = (event: MessageEvent<{ ok: boolean }>) => finish(event.data.ok);
+        worker.onerror = () => finish(false);
+        worker.postMessage({ file: this.options.file, sql: VALUE_INDEXES });
+      });
+      if (done || this.closed) return;
+    }
+    this.db.exec(VALUE_INDEXES);
   }
 
   recordCount(): number {
@@ -226,10 +272,14 @@ export class SqliteBackend implements SearchBackend {
   }
 
   close(): void {
+    // A build cut short leaves the bulk marker set: the file is rebuilt from the stream on open.
+    this.closed = true;
+    this.abortBuild?.();
     this.db.close();
   }
 
   apply(changes: RecordChange[], seq: number): void {
+    if (this.building) throw new Error("the value indexes are being built: apply once bulkLoad(false) has settled");
     try {
       this.db.transaction(() => {
         for (const change of changes) {
