@@ -46,8 +46,9 @@ export function versionInfo(engine: { name: string; version: string }, natsVersi
 
 export async function startSearchActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const file = indexFileOf(cfg);
-  const backend = new SqliteBackend({ file });
-  const replica = await followRecords(nc, backend, options.log.child({ actor: "search" }));
+  const log = options.log.child({ actor: "search" });
+  const backend = new SqliteBackend({ file, onWarning: (message) => log.warn({ indexFile: file }, message) });
+  const replica = await followRecords(nc, backend, log);
   const cursors = await openCursorStore(nc, cfg.search.cursorTtlMs);
   const version = versionInfo(backend.engine, nc.info?.version ?? "unknown");
   const deps: SearchDeps = {

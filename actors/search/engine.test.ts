@@ -109,6 +109,24 @@ describe("search engine pieces", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("engine - when the index builder worker cannot run, the indexes are built on this thread and a warning says so", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-indexing-fallback-"));
+    const file = join(dir, "index.sqlite");
+    const warnings: string[] = [];
+    const backend = new SqliteBackend({ file, onWarning: (m) => warnings.push(m), indexBuilder: new URL("./no-such-builder.ts", import.meta.url) });
+    backend.reset("stream-1");
+    await backend.bulkLoad(true);
+    backend.apply(Array.from({ length: 100 }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { N: i })) })), 100);
+    await backend.bulkLoad(false);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/building them on the query thread/);
+    const db = new Database(file, { readonly: true });
+    expect(db.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND name IN ('vals_str', 'vals_num')").get()!.n).toBe(2);
+    db.close();
+    backend.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("engine - closing during the index build stops the worker; the file is rebuilt from the stream on open", async () => {
     const dir = mkdtempSync(join(tmpdir(), "derrick-engine-indexing-close-"));
     const file = join(dir, "index.sqlite");

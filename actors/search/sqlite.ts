@@ -98,7 +98,13 @@ function luceneToGlob(pattern: string, lower: boolean): string {
 
 type Sql = { text: string; params: SQLQueryBindings[] };
 
-export type SqliteOptions = { file: string };
+export type SqliteOptions = {
+  file: string;
+  /** Told when something degrades without failing (e.g. the index builder worker could not run). */
+  onWarning?: (message: string) => void;
+  /** The index builder worker's module (tests point it elsewhere to exercise the fallback). */
+  indexBuilder?: URL;
+};
 
 export class SqliteBackend implements SearchBackend {
   readonly engine: { name: string; version: string };
@@ -250,19 +256,25 @@ export class SqliteBackend implements SearchBackend {
    */
   private async buildValueIndexes(): Promise<void> {
     if (this.options.file !== ":memory:") {
-      const done = await new Promise<boolean>((resolve) => {
-        const worker = new Worker(new URL("./index-builder.ts", import.meta.url));
-        const finish = (ok: boolean) => {
+      const problem = await new Promise<string | undefined>((resolve) => {
+        let worker: Worker;
+        try {
+          worker = new Worker(this.options.indexBuilder ?? new URL("./index-builder.ts", import.meta.url));
+        } catch (error) {
+          return resolve(`the index builder did not start: ${String(error)}`);
+        }
+        const finish = (failure: string | undefined) => {
           worker.terminate();
           this.abortBuild = undefined;
-          resolve(ok);
+          resolve(failure);
         };
-        this.abortBuild = () => finish(false);
-        worker.onmessage = (event: MessageEvent<{ ok: boolean }>) => finish(event.data.ok);
-        worker.onerror = () => finish(false);
+        this.abortBuild = () => finish("stopped");
+        worker.onmessage = (event: MessageEvent<{ ok: boolean; message?: string }>) => finish(event.data.ok ? undefined : event.data.message ?? "failed");
+        worker.onerror = (event) => finish(event.message || "the index builder crashed");
         worker.postMessage({ file: this.options.file, sql: VALUE_INDEXES });
       });
-      if (done || this.closed) return;
+      if (problem === undefined || this.closed) return;
+      this.options.onWarning?.(`building the value indexes in a worker failed (${problem}); building them on the query thread`);
     }
     this.db.exec(VALUE_INDEXES);
   }
