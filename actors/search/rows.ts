@@ -235,7 +235,7 @@ export class PointIndex {
 }
 
 /** `array` itself when it has a slot `index`, else a copy doubled until it does, new slots set to `fill`. */
-function covering<A extends Int32Array | Float64Array>(array: A, index: number, fill: number): A {
+export function covering<A extends Int32Array | Float64Array>(array: A, index: number, fill: number): A {
   if (index < array.length) return array;
   let size = array.length;
   while (size <= index) size *= 2;

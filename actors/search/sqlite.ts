@@ -24,6 +24,7 @@ import type { RecordChange, SearchBackend, SearchRequest, SearchResult, SortValu
 import { LeafType, parseDate, tokenize, type IndexedDoc, type Leaf } from "./documents.ts";
 import { matchesNested, globToRegExp } from "./evaluate.ts";
 import { aclKey, bm25, idf, PointIndex, RowFacts } from "./rows.ts";
+import { SortColumns, sortedPage, type ColumnSource, type NumericColumn } from "./sort-columns.ts";
 import { areaBBox, intersects, within, type BBox, type Shape } from "./geo.ts";
 import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts";
 
@@ -104,6 +105,8 @@ export type SqliteOptions = {
   onWarning?: (message: string) => void;
   /** The index builder worker's module (tests point it elsewhere to exercise the fallback). */
   indexBuilder?: URL;
+  /** false: sort in SQL only (tests compare the two paths). */
+  columnarSort?: boolean;
 };
 
 export class SqliteBackend implements SearchBackend {
@@ -120,6 +123,7 @@ export class SqliteBackend implements SearchBackend {
   private readonly stmts;
   private readonly facts = new RowFacts();
   private readonly points = new PointIndex();
+  private readonly sortColumns = new SortColumns();
   /** Multi-row INSERTs into vals, by row count (see insertLeaves). */
   private readonly leafInserts: Array<Statement | undefined> = [];
 
@@ -172,6 +176,7 @@ export class SqliteBackend implements SearchBackend {
 
   private loadFacts(): void {
     this.facts.clear();
+    this.sortColumns.clear();
     const rows = this.db.query<[number, string, string, string, string, number], []>("SELECT rid, partition, kind, authority, acl, tokens FROM records").values() as Array<[number, string, string, string, string, number]>;
     for (const [rid, partition, kind, authority, acl, tokens] of rows) this.facts.set(rid, partition, kind, authority, acl, tokens);
     this.points.clear();
@@ -210,6 +215,7 @@ export class SqliteBackend implements SearchBackend {
     })();
     this.knownPaths.clear();
     this.facts.clear();
+    this.sortColumns.clear();
     this.points.clear();
   }
 
@@ -228,6 +234,7 @@ export class SqliteBackend implements SearchBackend {
       this.db.exec("PRAGMA synchronous = FULL");
       this.stmts.setMeta.run("bulk", "1");
       this.db.exec("PRAGMA synchronous = OFF; DROP INDEX IF EXISTS vals_str; DROP INDEX IF EXISTS vals_num;");
+      this.sortColumns.clear();
       this.bulk = true;
       return;
     }
@@ -242,6 +249,11 @@ export class SqliteBackend implements SearchBackend {
     this.stmts.setMeta.run("bulk", "0");
     this.db.exec("PRAGMA synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE;");
     this.bulk = false;
+  }
+
+  /** The fields sorted from in-memory columns now (sort-columns.ts). */
+  columnarSortFields(): string[] {
+    return this.sortColumns.held();
   }
 
   /** Whether the value indexes are being built (see bulkLoad). */
@@ -324,6 +336,7 @@ export class SqliteBackend implements SearchBackend {
     this.stmts.deleteRecord.run(existing.rid);
     this.stmts.deleteDoc.run(existing.rid);
     this.facts.remove(existing.rid);
+    this.sortColumns.remove(existing.rid);
   }
 
   private upsert(d: IndexedDoc): void {
@@ -351,6 +364,7 @@ export class SqliteBackend implements SearchBackend {
       rid = Number(this.stmts.insertRecord.run(d.partition, d.key, d.id, d.kind, d.authority, shapes, acl, count).lastInsertRowid);
     }
     this.facts.set(rid, d.partition, d.kind, d.authority, acl, count);
+    this.sortColumns.upsert(rid, d.leaves);
     this.stmts.upsertDoc.run(rid, json);
     for (const { group, owner } of d.acl) this.stmts.insertAcl.run(rid, group, owner ? 1 : 0);
     this.insertLeaves(rid, d.leaves);
@@ -485,6 +499,24 @@ export class SqliteBackend implements SearchBackend {
       };
     }
 
+    // Sorted by numbers or dates: the matches' values come from memory (sort-columns.ts).
+    const columns = request.sort.length > 0 ? this.numericColumns(request) : undefined;
+    if (columns) {
+      const matches = this.db.query<[number, string], SQLQueryBindings[]>(`SELECT r.rid, r.id FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number, string]>;
+      const total = request.skipCount ? 0 : request.trackTotalCount ? matches.length : Math.min(matches.length, TOTAL_CAP);
+      const aggregations: Aggregation[] = request.aggregateBy ? this.aggregate(request.aggregateBy, from, whereSql, baseParams) : [];
+      if (request.limit === 0) return { hits: [], total, aggregations };
+      const page = sortedPage(
+        { rids: matches.map((m) => m[0]), ids: matches.map((m) => m[1]) },
+        request.sort,
+        columns,
+        { offset: request.offset, limit: request.limit, after: request.keyset?.after },
+      );
+      const docs = new Map<number, string>();
+      if (page.rids.length) for (const row of this.stmts.docsOf.all(JSON.stringify(page.rids))) docs.set(row.rid, row.doc);
+      return { hits: page.rids.map((rid, i) => ({ doc: JSON.parse(docs.get(rid)!) as Record<string, unknown>, position: page.positions[i]! })), total, aggregations };
+    }
+
     // Count and aggregation see exactly the rows the results come from.
     let total = 0;
     if (!request.skipCount) {
@@ -587,6 +619,26 @@ export class SqliteBackend implements SearchBackend {
   }
 
   /** Rows strictly after `after` in (sort keys with missing last, id) order. */
+  /**
+   * The in-memory columns of the request's sort fields, when every one holds only numbers and dates;
+   * undefined sends the query down the SQL path (strings, mixed values, or during a bulk load, when
+   * the value index a column loads from is not there).
+   */
+  private numericColumns(request: SearchRequest): NumericColumn[] | undefined {
+    if (this.bulk || this.options.columnarSort === false) return undefined;
+    return this.sortColumns.columnsFor(
+      request.sort.map((key) => key.field.replace(/\.keyword$/, "")),
+      (path): ColumnSource => {
+        // Numbers and dates are the values with a `num` (their `str` is set too); any other value with a `str` is a string or a boolean.
+        const count = (sql: string) => this.db.query<{ n: number }, [string]>(sql).get(path)!.n;
+        const numbers = count("SELECT count(*) AS n FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL");
+        const withText = count("SELECT count(*) AS n FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NOT NULL");
+        if (withText > numbers) return { numbers: [], hasOtherValues: true };
+        return { numbers: this.db.query<[number, number], [string]>("SELECT rid, num FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL").values(path) as Array<[number, number]>, hasOtherValues: false };
+      },
+    );
+  }
+
   private keysetCondition(request: SearchRequest, after: SortValue[], p: (v: SQLQueryBindings) => string): string {
     const ors: string[] = [];
     const equal: string[] = [];
