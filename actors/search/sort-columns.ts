@@ -145,20 +145,22 @@ export type SortedPage = { rids: number[]; positions: SortValue[][] };
 /**
  * The page `offset`…`offset + limit` of the matches in (sort keys with missing values last, id)
  * order — what `ORDER BY s IS NULL, s ASC|DESC, …, id` gives — after the keyset position `after`
- * when there is one. Bounded heap: O(n log k) for k = offset + limit.
+ * when there is one. The keys decide first (bounded heap: O(n log k) for k = offset + limit); ids
+ * are read (`idsOf`) only for the rows that can make the page — the best k and whatever ties with
+ * the k-th — and for rows tied with `after`, so a query over 100k matches reads a few ids, not 100k.
  */
 export function sortedPage(
-  matches: { rids: ArrayLike<number>; ids: string[] },
+  rids: ArrayLike<number>,
   keys: SortKey[],
   columns: NumericColumn[],
   window: { offset: number; limit: number; after?: SortValue[] },
+  idsOf: (rids: number[]) => Map<number, string>,
 ): SortedPage {
   const values = keys.map((key, i) => ((key.mode ?? (key.order === "asc" ? "min" : "max")) === "min" ? columns[i]!.min : columns[i]!.max));
   const direction = keys.map((key) => (key.order === "asc" ? 1 : -1));
-  const { rids, ids } = matches;
-  const keyOf = (i: number, k: number) => valueAt(values[k]!, rids[i]!);
-  /** Order of two sort positions (NaN or null = missing, last in either direction), then ids. */
-  const compareKeys = (a: (k: number) => number, b: (k: number) => number, idA: string, idB: string): number => {
+  const keyOf = (rid: number, k: number) => valueAt(values[k]!, rid);
+  /** Order of two sort positions by their keys alone (NaN = missing, last in either direction). */
+  const compareKeys = (a: (k: number) => number, b: (k: number) => number): number => {
     for (let k = 0; k < values.length; k++) {
       const x = a(k);
       const y = b(k);
@@ -169,50 +171,70 @@ export function sortedPage(
       if (yMissing) return -1;
       if (x !== y) return x < y ? -direction[k]! : direction[k]!;
     }
-    return compareCodePoints(idA, idB);
+    return 0;
   };
-  const compare = (i: number, j: number) => compareKeys((k) => keyOf(i, k), (k) => keyOf(j, k), ids[i]!, ids[j]!);
-  const after = window.after;
-  const afterKey = after ? (k: number) => (after[k] === null || after[k] === undefined ? Number.NaN : Number(after[k])) : undefined;
-  const afterId = after ? String(after[after.length - 1]) : "";
+  const compare = (x: number, y: number) => compareKeys((k) => keyOf(x, k), (k) => keyOf(y, k));
 
-  // Max-heap (worst of the best k at the root) of match indexes.
+  let candidates: number[] = [];
+  const after = window.after;
+  if (after) {
+    const afterKey = (k: number) => (after[k] === null || after[k] === undefined ? Number.NaN : Number(after[k]));
+    const afterId = String(after[after.length - 1]);
+    const tied: number[] = [];
+    for (let i = 0; i < rids.length; i++) {
+      const rid = rids[i]!;
+      const order = compareKeys((k) => keyOf(rid, k), afterKey);
+      if (order > 0) candidates.push(rid);
+      else if (order === 0) tied.push(rid);
+    }
+    if (tied.length) {
+      const ids = idsOf(tied);
+      for (const rid of tied) if (compareCodePoints(ids.get(rid)!, afterId) > 0) candidates.push(rid);
+    }
+  } else candidates = Array.from(rids);
+
   const k = window.offset + window.limit;
-  const heap: number[] = [];
-  const siftDown = (from: number) => {
-    let i = from;
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let worst = i;
-      if (l < heap.length && compare(heap[l]!, heap[worst]!) > 0) worst = l;
-      if (r < heap.length && compare(heap[r]!, heap[worst]!) > 0) worst = r;
-      if (worst === i) return;
-      [heap[i], heap[worst]] = [heap[worst]!, heap[i]!];
-      i = worst;
-    }
-  };
-  for (let i = 0; i < rids.length; i++) {
-    if (afterKey && compareKeys((k) => keyOf(i, k), afterKey, ids[i]!, afterId) <= 0) continue;
-    if (heap.length < k) {
-      heap.push(i);
-      for (let c = heap.length - 1; c > 0; ) {
-        const parent = (c - 1) >> 1;
-        if (compare(heap[c]!, heap[parent]!) <= 0) break;
-        [heap[c], heap[parent]] = [heap[parent]!, heap[c]!];
-        c = parent;
+  if (k === 0 || candidates.length === 0) return { rids: [], positions: [] };
+  if (candidates.length > k) {
+    // Max-heap (the worst of the best k at the root) by keys; then everything tied with that worst.
+    const heap: number[] = [];
+    for (const rid of candidates) {
+      if (heap.length < k) {
+        heap.push(rid);
+        for (let c = heap.length - 1; c > 0; ) {
+          const parent = (c - 1) >> 1;
+          if (compare(heap[c]!, heap[parent]!) <= 0) break;
+          [heap[c], heap[parent]] = [heap[parent]!, heap[c]!];
+          c = parent;
+        }
+      } else if (compare(rid, heap[0]!) < 0) {
+        heap[0] = rid;
+        for (let i = 0; ; ) {
+          const l = 2 * i + 1;
+          const r = l + 1;
+          let worst = i;
+          if (l < k && compare(heap[l]!, heap[worst]!) > 0) worst = l;
+          if (r < k && compare(heap[r]!, heap[worst]!) > 0) worst = r;
+          if (worst === i) break;
+          [heap[i], heap[worst]] = [heap[worst]!, heap[i]!];
+          i = worst;
+        }
       }
-    } else if (k > 0 && compare(i, heap[0]!) < 0) {
-      heap[0] = i;
-      siftDown(0);
     }
+    const boundary = heap[0]!;
+    candidates = candidates.filter((rid) => compare(rid, boundary) <= 0);
   }
-  const page = heap.sort(compare).slice(window.offset);
+  const ids = idsOf(candidates);
+  candidates.sort((x, y) => compare(x, y) || compareCodePoints(ids.get(x)!, ids.get(y)!));
+  const page = candidates.slice(window.offset, k);
   return {
-    rids: page.map((i) => rids[i]!),
-    positions: page.map((i) => [...values.map((_, key) => {
-      const v = keyOf(i, key);
-      return v !== v ? null : v;
-    }), ids[i]!]),
+    rids: page,
+    positions: page.map((rid) => [
+      ...values.map((_, key) => {
+        const v = keyOf(rid, key);
+        return v !== v ? null : v;
+      }),
+      ids.get(rid)!,
+    ]),
   };
 }

@@ -167,6 +167,8 @@ export class SqliteBackend implements SearchBackend {
       insertPoint: this.db.query("INSERT INTO points(gid, rid, path, x, y) VALUES (?, ?, ?, ?, ?)"),
       deletePoint: this.db.query("DELETE FROM points WHERE gid = ?"),
       docsOf: this.db.query<{ rid: number; doc: string }, [string]>("SELECT rid, doc FROM docs WHERE rid IN (SELECT value FROM json_each(?))"),
+      idsOf: this.db.query<[number, string], [string]>("SELECT rid, id FROM records WHERE rid IN (SELECT value FROM json_each(?))"),
+      ftsRows: this.db.query<[number], [string]>("SELECT rowid FROM fts WHERE fts MATCH ?"),
       getMeta: this.db.query<{ v: string }, [string]>("SELECT v FROM meta WHERE k = ?"),
       setMeta: this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES (?, ?)"),
       bodyInstances: this.db.query<[number], [string]>("SELECT doc FROM temp.fts_instances WHERE term = ? AND col = 'body'"),
@@ -502,16 +504,20 @@ export class SqliteBackend implements SearchBackend {
     // Sorted by numbers or dates: the matches' values come from memory (sort-columns.ts).
     const columns = request.sort.length > 0 ? this.numericColumns(request) : undefined;
     if (columns) {
-      const matches = this.db.query<[number, string], SQLQueryBindings[]>(`SELECT r.rid, r.id FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number, string]>;
-      const total = request.skipCount ? 0 : request.trackTotalCount ? matches.length : Math.min(matches.length, TOTAL_CAP);
+      // Text-driven without a spatial filter: the text's rows, partition, kind and ACL checked in
+      // memory (as one-word relevance queries do), any other predicate in SQL on the survivors.
+      const rids =
+        driverText !== undefined && !request.spatial
+          ? this.visibleOf(request, (this.stmts.ftsRows.values(driverText) as Array<[number]>).map((row) => row[0]), rest, registerNested)
+          : (this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number]>).map((row) => row[0]);
+      const total = request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP);
       const aggregations: Aggregation[] = request.aggregateBy ? this.aggregate(request.aggregateBy, from, whereSql, baseParams) : [];
       if (request.limit === 0) return { hits: [], total, aggregations };
-      const page = sortedPage(
-        { rids: matches.map((m) => m[0]), ids: matches.map((m) => m[1]) },
-        request.sort,
-        columns,
-        { offset: request.offset, limit: request.limit, after: request.keyset?.after },
-      );
+      const page = sortedPage(rids, request.sort, columns, { offset: request.offset, limit: request.limit, after: request.keyset?.after }, (list) => {
+        const ids = new Map<number, string>();
+        for (const [rid, id] of this.stmts.idsOf.values(JSON.stringify(list)) as Array<[number, string]>) ids.set(rid, id);
+        return ids;
+      });
       const docs = new Map<number, string>();
       if (page.rids.length) for (const row of this.stmts.docsOf.all(JSON.stringify(page.rids))) docs.set(row.rid, row.doc);
       return { hits: page.rids.map((rid, i) => ({ doc: JSON.parse(docs.get(rid)!) as Record<string, unknown>, position: page.positions[i]! })), total, aggregations };
@@ -584,18 +590,7 @@ export class SqliteBackend implements SearchBackend {
         frequencies.push(1);
       }
     }
-    const visible = this.facts.visibility(request.partition, request.kinds, request.access);
-    let keep = new Set<number>();
-    for (const rid of rids) if (visible(rid)) keep.add(rid);
-    if (rest.type !== "matchAll" && keep.size > 0) {
-      const params: SQLQueryBindings[] = [];
-      const p = (value: SQLQueryBindings) => (params.push(value), `?${params.length}`);
-      const list = p(JSON.stringify([...keep]));
-      const condition = new Compiler(this, p, registerNested, true).compile(rest);
-      // The compiled predicates only need r.rid: the candidate list stands in for records (no lookup per row).
-      const sql = `SELECT r.rid FROM (SELECT value AS rid FROM json_each(${list})) r WHERE ${condition}`;
-      keep = new Set((this.db.query<[number], SQLQueryBindings[]>(sql).values(...params) as Array<[number]>).map((row) => row[0]));
-    }
+    const keep = new Set(this.visibleOf(request, rids, rest, registerNested));
     const weight = idf(this.facts.rows, rids.length);
     const average = this.facts.totalTokens / this.facts.rows;
     const scored: Array<{ rid: number; score: number }> = [];
@@ -606,6 +601,23 @@ export class SqliteBackend implements SearchBackend {
     if (request.limit === 0) return { hits: [], total, aggregations: [] };
     scored.sort((x, y) => x.score - y.score || x.rid - y.rid);
     return { hits: this.page(scored.slice(request.offset, request.offset + request.limit).map((s) => s.rid)), total, aggregations: [] };
+  }
+
+  /**
+   * The rows of `rids` the caller may see — partition, kind and ACL from the in-memory
+   * facts — that also satisfy `rest`, checked in one SQL statement on the survivors.
+   */
+  private visibleOf(request: SearchRequest, rids: number[], rest: QueryNode, registerNested: (node: NestedNode) => number): number[] {
+    const visible = this.facts.visibility(request.partition, request.kinds, request.access);
+    const keep = rids.filter(visible);
+    if (rest.type === "matchAll" || keep.length === 0) return keep;
+    const params: SQLQueryBindings[] = [];
+    const p = (value: SQLQueryBindings) => (params.push(value), `?${params.length}`);
+    const list = p(JSON.stringify(keep));
+    const condition = new Compiler(this, p, registerNested, true).compile(rest);
+    // The compiled predicates only need r.rid: the candidate list stands in for records (no lookup per row).
+    const sql = `SELECT r.rid FROM (SELECT value AS rid FROM json_each(${list})) r WHERE ${condition}`;
+    return (this.db.query<[number], SQLQueryBindings[]>(sql).values(...params) as Array<[number]>).map((row) => row[0]);
   }
 
   /** Terms of one field over exactly the rows a query sees: count desc, key asc, at most 1000. */
