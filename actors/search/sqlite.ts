@@ -518,9 +518,8 @@ export class SqliteBackend implements SearchBackend {
         for (const [rid, id] of this.stmts.idsOf.values(JSON.stringify(list)) as Array<[number, string]>) ids.set(rid, id);
         return ids;
       });
-      const docs = new Map<number, string>();
-      if (page.rids.length) for (const row of this.stmts.docsOf.all(JSON.stringify(page.rids))) docs.set(row.rid, row.doc);
-      return { hits: page.rids.map((rid, i) => ({ doc: JSON.parse(docs.get(rid)!) as Record<string, unknown>, position: page.positions[i]! })), total, aggregations };
+      const docs = this.documents(page.rids);
+      return { hits: page.rids.map((rid, i) => ({ doc: docs.get(rid)!, position: page.positions[i]! })), total, aggregations };
     }
 
     // Count and aggregation see exactly the rows the results come from.
@@ -554,22 +553,25 @@ export class SqliteBackend implements SearchBackend {
       `${outer.length ? ` WHERE ${outer.join(" AND ")}` : ""} ORDER BY ${orderBy.join(", ")} LIMIT ${p(request.limit)} OFFSET ${p(request.offset)}`;
     const rows = this.db.query<Record<string, SortValue> & { rid: number; id: string }, SQLQueryBindings[]>(sql).all(...params);
     // Documents are read for the page only: carrying them through the sort would read every match's JSON.
-    const docs = new Map<number, string>();
-    if (rows.length) {
-      for (const row of this.stmts.docsOf.all(JSON.stringify(rows.map((r) => r.rid)))) docs.set(row.rid, row.doc);
-    }
-    const hits = rows.map((row) => ({ doc: JSON.parse(docs.get(row.rid)!) as Record<string, unknown>, position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id] }));
+    const docs = this.documents(rows.map((r) => r.rid));
+    const hits = rows.map((row) => ({ doc: docs.get(row.rid)!, position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id] }));
     return { hits, total, aggregations };
   }
 
   /** The documents of a page of rows (unsorted queries: the position is the id). */
   private page(rids: number[]): SearchResult["hits"] {
-    const docs = new Map<number, string>();
-    if (rids.length) for (const row of this.stmts.docsOf.all(JSON.stringify(rids))) docs.set(row.rid, row.doc);
+    const docs = this.documents(rids);
     return rids.map((rid) => {
-      const doc = JSON.parse(docs.get(rid)!) as Record<string, unknown>;
+      const doc = docs.get(rid)!;
       return { doc, position: [doc.id as string] };
     });
+  }
+
+  /** The result documents of a page's rows, in one read. */
+  private documents(rids: number[]): Map<number, Record<string, unknown>> {
+    const docs = new Map<number, Record<string, unknown>>();
+    if (rids.length) for (const row of this.stmts.docsOf.all(JSON.stringify(rids))) docs.set(row.rid, JSON.parse(row.doc) as Record<string, unknown>);
+    return docs;
   }
 
   /**
