@@ -90,9 +90,9 @@ describe("sorting from in-memory columns", () => {
     M: i === 17 ? "not a number" : i % 10,
   });
 
-  it("sort - numbers and dates sorted in memory equal the SQL order, for windows, keysets, filters, after updates and deletes", () => {
+  it("sort - numbers and dates sorted in memory, and multi-word relevance ranked in memory, equal the SQL path, for windows, keysets, filters, after updates and deletes", () => {
     const fast = new SqliteBackend({ file: ":memory:" });
-    const sql = new SqliteBackend({ file: ":memory:", columnarSort: false });
+    const sql = new SqliteBackend({ file: ":memory:", sqlOnly: true });
     const load = (round: number, ids: number[]) => {
       const changes = ids.map((i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, dataOf(i, round))) }));
       fast.apply(changes, round * 1000 + ids.length);
@@ -127,6 +127,13 @@ describe("sorting from in-memory columns", () => {
       return a;
     };
     const check = () => {
+      // Relevance (no sort) for text of more than one word: ranked in memory vs in SQL.
+      for (const query of ["word1 common", 'data.S:"s3"', '"word2 common" AND data.G:odd', "common AND data.N:[10 TO 30]"]) {
+        for (const window of [{ offset: 0, limit: 25 }, { offset: 30, limit: 50 }, { offset: 0, limit: 0 }]) {
+          const r = request([], query, window);
+          expect(fast.search(r)).toEqual(sql.search(r));
+        }
+      }
       for (const sort of sorts) {
         for (const [query, window] of [["", { offset: 0, limit: 25 }], ["", { offset: 180, limit: 40 }], ["data.G:odd AND common", { offset: 5, limit: 10 }], ["word1", { offset: 0, limit: 1000 }]] as const) {
           same(request(sort, query, window));
