@@ -4,23 +4,15 @@ import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { describe, expect, it } from "vitest";
 import { headers as natsHeaders } from "@nats-io/nats-core";
-import { recordKey, type StoredRecord } from "../../subjects/search.ts";
+import { recordKey } from "../../subjects/search.ts";
 import type { SearchRequest } from "./backend.ts";
 import { parseDate, toIndexedDoc, tokenize } from "./documents.ts";
 import { intersects, within, type Shape } from "./geo.ts";
 import { parseQuery } from "./query/parser.ts";
 import { changeOf } from "./replica.ts";
 import { SqliteBackend } from "./sqlite.ts";
+import { testRecord as record } from "./testing.ts";
 
-const record = (i: number, data: Record<string, unknown>): StoredRecord => ({
-  id: `opendes:well:${i}`,
-  kind: "osdu:wks:master-data--Well:1.0.0",
-  acl: { viewers: ["data.a.viewers@opendes.example.com"], owners: ["data.a.owners@opendes.example.com"] },
-  data,
-  version: 1,
-  createUser: "test",
-  createTime: "2026-01-01T00:00:00Z",
-});
 
 const request = (overrides: Partial<SearchRequest> = {}): SearchRequest => ({
   partition: "opendes",

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { StoredRecord } from "../../subjects/search.ts";
 import type { SearchRequest, SortKey } from "./backend.ts";
 import { toIndexedDoc } from "./documents.ts";
 import { parseQuery } from "./query/parser.ts";
 import { compareCodePoints, sortedPage, type NumericColumn } from "./sort-columns.ts";
 import { SqliteBackend } from "./sqlite.ts";
+import { testRecord as record } from "./testing.ts";
 
 const column = (values: Record<number, number[]>): NumericColumn => {
   const min = new Float64Array(16).fill(Number.NaN);
@@ -72,15 +72,6 @@ describe("sorting from in-memory columns", () => {
     expect("\uFF5E" < "\u{1F600}").toBe(false); // what a plain JS comparison would get wrong
   });
 
-  const record = (i: number, data: Record<string, unknown>): StoredRecord => ({
-    id: `opendes:well:${String(i).padStart(4, "0")}`,
-    kind: "osdu:wks:master-data--Well:1.0.0",
-    acl: { viewers: ["data.a.viewers@opendes.example.com"], owners: ["data.a.owners@opendes.example.com"] },
-    data,
-    version: 1,
-    createUser: "test",
-    createTime: "2026-01-01T00:00:00Z",
-  });
   const dataOf = (i: number, round: number): Record<string, unknown> => ({
     N: i % 7 === 0 ? undefined : i % 11 === 0 ? [(i * 3 + round) % 50, (i * 5) % 50] : (i * 13 + round) % 50,
     D: i % 4 === 0 ? null : new Date(Date.UTC(2000 + (i % 9), i % 12, 1 + (i % 27))).toISOString(),

@@ -4,7 +4,7 @@
  * +205 ms for 10k text matches at 300k records). Here the values of a sorted field live in memory, one
  * column per field path: the smallest and the largest number of each record (ES sorts a multi-valued
  * field by its min ascending and its max descending), NaN where the record has none. The matching
- * rows come from SQLite as (rid, id) and the page is picked with a bounded heap.
+ * rows come in as row ids, the page is picked with a bounded heap, and ids are read for its rows only.
  *
  * Only fields whose every value is a number or a date are kept here: SQLite orders mixed values as
  * numbers before strings, which the SQL path keeps doing. Columns are loaded on the first sort by a
@@ -30,7 +30,7 @@ export class SortColumns {
     this.columns.clear();
   }
 
-  /** The paths sorted from memory now (for status and tests). */
+  /** The paths sorted from memory now (for tests and diagnostics). */
   held(): string[] {
     return [...this.columns].filter(([, column]) => column !== null).map(([path]) => path);
   }
@@ -59,27 +59,19 @@ export class SortColumns {
   upsert(rid: number, leaves: Leaf[]): void {
     for (const [path, column] of this.columns) {
       if (column === null) continue;
-      let min = Number.NaN;
-      let max = Number.NaN;
-      let other = false;
+      if (column.min.length > rid) {
+        column.min[rid] = Number.NaN;
+        column.max[rid] = Number.NaN;
+      }
       for (const leaf of leaves) {
         if (leaf.path !== path || leaf.t === LeafType.null || leaf.t === LeafType.geometry) continue;
-        if (leaf.num === null) {
-          // A long string has no exact value (SQL's coalesce(num, str) is NULL too): it does not count.
-          if (leaf.str !== null) other = true;
-          continue;
+        if (leaf.num !== null) include(column, rid, leaf.num);
+        // A long string has no exact value (SQL's coalesce(num, str) is NULL too): it does not count.
+        else if (leaf.str !== null) {
+          this.columns.set(path, null);
+          break;
         }
-        if (min !== min || leaf.num < min) min = leaf.num;
-        if (max !== max || leaf.num > max) max = leaf.num;
       }
-      if (other) {
-        this.columns.set(path, null);
-        continue;
-      }
-      column.min = covering(column.min, rid, Number.NaN);
-      column.max = covering(column.max, rid, Number.NaN);
-      column.min[rid] = min;
-      column.max[rid] = max;
     }
   }
 
@@ -105,17 +97,19 @@ export class SortColumns {
 
 function fromSource(source: ColumnSource): NumericColumn | null {
   if (source.hasOtherValues) return null;
-  let min = new Float64Array(1024).fill(Number.NaN);
-  let max = new Float64Array(1024).fill(Number.NaN);
-  for (const [rid, value] of source.numbers) {
-    min = covering(min, rid, Number.NaN);
-    max = covering(max, rid, Number.NaN);
-    const lo = min[rid]!;
-    const hi = max[rid]!;
-    if (lo !== lo || value < lo) min[rid] = value;
-    if (hi !== hi || value > hi) max[rid] = value;
-  }
-  return { min, max };
+  const column = { min: new Float64Array(1024).fill(Number.NaN), max: new Float64Array(1024).fill(Number.NaN) };
+  for (const [rid, value] of source.numbers) include(column, rid, value);
+  return column;
+}
+
+/** Widens a record's min and max by one of its values (NaN: none yet). */
+function include(column: NumericColumn, rid: number, value: number): void {
+  column.min = covering(column.min, rid, Number.NaN);
+  column.max = covering(column.max, rid, Number.NaN);
+  const lo = column.min[rid]!;
+  const hi = column.max[rid]!;
+  if (lo !== lo || value < lo) column.min[rid] = value;
+  if (hi !== hi || value > hi) column.max[rid] = value;
 }
 
 const valueAt = (values: Float64Array, rid: number): number => (rid < values.length ? values[rid]! : Number.NaN);
