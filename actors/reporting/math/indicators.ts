@@ -1,6 +1,6 @@
 /**
  * Economic indicators of a yearly net cash flow series: NPV (end-of-year or mid-year discounting
- * to the NPV year), IRR by a bracketing root finder (null when NPV(r) never changes sign), payout
+ * to the NPV year), IRR by a bracketing root finder (null when NPV(r) has no root), payout
  * year, profit-to-investment, EMV and break-even chance of success.
  */
 
@@ -15,35 +15,74 @@ export function npv(flows: readonly YearValue[], rate: number, npvYear: number, 
   return total;
 }
 
-/** Rates scanned for a sign change: fine near 0 where IRRs live, coarse up to 10,000%. */
+/** Rates scanned: fine near 0 where IRRs live, then geometric up to 1,000,000%. */
 const GRID: number[] = (() => {
   const rates: number[] = [];
   for (let r = -0.99; r < 1; r += 0.01) rates.push(Math.round(r * 100) / 100);
-  for (let r = 1; r <= 100; r *= 1.1) rates.push(r);
+  for (let r = 1; r <= 10_000; r *= 1.1) rates.push(r);
   return rates;
 })();
 
 /**
- * The rate where NPV = 0. Scans the grid upward from −99% for the first sign change, then
- * bisects (robust where Newton diverges) to 1e-12. With several sign changes (non-conventional
- * flows) the lowest rate is returned; with none, null.
+ * The lowest rate where NPV = 0, or null when there is none in (−99%, 1,000,000%]. NPV is
+ * evaluated on the grid; a sign change between neighbours is bisected (robust where Newton
+ * diverges) to 1e-12. Two roots closer together than one grid step leave no sign change on the
+ * grid, only a dip of |NPV| towards zero: where |NPV| has a local minimum on the grid, the
+ * minimum is found by golden-section search and, if NPV changes sign there, the lower root is
+ * bisected. Non-conventional flows can have several IRRs; the lowest is returned.
  */
 export function irr(flows: readonly YearValue[]): number | null {
   if (flows.length === 0) return null;
   const t0 = Math.min(...flows.map((f) => f.year));
   const f = (r: number) => npv(flows, r, t0);
-  let lo = GRID[0]!;
-  let flo = f(lo);
-  if (flo === 0) return lo;
-  for (let k = 1; k < GRID.length; k++) {
-    const hi = GRID[k]!;
-    const fhi = f(hi);
-    if (fhi === 0) return hi;
-    if (Number.isFinite(flo) && Number.isFinite(fhi) && Math.sign(fhi) !== Math.sign(flo)) return bisect(f, lo, hi, flo);
-    lo = hi;
-    flo = fhi;
+  const values = GRID.map(f);
+  for (let k = 0; k < GRID.length; k++) {
+    const fk = values[k]!;
+    if (fk === 0) return GRID[k]!;
+    if (k === 0) continue;
+    const prev = values[k - 1]!;
+    if (!Number.isFinite(prev) || !Number.isFinite(fk)) continue;
+    if (Math.sign(fk) !== Math.sign(prev)) return bisect(f, GRID[k - 1]!, GRID[k]!, prev);
+    const next = values[k + 1];
+    if (next === undefined || !Number.isFinite(next) || Math.sign(next) !== Math.sign(fk)) continue;
+    if (Math.abs(fk) < Math.abs(prev) && Math.abs(fk) <= Math.abs(next)) {
+      // |NPV| dips between GRID[k−1] and GRID[k+1] without a sign change on the grid.
+      const sign = Math.sign(fk);
+      const dip = goldenMinimum((r) => sign * f(r), GRID[k - 1]!, GRID[k + 1]!);
+      const fdip = f(dip);
+      if (fdip === 0) return dip;
+      if (Math.sign(fdip) !== sign) return bisect(f, GRID[k - 1]!, dip, prev);
+    }
   }
   return null;
+}
+
+/** The minimizer of g on [lo, hi] by golden-section search (g unimodal there), to 1e-12. */
+function goldenMinimum(g: (r: number) => number, lo: number, hi: number): number {
+  const ratio = (Math.sqrt(5) - 1) / 2;
+  let a = lo;
+  let b = hi;
+  let c = b - ratio * (b - a);
+  let d = a + ratio * (b - a);
+  let gc = g(c);
+  let gd = g(d);
+  for (let i = 0; i < 200 && b - a > 1e-12; i++) {
+    if (gc < gd) {
+      b = d;
+      d = c;
+      gd = gc;
+      c = b - ratio * (b - a);
+      gc = g(c);
+    } else {
+      a = c;
+      c = d;
+      gc = gd;
+      d = a + ratio * (b - a);
+      gd = g(d);
+    }
+    if (gc < 0 || gd < 0) return gc < gd ? c : d; // already across zero: enough to bracket the root
+  }
+  return (a + b) / 2;
 }
 
 function bisect(f: (r: number) => number, lo: number, hi: number, flo: number): number {
@@ -59,14 +98,18 @@ function bisect(f: (r: number) => number, lo: number, hi: number, flo: number): 
   return (lo + hi) / 2;
 }
 
-/** The first year from which cumulative NCF stays ≥ 0 to the end; null when it ends negative. */
+/**
+ * The first year from which cumulative NCF stays positive to the end ("the time at which
+ * cumulative NCF turns positive": a year where it is exactly 0 has not paid out yet); null when
+ * it never does.
+ */
 export function payoutYear(flows: readonly YearValue[]): number | null {
   const sorted = [...flows].sort((a, b) => a.year - b.year);
   let cumulative = 0;
   let candidate: number | null = null;
   for (const { year, value } of sorted) {
     cumulative += value;
-    if (cumulative >= 0) candidate ??= year;
+    if (cumulative > 0) candidate ??= year;
     else candidate = null;
   }
   return candidate;
@@ -92,8 +135,11 @@ export function profitToInvestment(flows: readonly YearValue[], investment: numb
 /** EMV = Pg·NPV − (1 − Pg)·dry-hole cost. */
 export const emv = (pg: number, npvSuccess: number, dryHoleCost: number) => pg * npvSuccess - (1 - pg) * dryHoleCost;
 
-/** The Pg at which EMV = 0: C_dry / (NPV + C_dry); null when NPV + C_dry ≤ 0 (no Pg breaks even). */
+/**
+ * The Pg at which EMV = 0: C_dry / (NPV + C_dry). Null when no chance of success in [0, 1] breaks
+ * even: a success case that is not worth more than nothing (NPV ≤ 0) loses money at any Pg.
+ */
 export function breakevenPg(npvSuccess: number, dryHoleCost: number): number | null {
-  const denominator = npvSuccess + dryHoleCost;
-  return denominator > 0 ? dryHoleCost / denominator : null;
+  if (!(npvSuccess > 0) || !(dryHoleCost >= 0)) return null;
+  return dryHoleCost / (npvSuccess + dryHoleCost);
 }

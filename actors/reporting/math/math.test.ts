@@ -203,6 +203,29 @@ describe("reporting math - economics", () => {
     expect(payoutYear([{ year: 2026, value: -10 }, { year: 2027, value: 5 }])).toBeNull();
   });
 
+  it("indicators - IRR finds two roots closer than the scan's step, the lowest first, and rates beyond 10,000%", () => {
+    // NPV(r) = −1 + 2.21/(1+r) − 1.221016/(1+r)²: roots at 10.2% and 10.8%, NPV < 0 on both sides.
+    const close = [{ year: 2026, value: -1 }, { year: 2027, value: 2.21 }, { year: 2028, value: -1.221016 }];
+    expect(irr(close)!).toBeCloseTo(0.102, 9);
+    expect(npv(close, irr(close)!, 2026)).toBeCloseTo(0, 12);
+    expect(irr([{ year: 2026, value: -1 }, { year: 2027, value: 200 }])!).toBeCloseTo(199, 6);
+    // A dip that stays below zero is not a root.
+    expect(irr([{ year: 2026, value: -1 }, { year: 2027, value: 2.2 }, { year: 2028, value: -1.3 }])).toBeNull();
+  });
+
+  it("indicators - payout is the year cumulative NCF turns positive: exactly 0 has not paid out", () => {
+    const flows = [{ year: 2026, value: -100 }, { year: 2027, value: 100 }, { year: 2028, value: 50 }];
+    expect(payoutYear(flows)).toBe(2028);
+    expect(payoutYear([{ year: 2026, value: -100 }, { year: 2027, value: 100 }])).toBeNull();
+  });
+
+  it("indicators - break-even Pg is null when the success case is worth nothing or less (no Pg in [0, 1] breaks even)", () => {
+    expect(breakevenPg(-20, 100)).toBeNull();
+    expect(breakevenPg(0, 100)).toBeNull();
+    expect(breakevenPg(100, 0)).toBe(0);
+    expect(breakevenPg(100, 100)).toBe(0.5);
+  });
+
   it("G9 - EMV with Ps 0.80, NPV 1,015,600 and dry-hole cost 495,000 is 713,480; break-even Ps 0.3277", () => {
     expect(emv(0.8, 1_015_600, 495_000)).toBeCloseTo(713_480, 6);
     expect(breakevenPg(1_015_600, 495_000)!).toBeCloseTo(0.3277, 4);
