@@ -143,8 +143,9 @@ async function checkReferences(deps: ReportingDeps, partition: string, collectio
 async function updateIndexes(deps: ReportingDeps, partition: string, collection: Collection, id: string, now: Record<string, unknown> | undefined, before: Record<string, unknown> | undefined): Promise<string[]> {
   const changes: Array<Promise<string | undefined>> = [];
   const move = (kind: "byprospect" | "byanalysis", from: string | undefined, to: string | undefined) => {
-    if (from === to) return;
-    if (from) changes.push(deps.store.updateIndex(partition, kind, from, id, false));
+    if (from && from !== to) changes.push(deps.store.updateIndex(partition, kind, from, id, false));
+    // Also when unchanged: a process that died between writing the entity and its index leaves the
+    // index short, and the client's retry of the same write must repair it (a no-op otherwise).
     if (to) changes.push(deps.store.updateIndex(partition, kind, to, id, true));
   };
   if (collection === "prospectanalyses") move("byprospect", (before as ProspectAnalysis | undefined)?.prospect.id, (now as ProspectAnalysis | undefined)?.prospect.id);
@@ -166,11 +167,11 @@ async function loadModel(tracker: Tracker, partition: string, paId: string, poin
 
 /** A cached result, or the computation's result stored for next time (keyed by its inputs' revisions). */
 async function cachedOrComputed(deps: ReportingDeps, key: string, compute: (tracker: Tracker) => Promise<unknown>): Promise<Reply<unknown>> {
-  const hit = await deps.store.cached(key);
-  if (hit !== undefined) return reply(new EncodedJson(hit), 200, { [CACHE_HEADER]: "hit" });
+  const cached = await deps.store.cached(key);
+  if (cached.value !== undefined) return reply(new EncodedJson(cached.value), 200, { [CACHE_HEADER]: "hit" });
   const tracker = deps.store.tracker();
   const result = await compute(tracker);
-  await deps.store.remember(key, result, tracker);
+  await deps.store.remember(key, result, tracker, cached.revision);
   return reply(result, 200, { [CACHE_HEADER]: "miss" });
 }
 

@@ -8,17 +8,22 @@
  *     `r.<partition>.<aggregation>.<id>[.<params>]` → a computed aggregation (JSON)
  *     `d.<key of an input>`                          → {keys}: the results computed from that input
  *
- * Caching by input versions: a computation reads its inputs through a Tracker, which records the
- * KV revision of every key it read (0 for an absent one). After the result is written, it is
- * registered under each input's `d.` key and the revisions are read again; if any moved meanwhile
- * the result is dropped. Every write of an input (entity or index) deletes the results listed
- * under its `d.` key. So a cached result is always one computed from the inputs as they are now,
- * a repeated GET costs one KV read, and an upsert invalidates exactly the results that read it.
+ * Caching by input versions: a computation starts from a cache miss, which notes the result key's
+ * revision (0, or the delete marker an invalidation left), and reads its inputs through a Tracker,
+ * which records the KV revision of every key it read (0 for an absent one). The result is then
+ * registered under each input's `d.` key, the input revisions are read again (any moved: the
+ * result is dropped), and only then written, on the condition that the result key is still at the
+ * revision the miss saw. Every write of an input (entity or index) deletes the results listed
+ * under its `d.` key before the write is acknowledged. A writer that lands before the registration
+ * is caught by the re-read; one that lands after it deletes the key, so either the conditional
+ * write fails or the delete removes what it wrote — before that writer's client hears back. So no
+ * read that starts after an acknowledged write is answered from older inputs, a repeated GET costs
+ * one KV read, and an upsert invalidates exactly the results that read it.
  * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
-import { casPut, encodeJson, isLive } from "../runtime/kv.ts";
+import { casPut, encodeJson, isLive, isWrongRevision } from "../runtime/kv.ts";
 import type { Collection } from "../../subjects/reporting.ts";
 
 export const BUCKETS = { entities: "derrick_assessments", cache: "derrick_assessment_cache" } as const;
@@ -141,20 +146,32 @@ export function assessmentStore(stores: Stores) {
 
     invalidate,
 
-    /** The stored result's JSON bytes, as they are (the actor replies with them unparsed). */
-    async cached(key: string): Promise<Uint8Array | undefined> {
+    /**
+     * The stored result's JSON bytes, as they are (the actor replies with them unparsed), and the
+     * key's revision: a miss passes it to `remember`.
+     */
+    async cached(key: string): Promise<{ value: Uint8Array | undefined; revision: number }> {
       const entry = await cache.get(key);
-      return isLive(entry) ? entry.value : undefined;
+      return { value: isLive(entry) ? entry.value : undefined, revision: entry?.revision ?? 0 };
     },
 
-    /** Stores a result computed from the tracked inputs, unless one of them changed meanwhile. */
-    async remember(key: string, result: unknown, tracker: Tracker): Promise<boolean> {
-      await cache.put(key, encodeJson(result));
+    /**
+     * Stores a result computed from the tracked inputs after a miss at `missRevision`, unless an
+     * input changed or the result key was touched (invalidated, or stored by another reader) since.
+     */
+    async remember(key: string, result: unknown, tracker: Tracker, missRevision: number): Promise<boolean> {
       await Promise.all([...tracker.revisions.keys()].map((inputKey) => register(cache, dependentsKey(inputKey), key)));
       const now = await Promise.all([...tracker.revisions].map(async ([inputKey, revision]) => ((await entities.get(inputKey))?.revision ?? 0) === revision));
-      if (now.every(Boolean)) return true;
-      await cache.delete(key);
-      return false;
+      if (!now.every(Boolean)) return false;
+      try {
+        // Expected last revision 0 = no message at all under the key (nats.js' `create` would also
+        // overwrite a delete marker, which is exactly the invalidation this must not overwrite).
+        await cache.put(key, encodeJson(result), { previousSeq: missRevision });
+        return true;
+      } catch (error) {
+        if (isWrongRevision(error)) return false;
+        throw error;
+      }
     },
   };
 

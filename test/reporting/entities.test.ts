@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { demoBody, json, loadDemoOver, put, segment } from "./helpers.ts";
+import { assessmentStore, openStores } from "../../actors/reporting/store.ts";
+import { validateEntity } from "../../actors/reporting/validate.ts";
 
 type Problem = { status: number; errors?: Array<{ pointer: string; message: string }> };
 
@@ -86,6 +88,22 @@ describe("reporting entities", () => {
     const v3 = demoBody("pl-123", 1);
     v3.versions[0] = { ...v3.versions[0], versionNumber: 3, validFrom: "2022-06-01" };
     await rejects("licenses", "pl-123", v3, "/body/versions/0/validFrom");
+  });
+
+  it("entities - retrying a write repairs the prospect index a crash between the entity and its index left short", async () => {
+    expect((await put(derrick, "segmentanalyses", "seg-crash", segment("Crash", 0.5, 10, 90, { prospectId: "p-beta" }))).status).toBe(201);
+    const body = { prospect: { id: "p-beta", name: "Beta" }, segmentAnalysisIds: ["seg-crash"], dependency: { model: "independent" } };
+    // The actor wrote the entity and died before the by-prospect index: the entity alone is stored.
+    const store = assessmentStore(await openStores(derrick.nc));
+    await store.put("opendes", "prospectanalyses", "pa-crash", () => validateEntity("prospectanalyses", "pa-crash", "prospectAnalysisId", structuredClone(body)), new Date().toISOString());
+    const analysesOfBeta = async () => {
+      const license = await json(await derrick.call("/assessments/v1/licenseaggregation/pl-123"));
+      return license.versions[1].prospects.find((p: { prospectId: string }) => p.prospectId === "p-beta").prospectAnalyses.map((a: { prospectAnalysisId: string }) => a.prospectAnalysisId);
+    };
+    expect(await analysesOfBeta()).not.toContain("pa-crash");
+    // The client retries the same PUT: the entity is unchanged, the index is repaired.
+    expect((await put(derrick, "prospectanalyses", "pa-crash", body)).status).toBe(200);
+    expect(await analysesOfBeta()).toContain("pa-crash");
   });
 
   it("entities - ids: a body id that differs from the path, or a path id with bad characters, is a 400", async () => {

@@ -23,13 +23,14 @@ describe("reporting store", () => {
   it("store - a result computed from an input that changed before it was registered is dropped", async () => {
     await store.put("p", "segmentanalyses", "s1", () => ({ name: "v1" }), now());
     const key = resultKey("p", "prospect", "race");
+    const miss = await store.cached(key);
     const tracker = store.tracker();
     await tracker.get(entityKey("p", "segmentanalyses", "s1"));
     // A writer lands between the computation's read and its registration (and finds nothing to invalidate yet).
     await store.put("p", "segmentanalyses", "s1", () => ({ name: "v2" }), now());
     await store.invalidate([entityKey("p", "segmentanalyses", "s1")]);
-    expect(await store.remember(key, { stale: true }, tracker)).toBe(false);
-    expect(await store.cached(key)).toBeUndefined();
+    expect(await store.remember(key, { stale: true }, tracker, miss.revision)).toBe(false);
+    expect((await store.cached(key)).value).toBeUndefined();
   });
 
   it("store - a registered result is deleted by the next write of any of its inputs, and only that one", async () => {
@@ -39,21 +40,48 @@ describe("reporting store", () => {
     await fromA.get(entityKey("p", "segmentanalyses", "a"));
     const fromB = store.tracker();
     await fromB.get(entityKey("p", "segmentanalyses", "b"));
-    expect(await store.remember(resultKey("p", "prospect", "from-a"), { a: 1 }, fromA)).toBe(true);
-    expect(await store.remember(resultKey("p", "prospect", "from-b"), { b: 1 }, fromB)).toBe(true);
+    expect(await store.remember(resultKey("p", "prospect", "from-a"), { a: 1 }, fromA, 0)).toBe(true);
+    expect(await store.remember(resultKey("p", "prospect", "from-b"), { b: 1 }, fromB, 0)).toBe(true);
     await store.put("p", "segmentanalyses", "a", () => ({ name: "a2" }), now());
     await store.invalidate([entityKey("p", "segmentanalyses", "a")]);
-    expect(await store.cached(resultKey("p", "prospect", "from-a"))).toBeUndefined();
-    expect(JSON.parse(new TextDecoder().decode(await store.cached(resultKey("p", "prospect", "from-b"))))).toEqual({ b: 1 });
+    expect((await store.cached(resultKey("p", "prospect", "from-a"))).value).toBeUndefined();
+    expect(JSON.parse(new TextDecoder().decode((await store.cached(resultKey("p", "prospect", "from-b"))).value))).toEqual({ b: 1 });
   });
 
   it("store - an absent input that appears later invalidates results computed without it", async () => {
     const tracker = store.tracker();
     expect(await tracker.get(entityKey("p", "licenses", "later"))).toBeUndefined();
-    expect(await store.remember(resultKey("p", "prospect", "without"), { x: 1 }, tracker)).toBe(true);
+    expect(await store.remember(resultKey("p", "prospect", "without"), { x: 1 }, tracker, 0)).toBe(true);
     await store.put("p", "licenses", "later", () => ({ name: "L" }), now());
     await store.invalidate([entityKey("p", "licenses", "later")]);
-    expect(await store.cached(resultKey("p", "prospect", "without"))).toBeUndefined();
+    expect((await store.cached(resultKey("p", "prospect", "without"))).value).toBeUndefined();
+  });
+
+  it("store - a result is written only if its key is as the miss saw it: an invalidation meanwhile wins over the slower reader", async () => {
+    await store.put("p", "segmentanalyses", "slow", () => ({ name: "v1" }), now());
+    const key = resultKey("p", "prospect", "slow");
+    const input = entityKey("p", "segmentanalyses", "slow");
+    const slowMiss = await store.cached(key);
+    const slow = store.tracker();
+    await slow.get(input);
+    // A faster reader stores and registers its result; then a writer's invalidation deletes it. The
+    // input itself is left as it was: this stands for a write that lands after the slow reader
+    // re-read its inputs, which only the conditional write can catch.
+    const fast = store.tracker();
+    await fast.get(input);
+    expect(await store.remember(key, { from: "fast" }, fast, (await store.cached(key)).revision)).toBe(true);
+    await store.invalidate([input]);
+    expect(await store.remember(key, { from: "slow" }, slow, slowMiss.revision)).toBe(false);
+    expect((await store.cached(key)).value).toBeUndefined();
+    // Two readers after that: the first to store wins, the other is told so.
+    const a = store.tracker();
+    await a.get(input);
+    const b = store.tracker();
+    await b.get(input);
+    const missAfter = (await store.cached(key)).revision;
+    expect(await store.remember(key, { from: "a" }, a, missAfter)).toBe(true);
+    expect(await store.remember(key, { from: "b" }, b, missAfter)).toBe(false);
+    expect(JSON.parse(new TextDecoder().decode((await store.cached(key)).value))).toEqual({ from: "a" });
   });
 
   it("store - versions count upserts, concurrent writers all land, and a delete then re-create starts at version 1", async () => {
