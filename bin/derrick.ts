@@ -24,6 +24,8 @@ import type { AppCredentials, AppList } from "../subjects/identity.ts";
 import { loadOrCreateSigningKey, mintToken } from "../actors/identity/index.ts";
 import { boot } from "./boot.ts";
 import { runMigrateCli } from "../sdk/migrate.ts";
+import { ensureTwinBucket } from "../actors/twins/store.ts";
+import type { NatsConnection } from "@nats-io/nats-core";
 import { DEMO_PATHS, seedDemo } from "../actors/reporting/index.ts";
 
 const USAGE = `usage: derrick <start | edge | actor <names…> | apps create|list|delete | devices add|list|remove | token | sdk migrate | seed | config>
@@ -60,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
     case "apps":
       return apps(cfg, rest);
     case "devices":
-      return devicesCommand(cfg, rest);
+      return devicesCommand(cfg, rest, (twin) => withBus(cfg, (bus) => ensureTwinBucket(bus.nc, twin)));
     case "token":
       return token(cfg, rest);
     case "sdk":
@@ -100,6 +102,7 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
     await server?.stop();
     throw error;
   }
+  if (server) await ensureDeviceBuckets(cfg, running.nc, log);
   log.info({ actors: plan.actors, edge: running.edge?.url }, "derrick is up");
   await new Promise<void>((done) => {
     let signals = 0;
@@ -118,6 +121,13 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   await server?.stop();
   log.info("stopped");
   return 0;
+}
+
+/** The twin bucket of every registered device (devices may open their bucket, not create it). */
+async function ensureDeviceBuckets(cfg: Config, nc: NatsConnection, log: Logger): Promise<void> {
+  for (const device of Object.values(readNatsUsers(cfg.dataDir)?.devices ?? {})) {
+    await ensureTwinBucket(nc, device.twin).catch((error: Error) => log.warn({ err: error, device: device.user }, "cannot create a device's twin bucket; it is created on the twin's first write"));
+  }
 }
 
 /** NATS_USER/NATS_PASSWORD when given, else the embedded server's internal user from the data dir. */

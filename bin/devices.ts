@@ -8,7 +8,7 @@ import { join, resolve } from "node:path";
 import type { Config } from "../config/index.ts";
 import { addDeviceUser, authorizationBlock, ensureNatsUsers, readNatsUsers, removeDeviceUser } from "../platform/nats-users.ts";
 import { reloadNatsServer, writeAuthorization } from "../platform/nats-server.ts";
-import { deviceInboxPrefix, twinBucket } from "../subjects/twins.ts";
+import { deviceInboxPrefix, twinBucket, type TwinAddress } from "../subjects/twins.ts";
 import { isToken } from "../subjects/tokens.ts";
 
 const USAGE = `usage:
@@ -25,7 +25,8 @@ function applyUsers(cfg: Config): boolean {
   return reloadNatsServer(dir);
 }
 
-export async function devicesCommand(cfg: Config, args: string[]): Promise<number> {
+/** `createBucket` makes the twin's bucket over the running server (devices may not create it). */
+export async function devicesCommand(cfg: Config, args: string[], createBucket: (twin: TwinAddress) => Promise<void>): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
@@ -47,7 +48,14 @@ export async function devicesCommand(cfg: Config, args: string[]): Promise<numbe
     const twin = { organization, environment, twinId };
     const password = await addDeviceUser(cfg.dataDir, { name: values.name, twin, subscribe: list(values.subscribe), publish: list(values.publish) });
     const reloaded = applyUsers(cfg);
-    const credentials = { user: values.name, password, inboxPrefix: deviceInboxPrefix(values.name), bucket: twinBucket(twin), reloaded };
+    // Not running: the bucket is made at the next start.
+    const bucketCreated = reloaded
+      ? await createBucket(twin).then(
+          () => true,
+          (error: Error) => (console.error(`derrick: the twin bucket was not created now (${error.message}); derrick creates it at its next start or on the twin's first write`), false),
+        )
+      : false;
+    const credentials = { user: values.name, password, inboxPrefix: deviceInboxPrefix(values.name), bucket: twinBucket(twin), reloaded, bucketCreated };
     if (values.json) console.log(JSON.stringify(credentials));
     else {
       console.log(`user:         ${credentials.user}\npassword:     ${credentials.password}\ninbox prefix: ${credentials.inboxPrefix}\ntwin bucket:  ${credentials.bucket}`);

@@ -10,6 +10,7 @@
 import { connect } from "@nats-io/transport-node";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/nats-core";
 import { CONFIG_GROUP, deviceInboxPrefix, type TwinSide } from "../subjects/twins.ts";
+import { isPublishedTo } from "../subjects/delivery.ts";
 import { INPUT_KINDS, parseAppConfigText, type AppConfig, type InputKind, type OutputKind, type SdkEnv } from "./config.ts";
 import { dataReport, messageIdSequence, type IoDataReport, type IoPoint } from "./messages.ts";
 import { JetStreamTwinBackend } from "./kv/jetstream.ts";
@@ -144,7 +145,16 @@ export class DeviceClient {
     this.subscriptions = [];
     for (const kind of INPUT_KINDS) {
       for (const subject of this.current.bus.subscriptions[kind]) {
-        this.subscriptions.push(this.nc.subscribe(subject, { callback: (error, msg) => (error ? this.log("warn", "subscription error", { subject, error: error.message }) : this.dispatch(kind, msg)) }));
+        this.subscriptions.push(
+          this.nc.subscribe(subject, {
+            callback: (error, msg) => {
+              if (error) return this.log("warn", "subscription error", { subject, error: error.message });
+              // Another device's JetStream consumer can deliver its bucket here (subjects/delivery.ts).
+              if (!isPublishedTo(msg, subject)) return this.log("warn", "dropped a message not published to this subscription", { subject, delivered: msg.subject });
+              this.dispatch(kind, msg);
+            },
+          }),
+        );
       }
     }
   }

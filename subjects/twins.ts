@@ -247,6 +247,13 @@ export type DevicePermissionInput = {
  * subjects of `KV_<bucket>` only), its own inbox, its own Subscriptions and Targets. Slash keys are
  * one subject token, so within its bucket a device can write any key (desired included): the
  * isolation is between devices, not between sides of one twin.
+ *
+ * No stream creation: a stream's config names its subjects, so a device allowed to create its own
+ * bucket's stream could make it capture other devices' and derrick's subjects and read them back.
+ * derrick creates the bucket (`derrick devices add`, start-up, the first twin write); the SDK only
+ * opens it. Consumer creation stays (the SDK watches the bucket with an ordered consumer), and
+ * nats-server lets a push consumer deliver to any subject: actors and the SDK refuse such
+ * deliveries on receipt (subjects/delivery.ts).
  */
 export function deviceUserPermissions(input: DevicePermissionInput): { publish: { allow: string[] }; subscribe: { allow: string[] }; allow_responses: boolean } {
   const bucket = twinBucket(input.twin);
@@ -255,7 +262,6 @@ export function deviceUserPermissions(input: DevicePermissionInput): { publish: 
     publish: {
       allow: [
         "$JS.API.INFO",
-        `$JS.API.STREAM.CREATE.${stream}`,
         `$JS.API.STREAM.INFO.${stream}`,
         `$JS.API.STREAM.MSG.GET.${stream}`,
         `$JS.API.DIRECT.GET.${stream}`,

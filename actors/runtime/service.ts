@@ -23,6 +23,7 @@ import {
   readRequestMeta,
   gatewayTimeout,
   badRequest,
+  isPublishedTo,
   serviceName,
   toDerrickError,
   type DerrickError,
@@ -79,6 +80,7 @@ export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: R
     metadata: { actor: spec.name },
   });
   const limiter = new InFlightLimiter(options.concurrency);
+  const refused = refusalLog(log);
   for (const ep of spec.endpoints) {
     service.addEndpoint(ep.name, {
       subject: ep.subject,
@@ -88,6 +90,8 @@ export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: R
           log.error({ err: error, endpoint: ep.name }, "endpoint subscription failed");
           return;
         }
+        // A JetStream delivery aimed at this subject (see subjects/delivery.ts) is not a request.
+        if (!isPublishedTo(msg, ep.subject)) return refused.note(msg);
         limiter.run(() => handleMessage(msg, ep, log));
       },
     });
@@ -102,6 +106,22 @@ export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: R
       await service.stop();
       await limiter.idle();
       log.info("actor stopped");
+    },
+  };
+}
+
+/** Warns about refused deliveries: the first at once, then at most one summary a minute. */
+function refusalLog(log: Logger) {
+  let count = 0;
+  let lastWarned = 0;
+  return {
+    note(msg: { subject: string; reply?: string }) {
+      count++;
+      const now = Date.now();
+      if (now - lastWarned < 60_000) return;
+      log.warn({ refused: count, subject: msg.subject, reply: msg.reply }, "refused a message not sent as a request to this endpoint (a JetStream delivery aimed at an actor subject)");
+      lastWarned = now;
+      count = 0;
     },
   };
 }

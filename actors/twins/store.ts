@@ -10,6 +10,14 @@ import type { TwinBucketStore, TwinStores } from "./handlers.ts";
 
 const CACHE_MAX = 10_000;
 
+/**
+ * Creates a twin's bucket if it does not exist. Device users may not create streams
+ * (subjects/twins.ts), so derrick makes a registered device's bucket before the device needs it.
+ */
+export async function ensureTwinBucket(nc: NatsConnection, address: TwinAddress): Promise<void> {
+  await new Kvm(nc).create(twinBucket(address), twinBucketOptions(address));
+}
+
 export function kvTwinStores(nc: NatsConnection): TwinStores {
   const kvm = new Kvm(nc);
   let jsm: Promise<JetStreamManager> | undefined;

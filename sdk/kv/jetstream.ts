@@ -23,7 +23,7 @@ export class JetStreamTwinBackend implements TwinBackend {
   ) {}
 
   async start(onChanges: (changes: TwinChange[]) => void): Promise<void> {
-    this.kv = await new Kvm(this.nc).create(twinBucket(this.twin), twinBucketOptions(this.twin));
+    this.kv = await this.openBucket();
     await this.watch(onChanges);
     void (async () => {
       for await (const status of this.nc.status()) {
@@ -31,6 +31,28 @@ export class JetStreamTwinBackend implements TwinBackend {
         if (status.type === "reconnect") void this.rewatch(onChanges);
       }
     })();
+  }
+
+  /**
+   * The twin's bucket. `create` binds an existing bucket with a stream lookup alone; only a missing
+   * one needs stream creation, which device users are not allowed (subjects/twins.ts): derrick
+   * creates it when the device is registered or its twin first written, and this waits for that.
+   */
+  private async openBucket(): Promise<KV> {
+    const name = twinBucket(this.twin);
+    let warned = 0;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await new Kvm(this.nc).create(name, twinBucketOptions(this.twin));
+      } catch (error) {
+        if (this.closed) throw error;
+        if (Date.now() - warned > 30_000) {
+          this.log("warn", "cannot open the twin bucket yet (derrick creates it when the device is registered or its twin is first written); retrying", { bucket: name, error: (error as Error).message });
+          warned = Date.now();
+        }
+        await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
+      }
+    }
   }
 
   private async rewatch(onChanges: (changes: TwinChange[]) => void): Promise<void> {

@@ -108,6 +108,19 @@ describe("embedded nats-server users", () => {
       } finally {
         await device.close();
       }
+      // A device whose twin was never written: `devices add` creates its bucket (devices may not).
+      const addedC = spawnSync(process.execPath, [CLI, "devices", "add", "acme", "prod", "dev-c", "--name", "AppC", "--json"], { env, encoding: "utf8" });
+      expect(addedC.status, addedC.stderr).toBe(0);
+      const credsC = JSON.parse(addedC.stdout) as { user: string; password: string; inboxPrefix: string; bucketCreated: boolean };
+      expect(credsC.bucketCreated).toBe(true);
+      const deviceC = await eventually(() => connect({ servers: natsUrl, user: credsC.user, pass: credsC.password, inboxPrefix: credsC.inboxPrefix, reconnect: false, timeout: 2000 }), { what: "device C login" });
+      try {
+        const { twinBucket } = await import("../../subjects/twins.ts");
+        const bucket = twinBucket({ organization: "acme", environment: "prod", twinId: "dev-c" });
+        expect((await (await new Kvm(deviceC).open(bucket)).status()).bucket).toBe(bucket);
+      } finally {
+        await deviceC.close();
+      }
       // derrick's own processes kept working with the internal user
       expect((await fetch(`${base}/readyz`)).status).toBe(200);
       child.kill("SIGTERM");
