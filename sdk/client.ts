@@ -116,14 +116,16 @@ export class DeviceClient {
       inboxPrefix: deviceInboxPrefix(config.name),
       maxReconnectAttempts: -1,
       reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000,
-      waitOnFirstConnect: false,
+      // A broker that is not up yet is waited for (SDK 3.x: "connection will continue to try"), not
+      // a start-up failure; race the promise with a timer to bound the wait.
+      waitOnFirstConnect: true,
     });
     let twins: TwinBackend;
     if (config.kv.kind === "redis") twins = new RedisTwinBackend({ host: config.kv.host, port: config.kv.port, ...(config.kv.password ? { password: config.kv.password } : {}) }, log);
     else {
       // A separate KV server (KvClient Server/Port) gets its own connection, same credentials.
       const kvConnection = config.kv.servers
-        ? await connect({ servers: config.kv.servers, name: `${config.name}-kv`, inboxPrefix: deviceInboxPrefix(config.name), ...(config.bus.user ? { user: config.bus.user } : {}), ...(config.bus.password ? { pass: config.bus.password } : {}), maxReconnectAttempts: -1, reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000 })
+        ? await connect({ servers: config.kv.servers, name: `${config.name}-kv`, inboxPrefix: deviceInboxPrefix(config.name), ...(config.bus.user ? { user: config.bus.user } : {}), ...(config.bus.password ? { pass: config.bus.password } : {}), maxReconnectAttempts: -1, reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000, waitOnFirstConnect: true })
         : nc;
       twins = new JetStreamTwinBackend(kvConnection, config.kv.twin, log, kvConnection !== nc);
     }

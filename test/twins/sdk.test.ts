@@ -160,3 +160,36 @@ describe("device SDK over JetStream KV", () => {
     expect(seen[1]![1]).toBeGreaterThan(seen[0]![1]);
   });
 });
+
+describe("device SDK start-up", () => {
+  it("sdk - connect waits for a broker that is not up yet instead of failing", async () => {
+    const { freePort } = await import("../harness/index.ts");
+    const { startNatsServer } = await import("../../platform/nats-server.ts");
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), "derrick-sdk-late-"));
+    let settled = false;
+    const connecting = DeviceClient.connect(parseAppConfig(appDocument("Late", "dev-late", `nats://127.0.0.1:${port}`)), { reconnectTimeWaitMs: 100 }).finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 600));
+    expect(settled).toBe(false);
+    const server = await startNatsServer({ dir, port });
+    try {
+      const device = await connecting;
+      const seen: InboundMessage[] = [];
+      device.on("DataIn", (m) => seen.push(m));
+      const peer = await connect({ servers: server.url });
+      await eventually(async () => {
+        peer.publish("slbapps.Late.DataIn", JSON.stringify({ v: 1 }));
+        await peer.flush();
+        return seen.length > 0;
+      });
+      await peer.close();
+      await device.close();
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
