@@ -96,7 +96,7 @@ function segmentSummary(m: ProspectModel, i: number) {
   for (const p of m.products) {
     const v = m.volumes[i]![p];
     if (!v) continue;
-    products[p] = { unit: m.units[p]!, basis: s.volumes[p]!.basis ?? "recoverable", successCase: { p90: v.p90, p50: v.p50, p10: v.p10, mean: v.mean }, riskedMean: m.chance.pg[i]! * v.mean };
+    products[p] = { unit: s.volumes[p]!.unit, basis: s.volumes[p]!.basis ?? "recoverable", successCase: { p90: v.p90, p50: v.p50, p10: v.p10, mean: v.mean }, riskedMean: m.chance.pg[i]! * v.mean };
   }
   const primary = m.primary && products[m.primary] ? m.primary : (Object.keys(products)[0] as Product | undefined);
   return { s, products, primary };
@@ -110,7 +110,8 @@ export function prospectAggregation(m: ProspectModel, licenses: Array<{ licenseI
   const resources = productResults(m, sim, chance.pgAtLeastOne);
   let pCommercial: number | undefined;
   if (pa.mefs) {
-    const product = m.products.find((p) => p === m.primary && m.units[p] === pa.mefs!.unit) ?? m.products.find((p) => m.units[p] === pa.mefs!.unit) ?? m.primary;
+    // The handlers refuse an MEFS in a unit no product has (consistency.ts).
+    const product = m.products.find((p) => p === m.primary && m.units[p] === pa.mefs!.unit) ?? m.products.find((p) => m.units[p] === pa.mefs!.unit);
     pCommercial = product ? exceedanceFraction(sim, product, pa.mefs.value) : 0;
   }
   const primary = m.primary ? resources[m.primary] : undefined;

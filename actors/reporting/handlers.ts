@@ -19,6 +19,7 @@ import {
   type License,
   type LicenseVersion,
   type MultipleScenarioAnalysis,
+  type Product,
   type ProspectAnalysis,
   type SegmentAnalysis,
   type Simulation,
@@ -27,6 +28,7 @@ import { requireGroup, requirePartition, requirePrincipal, type RequestContext }
 import { fullCycle, licenseAggregation, prospectAggregation, prospectDetails, prospectModel, scenarioAggregation, simulateProspect, type LinkedAnalysis, type ProspectModel } from "./aggregate.ts";
 import { entityKey, indexKey, resultKey, type AssessmentStore, type Envelope, type Tracker } from "./store.ts";
 import { checkMergedLicense, validateEntity } from "./validate.ts";
+import { analysisProblems, productionProblem, scenarioProblems } from "./consistency.ts";
 
 export type ReportingDeps = { store: AssessmentStore; now?: () => Date };
 
@@ -111,22 +113,23 @@ async function checkReferences(deps: ReportingDeps, partition: string, collectio
   if (collection === "prospectanalyses") {
     const pa = entity as ProspectAnalysis;
     const segments = await Promise.all(pa.segmentAnalysisIds.map((sid) => deps.store.get<Segment>(partition, "segmentanalyses", sid)));
-    const units = new Map<string, string>();
+    const pointer = (i: number) => `/body/segmentAnalysisIds/${i}`;
     segments.forEach((found, i) => {
-      const pointer = `/body/segmentAnalysisIds/${i}`;
-      if (!found) return errors.push({ pointer, message: `segment analysis ${pa.segmentAnalysisIds[i]} does not exist` });
+      if (!found) return errors.push({ pointer: pointer(i), message: `segment analysis ${pa.segmentAnalysisIds[i]} does not exist` });
       const s = found.entity;
-      if (s.prospectId && s.prospectId !== pa.prospect.id) errors.push({ pointer, message: `segment analysis ${s.segmentAnalysisId} belongs to prospect ${s.prospectId}, not ${pa.prospect.id}` });
-      for (const [product, v] of Object.entries(s.volumes)) {
-        if (!v) continue;
-        const unit = units.get(product);
-        if (unit !== undefined && unit !== v.unit) errors.push({ pointer, message: `${product} is in ${v.unit} here but ${unit} in an earlier segment: volumes of a product must share a unit` });
-        units.set(product, unit ?? v.unit);
-      }
+      if (s.prospectId && s.prospectId !== pa.prospect.id) errors.push({ pointer: pointer(i), message: `segment analysis ${s.segmentAnalysisId} belongs to prospect ${s.prospectId}, not ${pa.prospect.id}` });
     });
+    const present = segments.flatMap((found, i) => (found ? [{ i, s: found.entity }] : []));
+    errors.push(...analysisProblems(present.map((p) => p.s), pa.mefs, (k) => pointer(present[k]!.i), "/body/mefs/unit"));
   } else if (collection === "fullcycleanalyses") {
     const fc = entity as FullCycleAnalysis;
-    if (!(await deps.store.get(partition, "prospectanalyses", fc.prospectAnalysisId))) errors.push({ pointer: "/body/prospectAnalysisId", message: `prospect analysis ${fc.prospectAnalysisId} does not exist` });
+    const pa = await deps.store.get<Analysis>(partition, "prospectanalyses", fc.prospectAnalysisId);
+    if (!pa) errors.push({ pointer: "/body/prospectAnalysisId", message: `prospect analysis ${fc.prospectAnalysisId} does not exist` });
+    else if (fc.production) {
+      const segments = await Promise.all(pa.entity.segmentAnalysisIds.map((sid) => deps.store.get<Segment>(partition, "segmentanalyses", sid)));
+      const problem = productionProblem(fc.production, unitsOf(segments.flatMap((s) => (s ? [s.entity] : []))), "/body/production/product");
+      if (problem) errors.push(problem);
+    }
   } else if (collection === "multiplescenarioanalyses") {
     const msa = entity as MultipleScenarioAnalysis;
     const found = await Promise.all(msa.scenarios.map((s) => deps.store.get<Analysis>(partition, "prospectanalyses", s.prospectAnalysisId)));
@@ -165,6 +168,19 @@ async function loadModel(tracker: Tracker, partition: string, paId: string, poin
   return { model: prospectModel(pa, segments.map((s) => s!.entity)), version: found.version };
 }
 
+/** 409 when the analysis's volumes cannot be added up (units, basis, MEFS unit: consistency.ts). */
+function requireComparableVolumes(model: ProspectModel): void {
+  const problems = analysisProblems(model.segments, model.pa.mefs, (i) => `/segmentAnalysisIds/${i}`, "/mefs/unit");
+  if (problems.length) throw conflict(`prospect analysis ${model.pa.prospectAnalysisId} cannot be aggregated: ${problems[0]!.message}`, { errors: problems });
+}
+
+/** The unit of each product, as the first segment holding it has it. */
+function unitsOf(segments: readonly Segment[]): Partial<Record<Product, string>> {
+  const units: Partial<Record<Product, string>> = {};
+  for (const s of segments) for (const [product, v] of Object.entries(s.volumes)) if (v) units[product as Product] ??= v.unit;
+  return units;
+}
+
 /** A cached result, or the computation's result stored for next time (keyed by its inputs' revisions). */
 async function cachedOrComputed(deps: ReportingDeps, key: string, compute: (tracker: Tracker) => Promise<unknown>): Promise<Reply<unknown>> {
   const cached = await deps.store.cached(key);
@@ -187,6 +203,7 @@ export async function prospectAggregate(input: AggregationRef, ctx: RequestConte
   const id = checkToken(input.id, "/params/id");
   return cachedOrComputed(deps, resultKey(partition, "prospect", id), async (tracker) => {
     const { model, version } = await loadModel(tracker, partition, id, "/params/id");
+    requireComparableVolumes(model);
     const licenses = await Promise.all((model.pa.licenseIds ?? []).map((lid) => tracker.get<Envelope<License>>(entityKey(partition, "licenses", lid))));
     const linked = licenses.flatMap((l, i) => (l ? [{ licenseId: model.pa.licenseIds![i]!, name: l.entity.name }] : []));
     return prospectAggregation(model, linked, version);
@@ -239,8 +256,14 @@ export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx
   const params = createHash("sha1").update(JSON.stringify([levels, body.companyId ?? null, body.currency ?? null])).digest("hex").slice(0, 16);
   return cachedOrComputed(deps, resultKey(partition, "fullcycle", body.prospectAnalysisId, params), async (tracker) => {
     const { model } = await loadModel(tracker, partition, body.prospectAnalysisId, "/body/prospectAnalysisId");
+    requireComparableVolumes(model);
     const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byanalysis", body.prospectAnalysisId));
     const analyses = (await Promise.all((index?.ids ?? []).map((fid) => tracker.get<Envelope<FullCycleAnalysis & { fullCycleAnalysisId: string }>>(entityKey(partition, "fullcycleanalyses", fid))))).filter((f) => f !== undefined);
+    const unproducible = analyses.flatMap((a) => {
+      const problem = productionProblem(a.entity.production, model.units, `/fullcycleanalyses/${a.entity.fullCycleAnalysisId}/production/product`);
+      return problem ? [problem] : [];
+    });
+    if (unproducible.length) throw conflict(`a full cycle analysis of ${body.prospectAnalysisId} cannot be computed: ${unproducible[0]!.message}`, { errors: unproducible });
     let workingInterest: number | undefined;
     if (body.companyId) workingInterest = await companyInterest(tracker, partition, model, body.companyId);
     const needsSimulation = analyses.some((a) => a.entity.production && a.entity.production.recoverable === undefined && a.entity.resourceCase && a.entity.resourceCase !== "mean");
@@ -285,6 +308,9 @@ export async function scenarioAggregate(input: AggregationRef, ctx: RequestConte
         }
       }),
     );
+    for (const { model } of scenarios) requireComparableVolumes(model);
+    const problems = scenarioProblems(scenarios.map(({ scenario, model }) => ({ scenarioId: scenario.scenarioId, units: model.units, basis: model.basis })), (i) => `/scenarios/${i}`);
+    if (problems.length) throw conflict(`the scenarios of ${id} cannot be weighted together: ${problems[0]!.message}`, { errors: problems });
     return scenarioAggregation(msa, scenarios);
   });
 }

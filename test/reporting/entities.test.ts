@@ -144,6 +144,7 @@ describe("reporting entities", () => {
     const pa = demoBody("pa-alpha-oil");
     await put(derrick, "segmentanalyses", "seg-elsewhere", segment("Elsewhere", 0.5, 10, 90, { prospectId: "p-other" }));
     await put(derrick, "segmentanalyses", "seg-in-m3", { name: "m3", riskFactors: [], volumes: { oil: { unit: "Mm3", mean: 5 } } });
+    await put(derrick, "segmentanalyses", "seg-in-place", { name: "in place", riskFactors: [], volumes: { oil: { unit: "MMbbl", mean: 100, basis: "inPlace" } } });
     const cases: Array<[unknown, string]> = [
       [{ ...pa, segmentAnalysisIds: ["seg-alpha-rogn", "seg-missing"] }, "/body/segmentAnalysisIds/1"],
       [{ ...pa, segmentAnalysisIds: ["seg-alpha-rogn", "seg-alpha-rogn"] }, "/body/segmentAnalysisIds/1"],
@@ -157,6 +158,10 @@ describe("reporting entities", () => {
       [{ ...pa, entitlement: { companyId: "c-nordic", workingInterest: 1.4 } }, "/body/entitlement/workingInterest"],
       [{ ...pa, prospect: { id: "p-alpha" } }, "/body/prospect/name"],
       [{ ...pa, mefs: { value: -1, unit: "MMboe" } }, "/body/mefs/value"],
+      // The MEFS must be in a unit one of the products has (it used to fall back to the primary product).
+      [{ ...pa, mefs: { value: 5, unit: "Mm3oe" } }, "/body/mefs/unit"],
+      // In-place and recoverable volumes are not added together.
+      [{ ...pa, segmentAnalysisIds: ["seg-alpha-rogn", "seg-in-place"] }, "/body/segmentAnalysisIds/1"],
     ];
     for (const [body, pointer] of cases) await rejects("prospectanalyses", "pa-bad", body, pointer);
   });
@@ -200,7 +205,27 @@ describe("reporting entities", () => {
       [{ ...fc, production: { ...fc.production, declineRate: 1 } }, "/body/production/declineRate"],
       [{ ...fc, production: undefined, costs: undefined, cashFlows: { contractor: [{ year: 2026, netCashFlow: 1 }, { year: 2026, netCashFlow: 2 }] } }, "/body/cashFlows/contractor/1/year"],
     ];
+    await put(derrick, "segmentanalyses", "seg-gas-only", { name: "gas only", riskFactors: [], volumes: { gas: { unit: "Bcf", mean: 100 } } });
+    await put(derrick, "prospectanalyses", "pa-gas-only", { prospect: { id: "p-gas", name: "Gas" }, segmentAnalysisIds: ["seg-gas-only"], dependency: { model: "independent" } });
+    // A production model of oil on a gas-only prospect produced nothing and reported only the capex.
+    await rejects("fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-gas-only" }, "/body/production/product");
+    expect((await put(derrick, "fullcycleanalyses", "fc-gas", { ...fc, prospectAnalysisId: "pa-gas-only", production: { ...fc.production, product: "gas" } })).status).toBe(201);
     for (const [body, pointer] of cases) await rejects("fullcycleanalyses", "fc-bad", body, pointer);
+  });
+
+  it("entities - an aggregation whose inputs stopped being comparable after the analysis was written answers 409 naming the segment", async () => {
+    await put(derrick, "segmentanalyses", "seg-u1", segment("U1", 0.5, 10, 90, { prospectId: "p-units" }));
+    await put(derrick, "segmentanalyses", "seg-u2", segment("U2", 0.5, 10, 90, { prospectId: "p-units" }));
+    expect((await put(derrick, "prospectanalyses", "pa-units", { prospect: { id: "p-units", name: "Units" }, segmentAnalysisIds: ["seg-u1", "seg-u2"], dependency: { model: "independent" } })).status).toBe(201);
+    expect((await derrick.call("/assessments/v1/prospectanalysisaggregation/pa-units")).status).toBe(200);
+    // The second segment is re-upserted in another unit: adding MMbbl and Mm3 would be meaningless.
+    expect((await put(derrick, "segmentanalyses", "seg-u2", { ...segment("U2", 0.5, 10, 90, { prospectId: "p-units" }), volumes: { oil: { unit: "Mm3", p90: 2, p10: 14 } } })).status).toBe(200);
+    const res = await derrick.call("/assessments/v1/prospectanalysisaggregation/pa-units");
+    expect(res.status).toBe(409);
+    expect((await json<Problem>(res)).errors?.map((e) => e.pointer)).toEqual(["/segmentAnalysisIds/1"]);
+    // The details list each segment in its own unit (no sum), and the license view needs no volumes.
+    const details = await json(await derrick.call("/assessments/v1/prospectanalysisaggregation/pa-units/details"));
+    expect(details.segments.map((s: { results: { recoverable: { oil: { unit: string } } } }) => s.results.recoverable.oil.unit)).toEqual(["MMbbl", "Mm3"]);
   });
 
   it("entities - multiple scenario rules, references and GeoJSON validity each name the field", async () => {

@@ -279,6 +279,16 @@ describe("reporting math - polygons", () => {
 
   it("polygons - open rings, short rings and out-of-range positions are named", () => {
     expect(geometryProblems({ type: "Polygon", coordinates: [[[0, 0], [1, 0], [1, 1], [0, 1]]] })[0]!.pointer).toBe("/coordinates/0");
+    // A hole must lie inside the exterior ring; a valid hole reduces the area, and the area never goes negative.
+    const outer = [[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]];
+    const hole = [[0.25, 0.25], [0.75, 0.25], [0.75, 0.75], [0.25, 0.75], [0.25, 0.25]];
+    const farHole = [[10, 10], [12, 10], [12, 12], [10, 12], [10, 10]];
+    expect(geometryProblems({ type: "Polygon", coordinates: [outer, hole] })).toEqual([]);
+    expect(areaKm2({ type: "Polygon", coordinates: [outer, hole] })).toBeCloseTo(areaKm2({ type: "Polygon", coordinates: [outer] }) * 0.75, 0);
+    expect(geometryProblems({ type: "Polygon", coordinates: [outer, farHole] })).toEqual([{ pointer: "/coordinates/1/0", message: "a hole (interior ring) must lie inside the exterior ring" }]);
+    expect(areaKm2({ type: "Polygon", coordinates: [outer, farHole] })).toBe(0);
+    // A hole touching the exterior at a vertex is inside.
+    expect(geometryProblems({ type: "Polygon", coordinates: [outer, [[0, 0], [0.5, 0.1], [0.1, 0.5], [0, 0]]] })).toEqual([]);
     expect(geometryProblems({ type: "Polygon", coordinates: [[[0, 0], [1, 0], [0, 0]]] })[0]!.pointer).toBe("/coordinates/0");
     expect(geometryProblems({ type: "Polygon", coordinates: [[[0, 0], [200, 0], [1, 1], [0, 0]]] })[0]!.pointer).toBe("/coordinates/0/1/0");
   });

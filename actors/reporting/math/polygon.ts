@@ -2,7 +2,7 @@
  * Prospect outlines as GeoJSON (RFC 7946, WGS84 lon/lat): validity checks that name the offending
  * position, geodesic area in km² (spherical excess on the WGS84 equatorial radius, the formula of
  * mapbox/geojson-area and Turf) and bounding box. Winding order is not enforced (RFC 7946: parsers
- * should not reject it); holes are subtracted by absolute area.
+ * should not reject it); holes must lie inside their exterior ring and are subtracted by absolute area.
  */
 
 export type Position = number[];
@@ -29,8 +29,32 @@ export function geometryProblems(geometry: PolygonGeometry): Array<{ pointer: st
       const last = ring[ring.length - 1];
       if (ring.length >= 4 && first && last && (first[0] !== last[0] || first[1] !== last[1])) problems.push({ pointer: `${base}/${r}`, message: "a linear ring must be closed (first position equals the last)" });
     });
+    // RFC 7946: interior rings bound holes within the surface. Checked on the lon/lat plane (vertices
+    // only: a hole crossing the exterior between two vertices is not caught), enough for outlines
+    // that do not cross the antimeridian.
+    const exterior = rings[0];
+    if (exterior && exterior.length >= 4 && problems.length === 0) {
+      rings.slice(1).forEach((hole, h) => {
+        const outside = hole.findIndex((pos) => !insideOrOnRing(pos, exterior));
+        if (outside >= 0) problems.push({ pointer: `${base}/${h + 1}/${outside}`, message: "a hole (interior ring) must lie inside the exterior ring" });
+      });
+    }
   });
   return problems;
+}
+
+/** Point in (or on the boundary of) a closed ring, on the lon/lat plane (even-odd rule). */
+export function insideOrOnRing(point: Position, ring: readonly Position[]): boolean {
+  const [x, y] = point as [number, number];
+  let inside = false;
+  for (let i = 0, j = ring.length - 1; i < ring.length; j = i++) {
+    const [xi, yi] = ring[i] as [number, number];
+    const [xj, yj] = ring[j] as [number, number];
+    const cross = (xj - xi) * (y - yi) - (yj - yi) * (x - xi);
+    if (cross === 0 && Math.min(xi, xj) <= x && x <= Math.max(xi, xj) && Math.min(yi, yj) <= y && y <= Math.max(yi, yj)) return true;
+    if (yi > y !== yj > y && x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) inside = !inside;
+  }
+  return inside;
 }
 
 /** Area of one ring on the sphere, m² (absolute). */
@@ -52,7 +76,8 @@ const rad = (deg: number) => (deg * Math.PI) / 180;
 export function areaKm2(geometry: PolygonGeometry): number {
   const polygons = geometry.type === "Polygon" ? [geometry.coordinates] : geometry.coordinates;
   let m2 = 0;
-  for (const rings of polygons) rings.forEach((ring, r) => (m2 += r === 0 ? ringArea(ring) : -ringArea(ring)));
+  // Holes never take more than their polygon's area (validation keeps them inside it).
+  for (const rings of polygons) m2 += Math.max(0, rings.reduce((acc, ring, r) => acc + (r === 0 ? ringArea(ring) : -ringArea(ring)), 0));
   return m2 / 1e6;
 }
 

@@ -1,0 +1,63 @@
+/**
+ * Volumes an aggregation adds together must be comparable: within one prospect analysis every
+ * volume of a product is in one unit and all volumes share one basis (recoverable or in place),
+ * and its MEFS is in the unit of one of its products; across the scenarios of a multiple scenario
+ * analysis, a product keeps its unit and basis. A full cycle's production model needs a volume of
+ * its product (or oil equivalent) unless it gives the recoverable volume itself.
+ *
+ * Entities are upserted one at a time (a segment's unit can change after a prospect analysis
+ * enrolled it), so these are checked where volumes are combined: on the prospect analysis or full
+ * cycle write (400) and again when an aggregation runs (409). Pure: each problem names where.
+ */
+import type { Product, Volumes } from "../../subjects/reporting.ts";
+
+export type Problem = { pointer: string; message: string };
+
+type SegmentVolumes = { segmentAnalysisId: string; volumes: Volumes };
+
+const basisOf = (v: { basis?: string }) => v.basis ?? "recoverable";
+
+/** Problems of one analysis's segments; `at(i)` points at the i-th enrolled segment. */
+export function analysisProblems(segments: readonly SegmentVolumes[], mefs: { unit: string } | undefined, at: (i: number) => string, mefsAt: string): Problem[] {
+  const problems: Problem[] = [];
+  const units = new Map<string, { unit: string; from: string }>();
+  let basis: { basis: string; from: string } | undefined;
+  segments.forEach((s, i) => {
+    for (const [product, v] of Object.entries(s.volumes)) {
+      if (!v) continue;
+      const seen = units.get(product);
+      if (seen && seen.unit !== v.unit) problems.push({ pointer: at(i), message: `${product} of segment analysis ${s.segmentAnalysisId} is in ${v.unit}, but in ${seen.unit} in ${seen.from}: volumes of a product must share a unit` });
+      else if (!seen) units.set(product, { unit: v.unit, from: s.segmentAnalysisId });
+      if (basis && basis.basis !== basisOf(v)) problems.push({ pointer: at(i), message: `${product} of segment analysis ${s.segmentAnalysisId} is ${basisOf(v)}, but ${basis.from} is ${basis.basis}: the volumes of an analysis share one basis` });
+      else basis ??= { basis: basisOf(v), from: s.segmentAnalysisId };
+    }
+  });
+  if (mefs && segments.length > 0 && ![...units.values()].some((u) => u.unit === mefs.unit)) {
+    problems.push({ pointer: mefsAt, message: `no enrolled volume is in ${mefs.unit}; the MEFS must be in the unit of one of the products (${[...new Set([...units.values()].map((u) => u.unit))].join(", ") || "none"})` });
+  }
+  return problems;
+}
+
+/** Problems across scenarios: a product in different units or bases cannot be weighted together. */
+export function scenarioProblems(scenarios: ReadonlyArray<{ scenarioId: string; units: Partial<Record<Product, string>>; basis: string }>, at: (i: number) => string): Problem[] {
+  const problems: Problem[] = [];
+  const units = new Map<string, { unit: string; from: string }>();
+  scenarios.forEach((s, i) => {
+    if (i > 0 && s.basis !== scenarios[0]!.basis) problems.push({ pointer: at(i), message: `scenario ${s.scenarioId} is ${s.basis}, but scenario ${scenarios[0]!.scenarioId} is ${scenarios[0]!.basis}` });
+    for (const [product, unit] of Object.entries(s.units)) {
+      const seen = units.get(product);
+      if (seen && seen.unit !== unit) problems.push({ pointer: at(i), message: `${product} of scenario ${s.scenarioId} is in ${unit}, but in ${seen.unit} in scenario ${seen.from}` });
+      else if (!seen) units.set(product, { unit: unit!, from: s.scenarioId });
+    }
+  });
+  return problems;
+}
+
+/** The product a production model draws its recoverable volume from, or a problem. */
+export function productionProblem(production: { product?: string; recoverable?: number } | undefined, units: Partial<Record<Product, string>>, at: string): Problem | undefined {
+  if (!production || production.recoverable !== undefined) return undefined;
+  const product = (production.product ?? "oil") as Product;
+  if (units[product] || units.oilEquivalent) return undefined;
+  const held = Object.keys(units);
+  return { pointer: at, message: `the prospect analysis has no ${product} (nor oilEquivalent) volume to produce${held.length ? `; it has ${held.join(", ")}` : ""}: name one of those, or give production.recoverable` };
+}
