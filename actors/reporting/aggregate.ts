@@ -12,7 +12,7 @@ import { outcomeTree } from "./math/outcome-tree.ts";
 import { prospectiveResources } from "./math/prms.ts";
 import { segmentEntitlement } from "./math/entitlement.ts";
 import { cashFlows, priceAt, productionProfile, type CashFlowRow, type Fiscal } from "./math/cashflow.ts";
-import { breakevenPg, emv, irr, maxExposure, npv, payoutYear, profitToInvestment, type YearValue } from "./math/indicators.ts";
+import { breakevenPg, breakevenPrice, emv, irr, maxExposure, npv, payoutYear, profitToInvestment, type YearValue } from "./math/indicators.ts";
 import { areaKm2, bbox, type PolygonGeometry } from "./math/polygon.ts";
 
 export const GENERATOR = "xoshiro128** (seeded by splitmix32)";
@@ -250,6 +250,8 @@ type LevelIndicators = {
   profitToInvestment: number | null;
   emv: number;
   breakevenPg: number | null;
+  /** Flat price of the produced product (its price unit) at which this level's NPV is 0; null without a production model. */
+  breakevenPrice: number | null;
   meetsRequiredIrr?: boolean | null;
   governmentTake?: number;
 };
@@ -271,6 +273,7 @@ export function fullCycle(input: FullCycleInput, m: ProspectModel, sim: Simulati
   const cumulativeProduction: Record<string, number> = {};
   let investment: Record<Level, number> = { project: 0, contractor: 0, workingInterest: 0 };
   let recoverable: { product: string; unit: string; value: number; source: string } | undefined;
+  let breakevenPriceOf: (level: Level) => number | null = () => null;
   if (fc.production && fc.costs) {
     const prod = fc.production;
     const product = (prod.product ?? "oil") as Product;
@@ -297,16 +300,23 @@ export function fullCycle(input: FullCycleInput, m: ProspectModel, sim: Simulati
     hydrocarbonFlows = profile.map(({ year, volume }) => ({ year, [product]: volume, [unitKey]: unit, ...(gor !== undefined ? { gas: volume * gor, unitGas: prod.gasUnit ?? "gas units" } : {}) }));
     cumulativeProduction[product] = profile.reduce((a, p) => a + p.volume, 0);
     if (gor !== undefined) cumulativeProduction.gas = cumulativeProduction[product]! * gor;
-    const rows = years.map((year) => {
-      const volume = produced.get(year) ?? 0;
-      const mainSeries = price(product)!;
-      const gasSeries = price("gas");
-      const revenue = volume * priceAt(mainSeries, year) + (gor !== undefined && gasSeries ? volume * gor * priceAt(gasSeries, year) : 0);
-      const opex = volume > 0 ? (fc.costs!.opexFixed ?? 0) + (fc.costs!.opexPerUnit ?? 0) * volume : 0;
-      return { year, revenue, opex, capex: capexByYear.get(year) ?? 0 };
-    });
+    const mainSeries = price(product)!;
+    const gasSeries = price("gas");
+    const rowsAt = (mainPrice: (year: number) => number) =>
+      years.map((year) => {
+        const volume = produced.get(year) ?? 0;
+        const revenue = volume * mainPrice(year) + (gor !== undefined && gasSeries ? volume * gor * priceAt(gasSeries, year) : 0);
+        const opex = volume > 0 ? (fc.costs!.opexFixed ?? 0) + (fc.costs!.opexPerUnit ?? 0) * volume : 0;
+        return { year, revenue, opex, capex: capexByYear.get(year) ?? 0 };
+      });
+    const rows = rowsAt((year) => priceAt(mainSeries, year));
     const levelFlows = cashFlows(rows, fc.assumptions.fiscal as Fiscal, wi);
     flows = levelFlows;
+    const npvAtFlatPrice = (level: Level, flat: number) => {
+      const series = cashFlows(rowsAt(() => flat), fc.assumptions.fiscal as Fiscal, wi)[level].map((r) => ({ year: r.year, value: r.netCashFlow }));
+      return npv(series, fc.setup.discountRate, fc.setup.npvYear, fc.setup.discounting ?? "endOfYear");
+    };
+    breakevenPriceOf = (level) => breakevenPrice((flat) => npvAtFlatPrice(level, flat), Math.max(1, ...mainSeries.map((p) => p.value)));
     const capex = rows.reduce((a, r) => a + r.capex, 0);
     investment = { project: capex, contractor: capex, workingInterest: capex * wi };
   } else {
@@ -337,6 +347,7 @@ export function fullCycle(input: FullCycleInput, m: ProspectModel, sim: Simulati
       profitToInvestment: profitToInvestment(series, investment[level]),
       emv: emv(pg, value, dry),
       breakevenPg: breakevenPg(value, dry),
+      breakevenPrice: breakevenPriceOf(level),
       ...(fc.setup.requiredIrr !== undefined ? { meetsRequiredIrr: rate === null ? null : rate >= fc.setup.requiredIrr } : {}),
       ...(level !== "project" && rows.length && "governmentTake" in rows[0]! ? { governmentTake: (rows as CashFlowRow[]).reduce((a, r) => a + r.governmentTake, 0) } : {}),
     };

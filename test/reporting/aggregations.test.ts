@@ -202,6 +202,23 @@ describe("reporting aggregations", () => {
     expect((await fullCycle({ prospectAnalysisId: "pa-alpha-oil", extra: 1 })).status).toBe(400);
   });
 
+  it("full cycle - break-even price: a copy of the analysis at that flat oil price has NPV 0 at that level", async () => {
+    const [demo] = (await json(await fullCycle({ prospectAnalysisId: "pa-alpha-oil" }))).fullCycleAnalyses;
+    const breakeven = demo.indicators.contractor.breakevenPrice as number;
+    expect(breakeven).toBeGreaterThan(0);
+    // Pre-tax flows need a lower price than after-tax ones.
+    expect(demo.indicators.project.breakevenPrice).toBeLessThan(breakeven);
+    const body = demoBody("fc-alpha-mean");
+    const oil = body.assumptions.prices.find((p: { product: string }) => p.product === "oil");
+    body.assumptions.prices = body.assumptions.prices.map((p: { product: string }) => (p === oil ? { ...oil, series: [{ year: body.setup.startYear, value: breakeven }] } : p));
+    expect((await put(derrick, "fullcycleanalyses", "fc-at-breakeven", body)).status).toBe(201);
+    const all = (await json(await fullCycle({ prospectAnalysisId: "pa-alpha-oil" }))).fullCycleAnalyses;
+    const flat = all.find((f: { fullCycleAnalysisId: string }) => f.fullCycleAnalysisId === "fc-at-breakeven");
+    expect(Math.abs(flat.indicators.contractor.npv)).toBeLessThan(1e-6 * Math.abs(demo.indicators.contractor.npv) + 1e-6);
+    expect(flat.indicators.contractor.breakevenPrice).toBeCloseTo(breakeven, 6);
+    await derrick.call("/assessments/v1/fullcycleanalyses/fc-at-breakeven", { as: "admin", method: "DELETE" });
+  });
+
   it("multiple scenarios - set-up, results per scenario, the outcome tree (Σ joint = 1, Σ joint × volume = risked mean) and the polygon", async () => {
     const res = await get("prospectmultiplescenarioanalysisaggregation/msa-alpha");
     expect(res.status).toBe(200);

@@ -143,3 +143,26 @@ export function breakevenPg(npvSuccess: number, dryHoleCost: number): number | n
   if (!(npvSuccess > 0) || !(dryHoleCost >= 0)) return null;
   return dryHoleCost / (npvSuccess + dryHoleCost);
 }
+
+/**
+ * The flat price at which `npvAt(price)` = 0, by bisection to 1e-9 relative: bracketed from 0 up,
+ * doubling from `scale` (e.g. the highest price assumed) at most 60 times. NPV rises with the price
+ * (royalty and tax take less than all of a price increase), so the root is unique. 0 when the NPV is
+ * not negative even at price 0; null when no bracketed price reaches NPV 0.
+ */
+export function breakevenPrice(npvAt: (price: number) => number, scale: number): number | null {
+  if (npvAt(0) >= 0) return 0;
+  let lo = 0;
+  let hi = scale > 0 ? scale : 1;
+  for (let i = 0; npvAt(hi) < 0; i++) {
+    if (i >= 60) return null;
+    lo = hi;
+    hi *= 2;
+  }
+  for (let i = 0; i < 200 && hi - lo > 1e-9 * hi; i++) {
+    const mid = (lo + hi) / 2;
+    if (npvAt(mid) < 0) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}

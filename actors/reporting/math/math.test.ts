@@ -4,7 +4,7 @@ import { chanceOfSuccess, jointProbabilityPartial, riskedMean, DependencyModel }
 import { fitLognormal, swansonMean, volumeModel } from "./lognormal.ts";
 import { exceedanceFraction, simulate, successCasePercentiles, successCaseSummary } from "./monte-carlo.ts";
 import { EXACT_MAX_SEGMENTS, outcomeTree } from "./outcome-tree.ts";
-import { breakevenPg, emv, irr, maxExposure, npv, payoutYear, profitToInvestment } from "./indicators.ts";
+import { breakevenPg, breakevenPrice, emv, irr, maxExposure, npv, payoutYear, profitToInvestment } from "./indicators.ts";
 import { cashFlows, priceAt, productionProfile } from "./cashflow.ts";
 import { areaKm2, bbox, geometryProblems } from "./polygon.ts";
 import { createRandom } from "./prng.ts";
@@ -224,6 +224,13 @@ describe("reporting math - economics", () => {
     expect(breakevenPg(0, 100)).toBeNull();
     expect(breakevenPg(100, 0)).toBe(0);
     expect(breakevenPg(100, 100)).toBe(0.5);
+  });
+
+  it("indicators - break-even price: the root of NPV(price), 0 when profitable at no price, null when never", () => {
+    expect(breakevenPrice((p) => 10 * p - 500, 70)).toBeCloseTo(50, 6);
+    expect(breakevenPrice((p) => 10 * p - 5000, 1)).toBeCloseTo(500, 6);
+    expect(breakevenPrice((p) => 10 * p + 1, 70)).toBe(0);
+    expect(breakevenPrice(() => -1, 70)).toBeNull();
   });
 
   it("G9 - EMV with Ps 0.80, NPV 1,015,600 and dry-hole cost 495,000 is 713,480; break-even Ps 0.3277", () => {
