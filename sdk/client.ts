@@ -95,6 +95,8 @@ export class DeviceClient {
   private readonly delivered = new Map<string, TwinChange>();
   private readonly nextMessageId = messageIdSequence();
   private configVersion = 0;
+  /** The config twin being applied (or the last one applied). */
+  private configApplied: Promise<void> = Promise.resolve();
 
   private constructor(
     private current: AppConfig,
@@ -131,8 +133,9 @@ export class DeviceClient {
     }
     const client = new DeviceClient(config, nc, twins, options.env ?? {}, log);
     client.subscribe();
-    client.observers.add({ group: CONFIG_GROUP, name: config.name, callback: (change) => void client.applyConfigTwin(change) });
+    client.observers.add({ group: CONFIG_GROUP, name: config.name, callback: (change) => void (client.configApplied = client.applyConfigTwin(change)) });
     await twins.start((changes) => client.onTwinChanges(changes));
+    await client.applyCurrentConfig();
     return client;
   }
 
@@ -285,6 +288,17 @@ export class DeviceClient {
   onConfig(callback: (config: AppConfig, status: ConfigStatus) => void): () => void {
     this.configListeners.add(callback);
     return () => this.configListeners.delete(callback);
+  }
+
+  /**
+   * SDK 3.x `connect()` reads the config twin and applies it before returning, so a send right after
+   * connect already uses the twin's Targets. The watch delivers the same value too; whichever comes
+   * first applies it (`onTwinChanges` never delivers a version twice) and this waits for that.
+   */
+  private async applyCurrentConfig(): Promise<void> {
+    const current = await this.twins.get(CONFIG_GROUP, "desired", this.current.name);
+    if (current) this.onTwinChanges([{ group: CONFIG_GROUP, side: "desired", name: this.current.name, value: current.value, version: current.version }]);
+    await this.configApplied;
   }
 
   private async applyConfigTwin(change: TwinChange): Promise<void> {

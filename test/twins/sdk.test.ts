@@ -138,6 +138,20 @@ describe("device SDK over JetStream KV", () => {
     expect(outs).toEqual(["slbapps.App4.NewOut"]);
   });
 
+  it("sdk - connect applies the config twin already stored before it returns (SDK 3.x read_config_twin at connect)", async () => {
+    const next = appDocument("App6", "dev-f", nats.url, { out: ["slbapps.App6.FromTwin"] });
+    expect((await put("dev-f", "config", [{ name: "App6", value: JSON.stringify(next) }])).status).toBe(200);
+    const outs: string[] = [];
+    peer.subscribe("slbapps.App6.>", { callback: (_e, m) => void outs.push(m.subject) });
+    await peer.flush();
+    const device = await start(parseAppConfig(appDocument("App6", "dev-f", nats.url)));
+    // No waiting: the first send after connect already goes to the twin's Targets.
+    expect(device.config.bus.targets.DataOut).toEqual(["slbapps.App6.FromTwin"]);
+    device.sendData({ x: 1 });
+    await eventually(() => outs.length === 1);
+    expect(outs).toEqual(["slbapps.App6.FromTwin"]);
+  });
+
   it("sdk - after a nats-server restart the device reconnects, does not replay what it has, and gets the next change once", async () => {
     const device = await start(parseAppConfig(appDocument("App5", "dev-e", nats.url)));
     const seen: Array<[string | null, number]> = [];
