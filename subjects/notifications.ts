@@ -131,9 +131,16 @@ export type SubscriptionList = Static<typeof SubscriptionList>;
 export const SubscriptionUpsert = Type.Object({ type: Type.String(), subscription: Type.Unknown() }, { additionalProperties: false });
 export type SubscriptionUpsert = Static<typeof SubscriptionUpsert>;
 
+/**
+ * What an event id (= CloudEvents id = webhook-id) may be. No `.`: Standard Webhooks signs
+ * `<webhook-id>.<webhook-timestamp>.<body>`, so the id must not contain the separator. A Nats-Msg-Id
+ * outside this pattern is not used as the id (the event gets `evt_<stream sequence>`).
+ */
+export const EVENT_ID_PATTERN = "^[A-Za-z0-9_:-]{1,128}$";
+
 /** Any operation addressing one subscription (and optionally one event of it). */
 export const SubscriptionRef = Type.Object(
-  { subscription_id: Type.String({ minLength: 1, maxLength: 128 }), event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })) },
+  { subscription_id: Type.String({ minLength: 1, maxLength: 128 }), event_id: Type.Optional(Type.String({ pattern: EVENT_ID_PATTERN })) },
   { additionalProperties: false },
 );
 export type SubscriptionRef = Static<typeof SubscriptionRef>;
@@ -192,6 +199,11 @@ export type DeliveryJob = {
   due_at: number;
   /** A replay requested by an operator: one attempt, not rescheduled. */
   manual?: boolean;
+  /**
+   * A replay of a dead letter: its sequence in DEAD. The event is read from the letter (it outlives
+   * EVENTS), and the letter is deleted only after this attempt succeeds.
+   */
+  dead_seq?: number;
 };
 
 /** An event as carried inside a delivery batch when it is small (its EVENTS timestamp included). */
@@ -211,5 +223,8 @@ export type DeliveryBatch = {
   events: Array<{ event_id: string; event_seq: number; event?: CarriedEvent }>;
 };
 
-/** A dead letter (DEAD stream): the job plus the event, so a replay works after EVENTS expired. */
-export type DeadLetter = DeliveryJob & { reason: string; event: EventBody & { time: string } };
+/**
+ * A dead letter (DEAD stream): the job plus the event, so a replay works after EVENTS expired. No
+ * `event` when it had already left EVENTS when the delivery died: there is nothing to replay then.
+ */
+export type DeadLetter = DeliveryJob & { reason: string; event?: CarriedEvent };

@@ -23,7 +23,7 @@ import type { CarriedEvent, DeliveryBatch, DeliveryJob } from "../../subjects/no
 import { subjects } from "../../subjects/index.ts";
 import { Slots } from "../runtime/slots.ts";
 import { resolveCallback, type CallbackPolicy, type ResolvedTarget } from "./callback-policy.ts";
-import { CONSUMERS, STREAMS, ensureConsumer, type AttemptRecord, type Journal, type StoredEvent } from "./journal.ts";
+import { CONSUMERS, STREAMS, carriedPart, ensureConsumer, fromCarried, letterEvent, type AttemptRecord, type Journal, type StoredEvent } from "./journal.ts";
 import { cloudEvent } from "./matching.ts";
 import { delayBefore, honourRetryAfter, parseRetryAfter, type Schedule } from "./schedule.ts";
 import { webhookHeaders } from "./signing.ts";
@@ -67,6 +67,8 @@ type Gate = {
 };
 
 const USER_AGENT = "derrick-webhooks/1";
+/** Why a delivery whose event left EVENTS (7 days) before its attempt could not be made. */
+const EVENT_GONE = "the event is no longer stored (EVENTS retention passed)";
 /**
  * Pace assumed for a subscription not seen yet (items per ms), optimistic: work booked too early only
  * costs another nak, work booked too late leaves the receiver idle. It is learnt from completions.
@@ -130,9 +132,18 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     return found;
   }
 
+  /** The event of a delivery: carried in its batch, held by the dead letter it replays, or read from EVENTS. */
   function eventOf(item: Item): StoredEvent | undefined | Promise<StoredEvent | undefined> {
-    if (item.event) return { ...item.event, event_id: item.event_id, event_seq: item.event_seq, partition: item.partition, type: item.type };
+    if (item.event) return fromCarried(item, item.event);
+    if (item.dead_seq !== undefined) return fromDeadLetter(item, item.dead_seq);
     return readEvent(item.event_seq);
+  }
+
+  async function fromDeadLetter(item: Item, deadSeq: number): Promise<StoredEvent | undefined> {
+    const letter = await journal.readDead(deadSeq);
+    const event = letter?.event_id === item.event_id && letter.subscription_id === item.subscription_id ? letterEvent(letter) : undefined;
+    // The letter may be gone already (a concurrent replay succeeded): EVENTS may still hold the event.
+    return event ? fromCarried(item, event) : readEvent(item.event_seq);
   }
 
   /** The CloudEvent body of an event: the same bytes for every subscription it goes to. */
@@ -292,13 +303,13 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     let gate = reserved;
     try {
       if (away.size > 0) returned(msg);
-      const subscription = cache.get(work.subscriptionId) ?? (await cache.load(work.subscriptionId));
+      const subscription = await subscriptionFor(work.subscriptionId);
       if (!subscription) {
         msg.ack(); // deleted: nothing to deliver to
         return;
       }
       if (subscription.paused_at && !work.manual) {
-        await Promise.all(work.items.map((item) => bury(item, subscription, `subscription paused: ${subscription.paused_reason ?? "paused"}`)));
+        await Promise.all(work.items.map(async (item) => bury(item, subscription, `subscription paused: ${subscription.paused_reason ?? "paused"}`, await eventOf(item))));
         msg.ack();
         return;
       }
@@ -340,6 +351,15 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     }
   }
 
+  /**
+   * The subscription as the watched cache has it, except that a paused copy is confirmed in KV first:
+   * the cache may not have seen yet the re-post that resumed it, and burying cannot be undone.
+   */
+  async function subscriptionFor(id: string): Promise<SubscriptionRecord | undefined> {
+    const cached = cache.get(id) ?? (await cache.load(id));
+    return cached?.paused_at ? (await store.get(id))?.value : cached;
+  }
+
   /** Runs `handle` for work already admitted to the process (`admit` holds its items until it ends). */
   function launch(msg: JsMsg, work: Work, lane: Lane, reserved?: Gate): void {
     const n = work.items.length;
@@ -370,7 +390,10 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     };
     stats.inFlight++;
     try {
-      await attempt(item, cache.get(item.subscription_id) ?? subscription, release);
+      // Changes made while the item waited (a rotated secret, a new callback) apply; a paused copy in
+      // the cache may be older than the record handle() confirmed.
+      const latest = cache.get(item.subscription_id);
+      await attempt(item, latest && !latest.paused_at ? latest : subscription, release);
     } finally {
       release();
       completed(gate);
@@ -381,64 +404,94 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     stats.attempts++;
     const started = Date.now();
     const event = await eventOf(job);
-    let statusCode: number | undefined;
-    let error: string | undefined;
-    let retryAfter: number | undefined;
-    if (!event) {
-      error = "the event is no longer stored (EVENTS retention passed)";
-    } else {
-      try {
-        const response = await post(subscription, job.event_id, event);
-        statusCode = response.status;
-        retryAfter = parseRetryAfter(response.retryAfter);
-      } catch (e) {
-        error = describeFailure(e, options.timeoutMs);
-      }
-    }
+    const outcome = event ? await call(subscription, job.event_id, event) : { error: EVENT_GONE };
     const finished = Date.now();
     release();
-    const base: AttemptRecord = {
+    const record: AttemptRecord = {
       event_id: job.event_id,
       event_seq: job.event_seq,
       attempt: job.attempt,
       state: "failed",
-      ...(statusCode !== undefined ? { status_code: statusCode } : {}),
-      ...(error ? { error } : {}),
+      ...(outcome.status !== undefined ? { status_code: outcome.status } : {}),
+      ...(outcome.error ? { error: outcome.error } : {}),
       duration_ms: finished - started,
       attempted_at: new Date(started).toISOString(),
     };
-    if (statusCode !== undefined && statusCode >= 200 && statusCode < 300) {
-      stats.succeeded++;
-      await journal.recordAttempt(job.partition, job.subscription_id, { ...base, state: "succeeded" });
-      if (subscription.failing_since) await store.modify(subscription.subscription_id, ({ failing_since: _f, ...rest }) => rest);
-      return;
-    }
+    if (outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300) return succeeded(job, subscription, record);
     stats.failed++;
-    if (statusCode === 410) {
-      // Standard Webhooks: 410 Gone means the receiver wants no more; pause until re-posted.
-      await journal.recordAttempt(job.partition, job.subscription_id, base);
-      await pause(subscription, "the receiver answered 410 Gone");
-      await bury(job, subscription, "the receiver answered 410 Gone");
-      return;
+    if (!event) return eventGone(job, subscription, record);
+    if (outcome.status === 410) return receiverGone(job, subscription, record, event);
+    if (job.manual) return journal.recordAttempt(job.partition, job.subscription_id, record);
+    return failed(job, subscription, record, event, finished, outcome.retryAfter);
+  }
+
+  /** One HTTP call; its status (and Retry-After) or why there was none. */
+  async function call(subscription: SubscriptionRecord, eventId: string, event: StoredEvent): Promise<{ status?: number; retryAfter?: number; error?: string }> {
+    try {
+      const response = await post(subscription, eventId, event);
+      return { status: response.status, retryAfter: parseRetryAfter(response.retryAfter) };
+    } catch (e) {
+      return { error: describeFailure(e, options.timeoutMs) };
     }
-    if (job.manual) {
-      await journal.recordAttempt(job.partition, job.subscription_id, base);
-      return;
-    }
-    const failingSince = subscription.failing_since ?? finished;
-    if (!subscription.failing_since) await store.modify(subscription.subscription_id, (r) => (r.failing_since ? undefined : { ...r, failing_since: finished }));
+  }
+
+  async function succeeded(job: Item, subscription: SubscriptionRecord, record: AttemptRecord): Promise<void> {
+    stats.succeeded++;
+    await journal.recordAttempt(job.partition, job.subscription_id, { ...record, state: "succeeded" });
+    if (subscription.failing_since) await store.modify(subscription.subscription_id, ({ failing_since: _f, ...rest }) => rest);
+    // Only now is the replayed dead letter done with: until here a failure or a crash leaves it in DEAD.
+    if (job.dead_seq !== undefined) await journal.forgetDead(job.dead_seq);
+  }
+
+  /**
+   * The event left EVENTS before this attempt (a retry waited past its retention): no attempt can
+   * deliver it, so it is dead at once, and it does not count against the receiver.
+   */
+  async function eventGone(job: Item, subscription: SubscriptionRecord, record: AttemptRecord): Promise<void> {
+    if (job.manual) return journal.recordAttempt(job.partition, job.subscription_id, record);
+    await journal.recordAttempt(job.partition, job.subscription_id, { ...record, state: "dead" });
+    await bury(job, subscription, EVENT_GONE, undefined);
+  }
+
+  /** Standard Webhooks: 410 Gone means the receiver wants no more; pause until re-posted. */
+  async function receiverGone(job: Item, subscription: SubscriptionRecord, record: AttemptRecord, event: StoredEvent): Promise<void> {
+    await journal.recordAttempt(job.partition, job.subscription_id, record);
+    await pause(subscription, "the receiver answered 410 Gone");
+    // A replayed dead letter is still in DEAD: a second letter would only duplicate it.
+    if (job.dead_seq === undefined) await bury(job, subscription, "the receiver answered 410 Gone", event);
+  }
+
+  /**
+   * A failed scheduled attempt: the next one is booked, or, with the schedule exhausted, the delivery
+   * is dead. Svix's rule for disabling: only a message that exhausted its retries pauses the
+   * subscription, and only when the subscription's failures began longer ago than the pause window.
+   */
+  async function failed(job: Item, subscription: SubscriptionRecord, record: AttemptRecord, event: StoredEvent, finished: number, retryAfter: number | undefined): Promise<void> {
+    const failingSince = await firstFailure(subscription, finished);
     const scheduled = delayBefore(options.schedule, job.attempt + 1);
-    if (scheduled === undefined || finished - failingSince >= options.pauseAfterMs) {
-      await journal.recordAttempt(job.partition, job.subscription_id, { ...base, state: "dead" });
-      if (scheduled !== undefined) await pause(subscription, `failing without a success since ${new Date(failingSince).toISOString()}`);
-      await bury(job, subscription, scheduled === undefined ? "retry schedule exhausted" : "subscription paused after failing too long");
+    if (scheduled === undefined) {
+      await journal.recordAttempt(job.partition, job.subscription_id, { ...record, state: "dead" });
+      if (finished - failingSince >= options.pauseAfterMs) await pause(subscription, `failing without a success since ${new Date(failingSince).toISOString()}`);
+      await bury(job, subscription, "retry schedule exhausted", event);
       return;
     }
-    const delay = honourRetryAfter(scheduled, retryAfter);
-    const dueAt = finished + delay;
-    await journal.recordAttempt(job.partition, job.subscription_id, { ...base, state: "pending", next_attempt_at: new Date(dueAt).toISOString() });
+    const dueAt = finished + honourRetryAfter(scheduled, retryAfter);
+    await journal.recordAttempt(job.partition, job.subscription_id, { ...record, state: "pending", next_attempt_at: new Date(dueAt).toISOString() });
     const { event: _carried, ...next } = job;
     await journal.enqueue({ ...next, attempt: job.attempt + 1, due_at: dueAt }, "retries");
+  }
+
+  /**
+   * When the subscription's current failure streak began (epoch ms), starting one at `now` if there is
+   * none. Like Svix's cached first-failure time, a streak expires twice the pause window after it
+   * began: one failure long ago does not make today's first failure count as failing for days.
+   */
+  async function firstFailure(subscription: SubscriptionRecord, now: number): Promise<number> {
+    const live = (since: number | undefined): since is number => since !== undefined && now - since < 2 * options.pauseAfterMs;
+    if (live(subscription.failing_since)) return subscription.failing_since;
+    // The cached copy may lag: KV decides, and a concurrent failure that started a streak wins.
+    const current = await store.modify(subscription.subscription_id, (r) => (live(r.failing_since) ? undefined : { ...r, failing_since: now }));
+    return live(current?.failing_since) ? current.failing_since : now;
   }
 
   async function post(subscription: SubscriptionRecord, eventId: string, event: StoredEvent): Promise<{ status: number; retryAfter: string | null }> {
@@ -471,12 +524,11 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     log.warn({ subscription: subscription.subscription_id, reason }, "subscription paused");
   }
 
-  async function bury(job: Item, subscription: SubscriptionRecord, reason: string): Promise<void> {
+  /** Dead-letters a delivery with its event (without one when the event is gone: nothing to replay). */
+  async function bury(job: Item, subscription: SubscriptionRecord, reason: string, event: StoredEvent | undefined): Promise<void> {
     stats.dead++;
-    const event = await eventOf(job);
-    const { event_id: _i, event_seq: _s, partition: _p, type: _t, ...body } = event ?? { event_id: "", event_seq: 0, partition: "", type: "", time: new Date(0).toISOString(), data: null };
-    const { event: _carried, ...letter } = job;
-    await journal.deadLetter({ ...letter, subscription_id: subscription.subscription_id, reason, event: body });
+    const { event: _carried, dead_seq: _d, ...letter } = job;
+    await journal.deadLetter({ ...letter, subscription_id: subscription.subscription_id, reason, ...(event ? { event: carriedPart(event) } : {}) });
   }
 
   function run(messages: AsyncIterable<JsMsg>, lane: Lane): Promise<void> {

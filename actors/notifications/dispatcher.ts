@@ -16,7 +16,7 @@ import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch } from "../../subjects/notifications.ts";
 import type { Schedule } from "./schedule.ts";
 import { delayBefore } from "./schedule.ts";
-import { CONSUMERS, STREAMS, ensureConsumer, storedEvent, type Journal, type StoredEvent } from "./journal.ts";
+import { CONSUMERS, STREAMS, carriedPart, ensureConsumer, storedEvent, type Journal, type StoredEvent } from "./journal.ts";
 import { matches } from "./matching.ts";
 import type { SubscriptionCache, SubscriptionRecord } from "./store.ts";
 import { subjects } from "../../subjects/index.ts";
@@ -55,9 +55,8 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
       msg.term("not an event body");
       return undefined;
     }
-    const { event_id: _i, event_seq: _s, partition: _p, type: _t, ...carried } = event;
     const small = msg.data.length <= CARRY_BYTES;
-    return { msg, event, carried: small ? carried : undefined, bytes: (small ? msg.data.length + 40 : 0) + 96 };
+    return { msg, event, carried: small ? carriedPart(event) : undefined, bytes: (small ? msg.data.length + 40 : 0) + 96 };
   }
 
   /** Splits one subscription's events of the round into batches within the count and size budgets. */

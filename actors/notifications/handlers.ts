@@ -28,7 +28,7 @@ import {
 import { refuseCallbackUri, type CallbackPolicy } from "./callback-policy.ts";
 import { newSecret } from "./signing.ts";
 import type { SubscriptionRecord, SubscriptionStore } from "./store.ts";
-import type { Journal } from "./journal.ts";
+import { letterEvent, type Journal } from "./journal.ts";
 
 export type Caller = { principal: Principal; partition: string };
 
@@ -65,6 +65,15 @@ const RESERVED_HEADERS = new Set([
 const RESERVED_PREFIXES = ["webhook-", "ce-", "x-derrick-", "proxy-", "sec-"];
 /** RFC 9110 token. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+/**
+ * RFC 9110 field-value, as fetch sends it and receivers take it: visible ASCII and Latin-1 letters
+ * (obs-text without the C1 controls), with inner spaces or tabs. Beyond Latin-1 Bun's fetch throws
+ * ("invalid value"), other control characters make receivers answer 400, surrounding whitespace is
+ * silently trimmed: each would leave a subscription that never delivers what it was given.
+ */
+const HEADER_VALUE = /^(?:[\x21-\x7E\xA0-\xFF](?:[\t\x20-\x7E\xA0-\xFF]*[\x21-\x7E\xA0-\xFF])?)?$/;
+/** Replays look this far back in a subscription's attempt log for the event's last attempt. */
+const ATTEMPTS_SCANNED = 1000;
 
 export function checkType(type: string, pointer = "/params/subscritpionType"): NotificationType {
   if (!(NOTIFICATION_TYPES as readonly string[]).includes(type)) throw invalidField(pointer, `must be one of ${NOTIFICATION_TYPES.join(", ")}`);
@@ -80,14 +89,7 @@ export function validateSubscription(body: unknown, type: NotificationType, poli
   if (input.data_source != null && type !== "PublishData") {
     errors.push({ pointer: "/body/data_source", message: `applies only to PublishData subscriptions; send null or omit it for ${type}` });
   }
-  for (const [name, value] of Object.entries(input.callback_headers ?? {})) {
-    const pointer = `/body/callback_headers/${name.replaceAll("~", "~0").replaceAll("/", "~1")}`;
-    const lower = name.toLowerCase();
-    if (!HEADER_NAME.test(name)) errors.push({ pointer, message: "is not a valid header name (RFC 9110 token)" });
-    else if (RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
-      errors.push({ pointer, message: `would override a delivery header; ${name} cannot be set` });
-    } else if (/[\r\n\0]/.test(value)) errors.push({ pointer, message: "must not contain CR, LF or NUL" });
-  }
+  errors.push(...headerErrors(input.callback_headers ?? {}));
   const seen = new Set<string>();
   (input.drill_plan_object_types ?? []).forEach((value, i) => {
     if (!DRILL_TYPES.has(value)) errors.push({ pointer: `/body/drill_plan_object_types/${i}`, message: `"${value}" is not a supported drill plan object type` });
@@ -96,6 +98,26 @@ export function validateSubscription(body: unknown, type: NotificationType, poli
   });
   if (errors.length) throw validationError(errors);
   return input;
+}
+
+/** What is wrong with callback headers: each must be sendable by fetch and must not touch the delivery's own. */
+function headerErrors(headers: Record<string, string>): FieldError[] {
+  const errors: FieldError[] = [];
+  const seen = new Map<string, string>();
+  for (const [name, value] of Object.entries(headers)) {
+    const pointer = `/body/callback_headers/${name.replaceAll("~", "~0").replaceAll("/", "~1")}`;
+    const lower = name.toLowerCase();
+    const twin = seen.get(lower);
+    seen.set(lower, name);
+    if (!HEADER_NAME.test(name)) errors.push({ pointer, message: "is not a valid header name (RFC 9110 token)" });
+    else if (RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
+      errors.push({ pointer, message: `would override a delivery header; ${name} cannot be set` });
+    } else if (twin !== undefined) errors.push({ pointer, message: `is the same header as ${twin} (names are case-insensitive)` });
+    else if (!HEADER_VALUE.test(value)) {
+      errors.push({ pointer, message: "must be visible ASCII or Latin-1 characters with inner spaces or tabs only (no control characters, nothing beyond U+00FF, no surrounding whitespace)" });
+    }
+  }
+  return errors;
 }
 
 /** The full form as returned to its owner: nothing internal. */
@@ -203,33 +225,40 @@ export async function listDeliveries(id: string, caller: Caller, deps: Notificat
   };
 }
 
-/** Replays one event to one subscription (also from DEAD): a single manual attempt. */
+/**
+ * Replays one event to one subscription (also from DEAD): a single manual attempt. A dead letter is
+ * replayed from the letter itself (it outlives EVENTS) and stays in DEAD until an attempt succeeds, so
+ * a failed replay, or a deliverer dying mid-attempt, leaves it there for the next one. The replay is
+ * a job for this subscription only: nothing is published to EVENTS again (that would reach every
+ * subscriber of the type).
+ */
 export async function retryDelivery(id: string, eventId: string, caller: Caller, deps: NotificationDeps): Promise<EventAccepted> {
   const record = await ownSubscription(id, caller, deps);
-  const now = deps.now?.() ?? Date.now();
-  const job = { event_id: eventId, partition: caller.partition, type: record.subscription_type, subscription_id: id, due_at: now, manual: true };
-  const dead = await deps.journal.findDead(caller.partition, id, eventId);
-  if (dead) {
-    // The event may have left EVENTS by now: put it back so the deliverer can read it.
-    const eventSeq = (await deps.journal.readEvent(dead.letter.event_seq))?.event_id === eventId ? dead.letter.event_seq : await republish(dead.letter.event, dead.letter, deps);
-    await deps.journal.enqueue({ ...job, event_seq: eventSeq, attempt: dead.letter.attempt + 1 }, "retries");
-    await deps.journal.forgetDead(dead.seq);
-    return { event_id: eventId };
-  }
-  const attempts = await deps.journal.listAttempts(caller.partition, id, 1000);
-  const last = attempts.reverse().find((a) => a.event_id === eventId);
-  if (!last || (await deps.journal.readEvent(last.event_seq))?.event_id !== eventId) {
-    throw notFound(`no delivery of event ${eventId} is known for subscription ${id}`);
-  }
-  await deps.journal.enqueue({ ...job, event_seq: last.event_seq, attempt: last.attempt + 1 }, "retries");
+  const [dead, attempts] = await Promise.all([deps.journal.findDead(caller.partition, id, eventId), deps.journal.listAttempts(caller.partition, id, ATTEMPTS_SCANNED)]);
+  const last = attempts.findLast((a) => a.event_id === eventId);
+  if (!dead && !last) throw notFound(`no delivery of event ${eventId} is known for subscription ${id}`);
+  const eventSeq = dead?.letter.event_seq ?? last!.event_seq;
+  const replayable = (dead && letterEvent(dead.letter)) || (await deps.journal.readEvent(eventSeq))?.event_id === eventId;
+  if (!replayable) throw gone(`event ${eventId} is no longer stored (its retention passed), so it cannot be replayed`);
+  await deps.journal.enqueue(
+    {
+      event_id: eventId,
+      event_seq: eventSeq,
+      partition: caller.partition,
+      type: record.subscription_type,
+      subscription_id: id,
+      // Numbered after the last attempt logged; the log may have rolled over before DEAD did.
+      attempt: (last?.attempt ?? dead?.letter.attempt ?? 0) + 1,
+      due_at: deps.now?.() ?? Date.now(),
+      manual: true,
+      ...(dead ? { dead_seq: dead.seq } : {}),
+    },
+    "retries",
+  );
   return { event_id: eventId };
 }
 
-async function republish(event: EventBody & { time: string }, letter: { partition: string; type: string; event_id: string }, deps: NotificationDeps): Promise<number> {
-  const { time: _t, ...body } = event;
-  // A fresh id for EVENTS only (dedupe window); the delivery keeps the original id.
-  return deps.journal.publishEvent(letter.partition, letter.type, `${letter.event_id}.replay.${Date.now()}`, body);
-}
+const gone = (detail: string) => new DerrickError(410, detail, { title: "Gone" });
 
 /** The HTTP door for events: group check by the caller of this function, size and shape here. */
 export async function publishEvent(rawType: string, body: unknown, caller: Caller, deps: Pick<NotificationDeps, "journal">, eventId: string): Promise<EventAccepted> {

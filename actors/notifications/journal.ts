@@ -24,7 +24,16 @@ import {
   type StoredMsg,
 } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
-import { EVENT_MAX_BYTES, type DeadLetter, type DeliveryAttempt, type DeliveryBatch, type DeliveryJob, type EventBody } from "../../subjects/notifications.ts";
+import {
+  EVENT_ID_PATTERN,
+  EVENT_MAX_BYTES,
+  type CarriedEvent,
+  type DeadLetter,
+  type DeliveryAttempt,
+  type DeliveryBatch,
+  type DeliveryJob,
+  type EventBody,
+} from "../../subjects/notifications.ts";
 
 export const STREAMS = { events: "EVENTS", deliveries: "DELIVERIES", dead: "DEAD", attempts: "ATTEMPTS" } as const;
 export const CONSUMERS = { dispatcher: "dispatcher", deliverer: "deliverer", retries: "deliverer-retries" } as const;
@@ -34,6 +43,7 @@ const MS_NS = 1e6;
 const ATTEMPTS_PER_SUBSCRIPTION = 1000;
 /** Largest ATTEMPTS message (the stream's limit is 16 KiB); larger groups of records are split. */
 const ATTEMPTS_MESSAGE_BYTES = 12 * 1024;
+const EVENT_ID = new RegExp(EVENT_ID_PATTERN);
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -43,10 +53,22 @@ export type AttemptRecord = DeliveryAttempt & { event_seq: number };
 /** An event as read back from EVENTS. */
 export type StoredEvent = EventBody & { event_id: string; event_seq: number; partition: string; type: string; time: string };
 
+/** The part of an event that travels with a delivery (in a batch or a dead letter): body and time. */
+export function carriedPart(event: StoredEvent): CarriedEvent {
+  const { event_id: _i, event_seq: _s, partition: _p, type: _t, ...carried } = event;
+  return carried;
+}
+
+/** An event carried with a delivery, as if read from EVENTS. */
+export function fromCarried(job: Pick<DeliveryJob, "event_id" | "event_seq" | "partition" | "type">, event: CarriedEvent): StoredEvent {
+  return { ...event, event_id: job.event_id, event_seq: job.event_seq, partition: job.partition, type: job.type };
+}
+
 export type Journal = {
   js: JetStreamClient;
   jsm: JetStreamManager;
   publishEvent(partition: string, type: string, eventId: string, body: EventBody): Promise<number>;
+  /** Undefined when EVENTS no longer holds the event; throws when the stream cannot be read. */
   readEvent(seq: number): Promise<StoredEvent | undefined>;
   /** `dedupe` distinguishes re-queues of the same attempt from a re-sent job. */
   enqueue(job: DeliveryJob, lane: "deliveries" | "retries", dedupe?: string): Promise<void>;
@@ -57,6 +79,8 @@ export type Journal = {
   recordAttempt(partition: string, subscriptionId: string, attempt: AttemptRecord): Promise<void>;
   listAttempts(partition: string, subscriptionId: string, limit: number): Promise<AttemptRecord[]>;
   findDead(partition: string, subscriptionId: string, eventId: string): Promise<{ seq: number; letter: DeadLetter } | undefined>;
+  /** Undefined when DEAD no longer holds the letter; throws when the stream cannot be read. */
+  readDead(seq: number): Promise<DeadLetter | undefined>;
   forgetDead(seq: number): Promise<void>;
 };
 
@@ -161,12 +185,8 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
       return ack.seq;
     },
     async readEvent(seq) {
-      let stored: StoredMsg | null;
-      try {
-        stored = await jsm.direct.getMessage(STREAMS.events, { seq });
-      } catch {
-        return undefined;
-      }
+      // Only "not found" means gone: any other error must not make a delivery look expired.
+      const stored = await jsm.direct.getMessage(STREAMS.events, { seq });
       if (!stored || stored.seq !== seq) return undefined;
       return storedEvent(stored);
     },
@@ -204,6 +224,11 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
       }
       return undefined;
     },
+    async readDead(seq) {
+      const stored = await jsm.direct.getMessage(STREAMS.dead, { seq });
+      if (!stored || stored.seq !== seq) return undefined;
+      return JSON.parse(decoder.decode(stored.data)) as DeadLetter;
+    },
     async forgetDead(seq) {
       await jsm.streams.deleteMessage(STREAMS.dead, seq, false).catch(() => undefined);
     },
@@ -240,5 +265,14 @@ export function storedEvent(msg: { subject: string; seq: number; data: Uint8Arra
   }
   if (!body || typeof body !== "object" || !partition || !type) return undefined;
   const id = msg.header?.get("Nats-Msg-Id");
-  return { ...body, event_id: id && /^[A-Za-z0-9_.:-]{1,128}$/.test(id) ? id : `evt_${msg.seq}`, event_seq: msg.seq, partition, type, time: msg.time.toISOString() };
+  return { ...body, event_id: id && EVENT_ID.test(id) ? id : `evt_${msg.seq}`, event_seq: msg.seq, partition, type, time: msg.time.toISOString() };
+}
+
+/**
+ * The event a dead letter holds, if any. Letters written before eventless letters existed stored a
+ * placeholder (`data: null`, time 1970) when the event was gone: that is no event either.
+ */
+export function letterEvent(letter: DeadLetter): CarriedEvent | undefined {
+  const event = letter.event;
+  return event && Date.parse(event.time) > 0 ? event : undefined;
 }

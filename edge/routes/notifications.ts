@@ -6,7 +6,7 @@
  *   GET    /v1/notifications/subscriptions/{subscriptionId}/secret          {"key": "whsec_…"}
  *   POST   /v1/notifications/subscriptions/{subscriptionId}/secret/rotate   {"key": "whsec_…"} (new)
  *   GET    /v1/notifications/subscriptions/{subscriptionId}/deliveries      attempt log, newest first
- *   POST   /v1/notifications/subscriptions/{subscriptionId}/deliveries/{eventId}/retry   202 {"event_id"}
+ *   POST   /v1/notifications/subscriptions/{subscriptionId}/deliveries/{eventId}/retry   202 {"event_id"}; gone → 410
  *   POST   /v1/notifications/events/{type}                                  202 {"event_id"} (group notifications.publishers)
  * Every route needs a bearer token, the appkey of its client and the partition header. The
  * notifications actor does the work; the edge checks shapes and forwards.
@@ -16,6 +16,7 @@ import type { Config } from "../../config/index.ts";
 import { Problem, contentTooLarge, subjects, type Bus } from "../../subjects/index.ts";
 import {
   DeliveryList,
+  EVENT_ID_PATTERN,
   EVENT_MAX_BYTES,
   EventAccepted,
   EventBody,
@@ -52,7 +53,7 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
           tags,
           summary: "Create or update the caller's subscription of one type (one per partition, client and type; the id stays)",
           description:
-            "Body: the seed's base form; unknown fields, non-http(s) or unsafe callback URIs, reserved callback headers, unknown drill_plan_object_types and data_source on a type other than PublishData are 400 naming the field. Accepts application/json, text/json and application/*+json.",
+            "Body: the seed's base form; unknown fields, non-http(s) or unsafe callback URIs, reserved callback headers or header values fetch cannot send (beyond Latin-1, control characters, surrounding whitespace), unknown drill_plan_object_types and data_source on a type other than PublishData are 400 naming the field. Accepts application/json, text/json and application/*+json.",
         },
         response: { 200: Subscription, ...errors },
       },
@@ -121,9 +122,13 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
       {
         auth: credentials,
         partition: true,
-        params: t.Object({ ...SubscriptionPath.properties, eventId: t.String({ pattern: "^[A-Za-z0-9_.:-]{1,128}$" }) }),
-        detail: { tags, summary: "Replay one event to the subscription (also from dead letters): one attempt, 202" },
-        response: { 202: EventAccepted, ...errors },
+        params: t.Object({ ...SubscriptionPath.properties, eventId: t.String({ pattern: EVENT_ID_PATTERN }) }),
+        detail: {
+          tags,
+          summary: "Replay one event to the subscription (also from dead letters): one attempt, 202",
+          description: "A dead letter stays until a replay of it succeeds. Unknown event → 404; an event no longer stored (retention passed) → 410.",
+        },
+        response: { 202: EventAccepted, ...errors, 410: Problem },
       },
     )
     .post(

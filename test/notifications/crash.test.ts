@@ -1,18 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { startReceiver } from "./receiver.ts";
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
-import { DELIVERY_ENV, deliveries, publish, remove, subscribe, type Json } from "./helpers.ts";
+import { STREAMS } from "../../actors/notifications/journal.ts";
+import { SUBSCRIPTIONS_BUCKET } from "../../actors/notifications/store.ts";
+import { DELIVERY_ENV, deliveries, publish, publishOnNats, remove, retry, subscribe, type Json } from "./helpers.ts";
 
 describe("notifications delivery under failure", () => {
   let nats: TestNats;
   let derrick: TestDerrick;
+  let jsm: JetStreamManager;
   beforeAll(async () => {
     nats = await startTestNats();
     // Edge, subscriptions and dispatcher here; deliverers are started (and killed) by the test.
     derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher"], env: DELIVERY_ENV });
+    jsm = await jetstreamManager(derrick.nc);
   });
+  /** How many dead letters the subscription has in DEAD. */
+  const deadLetters = async (id: string) => {
+    const subject = subjects.notifications.dead("opendes", id);
+    return (await jsm.streams.info(STREAMS.dead, { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
+  };
   afterAll(async () => {
     await derrick?.cleanup();
     await nats?.cleanup();
@@ -46,6 +55,71 @@ describe("notifications delivery under failure", () => {
       r.stop();
       await doomed.cleanup().catch(() => undefined);
       await rescuer?.cleanup();
+    }
+  }, 30_000);
+
+  it("notifications - a deliverer killed during a replay loses nothing: the dead letter stays until another deliverer delivers it", async () => {
+    const r = startReceiver();
+    let release: () => void = () => undefined;
+    const held = new Promise<Response>((resolve) => (release = () => resolve(new Response(null, { status: 500 }))));
+    let answer: "fail" | "hold" | "ok" = "fail";
+    r.respond = () => (answer === "hold" ? held : new Response(null, { status: answer === "ok" ? 204 : 500 }));
+    const doomed = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV });
+    let rescuer: TestDerrick | undefined;
+    try {
+      const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url });
+      const seq = await publishOnNats(derrick, "ReviewStateChanged", { data: "survives" }, "survives-1");
+      await eventually(async () => (await deliveries(derrick, sub.subscription_id))[0]?.state === "dead", { what: "dead letter" });
+      // Past EVENTS' retention only the dead letter holds the event.
+      await jsm.streams.deleteMessage(STREAMS.events, seq);
+      answer = "hold";
+      expect((await retry(derrick, sub.subscription_id, "survives-1")).status).toBe(202);
+      await eventually(() => r.received.length >= 4, { what: "the replay in flight" });
+      expect(await deadLetters(sub.subscription_id)).toBe(1);
+      await doomed.nc.close();
+      answer = "ok";
+      rescuer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV });
+      const replayed = await eventually(() => r.received.slice(4).find((x) => x.id === "survives-1"), { what: "the replay by the other deliverer", timeoutMs: 15_000 });
+      expect(JSON.parse(replayed.body).data).toBe("survives");
+      await eventually(async () => (await deadLetters(sub.subscription_id)) === 0, { what: "the dead letter forgotten after the success" });
+      await remove(derrick, sub.subscription_id);
+    } finally {
+      release();
+      r.stop();
+      await doomed.cleanup().catch(() => undefined);
+      await rescuer?.cleanup();
+    }
+  }, 30_000);
+
+  it("notifications - a resumed subscription gets its events even while a deliverer's watched copy still shows it paused", async () => {
+    const r = startReceiver();
+    let gone = true;
+    r.respond = () => new Response(null, { status: gone ? 410 : 204 });
+    const kvStream = `KV_${SUBSCRIPTIONS_BUCKET}`;
+    const watchers = async () => (await jsm.consumers.list(kvStream).next()).map((c) => c.name);
+    const before = new Set(await watchers());
+    const deliverer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV });
+    try {
+      const watch = (await watchers()).filter((name) => !before.has(name));
+      expect(watch).toHaveLength(1);
+      const body = { callback_uri: r.url };
+      const sub = await subscribe(derrick, "PublishData", body, "beta");
+      await publish(derrick, "PublishData", { data: "answered 410" });
+      // The deliverer's copy shows the pause once it buries an event instead of delivering it.
+      await publish(derrick, "PublishData", { data: "buried" });
+      await eventually(async () => (await deadLetters(sub.subscription_id)) === 2, { what: "an event buried while paused" });
+      // The deliverer loses its watch (as on a JetStream leader change): its copy stops following KV
+      // until the client notices, seconds later.
+      await jsm.consumers.delete(kvStream, watch[0]!);
+      gone = false;
+      await subscribe(derrick, "PublishData", body, "beta");
+      const { event_id } = (await (await publish(derrick, "PublishData", { data: "after the resume" })).json()) as Json;
+      await eventually(() => r.received.some((x) => x.id === event_id), { what: "delivery after the resume", timeoutMs: 5_000 });
+      expect(await deadLetters(sub.subscription_id)).toBe(2);
+      await remove(derrick, sub.subscription_id, "beta");
+    } finally {
+      r.stop();
+      await deliverer.cleanup();
     }
   }, 30_000);
 

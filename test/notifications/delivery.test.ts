@@ -5,7 +5,7 @@ import { headers as natsHeaders } from "@nats-io/nats-core";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { subjects } from "../../subjects/index.ts";
 import { startReceiver, type Receiver } from "./receiver.ts";
-import { DELIVERY_ENV, deliveries, publish, remove, subscribe, type Json } from "./helpers.ts";
+import { DELIVERY_ENV, deliveries, publish, publishOnNats, remove, subscribe, type Json } from "./helpers.ts";
 
 describe("notifications delivery", () => {
   let nats: TestNats;
@@ -28,7 +28,7 @@ describe("notifications delivery", () => {
 
   it("notifications - an event is delivered as a signed CloudEvent that standardwebhooks verifies", async () => {
     const r = receiver();
-    const sub = await subscribe(derrick, "PlanShared", { callback_uri: `${r.url}/hook`, callback_headers: { Authorization: "Bearer receiver-token", appkey: "k-1" } });
+    const sub = await subscribe(derrick, "PlanShared", { callback_uri: `${r.url}/hook`, callback_headers: { Authorization: "Bearer receiver-token", appkey: "k-1", "x-site": "Zürich" } });
     const secret = ((await (await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/secret`)).json()) as Json).key as string;
     expect(secret).toMatch(/^whsec_/);
     const res = await publish(derrick, "PlanShared", { object_type: "/well/api/wells", data: { plan: 7 } });
@@ -38,6 +38,7 @@ describe("notifications delivery", () => {
     expect(got.headers["content-type"]).toBe("application/cloudevents+json");
     expect(got.headers.authorization).toBe("Bearer receiver-token");
     expect(got.headers.appkey).toBe("k-1");
+    expect(got.headers["x-site"]).toBe("Zürich"); // Latin-1 travels as is
     const payload = new Webhook(secret).verify(got.body, got.headers) as Json;
     expect(payload).toMatchObject({ specversion: "1.0", id: event_id, source: "/partitions/opendes", type: "PlanShared", subject: "/well/api/wells", partitionid: "opendes", data: { plan: 7 } });
     expect(Date.parse(payload.time)).not.toBeNaN();
@@ -78,6 +79,16 @@ describe("notifications delivery", () => {
     expect(got.id).toBe("nats-event-1");
     expect(JSON.parse(got.body).data).toEqual({ project: "p1" });
     await remove(derrick, sub.subscription_id);
+  });
+
+  it("notifications - a Nats-Msg-Id with a dot is not used as the event id: webhook-id must not contain one", async () => {
+    const r = receiver();
+    const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "beta");
+    const seq = await publishOnNats(derrick, "ProjectCreated", { data: "dotted" }, "order.42");
+    const got = await eventually(() => r.received[0], { what: "delivery" });
+    expect(got.id).toBe(`evt_${seq}`);
+    expect(JSON.parse(got.body).id).toBe(`evt_${seq}`);
+    await remove(derrick, sub.subscription_id, "beta");
   });
 
   it("notifications - publishing needs notifications.publishers, a data member and at most 256 KiB", async () => {

@@ -1,4 +1,9 @@
 /** Shared steps of the notifications delivery tests. */
+import { jetstream } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { headers as natsHeaders } from "@nats-io/nats-core";
+import { SUBSCRIPTIONS_BUCKET, SubscriptionStore } from "../../actors/notifications/store.ts";
+import { subjects } from "../../subjects/index.ts";
 import type { TestClient, TestDerrick } from "../harness/index.ts";
 
 export const DELIVERY_ENV = {
@@ -29,4 +34,20 @@ export async function deliveries(derrick: TestDerrick, id: string, as: TestClien
 
 export async function remove(derrick: TestDerrick, id: string, as: TestClient = "alpha", partition = "opendes"): Promise<void> {
   await derrick.call(`/v1/notifications/subscriptions/${id}`, { method: "DELETE", as, partition });
+}
+
+export async function retry(derrick: TestDerrick, id: string, eventId: string, as: TestClient = "alpha", partition = "opendes"): Promise<Response> {
+  return derrick.call(`/v1/notifications/subscriptions/${id}/deliveries/${eventId}/retry`, { method: "POST", as, partition });
+}
+
+/** Publishes on NATS as a service would (optionally choosing the id); answers the event's EVENTS sequence. */
+export async function publishOnNats(derrick: TestDerrick, type: string, event: unknown, msgId?: string, partition = "opendes"): Promise<number> {
+  const h = natsHeaders();
+  if (msgId) h.set("Nats-Msg-Id", msgId);
+  return (await jetstream(derrick.nc).publish(subjects.events(partition, type), JSON.stringify(event), { headers: h })).seq;
+}
+
+/** The subscriptions bucket as the actors see it: to read a subscription's health or set up its history. */
+export async function subscriptionStore(derrick: TestDerrick): Promise<SubscriptionStore> {
+  return new SubscriptionStore(await new Kvm(derrick.nc).open(SUBSCRIPTIONS_BUCKET));
 }

@@ -103,6 +103,10 @@ describe("notifications subscriptions", () => {
     ["content-type as a callback header", "PlanShared", { ...base, callback_headers: { "Content-Type": "text/plain" } }, "/body/callback_headers/Content-Type"],
     ["an invalid header name", "PlanShared", { ...base, callback_headers: { "bad header": "x" } }, "/body/callback_headers/bad header"],
     ["a header value with CR/LF", "PlanShared", { ...base, callback_headers: { authorization: "a\r\nx-injected: 1" } }, "/body/callback_headers/authorization"],
+    ["a header value beyond Latin-1, which fetch cannot send", "PlanShared", { ...base, callback_headers: { "x-tenant": "Zürich-€" } }, "/body/callback_headers/x-tenant"],
+    ["a header value with a control character", "PlanShared", { ...base, callback_headers: { "x-tenant": "a\u0001b" } }, "/body/callback_headers/x-tenant"],
+    ["a header value with surrounding spaces", "PlanShared", { ...base, callback_headers: { "x-tenant": " a" } }, "/body/callback_headers/x-tenant"],
+    ["the same header twice in different case", "PlanShared", { ...base, callback_headers: { "X-Tenant": "a", "x-tenant": "b" } }, "/body/callback_headers/x-tenant"],
     ["a too long subscriber", "PlanShared", { ...base, subscriber: "x".repeat(300) }, "/body/subscriber"],
     ["an unknown type in the path", "Unknown", base, "/params/subscritpionType"],
   ];
