@@ -38,6 +38,7 @@ const TITLES: Record<number, string> = {
   404: "Not Found",
   405: "Method Not Allowed",
   409: "Conflict",
+  410: "Gone",
   412: "Precondition Failed",
   413: "Content Too Large",
   415: "Unsupported Media Type",
@@ -125,6 +126,7 @@ export const unauthorized = (detail: string, challenge = "Bearer") =>
 export const forbidden = (detail: string) => new DerrickError(403, detail);
 export const notFound = (detail: string) => new DerrickError(404, detail);
 export const conflict = (detail: string, extensions?: Record<string, unknown>) => new DerrickError(409, detail, { extensions });
+export const gone = (detail: string) => new DerrickError(410, detail);
 export const preconditionFailed = (detail: string) => new DerrickError(412, detail);
 export const contentTooLarge = (detail: string) => new DerrickError(413, detail);
 export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>

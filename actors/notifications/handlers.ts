@@ -7,6 +7,7 @@ import {
   DerrickError,
   check,
   contentTooLarge,
+  gone,
   invalidField,
   notFound,
   validationError,
@@ -257,8 +258,6 @@ export async function retryDelivery(id: string, eventId: string, caller: Caller,
   );
   return { event_id: eventId };
 }
-
-const gone = (detail: string) => new DerrickError(410, detail, { title: "Gone" });
 
 /** The HTTP door for events: group check by the caller of this function, size and shape here. */
 export async function publishEvent(rawType: string, body: unknown, caller: Caller, deps: Pick<NotificationDeps, "journal">, eventId: string): Promise<EventAccepted> {
