@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
-import { startTestNats, startDerrick, TEST_CLIENTS } from "../test/harness/index.ts";
+import { startTestNats, startDerrick } from "../test/harness/index.ts";
 import { subjects } from "../subjects/index.ts";
 import { recordKey, type SearchStatus, type StoredRecord } from "../subjects/search.ts";
 import { SqliteBackend } from "../actors/search/sqlite.ts";
@@ -19,6 +19,8 @@ import type { SearchRequest } from "../actors/search/backend.ts";
 import { report, runLoad, type LoadResult } from "./lib.ts";
 
 const RECORDS = Number(process.env.BENCH_SEARCH_RECORDS ?? 100_000);
+/** The edge caller: a search role and the data group half of the generated records name. */
+const READER = { client_id: "bench-reader", client_secret: "bench-reader-secret-1", appkey: "bench-reader-appkey-1", groups: ["users.datalake.viewers", "data.default.viewers"] };
 const QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 400);
 const CASE_MAX_MS = 20_000;
 const BUILD_MAX_MS = 600_000;
@@ -93,7 +95,7 @@ try {
   // 2. A search actor builds its replica from the stream.
   const rssBeforeBuild = rssMb();
   const buildStarted = performance.now();
-  const derrick = await startDerrick(nats, { actors: ["identity", "search"], dataDir: join(dir, "data"), env: { DERRICK_REQUEST_TIMEOUT: "30s" } });
+  const derrick = await startDerrick(nats, { actors: ["identity", "search"], dataDir: join(dir, "data"), env: { DERRICK_REQUEST_TIMEOUT: "30s", DERRICK_CLIENTS: JSON.stringify([READER]) } });
   let status: SearchStatus = { appliedSeq: 0, records: 0, indexFile: "", indexing: false };
   let indexingSeen = 0;
   let answeredWhileIndexing = 0;
@@ -124,8 +126,10 @@ try {
   notes.push(`replica build from the stream: ${status.records} records in ${buildSeconds.toFixed(1)} s (${Math.round(status.records / buildSeconds)}/s), index file ${fileMb.toFixed(0)} MB (+WAL), process RSS ${rssStart.toFixed(0)} → ${rssBeforeBuild.toFixed(0)} before build → peak ${peakRss.toFixed(0)} MB during build`);
 
   // 3. Queries: the same plans through the edge and in-process.
-  const token = await derrick.token("alpha");
-  void TEST_CLIENTS;
+  // The edge caller sees what the in-process request sees: the data.default.viewers half of the records.
+  const tokenRes = await fetch(`${derrick.url}/v2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "client_credentials", client_id: READER.client_id, client_secret: READER.client_secret }) });
+  if (tokenRes.status !== 200) throw new Error(`token: ${tokenRes.status}`);
+  const token = ((await tokenRes.json()) as { access_token: string }).access_token;
   const local = new SqliteBackend({ file: status.indexFile });
   const q = rng(7);
   const mediumWord = () => word(50 + Math.floor(q() * 400)); // ranks 50-450: a few hundred matches per 100k
@@ -146,16 +150,25 @@ try {
   const results: Measured[] = [];
   const targets: Record<string, { value: number; target: string; met: boolean }> = {};
   for (const [name, make] of Object.entries(bodies)) {
+    // Hits are counted on both sides: a caller who sees nothing would measure empty answers.
+    let edgeHits = 0;
+    let localHits = 0;
+    let edgeCalls = 0;
+    let localCalls = 0;
     const edge = await measure(`${name} via edge`, async () => {
       const res = await fetch(`${derrick.url}/api/search/v2/query`, { method: "POST", headers, body: JSON.stringify(make()) });
       if (res.status !== 200) throw new Error(String(res.status));
-      await res.arrayBuffer();
+      edgeHits += ((await res.json()) as { results: unknown[] }).results.length;
+      edgeCalls++;
     });
     const inProcess = await measure(`${name} in-process`, () => {
       const { plan, ast } = planSearch(make() as never, false);
-      const request: SearchRequest = { partition: "opendes", kinds: plan.kinds, query: ast, access: { all: false, groups: ["users.datalake.viewers", "data.default.viewers"], asOwner: false }, sort: plan.sort, offset: 0, limit: plan.limit, trackTotalCount: false, ...(plan.spatial ? { spatial: plan.spatial } : {}) };
-      return local.search(request);
+      const request: SearchRequest = { partition: "opendes", kinds: plan.kinds, query: ast, access: { all: false, groups: READER.groups, asOwner: false }, sort: plan.sort, offset: 0, limit: plan.limit, trackTotalCount: false, ...(plan.spatial ? { spatial: plan.spatial } : {}) };
+      localHits += local.search(request).hits.length;
+      localCalls++;
     });
+    if (edgeHits === 0 || localHits === 0) throw new Error(`${name}: no results (edge ${edgeHits}, in-process ${localHits}): the measurement would be of empty answers`);
+    notes.push(`${name}: results per query, edge ${(edgeHits / edgeCalls).toFixed(1)}, in-process ${(localHits / localCalls).toFixed(1)}`);
     results.push(edge, inProcess);
     if (["text", "text+range", "geo", "text limit 100"].includes(name)) targets[`${name} p95 via edge ≤ 10 ms`] = { value: edge.p95Ms, target: "≤ 10 ms", met: edge.p95Ms <= 10 };
   }

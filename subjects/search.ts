@@ -5,7 +5,7 @@
  * OSDU's own rules (with OSDU's messages) in actors/search/validate.ts.
  */
 import { createHash } from "node:crypto";
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static, type TSchema } from "@sinclair/typebox";
 
 /** Groups that may query (OSDU: members of service.search.user / service.search.admin). */
 export const SEARCH_ROLES = ["users.datalake.viewers", "users.datalake.editors", "users.datalake.admins", "users.datalake.ops"] as const;
@@ -16,6 +16,9 @@ export const DATA_ROOT_GROUP = "users.data.root";
 
 // ---- search requests --------------------------------------------------------------------------
 
+/** An optional request field that also takes JSON null: OSDU (Jackson) reads null as absent. */
+const Nullable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
+
 export const Point = Type.Object({ latitude: Type.Number(), longitude: Type.Number() }, { additionalProperties: false });
 export type Point = Static<typeof Point>;
 const Points = Type.Object({ points: Type.Array(Point, { maxItems: 10_000 }) }, { additionalProperties: false });
@@ -24,12 +27,13 @@ export const SpatialFilter = Type.Object(
   {
     /** The record field holding the geometry, e.g. `data.SpatialLocation.Wgs84Coordinates`. */
     field: Type.String(),
-    byBoundingBox: Type.Optional(Type.Object({ topLeft: Point, bottomRight: Point }, { additionalProperties: false })),
-    byDistance: Type.Optional(Type.Object({ point: Point, distance: Type.Number({ description: "metres" }) }, { additionalProperties: false })),
-    byGeoPolygon: Type.Optional(Points),
-    byIntersection: Type.Optional(Type.Object({ polygons: Type.Array(Points, { maxItems: 1000 }) }, { additionalProperties: false })),
+    byBoundingBox: Nullable(Type.Object({ topLeft: Point, bottomRight: Point }, { additionalProperties: false })),
+    byDistance: Nullable(Type.Object({ point: Point, distance: Type.Number({ description: "metres" }) }, { additionalProperties: false })),
+    byGeoPolygon: Nullable(Points),
+    /** Ignored when byBoundingBox, byDistance or byGeoPolygon is given too (OSDU applies the first of the four). */
+    byIntersection: Nullable(Type.Object({ polygons: Type.Array(Points, { maxItems: 1000 }) }, { additionalProperties: false })),
     /** Accepted as OSDU's model does; OSDU's current query builder ignores it, and so does derrick. */
-    byWithinPolygon: Type.Optional(Points),
+    byWithinPolygon: Nullable(Points),
   },
   { additionalProperties: false },
 );
@@ -37,40 +41,45 @@ export type SpatialFilter = Static<typeof SpatialFilter>;
 
 export const SortQuery = Type.Object(
   {
-    field: Type.Array(Type.String(), { maxItems: 32 }),
-    /** ASC or DESC, case-insensitive. */
-    order: Type.Array(Type.String(), { maxItems: 32 }),
-    filter: Type.Optional(Type.Array(Type.String(), { maxItems: 32 })),
+    /** Required (400 "'sort.field' can not be null or empty" otherwise, as OSDU). */
+    field: Nullable(Type.Array(Type.String(), { maxItems: 32 })),
+    /** ASC or DESC, case-insensitive. Required like `field`. */
+    order: Nullable(Type.Array(Type.String(), { maxItems: 32 })),
+    filter: Nullable(Type.Array(Type.String(), { maxItems: 32 })),
   },
   { additionalProperties: false },
 );
 export type SortQuery = Static<typeof SortQuery>;
 
+/** Every field takes null for absent (OSDU); a missing or null `kind` is answered by OSDU's rule, not the schema. */
 const queryFields = {
-  /** One kind, a comma-separated list, or an array; `*` wildcards per segment. */
-  kind: Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 1000 })], { description: "authority:source:type:version; wildcards per segment" }),
+  /**
+   * One kind, a comma-separated list, or an array; `*` wildcards per segment. Required: missing,
+   * null or empty → 400 "Record kind can't be null or empty" (OSDU's message, from the search actor).
+   */
+  kind: Nullable(Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 1000 })], { description: "authority:source:type:version; wildcards per segment" })),
   /** Lucene query-string syntax plus OSDU `nested(path, (…))`; blank = everything. */
-  query: Type.Optional(Type.String({ maxLength: 100_000 })),
+  query: Nullable(Type.String({ maxLength: 100_000 })),
   /** 0 → 10; above 1000 → 1000. */
-  limit: Type.Optional(Type.Integer()),
-  sort: Type.Optional(SortQuery),
+  limit: Nullable(Type.Integer()),
+  sort: Nullable(SortQuery),
   /** Only records whose `acl.owners` hold one of the caller's groups. */
-  queryAsOwner: Type.Optional(Type.Boolean()),
+  queryAsOwner: Nullable(Type.Boolean()),
   /** Exact `totalCount` beyond 10000. */
-  trackTotalCount: Type.Optional(Type.Boolean()),
-  spatialFilter: Type.Optional(SpatialFilter),
-  returnedFields: Type.Optional(Type.Array(Type.String(), { maxItems: 1000 })),
-  highlightedFields: Type.Optional(Type.Array(Type.String(), { maxItems: 100 })),
+  trackTotalCount: Nullable(Type.Boolean()),
+  spatialFilter: Nullable(SpatialFilter),
+  returnedFields: Nullable(Type.Array(Type.String(), { maxItems: 1000 })),
+  highlightedFields: Nullable(Type.Array(Type.String(), { maxItems: 100 })),
   /** Preview in OSDU; accepted and answered with no suggestions. */
-  suggestPhrase: Type.Optional(Type.String()),
+  suggestPhrase: Nullable(Type.String()),
 };
 
 export const QueryRequest = Type.Object(
   {
     ...queryFields,
-    offset: Type.Optional(Type.Integer()),
+    offset: Nullable(Type.Integer()),
     /** Terms aggregation on a field: `[{key, count}]`, count desc then key asc, at most 1000 buckets. */
-    aggregateBy: Type.Optional(Type.String()),
+    aggregateBy: Nullable(Type.String()),
   },
   { additionalProperties: false },
 );
@@ -79,9 +88,8 @@ export type QueryRequest = Static<typeof QueryRequest>;
 export const CursorQueryRequest = Type.Object(
   {
     ...queryFields,
-    kind: Type.Optional(queryFields.kind),
-    /** The cursor of the previous page; the query it was opened with is kept with it. */
-    cursor: Type.Optional(Type.String({ maxLength: 256 })),
+    /** The cursor of the previous page (the query it was opened with is kept with it); absent, null or "" = a first call. */
+    cursor: Nullable(Type.String({ maxLength: 256 })),
   },
   { additionalProperties: false },
 );

@@ -25,8 +25,12 @@ export type IndexedDoc = {
   /** ACL group names, normalized (see aclGroup), with whether they own. */
   acl: Array<{ group: string; owner: boolean }>;
   leaves: Leaf[];
-  /** Tokens of each leaf, per path (field search); `searchable` ones (data/tags strings and numbers) are also free text. */
-  fieldText: Array<{ path: string; tokens: string[]; searchable: boolean }>;
+  /**
+   * Tokens of each leaf, per path (field search); `searchable` ones (data/tags strings and numbers)
+   * are also free text. A number's tokens (`numeric`) are free text only: a field term matches
+   * numbers by value (ES numeric fields), so `data.Depth:5` does not match 100.5.
+   */
+  fieldText: Array<{ path: string; tokens: string[]; searchable: boolean; numeric?: true }>;
   shapes: Array<{ path: string; shape: Shape; bbox: BBox }>;
 };
 
@@ -55,6 +59,14 @@ export function aclGroup(value: string): string {
 export function kindParts(kind: string): { authority: string; source: string; namespace: string; type: string } {
   const [authority = "", source = "", type = ""] = kind.split(":");
   return { authority, source, namespace: `${authority}:${source}`, type };
+}
+
+const NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
+/** A query value that reads as a finite JSON number (`5`, `-5`, `1.5e3`), else undefined. */
+export function parseNumber(text: string): number | undefined {
+  const value = NUMBER.test(text) ? Number(text) : NaN;
+  return Number.isFinite(value) ? value : undefined;
 }
 
 const DATE = /^(\d{4})(?:-(\d{2})(?:-(\d{2})(?:[T ](\d{2})(?::(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?)?)?)?(Z|[+-]\d{2}:?\d{2})?$/i;
@@ -90,6 +102,11 @@ export function parseDate(text: string, options: { roundUp?: boolean; minimal?: 
   return epoch;
 }
 
+/** A string value of a record that is a date (at least a full day, as ES's date detection): its epoch ms. */
+export function dateValue(value: string): number | undefined {
+  return value.length >= 10 && value.length <= 40 ? parseDate(value, { minimal: "day" }) : undefined;
+}
+
 export function toIndexedDoc(partition: string, key: string, record: StoredRecord): IndexedDoc {
   const parts = kindParts(record.kind);
   const doc: Record<string, unknown> = { ...record, ...parts };
@@ -108,7 +125,7 @@ export function toIndexedDoc(partition: string, key: string, record: StoredRecor
     }
     switch (typeof value) {
       case "string": {
-        const date = value.length >= 10 && value.length <= 40 ? parseDate(value, { minimal: "day" }) : undefined;
+        const date = dateValue(value);
         leaves.push({ path, t: date !== undefined ? LeafType.date : LeafType.string, str: value.length <= KEYWORD_MAX ? value : null, num: date ?? null });
         fieldText.push({ path, tokens: tokenize(value), searchable });
         return;
@@ -116,7 +133,7 @@ export function toIndexedDoc(partition: string, key: string, record: StoredRecor
       case "number":
         if (!Number.isFinite(value)) return;
         leaves.push({ path, t: LeafType.number, str: String(value), num: value });
-        fieldText.push({ path, tokens: tokenize(String(value)), searchable });
+        fieldText.push({ path, tokens: tokenize(String(value)), searchable, numeric: true });
         return;
       case "boolean":
         leaves.push({ path, t: LeafType.boolean, str: String(value), num: null });
@@ -138,6 +155,10 @@ export function toIndexedDoc(partition: string, key: string, record: StoredRecor
   for (const [k, v] of Object.entries(doc)) {
     if (k === "acl") continue;
     walk(v, k, k === "data" || k === "tags", k === "data");
+  }
+  // ACL entries are keyword values (`acl.viewers:"data.x.viewers@…"`), never text or dates.
+  for (const role of ["viewers", "owners"] as const) {
+    for (const group of (record.acl?.[role] ?? []).map(String)) leaves.push({ path: `acl.${role}`, t: LeafType.string, str: group.length <= KEYWORD_MAX ? group : null, num: null });
   }
   const out: IndexedDoc["shapes"] = [];
   for (const [path, shape] of shapes) {

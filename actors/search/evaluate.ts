@@ -3,8 +3,51 @@
  * `nested(path, (…))`: one element of the array at `path` must satisfy the whole inner query
  * (an index answers "somewhere in the record"; this check narrows it to "in the same element").
  */
-import { parseDate, tokenize } from "./documents.ts";
+import { dateValue, parseDate, parseNumber, tokenize } from "./documents.ts";
+import { parseDateBound } from "./query/date-math.ts";
 import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts";
+
+/** A closed interval of numbers or epoch ms, either end open. */
+export type Bounds = { lower?: number; upper?: number };
+
+/**
+ * What a field term means besides the words of string values, as on ES fields of that type: a
+ * number equal to it (`5` on a numeric field does not match 100.5), or a date within it (a date
+ * term covers its whole day, hour… as ES's date term query does). Wildcards and prefixes: neither.
+ */
+export function typedTerm(node: TermNode): { number?: number; dates?: Required<Bounds> } {
+  if (node.kind !== "word" && node.kind !== "phrase") return {};
+  const value = node.value.trim();
+  const number = parseNumber(value);
+  // At least a full day, as record values are detected as dates: `2017` stays a number and a word.
+  const lower = parseDate(value, { minimal: "day" });
+  return { ...(number !== undefined ? { number } : {}), ...(lower !== undefined ? { dates: { lower, upper: parseDate(value, { minimal: "day", roundUp: true })! } } : {}) };
+}
+
+/**
+ * How a range's bounds read: as numbers, as dates (partial dates and date math rounded as ES
+ * rounds them), or both — `[2017 TO 2018]` is a number range on numbers and a year range on dates.
+ * Neither: the bounds compare as strings.
+ */
+export function typedBounds(node: RangeNode, now = Date.now()): { numbers?: Bounds; dates?: Bounds } {
+  const given = [node.lower, node.upper].filter((b): b is string => b !== undefined);
+  const numeric = given.every((b) => parseNumber(b) !== undefined);
+  const lowerDate = node.lower === undefined ? undefined : parseDateBound(node.lower, { roundUp: !node.includeLower, now });
+  const upperDate = node.upper === undefined ? undefined : parseDateBound(node.upper, { roundUp: node.includeUpper, now });
+  const dated = (node.lower === undefined || lowerDate !== undefined) && (node.upper === undefined || upperDate !== undefined);
+  const bounds = (lower: number | undefined, upper: number | undefined): Bounds => ({ ...(lower !== undefined ? { lower } : {}), ...(upper !== undefined ? { upper } : {}) });
+  return {
+    ...(numeric ? { numbers: bounds(node.lower === undefined ? undefined : Number(node.lower), node.upper === undefined ? undefined : Number(node.upper)) } : {}),
+    ...(dated ? { dates: bounds(lowerDate, upperDate) } : {}),
+  };
+}
+
+/** Whether `x` lies within `bounds`, each end inclusive or not as the range says. */
+export function inBounds(x: number, bounds: Bounds, includeLower = true, includeUpper = true): boolean {
+  if (bounds.lower !== undefined && (includeLower ? x < bounds.lower : x <= bounds.lower)) return false;
+  if (bounds.upper !== undefined && (includeUpper ? x > bounds.upper : x >= bounds.upper)) return false;
+  return true;
+}
 
 /** Values at a dotted path, arrays flattened at every level. */
 export function valuesAt(value: unknown, parts: readonly string[], from = 0): unknown[] {
@@ -44,16 +87,8 @@ export function globToRegExp(pattern: string, flags = ""): RegExp {
   return new RegExp(`^${out}$`, flags);
 }
 
-function termMatches(node: TermNode, values: unknown[], exact: "no" | "case" | "lower"): boolean {
-  const strings = values.filter((v) => v !== null && v !== undefined && typeof v !== "object").map(String);
-  if (exact !== "no") {
-    if (node.kind === "prefix" || node.kind === "wildcard") {
-      const re = globToRegExp(node.kind === "prefix" ? `${node.value.replace(/[\\*?]/g, "\\$&")}*` : node.value, exact === "lower" ? "i" : "");
-      return strings.some((s) => re.test(s));
-    }
-    if (node.value === "null" && node.kind === "word") return values.some((v) => v === null);
-    return exact === "lower" ? strings.some((s) => s.toLowerCase() === node.value.toLowerCase()) : strings.includes(node.value);
-  }
+/** Whether one of the strings holds the term's words in sequence (the last one as a prefix for prefix terms). */
+function wordsMatch(node: TermNode, strings: string[]): boolean {
   if (node.kind === "wildcard") {
     const re = globToRegExp(node.value.toLowerCase());
     return strings.some((s) => tokenize(s).some((t) => re.test(t)));
@@ -74,21 +109,50 @@ function termMatches(node: TermNode, values: unknown[], exact: "no" | "case" | "
   });
 }
 
+/**
+ * `values` are a field's values (`fielded`) or every value of an element (free text). As the index
+ * does: a field term matches numbers by value and dates within it, other values by their words;
+ * free text matches the words of numbers too.
+ */
+function termMatches(node: TermNode, values: unknown[], exact: "no" | "case" | "lower", fielded: boolean): boolean {
+  const scalars = values.filter((v) => v !== null && v !== undefined && typeof v !== "object");
+  const strings = scalars.map(String);
+  if (exact !== "no") {
+    if (node.kind === "prefix" || node.kind === "wildcard") {
+      const re = globToRegExp(node.kind === "prefix" ? `${node.value.replace(/[\\*?]/g, "\\$&")}*` : node.value, exact === "lower" ? "i" : "");
+      return strings.some((s) => re.test(s));
+    }
+    if (node.value === "null" && node.kind === "word") return values.some((v) => v === null);
+    return exact === "lower" ? strings.some((s) => s.toLowerCase() === node.value.toLowerCase()) : strings.includes(node.value);
+  }
+  if (!fielded) return wordsMatch(node, strings);
+  const { number, dates } = typedTerm(node);
+  if (number !== undefined && scalars.includes(number)) return true;
+  const texts = scalars.filter((v) => typeof v !== "number").map(String);
+  const inDates = (s: string) => {
+    const epoch = dates ? dateValue(s) : undefined;
+    return epoch !== undefined && inBounds(epoch, dates!);
+  };
+  return texts.some(inDates) || wordsMatch(node, texts);
+}
+
 function rangeMatches(node: RangeNode, values: unknown[]): boolean {
-  const numeric = [node.lower, node.upper].every((b) => b === undefined || /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(b));
-  const dated = !numeric && [node.lower, node.upper].every((b) => b === undefined || parseDate(b) !== undefined);
-  const bound = (b: string | undefined, up: boolean): number | string | undefined =>
-    b === undefined ? undefined : numeric ? Number(b) : dated ? parseDate(b, { roundUp: up }) : b.toLowerCase();
-  const lo = bound(node.lower, !node.includeLower);
-  const hi = bound(node.upper, node.includeUpper);
+  if (node.lower === undefined && node.upper === undefined) return values.some((v) => v !== null); // [* TO *]: exists
+  const { numbers, dates } = typedBounds(node);
+  if (numbers || dates) {
+    return values.some((v) => {
+      if (typeof v === "number") return numbers !== undefined && inBounds(v, numbers, node.includeLower, node.includeUpper);
+      const epoch = dates && typeof v === "string" ? dateValue(v) : undefined;
+      return epoch !== undefined && inBounds(epoch, dates!, node.includeLower, node.includeUpper);
+    });
+  }
+  const lower = node.lower?.toLowerCase();
+  const upper = node.upper?.toLowerCase();
   return values.some((v) => {
-    let x: number | string | undefined;
-    if (numeric) x = typeof v === "number" ? v : undefined;
-    else if (dated) x = typeof v === "string" ? parseDate(v) : undefined;
-    else x = typeof v === "string" ? v.toLowerCase() : undefined;
-    if (x === undefined) return false;
-    if (lo !== undefined && (node.includeLower ? x < lo : x <= lo)) return false;
-    if (hi !== undefined && (node.includeUpper ? x > hi : x >= hi)) return false;
+    if (typeof v !== "string") return false;
+    const x = v.toLowerCase();
+    if (lower !== undefined && (node.includeLower ? x < lower : x <= lower)) return false;
+    if (upper !== undefined && (node.includeUpper ? x > upper : x >= upper)) return false;
     return true;
   });
 }
@@ -104,10 +168,10 @@ export function matchesIn(node: QueryNode, element: unknown, base: string): bool
       return node.must.length > 0 || node.should.length === 0 || node.should.some((n) => matchesIn(n, element, base));
     }
     case "term": {
-      if (!node.field) return termMatches(node, leaves(element), "no");
+      if (!node.field) return termMatches(node, leaves(element), "no", false);
       const { path, exact } = fieldOf(node.field);
       const rel = relative(path, base);
-      return rel ? termMatches(node, valuesAt(element, rel), exact) : false;
+      return rel ? termMatches(node, valuesAt(element, rel), exact, true) : false;
     }
     case "range": {
       const rel = node.field ? relative(fieldOf(node.field).path, base) : undefined;

@@ -1,12 +1,13 @@
 /**
  * Handlers of the `search` actor: OSDU /query, /query_with_cursor (open, page, close) and /info.
- * Access is decided here so NATS callers meet it too: a search role or 401 "Access denied"; then
- * the ACL filter inside the backend (users.data.root sees everything; queryAsOwner narrows to
- * owners). Cursors remember their plan, their issuer and the last row (keyset paging by sort keys
- * then id, stable across replicas), live in KV, and expire 90 s after their last use.
+ * Access is decided here so NATS callers meet it too: a search role and a data.* group (or
+ * users.data.root), else 401 "Access denied"; then the ACL filter inside the backend
+ * (users.data.root sees everything; queryAsOwner narrows to owners). Cursors remember their plan,
+ * their issuer and the last row (keyset paging by sort keys then id, stable across replicas), live
+ * in KV, and expire 90 s after their last use.
  */
 import { randomBytes } from "node:crypto";
-import { DerrickError, check, reply, type Principal, type Reply } from "../../subjects/index.ts";
+import { DerrickError, reply, type Principal, type Reply } from "../../subjects/index.ts";
 import {
   CursorQueryRequest,
   DATA_ROOT_GROUP,
@@ -24,7 +25,7 @@ import type { Access, SearchBackend, SearchHit, SearchRequest } from "./backend.
 import { aclGroup } from "./documents.ts";
 import { highlight, project } from "./results.ts";
 import type { CursorStore } from "./store.ts";
-import { parsePlanQuery, planSearch, type SearchPlan } from "./validate.ts";
+import { decodeSearchBody, parsePlanQuery, planSearch, type SearchPlan } from "./validate.ts";
 import type { QueryNode } from "./query/ast.ts";
 
 export type SearchDeps = {
@@ -41,11 +42,15 @@ export const accessDenied = () => new DerrickError(401, "The user is not authori
 const cursorNotFound = () => new DerrickError(400, "The given cursor is invalid or expired", { title: "Can't find the given cursor", type: "cursor-not-found" });
 const cursorForbidden = () => new DerrickError(403, "cursor sharing is forbidden", { title: "cursor issuer doesn't match the cursor consumer", type: "cursor-forbidden" });
 
+/** OSDU's entitlements check fails for a caller in no data.* group ("no data group found"), answered as 401 like a missing role. */
+const hasDataGroup = (p: Principal) => p.groups.some((g) => g === DATA_ROOT_GROUP || aclGroup(g).startsWith("data."));
+
 function caller(ctx: RequestContext): { principal: Principal; partition: string } {
   // OSDU answers a missing role (and a missing token) with 401 "Access denied".
-  if (!ctx.principal || !SEARCH_ROLES.some((role) => ctx.principal!.groups.includes(role))) throw accessDenied();
+  const principal = ctx.principal;
+  if (!principal || !SEARCH_ROLES.some((role) => principal.groups.includes(role)) || !hasDataGroup(principal)) throw accessDenied();
   if (!ctx.partition) throw new DerrickError(400, "invalid or empty data partition provided");
-  return { principal: ctx.principal, partition: ctx.partition };
+  return { principal, partition: ctx.partition };
 }
 
 const principalId = (p: Principal) => `${p.clientId}/${p.subject}`;
@@ -80,7 +85,7 @@ function results(hits: SearchHit[], plan: SearchPlan, ast: QueryNode): Array<Rec
 
 export function query(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): QueryResponse {
   const { principal, partition } = caller(ctx);
-  const body = check(QueryRequest, input.body);
+  const body = decodeSearchBody(QueryRequest, input.body);
   const { plan, ast } = planSearch(body, false);
   const found = deps.backend.search(requestOf(plan, ast, partition, accessOf(principal, plan.queryAsOwner)));
   return { results: results(found.hits, plan, ast), aggregations: found.aggregations, phraseSuggestions: [], totalCount: found.total };
@@ -88,8 +93,9 @@ export function query(input: SearchQueryMessage, ctx: RequestContext, deps: Sear
 
 export async function cursorQuery(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): Promise<CursorQueryResponse> {
   const { principal, partition } = caller(ctx);
-  const body = check(CursorQueryRequest, input.body);
-  if (body.cursor !== undefined) return nextPage(body.cursor, principal, partition, deps);
+  const body = decodeSearchBody(CursorQueryRequest, input.body);
+  // OSDU: Strings.isNullOrEmpty(cursor) is a first call.
+  if (body.cursor) return nextPage(body.cursor, principal, partition, deps);
 
   const { plan, ast } = planSearch(body, true);
   if ((await deps.cursors.count(partition, deps.cursorLimit)) >= deps.cursorLimit) {

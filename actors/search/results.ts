@@ -16,35 +16,44 @@ function flatten(value: unknown, path: string, out: Map<string, unknown>): void 
   } else out.set(path, value);
 }
 
-function setPath(target: Record<string, unknown>, parts: string[], value: unknown): void {
-  let node = target;
-  for (const part of parts.slice(0, -1)) {
-    const next = node[part];
-    node = (next && typeof next === "object" && !Array.isArray(next) ? next : (node[part] = {})) as Record<string, unknown>;
-  }
-  node[parts[parts.length - 1]!] = value;
-}
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
-/** The document restricted to the given field paths (a path keeps its whole subtree). */
-export function project(doc: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
-  if (fields.length === 0) return doc;
-  const out: Record<string, unknown> = {};
-  const exact = fields.filter((f) => !f.includes("*"));
-  for (const field of exact) {
-    const parts = field.split(".");
-    let value: unknown = doc;
-    for (const part of parts) value = value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>)[part] : undefined;
-    if (value !== undefined) setPath(out, parts, value);
+/**
+ * The part of `value` (at `path`) that the include patterns select, as ES `_source.includes`
+ * filters: a matched path keeps its whole subtree; arrays do not add to the path, so
+ * `data.Items.name` keeps `name` in every element of `data.Items`; what is left empty goes.
+ */
+function pick(value: unknown, path: string, includes: ReadonlyArray<{ matches(path: string): boolean; below(path: string): boolean }>): unknown {
+  if (Array.isArray(value)) {
+    const kept = value.map((item) => pick(item, path, includes)).filter((item) => item !== undefined);
+    return kept.length ? kept : undefined;
   }
-  const patterns = fields.filter((f) => f.includes("*")).map((f) => globToRegExp(f));
-  if (patterns.length) {
-    const flat = new Map<string, unknown>();
-    flatten(doc, "", flat);
-    for (const [path, value] of flat) {
-      if (patterns.some((re) => re.test(path) || path.split(".").some((_, i, all) => re.test(all.slice(0, i + 1).join("."))))) setPath(out, path.split("."), value);
+  if (!isObject(value)) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (includes.some((inc) => inc.matches(at))) out[key] = child;
+    else if (includes.some((inc) => inc.below(at))) {
+      const part = pick(child, at, includes);
+      if (part !== undefined) out[key] = part;
     }
   }
-  return out;
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** An include pattern: whether it names a path, and whether it may name something below it. */
+function include(field: string): { matches(path: string): boolean; below(path: string): boolean } {
+  if (!field.includes("*")) return { matches: (path) => path === field, below: (path) => field.startsWith(`${path}.`) };
+  const re = globToRegExp(field);
+  // A `*` matches across dots (ES simple match): anything under the literal head may match.
+  const head = field.slice(0, field.indexOf("*"));
+  return { matches: (path) => re.test(path), below: (path) => `${path}.`.startsWith(head) || head.startsWith(`${path}.`) };
+}
+
+/** The document restricted to the given field paths (ES `_source.includes`; everything when empty). */
+export function project(doc: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  if (fields.length === 0) return doc;
+  return (pick(doc, "", fields.map(include)) as Record<string, unknown> | undefined) ?? {};
 }
 
 function termsFor(field: string, terms: TermNode[]): TermNode[] {
@@ -95,5 +104,6 @@ export function highlight(doc: Record<string, unknown>, fields: readonly string[
       if (fragments.length) out[path] = fragments;
     }
   }
-  return out;
+  // OSDU adds `highlight` only when something matched.
+  return Object.keys(out).length ? out : undefined;
 }

@@ -21,24 +21,23 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Aggregation } from "../../subjects/search.ts";
 import type { RecordChange, SearchBackend, SearchRequest, SearchResult, SortValue } from "./backend.ts";
-import { LeafType, parseDate, tokenize, type IndexedDoc, type Leaf } from "./documents.ts";
-import { matchesNested, globToRegExp } from "./evaluate.ts";
+import { LeafType, tokenize, type IndexedDoc, type Leaf } from "./documents.ts";
+import { globToRegExp, matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.ts";
 import { aclKey, bm25, idf, PointIndex, RowFacts } from "./rows.ts";
 import { SortColumns, sortedPage, type ColumnSource, type NumericColumn } from "./sort-columns.ts";
 import { areaBBox, intersects, within, type BBox, type Shape } from "./geo.ts";
-import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts";
+import { positivePart, type NestedNode, type QueryNode, type RangeNode, type TermNode } from "./query/ast.ts";
 
-/** Fields ES maps as keyword in OSDU indexes: a term on them matches the whole value exactly. */
-const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "version", "createUser", "modifyUser", "ancestry.parents"]);
+/** Fields ES maps as keyword in OSDU indexes: a term on them matches the whole value exactly (`version` is a long: numeric). */
+const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "createUser", "modifyUser", "ancestry.parents"]);
 const TOTAL_CAP = 10_000;
 /** Bumped when the tables change: an index file of another version is rebuilt. */
-const SCHEMA_VERSION = "5";
+const SCHEMA_VERSION = "6";
 /** Geometry ids: rid * SHAPE_SLOTS + the shape's ordinal in its record (deleted by id, no index needed). */
 const SHAPE_SLOTS = 65_536;
 const AGGREGATION_SIZE = 1000;
 /** Rows per multi-row INSERT into vals (6 parameters each, far below SQLite's limit). */
 const LEAF_ROWS = 32;
-const NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;
@@ -350,10 +349,11 @@ export class SqliteBackend implements SearchBackend {
     let count = 0;
     let body = "";
     let fielded = "";
-    for (const { path, tokens, searchable } of d.fieldText) {
+    for (const { path, tokens, searchable, numeric } of d.fieldText) {
       if (tokens.length === 0) continue;
-      count += searchable ? 2 * tokens.length : tokens.length;
+      count += (searchable ? tokens.length : 0) + (numeric ? 0 : tokens.length);
       if (searchable) body += (body ? " " : "") + tokens.join(" ");
+      if (numeric) continue; // field terms match numbers by value (vals), not by their digits
       const prefix = fieldPrefix(path);
       fielded += (fielded ? " " : "") + prefix + tokens.join(` ${prefix}`);
     }
@@ -782,13 +782,16 @@ class Compiler {
         return parts.length ? `(${parts.join(" AND ")})` : "1";
       }
       case "term":
-        return this.exactTerm(node);
+        // Plain word terms were answered by FTS above: a field term here is typed, keyword or wildcard.
+        return node.field && !Compiler.keywordOf(node.field) && node.kind !== "wildcard" ? this.fieldTerm(node) : this.exactTerm(node);
       case "range":
         return this.range(node);
       case "exists":
         return this.exists(node.field);
       case "nested":
-        return `(${this.compile(node.query)} AND derrick_nested((SELECT doc FROM docs WHERE rid = r.rid), ${this.p(this.registerNested(node))}))`;
+        // The record-level prefilter must let through every record with a matching element: only the
+        // inner query's positive clauses can (a NOT speaks of one element, not of the record).
+        return `(${this.compile(positivePart(node.query))} AND derrick_nested((SELECT doc FROM docs WHERE rid = r.rid), ${this.p(this.registerNested(node))}))`;
     }
   }
 
@@ -808,18 +811,9 @@ class Compiler {
       case "term": {
         if (node.kind === "wildcard") return undefined;
         if (node.field && Compiler.keywordOf(node.field)) return undefined;
-        const words = tokenize(node.value);
-        if (words.length === 0) return "";
-        const phrase = (prefix: string) => {
-          const quoted = words.map((w) => `"${prefix}${w}"`);
-          if (node.kind === "phrase" && node.slop !== undefined && words.length > 1) return `NEAR(${quoted.join(" ")}, ${Math.floor(node.slop)})`;
-          return `${quoted.join(" + ")}${node.kind === "prefix" ? " *" : ""}`;
-        };
-        if (!node.field) return `body : (${phrase("")})`;
-        const paths = this.backend.fieldsMatching(node.field);
-        if (paths.length === 0) return "";
-        const alternatives = paths.map((path) => `fielded : (${phrase(fieldPrefix(path))})`);
-        return alternatives.length === 1 ? alternatives[0] : `(${alternatives.join(" OR ")})`;
+        // A field term that reads as a number or a date also matches typed values (typedTerm()).
+        if (node.field && Object.keys(typedTerm(node)).length > 0) return undefined;
+        return this.words(node);
       }
       case "bool": {
         const must = node.must.map((n) => this.fts(n));
@@ -842,6 +836,43 @@ class Compiler {
       default:
         return undefined;
     }
+  }
+
+  /** The FTS5 expression of a term's words: free text, or the field's words ("" when nothing can match). */
+  private words(node: TermNode): string {
+    const words = tokenize(node.value);
+    if (words.length === 0) return "";
+    const phrase = (prefix: string) => {
+      const quoted = words.map((w) => `"${prefix}${w}"`);
+      if (node.kind === "phrase" && node.slop !== undefined && words.length > 1) return `NEAR(${quoted.join(" ")}, ${Math.floor(node.slop)})`;
+      return `${quoted.join(" + ")}${node.kind === "prefix" ? " *" : ""}`;
+    };
+    if (!node.field) return `body : (${phrase("")})`;
+    const paths = this.backend.fieldsMatching(node.field);
+    if (paths.length === 0) return "";
+    const alternatives = paths.map((path) => `fielded : (${phrase(fieldPrefix(path))})`);
+    return alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(" OR ")})`;
+  }
+
+  /** A field term on an analyzed field: the words of its string values, or (typedTerm) an equal number or a date within it. */
+  private fieldTerm(node: TermNode): string {
+    const typed = typedTerm(node);
+    const paths = this.backend.fieldsMatching(node.field!);
+    const branches: string[] = [];
+    if (typed.number !== undefined) branches.push(`t = ${LeafType.number} AND num = ${this.p(typed.number)}`);
+    if (typed.dates) branches.push(this.within(LeafType.date, typed.dates, true, true));
+    const parts = branches.length ? [this.inVals(paths, branches.length === 1 ? branches[0]! : `((${branches.join(") OR (")}))`)] : [];
+    const text = this.words(node);
+    if (text) parts.push(`r.rid IN (SELECT rowid FROM fts WHERE fts MATCH ${this.p(text)})`);
+    return parts.length === 0 ? "0" : parts.length === 1 ? parts[0]! : `(${parts.join(" OR ")})`;
+  }
+
+  /** Values of one type within bounds. */
+  private within(t: LeafType, bounds: Bounds, includeLower: boolean, includeUpper: boolean): string {
+    const out = [`t = ${t}`];
+    if (bounds.lower !== undefined) out.push(`num ${includeLower ? ">=" : ">"} ${this.p(bounds.lower)}`);
+    if (bounds.upper !== undefined) out.push(`num ${includeUpper ? "<=" : "<"} ${this.p(bounds.upper)}`);
+    return out.join(" AND ");
   }
 
   private inVals(paths: string[], condition: string): string {
@@ -876,24 +907,12 @@ class Compiler {
     const parts: string[] = [];
     const lowerOp = node.includeLower ? ">=" : ">";
     const upperOp = node.includeUpper ? "<=" : "<";
-    const numeric = !keyword && bounds.every((b) => NUMBER.test(b));
-    const dated = !keyword && bounds.every((b) => parseDate(b) !== undefined);
-    if (numeric || dated) {
-      // The index has no mapping: `[2017 TO 2018]` is a number range on numbers and a year range on dates.
+    // The index has no mapping: `[2017 TO 2018]` is a number range on numbers and a year range on dates.
+    const { numbers, dates } = keyword ? {} : typedBounds(node);
+    if (numbers || dates) {
       const branches: string[] = [];
-      if (numeric) {
-        const n = [`t = ${LeafType.number}`];
-        if (node.lower !== undefined) n.push(`num ${lowerOp} ${this.p(Number(node.lower))}`);
-        if (node.upper !== undefined) n.push(`num ${upperOp} ${this.p(Number(node.upper))}`);
-        branches.push(n.join(" AND "));
-      }
-      if (dated) {
-        // ES rounds a partial date up for `gt` and `lte` (the whole day/month/year is included or excluded).
-        const d = [`t = ${LeafType.date}`];
-        if (node.lower !== undefined) d.push(`num ${lowerOp} ${this.p(parseDate(node.lower, { roundUp: !node.includeLower })!)}`);
-        if (node.upper !== undefined) d.push(`num ${upperOp} ${this.p(parseDate(node.upper, { roundUp: node.includeUpper })!)}`);
-        branches.push(d.join(" AND "));
-      }
+      if (numbers) branches.push(this.within(LeafType.number, numbers, node.includeLower, node.includeUpper));
+      if (dates) branches.push(this.within(LeafType.date, dates, node.includeLower, node.includeUpper));
       parts.push(branches.length === 1 ? branches[0]! : `((${branches.join(") OR (")}))`);
     } else {
       const column = keyword?.exact === "case" ? "str" : "lower(str)";

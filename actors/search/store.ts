@@ -5,10 +5,20 @@
  *   KV derrick_search_cursors `<partition>.<cursor>` → CursorState (bucket max age = the cursor
  *     TTL: every use rewrites the entry, which restarts its age).
  */
-import type { NatsConnection } from "@nats-io/nats-core";
-import { headers as natsHeaders } from "@nats-io/nats-core";
+import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
-import { DiscardPolicy, RetentionPolicy, StorageType, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
+import {
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+  type StreamInfo,
+} from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
 import { RECORDS_STREAM, RECORD_DELETE, RECORD_OPERATION_HEADER, recordKey, type StoredRecord } from "../../subjects/search.ts";
 import type { SortValue } from "./backend.ts";
@@ -39,13 +49,35 @@ export async function ensureRecordsStream(jsm: JetStreamManager): Promise<Stream
   }
 }
 
+/** A record's latest version and its subject's last stream sequence (0: never written; a tombstone has a sequence and no record). */
+export type RecordRead = { record: StoredRecord | undefined; seq: number };
+
+/** A conditional write found the record's subject past the sequence it expected: someone wrote in between. */
+export class RecordChanged extends Error {
+  override name = "RecordChanged";
+}
+
 export type RecordStore = {
   js: JetStreamClient;
   jsm: JetStreamManager;
-  get(partition: string, id: string): Promise<StoredRecord | undefined>;
-  put(partition: string, record: StoredRecord): Promise<number>;
-  remove(partition: string, id: string): Promise<void>;
+  read(partition: string, id: string): Promise<RecordRead>;
+  /** With `expectedSeq`, written only while the record's subject is still at that sequence, else RecordChanged. */
+  put(partition: string, record: StoredRecord, expectedSeq?: number): Promise<number>;
+  remove(partition: string, id: string, expectedSeq?: number): Promise<void>;
 };
+
+/** The server checks `Nats-Expected-Last-Subject-Sequence` (0 = no message yet) atomically with the append. */
+async function publishRecord(js: JetStreamClient, subject: string, payload: Uint8Array, expectedSeq: number | undefined, h?: MsgHdrs): Promise<number> {
+  try {
+    const ack = await js.publish(subject, payload, { ...(h ? { headers: h } : {}), ...(expectedSeq !== undefined ? { expect: { lastSubjectSequence: expectedSeq } } : {}) });
+    return ack.seq;
+  } catch (error) {
+    if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+      throw new RecordChanged(`${subject} changed after sequence ${expectedSeq}`, { cause: error });
+    }
+    throw error;
+  }
+}
 
 export async function openRecordStore(nc: NatsConnection): Promise<RecordStore> {
   const js = jetstream(nc);
@@ -54,24 +86,20 @@ export async function openRecordStore(nc: NatsConnection): Promise<RecordStore> 
   return {
     js,
     jsm,
-    async get(partition, id) {
-      let stored;
-      try {
-        stored = await jsm.streams.getMessage(RECORDS_STREAM, { last_by_subj: subjects.records(partition, recordKey(id)) });
-      } catch {
-        return undefined; // no message for the subject
-      }
-      if (!stored || stored.data.length === 0 || stored.header?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE) return undefined;
-      return stored.json<StoredRecord>();
+    async read(partition, id) {
+      // null when the subject has no message; any other failure propagates (never read as "absent").
+      const stored = await jsm.streams.getMessage(RECORDS_STREAM, { last_by_subj: subjects.records(partition, recordKey(id)) });
+      if (!stored) return { record: undefined, seq: 0 };
+      const deleted = stored.data.length === 0 || stored.header?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE;
+      return { record: deleted ? undefined : stored.json<StoredRecord>(), seq: stored.seq };
     },
-    async put(partition, record) {
-      const ack = await js.publish(subjects.records(partition, recordKey(record.id)), encodeJson(record));
-      return ack.seq;
+    put(partition, record, expectedSeq) {
+      return publishRecord(js, subjects.records(partition, recordKey(record.id)), encodeJson(record), expectedSeq);
     },
-    async remove(partition, id) {
+    async remove(partition, id, expectedSeq) {
       const h = natsHeaders();
       h.set(RECORD_OPERATION_HEADER, RECORD_DELETE);
-      await js.publish(subjects.records(partition, recordKey(id)), new Uint8Array(0), { headers: h });
+      await publishRecord(js, subjects.records(partition, recordKey(id)), new Uint8Array(0), expectedSeq, h);
     },
   };
 }

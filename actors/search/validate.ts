@@ -3,8 +3,10 @@
  * validators, QueryUtils, SortParserUtil, SpatialFilterValidator, GeoQueryBuilder), turned into a
  * backend-neutral plan. Every failure is collected and answered once: 400 "Invalid parameters were
  * given on search request" with one `errors` entry per rule, each naming its field by JSON pointer.
+ * JSON null stands for an absent field, as Jackson reads it for OSDU.
  */
-import { DerrickError, type FieldError } from "../../subjects/index.ts";
+import type { Static, TSchema } from "@sinclair/typebox";
+import { DerrickError, check, type FieldError } from "../../subjects/index.ts";
 import type { CursorQueryRequest, Point, QueryRequest, SpatialFilter } from "../../subjects/search.ts";
 import type { GeoFilter, SortKey } from "./backend.ts";
 import type { Position } from "./geo.ts";
@@ -44,6 +46,16 @@ export function malformedQuery(error: QuerySyntaxError): DerrickError {
     errors: [{ pointer: "/body/query", message: `${error.message}` }],
     extensions: { position: error.position },
   });
+}
+
+/** The body typed by its schema; a type error is answered in OSDU's framing like the rules below. */
+export function decodeSearchBody<T extends TSchema>(schema: T, body: unknown): Static<T> {
+  try {
+    return check(schema, body);
+  } catch (error) {
+    if (error instanceof DerrickError && error.status === 400 && error.errors) throw invalidParameters(error.errors);
+    throw error;
+  }
 }
 
 /** Parses the query string, answering 400 "Malformed query" with the position. */
@@ -88,9 +100,11 @@ function spatial(filter: SpatialFilter, errors: FieldError[]): GeoFilter | undef
   const base = "/body/spatialFilter";
   const before = errors.length;
   if (!filter.field || !filter.field.trim()) errors.push({ pointer: `${base}/field`, message: "'spatialFilter.field' can not be null or empty" });
-  const given = (["byBoundingBox", "byDistance", "byGeoPolygon", "byIntersection"] as const).filter((k) => filter[k] !== undefined);
-  if (given.length > 1) errors.push({ pointer: base, message: "only one criteria can be used with SpatialFilter" });
-  if (given.length === 0 && !filter.byWithinPolygon) errors.push({ pointer: base, message: "one of byBoundingBox, byDistance, byGeoPolygon or byIntersection must be given" });
+  // OSDU checks only these three against each other; byIntersection beside one of them is ignored
+  // (its GeoQueryBuilder applies the first of byBoundingBox, byDistance, byGeoPolygon, byIntersection, as below).
+  const exclusive = (["byBoundingBox", "byDistance", "byGeoPolygon"] as const).filter((k) => filter[k] != null);
+  if (exclusive.length > 1) errors.push({ pointer: base, message: "only one criteria can be used with SpatialFilter" });
+  if (exclusive.length === 0 && !filter.byIntersection && !filter.byWithinPolygon) errors.push({ pointer: base, message: "one of byBoundingBox, byDistance, byGeoPolygon or byIntersection must be given" });
   if (errors.length > before) return undefined;
   const field = filter.field.trim();
   if (filter.byBoundingBox) {
@@ -154,21 +168,23 @@ function sort(value: QueryRequest["sort"], errors: FieldError[]): SortKey[] {
   if (!value) return [];
   const base = "/body/sort";
   const before = errors.length;
-  if (!value.field || value.field.length === 0) errors.push({ pointer: `${base}/field`, message: "'sort.field' can not be null or empty" });
-  if (!value.order || value.order.length === 0) errors.push({ pointer: `${base}/order`, message: "'sort.order' can not be null or empty" });
+  const fields = value.field ?? [];
+  const orders = value.order ?? [];
+  if (fields.length === 0) errors.push({ pointer: `${base}/field`, message: "'sort.field' can not be null or empty" });
+  if (orders.length === 0) errors.push({ pointer: `${base}/order`, message: "'sort.order' can not be null or empty" });
   if (errors.length > before) return [];
-  if (value.field.length !== value.order.length) errors.push({ pointer: base, message: "'sort.field' and 'sort.order' size do not match" });
-  value.field.forEach((f, i) => {
+  if (fields.length !== orders.length) errors.push({ pointer: base, message: "'sort.field' and 'sort.order' size do not match" });
+  fields.forEach((f, i) => {
     if (!f || !f.trim()) errors.push({ pointer: `${base}/field/${i}`, message: "'sort.field' list can not have null or empty values" });
   });
-  value.order.forEach((o, i) => {
+  orders.forEach((o, i) => {
     if (!/^(asc|desc)$/i.test(o ?? "")) errors.push({ pointer: `${base}/order/${i}`, message: "Not a valid order option. It can only be either 'ASC' or 'DESC'" });
   });
   if (value.filter?.some((f) => f && f.trim())) errors.push({ pointer: `${base}/filter`, message: "sort filters are not supported by this search service" });
   if (errors.length > before) return [];
   const keys: SortKey[] = [];
-  value.field.forEach((raw, i) => {
-    const order = value.order[i]!.toLowerCase() as "asc" | "desc";
+  fields.forEach((raw, i) => {
+    const order = orders[i]!.toLowerCase() as "asc" | "desc";
     const f = raw.trim();
     if (f === "_score") return; // relevance is not scored by the embedded engine: a no-op key
     if (/^nested\s*\(/i.test(f)) {
@@ -182,7 +198,7 @@ function sort(value: QueryRequest["sort"], errors: FieldError[]): SortKey[] {
   return keys;
 }
 
-function fieldList(value: string[] | undefined, pointer: string, errors: FieldError[]): string[] {
+function fieldList(value: string[] | null | undefined, pointer: string, errors: FieldError[]): string[] {
   if (!value) return [];
   value.forEach((f, i) => {
     if (typeof f !== "string" || !f.trim()) errors.push({ pointer: `${pointer}/${i}`, message: "must not be empty" });
@@ -206,7 +222,7 @@ export function planSearch(body: QueryRequest | CursorQueryRequest, cursor: bool
   const geo = body.spatialFilter ? spatial(body.spatialFilter, errors) : undefined;
   let aggregateBy: string | undefined;
   const agg = cursor ? undefined : (body as QueryRequest).aggregateBy;
-  if (agg !== undefined && agg.trim()) {
+  if (agg?.trim()) {
     if (/^nested\s*\(/i.test(agg.trim())) {
       const nested = nestedField(agg);
       if (!nested || nested.mode) errors.push({ pointer: "/body/aggregateBy", message: `Malformed nested aggregation : ${agg}` });

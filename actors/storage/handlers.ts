@@ -2,13 +2,18 @@
  * Handlers of the `storage` actor: an OSDU Storage-compatible record store whose only storage is the
  * RECORDS stream (the latest version of each record per subject). Rules:
  *   PUT records: group users.datalake.editors (else 403); ids `<partition>:<type>:<id>` in the
- *     request's partition (generated when absent); createTime/createUser kept across versions.
+ *     request's partition (generated when absent); createTime/createUser kept across versions; a
+ *     record that exists may be replaced only by an owner of its current ACL (or users.data.root),
+ *     else 403 "User Unauthorized" for the whole request, as OSDU's validateOwnerAccess.
  *   GET record: a search or storage role, and the record's ACL shares a group with the caller
  *     (users.data.root sees all), else 403; unknown or deleted → 404.
  *   delete: users.datalake.editors and an owner of the record (or users.data.root), else 403.
+ * Each write is conditioned on the stream sequence its owner check read (expected last subject
+ * sequence): a version written in between fails it, and the record is read and checked again, so a
+ * check never approves a write over a version it did not see.
  */
 import { randomUUID } from "node:crypto";
-import { DerrickError, badRequest, check, forbidden, invalidField, notFound, reply, unauthorized, type Principal, type Reply } from "../../subjects/index.ts";
+import { DerrickError, badRequest, check, conflict, forbidden, invalidField, notFound, reply, unauthorized, type Principal, type Reply } from "../../subjects/index.ts";
 import {
   DATA_ROOT_GROUP,
   PutRecordsBody,
@@ -16,18 +21,24 @@ import {
   SEARCH_ROLES,
   STORAGE_WRITER_GROUP,
   type PutRecordsResponse,
+  type RecordInput,
   type RecordsPutMessage,
   type RecordRef,
   type StoredRecord,
 } from "../../subjects/search.ts";
 import type { RequestContext } from "../runtime/context.ts";
 import { aclGroup } from "../search/documents.ts";
-import type { RecordStore } from "../search/store.ts";
+import { RecordChanged, type RecordRead, type RecordStore } from "../search/store.ts";
 
-export type StorageDeps = { records: Pick<RecordStore, "get" | "put" | "remove">; now?: () => Date };
+export type StorageDeps = { records: Pick<RecordStore, "read" | "put" | "remove">; now?: () => Date };
 
 const ID = new RegExp(RECORD_ID_PATTERN);
+/** Conditional writes that may find the record changed before the request gives up with 409. */
+const WRITE_ATTEMPTS = 5;
 let lastVersion = 0;
+
+const notOwnerOnUpdate = () => new DerrickError(403, "User is not authorized to update records.", { title: "User Unauthorized" });
+const accessDenied = () => new DerrickError(403, "The user is not authorized to perform this action", { title: "Access denied" });
 
 /** Microseconds since the epoch, strictly increasing in this process. */
 function nextVersion(now: Date): number {
@@ -54,6 +65,35 @@ function checkId(id: string, partition: string, pointer: string): string {
   return id;
 }
 
+/**
+ * Runs `attempt` on the version last read; when its conditional write finds that the record changed
+ * in between, reads the record again and retries (the attempt repeats its checks on what it reads).
+ */
+async function whileUnchanged<T>(id: string, first: RecordRead, reread: () => Promise<RecordRead>, attempt: (current: RecordRead) => Promise<T>): Promise<T> {
+  let current = first;
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt(current);
+    } catch (error) {
+      if (!(error instanceof RecordChanged)) throw error;
+      if (n >= WRITE_ATTEMPTS) throw conflict(`record ${id} kept changing while it was written; try again`);
+    }
+    current = await reread();
+  }
+}
+
+/** The stored form of a write: the id, a new version, creation kept from the previous version. */
+function nextStored(record: RecordInput, id: string, previous: StoredRecord | undefined, user: string, now: Date): StoredRecord {
+  return {
+    ...record,
+    id,
+    version: nextVersion(now),
+    createUser: previous?.createUser ?? user,
+    createTime: previous?.createTime ?? now.toISOString(),
+    ...(previous ? { modifyUser: user, modifyTime: now.toISOString() } : {}),
+  };
+}
+
 export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, deps: StorageDeps): Promise<Reply<PutRecordsResponse>> {
   const { principal, partition } = caller(ctx);
   if (!principal.groups.includes(STORAGE_WRITER_GROUP)) throw forbidden(`writing records needs the group ${STORAGE_WRITER_GROUP}`);
@@ -66,24 +106,23 @@ export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, 
     return id;
   });
   const now = deps.now?.() ?? new Date();
-  const user = principal.subject;
+  const mayReplace = (existing: StoredRecord | undefined) => !existing || canSee(principal, existing, true);
+  // Every existing record is checked before anything is written: one the caller does not own refuses the request.
+  const reads = await Promise.all(ids.map((id) => deps.records.read(partition, id)));
+  if (!reads.every((r) => mayReplace(r.record))) throw notOwnerOnUpdate();
+  // Nothing half-written is acknowledged: the reply waits for every publish ack. A version written
+  // by someone else after the check is re-read and re-checked; should that check fail, records of
+  // this request written before it stay written (JetStream 2.9 has no multi-subject transaction).
   const stored = await Promise.all(
-    body.map(async (record, i) => {
-      const id = ids[i]!;
-      const previous = await deps.records.get(partition, id);
-      const out: StoredRecord = {
-        ...record,
-        id,
-        version: nextVersion(now),
-        createUser: previous?.createUser ?? user,
-        createTime: previous?.createTime ?? now.toISOString(),
-        ...(previous ? { modifyUser: user, modifyTime: now.toISOString() } : {}),
-      };
-      return out;
-    }),
+    body.map((record, i) =>
+      whileUnchanged(ids[i]!, reads[i]!, () => deps.records.read(partition, ids[i]!), async ({ record: previous, seq }) => {
+        if (!mayReplace(previous)) throw notOwnerOnUpdate();
+        const out = nextStored(record, ids[i]!, previous, principal.subject, now);
+        await deps.records.put(partition, out, seq);
+        return out;
+      }),
+    ),
   );
-  // Nothing half-written is acknowledged: the reply waits for every publish ack.
-  await Promise.all(stored.map((record) => deps.records.put(partition, record)));
   return reply(
     {
       recordCount: stored.length,
@@ -99,9 +138,9 @@ export async function getRecord(input: RecordRef, ctx: RequestContext, deps: Sto
   const { principal, partition } = caller(ctx);
   if (!SEARCH_ROLES.some((role) => principal.groups.includes(role))) throw forbidden("reading records needs a users.datalake.* group");
   const id = checkId(input.id, partition, "/params/id");
-  const record = await deps.records.get(partition, id);
+  const { record } = await deps.records.read(partition, id);
   if (!record) throw notFound(`record ${id} does not exist`);
-  if (!canSee(principal, record, false)) throw new DerrickError(403, "The user is not authorized to perform this action", { title: "Access denied" });
+  if (!canSee(principal, record, false)) throw accessDenied();
   return record;
 }
 
@@ -109,9 +148,11 @@ export async function deleteRecord(input: RecordRef, ctx: RequestContext, deps: 
   const { principal, partition } = caller(ctx);
   if (!principal.groups.includes(STORAGE_WRITER_GROUP)) throw forbidden(`deleting records needs the group ${STORAGE_WRITER_GROUP}`);
   const id = checkId(input.id, partition, "/params/id");
-  const record = await deps.records.get(partition, id);
-  if (!record) throw notFound(`record ${id} does not exist`);
-  if (!canSee(principal, record, true)) throw new DerrickError(403, "The user is not authorized to perform this action", { title: "Access denied" });
-  await deps.records.remove(partition, id);
+  const read = () => deps.records.read(partition, id);
+  await whileUnchanged(id, await read(), read, async ({ record, seq }) => {
+    if (!record) throw notFound(`record ${id} does not exist`);
+    if (!canSee(principal, record, true)) throw accessDenied();
+    await deps.records.remove(partition, id, seq);
+  });
   return reply(undefined, 204);
 }

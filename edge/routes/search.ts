@@ -1,7 +1,7 @@
 /**
  * OSDU Search v2 and the Storage-compatible record routes over HTTP. Queries need a bearer token
- * (no appkey) and the partition header; /api/search/v2/info is public. Each route is one request
- * to the `search` or `storage` actor, which applies OSDU's rules and messages.
+ * (no appkey) and the partition header; /info and the OSDU health checks are public. Each route is
+ * one request to the `search` or `storage` actor, which applies OSDU's rules and messages.
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
@@ -21,10 +21,22 @@ const STORAGE = ["storage"];
 export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   const info = async ({ set, request }: { set: { status?: number | string; headers: Record<string, string | number> }; request: Request }) =>
     forward<VersionInfo>(set, await bus.request(search.info(), undefined, requestMeta(request)));
+  const alive = () => "Search Service is alive";
+  // Ready when a search actor answers (no responders → 503, as every other route would meet).
+  const ready = async ({ request }: { request: Request }) => {
+    await bus.request(search.info(), undefined, requestMeta(request));
+    return "Search Service is ready";
+  };
+  const health = { 200: t.String(), 503: Problem, 504: Problem };
   return new Elysia({ name: "derrick-search-routes", normalize: false })
     .use(auth)
     .get("/api/search/v2/info", info, { detail: { tags: SEARCH, summary: "Build and source-control information of this search service (public)" }, response: { 200: VersionInfo, 503: Problem } })
     .get("/api/search/v2/info/", info, { detail: { hide: true } })
+    .get("/api/search/v2/liveness_check", alive, { detail: { tags: SEARCH, summary: "OSDU liveness check (public) → 200 \"Search Service is alive\"" }, response: { 200: t.String() } })
+    .get("/api/search/v2/readiness_check", ready, { detail: { tags: SEARCH, summary: "OSDU readiness check (public) → 200 \"Search Service is ready\" once a search actor answers, else 503" }, response: health })
+    // The paths OSDU's HealthCheckApi maps (under /health) answer the same.
+    .get("/api/search/v2/health/liveness_check", alive, { detail: { hide: true } })
+    .get("/api/search/v2/health/readiness_check", ready, { detail: { hide: true } })
     .post(
       "/api/search/v2/query",
       async ({ body, set, request, principal, partition }) => forward<QueryResponse>(set, await bus.request(search.query(), { body }, requestMeta(request, principal, partition))),

@@ -9,6 +9,10 @@ export const SEARCH_CLIENTS = {
   southOwner: { client_id: "southOwner", client_secret: "southowner-secret-1", appkey: "southowner-appkey-1", groups: ["users.datalake.editors", "data.south.owners"] },
   root: { client_id: "root", client_secret: "root-secret-1", appkey: "root-appkey-1", groups: ["users.datalake.viewers", "users.data.root"] },
   norole: { client_id: "norole", client_secret: "norole-secret-1", appkey: "norole-appkey-1", groups: ["data.north.viewers"] },
+  /** A search role and no data.* group: OSDU refuses such a caller (401), it does not answer empty. */
+  nodata: { client_id: "nodata", client_secret: "nodata-secret-1", appkey: "nodata-appkey-1", groups: ["users.datalake.viewers"] },
+  /** An editor in users.data.root: may replace records it does not own. */
+  rootEditor: { client_id: "rootEditor", client_secret: "rooteditor-secret-1", appkey: "rooteditor-appkey-1", groups: ["users.datalake.editors", "users.data.root"] },
 } as const;
 export type SearchClient = keyof typeof SEARCH_CLIENTS;
 

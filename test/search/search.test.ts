@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstream } from "@nats-io/jetstream";
 import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { subjects } from "../../subjects/index.ts";
-import { recordKey } from "../../subjects/search.ts";
+import { subjects, DerrickError } from "../../subjects/index.ts";
+import { recordKey, type StoredRecord } from "../../subjects/search.ts";
+import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
+import { RecordChanged, openRecordStore } from "../../actors/search/store.ts";
+import { createLogger } from "../../platform/logger.ts";
 import { NORTH_ACL, SOUTH_ACL, WELL, WELLBORE, api, ids, putRecords, searchOk, startSearchDerrick } from "./helpers.ts";
 
 const W1 = "opendes:well:w1";
@@ -106,13 +109,32 @@ describe("search over records put through storage", () => {
     }
   });
 
-  it("search - a query needs a token, a partition and a search role (401 Access denied as OSDU)", async () => {
+  it("search - the OSDU health checks are public and answer 200 while a search actor serves", async () => {
+    for (const [path, text] of [
+      ["/api/search/v2/liveness_check", "Search Service is alive"],
+      ["/api/search/v2/readiness_check", "Search Service is ready"],
+      ["/api/search/v2/health/liveness_check", "Search Service is alive"],
+      ["/api/search/v2/health/readiness_check", "Search Service is ready"],
+    ] as const) {
+      const res = await api(derrick, path, { as: null, partition: null });
+      expect(res.status, path).toBe(200);
+      expect(await res.text(), path).toBe(text);
+    }
+  });
+
+  it("search - a query needs a token, a partition, a search role and a data group (401 Access denied as OSDU)", async () => {
     expect((await api(derrick, "/api/search/v2/query", { as: null, body: { kind: WELL } })).status).toBe(401);
     const missing = await api(derrick, "/api/search/v2/query", { partition: null, body: { kind: WELL } });
     expect(missing.status).toBe(400);
     const denied = await api(derrick, "/api/search/v2/query", { as: "norole", body: { kind: WELL } });
     expect(denied.status).toBe(401);
     expect(await denied.json()).toMatchObject({ code: 401, reason: "Access denied", message: "The user is not authorized to perform this action" });
+    // A search role without any data.* group is refused the same way (OSDU), not answered with nothing.
+    for (const path of ["/api/search/v2/query", "/api/search/v2/query_with_cursor"]) {
+      const noData = await api(derrick, path, { as: "nodata", body: { kind: WELL } });
+      expect(noData.status, path).toBe(401);
+      expect(await noData.json()).toMatchObject({ code: 401, reason: "Access denied", message: "The user is not authorized to perform this action" });
+    }
   });
 
   it("search - OSDU's documented query examples", async () => {
@@ -245,6 +267,9 @@ describe("search over records put through storage", () => {
     expect(ids(triangle)).toEqual([W1]);
     const crossing = await searchOk(derrick, { spatialFilter: { field, byIntersection: { polygons: [{ points: points(square(4, 60, 4.2, 60.4)) }] } } });
     expect(ids(crossing)).toEqual([W2]);
+    // byIntersection is not exclusive with the others (OSDU): beside a bounding box it is ignored, as OSDU's GeoQueryBuilder does.
+    const boxAndIntersection = await searchOk(derrick, { spatialFilter: { ...boxFilter, byIntersection: { polygons: [{ points: points(square(4, 60, 4.2, 60.4)) }] } } });
+    expect(ids(boxAndIntersection)).toEqual([W1, W3]);
     const combined = await searchOk(derrick, { query: "data.Basin:Permian", spatialFilter: { field, byBoundingBox: { topLeft: { latitude: 61, longitude: 0 }, bottomRight: { latitude: 58.7, longitude: 5 } } } });
     expect(ids(combined)).toEqual([W3]);
   });
@@ -276,6 +301,10 @@ describe("search over records put through storage", () => {
       [{ kind: WELL, offset: 9991 }, "/body/offset", "Invalid combination of limit and offset values, offset + limit cannot be greater than 10000"],
       [{ kind: "abc" }, "/body/kind", "Not a valid record kind format. Found: abc"],
       [{ kind: "" }, "/body/kind", "Record kind can't be null or empty"],
+      [{}, "/body/kind", "Record kind can't be null or empty"],
+      [{ kind: null }, "/body/kind", "Record kind can't be null or empty"],
+      [{ kind: [] }, "/body/kind", "Record kind can't be null or empty"],
+      [{ kind: WELL, sort: { order: ["ASC"] } }, "/body/sort/field", "'sort.field' can not be null or empty"],
       [{ kind: WELL, sort: { field: [], order: ["ASC"] } }, "/body/sort/field", "'sort.field' can not be null or empty"],
       [{ kind: WELL, sort: { field: ["id"], order: [] } }, "/body/sort/order", "'sort.order' can not be null or empty"],
       [{ kind: WELL, sort: { field: ["id", "kind"], order: ["ASC"] } }, "/body/sort", "'sort.field' and 'sort.order' size do not match"],
@@ -304,9 +333,24 @@ describe("search over records put through storage", () => {
       expect(problem.reason).toBe("Bad Request");
       expect(problem.errors, JSON.stringify(body)).toContainEqual({ pointer, message });
     }
+    // OSDU's framing of a missing kind, not the schema's "expected required property".
+    expect(await (await api(derrick, "/api/search/v2/query", { body: {} })).json()).toMatchObject({ code: 400, reason: "Bad Request", message: "Invalid parameters were given on search request" });
     // offset + effective limit = 10000 exactly is allowed (limit 0 → 10).
     expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, offset: 9990 } })).status).toBe(200);
     expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, limit: 5000 } })).status).toBe(200);
+  });
+
+  it("search - JSON null in an optional field means absent, and a null or empty cursor is a first call (OSDU)", async () => {
+    const nulls = { query: null, offset: null, limit: null, sort: null, queryAsOwner: null, trackTotalCount: null, spatialFilter: null, aggregateBy: null, returnedFields: null, highlightedFields: null, suggestPhrase: null };
+    expect(await searchOk(derrick, { kind: WELL, ...nulls })).toEqual(await searchOk(derrick, { kind: WELL }));
+    for (const cursor of [null, ""]) {
+      const res = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, cursor, query: null, limit: null, sort: null, returnedFields: null } });
+      expect(res.status, String(cursor)).toBe(200);
+      expect(await res.json()).toMatchObject({ totalCount: 3, cursor: expect.stringMatching(/^[0-9A-F]{32}$/) });
+    }
+    const box = { topLeft: { latitude: 59, longitude: 2 }, bottomRight: { latitude: 58, longitude: 3.5 } };
+    const spatial = { field: "data.Location", byBoundingBox: box, byDistance: null, byGeoPolygon: null, byIntersection: null, byWithinPolygon: null };
+    expect(ids(await searchOk(derrick, { spatialFilter: spatial, sort: { field: ["id"], order: ["ASC"], filter: null } }))).toEqual([W1, W3]);
   });
 
   it("search - unknown fields and wrong types are 400 naming the field", async () => {
@@ -375,6 +419,59 @@ describe("search over records put through storage", () => {
     expect((await api(derrick, `/api/storage/v2/records/${id}:delete`, { method: "POST" })).status).toBe(204);
     expect((await api(derrick, `/api/storage/v2/records/${id}`)).status).toBe(404);
     await eventually(async () => (await searchOk(derrick, { query: "data.FacilityName:after" })).totalCount === 0, { what: "delete reflected" });
+  });
+
+  it("storage - an existing record is replaced only by an owner of its current ACL (OSDU 403 User Unauthorized); users.data.root may replace any", async () => {
+    const id = "opendes:well:north-owned";
+    await putRecords(derrick, [{ id, kind: WELL, acl: NORTH_ACL, data: { FacilityName: "North Owned" } }]);
+    // southOwner is an editor but owns nothing in NORTH_ACL: neither the takeover (ACL included) nor the new record beside it is written.
+    const fresh = "opendes:well:south-fresh";
+    const takeover = await api(derrick, "/api/storage/v2/records", {
+      as: "southOwner",
+      method: "PUT",
+      body: [
+        { id: fresh, kind: WELL, acl: SOUTH_ACL, data: {} },
+        { id, kind: WELL, acl: SOUTH_ACL, data: { FacilityName: "Taken Over" } },
+      ],
+    });
+    expect(takeover.status).toBe(403);
+    expect(await takeover.json()).toMatchObject({ code: 403, reason: "User Unauthorized", message: "User is not authorized to update records." });
+    expect(await (await api(derrick, `/api/storage/v2/records/${id}`)).json()).toMatchObject({ acl: NORTH_ACL, data: { FacilityName: "North Owned" } });
+    expect((await api(derrick, `/api/storage/v2/records/${fresh}`)).status).toBe(404);
+    // Its own records it creates and replaces; users.data.root replaces a record it does not own.
+    await putRecords(derrick, [{ id: fresh, kind: WELL, acl: SOUTH_ACL, data: { Step: 1 } }], "southOwner");
+    await putRecords(derrick, [{ id: fresh, kind: WELL, acl: SOUTH_ACL, data: { Step: 2 } }], "southOwner");
+    await putRecords(derrick, [{ id, kind: WELL, acl: NORTH_ACL, data: { FacilityName: "Root Edited" } }], "rootEditor");
+    expect(await (await api(derrick, `/api/storage/v2/records/${id}`)).json()).toMatchObject({ data: { FacilityName: "Root Edited" }, modifyUser: "rootEditor" });
+  });
+
+  it("storage - a write is conditioned on the stream sequence its owner check read: an ACL changed in between is checked again", async () => {
+    const store = await openRecordStore(derrick.nc);
+    const id = "opendes:well:raced";
+    const record = (acl: typeof NORTH_ACL, data: Record<string, unknown>): StoredRecord => ({ id, kind: WELL, acl, data, version: 1, createUser: "test", createTime: "2026-01-01T00:00:00Z" });
+    // The store: a write expecting a sequence the subject has moved past is refused.
+    const unseen = await store.read("opendes", id);
+    expect(unseen).toEqual({ record: undefined, seq: 0 });
+    await store.put("opendes", record(SOUTH_ACL, { Step: 1 }));
+    await expect(store.put("opendes", record(SOUTH_ACL, { Step: 2 }), unseen.seq)).rejects.toBeInstanceOf(RecordChanged);
+    // The handler: southOwner's check passes on the south-owned version; before its write lands, the
+    // record's owner hands it to north. The write must not go through over a version it did not check.
+    let handedOver = false;
+    const racing = {
+      ...store,
+      read: async (partition: string, recordId: string) => {
+        const read = await store.read(partition, recordId);
+        if (!handedOver) {
+          handedOver = true;
+          await store.put(partition, record(NORTH_ACL, { Step: "north" }));
+        }
+        return read;
+      },
+    };
+    const ctx = { requestId: "race", log: createLogger("silent"), partition: "opendes", principal: { clientId: "southOwner", subject: "southOwner", groups: ["users.datalake.editors", "data.south.owners"], kind: "service" as const } };
+    const attempt = putRecordsHandler({ body: [{ id, kind: WELL, acl: SOUTH_ACL, data: { Step: "south" } }] }, ctx, { records: racing });
+    await expect(attempt).rejects.toMatchObject({ status: 403, title: "User Unauthorized" } satisfies Partial<DerrickError>);
+    expect(await store.read("opendes", id)).toMatchObject({ record: { acl: NORTH_ACL, data: { Step: "north" } } });
   });
 
   it("records - a record published straight on NATS (derrick.records.<partition>.<sha1(id)>) is searchable", async () => {

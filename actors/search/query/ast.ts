@@ -63,3 +63,21 @@ export function positiveTerms(node: QueryNode, out: TermNode[] = []): TermNode[]
   }
   return out;
 }
+
+/**
+ * A query that every record holding a match of `node` satisfies, for a record-level prefilter of
+ * `nested()`: the positive clauses only. A negation inside nested() is about one element (it lacks a
+ * value) while another element of the same record may hold that value, so it cannot narrow records.
+ */
+export function positivePart(node: QueryNode): QueryNode {
+  switch (node.type) {
+    case "bool":
+      if (node.must.length) return { type: "bool", must: node.must.map(positivePart), should: [], mustNot: [] };
+      if (node.should.length) return { type: "bool", must: [], should: node.should.map(positivePart), mustNot: [] };
+      return matchAll;
+    case "nested":
+      return positivePart(node.query);
+    default:
+      return node;
+  }
+}

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { parseDateMath } from "./date-math.ts";
 import { parseQuery, QuerySyntaxError } from "./parser.ts";
 
 const term = (value: string, field?: string, kind = "word") => expect.objectContaining({ type: "term", value, kind, ...(field ? { field } : {}) });
@@ -169,5 +170,28 @@ describe("search query parser", () => {
 
   it("parser - more than 1024 clauses are refused", () => {
     expect(() => parseQuery(Array.from({ length: 1025 }, (_, i) => `t${i}`).join(" "))).toThrow(/more than 1024 clauses/);
+  });
+
+  it("parser - ES date math in range bounds: units, rounding up or down, date anchors; a malformed one is an error at its position", () => {
+    const now = Date.UTC(2026, 2, 18, 15, 30, 45, 500); // a Wednesday
+    expect(parseDateMath("now", { now })).toBe(now);
+    expect(parseDateMath("now-1d+2h", { now })).toBe(now - 86_400_000 + 7_200_000);
+    expect(parseDateMath("now/d", { now })).toBe(Date.UTC(2026, 2, 18));
+    expect(parseDateMath("now/d", { now, roundUp: true })).toBe(Date.UTC(2026, 2, 19) - 1);
+    expect(parseDateMath("now-1M/M", { now })).toBe(Date.UTC(2026, 1, 1));
+    expect(parseDateMath("now/w", { now })).toBe(Date.UTC(2026, 2, 16)); // ISO weeks start on Monday
+    expect(parseDateMath("2017-01-31||+1M")).toBe(Date.UTC(2017, 1, 28));
+    expect(parseDateMath("2016-02-29T12:00:00Z||+1y")).toBe(Date.UTC(2017, 1, 28, 12));
+    expect(parseDateMath("2017-01-01")).toBeUndefined(); // a plain date is not date math
+    for (const [query, position] of [["d:[now-1x TO now]", 3], ["d:>now+d", 3], ["d:[* TO abc||+1d]", 8]] as const) {
+      expect(() => parseQuery(query), query).toThrow(QuerySyntaxError);
+      try {
+        parseQuery(query);
+      } catch (error) {
+        expect((error as QuerySyntaxError).position, query).toBe(position);
+      }
+    }
+    expect(parseQuery("d:[now-1d/d TO now]")).toMatchObject({ type: "range", lower: "now-1d/d", upper: "now" });
+    expect(parseQuery("d:nowhere")).toMatchObject({ type: "term", value: "nowhere" });
   });
 });

@@ -7,6 +7,7 @@
  * means on OSDU: `+a +b c`.
  */
 import { matchAll, type BoolNode, type QueryNode, type TermKind } from "./ast.ts";
+import { isValidDateMath, looksLikeDateMath } from "./date-math.ts";
 
 export const MAX_CLAUSES = 1024;
 
@@ -324,7 +325,14 @@ class Parser {
       this.i++;
     }
     if (!raw) throw this.error(`Malformed range: a bound is missing, at position: ${pos}`, pos);
-    return raw === "*" ? { pos } : { value: raw, pos };
+    if (raw === "*") return { pos };
+    this.checkDateMath(raw, pos);
+    return { value: raw, pos };
+  }
+
+  /** A bound meant as ES date math (`now…`, `…||…`) must be valid: a typo would compare as a string and silently match nothing. */
+  private checkDateMath(value: string, pos: number): void {
+    if (looksLikeDateMath(value) && !isValidDateMath(value)) throw this.error(`Malformed query: invalid date math '${value}', at position: ${pos}`, pos);
   }
 
   private range(field: string | undefined): QueryNode {
@@ -353,6 +361,7 @@ class Parser {
     const inclusive = this.peek() === "=";
     if (inclusive) this.i++;
     let value: string;
+    const valueAt = this.i;
     if (this.peek() === '"') value = this.readQuoted();
     else {
       const from = this.i;
@@ -365,6 +374,7 @@ class Parser {
     }
     if (!value) throw this.error(`Malformed query: '${op}${inclusive ? "=" : ""}' needs a value, at position: ${start}`, start);
     if (!field) throw this.error(`Malformed query: a comparison needs a field, at position: ${start}`, start);
+    this.checkDateMath(value, valueAt);
     this.countClause(start);
     return op === ">"
       ? { type: "range", field, lower: value, includeLower: inclusive, includeUpper: false, pos: start }

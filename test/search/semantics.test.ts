@@ -1,0 +1,121 @@
+/**
+ * Query semantics where a reviewer found derrick and OSDU-on-Elasticsearch apart: nested() with a
+ * negation, field terms on numbers and dates, `version` as a number, `acl.*` as keywords, date math,
+ * projection into arrays and the highlight member. Through the edge, on records put through storage.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { NORTH_ACL, SOUTH_ACL, WELL, api, ids, putRecords, searchOk, startSearchDerrick } from "./helpers.ts";
+
+const R1 = "opendes:well:sem-1";
+const R2 = "opendes:well:sem-2";
+const R3 = "opendes:well:sem-3";
+const HOUR = 3_600_000;
+
+describe("search query semantics (as OSDU on Elasticsearch)", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  let versions: Record<string, number>;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startSearchDerrick(nats);
+    const put = await putRecords(derrick, [
+      {
+        id: R1,
+        kind: WELL,
+        acl: NORTH_ACL,
+        data: {
+          FacilityName: "Ocean Drilling Alpha",
+          Depth: 100.5,
+          Neg: -5,
+          SpudDate: "2017-03-01T10:00:00Z",
+          Reviewed: new Date(Date.now() - HOUR).toISOString(),
+          Items: [
+            { name: "a1", val: 1 },
+            { name: "b2", val: 2 },
+          ],
+        },
+      },
+      { id: R2, kind: WELL, acl: NORTH_ACL, data: { FacilityName: "Drilling Bravo", Depth: 5, Neg: 5, SpudDate: "2018-06-15T00:00:00Z", Reviewed: "2020-01-01T00:00:00Z", Items: [{ name: "a1", val: 2 }] } },
+      { id: R3, kind: WELL, acl: SOUTH_ACL, data: { FacilityName: "Spillpath", Depth: 800, SpudDate: "2019-01-10", Label: "5 stars" } },
+    ]);
+    versions = Object.fromEntries(put.recordIdVersions.map((v) => [v.slice(0, v.lastIndexOf(":")), Number(v.slice(v.lastIndexOf(":") + 1))]));
+    await eventually(async () => (await searchOk(derrick, {})).totalCount === 3, { what: "records indexed" });
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  const expectIds = async (query: string, expected: string[]) => {
+    const page = await searchOk(derrick, { query });
+    expect(ids(page), query).toEqual(expected);
+    expect(page.totalCount, query).toBe(expected.length);
+  };
+
+  it("nested - a NOT inside nested() is about the element: a record with another element holding the value still matches", async () => {
+    await expectIds("nested(data.Items, (name:a1 AND NOT val:2))", [R1]);
+    await expectIds("nested(data.Items, (NOT name:a1))", [R1]);
+    await expectIds("nested(data.Items, (name:a1 AND val:2))", [R2]);
+    await expectIds("nested(data.Items, (name:a1 AND NOT val:1)) AND data.FacilityName:bravo", [R2]);
+  });
+
+  it("terms - a field term that reads as a number matches numbers by value, and still the words of strings", async () => {
+    await expectIds("data.Depth:5", [R2]);
+    await expectIds("data.Depth:100.5", [R1]);
+    await expectIds('data.Depth:"100.5"', [R1]);
+    await expectIds("data.Neg:\\-5", [R1]);
+    await expectIds("data.Neg:5", [R2]);
+    await expectIds("data.Label:5", [R3]);
+    // Inside nested() the same rule: val:1 is the element whose value is 1.
+    await expectIds("nested(data.Items, (val:1))", [R1]);
+  });
+
+  it("terms - a date term covers its whole day (ES date fields), beside the words of strings", async () => {
+    await expectIds("data.SpudDate:2017-03-01", [R1]);
+    await expectIds('data.SpudDate:"2019-01-10"', [R3]);
+    await expectIds("data.SpudDate:2017-03-02", []);
+  });
+
+  it("version - is a number (OSDU maps it as long): terms and ranges compare numbers", async () => {
+    await expectIds(`version:${versions[R2]}`, [R2]);
+    await expectIds("version:>999", [R1, R2, R3]);
+    await expectIds("version:[1 TO 9]", []);
+    const sorted = await searchOk(derrick, { sort: { field: ["version"], order: ["DESC"] }, returnedFields: ["id"] });
+    expect(sorted.results.map((r) => r.id)).toEqual([R1, R2, R3].sort((a, b) => versions[b]! - versions[a]!));
+  });
+
+  it("acl - acl.viewers and acl.owners are keyword fields that queries match exactly (access control unchanged)", async () => {
+    await expectIds('acl.viewers:"data.north.viewers@opendes.example.com"', [R1, R2]);
+    await expectIds('acl.owners:"data.south.owners@opendes.example.com"', [R3]);
+    await expectIds("acl.owners:data.south.owners*", [R3]);
+    await expectIds("_exists_:acl.viewers", [R1, R2, R3]);
+    expect(ids(await searchOk(derrick, { query: 'acl.owners:"data.south.owners@opendes.example.com"' }, "north"))).toEqual([]);
+  });
+
+  it("dates - ranges take ES date math (now, now-1d, now/d, date||+1M); malformed date math is 400 with its position", async () => {
+    await expectIds("data.Reviewed:[now-1d TO now]", [R1]);
+    await expectIds("data.Reviewed:>now-2h", [R1]);
+    await expectIds("data.Reviewed:<now-1d/d", [R2]);
+    await expectIds("data.SpudDate:[2017-02-01||+1M/d TO 2017-03-01||/d]", [R1]);
+    await expectIds("createTime:<now-1d", []);
+    await expectIds("createTime:[now-1h TO *]", [R1, R2, R3]);
+    const res = await api(derrick, "/api/search/v2/query", { body: { kind: WELL, query: "data.Reviewed:[now-1x TO now]" } });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ reason: "Malformed query", position: 15, message: expect.stringContaining("now-1x") });
+  });
+
+  it("returnedFields - a path into an array of objects keeps that field of every element (ES _source includes)", async () => {
+    const page = await searchOk(derrick, { query: `id:${R1.replaceAll(":", "\\:")}`, returnedFields: ["id", "data.Items.name"] });
+    expect(page.results).toEqual([{ id: R1, data: { Items: [{ name: "a1" }, { name: "b2" }] } }]);
+    const wildcard = await searchOk(derrick, { query: `id:${R2.replaceAll(":", "\\:")}`, returnedFields: ["data.It*.val", "data.Nothing"] });
+    expect(wildcard.results).toEqual([{ data: { Items: [{ val: 2 }] } }]);
+  });
+
+  it("highlight - a result has no highlight member when none of its highlighted fields holds a query term", async () => {
+    const page = await searchOk(derrick, { query: "data.Depth:5 OR ocean", highlightedFields: ["data.FacilityName"], sort: { field: ["id"], order: ["ASC"] } });
+    expect(page.results.map((r) => r.id)).toEqual([R1, R2]);
+    expect(page.results[0]!.highlight).toEqual({ "data.FacilityName": ["<em>Ocean</em> Drilling Alpha"] });
+    expect(page.results[1]).not.toHaveProperty("highlight");
+  });
+});
