@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { SearchRequest, SortKey } from "./backend.ts";
 import { toIndexedDoc } from "./documents.ts";
 import { parseQuery } from "./query/parser.ts";
-import { compareCodePoints, sortedPage, type NumericColumn } from "./sort-columns.ts";
+import { FAIL, PASS, UNDECIDED, compareCodePoints, rangeVerdict, sortedPage, type NumericColumn } from "./sort-columns.ts";
 import { SqliteBackend } from "./sqlite.ts";
 import { testRecord as record } from "./testing.ts";
 
@@ -79,6 +79,19 @@ describe("sorting from in-memory columns", () => {
     G: i % 2 ? "odd" : "even",
     Text: `word${i % 3} common`,
     M: i === 17 ? "not a number" : i % 10,
+    // Numbers and dates in one field: ranges on it stay in SQL.
+    X: i % 2 ? i % 40 : new Date(Date.UTC(2010, i % 12, 1)).toISOString(),
+  });
+
+  it("ranges - a record's min and max decide a range unless they straddle it", () => {
+    const col = column({ 1: [5], 2: [1, 19], 3: [20, 30], 5: [12, 14], 6: [1, 9] }); // rid 4 has no value
+    const range = { lower: 10, upper: 15, includeLower: true, includeUpper: false };
+    expect([1, 2, 3, 4, 5, 6].map((rid) => rangeVerdict(col, rid, range))).toEqual([FAIL, UNDECIDED, FAIL, FAIL, PASS, FAIL]);
+    // Open and exclusive ends.
+    expect(rangeVerdict(col, 1, { lower: 5, includeLower: false, includeUpper: true })).toBe(FAIL);
+    expect(rangeVerdict(col, 1, { lower: 5, includeLower: true, includeUpper: true })).toBe(PASS);
+    expect(rangeVerdict(col, 3, { upper: 20, includeLower: true, includeUpper: true })).toBe(PASS);
+    expect(rangeVerdict(col, 3, { upper: 20, includeLower: true, includeUpper: false })).toBe(FAIL);
   });
 
   it("sort - numbers and dates sorted in memory, and multi-word relevance ranked in memory, equal the SQL path, for windows, keysets, filters, after updates and deletes", () => {
@@ -119,14 +132,29 @@ describe("sorting from in-memory columns", () => {
     };
     const check = () => {
       // Relevance (no sort) for text of more than one word: ranked in memory vs in SQL.
-      for (const query of ["word1 common", 'data.S:"s3"', '"word2 common" AND data.G:odd', "common AND data.N:[10 TO 30]"]) {
+      const ranges = [
+        "common AND data.N:[10 TO 30]",
+        "common AND data.N:{10 TO 30}",
+        "common AND data.N:>=45",
+        "common AND data.N:[10 TO 30] AND data.G:odd",
+        "common AND data.N:[10 TO 30] AND NOT data.G:odd",
+        "common AND (data.N:[10 TO 30] OR data.G:odd)",
+        "word1 AND data.D:[2003 TO 2005]",
+        "common AND data.D:<2004-06-01",
+        "common AND data.D:[10 TO 30]", // numbers read as years on a date field: nothing
+        "common AND data.N:[2003-01-01 TO 2005-01-01]", // dates on a number field: nothing
+        "common AND data.M:[2 TO 5]", // a string among the numbers: SQL
+        "common AND data.X:[5 TO 20]", // numbers and dates: SQL
+        "common AND data.X:[2010-03-01 TO 2010-06-01]",
+      ];
+      for (const query of ["word1 common", 'data.S:"s3"', '"word2 common" AND data.G:odd', ...ranges, ...ranges.map((q) => q.replace(/^common AND /, "data.G:even AND common AND "))]) {
         for (const window of [{ offset: 0, limit: 25 }, { offset: 30, limit: 50 }, { offset: 0, limit: 0 }]) {
           const r = request([], query, window);
           expect(fast.search(r)).toEqual(sql.search(r));
         }
       }
       for (const sort of sorts) {
-        for (const [query, window] of [["", { offset: 0, limit: 25 }], ["", { offset: 180, limit: 40 }], ["data.G:odd AND common", { offset: 5, limit: 10 }], ["word1", { offset: 0, limit: 1000 }]] as const) {
+        for (const [query, window] of [["", { offset: 0, limit: 25 }], ["", { offset: 180, limit: 40 }], ["data.G:odd AND common", { offset: 5, limit: 10 }], ["word1", { offset: 0, limit: 1000 }], ["common AND data.N:[10 TO 30]", { offset: 0, limit: 50 }]] as const) {
           same(request(sort, query, window));
         }
         // Keyset pages (what cursors do) through every match, SQL-driven and text-driven.
@@ -145,7 +173,8 @@ describe("sorting from in-memory columns", () => {
       }
     };
     check();
-    expect(fast.columnarSortFields().sort()).toEqual(["data.D", "data.N"]);
+    // Range checks load columns too: X (numbers and dates) is held, its ranges still go to SQL.
+    expect(fast.columnarSortFields().sort()).toEqual(["data.D", "data.N", "data.X"]);
     // Updates move values (and put a string into N for one record: N goes back to SQL), deletes remove rows.
     load(1, Array.from({ length: 400 }, (_, i) => i).filter((i) => i % 3 === 0));
     const deletes = [5, 6, 50, 51, 399].map((i) => ({ op: "delete" as const, partition: "opendes", key: `k${i}` }));
@@ -156,7 +185,7 @@ describe("sorting from in-memory columns", () => {
     fast.apply([withString], 6000);
     sql.apply([withString], 6000);
     check();
-    expect(fast.columnarSortFields()).toEqual(["data.D"]);
+    expect(fast.columnarSortFields().sort()).toEqual(["data.D", "data.X"]);
     fast.close();
     sql.close();
   });

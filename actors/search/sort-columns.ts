@@ -10,6 +10,9 @@
  * numbers before strings, which the SQL path keeps doing. Columns are loaded on the first sort by a
  * field, kept current by every upsert and delete, and at most MAX_COLUMNS are held (the least
  * recently used goes): 16 bytes per record each, 16 MB at 1M records.
+ *
+ * The same columns check number and date ranges of text queries (`rangeVerdict`): a record's min and
+ * max decide, except when they straddle the range, which SQL then checks.
  */
 import type { SortKey, SortValue } from "./backend.ts";
 import { LeafType, type Leaf } from "./documents.ts";
@@ -17,10 +20,19 @@ import { covering } from "./rows.ts";
 
 const MAX_COLUMNS = 8;
 
-export type NumericColumn = { min: Float64Array; max: Float64Array };
+/** Bits of `NumericColumn.kinds`: which kinds of value a column has held. */
+export const NUMBERS = 1;
+export const DATES = 2;
 
-/** What a column load reads: the numeric values of a path, and whether it holds any other value. */
-export type ColumnSource = { numbers: Iterable<[rid: number, value: number]>; hasOtherValues: boolean };
+export type NumericColumn = {
+  min: Float64Array;
+  max: Float64Array;
+  /** NUMBERS | DATES held at any time since the load (never narrowed: a range check needs to know whether to read its bounds as numbers or as dates). */
+  kinds?: number;
+};
+
+/** What a column load reads: the numeric values of a path (dates as epoch ms, `date` set), and whether it holds any other value. */
+export type ColumnSource = { numbers: Iterable<[rid: number, value: number, date?: boolean]>; hasOtherValues: boolean };
 
 export class SortColumns {
   /** A path's column, or null when it holds values other than numbers and dates (the SQL path sorts those). */
@@ -65,7 +77,10 @@ export class SortColumns {
       }
       for (const leaf of leaves) {
         if (leaf.path !== path || leaf.t === LeafType.null || leaf.t === LeafType.geometry) continue;
-        if (leaf.num !== null) include(column, rid, leaf.num);
+        if (leaf.num !== null) {
+          include(column, rid, leaf.num);
+          column.kinds = (column.kinds ?? 0) | (leaf.t === LeafType.date ? DATES : NUMBERS);
+        }
         // A long string has no exact value (SQL's coalesce(num, str) is NULL too): it does not count.
         else if (leaf.str !== null) {
           this.columns.set(path, null);
@@ -97,8 +112,11 @@ export class SortColumns {
 
 function fromSource(source: ColumnSource): NumericColumn | null {
   if (source.hasOtherValues) return null;
-  const column = { min: new Float64Array(1024).fill(Number.NaN), max: new Float64Array(1024).fill(Number.NaN) };
-  for (const [rid, value] of source.numbers) include(column, rid, value);
+  const column = { min: new Float64Array(1024).fill(Number.NaN), max: new Float64Array(1024).fill(Number.NaN), kinds: 0 };
+  for (const [rid, value, date] of source.numbers) {
+    include(column, rid, value);
+    column.kinds |= date ? DATES : NUMBERS;
+  }
   return column;
 }
 
@@ -113,6 +131,28 @@ function include(column: NumericColumn, rid: number, value: number): void {
 }
 
 const valueAt = (values: Float64Array, rid: number): number => (rid < values.length ? values[rid]! : Number.NaN);
+
+export const PASS = 1;
+export const FAIL = -1;
+export const UNDECIDED = 0;
+
+/** A range on numbers (or dates as epoch ms); an absent end is open. */
+export type NumericRange = { lower?: number; upper?: number; includeLower: boolean; includeUpper: boolean };
+
+/**
+ * Whether a record has a value within a range, from its smallest and largest value alone: PASS when
+ * either is in range; UNDECIDED when they straddle it (a value in between might be in it: only SQL
+ * can tell); FAIL otherwise (no value, or every value on one side).
+ */
+export function rangeVerdict(column: NumericColumn, rid: number, range: NumericRange): number {
+  const lo = valueAt(column.min, rid);
+  if (lo !== lo) return FAIL;
+  const hi = column.max[rid]!;
+  const below = (x: number) => range.lower !== undefined && (range.includeLower ? x < range.lower : x <= range.lower);
+  const above = (x: number) => range.upper !== undefined && (range.includeUpper ? x > range.upper : x >= range.upper);
+  if ((!below(lo) && !above(lo)) || (!below(hi) && !above(hi))) return PASS;
+  return below(lo) && above(hi) ? UNDECIDED : FAIL;
+}
 
 /**
  * SQLite's BINARY order of two strings (their UTF-8 bytes, i.e. code point order). JS compares

@@ -24,9 +24,9 @@ import type { RecordChange, SearchBackend, SearchRequest, SearchResult, SortValu
 import { LeafType, tokenize, type IndexedDoc, type Leaf } from "./documents.ts";
 import { globToRegExp, matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.ts";
 import { aclKey, bm25, idf, PointIndex, RowFacts } from "./rows.ts";
-import { SortColumns, sortedPage, type ColumnSource, type NumericColumn } from "./sort-columns.ts";
+import { DATES, FAIL, NUMBERS, PASS, SortColumns, UNDECIDED, rangeVerdict, sortedPage, type ColumnSource, type NumericColumn, type NumericRange } from "./sort-columns.ts";
 import { areaBBox, intersects, within, type BBox, type Shape } from "./geo.ts";
-import { positivePart, type NestedNode, type QueryNode, type RangeNode, type TermNode } from "./query/ast.ts";
+import { matchAll, positivePart, type NestedNode, type QueryNode, type RangeNode, type TermNode } from "./query/ast.ts";
 
 /** Fields ES maps as keyword in OSDU indexes: a term on them matches the whole value exactly (`version` is a long: numeric). */
 const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "createUser", "modifyUser", "ancestry.parents"]);
@@ -631,10 +631,37 @@ export class SqliteBackend implements SearchBackend {
     const visible = this.facts.visibility(request.partition, request.kinds, request.access);
     const keep = rids.filter(visible);
     if (rest.type === "matchAll" || keep.length === 0) return keep;
+    const split = this.rangesInMemory(rest);
+    if (!split) return this.satisfying(keep, rest, registerNested);
+    // Ranges from the columns first; a record whose extremes straddle a range keeps the full check in SQL.
+    const passed: number[] = [];
+    const undecided: number[] = [];
+    for (const rid of keep) {
+      let verdict = PASS;
+      for (const { column, range } of split.ranges) {
+        const v = range ? rangeVerdict(column, rid, range) : FAIL;
+        if (v === FAIL) {
+          verdict = FAIL;
+          break;
+        }
+        if (v === UNDECIDED) verdict = UNDECIDED;
+      }
+      if (verdict === PASS) passed.push(rid);
+      else if (verdict === UNDECIDED) undecided.push(rid);
+    }
+    const survivors = this.satisfying(passed, split.rest, registerNested);
+    if (undecided.length === 0) return survivors;
+    const out = new Set([...survivors, ...this.satisfying(undecided, rest, registerNested)]);
+    return keep.filter((rid) => out.has(rid));
+  }
+
+  /** The rows of `rids` that satisfy `node`, in one SQL statement. */
+  private satisfying(rids: number[], node: QueryNode, registerNested: (node: NestedNode) => number): number[] {
+    if (node.type === "matchAll" || rids.length === 0) return rids;
     const params: SQLQueryBindings[] = [];
     const p = (value: SQLQueryBindings) => (params.push(value), `?${params.length}`);
-    const list = p(JSON.stringify(keep));
-    const condition = new Compiler(this, p, registerNested, true).compile(rest);
+    const list = p(JSON.stringify(rids));
+    const condition = new Compiler(this, p, registerNested, true).compile(node);
     // The compiled predicates only need r.rid: the candidate list stands in for records (no lookup per row).
     const sql = `SELECT r.rid FROM (SELECT value AS rid FROM json_each(${list})) r WHERE ${condition}`;
     return (this.db.query<[number], SQLQueryBindings[]>(sql).values(...params) as Array<[number]>).map((row) => row[0]);
@@ -660,15 +687,58 @@ export class SqliteBackend implements SearchBackend {
     if (this.bulk || this.options.sqlOnly) return undefined;
     return this.sortColumns.columnsFor(
       request.sort.map((key) => key.field.replace(/\.keyword$/, "")),
-      (path): ColumnSource => {
-        // Numbers and dates are the values with a `num` (their `str` is set too); any other value with a `str` is a string or a boolean.
-        const count = (sql: string) => this.db.query<{ n: number }, [string]>(sql).get(path)!.n;
-        const numbers = count("SELECT count(*) AS n FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL");
-        const withText = count("SELECT count(*) AS n FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NOT NULL");
-        if (withText > numbers) return { numbers: [], hasOtherValues: true };
-        return { numbers: this.db.query<[number, number], [string]>("SELECT rid, num FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL").values(path) as Array<[number, number]>, hasOtherValues: false };
-      },
+      (path) => this.columnSource(path),
     );
+  }
+
+  /** A path's numbers and dates for its in-memory column, or that it holds other values too. */
+  private columnSource(path: string): ColumnSource {
+    // Numbers and dates are the values with a `num` (their `str` is set too); any other value with a `str` is a string or a boolean.
+    const count = (sql: string) => this.db.query<{ n: number }, [string]>(sql).get(path)!.n;
+    const numbers = count("SELECT count(*) AS n FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL");
+    const withText = count("SELECT count(*) AS n FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NOT NULL");
+    if (withText > numbers) return { numbers: [], hasOtherValues: true };
+    const rows = this.db.query<[number, number, number], [string]>("SELECT rid, num, t FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL").values(path) as Array<[number, number, number]>;
+    return { numbers: rows.map(([rid, num, t]) => [rid, num, t === LeafType.date] as [number, number, boolean]), hasOtherValues: false };
+  }
+
+  /**
+   * The number and date ranges among `rest`'s required clauses that the in-memory columns can check
+   * (a field of numbers only or of dates only), and what is left of `rest` without them. A text
+   * query with a range used to check the range in SQL on every visible text match, a `vals` lookup
+   * each (thousands for a frequent word at 1M records: p95 16 ms through the edge).
+   */
+  private rangesInMemory(rest: QueryNode): { ranges: Array<{ column: NumericColumn; range: NumericRange | null }>; rest: QueryNode } | undefined {
+    if (this.bulk || this.options.sqlOnly) return undefined;
+    const clauses = rest.type === "range" ? [rest] : rest.type === "bool" ? rest.must : [];
+    const ranges: Array<{ column: NumericColumn; range: NumericRange | null }> = [];
+    const others: QueryNode[] = [];
+    for (const clause of clauses) {
+      const onColumn = clause.type === "range" ? this.rangeOnColumn(clause) : undefined;
+      if (onColumn) ranges.push(onColumn);
+      else others.push(clause);
+    }
+    if (ranges.length === 0) return undefined;
+    if (rest.type !== "bool") return { ranges, rest: matchAll };
+    if (others.length === 0 && rest.should.length === 0 && rest.mustNot.length === 0) return { ranges, rest: matchAll };
+    // With a `must` left, `should` stays optional as it was (Lucene: with no must, one should is required).
+    return { ranges, rest: { ...rest, must: others.length ? others : [matchAll] } };
+  }
+
+  /** A range checked on the field's column: its bounds read as the column's kind (null: nothing can match). */
+  private rangeOnColumn(node: RangeNode): { column: NumericColumn; range: NumericRange | null } | undefined {
+    if (!node.field || node.field.includes("*") || Compiler.keywordOf(node.field)) return undefined;
+    if (node.lower === undefined && node.upper === undefined) return undefined;
+    const paths = this.fieldsMatching(node.field);
+    if (paths.length !== 1 || paths[0] !== node.field) return undefined;
+    const { numbers, dates } = typedBounds(node);
+    if (!numbers && !dates) return undefined; // a string range
+    const column = this.sortColumns.columnsFor([node.field], (path) => this.columnSource(path))?.[0];
+    const kinds = column?.kinds ?? NUMBERS | DATES;
+    // Numbers and dates in one field: SQL reads each value with its type.
+    if (!column || kinds === (NUMBERS | DATES)) return undefined;
+    const bounds = kinds === NUMBERS ? numbers : kinds === DATES ? dates : undefined;
+    return { column, range: bounds ? { ...bounds, includeLower: node.includeLower, includeUpper: node.includeUpper } : null };
   }
 
   private keysetCondition(request: SearchRequest, after: SortValue[], p: (v: SQLQueryBindings) => string): string {
@@ -795,7 +865,7 @@ class Compiler {
     }
   }
 
-  private static keywordOf(field: string): { path: string; exact: "case" | "lower" } | undefined {
+  static keywordOf(field: string): { path: string; exact: "case" | "lower" } | undefined {
     if (field.endsWith(".keywordLower")) return { path: field.slice(0, -".keywordLower".length), exact: "lower" };
     if (field.endsWith(".keyword")) return { path: field.slice(0, -".keyword".length), exact: "case" };
     if (KEYWORD_FIELDS.has(field) || field.startsWith("legal.") || field.startsWith("acl.")) return { path: field, exact: "case" };
