@@ -226,6 +226,26 @@ describe("search engine pieces", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("engine - keyword ranges inside nested() compare text as the index does (case-sensitive for .keyword, numbers as their text)", () => {
+    const b = new SqliteBackend({ file: ":memory:" });
+    b.apply(
+      [
+        { op: "upsert", doc: toIndexedDoc("opendes", "k1", record(1, { Items: [{ code: "b", flag: 1 }, { code: "B", flag: 2 }] })) },
+        { op: "upsert", doc: toIndexedDoc("opendes", "k2", record(2, { Items: [{ code: "x", n: 10 }] })) },
+      ],
+      1,
+    );
+    const ids = (q: string) => b.search(request({ query: parseQuery(q) })).hits.map((h) => h.doc.id);
+    // The element with flag 1 has "b", outside the case-sensitive [A TO C]; "B" is in it but has flag 2.
+    expect(ids("nested(data.Items, (code.keyword:[A TO C] AND flag:1))")).toEqual([]);
+    expect(ids("nested(data.Items, (code.keyword:[A TO C] AND flag:2))")).toEqual(["opendes:well:1"]);
+    expect(ids("nested(data.Items, (code.keywordLower:[a TO c] AND flag:1))")).toEqual(["opendes:well:1"]);
+    // 10 as text sorts between "1" and "5", as the non-nested keyword range finds it.
+    expect(ids("data.Items.n.keyword:[1 TO 5]")).toEqual(["opendes:well:2"]);
+    expect(ids("nested(data.Items, (n.keyword:[1 TO 5]))")).toEqual(["opendes:well:2"]);
+    b.close();
+  });
+
   it("engine - dates are ES date_optional_time, rounded up for inclusive upper bounds", () => {
     expect(parseDate("2020")).toBe(Date.UTC(2020, 0, 1));
     expect(parseDate("2020", { roundUp: true })).toBe(Date.UTC(2020, 11, 31, 23, 59, 59, 999));

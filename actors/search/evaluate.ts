@@ -3,7 +3,8 @@
  * `nested(path, (…))`: one element of the array at `path` must satisfy the whole inner query
  * (an index answers "somewhere in the record"; this check narrows it to "in the same element").
  */
-import { dateValue, parseDate, parseNumber, tokenize } from "./documents.ts";
+import { KEYWORD_MAX, dateValue, parseDate, parseNumber, tokenize } from "./documents.ts";
+import { compareCodePoints } from "./sort-columns.ts";
 import { parseDateBound } from "./query/date-math.ts";
 import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts";
 
@@ -136,23 +137,30 @@ function termMatches(node: TermNode, values: unknown[], exact: "no" | "case" | "
   return texts.some(inDates) || wordsMatch(node, texts);
 }
 
-function rangeMatches(node: RangeNode, values: unknown[]): boolean {
+function rangeMatches(node: RangeNode, values: unknown[], exact: "no" | "case" | "lower"): boolean {
   if (node.lower === undefined && node.upper === undefined) return values.some((v) => v !== null); // [* TO *]: exists
-  const { numbers, dates } = typedBounds(node);
-  if (numbers || dates) {
-    return values.some((v) => {
-      if (typeof v === "number") return numbers !== undefined && inBounds(v, numbers, node.includeLower, node.includeUpper);
-      const epoch = dates && typeof v === "string" ? dateValue(v) : undefined;
-      return epoch !== undefined && inBounds(epoch, dates!, node.includeLower, node.includeUpper);
-    });
+  if (exact === "no") {
+    const { numbers, dates } = typedBounds(node);
+    if (numbers || dates) {
+      return values.some((v) => {
+        if (typeof v === "number") return numbers !== undefined && inBounds(v, numbers, node.includeLower, node.includeUpper);
+        const epoch = dates && typeof v === "string" ? dateValue(v) : undefined;
+        return epoch !== undefined && inBounds(epoch, dates!, node.includeLower, node.includeUpper);
+      });
+    }
   }
-  const lower = node.lower?.toLowerCase();
-  const upper = node.upper?.toLowerCase();
+  // Text order, as the index compares its `str` (SQLite BINARY = code points): `.keyword` as stored,
+  // with numbers and booleans as their text; `.keywordLower` and analyzed fields lowercased (the
+  // latter on strings only). Strings longer than the index keeps as keywords have no value.
+  const norm = (x: string) => (exact === "case" ? x : x.toLowerCase());
+  const lower = node.lower === undefined ? undefined : norm(node.lower);
+  const upper = node.upper === undefined ? undefined : norm(node.upper);
   return values.some((v) => {
-    if (typeof v !== "string") return false;
-    const x = v.toLowerCase();
-    if (lower !== undefined && (node.includeLower ? x < lower : x <= lower)) return false;
-    if (upper !== undefined && (node.includeUpper ? x > upper : x >= upper)) return false;
+    const text = typeof v === "string" ? (v.length <= KEYWORD_MAX ? v : undefined) : exact !== "no" && (typeof v === "number" || typeof v === "boolean") ? String(v) : undefined;
+    if (text === undefined) return false;
+    const x = norm(text);
+    if (lower !== undefined && (node.includeLower ? compareCodePoints(x, lower) < 0 : compareCodePoints(x, lower) <= 0)) return false;
+    if (upper !== undefined && (node.includeUpper ? compareCodePoints(x, upper) > 0 : compareCodePoints(x, upper) >= 0)) return false;
     return true;
   });
 }
@@ -174,8 +182,9 @@ export function matchesIn(node: QueryNode, element: unknown, base: string): bool
       return rel ? termMatches(node, valuesAt(element, rel), exact, true) : false;
     }
     case "range": {
-      const rel = node.field ? relative(fieldOf(node.field).path, base) : undefined;
-      return rel ? rangeMatches(node, valuesAt(element, rel)) : false;
+      const field = node.field ? fieldOf(node.field) : undefined;
+      const rel = field ? relative(field.path, base) : undefined;
+      return rel ? rangeMatches(node, valuesAt(element, rel), field!.exact) : false;
     }
     case "exists": {
       const rel = relative(node.field, base);
