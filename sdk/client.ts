@@ -7,6 +7,7 @@
  * config and re-subscribes (Subscriptions and Targets) and is written back as the reported value;
  * an invalid one is ignored and its problem reported under `config/<Name>_status`.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { connect } from "@nats-io/transport-node";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/nats-core";
 import { CONFIG_GROUP, deviceInboxPrefix, type TwinSide } from "../subjects/twins.ts";
@@ -37,6 +38,11 @@ export type DeviceClientOptions = {
   log?: SdkLog;
   /** Milliseconds between reconnect attempts (forever). */
   reconnectTimeWaitMs?: number;
+  /**
+   * Ends the wait of `connect()` (e.g. `AbortSignal.timeout(10_000)`): it rejects with the signal's
+   * reason and closes whatever it had opened. Without it, `connect()` waits for the broker forever.
+   */
+  signal?: AbortSignal;
 };
 
 type Observer = { group: string; name?: string; callback: (change: TwinChange) => void };
@@ -106,37 +112,51 @@ export class DeviceClient {
     private readonly log: SdkLog,
   ) {}
 
-  /** Connects, subscribes, and starts following the twin (the current config twin is applied). */
+  /**
+   * Connects, subscribes, and starts following the twin (the current config twin is applied). A
+   * broker that is not up yet is waited for, not a start-up failure (SDK 3.x: "connection will
+   * continue to try"); `options.signal` bounds the wait.
+   */
   static async connect(config: AppConfig, options: DeviceClientOptions = {}): Promise<DeviceClient> {
     const log = options.log ?? silent;
-    const nc = await connect({
-      servers: config.bus.servers,
-      name: config.name,
+    const { signal } = options;
+    const reconnectTimeWait = options.reconnectTimeWaitMs ?? 1_000;
+    const common = {
       ...(config.bus.user ? { user: config.bus.user } : {}),
       ...(config.bus.password ? { pass: config.bus.password } : {}),
       // A per-app inbox, so per-device permissions can allow replies and watches to this app only.
       inboxPrefix: deviceInboxPrefix(config.name),
       maxReconnectAttempts: -1,
-      reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000,
-      // A broker that is not up yet is waited for (SDK 3.x: "connection will continue to try"), not
-      // a start-up failure; race the promise with a timer to bound the wait.
-      waitOnFirstConnect: true,
-    });
-    let twins: TwinBackend;
-    if (config.kv.kind === "redis") twins = new RedisTwinBackend({ host: config.kv.host, port: config.kv.port, ...(config.kv.password ? { password: config.kv.password } : {}) }, log);
-    else {
-      // A separate KV server (KvClient Server/Port) gets its own connection, same credentials.
-      const kvConnection = config.kv.servers
-        ? await connect({ servers: config.kv.servers, name: `${config.name}-kv`, inboxPrefix: deviceInboxPrefix(config.name), ...(config.bus.user ? { user: config.bus.user } : {}), ...(config.bus.password ? { pass: config.bus.password } : {}), maxReconnectAttempts: -1, reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000, waitOnFirstConnect: true })
-        : nc;
-      twins = new JetStreamTwinBackend(kvConnection, config.kv.twin, log, kvConnection !== nc);
+      reconnectTimeWait,
+    };
+    const nc = await dialUntilConnected(() => connect({ servers: config.bus.servers, name: config.name, ...common }), signal, reconnectTimeWait, log, "the message bus");
+    let kvConnection: NatsConnection | undefined;
+    let client: DeviceClient | undefined;
+    try {
+      let twins: TwinBackend;
+      if (config.kv.kind === "redis") twins = new RedisTwinBackend({ host: config.kv.host, port: config.kv.port, ...(config.kv.password ? { password: config.kv.password } : {}) }, log);
+      else {
+        // A separate KV server (KvClient Server/Port) gets its own connection, same credentials.
+        const kvServers = config.kv.servers;
+        kvConnection = kvServers ? await dialUntilConnected(() => connect({ servers: kvServers, name: `${config.name}-kv`, ...common }), signal, reconnectTimeWait, log, "the key-value server") : nc;
+        twins = new JetStreamTwinBackend(kvConnection, config.kv.twin, log, kvConnection !== nc);
+      }
+      client = new DeviceClient(config, nc, twins, options.env ?? {}, log);
+      const started = client;
+      started.subscribe();
+      started.observers.add({ group: CONFIG_GROUP, name: config.name, callback: (change) => void (started.configApplied = started.applyConfigTwin(change)) });
+      await untilAborted(twins.start((changes) => started.onTwinChanges(changes)), signal);
+      await untilAborted(started.applyCurrentConfig(), signal);
+      return started;
+    } catch (error) {
+      // Given up (or failed): nothing it opened may live on as a second client of this device.
+      if (client) await client.close().catch(() => undefined);
+      else {
+        if (kvConnection && kvConnection !== nc) await kvConnection.close().catch(() => undefined);
+        await nc.close().catch(() => undefined);
+      }
+      throw error;
     }
-    const client = new DeviceClient(config, nc, twins, options.env ?? {}, log);
-    client.subscribe();
-    client.observers.add({ group: CONFIG_GROUP, name: config.name, callback: (change) => void (client.configApplied = client.applyConfigTwin(change)) });
-    await twins.start((changes) => client.onTwinChanges(changes));
-    await client.applyCurrentConfig();
-    return client;
   }
 
   get config(): AppConfig {
@@ -326,4 +346,36 @@ export class DeviceClient {
     await this.twins.close();
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close());
   }
+}
+
+/** Dials until a connection is made or `signal` aborts; a dial still in flight then is closed when it lands. */
+async function dialUntilConnected(dial: () => Promise<NatsConnection>, signal: AbortSignal | undefined, waitMs: number, log: SdkLog, what: string): Promise<NatsConnection> {
+  for (let attempt = 0; ; attempt++) {
+    signal?.throwIfAborted();
+    const dialing = dial();
+    try {
+      return await untilAborted(dialing, signal);
+    } catch (error) {
+      if (signal?.aborted) {
+        void dialing.then((late) => late.close()).catch(() => undefined);
+        throw signal.reason;
+      }
+      if (attempt === 0) log("warn", `cannot reach ${what} yet; retrying until it answers`, { error: (error as Error).message });
+      await sleep(waitMs, undefined, signal ? { signal } : undefined);
+    }
+  }
+}
+
+/** `work`, or the signal's reason as soon as it aborts. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => (signal.removeEventListener("abort", onAbort), resolve(value)),
+      (error: unknown) => (signal.removeEventListener("abort", onAbort), reject(error)),
+    );
+  });
 }

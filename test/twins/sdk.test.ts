@@ -206,4 +206,28 @@ describe("device SDK start-up", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("sdk - a connect whose signal aborts before the broker is up rejects and leaves no client behind", async () => {
+    const { freePort } = await import("../harness/index.ts");
+    const { startNatsServer } = await import("../../platform/nats-server.ts");
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), "derrick-sdk-abort-"));
+    const started = Date.now();
+    await expect(DeviceClient.connect(parseAppConfig(appDocument("Ghost", "dev-ghost", `nats://127.0.0.1:${port}`)), { reconnectTimeWaitMs: 100, signal: AbortSignal.timeout(400) })).rejects.toThrow(/timed out|timeout|abort/i);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const server = await startNatsServer({ dir, port });
+    try {
+      // Had the dial gone on, the app would be subscribed to its RequestIn by now.
+      await new Promise((r) => setTimeout(r, 1_000));
+      const peer = await connect({ servers: server.url });
+      await expect(peer.request("slbapps.Ghost.RequestIn", "{}", { timeout: 1_000 })).rejects.toThrow(/no responders/i);
+      await peer.close();
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
