@@ -317,7 +317,10 @@ export class DeviceClient {
    */
   private async applyCurrentConfig(): Promise<void> {
     const current = await this.twins.get(CONFIG_GROUP, "desired", this.current.name);
-    if (current) this.onTwinChanges([{ group: CONFIG_GROUP, side: "desired", name: this.current.name, value: current.value, version: current.version }]);
+    // Whatever the watch delivered meanwhile is at least as new (Redis without the mirror has no
+    // versions to compare: an older read must not be applied after it).
+    const delivered = this.delivered.has(`${CONFIG_GROUP}/${this.current.name}`);
+    if (current && !delivered) this.onTwinChanges([{ group: CONFIG_GROUP, side: "desired", name: this.current.name, value: current.value, version: current.version }]);
     await this.configApplied;
   }
 

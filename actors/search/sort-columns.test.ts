@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { SearchRequest, SortKey } from "./backend.ts";
 import { toIndexedDoc } from "./documents.ts";
 import { parseQuery } from "./query/parser.ts";
-import { FAIL, PASS, UNDECIDED, compareCodePoints, rangeVerdict, sortedPage, type NumericColumn } from "./sort-columns.ts";
+import { FAIL, PASS, SortColumns, UNDECIDED, compareCodePoints, rangeVerdict, sortedPage, type NumericColumn } from "./sort-columns.ts";
 import { SqliteBackend } from "./sqlite.ts";
 import { testRecord as record } from "./testing.ts";
 
@@ -81,6 +81,20 @@ describe("sorting from in-memory columns", () => {
     M: i === 17 ? "not a number" : i % 10,
     // Numbers and dates in one field: ranges on it stay in SQL.
     X: i % 2 ? i % 40 : new Date(Date.UTC(2010, i % 12, 1)).toISOString(),
+  });
+
+  it("ranges - a range loads a column only while fewer than 8 are held, and never evicts one", () => {
+    const columns = new SortColumns();
+    let loads = 0;
+    const load = () => (loads++, { numbers: [[1, 5]] as Array<[number, number]>, hasOtherValues: false });
+    for (let i = 0; i < 7; i++) expect(columns.columnsFor([`f${i}`], load)).toBeDefined();
+    expect(columns.columnForRange("r1", load)).toBeDefined(); // the 8th
+    expect(loads).toBe(8);
+    expect(columns.columnForRange("r2", load)).toBeUndefined(); // full: SQL, nothing evicted
+    expect(loads).toBe(8);
+    expect(columns.held()).toHaveLength(8);
+    expect(columns.columnForRange("f3", load)).toBeDefined(); // held: no load
+    expect(loads).toBe(8);
   });
 
   it("ranges - a record's min and max decide a range unless they straddle it", () => {

@@ -67,6 +67,17 @@ export class SortColumns {
     return out;
   }
 
+  /**
+   * A path's column for a range check: one already held, or a new one while fewer than MAX_COLUMNS
+   * are held. Ranges never evict: a query rotating through more range fields than that would
+   * otherwise reload a column (a scan of the field's values) on every query; those ranges stay in SQL.
+   */
+  columnForRange(path: string, load: (path: string) => ColumnSource): NumericColumn | undefined {
+    const column = this.columns.get(path);
+    if (column !== undefined || this.held().length >= MAX_COLUMNS) return column ?? undefined;
+    return this.columnsFor([path], load)?.[0];
+  }
+
   /** A record's new values: every kept column follows them; a non-numeric value drops its column. */
   upsert(rid: number, leaves: Leaf[]): void {
     for (const [path, column] of this.columns) {

@@ -733,7 +733,7 @@ export class SqliteBackend implements SearchBackend {
     if (paths.length !== 1 || paths[0] !== node.field) return undefined;
     const { numbers, dates } = typedBounds(node);
     if (!numbers && !dates) return undefined; // a string range
-    const column = this.sortColumns.columnsFor([node.field], (path) => this.columnSource(path))?.[0];
+    const column = this.sortColumns.columnForRange(node.field, (path) => this.columnSource(path));
     const kinds = column?.kinds ?? NUMBERS | DATES;
     // Numbers and dates in one field: SQL reads each value with its type.
     if (!column || kinds === (NUMBERS | DATES)) return undefined;
