@@ -3,7 +3,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { STREAMS } from "../../actors/notifications/journal.ts";
 import type { SubscriptionStore } from "../../actors/notifications/store.ts";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { startReceiver, type Receiver } from "./receiver.ts";
+import { receiverPool, type Receiver } from "./receiver.ts";
 import { DELIVERY_ENV, deliveries, publish, publishOnNats, remove, retry, subscribe, subscriptionStore, type Json } from "./helpers.ts";
 
 const HOUR = 3_600_000;
@@ -13,12 +13,8 @@ describe("notifications dead letters, replay and pausing", () => {
   let derrick: TestDerrick;
   let jsm: JetStreamManager;
   let store: SubscriptionStore;
-  const receivers: Receiver[] = [];
-  const receiver = () => {
-    const r = startReceiver();
-    receivers.push(r);
-    return r;
-  };
+  const receivers = receiverPool();
+  const receiver = receivers.start;
   beforeAll(async () => {
     nats = await startTestNats();
     // A one-hour pause window: the tests set a subscription's first failure in the past instead of waiting.
@@ -27,7 +23,7 @@ describe("notifications dead letters, replay and pausing", () => {
     store = await subscriptionStore(derrick);
   });
   afterAll(async () => {
-    for (const r of receivers) r.stop();
+    receivers.stopAll();
     await derrick?.cleanup();
     await nats?.cleanup();
   });

@@ -4,24 +4,20 @@ import { jetstream } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/nats-core";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { subjects } from "../../subjects/index.ts";
-import { startReceiver, type Receiver } from "./receiver.ts";
+import { receiverPool } from "./receiver.ts";
 import { DELIVERY_ENV, deliveries, publish, publishOnNats, remove, subscribe, type Json } from "./helpers.ts";
 
 describe("notifications delivery", () => {
   let nats: TestNats;
   let derrick: TestDerrick;
-  const receivers: Receiver[] = [];
-  const receiver = () => {
-    const r = startReceiver();
-    receivers.push(r);
-    return r;
-  };
+  const receivers = receiverPool();
+  const receiver = receivers.start;
   beforeAll(async () => {
     nats = await startTestNats();
     derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher", "deliverer"], env: DELIVERY_ENV });
   });
   afterAll(async () => {
-    for (const r of receivers) r.stop();
+    receivers.stopAll();
     await derrick?.cleanup();
     await nats?.cleanup();
   });

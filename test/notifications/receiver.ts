@@ -30,3 +30,18 @@ export function startReceiver(): Receiver {
   receiver.url = `http://127.0.0.1:${server.port}`;
   return receiver;
 }
+
+/** Receivers started by one test file, all stopped by `stopAll()` in its afterAll. */
+export function receiverPool(): { start(): Receiver; stopAll(): void } {
+  const started: Receiver[] = [];
+  return {
+    start: () => {
+      const r = startReceiver();
+      started.push(r);
+      return r;
+    },
+    stopAll: () => {
+      for (const r of started) r.stop();
+    },
+  };
+}

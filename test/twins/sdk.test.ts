@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { eventually, freePort, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
 import { DeviceClient, parseAppConfig, configStatusName, type AppConfig, type InboundMessage, type TwinChange } from "../../sdk/index.ts";
 
 const twinPath = (twin: string) => `/api/twin-properties/v1/acme/prod/${twin}/twin-properties`;
@@ -176,20 +180,29 @@ describe("device SDK over JetStream KV", () => {
 });
 
 describe("device SDK start-up", () => {
-  it("sdk - connect waits for a broker that is not up yet instead of failing", async () => {
-    const { freePort } = await import("../harness/index.ts");
-    const { startNatsServer } = await import("../../platform/nats-server.ts");
-    const { mkdtempSync, rmSync } = await import("node:fs");
-    const { tmpdir } = await import("node:os");
-    const { join } = await import("node:path");
+  /** A free port with no broker yet, and a way to start one there later. */
+  async function brokerLater() {
     const port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), "derrick-sdk-late-"));
+    const dir = mkdtempSync(join(tmpdir(), "derrick-sdk-later-"));
+    let server: NatsServer | undefined;
+    return {
+      url: `nats://127.0.0.1:${port}`,
+      start: async () => (server = await startNatsServer({ dir, port })),
+      cleanup: async () => {
+        await server?.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+
+  it("sdk - connect waits for a broker that is not up yet instead of failing", async () => {
+    const broker = await brokerLater();
     let settled = false;
-    const connecting = DeviceClient.connect(parseAppConfig(appDocument("Late", "dev-late", `nats://127.0.0.1:${port}`)), { reconnectTimeWaitMs: 100 }).finally(() => (settled = true));
+    const connecting = DeviceClient.connect(parseAppConfig(appDocument("Late", "dev-late", broker.url)), { reconnectTimeWaitMs: 100 }).finally(() => (settled = true));
     await new Promise((r) => setTimeout(r, 600));
     expect(settled).toBe(false);
-    const server = await startNatsServer({ dir, port });
     try {
+      const server = await broker.start();
       const device = await connecting;
       const seen: InboundMessage[] = [];
       device.on("DataIn", (m) => seen.push(m));
@@ -202,32 +215,24 @@ describe("device SDK start-up", () => {
       await peer.close();
       await device.close();
     } finally {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
+      await broker.cleanup();
     }
   });
 
   it("sdk - a connect whose signal aborts before the broker is up rejects and leaves no client behind", async () => {
-    const { freePort } = await import("../harness/index.ts");
-    const { startNatsServer } = await import("../../platform/nats-server.ts");
-    const { mkdtempSync, rmSync } = await import("node:fs");
-    const { tmpdir } = await import("node:os");
-    const { join } = await import("node:path");
-    const port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), "derrick-sdk-abort-"));
+    const broker = await brokerLater();
     const started = Date.now();
-    await expect(DeviceClient.connect(parseAppConfig(appDocument("Ghost", "dev-ghost", `nats://127.0.0.1:${port}`)), { reconnectTimeWaitMs: 100, signal: AbortSignal.timeout(400) })).rejects.toThrow(/timed out|timeout|abort/i);
+    await expect(DeviceClient.connect(parseAppConfig(appDocument("Ghost", "dev-ghost", broker.url)), { reconnectTimeWaitMs: 100, signal: AbortSignal.timeout(400) })).rejects.toThrow(/timed out|timeout|abort/i);
     expect(Date.now() - started).toBeLessThan(3_000);
-    const server = await startNatsServer({ dir, port });
     try {
+      const server = await broker.start();
       // Had the dial gone on, the app would be subscribed to its RequestIn by now.
       await new Promise((r) => setTimeout(r, 1_000));
       const peer = await connect({ servers: server.url });
       await expect(peer.request("slbapps.Ghost.RequestIn", "{}", { timeout: 1_000 })).rejects.toThrow(/no responders/i);
       await peer.close();
     } finally {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
+      await broker.cleanup();
     }
   });
 });
