@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
-import { startTestNats, startDerrick } from "../test/harness/index.ts";
+import { clientToken, startTestNats, startDerrick } from "../test/harness/index.ts";
 import { subjects } from "../subjects/index.ts";
 import { recordKey, type SearchStatus, type StoredRecord } from "../subjects/search.ts";
 import { SqliteBackend } from "../actors/search/sqlite.ts";
@@ -127,9 +127,7 @@ try {
 
   // 3. Queries: the same plans through the edge and in-process.
   // The edge caller sees what the in-process request sees: the data.default.viewers half of the records.
-  const tokenRes = await fetch(`${derrick.url}/v2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "client_credentials", client_id: READER.client_id, client_secret: READER.client_secret }) });
-  if (tokenRes.status !== 200) throw new Error(`token: ${tokenRes.status}`);
-  const token = ((await tokenRes.json()) as { access_token: string }).access_token;
+  const token = await clientToken(derrick.url, READER);
   const local = new SqliteBackend({ file: status.indexFile });
   const q = rng(7);
   const mediumWord = () => word(50 + Math.floor(q() * 400)); // ranks 50-450: a few hundred matches per 100k

@@ -14,6 +14,7 @@ import { segmentEntitlement } from "./math/entitlement.ts";
 import { cashFlows, priceAt, productionProfile, type CashFlowRow, type Fiscal } from "./math/cashflow.ts";
 import { breakevenPg, breakevenPrice, emv, irr, maxExposure, npv, payoutYear, profitToInvestment, type YearValue } from "./math/indicators.ts";
 import { areaKm2, bbox, type PolygonGeometry } from "./math/polygon.ts";
+import { unitsOf } from "./consistency.ts";
 
 export const GENERATOR = "xoshiro128** (seeded by splitmix32)";
 
@@ -42,8 +43,7 @@ export function prospectModel(pa: Analysis, segments: Segment[]): ProspectModel 
   const pc = productOf((pa.dependency.commonFactors ?? []).map((f) => f.probability));
   const ps = segments.map((s) => productOf(s.riskFactors.map((f) => f.probability)));
   const products = PRODUCTS.filter((p) => segments.some((s) => s.volumes[p]));
-  const units: Partial<Record<Product, string>> = {};
-  for (const p of products) units[p] = segments.find((s) => s.volumes[p])!.volumes[p]!.unit;
+  const units = unitsOf(segments);
   const volumes = segments.map((s) => {
     const out: Partial<Record<Product, VolumeModel>> = {};
     for (const p of products) if (s.volumes[p]) out[p] = volumeModel(s.volumes[p]!);

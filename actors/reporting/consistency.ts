@@ -17,6 +17,13 @@ type SegmentVolumes = { segmentAnalysisId: string; volumes: Volumes };
 
 const basisOf = (v: { basis?: string }) => v.basis ?? "recoverable";
 
+/** The unit of each product, as the first segment holding it has it. */
+export function unitsOf(segments: readonly Pick<SegmentVolumes, "volumes">[]): Partial<Record<Product, string>> {
+  const units: Partial<Record<Product, string>> = {};
+  for (const s of segments) for (const [product, v] of Object.entries(s.volumes)) if (v) units[product as Product] ??= v.unit;
+  return units;
+}
+
 /** Problems of one analysis's segments; `at(i)` points at the i-th enrolled segment. */
 export function analysisProblems(segments: readonly SegmentVolumes[], mefs: { unit: string } | undefined, at: (i: number) => string, mefsAt: string): Problem[] {
   const problems: Problem[] = [];

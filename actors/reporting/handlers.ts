@@ -19,7 +19,6 @@ import {
   type License,
   type LicenseVersion,
   type MultipleScenarioAnalysis,
-  type Product,
   type ProspectAnalysis,
   type SegmentAnalysis,
   type Simulation,
@@ -28,7 +27,7 @@ import { requireGroup, requirePartition, requirePrincipal, type RequestContext }
 import { fullCycle, licenseAggregation, prospectAggregation, prospectDetails, prospectModel, scenarioAggregation, simulateProspect, type LinkedAnalysis, type ProspectModel } from "./aggregate.ts";
 import { entityKey, indexKey, resultKey, type AssessmentStore, type Envelope, type Tracker } from "./store.ts";
 import { checkMergedLicense, validateEntity } from "./validate.ts";
-import { analysisProblems, productionProblem, scenarioProblems } from "./consistency.ts";
+import { analysisProblems, productionProblem, scenarioProblems, unitsOf } from "./consistency.ts";
 
 export type ReportingDeps = { store: AssessmentStore; now?: () => Date };
 
@@ -172,13 +171,6 @@ async function loadModel(tracker: Tracker, partition: string, paId: string, poin
 function requireComparableVolumes(model: ProspectModel): void {
   const problems = analysisProblems(model.segments, model.pa.mefs, (i) => `/segmentAnalysisIds/${i}`, "/mefs/unit");
   if (problems.length) throw conflict(`prospect analysis ${model.pa.prospectAnalysisId} cannot be aggregated: ${problems[0]!.message}`, { errors: problems });
-}
-
-/** The unit of each product, as the first segment holding it has it. */
-function unitsOf(segments: readonly Segment[]): Partial<Record<Product, string>> {
-  const units: Partial<Record<Product, string>> = {};
-  for (const s of segments) for (const [product, v] of Object.entries(s.volumes)) if (v) units[product as Product] ??= v.unit;
-  return units;
 }
 
 /** A cached result, or the computation's result stored for next time (keyed by its inputs' revisions). */

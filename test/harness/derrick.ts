@@ -18,6 +18,17 @@ export const TEST_CLIENTS = {
 } as const;
 export type TestClient = keyof typeof TEST_CLIENTS;
 
+/** A client-credentials token from an edge's embedded issuer. */
+export async function clientToken(edgeUrl: string, client: { client_id: string; client_secret: string }): Promise<string> {
+  const res = await fetch(`${edgeUrl}/v2/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "client_credentials", client_id: client.client_id, client_secret: client.client_secret }),
+  });
+  if (res.status !== 200) throw new Error(`token for ${client.client_id}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { access_token: string }).access_token;
+}
+
 export type TestDerrick = Booted & {
   url: string;
   cfg: Config;
@@ -52,14 +63,7 @@ export async function startDerrick(nats: Pick<TestNats, "url">, options: { env?:
   const token = async (client: TestClient = "alpha") => {
     const cached = tokens.get(client);
     if (cached) return cached;
-    const c = TEST_CLIENTS[client];
-    const res = await fetch(`${url}/v2/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret }),
-    });
-    if (res.status !== 200) throw new Error(`token for ${client}: ${res.status} ${await res.text()}`);
-    const value = ((await res.json()) as { access_token: string }).access_token;
+    const value = await clientToken(url, TEST_CLIENTS[client]);
     tokens.set(client, value);
     return value;
   };

@@ -1,4 +1,4 @@
 export { startTestNats, type TestNats } from "./nats.ts";
 export { startTestRedis, freePort, type TestRedis } from "./redis.ts";
-export { startDerrick, TEST_CLIENTS, type TestDerrick, type TestClient } from "./derrick.ts";
+export { clientToken, startDerrick, TEST_CLIENTS, type TestDerrick, type TestClient } from "./derrick.ts";
 export { eventually } from "./poll.ts";

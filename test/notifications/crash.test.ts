@@ -26,14 +26,31 @@ describe("notifications delivery under failure", () => {
     await derrick?.cleanup();
     await nats?.cleanup();
   });
+  /** An answer held until release(), then a 500: keeps one attempt in flight while its deliverer dies. */
+  const heldAnswer = () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<Response>((resolve) => (release = () => resolve(new Response(null, { status: 500 }))));
+    return { held, release: () => release() };
+  };
+  /** A deliverer to kill mid-work (its connection dropped, nothing acknowledged) and the one that takes over. */
+  const killableDeliverer = async () => {
+    const doomed = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV });
+    let rescuer: TestDerrick | undefined;
+    return {
+      kill: () => doomed.nc.close(),
+      takeOver: async () => void (rescuer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV })),
+      cleanup: async () => {
+        await doomed.cleanup().catch(() => undefined);
+        await rescuer?.cleanup();
+      },
+    };
+  };
 
   it("notifications - a deliverer killed mid-delivery loses nothing: another one delivers every event of its batch", async () => {
     const r = startReceiver();
-    let release: () => void = () => undefined;
-    const held = new Promise<Response>((resolve) => (release = () => resolve(new Response(null, { status: 500 }))));
+    const { held, release } = heldAnswer();
     r.respond = (_req, count) => (count === 1 ? held : new Response(null, { status: 200 }));
-    const doomed = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV });
-    let rescuer: TestDerrick | undefined;
+    const deliverer = await killableDeliverer();
     try {
       await subscribe(derrick, "PlanShared", { callback_uri: r.url });
       // Published together, the events reach the deliverer as one batch (or a few).
@@ -43,9 +60,9 @@ describe("notifications delivery under failure", () => {
       await eventually(() => r.received.length >= 1, { what: "first attempt in flight" });
       const first = r.received[0]!.id;
       // Kill: the connection drops with the work unacknowledged (no drain, no ack).
-      await doomed.nc.close();
+      await deliverer.kill();
       const before = r.received.length;
-      rescuer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV });
+      await deliverer.takeOver();
       await eventually(() => r.received.slice(before).some((x) => x.id === first), { what: "redelivery by the other deliverer", timeoutMs: 15_000 });
       const redelivered = r.received.slice(before).find((x) => x.id === first)!;
       expect(JSON.parse(redelivered.body).data).toMatch(/^must arrive \d$/);
@@ -53,19 +70,16 @@ describe("notifications delivery under failure", () => {
     } finally {
       release();
       r.stop();
-      await doomed.cleanup().catch(() => undefined);
-      await rescuer?.cleanup();
+      await deliverer.cleanup();
     }
   }, 30_000);
 
   it("notifications - a deliverer killed during a replay loses nothing: the dead letter stays until another deliverer delivers it", async () => {
     const r = startReceiver();
-    let release: () => void = () => undefined;
-    const held = new Promise<Response>((resolve) => (release = () => resolve(new Response(null, { status: 500 }))));
+    const { held, release } = heldAnswer();
     let answer: "fail" | "hold" | "ok" = "fail";
     r.respond = () => (answer === "hold" ? held : new Response(null, { status: answer === "ok" ? 204 : 500 }));
-    const doomed = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV });
-    let rescuer: TestDerrick | undefined;
+    const deliverer = await killableDeliverer();
     try {
       const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url });
       const seq = await publishOnNats(derrick, "ReviewStateChanged", { data: "survives" }, "survives-1");
@@ -76,9 +90,9 @@ describe("notifications delivery under failure", () => {
       expect((await retry(derrick, sub.subscription_id, "survives-1")).status).toBe(202);
       await eventually(() => r.received.length >= 4, { what: "the replay in flight" });
       expect(await deadLetters(sub.subscription_id)).toBe(1);
-      await doomed.nc.close();
+      await deliverer.kill();
       answer = "ok";
-      rescuer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV });
+      await deliverer.takeOver();
       const replayed = await eventually(() => r.received.slice(4).find((x) => x.id === "survives-1"), { what: "the replay by the other deliverer", timeoutMs: 15_000 });
       expect(JSON.parse(replayed.body).data).toBe("survives");
       await eventually(async () => (await deadLetters(sub.subscription_id)) === 0, { what: "the dead letter forgotten after the success" });
@@ -86,8 +100,7 @@ describe("notifications delivery under failure", () => {
     } finally {
       release();
       r.stop();
-      await doomed.cleanup().catch(() => undefined);
-      await rescuer?.cleanup();
+      await deliverer.cleanup();
     }
   }, 30_000);
 

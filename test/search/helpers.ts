@@ -1,5 +1,5 @@
 /** Shared pieces of the search tests: clients with data groups, record fixtures, HTTP helpers. */
-import { TEST_CLIENTS, startDerrick, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { TEST_CLIENTS, clientToken, startDerrick, type TestDerrick, type TestNats } from "../harness/index.ts";
 
 /** Clients with distinct data groups (ACL tests) besides the harness's alpha/beta/admin. */
 export const SEARCH_CLIENTS = {
@@ -36,14 +36,7 @@ export async function tokenOf(derrick: TestDerrick, client: SearchClient): Promi
   if (!cache) tokens.set(derrick, (cache = new Map()));
   const hit = cache.get(client);
   if (hit) return hit;
-  const c = SEARCH_CLIENTS[client];
-  const res = await fetch(`${derrick.url}/v2/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret }),
-  });
-  if (res.status !== 200) throw new Error(`token for ${client}: ${res.status}`);
-  const token = ((await res.json()) as { access_token: string }).access_token;
+  const token = await clientToken(derrick.url, SEARCH_CLIENTS[client]);
   cache.set(client, token);
   return token;
 }
