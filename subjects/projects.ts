@@ -130,6 +130,12 @@ export const Project = Type.Object({
 });
 export type Project = Static<typeof Project>;
 
+/**
+ * The stored project: the public form plus the id of this incarnation. A project deleted and
+ * created again under the same id is a new incarnation; the old one's tasks and results are not its.
+ */
+export type ProjectRecord = Project & { incarnation?: string };
+
 /** Actor envelopes: path parameters beside the (unvalidated) HTTP body. */
 export const ProjectRef = Type.Object({ projectId: Type.String() });
 export type ProjectRef = Static<typeof ProjectRef>;
@@ -144,7 +150,7 @@ export const ContentRequestBody = Type.Object(
   { additionalProperties: false },
 );
 export type ContentRequestBody = Static<typeof ContentRequestBody>;
-export const ContentRequest = Type.Object({ projectId: Type.String(), kind: CatalogKindSchema, body: Type.Unknown() });
+export const ContentRequest = Type.Object({ projectId: Type.String(), kind: CatalogKindSchema, body: Type.Optional(Type.Unknown()) }); // body absent: every item
 export type ContentRequest = Static<typeof ContentRequest>;
 
 export const ContentAccepted = Type.Object({ taskId: Type.String(), contentId: Type.String() });
@@ -175,7 +181,10 @@ export type TaskRecord = Task & {
   contentId: string;
   ids?: string[];
   requestedBy: { clientId: string; subject: string };
+  /** Runs started (the runner's count, so a worker crash counts too). */
   attempts: number;
+  /** The project incarnation the task was accepted for (absent on tasks from before incarnations). */
+  projectIncarnation?: string;
 };
 
 /** The work-queue message: enough to find the task; everything else is read from KV. */

@@ -66,6 +66,10 @@ export class CatalogList {
     return this.added.has(id) || this.base.has(id);
   }
 
+  get size(): number {
+    return this.all().length;
+  }
+
   /** Stable order: file items (replaced in place), then additions sorted by id. */
   all(): CatalogItem[] {
     if (!this.ordered) {

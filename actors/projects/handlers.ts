@@ -5,7 +5,10 @@
  *   - project admin routes (PUT/DELETE project, members): group `projects.admins`;
  *   - GET project: admins or members;
  *   - content requests, tasks, contents, parts: members only (admins included);
- *   - unknown project → 404 before membership is looked at; non-member → 403.
+ *   - admin routes check the group first (a non-admin learns nothing about which projects exist);
+ *     elsewhere an unknown project → 404 before membership is looked at; non-member → 403;
+ *   - a project deleted and created again is a new incarnation: tasks and results of the old one
+ *     are not found through the new one (and a task still queued for the old one fails).
  */
 import { nuid } from "@nats-io/nats-core";
 import {
@@ -27,6 +30,7 @@ import {
   CatalogItemBody,
   CatalogKind,
   ContentRequestBody,
+  MAX_MEMBERS,
   PART_MAX_BYTES,
   ProjectBody,
   TaskState,
@@ -43,6 +47,7 @@ import {
   type PartRef,
   type Project,
   type ProjectPutRequest,
+  type ProjectRecord,
   type ProjectRef,
   type Task,
   type TaskMessage,
@@ -56,6 +61,8 @@ import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./stor
 import type { Versioned } from "../runtime/kv.ts";
 
 export const ADMIN_GROUP = "projects.admins";
+/** Items per catalog (display items, key parameters), file and additions together: the file's own limit. */
+export const MAX_CATALOG_ITEMS = 10_000;
 /** How often a write that lost a compare-and-set race is tried again. */
 const CAS_ATTEMPTS = 5;
 
@@ -84,7 +91,7 @@ function requireAdmin(principal: Principal): void {
   if (!isAdmin(principal)) throw forbidden(`managing projects needs the group ${ADMIN_GROUP}`);
 }
 
-async function loadProject(deps: ProjectsDeps, partition: string, projectId: string): Promise<Versioned<Project>> {
+async function loadProject(deps: ProjectsDeps, partition: string, projectId: string): Promise<Versioned<ProjectRecord>> {
   checkToken(projectId, "/params/projectId");
   const found = await deps.projects.get(partition, projectId);
   if (!found) throw notFound(`project ${projectId} does not exist`);
@@ -92,12 +99,20 @@ async function loadProject(deps: ProjectsDeps, partition: string, projectId: str
 }
 
 /** The project, when the caller is a member (admins too must be members here). */
-async function memberProject(deps: ProjectsDeps, ctx: RequestContext, projectId: string): Promise<{ project: Project; partition: string; principal: Principal }> {
+async function memberProject(deps: ProjectsDeps, ctx: RequestContext, projectId: string): Promise<{ project: ProjectRecord; partition: string; principal: Principal }> {
   const { principal, partition } = caller(ctx);
   const { value: project } = await loadProject(deps, partition, projectId);
   if (!isMember(project, principal)) throw forbidden(`the caller is not a member of project ${projectId}`);
   return { project, partition, principal };
 }
+
+/** The public form of a stored project. */
+function projectView({ incarnation: _incarnation, ...project }: ProjectRecord): Project {
+  return project;
+}
+
+/** Whether a task was accepted for this incarnation of its project. */
+const ofIncarnation = (task: TaskRecord, project: ProjectRecord) => task.projectId === project.projectId && task.projectIncarnation === project.incarnation;
 
 // ---- catalog ---------------------------------------------------------------------------------
 
@@ -113,7 +128,20 @@ export async function putCatalogItem(input: CatalogPutRequest, ctx: RequestConte
   if (body.id !== undefined && body.id !== itemId) throw invalidField("/body/id", "differs from the id in the path");
   const item: CatalogItem = { ...body, id: itemId };
   if (item.unit === undefined) delete item.unit;
-  const existed = deps.catalog[input.kind].has(itemId);
+  const list = deps.catalog[input.kind];
+  const held = list.get(itemId);
+  // Projects hold values checked against the item's type, and tasks compute by it: a new type would
+  // leave those values unreadable. A new item id is the way to a different type.
+  if (held && held.dataType !== item.dataType) {
+    throw new DerrickError(409, `/body/dataType: item ${itemId} has the type ${held.dataType}; the type of an existing item cannot change`, {
+      errors: [{ pointer: "/body/dataType", message: `cannot change from ${held.dataType}` }],
+    });
+  }
+  // Every projects and content-worker process holds the whole catalog in memory: bounded like the file.
+  if (!held && list.size >= MAX_CATALOG_ITEMS) {
+    throw new DerrickError(409, `the catalog holds ${MAX_CATALOG_ITEMS} items, its limit; no item can be added`, { errors: [{ pointer: "/params/itemId", message: "cannot be added: the catalog is full" }] });
+  }
+  const existed = held !== undefined;
   const revision = await deps.catalogStore.put(input.kind, item);
   deps.catalog[input.kind].apply(item, revision); // this process answers with it at once; others follow the watch
   return reply(item, existed ? 200 : 201);
@@ -131,7 +159,7 @@ export async function putProject(input: ProjectPutRequest, ctx: RequestContext, 
   for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
     const existing = await deps.projects.get(partition, projectId);
     const now = nowOf(deps).toISOString();
-    const project: Project = {
+    const project: ProjectRecord = {
       projectId,
       name: body.name,
       members: [...new Set(body.members)],
@@ -139,8 +167,9 @@ export async function putProject(input: ProjectPutRequest, ctx: RequestContext, 
       values: body.values ? values : (existing?.value.values ?? values),
       createdAt: existing?.value.createdAt ?? now,
       updatedAt: now,
+      ...(existing ? (existing.value.incarnation ? { incarnation: existing.value.incarnation } : {}) : { incarnation: nuid.next() }),
     };
-    if (await deps.projects.write(partition, project, existing?.revision ?? 0)) return reply(project, existing ? 200 : 201);
+    if (await deps.projects.write(partition, project, existing?.revision ?? 0)) return reply(projectView(project), existing ? 200 : 201);
   }
   throw conflict(`project ${projectId} is being changed by someone else; try again`);
 }
@@ -149,7 +178,7 @@ export async function getProject(input: ProjectRef, ctx: RequestContext, deps: P
   const { principal, partition } = caller(ctx);
   const { value: project } = await loadProject(deps, partition, input.projectId);
   if (!isAdmin(principal) && !isMember(project, principal)) throw forbidden(`the caller is not a member of project ${input.projectId}`);
-  return project;
+  return projectView(project);
 }
 
 export async function deleteProject(input: ProjectRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Reply<undefined>> {
@@ -176,7 +205,7 @@ async function changeMembers(input: MemberRequest, ctx: RequestContext, deps: Pr
 
 export const putMember = (input: MemberRequest, ctx: RequestContext, deps: ProjectsDeps) =>
   changeMembers(input, ctx, deps, (others) => {
-    if (others.length >= 1000) throw badRequest("a project has at most 1000 members");
+    if (others.length >= MAX_MEMBERS) throw invalidField("/params/memberId", `cannot be added: a project has at most ${MAX_MEMBERS} members`);
     return [...others, input.memberId];
   });
 
@@ -198,7 +227,8 @@ export const taskLocation = (projectId: string, taskId: string) => `/v2/projects
 
 export async function requestContent(input: ContentRequest, ctx: RequestContext, deps: ProjectsDeps): Promise<Reply<ContentAccepted>> {
   const { project, partition, principal } = await memberProject(deps, ctx, input.projectId);
-  const body = check(ContentRequestBody, input.body ?? {});
+  // Absent means every item; JSON null is not the object the contract defines.
+  const body = check(ContentRequestBody, input.body === undefined ? {} : input.body);
   const list = deps.catalog[input.kind];
   body.ids?.forEach((id, i) => {
     if (!list.has(id)) throw invalidField(`/body/ids/${i}`, `is not a known ${input.kind === CatalogKind.displayItems ? "display item" : "key parameter"}`);
@@ -215,6 +245,7 @@ export async function requestContent(input: ContentRequest, ctx: RequestContext,
     ...(body.ids ? { ids: body.ids } : {}),
     requestedBy: { clientId: principal.clientId, subject: principal.subject },
     attempts: 0,
+    ...(project.incarnation ? { projectIncarnation: project.incarnation } : {}),
   };
   await deps.tasks.create(task);
   try {
@@ -247,43 +278,46 @@ export async function getTask(input: TaskRef, ctx: RequestContext, deps: Project
   const { partition, project } = await memberProject(deps, ctx, input.projectId);
   const taskId = checkToken(input.taskId, "/params/taskId");
   const found = await deps.tasks.get(partition, taskId);
-  if (!found || found.value.projectId !== project.projectId) throw notFound(`task ${taskId} does not exist in project ${project.projectId}`);
+  if (!found || !ofIncarnation(found.value, project)) throw notFound(`task ${taskId} does not exist in project ${project.projectId}`);
   return taskView(found.value);
 }
 
-/** Why a content (or part) is not there: its task is still going (409), failed, or the result expired (404). */
-async function explainMissing(deps: ProjectsDeps, partition: string, projectId: string, kind: CatalogKind, id: string, what: string): Promise<never> {
+/**
+ * The task behind a content or part id, when its result may be read now: succeeded and not past its
+ * expiry. Otherwise why not: still going (409), failed, expired, or not this project's (404). The
+ * state is read on every result read: a run writes the content before it marks the task succeeded,
+ * and a rerun after a crash may produce a different result, so only a succeeded task's is final.
+ */
+async function readableTask(deps: ProjectsDeps, partition: string, project: ProjectRecord, kind: CatalogKind, id: string, what: string): Promise<TaskRecord> {
   const suffix = ids.suffixOf(id);
   const task = suffix ? (await deps.tasks.get(partition, ids.task(suffix)))?.value : undefined;
-  if (!task || task.projectId !== projectId || task.kind !== kind) throw notFound(`${what} ${id} does not exist`);
+  if (!task || !ofIncarnation(task, project) || task.kind !== kind) throw notFound(`${what} ${id} does not exist`);
   const about = { taskId: task.taskId, state: task.state };
   if (task.state === TaskState.queued || task.state === TaskState.running) {
-    throw new DerrickError(409, `${what} ${id} is not ready: task ${task.taskId} is ${task.state}`, { type: "task-not-complete", extensions: about, headers: { Location: taskLocation(projectId, task.taskId) } });
+    throw new DerrickError(409, `${what} ${id} is not ready: task ${task.taskId} is ${task.state}`, { type: "task-not-complete", extensions: about, headers: { Location: taskLocation(project.projectId, task.taskId) } });
   }
   if (task.state === TaskState.failed) throw new DerrickError(404, `${what} ${id} was not produced: task ${task.taskId} failed: ${task.error ?? "unknown error"}`, { extensions: { ...about, error: task.error } });
-  if (task.state === TaskState.succeeded && task.expiresAt && Date.parse(task.expiresAt) > Date.now()) {
-    // Written before the task completed; an absent part here means it is not one of this content's parts.
-    throw notFound(`${what} ${id} does not exist`);
+  if (!task.expiresAt || Date.parse(task.expiresAt) <= nowOf(deps).getTime()) {
+    throw new DerrickError(404, `${what} ${id} expired at ${task.expiresAt ?? "completion + 60 s"}; results are kept 60 s after the task completes`, { type: "content-expired", extensions: { ...about, expiresAt: task.expiresAt } });
   }
-  throw new DerrickError(404, `${what} ${id} expired at ${task.expiresAt ?? "completion + 60 s"}; results are kept 60 s after the task completes`, { type: "content-expired", extensions: { ...about, expiresAt: task.expiresAt } });
+  return task;
 }
 
 export async function getContent(input: ContentRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Content> {
   const { partition, project } = await memberProject(deps, ctx, input.projectId);
   const contentId = checkToken(input.contentId, "/params/contentId");
-  const content = await deps.content.get(partition, contentId);
-  if (content && content.projectId === project.projectId && content.kind === input.kind) return content;
-  if (content) throw notFound(`content ${contentId} does not exist`);
-  return explainMissing(deps, partition, project.projectId, input.kind, contentId, "content");
+  const [task, content] = await Promise.all([readableTask(deps, partition, project, input.kind, contentId, "content"), deps.content.get(partition, contentId)]);
+  if (content && content.taskId === task.taskId && content.kind === input.kind) return content;
+  throw notFound(`content ${contentId} does not exist`);
 }
 
 export async function getContentPart(input: PartRef, ctx: RequestContext, deps: ProjectsDeps): Promise<ContentPart> {
   const { partition, project } = await memberProject(deps, ctx, input.projectId);
   const partId = checkToken(input.contentPartId, "/params/contentPartId");
-  const part = await deps.content.part(partition, partId);
-  if (part && part.projectId === project.projectId && part.kind === input.kind) return part;
-  if (part) throw notFound(`content part ${partId} does not exist`);
-  return explainMissing(deps, partition, project.projectId, input.kind, partId, "content part");
+  const [task, part] = await Promise.all([readableTask(deps, partition, project, input.kind, partId, "content part"), deps.content.part(partition, partId)]);
+  // An absent part of a readable task is not one of its content's parts.
+  if (part && part.contentId === task.contentId && part.kind === input.kind) return part;
+  throw notFound(`content part ${partId} does not exist`);
 }
 
 // ---- the worker's side ------------------------------------------------------------------------
@@ -324,6 +358,9 @@ async function transition(deps: WorkerDeps, partition: string, taskId: string, n
   throw new Error(`task ${taskId} kept changing under the worker`);
 }
 
+/** Runs a task may start; the next delivery after the last fails it (crashed runs included). */
+export const MAX_RUNS = 5;
+
 const terminal = (task: TaskRecord) => task.state === TaskState.succeeded || task.state === TaskState.failed;
 
 /** Marks a task failed for good (no retry changes the outcome). */
@@ -342,15 +379,20 @@ export async function failTask(deps: WorkerDeps, message: TaskMessage, error: st
  */
 export async function runContentTask(message: TaskMessage, deps: WorkerDeps, delivery: Delivery): Promise<Outcome> {
   const { partition, taskId } = message;
-  const started = await transition(deps, partition, taskId, (task) =>
-    terminal(task) ? undefined : { ...task, state: TaskState.running, startedAt: task.startedAt ?? nowOf(deps).toISOString(), attempts: task.attempts + 1 },
-  );
+  // Runs are counted when they start, so runs that crashed the worker (and never came back to say
+  // so) count too: a task that keeps killing workers fails here instead of being redelivered forever.
+  const started = await transition(deps, partition, taskId, (task) => {
+    if (terminal(task)) return undefined;
+    if (task.attempts >= MAX_RUNS) return { ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error: `the task could not be completed in ${task.attempts} runs` };
+    return { ...task, state: TaskState.running, startedAt: task.startedAt ?? nowOf(deps).toISOString(), attempts: task.attempts + 1 };
+  });
   if (!started) return "skipped";
+  if (started.value.state === TaskState.failed) return "failed";
   const task = started.value;
   if (deps.delayMs > 0) await delivery.hold(deps.delayMs);
 
   const project = (await deps.projects.get(partition, task.projectId))?.value;
-  if (!project) return failTask(deps, message, `project ${task.projectId} was deleted after the request was accepted`);
+  if (!project || project.incarnation !== task.projectIncarnation) return failTask(deps, message, `project ${task.projectId} was deleted after the request was accepted`);
   if (!isMember(project, task.requestedBy)) return failTask(deps, message, `${task.requestedBy.clientId} is no longer a member of project ${task.projectId}`);
   let items;
   try {
@@ -387,6 +429,10 @@ export async function runContentTask(message: TaskMessage, deps: WorkerDeps, del
     size,
     ...(parts.length ? { parts: parts.map((p) => p.contentPartId) } : { items }),
   };
+  // A run that outlived its ack wait may have been overtaken by a redelivered one: only the newest
+  // run of a task still going writes, so a finished task's result is not replaced.
+  const current = (await deps.tasks.get(partition, taskId))?.value;
+  if (!current || terminal(current) || current.attempts !== task.attempts) return "skipped";
   await deps.content.write(partition, content, parts);
   await transition(deps, partition, taskId, (current) =>
     terminal(current) ? undefined : { ...current, state: TaskState.succeeded, completedAt: completedAt.toISOString(), expiresAt },

@@ -13,13 +13,18 @@ import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import { casPut, encodeJson, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { AckPolicy, DeliverPolicy, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
-import { CONTENT_TTL_MS, type CatalogItem, type CatalogKind, type Content, type ContentPart, type Project, type TaskRecord } from "../../subjects/projects.ts";
+import { CONTENT_TTL_MS, type CatalogItem, type CatalogKind, type Content, type ContentPart, type ProjectRecord, type TaskRecord } from "../../subjects/projects.ts";
 
 export const BUCKETS = { catalog: "derrick_catalog", projects: "derrick_projects", tasks: "derrick_tasks", content: "derrick_content" } as const;
 export const TASK_STREAM = "CONTENT_TASKS";
 export const WORKER_CONSUMER = "content-workers";
-/** Deliveries of one task before it is failed for good (a crash loop must not run forever). */
-export const MAX_DELIVER = 5;
+/**
+ * Deliveries whose run kept hitting errors before a task is failed for good. The consumer itself
+ * redelivers without limit: JetStream's max_deliver stops redelivering silently, and a worker
+ * killed on that last delivery would leave the task `running` forever. Crash loops are bounded by
+ * the runner's count of started runs (MAX_RUNS in handlers.ts) instead.
+ */
+export const GIVE_UP_AFTER_DELIVERIES = 20;
 const TASK_RETENTION_MS = 7 * 86_400_000;
 
 
@@ -59,12 +64,14 @@ export async function ensureTaskQueue(nc: NatsConnection, ackWaitMs: number): Pr
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
     ack_wait: ackWaitMs * 1_000_000,
-    max_deliver: MAX_DELIVER,
+    max_deliver: -1,
     max_ack_pending: 10_000,
   };
   const existing = await jsm.consumers.info(TASK_STREAM, WORKER_CONSUMER).catch(() => undefined);
   if (!existing) await jsm.consumers.add(TASK_STREAM, consumer).catch(() => undefined);
-  else if (existing.config.ack_wait !== consumer.ack_wait) await jsm.consumers.update(TASK_STREAM, WORKER_CONSUMER, { ack_wait: consumer.ack_wait });
+  else if (existing.config.ack_wait !== consumer.ack_wait || (existing.config.max_deliver ?? -1) > 0) {
+    await jsm.consumers.update(TASK_STREAM, WORKER_CONSUMER, { ack_wait: consumer.ack_wait, max_deliver: consumer.max_deliver });
+  }
 }
 
 export const catalogKey = (kind: CatalogKind, id: string) => `${kind}.${id}`;
@@ -75,15 +82,15 @@ export const partKey = (partition: string, partId: string) => `${partition}.p.${
 
 
 export type ProjectStore = {
-  get(partition: string, projectId: string): Promise<Versioned<Project> | undefined>;
+  get(partition: string, projectId: string): Promise<Versioned<ProjectRecord> | undefined>;
   /** Creates when absent (revision 0) or replaces the given revision; false when someone else wrote first. */
-  write(partition: string, project: Project, revision: number): Promise<boolean>;
+  write(partition: string, project: ProjectRecord, revision: number): Promise<boolean>;
   delete(partition: string, projectId: string): Promise<void>;
 };
 
 export function projectStore(kv: KV): ProjectStore {
   return {
-    get: (partition, projectId) => readVersioned<Project>(kv, projectKey(partition, projectId)),
+    get: (partition, projectId) => readVersioned<ProjectRecord>(kv, projectKey(partition, projectId)),
     async write(partition, project, revision) {
       return casPut(kv, projectKey(partition, project.projectId), project, revision);
     },

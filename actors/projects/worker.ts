@@ -18,7 +18,7 @@ import { Slots } from "../runtime/slots.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { followCatalog } from "./actor.ts";
 import { failTask, runContentTask, type Delivery, type WorkerDeps } from "./handlers.ts";
-import { MAX_DELIVER, TASK_STREAM, WORKER_CONSUMER, contentStore, ensureTaskQueue, openStores, projectStore, taskStore } from "./store.ts";
+import { GIVE_UP_AFTER_DELIVERIES, TASK_STREAM, WORKER_CONSUMER, contentStore, ensureTaskQueue, openStores, projectStore, taskStore } from "./store.ts";
 
 /** Backoff before a task whose run hit an infrastructure error is tried again. */
 const RETRY_DELAYS_MS = [1_000, 2_000, 5_000, 10_000];
@@ -80,7 +80,7 @@ function delivery(msg: JsMsg, ackWaitMs: number): Delivery {
   const attempt = msg.info.deliveryCount;
   return {
     attempt,
-    last: attempt >= MAX_DELIVER,
+    last: attempt >= GIVE_UP_AFTER_DELIVERIES,
     working: () => msg.working(),
     async hold(ms) {
       const beat = Math.max(100, Math.floor(ackWaitMs / 3));
@@ -112,10 +112,15 @@ async function handleTask(msg: JsMsg, deps: WorkerDeps, ackWaitMs: number, stats
     msg.ack();
   } catch (error) {
     log.warn({ err: error, taskId: message.taskId, attempt: d.attempt }, "content task hit an error");
-    if (d.last) {
-      await failTask(deps, message, `the task could not be completed after ${d.attempt} attempts`).catch(() => undefined);
+    const retry = () => msg.nak(RETRY_DELAYS_MS[Math.min(d.attempt - 1, RETRY_DELAYS_MS.length - 1)]);
+    if (!d.last) return retry();
+    try {
+      await failTask(deps, message, `the task could not be completed after ${d.attempt} deliveries`);
       stats.failed++;
       msg.term("gave up");
-    } else msg.nak(RETRY_DELAYS_MS[Math.min(d.attempt - 1, RETRY_DELAYS_MS.length - 1)]);
+    } catch {
+      // Not even the failure could be recorded: keep the message, or the task would stay unfinished.
+      retry();
+    }
   }
 }

@@ -62,7 +62,7 @@ function kindRoutes(bus: Bus, auth: AuthPlugin, kind: CatalogKind) {
     .post(
       `/v1/projects/:projectId/${kind}/content/requests`,
       async ({ params, body, set, request, principal, partition }) =>
-        forward<ContentAccepted>(set, await bus.request(names["content.request"](), { projectId: params.projectId, kind, body: body ?? {} }, requestMeta(request, principal, partition))),
+        forward<ContentAccepted>(set, await bus.request(names["content.request"](), { projectId: params.projectId, kind, body }, requestMeta(request, principal, partition))),
       {
         ...credentials,
         params: t.Object({ projectId: id() }),

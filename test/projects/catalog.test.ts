@@ -3,11 +3,27 @@ import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNat
 import { CatalogList, catalogFrom, pageCatalog, readCatalogFile } from "../../actors/projects/catalog.ts";
 import { checkValues, computeContent, splitUtf8, summarizeTable } from "../../actors/projects/compute.ts";
 import { DerrickError } from "../../subjects/index.ts";
-import type { CatalogItem, CatalogPage, Project } from "../../subjects/projects.ts";
+import { CatalogKind, type CatalogItem, type CatalogPage, type Project } from "../../subjects/projects.ts";
+import { ADMIN_GROUP, MAX_CATALOG_ITEMS, putCatalogItem, type ProjectsDeps } from "../../actors/projects/handlers.ts";
+import type { RequestContext } from "../../actors/runtime/context.ts";
 
 const item = (id: string, category = "well"): CatalogItem => ({ id, name: id, description: "", dataType: "number", category, objectTypes: ["well"] });
 
 describe("catalog and content computation (pure)", () => {
+  it("catalog - an addition beyond the catalog's limit is refused; a replacement of a held item is not", async () => {
+    const full = new CatalogList(Array.from({ length: MAX_CATALOG_ITEMS }, (_, i) => item(`item-${i}`)));
+    const catalog = { [CatalogKind.displayItems]: full, [CatalogKind.keyParameters]: new CatalogList([]) };
+    const written: string[] = [];
+    const deps = { catalog, catalogStore: { put: async (_kind: string, it: CatalogItem) => (written.push(it.id), written.length) } } as unknown as ProjectsDeps;
+    const ctx = { principal: { clientId: "admin", subject: "admin", groups: [ADMIN_GROUP], kind: "service" }, partition: "opendes" } as unknown as RequestContext;
+    const put = (itemId: string) => putCatalogItem({ kind: CatalogKind.displayItems, itemId, body: { ...item(itemId) } }, ctx, deps);
+    const refused = await put("one-more").catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(DerrickError);
+    expect((refused as DerrickError).status).toBe(409);
+    expect((await put("item-7")).status).toBe(200);
+    expect(written).toEqual(["item-7"]);
+  });
+
   it("catalog - the shipped file is valid and covers the drilling-plan categories", () => {
     const file = readCatalogFile();
     const categories = new Set([...file.displayItems, ...file.keyParameters].map((i) => i.category));
@@ -127,6 +143,12 @@ describe("catalog routes", () => {
     expect(created.status).toBe(201);
     expect(await created.json()).toMatchObject({ id: "riser-margin", dataType: "boolean" });
     expect((await derrick.call("/v1/key-parameters/riser-margin", { as: "admin", method: "PUT", body: JSON.stringify({ ...body, name: "Riser margin kept" }) })).status).toBe(200);
+    // Projects hold values of the item's type: an existing item (shipped or added) keeps its type.
+    for (const [path, dataType] of [["/v1/key-parameters/riser-margin", "number"], ["/v1/display-items/well-name", "table"]] as const) {
+      const retyped = await derrick.call(path, { as: "admin", method: "PUT", body: JSON.stringify({ ...body, dataType }) });
+      expect(retyped.status, path).toBe(409);
+      expect(((await retyped.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe("/body/dataType");
+    }
 
     await eventually(async () => {
       const listed = (await (await second!.call("/v1/key-parameters?category=well&limit=500")).json()) as CatalogPage;

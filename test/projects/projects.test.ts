@@ -117,6 +117,16 @@ describe("projects and membership", () => {
     for (const route of adminRoutes("plan-admin")) expect((await send(route, "alpha")).status, `${route.method} ${route.path}`).toBe(403);
   });
 
+  it("projects - a member beyond the project's limit is a 400 naming the member", async () => {
+    const members = Array.from({ length: 1000 }, (_, i) => `m${i}`);
+    expect((await derrick.call("/v1/projects/plan-full", { as: "admin", method: "PUT", body: JSON.stringify({ name: "Full", members }) })).status).toBe(201);
+    const res = await derrick.call("/v1/projects/plan-full/members/one-more", { as: "admin", method: "PUT" });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { errors: Array<{ pointer: string; message: string }> }).errors).toEqual([{ pointer: "/params/memberId", message: expect.stringMatching(/at most 1000/) }]);
+    // One already there is no addition.
+    expect((await derrick.call("/v1/projects/plan-full/members/m7", { as: "admin", method: "PUT" })).status).toBe(204);
+  });
+
   it("projects - a member is matched by client id or by user subject", async () => {
     // A user token of client beta for the user jane-doe: admitted by the subject, not by the client id.
     const key = await loadOrCreateSigningKey(derrick.dataDir);

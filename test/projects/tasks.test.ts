@@ -3,6 +3,11 @@ import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNat
 import { subjects } from "../../subjects/index.ts";
 import type { WorkerStats } from "../../subjects/projects.ts";
 import { drillingPlanValues, putProject } from "./fixtures.ts";
+import { Kvm } from "@nats-io/kv";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { BUCKETS, TASK_STREAM, WORKER_CONSUMER, contentStore, openStores, projectStore, taskStore } from "../../actors/projects/store.ts";
+import { MAX_RUNS, runContentTask } from "../../actors/projects/handlers.ts";
+import { catalogFrom, readCatalogFile } from "../../actors/projects/catalog.ts";
 
 type TaskBody = { taskId: string; projectId: string; kind: string; state: string; createdAt: string; startedAt?: string; completedAt?: string; expiresAt?: string; contentId?: string; error?: string };
 type ContentItem = { id: string; status: string; value: unknown; unit?: string; summary?: { rows: number; columns: Record<string, { min: number; max: number }> } };
@@ -29,6 +34,7 @@ describe("content tasks", () => {
     expect(res.status, await res.clone().text()).toBe(202);
     return { ...((await res.json()) as { taskId: string; contentId: string }), location: res.headers.get("location") };
   };
+  const storedTask = async (taskId: string) => (await (await new Kvm(derrick.nc).open(BUCKETS.tasks)).get(`opendes.${taskId}`))?.json<TaskBody>();
   const task = async (projectId: string, taskId: string) => (await (await derrick.call(`/v2/projects/${projectId}/tasks/${taskId}`)).json()) as TaskBody;
   const settled = (projectId: string, taskId: string) =>
     eventually(async () => {
@@ -125,16 +131,98 @@ describe("content tasks", () => {
     const content = await derrick.call(`/v1/projects/p-left/key-parameters/content/${left.contentId}`, { as: "beta" });
     expect(content.status).toBe(404);
     expect(await content.json()).toMatchObject({ taskId: left.taskId, state: "failed" });
-    // The deleted project answers 404 on every route, task included; its task failed in storage
-    // (seen once the project id is taken again, after the worker has run both tasks).
+    // The deleted project answers 404 on every route, task included; its task failed in storage.
     expect((await derrick.call(`/v2/projects/p-gone/tasks/${gone.taskId}`)).status).toBe(404);
     await eventually(async () => (await derrick.bus.request<WorkerStats>(subjects.content.stats(), undefined)).body.failed === 2, { what: "both tasks run" });
+    expect((await storedTask(gone.taskId))).toMatchObject({ state: "failed", error: expect.stringMatching(/deleted/) });
+    // The id taken again is a new project: the old task is not its.
     await putProject(derrick, "p-gone");
-    const goneTask = await eventually(async () => {
-      const t = await task("p-gone", gone.taskId);
-      return t.state === "failed" ? t : undefined;
-    }, { what: "p-gone task to fail" });
-    expect(goneTask.error).toMatch(/deleted/);
+    expect((await derrick.call(`/v2/projects/p-gone/tasks/${gone.taskId}`)).status).toBe(404);
+  });
+
+  it("tasks - a project deleted and created again under its id is new: old tasks and results are not its, queued ones fail", async () => {
+    worker ??= await startWorker();
+    await putProject(derrick, "p-again", { members: ["alpha"] });
+    const done = await request("p-again", "key-parameters", { ids: ["total-cost"] });
+    expect((await settled("p-again", done.taskId)).state).toBe("succeeded");
+    await worker.cleanup();
+    worker = undefined;
+    const queued = await request("p-again", "key-parameters", { ids: ["total-cost"] });
+    expect((await derrick.call("/v1/projects/p-again", { as: "admin", method: "DELETE" })).status).toBe(204);
+    await putProject(derrick, "p-again", { members: ["beta"], values: { keyParameters: { "total-cost": 1 } } });
+    // beta was never a member of the first project: nothing of it is readable through the second.
+    for (const path of [`/v2/projects/p-again/tasks/${done.taskId}`, `/v1/projects/p-again/key-parameters/content/${done.contentId}`, `/v2/projects/p-again/tasks/${queued.taskId}`]) {
+      expect((await derrick.call(path, { as: "beta" })).status, path).toBe(404);
+    }
+    // The task queued for the first project fails rather than compute from the second one's values.
+    worker = await startWorker();
+    const failed = await eventually(async () => {
+      const t = await storedTask(queued.taskId);
+      return t?.state === "failed" ? t : undefined;
+    }, { what: "the old project's queued task to fail" });
+    expect(failed.error).toMatch(/deleted/);
+  });
+
+  it("tasks - a stored result is not served before its task succeeded", async () => {
+    await worker?.cleanup();
+    worker = undefined;
+    await putProject(derrick, "p-early");
+    const accepted = await request("p-early", "key-parameters", { ids: ["total-cost"] });
+    // What a run leaves when it crashed between writing the content and marking the task succeeded.
+    const kv = await new Kvm(derrick.nc).open(BUCKETS.content);
+    await kv.put(`opendes.c.${accepted.contentId}`, JSON.stringify({ contentId: accepted.contentId, taskId: accepted.taskId, projectId: "p-early", kind: "key-parameters", createdAt: new Date().toISOString(), expiresAt: new Date(Date.now() + 60_000).toISOString(), itemCount: 1, setCount: 1, size: 2, items: [] }));
+    const early = await derrick.call(`/v1/projects/p-early/key-parameters/content/${accepted.contentId}`);
+    expect(early.status).toBe(409);
+    expect(await early.json()).toMatchObject({ taskId: accepted.taskId, state: "queued" });
+  });
+
+  it("tasks - a task whose runs keep dying is failed on the next delivery, and the queue redelivers without a silent cap", async () => {
+    await worker?.cleanup();
+    worker = undefined;
+    await putProject(derrick, "p-crashy");
+    const accepted = await request("p-crashy", "key-parameters", { ids: ["total-cost"] });
+    // Five runs started and none came back (workers killed mid-run): the count is in the task.
+    const kv = await new Kvm(derrick.nc).open(BUCKETS.tasks);
+    const entry = (await kv.get(`opendes.${accepted.taskId}`))!;
+    await kv.update(`opendes.${accepted.taskId}`, JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS }), entry.revision);
+    // A consumer from an older version capped deliveries (JetStream then stops redelivering silently).
+    const jsm = await jetstreamManager(derrick.nc);
+    await jsm.consumers.update(TASK_STREAM, WORKER_CONSUMER, { max_deliver: 5 });
+    worker = await startWorker();
+    expect((await jsm.consumers.info(TASK_STREAM, WORKER_CONSUMER)).config.max_deliver).toBe(-1);
+    const failed = await settled("p-crashy", accepted.taskId);
+    expect(failed).toMatchObject({ state: "failed", error: expect.stringMatching(/5 runs/) });
+  });
+
+  it("tasks - a run overtaken by a newer run of its task writes nothing", async () => {
+    await worker?.cleanup();
+    worker = undefined;
+    await putProject(derrick, "p-overtaken");
+    const accepted = await request("p-overtaken", "key-parameters", { ids: ["total-cost"] });
+    const stores = await openStores(derrick.nc);
+    const tasks = taskStore(stores.tasks);
+    const deps = { catalog: catalogFrom(readCatalogFile()), projects: projectStore(stores.projects), tasks, content: contentStore(stores.content), delayMs: 1 };
+    const outcome = await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, {
+      attempt: 1,
+      last: false,
+      working: () => undefined,
+      // While this run waits past its ack wait, JetStream hands the task to another worker, whose run starts.
+      async hold() {
+        const current = (await tasks.get("opendes", accepted.taskId))!;
+        expect(await tasks.update({ ...current.value, attempts: current.value.attempts + 1 }, current.revision)).toBe(true);
+      },
+    });
+    expect(outcome).toBe("skipped");
+    expect(await stores.content.get(`opendes.c.${accepted.contentId}`)).toBeNull();
+    expect((await task("p-overtaken", accepted.taskId)).state).toBe("running");
+  });
+
+  it("tasks - a JSON null body is not the request object", async () => {
+    await putProject(derrick, "p-null");
+    const res = await derrick.call("/v1/projects/p-null/key-parameters/content/requests", { method: "POST", body: "null" });
+    expect(res.status).toBe(400);
+    const absent = await derrick.call("/v1/projects/p-null/key-parameters/content/requests", { method: "POST" });
+    expect(absent.status, await absent.clone().text()).toBe(202);
   });
 
   it("tasks - a large content is split into parts of at most 256 KiB that reassemble to the whole", async () => {
