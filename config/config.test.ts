@@ -44,6 +44,12 @@ describe("config", () => {
     ["DERRICK_HTTP_REUSE_PORT", "yes please"],
     ["DERRICK_LOG_LEVEL", "loud"],
     ["DERRICK_AUTH_JWKS_URL", "ftp://x"],
+    ["DERRICK_AUTH_JWKS_URL", "http://"],
+    ["DERRICK_REQUEST_TIMEOUT", "25d"],
+    ["DERRICK_DELIVERY_SCHEDULE", "0,5s,30d"],
+    ["NATS_URL", "not a url"],
+    ["NATS_URL", "nats://127.0.0.1:4222,http://x:1"],
+    ["DERRICK_HTTP_HOST", "not a host!"],
   ])("config - a bad %s (%s) stops start-up naming the variable", (name, value) => {
     const error = errorOf({ [name]: value });
     expect(error.variable).toBe(name);
@@ -58,6 +64,14 @@ describe("config", () => {
   it("config - duplicate client ids are refused", () => {
     const seed = { client_id: "a", client_secret: "12345678", appkey: "12345678" };
     expect(errorOf({ DERRICK_CLIENTS: JSON.stringify([seed, seed]) }).message).toContain('"a" appears twice');
+    expect(errorOf({ DERRICK_CLIENTS: JSON.stringify([seed, { ...seed, client_id: "b" }]) }).message).toContain("appkey another client has");
+  });
+
+  it("config - NATS URLs, listen hosts and JWKS URLs in their usual forms are accepted", () => {
+    const cfg = loadConfig({ NATS_URL: "127.0.0.1:4222, nats://nats-1.internal:4222,tls://h:4443", DERRICK_HTTP_HOST: "[::1]", DERRICK_AUTH_ISSUER: "https://id.example", DERRICK_AUTH_JWKS_URL: "https://id.example/jwks" });
+    expect(cfg.natsUrl).toBe("127.0.0.1:4222,nats://nats-1.internal:4222,tls://h:4443");
+    expect(cfg.http.host).toBe("::1");
+    for (const host of ["0.0.0.0", "localhost", "edge-1.example.com", "::"]) expect(loadConfig({ DERRICK_HTTP_HOST: host }).http.host).toBe(host);
   });
 
   it("config - a file supplies values and the environment overrides them", () => {

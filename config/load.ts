@@ -4,6 +4,7 @@
  * against config/schema.ts; the first problem stops start-up with a message naming the variable.
  */
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { Value } from "@sinclair/typebox/value";
 import { ACTOR_NAMES, ClientSeed, Config } from "./schema.ts";
 import { parseDuration } from "./duration.ts";
@@ -59,6 +60,39 @@ const rate: Parser = (raw, variable) => {
   const per = { ms: 0.001, s: 1, m: 60, h: 3600 }[(match[3] ?? "s") as "ms" | "s" | "m" | "h"] * Number(match[2] || 1);
   return Number(match[1]) / per;
 };
+/** One or more NATS server URLs (comma list; `host:port` means nats://host:port), as nats.js takes them. */
+const natsUrls: Parser = (raw, variable) => {
+  const servers = list(raw, variable) as string[];
+  for (const server of servers) {
+    let url: URL | undefined;
+    try {
+      url = new URL(server.includes("://") ? server : `nats://${server}`);
+    } catch {
+      // reported below
+    }
+    if (!url || !url.hostname || !["nats:", "tls:", "ws:", "wss:"].includes(url.protocol)) {
+      throw new ConfigError(variable, `"${server}" is not a NATS server URL (nats://host:port, tls://…, ws://…, or host:port)`);
+    }
+  }
+  return servers.join(",");
+};
+const httpUrl: Parser = (raw, variable) => {
+  let url: URL | undefined;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    // reported below
+  }
+  if (!url || !url.hostname || !["http:", "https:"].includes(url.protocol)) throw new ConfigError(variable, `"${raw}" is not an http(s) URL`);
+  return url.href;
+};
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+/** An address or host name to listen on (IPv6 with or without brackets). */
+const host: Parser = (raw, variable) => {
+  const value = raw.trim().replace(/^\[(.*)\]$/, "$1");
+  if (isIP(value) || HOSTNAME.test(value)) return value;
+  throw new ConfigError(variable, `"${raw}" is not an IP address or host name`);
+};
 /** The Standard Webhooks example schedule; jitter applies only to it (CONTRACT.md). */
 const DEFAULT_DELIVERY_SCHEDULE = "0,5s,5m,30m,2h,5h,10h,14h,20h,24h";
 const actorList: Parser = (raw, variable) => {
@@ -74,11 +108,11 @@ const actorList: Parser = (raw, variable) => {
 
 /** Each variable, where it lands in Config, how it is parsed, and its default. */
 const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fallback?: string }> = [
-  { name: "NATS_URL", path: "natsUrl", parse: text },
+  { name: "NATS_URL", path: "natsUrl", parse: natsUrls },
   { name: "NATS_USER", path: "natsUser", parse: text },
   { name: "NATS_PASSWORD", path: "natsPassword", parse: text },
   { name: "DERRICK_NATS_PORT", path: "natsPort", parse: integer, fallback: "4222" },
-  { name: "DERRICK_HTTP_HOST", path: "http.host", parse: text, fallback: "127.0.0.1" },
+  { name: "DERRICK_HTTP_HOST", path: "http.host", parse: host, fallback: "127.0.0.1" },
   { name: "DERRICK_HTTP_PORT", path: "http.port", parse: integer, fallback: "8080" },
   { name: "DERRICK_BODY_LIMIT", path: "http.bodyLimit", parse: integer, fallback: String(1024 * 1024) },
   { name: "DERRICK_HTTP_REUSE_PORT", path: "http.reusePort", parse: boolean, fallback: "false" },
@@ -89,7 +123,7 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_CLIENTS", path: "clients", parse: json, fallback: "[]" },
   { name: "ACTORS", path: "actors", parse: actorList, fallback: "all" },
   { name: "DERRICK_AUTH_ISSUER", path: "auth.issuer", parse: text },
-  { name: "DERRICK_AUTH_JWKS_URL", path: "auth.jwksUrl", parse: text },
+  { name: "DERRICK_AUTH_JWKS_URL", path: "auth.jwksUrl", parse: httpUrl },
   { name: "DERRICK_AUTH_AUDIENCE", path: "auth.audience", parse: text, fallback: "derrick" },
   { name: "DERRICK_TOKEN_TTL", path: "auth.tokenTtlSeconds", parse: (raw, v) => Math.round((duration(raw, v) as number) / 1000), fallback: "1h" },
   { name: "DERRICK_AUTH_JWKS_MAX_AGE", path: "auth.jwksMaxAgeMs", parse: duration, fallback: "10m" },
@@ -180,8 +214,12 @@ function validate(draft: Record<string, unknown>): void {
   }
   const clients = draft.clients as ClientSeed[];
   const seen = new Set<string>();
+  const appkeys = new Set<string>();
   for (const client of clients) {
     if (seen.has(client.client_id)) throw new ConfigError("DERRICK_CLIENTS", `client_id "${client.client_id}" appears twice`);
+    // An appkey identifies one client: shared, the last seeded would take it from the others.
+    if (appkeys.has(client.appkey)) throw new ConfigError("DERRICK_CLIENTS", `client "${client.client_id}" has an appkey another client has`);
     seen.add(client.client_id);
+    appkeys.add(client.appkey);
   }
 }

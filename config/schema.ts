@@ -57,7 +57,8 @@ export const Config = Type.Object({
     jwksMaxAgeMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000 }),
   }),
   /** How long the edge waits for an actor's reply before answering 504. */
-  requestTimeoutMs: Type.Integer({ minimum: 10 }),
+  // Bounded: above 2^31 - 1 ms setTimeout fires at once, so a huge value would time out every request.
+  requestTimeoutMs: Type.Integer({ minimum: 10, maximum: 600_000 }),
   /** Most requests one actor endpoint handles at once in one process. */
   actorConcurrency: Type.Integer({ minimum: 1, maximum: 100_000 }),
   /** Display items, key parameters and content tasks (docs/content.md). */
@@ -74,7 +75,8 @@ export const Config = Type.Object({
   /** Webhook delivery of notifications (docs/notifications.md). */
   delivery: Type.Object({
     /** Delay before each attempt (ms), counted from the previous attempt's end; the first from acceptance. */
-    scheduleMs: Type.Array(Type.Integer({ minimum: 0 }), { minItems: 1, maxItems: 100 }),
+    // A retry later than EVENTS' 7-day retention could never find its event.
+    scheduleMs: Type.Array(Type.Integer({ minimum: 0, maximum: 7 * 86_400_000 }), { minItems: 1, maxItems: 100 }),
     /** ±20% jitter on each delay: only for the default schedule; a configured one is used as given. */
     scheduleJitter: Type.Boolean(),
     /** Time allowed for one attempt (connect to last byte of the response head). */

@@ -38,17 +38,15 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
       if (hit) cache.delete(token);
       let payload: JWTPayload;
       try {
-        ({ payload } = await jwtVerify(token, keys, { issuer, audience: cfg.auth.audience, algorithms: ["ES256", "RS256", "PS256", "EdDSA", "ES384"] }));
+        ({ payload } = await jwtVerify(token, keys, { issuer, audience: cfg.auth.audience, algorithms: ["ES256", "RS256", "PS256", "EdDSA", "ES384"], requiredClaims: ["exp"] }));
       } catch (error) {
         if (error instanceof DerrickError) throw error;
         throw unauthorized(describeJoseError(error), 'Bearer error="invalid_token"');
       }
       const principal = principalFromClaims(payload);
-      if (payload.exp) {
-        if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-        // A verified token is trusted no longer than the keys that verified it (rotation, removal).
-        cache.set(token, { principal, until: Math.min(payload.exp * 1000, Date.now() + maxAge) });
-      }
+      if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+      // A verified token is trusted no longer than the keys that verified it (rotation, removal).
+      cache.set(token, { principal, until: Math.min(payload.exp! * 1000, Date.now() + maxAge) });
       return principal;
     },
   };

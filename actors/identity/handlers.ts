@@ -2,9 +2,12 @@
 import { DerrickError, conflict, notFound, unauthorized } from "../../subjects/index.ts";
 import type { AppCreate, AppCredentials, AppDelete, AppList, AppkeyCheck, AppkeyCheckReply, Jwks, TokenRequest, TokenResponse } from "../../subjects/identity.ts";
 import type { ClientSeed } from "../../config/index.ts";
+import { SUBJECT_TOKEN_PATTERN } from "../../config/schema.ts";
 import type { Registry } from "./registry.ts";
 import { mintToken, type SigningKey } from "./keys.ts";
 import { appkeyDigest, hashSecret, newCredential, verifySecret } from "./secrets.ts";
+
+const CLIENT_ID = new RegExp(SUBJECT_TOKEN_PATTERN);
 
 export type IdentityDeps = { registry: Registry; key: SigningKey; audience: string; tokenTtlSeconds: number };
 
@@ -17,7 +20,8 @@ const invalidClient = () =>
   });
 
 export async function issueToken(input: TokenRequest, deps: IdentityDeps): Promise<TokenResponse> {
-  const client = await deps.registry.getClient(input.client_id);
+  // An id that cannot be a registered one (registry keys are subject tokens) is an unknown client.
+  const client = CLIENT_ID.test(input.client_id) ? await deps.registry.getClient(input.client_id) : undefined;
   // Verify even for unknown clients so timing does not reveal which ids exist.
   const ok = await verifySecret(input.client_secret, client?.secret_hash ?? "scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAA");
   if (!client || !ok) throw invalidClient();

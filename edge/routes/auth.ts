@@ -26,8 +26,14 @@ function clientCredentials(authorization: string | undefined, form: Record<strin
     }
     const colon = decoded.indexOf(":");
     if (colon < 0) return oauthError(401, "invalid_client", "the Basic credentials must be id:secret", { "WWW-Authenticate": 'Basic realm="derrick"' });
-    const id = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " "));
-    const secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " "));
+    let id: string;
+    let secret: string;
+    try {
+      id = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " "));
+      secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " "));
+    } catch {
+      return oauthError(401, "invalid_client", "the Basic credentials are not form-urlencoded (RFC 6749 §2.3.1)", { "WWW-Authenticate": 'Basic realm="derrick"' });
+    }
     if (form.client_id && form.client_id !== id) return oauthError(400, "invalid_request", "client_id in the body differs from the Basic credentials");
     return { id, secret };
   }

@@ -61,11 +61,20 @@ describe("edge", () => {
       for (const fields of [
         { grant_type: "client_credentials", client_id: "alpha", client_secret: "wrong-secret" },
         { grant_type: "client_credentials", client_id: "nobody", client_secret: "whatever1" },
+        // Ids no client can have (registry keys are subject tokens) are unknown clients, not errors.
+        ...["a b", "*", "x>", "a.b"].map((client_id) => ({ grant_type: "client_credentials", client_id, client_secret: "whatever1" })),
       ]) {
         const res = await fetch(`${derrick.url}/v2/token`, form(fields));
-        expect(res.status).toBe(401);
+        expect(res.status, fields.client_id).toBe(401);
         expect(await res.json()).toEqual({ error: "invalid_client", error_description: "client authentication failed" });
       }
+      // Basic credentials that are not form-urlencoded (RFC 6749 §2.3.1) fail client authentication.
+      const res = await fetch(`${derrick.url}/v2/token`, {
+        ...form({ grant_type: "client_credentials" }),
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("alpha:%zz")}` },
+      });
+      expect(res.status).toBe(401);
+      expect(((await res.json()) as { error: string }).error).toBe("invalid_client");
     });
 
     it("auth - another grant type is unsupported_grant_type, a missing one invalid_request", async () => {

@@ -44,6 +44,13 @@ describe("external identity service", () => {
     expect(await res.json()).toMatchObject({ principal: { clientId: "alpha", groups: ["g"] } });
   });
 
+  it("external issuer - a token without an expiry is refused, however well signed", async () => {
+    const forever = await new SignJWT({ client_id: "alpha", groups: ["g"] }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer(ISSUER).setAudience("derrick-api").setSubject("alpha").sign(key);
+    const res = await whoami(forever);
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain("invalid_token");
+  });
+
   it("external issuer - a token signed by a key it does not publish is refused", async () => {
     const stranger = (await generateKeyPair("RS256")).privateKey;
     expect((await whoami(await sign({}, "k1", () => stranger))).status).toBe(401);
