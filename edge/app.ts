@@ -9,7 +9,7 @@ import type { Logger } from "../platform/logger.ts";
 import { buildInfo } from "../platform/build-info.ts";
 import { assignRequestId, requestIdOf, startOf } from "./request-state.ts";
 import { errorsPlugin } from "./plugins/errors.ts";
-import { bodyPlugin } from "./plugins/body.ts";
+import { bodyPlugin, effectiveBodyLimit, serverBodyCap } from "./plugins/body.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { openapiPlugin } from "./plugins/openapi.ts";
 import { createVerifier } from "./verifier.ts";
@@ -27,13 +27,18 @@ export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetric
 export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
   const verifier = createVerifier(cfg, bus);
   const auth = authPlugin(cfg, bus, verifier);
+  const maxPayload = bus.nc.info?.max_payload;
+  const bodyLimit = effectiveBodyLimit(cfg.http.bodyLimit, maxPayload);
+  if (bodyLimit < cfg.http.bodyLimit) {
+    log.warn({ DERRICK_BODY_LIMIT: cfg.http.bodyLimit, natsMaxPayload: maxPayload, bodyLimit }, "the NATS server's max_payload cannot carry bodies up to DERRICK_BODY_LIMIT: larger bodies are refused with 413; raise max_payload on the server to keep the configured limit");
+  }
   return (
     new Elysia({ name: "derrick-edge", normalize: false })
       .onRequest(({ request, set }) => {
         set.headers["x-request-id"] = assignRequestId(request);
       })
       .use(errorsPlugin(log))
-      .use(bodyPlugin(cfg.http.bodyLimit))
+      .use(bodyPlugin(bodyLimit))
       .onAfterResponse({ as: "global" }, ({ request, route, set }) => {
         const status = typeof set.status === "number" ? set.status : Number(set.status) || 200;
         metrics.observeHttp(route || "unmatched", request.method, status, (performance.now() - startOf(request)) / 1000);
@@ -55,7 +60,7 @@ export type EdgeApp = ReturnType<typeof createEdgeApp>;
 export type RunningEdge = { url: string; port: number; stop(): Promise<void> };
 
 export function listenEdge(app: EdgeApp, cfg: Config, log: Logger): RunningEdge {
-  app.listen({ hostname: cfg.http.host, port: cfg.http.port, reusePort: cfg.http.reusePort, maxRequestBodySize: cfg.http.bodyLimit + 64 * 1024 });
+  app.listen({ hostname: cfg.http.host, port: cfg.http.port, reusePort: cfg.http.reusePort, maxRequestBodySize: serverBodyCap() });
   const server = app.server!;
   const url = `http://${cfg.http.host.includes(":") ? `[${cfg.http.host}]` : cfg.http.host}:${server.port}`;
   log.info({ url }, "edge listening");

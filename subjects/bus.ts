@@ -5,7 +5,7 @@
  */
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { ServiceError } from "@nats-io/services";
-import { DerrickError, gatewayTimeout, unavailable, type Problem } from "./errors.ts";
+import { DerrickError, contentTooLarge, gatewayTimeout, unavailable, type Problem } from "./errors.ts";
 import { Header, encodeRequestMeta, type RequestMeta } from "./headers.ts";
 
 export type BusReply<T> = {
@@ -128,7 +128,9 @@ export class Bus {
       } catch (error) {
         this.pending.delete(token);
         clearTimeout(timer);
-        reject(unavailable(`message bus error: ${(error as Error).message}`, 1));
+        // Too large for the server: no retry helps, so not a 503 with Retry-After.
+        const message = (error as Error).message;
+        reject(/max_payload|payload.*exceeded/i.test(message) ? contentTooLarge(`the request is too large for the message bus (${message})`) : unavailable(`message bus error: ${message}`, 1));
       }
     });
   }

@@ -39,6 +39,8 @@ export function toEdgeError(code: string | number, error: unknown): DerrickError
     case "VALIDATION":
       return fromValidation(error as { type?: string; all?: ValueError[] });
     case "PARSE":
+      // Elysia wraps what a parse hook throws (the body limit's 413, our JSON 400) in its ParseError.
+      if ((error as { cause?: unknown } | undefined)?.cause instanceof DerrickError) return (error as { cause: DerrickError }).cause;
       return badRequest("the request body could not be parsed; send JSON with a JSON content type");
     case "NOT_FOUND":
       return notFound("no such route");

@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SignJWT, UnsecuredJWT } from "jose";
+import { connect as connectTcp } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
 import { startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { loadOrCreateSigningKey } from "../../actors/identity/keys.ts";
 import { EMBEDDED_ISSUER } from "../../subjects/identity.ts";
@@ -195,6 +200,45 @@ describe("edge", () => {
       await expectProblem(res, 413);
     });
 
+    it("bodies - the limit holds for chunked bodies and for any declared length, always as problem+json", async () => {
+      const chunked = (text: string, pieces = 4) =>
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            const bytes = new TextEncoder().encode(text);
+            const step = Math.ceil(bytes.length / pieces);
+            for (let i = 0; i < bytes.length; i += step) controller.enqueue(bytes.subarray(i, i + step));
+            controller.close();
+          },
+        });
+      const post = (path: string, type: string, body: ReadableStream<Uint8Array>) => fetch(`${derrick.url}${path}`, { method: "POST", headers: { "content-type": type }, body });
+      // Under the limit: parsed like any body.
+      let res = await post("/v1/system/echo", "application/json", chunked(JSON.stringify({ small: "y".repeat(1000) })));
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ small: "y".repeat(1000) });
+      res = await post("/v2/token", "application/x-www-form-urlencoded", chunked(new URLSearchParams({ grant_type: "client_credentials", client_id: "alpha", client_secret: TEST_CLIENTS.alpha.client_secret }).toString()));
+      expect(res.status).toBe(200);
+      // Over it: refused once the limit is passed, with a problem body.
+      res = await post("/v1/system/echo", "application/json", chunked(JSON.stringify({ big: "x".repeat(20_000) }), 20));
+      expect(res.status, await res.clone().text()).toBe(413);
+      await expectProblem(res, 413);
+      // A declared length far beyond the limit (and beyond Bun's own cap) is still a problem+json 413.
+      const raw = await new Promise<string>((resolve, reject) => {
+        let answer = "";
+        const socket = connectTcp({ host: "127.0.0.1", port: derrick.edge!.port }, () =>
+          socket.write("POST /v1/system/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3000000000\r\n\r\n{"),
+        );
+        socket.on("data", (d) => {
+          answer += d.toString();
+          if (answer.includes("\r\n\r\n{")) socket.destroy();
+        });
+        socket.on("close", () => resolve(answer));
+        socket.on("error", reject);
+        setTimeout(() => socket.destroy(), 3_000);
+      });
+      expect(raw).toMatch(/^HTTP\/1\.1 413/);
+      expect(raw.toLowerCase()).toContain("content-type: application/problem+json");
+    });
+
     it("errors - every answer carries a request id, the caller's when it is sane", async () => {
       let res = await fetch(`${derrick.url}/healthz`, { headers: { "x-request-id": "req-123" } });
       expect(res.headers.get("x-request-id")).toBe("req-123");
@@ -246,5 +290,30 @@ describe("edge", () => {
       expect(text).toMatch(/derrick_http_request_duration_seconds_bucket\{/);
       expect(text).toMatch(/derrick_nats_request_duration_seconds_count\{subject="derrick.system.echo",outcome="ok"\} \d+/);
     });
+  });
+});
+
+describe("edge on a NATS server with the default max_payload (1 MB)", () => {
+  let dir: string;
+  let server: NatsServer;
+  let derrick: TestDerrick;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "derrick-nats-1mb-"));
+    server = await startNatsServer({ dir, port: -1, extraConfig: "max_payload: 1MB" });
+    derrick = await startDerrick(server, { env: { DERRICK_BODY_LIMIT: String(1024 * 1024) } });
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("bodies - a body the bus cannot carry is 413 (no retry helps), not 503 with Retry-After; smaller ones pass", async () => {
+    const echo = (size: number) =>
+      fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ pad: "x".repeat(size) }) });
+    const refused = await echo(1_048_500 - 11);
+    await expectProblem(refused, 413);
+    expect(refused.headers.get("retry-after")).toBeNull();
+    expect((await echo(900_000)).status).toBe(200);
   });
 });
