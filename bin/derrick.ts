@@ -91,8 +91,12 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
     }
     // Anonymous connections are refused: derrick's processes use the internal user, devices their own.
     const users = ensureNatsUsers(cfg.dataDir);
-    server = await startNatsServer({ dir: resolve(join(cfg.dataDir, "nats")), port: cfg.natsPort, authorization: authorizationBlock(users) });
+    server = await startNatsServer({ dir: resolve(join(cfg.dataDir, "nats")), port: cfg.natsPort, authorization: authorizationBlock(users), ownProcessGroup: true });
     natsUrl = server.url;
+    // The server has a process group of its own (a Ctrl-C reaches only derrick, which drains first):
+    // whatever way this process ends, the server goes with it.
+    const child = server.process;
+    process.once("exit", () => void child.kill("SIGTERM"));
     log.info({ url: natsUrl, store: join(cfg.dataDir, "nats") }, "embedded nats-server started");
   }
   let running;

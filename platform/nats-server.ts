@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 
 export type NatsServerOptions = {
   /** Directory for the config, the ports file and the JetStream store. */
@@ -18,6 +18,12 @@ export type NatsServerOptions = {
   authorization?: string;
   /** Print the server's log lines (debugging). */
   verbose?: boolean;
+  /**
+   * Run the server in a process group of its own, so a Ctrl-C (or any signal sent to the caller's
+   * group) reaches only the caller, which drains first and stops the server last. A server left
+   * behind by a caller that died (SIGKILL) is stopped at the next start in the same directory.
+   */
+  ownProcessGroup?: boolean;
 };
 
 export type NatsServer = {
@@ -66,6 +72,7 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   mkdirSync(storeDir, { recursive: true });
   mkdirSync(portsDir, { recursive: true });
   const configPath = join(options.dir, "nats-server.conf");
+  if (options.ownProcessGroup) await stopLeftover(options.dir, configPath);
   if (options.authorization !== undefined) writeAuthorization(options.dir, options.authorization);
   writeFileSync(
     configPath,
@@ -87,6 +94,7 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   // so the child's pid is the server's.
   const child = spawn("sh", ["-c", `ulimit -n ${OPEN_FILES} 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec nats-server -c "$0"`, configPath], {
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.ownProcessGroup ?? false,
   });
   const spawnError = new Promise<never>((_, reject) =>
     child.once("error", (error: NodeJS.ErrnoException) => reject(error.code === "ENOENT" ? new Error(NATS_SERVER_MISSING) : error)),
@@ -115,6 +123,42 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
     stop: () => stopWith("SIGTERM"),
     kill: () => stopWith("SIGKILL"),
   };
+}
+
+/** Stops a server an earlier caller started in `dir` and left running (it died before stopping it). */
+async function stopLeftover(dir: string, configPath: string): Promise<void> {
+  const pidPath = join(dir, PID_FILE);
+  if (!existsSync(pidPath)) return;
+  const pid = Number(readFileSync(pidPath, "utf8").trim());
+  // Only a nats-server started with this very config: a recycled pid is left alone.
+  const isOurs = () => cmdlineOf(pid).includes(configPath);
+  if (!Number.isInteger(pid) || pid <= 0 || !isOurs()) return;
+  // Still owned by a live process of the same program: a second start on one data dir, not a leftover.
+  const owner = parentOf(pid);
+  if (owner !== undefined && owner > 1 && cmdlineOf(owner).some((arg) => arg.endsWith(basename(process.argv[1] ?? "derrick.ts"))))
+    throw new Error(`another derrick (pid ${owner}) runs an embedded nats-server in ${dir}: stop it first or use another DERRICK_DATA_DIR`);
+  process.kill(pid, "SIGTERM");
+  const deadline = Date.now() + 10_000;
+  while (isOurs() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  if (isOurs()) process.kill(pid, "SIGKILL");
+}
+
+function cmdlineOf(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  } catch {
+    return [];
+  }
+}
+
+function parentOf(pid: number): number | undefined {
+  try {
+    // Field 4 of /proc/<pid>/stat, after the parenthesised command name (which may hold spaces).
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
 }
 
 async function waitForPortsFile(dir: string, pid: number, exited: Promise<number | null>, output: () => string): Promise<number> {

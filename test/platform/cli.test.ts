@@ -1,6 +1,10 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, rmSync, existsSync, readFileSync } from "node:fs";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { endpoint, serveActor } from "../../actors/runtime/service.ts";
+import { subjects } from "../../subjects/index.ts";
+import { createLogger } from "../../platform/logger.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,10 +15,11 @@ const CLI = join(ROOT, "bin", "derrick.ts");
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
+/** Running, that is: a zombie (exited, not yet reaped by whoever adopted it) counts as gone. */
 function pidAlive(pid: number): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
   } catch {
     return false;
   }
@@ -59,6 +64,85 @@ describe("derrick CLI", () => {
       expect(pidAlive(serverPids[0]!)).toBe(false);
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
+    }
+  });
+});
+
+describe("derrick start and the terminal's Ctrl-C", () => {
+  it("cli - a SIGINT to the whole process group (Ctrl-C) still lets a request in flight finish: the embedded server stops last", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-cli-int-"));
+    dirs.push(dataDir);
+    const [httpPort, natsPort] = [await freePort(), await freePort()];
+    // The system actor comes from this test (slow), so derrick runs the identity actor only.
+    const env = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), ACTORS: "identity", DERRICK_REQUEST_TIMEOUT: "10s", DERRICK_LOG_LEVEL: "info" };
+    delete (env as Record<string, string | undefined>).NATS_URL;
+    // Its own process group, like a shell job: a signal to -pid reaches everything in it.
+    const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let log = "";
+    child.stdout.on("data", (d) => (log += d));
+    child.stderr.on("data", (d) => (log += d));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    let slow: { stop(): Promise<void> } | undefined;
+    let nc: NatsConnection | undefined;
+    try {
+      const base = `http://127.0.0.1:${httpPort}`;
+      await eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `healthz (log: ${log.slice(-500)})` });
+      const internal = JSON.parse(readFileSync(join(dataDir, "nats", "users.json"), "utf8")).internal as { user: string; password: string };
+      nc = await connect({ servers: `nats://127.0.0.1:${natsPort}`, user: internal.user, pass: internal.password });
+      slow = await serveActor(nc, { name: "system", description: "slow", endpoints: [endpoint({ name: "info", subject: subjects.system.info(), handler: async () => (await new Promise((r) => setTimeout(r, 1_500)), { version: "slow" }) })] }, { log: createLogger("silent"), concurrency: 4 });
+      const inFlight = fetch(`${base}/v1/system/info`).then((r) => r.status);
+      await new Promise((r) => setTimeout(r, 300));
+      process.kill(-child.pid!, "SIGINT");
+      expect(await inFlight).toBe(200);
+      expect(await exited).toBe(0);
+      expect(spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim()).toBe("");
+    } finally {
+      await slow?.stop().catch(() => undefined);
+      await nc?.close().catch(() => undefined);
+      if (child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
+    }
+  });
+});
+
+describe("derrick start after a crash", () => {
+  it("cli - a server left running by a derrick killed with SIGKILL is stopped by the next start in the same data dir", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-cli-kill-"));
+    dirs.push(dataDir);
+    const [httpPort, natsPort] = [await freePort(), await freePort()];
+    const env = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), ACTORS: "system,identity", DERRICK_LOG_LEVEL: "info" };
+    delete (env as Record<string, string | undefined>).NATS_URL;
+    const serverPids = () => spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean).map(Number);
+    const start = () => {
+      const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+      let log = "";
+      child.stdout.on("data", (d) => (log += d));
+      child.stderr.on("data", (d) => (log += d));
+      return { child, log: () => log, exited: new Promise<number | null>((r) => child.once("exit", (code) => r(code))) };
+    };
+    const ready = (run: ReturnType<typeof start>) => eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `readyz (log: ${run.log().slice(-500)})` });
+    const first = start();
+    const second = { run: undefined as ReturnType<typeof start> | undefined };
+    try {
+      await ready(first);
+      const [left] = serverPids();
+      // A second start on a data dir whose derrick is alive refuses, and leaves the first one's server be.
+      const meanwhile = start();
+      expect(await meanwhile.exited).not.toBe(0);
+      expect(meanwhile.log()).toMatch(/another derrick \(pid \d+\) runs an embedded nats-server/);
+      expect(pidAlive(left!)).toBe(true);
+      first.child.kill("SIGKILL");
+      await first.exited;
+      expect(pidAlive(left!)).toBe(true); // its own process group: it outlived derrick
+      second.run = start();
+      await ready(second.run);
+      expect(pidAlive(left!)).toBe(false);
+      expect(serverPids()).toHaveLength(1);
+      second.run.child.kill("SIGTERM");
+      expect(await second.run.exited).toBe(0);
+      expect(serverPids()).toEqual([]);
+    } finally {
+      for (const run of [first, second.run]) if (run && run.child.exitCode === null) run.child.kill("SIGKILL");
+      for (const pid of serverPids()) process.kill(pid, "SIGKILL");
     }
   });
 });
