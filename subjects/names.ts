@@ -38,7 +38,11 @@ export const subjects = {
     stats: () => `${ROOT}.content.worker.stats`,
   },
   /** Twin properties (buckets and keys: subjects/twins.ts). */
-  twins: operations("twins", ["put", "get", "delete"] as const),
+  twins: {
+    ...operations("twins", ["put", "get", "delete"] as const),
+    /** Answered by a live twins writer (its id is in the commit claims it makes); no responders = gone. */
+    writer: (id: string) => `${ROOT}.twins.writer.${checkToken(id, "/writer")}`,
+  },
   "twin-mirror": operations("twin-mirror", ["status"] as const),
   /** Assessment entities and aggregations of reporting by unit and analysis (schemas: subjects/reporting.ts). */
   reporting: operations("reporting", [

@@ -107,6 +107,8 @@ export const TwinCommit = Type.Object({
   /** Committed: the group's latest desired version (the ETag); pending: the previous one. */
   version: Type.Integer({ minimum: 0 }),
   at: Type.String(),
+  /** Pending only: the writer that claimed the group (answers on subjects.twins.writer while alive). */
+  owner: Type.Optional(Type.String()),
 });
 export type TwinCommit = Static<typeof TwinCommit>;
 

@@ -1,15 +1,38 @@
 /** Wiring of the `twins` actor: per-twin KV buckets and the put/get/delete endpoints. */
-import type { NatsConnection } from "@nats-io/nats-core";
+import { nuid, RequestError, type NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { TwinDeleteRequest, TwinGetRequest, TwinPutRequest } from "../../subjects/twins.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
-import { deleteTwin, getTwins, putTwins, type TwinsDeps } from "./handlers.ts";
+import { deleteTwin, getTwins, putTwins, type TwinWriter, type TwinsDeps } from "./handlers.ts";
 import { kvTwinStores } from "./store.ts";
 
+/**
+ * This process as a writer of commit claims. Its subject is answered as long as the process is
+ * connected; "no responders" means its connection is gone (killed, say) and its claims can be
+ * finished at once instead of after the lease. A timeout or any other error says nothing: not gone.
+ */
+export function twinWriter(nc: NatsConnection): TwinWriter & { stop(): void } {
+  const id = nuid.next();
+  const sub = nc.subscribe(subjects.twins.writer(id), { callback: (_error, msg) => void msg.respond() });
+  return {
+    id,
+    async isGone(owner) {
+      try {
+        await nc.request(subjects.twins.writer(owner), undefined, { timeout: 1_000 });
+        return false;
+      } catch (error) {
+        return error instanceof RequestError && error.isNoResponders();
+      }
+    },
+    stop: () => sub.unsubscribe(),
+  };
+}
+
 export async function startTwinsActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {
-  const deps: TwinsDeps = { stores: kvTwinStores(nc) };
+  const writer = twinWriter(nc);
+  const deps: TwinsDeps = { stores: kvTwinStores(nc), writer };
   const names = subjects.twins;
-  return serveActor(
+  const served = await serveActor(
     nc,
     {
       name: "twins",
@@ -21,5 +44,15 @@ export async function startTwinsActor(nc: NatsConnection, options: RuntimeOption
       ],
     },
     options,
-  );
+  ).catch((error: unknown) => {
+    writer.stop();
+    throw error;
+  });
+  return {
+    ...served,
+    async stop() {
+      await served.stop();
+      writer.stop();
+    },
+  };
 }

@@ -33,9 +33,19 @@ export interface TwinBucketStore {
   put(key: string, value: string): Promise<number>;
   /** Deletes (a marker); returns the marker's revision. */
   remove(key: string): Promise<number>;
-  /** Compare-and-swap; expected 0 = the key must not exist (or be deleted). */
-  swap(key: string, value: string, expectedRevision: number): Promise<number | "conflict">;
+  /**
+   * Compare-and-swap: writes `value` (null = a delete marker) only if the key's latest revision,
+   * markers included, is `expectedRevision` (0 = the key was never written). Returns the new revision.
+   */
+  swap(key: string, value: string | null, expectedRevision: number): Promise<number | "conflict">;
 }
+
+/** This process as a writer of commit claims, and how it tells whether another writer is gone. */
+export type TwinWriter = {
+  id: string;
+  /** True only when certainly gone (nobody answers for it); false while alive or unknown. */
+  isGone(id: string): Promise<boolean>;
+};
 
 export interface TwinStores {
   /** The twin's bucket; created when `create`, else undefined when it does not exist. */
@@ -48,6 +58,10 @@ export type TwinsDeps = {
   leaseMs?: number;
   /** Attempts to claim a group before answering 409. */
   attempts?: number;
+  /** Without one, a claim left pending is taken over only after the lease. */
+  writer?: TwinWriter;
+  /** Pause between attempts to finish this process's own abandoned claim (tests shorten it). */
+  repairEveryMs?: number;
 };
 
 export const WRITERS = "twins.writers";
@@ -56,6 +70,9 @@ export const READERS = "twins.readers";
 const encoder = new TextEncoder();
 const byteLength = (value: string) => encoder.encode(value).length;
 const DEFAULT_LEASE_MS = 30_000;
+/** A claim younger than this is simply waited for: its owner is almost always just busy writing. */
+const LIVENESS_CHECK_AFTER_MS = 250;
+const DEFAULT_REPAIR_EVERY_MS = 500;
 
 /** Checks a whole PUT: names, duplicates, sizes. Throws the first problem; writes nothing. */
 export function validatePut(input: Pick<TwinPutRequest, "group" | "twins">): void {
@@ -83,9 +100,12 @@ function readCommit(entry: TwinEntry | undefined): TwinCommit | undefined {
   }
 }
 
-// Serializes writers of one group inside this process; the commit record's CAS covers the others.
-const locks = new Map<string, Promise<unknown>>();
-async function withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
+// Serializes the writers of one group that share a TwinsDeps (one actor: one writer id); the commit
+// record's CAS covers the others.
+const lockTables = new WeakMap<TwinsDeps, Map<string, Promise<unknown>>>();
+async function withLock<T>(deps: TwinsDeps, key: string, work: () => Promise<T>): Promise<T> {
+  let locks = lockTables.get(deps);
+  if (!locks) lockTables.set(deps, (locks = new Map()));
   const previous = locks.get(key) ?? Promise.resolve();
   const run = previous.then(work, work);
   const tail = run.catch(() => undefined);
@@ -102,56 +122,137 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * Writes `values` (null = delete) to the desired side of one group as one commit. Returns each
  * name's new revision and the group's new version. `ifMatch` → 412 when the version moved.
+ * Runs under the group's process lock (withLock), which is what makes a pending claim of this very
+ * process found here certainly abandoned.
  */
 async function commitDesired(
   bucket: TwinBucketStore,
+  lock: string,
   group: string,
   values: Array<[string, string | null]>,
   ifMatch: number | undefined,
   deps: TwinsDeps,
 ): Promise<{ revisions: Map<string, number>; version: number }> {
   const commitKey = twinCommitKey(group);
-  const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   const attempts = deps.attempts ?? 50;
   for (let attempt = 0; attempt < attempts; attempt++) {
     const entry = await bucket.get(commitKey);
     const current = readCommit(entry);
     if (current?.state === "pending") {
-      if (Date.now() - Date.parse(current.at) < leaseMs) {
-        await sleep(Math.min(200, 5 * 2 ** Math.min(attempt, 6)));
-        continue;
-      }
-      // The writer died mid-commit: finish its work so its half-write never stays hidden or partial.
-      await rollForward(bucket, group, current, entry!.revision);
+      if (await isAbandoned(current, deps)) await rollForward(bucket, group, current, entry!.revision);
+      else await sleep(Math.min(200, 5 * 2 ** Math.min(attempt, 6)));
       continue;
     }
     const before = current?.version ?? 0;
     if (ifMatch !== undefined && ifMatch !== before) {
       throw preconditionFailed(`group ${group} is at version ${before}, not ${ifMatch}`);
     }
-    const pending: TwinCommit = { state: "pending", names: values.map(([n]) => n), values: Object.fromEntries(values), version: before, at: new Date().toISOString() };
+    const pending: TwinCommit = { state: "pending", names: values.map(([n]) => n), values: Object.fromEntries(values), owner: deps.writer?.id, version: before, at: new Date().toISOString() };
     const claimed = await bucket.swap(commitKey, JSON.stringify(pending), entry?.revision ?? 0);
     if (claimed === "conflict") continue;
-    const revisions = await writeValues(bucket, group, values);
-    const version = Math.max(before, ...revisions.values());
-    const committed: TwinCommit = { state: "committed", names: pending.names, version, at: new Date().toISOString() };
-    await bucket.swap(commitKey, JSON.stringify(committed), claimed);
-    return { revisions, version };
+    try {
+      const written = await writeValues(bucket, lock, group, values, claimed, deps);
+      if (written === "conflict") {
+        throw conflict(`this write to group ${group} stalled and was finished by another writer; it is safe to repeat`);
+      }
+      const version = Math.max(before, ...written.values());
+      const committed: TwinCommit = { state: "committed", names: pending.names, version, at: new Date().toISOString() };
+      // A conflict here: a taker-over already committed these very values.
+      await bucket.swap(commitKey, JSON.stringify(committed), claimed);
+      return { revisions: written, version };
+    } catch (error) {
+      // Say, NATS went away mid-commit: finish the claim as soon as it can be, so the group is not
+      // blocked for the whole lease in the other processes.
+      repairLater(bucket, lock, group, deps);
+      throw error;
+    }
   }
   throw conflict(`group ${group} is being written by another request; try again`);
 }
 
-async function writeValues(bucket: TwinBucketStore, group: string, values: Array<[string, string | null]>): Promise<Map<string, number>> {
-  const written = await Promise.all(
-    values.map(async ([name, value]) => [name, value === null ? await bucket.remove(twinKey(group, "desired", name)) : await bucket.put(twinKey(group, "desired", name), value)] as const),
-  );
-  return new Map(written);
+/** A pending claim whose owner will not finish it: this process's own (see commitDesired), a gone one, or one past the lease. */
+async function isAbandoned(claim: TwinCommit, deps: TwinsDeps): Promise<boolean> {
+  const age = Date.now() - Date.parse(claim.at);
+  if (!(age < (deps.leaseMs ?? DEFAULT_LEASE_MS))) return true;
+  if (claim.owner === undefined || deps.writer === undefined) return false;
+  if (claim.owner === deps.writer.id) return true;
+  return age >= LIVENESS_CHECK_AFTER_MS && (await deps.writer.isGone(claim.owner));
 }
 
-async function rollForward(bucket: TwinBucketStore, group: string, record: TwinCommit, revision: number): Promise<void> {
-  const values = Object.entries(record.values ?? {});
-  const revisions = await writeValues(bucket, group, values);
-  const committed: TwinCommit = { state: "committed", names: record.names, version: Math.max(record.version, ...revisions.values()), at: new Date().toISOString() };
+/** Finishes this process's abandoned claim on a group in the background, until done or the lease runs out. */
+function repairLater(bucket: TwinBucketStore, lock: string, group: string, deps: TwinsDeps): void {
+  if (deps.writer === undefined) return;
+  const every = deps.repairEveryMs ?? DEFAULT_REPAIR_EVERY_MS;
+  const tries = Math.ceil((deps.leaseMs ?? DEFAULT_LEASE_MS) / every);
+  void (async () => {
+    for (let i = 0; i < tries; i++) {
+      await sleep(every);
+      const done = await withLock(deps, lock, async () => {
+        const entry = await bucket.get(twinCommitKey(group));
+        const claim = readCommit(entry);
+        if (claim?.state !== "pending" || claim.owner !== deps.writer!.id) return true;
+        await rollForward(bucket, group, claim, entry!.revision);
+        return true;
+      }).catch(() => false);
+      if (done) return;
+    }
+  })();
+}
+
+/** Last known revision of desired keys this process wrote (key: group lock + name), bounded. */
+const REVISION_CACHE_MAX = 100_000;
+const revisionTables = new WeakMap<TwinsDeps, Map<string, number>>();
+function knownRevisions(deps: TwinsDeps): Map<string, number> {
+  let known = revisionTables.get(deps);
+  if (!known) revisionTables.set(deps, (known = new Map()));
+  return known;
+}
+
+/**
+ * The owner's writes of its claim (at revision `claim`), each a compare-and-swap from the key's
+ * revision before the claim, so a write that arrives after a roll-forward (a stalled owner) fails
+ * instead of overwriting a later commit. That revision is guessed from what this process last wrote
+ * and read on a miss; a wrong guess is told apart from a takeover by the key's revision: a key newer
+ * than the claim was written for it by somebody else. "conflict" when the claim was taken over.
+ */
+async function writeValues(bucket: TwinBucketStore, lock: string, group: string, values: Array<[string, string | null]>, claim: number, deps: TwinsDeps): Promise<Map<string, number> | "conflict"> {
+  const known = knownRevisions(deps);
+  const write = async (name: string, value: string | null): Promise<number | "conflict"> => {
+    const key = twinKey(group, "desired", name);
+    let expected = known.get(`${lock}/${name}`) ?? (await bucket.get(key))?.revision ?? 0;
+    for (;;) {
+      const written = await bucket.swap(key, value, expected);
+      if (written !== "conflict") return written;
+      const current = (await bucket.get(key))?.revision ?? 0;
+      if (current > claim) return "conflict";
+      expected = current;
+    }
+  };
+  const written = await Promise.all(values.map(async ([name, value]) => [name, await write(name, value)] as const));
+  if (written.some(([, revision]) => revision === "conflict")) return "conflict";
+  for (const [name, revision] of written) {
+    const cacheKey = `${lock}/${name}`;
+    known.delete(cacheKey);
+    if (known.size >= REVISION_CACHE_MAX) known.delete(known.keys().next().value!);
+    known.set(cacheKey, revision as number);
+  }
+  return new Map(written as Array<readonly [string, number]>);
+}
+
+/**
+ * Writes a claim's values and commits it. Only the claim's writers touch its keys while it is
+ * pending, so a key with a revision above the claim's was already written for it (by its owner) and
+ * is kept; the others are written by compare-and-swap, so a racing owner and this never both write.
+ */
+async function rollForward(bucket: TwinBucketStore, group: string, claim: TwinCommit, revision: number): Promise<void> {
+  const writeOnce = async (key: string, value: string | null): Promise<number> => {
+    const current = (await bucket.get(key))?.revision ?? 0;
+    if (current > revision) return current;
+    const written = await bucket.swap(key, value, current);
+    return written === "conflict" ? writeOnce(key, value) : written;
+  };
+  const revisions = await Promise.all(Object.entries(claim.values ?? {}).map(([name, value]) => writeOnce(twinKey(group, "desired", name), value)));
+  const committed: TwinCommit = { state: "committed", names: claim.names, version: Math.max(claim.version, ...revisions), at: new Date().toISOString() };
   await bucket.swap(twinCommitKey(group), JSON.stringify(committed), revision);
 }
 
@@ -159,9 +260,11 @@ export async function putTwins(input: TwinPutRequest, ctx: RequestContext, deps:
   requireGroup(ctx, WRITERS);
   validatePut(input);
   const bucket = (await deps.stores.open(input, true))!;
-  const { revisions, version } = await withLock(`${input.organization}/${input.environment}/${input.twinId}/${input.group}`, () =>
+  const lock = `${input.organization}/${input.environment}/${input.twinId}/${input.group}`;
+  const { revisions, version } = await withLock(deps, lock, () =>
     commitDesired(
       bucket,
+      lock,
       input.group,
       input.twins.map((t) => [t.name, t.value]),
       input.ifMatch,
@@ -212,7 +315,8 @@ export async function deleteTwin(input: TwinDeleteRequest, ctx: RequestContext, 
   if (!bucket) return reply(undefined, 204);
   const desired = await bucket.get(twinKey(input.group, "desired", input.name));
   if (desired?.operation === "PUT") {
-    await withLock(`${input.organization}/${input.environment}/${input.twinId}/${input.group}`, () => commitDesired(bucket, input.group, [[input.name, null]], undefined, deps));
+    const lock = `${input.organization}/${input.environment}/${input.twinId}/${input.group}`;
+    await withLock(deps, lock, () => commitDesired(bucket, lock, input.group, [[input.name, null]], undefined, deps));
   }
   const reported = await bucket.get(twinKey(input.group, "reported", input.name));
   if (reported?.operation === "PUT") await bucket.remove(twinKey(input.group, "reported", input.name));

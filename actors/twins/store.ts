@@ -74,9 +74,11 @@ export class KvTwinBucket implements TwinBucketStore {
     return (await this.kv.get(key))?.revision ?? 0;
   }
 
-  async swap(key: string, value: string, expectedRevision: number): Promise<number | "conflict"> {
+  async swap(key: string, value: string | null, expectedRevision: number): Promise<number | "conflict"> {
     try {
-      return await this.kv.put(key, value, { previousSeq: expectedRevision });
+      if (value !== null) return await this.kv.put(key, value, { previousSeq: expectedRevision });
+      await this.kv.delete(key, { previousSeq: expectedRevision });
+      return (await this.kv.get(key))?.revision ?? 0;
     } catch (error) {
       if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
         return "conflict";

@@ -1,0 +1,151 @@
+/**
+ * The commit protocol when a writer does not finish its claim: its process is gone, it failed
+ * mid-commit (NATS went away), or it stalled past the lease and wakes up later. Handlers run
+ * directly against a real nats-server; "processes" are separate connections with writers of their own.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
+import { twinBucket, twinKey, type TwinAddress } from "../../subjects/twins.ts";
+import { putTwins, type TwinBucketStore, type TwinStores, type TwinsDeps } from "../../actors/twins/handlers.ts";
+import { kvTwinStores } from "../../actors/twins/store.ts";
+import { twinWriter } from "../../actors/twins/actor.ts";
+import { createLogger } from "../../platform/logger.ts";
+
+const ctx = { requestId: "t", log: createLogger("silent"), principal: { clientId: "admin", subject: "admin", groups: ["twins.writers"], kind: "service" as const } };
+
+/** Real stores, with a hook in front of every desired-value write (fault injection). */
+function hooked(stores: TwinStores, beforeValueWrite: (key: string) => Promise<void>): TwinStores {
+  return {
+    async open(address, create) {
+      const bucket = await stores.open(address, create);
+      if (!bucket) return bucket;
+      const wrapped: TwinBucketStore = {
+        get: (key) => bucket.get(key),
+        entries: () => bucket.entries(),
+        put: (key, value) => bucket.put(key, value),
+        remove: (key) => bucket.remove(key),
+        swap: async (key, value, expected) => {
+          if (key.startsWith("twin_properties/")) await beforeValueWrite(key);
+          return bucket.swap(key, value, expected);
+        },
+      };
+      return wrapped;
+    },
+  };
+}
+
+describe("twin commits left unfinished", () => {
+  let nats: TestNats;
+  const conns: NatsConnection[] = [];
+  const process = async () => {
+    const nc = await connect({ servers: nats.url });
+    conns.push(nc);
+    return nc;
+  };
+  let twin = 0;
+  const nextTwin = (): TwinAddress => ({ organization: "acme", environment: "commit", twinId: `t${++twin}` });
+  const desired = async (nc: NatsConnection, address: TwinAddress, name: string) => (await (await new Kvm(nc).open(twinBucket(address))).get(twinKey("g", "desired", name)))?.string();
+
+  beforeAll(async () => {
+    nats = await startTestNats();
+  });
+  afterAll(async () => {
+    for (const nc of conns) await nc.close().catch(() => undefined);
+    await nats?.cleanup();
+  });
+
+  it("twins - a claim whose writer's process is gone is finished at once by the next writer, not after the lease", async () => {
+    const address = nextTwin();
+    const [a, b] = [await process(), await process()];
+    const writerA = twinWriter(a);
+    let release!: () => void;
+    const stalled = new Promise<void>((r) => (release = r));
+    // A claims the group, writes x, stops before z; then its connection goes (kill -9).
+    const depsA: TwinsDeps = { stores: hooked(kvTwinStores(a), async (key) => void (key.endsWith("/z") && (await stalled))), writer: writerA };
+    const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }, { name: "z", value: "from A" }] }, ctx, depsA).catch((e: Error) => e);
+    await eventually(async () => (await desired(b, address, "x")) === "from A", { what: "A's first value" });
+    await a.close();
+    release();
+    await first;
+
+    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 20 };
+    const started = Date.now();
+    const second = await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "from B" }] }, ctx, depsB);
+    expect(second.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(5_000); // the lease is 30 s
+    // A's claim rolled forward, not dropped, and x (already written by A) not written again.
+    expect(await desired(b, address, "z")).toBe("from A");
+    const kv = await new Kvm(b).open(twinBucket(address));
+    const xs: string[] = [];
+    for await (const e of await kv.history({ key: twinKey("g", "desired", "x") })) xs.push(e.string());
+    expect(xs).toEqual(["from A"]);
+    expect(await desired(b, address, "y")).toBe("from B");
+  });
+
+  it("twins - a claim whose writer is alive and busy is waited for, not taken over", async () => {
+    const address = nextTwin();
+    const [a, b] = [await process(), await process()];
+    let release!: () => void;
+    const stalled = new Promise<void>((r) => (release = r));
+    const depsA: TwinsDeps = { stores: hooked(kvTwinStores(a), () => stalled), writer: twinWriter(a) };
+    const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }] }, ctx, depsA);
+    await new Promise((r) => setTimeout(r, 100));
+    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 12 };
+    await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from B" }] }, ctx, depsB)).rejects.toMatchObject({ status: 409 });
+    release();
+    expect((await first).status).toBe(200);
+    expect(await desired(b, address, "x")).toBe("from A");
+  });
+
+  it("twins - a writer that fails mid-commit finishes its own claim once NATS lets it, so other processes are not blocked for the lease", async () => {
+    const address = nextTwin();
+    const [a, b] = [await process(), await process()];
+    let failures = 1;
+    const depsA: TwinsDeps = {
+      stores: hooked(kvTwinStores(a), async () => {
+        if (failures-- > 0) throw new Error("connection lost");
+      }),
+      writer: twinWriter(a),
+      repairEveryMs: 100,
+    };
+    await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }] }, ctx, depsA)).rejects.toThrow("connection lost");
+    // B's process: A is alive (answers), so B may only wait; A's repair must finish the claim.
+    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 25 };
+    expect((await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "from B" }] }, ctx, depsB)).status).toBe(200);
+    expect(await desired(b, address, "x")).toBe("from A");
+  });
+
+  it("twins - a stalled writer that wakes after its claim was taken over cannot overwrite the later commit", async () => {
+    const address = nextTwin();
+    const [a, b] = [await process(), await process()];
+    let release!: () => void;
+    const stalled = new Promise<void>((r) => (release = r));
+    const depsA: TwinsDeps = { stores: hooked(kvTwinStores(a), () => stalled), writer: twinWriter(a) };
+    const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "old" }] }, ctx, depsA).catch((e: { status?: number }) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    // B takes over by the lease (A is alive but stalled), then writes a newer value.
+    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), leaseMs: 300 };
+    expect((await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "b" }] }, ctx, depsB)).status).toBe(200);
+    expect(await desired(b, address, "x")).toBe("old"); // rolled forward
+    expect((await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "new" }] }, ctx, depsB)).status).toBe(200);
+    release();
+    expect(await first).toMatchObject({ status: 409 });
+    expect(await desired(b, address, "x")).toBe("new");
+  });
+
+  it("twins - writers in two processes taking turns on one key both succeed (a stale remembered revision is not a takeover)", async () => {
+    const address = nextTwin();
+    const [a, b] = [await process(), await process()];
+    const depsA: TwinsDeps = { stores: kvTwinStores(a), writer: twinWriter(a) };
+    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b) };
+    for (let round = 0; round < 3; round++) {
+      for (const [name, deps] of [["A", depsA], ["B", depsB]] as const) {
+        const res = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: `${name}${round}` }] }, ctx, deps);
+        expect(res.status).toBe(200);
+      }
+    }
+    expect(await desired(a, address, "x")).toBe("B2");
+  });
+});
