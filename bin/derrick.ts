@@ -73,7 +73,7 @@ async function main(argv: string[]): Promise<number> {
     case "seed":
       return seed(cfg, rest);
     case "config":
-      console.log(JSON.stringify({ ...cfg, ...(cfg.natsPassword ? { natsPassword: "***" } : {}), clients: cfg.clients.map((c) => ({ ...c, client_secret: "***", appkey: "***" })) }, null, 2));
+      console.log(JSON.stringify({ ...cfg, ...(cfg.natsPassword ? { natsPassword: "***" } : {}), clients: cfg.clients?.map((c) => ({ ...c, client_secret: "***", appkey: "***" })) }, null, 2));
       return 0;
     default:
       console.error(USAGE);
@@ -194,7 +194,7 @@ async function token(cfg: Config, args: string[]): Promise<number> {
     return 2;
   }
   const key = await loadOrCreateSigningKey(cfg.dataDir);
-  const clientId = values.client ?? cfg.clients[0]?.client_id ?? values.user;
+  const clientId = values.client ?? cfg.clients?.[0]?.client_id ?? values.user;
   const groups = values.groups?.split(",").map((g) => g.trim()).filter(Boolean) ?? [];
   const ttl = values.ttl ? Math.round(parseDuration(values.ttl) / 1000) : cfg.auth.tokenTtlSeconds;
   console.log(await mintToken(key, { sub: values.user, client_id: clientId, groups }, cfg.auth.audience, ttl));

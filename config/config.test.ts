@@ -24,6 +24,9 @@ describe("config", () => {
     expect(cfg.natsUrl).toBeUndefined();
     expect(cfg.auth.issuer).toBeUndefined();
     expect(cfg.requestTimeoutMs).toBe(5000);
+    // Unset is not `[]`: a process started without the list leaves the seeded clients as they are.
+    expect(cfg.clients).toBeUndefined();
+    expect(loadConfig({ DERRICK_CLIENTS: "[]" }).clients).toEqual([]);
   });
 
   it("config - the result is frozen all the way down", () => {

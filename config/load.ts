@@ -120,7 +120,7 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_RATE_BURST", path: "http.rateBurst", parse: integer, fallback: "100" },
   { name: "DERRICK_DATA_DIR", path: "dataDir", parse: text, fallback: ".derrick" },
   { name: "DERRICK_PARTITIONS", path: "partitions", parse: list, fallback: "opendes" },
-  { name: "DERRICK_CLIENTS", path: "clients", parse: json, fallback: "[]" },
+  { name: "DERRICK_CLIENTS", path: "clients", parse: json },
   { name: "ACTORS", path: "actors", parse: actorList, fallback: "all" },
   { name: "DERRICK_AUTH_ISSUER", path: "auth.issuer", parse: text },
   { name: "DERRICK_AUTH_JWKS_URL", path: "auth.jwksUrl", parse: httpUrl },
@@ -212,7 +212,7 @@ function validate(draft: Record<string, unknown>): void {
   if (Boolean(auth.issuer) !== Boolean(auth.jwksUrl)) {
     throw new ConfigError(auth.issuer ? "DERRICK_AUTH_JWKS_URL" : "DERRICK_AUTH_ISSUER", "an external issuer needs both DERRICK_AUTH_ISSUER and DERRICK_AUTH_JWKS_URL");
   }
-  const clients = draft.clients as ClientSeed[];
+  const clients = (draft.clients ?? []) as ClientSeed[];
   const seen = new Set<string>();
   const appkeys = new Set<string>();
   for (const client of clients) {

@@ -44,7 +44,11 @@ export const Config = Type.Object({
   }),
   dataDir: Type.String({ minLength: 1 }),
   partitions: Type.Array(Type.String({ pattern: SUBJECT_TOKEN_PATTERN }), { minItems: 1 }),
-  clients: Type.Array(ClientSeed),
+  /**
+   * Unset (no DERRICK_CLIENTS): the registry's seeded clients are left as they are. Set (even `[]`):
+   * the seeded clients become exactly these; ones no longer listed are removed, stale appkeys dropped.
+   */
+  clients: Type.Optional(Type.Array(ClientSeed)),
   actors: Type.Array(Type.Union(ACTOR_NAMES.map((name) => Type.Literal(name)))),
   auth: Type.Object({
     /** External issuer (`iss`); unset → derrick's embedded issuer. */

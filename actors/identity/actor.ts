@@ -13,8 +13,10 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
   const registry = await openRegistry(nc);
   const key = await loadOrCreateSigningKey(cfg.dataDir);
   await registry.publishKey(key.publicJwk);
-  const seeded = await seedClients(cfg.clients, { registry });
-  if (seeded) options.log.info({ seeded }, "seeded clients from DERRICK_CLIENTS");
+  if (cfg.clients) {
+    const { written, removed } = await seedClients(cfg.clients, { registry });
+    if (written || removed.length) options.log.info({ written, removed }, "seeded clients from DERRICK_CLIENTS");
+  }
   const deps: IdentityDeps = { registry, key, audience: cfg.auth.audience, tokenTtlSeconds: cfg.auth.tokenTtlSeconds };
   const names = subjects.identity;
   return serveActor(

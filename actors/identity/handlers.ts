@@ -71,27 +71,41 @@ export async function deleteApp(input: AppDelete, deps: Pick<IdentityDeps, "regi
 }
 
 /**
- * Seeds DERRICK_CLIENTS idempotently: a client whose secret and groups already match is left alone
- * (no new hash on every start), anything else is (re)written.
+ * Makes the seeded clients exactly DERRICK_CLIENTS, idempotently: a client whose secret and groups
+ * already match is left alone (no new hash on every start), anything else is (re)written; a seeded
+ * client's other appkeys are dropped (a rotated appkey stops working) and seeded clients no longer
+ * listed are removed with their appkeys. Clients made with `derrick apps create` are not touched
+ * unless listed (the list then takes them over).
  */
-export async function seedClients(seeds: readonly ClientSeed[], deps: Pick<IdentityDeps, "registry">): Promise<number> {
+export async function seedClients(seeds: readonly ClientSeed[], deps: Pick<IdentityDeps, "registry">): Promise<{ written: number; removed: string[] }> {
   let written = 0;
+  const appkeys = await deps.registry.listAppkeys();
   for (const seed of seeds) {
     const groups = [...(seed.groups ?? [])];
     const existing = await deps.registry.getClient(seed.client_id);
     const same =
-      existing && JSON.stringify(existing.groups) === JSON.stringify(groups) && (await verifySecret(seed.client_secret, existing.secret_hash));
+      existing?.seeded === true && JSON.stringify(existing.groups) === JSON.stringify(groups) && (await verifySecret(seed.client_secret, existing.secret_hash));
     if (!same) {
       await deps.registry.putClient({
         client_id: seed.client_id,
         secret_hash: await hashSecret(seed.client_secret),
         groups,
         created_at: existing?.created_at ?? new Date().toISOString(),
+        seeded: true,
       });
       written++;
     }
     const digest = appkeyDigest(seed.appkey);
-    if ((await deps.registry.appkeyOwner(digest)) !== seed.client_id) await deps.registry.putAppkey(digest, seed.client_id);
+    if (!appkeys.some((a) => a.digest === digest && a.clientId === seed.client_id)) await deps.registry.putAppkey(digest, seed.client_id);
+    for (const stale of appkeys.filter((a) => a.clientId === seed.client_id && a.digest !== digest)) await deps.registry.deleteAppkey(stale.digest);
   }
-  return written;
+  const listed = new Set(seeds.map((s) => s.client_id));
+  const removed: string[] = [];
+  for (const client of await deps.registry.listClients()) {
+    if (!client.seeded || listed.has(client.client_id)) continue;
+    for (const stale of appkeys.filter((a) => a.clientId === client.client_id)) await deps.registry.deleteAppkey(stale.digest);
+    await deps.registry.deleteClient(client.client_id);
+    removed.push(client.client_id);
+  }
+  return { written, removed };
 }

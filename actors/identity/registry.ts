@@ -11,7 +11,8 @@ import { encodeJson, readJson } from "../runtime/kv.ts";
 
 export const REGISTRY_BUCKET = "derrick_registry";
 
-export type ClientRecord = { client_id: string; secret_hash: string; groups: string[]; created_at: string };
+/** `seeded`: written from DERRICK_CLIENTS (and removed when no longer listed there); else made with `derrick apps create`. */
+export type ClientRecord = { client_id: string; secret_hash: string; groups: string[]; created_at: string; seeded?: boolean };
 
 export interface Registry {
   getClient(clientId: string): Promise<ClientRecord | undefined>;
@@ -22,6 +23,9 @@ export interface Registry {
   listClients(): Promise<ClientRecord[]>;
   appkeyOwner(digest: string): Promise<string | undefined>;
   putAppkey(digest: string, clientId: string): Promise<void>;
+  /** Every appkey (by digest) and its client. */
+  listAppkeys(): Promise<Array<{ digest: string; clientId: string }>>;
+  deleteAppkey(digest: string): Promise<void>;
   deleteAppkeysOf(clientId: string): Promise<void>;
   publishKey(jwk: JWK): Promise<void>;
   publishedKeys(): Promise<JWK[]>;
@@ -85,10 +89,16 @@ class KvRegistry implements Registry {
     await this.kv.put(`appkeys.${digest}`, encodeJson({ client_id: clientId }));
   }
 
+  async listAppkeys() {
+    return (await this.values<{ client_id: string }>("appkeys")).map((e) => ({ digest: e.key.slice("appkeys.".length), clientId: e.value.client_id }));
+  }
+
+  async deleteAppkey(digest: string) {
+    await this.kv.delete(`appkeys.${digest}`);
+  }
+
   async deleteAppkeysOf(clientId: string) {
-    for (const { key } of (await this.values<{ client_id: string }>("appkeys")).filter((e) => e.value.client_id === clientId)) {
-      await this.kv.delete(key);
-    }
+    for (const { digest } of (await this.listAppkeys()).filter((e) => e.clientId === clientId)) await this.deleteAppkey(digest);
   }
 
   async publishKey(jwk: JWK) {
