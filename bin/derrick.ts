@@ -5,6 +5,7 @@
  *   derrick edge                      only the edge, against NATS_URL
  *   derrick actor <names…>            only these actors, against NATS_URL
  *   derrick apps create [--id ID] [--groups a,b] [--json] | list | delete <client_id>
+ *   derrick keys list [--json] | revoke <kid>   (the embedded issuer's signing keys)
  *   derrick token --user NAME [--client ID] [--groups a,b] [--ttl 1h]
  *   derrick devices add <org> <env> <twinId> --name APP [--subscribe …] [--publish …] | list | remove APP
  *   derrick config                    print the effective configuration (secrets masked)
@@ -20,7 +21,7 @@ import { connectNats, type NatsAuth } from "../platform/nats.ts";
 import { authorizationBlock, ensureNatsUsers, readNatsUsers } from "../platform/nats-users.ts";
 import { devicesCommand } from "./devices.ts";
 import { Bus, DerrickError, subjects } from "../subjects/index.ts";
-import type { AppCredentials, AppList } from "../subjects/identity.ts";
+import type { AppCredentials, AppList, SigningKeyList } from "../subjects/identity.ts";
 import { loadOrCreateSigningKey, mintToken } from "../actors/identity/index.ts";
 import { boot } from "./boot.ts";
 import { runMigrateCli } from "../sdk/migrate.ts";
@@ -28,7 +29,7 @@ import { ensureTwinBucket } from "../actors/twins/store.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { DEMO_PATHS, seedDemo } from "../actors/reporting/index.ts";
 
-const USAGE = `usage: derrick <start | edge | actor <names…> | apps create|list|delete | devices add|list|remove | token | sdk migrate | seed | config>
+const USAGE = `usage: derrick <start | edge | actor <names…> | apps create|list|delete | keys list|revoke | devices add|list|remove | token | sdk migrate | seed | config>
 actors: ${ACTOR_NAMES.join(", ")}`;
 
 async function main(argv: string[]): Promise<number> {
@@ -61,6 +62,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case "apps":
       return apps(cfg, rest);
+    case "keys":
+      return keys(cfg, rest);
     case "devices":
       return devicesCommand(cfg, rest, (twin) => withBus(cfg, (bus) => ensureTwinBucket(bus.nc, twin)));
     case "token":
@@ -180,6 +183,27 @@ async function apps(cfg: Config, args: string[]): Promise<number> {
     }
     console.error("usage: derrick apps create [--id ID] [--groups a,b] [--json] | list [--json] | delete <client_id>");
     return 2;
+  });
+}
+
+/** The embedded issuer's signing keys: list them, or revoke one (its issuer switches to a new key at once). */
+async function keys(cfg: Config, args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { json: { type: "boolean" } } });
+  const [action, kid] = positionals;
+  if (action !== "list" && !(action === "revoke" && kid)) {
+    console.error("usage: derrick keys list [--json] | revoke <kid>");
+    return 2;
+  }
+  return withBus(cfg, async (bus) => {
+    if (action === "revoke") {
+      await bus.request(subjects.identity["keys.revoke"](), { kid });
+      console.log(`revoked ${kid}: withdrawn from the JWKS; edges refuse its tokens within DERRICK_AUTH_JWKS_MAX_AGE`);
+      return 0;
+    }
+    const reply = await bus.request<SigningKeyList>(subjects.identity["keys.list"](), undefined);
+    if (values.json) console.log(JSON.stringify(reply.body));
+    else for (const key of reply.body.keys) console.log(`${key.kid}\t${key.seen_at ?? "-"}`);
+    return 0;
   });
 }
 

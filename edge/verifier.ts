@@ -1,7 +1,7 @@
 /**
  * Bearer token verification with jose: an external issuer's JWKS over HTTP, or the embedded
  * issuer's keys fetched from the identity actor over NATS (refreshed when a token names an unknown
- * key). Verified tokens are cached until they expire so the hot path skips the signature check.
+ * key, and once older than DERRICK_AUTH_JWKS_MAX_AGE, so a revoked key stops working). Verified tokens are cached until they expire so the hot path skips the signature check.
  */
 import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import type { Config } from "../config/index.ts";
@@ -28,7 +28,7 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
   const maxAge = cfg.auth.jwksMaxAgeMs;
   const keys = cfg.auth.jwksUrl
     ? createRemoteJWKSet(new URL(cfg.auth.jwksUrl), { cacheMaxAge: maxAge, cooldownDuration: Math.min(30_000, maxAge) })
-    : embeddedKeys(bus);
+    : embeddedKeys(bus, maxAge);
   const cache = new Map<string, { principal: Principal; until: number }>();
 
   return {
@@ -52,16 +52,27 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
   };
 }
 
-function embeddedKeys(bus: Bus): JWTVerifyGetKey {
+function embeddedKeys(bus: Bus, maxAgeMs: number): JWTVerifyGetKey {
   let local: JWTVerifyGetKey | undefined;
   let fetchedAt = 0;
-  const refresh = async () => {
-    const reply = await bus.request<Jwks>(subjects.identity.jwks(), undefined);
-    local = createLocalJWKSet(reply.body as Parameters<typeof createLocalJWKSet>[0]);
-    fetchedAt = Date.now();
-  };
+  let inFlight: Promise<void> | undefined;
+  // One fetch at a time, however many requests find the keys stale.
+  const refresh = () =>
+    (inFlight ??= (async () => {
+      try {
+        const reply = await bus.request<Jwks>(subjects.identity.jwks(), undefined);
+        local = createLocalJWKSet(reply.body as Parameters<typeof createLocalJWKSet>[0]);
+        fetchedAt = Date.now();
+      } catch (error) {
+        // Identity unreachable: keep verifying with the keys held, and try again shortly.
+        if (!local) throw error;
+        fetchedAt = Date.now() - maxAgeMs + JWKS_REFRESH_MS;
+      } finally {
+        inFlight = undefined;
+      }
+    })());
   return async (header, token) => {
-    if (!local) await refresh();
+    if (!local || Date.now() - fetchedAt > maxAgeMs) await refresh();
     try {
       return await local!(header, token);
     } catch (error) {

@@ -55,5 +55,13 @@ export type AppList = Static<typeof AppList>;
 export const AppDelete = Type.Object({ client_id: Type.String({ pattern: SUBJECT_TOKEN_PATTERN }) }, { additionalProperties: false });
 export type AppDelete = Static<typeof AppDelete>;
 
+/** A signing key of the embedded issuer as `derrick keys list` shows it. */
+export const SigningKeyInfo = Type.Object({ kid: Type.String(), seen_at: Type.Optional(Type.String()) });
+export const SigningKeyList = Type.Object({ keys: Type.Array(SigningKeyInfo) });
+export type SigningKeyList = Static<typeof SigningKeyList>;
+/** kid: an RFC 7638 thumbprint (base64url). */
+export const KeyRevoke = Type.Object({ kid: Type.String({ pattern: "^[A-Za-z0-9_-]{1,128}$" }) }, { additionalProperties: false });
+export type KeyRevoke = Static<typeof KeyRevoke>;
+
 /** The `iss` of tokens minted by derrick's embedded issuer. */
 export const EMBEDDED_ISSUER = "urn:derrick:issuer";

@@ -16,7 +16,7 @@ function operations<const Ops extends readonly string[]>(capability: string, ops
 export const subjects = {
   root: ROOT,
   system: operations("system", ["ping", "echo", "info"] as const),
-  identity: operations("identity", ["token", "jwks", "appkey.verify", "apps.create", "apps.list", "apps.delete"] as const),
+  identity: operations("identity", ["token", "jwks", "appkey.verify", "apps.create", "apps.list", "apps.delete", "keys.list", "keys.revoke"] as const),
   /** Catalog, projects, members, content requests and reads (schemas: subjects/projects.ts). */
   projects: operations("projects", [
     "catalog.list",

@@ -1,25 +1,26 @@
 /** Wiring of the `identity` actor: signing key, registry bucket, seed clients, endpoints. */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
-import { AppCreate, AppDelete, AppkeyCheck, TokenRequest } from "../../subjects/identity.ts";
+import { AppCreate, AppDelete, AppkeyCheck, KeyRevoke, TokenRequest } from "../../subjects/identity.ts";
 import type { Config } from "../../config/index.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
-import { createApp, deleteApp, issueToken, listApps, publishedJwks, seedClients, verifyAppkey, type IdentityDeps } from "./handlers.ts";
-import { loadOrCreateSigningKey } from "./keys.ts";
-import { openRegistry } from "./registry.ts";
+import { KEY_HEARTBEAT_MS, createApp, deleteApp, issueToken, listApps, listKeys, publishedJwks, revokeKey, seedClients, verifyAppkey, type IdentityDeps } from "./handlers.ts";
+import { loadOrCreateSigningKey, replaceSigningKey } from "./keys.ts";
+import { openRegistry, type Registry } from "./registry.ts";
+import type { Logger } from "../../platform/logger.ts";
 import { reply } from "../../subjects/reply.ts";
 
 export async function startIdentityActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const registry = await openRegistry(nc);
   const key = await loadOrCreateSigningKey(cfg.dataDir);
-  await registry.publishKey(key.publicJwk);
   if (cfg.clients) {
     const { written, removed } = await seedClients(cfg.clients, { registry });
     if (written || removed.length) options.log.info({ written, removed }, "seeded clients from DERRICK_CLIENTS");
   }
   const deps: IdentityDeps = { registry, key, audience: cfg.auth.audience, tokenTtlSeconds: cfg.auth.tokenTtlSeconds };
+  const signing = await keepSigningKey(deps, cfg.dataDir, options.log.child({ actor: "identity" }));
   const names = subjects.identity;
-  return serveActor(
+  const served = await serveActor(
     nc,
     {
       name: "identity",
@@ -31,8 +32,57 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
         endpoint({ name: "apps-create", subject: names["apps.create"](), input: AppCreate, handler: async (input) => reply(await createApp(input, deps), 201) }),
         endpoint({ name: "apps-list", subject: names["apps.list"](), handler: () => listApps(deps) }),
         endpoint({ name: "apps-delete", subject: names["apps.delete"](), input: AppDelete, handler: async (input) => reply(await deleteApp(input, deps), 204) }),
+        endpoint({ name: "keys-list", subject: names["keys.list"](), handler: () => listKeys(deps) }),
+        endpoint({ name: "keys-revoke", subject: names["keys.revoke"](), input: KeyRevoke, handler: async (input) => reply(await revokeKey(input, deps), 204) }),
       ],
     },
     options,
-  );
+  ).catch((error: unknown) => {
+    signing.stop();
+    throw error;
+  });
+  return {
+    ...served,
+    async stop() {
+      await served.stop();
+      signing.stop();
+    },
+  };
+}
+
+/**
+ * Publishes this process's signing key and keeps it published (a heartbeat, so keys of issuers
+ * gone for good drop out of the JWKS); when the key is revoked (`derrick keys revoke`), switches to
+ * a new one at once: tokens it signed from then on verify, the revoked key's do not.
+ */
+async function keepSigningKey(deps: IdentityDeps, dataDir: string, log: Logger): Promise<{ stop(): void }> {
+  let stopWatch: () => void = () => {};
+  let stopped = false;
+  const follow = async (registry: Registry) => {
+    // A key file revoked while this process was down (or by a process sharing the data dir) is never published again.
+    if (await registry.isRevoked(deps.key.kid)) {
+      const revoked = deps.key.kid;
+      deps.key = await replaceSigningKey(dataDir, revoked);
+      log.warn({ revoked, kid: deps.key.kid }, "signing key was revoked: signing with a new key");
+    }
+    await registry.publishKey(deps.key.publicJwk);
+    const kid = deps.key.kid;
+    stopWatch = await registry.watchKey(kid, () => {
+      if (stopped || deps.key.kid !== kid) return;
+      stopWatch();
+      void follow(registry).catch((error: Error) => log.error({ err: error, revoked: kid }, "signing key revoked, but no new key could be published; tokens minted now will not verify"));
+    });
+  };
+  await follow(deps.registry);
+  const heartbeat = setInterval(() => {
+    deps.registry.publishKey(deps.key.publicJwk).catch((error: Error) => log.warn({ err: error }, "signing key not republished; retrying at the next heartbeat"));
+  }, KEY_HEARTBEAT_MS);
+  heartbeat.unref();
+  return {
+    stop() {
+      stopped = true;
+      clearInterval(heartbeat);
+      stopWatch();
+    },
+  };
 }

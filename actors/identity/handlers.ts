@@ -1,15 +1,27 @@
 /** The embedded OAuth 2.0 issuer (client credentials) and the app registry operations. */
 import { DerrickError, conflict, notFound, unauthorized } from "../../subjects/index.ts";
-import type { AppCreate, AppCredentials, AppDelete, AppList, AppkeyCheck, AppkeyCheckReply, Jwks, TokenRequest, TokenResponse } from "../../subjects/identity.ts";
+import type { AppCreate, AppCredentials, AppDelete, AppList, AppkeyCheck, AppkeyCheckReply, Jwks, KeyRevoke, SigningKeyList, TokenRequest, TokenResponse } from "../../subjects/identity.ts";
 import type { ClientSeed } from "../../config/index.ts";
 import { SUBJECT_TOKEN_PATTERN } from "../../config/schema.ts";
-import type { Registry } from "./registry.ts";
+import type { PublishedKey, Registry } from "./registry.ts";
 import { mintToken, type SigningKey } from "./keys.ts";
 import { appkeyDigest, hashSecret, newCredential, verifySecret } from "./secrets.ts";
 
 const CLIENT_ID = new RegExp(SUBJECT_TOKEN_PATTERN);
 
 export type IdentityDeps = { registry: Registry; key: SigningKey; audience: string; tokenTtlSeconds: number };
+
+/** Every identity process republishes its key this often, so a key nobody uses any more can be told apart. */
+export const KEY_HEARTBEAT_MS = 10 * 60_000;
+
+/**
+ * A key not republished for a token lifetime plus two heartbeats belongs to no running issuer and
+ * signed no token still valid: it leaves the JWKS. (Keys published before `seen_at` existed stay
+ * until revoked.)
+ */
+export function isRetired(key: PublishedKey, tokenTtlSeconds: number, now = Date.now()): boolean {
+  return key.seen_at !== undefined && now - Date.parse(key.seen_at) > tokenTtlSeconds * 1000 + 2 * KEY_HEARTBEAT_MS;
+}
 
 /** RFC 6749 §5.2: the edge renders `error` as the OAuth error body. */
 const invalidClient = () =>
@@ -34,8 +46,26 @@ export async function issueToken(input: TokenRequest, deps: IdentityDeps): Promi
   return { access_token, token_type: "Bearer", expires_in: deps.tokenTtlSeconds, ...(input.scope ? { scope: input.scope } : {}) };
 }
 
-export async function publishedJwks(deps: Pick<IdentityDeps, "registry">): Promise<Jwks> {
-  return { keys: await deps.registry.publishedKeys() };
+/** Published, not retired, not revoked (a heartbeat racing a revocation may have put one back). */
+async function liveKeys(deps: Pick<IdentityDeps, "registry" | "tokenTtlSeconds">): Promise<PublishedKey[]> {
+  const keys = (await deps.registry.publishedKeys()).filter((k) => !isRetired(k, deps.tokenTtlSeconds));
+  const revoked = await Promise.all(keys.map((k) => deps.registry.isRevoked(String(k.jwk.kid))));
+  return keys.filter((_, i) => !revoked[i]);
+}
+
+export async function publishedJwks(deps: Pick<IdentityDeps, "registry" | "tokenTtlSeconds">): Promise<Jwks> {
+  return { keys: (await liveKeys(deps)).map((k) => k.jwk) };
+}
+
+export async function listKeys(deps: Pick<IdentityDeps, "registry" | "tokenTtlSeconds">): Promise<SigningKeyList> {
+  const keys = await liveKeys(deps);
+  return { keys: keys.map((k) => ({ kid: String(k.jwk.kid), ...(k.seen_at ? { seen_at: k.seen_at } : {}) })) };
+}
+
+/** Withdraws a key from the JWKS at once; the issuer using it switches to a new key (identity actor). */
+export async function revokeKey(input: KeyRevoke, deps: Pick<IdentityDeps, "registry">): Promise<void> {
+  if (!(await deps.registry.publishedKeys()).some((k) => k.jwk.kid === input.kid) || (await deps.registry.isRevoked(input.kid))) throw notFound(`no signing key ${input.kid} is published`);
+  await deps.registry.revokeKey(input.kid);
 }
 
 export async function verifyAppkey(input: AppkeyCheck, deps: Pick<IdentityDeps, "registry">): Promise<AppkeyCheckReply> {

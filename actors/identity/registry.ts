@@ -2,7 +2,8 @@
  * The app registry in JetStream KV (bucket `derrick_registry`):
  *   clients.<client_id>   → { client_id, secret_hash, groups, created_at }
  *   appkeys.<sha256 hex>  → { client_id }
- *   jwks.<kid>            → public JWK of an embedded-issuer process
+ *   jwks.<kid>            → public JWK of an embedded-issuer process, with `seen_at` (last republished)
+ *   revoked_keys.<kid>    → { revoked_at }: never published again
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -27,10 +28,19 @@ export interface Registry {
   listAppkeys(): Promise<Array<{ digest: string; clientId: string }>>;
   deleteAppkey(digest: string): Promise<void>;
   deleteAppkeysOf(clientId: string): Promise<void>;
+  /** Publishes (or republishes: `seen_at` becomes now) a public signing key. */
   publishKey(jwk: JWK): Promise<void>;
-  publishedKeys(): Promise<JWK[]>;
+  publishedKeys(): Promise<PublishedKey[]>;
+  /** Marks the key revoked for good, then withdraws it from the JWKS. */
+  revokeKey(kid: string): Promise<void>;
+  isRevoked(kid: string): Promise<boolean>;
+  /** Calls `onWithdrawn` once the key `kid` is deleted (revoked); returns a stop function. */
+  watchKey(kid: string, onWithdrawn: () => void): Promise<() => void>;
 }
 
+
+/** `seen_at` is absent on keys published before it existed. */
+export type PublishedKey = { jwk: JWK; seen_at?: string };
 
 export async function openRegistry(nc: NatsConnection): Promise<Registry> {
   const kv = await new Kvm(nc).create(REGISTRY_BUCKET, { history: 1 });
@@ -102,10 +112,28 @@ class KvRegistry implements Registry {
   }
 
   async publishKey(jwk: JWK) {
-    await this.kv.put(`jwks.${jwk.kid}`, encodeJson(jwk));
+    await this.kv.put(`jwks.${jwk.kid}`, encodeJson({ ...jwk, seen_at: new Date().toISOString() }));
   }
 
   async publishedKeys() {
-    return (await this.values<JWK>("jwks")).map((e) => e.value);
+    return (await this.values<JWK & { seen_at?: string }>("jwks")).map(({ value: { seen_at, ...jwk } }) => ({ jwk, ...(seen_at ? { seen_at } : {}) }));
+  }
+
+  async revokeKey(kid: string) {
+    await this.kv.put(`revoked_keys.${kid}`, encodeJson({ revoked_at: new Date().toISOString() }));
+    await this.kv.delete(`jwks.${kid}`);
+  }
+
+  async isRevoked(kid: string) {
+    return (await this.read(`revoked_keys.${kid}`)) !== undefined;
+  }
+
+  async watchKey(kid: string, onWithdrawn: () => void) {
+    // Last value first (a PUT: the key was just published), then every change.
+    const watch = await this.kv.watch({ key: `jwks.${kid}` });
+    void (async () => {
+      for await (const entry of watch) if (entry.operation !== "PUT") onWithdrawn();
+    })();
+    return () => watch.stop();
   }
 }

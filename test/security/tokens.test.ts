@@ -5,8 +5,16 @@
  * covered in test/platform/edge.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from "jose";
-import { eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from "jose";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { connect } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { clientToken, eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { REGISTRY_BUCKET } from "../../actors/identity/registry.ts";
 
 const ISSUER = "https://login.rotation.test";
 const AUDIENCE = "derrick-api";
@@ -109,5 +117,84 @@ describe("tokens and partitions", () => {
     // Writing into one partition with an id naming another is refused.
     const crossed = await derrick.call("/api/storage/v2/records", { as: "admin", partition: "other", method: "PUT", body: JSON.stringify([record]) });
     expect(crossed.status).toBe(400);
+  });
+});
+
+describe("embedded issuer signing keys", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  let dataDir: string;
+  const env = { DERRICK_AUTH_JWKS_MAX_AGE: "1s" };
+  const whoami = (token: string) =>
+    fetch(`${derrick.url}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" } });
+  const fresh = () => clientToken(derrick.url, TEST_CLIENTS.alpha);
+  // Asynchronous: the actors answering the CLI run in this process.
+  const cli = (...args: string[]) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [fileURLToPath(new URL("../../bin/derrick.ts", import.meta.url)), ...args], { env: { ...process.env, NATS_URL: nats.url, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "silent" } });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      child.once("exit", (status) => resolve({ status, stdout, stderr }));
+    });
+  const jwksKids = async () => ((await (await fetch(`${derrick.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid);
+
+  beforeAll(async () => {
+    nats = await startTestNats();
+    dataDir = mkdtempSync(join(tmpdir(), "derrick-keys-"));
+    derrick = await startDerrick(nats, { actors: ["system", "identity"], env, dataDir });
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("tokens - `derrick keys revoke` withdraws the key at once: its tokens (cached ones too) are refused, the issuer signs with a new key, and a restart with the old key file does not bring it back", async () => {
+    const before = await fresh();
+    const revoked = decodeProtectedHeader(before).kid!;
+    expect((await whoami(before)).status).toBe(200);
+    const keyFile = join(dataDir, "issuer", "signing-key.jwk.json");
+    const oldKeyFile = readFileSync(keyFile, "utf8");
+
+    const out = await cli("keys", "revoke", revoked);
+    expect(out.status, out.stderr).toBe(0);
+    await eventually(async () => (await whoami(before)).status === 401, { timeoutMs: 5_000, what: "the revoked key's token to be refused" });
+    const after = await eventually(async () => {
+      const token = await fresh();
+      return decodeProtectedHeader(token).kid !== revoked ? token : undefined;
+    }, { what: "a token signed with a new key" });
+    expect((await whoami(after)).status).toBe(200);
+    expect(await jwksKids()).not.toContain(revoked);
+    const listed = JSON.parse((await cli("keys", "list", "--json")).stdout) as { keys: Array<{ kid: string }> };
+    expect(listed.keys.map((k) => k.kid)).toEqual([decodeProtectedHeader(after).kid]);
+    expect((await cli("keys", "revoke", revoked)).status).not.toBe(0); // already revoked: 404
+
+    // The old key file comes back (a restored backup): the issuer still refuses to use it.
+    await derrick.stop();
+    writeFileSync(keyFile, oldKeyFile);
+    derrick = await startDerrick(nats, { actors: ["system", "identity"], env, dataDir });
+    const restarted = await fresh();
+    expect(decodeProtectedHeader(restarted).kid).not.toBe(revoked);
+    expect((await whoami(restarted)).status).toBe(200);
+    expect(await jwksKids()).not.toContain(revoked);
+  });
+
+  it("tokens - a key no issuer has republished for a token lifetime plus two heartbeats leaves the JWKS", async () => {
+    const nc = await connect({ servers: nats.url });
+    try {
+      const kv = await new Kvm(nc).open(REGISTRY_BUCKET);
+      const { publicKey } = await generateKeyPair("ES256");
+      const jwk = await exportJWK(publicKey);
+      const day = 86_400_000;
+      await kv.put("jwks.gone-issuer", JSON.stringify({ ...jwk, kid: "gone-issuer", seen_at: new Date(Date.now() - 2 * day).toISOString() }));
+      await kv.put("jwks.live-issuer", JSON.stringify({ ...jwk, kid: "live-issuer", seen_at: new Date(Date.now() - 60_000).toISOString() }));
+      const kids = await jwksKids();
+      expect(kids).toContain("live-issuer");
+      expect(kids).not.toContain("gone-issuer");
+    } finally {
+      await nc.close();
+    }
   });
 });
