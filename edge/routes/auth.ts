@@ -84,9 +84,27 @@ export const authRoutes = (cfg: Config, bus: Bus) =>
         detail: {
           tags: ["auth"],
           summary: "OAuth 2.0 client credentials grant (RFC 6749 §4.4)",
-          description: "Form fields grant_type=client_credentials, client_id, client_secret, optional scope; or HTTP Basic client authentication.",
+          description:
+            "Form fields grant_type=client_credentials, client_id, client_secret, optional scope; or HTTP Basic client authentication (id and secret form-urlencoded, RFC 6749 §2.3.1). Errors are RFC 6749 §5.2 bodies: invalid_request, unsupported_grant_type (400; 404 when an external issuer is configured), invalid_client (401).",
+          requestBody: {
+            required: true,
+            content: {
+              "application/x-www-form-urlencoded": {
+                schema: {
+                  type: "object",
+                  required: ["grant_type"],
+                  properties: {
+                    grant_type: { type: "string", enum: ["client_credentials"] },
+                    client_id: { type: "string", description: "required unless sent with HTTP Basic" },
+                    client_secret: { type: "string", description: "required unless sent with HTTP Basic" },
+                    scope: { type: "string", description: "echoed in the token's scope claim" },
+                  },
+                },
+              },
+            },
+          },
         },
-        response: { 200: TokenResponse, 400: OAuthError, 401: OAuthError },
+        response: { 200: TokenResponse, 400: OAuthError, 401: OAuthError, 404: OAuthError },
       },
     )
     .get(

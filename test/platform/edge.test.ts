@@ -264,6 +264,10 @@ describe("edge", () => {
       expect(verdict.errors ?? []).toEqual([]);
       expect(verdict.valid).toBe(true);
       expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v2/token", "/readyz", "/v1/system/echo"]));
+      // The token endpoint takes a form, and says so (and what its errors look like).
+      const tokenOp = (doc.paths["/v2/token"] as { post: { requestBody?: { content: Record<string, { schema: { required: string[] } }> }; responses: Record<string, unknown> } }).post;
+      expect(tokenOp.requestBody?.content["application/x-www-form-urlencoded"]?.schema.required).toEqual(["grant_type"]);
+      expect(Object.keys(tokenOp.responses)).toEqual(expect.arrayContaining(["200", "400", "401"]));
       const page = await (await fetch(`${derrick.url}/docs`)).text();
       const script = /<script src="([^"]+)"/.exec(page)?.[1];
       expect(script).toBe("/docs/assets/scalar-standalone.js");
