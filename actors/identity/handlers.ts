@@ -110,6 +110,9 @@ export async function deleteApp(input: AppDelete, deps: Pick<IdentityDeps, "regi
 export async function seedClients(seeds: readonly ClientSeed[], deps: Pick<IdentityDeps, "registry">): Promise<{ written: number; removed: string[] }> {
   let written = 0;
   const appkeys = await deps.registry.listAppkeys();
+  // Every listed appkey, by digest: one that moved from a client to another is reassigned, never dropped.
+  const wanted = new Set(seeds.map((s) => appkeyDigest(s.appkey)));
+  const stale = (clientId: string) => appkeys.filter((a) => a.clientId === clientId && !wanted.has(a.digest));
   for (const seed of seeds) {
     const groups = [...(seed.groups ?? [])];
     const existing = await deps.registry.getClient(seed.client_id);
@@ -127,13 +130,13 @@ export async function seedClients(seeds: readonly ClientSeed[], deps: Pick<Ident
     }
     const digest = appkeyDigest(seed.appkey);
     if (!appkeys.some((a) => a.digest === digest && a.clientId === seed.client_id)) await deps.registry.putAppkey(digest, seed.client_id);
-    for (const stale of appkeys.filter((a) => a.clientId === seed.client_id && a.digest !== digest)) await deps.registry.deleteAppkey(stale.digest);
+    for (const old of stale(seed.client_id)) await deps.registry.deleteAppkey(old.digest);
   }
   const listed = new Set(seeds.map((s) => s.client_id));
   const removed: string[] = [];
   for (const client of await deps.registry.listClients()) {
     if (!client.seeded || listed.has(client.client_id)) continue;
-    for (const stale of appkeys.filter((a) => a.clientId === client.client_id)) await deps.registry.deleteAppkey(stale.digest);
+    for (const old of stale(client.client_id)) await deps.registry.deleteAppkey(old.digest);
     await deps.registry.deleteClient(client.client_id);
     removed.push(client.client_id);
   }

@@ -221,11 +221,11 @@ async function writeValues(bucket: TwinBucketStore, lock: string, group: string,
     const key = twinKey(group, "desired", name);
     let expected = known.get(`${lock}/${name}`) ?? (await bucket.get(key))?.revision ?? 0;
     for (;;) {
+      // Newer than the claim: written for it by somebody else (read after a takeover, or a stale cache).
+      if (expected > claim) return "conflict";
       const written = await bucket.swap(key, value, expected);
       if (written !== "conflict") return written;
-      const current = (await bucket.get(key))?.revision ?? 0;
-      if (current > claim) return "conflict";
-      expected = current;
+      expected = (await bucket.get(key))?.revision ?? 0;
     }
   };
   const written = await Promise.all(values.map(async ([name, value]) => [name, await write(name, value)] as const));

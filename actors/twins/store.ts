@@ -77,6 +77,9 @@ export class KvTwinBucket implements TwinBucketStore {
   async swap(key: string, value: string | null, expectedRevision: number): Promise<number | "conflict"> {
     try {
       if (value !== null) return await this.kv.put(key, value, { previousSeq: expectedRevision });
+      // nats.js sends no expectation for previousSeq 0 (the delete would be unconditional): a key
+      // never written has nothing to delete, so that case is checked here instead.
+      if (expectedRevision === 0) return (await this.kv.get(key)) ? "conflict" : 0;
       await this.kv.delete(key, { previousSeq: expectedRevision });
       return (await this.kv.get(key))?.revision ?? 0;
     } catch (error) {

@@ -51,9 +51,15 @@ describe("seeding DERRICK_CLIENTS", () => {
     expect(await accepts("by-cli", made.appkey)).toBe(true);
     expect((await registry.listClients()).map((c) => c.client_id).sort()).toEqual(["by-cli", "rota"]);
 
-    // An empty list removes every seeded client, still not the one made by the CLI.
-    expect(await seedClients([], { registry })).toEqual({ written: 0, removed: ["rota"] });
+    // A client renamed with its appkey: the appkey moves to the new name, it is not dropped.
+    const renamed = [{ client_id: "rota-2", client_secret: "secret-rota-1", appkey: "appkey-rota-2" }];
+    expect(await seedClients(renamed, { registry })).toEqual({ written: 1, removed: ["rota"] });
+    expect(await accepts("rota-2", "appkey-rota-2")).toBe(true);
     expect(await accepts("rota", "appkey-rota-2")).toBe(false);
+
+    // An empty list removes every seeded client, still not the one made by the CLI.
+    expect(await seedClients([], { registry })).toEqual({ written: 0, removed: ["rota-2"] });
+    expect(await accepts("rota-2", "appkey-rota-2")).toBe(false);
     expect(await accepts("by-cli", made.appkey)).toBe(true);
   });
 });

@@ -15,14 +15,17 @@ import { createLogger } from "../../platform/logger.ts";
 
 const ctx = { requestId: "t", log: createLogger("silent"), principal: { clientId: "admin", subject: "admin", groups: ["twins.writers"], kind: "service" as const } };
 
-/** Real stores, with a hook in front of every desired-value write (fault injection). */
-function hooked(stores: TwinStores, beforeValueWrite: (key: string) => Promise<void>): TwinStores {
+/** Real stores, with a hook in front of every desired-value write, and optionally every read (fault injection). */
+function hooked(stores: TwinStores, beforeValueWrite: (key: string) => Promise<void>, beforeValueRead: (key: string) => Promise<void> = async () => {}): TwinStores {
   return {
     async open(address, create) {
       const bucket = await stores.open(address, create);
       if (!bucket) return bucket;
       const wrapped: TwinBucketStore = {
-        get: (key) => bucket.get(key),
+        get: async (key) => {
+          if (key.startsWith("twin_properties/")) await beforeValueRead(key);
+          return bucket.get(key);
+        },
         entries: () => bucket.entries(),
         put: (key, value) => bucket.put(key, value),
         remove: (key) => bucket.remove(key),
@@ -117,12 +120,14 @@ describe("twin commits left unfinished", () => {
     expect(await desired(b, address, "x")).toBe("from A");
   });
 
-  it("twins - a stalled writer that wakes after its claim was taken over cannot overwrite the later commit", async () => {
+  it.each(["writing", "reading the revision it writes from"])("twins - a writer stalled before %s that wakes after its claim was taken over cannot overwrite the later commit", async (where) => {
     const address = nextTwin();
     const [a, b] = [await process(), await process()];
     let release!: () => void;
     const stalled = new Promise<void>((r) => (release = r));
-    const depsA: TwinsDeps = { stores: hooked(kvTwinStores(a), () => stalled), writer: twinWriter(a) };
+    const stall = () => stalled;
+    const none = async () => {};
+    const depsA: TwinsDeps = { stores: where === "writing" ? hooked(kvTwinStores(a), stall) : hooked(kvTwinStores(a), none, stall), writer: twinWriter(a) };
     const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "old" }] }, ctx, depsA).catch((e: { status?: number }) => e);
     await new Promise((r) => setTimeout(r, 100));
     // B takes over by the lease (A is alive but stalled), then writes a newer value.
