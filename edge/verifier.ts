@@ -26,9 +26,7 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
   // jose refetches the JWKS when it is older than cacheMaxAge (a removed key stops working then) or
   // when a token names an unknown kid (a new key works at once), at most once per cooldown.
   const maxAge = cfg.auth.jwksMaxAgeMs;
-  const keys = cfg.auth.jwksUrl
-    ? createRemoteJWKSet(new URL(cfg.auth.jwksUrl), { cacheMaxAge: maxAge, cooldownDuration: Math.min(30_000, maxAge) })
-    : embeddedKeys(bus, maxAge);
+  const { keys, fetchedAt } = cfg.auth.jwksUrl ? remoteKeys(new URL(cfg.auth.jwksUrl), maxAge) : embeddedKeys(bus, maxAge);
   const cache = new Map<string, { principal: Principal; until: number }>();
 
   return {
@@ -45,14 +43,37 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
       }
       const principal = principalFromClaims(payload);
       if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-      // A verified token is trusted no longer than the keys that verified it (rotation, removal).
-      cache.set(token, { principal, until: Math.min(payload.exp! * 1000, Date.now() + maxAge) });
+      // A verified token is trusted no longer than the keys that verified it (rotation, removal):
+      // until those keys are due for a refetch, not a full max age from now.
+      const until = Math.min(payload.exp! * 1000, fetchedAt() + maxAge);
+      if (until > Date.now()) cache.set(token, { principal, until });
       return principal;
     },
   };
 }
 
-function embeddedKeys(bus: Bus, maxAgeMs: number): JWTVerifyGetKey {
+type KeySource = { keys: JWTVerifyGetKey; /** When the keys in use were fetched (a lower bound). */ fetchedAt(): number };
+
+/** jose's remote JWKS, reloaded once our copy is older than maxAge, so we know how old the keys are. */
+function remoteKeys(url: URL, maxAgeMs: number): KeySource {
+  const remote = createRemoteJWKSet(url, { cacheMaxAge: maxAgeMs, cooldownDuration: Math.min(30_000, maxAgeMs) });
+  let fetchedAt = 0;
+  let inFlight: Promise<void> | undefined;
+  const reload = () =>
+    (inFlight ??= remote
+      .reload()
+      .then(() => void (fetchedAt = Date.now()))
+      .finally(() => (inFlight = undefined)));
+  return {
+    async keys(header, token) {
+      if (Date.now() - fetchedAt > maxAgeMs) await reload();
+      return remote(header, token);
+    },
+    fetchedAt: () => fetchedAt,
+  };
+}
+
+function embeddedKeys(bus: Bus, maxAgeMs: number): KeySource {
   let local: JWTVerifyGetKey | undefined;
   let fetchedAt = 0;
   let inFlight: Promise<void> | undefined;
@@ -71,7 +92,7 @@ function embeddedKeys(bus: Bus, maxAgeMs: number): JWTVerifyGetKey {
         inFlight = undefined;
       }
     })());
-  return async (header, token) => {
+  const keys: JWTVerifyGetKey = async (header, token) => {
     if (!local || Date.now() - fetchedAt > maxAgeMs) await refresh();
     try {
       return await local!(header, token);
@@ -84,6 +105,7 @@ function embeddedKeys(bus: Bus, maxAgeMs: number): JWTVerifyGetKey {
       throw error;
     }
   };
+  return { keys, fetchedAt: () => fetchedAt };
 }
 
 function describeJoseError(error: unknown): string {

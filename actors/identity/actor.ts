@@ -6,7 +6,7 @@ import type { Config } from "../../config/index.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { KEY_HEARTBEAT_MS, createApp, deleteApp, issueToken, listApps, listKeys, publishedJwks, revokeKey, seedClients, verifyAppkey, type IdentityDeps } from "./handlers.ts";
 import { loadOrCreateSigningKey, replaceSigningKey } from "./keys.ts";
-import { openRegistry, type Registry } from "./registry.ts";
+import { openRegistry } from "./registry.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { reply } from "../../subjects/reply.ts";
 
@@ -53,35 +53,43 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
 /**
  * Publishes this process's signing key and keeps it published (a heartbeat, so keys of issuers
  * gone for good drop out of the JWKS); when the key is revoked (`derrick keys revoke`), switches to
- * a new one at once: tokens it signed from then on verify, the revoked key's do not.
+ * a new one at once: tokens it signed from then on verify, the revoked key's do not. Revocations
+ * are followed on their tombstones (never overwritten, unlike the key's entry a heartbeat may put
+ * back), and checked again at every heartbeat in case the watch missed one (a reconnect).
  */
 async function keepSigningKey(deps: IdentityDeps, dataDir: string, log: Logger): Promise<{ stop(): void }> {
-  let stopWatch: () => void = () => {};
   let stopped = false;
-  const follow = async (registry: Registry) => {
-    // A key file revoked while this process was down (or by a process sharing the data dir) is never published again.
-    if (await registry.isRevoked(deps.key.kid)) {
-      const revoked = deps.key.kid;
-      deps.key = await replaceSigningKey(dataDir, revoked);
-      log.warn({ revoked, kid: deps.key.kid }, "signing key was revoked: signing with a new key");
-    }
-    await registry.publishKey(deps.key.publicJwk);
-    const kid = deps.key.kid;
-    stopWatch = await registry.watchKey(kid, () => {
-      if (stopped || deps.key.kid !== kid) return;
-      stopWatch();
-      void follow(registry).catch((error: Error) => log.error({ err: error, revoked: kid }, "signing key revoked, but no new key could be published; tokens minted now will not verify"));
-    });
-  };
-  await follow(deps.registry);
-  const heartbeat = setInterval(() => {
-    deps.registry.publishKey(deps.key.publicJwk).catch((error: Error) => log.warn({ err: error }, "signing key not republished; retrying at the next heartbeat"));
-  }, KEY_HEARTBEAT_MS);
+  let chain: Promise<void> = Promise.resolve();
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  // One check at a time: replace the key if it was revoked (a restored key file too), then publish.
+  const check = () =>
+    (chain = chain.then(async () => {
+      if (stopped) return;
+      try {
+        if (await deps.registry.isRevoked(deps.key.kid)) {
+          const revoked = deps.key.kid;
+          deps.key = await replaceSigningKey(dataDir, revoked);
+          log.warn({ revoked, kid: deps.key.kid }, "signing key was revoked: signing with a new key");
+        }
+        await deps.registry.publishKey(deps.key.publicJwk);
+      } catch (error) {
+        log.error({ err: error, kid: deps.key.kid }, "signing key not checked or published; retrying in 5 s");
+        clearTimeout(retry);
+        retry = setTimeout(() => void check(), 5_000);
+        retry.unref();
+      }
+    }));
+  const stopWatch = await deps.registry.watchRevocations((kid) => {
+    if (kid === deps.key.kid) void check();
+  }, (error) => log.error({ err: error }, "watch of key revocations ended; heartbeats still check every 10 min"));
+  await check();
+  const heartbeat = setInterval(() => void check(), KEY_HEARTBEAT_MS);
   heartbeat.unref();
   return {
     stop() {
       stopped = true;
       clearInterval(heartbeat);
+      clearTimeout(retry);
       stopWatch();
     },
   };

@@ -6,7 +6,7 @@
  *   revoked_keys.<kid>    → { revoked_at }: never published again
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { Kvm, type KV } from "@nats-io/kv";
+import { KvWatchInclude, Kvm, type KV } from "@nats-io/kv";
 import type { JWK } from "jose";
 import { encodeJson, readJson } from "../runtime/kv.ts";
 
@@ -34,8 +34,8 @@ export interface Registry {
   /** Marks the key revoked for good, then withdraws it from the JWKS. */
   revokeKey(kid: string): Promise<void>;
   isRevoked(kid: string): Promise<boolean>;
-  /** Calls `onWithdrawn` once the key `kid` is deleted (revoked); returns a stop function. */
-  watchKey(kid: string, onWithdrawn: () => void): Promise<() => void>;
+  /** Calls `onRevoked` with each key revoked from now on; returns a stop function. */
+  watchRevocations(onRevoked: (kid: string) => void, onError: (error: unknown) => void): Promise<() => void>;
 }
 
 
@@ -128,11 +128,14 @@ class KvRegistry implements Registry {
     return (await this.read(`revoked_keys.${kid}`)) !== undefined;
   }
 
-  async watchKey(kid: string, onWithdrawn: () => void) {
-    // Last value first (a PUT: the key was just published), then every change.
-    const watch = await this.kv.watch({ key: `jwks.${kid}` });
+  async watchRevocations(onRevoked: (kid: string) => void, onError: (error: unknown) => void) {
+    const watch = await this.kv.watch({ key: "revoked_keys.>", include: KvWatchInclude.UpdatesOnly });
     void (async () => {
-      for await (const entry of watch) if (entry.operation !== "PUT") onWithdrawn();
+      try {
+        for await (const entry of watch) if (entry.operation === "PUT") onRevoked(entry.key.slice("revoked_keys.".length));
+      } catch (error) {
+        onError(error);
+      }
     })();
     return () => watch.stop();
   }
