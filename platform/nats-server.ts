@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 
 export type NatsServerOptions = {
   /** Directory for the config, the ports file and the JetStream store. */
@@ -72,7 +72,10 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   mkdirSync(storeDir, { recursive: true });
   mkdirSync(portsDir, { recursive: true });
   const configPath = join(options.dir, "nats-server.conf");
-  if (options.ownProcessGroup) await stopLeftover(options.dir, configPath);
+  if (options.ownProcessGroup) {
+    await stopLeftover(options.dir, configPath);
+    writeOwner(options.dir);
+  }
   if (options.authorization !== undefined) writeAuthorization(options.dir, options.authorization);
   writeFileSync(
     configPath,
@@ -133,10 +136,11 @@ async function stopLeftover(dir: string, configPath: string): Promise<void> {
   // Only a nats-server started with this very config: a recycled pid is left alone.
   const isOurs = () => cmdlineOf(pid).includes(configPath);
   if (!Number.isInteger(pid) || pid <= 0 || !isOurs()) return;
-  // Still owned by a live process of the same program: a second start on one data dir, not a leftover.
-  const owner = parentOf(pid);
-  if (owner !== undefined && owner > 1 && cmdlineOf(owner).some((arg) => arg.endsWith(basename(process.argv[1] ?? "derrick.ts"))))
-    throw new Error(`another derrick (pid ${owner}) runs an embedded nats-server in ${dir}: stop it first or use another DERRICK_DATA_DIR`);
+  // Its owner (the process that started it, by pid and start time) still runs: a second start on one
+  // data dir, not a leftover.
+  const owner = readOwner(dir);
+  if (owner && startTimeOf(owner.pid) === owner.startTime)
+    throw new Error(`another derrick (pid ${owner.pid}) runs an embedded nats-server in ${dir}: stop it first or use another DERRICK_DATA_DIR`);
   process.kill(pid, "SIGTERM");
   const deadline = Date.now() + 10_000;
   while (isOurs() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -151,11 +155,27 @@ function cmdlineOf(pid: number): string[] {
   }
 }
 
-function parentOf(pid: number): number | undefined {
+/** A process's start time (field 22 of /proc/<pid>/stat): with the pid, it names one process, not a recycled pid. */
+function startTimeOf(pid: number): string | undefined {
   try {
-    // Field 4 of /proc/<pid>/stat, after the parenthesised command name (which may hold spaces).
+    // Fields after the parenthesised command name (which may hold spaces) start at field 3.
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
+}
+
+const OWNER_FILE = "owner";
+
+function writeOwner(dir: string): void {
+  writeFileSync(join(dir, OWNER_FILE), `${process.pid} ${startTimeOf(process.pid) ?? ""}\n`);
+}
+
+function readOwner(dir: string): { pid: number; startTime: string } | undefined {
+  try {
+    const [pid, startTime] = readFileSync(join(dir, OWNER_FILE), "utf8").trim().split(" ");
+    return pid && startTime ? { pid: Number(pid), startTime } : undefined;
   } catch {
     return undefined;
   }
