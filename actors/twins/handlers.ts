@@ -3,7 +3,7 @@
  * commit protocol of subjects/twins.ts (claim the group, write the keys, commit), so a device never
  * sees half of one PUT. No NATS imports: storage comes in as a TwinStores.
  */
-import { conflict, contentTooLarge, invalidField, preconditionFailed, reply, type Reply } from "../../subjects/index.ts";
+import { conflict, contentTooLarge, gatewayTimeout, invalidField, preconditionFailed, reply, type Reply } from "../../subjects/index.ts";
 import {
   TWIN_REQUEST_MAX_BYTES,
   TWIN_VALUE_MAX_BYTES,
@@ -132,14 +132,19 @@ async function commitDesired(
   values: Array<[string, string | null]>,
   ifMatch: number | undefined,
   deps: TwinsDeps,
+  deadline: number | undefined,
 ): Promise<{ revisions: Map<string, number>; version: number }> {
   const commitKey = twinCommitKey(group);
   const attempts = deps.attempts ?? 50;
+  // Owners that answered once: not asked again while this request waits for them.
+  const alive = new Set<string>();
   for (let attempt = 0; attempt < attempts; attempt++) {
+    // Nobody waits for the answer any more: stop queueing behind the group (the lock is held).
+    if (deadline !== undefined && Date.now() > deadline) throw gatewayTimeout(`group ${group} stayed claimed by another writer past the request's deadline`);
     const entry = await bucket.get(commitKey);
     const current = readCommit(entry);
     if (current?.state === "pending") {
-      if (await isAbandoned(current, deps)) await rollForward(bucket, group, current, entry!.revision);
+      if (await isAbandoned(current, deps, alive)) await rollForward(bucket, group, current, entry!.revision);
       else await sleep(Math.min(200, 5 * 2 ** Math.min(attempt, 6)));
       continue;
     }
@@ -171,12 +176,15 @@ async function commitDesired(
 }
 
 /** A pending claim whose owner will not finish it: this process's own (see commitDesired), a gone one, or one past the lease. */
-async function isAbandoned(claim: TwinCommit, deps: TwinsDeps): Promise<boolean> {
+async function isAbandoned(claim: TwinCommit, deps: TwinsDeps, alive: Set<string>): Promise<boolean> {
   const age = Date.now() - Date.parse(claim.at);
   if (!(age < (deps.leaseMs ?? DEFAULT_LEASE_MS))) return true;
   if (claim.owner === undefined || deps.writer === undefined) return false;
   if (claim.owner === deps.writer.id) return true;
-  return age >= LIVENESS_CHECK_AFTER_MS && (await deps.writer.isGone(claim.owner));
+  if (age < LIVENESS_CHECK_AFTER_MS || alive.has(claim.owner)) return false;
+  if (await deps.writer.isGone(claim.owner)) return true;
+  alive.add(claim.owner);
+  return false;
 }
 
 /** Finishes this process's abandoned claim on a group in the background, until done or the lease runs out. */
@@ -269,6 +277,7 @@ export async function putTwins(input: TwinPutRequest, ctx: RequestContext, deps:
       input.twins.map((t) => [t.name, t.value]),
       input.ifMatch,
       deps,
+      ctx.deadline,
     ),
   );
   const body: TwinPutReply = { group: input.group, twins: input.twins.map((t) => ({ name: t.name, value: t.value, version: revisions.get(t.name)! })) };
@@ -316,7 +325,7 @@ export async function deleteTwin(input: TwinDeleteRequest, ctx: RequestContext, 
   const desired = await bucket.get(twinKey(input.group, "desired", input.name));
   if (desired?.operation === "PUT") {
     const lock = `${input.organization}/${input.environment}/${input.twinId}/${input.group}`;
-    await withLock(deps, lock, () => commitDesired(bucket, lock, input.group, [[input.name, null]], undefined, deps));
+    await withLock(deps, lock, () => commitDesired(bucket, lock, input.group, [[input.name, null]], undefined, deps, ctx.deadline));
   }
   const reported = await bucket.get(twinKey(input.group, "reported", input.name));
   if (reported?.operation === "PUT") await bucket.remove(twinKey(input.group, "reported", input.name));

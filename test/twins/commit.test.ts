@@ -97,6 +97,10 @@ describe("twin commits left unfinished", () => {
     await new Promise((r) => setTimeout(r, 100));
     const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 12 };
     await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from B" }] }, ctx, depsB)).rejects.toMatchObject({ status: 409 });
+    // Waiting stops at the request's deadline (the edge has answered 504 by then), not after every attempt.
+    const started = Date.now();
+    await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from B" }] }, { ...ctx, deadline: Date.now() + 300 }, { ...depsB, attempts: 50 })).rejects.toMatchObject({ status: 504 });
+    expect(Date.now() - started).toBeLessThan(2_000);
     release();
     expect((await first).status).toBe(200);
     expect(await desired(b, address, "x")).toBe("from A");
