@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { deviceUserPermissions, type TwinAddress } from "../subjects/twins.ts";
+import { checkDeviceSubjects, deviceUserPermissions, type TwinAddress } from "../subjects/twins.ts";
 
 export const INTERNAL_USER = "derrick";
 
@@ -70,6 +70,8 @@ export type NewDevice = { name: string; twin: TwinAddress; subscribe: string[]; 
 /** Adds (or replaces) a device user; returns its clear password, shown only now. */
 export async function addDeviceUser(dataDir: string, device: NewDevice): Promise<string> {
   if (device.name === INTERNAL_USER) throw new Error(`"${INTERNAL_USER}" is reserved for derrick's own processes`);
+  checkDeviceSubjects(device.subscribe, "/subscribe");
+  checkDeviceSubjects(device.publish, "/publish");
   const users = ensureNatsUsers(dataDir);
   const password = randomBytes(24).toString("base64url");
   users.devices[device.name] = {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Type } from "@sinclair/typebox";
 import { DerrickError, check, checkToken, subjects, unavailable, invalidField } from "./index.ts";
+import { checkDeviceSubjects } from "./twins.ts";
 
 describe("subjects", () => {
   it("subjects - builders produce derrick.<capability>.<operation>", () => {
@@ -52,6 +53,23 @@ describe("subjects", () => {
       const pointers = e.errors!.map((x) => x.pointer);
       expect(pointers).toEqual(expect.arrayContaining(["/body/a", "/body/b", "/body/c"]));
       expect(e.errors!.find((x) => x.pointer === "/body/b")!.message).toBe("must be a valid email");
+    }
+  });
+});
+
+describe("device subjects", () => {
+  it("subjects - a device may be granted its own subjects, never derrick's, JetStream's, other inboxes or a leading wildcard", () => {
+    expect(() => checkDeviceSubjects(["slbapps.AppA.DataIn", "slbapps.AppA.*", "plant.line-1.>"], "/subscribe")).not.toThrow();
+    for (const bad of ["derrick.>", "derrick.twins.put", "$JS.API.>", "$KV.other.>", "_INBOX.x", "_INBOX_AppB.>", ">", "*.AppA", "a..b", "a.>.b", "a b", "a.b*", ""]) {
+      let error: unknown;
+      try {
+        checkDeviceSubjects(["slbapps.ok", bad], "/publish");
+      } catch (e) {
+        error = e;
+      }
+      expect(error, bad).toBeInstanceOf(DerrickError);
+      expect((error as DerrickError).status).toBe(400);
+      expect(JSON.stringify((error as DerrickError).toProblem()), bad).toContain("/publish/1");
     }
   });
 });

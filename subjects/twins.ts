@@ -234,6 +234,24 @@ export function toTwinEntry(entry: { key: string; revision: number; operation: "
 /** Inbox prefix of a device app: replies and KV watches arrive here, and only here. */
 export const deviceInboxPrefix = (appName: string) => `_INBOX_${appName}`;
 
+/**
+ * Checks the Subscriptions/Targets an operator grants a device: valid NATS subjects whose first
+ * token is a plain name — not `derrick` (actors), not `$…` (JetStream, KV, services, system), not
+ * `_INBOX…` (other clients' replies), not a wildcard (which would match all of those). Throws 400
+ * naming the offending entry.
+ */
+export function checkDeviceSubjects(subjectList: readonly string[], pointer: string): void {
+  subjectList.forEach((subject, i) => {
+    const tokens = subject.split(".");
+    const valid = subject.length <= 255 && tokens.every((t, j) => t.length > 0 && !/[\s]/.test(t) && (t === "*" || t === ">" || !/[*>]/.test(t)) && (t !== ">" || j === tokens.length - 1));
+    if (!valid) throw invalidField(`${pointer}/${i}`, `"${subject}" is not a NATS subject`);
+    const first = tokens[0]!;
+    if (first === "*" || first === ">" || first === "derrick" || first.startsWith("$") || first.startsWith("_INBOX")) {
+      throw invalidField(`${pointer}/${i}`, `"${subject}" reaches subjects reserved for derrick, JetStream or other clients' inboxes; start it with your own name (e.g. slbapps.<App>.…)`);
+    }
+  });
+}
+
 export type DevicePermissionInput = {
   twin: TwinAddress;
   /** The app's Name (token pattern): its inbox prefix. */

@@ -178,6 +178,11 @@ describe("embedded nats-server users", () => {
       const added = spawnSync(process.execPath, [CLI, "devices", "add", "acme", "prod", "dev-a", "--name", "AppA", "--subscribe", "slbapps.AppA.DataIn", "--json"], { env, encoding: "utf8" });
       expect(added.status).toBe(0);
       const creds = JSON.parse(added.stdout) as { user: string; password: string; inboxPrefix: string; reloaded: boolean };
+      // Subjects that would reach derrick's actors, JetStream or other inboxes are refused, nothing written.
+      const refused = spawnSync(process.execPath, [CLI, "devices", "add", "acme", "prod", "dev-x", "--name", "AppX", "--subscribe", "derrick.>", "--json"], { env, encoding: "utf8" });
+      expect(refused.status).not.toBe(0);
+      expect(refused.stderr).toMatch(/\/subscribe\/0.*reserved/);
+      expect(JSON.parse(readFileSync(join(dataDir, "nats", "users.json"), "utf8")).devices.AppX).toBeUndefined();
       expect(creds.reloaded).toBe(true);
       const device = await eventually(() => connect({ servers: natsUrl, user: creds.user, pass: creds.password, inboxPrefix: creds.inboxPrefix, reconnect: false, timeout: 2000 }), { what: "device login after reload" });
       try {
