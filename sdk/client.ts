@@ -334,15 +334,22 @@ export class DeviceClient {
       this.current = { ...next, bus: { ...next.bus, servers: this.current.bus.servers }, kv: this.current.kv };
       this.configVersion = change.version;
       this.subscribe();
-      await this.setReported(CONFIG_GROUP, this.current.name, change.value);
       status = { ac: 200, av: change.version, ad: "applied" };
       this.log("info", "configuration applied from the twin", { version: change.version });
     } catch (error) {
       status = { ac: 400, av: change.version, ad: (error as Error).message };
       this.log("warn", "configuration from the twin ignored", { version: change.version, error: (error as Error).message });
     }
+    // The app applies it first: the acknowledgement below means the app runs with it.
+    for (const listener of this.configListeners) {
+      try {
+        listener(this.current, status);
+      } catch (error) {
+        this.log("warn", "an onConfig listener threw", { error: (error as Error).message });
+      }
+    }
+    if (status.ac === 200) await this.setReported(CONFIG_GROUP, this.current.name, change.value).catch((error: Error) => this.log("warn", "cannot report the applied config", { error: error.message }));
     await this.setReported(CONFIG_GROUP, configStatusName(this.current.name), JSON.stringify(status)).catch((error: Error) => this.log("warn", "cannot report config status", { error: error.message }));
-    for (const listener of this.configListeners) listener(this.current, status);
   }
 
   async close(): Promise<void> {

@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { runEdgeApp } from "../../sdk/examples/edge-app.ts";
+import { KvWatchInclude, Kvm } from "@nats-io/kv";
+import { twinBucket } from "../../subjects/twins.ts";
 import type { DeviceClient, IoDataReport } from "../../sdk/index.ts";
 
 describe("sdk example edge app", () => {
@@ -39,8 +41,21 @@ describe("sdk example edge app", () => {
     await eventually(() => outputs.length === 1);
     expect(outputs[0]).toBe(10);
     const next = JSON.stringify({ ...document, AppConfig: { ...document.AppConfig, Factor: "2" } });
+    // The acknowledgement (the reported config) must not be visible before the app has applied it.
+    let applied = false;
+    const stopListening = app.onConfig(() => (applied = true));
+    const acks: boolean[] = [];
+    const bucket = await new Kvm(peer).open(twinBucket({ organization: "acme", environment: "prod", twinId: "rig-7" }));
+    const watch = await bucket.watch({ key: "twin_properties/config/reported/scaler", include: KvWatchInclude.UpdatesOnly });
+    void (async () => {
+      for await (const entry of watch) if (entry.string() === next) acks.push(applied);
+    })();
     await derrick.call("/api/twin-properties/v1/acme/prod/rig-7/twin-properties", { method: "PUT", body: JSON.stringify({ group: "config", twins: [{ name: "scaler", value: next }] }), as: "admin", partition: null });
     await eventually(async () => (await app.getReported("config", "scaler"))?.value === next, { what: "reported config" });
+    await eventually(() => acks.length === 1, { what: "the acknowledgement through a watch" });
+    watch.stop();
+    stopListening();
+    expect(acks).toEqual([true]);
     peer.publish("slbapps.scaler.DataIn", JSON.stringify(input));
     await eventually(() => outputs.length === 2);
     expect(outputs[1]).toBe(40);
