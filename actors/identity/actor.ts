@@ -20,7 +20,7 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
   const deps: IdentityDeps = { registry, key, audience: cfg.auth.audience, tokenTtlSeconds: cfg.auth.tokenTtlSeconds };
   const signing = await keepSigningKey(deps, cfg.dataDir, options.log.child({ actor: "identity" }));
   const names = subjects.identity;
-  const served = await serveActor(
+  return serveActor(
     nc,
     {
       name: "identity",
@@ -37,17 +37,8 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
       ],
     },
     options,
-  ).catch((error: unknown) => {
-    signing.stop();
-    throw error;
-  });
-  return {
-    ...served,
-    async stop() {
-      await served.stop();
-      signing.stop();
-    },
-  };
+    () => signing.stop(),
+  );
 }
 
 /**

@@ -49,7 +49,7 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
     },
   };
   const names = subjects.projects;
-  const served = await serveActor(
+  return serveActor(
     nc,
     {
       name: "projects",
@@ -69,12 +69,6 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
       ],
     },
     options,
+    () => followed.stop(),
   );
-  return {
-    ...served,
-    async stop() {
-      await served.stop();
-      followed.stop();
-    },
-  };
 }

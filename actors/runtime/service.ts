@@ -70,7 +70,29 @@ export type ServedActor = {
 
 const encoder = new TextEncoder();
 
-export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: RuntimeOptions): Promise<ServedActor> {
+/**
+ * Serves an actor. `release` frees what the actor holds beside its service (watchers, timers,
+ * files): it runs once the service has stopped and answered what it held, or at once if serving fails.
+ */
+export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: RuntimeOptions, release?: () => void | Promise<void>): Promise<ServedActor> {
+  let served: ServedActor;
+  try {
+    served = await serve(nc, spec, options);
+  } catch (error) {
+    await release?.();
+    throw error;
+  }
+  if (!release) return served;
+  return {
+    ...served,
+    async stop() {
+      await served.stop();
+      await release();
+    },
+  };
+}
+
+async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: spec.name });
   const service = await new Svcm(nc).add({
     name: serviceName(spec.name),

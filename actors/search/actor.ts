@@ -59,7 +59,7 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
     status: () => ({ appliedSeq: backend.appliedSeq(), records: backend.recordCount(), indexFile: file, indexing: backend.indexing }),
   };
   const names = subjects.search;
-  const served = await serveActor(
+  return serveActor(
     nc,
     {
       name: "search",
@@ -73,13 +73,9 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
       ],
     },
     options,
-  );
-  return {
-    ...served,
-    async stop() {
-      await served.stop();
+    async () => {
       await replica.stop();
       backend.close();
     },
-  };
+  );
 }

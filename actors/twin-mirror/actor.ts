@@ -146,7 +146,7 @@ export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, opti
     for (const mirror of mirrors) mirror.stop();
     throw error;
   }
-  const served = await serveActor(
+  return serveActor(
     nc,
     {
       name: "twin-mirror",
@@ -154,12 +154,8 @@ export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, opti
       endpoints: [endpoint({ name: "status", subject: subjects["twin-mirror"].status(), handler: () => ({ mirrors: mirrors.map((m) => m.stats) }) })],
     },
     options,
-  );
-  return {
-    ...served,
-    async stop() {
-      await served.stop();
+    () => {
       for (const mirror of mirrors) mirror.stop();
     },
-  };
+  );
 }

@@ -32,7 +32,7 @@ export async function startTwinsActor(nc: NatsConnection, options: RuntimeOption
   const writer = twinWriter(nc);
   const deps: TwinsDeps = { stores: kvTwinStores(nc), writer };
   const names = subjects.twins;
-  const served = await serveActor(
+  return serveActor(
     nc,
     {
       name: "twins",
@@ -44,15 +44,6 @@ export async function startTwinsActor(nc: NatsConnection, options: RuntimeOption
       ],
     },
     options,
-  ).catch((error: unknown) => {
-    writer.stop();
-    throw error;
-  });
-  return {
-    ...served,
-    async stop() {
-      await served.stop();
-      writer.stop();
-    },
-  };
+    () => writer.stop(),
+  );
 }
