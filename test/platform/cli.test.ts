@@ -13,7 +13,13 @@ import { eventually, freePort, TEST_CLIENTS } from "../harness/index.ts";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CLI = join(ROOT, "bin", "derrick.ts");
 const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+afterAll(() => {
+  for (const d of dirs) {
+    // The embedded server has its own process group: a test that failed and SIGKILLed derrick leaves it.
+    spawnSync("pkill", ["-KILL", "-f", join(d, "nats", "nats-server.conf")]);
+    rmSync(d, { recursive: true, force: true });
+  }
+});
 
 /** Running, that is: a zombie (exited, not yet reaped by whoever adopted it) counts as gone. */
 function pidAlive(pid: number): boolean {
