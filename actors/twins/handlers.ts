@@ -100,12 +100,24 @@ function readCommit(entry: TwinEntry | undefined): TwinCommit | undefined {
   }
 }
 
-// Serializes the writers of one group that share a TwinsDeps (one actor: one writer id); the commit
-// record's CAS covers the others.
-const lockTables = new WeakMap<TwinsDeps, Map<string, Promise<unknown>>>();
+/**
+ * What the writers sharing a TwinsDeps (one actor: one writer id) share: the group locks that
+ * serialize them (the commit record's CAS covers other processes) and the last revision of each
+ * desired key they wrote (key: group lock + name), bounded.
+ */
+type WriterState = { locks: Map<string, Promise<unknown>>; known: Map<string, number> };
+const writerStates = new WeakMap<TwinsDeps, WriterState>();
+function writerState(deps: TwinsDeps): WriterState {
+  let state = writerStates.get(deps);
+  if (!state) writerStates.set(deps, (state = { locks: new Map(), known: new Map() }));
+  return state;
+}
+
+/** The lock of one group of one twin. */
+const groupLock = (twin: TwinAddress, group: string) => `${twin.organization}/${twin.environment}/${twin.twinId}/${group}`;
+
 async function withLock<T>(deps: TwinsDeps, key: string, work: () => Promise<T>): Promise<T> {
-  let locks = lockTables.get(deps);
-  if (!locks) lockTables.set(deps, (locks = new Map()));
+  const { locks } = writerState(deps);
   const previous = locks.get(key) ?? Promise.resolve();
   const run = previous.then(work, work);
   const tail = run.catch(() => undefined);
@@ -207,14 +219,7 @@ function repairLater(bucket: TwinBucketStore, lock: string, group: string, deps:
   })();
 }
 
-/** Last known revision of desired keys this process wrote (key: group lock + name), bounded. */
 const REVISION_CACHE_MAX = 100_000;
-const revisionTables = new WeakMap<TwinsDeps, Map<string, number>>();
-function knownRevisions(deps: TwinsDeps): Map<string, number> {
-  let known = revisionTables.get(deps);
-  if (!known) revisionTables.set(deps, (known = new Map()));
-  return known;
-}
 
 /**
  * The owner's writes of its claim (at revision `claim`), each a compare-and-swap from the key's
@@ -224,7 +229,7 @@ function knownRevisions(deps: TwinsDeps): Map<string, number> {
  * than the claim was written for it by somebody else. "conflict" when the claim was taken over.
  */
 async function writeValues(bucket: TwinBucketStore, lock: string, group: string, values: Array<[string, string | null]>, claim: number, deps: TwinsDeps): Promise<Map<string, number> | "conflict"> {
-  const known = knownRevisions(deps);
+  const { known } = writerState(deps);
   const write = async (name: string, value: string | null): Promise<number | "conflict"> => {
     const key = twinKey(group, "desired", name);
     let expected = known.get(`${lock}/${name}`) ?? (await bucket.get(key))?.revision ?? 0;
@@ -268,7 +273,7 @@ export async function putTwins(input: TwinPutRequest, ctx: RequestContext, deps:
   requireGroup(ctx, WRITERS);
   validatePut(input);
   const bucket = (await deps.stores.open(input, true))!;
-  const lock = `${input.organization}/${input.environment}/${input.twinId}/${input.group}`;
+  const lock = groupLock(input, input.group);
   const { revisions, version } = await withLock(deps, lock, () =>
     commitDesired(
       bucket,
@@ -324,7 +329,7 @@ export async function deleteTwin(input: TwinDeleteRequest, ctx: RequestContext, 
   if (!bucket) return reply(undefined, 204);
   const desired = await bucket.get(twinKey(input.group, "desired", input.name));
   if (desired?.operation === "PUT") {
-    const lock = `${input.organization}/${input.environment}/${input.twinId}/${input.group}`;
+    const lock = groupLock(input, input.group);
     await withLock(deps, lock, () => commitDesired(bucket, lock, input.group, [[input.name, null]], undefined, deps, ctx.deadline));
   }
   const reported = await bucket.get(twinKey(input.group, "reported", input.name));
