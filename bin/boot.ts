@@ -11,6 +11,7 @@ import type { Logger } from "../platform/logger.ts";
 import { startActors, type RunningActors } from "../actors/index.ts";
 import { createEdgeApp, listenEdge, type RunningEdge } from "../edge/app.ts";
 import { createMetrics } from "../edge/metrics.ts";
+import { watchStalls } from "../platform/stall-watch.ts";
 
 export type BootOptions = {
   cfg: Config;
@@ -50,6 +51,7 @@ export async function boot(options: BootOptions): Promise<Booted> {
     await nc.close();
     throw error;
   }
+  const stopWatching = watchStalls(log);
   let stopping: Promise<void> | undefined;
   return {
     nc,
@@ -58,6 +60,7 @@ export async function boot(options: BootOptions): Promise<Booted> {
     actors,
     stop: () =>
       (stopping ??= (async () => {
+        stopWatching();
         await edge?.stop();
         await actors?.stop();
         if (!nc.isClosed()) await nc.drain().catch(() => nc.close());

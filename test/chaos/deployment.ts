@@ -65,6 +65,9 @@ export async function startChaosReceiver(): Promise<ChaosReceiver> {
   return receiver;
 }
 
+/** Characters of each process's log kept. */
+const LOG_TAIL = 16_000;
+
 type Proc = { name: string; args: string[]; env: Record<string, string>; child?: ChildProcess; log: string };
 
 export type Deployment = {
@@ -77,6 +80,8 @@ export type Deployment = {
   /** completedAt of every task seen succeeded: a second completion would change it. */
   taskCompletions: Map<string, string>;
   processes: Proc[];
+  /** The tail of each process's log (warnings and errors), for a failed test's report. */
+  logs(): string;
   token(client: TestClient): Promise<string>;
   call(path: string, init?: RequestInit & { as?: TestClient; timeoutMs?: number }): Promise<Response>;
   kill(name: string): void;
@@ -103,7 +108,8 @@ export async function startDeployment(options: { actorProcesses?: number; env?: 
     DERRICK_DATA_DIR: join(dir, "data"),
     DERRICK_PARTITIONS: "opendes",
     DERRICK_CLIENTS: JSON.stringify(Object.values(TEST_CLIENTS)),
-    DERRICK_LOG_LEVEL: "error",
+    // Warnings too (event-loop stalls, Redis outages, paused subscriptions): printed when a test fails.
+    DERRICK_LOG_LEVEL: "warn",
     DERRICK_REQUEST_TIMEOUT: "2s",
     DERRICK_CALLBACK_ALLOW_HTTP: "true",
     DERRICK_CALLBACK_ALLOW_CIDRS: "127.0.0.1/32",
@@ -119,7 +125,7 @@ export async function startDeployment(options: { actorProcesses?: number; env?: 
   }
   const spawnProc = (proc: Proc) => {
     const child = spawn(BUN, proc.args, { cwd: ROOT, env: { ...process.env, ...proc.env }, stdio: ["ignore", "pipe", "pipe"] });
-    const keep = (chunk: Buffer) => (proc.log = (proc.log + chunk.toString()).slice(-4000));
+    const keep = (chunk: Buffer) => (proc.log = (proc.log + chunk.toString()).slice(-LOG_TAIL));
     child.stdout?.on("data", keep);
     child.stderr?.on("data", keep);
     proc.child = child;
@@ -134,6 +140,7 @@ export async function startDeployment(options: { actorProcesses?: number; env?: 
     contentProject: `chaos-content-${RUN}`,
     taskCompletions: new Map(),
     processes,
+    logs: () => processes.map((p) => `--- ${p.name}\n${p.log}`).join("\n"),
     async token(client) {
       const cached = tokens.get(client);
       if (cached) return cached;
@@ -210,7 +217,7 @@ export async function startDeployment(options: { actorProcesses?: number; env?: 
     const project = await deployment.call(`/v1/projects/${deployment.contentProject}`, { method: "PUT", body: JSON.stringify({ name: "chaos content", members: ["admin"], values: { displayItems: { "water-depth": 91 } } }) });
     if (project.status !== 201) throw new Error(`content project: ${project.status} ${await project.text()}`);
   } catch (error) {
-    const logs = processes.map((p) => `--- ${p.name}\n${p.log}`).join("\n");
+    const logs = deployment.logs();
     await deployment.stop();
     throw new Error(`${(error as Error).message}\n${logs}`);
   }
