@@ -8,7 +8,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { KvWatchInclude, Kvm, type KV } from "@nats-io/kv";
 import type { JWK } from "jose";
-import { encodeJson, readJson } from "../runtime/kv.ts";
+import { encodeJson, isLive, readJson, readKv } from "../runtime/kv.ts";
 
 export const REGISTRY_BUCKET = "derrick_registry";
 
@@ -55,14 +55,7 @@ class KvRegistry implements Registry {
   }
 
   private async values<T>(prefix: string): Promise<Array<{ key: string; value: T }>> {
-    const keys: string[] = [];
-    for await (const key of await this.kv.keys(`${prefix}.>`)) keys.push(key);
-    const out: Array<{ key: string; value: T }> = [];
-    for (const key of keys) {
-      const value = await this.read<T>(key);
-      if (value !== undefined) out.push({ key, value });
-    }
-    return out;
+    return (await readKv(this.kv, { key: `${prefix}.>` })).filter(isLive).map((entry) => ({ key: entry.key, value: entry.json<T>() }));
   }
 
   getClient(clientId: string) {

@@ -9,7 +9,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Subscription } from "../../subjects/notifications.ts";
-import { casPut, encodeJson, isLive, readJson, readVersioned } from "../runtime/kv.ts";
+import { casPut, encodeJson, isLive, readJson, readKv, readVersioned } from "../runtime/kv.ts";
 
 export const SUBSCRIPTIONS_BUCKET = "derrick_notifications";
 
@@ -80,12 +80,8 @@ export class SubscriptionStore {
   }
 
   async listOwn(partition: string, clientId: string): Promise<SubscriptionRecord[]> {
-    const ids: string[] = [];
-    const keys = await this.kv.keys(`idx.${partition}.${clientId}.*`);
-    for await (const key of keys) {
-      const entry = await this.kv.get(key);
-      if (isLive(entry)) ids.push(entry.json<{ subscription_id: string }>().subscription_id);
-    }
+    const index = await readKv(this.kv, { key: `idx.${partition}.${clientId}.*` });
+    const ids = index.filter(isLive).map((entry) => entry.json<{ subscription_id: string }>().subscription_id);
     const records = await Promise.all(ids.map((id) => this.get(id)));
     return records.filter((r): r is Versioned<SubscriptionRecord> => !!r).map((r) => r.value);
   }

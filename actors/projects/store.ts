@@ -10,7 +10,7 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
-import { casPut, encodeJson, readVersioned, type Versioned } from "../runtime/kv.ts";
+import { casPut, encodeJson, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { AckPolicy, DeliverPolicy, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
 import { CONTENT_TTL_MS, type CatalogItem, type CatalogKind, type Content, type ContentPart, type ProjectRecord, type TaskRecord } from "../../subjects/projects.ts";
@@ -156,9 +156,7 @@ export function catalogStore(kv: KV): CatalogStore {
       void (async () => {
         for await (const entry of watcher) deliver(entry);
       })();
-      const keys: string[] = [];
-      for await (const key of await kv.keys()) keys.push(key);
-      await Promise.all(keys.map(async (key) => kv.get(key).then((entry) => entry && deliver(entry))));
+      for (const entry of await readKv(kv)) deliver(entry);
       return () => watcher.stop();
     },
   };

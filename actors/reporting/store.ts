@@ -23,7 +23,7 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
-import { casPut, encodeJson, isLive, isWrongRevision } from "../runtime/kv.ts";
+import { casPut, encodeJson, isLive, isWrongRevision, readKv } from "../runtime/kv.ts";
 import type { Collection } from "../../subjects/reporting.ts";
 
 export const BUCKETS = { entities: "derrick_assessments", cache: "derrick_assessment_cache" } as const;
@@ -111,9 +111,9 @@ export function assessmentStore(stores: Stores) {
 
     /** An earlier (or the current) version of an entity, while the bucket's history still holds it. */
     async version<T>(partition: string, collection: Collection, id: string, version: number): Promise<Envelope<T> | undefined> {
-      const history = await entities.history({ key: entityKey(partition, collection, id) });
+      const history = await readKv(entities, { key: entityKey(partition, collection, id), history: true });
       let found: Envelope<T> | undefined;
-      for await (const entry of history) {
+      for (const entry of history) {
         if (!isLive(entry)) continue;
         const envelope = entry.json<Envelope<T>>();
         // After a delete and re-create, the newest envelope with that number wins.

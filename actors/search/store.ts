@@ -22,7 +22,7 @@ import {
 import { subjects } from "../../subjects/index.ts";
 import { RECORDS_STREAM, RECORD_DELETE, RECORD_OPERATION_HEADER, recordKey, type StoredRecord } from "../../subjects/search.ts";
 import type { SortValue } from "./backend.ts";
-import { encodeJson, readJson } from "../runtime/kv.ts";
+import { encodeJson, readJson, readKv } from "../runtime/kv.ts";
 import type { SearchPlan } from "./validate.ts";
 
 export const CURSOR_BUCKET = "derrick_search_cursors";
@@ -139,10 +139,8 @@ export async function openCursorStore(nc: NatsConnection, ttlMs: number): Promis
       await kv.purge(key(partition, cursor));
     },
     async count(partition, max) {
-      let n = 0;
-      const keys = await kv.keys(`${partition}.*`);
-      for await (const _ of keys) if (++n >= max) break;
-      return n;
+      const live = (await readKv(kv, { key: `${partition}.*`, headersOnly: true })).filter((e) => e.operation === "PUT").length;
+      return Math.min(live, max);
     },
   };
 }

@@ -7,6 +7,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
 import type { TwinBucketStore, TwinStores } from "./handlers.ts";
+import { readKv } from "../runtime/kv.ts";
 
 const CACHE_MAX = 10_000;
 
@@ -60,9 +61,7 @@ export class KvTwinBucket implements TwinBucketStore {
   }
 
   async entries(): Promise<TwinEntry[]> {
-    const out: TwinEntry[] = [];
-    for await (const entry of await this.kv.history()) out.push(toTwinEntry(entry));
-    return out;
+    return (await readKv(this.kv, { history: true })).map(toTwinEntry);
   }
 
   put(key: string, value: string): Promise<number> {

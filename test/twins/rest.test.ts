@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { TwinCommitGate, toTwinEntry, twinBucket, type TwinEntry } from "../../subjects/twins.ts";
 import { putTwins } from "../../actors/twins/handlers.ts";
 import { kvTwinStores } from "../../actors/twins/store.ts";
@@ -61,6 +62,14 @@ describe("twin properties REST", () => {
     expect(Object.keys(((await filtered.json()) as { desired: object }).desired)).toEqual(["g2"]);
     const empty = await derrick.call(path("never-written"), { as: "admin", partition: null });
     expect(await empty.json()).toEqual({ desired: {}, reported: {} });
+  });
+
+  it("twins - GETs leave no consumer on the twin's stream (each would stay five minutes and slow every later write)", async () => {
+    await put("dev-reads", { group: "g", twins: [{ name: "a", value: "1" }] });
+    for (let i = 0; i < 10; i++) expect((await derrick.call(path("dev-reads"), { as: "admin", partition: null })).status).toBe(200);
+    const jsm = await jetstreamManager(nc);
+    const stream = `KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-reads" })}`;
+    await eventually(async () => (await jsm.streams.info(stream)).state.consumer_count === 0, { timeoutMs: 3_000, what: "the GETs' consumers gone" });
   });
 
   it("twins - writes need twins.writers, reads need a twins group, and a token is required", async () => {

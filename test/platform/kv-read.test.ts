@@ -1,0 +1,76 @@
+/**
+ * readKv (actors/runtime/kv.ts): one-pass reads of a bucket that leave no consumer behind and end
+ * even while the bucket is being written.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import { readKv } from "../../actors/runtime/kv.ts";
+import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
+
+describe("kv read", () => {
+  let nats: TestNats;
+  let nc: NatsConnection;
+  let kv: KV;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    nc = await connect({ servers: nats.url });
+    kv = await new Kvm(nc).create("reads", { history: 2 });
+    await kv.put("a.one", "1");
+    await kv.put("a.one", "2");
+    await kv.put("a.two", "x");
+    await kv.put("b.one", "y");
+    await kv.delete("b.one");
+  });
+  afterAll(async () => {
+    await nc?.close();
+    await nats?.cleanup();
+  });
+
+  it("kv read - last values per key, every held revision with history, a pattern, deletes as DEL, keys only", async () => {
+    const last = await readKv(kv);
+    expect(last.map((e) => [e.key, e.operation, e.operation === "PUT" ? e.string() : ""])).toEqual([
+      ["a.one", "PUT", "2"],
+      ["a.two", "PUT", "x"],
+      ["b.one", "DEL", ""],
+    ]);
+    const history = await readKv(kv, { key: "a.>", history: true });
+    expect(history.map((e) => `${e.key}=${e.string()}@${e.revision}`)).toEqual(["a.one=1@1", "a.one=2@2", "a.two=x@3"]);
+    const keys = await readKv(kv, { key: "a.*", headersOnly: true });
+    expect(keys.map((e) => [e.key, e.value.length, e.length])).toEqual([
+      ["a.one", 0, 1],
+      ["a.two", 0, 1],
+    ]);
+    expect(await readKv(kv, { key: "c.>" })).toEqual([]);
+    expect((await kv.get("a.one"))!.created.getTime()).toBe(last[0]!.created.getTime());
+  });
+
+  it("kv read - leaves no consumer on the server", async () => {
+    const jsm = await jetstreamManager(nc);
+    for (let i = 0; i < 20; i++) await readKv(kv, { history: i % 2 === 0 });
+    await eventually(async () => (await jsm.streams.info("KV_reads")).state.consumer_count === 0, { timeoutMs: 3_000, what: "no consumers left" });
+  });
+
+  it("kv read - ends while the bucket is written without pause, with at most what matched when it began", async () => {
+    const busy = await new Kvm(nc).create("busy", { history: 2 });
+    for (let i = 0; i < 5; i++) await busy.put(`k${i}`, "0");
+    let stop = false;
+    const writers = [0, 1, 2].map(async () => {
+      for (let i = 0; !stop && i < 100_000; i++) await busy.put(`k${i % 5}`, String(i));
+    });
+    try {
+      // Let the writers get ahead of any reader that follows them.
+      await new Promise((r) => setTimeout(r, 300));
+      for (let i = 0; i < 5; i++) {
+        const entries = await readKv(busy, { history: true });
+        expect(entries.length).toBeGreaterThan(0);
+        expect(entries.length).toBeLessThanOrEqual(10);
+      }
+    } finally {
+      stop = true;
+      await Promise.all(writers);
+    }
+  });
+});
