@@ -35,7 +35,12 @@ const BATCH_EVENTS = 64;
 const BATCH_BYTES = 48 * 1024;
 /** Events up to this size (JSON bytes) travel inside the batch; larger ones are read from EVENTS. */
 const CARRY_BYTES = 4 * 1024;
-const ACK_WAIT_MS = 30_000;
+/**
+ * A dead dispatcher's events come back after this long. Held events (waiting for a round or in one)
+ * are renewed every RENEW_EVERY_MS, so a slow round is not redelivered while it still runs.
+ */
+const ACK_WAIT_MS = 10_000;
+const RENEW_EVERY_MS = 3_000;
 
 type Pending = { msg: JsMsg; event: StoredEvent; carried: CarriedEvent | undefined; bytes: number };
 
@@ -46,6 +51,12 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
   const limiter = new Slots(IN_FLIGHT);
   const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0 };
   let round: JsMsg[] = [];
+  /** Received and not yet answered (ack, nak or term): renewed until they are. */
+  const held = new Set<JsMsg>();
+  const renew = setInterval(() => {
+    for (const msg of held) msg.working();
+  }, RENEW_EVERY_MS);
+  renew.unref?.();
 
   function take(msg: JsMsg): Pending | undefined {
     const event = storedEvent({ subject: msg.subject, seq: msg.seq, data: msg.data, header: msg.headers, time: new Date(Math.floor(msg.info.timestampNanos / 1e6)) });
@@ -131,12 +142,14 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
     round = [];
     if (msgs.length === 0) return;
     void dispatch(msgs).finally(() => {
+      for (const msg of msgs) held.delete(msg);
       for (let i = 0; i < msgs.length; i++) limiter.release();
     });
   }
 
   const loop = (async () => {
     for await (const msg of messages) {
+      held.add(msg);
       await limiter.acquire();
       round.push(msg);
       if (round.length === 1) setImmediate(closeRound);
@@ -151,6 +164,7 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
       await loop.catch(() => undefined);
       closeRound();
       await limiter.idle();
+      clearInterval(renew);
     },
   };
 }
