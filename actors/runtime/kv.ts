@@ -50,7 +50,7 @@ export async function casPut(kv: KV, key: string, value: unknown, revision: numb
 export type KvReadOptions = {
   /** A key or a key pattern (`a.*`, `a.>`); every key when absent. */
   key?: string;
-  /** Every revision the bucket holds, oldest first; else the last revision of each key. */
+  /** Every revision the bucket holds, oldest first; else the last revision of each key (read from all of them). */
   history?: boolean;
   /** Only keys, revisions and operations: values read as empty. */
   headersOnly?: boolean;
@@ -58,36 +58,60 @@ export type KvReadOptions = {
 
 /** The server drops a read's consumer this long after it went idle (if the delete below was lost). */
 const READ_CONSUMER_IDLE_MS = 10_000;
-/** How long a read waits for messages that vanished (purged, expired) after it began. */
+/** How long one fetch waits for its messages; a read goes on with another fetch while messages come. */
 const READ_EXPIRES_MS = 2_000;
+/** Messages asked for per fetch. */
+export const READ_FETCH_MAX = 10_000;
 
 /**
- * Reads a bucket's entries in one pass, as they were when the read began, with a consumer deleted
- * after the read. Used instead of KV's `history()`/`keys()` on every request path: their ordered
- * push consumers stay on the server for five minutes after each read (measured: 200 reads, 200
- * consumers, each of which every later write to the bucket has to visit), and they follow writes
- * made after the read began, so a read of a bucket that is written without pause never ends.
- * The result is a prefix of the bucket's stream: it ends after as many messages as matched when it
- * began, or as soon as it has caught up.
+ * Reads a bucket's entries in one pass with a consumer deleted after the read. Used instead of KV's
+ * `history()`/`keys()` on every request path: their ordered push consumers stay on the server for
+ * five minutes after each read (measured: 200 reads, 200 consumers, and a put's p50 0.16 → 0.37 ms
+ * with 2000 of them on the stream), and they follow writes made after the read began, so a read of a
+ * bucket written without pause never ended.
+ *
+ * The read ends once it has caught up with the stream (a message with nothing pending after it), or
+ * after twice as many messages as matched when it began (plus 100) while writers keep it from
+ * catching up. It does not stop at the count that matched: a key rewritten while the read runs has
+ * its old message removed before delivery, and only the new one, later in the stream, has the key.
+ * Entries are deduplicated (by key for last values, by revision for history) and in revision order.
  */
 export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEntry[]> {
   // Kvm's buckets are this class: its stream, subject prefix and key codec are public.
   if (!(kv instanceof Bucket)) throw new TypeError("readKv reads buckets opened with Kvm");
   const consumer = await kv.js.consumers.get(kv.stream, {
     filter_subjects: kv.fullKeyName(kv.encodeKey(options.key ?? ">")),
-    deliver_policy: options.history ? DeliverPolicy.All : DeliverPolicy.LastPerSubject,
+    // Last values too are read from every held revision: with last-per-subject delivery nats-server
+    // 2.9 reports nothing pending while keys rewritten during the read still have their new messages
+    // to come (measured: keys missing). Every bucket read for last values has history 1.
+    deliver_policy: DeliverPolicy.All,
     headers_only: options.headersOnly,
     inactive_threshold: READ_CONSUMER_IDLE_MS,
   });
   try {
     const matched = (await consumer.info(true)).num_pending;
-    const out: KvEntry[] = [];
-    if (matched === 0) return out;
-    for await (const msg of await consumer.fetch({ max_messages: matched, expires: READ_EXPIRES_MS })) {
-      out.push(kvEntryOf(kv, msg));
-      if (msg.info.pending === 0 || out.length >= matched) break;
+    const found = new Map<string | number, KvEntry>();
+    if (matched === 0) return [];
+    const limit = 2 * matched + 100;
+    let received = 0;
+    let caughtUp = false;
+    while (!caughtUp && received < limit) {
+      let fetched = 0;
+      for await (const msg of await consumer.fetch({ max_messages: Math.min(limit - received, READ_FETCH_MAX), expires: READ_EXPIRES_MS })) {
+        fetched++;
+        received++;
+        const entry = kvEntryOf(kv, msg);
+        const id = options.history ? entry.revision : entry.key;
+        if ((found.get(id)?.revision ?? 0) < entry.revision) found.set(id, entry);
+        if (msg.info.pending === 0) {
+          caughtUp = true;
+          break;
+        }
+      }
+      // Nothing came within the wait: what was pending vanished (purged, expired).
+      if (fetched === 0) break;
     }
-    return out;
+    return [...found.values()].sort((a, b) => a.revision - b.revision);
   } finally {
     void consumer.delete().catch(() => undefined);
   }

@@ -7,7 +7,7 @@ import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import { readKv } from "../../actors/runtime/kv.ts";
+import { READ_FETCH_MAX, readKv } from "../../actors/runtime/kv.ts";
 import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
 
 describe("kv read", () => {
@@ -53,24 +53,49 @@ describe("kv read", () => {
     await eventually(async () => (await jsm.streams.info("KV_reads")).state.consumer_count === 0, { timeoutMs: 3_000, what: "no consumers left" });
   });
 
-  it("kv read - ends while the bucket is written without pause, with at most what matched when it began", async () => {
-    const busy = await new Kvm(nc).create("busy", { history: 2 });
+  /** Three writers rewriting keys k0…k4 of a bucket without pause while `work` runs. */
+  async function whileWritten(bucket: string, history: number, work: (kv: KV) => Promise<void>) {
+    const busy = await new Kvm(nc).create(bucket, { history });
     for (let i = 0; i < 5; i++) await busy.put(`k${i}`, "0");
     let stop = false;
-    const writers = [0, 1, 2].map(async () => {
-      for (let i = 0; !stop && i < 100_000; i++) await busy.put(`k${i % 5}`, String(i));
+    const writers = [0, 1, 2].map(async (w) => {
+      for (let i = w; !stop && i < 300_000; i += 3) await busy.put(`k${i % 5}`, String(i));
     });
     try {
       // Let the writers get ahead of any reader that follows them.
       await new Promise((r) => setTimeout(r, 300));
-      for (let i = 0; i < 5; i++) {
-        const entries = await readKv(busy, { history: true });
-        expect(entries.length).toBeGreaterThan(0);
-        expect(entries.length).toBeLessThanOrEqual(10);
-      }
+      await work(busy);
     } finally {
       stop = true;
       await Promise.all(writers);
     }
+  }
+
+  it("kv read - ends while the bucket is written without pause, and no key is missing from it", async () => {
+    await whileWritten("busy", 2, async (busy) => {
+      for (let i = 0; i < 5; i++) {
+        const entries = await readKv(busy, { history: true });
+        expect(new Set(entries.map((e) => e.key))).toEqual(new Set(["k0", "k1", "k2", "k3", "k4"]));
+        expect(new Set(entries.map((e) => e.revision)).size, "no revision twice").toBe(entries.length);
+      }
+    });
+  });
+
+  it("kv read - last values of keys rewritten during the read: every key once, none lost", async () => {
+    await whileWritten("busy1", 1, async (busy) => {
+      for (let i = 0; i < 50; i++) {
+        const keys = (await readKv(busy)).map((e) => e.key).sort();
+        expect(keys).toEqual(["k0", "k1", "k2", "k3", "k4"]);
+      }
+    });
+  });
+
+  it("kv read - a bucket larger than one fetch is read whole", async () => {
+    const large = await new Kvm(nc).create("large", { history: 1 });
+    const n = READ_FETCH_MAX + 2_500;
+    for (let i = 0; i < n; i += 1_000) await Promise.all(Array.from({ length: Math.min(1_000, n - i) }, (_, j) => large.put(`k${i + j}`, "v")));
+    const entries = await readKv(large, { headersOnly: true });
+    expect(entries).toHaveLength(n);
+    expect(new Set(entries.map((e) => e.key)).size).toBe(n);
   });
 });
