@@ -79,8 +79,9 @@ export const READ_FETCH_MAX = 10_000;
 export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEntry[]> {
   // Kvm's buckets are this class: its stream, subject prefix and key codec are public.
   if (!(kv instanceof Bucket)) throw new TypeError("readKv reads buckets opened with Kvm");
+  const filter = kv.fullKeyName(kv.encodeKey(options.key ?? ">"));
   const consumer = await kv.js.consumers.get(kv.stream, {
-    filter_subjects: kv.fullKeyName(kv.encodeKey(options.key ?? ">")),
+    filter_subjects: filter,
     // Last values too are read from every held revision: with last-per-subject delivery nats-server
     // 2.9 reports nothing pending while keys rewritten during the read still have their new messages
     // to come (measured: keys missing). Every bucket read for last values has history 1.
@@ -110,6 +111,18 @@ export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEnt
       }
       // Nothing came within the wait: what was pending vanished (purged, expired).
       if (fetched === 0) break;
+    }
+    // A key whose messages were all replaced while the pass ran can be missed by it (its new message
+    // lies past where the pass stopped; and nats-server 2.9 was seen to report nothing pending before
+    // it): every key the stream holds now that the pass did not see is read by itself.
+    const seen = new Set<string>();
+    for (const entry of found.values()) seen.add(entry.key);
+    const subjects = (await kv.jsm.streams.info(kv.stream, { subjects_filter: filter })).state.subjects ?? {};
+    for (const subject of Object.keys(subjects)) {
+      const key = kv.decodeKey(subject.slice(kv.prefixLen));
+      if (seen.has(key)) continue;
+      const entry = await kv.get(key);
+      if (entry) found.set(options.history ? entry.revision : key, entry);
     }
     return [...found.values()].sort((a, b) => a.revision - b.revision);
   } finally {

@@ -12,7 +12,7 @@ import { CONSUMERS, STREAMS, openJournal, type Journal } from "../../actors/noti
 import { createLogger } from "../../platform/logger.ts";
 import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
 
-const schedule = { delaysMs: [0, 1_000], jitter: 0 };
+const schedule = { delaysMs: [0, 1_000], jitter: false };
 const log = createLogger("silent");
 
 /** Gates still closed: opened before the dispatchers stop (a stop waits for its rounds). */

@@ -83,7 +83,7 @@ describe("kv read", () => {
 
   it("kv read - last values of keys rewritten during the read: every key once, none lost", async () => {
     await whileWritten("busy1", 1, async (busy) => {
-      for (let i = 0; i < 50; i++) {
+      for (let i = 0; i < 200; i++) {
         const keys = (await readKv(busy)).map((e) => e.key).sort();
         expect(keys).toEqual(["k0", "k1", "k2", "k3", "k4"]);
       }
