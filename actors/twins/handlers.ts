@@ -102,15 +102,27 @@ function readCommit(entry: TwinEntry | undefined): TwinCommit | undefined {
 
 /**
  * What the writers sharing a TwinsDeps (one actor: one writer id) share: the group locks that
- * serialize them (the commit record's CAS covers other processes) and the last revision of each
- * desired key they wrote (key: group lock + name), bounded.
+ * serialize them (the commit record's CAS covers other processes), the last revision of each
+ * desired key they wrote (key: group lock + name), and the commit record each group was left with
+ * by their last commit (key: group lock), all bounded. The last two are guesses that save a read:
+ * a write from a stale one fails its compare-and-swap and is retried from a fresh read.
  */
-type WriterState = { locks: Map<string, Promise<unknown>>; known: Map<string, number> };
+type KnownCommit = { revision: number; commit: TwinCommit };
+type WriterState = { locks: Map<string, Promise<unknown>>; known: Map<string, number>; commits: Map<string, KnownCommit> };
 const writerStates = new WeakMap<TwinsDeps, WriterState>();
 function writerState(deps: TwinsDeps): WriterState {
   let state = writerStates.get(deps);
-  if (!state) writerStates.set(deps, (state = { locks: new Map(), known: new Map() }));
+  if (!state) writerStates.set(deps, (state = { locks: new Map(), known: new Map(), commits: new Map() }));
   return state;
+}
+
+const REVISION_CACHE_MAX = 100_000;
+
+/** Sets a bounded cache entry, the newest last (the oldest goes first when full). */
+function remember<T>(cache: Map<string, T>, key: string, value: T): void {
+  cache.delete(key);
+  if (cache.size >= REVISION_CACHE_MAX) cache.delete(cache.keys().next().value!);
+  cache.set(key, value);
 }
 
 /** The lock of one group of one twin. */
@@ -148,24 +160,31 @@ async function commitDesired(
 ): Promise<{ revisions: Map<string, number>; version: number }> {
   const commitKey = twinCommitKey(group);
   const attempts = deps.attempts ?? 50;
+  const { commits } = writerState(deps);
   // Owners that answered once: not asked again while this request waits for them.
   const alive = new Set<string>();
   for (let attempt = 0; attempt < attempts; attempt++) {
     // Nobody waits for the answer any more: stop queueing behind the group (the lock is held).
     if (deadline !== undefined && Date.now() > deadline) throw gatewayTimeout(`group ${group} stayed claimed by another writer past the request's deadline`);
-    const entry = await bucket.get(commitKey);
-    const current = readCommit(entry);
+    // The record this process's last commit left, if any (always committed); else read it.
+    const known = commits.get(lock);
+    commits.delete(lock);
+    const entry = known ? undefined : await bucket.get(commitKey);
+    const current = known ? known.commit : readCommit(entry);
+    const currentRevision = known ? known.revision : (entry?.revision ?? 0);
     if (current?.state === "pending") {
-      if (await isAbandoned(current, deps, alive)) await rollForward(bucket, group, current, entry!.revision);
+      if (await isAbandoned(current, deps, alive)) await rollForward(bucket, group, current, currentRevision);
       else await sleep(Math.min(200, 5 * 2 ** Math.min(attempt, 6)));
       continue;
     }
     const before = current?.version ?? 0;
     if (ifMatch !== undefined && ifMatch !== before) {
+      // Only what was read is the truth: a remembered version may be stale.
+      if (known) continue;
       throw preconditionFailed(`group ${group} is at version ${before}, not ${ifMatch}`);
     }
     const pending: TwinCommit = { state: "pending", names: values.map(([n]) => n), values: Object.fromEntries(values), owner: deps.writer?.id, version: before, at: new Date().toISOString() };
-    const claimed = await bucket.swap(commitKey, JSON.stringify(pending), entry?.revision ?? 0);
+    const claimed = await bucket.swap(commitKey, JSON.stringify(pending), currentRevision);
     if (claimed === "conflict") continue;
     try {
       const written = await writeValues(bucket, lock, group, values, claimed, deps);
@@ -175,7 +194,8 @@ async function commitDesired(
       const version = Math.max(before, ...written.values());
       const committed: TwinCommit = { state: "committed", names: pending.names, version, at: new Date().toISOString() };
       // A conflict here: a taker-over already committed these very values.
-      await bucket.swap(commitKey, JSON.stringify(committed), claimed);
+      const revision = await bucket.swap(commitKey, JSON.stringify(committed), claimed);
+      if (revision !== "conflict") remember(commits, lock, { revision, commit: committed });
       return { revisions: written, version };
     } catch (error) {
       // Say, NATS went away mid-commit: finish the claim as soon as it can be, so the group is not
@@ -219,8 +239,6 @@ function repairLater(bucket: TwinBucketStore, lock: string, group: string, deps:
   })();
 }
 
-const REVISION_CACHE_MAX = 100_000;
-
 /**
  * The owner's writes of its claim (at revision `claim`), each a compare-and-swap from the key's
  * revision before the claim, so a write that arrives after a roll-forward (a stalled owner) fails
@@ -243,12 +261,7 @@ async function writeValues(bucket: TwinBucketStore, lock: string, group: string,
   };
   const written = await Promise.all(values.map(async ([name, value]) => [name, await write(name, value)] as const));
   if (written.some(([, revision]) => revision === "conflict")) return "conflict";
-  for (const [name, revision] of written) {
-    const cacheKey = `${lock}/${name}`;
-    known.delete(cacheKey);
-    if (known.size >= REVISION_CACHE_MAX) known.delete(known.keys().next().value!);
-    known.set(cacheKey, revision as number);
-  }
+  for (const [name, revision] of written) remember(known, `${lock}/${name}`, revision as number);
   return new Map(written as Array<readonly [string, number]>);
 }
 

@@ -157,4 +157,20 @@ describe("twin commits left unfinished", () => {
     }
     expect(await desired(a, address, "x")).toBe("B2");
   });
+
+  it("twins - If-Match is judged against the group's stored version, not the one this process remembers from its own last commit", async () => {
+    const address = nextTwin();
+    const [a, b] = [await process(), await process()];
+    const depsA: TwinsDeps = { stores: kvTwinStores(a), writer: twinWriter(a) };
+    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b) };
+    const version = (res: { headers: Record<string, string> }) => Number(JSON.parse(res.headers.ETag!));
+    const first = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "a" }] }, ctx, depsA);
+    const second = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "b" }] }, ctx, depsB);
+    // A remembers the version of its own commit; the group has moved on since.
+    const third = await putTwins({ ...address, group: "g", ifMatch: version(second), twins: [{ name: "x", value: "c" }] }, ctx, depsA);
+    expect(third.status).toBe(200);
+    await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "d" }] }, ctx, depsB);
+    await expect(putTwins({ ...address, group: "g", ifMatch: version(third), twins: [{ name: "x", value: "stale" }] }, ctx, depsA)).rejects.toMatchObject({ status: 412 });
+    expect(await desired(b, address, "x")).toBe("d");
+  });
 });
