@@ -35,44 +35,17 @@ const BATCH_EVENTS = 64;
 const BATCH_BYTES = 48 * 1024;
 /** Events up to this size (JSON bytes) travel inside the batch; larger ones are read from EVENTS. */
 const CARRY_BYTES = 4 * 1024;
-/**
- * A dead dispatcher's events come back after `ackWaitMs`. Every event it holds (arrived and waiting
- * for a slot, or in a round) is renewed every `renewEveryMs`, so a backlog or a slow round is not
- * redelivered meanwhile, but only for `maxHoldMs`: a round that never ends (say, the subscription
- * watch it waits for is gone) hands its events to another dispatcher instead of keeping them.
- */
-export type DispatcherTiming = { ackWaitMs: number; renewEveryMs: number; maxHoldMs: number };
-const TIMING: DispatcherTiming = { ackWaitMs: 10_000, renewEveryMs: 3_000, maxHoldMs: 60_000 };
+const ACK_WAIT_MS = 30_000;
 
 type Pending = { msg: JsMsg; event: StoredEvent; carried: CarriedEvent | undefined; bytes: number };
 
-export async function startDispatcher(
-  journal: Journal,
-  cache: Pick<SubscriptionCache, "freshAsOf" | "subscribersOf">,
-  schedule: Schedule,
-  log: Logger,
-  timing: DispatcherTiming = TIMING,
-): Promise<Dispatcher> {
-  const { ackWaitMs, renewEveryMs, maxHoldMs } = timing;
-  await ensureConsumer(journal.jsm, STREAMS.events, CONSUMERS.dispatcher, subjects.notifications.allEvents(), ackWaitMs, 10_000);
+export async function startDispatcher(journal: Journal, cache: SubscriptionCache, schedule: Schedule, log: Logger): Promise<Dispatcher> {
+  await ensureConsumer(journal.jsm, STREAMS.events, CONSUMERS.dispatcher, subjects.notifications.allEvents(), ACK_WAIT_MS, 10_000);
   const consumer = await journal.js.consumers.get(STREAMS.events, CONSUMERS.dispatcher);
+  const messages = await consumer.consume({ max_messages: IN_FLIGHT });
   const limiter = new Slots(IN_FLIGHT);
   const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0 };
   let round: JsMsg[] = [];
-  /** Arrived and not yet answered (ack, nak or term), with the time each arrived. */
-  const held = new Map<JsMsg, number>();
-  /** Arrived and waiting for a slot. The consumer pulls on as messages arrive, not as they are taken. */
-  const arrived: JsMsg[] = [];
-  const renew = setInterval(() => {
-    const now = Date.now();
-    let givenUp = 0;
-    for (const [msg, since] of held) {
-      if (now - since < maxHoldMs) msg.working();
-      else if (now - since < maxHoldMs + renewEveryMs) givenUp++;
-    }
-    if (givenUp > 0) log.warn({ events: givenUp }, "a dispatch round held events too long: no longer renewed, they go to another dispatcher after the ack wait");
-  }, renewEveryMs);
-  renew.unref?.();
 
   function take(msg: JsMsg): Pending | undefined {
     const event = storedEvent({ subject: msg.subject, seq: msg.seq, data: msg.data, header: msg.headers, time: new Date(Math.floor(msg.info.timestampNanos / 1e6)) });
@@ -158,43 +131,26 @@ export async function startDispatcher(
     round = [];
     if (msgs.length === 0) return;
     void dispatch(msgs).finally(() => {
-      for (const msg of msgs) held.delete(msg);
       for (let i = 0; i < msgs.length; i++) limiter.release();
     });
   }
 
-  /** Moves arrived events into rounds as slots free up; one pump at a time. */
-  let pumping: Promise<void> | undefined;
-  function pump(): Promise<void> {
-    pumping ??= (async () => {
-      while (arrived.length > 0) {
-        await limiter.acquire();
-        round.push(arrived.shift()!);
-        if (round.length === 1) setImmediate(closeRound);
-        else if (round.length >= ROUND_EVENTS) closeRound();
-      }
-    })().finally(() => (pumping = undefined));
-    return pumping;
-  }
-
-  const messages = await consumer.consume({
-    max_messages: IN_FLIGHT,
-    callback: (msg) => {
-      held.set(msg, Date.now());
-      arrived.push(msg);
-      void pump();
-    },
-  });
+  const loop = (async () => {
+    for await (const msg of messages) {
+      await limiter.acquire();
+      round.push(msg);
+      if (round.length === 1) setImmediate(closeRound);
+      else if (round.length >= ROUND_EVENTS) closeRound();
+    }
+  })();
 
   return {
     stats,
     async stop() {
       await messages.close().catch(() => undefined);
-      // Events already here are dispatched (a round takes milliseconds), not left to the ack wait.
-      while (pumping) await pumping;
+      await loop.catch(() => undefined);
       closeRound();
       await limiter.idle();
-      clearInterval(renew);
     },
   };
 }
