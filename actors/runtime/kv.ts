@@ -80,19 +80,56 @@ export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEnt
   // Kvm's buckets are this class: its stream, subject prefix and key codec are public.
   if (!(kv instanceof Bucket)) throw new TypeError("readKv reads buckets opened with Kvm");
   const filter = kv.fullKeyName(kv.encodeKey(options.key ?? ">"));
+  const found = new Map<string | number, KvEntry>();
+  const add = (entry: KvEntry) => {
+    const id = options.history ? entry.revision : entry.key;
+    if ((found.get(id)?.revision ?? 0) < entry.revision) found.set(id, entry);
+  };
+  const last = await readPass(kv, filter, options.headersOnly, 0, add);
+  if (last === 0) return [];
+  // A key whose messages were all replaced while the pass ran can be missed by it (its new message
+  // lies past where the pass stopped; and nats-server 2.9 was seen to report nothing pending before
+  // it). The keys the stream holds now say whether that happened; if so, the stream's tail after
+  // the pass is read too (in order, so the commit records of a twin come with its values), and in a
+  // last-value read any key still missing is read by itself.
+  const missing = async () => {
+    const seen = new Set<string>();
+    for (const entry of found.values()) seen.add(entry.key);
+    const subjects = (await kv.jsm.streams.info(kv.stream, { subjects_filter: filter })).state.subjects ?? {};
+    return Object.keys(subjects)
+      .map((subject) => kv.decodeKey(subject.slice(kv.prefixLen)))
+      .filter((key) => !seen.has(key));
+  };
+  if ((await missing()).length > 0) {
+    await readPass(kv, filter, options.headersOnly, last + 1, add);
+    if (!options.history) {
+      for (const key of await missing()) {
+        const entry = await kv.get(key);
+        if (entry) add(entry);
+      }
+    }
+  }
+  return [...found.values()].sort((a, b) => a.revision - b.revision);
+}
+
+/**
+ * One pass over the bucket's stream from `startSeq` (0: from the start) with a consumer deleted
+ * after it; returns the last stream sequence it saw (0: nothing matched).
+ */
+async function readPass(kv: Bucket, filter: string, headersOnly: boolean | undefined, startSeq: number, add: (entry: KvEntry) => void): Promise<number> {
   const consumer = await kv.js.consumers.get(kv.stream, {
     filter_subjects: filter,
     // Last values too are read from every held revision: with last-per-subject delivery nats-server
     // 2.9 reports nothing pending while keys rewritten during the read still have their new messages
     // to come (measured: keys missing). Every bucket read for last values has history 1.
-    deliver_policy: DeliverPolicy.All,
-    headers_only: options.headersOnly,
+    ...(startSeq > 0 ? { opt_start_seq: startSeq } : { deliver_policy: DeliverPolicy.All }),
+    headers_only: headersOnly,
     inactive_threshold: READ_CONSUMER_IDLE_MS,
   });
   try {
     const matched = (await consumer.info(true)).num_pending;
-    const found = new Map<string | number, KvEntry>();
-    if (matched === 0) return [];
+    let last = 0;
+    if (matched === 0) return last;
     const limit = 2 * matched + 100;
     let received = 0;
     let caughtUp = false;
@@ -101,9 +138,8 @@ export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEnt
       for await (const msg of await consumer.fetch({ max_messages: Math.min(limit - received, READ_FETCH_MAX), expires: READ_EXPIRES_MS })) {
         fetched++;
         received++;
-        const entry = kvEntryOf(kv, msg);
-        const id = options.history ? entry.revision : entry.key;
-        if ((found.get(id)?.revision ?? 0) < entry.revision) found.set(id, entry);
+        last = msg.seq;
+        add(kvEntryOf(kv, msg));
         if (msg.info.pending === 0) {
           caughtUp = true;
           break;
@@ -112,19 +148,7 @@ export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEnt
       // Nothing came within the wait: what was pending vanished (purged, expired).
       if (fetched === 0) break;
     }
-    // A key whose messages were all replaced while the pass ran can be missed by it (its new message
-    // lies past where the pass stopped; and nats-server 2.9 was seen to report nothing pending before
-    // it): every key the stream holds now that the pass did not see is read by itself.
-    const seen = new Set<string>();
-    for (const entry of found.values()) seen.add(entry.key);
-    const subjects = (await kv.jsm.streams.info(kv.stream, { subjects_filter: filter })).state.subjects ?? {};
-    for (const subject of Object.keys(subjects)) {
-      const key = kv.decodeKey(subject.slice(kv.prefixLen));
-      if (seen.has(key)) continue;
-      const entry = await kv.get(key);
-      if (entry) found.set(options.history ? entry.revision : key, entry);
-    }
-    return [...found.values()].sort((a, b) => a.revision - b.revision);
+    return last;
   } finally {
     void consumer.delete().catch(() => undefined);
   }

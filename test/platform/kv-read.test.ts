@@ -73,7 +73,7 @@ describe("kv read", () => {
 
   it("kv read - ends while the bucket is written without pause, and no key is missing from it", async () => {
     await whileWritten("busy", 2, async (busy) => {
-      for (let i = 0; i < 5; i++) {
+      for (let i = 0; i < 200; i++) {
         const entries = await readKv(busy, { history: true });
         expect(new Set(entries.map((e) => e.key))).toEqual(new Set(["k0", "k1", "k2", "k3", "k4"]));
         expect(new Set(entries.map((e) => e.revision)).size, "no revision twice").toBe(entries.length);
