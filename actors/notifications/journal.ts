@@ -10,7 +10,6 @@
  * array): one stored write and one acknowledgement for many deliveries.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { headers as natsHeaders } from "@nats-io/nats-core";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -21,9 +20,9 @@ import {
   jetstreamManager,
   type JetStreamClient,
   type JetStreamManager,
-  type StoredMsg,
 } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
+import { readStream } from "../runtime/stream-read.ts";
 import {
   EVENT_ID_PATTERN,
   EVENT_MAX_BYTES,
@@ -146,21 +145,6 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
   const n = subjects.notifications;
   const json = (value: unknown) => encoder.encode(JSON.stringify(value));
 
-  async function readAll(stream: string, subject: string, max: number): Promise<StoredMsg[]> {
-    const info = await jsm.streams.info(stream, { subjects_filter: subject });
-    const count = info.state.subjects?.[subject] ?? 0;
-    if (count === 0) return [];
-    const out: StoredMsg[] = [];
-    const consumer = await js.consumers.get(stream, { filter_subjects: subject, deliver_policy: count > max ? DeliverPolicy.All : DeliverPolicy.All });
-    const batch = await consumer.fetch({ max_messages: count, expires: 2000 });
-    for await (const m of batch) {
-      out.push({ subject: m.subject, seq: m.seq, header: m.headers ?? natsHeaders(), data: m.data, time: new Date(Math.floor(m.info.timestampNanos / 1e6)) } as unknown as StoredMsg);
-      if (m.info.pending === 0 || out.length >= count) break;
-    }
-    await consumer.delete().catch(() => undefined);
-    return out.slice(-max);
-  }
-
   // Attempt records waiting for this turn's write, per ATTEMPTS subject.
   let pendingRecords = new Map<string, Array<{ record: AttemptRecord; done: (error?: unknown) => void }>>();
   const writeRecords = () => {
@@ -197,7 +181,7 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
       await js.publish(subject, json(job), { msgID });
     },
     async deadLetter(letter) {
-      await js.publish(n.dead(letter.partition, letter.subscription_id), json(letter), { msgID: `dead:${letter.event_id}:${letter.subscription_id}:${letter.attempt}` });
+      await js.publish(n.dead(letter.partition, letter.subscription_id), json(letter), { msgID: deadLetterId(letter) });
     },
     async enqueueBatch(batch, msgID) {
       await js.publish(n.deliveries(batch.partition, batch.subscription_id), json(batch), { msgID });
@@ -213,16 +197,26 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
     },
     async listAttempts(partition, subscriptionId, limit) {
       // A message holds one record or an array of records; the newest `limit` records are kept.
-      const msgs = await readAll(STREAMS.attempts, n.attempts(partition, subscriptionId), limit);
-      return msgs.flatMap((m) => JSON.parse(decoder.decode(m.data)) as AttemptRecord | AttemptRecord[]).slice(-limit);
+      const records: AttemptRecord[] = [];
+      await readStream(js, STREAMS.attempts, { filter: n.attempts(partition, subscriptionId) }, (m) => {
+        const stored = JSON.parse(decoder.decode(m.data)) as AttemptRecord | AttemptRecord[];
+        if (Array.isArray(stored)) records.push(...stored);
+        else records.push(stored);
+        if (records.length > 2 * limit) records.splice(0, records.length - limit);
+      });
+      return records.slice(-limit);
     },
     async findDead(partition, subscriptionId, eventId) {
-      const msgs = await readAll(STREAMS.dead, n.dead(partition, subscriptionId), 10_000);
-      for (const m of msgs.reverse()) {
-        const letter = JSON.parse(decoder.decode(m.data)) as DeadLetter;
-        if (letter.event_id === eventId) return { seq: m.seq, letter };
-      }
-      return undefined;
+      // Headers only: a letter carries its event (up to 256 KiB), while its message id names the event.
+      let seq = 0;
+      await readStream(js, STREAMS.dead, { filter: n.dead(partition, subscriptionId), headersOnly: true }, (m) => {
+        if (isDeadLetterOf(m.headers?.get("Nats-Msg-Id") ?? "", eventId, subscriptionId)) seq = m.seq;
+      });
+      if (seq === 0) return undefined;
+      const stored = await jsm.direct.getMessage(STREAMS.dead, { seq });
+      if (!stored || stored.seq !== seq) return undefined;
+      const letter = JSON.parse(decoder.decode(stored.data)) as DeadLetter;
+      return letter.event_id === eventId ? { seq, letter } : undefined;
     },
     async readDead(seq) {
       const stored = await jsm.direct.getMessage(STREAMS.dead, { seq });
@@ -233,6 +227,17 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
       await jsm.streams.deleteMessage(STREAMS.dead, seq, false).catch(() => undefined);
     },
   };
+}
+
+/** A dead letter's message id: a letter re-sent after a crash is a duplicate, and a headers-only read finds an event's letters. */
+export function deadLetterId(letter: Pick<DeadLetter, "event_id" | "subscription_id" | "attempt">): string {
+  return `dead:${letter.event_id}:${letter.subscription_id}:${letter.attempt}`;
+}
+
+/** Whether a DEAD message id is a letter of this event to this subscription (an event id may hold `:`, the attempt never). */
+export function isDeadLetterOf(messageId: string, eventId: string, subscriptionId: string): boolean {
+  const prefix = `dead:${eventId}:${subscriptionId}:`;
+  return messageId.startsWith(prefix) && /^[0-9]+$/.test(messageId.slice(prefix.length));
 }
 
 /** Encodes records and splits them into groups that fit one ATTEMPTS message. */

@@ -3,7 +3,8 @@
  * a delete marker), versioned reads and compare-and-set writes that report a lost race as `false`.
  */
 import { Bucket, type KV, type KvEntry } from "@nats-io/kv";
-import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
+import type { JsMsg } from "@nats-io/jetstream";
+import { readStream } from "./stream-read.ts";
 
 const encoder = new TextEncoder();
 
@@ -56,13 +57,6 @@ export type KvReadOptions = {
   headersOnly?: boolean;
 };
 
-/** The server drops a read's consumer this long after it went idle (if the delete below was lost). */
-const READ_CONSUMER_IDLE_MS = 10_000;
-/** How long one fetch waits for its messages; a read goes on with another fetch while messages come. */
-const READ_EXPIRES_MS = 2_000;
-/** Messages asked for per fetch. */
-export const READ_FETCH_MAX = 10_000;
-
 /**
  * Reads a bucket's entries with consumers deleted after the read. Used instead of KV's
  * `history()`/`keys()` on every request path: their ordered push consumers stay on the server for
@@ -70,10 +64,8 @@ export const READ_FETCH_MAX = 10_000;
  * with 2000 of them on the stream), and they follow writes made after the read began, so a read of a
  * bucket written without pause never ended.
  *
- * The read ends once it has caught up with the stream (a message with nothing pending after it), or
- * after twice as many messages as matched when it began (plus 100) while writers keep it from
- * catching up. It does not stop at the count that matched: a key rewritten while the read runs has
- * its old message removed before delivery, and only the new one, later in the stream, has the key.
+ * A pass ends as `readStream` says (caught up, or a bound while writers keep it from catching up; a
+ * key rewritten while it runs has its old message removed, and only the new one has the key).
  * When the pass missed keys anyway, a second pass reads the stream's tail (see below).
  * Entries are deduplicated (by key for last values, by revision for history) and in revision order.
  */
@@ -114,45 +106,13 @@ export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEnt
 }
 
 /**
- * One pass over the bucket's stream from `startSeq` (0: from the start) with a consumer deleted
- * after it; returns the last stream sequence it saw (0: nothing matched).
+ * One pass over the bucket's stream from `startSeq` (0: from the start); returns the last stream
+ * sequence it saw (0: nothing matched). Last values too are read from every held revision: with
+ * last-per-subject delivery nats-server 2.9 reports nothing pending while keys rewritten during the
+ * read still have their new messages to come (measured: keys missing).
  */
-async function readPass(kv: Bucket, filter: string, headersOnly: boolean | undefined, startSeq: number, add: (entry: KvEntry) => void): Promise<number> {
-  const consumer = await kv.js.consumers.get(kv.stream, {
-    filter_subjects: filter,
-    // Last values too are read from every held revision: with last-per-subject delivery nats-server
-    // 2.9 reports nothing pending while keys rewritten during the read still have their new messages
-    // to come (measured: keys missing). Every bucket read for last values has history 1.
-    ...(startSeq > 0 ? { opt_start_seq: startSeq } : { deliver_policy: DeliverPolicy.All }),
-    headers_only: headersOnly,
-    inactive_threshold: READ_CONSUMER_IDLE_MS,
-  });
-  try {
-    const matched = (await consumer.info(true)).num_pending;
-    let last = 0;
-    if (matched === 0) return last;
-    const limit = 2 * matched + 100;
-    let received = 0;
-    let caughtUp = false;
-    while (!caughtUp && received < limit) {
-      let fetched = 0;
-      for await (const msg of await consumer.fetch({ max_messages: Math.min(limit - received, READ_FETCH_MAX), expires: READ_EXPIRES_MS })) {
-        fetched++;
-        received++;
-        last = msg.seq;
-        add(kvEntryOf(kv, msg));
-        if (msg.info.pending === 0) {
-          caughtUp = true;
-          break;
-        }
-      }
-      // Nothing came within the wait: what was pending vanished (purged, expired).
-      if (fetched === 0) break;
-    }
-    return last;
-  } finally {
-    void consumer.delete().catch(() => undefined);
-  }
+function readPass(kv: Bucket, filter: string, headersOnly: boolean | undefined, startSeq: number, add: (entry: KvEntry) => void): Promise<number> {
+  return readStream(kv.js, kv.stream, { filter, startSeq, headersOnly }, (msg) => add(kvEntryOf(kv, msg)));
 }
 
 const decoder = new TextDecoder();

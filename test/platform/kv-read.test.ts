@@ -7,7 +7,8 @@ import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import { READ_FETCH_MAX, readKv } from "../../actors/runtime/kv.ts";
+import { readKv } from "../../actors/runtime/kv.ts";
+import { READ_FETCH_MAX } from "../../actors/runtime/stream-read.ts";
 import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
 
 describe("kv read", () => {
