@@ -10,6 +10,13 @@
  * the batch size. Small events travel inside the batch, so the deliverer does not read them back.
  * The batch's message id is derived from its event sequences, so a round re-sent after a crash with
  * the same grouping is dropped by JetStream's duplicate window.
+ *
+ * Events are pulled with `fetch`, each pull sized to slots reserved for it, so every event the
+ * consumer has handed over sits in a slot: all of them are renewed (`working()`) while held, which is
+ * what lets the ack wait be short (a killed dispatcher's events return to another one after 10 s). The
+ * consume iterator could not do that: it holds up to a whole pull in its buffer where nothing can renew
+ * it. Renewal stops after RENEW_FOR_MS: a round held that long is stuck, and its events go back to the
+ * consumer after the ack wait, while the stuck dispatcher, its slots full, pulls no more.
  */
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
@@ -35,24 +42,69 @@ const BATCH_EVENTS = 64;
 const BATCH_BYTES = 48 * 1024;
 /** Events up to this size (JSON bytes) travel inside the batch; larger ones are read from EVENTS. */
 const CARRY_BYTES = 4 * 1024;
-const ACK_WAIT_MS = 30_000;
+/** Events one pull asks for (reserved in slots before it is sent). */
+const PULL_EVENTS = ROUND_EVENTS;
+/** How long a pull waits for events before the next one is sent. */
+const PULL_EXPIRES_MS = 5_000;
+
+export type DispatcherTiming = {
+  /** The consumer's ack wait: how long a dead dispatcher's events wait before another one takes them. */
+  ackWaitMs: number;
+  /** Held events are renewed this often. */
+  renewEveryMs: number;
+  /** Events held longer than this are no longer renewed. */
+  renewForMs: number;
+};
+
+export const DISPATCHER_TIMING: DispatcherTiming = { ackWaitMs: 10_000, renewEveryMs: 3_000, renewForMs: 20_000 };
 
 type Pending = { msg: JsMsg; event: StoredEvent; carried: CarriedEvent | undefined; bytes: number };
 
-export async function startDispatcher(journal: Journal, cache: SubscriptionCache, schedule: Schedule, log: Logger): Promise<Dispatcher> {
-  await ensureConsumer(journal.jsm, STREAMS.events, CONSUMERS.dispatcher, subjects.notifications.allEvents(), ACK_WAIT_MS, 10_000);
+export async function startDispatcher(journal: Journal, cache: SubscriptionCache, schedule: Schedule, log: Logger, timing: DispatcherTiming = DISPATCHER_TIMING): Promise<Dispatcher> {
+  await ensureConsumer(journal.jsm, STREAMS.events, CONSUMERS.dispatcher, subjects.notifications.allEvents(), timing.ackWaitMs, 10_000);
   const consumer = await journal.js.consumers.get(STREAMS.events, CONSUMERS.dispatcher);
-  const messages = await consumer.consume({ max_messages: IN_FLIGHT });
   const limiter = new Slots(IN_FLIGHT);
   const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0 };
   let round: JsMsg[] = [];
+  let stopping = false;
+  /** The pull in flight, stopped by stop() and when a round is stuck. */
+  let pull: { stop(): void } | undefined;
+  /** Every event handed over and not yet acked, with when it came. */
+  const held = new Map<JsMsg, number>();
+  const settle = (msg: JsMsg, how: () => void) => {
+    held.delete(msg);
+    try {
+      how();
+    } catch {
+      // Not sent (the connection is closed): the event comes back after the ack wait.
+    }
+  };
+  /** Whether a round has been held past the renewal window (held is in arrival order). */
+  const stuck = () => {
+    for (const at of held.values()) return at <= Date.now() - timing.renewForMs;
+    return false;
+  };
+  const renewal = setInterval(() => {
+    const since = Date.now() - timing.renewForMs;
+    for (const [msg, at] of held) {
+      if (at <= since) continue;
+      try {
+        msg.working();
+      } catch {
+        // The connection is closed: the ack wait hands the events to another dispatcher.
+      }
+    }
+    // A stuck dispatcher takes no more events (not even its own redeliveries) until its round ends.
+    if (stuck()) pull?.stop();
+  }, timing.renewEveryMs);
+  renewal.unref?.();
 
   function take(msg: JsMsg): Pending | undefined {
     const event = storedEvent({ subject: msg.subject, seq: msg.seq, data: msg.data, header: msg.headers, time: new Date(Math.floor(msg.info.timestampNanos / 1e6)) });
     if (!event || event.data === undefined) {
       stats.dropped++;
       log.warn({ subject: msg.subject, seq: msg.seq }, "dropping an event that is not {data_source?, object_type?, data}");
-      msg.term("not an event body");
+      settle(msg, () => msg.term("not an event body"));
       return undefined;
     }
     const small = msg.data.length <= CARRY_BYTES;
@@ -118,11 +170,11 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
       await Promise.all(writes);
       stats.events += taken.length;
       stats.jobs += jobs;
-      for (const p of taken) p.msg.ack();
+      for (const p of taken) settle(p.msg, () => p.msg.ack());
     } catch (error) {
       stats.failures++;
       log.error({ err: error, events: taken.length }, "dispatch failed; the events will be redelivered");
-      for (const p of taken) p.msg.nak(1000);
+      for (const p of taken) settle(p.msg, () => p.msg.nak(1000));
     }
   }
 
@@ -136,21 +188,46 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
   }
 
   const loop = (async () => {
-    for await (const msg of messages) {
-      await limiter.acquire();
-      round.push(msg);
-      if (round.length === 1) setImmediate(closeRound);
-      else if (round.length >= ROUND_EVENTS) closeRound();
+    let failures = 0;
+    while (!stopping) {
+      while (!stopping && stuck()) await new Promise((r) => setTimeout(r, timing.renewEveryMs));
+      await limiter.acquire(PULL_EVENTS);
+      let received = 0;
+      try {
+        if (stopping) continue;
+        const messages = await consumer.fetch({ max_messages: PULL_EVENTS, expires: PULL_EXPIRES_MS });
+        pull = messages;
+        for await (const msg of messages) {
+          // The slot reserved for it becomes the event's own; dispatch releases it.
+          received++;
+          held.set(msg, Date.now());
+          round.push(msg);
+          if (round.length === 1) setImmediate(closeRound);
+          else if (round.length >= ROUND_EVENTS) closeRound();
+        }
+        failures = 0;
+      } catch (error) {
+        // NATS away, the consumer being re-created, missed heartbeats: pull again after a pause.
+        if (!stopping) {
+          log.warn({ err: error }, "pulling events failed; pulling again");
+          await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** failures++)));
+        }
+      } finally {
+        pull = undefined;
+        limiter.release(PULL_EVENTS - received);
+      }
     }
   })();
 
   return {
     stats,
     async stop() {
-      await messages.close().catch(() => undefined);
+      stopping = true;
+      pull?.stop();
       await loop.catch(() => undefined);
       closeRound();
       await limiter.idle();
+      clearInterval(renewal);
     },
   };
 }

@@ -1,0 +1,124 @@
+/**
+ * The dispatcher's hold on events (actors/notifications/dispatcher.ts): events it holds are renewed
+ * while their round is stored, so a short ack wait does not hand them to another dispatcher; a
+ * dispatcher that dies, or whose round is stuck, gives them back after the ack wait. Dispatchers run
+ * here on their own connections with a journal whose batch writes the test holds back.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { startDispatcher, type Dispatcher, type DispatcherTiming } from "../../actors/notifications/dispatcher.ts";
+import { CONSUMERS, STREAMS, openJournal, type Journal } from "../../actors/notifications/journal.ts";
+import { SubscriptionCache, SubscriptionStore } from "../../actors/notifications/store.ts";
+import { createLogger } from "../../platform/logger.ts";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { DELIVERY_ENV, publishOnNats, subscribe } from "./helpers.ts";
+
+/** A one-second ack wait keeps the test short; renewal five times within it. */
+const FAST: DispatcherTiming = { ackWaitMs: 1_000, renewEveryMs: 200, renewForMs: 20_000 };
+
+type Probe = {
+  nc: NatsConnection;
+  dispatcher: Dispatcher;
+  /** Event ids of every batch write this dispatcher began. */
+  written: string[];
+  /** Called before each batch write goes on; the write waits for what it returns. */
+  gate: () => Promise<void>;
+};
+
+describe("notifications dispatcher", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  const probes: Probe[] = [];
+  beforeAll(async () => {
+    nats = await startTestNats();
+    // Subscriptions through the edge; no dispatcher and no deliverer: the test runs its own dispatchers.
+    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications"], env: DELIVERY_ENV });
+  });
+  afterAll(async () => {
+    for (const p of probes) {
+      p.gate = async () => undefined;
+      await Promise.race([p.dispatcher.stop(), new Promise((r) => setTimeout(r, 2_000))]).catch(() => undefined);
+      await p.nc.close().catch(() => undefined);
+    }
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  async function dispatcherProbe(timing: DispatcherTiming): Promise<Probe> {
+    const nc = await connect({ servers: nats.url });
+    const real = await openJournal(nc);
+    const probe = { nc, written: [] as string[], gate: async () => undefined } as Probe;
+    const journal: Journal = {
+      ...real,
+      async enqueueBatch(batch, msgID) {
+        probe.written.push(...batch.events.map((e) => e.event_id));
+        await probe.gate();
+        return real.enqueueBatch(batch, msgID);
+      },
+    };
+    const cache = new SubscriptionCache(await SubscriptionStore.open(nc));
+    await cache.start();
+    probe.dispatcher = await startDispatcher(journal, cache, { delaysMs: [0], jitter: false }, createLogger("silent"), timing);
+    probes.push(probe);
+    return probe;
+  }
+  const never = () => new Promise<void>(() => undefined);
+  const waitMs = (ms: number) => () => new Promise<void>((r) => setTimeout(r, ms));
+  const consumerIdle = async () => {
+    const jsm = await jetstreamManager(derrick.nc);
+    return eventually(async () => {
+      const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    }, { what: "every event acked", timeoutMs: 15_000 });
+  };
+
+  it("notifications dispatcher - events held longer than the ack wait are renewed: no other dispatcher takes them", async () => {
+    await subscribe(derrick, "MasterPlanChanged", { callback_uri: "http://127.0.0.1:9/renewed" });
+    const slow = await dispatcherProbe(FAST);
+    slow.gate = waitMs(3_000);
+    const ids = ["renew-1", "renew-2", "renew-3"];
+    for (const id of ids) await publishOnNats(derrick, "MasterPlanChanged", { data: id }, id);
+    await eventually(() => ids.every((id) => slow.written.includes(id)), { what: "the slow dispatcher holding the events" });
+    const other = await dispatcherProbe(FAST);
+    await consumerIdle();
+    // Three ack waits passed while the slow one held them; a redelivery would have reached the other.
+    expect(other.written.filter((id) => ids.includes(id))).toEqual([]);
+    await slow.dispatcher.stop();
+    await other.dispatcher.stop();
+  });
+
+  it("notifications dispatcher - a dispatcher killed while holding events gives them back after the ack wait", async () => {
+    await subscribe(derrick, "PlanShared", { callback_uri: "http://127.0.0.1:9/killed" });
+    const doomed = await dispatcherProbe(FAST);
+    doomed.gate = never;
+    const ids = ["killed-1", "killed-2"];
+    for (const id of ids) await publishOnNats(derrick, "PlanShared", { data: id }, id);
+    await eventually(() => ids.every((id) => doomed.written.includes(id)), { what: "the doomed dispatcher holding the events" });
+    await doomed.nc.close();
+    const rescuer = await dispatcherProbe(FAST);
+    await eventually(() => ids.every((id) => rescuer.written.includes(id)), { what: "the events redelivered to another dispatcher", timeoutMs: 8_000 });
+    await consumerIdle();
+    await rescuer.dispatcher.stop();
+  });
+
+  it("notifications dispatcher - a stuck round is renewed only for a while: its events then go to another dispatcher", async () => {
+    await subscribe(derrick, "ProjectCreated", { callback_uri: "http://127.0.0.1:9/stuck" });
+    const stuck = await dispatcherProbe({ ...FAST, renewForMs: 1_500 });
+    stuck.gate = never;
+    const ids = ["stuck-1", "stuck-2"];
+    for (const id of ids) await publishOnNats(derrick, "ProjectCreated", { data: id }, id);
+    await eventually(() => ids.every((id) => stuck.written.includes(id)), { what: "the stuck dispatcher holding the events" });
+    const other = await dispatcherProbe(FAST);
+    // Not before the renewal window (1.5 s) has passed …
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(other.written.filter((id) => ids.includes(id))).toEqual([]);
+    // … and soon after it, plus one ack wait.
+    await eventually(() => ids.every((id) => other.written.includes(id)), { what: "the stuck round's events at another dispatcher", timeoutMs: 8_000 });
+    await consumerIdle();
+    // The stuck one pulled nothing more: its own redeliveries went elsewhere.
+    expect(stuck.written.filter((id) => ids.includes(id))).toEqual(ids);
+    await other.dispatcher.stop();
+  });
+});
