@@ -10,7 +10,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { connect } from "@nats-io/transport-node";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/nats-core";
-import { CONFIG_GROUP, deviceInboxPrefix, type TwinSide } from "../subjects/twins.ts";
+import { CONFIG_GROUP, deviceInboxPrefix, isReservedTwinName, type TwinSide } from "../subjects/twins.ts";
 import { isPublishedTo } from "../subjects/delivery.ts";
 import { INPUT_KINDS, parseAppConfigText, type AppConfig, type InputKind, type OutputKind, type SdkEnv } from "./config.ts";
 import { dataReport, messageIdSequence, type IoDataReport, type IoPoint } from "./messages.ts";
@@ -301,6 +301,8 @@ export class DeviceClient {
   /** Writes a reported property; booleans are stored as "1"/"0" like the original SDK. */
   setReported(group: string, name: string, value: string | number | boolean): Promise<number> {
     const text = typeof value === "boolean" ? (value ? "1" : "0") : String(value);
+    // Readers ignore keys with these names, so the write would never be seen.
+    for (const part of [group, name]) if (isReservedTwinName(part)) return Promise.reject(new TypeError(`"${part}" is reserved and cannot be a twin group or name`));
     return this.twins.put(group, "reported" satisfies TwinSide, name, text);
   }
 

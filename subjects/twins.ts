@@ -31,12 +31,24 @@ export const TWIN_COMMIT_PREFIX = "twin_commits";
 /** The app's own configuration lives in this group, under the app's Name. */
 export const CONFIG_GROUP = "config";
 
+/**
+ * Names JavaScript objects treat specially: as a group or a name they could reach Object.prototype in
+ * a consumer that builds plain objects from twin keys (a device app, a script), so they are no twin
+ * names, in a PUT or in a key a device wrote.
+ */
+const RESERVED_TWIN_NAMES = new Set(["__proto__", "constructor", "prototype"]);
+
+export function isReservedTwinName(value: string): boolean {
+  return RESERVED_TWIN_NAMES.has(value);
+}
+
 export function isTwinName(value: string): boolean {
-  return TWIN_NAME_RE.test(value);
+  return TWIN_NAME_RE.test(value) && !RESERVED_TWIN_NAMES.has(value);
 }
 
 /** Returns the name when it fits the key alphabet, else a 400 naming the pointer (never rewritten). */
 export function checkTwinName(value: string, pointer: string): string {
+  if (RESERVED_TWIN_NAMES.has(value)) throw invalidField(pointer, `"${value}" is reserved (${[...RESERVED_TWIN_NAMES].join(", ")} are no twin names)`);
   if (!isTwinName(value)) throw invalidField(pointer, `must match ${TWIN_NAME_PATTERN} (letters, digits, "_", "=" or "-"; no ".", "/", "*", ">" or spaces)`);
   return value;
 }
@@ -77,9 +89,10 @@ export function twinCommitKey(group: string): string {
 
 export type ParsedTwinKey = { kind: "property"; group: string; side: TwinSide; name: string } | { kind: "commit"; group: string };
 
-/** The parts of a twin bucket key, or undefined for keys derrick does not own. */
+/** The parts of a twin bucket key, or undefined for keys derrick does not own (reserved names included). */
 export function parseTwinKey(key: string): ParsedTwinKey | undefined {
   const parts = key.split("/");
+  if (parts.some((part) => RESERVED_TWIN_NAMES.has(part))) return undefined;
   if (parts[0] === TWIN_KEY_PREFIX && parts.length === 4 && (parts[2] === "desired" || parts[2] === "reported")) {
     return { kind: "property", group: parts[1]!, side: parts[2], name: parts[3]! };
   }

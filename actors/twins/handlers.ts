@@ -309,12 +309,13 @@ export function visibleState(entries: TwinEntry[], group?: string): TwinGetReply
   for (const entry of entries.sort((a, b) => a.revision - b.revision)) {
     for (const visible of gate.feed(entry)) latest.set(visible.key, visible);
   }
-  const out: TwinGetReply = { desired: {}, reported: {} };
+  // Maps without a prototype: groups and names come from keys a device may have written.
+  const out: TwinGetReply = { desired: Object.create(null), reported: Object.create(null) };
   for (const entry of latest.values()) {
     const parsed = parseTwinKey(entry.key);
     if (parsed?.kind !== "property" || entry.operation !== "PUT") continue;
     if (group !== undefined && parsed.group !== group) continue;
-    const side = (out[parsed.side][parsed.group] ??= {});
+    const side = (out[parsed.side][parsed.group] ??= Object.create(null));
     const value: TwinValue = { value: entry.value, version: entry.revision, updated_at: entry.created.toISOString() };
     side[parsed.name] = value;
   }

@@ -86,6 +86,8 @@ describe("twin properties REST", () => {
       [{ group: "g", twins: [{ name: "a", value: 1 }] }, "/body/twins/0/value"],
       [{ group: "g", twins: [{ name: "a", value: "1", extra: true }] }, "/body/twins/0/extra"],
       [{ group: "g", twins: [{ name: "a", value: "1" }, { name: "a", value: "2" }] }, "/body/twins/1/name"],
+      [{ group: "__proto__", twins: [{ name: "a", value: "1" }] }, "/body/group"],
+      [{ group: "g", twins: [{ name: "constructor", value: "1" }] }, "/body/twins/0/name"],
     ];
     for (const [body, pointer] of cases) {
       const res = await put("dev-4", body);
@@ -94,6 +96,23 @@ describe("twin properties REST", () => {
       expect(problem.errors?.map((e) => e.pointer)).toContain(pointer);
     }
     expect((await derrick.call(`/api/twin-properties/v1/acme/prod/bad.twin/twin-properties`, { method: "PUT", body: json({ group: "g", twins: [{ name: "a", value: "1" }] }), as: "admin", partition: null })).status).toBe(400);
+  });
+
+  it("twins - keys a device wrote with __proto__ or constructor as group or name are not shown and touch no prototype", async () => {
+    await put("dev-proto", { group: "g", twins: [{ name: "a", value: "1" }] });
+    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-proto" }));
+    // A device may write any key into its own bucket; these would set Object.prototype.polluted on a
+    // plain-object reply, and Object.polluted through "constructor".
+    await kv.put("twin_properties/__proto__/reported/polluted", "yes");
+    await kv.put("twin_properties/constructor/reported/polluted", "yes");
+    await kv.put("twin_properties/g/reported/__proto__", "yes");
+    const res = await derrick.call(path("dev-proto"), { as: "admin", partition: null });
+    expect(res.status).toBe(200);
+    const state = (await res.json()) as { desired: Record<string, unknown>; reported: Record<string, unknown> };
+    expect(state.desired).toEqual({ g: { a: expect.objectContaining({ value: "1" }) } });
+    expect(state.reported).toEqual({});
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect((Object as unknown as Record<string, unknown>).polluted).toBeUndefined();
   });
 
   it("twins - a value over 64 KiB or a request over the body limit is 413 and nothing is written", async () => {

@@ -61,6 +61,9 @@ describe("device SDK over JetStream KV", () => {
     await device.setReported("setpoints", "rate", "5");
     const state = (await (await derrick.call(twinPath("dev-a"), { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> };
     expect(state.reported.setpoints!.rate!.value).toBe("5");
+    // Readers ignore reserved names, so the SDK refuses to write them.
+    await expect(device.setReported("__proto__", "rate", "5")).rejects.toThrow(/reserved/);
+    await expect(device.setReported("setpoints", "constructor", "5")).rejects.toThrow(/reserved/);
     // A late observer gets the current values at once.
     const late: string[] = [];
     device.observe("setpoints", "rate", (c) => late.push(c.value!));
