@@ -29,6 +29,9 @@ const BLOCKED_V4: Array<[string, number]> = [
 const BLOCKED_V6: Array<[string, number]> = [
   ["::", 128], // unspecified
   ["::1", 128], // loopback
+  ["::", 96], // IPv4-compatible (deprecated): ::a.b.c.d
+  ["::ffff:0:0:0", 96], // IPv4-translated (SIIT)
+  ["2001::", 32], // Teredo
   ["64:ff9b::", 96], // NAT64
   ["64:ff9b:1::", 48], // local NAT64
   ["100::", 64], // discard
@@ -106,20 +109,38 @@ export function refuseCallbackUri(policy: CallbackPolicy, uri: string): string |
 
 export type ResolvedTarget = { url: URL; address: string; family: 4 | 6 };
 
+/**
+ * A callback the policy refuses. The message goes to the subscriber (the attempt log); the detail,
+ * which names the address a name resolved to, only to the server's log: a subscriber must not learn
+ * the internal addresses behind names by subscribing to them.
+ */
+export class CallbackRefused extends Error {
+  constructor(
+    message: string,
+    readonly detail: string,
+  ) {
+    super(message);
+    this.name = "CallbackRefused";
+  }
+}
+
+export type Resolver = (host: string) => Promise<Array<{ address: string; family: number }>>;
+const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: true });
+
 /** Delivery-time check: resolves the host, refuses if any answer is refused, returns the address to connect to. */
-export async function resolveCallback(policy: CallbackPolicy, uri: string): Promise<ResolvedTarget> {
+export async function resolveCallback(policy: CallbackPolicy, uri: string, resolve: Resolver = systemResolver): Promise<ResolvedTarget> {
   const reason = refuseCallbackUri(policy, uri);
-  if (reason) throw new Error(`callback refused: ${reason}`);
+  if (reason) throw new CallbackRefused(`callback refused: ${reason}`, reason);
   const url = new URL(uri);
   const host = hostOf(url);
   const family = net.isIP(host);
   if (family) return { url, address: host, family: family as 4 | 6 };
-  const answers = await lookup(host, { all: true, verbatim: true });
+  const answers = await resolve(host);
   if (answers.length === 0) throw new Error(`callback refused: ${host} does not resolve`);
   // Every answer must pass: otherwise a rebinding name could pass on one answer and connect on another.
   for (const answer of answers) {
     const why = refuseAddress(policy, answer.address);
-    if (why) throw new Error(`callback refused: ${host} resolves to ${why}`);
+    if (why) throw new CallbackRefused(`callback refused: ${host} resolves to an address callbacks may not reach`, `${host} resolves to ${why}`);
   }
   const first = answers[0]!;
   return { url, address: first.address, family: first.family as 4 | 6 };

@@ -117,6 +117,38 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id);
   });
 
+  it("notifications - a receiver answering with an endless body: the attempt succeeds and the body is cut off after 64 KiB", async () => {
+    const r = receiver();
+    let sent = 0;
+    let cancelled = false;
+    const chunk = new Uint8Array(16 * 1024);
+    // Produces a chunk each time the deliverer reads one: what it reads is what the stream sent.
+    r.respond = () =>
+      new Response(
+        new ReadableStream({
+          pull(controller) {
+            sent += chunk.byteLength;
+            controller.enqueue(chunk);
+          },
+          cancel() {
+            cancelled = true;
+          },
+        }),
+        { status: 200 },
+      );
+    const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url }, "alpha");
+    await publish(derrick, "ReviewStateChanged", { data: "endless" });
+    const [attempt] = await eventually(async () => {
+      const list = await deliveries(derrick, sub.subscription_id);
+      return list.length > 0 ? list : undefined;
+    }, { what: "the attempt" });
+    expect(attempt).toMatchObject({ state: "succeeded", status_code: 200 });
+    await eventually(() => cancelled, { what: "the body cancelled" });
+    // Reading it all until the 1 s timeout would pull hundreds of MiB on loopback; a few socket buffers is the bound.
+    expect(sent).toBeLessThan(16 * 1024 * 1024);
+    await remove(derrick, sub.subscription_id, "alpha");
+  });
+
   it("notifications - Retry-After postpones the next attempt", async () => {
     const r = receiver();
     r.respond = (_req, count) => new Response(null, { status: count === 1 ? 429 : 204, headers: { "retry-after": "1" } });
