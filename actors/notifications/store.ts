@@ -123,7 +123,8 @@ export class SubscriptionCache {
         }
       }
     })();
-    await this.freshAsOf(Date.now());
+    // The first replay of a large bucket may take a while.
+    await this.freshAsOf(Date.now(), 60_000);
   }
 
   stop(): void {
@@ -160,8 +161,26 @@ export class SubscriptionCache {
     return this.byRoute.get(route(partition, type))?.values() ?? [];
   }
 
+  /** Waits until the watch has passed `revision`; rejects after `waitMs` (a watch that stopped must not hang its callers). */
+  private reach(revision: number, waitMs: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        revision,
+        wake: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`the subscriptions watch did not reach revision ${revision} within ${waitMs} ms (at ${this.revision})`));
+      }, waitMs);
+      this.waiters.push(waiter);
+    });
+  }
+
   /** Waits until every write made before `time` (epoch ms, minus a clock margin) is in the copy. */
-  async freshAsOf(time: number): Promise<void> {
+  async freshAsOf(time: number, waitMs = FRESH_WAIT_MS): Promise<void> {
     const margin = 250;
     if (this.syncedAt - margin >= time) return;
     if (this.syncing && this.syncing.startedAt - margin >= time) return this.syncing.done;
@@ -171,7 +190,7 @@ export class SubscriptionCache {
     const done = (async () => {
       const status = await this.store.kv.status();
       const target = status.streamInfo.state.last_seq;
-      if (this.revision < target) await new Promise<void>((wake) => this.waiters.push({ revision: target, wake }));
+      if (this.revision < target) await this.reach(target, waitMs);
       this.syncedAt = Math.max(this.syncedAt, startedAt);
     })();
     this.syncing = { startedAt, done };
@@ -182,5 +201,8 @@ export class SubscriptionCache {
     }
   }
 }
+
+/** How long freshAsOf waits for the watch; a dispatch that fails here is retried (its events are nak'ed). */
+const FRESH_WAIT_MS = 5_000;
 
 const route = (partition: string, type: string) => `${partition}\u0000${type}`;

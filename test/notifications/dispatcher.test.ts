@@ -74,6 +74,18 @@ describe("notifications dispatcher", () => {
     }, { what: "every event acked", timeoutMs: 15_000 });
   };
 
+  it("notifications dispatcher - a subscription copy whose watch does not move fails freshAsOf after its wait instead of hanging the round", async () => {
+    await subscribe(derrick, "MasterPlanChanged", { callback_uri: "http://127.0.0.1:9/fresh" });
+    const nc = await connect({ servers: nats.url });
+    try {
+      // Never started: its watch stays at revision 0 while the bucket holds writes.
+      const cache = new SubscriptionCache(await SubscriptionStore.open(nc));
+      await expect(cache.freshAsOf(Date.now(), 300)).rejects.toThrow(/did not reach revision/);
+    } finally {
+      await nc.close();
+    }
+  });
+
   it("notifications dispatcher - events held longer than the ack wait are renewed: no other dispatcher takes them", async () => {
     await subscribe(derrick, "MasterPlanChanged", { callback_uri: "http://127.0.0.1:9/renewed" });
     const slow = await dispatcherProbe(FAST);
