@@ -24,6 +24,8 @@ describe("config", () => {
     expect(cfg.natsUrl).toBeUndefined();
     expect(cfg.auth.issuer).toBeUndefined();
     expect(cfg.requestTimeoutMs).toBe(5000);
+    // The token endpoint's defences are on by default.
+    expect(cfg.auth.tokenEndpoint).toEqual({ concurrency: 2, queue: 32, maxFailures: 10, failureWindowMs: 300_000, addressRate: 5, addressBurst: 20 });
     // Unset is not `[]`: a process started without the list leaves the seeded clients as they are.
     expect(cfg.clients).toBeUndefined();
     expect(loadConfig({ DERRICK_CLIENTS: "[]" }).clients).toEqual([]);
@@ -53,6 +55,12 @@ describe("config", () => {
     ["NATS_URL", "not a url"],
     ["NATS_URL", "nats://127.0.0.1:4222,http://x:1"],
     ["DERRICK_HTTP_HOST", "not a host!"],
+    ["DERRICK_TOKEN_CONCURRENCY", "0"],
+    ["DERRICK_TOKEN_QUEUE", "-1"],
+    ["DERRICK_TOKEN_MAX_FAILURES", "many"],
+    ["DERRICK_TOKEN_FAILURE_WINDOW", "500ms"],
+    ["DERRICK_TOKEN_IP_RATE", "fast"],
+    ["DERRICK_TOKEN_IP_BURST", "0"],
   ])("config - a bad %s (%s) stops start-up naming the variable", (name, value) => {
     const error = errorOf({ [name]: value });
     expect(error.variable).toBe(name);

@@ -59,6 +59,21 @@ export const Config = Type.Object({
     tokenTtlSeconds: Type.Integer({ minimum: 60, maximum: 86_400 }),
     /** How long the external issuer's JWKS (and tokens verified with it) are trusted before a refetch: bounds how long a removed key still works. */
     jwksMaxAgeMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000 }),
+    /** Defences of the embedded issuer's token endpoint (`POST /v2/token`): each check of a client secret costs ~45 ms of scrypt. */
+    tokenEndpoint: Type.Object({
+      /** Secret checks one identity process runs at once (→ the CPU token requests can take). */
+      concurrency: Type.Integer({ minimum: 1, maximum: 256 }),
+      /** Token requests one identity process lets wait for a check; beyond → 503 with Retry-After. */
+      queue: Type.Integer({ minimum: 0, maximum: 100_000 }),
+      /** Failed client authentications per client id within `failureWindowMs` before → 429 without a check; 0 = no throttling. */
+      maxFailures: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+      /** The window failures are counted in (from the first failure); a locked client id is free again when it ends. */
+      failureWindowMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000 }),
+      /** Token requests per second one remote address may send to one edge; 0 = no limit (→ 429 with Retry-After beyond). */
+      addressRate: Type.Number({ minimum: 0 }),
+      /** Token requests one remote address may send at once above that rate (token bucket size). */
+      addressBurst: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+    }),
   }),
   /** How long the edge waits for an actor's reply before answering 504. */
   // Bounded: above 2^31 - 1 ms setTimeout fires at once, so a huge value would time out every request.

@@ -7,6 +7,8 @@ import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../
 import { KEY_HEARTBEAT_MS, createApp, deleteApp, issueToken, listApps, listKeys, publishedJwks, revokeKey, seedClients, verifyAppkey, type IdentityDeps } from "./handlers.ts";
 import { loadOrCreateSigningKey, replaceSigningKey } from "./keys.ts";
 import { openRegistry } from "./registry.ts";
+import { FailureThrottle } from "./throttle.ts";
+import { AdmissionGate } from "../runtime/limiter.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { reply } from "../../subjects/reply.ts";
 
@@ -17,7 +19,12 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
     const { written, removed } = await seedClients(cfg.clients, { registry });
     if (written || removed.length) options.log.info({ written, removed }, "seeded clients from DERRICK_CLIENTS");
   }
-  const deps: IdentityDeps = { registry, key, audience: cfg.auth.audience, tokenTtlSeconds: cfg.auth.tokenTtlSeconds };
+  const limits = cfg.auth.tokenEndpoint;
+  const guard = {
+    checks: new AdmissionGate(limits.concurrency, limits.queue),
+    failures: new FailureThrottle({ maxFailures: limits.maxFailures, windowMs: limits.failureWindowMs }),
+  };
+  const deps: IdentityDeps = { registry, key, audience: cfg.auth.audience, tokenTtlSeconds: cfg.auth.tokenTtlSeconds, guard };
   const signing = await keepSigningKey(deps, cfg.dataDir, options.log.child({ actor: "identity" }));
   const names = subjects.identity;
   return serveActor(
@@ -26,7 +33,7 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
       name: "identity",
       description: "embedded OAuth 2.0 issuer and app registry",
       endpoints: [
-        endpoint({ name: "token", subject: names.token(), input: TokenRequest, handler: (input) => issueToken(input, deps) }),
+        endpoint({ name: "token", subject: names.token(), input: TokenRequest, handler: (input, ctx) => issueToken(input, deps, ctx.deadline) }),
         endpoint({ name: "jwks", subject: names.jwks(), handler: () => publishedJwks(deps) }),
         endpoint({ name: "appkey-verify", subject: names["appkey.verify"](), input: AppkeyCheck, handler: (input) => verifyAppkey(input, deps) }),
         endpoint({ name: "apps-create", subject: names["apps.create"](), input: AppCreate, handler: async (input) => reply(await createApp(input, deps), 201) }),

@@ -1,15 +1,22 @@
 /** The embedded OAuth 2.0 issuer (client credentials) and the app registry operations. */
-import { DerrickError, conflict, notFound, unauthorized } from "../../subjects/index.ts";
+import { DerrickError, conflict, gatewayTimeout, notFound, unauthorized } from "../../subjects/index.ts";
 import type { AppCreate, AppCredentials, AppDelete, AppList, AppkeyCheck, AppkeyCheckReply, Jwks, KeyRevoke, SigningKeyList, TokenRequest, TokenResponse } from "../../subjects/identity.ts";
 import type { ClientSeed } from "../../config/index.ts";
 import { SUBJECT_TOKEN_PATTERN } from "../../config/schema.ts";
 import type { PublishedKey, Registry } from "./registry.ts";
 import { mintToken, type SigningKey } from "./keys.ts";
 import { appkeyDigest, hashSecret, newCredential, verifySecret } from "./secrets.ts";
+import type { AdmissionGate } from "../runtime/limiter.ts";
+import type { FailureThrottle } from "./throttle.ts";
 
 const CLIENT_ID = new RegExp(SUBJECT_TOKEN_PATTERN);
+/** Stands in for the hash of an unknown client: same scheme and cost, so the check takes as long. */
+const UNKNOWN_CLIENT_HASH = "scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAA";
 
-export type IdentityDeps = { registry: Registry; key: SigningKey; audience: string; tokenTtlSeconds: number };
+/** What bounds the token endpoint's work: secret checks at once (and waiting), failures per client id. */
+export type TokenGuard = { checks: AdmissionGate; failures: FailureThrottle };
+
+export type IdentityDeps = { registry: Registry; key: SigningKey; audience: string; tokenTtlSeconds: number; guard: TokenGuard };
 
 /** Every identity process republishes its key this often, so a key nobody uses any more can be told apart. */
 export const KEY_HEARTBEAT_MS = 10 * 60_000;
@@ -31,12 +38,41 @@ const invalidClient = () =>
     headers: { "WWW-Authenticate": 'Basic realm="derrick"' },
   });
 
-export async function issueToken(input: TokenRequest, deps: IdentityDeps): Promise<TokenResponse> {
-  // An id that cannot be a registered one (registry keys are subject tokens) is an unknown client.
-  const client = CLIENT_ID.test(input.client_id) ? await deps.registry.getClient(input.client_id) : undefined;
-  // Verify even for unknown clients so timing does not reveal which ids exist.
-  const ok = await verifySecret(input.client_secret, client?.secret_hash ?? "scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAA");
-  if (!client || !ok) throw invalidClient();
+/** RFC 6749-style `error` beside the problem fields: OAuth clients read that member. */
+const tokenProblem = (status: 429 | 503, error: string, detail: string, retryAfterSeconds: number) =>
+  new DerrickError(status, detail, {
+    extensions: { error, error_description: detail },
+    headers: { "Retry-After": String(retryAfterSeconds) },
+  });
+
+/**
+ * Client credentials grant. Every attempt that is checked costs the same whether the id exists or
+ * not (a registry read and one scrypt check, against a stand-in hash for unknown ids), and every
+ * refusal before the check is made the same way for both: nothing tells which ids exist.
+ * - a client id with too many recent failures → 429 with Retry-After, no check (FailureThrottle);
+ * - all check slots busy and the queue full → 503 with Retry-After, no check (AdmissionGate);
+ * - a request whose caller stopped waiting while it was queued → 504, no check.
+ */
+export async function issueToken(input: TokenRequest, deps: IdentityDeps, deadline?: number): Promise<TokenResponse> {
+  const locked = deps.guard.failures.retryAfter(input.client_id);
+  if (locked) {
+    throw tokenProblem(429, "slow_down", `too many failed authentications for this client id; retry after ${locked} s`, locked);
+  }
+  const checked = deps.guard.checks.tryRun(async () => {
+    if (deadline !== undefined && deadline <= Date.now()) throw gatewayTimeout("the caller's deadline passed while the token request waited for a secret check");
+    // An id that cannot be a registered one (registry keys are subject tokens) is an unknown client.
+    const client = CLIENT_ID.test(input.client_id) ? await deps.registry.getClient(input.client_id) : undefined;
+    // Verify even for unknown clients so timing does not reveal which ids exist.
+    const ok = await verifySecret(input.client_secret, client?.secret_hash ?? UNKNOWN_CLIENT_HASH);
+    return ok ? client : undefined;
+  });
+  if (!checked) throw tokenProblem(503, "temporarily_unavailable", "too many token requests are being checked; try again shortly", 1);
+  const client = await checked;
+  if (!client) {
+    deps.guard.failures.failed(input.client_id);
+    throw invalidClient();
+  }
+  deps.guard.failures.succeeded(input.client_id);
   const access_token = await mintToken(
     deps.key,
     { sub: client.client_id, client_id: client.client_id, groups: client.groups, scope: input.scope },

@@ -30,3 +30,43 @@ export class InFlightLimiter {
     return this.running === 0 && this.waiting.length === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 }
+
+/**
+ * Admission with a bounded queue: at most `max` tasks run at once and at most `queueMax` wait for
+ * them; a task beyond both is refused at once (`tryRun` answers undefined and never runs it). For
+ * expensive work anyone can ask for (a password hash per token request): a flood is refused cheaply
+ * instead of piling up until every request waiting behind it times out.
+ */
+export class AdmissionGate {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(
+    private readonly max: number,
+    private readonly queueMax: number,
+  ) {}
+
+  /** Tasks running and waiting now. */
+  get load(): { running: number; waiting: number } {
+    return { running: this.running, waiting: this.waiting.length };
+  }
+
+  /** Runs `task` now or once a slot frees; undefined (task not run) when the slots and the queue are full. */
+  tryRun<T>(task: () => Promise<T>): Promise<T> | undefined {
+    if (this.running < this.max) return this.start(task);
+    if (this.waiting.length >= this.queueMax) return undefined;
+    return new Promise<void>((resolve) => this.waiting.push(resolve)).then(() => this.start(task, true));
+  }
+
+  /** `handedOver`: the slot was passed on by a finishing task, which did not give it back. */
+  private async start<T>(task: () => Promise<T>, handedOver = false): Promise<T> {
+    if (!handedOver) this.running++;
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}

@@ -1,13 +1,19 @@
 /**
  * The embedded issuer's HTTP face: OAuth 2.0 client credentials (RFC 6749 §4.4) at `/v2/token`
  * and its public keys at `/.well-known/jwks.json`. Errors here follow RFC 6749 §5.2, not problem+json,
- * because OAuth clients parse that shape.
+ * because OAuth clients parse that shape; refusals to try again later (429, 503, 504) are problem+json
+ * like everywhere else, with Retry-After and RFC 6749's `error` member beside the problem fields.
+ *
+ * Each token request costs the identity actor a scrypt check (~45 ms of CPU), so the edge lets one
+ * remote address send at most DERRICK_TOKEN_IP_RATE of them (token bucket, per edge process) before
+ * any reaches NATS; the identity actor bounds the checks it runs and throttles failing client ids.
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { DerrickError, notFound, subjects, type Bus } from "../../subjects/index.ts";
+import { DerrickError, Problem, notFound, subjects, type Bus } from "../../subjects/index.ts";
 import { Jwks, OAuthError, TokenResponse, type TokenRequest } from "../../subjects/identity.ts";
 import { requestMeta } from "../request-state.ts";
+import { createRateLimiter } from "../plugins/rate-limit.ts";
 
 const oauthError = (status: number, error: string, description: string, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify({ error, error_description: description }), {
@@ -54,11 +60,30 @@ function readForm(request: Request, body: unknown): Record<string, string> | Res
   return form;
 }
 
-export const authRoutes = (cfg: Config, bus: Bus) =>
-  new Elysia({ name: "derrick-auth-routes" })
+/** RFC 6749 error codes of the problems the token endpoint passes on (RFC 8628's slow_down for 429). */
+const OAUTH_CODES: Record<number, string> = { 429: "slow_down", 500: "server_error", 503: "temporarily_unavailable", 504: "temporarily_unavailable" };
+
+/** The problem with RFC 6749's `error` and `error_description` members, when it has none yet. */
+function withOAuthError(error: DerrickError): DerrickError {
+  if (typeof error.extensions.error === "string") return error;
+  const code = OAUTH_CODES[error.status] ?? (error.status >= 500 ? "server_error" : "invalid_request");
+  return new DerrickError(error.status, error.detail, {
+    type: error.type,
+    title: error.title,
+    errors: error.errors,
+    retryable: error.retryable,
+    headers: error.headers,
+    extensions: { ...error.extensions, error: code, error_description: error.detail },
+    cause: error,
+  });
+}
+
+export const authRoutes = (cfg: Config, bus: Bus) => {
+  const perAddress = createRateLimiter({ perSecond: cfg.auth.tokenEndpoint.addressRate, burst: cfg.auth.tokenEndpoint.addressBurst });
+  return new Elysia({ name: "derrick-auth-routes" })
     .post(
       "/v2/token",
-      async ({ request, body }): Promise<Response> => {
+      async ({ request, body, server }): Promise<Response> => {
         if (cfg.auth.issuer) return oauthError(404, "unsupported_grant_type", `tokens are issued by ${cfg.auth.issuer}, not by derrick`);
         const form = readForm(request, body);
         if (form instanceof Response) return form;
@@ -70,6 +95,10 @@ export const authRoutes = (cfg: Config, bus: Bus) =>
         if (!creds.id || !creds.secret) return oauthError(401, "invalid_client", "client_id and client_secret are required", { "WWW-Authenticate": 'Basic realm="derrick"' });
         const tokenRequest: TokenRequest = { client_id: creds.id, client_secret: creds.secret, ...(form.scope ? { scope: form.scope } : {}) };
         try {
+          // Counted once the request is complete enough to cost a secret check. Without a socket
+          // (app.handle in-process) there is no address, and nothing to count.
+          const address = server?.requestIP(request)?.address;
+          if (address) perAddress.take(address);
           const reply = await bus.request<TokenResponse>(subjects.identity.token(), tokenRequest, requestMeta(request));
           return Response.json(reply.body, { headers: { "cache-control": "no-store", pragma: "no-cache" } });
         } catch (error) {
@@ -77,7 +106,7 @@ export const authRoutes = (cfg: Config, bus: Bus) =>
             return oauthError(401, "invalid_client", "client authentication failed", { "WWW-Authenticate": 'Basic realm="derrick"' });
           }
           if (error instanceof DerrickError && error.status === 400) return oauthError(400, "invalid_request", error.detail);
-          throw error;
+          throw error instanceof DerrickError ? withOAuthError(error) : error;
         }
       },
       {
@@ -85,7 +114,7 @@ export const authRoutes = (cfg: Config, bus: Bus) =>
           tags: ["auth"],
           summary: "OAuth 2.0 client credentials grant (RFC 6749 §4.4)",
           description:
-            "Form fields grant_type=client_credentials, client_id, client_secret, optional scope; or HTTP Basic client authentication (id and secret form-urlencoded, RFC 6749 §2.3.1). Errors are RFC 6749 §5.2 bodies: invalid_request, unsupported_grant_type (400; 404 when an external issuer is configured), invalid_client (401).",
+            "Form fields grant_type=client_credentials, client_id, client_secret, optional scope; or HTTP Basic client authentication (id and secret form-urlencoded, RFC 6749 §2.3.1). Errors are RFC 6749 §5.2 bodies: invalid_request, unsupported_grant_type (400; 404 when an external issuer is configured), invalid_client (401). Refusals to try later are problem+json with Retry-After and an RFC 6749 `error` member: 429 slow_down (too many token requests from this address, DERRICK_TOKEN_IP_RATE, or too many failed authentications for this client id, DERRICK_TOKEN_MAX_FAILURES per DERRICK_TOKEN_FAILURE_WINDOW; no secret is checked then), 503 temporarily_unavailable (every secret check slot and the queue behind them are busy, DERRICK_TOKEN_CONCURRENCY and DERRICK_TOKEN_QUEUE).",
           requestBody: {
             required: true,
             content: {
@@ -104,7 +133,7 @@ export const authRoutes = (cfg: Config, bus: Bus) =>
             },
           },
         },
-        response: { 200: TokenResponse, 400: OAuthError, 401: OAuthError, 404: OAuthError },
+        response: { 200: TokenResponse, 400: OAuthError, 401: OAuthError, 404: OAuthError, 429: Problem, 503: Problem, 504: Problem },
       },
     )
     .get(
@@ -116,3 +145,4 @@ export const authRoutes = (cfg: Config, bus: Bus) =>
       },
       { detail: { tags: ["auth"], summary: "Public keys of the embedded issuer (JWKS)" }, response: Jwks },
     );
+};
