@@ -63,5 +63,11 @@ export type SigningKeyList = Static<typeof SigningKeyList>;
 export const KeyRevoke = Type.Object({ kid: Type.String({ pattern: "^[A-Za-z0-9_-]{1,128}$" }) }, { additionalProperties: false });
 export type KeyRevoke = Static<typeof KeyRevoke>;
 
+/**
+ * How long an edge trusts an appkey it checked with the identity actor: a deleted client's appkey
+ * (and so its access to the routes that need one) still works on an edge for up to this long.
+ */
+export const APPKEY_CACHE_MS = 30_000;
+
 /** The `iss` of tokens minted by derrick's embedded issuer. */
 export const EMBEDDED_ISSUER = "urn:derrick:issuer";

@@ -66,6 +66,7 @@ export const subjects = {
       "subscription.deliveries",
       "subscription.retry",
       "event.publish",
+      "client.forget",
       "dispatcher.stats",
       "deliverer.stats",
     ] as const),

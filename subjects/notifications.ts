@@ -4,6 +4,7 @@
  * decode with them.
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
 
 /** The seed's NotificationType enumeration. */
 export const NOTIFICATION_TYPES = ["PublishData", "ReviewStateChanged", "PlanShared", "ProjectCreated", "MasterPlanChanged"] as const;
@@ -144,6 +145,20 @@ export const SubscriptionRef = Type.Object(
   { additionalProperties: false },
 );
 export type SubscriptionRef = Static<typeof SubscriptionRef>;
+
+/**
+ * `client.forget`: a client was deleted from the app registry; its subscriptions in every partition
+ * created before `created_before` are removed (with their secrets). Sent by the identity actor until
+ * a notifications actor has answered it (see actors/identity: deleted clients); idempotent.
+ * `created_before` lets a client later made with the same id keep the subscriptions it makes itself.
+ */
+export const ClientForget = Type.Object(
+  { client_id: Type.String({ pattern: SUBJECT_TOKEN_PATTERN }), created_before: Type.String({ format: "date-time" }) },
+  { additionalProperties: false },
+);
+export type ClientForget = Static<typeof ClientForget>;
+export const ClientForgotten = Type.Object({ removed: Type.Integer({ minimum: 0, description: "Subscriptions removed by this request" }) });
+export type ClientForgotten = Static<typeof ClientForgotten>;
 
 export const SecretReply = Type.Object({ key: Type.String({ description: "Standard Webhooks secret, `whsec_` + base64" }) });
 export type SecretReply = Static<typeof SecretReply>;

@@ -1,12 +1,26 @@
-/** Wiring of the `identity` actor: signing key, registry bucket, seed clients, endpoints. */
+/** Wiring of the `identity` actor: signing key, registry bucket, seed clients, deleted clients' cleanup, endpoints. */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { subjects } from "../../subjects/index.ts";
+import { Bus, subjects } from "../../subjects/index.ts";
 import { AppCreate, AppDelete, AppkeyCheck, KeyRevoke, TokenRequest } from "../../subjects/identity.ts";
+import type { ClientForget } from "../../subjects/notifications.ts";
 import type { Config } from "../../config/index.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
-import { KEY_HEARTBEAT_MS, createApp, deleteApp, issueToken, listApps, listKeys, publishedJwks, revokeKey, seedClients, verifyAppkey, type IdentityDeps } from "./handlers.ts";
+import {
+  KEY_HEARTBEAT_MS,
+  createApp,
+  deleteApp,
+  forgetDeletedClients,
+  issueToken,
+  listApps,
+  listKeys,
+  publishedJwks,
+  revokeKey,
+  seedClients,
+  verifyAppkey,
+  type IdentityDeps,
+} from "./handlers.ts";
 import { loadOrCreateSigningKey, replaceSigningKey } from "./keys.ts";
-import { openRegistry } from "./registry.ts";
+import { openRegistry, type Registry } from "./registry.ts";
 import { FailureThrottle } from "./throttle.ts";
 import { AdmissionGate } from "../runtime/limiter.ts";
 import type { Logger } from "../../platform/logger.ts";
@@ -15,17 +29,20 @@ import { reply } from "../../subjects/reply.ts";
 export async function startIdentityActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const registry = await openRegistry(nc);
   const key = await loadOrCreateSigningKey(cfg.dataDir);
+  const log = options.log.child({ actor: "identity" });
   if (cfg.clients) {
-    const { written, removed } = await seedClients(cfg.clients, { registry });
+    const { written, removed } = await seedClients(cfg.clients, { registry, tokenTtlSeconds: cfg.auth.tokenTtlSeconds });
     if (written || removed.length) options.log.info({ written, removed }, "seeded clients from DERRICK_CLIENTS");
   }
+  // Also finishes what an earlier run left pending (a notifications actor that was down).
+  const forgetting = keepForgettingDeletedClients(nc, registry, log);
   const limits = cfg.auth.tokenEndpoint;
   const guard = {
     checks: new AdmissionGate(limits.concurrency, limits.queue),
     failures: new FailureThrottle({ maxFailures: limits.maxFailures, windowMs: limits.failureWindowMs }),
   };
   const deps: IdentityDeps = { registry, key, audience: cfg.auth.audience, tokenTtlSeconds: cfg.auth.tokenTtlSeconds, guard };
-  const signing = await keepSigningKey(deps, cfg.dataDir, options.log.child({ actor: "identity" }));
+  const signing = await keepSigningKey(deps, cfg.dataDir, log);
   const names = subjects.identity;
   return serveActor(
     nc,
@@ -38,14 +55,84 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
         endpoint({ name: "appkey-verify", subject: names["appkey.verify"](), input: AppkeyCheck, handler: (input) => verifyAppkey(input, deps) }),
         endpoint({ name: "apps-create", subject: names["apps.create"](), input: AppCreate, handler: async (input) => reply(await createApp(input, deps), 201) }),
         endpoint({ name: "apps-list", subject: names["apps.list"](), handler: () => listApps(deps) }),
-        endpoint({ name: "apps-delete", subject: names["apps.delete"](), input: AppDelete, handler: async (input) => reply(await deleteApp(input, deps), 204) }),
+        endpoint({
+          name: "apps-delete",
+          subject: names["apps.delete"](),
+          input: AppDelete,
+          handler: async (input) => {
+            await deleteApp(input, deps);
+            // Usually the subscriptions are gone when this answers; if not, the next passes remove them.
+            await forgetting.now(FORGET_WAIT_MS);
+            return reply(undefined, 204);
+          },
+        }),
         endpoint({ name: "keys-list", subject: names["keys.list"](), handler: () => listKeys(deps) }),
         endpoint({ name: "keys-revoke", subject: names["keys.revoke"](), input: KeyRevoke, handler: async (input) => reply(await revokeKey(input, deps), 204) }),
       ],
     },
     options,
-    () => signing.stop(),
+    () => {
+      signing.stop();
+      forgetting.stop();
+    },
   );
+}
+
+/** How long `apps delete` waits for the notifications actor before answering anyway. */
+const FORGET_WAIT_MS = 2_000;
+/** How soon a pass runs again while a deleted client's subscriptions are pending. */
+const FORGET_RETRY_MS = 5_000;
+/** Otherwise: the records of deleted clients are dropped when their ids become reusable. */
+const FORGET_IDLE_MS = 10 * 60_000;
+
+/**
+ * Runs forgetDeletedClients now and then: at once, after every deletion, every 5 s while a deleted
+ * client's subscriptions are not confirmed removed, else every 10 min. One pass at a time. A
+ * notifications actor that does not answer is logged once per client (warn), not at every pass.
+ */
+function keepForgettingDeletedClients(nc: NatsConnection, registry: Registry, log: Logger): { now(waitMs: number): Promise<void>; stop(): void } {
+  const bus = new Bus(nc, { timeoutMs: FORGET_WAIT_MS });
+  const forget = (request: ClientForget) => bus.request(subjects.notifications["client.forget"](), request);
+  const warned = new Set<string>();
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let chain: Promise<void> = Promise.resolve();
+  const run = () =>
+    (chain = chain.then(async () => {
+      if (stopped) return;
+      clearTimeout(timer);
+      let again = FORGET_IDLE_MS;
+      try {
+        const pass = await forgetDeletedClients({ registry, forget });
+        for (const { client_id, error } of pass.failed) {
+          if (warned.has(client_id)) continue;
+          warned.add(client_id);
+          log.warn({ err: error, client_id }, "a deleted client's notification subscriptions are not removed yet (the notifications actor did not answer); retrying every 5 s");
+        }
+        const failing = new Set(pass.failed.map((f) => f.client_id));
+        for (const client_id of warned) if (!failing.has(client_id)) warned.delete(client_id);
+        if (pass.pending) again = FORGET_RETRY_MS;
+      } catch (error) {
+        if (stopped) return; // the connection is draining
+        log.error({ err: error }, "deleted clients not checked; retrying in 5 s");
+        again = FORGET_RETRY_MS;
+      }
+      if (stopped) return;
+      timer = setTimeout(() => void run(), again);
+      timer.unref();
+    }));
+  void run();
+  return {
+    async now(waitMs) {
+      let timeout: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([run(), new Promise<void>((resolve) => (timeout = setTimeout(resolve, waitMs)))]);
+      clearTimeout(timeout);
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }
 
 /**

@@ -1,9 +1,10 @@
 /** The embedded OAuth 2.0 issuer (client credentials) and the app registry operations. */
 import { DerrickError, conflict, gatewayTimeout, notFound, unauthorized } from "../../subjects/index.ts";
-import type { AppCreate, AppCredentials, AppDelete, AppList, AppkeyCheck, AppkeyCheckReply, Jwks, KeyRevoke, SigningKeyList, TokenRequest, TokenResponse } from "../../subjects/identity.ts";
+import { APPKEY_CACHE_MS, type AppCreate, type AppCredentials, type AppDelete, type AppList, type AppkeyCheck, type AppkeyCheckReply, type Jwks, type KeyRevoke, type SigningKeyList, type TokenRequest, type TokenResponse } from "../../subjects/identity.ts";
+import type { ClientForget } from "../../subjects/notifications.ts";
 import type { ClientSeed } from "../../config/index.ts";
 import { SUBJECT_TOKEN_PATTERN } from "../../config/schema.ts";
-import type { PublishedKey, Registry } from "./registry.ts";
+import type { DeletedClient, PublishedKey, Registry } from "./registry.ts";
 import { mintToken, type SigningKey } from "./keys.ts";
 import { appkeyDigest, hashSecret, newCredential, verifySecret } from "./secrets.ts";
 import type { AdmissionGate } from "../runtime/limiter.ts";
@@ -111,6 +112,7 @@ export async function verifyAppkey(input: AppkeyCheck, deps: Pick<IdentityDeps, 
 }
 
 export async function createApp(input: AppCreate, deps: Pick<IdentityDeps, "registry">): Promise<AppCredentials> {
+  if (input.client_id) await refuseRecentlyDeleted(input.client_id, deps);
   const client_id = input.client_id ?? `app-${newCredential("").slice(0, 12).replace(/[^A-Za-z0-9]/g, "x")}`;
   const client_secret = newCredential("");
   const appkey = newCredential("ak_");
@@ -119,6 +121,22 @@ export async function createApp(input: AppCreate, deps: Pick<IdentityDeps, "regi
   if (!created) throw conflict(`client ${client_id} already exists`);
   await deps.registry.putAppkey(appkeyDigest(appkey), client_id);
   return { client_id, client_secret, appkey, groups };
+}
+
+/**
+ * A deleted client's id is not handed out again while tokens issued to it may still be valid (they
+ * name the client by id, so they would act as the new client) or while its subscriptions are not
+ * yet removed (the new client would find them).
+ */
+async function refuseRecentlyDeleted(clientId: string, deps: Pick<IdentityDeps, "registry">, now = Date.now()): Promise<void> {
+  const deleted = await deps.registry.getDeletedClient(clientId);
+  if (!deleted) return;
+  if (!deleted.forgotten_at) {
+    throw conflict(`client ${clientId} was deleted at ${deleted.deleted_at} and its notification subscriptions are not removed yet (no notifications actor has answered); its id can be reused once they are, and not before ${deleted.reusable_at}`);
+  }
+  if (now < Date.parse(deleted.reusable_at)) {
+    throw conflict(`client ${clientId} was deleted at ${deleted.deleted_at}; tokens issued to it are valid until ${deleted.reusable_at}, so its id cannot be reused before then`);
+  }
 }
 
 export async function listApps(deps: Pick<IdentityDeps, "registry">): Promise<AppList> {
@@ -130,20 +148,84 @@ export async function listApps(deps: Pick<IdentityDeps, "registry">): Promise<Ap
   };
 }
 
-export async function deleteApp(input: AppDelete, deps: Pick<IdentityDeps, "registry">): Promise<void> {
+/**
+ * A client may make subscriptions until this long after its deletion (an edge's cached appkey check),
+ * plus room for clock differences between processes: the subscriptions to remove are those created
+ * before deletion + this, and the notifications actor is asked again once that time has passed.
+ */
+export const FORGET_GRACE_MS = APPKEY_CACHE_MS + 30_000;
+
+/**
+ * Deletes a client: first the record that makes its subscriptions go (forgetDeletedClients) and
+ * keeps its id from being reused while its tokens are valid, so a crash part-way leaves nothing
+ * behind unnoticed; then its appkeys, then the client (no more tokens).
+ */
+async function removeClient(clientId: string, deps: Pick<IdentityDeps, "registry" | "tokenTtlSeconds">, now = Date.now()): Promise<void> {
+  const reusable = now + Math.max(deps.tokenTtlSeconds * 1000, FORGET_GRACE_MS);
+  await deps.registry.putDeletedClient({ client_id: clientId, deleted_at: new Date(now).toISOString(), reusable_at: new Date(reusable).toISOString() });
+  await deps.registry.deleteAppkeysOf(clientId);
+  await deps.registry.deleteClient(clientId);
+}
+
+export async function deleteApp(input: AppDelete, deps: Pick<IdentityDeps, "registry" | "tokenTtlSeconds">): Promise<void> {
   if (!(await deps.registry.getClient(input.client_id))) throw notFound(`client ${input.client_id} does not exist`);
-  await deps.registry.deleteAppkeysOf(input.client_id);
-  await deps.registry.deleteClient(input.client_id);
+  await removeClient(input.client_id, deps);
+}
+
+export type ForgetDeps = {
+  registry: Registry;
+  /** Asks the notifications actor to remove the client's subscriptions; throws when nobody answered. */
+  forget: (request: ClientForget) => Promise<unknown>;
+  now?: () => number;
+};
+
+export type ForgetPass = {
+  /** Deleted clients whose subscriptions still have to be (re)checked: the pass should run again soon. */
+  pending: number;
+  failed: Array<{ client_id: string; error: unknown }>;
+};
+
+/**
+ * One pass over the deleted clients: asks the notifications actor to remove each one's
+ * subscriptions until it has answered at a time past the grace (so nothing the client could still
+ * make is left), and drops the record once the id may be reused. Run after every deletion and again
+ * while anything is pending (identity actor), so a notifications actor down at deletion time only
+ * delays the removal. Any identity process may run it; every step is idempotent.
+ */
+export async function forgetDeletedClients(deps: ForgetDeps): Promise<ForgetPass> {
+  const now = deps.now ?? Date.now;
+  const pass: ForgetPass = { pending: 0, failed: [] };
+  for (const { value: deleted, revision } of await deps.registry.listDeletedClients()) {
+    const startedAt = now();
+    if (deleted.forgotten_at) {
+      if (startedAt >= Date.parse(deleted.reusable_at)) await deps.registry.dropDeletedClient(deleted.client_id, revision);
+      continue;
+    }
+    const createdBefore = Date.parse(deleted.deleted_at) + FORGET_GRACE_MS;
+    try {
+      await deps.forget({ client_id: deleted.client_id, created_before: new Date(createdBefore).toISOString() });
+    } catch (error) {
+      pass.failed.push({ client_id: deleted.client_id, error });
+      pass.pending++;
+      continue;
+    }
+    // Asked before the grace ended: the client might still have made one since; ask again later.
+    if (startedAt < createdBefore) pass.pending++;
+    else if (!(await deps.registry.updateDeletedClient({ ...deleted, forgotten_at: new Date(startedAt).toISOString() } satisfies DeletedClient, revision))) pass.pending++;
+  }
+  return pass;
 }
 
 /**
  * Makes the seeded clients exactly DERRICK_CLIENTS, idempotently: a client whose secret and groups
  * already match is left alone (no new hash on every start), anything else is (re)written; a seeded
  * client's other appkeys are dropped (a rotated appkey stops working) and seeded clients no longer
- * listed are removed with their appkeys. Clients made with `derrick apps create` are not touched
- * unless listed (the list then takes them over).
+ * listed are deleted as `apps delete` does (appkeys, and notification subscriptions through
+ * forgetDeletedClients). Clients made with `derrick apps create` are not touched unless listed (the
+ * list then takes them over). A listed id that was deleted a moment ago is seeded all the same (the
+ * operator asked for it); only the subscriptions made before its deletion are removed.
  */
-export async function seedClients(seeds: readonly ClientSeed[], deps: Pick<IdentityDeps, "registry">): Promise<{ written: number; removed: string[] }> {
+export async function seedClients(seeds: readonly ClientSeed[], deps: Pick<IdentityDeps, "registry" | "tokenTtlSeconds">): Promise<{ written: number; removed: string[] }> {
   let written = 0;
   const appkeys = await deps.registry.listAppkeys();
   // Every listed appkey, by digest: one that moved from a client to another is reassigned, never dropped.
@@ -172,8 +254,8 @@ export async function seedClients(seeds: readonly ClientSeed[], deps: Pick<Ident
   const removed: string[] = [];
   for (const client of await deps.registry.listClients()) {
     if (!client.seeded || listed.has(client.client_id)) continue;
-    for (const old of stale(client.client_id)) await deps.registry.deleteAppkey(old.digest);
-    await deps.registry.deleteClient(client.client_id);
+    // Its subscriptions go too, and its id is held as after `apps delete` (removeClient).
+    await removeClient(client.client_id, deps);
     removed.push(client.client_id);
   }
   return { written, removed };

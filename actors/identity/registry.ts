@@ -4,16 +4,25 @@
  *   appkeys.<sha256 hex>  → { client_id }
  *   jwks.<kid>            → public JWK of an embedded-issuer process, with `seen_at` (last republished)
  *   revoked_keys.<kid>    → { revoked_at }: never published again
+ *   deleted_clients.<client_id> → DeletedClient: a deleted client whose subscriptions are (being) removed
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { KvWatchInclude, Kvm, type KV } from "@nats-io/kv";
 import type { JWK } from "jose";
-import { encodeJson, isLive, readJson, readKv } from "../runtime/kv.ts";
+import { casPut, encodeJson, isLive, isWrongRevision, readJson, readKv, type Versioned } from "../runtime/kv.ts";
 
 export const REGISTRY_BUCKET = "derrick_registry";
 
 /** `seeded`: written from DERRICK_CLIENTS (and removed when no longer listed there); else made with `derrick apps create`. */
 export type ClientRecord = { client_id: string; secret_hash: string; groups: string[]; created_at: string; seeded?: boolean };
+
+/**
+ * What is left of a deleted client until its traces are gone: the notifications actor is asked to
+ * remove its subscriptions until it has answered at a time when the client can no longer make any
+ * (`forgotten_at`), and its id cannot be taken by `apps create` before `reusable_at` (its tokens
+ * have expired by then).
+ */
+export type DeletedClient = { client_id: string; deleted_at: string; reusable_at: string; forgotten_at?: string };
 
 export interface Registry {
   getClient(clientId: string): Promise<ClientRecord | undefined>;
@@ -28,6 +37,14 @@ export interface Registry {
   listAppkeys(): Promise<Array<{ digest: string; clientId: string }>>;
   deleteAppkey(digest: string): Promise<void>;
   deleteAppkeysOf(clientId: string): Promise<void>;
+  /** Writes (or rewrites, for a client deleted again) the record of a deleted client. */
+  putDeletedClient(record: DeletedClient): Promise<void>;
+  getDeletedClient(clientId: string): Promise<DeletedClient | undefined>;
+  listDeletedClients(): Promise<Array<Versioned<DeletedClient>>>;
+  /** Compare-and-set; false when the record changed since `revision` (the client was deleted again). */
+  updateDeletedClient(record: DeletedClient, revision: number): Promise<boolean>;
+  /** Removes the record unless it changed since `revision`. */
+  dropDeletedClient(clientId: string, revision: number): Promise<void>;
   /** Publishes (or republishes: `seen_at` becomes now) a public signing key. */
   publishKey(jwk: JWK): Promise<void>;
   publishedKeys(): Promise<PublishedKey[]>;
@@ -102,6 +119,30 @@ class KvRegistry implements Registry {
 
   async deleteAppkeysOf(clientId: string) {
     for (const { digest } of (await this.listAppkeys()).filter((e) => e.clientId === clientId)) await this.deleteAppkey(digest);
+  }
+
+  async putDeletedClient(record: DeletedClient) {
+    await this.kv.put(`deleted_clients.${record.client_id}`, encodeJson(record));
+  }
+
+  getDeletedClient(clientId: string) {
+    return this.read<DeletedClient>(`deleted_clients.${clientId}`);
+  }
+
+  async listDeletedClients() {
+    return (await readKv(this.kv, { key: "deleted_clients.>" })).filter(isLive).map((entry) => ({ value: entry.json<DeletedClient>(), revision: entry.revision }));
+  }
+
+  updateDeletedClient(record: DeletedClient, revision: number) {
+    return casPut(this.kv, `deleted_clients.${record.client_id}`, record, revision, true);
+  }
+
+  async dropDeletedClient(clientId: string, revision: number) {
+    try {
+      await this.kv.delete(`deleted_clients.${clientId}`, { previousSeq: revision });
+    } catch (error) {
+      if (!isWrongRevision(error)) throw error;
+    }
   }
 
   async publishKey(jwk: JWK) {

@@ -8,7 +8,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { nuid } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
-import { EventPublish, SubscriptionRef, SubscriptionUpsert } from "../../subjects/notifications.ts";
+import { ClientForget, EventPublish, SubscriptionRef, SubscriptionUpsert } from "../../subjects/notifications.ts";
 import type { Config } from "../../config/index.ts";
 import { reply } from "../../subjects/reply.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -18,6 +18,7 @@ import { startDeliverer } from "./deliverer.ts";
 import { startDispatcher } from "./dispatcher.ts";
 import {
   deleteSubscription,
+  forgetClient,
   getSecret,
   listDeliveries,
   listSubscriptions,
@@ -43,7 +44,7 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
     nc,
     {
       name: "notifications",
-      description: "notification subscriptions, secrets, delivery log and replay; events over HTTP",
+      description: "notification subscriptions, secrets, delivery log and replay; events over HTTP; forgets deleted clients",
       endpoints: [
         endpoint({ name: "subscription-upsert", subject: n["subscription.upsert"](), input: SubscriptionUpsert, handler: (i, ctx) => upsertSubscription(i.type, i.subscription, caller(ctx), deps) }),
         endpoint({ name: "subscription-list", subject: n["subscription.list"](), handler: (_i, ctx) => listSubscriptions(caller(ctx), deps) }),
@@ -74,6 +75,8 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
             return reply(await publishEvent(i.type, i.event, caller(ctx), deps, `evt_${nuid.next()}`), 202);
           },
         }),
+        // Sent by the identity actor when it deletes a client; NATS is the trust boundary (README).
+        endpoint({ name: "client-forget", subject: n["client.forget"](), input: ClientForget, handler: (i) => forgetClient(i, deps) }),
       ],
     },
     options,

@@ -20,6 +20,8 @@ import {
   EventBody,
   NOTIFICATION_TYPES,
   SubscriptionBase,
+  type ClientForget,
+  type ClientForgotten,
   type DeliveryList,
   type EventAccepted,
   type NotificationType,
@@ -224,6 +226,23 @@ export async function listDeliveries(id: string, caller: Caller, deps: Notificat
   return {
     deliveries: attempts.reverse().map(({ event_seq: _s, ...attempt }) => attempt),
   };
+}
+
+/**
+ * A client was deleted (identity actor): its subscriptions in every partition made before
+ * `created_before` go, secrets with them, so nothing is delivered for it any more and a client made
+ * later with the same id inherits nothing. Queued deliveries of a removed subscription are dropped by
+ * the deliverer. Idempotent: the identity actor repeats it until it is answered.
+ */
+export async function forgetClient(input: ClientForget, deps: Pick<NotificationDeps, "store">): Promise<ClientForgotten> {
+  const before = Date.parse(input.created_before);
+  let removed = 0;
+  for (const record of await deps.store.listOfClient(input.client_id)) {
+    if (!(Date.parse(record.created_at) < before)) continue;
+    await deps.store.remove(record);
+    removed++;
+  }
+  return { removed };
 }
 
 /**

@@ -86,6 +86,14 @@ export class SubscriptionStore {
     return records.filter((r): r is Versioned<SubscriptionRecord> => !!r).map((r) => r.value);
   }
 
+  /** A client's subscriptions in every partition (by the index: one key per partition and type). */
+  async listOfClient(clientId: string): Promise<SubscriptionRecord[]> {
+    const index = await readKv(this.kv, { key: `idx.*.${clientId}.*` });
+    const ids = index.filter(isLive).map((entry) => entry.json<{ subscription_id: string }>().subscription_id);
+    const records = await Promise.all(ids.map((id) => this.get(id)));
+    return records.filter((r): r is Versioned<SubscriptionRecord> => r?.value.client_id === clientId).map((r) => r.value);
+  }
+
   async remove(record: SubscriptionRecord): Promise<void> {
     await this.kv.purge(indexKey(record.partition, record.client_id, record.subscription_type));
     await this.kv.purge(subKey(record.subscription_id));

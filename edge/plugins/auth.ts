@@ -9,13 +9,13 @@
 import { Elysia, type DocumentDecoration } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { badRequest, forbidden, isToken, subjects, unauthorized, type Bus, type Principal } from "../../subjects/index.ts";
+import { APPKEY_CACHE_MS } from "../../subjects/identity.ts";
 import type { Verifier } from "../verifier.ts";
 import { createRateLimiter } from "./rate-limit.ts";
 
 export type AuthOptions = true | { appkey?: boolean };
 
 const PARTITION_HEADERS = ["slb-partition-id", "data-partition-id"] as const;
-const APPKEY_CACHE_MS = 30_000;
 const APPKEY_CACHE_MAX = 10_000;
 
 const BEARER_ONLY = [{ bearer: [] }];

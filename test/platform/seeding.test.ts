@@ -23,6 +23,7 @@ describe("seeding DERRICK_CLIENTS", () => {
     await nats?.cleanup();
   });
 
+  const deps = () => ({ registry, tokenTtlSeconds: 3600 });
   const accepts = async (client_id: string, appkey: string) =>
     verifyAppkey({ client_id, appkey }, { registry }).then(
       () => true,
@@ -34,16 +35,16 @@ describe("seeding DERRICK_CLIENTS", () => {
       { client_id: "rota", client_secret: "secret-rota-1", appkey: "appkey-rota-1" },
       { client_id: "gone", client_secret: "secret-gone-1", appkey: "appkey-gone-1" },
     ];
-    expect(await seedClients(first, { registry })).toEqual({ written: 2, removed: [] });
+    expect(await seedClients(first, deps())).toEqual({ written: 2, removed: [] });
     const made = await createApp({ client_id: "by-cli" }, { registry });
     expect(await accepts("rota", "appkey-rota-1")).toBe(true);
     expect(await accepts("gone", "appkey-gone-1")).toBe(true);
 
     // Unchanged list: nothing rewritten, nothing removed.
-    expect(await seedClients(first, { registry })).toEqual({ written: 0, removed: [] });
+    expect(await seedClients(first, deps())).toEqual({ written: 0, removed: [] });
 
     const second = [{ client_id: "rota", client_secret: "secret-rota-1", appkey: "appkey-rota-2" }];
-    expect(await seedClients(second, { registry })).toEqual({ written: 0, removed: ["gone"] });
+    expect(await seedClients(second, deps())).toEqual({ written: 0, removed: ["gone"] });
     expect(await accepts("rota", "appkey-rota-2")).toBe(true);
     expect(await accepts("rota", "appkey-rota-1")).toBe(false);
     expect(await accepts("gone", "appkey-gone-1")).toBe(false);
@@ -53,12 +54,12 @@ describe("seeding DERRICK_CLIENTS", () => {
 
     // A client renamed with its appkey: the appkey moves to the new name, it is not dropped.
     const renamed = [{ client_id: "rota-2", client_secret: "secret-rota-1", appkey: "appkey-rota-2" }];
-    expect(await seedClients(renamed, { registry })).toEqual({ written: 1, removed: ["rota"] });
+    expect(await seedClients(renamed, deps())).toEqual({ written: 1, removed: ["rota"] });
     expect(await accepts("rota-2", "appkey-rota-2")).toBe(true);
     expect(await accepts("rota", "appkey-rota-2")).toBe(false);
 
     // An empty list removes every seeded client, still not the one made by the CLI.
-    expect(await seedClients([], { registry })).toEqual({ written: 0, removed: ["rota-2"] });
+    expect(await seedClients([], deps())).toEqual({ written: 0, removed: ["rota-2"] });
     expect(await accepts("rota-2", "appkey-rota-2")).toBe(false);
     expect(await accepts("by-cli", made.appkey)).toBe(true);
   });
