@@ -6,6 +6,8 @@ export const TokenRequest = Type.Object({
   client_id: Type.String({ minLength: 1, maxLength: 256 }),
   client_secret: Type.String({ minLength: 1, maxLength: 1024 }),
   scope: Type.Optional(Type.String({ maxLength: 2048 })),
+  /** The HTTP caller's address, set by the edge: failed authentications are counted per client id and address. */
+  remote_address: Type.Optional(Type.String({ maxLength: 64 })),
 });
 export type TokenRequest = Static<typeof TokenRequest>;
 

@@ -50,14 +50,18 @@ const tokenProblem = (status: 429 | 503, error: string, detail: string, retryAft
  * Client credentials grant. Every attempt that is checked costs the same whether the id exists or
  * not (a registry read and one scrypt check, against a stand-in hash for unknown ids), and every
  * refusal before the check is made the same way for both: nothing tells which ids exist.
- * - a client id with too many recent failures → 429 with Retry-After, no check (FailureThrottle);
+ * - a client id with too many recent failures from the caller's address → 429 with Retry-After, no
+ *   check (FailureThrottle). Counted per client id and address, so a caller who knows an id cannot
+ *   lock its real owner out by failing on purpose from elsewhere (a guesser spread over many
+ *   addresses meets the per-address limit of the edge and the bounded checks instead);
  * - all check slots busy and the queue full → 503 with Retry-After, no check (AdmissionGate);
  * - a request whose caller stopped waiting while it was queued → 504, no check.
  */
 export async function issueToken(input: TokenRequest, deps: IdentityDeps, deadline?: number): Promise<TokenResponse> {
-  const locked = deps.guard.failures.retryAfter(input.client_id);
+  const failureKey = `${input.client_id}\u0000${input.remote_address ?? ""}`;
+  const locked = deps.guard.failures.retryAfter(failureKey);
   if (locked) {
-    throw tokenProblem(429, "slow_down", `too many failed authentications for this client id; retry after ${locked} s`, locked);
+    throw tokenProblem(429, "slow_down", `too many failed authentications for this client id from this address; retry after ${locked} s`, locked);
   }
   const checked = deps.guard.checks.tryRun(async () => {
     if (deadline !== undefined && deadline <= Date.now()) throw gatewayTimeout("the caller's deadline passed while the token request waited for a secret check");
@@ -70,10 +74,10 @@ export async function issueToken(input: TokenRequest, deps: IdentityDeps, deadli
   if (!checked) throw tokenProblem(503, "temporarily_unavailable", "too many token requests are being checked; try again shortly", 1);
   const client = await checked;
   if (!client) {
-    deps.guard.failures.failed(input.client_id);
+    deps.guard.failures.failed(failureKey);
     throw invalidClient();
   }
-  deps.guard.failures.succeeded(input.client_id);
+  deps.guard.failures.succeeded(failureKey);
   const access_token = await mintToken(
     deps.key,
     { sub: client.client_id, client_id: client.client_id, groups: client.groups, scope: input.scope },

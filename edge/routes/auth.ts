@@ -93,11 +93,11 @@ export const authRoutes = (cfg: Config, bus: Bus) => {
         const creds = clientCredentials(request.headers.get("authorization") ?? undefined, form);
         if (creds instanceof Response) return creds;
         if (!creds.id || !creds.secret) return oauthError(401, "invalid_client", "client_id and client_secret are required", { "WWW-Authenticate": 'Basic realm="derrick"' });
-        const tokenRequest: TokenRequest = { client_id: creds.id, client_secret: creds.secret, ...(form.scope ? { scope: form.scope } : {}) };
+        // Without a socket (app.handle in-process) there is no address, and nothing to count.
+        const address = server?.requestIP(request)?.address;
+        const tokenRequest: TokenRequest = { client_id: creds.id, client_secret: creds.secret, ...(form.scope ? { scope: form.scope } : {}), ...(address ? { remote_address: address } : {}) };
         try {
-          // Counted once the request is complete enough to cost a secret check. Without a socket
-          // (app.handle in-process) there is no address, and nothing to count.
-          const address = server?.requestIP(request)?.address;
+          // Counted once the request is complete enough to cost a secret check.
           if (address) perAddress.take(address);
           const reply = await bus.request<TokenResponse>(subjects.identity.token(), tokenRequest, requestMeta(request));
           return Response.json(reply.body, { headers: { "cache-control": "no-store", pragma: "no-cache" } });
@@ -114,7 +114,7 @@ export const authRoutes = (cfg: Config, bus: Bus) => {
           tags: ["auth"],
           summary: "OAuth 2.0 client credentials grant (RFC 6749 §4.4)",
           description:
-            "Form fields grant_type=client_credentials, client_id, client_secret, optional scope; or HTTP Basic client authentication (id and secret form-urlencoded, RFC 6749 §2.3.1). Errors are RFC 6749 §5.2 bodies: invalid_request, unsupported_grant_type (400; 404 when an external issuer is configured), invalid_client (401). Refusals to try later are problem+json with Retry-After and an RFC 6749 `error` member: 429 slow_down (too many token requests from this address, DERRICK_TOKEN_IP_RATE, or too many failed authentications for this client id, DERRICK_TOKEN_MAX_FAILURES per DERRICK_TOKEN_FAILURE_WINDOW; no secret is checked then), 503 temporarily_unavailable (every secret check slot and the queue behind them are busy, DERRICK_TOKEN_CONCURRENCY and DERRICK_TOKEN_QUEUE).",
+            "Form fields grant_type=client_credentials, client_id, client_secret, optional scope; or HTTP Basic client authentication (id and secret form-urlencoded, RFC 6749 §2.3.1). Errors are RFC 6749 §5.2 bodies: invalid_request, unsupported_grant_type (400; 404 when an external issuer is configured), invalid_client (401). Refusals to try later are problem+json with Retry-After and an RFC 6749 `error` member: 429 slow_down (too many token requests from this address, DERRICK_TOKEN_IP_RATE, or too many failed authentications for this client id from this address, DERRICK_TOKEN_MAX_FAILURES per DERRICK_TOKEN_FAILURE_WINDOW; no secret is checked then), 503 temporarily_unavailable (every secret check slot and the queue behind them are busy, DERRICK_TOKEN_CONCURRENCY and DERRICK_TOKEN_QUEUE).",
           requestBody: {
             required: true,
             content: {

@@ -4,6 +4,7 @@
  * queue that makes every token request time out), and the per-address limit of the edge (429).
  * Every refusal is problem+json with Retry-After and RFC 6749's `error` member.
  */
+import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
 
@@ -13,6 +14,20 @@ const requestToken = (derrick: TestDerrick, client_id: string, client_secret: st
     headers: { "content-type": "application/x-www-form-urlencoded" },
     body: new URLSearchParams({ grant_type: "client_credentials", client_id, client_secret }),
   });
+
+/** The same request from another loopback source address (the edge counts failures per address). */
+function requestTokenFrom(derrick: TestDerrick, localAddress: string, client_id: string, client_secret: string): Promise<number> {
+  const url = new URL(`${derrick.url}/v2/token`);
+  const body = new URLSearchParams({ grant_type: "client_credentials", client_id, client_secret }).toString();
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: "POST", localAddress, headers: { "content-type": "application/x-www-form-urlencoded" } }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
 
 /** A refusal to try later: problem+json, Retry-After in whole seconds, and the OAuth error code. */
 async function expectRetryLater(res: Response, status: number, error: string): Promise<number> {
@@ -47,7 +62,7 @@ describe("token endpoint under abuse", () => {
     await nats?.cleanup();
   });
 
-  it("auth - after too many failed authentications a client id is refused with 429 and Retry-After, even with its right secret, known and unknown ids alike", async () => {
+  it("auth - after too many failed authentications a client id is refused with 429 and Retry-After to that address, even with its right secret, known and unknown ids alike; other addresses are not", async () => {
     const alpha = TEST_CLIENTS.alpha;
     for (let i = 0; i < 3; i++) {
       expect((await requestToken(derrick, alpha.client_id, "wrong-secret")).status).toBe(401);
@@ -58,6 +73,9 @@ describe("token endpoint under abuse", () => {
     expect(retryAfter).toBeLessThanOrEqual(3);
     // An unknown id is refused the same way: the answer does not tell which ids exist.
     await expectRetryLater(await requestToken(derrick, "nobody-here", "wrong-secret"), 429, "slow_down");
+    // Counted per address: the failures above cannot lock alpha's owner out from elsewhere.
+    expect(await requestTokenFrom(derrick, "127.0.0.2", alpha.client_id, alpha.client_secret)).toBe(200);
+    expect(await requestTokenFrom(derrick, "127.0.0.2", alpha.client_id, "wrong-secret")).toBe(401);
     // Other clients are not affected.
     expect((await requestToken(derrick, TEST_CLIENTS.beta.client_id, TEST_CLIENTS.beta.client_secret)).status).toBe(200);
     // Once the window has passed the right secret works again, and a success clears the count.
