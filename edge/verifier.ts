@@ -3,9 +3,9 @@
  * issuer's keys fetched from the identity actor over NATS (refreshed when a token names an unknown
  * key, and once older than DERRICK_AUTH_JWKS_MAX_AGE, so a revoked key stops working). Verified tokens are cached until they expire so the hot path skips the signature check.
  */
-import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import type { Config } from "../config/index.ts";
-import { subjects, unauthorized, type Bus, type Principal, TokenKind, DerrickError } from "../subjects/index.ts";
+import { subjects, toDerrickError, unauthorized, unavailable, type Bus, type Principal, TokenKind, DerrickError } from "../subjects/index.ts";
 import { EMBEDDED_ISSUER, type Jwks } from "../subjects/identity.ts";
 
 const CACHE_MAX = 10_000;
@@ -23,8 +23,6 @@ export function principalFromClaims(claims: JWTPayload): Principal {
 
 export function createVerifier(cfg: Config, bus: Bus): Verifier {
   const issuer = cfg.auth.issuer ?? EMBEDDED_ISSUER;
-  // jose refetches the JWKS when it is older than cacheMaxAge (a removed key stops working then) or
-  // when a token names an unknown kid (a new key works at once), at most once per cooldown.
   const maxAge = cfg.auth.jwksMaxAgeMs;
   const { keys, fetchedAt } = cfg.auth.jwksUrl ? remoteKeys(new URL(cfg.auth.jwksUrl), maxAge) : embeddedKeys(bus, maxAge);
   const cache = new Map<string, { principal: Principal; until: number }>();
@@ -54,26 +52,31 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
 
 type KeySource = { keys: JWTVerifyGetKey; /** When the keys in use were fetched (a lower bound). */ fetchedAt(): number };
 
-/** jose's remote JWKS, reloaded once our copy is older than maxAge, so we know how old the keys are. */
+/** An external issuer's JWKS, fetched by jose (timeouts, size and content checks), held like the embedded issuer's keys. */
 function remoteKeys(url: URL, maxAgeMs: number): KeySource {
-  const remote = createRemoteJWKSet(url, { cacheMaxAge: maxAgeMs, cooldownDuration: Math.min(30_000, maxAgeMs) });
-  let fetchedAt = 0;
-  let inFlight: Promise<void> | undefined;
-  const reload = () =>
-    (inFlight ??= remote
-      .reload()
-      .then(() => void (fetchedAt = Date.now()))
-      .finally(() => (inFlight = undefined)));
-  return {
-    async keys(header, token) {
-      if (Date.now() - fetchedAt > maxAgeMs) await reload();
-      return remote(header, token);
+  const remote = createRemoteJWKSet(url, { cacheMaxAge: maxAgeMs });
+  return heldKeys(
+    async () => {
+      await remote.reload();
+      return remote.jwks()!;
     },
-    fetchedAt: () => fetchedAt,
-  };
+    maxAgeMs,
+    (error) => unavailable(`the token issuer's keys cannot be fetched from ${url.origin} (${(error as Error)?.message ?? String(error)}); try again shortly`, 5),
+  );
 }
 
 function embeddedKeys(bus: Bus, maxAgeMs: number): KeySource {
+  return heldKeys(async () => (await bus.request<Jwks>(subjects.identity.jwks(), undefined)).body as JSONWebKeySet, maxAgeMs, toDerrickError);
+}
+
+/**
+ * Keys refetched once older than maxAge (so a withdrawn key stops working) and when a token names an
+ * unknown key (so a new one works at once, at most every JWKS_REFRESH_MS). When the source cannot be
+ * reached, the keys held stay in use and it is asked again shortly: an issuer's outage must not turn
+ * every request into 401 "invalid token" (clients drop credentials on that). Before any keys were
+ * fetched its tokens cannot be checked at all: 503, not 401.
+ */
+function heldKeys(fetchJwks: () => Promise<JSONWebKeySet>, maxAgeMs: number, unreachable: (error: unknown) => DerrickError): KeySource {
   let local: JWTVerifyGetKey | undefined;
   let fetchedAt = 0;
   let inFlight: Promise<void> | undefined;
@@ -81,12 +84,10 @@ function embeddedKeys(bus: Bus, maxAgeMs: number): KeySource {
   const refresh = () =>
     (inFlight ??= (async () => {
       try {
-        const reply = await bus.request<Jwks>(subjects.identity.jwks(), undefined);
-        local = createLocalJWKSet(reply.body as Parameters<typeof createLocalJWKSet>[0]);
+        local = createLocalJWKSet(await fetchJwks());
         fetchedAt = Date.now();
       } catch (error) {
-        // Identity unreachable: keep verifying with the keys held, and try again shortly.
-        if (!local) throw error;
+        if (!local) throw error instanceof DerrickError ? error : unreachable(error);
         fetchedAt = Date.now() - maxAgeMs + JWKS_REFRESH_MS;
       } finally {
         inFlight = undefined;
@@ -97,7 +98,7 @@ function embeddedKeys(bus: Bus, maxAgeMs: number): KeySource {
     try {
       return await local!(header, token);
     } catch (error) {
-      // A new identity process may have published a key since: refresh, but not on every bad token.
+      // A new key may have been published since: refresh, but not on every bad token.
       if (error instanceof joseErrors.JWKSNoMatchingKey && Date.now() - fetchedAt > JWKS_REFRESH_MS) {
         await refresh();
         return local!(header, token);

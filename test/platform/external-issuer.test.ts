@@ -62,3 +62,59 @@ describe("external identity service", () => {
     expect(res.status).toBe(404);
   });
 });
+
+describe("external identity service unreachable", () => {
+  let nats: TestNats;
+  let key: CryptoKey;
+  let jwks: { keys: unknown[] };
+  /** Whether the issuer's JWKS endpoint answers; when not, it fails as a down issuer does (503). */
+  let up = true;
+  let jwksServer: ReturnType<typeof Bun.serve>;
+  const started: TestDerrick[] = [];
+  const sign = () =>
+    new SignJWT({ client_id: "alpha", groups: ["g"], jti: crypto.randomUUID() }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer(ISSUER).setAudience("derrick-api").setSubject("alpha").setExpirationTime("5m").sign(key);
+  const whoami = (derrick: TestDerrick, token: string) =>
+    fetch(`${derrick.url}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" } });
+  const start = async () => {
+    const derrick = await startDerrick(nats, {
+      env: { DERRICK_AUTH_ISSUER: ISSUER, DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`, DERRICK_AUTH_AUDIENCE: "derrick-api", DERRICK_AUTH_JWKS_MAX_AGE: "1s" },
+    });
+    started.push(derrick);
+    return derrick;
+  };
+
+  beforeAll(async () => {
+    const pair = await generateKeyPair("RS256", { extractable: true });
+    key = pair.privateKey;
+    jwks = { keys: [{ ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" }] };
+    jwksServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => (up ? Response.json(jwks) : new Response("down", { status: 503 })) });
+    nats = await startTestNats();
+  });
+  afterAll(async () => {
+    for (const d of started) await d.cleanup();
+    await nats?.cleanup();
+    jwksServer?.stop(true);
+  });
+
+  it("external issuer - while its JWKS cannot be fetched, the keys held stay in use past their max age (no 401 for valid tokens)", async () => {
+    up = true;
+    const derrick = await start();
+    expect((await whoami(derrick, await sign())).status).toBe(200);
+    up = false;
+    // Past DERRICK_AUTH_JWKS_MAX_AGE (1 s): the refetch fails, and a new, valid token is still accepted.
+    await new Promise((r) => setTimeout(r, 1_300));
+    const during = await whoami(derrick, await sign());
+    expect(during.status, await during.text()).toBe(200);
+    up = true;
+  });
+
+  it("external issuer - before any keys were fetched its tokens get 503 with Retry-After, not 401", async () => {
+    up = false;
+    const derrick = await start();
+    const res = await whoami(derrick, await sign());
+    expect(res.status).toBe(503);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    up = true;
+    expect((await whoami(derrick, await sign())).status).toBe(200);
+  });
+});
