@@ -70,13 +70,18 @@ export class Bus {
     void this.followConnection();
   }
 
-  /** Waiters fail with 503 the moment the connection drops or closes, not at their timeout. */
+  /**
+   * Waiters fail the moment the connection drops or closes, not at their timeout. Their requests were
+   * sent, so whether an actor carried them out is unknown: 504 like a timeout, not 503 with
+   * Retry-After, which tells a client to repeat a request that may have been done (an event
+   * published twice, a second task). Requests refused before they are sent get 503.
+   */
   private async followConnection(): Promise<void> {
-    void this.nc.closed().then(() => this.failAll(unavailable("the message bus connection is closed", 1)));
+    void this.nc.closed().then(() => this.failAll(outcomeUnknown("closed")));
     for await (const status of this.nc.status()) {
       if (status.type === "disconnect") {
         this.disconnected = true;
-        this.failAll(disconnected());
+        this.failAll(outcomeUnknown("dropped"));
       } else if (status.type === "reconnect") {
         this.disconnected = false;
       }
@@ -169,3 +174,5 @@ function replyHeaders(raw: string | undefined): Record<string, string> {
 }
 
 const disconnected = () => unavailable("the message bus connection is down; try again shortly", 1);
+const outcomeUnknown = (how: "dropped" | "closed") =>
+  gatewayTimeout(`the message bus connection ${how} after the request was sent: whether it was carried out is unknown`);

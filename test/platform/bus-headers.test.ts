@@ -120,7 +120,7 @@ describe("bus and actor side on a real server", () => {
     }
   });
 
-  it("bus - requests waiting when the connection closes fail at once with 503, not at their timeout", async () => {
+  it("bus - requests waiting when the connection closes fail at once with 504 (sent, outcome unknown), not at their timeout", async () => {
     const nc = await connectNats(nats.url, "bus-close");
     nc.subscribe("test.bus.never", { callback: () => undefined });
     const bus = new Bus(nc, { timeoutMs: 30_000 });
@@ -130,11 +130,12 @@ describe("bus and actor side on a real server", () => {
     await nc.close();
     const error = await waiting;
     expect(error).toBeInstanceOf(DerrickError);
-    expect((error as DerrickError).status).toBe(503);
+    expect((error as DerrickError).status).toBe(504);
+    expect((error as DerrickError).headers["Retry-After"]).toBeUndefined();
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
-  it("bus - a dropped connection fails waiting requests at once with 503, and new ones until it is back", async () => {
+  it("bus - a dropped connection fails waiting requests at once with 504 (they were sent: a retry could repeat them), and new ones with 503 until it is back", async () => {
     const own = await startTestNats();
     const nc = await connectNats(own.url, "bus-drop");
     try {
@@ -145,7 +146,8 @@ describe("bus and actor side on a real server", () => {
       const started = Date.now();
       await own.stop();
       const error = await waiting;
-      expect((error as DerrickError).status).toBe(503);
+      expect((error as DerrickError).status).toBe(504);
+      expect((error as DerrickError).message).toMatch(/unknown/);
       expect(Date.now() - started).toBeLessThan(10_000);
       const during = await bus.request("test.bus.never", {}).catch((e: unknown) => e);
       expect((during as DerrickError).status).toBe(503);
