@@ -4,6 +4,7 @@
  * (an index answers "somewhere in the record"; this check narrows it to "in the same element").
  */
 import { KEYWORD_MAX, dateValue, parseDate, parseNumber, tokenize } from "./documents.ts";
+import { compileGlob } from "./glob.ts";
 import { compareCodePoints } from "./sort-columns.ts";
 import { parseDateBound } from "./query/date-math.ts";
 import type { NestedNode, QueryNode, RangeNode, TermNode } from "./query/ast.ts";
@@ -76,23 +77,11 @@ function relative(field: string, base: string): string[] | undefined {
   return field.startsWith(`${base}.`) ? field.slice(base.length + 1).split(".") : undefined;
 }
 
-export function globToRegExp(pattern: string, flags = ""): RegExp {
-  let out = "";
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]!;
-    if (c === "\\" && i + 1 < pattern.length) out += pattern[++i]!.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-    else if (c === "*") out += ".*";
-    else if (c === "?") out += ".";
-    else out += c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  }
-  return new RegExp(`^${out}$`, flags);
-}
-
 /** Whether one of the strings holds the term's words in sequence (the last one as a prefix for prefix terms). */
 function wordsMatch(node: TermNode, strings: string[]): boolean {
   if (node.kind === "wildcard") {
-    const re = globToRegExp(node.value.toLowerCase());
-    return strings.some((s) => tokenize(s).some((t) => re.test(t)));
+    const matches = compileGlob(node.value.toLowerCase());
+    return strings.some((s) => tokenize(s).some(matches));
   }
   const wanted = tokenize(node.value);
   if (wanted.length === 0) return false;
@@ -120,8 +109,8 @@ function termMatches(node: TermNode, values: unknown[], exact: "no" | "case" | "
   const strings = scalars.map(String);
   if (exact !== "no") {
     if (node.kind === "prefix" || node.kind === "wildcard") {
-      const re = globToRegExp(node.kind === "prefix" ? `${node.value.replace(/[\\*?]/g, "\\$&")}*` : node.value, exact === "lower" ? "i" : "");
-      return strings.some((s) => re.test(s));
+      const matches = compileGlob(node.kind === "prefix" ? `${node.value.replace(/[\\*?]/g, "\\$&")}*` : node.value, { ignoreCase: exact === "lower" });
+      return strings.some(matches);
     }
     if (node.value === "null" && node.kind === "word") return values.some((v) => v === null);
     return exact === "lower" ? strings.some((s) => s.toLowerCase() === node.value.toLowerCase()) : strings.includes(node.value);

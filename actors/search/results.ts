@@ -4,7 +4,8 @@
  * field with the query's terms wrapped in <em>…</em>, up to 5 fragments of about 200 characters.
  */
 import { tokenize } from "./documents.ts";
-import { globToRegExp, valuesAt } from "./evaluate.ts";
+import { valuesAt } from "./evaluate.ts";
+import { compileGlob } from "./glob.ts";
 import { positiveTerms, type QueryNode, type TermNode } from "./query/ast.ts";
 
 const FRAGMENT_SIZE = 200;
@@ -44,10 +45,10 @@ function pick(value: unknown, path: string, includes: ReadonlyArray<{ matches(pa
 /** An include pattern: whether it names a path, and whether it may name something below it. */
 function include(field: string): { matches(path: string): boolean; below(path: string): boolean } {
   if (!field.includes("*")) return { matches: (path) => path === field, below: (path) => field.startsWith(`${path}.`) };
-  const re = globToRegExp(field);
+  const matches = compileGlob(field);
   // A `*` matches across dots (ES simple match): anything under the literal head may match.
   const head = field.slice(0, field.indexOf("*"));
-  return { matches: (path) => re.test(path), below: (path) => `${path}.`.startsWith(head) || head.startsWith(`${path}.`) };
+  return { matches, below: (path) => `${path}.`.startsWith(head) || head.startsWith(`${path}.`) };
 }
 
 /** The document restricted to the given field paths (ES `_source.includes`; everything when empty). */
@@ -60,7 +61,7 @@ function termsFor(field: string, terms: TermNode[]): TermNode[] {
   return terms.filter((t) => {
     if (!t.field) return true;
     const base = t.field.replace(/\.keyword(Lower)?$/, "");
-    return base === field || globToRegExp(base).test(field);
+    return base === field || compileGlob(base)(field);
   });
 }
 
@@ -92,7 +93,7 @@ export function highlight(doc: Record<string, unknown>, fields: readonly string[
   const flat = new Map<string, unknown>();
   flatten(doc, "", flat);
   for (const field of fields) {
-    const paths = field.includes("*") ? [...flat.keys()].filter((p) => globToRegExp(field).test(p)) : [field];
+    const paths = field.includes("*") ? [...flat.keys()].filter(compileGlob(field)) : [field];
     for (const path of paths) {
       const fragments: string[] = [];
       for (const value of valuesAt(doc, path.split("."))) {

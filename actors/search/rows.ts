@@ -10,14 +10,15 @@
  * `records` table when the index opens (about a second at 1M records).
  */
 import type { Access } from "./backend.ts";
+import { compileGlob, type GlobMatcher } from "./glob.ts";
 
 export type AclEntry = { group: string; owner: boolean };
 
 const NONE = -1;
 
-/** A kind pattern (lowercased, `*` per segment, as the SQL GLOB): a RegExp over the lowercased kind. */
-function kindPattern(kind: string): RegExp {
-  return new RegExp(`^${kind.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`, "s");
+/** A kind pattern (lowercased, `*` per segment, as the SQL GLOB) over the lowercased kind: only `*` is a wildcard. */
+function kindPattern(kind: string): GlobMatcher {
+  return compileGlob(kind.replace(/[\\?]/g, "\\$&"), { dotAll: true });
 }
 
 /** The ACL as one string: the same groups and owner flags give the same key. */
@@ -98,11 +99,11 @@ export class RowFacts {
    * groups, owners only with queryAsOwner).
    */
   visibility(partition: string, kinds: string[], access: Access): (rid: number) => boolean {
-    const patterns = kinds.map((k) => ({ exact: k.includes("*") ? undefined : k, re: k.includes("*") ? kindPattern(k) : undefined, anyAuthority: k.split(":")[0] === "*" }));
+    const patterns = kinds.map((k) => ({ exact: k.includes("*") ? undefined : k, matches: k.includes("*") ? kindPattern(k) : undefined, anyAuthority: k.split(":")[0] === "*" }));
     const kindOk = new Uint8Array(this.kinds.length);
     this.kinds.forEach((k, i) => {
       if (k.partition !== partition) return;
-      const ok = patterns.some((p) => (p.exact !== undefined ? p.exact === k.kind : p.re!.test(k.kind) && (!p.anyAuthority || k.authority !== "system-meta-data")));
+      const ok = patterns.some((p) => (p.exact !== undefined ? p.exact === k.kind : p.matches!(k.kind) && (!p.anyAuthority || k.authority !== "system-meta-data")));
       kindOk[i] = ok ? 1 : 0;
     });
     const aclOk = new Uint8Array(this.acls.length);

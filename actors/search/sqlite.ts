@@ -22,7 +22,8 @@ import { dirname } from "node:path";
 import type { Aggregation } from "../../subjects/search.ts";
 import type { RecordChange, SearchBackend, SearchRequest, SearchResult, SortValue } from "./backend.ts";
 import { LeafType, tokenize, type IndexedDoc, type Leaf } from "./documents.ts";
-import { globToRegExp, matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.ts";
+import { matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.ts";
+import { compileGlob } from "./glob.ts";
 import { aclKey, bm25, idf, PointIndex, RowFacts } from "./rows.ts";
 import { DATES, FAIL, NUMBERS, PASS, SortColumns, UNDECIDED, rangeVerdict, sortedPage, type ColumnSource, type NumericColumn, type NumericRange } from "./sort-columns.ts";
 import { areaBBox, intersects, within, type BBox, type Shape } from "./geo.ts";
@@ -421,8 +422,8 @@ export class SqliteBackend implements SearchBackend {
   /** Concrete field paths for a field name that may hold `*`. */
   private expandField(field: string): string[] {
     if (!field.includes("*")) return [field];
-    const re = globToRegExp(field.replace(/\*/g, "\u0000").replace(/[\\?]/g, "\\$&").replace(/\u0000/g, "*"));
-    return [...this.knownPaths].filter((p) => re.test(p));
+    // Only `*` is a wildcard in a field name: `?` and `\` stand for themselves.
+    return [...this.knownPaths].filter(compileGlob(field.replace(/[\\?]/g, "\\$&")));
   }
 
   search(request: SearchRequest): SearchResult {

@@ -212,6 +212,13 @@ describe("search over records put through storage", () => {
     expect(full.results[0]).not.toHaveProperty("x-acl");
   });
 
+  it("search - a highlightedFields or returnedFields pattern built to make a RegExp backtrack is answered, matching nothing", async () => {
+    // Against the 46-character data.VerticalMeasurements.VerticalMeasurementID this held the actor for minutes as a RegExp.
+    const pattern = `${"*?".repeat(12)}!`;
+    const page = await searchOk(derrick, { query: "drilling", highlightedFields: [pattern], returnedFields: ["id", pattern], sort: { field: ["id"], order: ["ASC"] } });
+    expect(page.results).toEqual([{ id: W1 }, { id: W2 }]);
+  });
+
   it("search - aggregateBy counts terms, count desc then key asc, including nested paths", async () => {
     expect((await searchOk(derrick, { aggregateBy: "kind" })).aggregations).toEqual([
       { key: WELL, count: 3 },
