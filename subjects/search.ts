@@ -16,6 +16,22 @@ export const DATA_ROOT_GROUP = "users.data.root";
 
 // ---- search requests --------------------------------------------------------------------------
 
+/**
+ * Longest field path or path pattern a request may name (`returnedFields`, `highlightedFields`,
+ * `spatialFilter.field`; 400 naming the entry beyond it). OSDU sets none and Elasticsearch's
+ * `index.mapping.field_name_length.limit` defaults to none (Long.MAX_VALUE); 256 is the longest
+ * keyword value this index keeps (`KEYWORD_MAX`, as OSDU's `ignore_above`). Patterns are matched
+ * against every path of every result, so their length is part of the work a request asks for.
+ */
+export const FIELD_PATH_MAX_LENGTH = 256;
+/**
+ * Longest sort field or `aggregateBy`: a path, or `nested(path, field[, min|max])` and
+ * `nested(p1, nested(p1.p2, field))`, which repeat their paths, so four field paths long.
+ */
+export const FIELD_EXPRESSION_MAX_LENGTH = 4 * FIELD_PATH_MAX_LENGTH;
+const FieldPath = Type.String({ maxLength: FIELD_PATH_MAX_LENGTH });
+const FieldExpression = Type.String({ maxLength: FIELD_EXPRESSION_MAX_LENGTH });
+
 /** An optional request field that also takes JSON null: OSDU (Jackson) reads null as absent. */
 const Nullable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
 
@@ -26,7 +42,7 @@ const Points = Type.Object({ points: Type.Array(Point, { maxItems: 10_000 }) }, 
 export const SpatialFilter = Type.Object(
   {
     /** The record field holding the geometry, e.g. `data.SpatialLocation.Wgs84Coordinates`. */
-    field: Type.String(),
+    field: FieldPath,
     byBoundingBox: Nullable(Type.Object({ topLeft: Point, bottomRight: Point }, { additionalProperties: false })),
     byDistance: Nullable(Type.Object({ point: Point, distance: Type.Number({ description: "metres" }) }, { additionalProperties: false })),
     byGeoPolygon: Nullable(Points),
@@ -42,10 +58,10 @@ export type SpatialFilter = Static<typeof SpatialFilter>;
 export const SortQuery = Type.Object(
   {
     /** Required (400 "'sort.field' can not be null or empty" otherwise, as OSDU). */
-    field: Nullable(Type.Array(Type.String(), { maxItems: 32 })),
+    field: Nullable(Type.Array(FieldExpression, { maxItems: 32 })),
     /** ASC or DESC, case-insensitive. Required like `field`. */
-    order: Nullable(Type.Array(Type.String(), { maxItems: 32 })),
-    filter: Nullable(Type.Array(Type.String(), { maxItems: 32 })),
+    order: Nullable(Type.Array(Type.String({ maxLength: FIELD_PATH_MAX_LENGTH }), { maxItems: 32 })),
+    filter: Nullable(Type.Array(FieldExpression, { maxItems: 32 })),
   },
   { additionalProperties: false },
 );
@@ -68,8 +84,8 @@ const queryFields = {
   /** Exact `totalCount` beyond 10000. */
   trackTotalCount: Nullable(Type.Boolean()),
   spatialFilter: Nullable(SpatialFilter),
-  returnedFields: Nullable(Type.Array(Type.String(), { maxItems: 1000 })),
-  highlightedFields: Nullable(Type.Array(Type.String(), { maxItems: 100 })),
+  returnedFields: Nullable(Type.Array(FieldPath, { maxItems: 1000 })),
+  highlightedFields: Nullable(Type.Array(FieldPath, { maxItems: 100 })),
   /** Preview in OSDU; accepted and answered with no suggestions. */
   suggestPhrase: Nullable(Type.String()),
 };
@@ -79,7 +95,7 @@ export const QueryRequest = Type.Object(
     ...queryFields,
     offset: Nullable(Type.Integer()),
     /** Terms aggregation on a field: `[{key, count}]`, count desc then key asc, at most 1000 buckets. */
-    aggregateBy: Nullable(Type.String()),
+    aggregateBy: Nullable(FieldExpression),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Type } from "@sinclair/typebox";
+import { Type, type TSchema } from "@sinclair/typebox";
 import { DerrickError, check, checkToken, subjects, unavailable, invalidField } from "./index.ts";
 import { checkDeviceSubjects } from "./twins.ts";
 
@@ -54,6 +54,29 @@ describe("subjects", () => {
       expect(pointers).toEqual(expect.arrayContaining(["/body/a", "/body/b", "/body/c"]));
       expect(e.errors!.find((x) => x.pointer === "/body/b")!.message).toBe("must be a valid email");
     }
+  });
+
+  it("subjects - a value refused by `X | null` is named where X refuses it; other unions answer once for the field", () => {
+    const nullable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
+    const schema = Type.Object({
+      list: nullable(Type.Array(Type.String({ maxLength: 3 }), { maxItems: 2 })),
+      sort: nullable(Type.Object({ field: nullable(Type.Array(Type.String({ maxLength: 3 }))) })),
+      either: nullable(Type.Union([Type.String(), Type.Integer()])),
+    });
+    const errorsOf = (value: unknown) => {
+      try {
+        check(schema, value);
+      } catch (error) {
+        return (error as DerrickError).errors;
+      }
+      return undefined;
+    };
+    expect(errorsOf({ list: null, sort: null, either: null })).toBeUndefined();
+    expect(errorsOf({ list: ["abc", "abcd"] })).toEqual([{ pointer: "/body/list/1", message: "expected string length less or equal to 3" }]);
+    expect(errorsOf({ list: ["a", "b", "c"] })).toEqual([{ pointer: "/body/list", message: "expected array length to be less or equal to 2" }]);
+    expect(errorsOf({ sort: { field: ["abcd"] } })).toEqual([{ pointer: "/body/sort/field/0", message: "expected string length less or equal to 3" }]);
+    expect(errorsOf({ list: 5 })).toEqual([{ pointer: "/body/list", message: "expected array" }]);
+    expect(errorsOf({ either: true })).toEqual([{ pointer: "/body/either", message: "expected union value" }]);
   });
 });
 

@@ -3,9 +3,9 @@
  * each offending field by JSON pointer. Shared by actors (NATS callers are not trusted either) and
  * the edge's error mapping.
  */
-import { FormatRegistry, type TSchema, type Static } from "@sinclair/typebox";
+import { FormatRegistry, Kind, type TSchema, type Static } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
-import type { ValueError } from "@sinclair/typebox/value";
+import { ValueErrorType, type ValueError } from "@sinclair/typebox/errors";
 import { DerrickError, type FieldError } from "./errors.ts";
 
 // Formats used by derrick schemas; Elysia registers its own set too, so only fill the gaps.
@@ -34,11 +34,31 @@ function checker<T extends TSchema>(schema: T): TypeCheck<T> {
   return check as TypeCheck<T>;
 }
 
-/** TypeBox errors as field errors; unions report once per field, not once per branch. */
+/**
+ * A value other than null refused by `X | null` (an optional field that also takes null) is refused
+ * by X: report what X says, so a too-long entry of a nullable list is named with its index and its
+ * rule instead of "expected union value" on the list.
+ */
+function* nullableBranches(errors: Iterable<ValueError>): Iterable<ValueError> {
+  for (const error of errors) {
+    const variants = (error.schema as { anyOf?: TSchema[] }).anyOf;
+    const other = variants?.length === 2 ? variants.findIndex((v) => v[Kind] !== "Null") : -1;
+    if (error.type === ValueErrorType.Union && error.value !== null && other >= 0 && variants![1 - other]![Kind] === "Null" && error.errors?.[other]) {
+      const inner = [...nullableBranches(error.errors[other]!)];
+      if (inner.length > 0) {
+        yield* inner;
+        continue;
+      }
+    }
+    yield error;
+  }
+}
+
+/** TypeBox errors as field errors; unions report once per field, not once per branch (`X | null`: X's errors). */
 export function fieldErrors(errors: Iterable<ValueError>, prefix = "", max = 20): FieldError[] {
   const out: FieldError[] = [];
   const seen = new Set<string>();
-  for (const error of errors) {
+  for (const error of nullableBranches(errors)) {
     const pointer = `${prefix}${error.path}` || "/";
     if (seen.has(pointer)) continue;
     seen.add(pointer);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstream } from "@nats-io/jetstream";
 import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { subjects, DerrickError } from "../../subjects/index.ts";
-import { recordKey, type StoredRecord } from "../../subjects/search.ts";
+import { FIELD_EXPRESSION_MAX_LENGTH, FIELD_PATH_MAX_LENGTH, recordKey, type StoredRecord } from "../../subjects/search.ts";
 import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
 import { RecordChanged, openRecordStore } from "../../actors/search/store.ts";
 import { createLogger } from "../../platform/logger.ts";
@@ -369,6 +369,27 @@ describe("search over records put through storage", () => {
       const res = await api(derrick, "/api/search/v2/query", { body });
       expect(res.status).toBe(400);
       expect(((await res.json()) as { errors: Array<{ pointer: string }> }).errors.map((e) => e.pointer)).toContain(pointer);
+    }
+  });
+
+  it("search - field paths, sort fields and aggregateBy beyond their lengths are 400 naming the entry, on both query routes", async () => {
+    const path = `data.${"x".repeat(FIELD_PATH_MAX_LENGTH)}`;
+    const expression = `nested(data.A, ${"y".repeat(FIELD_EXPRESSION_MAX_LENGTH)})`;
+    const cases: Array<[string, Record<string, unknown>, string]> = [
+      ["/query", { returnedFields: ["id", path] }, "/body/returnedFields/1"],
+      ["/query", { highlightedFields: [path] }, "/body/highlightedFields/0"],
+      ["/query", { spatialFilter: { field: path, byDistance: { point: { latitude: 0, longitude: 0 }, distance: 1 } } }, "/body/spatialFilter/field"],
+      ["/query", { sort: { field: [expression], order: ["ASC"] } }, "/body/sort/field/0"],
+      ["/query", { aggregateBy: expression }, "/body/aggregateBy"],
+      ["/query_with_cursor", { highlightedFields: [path] }, "/body/highlightedFields/0"],
+      ["/query_with_cursor", { sort: { field: [expression], order: ["ASC"] } }, "/body/sort/field/0"],
+    ];
+    for (const [route, body, pointer] of cases) {
+      const res = await api(derrick, `/api/search/v2${route}`, { body: { kind: WELL, ...body } });
+      expect(res.status, pointer).toBe(400);
+      const problem = (await res.json()) as { reason: string; errors: Array<{ pointer: string; message: string }> };
+      expect(problem.reason).toBe("Bad Request");
+      expect(problem.errors, pointer).toContainEqual({ pointer, message: expect.stringMatching(/length less or equal to/) });
     }
   });
 
