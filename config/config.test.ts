@@ -26,6 +26,8 @@ describe("config", () => {
     expect(cfg.requestTimeoutMs).toBe(5000);
     // The token endpoint's defences are on by default.
     expect(cfg.auth.tokenEndpoint).toEqual({ concurrency: 2, queue: 32, maxFailures: 10, failureWindowMs: 300_000, addressRate: 5, addressBurst: 20 });
+    expect(cfg.search).toEqual({ cursorLimit: 500, cursorPrincipalLimit: 50, cursorTtlMs: 90_000 });
+    expect(loadConfig({ DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT: "7" }).search.cursorPrincipalLimit).toBe(7);
     // Unset is not `[]`: a process started without the list leaves the seeded clients as they are.
     expect(cfg.clients).toBeUndefined();
     expect(loadConfig({ DERRICK_CLIENTS: "[]" }).clients).toEqual([]);

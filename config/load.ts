@@ -150,6 +150,7 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_TWIN_MIRRORS", path: "twinMirrors", parse: json, fallback: "[]" },
   { name: "DERRICK_SEARCH_INDEX_FILE", path: "search.indexFile", parse: text },
   { name: "DERRICK_SEARCH_CURSOR_LIMIT", path: "search.cursorLimit", parse: integer, fallback: "500" },
+  { name: "DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT", path: "search.cursorPrincipalLimit", parse: integer, fallback: "50" },
   { name: "DERRICK_SEARCH_CURSOR_TTL", path: "search.cursorTtlMs", parse: duration, fallback: "90s" },
   { name: "DERRICK_LOG_LEVEL", path: "logLevel", parse: text, fallback: "info" },
 ];

@@ -117,6 +117,8 @@ export const Config = Type.Object({
     indexFile: Type.Optional(Type.String({ minLength: 1 })),
     /** Open cursors allowed per partition (→ 429 beyond). */
     cursorLimit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+    /** Open cursors allowed per principal in a partition (→ 429 beyond), so one caller cannot take the partition's whole quota. */
+    cursorPrincipalLimit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
     /** How long a cursor lives after each use. */
     cursorTtlMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000 }),
   }),

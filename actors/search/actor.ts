@@ -55,6 +55,7 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
     backend,
     cursors,
     cursorLimit: cfg.search.cursorLimit,
+    cursorPrincipalLimit: cfg.search.cursorPrincipalLimit,
     info: () => version,
     status: () => ({ appliedSeq: backend.appliedSeq(), records: backend.recordCount(), indexFile: file, indexing: backend.indexing }),
   };

@@ -31,7 +31,10 @@ import type { QueryNode } from "./query/ast.ts";
 export type SearchDeps = {
   backend: SearchBackend;
   cursors: CursorStore;
+  /** Open cursors per partition. */
   cursorLimit: number;
+  /** Open cursors per principal in a partition: one caller cannot take the partition's whole quota. */
+  cursorPrincipalLimit: number;
   info: () => VersionInfo;
   status: () => SearchStatus;
 };
@@ -41,6 +44,8 @@ const CURSOR_FORMAT = /^[0-9A-F]{32}$/;
 export const accessDenied = () => new DerrickError(401, "The user is not authorized to perform this action", { title: "Access denied", type: "access-denied" });
 const cursorNotFound = () => new DerrickError(400, "The given cursor is invalid or expired", { title: "Can't find the given cursor", type: "cursor-not-found" });
 const cursorForbidden = () => new DerrickError(403, "cursor sharing is forbidden", { title: "cursor issuer doesn't match the cursor consumer", type: "cursor-forbidden" });
+/** OSDU's answer when too many cursors are open; the same whether the partition's or the caller's limit was reached. */
+const tooManyCursors = () => new DerrickError(429, "Too many cursor requests, please re-try after some time.", { title: "Too many requests", headers: { "Retry-After": "10" } });
 
 /** OSDU's entitlements check fails for a caller in no data.* group ("no data group found"), answered as 401 like a missing role. */
 const hasDataGroup = (p: Principal) => p.groups.some((g) => g === DATA_ROOT_GROUP || aclGroup(g).startsWith("data."));
@@ -98,14 +103,14 @@ export async function cursorQuery(input: SearchQueryMessage, ctx: RequestContext
   if (body.cursor) return nextPage(body.cursor, principal, partition, deps);
 
   const { plan, ast } = planSearch(body, true);
-  if ((await deps.cursors.count(partition, deps.cursorLimit)) >= deps.cursorLimit) {
-    throw new DerrickError(429, "Too many cursor requests, please re-try after some time.", { title: "Too many requests", headers: { "Retry-After": "10" } });
-  }
+  const issuer = principalId(principal);
+  const [open, owned] = await Promise.all([deps.cursors.count(partition, deps.cursorLimit), deps.cursors.countOwned(partition, issuer, deps.cursorPrincipalLimit)]);
+  if (open >= deps.cursorLimit || owned >= deps.cursorPrincipalLimit) throw tooManyCursors();
   const found = deps.backend.search({ ...requestOf(plan, ast, partition, accessOf(principal, plan.queryAsOwner)), keyset: {} });
   if (found.hits.length === 0) return { results: [], totalCount: found.total };
   const cursor = randomBytes(16).toString("hex").toUpperCase();
   await deps.cursors.put(partition, cursor, {
-    principal: principalId(principal),
+    principal: issuer,
     plan,
     after: found.hits[found.hits.length - 1]!.position,
     totalCount: found.total,
@@ -120,7 +125,7 @@ async function nextPage(cursor: string, principal: Principal, partition: string,
   if (!state) throw cursorNotFound();
   if (state.principal !== principalId(principal)) throw cursorForbidden();
   if (state.exhausted) {
-    await deps.cursors.delete(partition, cursor);
+    await deps.cursors.delete(partition, cursor, state.principal);
     return { results: [], totalCount: state.totalCount };
   }
   const ast = parsePlanQuery(state.plan.query);
@@ -130,7 +135,7 @@ async function nextPage(cursor: string, principal: Principal, partition: string,
     keyset: state.after ? { after: state.after } : {},
   });
   if (found.hits.length === 0) {
-    await deps.cursors.delete(partition, cursor);
+    await deps.cursors.delete(partition, cursor, state.principal);
     return { results: [], totalCount: state.totalCount };
   }
   await deps.cursors.put(partition, cursor, { ...state, after: found.hits[found.hits.length - 1]!.position, exhausted: found.hits.length < state.plan.limit });
@@ -143,7 +148,7 @@ export async function deleteCursor(input: CursorRef, ctx: RequestContext, deps: 
   const state = await deps.cursors.get(partition, input.cursor);
   if (!state) throw cursorNotFound();
   if (state.principal !== principalId(principal)) throw cursorForbidden();
-  await deps.cursors.delete(partition, input.cursor);
+  await deps.cursors.delete(partition, input.cursor, state.principal);
   return reply(undefined, 200);
 }
 

@@ -3,8 +3,12 @@
  *   stream RECORDS on derrick.records.<partition>.<sha1(id)>, one message kept per subject (the
  *     latest version of each record, or its tombstone), so replaying it rebuilds an index;
  *   KV derrick_search_cursors `<partition>.<cursor>` → CursorState (bucket max age = the cursor
- *     TTL: every use rewrites the entry, which restarts its age).
+ *     TTL: every use rewrites the entry, which restarts its age), and beside it
+ *     `issuers.<partition>.<sha256(principal), 32 hex>.<cursor>`, a mark written and removed with it, so a
+ *     principal's open cursors are counted from key names alone (the state's value is the plan,
+ *     up to the 100 KB query: reading every value to count them would cost far more).
  */
+import { createHash } from "node:crypto";
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import {
@@ -118,29 +122,42 @@ export type CursorState = {
 
 export type CursorStore = {
   get(partition: string, cursor: string): Promise<CursorState | undefined>;
+  /** Writes the state and its issuer's mark (both restart their time to live). */
   put(partition: string, cursor: string, state: CursorState): Promise<void>;
-  delete(partition: string, cursor: string): Promise<void>;
-  /** Cursors of the partition still alive. */
+  /** Removes the state and the mark of `principal` (the state's issuer). */
+  delete(partition: string, cursor: string, principal: string): Promise<void>;
+  /** Cursors of the partition still alive (at most `max`). */
   count(partition: string, max: number): Promise<number>;
+  /** Cursors of the partition still alive that `principal` opened (at most `max`). */
+  countOwned(partition: string, principal: string, max: number): Promise<number>;
 };
+
+/** A principal (`<clientId>/<subject>`, any characters) as one KV key token. */
+const issuerToken = (principal: string) => createHash("sha256").update(principal).digest("hex").slice(0, 32);
 
 export async function openCursorStore(nc: NatsConnection, ttlMs: number): Promise<CursorStore> {
   const kv: KV = await new Kvm(nc).create(CURSOR_BUCKET, { history: 1, ttl: ttlMs });
   const key = (partition: string, cursor: string) => `${partition}.${cursor}`;
+  // Four tokens: never matched by a partition's `<partition>.*`, whatever the partition is called.
+  const issuerKey = (partition: string, principal: string, cursor: string) => `issuers.${partition}.${issuerToken(principal)}.${cursor}`;
+  const live = async (pattern: string, max: number) => Math.min((await readKv(kv, { key: pattern, headersOnly: true })).filter((e) => e.operation === "PUT").length, max);
   return {
     async get(partition, cursor) {
       return readJson<CursorState>(kv, key(partition, cursor));
     },
     async put(partition, cursor, state) {
-      await kv.put(key(partition, cursor), encodeJson(state));
+      // Written together, so they expire together; the mark holds the cursor id only.
+      await Promise.all([kv.put(issuerKey(partition, state.principal, cursor), cursor), kv.put(key(partition, cursor), encodeJson(state))]);
     },
-    async delete(partition, cursor) {
+    async delete(partition, cursor, principal) {
       // Purge, not delete: a delete marker would count as a key until the bucket's age removes it.
-      await kv.purge(key(partition, cursor));
+      await Promise.all([kv.purge(key(partition, cursor)), kv.purge(issuerKey(partition, principal, cursor))]);
     },
-    async count(partition, max) {
-      const live = (await readKv(kv, { key: `${partition}.*`, headersOnly: true })).filter((e) => e.operation === "PUT").length;
-      return Math.min(live, max);
+    count(partition, max) {
+      return live(`${partition}.*`, max);
+    },
+    countOwned(partition, principal, max) {
+      return live(`issuers.${partition}.${issuerToken(principal)}.*`, max);
     },
   };
 }

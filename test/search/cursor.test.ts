@@ -6,11 +6,13 @@ import { eventually, startTestNats, type TestDerrick, type TestNats } from "../h
 import { Kvm } from "@nats-io/kv";
 import { subjects } from "../../subjects/index.ts";
 import { CURSOR_BUCKET } from "../../actors/search/store.ts";
+import { readKv } from "../../actors/runtime/kv.ts";
 import type { SearchStatus } from "../../subjects/search.ts";
 import { NORTH_ACL, SOUTH_ACL, WELL, api, putRecords, searchOk, startSearchDerrick, type Page } from "./helpers.ts";
 
 const TOTAL = 2500;
 const CURSOR_LIMIT = 5;
+const PRINCIPAL_CURSOR_LIMIT = 3;
 
 function records(count: number, prefix: string) {
   return Array.from({ length: count }, (_, i) => ({
@@ -44,7 +46,11 @@ describe("search cursors", () => {
   let derrick: TestDerrick;
   beforeAll(async () => {
     nats = await startTestNats();
-    derrick = await startSearchDerrick(nats, { DERRICK_SEARCH_CURSOR_LIMIT: String(CURSOR_LIMIT), DERRICK_SEARCH_CURSOR_TTL: "3s" });
+    derrick = await startSearchDerrick(nats, {
+      DERRICK_SEARCH_CURSOR_LIMIT: String(CURSOR_LIMIT),
+      DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT: String(PRINCIPAL_CURSOR_LIMIT),
+      DERRICK_SEARCH_CURSOR_TTL: "3s",
+    });
     const all = records(TOTAL, "p");
     for (let i = 0; i < all.length; i += 500) await putRecords(derrick, all.slice(i, i + 500));
     await eventually(async () => (await searchOk(derrick, { trackTotalCount: true })).totalCount === TOTAL, { timeoutMs: 20_000, what: "2,500 records indexed" });
@@ -106,27 +112,61 @@ describe("search cursors", () => {
   });
 
   it("cursor - open cursors are capped per partition (429), and closing one makes room", async () => {
-    const opened: string[] = [];
-    for (let i = 0; i < CURSOR_LIMIT; i++) {
-      const res = await cursorCall(derrick, { kind: WELL, limit: 1 });
+    // Two principals fill the partition (each within its own limit); a third, with none open, is refused.
+    const opened: Array<[string, "writer" | "north" | "south"]> = [];
+    for (const as of ["writer", "writer", "writer", "north", "north"] as const) {
+      const res = await cursorCall(derrick, { kind: WELL, limit: 1 }, as);
       expect(res.status).toBe(200);
-      opened.push(res.body.cursor!);
+      opened.push([res.body.cursor!, as]);
     }
-    const refused = await cursorCall(derrick, { kind: WELL, limit: 1 });
+    expect(opened.length).toBe(CURSOR_LIMIT);
+    const refused = await cursorCall(derrick, { kind: WELL, limit: 1 }, "south");
     expect(refused.status).toBe(429);
     expect(refused.body).toMatchObject({ reason: "Too many requests", message: "Too many cursor requests, please re-try after some time." });
-    expect((await api(derrick, `/api/search/v2/query_with_cursor/${opened[0]}`, { method: "DELETE" })).status).toBe(200);
-    const again = await cursorCall(derrick, { kind: WELL, limit: 1 });
+    expect((await api(derrick, `/api/search/v2/query_with_cursor/${opened[3]![0]}`, { as: "north", method: "DELETE" })).status).toBe(200);
+    const again = await cursorCall(derrick, { kind: WELL, limit: 1 }, "south");
     expect(again.status).toBe(200);
-    opened[0] = again.body.cursor!;
-    for (const c of opened) await api(derrick, `/api/search/v2/query_with_cursor/${c}`, { method: "DELETE" });
+    opened[3] = [again.body.cursor!, "south"];
+    for (const [c, as] of opened) await api(derrick, `/api/search/v2/query_with_cursor/${c}`, { as, method: "DELETE" });
   });
 
-  it("cursor - a cursor expires after its time to live without use", async () => {
+  it("cursor - open cursors are capped per principal too (429): one caller cannot take the partition's quota", async () => {
+    const mine: string[] = [];
+    for (let i = 0; i < PRINCIPAL_CURSOR_LIMIT; i++) {
+      const res = await cursorCall(derrick, { kind: WELL, limit: 1 });
+      expect(res.status).toBe(200);
+      mine.push(res.body.cursor!);
+    }
+    // The partition has room (3 of 5), the caller has none: the same answer as a full partition.
+    const refused = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, limit: 1 } });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("10");
+    expect(await refused.json()).toMatchObject({ reason: "Too many requests", message: "Too many cursor requests, please re-try after some time." });
+    const other = await cursorCall(derrick, { kind: WELL, limit: 1 }, "north");
+    expect(other.status).toBe(200);
+
+    // Closing one makes room, whether by DELETE or by paging to the end.
+    expect((await api(derrick, `/api/search/v2/query_with_cursor/${mine.pop()}`, { method: "DELETE" })).status).toBe(200);
+    const single = await cursorCall(derrick, { kind: WELL, limit: 1, query: "id:opendes\\:well\\:p-00007" });
+    expect(single.status).toBe(200);
+    expect((await cursorCall(derrick, { kind: WELL, limit: 1 })).status).toBe(429);
+    expect(await cursorCall(derrick, { cursor: single.body.cursor! })).toEqual({ status: 200, body: { results: [], totalCount: 1 } });
+    const reopened = await cursorCall(derrick, { kind: WELL, limit: 1 });
+    expect(reopened.status).toBe(200);
+    mine.push(reopened.body.cursor!);
+
+    for (const c of mine) await api(derrick, `/api/search/v2/query_with_cursor/${c}`, { method: "DELETE" });
+    await api(derrick, `/api/search/v2/query_with_cursor/${other.body.cursor}`, { as: "north", method: "DELETE" });
+  });
+
+  it("cursor - a cursor expires after its time to live without use, and its issuer's count with it", async () => {
     const first = await cursorCall(derrick, { kind: WELL, limit: 5 });
     // Watch the bucket, not the API: every use of a cursor restarts its time to live.
     const kv = await new Kvm(derrick.nc).open(CURSOR_BUCKET);
+    const marks = async () => (await readKv(kv, { key: `issuers.opendes.*.${first.body.cursor}`, headersOnly: true })).filter((e) => e.operation === "PUT").length;
+    expect(await marks()).toBe(1);
     await eventually(async () => (await kv.get(`opendes.${first.body.cursor}`))?.operation !== "PUT", { timeoutMs: 8_000, intervalMs: 250, what: "cursor expired" });
+    await eventually(async () => (await marks()) === 0, { timeoutMs: 2_000, intervalMs: 100, what: "issuer's mark expired" });
     expect((await cursorCall(derrick, { cursor: first.body.cursor! })).status).toBe(400);
   }, 15_000);
 });
