@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { invalidField } from "./errors.ts";
 
 /** Groups that may query (OSDU: members of service.search.user / service.search.admin). */
 export const SEARCH_ROLES = ["users.datalake.viewers", "users.datalake.editors", "users.datalake.admins", "users.datalake.ops"] as const;
@@ -179,6 +180,68 @@ export type Acl = Static<typeof Acl>;
 export const RECORD_ID_PATTERN = "^[\\w\\-.]+:[\\w\\-.]+:[\\w\\-.:%]+$";
 /** OSDU kind: `authority:source:type:major.minor.patch`. */
 export const RECORD_KIND_PATTERN = "^[\\w\\-.]+:[\\w\\-.]+:[\\w\\-.]+:[0-9]+\\.[0-9]+\\.[0-9]+$";
+
+/**
+ * How deeply a record may nest objects and arrays: the record object is level 1, `data` level 2.
+ * Elasticsearch (OSDU's index) refuses documents whose fields are more than 20 objects deep
+ * (`index.mapping.depth.limit`), counting objects only; an OSDU record puts arrays between its object
+ * levels (`data.Items[].…`) and GeoJSON adds up to four array levels of coordinates, so what
+ * Elasticsearch indexes stays under ~45 levels counted here. 64 keeps all of it, and keeps every
+ * recursive pass over a record (indexing, JSON serialization, projection) far from the stack limit:
+ * 30,000 levels overflowed the indexer, 45,000 JSON.stringify.
+ */
+export const RECORD_MAX_DEPTH = 64;
+
+/**
+ * The JSON pointer (RFC 6901, below `pointer`) of the first object or array nested deeper than
+ * `maxDepth` levels in `value` (which is level 1), or undefined. Iterative: any depth is measured
+ * without recursion, so the check itself cannot overflow the stack.
+ */
+export function tooDeepAt(value: unknown, maxDepth: number, pointer = ""): string | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  if (maxDepth < 1) return pointer;
+  // Containers still to look into; each knows its parent and key, so a pointer is built only for
+  // the one reported (building one per container cost more than the walk on wide bodies).
+  type Entry = { node: object; depth: number; parent: Entry | undefined; key: string };
+  const pointerOf = (entry: Entry, childKey: string) => {
+    const keys = [childKey];
+    for (let e: Entry | undefined = entry; e?.parent; e = e.parent) keys.push(e.key);
+    return pointer + keys.reverse().map((k) => `/${k.replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
+  };
+  const stack: Entry[] = [{ node: value, depth: 1, parent: undefined, key: "" }];
+  while (stack.length > 0) {
+    const entry = stack.pop()!;
+    const { node, depth } = entry;
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const child: unknown = node[i];
+        if (typeof child !== "object" || child === null) continue;
+        if (depth >= maxDepth) return pointerOf(entry, String(i));
+        stack.push({ node: child, depth: depth + 1, parent: entry, key: String(i) });
+      }
+    } else {
+      for (const key of Object.keys(node)) {
+        const child: unknown = (node as Record<string, unknown>)[key];
+        if (typeof child !== "object" || child === null) continue;
+        if (depth >= maxDepth) return pointerOf(entry, key);
+        stack.push({ node: child, depth: depth + 1, parent: entry, key });
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Refuses records nested deeper than RECORD_MAX_DEPTH: a 400 naming the first field too deep
+ * (`/body/<i>/data/…`). The edge checks before it serializes the body for NATS (JSON.stringify
+ * overflows the stack on ~45,000 levels); the storage actor checks again for NATS callers.
+ */
+export function checkRecordDepth(records: readonly unknown[], pointer = "/body"): void {
+  for (let i = 0; i < records.length; i++) {
+    const at = tooDeepAt(records[i], RECORD_MAX_DEPTH, `${pointer}/${i}`);
+    if (at !== undefined) throw invalidField(at, `nests objects and arrays more than ${RECORD_MAX_DEPTH} levels deep (the record itself is level 1)`);
+  }
+}
 
 /** A record as written through `PUT /api/storage/v2/records` (and, with `id`, on NATS). */
 export const RecordInput = Type.Object(

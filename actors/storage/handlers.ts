@@ -2,7 +2,8 @@
  * Handlers of the `storage` actor: an OSDU Storage-compatible record store whose only storage is the
  * RECORDS stream (the latest version of each record per subject). Rules:
  *   PUT records: group users.datalake.editors (else 403); ids `<partition>:<type>:<id>` in the
- *     request's partition (generated when absent); createTime/createUser kept across versions; a
+ *     request's partition (generated when absent); objects and arrays nested at most
+ *     RECORD_MAX_DEPTH levels (else 400 naming the field, nothing written); createTime/createUser kept across versions; a
  *     record that exists may be replaced only by an owner of its current ACL (or users.data.root),
  *     else 403 "User Unauthorized" for the whole request, as OSDU's validateOwnerAccess.
  *   GET record: a search or storage role, and the record's ACL shares a group with the caller
@@ -17,6 +18,7 @@ import { DerrickError, badRequest, check, conflict, forbidden, invalidField, not
 import {
   DATA_ROOT_GROUP,
   PutRecordsBody,
+  checkRecordDepth,
   RECORD_ID_PATTERN,
   SEARCH_ROLES,
   STORAGE_WRITER_GROUP,
@@ -98,6 +100,8 @@ export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, 
   const { principal, partition } = caller(ctx);
   if (!principal.groups.includes(STORAGE_WRITER_GROUP)) throw forbidden(`writing records needs the group ${STORAGE_WRITER_GROUP}`);
   const body = check(PutRecordsBody, input.body);
+  // Before anything is read or written: a record too deep for the index is refused, not stored.
+  checkRecordDepth(body);
   const seen = new Set<string>();
   const ids = body.map((record, i) => {
     const id = record.id !== undefined ? checkId(record.id, partition, `/body/${i}/id`) : `${partition}:${record.kind.split(":")[2]!.replace(/[^\w\-.]/g, "-")}:${randomUUID().replaceAll("-", "")}`;

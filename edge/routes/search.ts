@@ -6,7 +6,7 @@
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { Problem, notFound, subjects, type Bus } from "../../subjects/index.ts";
-import { CursorQueryRequest, CursorQueryResponse, PutRecordsBody, PutRecordsResponse, QueryRequest, QueryResponse, StoredRecord, VersionInfo } from "../../subjects/search.ts";
+import { CursorQueryRequest, CursorQueryResponse, PutRecordsBody, PutRecordsResponse, QueryRequest, QueryResponse, StoredRecord, VersionInfo, checkRecordDepth } from "../../subjects/search.ts";
 import { forward } from "../forward.ts";
 import type { AuthPlugin } from "../plugins/auth.ts";
 import { requestMeta } from "../request-state.ts";
@@ -69,7 +69,11 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     )
     .put(
       "/api/storage/v2/records",
-      async ({ body, set, request, principal, partition }) => forward<PutRecordsResponse>(set, await bus.request(storage["records.put"](), { body }, requestMeta(request, principal, partition))),
+      async ({ body, set, request, principal, partition }) => {
+        // Checked here too: a body nested ~45,000 levels deep cannot even be serialized for NATS.
+        checkRecordDepth(body);
+        return forward<PutRecordsResponse>(set, await bus.request(storage["records.put"](), { body }, requestMeta(request, principal, partition)));
+      },
       {
         ...credentials,
         body: PutRecordsBody,
