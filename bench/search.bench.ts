@@ -96,7 +96,7 @@ try {
   const rssBeforeBuild = rssMb();
   const buildStarted = performance.now();
   const derrick = await startDerrick(nats, { actors: ["identity", "search"], dataDir: join(dir, "data"), env: { DERRICK_REQUEST_TIMEOUT: "30s", DERRICK_CLIENTS: JSON.stringify([READER]) } });
-  let status: SearchStatus = { appliedSeq: 0, records: 0, indexFile: "", indexing: false };
+  let status: SearchStatus = { following: false, appliedSeq: 0, restarts: 0, skipped: 0, records: 0, indexFile: "", indexing: false };
   let indexingSeen = 0;
   let answeredWhileIndexing = 0;
   let peakRss = rssMb();

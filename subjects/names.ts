@@ -92,7 +92,7 @@ export const subjects = {
   /** Every record subject (stream RECORDS). */
   allRecords: () => `${ROOT}.records.>`,
   /** OSDU Search v2 queries and cursors (schemas: subjects/search.ts). */
-  search: operations("search", ["query", "cursor.query", "cursor.delete", "info", "status"] as const),
+  search: operations("search", ["query", "cursor.query", "cursor.delete", "info", "status", "health"] as const),
   /** OSDU Storage-compatible record store that feeds search (schemas: subjects/search.ts). */
   storage: operations("storage", ["records.put", "records.get", "records.delete"] as const),
 } as const;

@@ -154,14 +154,33 @@ export const VersionInfo = Type.Object({
 });
 export type VersionInfo = Static<typeof VersionInfo>;
 
+/** Whether one search replica follows the RECORDS stream (cheap: no index reads; the OSDU readiness check asks it). */
+export const SearchHealth = Type.Object({
+  /**
+   * The replica is consuming RECORDS. False while it restarts its consumer after a failure (NATS,
+   * JetStream or the index file): it still answers, from an index frozen at `appliedSeq`.
+   */
+  following: Type.Boolean(),
+  /** Last RECORDS stream sequence applied to the local index (skipped messages included). */
+  appliedSeq: Type.Integer(),
+  /** Times the consumer was restarted after a failure since the process started. */
+  restarts: Type.Integer(),
+  /** Messages skipped since the process started because they could not be indexed (each logged with its subject, sequence and reason). */
+  skipped: Type.Integer(),
+});
+export type SearchHealth = Static<typeof SearchHealth>;
+
 /** What one search replica holds (tests and operations). */
 export const SearchStatus = Type.Object({
-  /** Last RECORDS stream sequence applied to the local index. */
-  appliedSeq: Type.Integer(),
+  ...SearchHealth.properties,
   records: Type.Integer(),
   indexFile: Type.String(),
   /** The value indexes are being built at the end of a bulk load: queries are answered, range and keyword ones slower. */
   indexing: Type.Boolean(),
+  /** The last failure that restarted the consumer. */
+  lastError: Type.Optional(Type.String()),
+  /** The last message skipped, and why. */
+  lastSkipped: Type.Optional(Type.Object({ subject: Type.String(), seq: Type.Integer(), reason: Type.String() })),
 });
 export type SearchStatus = Static<typeof SearchStatus>;
 

@@ -1,7 +1,7 @@
 /**
  * Wiring of the `search` actor: opens (or rebuilds) this process's index replica, follows the
- * RECORDS stream into it, opens the cursor bucket and serves query, cursor, info and status. Each
- * search process holds its own replica: adding processes scales reads.
+ * RECORDS stream into it, opens the cursor bucket and serves query, cursor, info, status and
+ * health. Each search process holds its own replica: adding processes scales reads.
  */
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
@@ -11,7 +11,7 @@ import { CursorRef, SearchQueryMessage, type VersionInfo } from "../../subjects/
 import type { Config } from "../../config/index.ts";
 import { buildInfo } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
-import { cursorQuery, deleteCursor, info, query, status, type SearchDeps } from "./handlers.ts";
+import { cursorQuery, deleteCursor, health, info, query, status, type SearchDeps } from "./handlers.ts";
 import { followRecords } from "./replica.ts";
 import { SqliteBackend } from "./sqlite.ts";
 import { openCursorStore } from "./store.ts";
@@ -57,7 +57,11 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
     cursorLimit: cfg.search.cursorLimit,
     cursorPrincipalLimit: cfg.search.cursorPrincipalLimit,
     info: () => version,
-    status: () => ({ appliedSeq: backend.appliedSeq(), records: backend.recordCount(), indexFile: file, indexing: backend.indexing }),
+    health: () => {
+      const { following, restarts, skipped } = replica.health();
+      return { following, appliedSeq: backend.appliedSeq(), restarts, skipped };
+    },
+    status: () => ({ ...replica.health(), appliedSeq: backend.appliedSeq(), records: backend.recordCount(), indexFile: file, indexing: backend.indexing }),
   };
   const names = subjects.search;
   return serveActor(
@@ -71,6 +75,7 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
         endpoint({ name: "cursor-delete", subject: names["cursor.delete"](), input: CursorRef, handler: (input, ctx) => deleteCursor(input, ctx, deps) }),
         endpoint({ name: "info", subject: names.info(), handler: () => info(deps) }),
         endpoint({ name: "status", subject: names.status(), handler: () => status(deps) }),
+        endpoint({ name: "health", subject: names.health(), handler: () => health(deps) }),
       ],
     },
     options,

@@ -9,7 +9,7 @@ import type { SearchRequest } from "./backend.ts";
 import { parseDate, toIndexedDoc, tokenize } from "./documents.ts";
 import { intersects, within, type Shape } from "./geo.ts";
 import { parseQuery } from "./query/parser.ts";
-import { changeOf } from "./replica.ts";
+import { changeOf, decodeChange } from "./replica.ts";
 import { SqliteBackend } from "./sqlite.ts";
 import { testRecord as record } from "./testing.ts";
 
@@ -280,5 +280,19 @@ describe("search engine pieces", () => {
     const h = natsHeaders();
     h.set("Derrick-Record-Operation", "delete");
     expect(changeOf({ subject: "derrick.records.opendes.abc", data: new Uint8Array(0), headers: h, seq: 10 })).toEqual({ op: "delete", partition: "opendes", key: "abc" });
+  });
+
+  it("engine - stream messages that cannot be indexed are skipped with their reason, never thrown", () => {
+    const id = "opendes:well:1";
+    const subject = `derrick.records.opendes.${recordKey(id)}`;
+    const raw = (text: string) => ({ subject, data: new TextEncoder().encode(text), headers: undefined, seq: 11 });
+    const acl = JSON.stringify({ viewers: ["a"], owners: ["a"] });
+    const nested = (levels: number) => raw(`{"id":"${id}","kind":"osdu:wks:w:1.0.0","acl":${acl},"data":{"x":${"[".repeat(levels)}${"]".repeat(levels)}}}`);
+    expect(decodeChange(raw(`{"id":"${id}","kind":"osdu:wks:w:1.0.0","acl":{"viewers":[1],"owners":["a"]},"data":{}}`))).toEqual({ op: "skip", reason: "acl.viewers and acl.owners are required, as arrays of strings" });
+    expect(decodeChange(nested(30_000))).toEqual({ op: "skip", reason: expect.stringMatching(/^nests objects and arrays more than 64 levels deep \(at \/data\/x(\/0)+\)$/) });
+    expect(decodeChange(nested(62))).toMatchObject({ op: "upsert" }); // 64 levels: the record, data, 62 arrays
+    expect(decodeChange(nested(63))).toMatchObject({ op: "skip" });
+    expect(decodeChange(raw("[1]"))).toEqual({ op: "skip", reason: "not an object" });
+    expect(decodeChange(raw("{nope"))).toEqual({ op: "skip", reason: "not JSON" });
   });
 });

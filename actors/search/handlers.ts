@@ -16,6 +16,7 @@ import {
   type CursorQueryResponse,
   type CursorRef,
   type QueryResponse,
+  type SearchHealth,
   type SearchQueryMessage,
   type SearchStatus,
   type VersionInfo,
@@ -37,6 +38,8 @@ export type SearchDeps = {
   cursorPrincipalLimit: number;
   info: () => VersionInfo;
   status: () => SearchStatus;
+  /** Whether the replica follows the RECORDS stream; cheap (no index reads), asked by the public readiness check. */
+  health: () => SearchHealth;
 };
 
 const CURSOR_FORMAT = /^[0-9A-F]{32}$/;
@@ -154,3 +157,4 @@ export async function deleteCursor(input: CursorRef, ctx: RequestContext, deps: 
 
 export const info = (deps: SearchDeps): VersionInfo => deps.info();
 export const status = (deps: SearchDeps): SearchStatus => deps.status();
+export const health = (deps: SearchDeps): SearchHealth => deps.health();

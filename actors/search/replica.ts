@@ -3,10 +3,19 @@
  * sequence the index applied (so a restart resumes, and a lost file — sequence 0 — replays the whole
  * compacted stream), batching messages into one index transaction per flush. A stream that was
  * recreated (another identity) or is behind the index (purged) triggers a full rebuild.
+ *
+ * The replica never stops on its own:
+ * - a message it cannot index (not JSON, a bad shape, nested deeper than RECORD_MAX_DEPTH, or an
+ *   error of its own while it is decoded or written) is skipped with a warning naming its subject,
+ *   sequence and reason, and counted (health().skipped); the sequence still counts as applied;
+ * - any other failure (the consumer throws or ends, the index file cannot be written — from the loop
+ *   or from the flush timer) ends the consumer and starts a new one after the last applied sequence,
+ *   with backoff; health().following is false meanwhile. Nothing escapes to the process: Bun exits
+ *   on an unhandled rejection and on an exception thrown in a timer.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
-import { RECORDS_STREAM, RECORD_DELETE, RECORD_OPERATION_HEADER, recordKey, type StoredRecord } from "../../subjects/search.ts";
+import { RECORDS_STREAM, RECORD_DELETE, RECORD_MAX_DEPTH, RECORD_OPERATION_HEADER, recordKey, tooDeepAt, type StoredRecord } from "../../subjects/search.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { RecordChange, SearchBackend } from "./backend.ts";
 import { toIndexedDoc } from "./documents.ts";
@@ -16,16 +25,36 @@ const BATCH = 2000;
 /** A backlog this long is loaded in bulk mode (see SqliteBackend.bulkLoad). */
 const BULK_BACKLOG = 20_000;
 const FLUSH_AFTER_MS = 5;
+/** A consumer that ran this long before failing starts its backoff over. */
+const HEALTHY_RUN_MS = 30_000;
 const decoder = new TextDecoder();
+
+/** How long to wait before restarting a failed consumer: doubles from `firstMs` up to `maxMs`. */
+export type RestartBackoff = { firstMs: number; maxMs: number };
+const DEFAULT_BACKOFF: RestartBackoff = { firstMs: 200, maxMs: 30_000 };
+
+export type ReplicaHealth = {
+  /** A consumer is open and feeding the index. */
+  following: boolean;
+  /** Failures that restarted the consumer. */
+  restarts: number;
+  /** Messages skipped because they could not be indexed. */
+  skipped: number;
+  lastError?: string;
+  lastSkipped?: { subject: string; seq: number; reason: string };
+};
 
 export type Replica = {
   /** Resolves once everything in the stream when it was called has been applied. */
   caughtUp(timeoutMs?: number): Promise<void>;
+  health(): ReplicaHealth;
   stop(): Promise<void>;
 };
 
-/** A stream message as an index change; undefined (skipped, logged) when it is not a usable record. */
-export function changeOf(msg: Pick<JsMsg, "subject" | "data" | "headers" | "seq"> & { timestampMs?: number }, log?: Logger): RecordChange | undefined {
+type StreamMsg = Pick<JsMsg, "subject" | "data" | "headers" | "seq"> & { timestampMs?: number };
+
+/** A stream message as an index change, or why it cannot be one. Never throws. */
+export function decodeChange(msg: StreamMsg): RecordChange | { op: "skip"; reason: string } {
   const tokens = msg.subject.split(".");
   const partition = tokens[2]!;
   const key = tokens[3]!;
@@ -34,87 +63,205 @@ export function changeOf(msg: Pick<JsMsg, "subject" | "data" | "headers" | "seq"
   try {
     record = JSON.parse(decoder.decode(msg.data)) as StoredRecord;
   } catch {
-    log?.warn({ subject: msg.subject, seq: msg.seq }, "record message is not JSON: skipped");
-    return undefined;
+    return { op: "skip", reason: "not JSON" };
   }
+  const isStrings = (list: unknown) => Array.isArray(list) && list.every((v) => typeof v === "string");
+  let deep: string | undefined;
   const problem =
-    typeof record !== "object" || record === null
+    typeof record !== "object" || record === null || Array.isArray(record)
       ? "not an object"
       : typeof record.id !== "string" || typeof record.kind !== "string"
         ? "id and kind are required"
-        : !record.acl || !Array.isArray(record.acl.viewers) || !Array.isArray(record.acl.owners)
-          ? "acl.viewers and acl.owners are required"
+        : typeof record.acl !== "object" || record.acl === null || !isStrings(record.acl.viewers) || !isStrings(record.acl.owners)
+          ? "acl.viewers and acl.owners are required, as arrays of strings"
           : typeof record.data !== "object" || record.data === null
             ? "data is required"
             : recordKey(record.id) !== key
               ? "the subject key is not the SHA-1 of the id"
               : record.id.split(":")[0] !== partition
                 ? "the id does not start with the subject's partition"
-                : undefined;
-  if (problem) {
-    log?.warn({ subject: msg.subject, seq: msg.seq, problem }, "record message skipped");
-    return undefined;
+                : (deep = tooDeepAt(record, RECORD_MAX_DEPTH)) !== undefined
+                  ? `nests objects and arrays more than ${RECORD_MAX_DEPTH} levels deep (at ${deep})`
+                  : undefined;
+  if (problem) return { op: "skip", reason: problem };
+  try {
+    // Records published straight to NATS may lack what storage adds.
+    const time = new Date(msg.timestampMs ?? Date.now()).toISOString();
+    const stored: StoredRecord = { ...record, version: record.version ?? msg.seq, createUser: record.createUser ?? "nats", createTime: record.createTime ?? time };
+    return { op: "upsert", doc: toIndexedDoc(partition, key, stored) };
+  } catch (error) {
+    return { op: "skip", reason: `cannot be indexed: ${errorText(error)}` };
   }
-  // Records published straight to NATS may lack what storage adds.
-  const time = new Date(msg.timestampMs ?? Date.now()).toISOString();
-  const stored: StoredRecord = { ...record, version: record.version ?? msg.seq, createUser: record.createUser ?? "nats", createTime: record.createTime ?? time };
-  return { op: "upsert", doc: toIndexedDoc(partition, key, stored) };
 }
 
-export async function followRecords(nc: NatsConnection, backend: SearchBackend, log: Logger): Promise<Replica> {
+/** A stream message as an index change; undefined (skipped, logged) when it is not a usable record. */
+export function changeOf(msg: StreamMsg, log?: Logger): RecordChange | undefined {
+  const change = decodeChange(msg);
+  if (change.op !== "skip") return change;
+  log?.warn({ subject: msg.subject, seq: msg.seq, problem: change.reason }, "record message skipped");
+  return undefined;
+}
+
+const errorText = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+
+/**
+ * Whether an error of the index write is about the record written (skip it) rather than the file or
+ * the machine (restart, skip nothing). SQLite says which: constraint, size and type failures belong
+ * to the row; I/O, full disk, busy, read-only, corruption and the rest do not. Of the others, a
+ * TypeError or RangeError came from turning the record into rows (a pathological value); anything
+ * else is taken as the environment's, so a record is never skipped for a failure that is not its own.
+ */
+function isRecordError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && code.startsWith("SQLITE_")) return /^SQLITE_(CONSTRAINT|TOOBIG|MISMATCH|RANGE)/.test(code);
+  return error instanceof TypeError || error instanceof RangeError;
+}
+
+type Buffered = { change: RecordChange; seq: number; subject: string };
+
+export async function followRecords(nc: NatsConnection, backend: SearchBackend, log: Logger, options: { backoff?: RestartBackoff } = {}): Promise<Replica> {
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  const info = await ensureRecordsStream(jsm);
-  const identity = info.created;
-  if (backend.streamIdentity() !== identity || backend.appliedSeq() > info.state.last_seq) {
-    log.info({ applied: backend.appliedSeq(), streamLast: info.state.last_seq }, "search index (re)built from the RECORDS stream");
-    backend.reset(identity);
-  }
-  const start = backend.appliedSeq() + 1;
-  let bulk = info.state.last_seq - backend.appliedSeq() >= BULK_BACKLOG;
-  if (bulk) await backend.bulkLoad?.(true);
-  const consumer = await js.consumers.get(RECORDS_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start });
-  const messages: ConsumerMessages = await consumer.consume({ max_messages: BATCH * 2 });
-
-  let buffer: RecordChange[] = [];
-  let lastSeq = backend.appliedSeq();
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const waiters: Array<{ seq: number; resolve: () => void }> = [];
+  const health: ReplicaHealth = { following: false, restarts: 0, skipped: 0 };
+  /** Whether the backend is in bulk mode: it outlives a failed consumer, so its end (the index build) is not lost. */
+  let bulk = false;
+  let stopping = false;
+  let wakeFromBackoff: (() => void) | undefined;
 
-  const flush = () => {
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-    if (lastSeq === backend.appliedSeq()) return;
-    try {
-      backend.apply(buffer, lastSeq);
-    } catch (error) {
-      log.error({ err: error, seq: lastSeq }, "applying records to the search index failed");
-      throw error;
-    }
-    buffer = [];
-    for (let i = waiters.length - 1; i >= 0; i--) {
-      if (waiters[i]!.seq <= lastSeq) waiters.splice(i, 1)[0]!.resolve();
-    }
+  const skip = (subject: string, seq: number, reason: string) => {
+    health.skipped++;
+    health.lastSkipped = { subject, seq, reason };
+    log.warn({ subject, seq, reason, skipped: health.skipped }, "record message skipped: it cannot be indexed");
   };
 
-  const loop = (async () => {
+  /** Opens a consumer after the last applied sequence (rebuilding first when the stream is another one). */
+  const open = async (): Promise<ConsumerMessages> => {
+    const info = await ensureRecordsStream(jsm);
+    const identity = info.created;
+    if (backend.streamIdentity() !== identity || backend.appliedSeq() > info.state.last_seq) {
+      log.info({ applied: backend.appliedSeq(), streamLast: info.state.last_seq }, "search index (re)built from the RECORDS stream");
+      backend.reset(identity);
+    }
+    if (!bulk && info.state.last_seq - backend.appliedSeq() >= BULK_BACKLOG) {
+      await backend.bulkLoad?.(true);
+      bulk = true;
+    }
+    const consumer = await js.consumers.get(RECORDS_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: backend.appliedSeq() + 1 });
+    return consumer.consume({ max_messages: BATCH * 2 });
+  };
+
+  /** One consumer's life: resolves when it was closed by stop(), rejects on any failure. */
+  const follow = async (messages: ConsumerMessages): Promise<void> => {
+    let buffer: Buffered[] = [];
+    let lastSeq = backend.appliedSeq();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let failure: { error: unknown } | undefined;
+
+    /** Writes the buffer; a change the index refuses on its own account is skipped, anything else throws. */
+    const flush = () => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      if (lastSeq === backend.appliedSeq()) return;
+      try {
+        backend.apply(buffer.map((b) => b.change), lastSeq);
+      } catch (error) {
+        if (!isRecordError(error)) throw error;
+        // One change broke the batch: apply them one by one to find it (the batch was rolled back).
+        log.warn({ err: error, seq: lastSeq, changes: buffer.length }, "a batch of record changes failed; applying them one by one");
+        for (const { change, seq, subject } of buffer) {
+          try {
+            backend.apply([change], seq);
+          } catch (single) {
+            if (!isRecordError(single)) throw single;
+            skip(subject, seq, `the index refused it: ${errorText(single)}`);
+          }
+        }
+        backend.apply([], lastSeq);
+      }
+      buffer = [];
+      for (let i = waiters.length - 1; i >= 0; i--) {
+        if (waiters[i]!.seq <= lastSeq) waiters.splice(i, 1)[0]!.resolve();
+      }
+    };
+    // A timer callback must not throw (Bun exits): the failure ends this consumer instead.
+    const flushFromTimer = () => {
+      try {
+        flush();
+      } catch (error) {
+        failure ??= { error };
+        messages.close().catch(() => undefined);
+      }
+    };
+
     for await (const msg of messages) {
-      const change = changeOf({ subject: msg.subject, data: msg.data, headers: msg.headers, seq: msg.seq, timestampMs: Math.floor(msg.info.timestampNanos / 1e6) }, log);
-      if (change) buffer.push(change);
+      if (failure) break;
+      const change = decodeChange({ subject: msg.subject, data: msg.data, headers: msg.headers, seq: msg.seq, timestampMs: Math.floor(msg.info.timestampNanos / 1e6) });
+      if (change.op === "skip") skip(msg.subject, msg.seq, change.reason);
+      else buffer.push({ change, seq: msg.seq, subject: msg.subject });
       lastSeq = msg.seq;
       if (buffer.length >= BATCH || msg.info.pending === 0) flush();
-      else timer ??= setTimeout(flush, FLUSH_AFTER_MS);
+      else timer ??= setTimeout(flushFromTimer, FLUSH_AFTER_MS);
       if (bulk && msg.info.pending === 0) {
-        bulk = false;
         // Queries are answered while the indexes build; messages arriving meanwhile wait in the consumer.
         log.info({ seq: lastSeq }, "search index caught up with the RECORDS stream; building its value indexes");
         const started = performance.now();
         await backend.bulkLoad?.(false);
+        bulk = false;
         log.info({ seq: lastSeq, seconds: Math.round((performance.now() - started) / 100) / 10 }, "search index value indexes built");
       }
     }
+    if (timer) clearTimeout(timer);
+    if (failure) throw failure.error;
     flush();
-  })().catch((error) => log.error({ err: error }, "search replica stopped"));
+    if (!stopping) throw new Error("the RECORDS consumer ended");
+  };
+
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(() => ((wakeFromBackoff = undefined), resolve()), ms);
+      wakeFromBackoff = () => (clearTimeout(t), (wakeFromBackoff = undefined), resolve());
+    });
+
+  // The first consumer is opened before followRecords returns: a search actor that cannot reach the
+  // stream at start fails to start. Later failures restart it, for as long as the actor runs.
+  let messages: ConsumerMessages | undefined = await open();
+  health.following = true;
+  const supervised = (async () => {
+    let attempt = 0;
+    while (!stopping) {
+      const started = Date.now();
+      try {
+        if (!messages) {
+          const opened = await open();
+          if (stopping) {
+            await opened.close().catch(() => undefined);
+            break;
+          }
+          messages = opened;
+          health.following = true;
+          log.info({ seq: backend.appliedSeq(), restarts: health.restarts }, "search replica following the RECORDS stream again");
+        }
+        await follow(messages);
+      } catch (error) {
+        if (stopping) {
+          log.error({ err: error, appliedSeq: backend.appliedSeq() }, "search replica failed while stopping; the rest is applied on the next start");
+          break;
+        }
+        health.following = false;
+        health.restarts++;
+        health.lastError = errorText(error);
+        if (Date.now() - started >= HEALTHY_RUN_MS) attempt = 0;
+        const delay = Math.min(backoff.maxMs, backoff.firstMs * 2 ** attempt++);
+        log.error({ err: error, appliedSeq: backend.appliedSeq(), retryInMs: delay }, "search replica stopped following the RECORDS stream; restarting after the last applied sequence");
+        await messages?.close().catch(() => undefined);
+        messages = undefined;
+        await pause(delay);
+      }
+    }
+    health.following = false;
+  })().catch((error) => log.error({ err: error }, "search replica supervisor failed")); // not reached: every failure is caught above
 
   return {
     async caughtUp(timeoutMs = 60_000) {
@@ -125,10 +272,12 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
         waiters.push({ seq: target, resolve: () => (clearTimeout(t), resolve()) });
       });
     },
+    health: () => ({ ...health }),
     async stop() {
-      await messages.close();
-      await loop;
-      flush();
+      stopping = true;
+      wakeFromBackoff?.();
+      await messages?.close().catch(() => undefined);
+      await supervised;
       if (bulk) await backend.bulkLoad?.(false);
     },
   };

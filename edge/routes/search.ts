@@ -5,8 +5,8 @@
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { Problem, notFound, subjects, type Bus } from "../../subjects/index.ts";
-import { CursorQueryRequest, CursorQueryResponse, PutRecordsBody, PutRecordsResponse, QueryRequest, QueryResponse, StoredRecord, VersionInfo, checkRecordDepth } from "../../subjects/search.ts";
+import { Problem, notFound, subjects, unavailable, type Bus } from "../../subjects/index.ts";
+import { CursorQueryRequest, CursorQueryResponse, PutRecordsBody, PutRecordsResponse, QueryRequest, QueryResponse, StoredRecord, VersionInfo, checkRecordDepth, type SearchHealth } from "../../subjects/search.ts";
 import { forward } from "../forward.ts";
 import type { AuthPlugin } from "../plugins/auth.ts";
 import { requestMeta } from "../request-state.ts";
@@ -22,9 +22,11 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   const info = async ({ set, request }: { set: { status?: number | string; headers: Record<string, string | number> }; request: Request }) =>
     forward<VersionInfo>(set, await bus.request(search.info(), undefined, requestMeta(request)));
   const alive = () => "Search Service is alive";
-  // Ready when a search actor answers (no responders → 503, as every other route would meet).
+  // Ready when a search actor answers (no responders → 503, as every other route would meet) and its
+  // replica follows the RECORDS stream: one restarting its consumer answers from a frozen index.
   const ready = async ({ request }: { request: Request }) => {
-    await bus.request(search.info(), undefined, requestMeta(request));
+    const { body } = await bus.request<SearchHealth>(search.health(), undefined, requestMeta(request));
+    if (!body.following) throw unavailable(`the search index is not following the record stream (restarting; results are as of stream sequence ${body.appliedSeq})`, 5);
     return "Search Service is ready";
   };
   const health = { 200: t.String(), 503: Problem, 504: Problem };
@@ -33,7 +35,7 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     .get("/api/search/v2/info", info, { detail: { tags: SEARCH, summary: "Build and source-control information of this search service (public)" }, response: { 200: VersionInfo, 503: Problem } })
     .get("/api/search/v2/info/", info, { detail: { hide: true } })
     .get("/api/search/v2/liveness_check", alive, { detail: { tags: SEARCH, summary: "OSDU liveness check (public) → 200 \"Search Service is alive\"" }, response: { 200: t.String() } })
-    .get("/api/search/v2/readiness_check", ready, { detail: { tags: SEARCH, summary: "OSDU readiness check (public) → 200 \"Search Service is ready\" once a search actor answers, else 503" }, response: health })
+    .get("/api/search/v2/readiness_check", ready, { detail: { tags: SEARCH, summary: "OSDU readiness check (public) → 200 \"Search Service is ready\" once a search actor answers and its index follows the record stream, else 503" }, response: health })
     // The paths OSDU's HealthCheckApi maps (under /health) answer the same.
     .get("/api/search/v2/health/liveness_check", alive, { detail: { hide: true } })
     .get("/api/search/v2/health/readiness_check", ready, { detail: { hide: true } })

@@ -1,8 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import type { DerrickError } from "../../subjects/index.ts";
-import { RECORD_MAX_DEPTH } from "../../subjects/search.ts";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { subjects, type DerrickError } from "../../subjects/index.ts";
+import { RECORD_MAX_DEPTH, recordKey, type SearchStatus } from "../../subjects/search.ts";
 import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
+import type { RecordChange, SearchBackend } from "../../actors/search/backend.ts";
+import { followRecords, type Replica } from "../../actors/search/replica.ts";
+import { SqliteBackend } from "../../actors/search/sqlite.ts";
+import { parseQuery } from "../../actors/search/query/parser.ts";
+import { pino } from "pino";
 import { createLogger } from "../../platform/logger.ts";
 import { NORTH_ACL, WELL, api, searchOk, startSearchDerrick, tokenOf } from "./helpers.ts";
 
@@ -22,7 +29,7 @@ async function putRaw(derrick: TestDerrick, body: string): Promise<{ status: num
   return { status: res.status, problem: (await res.json()) as { errors?: Array<{ pointer: string; message: string }>; detail?: string } };
 }
 
-describe("search records too deep to index", () => {
+describe("search records that cannot be indexed", () => {
   let nats: TestNats;
   let derrick: TestDerrick;
   beforeAll(async () => {
@@ -33,6 +40,8 @@ describe("search records too deep to index", () => {
     await derrick?.cleanup();
     await nats?.cleanup();
   });
+
+  const status = async () => (await derrick.bus.request<SearchStatus>(subjects.search.status(), undefined)).body;
 
   it("storage - a record nested deeper than 64 levels is refused with 400 naming the field, and nothing of the request is stored", async () => {
     expect(RECORD_MAX_DEPTH).toBe(64);
@@ -64,5 +73,121 @@ describe("search records too deep to index", () => {
     const body = JSON.parse(`[${deepRecordJson("opendes:well:deep-nats", 100)}]`) as unknown;
     const attempt = putRecordsHandler({ body }, ctx, { records: untouched });
     await expect(attempt).rejects.toMatchObject({ status: 400, errors: [{ pointer: `/body/0/data/x${"/0".repeat(arraysForDepth(65) - 1)}`, message: expect.stringContaining("more than 64 levels deep") }] } satisfies Partial<DerrickError>);
+  });
+
+  it("replica - a message it cannot index is skipped with a warning and counted, and records published after it are searchable", async () => {
+    const js = jetstream(derrick.nc);
+    const before = await status();
+    const publish = (id: string, raw: string) => js.publish(subjects.records("opendes", recordKey(id)), raw);
+    // A non-string ACL entry (a TypeError in the indexer before), 30,000 nested arrays (a stack
+    // overflow before), and a body that is not JSON: each stopped every replica for good, or was skipped.
+    await publish("opendes:well:poison-acl", JSON.stringify({ id: "opendes:well:poison-acl", kind: WELL, acl: { viewers: [1], owners: ["data.north.owners"] }, data: { Name: "Poison" } }));
+    await publish("opendes:well:poison-deep", deepRecordJson("opendes:well:poison-deep", 30_000));
+    await publish("opendes:well:poison-json", "{not json");
+    const last = await publish("opendes:well:after-poison", JSON.stringify({ id: "opendes:well:after-poison", kind: WELL, acl: NORTH_ACL, data: { Name: "Survivor" } }));
+    await eventually(async () => (await searchOk(derrick, { query: "survivor" })).totalCount === 1, { what: "the record after the poison messages indexed" });
+    const after = await status();
+    expect(after).toMatchObject({ following: true, restarts: 0, appliedSeq: last.seq });
+    expect(after.skipped - before.skipped).toBe(3);
+    expect(after.lastSkipped).toEqual({ subject: subjects.records("opendes", recordKey("opendes:well:poison-json")), seq: last.seq - 1, reason: "not JSON" });
+    // Still following: a record put through storage afterwards is searchable too.
+    const later = await putRaw(derrick, `[{"id":"opendes:well:later","kind":"${WELL}","acl":${JSON.stringify(NORTH_ACL)},"data":{"Name":"Latecomer"}}]`);
+    expect(later.status).toBe(201);
+    await eventually(async () => (await searchOk(derrick, { query: "latecomer" })).totalCount === 1, { what: "a later record indexed" });
+  });
+});
+
+describe("search replica failures", () => {
+  let nats: TestNats;
+  let nc: NatsConnection;
+  let edge: TestDerrick;
+  let real: SqliteBackend;
+  let replica: Replica;
+  /** Decides whether the next apply fails, and how. */
+  let fault: (changes: RecordChange[]) => Error | undefined = () => undefined;
+  /** What the replica logged at warn and above. */
+  const logged: Array<Record<string, unknown>> = [];
+  const sqliteError = (code: string, message: string) => Object.assign(new Error(message), { name: "SQLiteError", code });
+
+  beforeAll(async () => {
+    nats = await startTestNats();
+    nc = await connect({ servers: nats.url });
+    real = new SqliteBackend({ file: ":memory:" });
+    const backend: SearchBackend = {
+      engine: real.engine,
+      apply: (changes, seq) => {
+        const error = fault(changes);
+        if (error) throw error;
+        real.apply(changes, seq);
+      },
+      appliedSeq: () => real.appliedSeq(),
+      streamIdentity: () => real.streamIdentity(),
+      reset: (identity) => real.reset(identity),
+      bulkLoad: (on) => real.bulkLoad(on),
+      search: (request) => real.search(request),
+      recordCount: () => real.recordCount(),
+      close: () => real.close(),
+    };
+    const log = pino({ level: "warn" }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+    replica = await followRecords(nc, backend, log, { backoff: { firstMs: 20, maxMs: 200 } });
+    // An edge without a search actor; this replica answers its health subject, as a search actor would.
+    edge = await startDerrick(nats, { actors: ["identity"] });
+    nc.subscribe(subjects.search.health(), { callback: (_, msg) => void msg.respond(JSON.stringify({ ...replica.health(), appliedSeq: real.appliedSeq() })) });
+    await nc.flush();
+  }, 60_000);
+  afterAll(async () => {
+    await edge?.cleanup();
+    await replica?.stop();
+    real?.close();
+    await nc?.close();
+    await nats?.cleanup();
+  });
+
+  const js = () => jetstream(nc);
+  const publish = (id: string, name: string) => js().publish(subjects.records("opendes", recordKey(id)), JSON.stringify({ id, kind: WELL, acl: NORTH_ACL, data: { Name: name } }));
+  const found = (word: string) =>
+    real.search({ partition: "opendes", kinds: ["*:*:*:*"], query: parseQuery(word), access: { all: true }, sort: [], offset: 0, limit: 10, trackTotalCount: true }).total;
+  const readiness = async () => (await fetch(`${edge.url}/api/search/v2/readiness_check`)).status;
+
+  it("replica - a follow loop that fails restarts after the last applied sequence with backoff, and is not ready meanwhile", async () => {
+    expect(await readiness()).toBe(200);
+    const appliedBefore = real.appliedSeq();
+    const skippedBefore = replica.health().skipped;
+    // The index file cannot be written (disk full, I/O error): nothing may be skipped, the replica retries.
+    let failures = 0;
+    fault = (changes) => (changes.length > 0 ? (failures++, sqliteError("SQLITE_IOERR_WRITE", "disk I/O error")) : undefined);
+    const first = await publish("opendes:well:during-outage", "Outage");
+    await eventually(() => replica.health().restarts >= 2, { what: "restarts" });
+    expect(replica.health().lastError).toContain("disk I/O error");
+    expect(real.appliedSeq()).toBe(appliedBefore);
+    await eventually(async () => (await readiness()) === 503, { what: "readiness 503 while not following" });
+    // The file is writable again: the message that failed is applied, then what came after.
+    fault = () => undefined;
+    const second = await publish("opendes:well:after-outage", "Recovered");
+    await eventually(() => real.appliedSeq() >= second.seq, { what: "caught up after the failure" });
+    expect(first.seq).toBeGreaterThan(appliedBefore);
+    expect(found("outage")).toBe(1);
+    expect(found("recovered")).toBe(1);
+    expect(failures).toBeGreaterThanOrEqual(2);
+    expect(replica.health()).toMatchObject({ following: true, skipped: skippedBefore });
+    expect(logged).toContainEqual(expect.objectContaining({ level: 50, appliedSeq: appliedBefore, msg: expect.stringContaining("restarting after the last applied sequence") }));
+    await eventually(async () => (await readiness()) === 200, { what: "ready again" });
+  });
+
+  it("replica - a record the index refuses on its own account is skipped; the rest of its batch is applied", async () => {
+    const { restarts, skipped } = replica.health();
+    // Held back (the file is busy) so that both messages come in one batch once it is free again.
+    fault = (changes) => (changes.length > 0 ? sqliteError("SQLITE_BUSY", "database is locked") : undefined);
+    const refused = await publish("opendes:well:refused", "Refused");
+    const last = await publish("opendes:well:accepted", "Accepted");
+    await eventually(() => replica.health().restarts > restarts, { what: "held back" });
+    fault = (changes) => (changes.some((c) => c.op === "upsert" && c.doc.id === "opendes:well:refused") ? sqliteError("SQLITE_CONSTRAINT_CHECK", "CHECK constraint failed") : undefined);
+    await eventually(() => real.appliedSeq() >= last.seq, { what: "both applied" });
+    fault = () => undefined;
+    expect(found("accepted")).toBe(1);
+    expect(found("refused")).toBe(0);
+    const subject = subjects.records("opendes", recordKey("opendes:well:refused"));
+    expect(replica.health()).toMatchObject({ following: true, skipped: skipped + 1, lastSkipped: { subject, seq: refused.seq, reason: expect.stringContaining("CHECK constraint failed") } });
+    expect(logged).toContainEqual(expect.objectContaining({ level: 40, subject, seq: refused.seq, reason: expect.stringContaining("CHECK constraint failed") }));
   });
 });
