@@ -343,8 +343,16 @@ export type Delivery = {
   hold(ms: number): Promise<void>;
 };
 
-/** What the wiring does with the message once the runner returns. */
-export type Outcome = "completed" | "failed" | "skipped";
+/**
+ * What the wiring does with the message once the runner returns: `completed`, `failed` and
+ * `skipped` (the task was already terminal, or is gone) are acked. `superseded` is left alone: a
+ * newer run of the task started (a redelivery after this run's ack wait), and that run's delivery
+ * is the same stream message. JetStream settles a message by its stream sequence, not by delivery:
+ * an ack from this run would delete the message from the work queue under the newer run (if that
+ * run's worker then died, nothing would redeliver it and the task would stay `running`), and a nak
+ * would hand it out again at once, overtaking the newer run in turn.
+ */
+export type Outcome = "completed" | "failed" | "skipped" | "superseded";
 
 /** Compare-and-set a task transition, re-reading on a lost race; undefined when the task is already terminal. */
 async function transition(deps: WorkerDeps, partition: string, taskId: string, next: (task: TaskRecord) => TaskRecord | undefined): Promise<Versioned<TaskRecord> | undefined> {
@@ -372,10 +380,28 @@ export async function failTask(deps: WorkerDeps, message: TaskMessage, error: st
 }
 
 /**
+ * Ends a run by compare-and-set, only while it is still the task's newest run (`attempts` as it
+ * started it): an overtaken run neither completes nor fails the task, the newer run decides.
+ */
+async function finishRun(deps: WorkerDeps, message: TaskMessage, run: number, finished: (task: TaskRecord) => TaskRecord, outcome: Outcome): Promise<Outcome> {
+  let overtaken = false;
+  const done = await transition(deps, message.partition, message.taskId, (task) => {
+    overtaken = !terminal(task) && task.attempts !== run;
+    return terminal(task) || overtaken ? undefined : finished(task);
+  });
+  if (done) return outcome;
+  return overtaken ? "superseded" : "skipped";
+}
+
+const failRun = (deps: WorkerDeps, message: TaskMessage, run: number, error: string) =>
+  finishRun(deps, message, run, (task) => ({ ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error }), "failed");
+
+/**
  * Runs one task: queued → running → succeeded (content and parts stored, then the task) or failed.
  * Safe to run again after a crash at any point: the content is keyed by the task, the state
- * change is a compare-and-set, and a terminal task is never touched again. Infrastructure errors
- * are thrown for the wiring to retry.
+ * change is a compare-and-set, and a terminal task is never touched again. A run overtaken by a
+ * newer run of the task (it outlived its ack wait and the message went to another worker) changes
+ * nothing and returns `superseded`. Infrastructure errors are thrown for the wiring to retry.
  */
 export async function runContentTask(message: TaskMessage, deps: WorkerDeps, delivery: Delivery): Promise<Outcome> {
   const { partition, taskId } = message;
@@ -392,13 +418,13 @@ export async function runContentTask(message: TaskMessage, deps: WorkerDeps, del
   if (deps.delayMs > 0) await delivery.hold(deps.delayMs);
 
   const project = (await deps.projects.get(partition, task.projectId))?.value;
-  if (!project || project.incarnation !== task.projectIncarnation) return failTask(deps, message, `project ${task.projectId} was deleted after the request was accepted`);
-  if (!isMember(project, task.requestedBy)) return failTask(deps, message, `${task.requestedBy.clientId} is no longer a member of project ${task.projectId}`);
+  if (!project || project.incarnation !== task.projectIncarnation) return failRun(deps, message, task.attempts, `project ${task.projectId} was deleted after the request was accepted`);
+  if (!isMember(project, task.requestedBy)) return failRun(deps, message, task.attempts, `${task.requestedBy.clientId} is no longer a member of project ${task.projectId}`);
   let items;
   try {
     items = computeContent(project, deps.catalog[task.kind], task.kind, task.ids);
   } catch (error) {
-    return failTask(deps, message, (error as Error).message);
+    return failRun(deps, message, task.attempts, (error as Error).message);
   }
   delivery.working();
 
@@ -432,10 +458,8 @@ export async function runContentTask(message: TaskMessage, deps: WorkerDeps, del
   // A run that outlived its ack wait may have been overtaken by a redelivered one: only the newest
   // run of a task still going writes, so a finished task's result is not replaced.
   const current = (await deps.tasks.get(partition, taskId))?.value;
-  if (!current || terminal(current) || current.attempts !== task.attempts) return "skipped";
+  if (!current || terminal(current)) return "skipped";
+  if (current.attempts !== task.attempts) return "superseded";
   await deps.content.write(partition, content, parts);
-  await transition(deps, partition, taskId, (current) =>
-    terminal(current) ? undefined : { ...current, state: TaskState.succeeded, completedAt: completedAt.toISOString(), expiresAt },
-  );
-  return "completed";
+  return finishRun(deps, message, task.attempts, (current) => ({ ...current, state: TaskState.succeeded, completedAt: completedAt.toISOString(), expiresAt }), "completed");
 }

@@ -4,6 +4,8 @@
  * DERRICK_CONTENT_CONCURRENCY. A message is acked only after the task reached a terminal state in KV
  * (content stored first), so a worker killed mid-task leaves the message unacked and JetStream hands
  * it to another worker after the ack wait; the runner is idempotent, so it completes exactly once.
+ * A run overtaken by such a redelivery leaves the message alone (no ack, no nak): it belongs to the
+ * newer run.
  * The actor is also a NATS service (stats endpoint) so $SRV.PING and /readyz see it.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -94,7 +96,7 @@ function delivery(msg: JsMsg, ackWaitMs: number): Delivery {
 }
 
 /** Handles one message; never throws. */
-async function handleTask(msg: JsMsg, deps: WorkerDeps, ackWaitMs: number, stats: WorkerStats, log: Logger): Promise<void> {
+export async function handleTask(msg: JsMsg, deps: WorkerDeps, ackWaitMs: number, stats: WorkerStats, log: Logger): Promise<void> {
   let message: TaskMessage;
   try {
     message = check(TaskMessage, msg.json());
@@ -107,6 +109,12 @@ async function handleTask(msg: JsMsg, deps: WorkerDeps, ackWaitMs: number, stats
   if (d.attempt > 1) stats.redelivered++;
   try {
     const outcome = await runContentTask(message, deps, d);
+    if (outcome === "superseded") {
+      // Neither ack nor nak: both would act on the message the newer run holds (see Outcome). If
+      // that run's worker dies, JetStream redelivers after its ack wait.
+      log.info({ taskId: message.taskId, attempt: d.attempt }, "content run overtaken by a newer run of its task; message left to it");
+      return;
+    }
     if (outcome === "completed") stats.completed++;
     else if (outcome === "failed") stats.failed++;
     msg.ack();

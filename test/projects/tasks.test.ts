@@ -212,7 +212,7 @@ describe("content tasks", () => {
         expect(await tasks.update({ ...current.value, attempts: current.value.attempts + 1 }, current.revision)).toBe(true);
       },
     });
-    expect(outcome).toBe("skipped");
+    expect(outcome).toBe("superseded");
     expect(await stores.content.get(`opendes.c.${accepted.contentId}`)).toBeNull();
     expect((await task("p-overtaken", accepted.taskId)).state).toBe("running");
   });
