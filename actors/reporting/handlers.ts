@@ -61,8 +61,8 @@ export async function putEntity(input: EntityPutRequest, ctx: RequestContext, de
     (prev) => (collection === "licenses" ? mergeLicense(entity as License, prev?.entity as License | undefined) : entity),
     now,
   );
-  const changed = [entityKey(partition, collection, id), ...(await updateIndexes(deps, partition, collection, id, stored.entity, previous?.entity))];
-  await deps.store.invalidate(changed);
+  // Each write deletes the results cached from what it replaces before it lands (store.ts).
+  await updateIndexes(deps, partition, collection, id, stored.entity, previous?.entity);
   return reply(stored.entity, previous ? 200 : 201, etag(stored.version));
 }
 
@@ -87,9 +87,14 @@ export async function deleteEntity(input: EntityRef, ctx: RequestContext, deps: 
   const partition = requirePartition(ctx);
   const id = checkToken(input.id, "/params/id");
   const found = await deps.store.get<Record<string, unknown>>(partition, input.collection, id);
-  if (!found || !(await deps.store.delete(partition, input.collection, id))) throw notFound(`${input.collection}/${id} does not exist`);
-  const changed = [entityKey(partition, input.collection, id), ...(await updateIndexes(deps, partition, input.collection, id, undefined, found.entity))];
-  await deps.store.invalidate(changed);
+  if (!found || !(await deps.store.delete(partition, input.collection, id))) {
+    // Still invalidated (idempotent; one KV read when nothing is listed): an earlier version
+    // invalidated after the delete, and when it failed in between, the client's retry came here
+    // and left the deleted entity's results cached for good.
+    await deps.store.invalidate([entityKey(partition, input.collection, id)]);
+    throw notFound(`${input.collection}/${id} does not exist`);
+  }
+  await updateIndexes(deps, partition, input.collection, id, undefined, found.entity);
   return reply(undefined, 204);
 }
 

@@ -6,24 +6,41 @@
  *     `x.<partition>.byanalysis.<analysisId>`  → {ids}: full cycle analyses of a prospect analysis
  *   KV derrick_assessment_cache
  *     `r.<partition>.<aggregation>.<id>[.<params>]` → a computed aggregation (JSON)
- *     `d.<key of an input>`                          → {keys}: the results computed from that input
+ *     `d.<key of an input>`                          → Dependents: the results computed from that
+ *                                                      input, and the writes of it in progress
  *
  * Caching by input versions: a computation starts from a cache miss, which notes the result key's
  * revision (0, or the delete marker an invalidation left), and reads its inputs through a Tracker,
  * which records the KV revision of every key it read (0 for an absent one). The result is then
  * registered under each input's `d.` key, the input revisions are read again (any moved: the
  * result is dropped), and only then written, on the condition that the result key is still at the
- * revision the miss saw. Every write of an input (entity or index) deletes the results listed
- * under its `d.` key before the write is acknowledged. A writer that lands before the registration
- * is caught by the re-read; one that lands after it deletes the key, so either the conditional
- * write fails or the delete removes what it wrote — before that writer's client hears back. So no
- * read that starts after an acknowledged write is answered from older inputs, a repeated GET costs
- * one KV read, and an upsert invalidates exactly the results that read it.
+ * revision the miss saw.
+ *
+ * Every write of an input (entity or index) is a compare-and-set from the revision it read, and is
+ * bracketed in its `d.` key: first the write is announced there (with that revision) and every
+ * result listed is deleted, then the input is written, then the announcement is withdrawn. While an
+ * announcement stands, registration under the input is refused (the result is answered, not
+ * cached). A registration before the announcement is listed, so its result is deleted (or its
+ * conditional write fails on the delete marker); one after it was withdrawn re-reads the input's
+ * revision, sees the write, and drops its result. So no read that starts after an acknowledged
+ * write is answered from older inputs, a repeated GET costs one KV read, and an upsert invalidates
+ * exactly the results that read it.
+ *
+ * Why announce before writing, rather than invalidate after: a writer that failed (KV timeout,
+ * process killed) after its write and before invalidating left results from the old input cached
+ * with nothing to delete them; a DELETE retried by its client answered 404 and never invalidated
+ * (found in review). Here every result listed is gone before the input changes, and a writer that
+ * dies after its write leaves an announcement that can no longer matter: the write it names expects
+ * a revision the input has left, so it has landed or never will, and the next registration drops
+ * it. One that dies before its write leaves its announcement standing until the input is written
+ * again (its client's retry does that): the results that read the input are computed on every GET
+ * meanwhile, never served stale. All of it is compare-and-set on shared KV keys, so it holds across
+ * actor processes; and nothing is added to a hit, which stays one KV read.
  * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key.
  */
-import type { NatsConnection } from "@nats-io/nats-core";
+import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
-import { casPut, encodeJson, isLive, isWrongRevision, readKv } from "../runtime/kv.ts";
+import { encodeJson, isLive, isWrongRevision, readKv } from "../runtime/kv.ts";
 import type { Collection } from "../../subjects/reporting.ts";
 
 export const BUCKETS = { entities: "derrick_assessments", cache: "derrick_assessment_cache" } as const;
@@ -39,6 +56,47 @@ export const entityKey = (partition: string, collection: Collection, id: string)
 export const indexKey = (partition: string, kind: IndexKind, id: string) => `x.${partition}.${kind}.${id}`;
 export const resultKey = (partition: string, aggregation: string, id: string, params?: string) => `r.${partition}.${aggregation}.${id}${params ? `.${params}` : ""}`;
 const dependentsKey = (inputKey: string) => `d.${inputKey}`;
+
+/** `d.<input key>`: the results computed from an input, and the writes of the input in progress. */
+type Dependents = { keys: string[]; writing?: Writing[] };
+/** An announced write of an input: its compare-and-set expects the input at `revision`. */
+type Writing = { id: string; revision: number };
+type Read<T> = { value: T; revision: number; live: boolean };
+
+/**
+ * A short random pause after losing a compare-and-set on a `d.` key, growing with the attempt: every
+ * write of an input goes through its `d.` key twice, so concurrent writers of one entity would
+ * otherwise keep colliding there until they ran out of attempts.
+ */
+const afterLostRace = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** attempt, 50)));
+
+/** A write announced from a revision the input has left has landed or never will. */
+const stillPending = (writing: readonly Writing[], inputRevision: number) => writing.filter((w) => w.revision >= inputRevision);
+
+/**
+ * Compare-and-set from exactly `revision` (0: no message under the key). Not KV `create`, which also
+ * replaces a delete marker newer than the one read.
+ */
+async function putAt(kv: KV, key: string, value: unknown, revision: number): Promise<boolean> {
+  try {
+    await kv.put(key, encodeJson(value), { previousSeq: revision });
+    return true;
+  } catch (error) {
+    if (isWrongRevision(error)) return false;
+    throw error;
+  }
+}
+
+/** Deletes a live key if it is still at `revision`. */
+async function deleteAt(kv: KV, key: string, revision: number): Promise<boolean> {
+  try {
+    await kv.delete(key, { previousSeq: revision });
+    return true;
+  } catch (error) {
+    if (isWrongRevision(error)) return false;
+    throw error;
+  }
+}
 
 export type Stores = { entities: KV; cache: KV };
 
@@ -72,19 +130,102 @@ export function assessmentStore(stores: Stores) {
     return { value: isLive(entry) ? entry.json<unknown>() : undefined, revision: entry?.revision ?? 0 };
   }
 
+  const inputRevision = async (inputKey: string) => (await entities.get(inputKey))?.revision ?? 0;
 
-  /** Deletes every result computed from these inputs. */
+  async function readDependents(inputKey: string): Promise<Read<Dependents>> {
+    const entry = await cache.get(dependentsKey(inputKey));
+    const live = isLive(entry);
+    return { value: live ? entry.json<Dependents>() : { keys: [] }, revision: entry?.revision ?? 0, live };
+  }
+
+  /** Replaces what `read` saw; false when the key changed since. An empty record is deleted. */
+  function saveDependents(inputKey: string, value: Dependents, read: Read<Dependents>): Promise<boolean> {
+    if (value.keys.length === 0 && !value.writing?.length) return read.live ? deleteAt(cache, dependentsKey(inputKey), read.revision) : Promise.resolve(true);
+    return putAt(cache, dependentsKey(inputKey), value, read.revision);
+  }
+
+  /** Announces a write of the input from `revision` and deletes every result listed under it. */
+  async function announceWrite(inputKey: string, revision: number): Promise<string> {
+    const id = nuid.next();
+    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+      const read = await readDependents(inputKey);
+      const writing = [...stillPending(read.value.writing ?? [], revision), { id, revision }];
+      if (!(await saveDependents(inputKey, { keys: read.value.keys, writing }, read))) {
+        await afterLostRace(attempt);
+        continue;
+      }
+      // Deleted while still listed: if this fails, the next write of the input deletes them.
+      await Promise.all(read.value.keys.map((key) => cache.delete(key)));
+      return id;
+    }
+    throw new Error(`could not announce a write of ${inputKey}: too many concurrent writers`);
+  }
+
+  /**
+   * Withdraws an announcement after the write. Nothing was registered while it stood, so what is
+   * listed is what the announcement deleted. If it is gone already, a reader dropped it (the input
+   * had moved past it) and may have registered since: the list is left as it is.
+   */
+  async function withdrawWrite(inputKey: string, id: string): Promise<void> {
+    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+      const read = await readDependents(inputKey);
+      const writing = read.value.writing ?? [];
+      if (!writing.some((w) => w.id === id)) return;
+      const rest = writing.filter((w) => w.id !== id);
+      if (await saveDependents(inputKey, { keys: [], ...(rest.length ? { writing: rest } : {}) }, read)) return;
+      await afterLostRace(attempt);
+    }
+  }
+
+  /**
+   * Writes an input so that, once this returns, no result computed from its older value is served:
+   * announced (and its dependents deleted) first, written by `write` (a compare-and-set from
+   * `revision`), withdrawn last. Returns what `write` returned.
+   */
+  async function writeInput(inputKey: string, revision: number, write: () => Promise<boolean>): Promise<boolean> {
+    const id = await announceWrite(inputKey, revision);
+    const written = await write();
+    // Housekeeping only, so its failure is not the write's: the write expected `revision`, which the
+    // input has now left (by this write or another), so the next registration drops the
+    // announcement itself. A write that threw leaves it standing (it may still land).
+    await withdrawWrite(inputKey, id).catch(() => undefined);
+    return written;
+  }
+
+  /**
+   * Deletes every result listed under these inputs and drops announcements of writes that can no
+   * longer land. Writes do this themselves before they write; this is for repairs (a DELETE that
+   * finds the entity gone, results left by an older version).
+   */
   async function invalidate(inputKeys: readonly string[]): Promise<void> {
     await Promise.all(
       inputKeys.map(async (inputKey) => {
-        const entry = await cache.get(dependentsKey(inputKey));
-        if (!isLive(entry)) return;
-        const { keys } = entry.json<{ keys: string[] }>();
-        await Promise.all(keys.map((key) => cache.delete(key)));
-        // Forget them only if nobody registered meanwhile (a newer result must stay findable).
-        await cache.delete(dependentsKey(inputKey), { previousSeq: entry.revision }).catch(() => undefined);
+        const read = await readDependents(inputKey);
+        if (!read.live) return;
+        await Promise.all(read.value.keys.map((key) => cache.delete(key)));
+        let writing = read.value.writing ?? [];
+        if (writing.length) writing = stillPending(writing, await inputRevision(inputKey));
+        // Forgotten only if nobody registered meanwhile (a newer result must stay findable).
+        await saveDependents(inputKey, { keys: [], ...(writing.length ? { writing } : {}) }, read);
       }),
     );
+  }
+
+  /**
+   * Lists `member` under an input. False while a write of the input is announced that may still
+   * land: the caller then does not cache its result.
+   */
+  async function register(inputKey: string, member: string): Promise<boolean> {
+    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+      const read = await readDependents(inputKey);
+      if (read.value.writing?.length && stillPending(read.value.writing, await inputRevision(inputKey)).length) return false;
+      if (!read.value.writing?.length && read.value.keys.includes(member)) return true;
+      // Announcements left behind (their writes landed or never will) are dropped with this write.
+      const keys = read.value.keys.filter((key) => key !== member);
+      if (await saveDependents(inputKey, { keys: [...keys, member] }, read)) return true;
+      await afterLostRace(attempt);
+    }
+    throw new Error(`could not register ${member} under ${inputKey}: too many concurrent writers`);
   }
 
   return {
@@ -104,7 +245,7 @@ export function assessmentStore(stores: Stores) {
         const { value, revision } = await readEntry(key);
         const previous = value as Envelope<T> | undefined;
         const stored: Envelope<T> = { entity: build(previous), version: (previous?.version ?? 0) + 1, createdAt: previous?.createdAt ?? now, updatedAt: now };
-        if (await casPut(entities, key, stored, revision, previous !== undefined)) return { stored, ...(previous ? { previous } : {}) };
+        if (await writeInput(key, revision, () => putAt(entities, key, stored, revision))) return { stored, ...(previous ? { previous } : {}) };
       }
       throw new Error(`could not write ${key}: too many concurrent writers`);
     },
@@ -124,10 +265,12 @@ export function assessmentStore(stores: Stores) {
 
     async delete(partition: string, collection: Collection, id: string): Promise<boolean> {
       const key = entityKey(partition, collection, id);
-      const { value } = await readEntry(key);
-      if (value === undefined) return false;
-      await entities.delete(key);
-      return true;
+      for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+        const { value, revision } = await readEntry(key);
+        if (value === undefined) return false;
+        if (await writeInput(key, revision, () => deleteAt(entities, key, revision))) return true;
+      }
+      throw new Error(`could not delete ${key}: too many concurrent writers`);
     },
 
     /** Adds or removes an id in an index; returns the index key when it changed. */
@@ -139,7 +282,7 @@ export function assessmentStore(stores: Stores) {
         if (ids.has(member) === present) return undefined;
         if (present) ids.add(member);
         else ids.delete(member);
-        if (await casPut(entities, key, { ids: [...ids].sort() }, revision, value !== undefined)) return key;
+        if (await writeInput(key, revision, () => putAt(entities, key, { ids: [...ids].sort() }, revision))) return key;
       }
       throw new Error(`could not update ${key}: too many concurrent writers`);
     },
@@ -157,31 +300,17 @@ export function assessmentStore(stores: Stores) {
 
     /**
      * Stores a result computed from the tracked inputs after a miss at `missRevision`, unless an
-     * input changed or the result key was touched (invalidated, or stored by another reader) since.
+     * input changed, a write of one is under way, or the result key was touched (invalidated, or
+     * stored by another reader) since.
      */
     async remember(key: string, result: unknown, tracker: Tracker, missRevision: number): Promise<boolean> {
-      await Promise.all([...tracker.revisions.keys()].map((inputKey) => register(cache, dependentsKey(inputKey), key)));
-      const now = await Promise.all([...tracker.revisions].map(async ([inputKey, revision]) => ((await entities.get(inputKey))?.revision ?? 0) === revision));
+      const registered = await Promise.all([...tracker.revisions.keys()].map((inputKey) => register(inputKey, key)));
+      if (!registered.every(Boolean)) return false;
+      const now = await Promise.all([...tracker.revisions].map(async ([inputKey, revision]) => (await inputRevision(inputKey)) === revision));
       if (!now.every(Boolean)) return false;
-      try {
-        // Expected last revision 0 = no message at all under the key (nats.js' `create` would also
-        // overwrite a delete marker, which is exactly the invalidation this must not overwrite).
-        await cache.put(key, encodeJson(result), { previousSeq: missRevision });
-        return true;
-      } catch (error) {
-        if (isWrongRevision(error)) return false;
-        throw error;
-      }
+      // Expected last revision 0 = no message at all under the key (nats.js' `create` would also
+      // overwrite a delete marker, which is exactly the invalidation this must not overwrite).
+      return putAt(cache, key, result, missRevision);
     },
   };
-
-  async function register(kv: KV, key: string, member: string): Promise<void> {
-    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-      const entry = await kv.get(key);
-      const keys = isLive(entry) ? entry.json<{ keys: string[] }>().keys : [];
-      if (keys.includes(member)) return;
-      if (await casPut(kv, key, { keys: [...keys, member] }, entry?.revision ?? 0, !!entry)) return;
-    }
-    throw new Error(`could not register ${member} under ${key}: too many concurrent writers`);
-  }
 }
