@@ -24,6 +24,7 @@ import {
   type Simulation,
 } from "../../subjects/reporting.ts";
 import { requireGroup, requirePartition, requirePrincipal, type RequestContext } from "../runtime/context.ts";
+import { encodeJson } from "../runtime/kv.ts";
 import { fullCycle, licenseAggregation, prospectAggregation, prospectDetails, prospectModel, scenarioAggregation, simulateProspect, type LinkedAnalysis, type ProspectModel } from "./aggregate.ts";
 import { entityKey, indexKey, resultKey, type AssessmentStore, type Envelope, type Tracker } from "./store.ts";
 import { checkMergedLicense, validateEntity } from "./validate.ts";
@@ -178,14 +179,33 @@ function requireComparableVolumes(model: ProspectModel): void {
   if (problems.length) throw conflict(`prospect analysis ${model.pa.prospectAnalysisId} cannot be aggregated: ${problems[0]!.message}`, { errors: problems });
 }
 
-/** A cached result, or the computation's result stored for next time (keyed by its inputs' revisions). */
-async function cachedOrComputed(deps: ReportingDeps, key: string, compute: (tracker: Tracker) => Promise<unknown>): Promise<Reply<unknown>> {
+/**
+ * A cached result, or the computation's result stored for next time (keyed by its inputs'
+ * revisions). `echo`: request fields answered as given, added to the reply after the cache so they
+ * are not part of its key.
+ */
+async function cachedOrComputed(deps: ReportingDeps, key: string, compute: (tracker: Tracker) => Promise<unknown>, echo?: Record<string, string>): Promise<Reply<unknown>> {
   const cached = await deps.store.cached(key);
-  if (cached.value !== undefined) return reply(new EncodedJson(cached.value), 200, { [CACHE_HEADER]: "hit" });
+  if (cached.value !== undefined) return reply(new EncodedJson(withFields(cached.value, echo)), 200, { [CACHE_HEADER]: "hit" });
   const tracker = deps.store.tracker();
   const result = await compute(tracker);
   await deps.store.remember(key, result, tracker, cached.revision);
-  return reply(result, 200, { [CACHE_HEADER]: "miss" });
+  return reply(echo ? new EncodedJson(withFields(encodeJson(result), echo)) : result, 200, { [CACHE_HEADER]: "miss" });
+}
+
+/**
+ * A JSON object's bytes with fields put in front, without parsing it (`{"a":1}` and `{b: "x"}` →
+ * `{"b":"x","a":1}`): a hit stays free of JSON work, and hit and miss stay byte-identical.
+ */
+function withFields(object: Uint8Array, fields: Record<string, string> | undefined): Uint8Array {
+  if (!fields) return object;
+  const head = encodeJson(fields);
+  const empty = object.length <= 2;
+  const out = new Uint8Array(head.length - 1 + (empty ? 1 : object.length));
+  out.set(head.subarray(0, head.length - 1));
+  out[head.length - 1] = empty ? 0x7d : 0x2c; // "}" or ","
+  if (!empty) out.set(object.subarray(1), head.length);
+  return out;
 }
 
 function callerPartition(ctx: RequestContext): string {
@@ -249,8 +269,13 @@ async function linkedAnalysis(tracker: Tracker, partition: string, paId: string)
 export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx: RequestContext, deps: ReportingDeps) {
   const partition = callerPartition(ctx);
   const body = check(FullCycleAggregationBody, input.body);
-  const levels = body.levels ?? LEVELS;
-  const params = createHash("sha1").update(JSON.stringify([levels, body.companyId ?? null, body.currency ?? null])).digest("hex").slice(0, 16);
+  // The key holds only what the result depends on: the levels as a set (answered in LEVELS order)
+  // and the company. The currency is only echoed, so it is added after the cache: keyed by it (and
+  // by the order of levels), any caller could fill the cache and the inputs' dependents lists
+  // without end, one cold computation per currency code.
+  const levels = LEVELS.filter((level) => !body.levels || body.levels.includes(level));
+  const params = createHash("sha1").update(JSON.stringify([levels, body.companyId ?? null])).digest("hex").slice(0, 16);
+  const echo = body.currency ? { currency: body.currency } : undefined;
   return cachedOrComputed(deps, resultKey(partition, "fullcycle", body.prospectAnalysisId, params), async (tracker) => {
     const { model } = await loadModel(tracker, partition, body.prospectAnalysisId, "/body/prospectAnalysisId");
     requireComparableVolumes(model);
@@ -268,12 +293,11 @@ export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx
     return {
       prospectAnalysisId: body.prospectAnalysisId,
       ...(body.companyId ? { companyId: body.companyId, workingInterest } : {}),
-      ...(body.currency ? { currency: body.currency } : {}),
       levels,
       pg: model.chance.pgAtLeastOne,
       fullCycleAnalyses: analyses.sort((a, b) => a.entity.fullCycleAnalysisId.localeCompare(b.entity.fullCycleAnalysisId)).map((a) => fullCycle({ fc: a.entity, version: a.version }, model, sim, levels, workingInterest)),
     };
-  });
+  }, echo);
 }
 
 /** The company's working interest: the prospect analysis's entitlement, else its share in the latest version of a linked license. */

@@ -46,6 +46,14 @@ import type { Collection } from "../../subjects/reporting.ts";
 export const BUCKETS = { entities: "derrick_assessments", cache: "derrick_assessment_cache" } as const;
 /** Earlier revisions of each entity kept by the bucket (KV history, at most 64). */
 export const ENTITY_HISTORY = 16;
+/**
+ * Results listed under one input at most. The list is one KV value rewritten whole on each
+ * registration: unbounded, it grew past the NATS payload limit (then every cold read of that input
+ * failed) and made each write of the input delete without end. Beyond the bound the oldest
+ * registrations are evicted and their results deleted. 1,000 keys of at most ~290 bytes (128-char
+ * partition and id) stay under 300 KB, well inside the default 1 MB payload.
+ */
+export const MAX_DEPENDENTS = 1_000;
 const CAS_ATTEMPTS = 20;
 
 
@@ -57,7 +65,10 @@ export const indexKey = (partition: string, kind: IndexKind, id: string) => `x.$
 export const resultKey = (partition: string, aggregation: string, id: string, params?: string) => `r.${partition}.${aggregation}.${id}${params ? `.${params}` : ""}`;
 const dependentsKey = (inputKey: string) => `d.${inputKey}`;
 
-/** `d.<input key>`: the results computed from an input, and the writes of the input in progress. */
+/**
+ * `d.<input key>`: the results computed from an input, oldest registration first (at most
+ * MAX_DEPENDENTS), and the writes of the input in progress.
+ */
 type Dependents = { keys: string[]; writing?: Writing[] };
 /** An announced write of an input: its compare-and-set expects the input at `revision`. */
 type Writing = { id: string; revision: number };
@@ -122,8 +133,14 @@ export class Tracker {
 
 export type AssessmentStore = ReturnType<typeof assessmentStore>;
 
-export function assessmentStore(stores: Stores) {
+export type StoreOptions = {
+  /** Results listed under one input at most (MAX_DEPENDENTS); smaller in tests. */
+  maxDependents?: number;
+};
+
+export function assessmentStore(stores: Stores, options: StoreOptions = {}) {
   const { entities, cache } = stores;
+  const maxDependents = options.maxDependents ?? MAX_DEPENDENTS;
 
   async function readEntry(key: string): Promise<{ value?: unknown; revision: number }> {
     const entry = await entities.get(key);
@@ -212,20 +229,28 @@ export function assessmentStore(stores: Stores) {
   }
 
   /**
-   * Lists `member` under an input. False while a write of the input is announced that may still
-   * land: the caller then does not cache its result.
+   * Lists `member` under an input, as its newest registration. False while a write of the input is
+   * announced that may still land, or when other registrations keep winning the race: the caller
+   * then does not cache its result.
+   *
+   * Written even when the member is listed already: whoever replaces the list in between (an
+   * eviction, an invalidation) then loses its compare-and-set and reads again, instead of dropping
+   * a member whose result is about to be stored — which would leave it cached but unlisted, beyond
+   * the reach of the input's next write.
    */
   async function register(inputKey: string, member: string): Promise<boolean> {
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
       const read = await readDependents(inputKey);
       if (read.value.writing?.length && stillPending(read.value.writing, await inputRevision(inputKey)).length) return false;
-      if (!read.value.writing?.length && read.value.keys.includes(member)) return true;
       // Announcements left behind (their writes landed or never will) are dropped with this write.
       const keys = read.value.keys.filter((key) => key !== member);
+      const evicted = keys.splice(0, Math.max(0, keys.length + 1 - maxDependents));
+      // Deleted while still listed: if the list write then fails, nothing is cached unlisted.
+      await Promise.all(evicted.map((key) => cache.delete(key)));
       if (await saveDependents(inputKey, { keys: [...keys, member] }, read)) return true;
       await afterLostRace(attempt);
     }
-    throw new Error(`could not register ${member} under ${inputKey}: too many concurrent writers`);
+    return false;
   }
 
   return {

@@ -202,6 +202,28 @@ describe("reporting aggregations", () => {
     expect((await fullCycle({ prospectAnalysisId: "pa-alpha-oil", extra: 1 })).status).toBe(400);
   });
 
+  it("caching - a full cycle result is cached once for the levels in any order and any currency; the currency is echoed", async () => {
+    const ask = (levels: string[], currency?: string) => fullCycle({ prospectAnalysisId: "pa-alpha-oil", levels, companyId: "c-fjord", ...(currency ? { currency } : {}) });
+    const first = await ask(["workingInterest", "project"], "USD");
+    expect(first.status).toBe(200);
+    const firstText = await first.text();
+    expect(JSON.parse(firstText)).toMatchObject({ currency: "USD", levels: ["project", "workingInterest"] });
+    // Another order, another currency: the same cached result, its own currency echoed, nothing else changed.
+    const other = await ask(["project", "workingInterest"], "NOK");
+    expect(other.headers.get("x-derrick-cache")).toBe("hit");
+    expect(await other.text()).toBe(firstText.replace('"currency":"USD"', '"currency":"NOK"'));
+    const without = await ask(["workingInterest", "project"]);
+    expect(without.headers.get("x-derrick-cache")).toBe("hit");
+    expect(await without.text()).toBe(firstText.replace('"currency":"USD",', ""));
+    // Recomputed after an invalidation, the miss is byte-identical to the next hit.
+    await put(derrick, "fullcycleanalyses", "fc-alpha-mean", demoBody("fc-alpha-mean"));
+    const recomputed = await ask(["project", "workingInterest"], "NOK");
+    expect(recomputed.headers.get("x-derrick-cache")).toBe("miss");
+    const hit = await ask(["workingInterest", "project"], "NOK");
+    expect(hit.headers.get("x-derrick-cache")).toBe("hit");
+    expect(await hit.text()).toBe(await recomputed.text());
+  });
+
   it("full cycle - break-even price: a copy of the analysis at that flat oil price has NPV 0 at that level", async () => {
     const [demo] = (await json(await fullCycle({ prospectAnalysisId: "pa-alpha-oil" }))).fullCycleAnalyses;
     const breakeven = demo.indicators.contractor.breakevenPrice as number;

@@ -2,16 +2,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { startTestNats, type TestNats } from "../harness/index.ts";
-import { assessmentStore, entityKey, openStores, resultKey, type AssessmentStore } from "../../actors/reporting/store.ts";
+import { MAX_DEPENDENTS, assessmentStore, entityKey, openStores, resultKey, type AssessmentStore, type Stores } from "../../actors/reporting/store.ts";
 
 describe("reporting store", () => {
   let nats: TestNats;
   let nc: NatsConnection;
+  let stores: Stores;
   let store: AssessmentStore;
   beforeAll(async () => {
     nats = await startTestNats();
     nc = await connect({ servers: nats.url });
-    store = assessmentStore(await openStores(nc));
+    stores = await openStores(nc);
+    store = assessmentStore(stores);
   });
   afterAll(async () => {
     await nc?.close();
@@ -82,6 +84,37 @@ describe("reporting store", () => {
     expect(await store.remember(key, { from: "a" }, a, missAfter)).toBe(true);
     expect(await store.remember(key, { from: "b" }, b, missAfter)).toBe(false);
     expect(JSON.parse(new TextDecoder().decode((await store.cached(key)).value))).toEqual({ from: "a" });
+  });
+
+  it("store - an input lists a bounded number of dependents: the oldest registrations are evicted and their results deleted", async () => {
+    const small = assessmentStore(stores, { maxDependents: 3 });
+    await small.put("p", "segmentanalyses", "popular", () => ({ name: "v1" }), now());
+    const input = entityKey("p", "segmentanalyses", "popular");
+    const key = (i: number) => resultKey("p", "prospect", `dependent-${i}`);
+    const computeAndRemember = async (i: number) => {
+      const tracker = small.tracker();
+      await tracker.get(input);
+      const miss = await small.cached(key(i));
+      return small.remember(key(i), { i }, tracker, miss.revision);
+    };
+    for (let i = 0; i < 5; i++) expect(await computeAndRemember(i)).toBe(true);
+    const cached = async () => {
+      const out: number[] = [];
+      for (let i = 0; i < 5; i++) if ((await small.cached(key(i))).value) out.push(i);
+      return out;
+    };
+    expect(await cached()).toEqual([2, 3, 4]);
+    const listed = async () => (await stores.cache.get(`d.${input}`))!.json<{ keys: string[] }>().keys;
+    expect(await listed()).toEqual([key(2), key(3), key(4)]);
+    // A result stored again counts as the newest registration: the next eviction takes another.
+    expect(await computeAndRemember(0)).toBe(true);
+    expect(await cached()).toEqual([0, 3, 4]);
+    // The next write of the input still reaches every result that stays cached.
+    await small.put("p", "segmentanalyses", "popular", () => ({ name: "v2" }), now());
+    expect(await cached()).toEqual([]);
+    // The default bound keeps the longest list inside the NATS payload limit (1 MB by default).
+    const longest = resultKey("x".repeat(128), "fullcycle", "x".repeat(128), "0".repeat(16));
+    expect(MAX_DEPENDENTS * (longest.length + 3)).toBeLessThan(nc.info!.max_payload);
   });
 
   it("store - versions count upserts, concurrent writers all land, and a delete then re-create starts at version 1", async () => {
