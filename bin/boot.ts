@@ -1,7 +1,8 @@
 /**
  * The composition root: connects to NATS and starts the edge and/or a set of actors in this process,
  * with a graceful stop in the right order (edge stops taking requests → actors drain what they hold →
- * the NATS connection drains). Used by the CLI and by the test harness.
+ * the NATS connection drains). Used by the CLI and by the test harness. listenForStop is what starts
+ * that stop in a serving process: a signal, or an error nobody caught.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { ActorName, Config } from "../config/index.ts";
@@ -12,6 +13,7 @@ import { startActors, type RunningActors } from "../actors/index.ts";
 import { createEdgeApp, listenEdge, type RunningEdge } from "../edge/app.ts";
 import { createMetrics } from "../edge/metrics.ts";
 import { watchStalls } from "../platform/stall-watch.ts";
+import { onUncaughtError } from "../platform/uncaught.ts";
 
 export type BootOptions = {
   cfg: Config;
@@ -65,5 +67,52 @@ export async function boot(options: BootOptions): Promise<Booted> {
         await actors?.stop();
         if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
       })()),
+  };
+}
+
+/** Why a serving process stops, and the exit code that says so. */
+export type StopRequest = { reason: "signal" | "uncaught error"; exitCode: number };
+
+/** How long the drain after an uncaught error may take before the process exits anyway. */
+export const UNCAUGHT_DRAIN_DEADLINE_MS = 30_000;
+
+/**
+ * Listens, from now on, for what ends a serving process: SIGINT or SIGTERM (exit 0), or an error
+ * nobody caught (exit 1; platform/uncaught.ts logs it). `requested` resolves at the first of them,
+ * and the caller runs the graceful stop. A second signal exits at once (130). After an uncaught
+ * error the process may be too broken to finish draining: past `drainDeadlineMs` it exits 1 anyway.
+ * Installed before boot, so an error during start-up stops the process once it is up.
+ */
+export function listenForStop(log: Logger, options: { drainDeadlineMs?: number } = {}): { requested: Promise<StopRequest>; dispose(): void } {
+  let request: (value: StopRequest) => void;
+  const requested = new Promise<StopRequest>((resolve) => (request = resolve));
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (++signals > 1) {
+      log.warn({ signal }, "second signal: exiting now");
+      process.exit(130);
+    }
+    log.info({ signal }, "shutting down: draining");
+    request({ reason: "signal", exitCode: 0 });
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  let deadline: ReturnType<typeof setTimeout> | undefined;
+  const uninstall = onUncaughtError(log, () => {
+    const drainDeadlineMs = options.drainDeadlineMs ?? UNCAUGHT_DRAIN_DEADLINE_MS;
+    deadline = setTimeout(() => {
+      log.fatal({ drainDeadlineMs }, "the drain after an uncaught error did not finish in time: exiting now");
+      process.exit(1);
+    }, drainDeadlineMs);
+    request({ reason: "uncaught error", exitCode: 1 });
+  });
+  return {
+    requested,
+    dispose() {
+      clearTimeout(deadline);
+      uninstall();
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
   };
 }

@@ -23,7 +23,7 @@ import { devicesCommand } from "./devices.ts";
 import { Bus, DerrickError, subjects } from "../subjects/index.ts";
 import type { AppCredentials, AppList, SigningKeyList } from "../subjects/identity.ts";
 import { loadOrCreateSigningKey, mintToken } from "../actors/identity/index.ts";
-import { boot } from "./boot.ts";
+import { boot, listenForStop } from "./boot.ts";
 import { runMigrateCli } from "../sdk/migrate.ts";
 import { ensureTwinBucket } from "../actors/twins/store.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -85,6 +85,8 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: readonly ActorName[]; embedded: boolean }): Promise<number> {
+  // From here on a signal or an uncaught error starts the graceful stop (once the process is up).
+  const stop = listenForStop(log);
   let server: NatsServer | undefined;
   let natsUrl = cfg.natsUrl;
   if (!natsUrl) {
@@ -111,23 +113,11 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   }
   if (server) await ensureDeviceBuckets(cfg, running.nc, log);
   log.info({ actors: plan.actors, edge: running.edge?.url }, "derrick is up");
-  await new Promise<void>((done) => {
-    let signals = 0;
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (++signals > 1) {
-        log.warn({ signal }, "second signal: exiting now");
-        process.exit(130);
-      }
-      log.info({ signal }, "shutting down: draining");
-      done();
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-  });
+  const { reason, exitCode } = await stop.requested;
   await running.stop();
   await server?.stop();
-  log.info("stopped");
-  return 0;
+  log.info({ reason, exitCode }, "stopped");
+  return exitCode;
 }
 
 /** The twin bucket of every registered device (devices may open their bucket, not create it). */

@@ -110,6 +110,57 @@ describe("derrick start and the terminal's Ctrl-C", () => {
   });
 });
 
+describe("derrick start and an error nobody caught", () => {
+  const FAIL_ON_SIGNAL = join(ROOT, "test", "platform", "fixtures", "fail-on-signal.ts");
+  for (const [failAs, kind] of [["rejection", "unhandledRejection"], ["exception", "uncaughtException"]] as const) {
+    it(`cli - an ${kind} in a background task is logged with its stack, the request in flight is still answered, and derrick exits 1 after draining`, async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), `derrick-cli-${failAs}-`));
+      dirs.push(dataDir);
+      const [httpPort, natsPort] = [await freePort(), await freePort()];
+      // As in the Ctrl-C test: the slow system actor comes from this test, derrick runs identity only.
+      const env = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), ACTORS: "identity", DERRICK_REQUEST_TIMEOUT: "10s", DERRICK_LOG_LEVEL: "info", FAIL_AS: failAs };
+      delete (env as Record<string, string | undefined>).NATS_URL;
+      // The fixture makes SIGUSR2 fail a background task inside derrick, with nothing to catch it.
+      const child = spawn(process.execPath, ["--preload", FAIL_ON_SIGNAL, CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+      let log = "";
+      child.stdout.on("data", (d) => (log += d));
+      child.stderr.on("data", (d) => (log += d));
+      const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+      let slow: { stop(): Promise<void> } | undefined;
+      let nc: NatsConnection | undefined;
+      try {
+        const base = `http://127.0.0.1:${httpPort}`;
+        await eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `healthz (log: ${log.slice(-500)})` });
+        const internal = JSON.parse(readFileSync(join(dataDir, "nats", "users.json"), "utf8")).internal as { user: string; password: string };
+        nc = await connect({ servers: `nats://127.0.0.1:${natsPort}`, user: internal.user, pass: internal.password });
+        let arrived!: () => void;
+        const reached = new Promise<void>((r) => (arrived = r));
+        const handler = async () => {
+          arrived();
+          await new Promise((r) => setTimeout(r, 1_500));
+          return { version: "slow" };
+        };
+        slow = await serveActor(nc, { name: "system", description: "slow", endpoints: [endpoint({ name: "info", subject: subjects.system.info(), handler })] }, { log: createLogger("silent"), concurrency: 4 });
+        const inFlight = fetch(`${base}/v1/system/info`).then((r) => r.status);
+        await reached;
+        process.kill(child.pid!, "SIGUSR2");
+        expect(await inFlight).toBe(200);
+        expect(await exited).toBe(1);
+        const lines = log.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as { level: number; msg: string; kind?: string; err?: { stack?: string }; exitCode?: number });
+        const fatal = lines.find((line) => line.level === 60 && line.kind === kind);
+        expect(fatal?.msg).toMatch(/stopping \(drain\)/);
+        expect(fatal?.err?.stack).toMatch(/injected: .*\n\s+at /);
+        expect(lines.at(-1)).toMatchObject({ msg: "stopped", exitCode: 1 });
+        expect(spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim()).toBe("");
+      } finally {
+        await slow?.stop().catch(() => undefined);
+        await nc?.close().catch(() => undefined);
+        if (child.exitCode === null) child.kill("SIGKILL");
+      }
+    });
+  }
+});
+
 describe("derrick start after a crash", () => {
   it("cli - a server left running by a derrick killed with SIGKILL is stopped by the next start in the same data dir", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-cli-kill-"));
