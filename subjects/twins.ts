@@ -9,6 +9,7 @@
  */
 import { createHash } from "node:crypto";
 import { Type, type Static } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
 import { invalidField } from "./errors.ts";
 
@@ -125,6 +126,29 @@ export const TwinCommit = Type.Object({
 });
 export type TwinCommit = Static<typeof TwinCommit>;
 
+const twinCommitCheck = TypeCompiler.Compile(TwinCommit);
+
+/**
+ * A commit record's value as a TwinCommit, or undefined when it is none: not JSON, not of the
+ * TwinCommit shape (e.g. `names` not an array of strings), or naming a property that is no twin
+ * name. derrick's writers always write valid records; an invalid one was written by a device (it may
+ * write any key of its own bucket) or by hand, and counts as no record at all, for readers and
+ * writers alike: nothing is pending in that group, and the next PUT claims the group over it
+ * (docs/twins.md). Readers must never throw on it: a watch loop replays it after every restart.
+ */
+export function parseTwinCommit(value: string): TwinCommit | undefined {
+  let record: unknown;
+  try {
+    record = JSON.parse(value);
+  } catch {
+    return undefined;
+  }
+  if (!twinCommitCheck.Check(record)) return undefined;
+  if (!record.names.every(isTwinName)) return undefined;
+  if (record.values && !Object.keys(record.values).every(isTwinName)) return undefined;
+  return record;
+}
+
 /** A KV entry as the gate needs it (JetStream or a mirror). */
 export type TwinEntry = { key: string; revision: number; operation: "PUT" | "DEL" | "PURGE"; value: string; created: Date };
 
@@ -140,12 +164,8 @@ export class TwinCommitGate {
     const parsed = parseTwinKey(entry.key);
     if (!parsed) return [];
     if (parsed.kind === "commit") {
-      let record: TwinCommit | undefined;
-      try {
-        record = entry.operation === "PUT" ? (JSON.parse(entry.value) as TwinCommit) : undefined;
-      } catch {
-        record = undefined;
-      }
+      // An invalid record is no record (parseTwinCommit): like a deleted one, it releases the group.
+      const record = entry.operation === "PUT" ? parseTwinCommit(entry.value) : undefined;
       if (record?.state === "pending") {
         this.pending.set(parsed.group, { revision: entry.revision, names: new Set(record.names) });
         return [];

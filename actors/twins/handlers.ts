@@ -10,6 +10,7 @@ import {
   TwinCommitGate,
   checkTwinName,
   formatTwinEtag,
+  parseTwinCommit,
   parseTwinKey,
   twinCommitKey,
   twinKey,
@@ -91,13 +92,9 @@ export function validatePut(input: Pick<TwinPutRequest, "group" | "twins">): voi
   if (total > TWIN_REQUEST_MAX_BYTES) throw contentTooLarge(`the values add up to ${total} bytes; one request may hold at most ${TWIN_REQUEST_MAX_BYTES}`);
 }
 
+/** The group's commit record; an invalid one (a device may write it) reads as none: see parseTwinCommit. */
 function readCommit(entry: TwinEntry | undefined): TwinCommit | undefined {
-  if (!entry || entry.operation !== "PUT") return undefined;
-  try {
-    return JSON.parse(entry.value) as TwinCommit;
-  } catch {
-    return undefined;
-  }
+  return entry?.operation === "PUT" ? parseTwinCommit(entry.value) : undefined;
 }
 
 /**

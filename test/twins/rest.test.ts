@@ -115,6 +115,56 @@ describe("twin properties REST", () => {
     expect((Object as unknown as Record<string, unknown>).polluted).toBeUndefined();
   });
 
+  it("twins - the commit gate takes a commit record that is none (names no list of twin names, not JSON, an unknown state) as no record, and never throws on it", () => {
+    const at = new Date().toISOString();
+    const entry = (key: string, value: string, revision: number): TwinEntry => ({ key, value, revision, operation: "PUT", created: new Date() });
+    const claim = entry("twin_commits/g", json({ state: "pending", names: ["a"], values: { a: "1" }, version: 0, at }), 1);
+    const held = entry("twin_properties/g/desired/a", "1", 2);
+    const invalid = [
+      { state: "pending", names: 1, version: 0, at },
+      { state: "pending", names: [1], version: 0, at },
+      { state: "pending", names: ["a b"], version: 0, at },
+      { state: "pending", names: ["a"], values: { "a/b": "1" }, version: 0, at },
+      { state: "pending", names: ["a"], version: -1, at },
+      { state: "held", names: ["a"], version: 0, at },
+      null,
+    ].map((record) => json(record));
+    for (const value of [...invalid, "{not json"]) {
+      const gate = new TwinCommitGate();
+      expect(gate.feed(claim)).toEqual([]);
+      expect(gate.feed(held)).toEqual([]);
+      // Like a deleted record: the claim is gone and what it held is visible.
+      expect(gate.feed(entry("twin_commits/g", value, 3)), value).toEqual([held]);
+      const later = entry("twin_properties/g/desired/a", "2", 4);
+      expect(gate.feed(later), value).toEqual([later]);
+      // A pending record that is none claims nothing either.
+      const fresh = new TwinCommitGate();
+      expect(fresh.feed(entry("twin_commits/g", value, 1)), value).toEqual([]);
+      expect(fresh.feed(held), value).toEqual([held]);
+    }
+  });
+
+  it("twins - a commit record a device wrote with names that are no list breaks neither the GET nor the next PUT, which claims the group over it", async () => {
+    await put("dev-bad-commit", { group: "g", twins: [{ name: "a", value: "1" }] });
+    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-bad-commit" }));
+    // A device may write any key of its own bucket, its commit records included.
+    await kv.put("twin_commits/g", json({ state: "pending", names: 1 }));
+    const read = async () => {
+      const res = await derrick.call(`${path("dev-bad-commit")}?group=g`, { as: "admin", partition: null });
+      expect(res.status).toBe(200);
+      return { etag: res.headers.get("etag"), state: (await res.json()) as { desired: Record<string, Record<string, { value: string }>> } };
+    };
+    const before = await read();
+    expect(before.state.desired.g!.a!.value).toBe("1");
+    expect(before.etag).toBe('"0"');
+    const next = await put("dev-bad-commit", { group: "g", twins: [{ name: "a", value: "2" }] });
+    expect(next.status).toBe(200);
+    const after = await read();
+    expect(after.state.desired.g!.a!.value).toBe("2");
+    expect(after.etag).toBe(next.headers.get("etag"));
+    expect(JSON.parse((await kv.get("twin_commits/g"))!.string())).toMatchObject({ state: "committed", names: ["a"] });
+  });
+
   it("twins - a value over 64 KiB or a request over the body limit is 413 and nothing is written", async () => {
     const big = await put("dev-5", { group: "g", twins: [{ name: "ok", value: "1" }, { name: "big", value: "x".repeat(64 * 1024 + 1) }] });
     expect(big.status).toBe(413);

@@ -3,7 +3,9 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Kvm } from "@nats-io/kv";
 import { eventually, freePort, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { twinBucket } from "../../subjects/twins.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
 import { DeviceClient, parseAppConfig, configStatusName, type AppConfig, type InboundMessage, type TwinChange } from "../../sdk/index.ts";
 
@@ -157,6 +159,20 @@ describe("device SDK over JetStream KV", () => {
     device.sendData({ x: 1 });
     await eventually(() => outs.length === 1);
     expect(outs).toEqual(["slbapps.App6.FromTwin"]);
+  });
+
+  it("sdk - a commit record the device's app wrote with names that are no list neither crashes the device nor stops its twin watch", async () => {
+    const device = await start(parseAppConfig(appDocument("AppBadCommit", "dev-bad-commit", nats.url)));
+    const seen: string[] = [];
+    device.observe("g", "p", (c) => seen.push(c.value!));
+    await put("dev-bad-commit", "g", [{ name: "p", value: "v1" }]);
+    await eventually(() => seen.length === 1, { what: "the first value" });
+    // Devices may write any key of their own bucket, the group's commit record included.
+    const kv = await new Kvm(peer).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-bad-commit" }));
+    await kv.put("twin_commits/g", JSON.stringify({ state: "pending", names: 1 }));
+    await put("dev-bad-commit", "g", [{ name: "p", value: "v2" }]);
+    await eventually(() => seen.length === 2, { what: "the PUT after the bad record" });
+    expect(seen).toEqual(["v1", "v2"]);
   });
 
   it("sdk - after a nats-server restart the device reconnects, does not replay what it has, and gets the next change once", async () => {
