@@ -71,9 +71,9 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
       ],
     },
     options,
-    () => {
-      signing.stop();
+    async () => {
       forgetting.stop();
+      await signing.stop();
     },
   );
 }
@@ -142,7 +142,7 @@ function keepForgettingDeletedClients(nc: NatsConnection, registry: Registry, lo
  * are followed on their tombstones (never overwritten, unlike the key's entry a heartbeat may put
  * back), and checked again at every heartbeat in case the watch missed one (a reconnect).
  */
-async function keepSigningKey(deps: IdentityDeps, dataDir: string, log: Logger): Promise<{ stop(): void }> {
+async function keepSigningKey(deps: IdentityDeps, dataDir: string, log: Logger): Promise<{ stop(): Promise<void> }> {
   let stopped = false;
   let chain: Promise<void> = Promise.resolve();
   let retry: ReturnType<typeof setTimeout> | undefined;
@@ -164,18 +164,19 @@ async function keepSigningKey(deps: IdentityDeps, dataDir: string, log: Logger):
         retry.unref();
       }
     }));
+  // Idempotent: a revocation seen twice checks the key twice.
   const stopWatch = await deps.registry.watchRevocations((kid) => {
     if (kid === deps.key.kid) void check();
-  }, (error) => log.error({ err: error }, "watch of key revocations ended; heartbeats still check every 10 min"));
+  }, log);
   await check();
   const heartbeat = setInterval(() => void check(), KEY_HEARTBEAT_MS);
   heartbeat.unref();
   return {
-    stop() {
+    async stop() {
       stopped = true;
       clearInterval(heartbeat);
       clearTimeout(retry);
-      stopWatch();
+      await stopWatch();
     },
   };
 }

@@ -7,9 +7,11 @@
  *   deleted_clients.<client_id> → DeletedClient: a deleted client whose subscriptions are (being) removed
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { KvWatchInclude, Kvm, type KV } from "@nats-io/kv";
+import { Kvm, type KV } from "@nats-io/kv";
 import type { JWK } from "jose";
 import { casPut, encodeJson, isLive, isWrongRevision, readJson, readKv, type Versioned } from "../runtime/kv.ts";
+import { followBucket } from "../runtime/follow.ts";
+import type { Logger } from "../../platform/logger.ts";
 
 export const REGISTRY_BUCKET = "derrick_registry";
 
@@ -51,8 +53,11 @@ export interface Registry {
   /** Marks the key revoked for good, then withdraws it from the JWKS. */
   revokeKey(kid: string): Promise<void>;
   isRevoked(kid: string): Promise<boolean>;
-  /** Calls `onRevoked` with each key revoked from now on; returns a stop function. */
-  watchRevocations(onRevoked: (kid: string) => void, onError: (error: unknown) => void): Promise<() => void>;
+  /**
+   * Calls `onRevoked` with each key revoked from now on (a key may come twice: be idempotent), for as
+   * long as the process runs (a watch that ends is re-opened and logged on `log`); returns the stop.
+   */
+  watchRevocations(onRevoked: (kid: string) => void, log: Logger): Promise<() => Promise<void>>;
 }
 
 
@@ -162,15 +167,15 @@ class KvRegistry implements Registry {
     return (await this.read(`revoked_keys.${kid}`)) !== undefined;
   }
 
-  async watchRevocations(onRevoked: (kid: string) => void, onError: (error: unknown) => void) {
-    const watch = await this.kv.watch({ key: "revoked_keys.>", include: KvWatchInclude.UpdatesOnly });
-    void (async () => {
-      try {
-        for await (const entry of watch) if (entry.operation === "PUT") onRevoked(entry.key.slice("revoked_keys.".length));
-      } catch (error) {
-        onError(error);
-      }
-    })();
-    return () => watch.stop();
+  async watchRevocations(onRevoked: (kid: string) => void, log: Logger) {
+    const followed = await followBucket(
+      this.kv,
+      { what: "key revocations", key: "revoked_keys.>", from: "updates" },
+      (entry) => {
+        if (entry.operation === "PUT") onRevoked(entry.key.slice("revoked_keys.".length));
+      },
+      log,
+    );
+    return () => followed.stop();
   }
 }

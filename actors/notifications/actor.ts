@@ -85,7 +85,7 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
 
 export async function startDispatcherActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const journal = await openJournal(nc);
-  const cache = new SubscriptionCache(await SubscriptionStore.open(nc));
+  const cache = new SubscriptionCache(await SubscriptionStore.open(nc), options.log.child({ actor: "dispatcher" }));
   await cache.start();
   const dispatcher = await startDispatcher(journal, cache, { delaysMs: cfg.delivery.scheduleMs, jitter: cfg.delivery.scheduleJitter }, options.log.child({ actor: "dispatcher" }));
   const served = await serveActor(
@@ -99,14 +99,14 @@ export async function startDispatcherActor(nc: NatsConnection, cfg: Config, opti
   );
   return withWork(served, async () => {
     await dispatcher.stop();
-    cache.stop();
+    await cache.stop();
   });
 }
 
 export async function startDelivererActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const journal = await openJournal(nc);
   const store = await SubscriptionStore.open(nc);
-  const cache = new SubscriptionCache(store);
+  const cache = new SubscriptionCache(store, options.log.child({ actor: "deliverer" }));
   await cache.start();
   const d = cfg.delivery;
   const deliverer = await startDeliverer(
@@ -134,7 +134,7 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
   );
   return withWork(served, async () => {
     await deliverer.stop();
-    cache.stop();
+    await cache.stop();
   });
 }
 

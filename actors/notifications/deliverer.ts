@@ -22,6 +22,7 @@ import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch, DeliveryJob } from "../../subjects/notifications.ts";
 import { subjects } from "../../subjects/index.ts";
 import { Slots } from "../runtime/slots.ts";
+import { consumeForever, type Loop } from "../runtime/follow.ts";
 import { CallbackRefused, resolveCallback, type CallbackPolicy, type ResolvedTarget } from "./callback-policy.ts";
 import { CONSUMERS, STREAMS, carriedPart, ensureConsumer, fromCarried, letterEvent, type AttemptRecord, type Journal, type StoredEvent } from "./journal.ts";
 import { cloudEvent } from "./matching.ts";
@@ -531,29 +532,34 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     await journal.deadLetter({ ...letter, subscription_id: subscription.subscription_id, reason, ...(event ? { event: carriedPart(event) } : {}) });
   }
 
-  function run(messages: AsyncIterable<JsMsg>, lane: Lane): Promise<void> {
-    return (async () => {
-      for await (const msg of messages) {
+  /** One lane's consume loop, re-opened whenever its iterator ends or throws (consumeForever). */
+  function run(consumer: string, maxMessages: number, lane: Lane): Promise<Loop> {
+    return consumeForever(
+      async () => (await journal.js.consumers.get(STREAMS.deliveries, consumer)).consume({ max_messages: maxMessages }),
+      async (msg) => {
         const work = parse(msg);
         if (!work) {
           msg.term("not a delivery job");
-          continue;
+          return;
         }
         await admit.acquire(work.items.length);
         launch(msg, work, lane);
-      }
-    })();
+      },
+      { what: consumer, log },
+    );
   }
 
   // First-attempt messages are batches of up to 64 deliveries: a smaller buffer holds as much work.
-  const fresh = await (await journal.js.consumers.get(STREAMS.deliveries, CONSUMERS.deliverer)).consume({ max_messages: Math.min(options.concurrency, 256) });
-  const retries = await (await journal.js.consumers.get(STREAMS.deliveries, CONSUMERS.retries)).consume({ max_messages: Math.min(options.concurrency, 1000) });
-  const loops = [run(fresh, "deliveries"), run(retries, "retries")];
+  const fresh = await run(CONSUMERS.deliverer, Math.min(options.concurrency, 256), "deliveries");
+  const retries = await run(CONSUMERS.retries, Math.min(options.concurrency, 1000), "retries").catch(async (error: unknown) => {
+    await fresh.stop();
+    throw error;
+  });
+  const loops = [fresh, retries];
   return {
     stats,
     async stop() {
-      await Promise.allSettled([fresh.close(), retries.close()]);
-      await Promise.allSettled(loops);
+      await Promise.allSettled(loops.map((loop) => loop.stop()));
       // Parked work goes back at once, for another process (or the next start) to deliver.
       stopping = true;
       for (const gate of gates.values()) {

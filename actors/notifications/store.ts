@@ -10,6 +10,8 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Subscription } from "../../subjects/notifications.ts";
 import { casPut, encodeJson, isLive, readJson, readKv, readVersioned } from "../runtime/kv.ts";
+import { followBucket, type Loop } from "../runtime/follow.ts";
+import type { Logger } from "../../platform/logger.ts";
 
 export const SUBSCRIPTIONS_BUCKET = "derrick_notifications";
 
@@ -113,42 +115,53 @@ export class SubscriptionCache {
   private waiters: Array<{ revision: number; wake: () => void }> = [];
   private syncedAt = 0;
   private syncing?: { startedAt: number; done: Promise<void> };
-  private stopWatch?: () => void;
+  private watch?: Loop;
 
-  constructor(private readonly store: SubscriptionStore) {}
+  constructor(
+    private readonly store: SubscriptionStore,
+    private readonly log: Logger,
+  ) {}
 
+  /**
+   * Follows the bucket for as long as the process runs: a watch that ends (nats.js gives up a quiet
+   * one, e.g. on a bucket empty at start, after two minutes without JetStream) is re-opened after
+   * the last revision it delivered, so `revision` only moves forward and freshAsOf keeps working.
+   */
   async start(): Promise<void> {
-    const watch = await this.store.kv.watch({ key: ">" });
-    this.stopWatch = () => watch.stop();
-    void (async () => {
-      for await (const entry of watch) {
-        if (entry.key.startsWith("sub.")) this.apply(entry);
-        this.revision = Math.max(this.revision, entry.revision);
-        if (this.waiters.length) {
-          const ready = this.waiters.filter((w) => w.revision <= this.revision);
-          this.waiters = this.waiters.filter((w) => w.revision > this.revision);
-          for (const w of ready) w.wake();
-        }
-      }
-    })();
+    this.watch = await followBucket(this.store.kv, { what: "subscriptions" }, (entry) => this.see(entry), this.log);
     // The first replay of a large bucket may take a while.
     await this.freshAsOf(Date.now(), 60_000);
   }
 
-  stop(): void {
-    this.stopWatch?.();
+  async stop(): Promise<void> {
+    const stopping = this.watch?.stop();
     for (const w of this.waiters.splice(0)) w.wake();
+    await stopping;
   }
 
+  /** One entry of the watch; its revision counts as seen even when the entry cannot be applied (then it throws, to be logged). */
+  private see(entry: KvEntry): void {
+    try {
+      if (entry.key.startsWith("sub.")) this.apply(entry);
+    } finally {
+      this.revision = Math.max(this.revision, entry.revision);
+      if (this.waiters.length) {
+        const ready = this.waiters.filter((w) => w.revision <= this.revision);
+        this.waiters = this.waiters.filter((w) => w.revision > this.revision);
+        for (const w of ready) w.wake();
+      }
+    }
+  }
+
+  /** Idempotent: the key's subscription becomes the entry's (none for a delete or an unreadable value). */
   private apply(entry: KvEntry): void {
     const id = entry.key.slice(4);
     const old = this.byId.get(id);
     if (old) this.byRoute.get(route(old.partition, old.subscription_type))?.delete(id);
-    if (entry.operation !== "PUT" || entry.length === 0) {
-      this.byId.delete(id);
-      return;
-    }
+    this.byId.delete(id);
+    if (entry.operation !== "PUT" || entry.length === 0) return;
     const record = entry.json<SubscriptionRecord>();
+    if (typeof record?.partition !== "string" || typeof record.subscription_type !== "string") throw new Error(`${entry.key} holds no subscription record`);
     this.byId.set(id, record);
     const key = route(record.partition, record.subscription_type);
     let group = this.byRoute.get(key);

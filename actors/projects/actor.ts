@@ -7,6 +7,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { CatalogListRequest, CatalogPutRequest, ContentRef, ContentRequest, MemberRequest, PartRef, ProjectPutRequest, ProjectRef, TaskRef } from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
+import { createLogger, type Logger } from "../../platform/logger.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { catalogFrom, readCatalogFile, type Catalog } from "./catalog.ts";
 import {
@@ -26,17 +27,21 @@ import {
 import { catalogStore, contentStore, ensureTaskQueue, openStores, projectStore, taskStore, type Stores } from "./store.ts";
 import { encodeJson } from "../runtime/kv.ts";
 
-/** The catalog every process of this capability serves: file items plus additions, kept current. */
-export async function followCatalog(cfg: Config, stores: Stores): Promise<{ catalog: Catalog; stop(): void }> {
+/**
+ * The catalog every process of this capability serves: file items plus additions, kept current.
+ * `log` gets the follow's warnings (a re-opened watch, an unreadable entry); without one they go to
+ * a logger of the configured level.
+ */
+export async function followCatalog(cfg: Config, stores: Stores, log: Logger = createLogger(cfg.logLevel)): Promise<{ catalog: Catalog; stop(): Promise<void> }> {
   const catalog = catalogFrom(readCatalogFile(cfg.content.catalogFile));
-  const stop = await catalogStore(stores.catalog).follow((kind, item, revision) => catalog[kind]?.apply(item, revision));
+  const stop = await catalogStore(stores.catalog).follow((kind, item, revision) => catalog[kind]?.apply(item, revision), log);
   return { catalog, stop };
 }
 
 export async function startProjectsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const stores = await openStores(nc);
   await ensureTaskQueue(nc, cfg.content.ackWaitMs);
-  const followed = await followCatalog(cfg, stores);
+  const followed = await followCatalog(cfg, stores, options.log.child({ actor: "projects" }));
   const deps: ProjectsDeps = {
     catalog: followed.catalog,
     catalogStore: catalogStore(stores.catalog),

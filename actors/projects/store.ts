@@ -11,6 +11,8 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import { casPut, encodeJson, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
+import { followBucket } from "../runtime/follow.ts";
+import type { Logger } from "../../platform/logger.ts";
 import { AckPolicy, DeliverPolicy, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
 import { CONTENT_TTL_MS, type CatalogItem, type CatalogKind, type Content, type ContentPart, type ProjectRecord, type TaskRecord } from "../../subjects/projects.ts";
@@ -137,27 +139,41 @@ export function contentStore(kv: KV): ContentStore {
 
 export type CatalogStore = {
   put(kind: CatalogKind, item: CatalogItem): Promise<number>;
-  /** Every addition with its revision, then each later change as it happens. */
-  follow(onItem: (kind: CatalogKind, item: CatalogItem, revision: number) => void): Promise<() => void>;
+  /**
+   * Every addition with its revision, then each later change as it happens, until the returned stop.
+   * An item may come more than once (the load and the watch overlap; a re-opened watch may repeat
+   * one): apply it by revision. One that cannot be read is logged and skipped.
+   */
+  follow(onItem: (kind: CatalogKind, item: CatalogItem, revision: number) => void, log: Logger): Promise<() => Promise<void>>;
 };
 
 export function catalogStore(kv: KV): CatalogStore {
   return {
     put: (kind, item) => kv.put(catalogKey(kind, item.id), encodeJson(item)),
-    async follow(onItem) {
+    async follow(onItem, log) {
       const deliver = (entry: KvEntry) => {
         if (entry.operation !== "PUT" || entry.length === 0) return;
         const dot = entry.key.indexOf(".");
-        onItem(entry.key.slice(0, dot) as CatalogKind, entry.json<CatalogItem>(), entry.revision);
+        const item = entry.json<CatalogItem>();
+        if (typeof item?.id !== "string" || item.id !== entry.key.slice(dot + 1)) throw new Error(`catalog entry ${entry.key} holds no item of that id`);
+        onItem(entry.key.slice(0, dot) as CatalogKind, item, entry.revision);
       };
       // Watch first, then load: an update landing between the two is applied either way, and
-      // revisions keep the newest.
-      const watcher = await kv.watch({ include: "updates" });
-      void (async () => {
-        for await (const entry of watcher) deliver(entry);
-      })();
-      for (const entry of await readKv(kv)) deliver(entry);
-      return () => watcher.stop();
+      // revisions keep the newest. The watch is re-opened whenever it ends (followBucket).
+      const followed = await followBucket(kv, { what: "catalog", from: "updates" }, deliver, log);
+      try {
+        for (const entry of await readKv(kv)) {
+          try {
+            deliver(entry);
+          } catch (error) {
+            log.error({ err: error, key: entry.key, revision: entry.revision }, "a catalog entry could not be read; skipped");
+          }
+        }
+      } catch (error) {
+        await followed.stop();
+        throw error;
+      }
+      return () => followed.stop();
     },
   };
 }

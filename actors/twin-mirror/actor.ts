@@ -11,6 +11,7 @@ import type { Config } from "../../config/index.ts";
 import { subjects } from "../../subjects/index.ts";
 import { TWIN_KEY_PREFIX, TwinCommitGate, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
 import type { Logger } from "../../platform/logger.ts";
+import { followBucket, type Loop } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { desiredToRedis, isReportedKey } from "./handlers.ts";
 
@@ -20,7 +21,7 @@ class TwinMirror {
   readonly stats: MirrorStats;
   private readonly redis: Redis;
   private readonly sub: Redis;
-  private watcher?: { stop(): void };
+  private watcher?: Loop;
   private closed = false;
   /** The latest visible desired entry per key (bounded by the twin's size), rewritten after a Redis restart. */
   private readonly latest = new Map<string, TwinEntry>();
@@ -55,19 +56,24 @@ class TwinMirror {
   }
 
   private async followDesired(kv: KV): Promise<void> {
+    // One gate for the life of the mirror: a re-opened watch resumes after the last revision it
+    // delivered (followBucket), so the gate's pending claims and held values carry over. A record
+    // the gate cannot use (a device may write any key of its bucket) is no record; an entry that
+    // still fails is logged and skipped by followBucket, never ending the watch.
     const gate = new TwinCommitGate();
-    const iterator = await kv.watch();
-    this.watcher = iterator;
-    // A restarted Redis may have lost everything (a device Redis is often memory only): on every
-    // reconnect write the latest visible desired values again, in the same queue as the watch.
-    this.redis.on("ready", () => void this.writeDesired([...this.latest.values()]));
-    void (async () => {
-      for await (const raw of iterator) {
+    this.watcher = await followBucket(
+      kv,
+      { what: `twin ${this.stats.twin}` },
+      async (raw) => {
         const visible = gate.feed(toTwinEntry(raw));
         for (const entry of visible) this.latest.set(entry.key, entry);
         await this.writeDesired(visible);
-      }
-    })();
+      },
+      this.log,
+    );
+    // A restarted Redis may have lost everything (a device Redis is often memory only): on every
+    // reconnect write the latest visible desired values again, in the same queue as the watch.
+    this.redis.on("ready", () => void this.writeDesired([...this.latest.values()]));
   }
 
   /** One MULTI per change set, queued behind earlier ones so Redis never goes back to an older value. */
@@ -130,11 +136,13 @@ class TwinMirror {
     });
   }
 
-  stop(): void {
+  /** Redis is let go before the watch loop is awaited: a write waiting for an unreachable Redis fails instead of holding the stop. */
+  async stop(): Promise<void> {
     this.closed = true;
-    this.watcher?.stop();
+    const watching = this.watcher?.stop();
     this.sub.disconnect();
     this.redis.disconnect();
+    await watching;
   }
 }
 
@@ -143,7 +151,7 @@ export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, opti
   try {
     await Promise.all(mirrors.map((m) => m.start()));
   } catch (error) {
-    for (const mirror of mirrors) mirror.stop();
+    await Promise.all(mirrors.map((m) => m.stop()));
     throw error;
   }
   return serveActor(
@@ -154,8 +162,8 @@ export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, opti
       endpoints: [endpoint({ name: "status", subject: subjects["twin-mirror"].status(), handler: () => ({ mirrors: mirrors.map((m) => m.stats) }) })],
     },
     options,
-    () => {
-      for (const mirror of mirrors) mirror.stop();
+    async () => {
+      await Promise.all(mirrors.map((m) => m.stop()));
     },
   );
 }

@@ -2,7 +2,8 @@
  * Twin properties in the twin's JetStream KV bucket. The whole bucket is watched (slash keys are one
  * subject token, so a per-group wildcard matches nothing, and nats-server 2.9 has no multi-key
  * filter) and filtered here; the commit gate hides a PUT until all its keys are written. After a
- * reconnect the watch is restarted from the last values, so changes made meanwhile arrive once.
+ * reconnect, or when the watch ends by itself, it is restarted from the last values, so changes made
+ * meanwhile arrive once (the client drops what it already delivered).
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -60,7 +61,7 @@ export class JetStreamTwinBackend implements TwinBackend {
     for (let attempt = 0; !this.closed; attempt++) {
       try {
         await this.watch(onChanges);
-        this.log("info", "twin watch restarted after reconnect");
+        this.log("info", "twin watch restarted");
         return;
       } catch (error) {
         this.log("warn", "twin watch restart failed; retrying", { error: (error as Error).message });
@@ -69,25 +70,40 @@ export class JetStreamTwinBackend implements TwinBackend {
     }
   }
 
+  /**
+   * (Re)starts the watch. An entry that cannot be handled (a callback that throws) is logged and
+   * skipped; a watch that ends or throws while the backend is open is started again (nats.js gives up
+   * a quiet watch after about two minutes without JetStream, and its iterator just returns).
+   */
   private async watch(onChanges: (changes: TwinChange[]) => void): Promise<void> {
     this.watcher?.stop();
     const gate = new TwinCommitGate();
     const iterator = await this.kv!.watch();
     this.watcher = iterator;
     void (async () => {
+      let ended: unknown;
       try {
         for await (const entry of iterator) {
-          const changes: TwinChange[] = [];
-          for (const visible of gate.feed(toTwinEntry(entry))) {
-            const parsed = parseTwinKey(visible.key);
-            if (parsed?.kind !== "property") continue;
-            changes.push({ group: parsed.group, side: parsed.side, name: parsed.name, value: visible.operation === "PUT" ? visible.value : null, version: visible.revision });
+          try {
+            const changes: TwinChange[] = [];
+            for (const visible of gate.feed(toTwinEntry(entry))) {
+              const parsed = parseTwinKey(visible.key);
+              if (parsed?.kind !== "property") continue;
+              changes.push({ group: parsed.group, side: parsed.side, name: parsed.name, value: visible.operation === "PUT" ? visible.value : null, version: visible.revision });
+            }
+            if (changes.length) onChanges(changes);
+          } catch (error) {
+            this.log("error", "a twin change could not be handled; skipped", { key: entry.key, revision: entry.revision, error: (error as Error).message });
           }
-          if (changes.length) onChanges(changes);
         }
       } catch (error) {
-        if (!this.closed) this.log("warn", "twin watch ended", { error: (error as Error).message });
+        ended = error;
       }
+      // Closed, or replaced by a newer watch (a reconnect): nothing to do.
+      if (this.closed || this.watcher !== iterator) return;
+      this.log("warn", "twin watch ended; starting it again", ended ? { error: (ended as Error).message } : {});
+      await new Promise((r) => setTimeout(r, 250));
+      if (!this.closed && this.watcher === iterator) await this.rewatch(onChanges);
     })();
   }
 

@@ -2,3 +2,4 @@ export { startTestNats, type TestNats } from "./nats.ts";
 export { startTestRedis, freePort, type TestRedis } from "./redis.ts";
 export { clientToken, startDerrick, TEST_CLIENTS, type TestDerrick, type TestClient } from "./derrick.ts";
 export { eventually } from "./poll.ts";
+export { endKvWatches } from "./watches.ts";

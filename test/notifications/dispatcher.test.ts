@@ -58,7 +58,7 @@ describe("notifications dispatcher", () => {
         return real.enqueueBatch(batch, msgID);
       },
     };
-    const cache = new SubscriptionCache(await SubscriptionStore.open(nc));
+    const cache = new SubscriptionCache(await SubscriptionStore.open(nc), createLogger("silent"));
     await cache.start();
     probe.dispatcher = await startDispatcher(journal, cache, { delaysMs: [0], jitter: false }, createLogger("silent"), timing);
     probes.push(probe);
@@ -79,7 +79,7 @@ describe("notifications dispatcher", () => {
     const nc = await connect({ servers: nats.url });
     try {
       // Never started: its watch stays at revision 0 while the bucket holds writes.
-      const cache = new SubscriptionCache(await SubscriptionStore.open(nc));
+      const cache = new SubscriptionCache(await SubscriptionStore.open(nc), createLogger("silent"));
       await expect(cache.freshAsOf(Date.now(), 300)).rejects.toThrow(/did not reach revision/);
     } finally {
       await nc.close();

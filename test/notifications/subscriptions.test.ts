@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { connect } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { endKvWatches, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { SubscriptionCache, SubscriptionStore, type SubscriptionRecord } from "../../actors/notifications/store.ts";
+import { createLogger } from "../../platform/logger.ts";
 
 const TYPES = "/v1/notifications/subscriptions/types";
 const LIST = "/v1/notifications/subscriptions";
@@ -145,6 +149,34 @@ describe("notifications subscriptions", () => {
       const res = await post("PlanShared", { ...base, callback_uri: uri });
       expect(res.status, uri).toBe(400);
       expect((await res.json() as any).errors[0].pointer).toBe("/body/callback_uri");
+    }
+  });
+
+  it("notifications - the subscription copy opens its watch again when it ends, also one that ended while the bucket was empty: freshAsOf then finds what was written afterwards", async () => {
+    const nc = await connect({ servers: nats.url });
+    try {
+      // A bucket of its own, empty when the copy starts (the case where nats.js gives a watch up).
+      const store = new SubscriptionStore(await new Kvm(nc).create("subscriptions_rewatch", { history: 1 }));
+      const cache = new SubscriptionCache(store, createLogger("silent"));
+      await cache.start();
+      const record = (id: string) => ({ ...base, subscription_id: id, subscription_type: "PlanShared", partition: "opendes", client_id: `client-${id}`, created_at: new Date().toISOString(), secret: "s" }) as unknown as SubscriptionRecord;
+      const subscribers = () => [...cache.subscribersOf("opendes", "PlanShared")].map((s) => s.subscription_id).sort();
+      try {
+        expect(endKvWatches(nc)).toBe(1);
+        expect(await store.create(record("first"))).toBe(true);
+        await cache.freshAsOf(Date.now());
+        expect(subscribers()).toEqual(["first"]);
+        // Ended again after it had delivered entries: it resumes after the last one.
+        expect(endKvWatches(nc)).toBe(1);
+        expect(await store.create(record("second"))).toBe(true);
+        await store.remove(record("first"));
+        await cache.freshAsOf(Date.now());
+        expect(subscribers()).toEqual(["second"]);
+      } finally {
+        await cache.stop();
+      }
+    } finally {
+      await nc.close();
     }
   });
 });

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { connect } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { endKvWatches, eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { BUCKETS, catalogStore } from "../../actors/projects/store.ts";
+import { createLogger } from "../../platform/logger.ts";
 import { CatalogList, catalogFrom, pageCatalog, readCatalogFile } from "../../actors/projects/catalog.ts";
 import { checkValues, computeContent, splitUtf8, summarizeTable } from "../../actors/projects/compute.ts";
 import { DerrickError } from "../../subjects/index.ts";
@@ -172,5 +176,26 @@ describe("catalog routes", () => {
     await eventually(async () => ((await (await derrick.call(`/v2/projects/p-ext/tasks/${taskId}`)).json()) as { state: string }).state === "succeeded");
     const content = (await (await derrick.call(`/v1/projects/p-ext/key-parameters/content/${contentId}`)).json()) as { items: Array<{ name: string; value: unknown }> };
     expect(content.items).toEqual([expect.objectContaining({ name: "Riser margin kept", value: true })]);
+  });
+
+  it("catalog - a catalog follow whose watch ended by itself, and that met an entry that is no item, still gets the additions made afterwards", async () => {
+    // A connection of its own: the follow's watch is the only one ended.
+    const nc = await connect({ servers: nats.url });
+    try {
+      const kv = await new Kvm(nc).open(BUCKETS.catalog);
+      const seen: string[] = [];
+      const stop = await catalogStore(kv).follow((_kind, added) => void seen.push(added.id), createLogger("silent"));
+      try {
+        // nats.js gives a quiet watch up after about two minutes without JetStream: here at once.
+        expect(endKvWatches(nc)).toBe(1);
+        await kv.put("key-parameters.not-json", "{");
+        await catalogStore(kv).put(CatalogKind.keyParameters, item("mud-window"));
+        await eventually(() => seen.includes("mud-window"), { what: "the addition made after the watch ended" });
+      } finally {
+        await stop();
+      }
+    } finally {
+      await nc.close();
+    }
   });
 });

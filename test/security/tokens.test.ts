@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { clientToken, eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { clientToken, endKvWatches, eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { REGISTRY_BUCKET } from "../../actors/identity/registry.ts";
 
 const ISSUER = "https://login.rotation.test";
@@ -179,6 +179,15 @@ describe("embedded issuer signing keys", () => {
     expect(decodeProtectedHeader(restarted).kid).not.toBe(revoked);
     expect((await whoami(restarted)).status).toBe(200);
     expect(await jwksKids()).not.toContain(revoked);
+  });
+
+  it("tokens - a key revoked after the revocation watch ended by itself is still replaced at once, not at the next heartbeat 10 min later", async () => {
+    const current = decodeProtectedHeader(await fresh()).kid!;
+    // nats.js gives an updates-only watch up after about two minutes without JetStream: here at once.
+    expect(endKvWatches(derrick.nc)).toBeGreaterThanOrEqual(1);
+    const out = await cli("keys", "revoke", current);
+    expect(out.status, out.stderr).toBe(0);
+    await eventually(async () => decodeProtectedHeader(await fresh()).kid !== current, { timeoutMs: 5_000, what: "a token signed with a new key" });
   });
 
   it("tokens - a key no issuer has republished for a token lifetime plus two heartbeats leaves the JWKS", async () => {

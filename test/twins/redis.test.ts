@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis } from "../harness/index.ts";
+import { endKvWatches, eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis } from "../harness/index.ts";
 import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
 import { twinBucket } from "../../subjects/twins.ts";
 
@@ -110,5 +110,13 @@ describe("device SDK over Redis with the twin mirror", () => {
     expect(res.status).toBe(200);
     await eventually(async () => (await device!.getDesired("setpoints", "a"))?.value === "after a bad commit record", { what: "the PUT through the mirror" });
     expect((await derrick.call(twinPath, { as: "admin", partition: null })).status).toBe(200);
+  });
+
+  it("sdk redis - the mirror's watch that ends by itself is opened again: a PUT made afterwards reaches the device", async () => {
+    // The connection's KV watches: the mirror's and the identity actor's.
+    expect(endKvWatches(derrick.nc)).toBeGreaterThanOrEqual(1);
+    const res = await put("setpoints", [{ name: "a", value: "after the watch ended" }]);
+    expect(res.status).toBe(200);
+    await eventually(async () => (await device!.getDesired("setpoints", "a"))?.value === "after the watch ended", { what: "the PUT through the re-opened watch" });
   });
 });

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kvm } from "@nats-io/kv";
-import { eventually, freePort, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { endKvWatches, eventually, freePort, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { twinBucket } from "../../subjects/twins.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
 import { DeviceClient, parseAppConfig, configStatusName, type AppConfig, type InboundMessage, type TwinChange } from "../../sdk/index.ts";
@@ -172,6 +172,18 @@ describe("device SDK over JetStream KV", () => {
     await kv.put("twin_commits/g", JSON.stringify({ state: "pending", names: 1 }));
     await put("dev-bad-commit", "g", [{ name: "p", value: "v2" }]);
     await eventually(() => seen.length === 2, { what: "the PUT after the bad record" });
+    expect(seen).toEqual(["v1", "v2"]);
+  });
+
+  it("sdk - a twin watch that ends by itself is started again: a PUT made afterwards reaches the callback once", async () => {
+    const device = await start(parseAppConfig(appDocument("AppWatchEnds", "dev-watch-ends", nats.url)));
+    const seen: string[] = [];
+    device.observe("g", "p", (c) => seen.push(c.value!));
+    await put("dev-watch-ends", "g", [{ name: "p", value: "v1" }]);
+    await eventually(() => seen.length === 1, { what: "the first value" });
+    expect(endKvWatches(device.nc)).toBe(1);
+    await put("dev-watch-ends", "g", [{ name: "p", value: "v2" }]);
+    await eventually(() => seen.length === 2, { what: "the PUT after the watch ended" });
     expect(seen).toEqual(["v1", "v2"]);
   });
 

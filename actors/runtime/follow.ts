@@ -1,0 +1,194 @@
+/**
+ * Background loops that last as long as the process: following a KV bucket (followBucket) and
+ * consuming a durable JetStream consumer (consumeForever).
+ *
+ * A nats.js iterator can end without an error: a KV watch is an ordered push consumer, and
+ * @nats-io/jetstream 3.4 gives it up after 30 failed re-creations when it had received nothing
+ * (about two minutes without JetStream); its `for await` then simply returns. A consume iterator
+ * stops on a 400 or a permission error, by throwing. Either way a bare loop is gone for good, or,
+ * when it throws with nobody to catch it, takes the process down. These helpers re-open the
+ * iterator, with backoff, whenever it ends or throws before stop(), and log at warn when they do. An
+ * error handling one entry or message is logged and skipped: it must not end the loop (nor crash
+ * the process, nor crash it again on every restart when the entry is replayed).
+ */
+import type { KV, KvEntry } from "@nats-io/kv";
+import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
+import type { Logger } from "../../platform/logger.ts";
+
+export type RetryOptions = {
+  /** Pause before re-opening an iterator that ended, doubled per failed attempt up to maxRetryMs. */
+  retryMs?: number;
+  maxRetryMs?: number;
+};
+
+export type FollowOptions = RetryOptions & {
+  /** What is followed, in logs (e.g. "catalog"). */
+  what: string;
+  /** Key filter; every key by default. */
+  key?: string;
+  /** "all" (default): each key's last value, then every change; "updates": only changes from now on. */
+  from?: "all" | "updates";
+};
+
+/** A running loop. */
+export type Loop = {
+  /** Ends the loop; resolves once it has returned (an entry being handled is finished first). */
+  stop(): Promise<void>;
+  /** How often the iterator was re-opened after it ended. */
+  readonly restarts: number;
+};
+
+const DEFAULT_RETRY_MS = 250;
+const DEFAULT_MAX_RETRY_MS = 10_000;
+
+/**
+ * Follows a KV bucket: `onEntry` gets each entry in revision order, forever. A re-opened watch
+ * resumes after the last revision delivered, so nothing is missed and nothing is delivered twice;
+ * only when nothing was delivered yet does a re-watch of `from: "all"` replay the last values from
+ * the start (which is what was due anyway). The first watch is open when this resolves (a caller can
+ * watch first, then load, and miss nothing in between); failing to open it throws.
+ */
+export async function followBucket(kv: Pick<KV, "watch" | "status">, options: FollowOptions, onEntry: (entry: KvEntry) => void | Promise<void>, log: Logger): Promise<Loop> {
+  const key = options.key ?? ">";
+  // The next revision to deliver; 0 = none known yet. "updates" starts after the bucket's last
+  // message, so a watch re-opened before the first update still misses none.
+  let resumeAt = options.from === "updates" ? (await kv.status()).streamInfo.state.last_seq + 1 : 0;
+  const open = () => kv.watch({ key, ...(resumeAt > 0 ? { resumeFromRevision: resumeAt } : {}) });
+  return supervise({
+    what: `KV watch of ${options.what}`,
+    log,
+    retry: options,
+    first: await open(),
+    open,
+    close: (watch) => watch.stop(),
+    handle: async (entry: KvEntry) => {
+      try {
+        await onEntry(entry);
+      } catch (error) {
+        log.error({ err: error, follow: options.what, key: entry.key, revision: entry.revision }, "a KV entry could not be handled; skipped");
+      }
+      resumeAt = entry.revision + 1;
+    },
+    position: () => ({ resumeAt }),
+  });
+}
+
+/**
+ * Consumes a durable consumer forever: `open` makes a consume iterator (called again after one
+ * ended), `onMessage` gets each message. A message whose handling throws is logged and left
+ * unacknowledged: the ack wait brings it back (or the handler settles it itself before throwing).
+ */
+export async function consumeForever(
+  open: () => Promise<ConsumerMessages>,
+  onMessage: (msg: JsMsg) => void | Promise<void>,
+  options: RetryOptions & { what: string; log: Logger },
+): Promise<Loop> {
+  const { log } = options;
+  return supervise({
+    what: `consumer ${options.what}`,
+    log,
+    retry: options,
+    first: await open(),
+    open,
+    close: (messages) => void messages.close().catch(() => undefined),
+    handle: async (msg: JsMsg) => {
+      try {
+        await onMessage(msg);
+      } catch (error) {
+        log.error({ err: error, consumer: options.what, subject: msg.subject, seq: msg.seq }, "a message could not be handled; it comes back after the ack wait");
+      }
+    },
+    position: () => ({}),
+  });
+}
+
+type Supervised<I, E> = {
+  what: string;
+  log: Logger;
+  retry: RetryOptions;
+  first: I;
+  open(): Promise<I>;
+  close(iterator: I): void;
+  /** Never throws. */
+  handle(item: E): Promise<void>;
+  /** Where a re-opened iterator starts, for the logs. */
+  position(): Record<string, unknown>;
+};
+
+/** The connection is closing or closed: nothing can be re-opened, and nothing should be. */
+function connectionGone(error: unknown): boolean {
+  const name = (error as Error | undefined)?.name ?? "";
+  return name === "ClosedConnectionError" || name === "DrainingConnectionError";
+}
+
+function supervise<I extends AsyncIterable<E>, E>(loop: Supervised<I, E>): Loop {
+  const { log, what } = loop;
+  const retryMs = loop.retry.retryMs ?? DEFAULT_RETRY_MS;
+  const maxRetryMs = loop.retry.maxRetryMs ?? DEFAULT_MAX_RETRY_MS;
+  let current: I | undefined = loop.first;
+  let stopped = false;
+  let restarts = 0;
+  let wake: (() => void) | undefined;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      }
+      wake = done;
+    });
+
+  const running = (async () => {
+    // Attempts since the last item: a watch that keeps ending before it delivers anything backs off.
+    let failures = 0;
+    while (!stopped) {
+      if (!current) {
+        try {
+          current = await loop.open();
+        } catch (error) {
+          if (connectionGone(error)) {
+            if (!stopped) log.warn({ err: error }, `${what}: the NATS connection is closing; not re-opened`);
+            return;
+          }
+          log.warn({ err: error, attempt: failures + 1, ...loop.position() }, `${what}: cannot re-open it yet; retrying`);
+          await pause(Math.min(maxRetryMs, retryMs * 2 ** failures++));
+          continue;
+        }
+        if (stopped) {
+          loop.close(current);
+          return;
+        }
+        restarts++;
+        log.warn({ restarts, ...loop.position() }, `${what}: re-opened`);
+      }
+      let thrown: unknown;
+      try {
+        for await (const item of current) {
+          failures = 0;
+          await loop.handle(item);
+          if (stopped) break;
+        }
+      } catch (error) {
+        thrown = error;
+      }
+      current = undefined;
+      if (stopped) return;
+      log.warn({ ...(thrown ? { err: thrown } : {}), ...loop.position() }, `${what} ended ${thrown ? "with an error" : "by itself (nats.js gave it up)"} while still needed; re-opening it`);
+      await pause(Math.min(maxRetryMs, retryMs * 2 ** failures++));
+    }
+  })();
+
+  return {
+    get restarts() {
+      return restarts;
+    },
+    async stop() {
+      stopped = true;
+      wake?.();
+      if (current) loop.close(current);
+      await running;
+    },
+  };
+}
