@@ -10,13 +10,14 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { nuid } from "@nats-io/nats-core";
-import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
+import type { JsMsg } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
 import { TaskMessage, type WorkerStats } from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { check } from "../../subjects/validation.ts";
 import { Slots } from "../runtime/slots.ts";
+import { consumeForever } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { followCatalog } from "./actor.ts";
 import { failTask, runContentTask, type Delivery, type WorkerDeps } from "./handlers.ts";
@@ -29,7 +30,7 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
   const log = options.log.child({ actor: "content-worker" });
   const stores = await openStores(nc);
   await ensureTaskQueue(nc, cfg.content.ackWaitMs);
-  const followed = await followCatalog(cfg, stores);
+  const followed = await followCatalog(cfg, stores, log);
   const deps: WorkerDeps = {
     catalog: followed.catalog,
     projects: projectStore(stores.projects),
@@ -42,17 +43,20 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
   // for another worker.
   const gate = new Slots(cfg.content.workerConcurrency);
   const consumer = await stores.js.consumers.get(TASK_STREAM, WORKER_CONSUMER);
-  const messages = await consumer.consume({ max_messages: cfg.content.workerConcurrency });
-  const loop = (async () => {
-    for await (const msg of messages) {
+  // Re-opened whenever the iterator ends or throws (consumeForever): a bare loop would stop taking
+  // tasks for good.
+  const loop = await consumeForever(
+    () => consumer.consume({ max_messages: cfg.content.workerConcurrency }),
+    async (msg) => {
       await gate.acquire();
       stats.inFlight++;
       void handleTask(msg, deps, cfg.content.ackWaitMs, stats, log).finally(() => {
         stats.inFlight--;
         gate.release();
       });
-    }
-  })();
+    },
+    { what: "content tasks", log },
+  );
 
   const served = await serveActor(
     nc,
@@ -68,10 +72,9 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
     async stop() {
       // Stop pulling; tasks in flight finish and ack; anything buffered but not started is
       // redelivered to another worker after the ack wait.
-      await messages.close().catch(() => undefined);
-      await loop.catch(() => undefined);
+      await loop.stop();
       await gate.idle();
-      followed.stop();
+      await followed.stop();
       await served.stop();
     },
   };
