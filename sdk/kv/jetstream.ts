@@ -13,6 +13,8 @@ import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts"
 export class JetStreamTwinBackend implements TwinBackend {
   private kv?: KV;
   private watcher?: { stop(): void };
+  /** Counts watch starts: a start that is no longer the newest stops its watch. */
+  private generation = 0;
   private closed = false;
 
   constructor(
@@ -76,9 +78,17 @@ export class JetStreamTwinBackend implements TwinBackend {
    * a quiet watch after about two minutes without JetStream, and its iterator just returns).
    */
   private async watch(onChanges: (changes: TwinChange[]) => void): Promise<void> {
+    // Each start supersedes every earlier one, also one still opening (a reconnect and an ended
+    // watch may both restart it): only the newest runs, the others are stopped.
+    const mine = ++this.generation;
     this.watcher?.stop();
+    this.watcher = undefined;
     const gate = new TwinCommitGate();
     const iterator = await this.kv!.watch();
+    if (this.closed || this.generation !== mine) {
+      iterator.stop();
+      return;
+    }
     this.watcher = iterator;
     void (async () => {
       let ended: unknown;
@@ -100,10 +110,10 @@ export class JetStreamTwinBackend implements TwinBackend {
         ended = error;
       }
       // Closed, or replaced by a newer watch (a reconnect): nothing to do.
-      if (this.closed || this.watcher !== iterator) return;
+      if (this.closed || this.generation !== mine) return;
       this.log("warn", "twin watch ended; starting it again", ended ? { error: (ended as Error).message } : {});
       await new Promise((r) => setTimeout(r, 250));
-      if (!this.closed && this.watcher === iterator) await this.rewatch(onChanges);
+      if (!this.closed && this.generation === mine) await this.rewatch(onChanges);
     })();
   }
 

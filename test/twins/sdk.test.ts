@@ -187,6 +187,20 @@ describe("device SDK over JetStream KV", () => {
     expect(seen).toEqual(["v1", "v2"]);
   });
 
+  it("sdk - two watch restarts at once (a reconnect and an ended watch) leave one watch: each change arrives once", async () => {
+    const device = await start(parseAppConfig(appDocument("App9", "dev-i", nats.url)));
+    const backend = (device as unknown as { twins: { watch(cb: (changes: TwinChange[]) => void): Promise<void> } }).twins;
+    const seen: TwinChange[] = [];
+    await Promise.all([backend.watch((c) => seen.push(...c)), backend.watch((c) => seen.push(...c))]);
+    const res = await put("dev-i", "racing", [{ name: "once", value: "1" }]);
+    const version = ((await res.json()) as { twins: Array<{ version: number }> }).twins[0]!.version;
+    await eventually(() => seen.some((c) => c.name === "once"), { what: "the change" });
+    // A marker written after it: once it has arrived, a second watch would have delivered the first twice.
+    await put("dev-i", "racing", [{ name: "marker", value: "m" }]);
+    await eventually(() => seen.some((c) => c.name === "marker"), { what: "the marker" });
+    expect(seen.filter((c) => c.name === "once" && c.version === version)).toHaveLength(1);
+  });
+
   it("sdk - after a nats-server restart the device reconnects, does not replay what it has, and gets the next change once", async () => {
     const device = await start(parseAppConfig(appDocument("App5", "dev-e", nats.url)));
     const seen: Array<[string | null, number]> = [];
