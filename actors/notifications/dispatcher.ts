@@ -197,6 +197,8 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
         if (stopping) continue;
         const messages = await consumer.fetch({ max_messages: PULL_EVENTS, expires: PULL_EXPIRES_MS });
         pull = messages;
+        // stop() came while the pull was being sent: do not wait out its expiry.
+        if (stopping) messages.stop();
         for await (const msg of messages) {
           // The slot reserved for it becomes the event's own; dispatch releases it.
           received++;

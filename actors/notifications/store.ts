@@ -129,8 +129,13 @@ export class SubscriptionCache {
    */
   async start(): Promise<void> {
     this.watch = await followBucket(this.store.kv, { what: "subscriptions" }, (entry) => this.see(entry), this.log);
-    // The first replay of a large bucket may take a while.
-    await this.freshAsOf(Date.now(), 60_000);
+    try {
+      // The first replay of a large bucket may take a while.
+      await this.freshAsOf(Date.now(), 60_000);
+    } catch (error) {
+      await this.stop();
+      throw error;
+    }
   }
 
   async stop(): Promise<void> {
@@ -184,6 +189,8 @@ export class SubscriptionCache {
 
   /** Waits until the watch has passed `revision`; rejects after `waitMs` (a watch that stopped must not hang its callers). */
   private reach(revision: number, waitMs: number): Promise<void> {
+    // Already there (e.g. a barrier the watch delivered before its write was acknowledged).
+    if (this.revision >= revision) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       const waiter = {
         revision,
@@ -211,7 +218,17 @@ export class SubscriptionCache {
     const done = (async () => {
       const status = await this.store.kv.status();
       const target = status.streamInfo.state.last_seq;
-      if (this.revision < target) await this.reach(target, waitMs);
+      if (this.revision < target) {
+        try {
+          await this.reach(target, Math.min(waitMs, BARRIER_AFTER_MS));
+        } catch {
+          // The bucket's last message may be one no watch delivers (removed from the stream), and
+          // waiting for it would fail every round until someone writes. A write of our own is one
+          // the watch must deliver, and it lies past the target.
+          const barrier = await this.store.kv.put(SYNC_KEY, encodeJson({ at: new Date().toISOString() }));
+          await this.reach(barrier, waitMs);
+        }
+      }
       this.syncedAt = Math.max(this.syncedAt, startedAt);
     })();
     this.syncing = { startedAt, done };
@@ -225,5 +242,9 @@ export class SubscriptionCache {
 
 /** How long freshAsOf waits for the watch; a dispatch that fails here is retried (its events are nak'ed). */
 const FRESH_WAIT_MS = 5_000;
+/** After this long without the bucket's last revision, freshAsOf writes a barrier key and waits for that instead. */
+const BARRIER_AFTER_MS = 1_000;
+/** The barrier key: no subscription (`sub.…`) nor index (`idx.…`) key, so every reader skips it. */
+const SYNC_KEY = "sync";
 
 const route = (partition: string, type: string) => `${partition}\u0000${type}`;

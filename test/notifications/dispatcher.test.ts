@@ -10,13 +10,13 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { startDispatcher, type Dispatcher, type DispatcherTiming } from "../../actors/notifications/dispatcher.ts";
 import { CONSUMERS, STREAMS, openJournal, type Journal } from "../../actors/notifications/journal.ts";
-import { SubscriptionCache, SubscriptionStore } from "../../actors/notifications/store.ts";
+import { SUBSCRIPTIONS_BUCKET, SubscriptionCache, SubscriptionStore } from "../../actors/notifications/store.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { DELIVERY_ENV, publishOnNats, subscribe } from "./helpers.ts";
 
-/** A one-second ack wait keeps the test short; renewal five times within it. */
-const FAST: DispatcherTiming = { ackWaitMs: 1_000, renewEveryMs: 200, renewForMs: 20_000 };
+/** A two-second ack wait keeps the tests short (and survives a stalled event loop on a busy machine); renewal six times within it. */
+const FAST: DispatcherTiming = { ackWaitMs: 2_000, renewEveryMs: 300, renewForMs: 20_000 };
 
 type Probe = {
   nc: NatsConnection;
@@ -86,16 +86,34 @@ describe("notifications dispatcher", () => {
     }
   });
 
+  it("notifications dispatcher - a bucket whose last message was removed from the stream does not keep the copy from being fresh (a barrier write is)", async () => {
+    const nc = await connect({ servers: nats.url });
+    try {
+      const store = await SubscriptionStore.open(nc);
+      // The bucket's last sequence now names a message no watch can deliver.
+      const seq = await store.kv.put("probe.removed", "x");
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.deleteMessage(`KV_${SUBSCRIPTIONS_BUCKET}`, seq);
+      const cache = new SubscriptionCache(store, createLogger("silent"));
+      // Waited 60 s for that revision and failed before; now the barrier comes in about a second.
+      await cache.start();
+      await cache.freshAsOf(Date.now());
+      await cache.stop();
+    } finally {
+      await nc.close();
+    }
+  });
+
   it("notifications dispatcher - events held longer than the ack wait are renewed: no other dispatcher takes them", async () => {
     await subscribe(derrick, "MasterPlanChanged", { callback_uri: "http://127.0.0.1:9/renewed" });
     const slow = await dispatcherProbe(FAST);
-    slow.gate = waitMs(3_000);
+    slow.gate = waitMs(5_000);
     const ids = ["renew-1", "renew-2", "renew-3"];
     for (const id of ids) await publishOnNats(derrick, "MasterPlanChanged", { data: id }, id);
     await eventually(() => ids.every((id) => slow.written.includes(id)), { what: "the slow dispatcher holding the events" });
     const other = await dispatcherProbe(FAST);
     await consumerIdle();
-    // Three ack waits passed while the slow one held them; a redelivery would have reached the other.
+    // Two and a half ack waits passed while the slow one held them; a redelivery would have reached the other.
     expect(other.written.filter((id) => ids.includes(id))).toEqual([]);
     await slow.dispatcher.stop();
     await other.dispatcher.stop();
@@ -110,24 +128,26 @@ describe("notifications dispatcher", () => {
     await eventually(() => ids.every((id) => doomed.written.includes(id)), { what: "the doomed dispatcher holding the events" });
     await doomed.nc.close();
     const rescuer = await dispatcherProbe(FAST);
-    await eventually(() => ids.every((id) => rescuer.written.includes(id)), { what: "the events redelivered to another dispatcher", timeoutMs: 8_000 });
+    await eventually(() => ids.every((id) => rescuer.written.includes(id)), { what: "the events redelivered to another dispatcher", timeoutMs: 10_000 });
     await consumerIdle();
     await rescuer.dispatcher.stop();
   });
 
   it("notifications dispatcher - a stuck round is renewed only for a while: its events then go to another dispatcher", async () => {
     await subscribe(derrick, "ProjectCreated", { callback_uri: "http://127.0.0.1:9/stuck" });
-    const stuck = await dispatcherProbe({ ...FAST, renewForMs: 1_500 });
+    const stuck = await dispatcherProbe({ ...FAST, renewForMs: 3_000 });
     stuck.gate = never;
     const ids = ["stuck-1", "stuck-2"];
     for (const id of ids) await publishOnNats(derrick, "ProjectCreated", { data: id }, id);
     await eventually(() => ids.every((id) => stuck.written.includes(id)), { what: "the stuck dispatcher holding the events" });
+    const takenAt = Date.now();
     const other = await dispatcherProbe(FAST);
-    // Not before the renewal window (1.5 s) has passed …
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Not before the renewal window (3 s) has passed: still nothing 2 s after the events were taken
+    // (renewed until 3 s, then one ack wait) …
+    await new Promise((r) => setTimeout(r, Math.max(0, takenAt + 2_000 - Date.now())));
     expect(other.written.filter((id) => ids.includes(id))).toEqual([]);
     // … and soon after it, plus one ack wait.
-    await eventually(() => ids.every((id) => other.written.includes(id)), { what: "the stuck round's events at another dispatcher", timeoutMs: 8_000 });
+    await eventually(() => ids.every((id) => other.written.includes(id)), { what: "the stuck round's events at another dispatcher", timeoutMs: 12_000 });
     await consumerIdle();
     // The stuck one pulled nothing more: its own redeliveries went elsewhere.
     expect(stuck.written.filter((id) => ids.includes(id))).toEqual(ids);
