@@ -79,6 +79,8 @@ function embeddedKeys(bus: Bus, maxAgeMs: number): KeySource {
 function heldKeys(fetchJwks: () => Promise<JSONWebKeySet>, maxAgeMs: number, unreachable: (error: unknown) => DerrickError): KeySource {
   let local: JWTVerifyGetKey | undefined;
   let fetchedAt = 0;
+  /** The last fetch failed: the source is down, and requests must not wait for each new try. */
+  let failing = false;
   let inFlight: Promise<void> | undefined;
   // One fetch at a time, however many requests find the keys stale.
   const refresh = () =>
@@ -86,15 +88,24 @@ function heldKeys(fetchJwks: () => Promise<JSONWebKeySet>, maxAgeMs: number, unr
       try {
         local = createLocalJWKSet(await fetchJwks());
         fetchedAt = Date.now();
+        failing = false;
       } catch (error) {
         if (!local) throw error instanceof DerrickError ? error : unreachable(error);
         fetchedAt = Date.now() - maxAgeMs + JWKS_REFRESH_MS;
+        failing = true;
       } finally {
         inFlight = undefined;
       }
     })());
   const keys: JWTVerifyGetKey = async (header, token) => {
-    if (!local || Date.now() - fetchedAt > maxAgeMs) await refresh();
+    if (!local) await refresh();
+    else if (Date.now() - fetchedAt > maxAgeMs) {
+      // Normally the request waits for fresh keys (a withdrawn key stops working on time); while the
+      // source is down it goes on with the keys held and the next try runs in the background.
+      const fresh = refresh();
+      if (failing) void fresh.catch(() => undefined);
+      else await fresh;
+    }
     try {
       return await local!(header, token);
     } catch (error) {
