@@ -5,26 +5,15 @@ import { Database } from "bun:sqlite";
 import { describe, expect, it } from "vitest";
 import { headers as natsHeaders } from "@nats-io/nats-core";
 import { recordKey } from "../../subjects/search.ts";
-import type { SearchRequest } from "./backend.ts";
 import { parseDate, toIndexedDoc, tokenize } from "./documents.ts";
 import { intersects, within, type Shape } from "./geo.ts";
 import { parseQuery } from "./query/parser.ts";
 import { changeOf, decodeChange } from "./replica.ts";
 import { SqliteBackend } from "./sqlite.ts";
-import { testRecord as record } from "./testing.ts";
+import { testRecord as record, testRequest } from "./testing.ts";
 
 
-const request = (overrides: Partial<SearchRequest> = {}): SearchRequest => ({
-  partition: "opendes",
-  kinds: ["*:*:*:*"],
-  query: parseQuery(""),
-  access: { all: false, groups: ["data.a.viewers"], asOwner: false },
-  sort: [],
-  offset: 0,
-  limit: 10,
-  trackTotalCount: false,
-  ...overrides,
-});
+const request = testRequest;
 
 describe("search engine pieces", () => {
   it("engine - totalCount stops at 10000 unless trackTotalCount asks for the exact count", () => {

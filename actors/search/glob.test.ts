@@ -1,12 +1,11 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import type { SearchRequest } from "./backend.ts";
 import { toIndexedDoc } from "./documents.ts";
 import { compileGlob } from "./glob.ts";
 import { parseQuery } from "./query/parser.ts";
 import { highlight, project } from "./results.ts";
 import { SqliteBackend } from "./sqlite.ts";
-import { testRecord as record } from "./testing.ts";
+import { testRecord as record, testRequest } from "./testing.ts";
 
 /**
  * The anchored RegExp the matcher replaced (actors/search/evaluate.ts `globToRegExp`): the reference
@@ -34,17 +33,7 @@ const stringOf = (units: string[], maxLength: number) => fc.array(fc.constantFro
 const PATHOLOGICAL = `${"*?".repeat(12)}!`;
 const LONG_PATH = "data.SpatialLocation.Wgs84Coordinates.features"; // 46 characters
 
-const request = (overrides: Partial<SearchRequest> = {}): SearchRequest => ({
-  partition: "opendes",
-  kinds: ["*:*:*:*"],
-  query: parseQuery(""),
-  access: { all: false, groups: ["data.a.viewers"], asOwner: false },
-  sort: [],
-  offset: 0,
-  limit: 10,
-  trackTotalCount: false,
-  ...overrides,
-});
+const request = testRequest;
 
 describe("glob patterns from callers", () => {
   it("glob - every pattern matches exactly what the anchored RegExp matched: case, line terminators, escapes, surrogates", () => {

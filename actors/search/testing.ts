@@ -1,5 +1,7 @@
-/** Records for the search engine's unit tests. */
+/** Records and requests for the search engine's unit tests. */
 import type { StoredRecord } from "../../subjects/search.ts";
+import type { SearchRequest } from "./backend.ts";
+import { parseQuery } from "./query/parser.ts";
 
 /** A record `opendes:well:<i>` of one kind, visible to the group `data.a.viewers`, with this data. */
 export const testRecord = (i: number, data: Record<string, unknown>): StoredRecord => ({
@@ -10,4 +12,17 @@ export const testRecord = (i: number, data: Record<string, unknown>): StoredReco
   version: 1,
   createUser: "test",
   createTime: "2026-01-01T00:00:00Z",
+});
+
+/** A request over every kind in `opendes` as a member of `data.a.viewers`, first page of 10. */
+export const testRequest = (overrides: Partial<SearchRequest> = {}): SearchRequest => ({
+  partition: "opendes",
+  kinds: ["*:*:*:*"],
+  query: parseQuery(""),
+  access: { all: false, groups: ["data.a.viewers"], asOwner: false },
+  sort: [],
+  offset: 0,
+  limit: 10,
+  trackTotalCount: false,
+  ...overrides,
 });
