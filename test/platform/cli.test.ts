@@ -21,6 +21,26 @@ afterAll(() => {
   }
 });
 
+/** The environment of a `derrick start` with its own data dir and ports (embedded NATS: NATS_URL unset). */
+async function startEnv(prefix: string, extra: Record<string, string>) {
+  const dataDir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dataDir);
+  const [httpPort, natsPort] = [await freePort(), await freePort()];
+  const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), ...extra };
+  delete env.NATS_URL;
+  return { dataDir, httpPort, natsPort, env };
+}
+
+/** `derrick start` as a child process, its output collected. */
+function runStart(env: NodeJS.ProcessEnv, options: { preload?: string; detached?: boolean } = {}) {
+  const args = [...(options.preload ? ["--preload", options.preload] : []), CLI, "start"];
+  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: options.detached ?? false });
+  let log = "";
+  child.stdout.on("data", (d) => (log += d));
+  child.stderr.on("data", (d) => (log += d));
+  return { child, log: () => log, exited: new Promise<number | null>((r) => child.once("exit", (code) => r(code))) };
+}
+
 /** Running, that is: a zombie (exited, not yet reaped by whoever adopted it) counts as gone. */
 function pidAlive(pid: number): boolean {
   try {
@@ -39,19 +59,12 @@ describe("derrick CLI", () => {
   });
 
   it("cli - `derrick start` runs embedded NATS, every actor and the edge, and SIGTERM stops them all", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-cli-"));
-    dirs.push(dataDir);
-    const [httpPort, natsPort] = [await freePort(), await freePort()];
-    const env = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), DERRICK_CLIENTS: JSON.stringify([TEST_CLIENTS.alpha]), DERRICK_LOG_LEVEL: "info" };
-    delete (env as Record<string, string | undefined>).NATS_URL;
-    const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    const { dataDir, httpPort, natsPort, env } = await startEnv("derrick-cli-", { DERRICK_CLIENTS: JSON.stringify([TEST_CLIENTS.alpha]), DERRICK_LOG_LEVEL: "info" });
+    const run = runStart(env);
+    const { child, exited } = run;
     try {
       const base = `http://127.0.0.1:${httpPort}`;
-      await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, { timeoutMs: 20_000, what: `readyz (log: ${log.slice(-500)})` });
+      await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, { timeoutMs: 20_000, what: `readyz (log: ${run.log().slice(-500)})` });
       const res = await fetch(`${base}/v2/token`, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -66,7 +79,7 @@ describe("derrick CLI", () => {
       expect(serverPids.length).toBe(1);
       child.kill("SIGTERM");
       expect(await exited).toBe(0);
-      expect(log).toContain("stopped");
+      expect(run.log()).toContain("stopped");
       expect(pidAlive(serverPids[0]!)).toBe(false);
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
@@ -76,23 +89,16 @@ describe("derrick CLI", () => {
 
 describe("derrick start and the terminal's Ctrl-C", () => {
   it("cli - a SIGINT to the whole process group (Ctrl-C) still lets a request in flight finish: the embedded server stops last", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-cli-int-"));
-    dirs.push(dataDir);
-    const [httpPort, natsPort] = [await freePort(), await freePort()];
+    const { dataDir, httpPort, natsPort, env } = await startEnv("derrick-cli-int-", { ACTORS: "identity", DERRICK_REQUEST_TIMEOUT: "10s", DERRICK_LOG_LEVEL: "info" });
     // The system actor comes from this test (slow), so derrick runs the identity actor only.
-    const env = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), ACTORS: "identity", DERRICK_REQUEST_TIMEOUT: "10s", DERRICK_LOG_LEVEL: "info" };
-    delete (env as Record<string, string | undefined>).NATS_URL;
     // Its own process group, like a shell job: a signal to -pid reaches everything in it.
-    const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    const run = runStart(env, { detached: true });
+    const { child, exited } = run;
     let slow: { stop(): Promise<void> } | undefined;
     let nc: NatsConnection | undefined;
     try {
       const base = `http://127.0.0.1:${httpPort}`;
-      await eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `healthz (log: ${log.slice(-500)})` });
+      await eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `healthz (log: ${run.log().slice(-500)})` });
       const internal = JSON.parse(readFileSync(join(dataDir, "nats", "users.json"), "utf8")).internal as { user: string; password: string };
       nc = await connect({ servers: `nats://127.0.0.1:${natsPort}`, user: internal.user, pass: internal.password });
       slow = await serveActor(nc, { name: "system", description: "slow", endpoints: [endpoint({ name: "info", subject: subjects.system.info(), handler: async () => (await new Promise((r) => setTimeout(r, 1_500)), { version: "slow" }) })] }, { log: createLogger("silent"), concurrency: 4 });
@@ -114,23 +120,16 @@ describe("derrick start and an error nobody caught", () => {
   const FAIL_ON_SIGNAL = join(ROOT, "test", "platform", "fixtures", "fail-on-signal.ts");
   for (const [failAs, kind] of [["rejection", "unhandledRejection"], ["exception", "uncaughtException"]] as const) {
     it(`cli - an ${kind} in a background task is logged with its stack, the request in flight is still answered, and derrick exits 1 after draining`, async () => {
-      const dataDir = mkdtempSync(join(tmpdir(), `derrick-cli-${failAs}-`));
-      dirs.push(dataDir);
-      const [httpPort, natsPort] = [await freePort(), await freePort()];
+      const { dataDir, httpPort, natsPort, env } = await startEnv(`derrick-cli-${failAs}-`, { ACTORS: "identity", DERRICK_REQUEST_TIMEOUT: "10s", DERRICK_LOG_LEVEL: "info", FAIL_AS: failAs });
       // As in the Ctrl-C test: the slow system actor comes from this test, derrick runs identity only.
-      const env = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), ACTORS: "identity", DERRICK_REQUEST_TIMEOUT: "10s", DERRICK_LOG_LEVEL: "info", FAIL_AS: failAs };
-      delete (env as Record<string, string | undefined>).NATS_URL;
       // The fixture makes SIGUSR2 fail a background task inside derrick, with nothing to catch it.
-      const child = spawn(process.execPath, ["--preload", FAIL_ON_SIGNAL, CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
-      let log = "";
-      child.stdout.on("data", (d) => (log += d));
-      child.stderr.on("data", (d) => (log += d));
-      const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+      const run = runStart(env, { preload: FAIL_ON_SIGNAL });
+      const { child, exited } = run;
       let slow: { stop(): Promise<void> } | undefined;
       let nc: NatsConnection | undefined;
       try {
         const base = `http://127.0.0.1:${httpPort}`;
-        await eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `healthz (log: ${log.slice(-500)})` });
+        await eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `healthz (log: ${run.log().slice(-500)})` });
         const internal = JSON.parse(readFileSync(join(dataDir, "nats", "users.json"), "utf8")).internal as { user: string; password: string };
         nc = await connect({ servers: `nats://127.0.0.1:${natsPort}`, user: internal.user, pass: internal.password });
         let arrived!: () => void;
@@ -146,7 +145,7 @@ describe("derrick start and an error nobody caught", () => {
         process.kill(child.pid!, "SIGUSR2");
         expect(await inFlight).toBe(200);
         expect(await exited).toBe(1);
-        const lines = log.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as { level: number; msg: string; kind?: string; err?: { stack?: string }; exitCode?: number });
+        const lines = run.log().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as { level: number; msg: string; kind?: string; err?: { stack?: string }; exitCode?: number });
         const fatal = lines.find((line) => line.level === 60 && line.kind === kind);
         expect(fatal?.msg).toMatch(/stopping \(drain\)/);
         expect(fatal?.err?.stack).toMatch(/injected: .*\n\s+at /);
@@ -163,19 +162,9 @@ describe("derrick start and an error nobody caught", () => {
 
 describe("derrick start after a crash", () => {
   it("cli - a server left running by a derrick killed with SIGKILL is stopped by the next start in the same data dir", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-cli-kill-"));
-    dirs.push(dataDir);
-    const [httpPort, natsPort] = [await freePort(), await freePort()];
-    const env = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), ACTORS: "system,identity", DERRICK_LOG_LEVEL: "info" };
-    delete (env as Record<string, string | undefined>).NATS_URL;
+    const { dataDir, httpPort, env } = await startEnv("derrick-cli-kill-", { ACTORS: "system,identity", DERRICK_LOG_LEVEL: "info" });
     const serverPids = () => spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean).map(Number);
-    const start = () => {
-      const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
-      let log = "";
-      child.stdout.on("data", (d) => (log += d));
-      child.stderr.on("data", (d) => (log += d));
-      return { child, log: () => log, exited: new Promise<number | null>((r) => child.once("exit", (code) => r(code))) };
-    };
+    const start = () => runStart(env);
     const ready = (run: ReturnType<typeof start>) => eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `readyz (log: ${run.log().slice(-500)})` });
     const first = start();
     const second = { run: undefined as ReturnType<typeof start> | undefined };
@@ -208,13 +197,8 @@ describe("embedded nats-server users", () => {
   it("cli - the embedded server refuses anonymous clients and confines each device user to its own twin", async () => {
     const { connect } = await import("@nats-io/transport-node");
     const { Kvm } = await import("@nats-io/kv");
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-cli-auth-"));
-    dirs.push(dataDir);
-    const [httpPort, natsPort] = [await freePort(), await freePort()];
-    const env = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), DERRICK_CLIENTS: JSON.stringify([TEST_CLIENTS.admin]), DERRICK_LOG_LEVEL: "warn" };
-    delete (env as Record<string, string | undefined>).NATS_URL;
-    const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    const { dataDir, httpPort, natsPort, env } = await startEnv("derrick-cli-auth-", { DERRICK_CLIENTS: JSON.stringify([TEST_CLIENTS.admin]), DERRICK_LOG_LEVEL: "warn" });
+    const { child, exited } = runStart(env);
     const base = `http://127.0.0.1:${httpPort}`;
     const natsUrl = `nats://127.0.0.1:${natsPort}`;
     try {
