@@ -67,8 +67,9 @@ describe("external identity service unreachable", () => {
   let nats: TestNats;
   let key: CryptoKey;
   let jwks: { keys: unknown[] };
-  /** Whether the issuer's JWKS endpoint answers; when not, it fails as a down issuer does (503). */
+  /** Whether the issuer's JWKS endpoint answers; when not, it fails as a down issuer does (503), or never answers (`hang`). */
   let up = true;
+  let hang = false;
   let jwksServer: ReturnType<typeof Bun.serve>;
   const started: TestDerrick[] = [];
   const sign = () =>
@@ -87,7 +88,7 @@ describe("external identity service unreachable", () => {
     const pair = await generateKeyPair("RS256", { extractable: true });
     key = pair.privateKey;
     jwks = { keys: [{ ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" }] };
-    jwksServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => (up ? Response.json(jwks) : new Response("down", { status: 503 })) });
+    jwksServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => (hang ? new Promise<Response>(() => undefined) : up ? Response.json(jwks) : new Response("down", { status: 503 })) });
     nats = await startTestNats();
   });
   afterAll(async () => {
@@ -107,6 +108,26 @@ describe("external identity service unreachable", () => {
     expect(during.status, await during.text()).toBe(200);
     up = true;
   });
+
+  it("external issuer - once a fetch of its keys has failed, requests do not wait for the next tries (they run in the background)", async () => {
+    up = true;
+    hang = false;
+    const derrick = await start();
+    expect((await whoami(derrick, await sign())).status).toBe(200);
+    hang = true;
+    try {
+      await new Promise((r) => setTimeout(r, 1_300));
+      // The first request after the max age waits for the refetch (jose gives up after 5 s) …
+      expect((await whoami(derrick, await sign())).status).toBe(200);
+      // … and once the next try is due (5 s later), a request goes on with the keys held at once.
+      await new Promise((r) => setTimeout(r, 5_200));
+      const started = Date.now();
+      expect((await whoami(derrick, await sign())).status).toBe(200);
+      expect(Date.now() - started, "a request waited for a fetch from an issuer known to be down").toBeLessThan(2_500);
+    } finally {
+      hang = false;
+    }
+  }, 30_000);
 
   it("external issuer - before any keys were fetched its tokens get 503 with Retry-After, not 401", async () => {
     up = false;
