@@ -2,7 +2,8 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { ActorName, Config } from "../config/index.ts";
 import type { Logger } from "../platform/logger.ts";
-import type { ServedActor } from "./runtime/service.ts";
+import type { RuntimeOptions, ServedActor } from "./runtime/service.ts";
+import { storagePolicy } from "./runtime/storage.ts";
 import { startSystemActor } from "./system/index.ts";
 import { startIdentityActor } from "./identity/index.ts";
 import { startDelivererActor, startDispatcherActor, startNotificationsActor } from "./notifications/index.ts";
@@ -15,19 +16,21 @@ import { startReportingActor } from "./reporting/index.ts";
 
 type Starter = (nc: NatsConnection, cfg: Config, log: Logger) => Promise<ServedActor>;
 
+const runtime = (cfg: Config, log: Logger): RuntimeOptions => ({ log, concurrency: cfg.actorConcurrency, storage: storagePolicy(cfg) });
+
 const STARTERS: Record<ActorName, Starter> = {
-  system: (nc, cfg, log) => startSystemActor(nc, { log, concurrency: cfg.actorConcurrency }),
-  identity: (nc, cfg, log) => startIdentityActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
-  notifications: (nc, cfg, log) => startNotificationsActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
-  dispatcher: (nc, cfg, log) => startDispatcherActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
-  deliverer: (nc, cfg, log) => startDelivererActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
-  twins: (nc, cfg, log) => startTwinsActor(nc, { log, concurrency: cfg.actorConcurrency }),
-  "twin-mirror": (nc, cfg, log) => startTwinMirrorActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
-  projects: (nc, cfg, log) => startProjectsActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
-  "content-worker": (nc, cfg, log) => startContentWorker(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
-  search: (nc, cfg, log) => startSearchActor(nc, cfg, { log, concurrency: cfg.actorConcurrency }),
-  storage: (nc, cfg, log) => startStorageActor(nc, { log, concurrency: cfg.actorConcurrency }),
-  reporting: (nc, cfg, log) => startReportingActor(nc, { log, concurrency: cfg.actorConcurrency }),
+  system: (nc, cfg, log) => startSystemActor(nc, runtime(cfg, log)),
+  identity: (nc, cfg, log) => startIdentityActor(nc, cfg, runtime(cfg, log)),
+  notifications: (nc, cfg, log) => startNotificationsActor(nc, cfg, runtime(cfg, log)),
+  dispatcher: (nc, cfg, log) => startDispatcherActor(nc, cfg, runtime(cfg, log)),
+  deliverer: (nc, cfg, log) => startDelivererActor(nc, cfg, runtime(cfg, log)),
+  twins: (nc, cfg, log) => startTwinsActor(nc, runtime(cfg, log)),
+  "twin-mirror": (nc, cfg, log) => startTwinMirrorActor(nc, cfg, runtime(cfg, log)),
+  projects: (nc, cfg, log) => startProjectsActor(nc, cfg, runtime(cfg, log)),
+  "content-worker": (nc, cfg, log) => startContentWorker(nc, cfg, runtime(cfg, log)),
+  search: (nc, cfg, log) => startSearchActor(nc, cfg, runtime(cfg, log)),
+  storage: (nc, cfg, log) => startStorageActor(nc, runtime(cfg, log)),
+  reporting: (nc, cfg, log) => startReportingActor(nc, runtime(cfg, log)),
 };
 
 export type RunningActors = { names: string[]; stop(): Promise<void> };

@@ -12,6 +12,7 @@
  *   derrick seed [--partition P]      load the reporting demo data set into a running derrick
  *   derrick sdk migrate --config old.json --routes routes.json [--out new.json]   SDK 2.0 → 3.0 config
  */
+import { storagePolicy } from "../actors/runtime/storage.ts";
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
 import { ACTOR_NAMES, ConfigError, loadConfig, parseDuration, type ActorName, type Config } from "../config/index.ts";
@@ -65,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
     case "keys":
       return keys(cfg, rest);
     case "devices":
-      return devicesCommand(cfg, rest, (twin) => withBus(cfg, (bus) => ensureTwinBucket(bus.nc, twin)));
+      return devicesCommand(cfg, rest, (twin) => withBus(cfg, (bus) => ensureTwinBucket(bus.nc, twin, storagePolicy(cfg))));
     case "token":
       return token(cfg, rest);
     case "sdk":
@@ -123,7 +124,7 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
 /** The twin bucket of every registered device (devices may open their bucket, not create it). */
 async function ensureDeviceBuckets(cfg: Config, nc: NatsConnection, log: Logger): Promise<void> {
   for (const device of Object.values(readNatsUsers(cfg.dataDir)?.devices ?? {})) {
-    await ensureTwinBucket(nc, device.twin).catch((error: Error) => log.warn({ err: error, device: device.user }, "cannot create a device's twin bucket; it is created on the twin's first write"));
+    await ensureTwinBucket(nc, device.twin, storagePolicy(cfg)).catch((error: Error) => log.warn({ err: error, device: device.user }, "cannot create a device's twin bucket; it is created on the twin's first write"));
   }
 }
 

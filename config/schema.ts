@@ -134,6 +134,8 @@ export const Config = Type.Object({
       { additionalProperties: false },
     ),
   ),
+  /** Replicas of every stream and KV bucket derrick creates (R3 on a JetStream cluster; 1 on one server). */
+  jetstreamReplicas: Type.Integer({ minimum: 1, maximum: 5 }),
   logLevel: Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
 });
 export type Config = Static<typeof Config>;

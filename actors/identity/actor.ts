@@ -27,7 +27,7 @@ import type { Logger } from "../../platform/logger.ts";
 import { reply } from "../../subjects/reply.ts";
 
 export async function startIdentityActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
-  const registry = await openRegistry(nc);
+  const registry = await openRegistry(nc, options.storage);
   const key = await loadOrCreateSigningKey(cfg.dataDir);
   const log = options.log.child({ actor: "identity" });
   if (cfg.clients) {

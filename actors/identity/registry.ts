@@ -6,6 +6,7 @@
  *   revoked_keys.<kid>    → { revoked_at }: never published again
  *   deleted_clients.<client_id> → DeletedClient: a deleted client whose subscriptions are (being) removed
  */
+import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { JWK } from "jose";
@@ -64,8 +65,8 @@ export interface Registry {
 /** `seen_at` is absent on keys published before it existed. */
 export type PublishedKey = { jwk: JWK; seen_at?: string };
 
-export async function openRegistry(nc: NatsConnection): Promise<Registry> {
-  const kv = await new Kvm(nc).create(REGISTRY_BUCKET, { history: 1 });
+export async function openRegistry(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<Registry> {
+  const kv = await new Kvm(nc).create(REGISTRY_BUCKET, bucketOptions(policy, { history: 1 }));
   return new KvRegistry(kv);
 }
 

@@ -38,7 +38,7 @@ export const PUBLISHERS_GROUP = "notifications.publishers";
 const caller = (ctx: RequestContext): Caller => ({ principal: requirePrincipal(ctx), partition: requirePartition(ctx) });
 
 export async function startNotificationsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
-  const deps: NotificationDeps = { store: await SubscriptionStore.open(nc), journal: await openJournal(nc), policy: callbackPolicy(cfg.delivery) };
+  const deps: NotificationDeps = { store: await SubscriptionStore.open(nc, options.storage), journal: await openJournal(nc, options.storage), policy: callbackPolicy(cfg.delivery) };
   const n = subjects.notifications;
   return serveActor(
     nc,
@@ -84,8 +84,8 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
 }
 
 export async function startDispatcherActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
-  const journal = await openJournal(nc);
-  const cache = new SubscriptionCache(await SubscriptionStore.open(nc), options.log.child({ actor: "dispatcher" }));
+  const journal = await openJournal(nc, options.storage);
+  const cache = new SubscriptionCache(await SubscriptionStore.open(nc, options.storage), options.log.child({ actor: "dispatcher" }));
   await cache.start();
   const dispatcher = await startDispatcher(journal, cache, { delaysMs: cfg.delivery.scheduleMs, jitter: cfg.delivery.scheduleJitter }, options.log.child({ actor: "dispatcher" }));
   const served = await serveActor(
@@ -104,8 +104,8 @@ export async function startDispatcherActor(nc: NatsConnection, cfg: Config, opti
 }
 
 export async function startDelivererActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
-  const journal = await openJournal(nc);
-  const store = await SubscriptionStore.open(nc);
+  const journal = await openJournal(nc, options.storage);
+  const store = await SubscriptionStore.open(nc, options.storage);
   const cache = new SubscriptionCache(store, options.log.child({ actor: "deliverer" }));
   await cache.start();
   const d = cfg.delivery;

@@ -9,6 +9,7 @@
  * Attempt records written in the same event-loop turn for one subscription share one message (a JSON
  * array): one stored write and one acknowledgement for many deliveries.
  */
+import { SINGLE_NODE, directReads, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import {
   AckPolicy,
@@ -84,7 +85,7 @@ export type Journal = {
 };
 
 /** Creates (or updates) the streams; every actor calls it, so any start order works. */
-export async function ensureStreams(jsm: JetStreamManager): Promise<void> {
+export async function ensureStreams(jsm: JetStreamManager, policy: StoragePolicy = SINGLE_NODE): Promise<void> {
   const n = subjects.notifications;
   const specs = [
     { name: STREAMS.events, subjects: [n.allEvents()], retention: RetentionPolicy.Limits, max_age: 7 * DAY_NS, max_msg_size: EVENT_MAX_BYTES + 4096, duplicate_window: 120 * 1e9 },
@@ -101,7 +102,7 @@ export async function ensureStreams(jsm: JetStreamManager): Promise<void> {
     },
   ];
   for (const spec of specs) {
-    const config = { ...spec, storage: StorageType.File, discard: DiscardPolicy.Old, allow_direct: true, num_replicas: 1 };
+    const config = { ...spec, storage: StorageType.File, discard: DiscardPolicy.Old, ...streamOptions(policy) };
     try {
       await jsm.streams.info(spec.name);
       await jsm.streams.update(spec.name, config);
@@ -138,10 +139,13 @@ export async function ensureConsumer(jsm: JetStreamManager, stream: string, name
   }
 }
 
-export async function openJournal(nc: NatsConnection): Promise<Journal> {
+export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<Journal> {
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  await ensureStreams(jsm);
+  await ensureStreams(jsm, policy);
+  // A message by sequence: from any replica when there is one, else from the stream leader (a
+  // follower may not have a message yet that a dispatcher just stored).
+  const messageAt = (stream: string, seq: number) => (directReads(policy) ? jsm.direct.getMessage(stream, { seq }) : jsm.streams.getMessage(stream, { seq }));
   const n = subjects.notifications;
   const json = (value: unknown) => encoder.encode(JSON.stringify(value));
 
@@ -170,7 +174,7 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
     },
     async readEvent(seq) {
       // Only "not found" means gone: any other error must not make a delivery look expired.
-      const stored = await jsm.direct.getMessage(STREAMS.events, { seq });
+      const stored = await messageAt(STREAMS.events, seq);
       if (!stored || stored.seq !== seq) return undefined;
       return storedEvent(stored);
     },
@@ -213,13 +217,13 @@ export async function openJournal(nc: NatsConnection): Promise<Journal> {
         if (isDeadLetterOf(m.headers?.get("Nats-Msg-Id") ?? "", eventId, subscriptionId)) seq = m.seq;
       });
       if (seq === 0) return undefined;
-      const stored = await jsm.direct.getMessage(STREAMS.dead, { seq });
+      const stored = await messageAt(STREAMS.dead, seq);
       if (!stored || stored.seq !== seq) return undefined;
       const letter = JSON.parse(decoder.decode(stored.data)) as DeadLetter;
       return letter.event_id === eventId ? { seq, letter } : undefined;
     },
     async readDead(seq) {
-      const stored = await jsm.direct.getMessage(STREAMS.dead, { seq });
+      const stored = await messageAt(STREAMS.dead, seq);
       if (!stored || stored.seq !== seq) return undefined;
       return JSON.parse(decoder.decode(stored.data)) as DeadLetter;
     },

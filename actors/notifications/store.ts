@@ -6,6 +6,7 @@
  * type converge on one subscription; records are rewritten with update(revision) loops.
  * SubscriptionCache keeps a watched in-memory copy for the dispatcher and the deliverer.
  */
+import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Subscription } from "../../subjects/notifications.ts";
@@ -39,8 +40,8 @@ export const indexKey = (partition: string, clientId: string, type: string) => `
 export class SubscriptionStore {
   constructor(readonly kv: KV) {}
 
-  static async open(nc: NatsConnection): Promise<SubscriptionStore> {
-    return new SubscriptionStore(await new Kvm(nc).create(SUBSCRIPTIONS_BUCKET, { history: 1 }));
+  static async open(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<SubscriptionStore> {
+    return new SubscriptionStore(await new Kvm(nc).create(SUBSCRIPTIONS_BUCKET, bucketOptions(policy, { history: 1 })));
   }
 
   async get(id: string): Promise<Versioned<SubscriptionRecord> | undefined> {

@@ -39,8 +39,8 @@ export async function followCatalog(cfg: Config, stores: Stores, log: Logger = c
 }
 
 export async function startProjectsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
-  const stores = await openStores(nc);
-  await ensureTaskQueue(nc, cfg.content.ackWaitMs);
+  const stores = await openStores(nc, options.storage);
+  await ensureTaskQueue(nc, cfg.content.ackWaitMs, options.storage);
   const followed = await followCatalog(cfg, stores, options.log.child({ actor: "projects" }));
   const deps: ProjectsDeps = {
     catalog: followed.catalog,

@@ -8,6 +8,7 @@
  *   stream CONTENT_TASKS (work queue) on derrick.content.tasks.<partition>, durable consumer content-workers
  * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key.
  */
+import { SINGLE_NODE, bucketOptions, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import { casPut, encodeJson, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
@@ -38,21 +39,21 @@ export type Stores = {
   js: JetStreamClient;
 };
 
-export async function openStores(nc: NatsConnection): Promise<Stores> {
+export async function openStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<Stores> {
   const kvm = new Kvm(nc);
   const [catalog, projects, tasks, content] = await Promise.all([
-    kvm.create(BUCKETS.catalog, { history: 1 }),
-    kvm.create(BUCKETS.projects, { history: 1 }),
-    kvm.create(BUCKETS.tasks, { history: 8, ttl: TASK_RETENTION_MS }),
-    kvm.create(BUCKETS.content, { history: 1, ttl: CONTENT_TTL_MS }),
+    kvm.create(BUCKETS.catalog, bucketOptions(policy, { history: 1 })),
+    kvm.create(BUCKETS.projects, bucketOptions(policy, { history: 1 })),
+    kvm.create(BUCKETS.tasks, bucketOptions(policy, { history: 8, ttl: TASK_RETENTION_MS })),
+    kvm.create(BUCKETS.content, bucketOptions(policy, { history: 1, ttl: CONTENT_TTL_MS })),
   ]);
   return { catalog, projects, tasks, content, js: jetstream(nc) };
 }
 
 /** The work-queue stream and the one durable consumer every worker process shares. */
-export async function ensureTaskQueue(nc: NatsConnection, ackWaitMs: number): Promise<void> {
+export async function ensureTaskQueue(nc: NatsConnection, ackWaitMs: number, policy: StoragePolicy = SINGLE_NODE): Promise<void> {
   const jsm = await jetstreamManager(nc);
-  const stream = { name: TASK_STREAM, subjects: [subjects.content.allTasks()], retention: RetentionPolicy.Workqueue, duplicate_window: 120_000_000_000 };
+  const stream = { name: TASK_STREAM, subjects: [subjects.content.allTasks()], retention: RetentionPolicy.Workqueue, duplicate_window: 120_000_000_000, ...streamOptions(policy) };
   try {
     await jsm.streams.info(TASK_STREAM);
   } catch {

@@ -28,8 +28,8 @@ const RETRY_DELAYS_MS = [1_000, 2_000, 5_000, 10_000];
 
 export async function startContentWorker(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "content-worker" });
-  const stores = await openStores(nc);
-  await ensureTaskQueue(nc, cfg.content.ackWaitMs);
+  const stores = await openStores(nc, options.storage);
+  await ensureTaskQueue(nc, cfg.content.ackWaitMs, options.storage);
   const followed = await followCatalog(cfg, stores, log);
   const deps: WorkerDeps = {
     catalog: followed.catalog,

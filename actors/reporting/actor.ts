@@ -11,7 +11,7 @@ import { deleteEntity, fullCycleAggregate, getEntity, licenseAggregate, prospect
 import { assessmentStore, openStores } from "./store.ts";
 
 export async function startReportingActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {
-  const deps: ReportingDeps = { store: assessmentStore(await openStores(nc)) };
+  const deps: ReportingDeps = { store: assessmentStore(await openStores(nc, options.storage)) };
   const names = subjects.reporting;
   return serveActor(
     nc,

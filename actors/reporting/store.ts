@@ -38,6 +38,7 @@
  * actor processes; and nothing is added to a hit, which stays one KV read.
  * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key.
  */
+import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
 import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { encodeJson, isLive, isWrongRevision, readKv } from "../runtime/kv.ts";
@@ -111,9 +112,9 @@ async function deleteAt(kv: KV, key: string, revision: number): Promise<boolean>
 
 export type Stores = { entities: KV; cache: KV };
 
-export async function openStores(nc: NatsConnection): Promise<Stores> {
+export async function openStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<Stores> {
   const kvm = new Kvm(nc);
-  const [entities, cache] = await Promise.all([kvm.create(BUCKETS.entities, { history: ENTITY_HISTORY }), kvm.create(BUCKETS.cache, { history: 1 })]);
+  const [entities, cache] = await Promise.all([kvm.create(BUCKETS.entities, bucketOptions(policy, { history: ENTITY_HISTORY })), kvm.create(BUCKETS.cache, bucketOptions(policy, { history: 1 }))]);
   return { entities, cache };
 }
 

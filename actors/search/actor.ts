@@ -48,8 +48,8 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
   const file = indexFileOf(cfg);
   const log = options.log.child({ actor: "search" });
   const backend = new SqliteBackend({ file, onWarning: (message) => log.warn({ indexFile: file }, message) });
-  const replica = await followRecords(nc, backend, log);
-  const cursors = await openCursorStore(nc, cfg.search.cursorTtlMs);
+  const replica = await followRecords(nc, backend, log, { storage: options.storage });
+  const cursors = await openCursorStore(nc, cfg.search.cursorTtlMs, options.storage);
   const version = versionInfo(backend.engine, nc.info?.version ?? "unknown");
   const deps: SearchDeps = {
     backend,

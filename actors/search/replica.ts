@@ -13,6 +13,7 @@
  *   with backoff; health().following is false meanwhile. Nothing escapes to the process: Bun exits
  *   on an unhandled rejection and on an exception thrown in a timer.
  */
+import type { StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 import { RECORDS_STREAM, RECORD_DELETE, RECORD_MAX_DEPTH, RECORD_OPERATION_HEADER, recordKey, tooDeepAt, type StoredRecord } from "../../subjects/search.ts";
@@ -119,7 +120,7 @@ function isRecordError(error: unknown): boolean {
 
 type Buffered = { change: RecordChange; seq: number; subject: string };
 
-export async function followRecords(nc: NatsConnection, backend: SearchBackend, log: Logger, options: { backoff?: RestartBackoff } = {}): Promise<Replica> {
+export async function followRecords(nc: NatsConnection, backend: SearchBackend, log: Logger, options: { backoff?: RestartBackoff; storage?: StoragePolicy } = {}): Promise<Replica> {
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
@@ -138,7 +139,7 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
 
   /** Opens a consumer after the last applied sequence (rebuilding first when the stream is another one). */
   const open = async (): Promise<ConsumerMessages> => {
-    const info = await ensureRecordsStream(jsm);
+    const info = await ensureRecordsStream(jsm, options.storage);
     const identity = info.created;
     if (backend.streamIdentity() !== identity || backend.appliedSeq() > info.state.last_seq) {
       log.info({ applied: backend.appliedSeq(), streamLast: info.state.last_seq }, "search index (re)built from the RECORDS stream");

@@ -8,6 +8,7 @@
  *     principal's open cursors are counted from key names alone (the state's value is the plan,
  *     up to the 100 KB query: reading every value to count them would cost far more).
  */
+import { SINGLE_NODE, bucketOptions, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
 import { createHash } from "node:crypto";
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -31,7 +32,7 @@ import type { SearchPlan } from "./validate.ts";
 
 export const CURSOR_BUCKET = "derrick_search_cursors";
 
-export async function ensureRecordsStream(jsm: JetStreamManager): Promise<StreamInfo> {
+export async function ensureRecordsStream(jsm: JetStreamManager, policy: StoragePolicy = SINGLE_NODE): Promise<StreamInfo> {
   try {
     return await jsm.streams.info(RECORDS_STREAM);
   } catch {
@@ -43,6 +44,7 @@ export async function ensureRecordsStream(jsm: JetStreamManager): Promise<Stream
         storage: StorageType.File,
         max_msgs_per_subject: 1,
         discard: DiscardPolicy.Old,
+        ...streamOptions(policy),
       });
     } catch (error) {
       // Another process created it between the two calls.
@@ -83,10 +85,10 @@ async function publishRecord(js: JetStreamClient, subject: string, payload: Uint
   }
 }
 
-export async function openRecordStore(nc: NatsConnection): Promise<RecordStore> {
+export async function openRecordStore(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<RecordStore> {
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  await ensureRecordsStream(jsm);
+  await ensureRecordsStream(jsm, policy);
   return {
     js,
     jsm,
@@ -135,8 +137,8 @@ export type CursorStore = {
 /** A principal (`<clientId>/<subject>`, any characters) as one KV key token. */
 const issuerToken = (principal: string) => createHash("sha256").update(principal).digest("hex").slice(0, 32);
 
-export async function openCursorStore(nc: NatsConnection, ttlMs: number): Promise<CursorStore> {
-  const kv: KV = await new Kvm(nc).create(CURSOR_BUCKET, { history: 1, ttl: ttlMs });
+export async function openCursorStore(nc: NatsConnection, ttlMs: number, policy: StoragePolicy = SINGLE_NODE): Promise<CursorStore> {
+  const kv: KV = await new Kvm(nc).create(CURSOR_BUCKET, bucketOptions(policy, { history: 1, ttl: ttlMs }));
   const key = (partition: string, cursor: string) => `${partition}.${cursor}`;
   // Four tokens: never matched by a partition's `<partition>.*`, whatever the partition is called.
   const issuerKey = (partition: string, principal: string, cursor: string) => `issuers.${partition}.${issuerToken(principal)}.${cursor}`;

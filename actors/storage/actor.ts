@@ -7,7 +7,7 @@ import { openRecordStore } from "../search/store.ts";
 import { deleteRecord, getRecord, putRecords, type StorageDeps } from "./handlers.ts";
 
 export async function startStorageActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {
-  const deps: StorageDeps = { records: await openRecordStore(nc) };
+  const deps: StorageDeps = { records: await openRecordStore(nc, options.storage) };
   const names = subjects.storage;
   return serveActor(
     nc,

@@ -4,6 +4,7 @@
  * reported ones from Redis back into JetStream. Run one copy per device set: two mirrors of the same
  * device would write the same values twice (harmless, but wasted).
  */
+import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Redis } from "ioredis";
@@ -32,6 +33,7 @@ class TwinMirror {
     private readonly twin: TwinAddress,
     redisUrl: string,
     private readonly log: Logger,
+    private readonly storage: StoragePolicy = SINGLE_NODE,
   ) {
     const retryStrategy = (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6));
     this.redis = new Redis(redisUrl, { retryStrategy, maxRetriesPerRequest: null });
@@ -49,7 +51,7 @@ class TwinMirror {
   }
 
   async start(): Promise<void> {
-    const kv = await new Kvm(this.nc).create(twinBucket(this.twin), twinBucketOptions(this.twin));
+    const kv = await new Kvm(this.nc).create(twinBucket(this.twin), bucketOptions(this.storage, twinBucketOptions(this.twin)));
     await this.redis.config("SET", "notify-keyspace-events", "KEA").catch(() => undefined);
     await this.followReported(kv);
     await this.followDesired(kv);
@@ -147,7 +149,7 @@ class TwinMirror {
 }
 
 export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions & { log: Logger }): Promise<ServedActor> {
-  const mirrors = cfg.twinMirrors.map((m) => new TwinMirror(nc, m, m.redis, options.log.child({ actor: "twin-mirror" })));
+  const mirrors = cfg.twinMirrors.map((m) => new TwinMirror(nc, m, m.redis, options.log.child({ actor: "twin-mirror" }), options.storage));
   try {
     await Promise.all(mirrors.map((m) => m.start()));
   } catch (error) {

@@ -2,6 +2,7 @@
  * Twin buckets on JetStream KV: one bucket per twin (name from subjects/twins.ts), history 2 so a
  * reader can still show the previous value of a key while a newer one waits for its commit.
  */
+import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
@@ -15,11 +16,11 @@ const CACHE_MAX = 10_000;
  * Creates a twin's bucket if it does not exist. Device users may not create streams
  * (subjects/twins.ts), so derrick makes a registered device's bucket before the device needs it.
  */
-export async function ensureTwinBucket(nc: NatsConnection, address: TwinAddress): Promise<void> {
-  await new Kvm(nc).create(twinBucket(address), twinBucketOptions(address));
+export async function ensureTwinBucket(nc: NatsConnection, address: TwinAddress, policy: StoragePolicy = SINGLE_NODE): Promise<void> {
+  await new Kvm(nc).create(twinBucket(address), bucketOptions(policy, twinBucketOptions(address)));
 }
 
-export function kvTwinStores(nc: NatsConnection): TwinStores {
+export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): TwinStores {
   const kvm = new Kvm(nc);
   let jsm: Promise<JetStreamManager> | undefined;
   const open = new Map<string, Promise<KV>>();
@@ -35,7 +36,7 @@ export function kvTwinStores(nc: NatsConnection): TwinStores {
       let kv = open.get(name);
       if (!kv) {
         if (create) {
-          kv = remember(name, kvm.create(name, twinBucketOptions(address)));
+          kv = remember(name, kvm.create(name, bucketOptions(policy, twinBucketOptions(address))));
         } else {
           jsm ??= jetstreamManager(nc);
           try {

@@ -1,0 +1,29 @@
+/**
+ * How the streams and KV buckets derrick creates are replicated (DERRICK_JETSTREAM_REPLICAS). One
+ * server: R1, direct gets (any replica answers, the fastest read). A cluster: R3 and no direct gets:
+ * a follower may answer a direct get before it has applied a write, so a read right after a write
+ * acknowledged to another process (reporting's cache, a twin's commit record, a subscription) could
+ * miss it; without direct gets every read is answered by the stream leader, which has every
+ * acknowledged write. Settings apply when a stream is created; an existing one keeps its replicas
+ * (raise them with `nats stream edit`).
+ */
+export type StoragePolicy = { replicas: number };
+
+export const SINGLE_NODE: StoragePolicy = { replicas: 1 };
+
+export function storagePolicy(cfg: { jetstreamReplicas: number }): StoragePolicy {
+  return { replicas: cfg.jetstreamReplicas };
+}
+
+/** Whether reads may be answered by any replica (only when there is one). */
+export const directReads = (policy: StoragePolicy): boolean => policy.replicas === 1;
+
+/** KV bucket options for this policy, merged into the bucket's own. */
+export function bucketOptions<T extends object>(policy: StoragePolicy, options: T): T & { replicas: number; allow_direct: boolean } {
+  return { ...options, replicas: policy.replicas, allow_direct: directReads(policy) };
+}
+
+/** Stream config fields for this policy. */
+export function streamOptions(policy: StoragePolicy): { num_replicas: number; allow_direct: boolean } {
+  return { num_replicas: policy.replicas, allow_direct: directReads(policy) };
+}
