@@ -1,3 +1,5 @@
+import { Slots } from "./slots.ts";
+
 /**
  * Runs tasks with at most `max` in flight; the rest wait in arrival order. `idle()` lets a drain
  * wait until nothing is waiting or running.
@@ -38,35 +40,41 @@ export class InFlightLimiter {
  * instead of piling up until every request waiting behind it times out.
  */
 export class AdmissionGate {
-  private running = 0;
-  private readonly waiting: Array<() => void> = [];
+  private readonly slots: Slots;
+  private queued = 0;
 
   constructor(
     private readonly max: number,
     private readonly queueMax: number,
-  ) {}
+  ) {
+    this.slots = new Slots(max);
+  }
 
   /** Tasks running and waiting now. */
   get load(): { running: number; waiting: number } {
-    return { running: this.running, waiting: this.waiting.length };
+    return { running: this.slots.inUse, waiting: this.queued };
   }
 
   /** Runs `task` now or once a slot frees; undefined (task not run) when the slots and the queue are full. */
   tryRun<T>(task: () => Promise<T>): Promise<T> | undefined {
-    if (this.running < this.max) return this.start(task);
-    if (this.waiting.length >= this.queueMax) return undefined;
-    return new Promise<void>((resolve) => this.waiting.push(resolve)).then(() => this.start(task, true));
+    if (this.slots.inUse >= this.max && this.queued >= this.queueMax) return undefined;
+    return this.run(task);
   }
 
-  /** `handedOver`: the slot was passed on by a finishing task, which did not give it back. */
-  private async start<T>(task: () => Promise<T>, handedOver = false): Promise<T> {
-    if (!handedOver) this.running++;
+  private async run<T>(task: () => Promise<T>): Promise<T> {
+    const wait = this.slots.acquire();
+    if (wait) {
+      this.queued++;
+      try {
+        await wait;
+      } finally {
+        this.queued--;
+      }
+    }
     try {
       return await task();
     } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
+      this.slots.release();
     }
   }
 }
