@@ -41,6 +41,16 @@ function runStart(env: NodeJS.ProcessEnv, options: { preload?: string; detached?
   return { child, log: () => log, exited: new Promise<number | null>((r) => child.once("exit", (code) => r(code))) };
 }
 
+/** Waits until a started derrick answers /healthz (its log tail names what went wrong otherwise). */
+const untilHealthy = (base: string, run: { log(): string }) =>
+  eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `healthz (log: ${run.log().slice(-500)})` });
+
+/** A connection as the embedded server's internal user (from the data dir), as derrick's own processes connect. */
+function internalConnection(dataDir: string, natsPort: number): Promise<NatsConnection> {
+  const internal = JSON.parse(readFileSync(join(dataDir, "nats", "users.json"), "utf8")).internal as { user: string; password: string };
+  return connect({ servers: `nats://127.0.0.1:${natsPort}`, user: internal.user, pass: internal.password });
+}
+
 /** Running, that is: a zombie (exited, not yet reaped by whoever adopted it) counts as gone. */
 function pidAlive(pid: number): boolean {
   try {
@@ -98,9 +108,8 @@ describe("derrick start and the terminal's Ctrl-C", () => {
     let nc: NatsConnection | undefined;
     try {
       const base = `http://127.0.0.1:${httpPort}`;
-      await eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `healthz (log: ${run.log().slice(-500)})` });
-      const internal = JSON.parse(readFileSync(join(dataDir, "nats", "users.json"), "utf8")).internal as { user: string; password: string };
-      nc = await connect({ servers: `nats://127.0.0.1:${natsPort}`, user: internal.user, pass: internal.password });
+      await untilHealthy(base, run);
+      nc = await internalConnection(dataDir, natsPort);
       slow = await serveActor(nc, { name: "system", description: "slow", endpoints: [endpoint({ name: "info", subject: subjects.system.info(), handler: async () => (await new Promise((r) => setTimeout(r, 1_500)), { version: "slow" }) })] }, { log: createLogger("silent"), concurrency: 4 });
       const inFlight = fetch(`${base}/v1/system/info`).then((r) => r.status);
       await new Promise((r) => setTimeout(r, 300));
@@ -129,9 +138,8 @@ describe("derrick start and an error nobody caught", () => {
       let nc: NatsConnection | undefined;
       try {
         const base = `http://127.0.0.1:${httpPort}`;
-        await eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `healthz (log: ${run.log().slice(-500)})` });
-        const internal = JSON.parse(readFileSync(join(dataDir, "nats", "users.json"), "utf8")).internal as { user: string; password: string };
-        nc = await connect({ servers: `nats://127.0.0.1:${natsPort}`, user: internal.user, pass: internal.password });
+        await untilHealthy(base, run);
+        nc = await internalConnection(dataDir, natsPort);
         let arrived!: () => void;
         const reached = new Promise<void>((r) => (arrived = r));
         const handler = async () => {
