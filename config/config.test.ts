@@ -27,6 +27,9 @@ describe("config", () => {
     // The token endpoint's defences are on by default.
     expect(cfg.auth.tokenEndpoint).toEqual({ concurrency: 2, queue: 32, maxFailures: 10, failureWindowMs: 300_000, addressRate: 5, addressBurst: 20 });
     expect(cfg.search).toEqual({ cursorLimit: 500, cursorPrincipalLimit: 50, cursorTtlMs: 90_000 });
+    // An overloaded actor refuses beyond a bounded queue instead of holding everything it reads.
+    expect(cfg.actorQueue).toEqual({ requests: 4096, bytes: 64 * 1024 * 1024 });
+    expect(loadConfig({ DERRICK_ACTOR_QUEUE: "0", DERRICK_ACTOR_QUEUE_BYTES: "1024" }).actorQueue).toEqual({ requests: 0, bytes: 1024 });
     expect(loadConfig({ DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT: "7" }).search.cursorPrincipalLimit).toBe(7);
     // Unset is not `[]`: a process started without the list leaves the seeded clients as they are.
     expect(cfg.clients).toBeUndefined();

@@ -135,6 +135,8 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_TOKEN_IP_BURST", path: "auth.tokenEndpoint.addressBurst", parse: integer, fallback: "20" },
   { name: "DERRICK_REQUEST_TIMEOUT", path: "requestTimeoutMs", parse: duration, fallback: "5s" },
   { name: "DERRICK_ACTOR_CONCURRENCY", path: "actorConcurrency", parse: integer, fallback: "256" },
+  { name: "DERRICK_ACTOR_QUEUE", path: "actorQueue.requests", parse: integer, fallback: "4096" },
+  { name: "DERRICK_ACTOR_QUEUE_BYTES", path: "actorQueue.bytes", parse: integer, fallback: String(64 * 1024 * 1024) },
   { name: "DERRICK_JETSTREAM_REPLICAS", path: "jetstreamReplicas", parse: integer, fallback: "1" },
   { name: "DERRICK_CATALOG_FILE", path: "content.catalogFile", parse: text },
   { name: "DERRICK_CONTENT_CONCURRENCY", path: "content.workerConcurrency", parse: integer, fallback: "64" },

@@ -78,8 +78,14 @@ export const Config = Type.Object({
   /** How long the edge waits for an actor's reply before answering 504. */
   // Bounded: above 2^31 - 1 ms setTimeout fires at once, so a huge value would time out every request.
   requestTimeoutMs: Type.Integer({ minimum: 10, maximum: 600_000 }),
-  /** Most requests one actor endpoint handles at once in one process. */
+  /** Most requests one actor handles at once in one process. */
   actorConcurrency: Type.Integer({ minimum: 1, maximum: 100_000 }),
+  /** What may wait behind them, per actor and process; beyond either bound a request is answered 503 with Retry-After, unrun. */
+  actorQueue: Type.Object({
+    requests: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+    /** Request body bytes the waiting requests may hold together. */
+    bytes: Type.Integer({ minimum: 0, maximum: 2 ** 40 }),
+  }),
   /** Display items, key parameters and content tasks (docs/content.md). */
   content: Type.Object({
     /** Catalog JSON file loaded at start; absent → the one shipped in actors/projects/catalog.json. */

@@ -1,19 +1,40 @@
 import { Slots } from "./slots.ts";
 
+/** How much may wait behind the running tasks: a count and the bytes the waiting requests hold. */
+export type QueueBound = { requests: number; bytes: number };
+
+const UNBOUNDED: QueueBound = { requests: Number.POSITIVE_INFINITY, bytes: Number.POSITIVE_INFINITY };
+
 /**
- * Runs tasks with at most `max` in flight; the rest wait in arrival order. `idle()` lets a drain
- * wait until nothing is waiting or running.
+ * Runs tasks with at most `max` in flight; the rest wait in arrival order, up to `bound`. `idle()`
+ * lets a drain wait until nothing is waiting or running.
  */
 export class InFlightLimiter {
   private running = 0;
-  private readonly waiting: Array<() => Promise<void>> = [];
+  private readonly waiting: Array<{ task: () => Promise<void>; bytes: number }> = [];
+  private waitingBytes = 0;
   private readonly idleWaiters: Array<() => void> = [];
 
-  constructor(private readonly max: number) {}
+  constructor(
+    private readonly max: number,
+    private readonly bound: QueueBound = UNBOUNDED,
+  ) {}
 
-  run(task: () => Promise<void>): void {
-    if (this.running < this.max) this.start(task);
-    else this.waiting.push(task);
+  /** Starts `task` or queues it; false (the task is not taken) when it would have to wait and the queue is full. */
+  run(task: () => Promise<void>, bytes = 0): boolean {
+    if (this.running < this.max) {
+      this.start(task);
+      return true;
+    }
+    if (this.waiting.length >= this.bound.requests || this.waitingBytes + bytes > this.bound.bytes) return false;
+    this.waiting.push({ task, bytes });
+    this.waitingBytes += bytes;
+    return true;
+  }
+
+  /** Tasks running and waiting now, and the bytes the waiting ones hold. */
+  get load(): { running: number; waiting: number; waitingBytes: number } {
+    return { running: this.running, waiting: this.waiting.length, waitingBytes: this.waitingBytes };
   }
 
   private start(task: () => Promise<void>): void {
@@ -23,8 +44,10 @@ export class InFlightLimiter {
       .finally(() => {
         this.running--;
         const next = this.waiting.shift();
-        if (next) this.start(next);
-        else if (this.running === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+        if (next) {
+          this.waitingBytes -= next.bytes;
+          this.start(next.task);
+        } else if (this.running === 0) for (const wake of this.idleWaiters.splice(0)) wake();
       });
   }
 

@@ -4,7 +4,10 @@
  * - each message is handled in its own try/catch (an exception escaping a service handler would
  *   stop the whole service);
  * - handlers are started, not awaited, so one slow request does not hold up the next; at most
- *   `concurrency` run at once and the rest wait in arrival order;
+ *   `concurrency` run at once and the rest wait in arrival order, up to `queue` (requests and body
+ *   bytes); beyond it a request is answered 503 with Retry-After at once, unrun. The client reads its
+ *   socket as fast as it can, so without that bound an overload would pile up in memory instead of
+ *   being refused;
  * - requests past their deadline are answered 504 without running;
  * - stop() drains the subscriptions (every message already received is still delivered), then
  *   waits until the waiting and running handlers are done.
@@ -24,6 +27,7 @@ import {
   readRequestMeta,
   gatewayTimeout,
   badRequest,
+  unavailable,
   isPublishedTo,
   serviceName,
   toDerrickError,
@@ -31,7 +35,7 @@ import {
 } from "../../subjects/index.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { buildInfo } from "../../platform/build-info.ts";
-import { InFlightLimiter } from "./limiter.ts";
+import { InFlightLimiter, type QueueBound } from "./limiter.ts";
 import type { RequestContext } from "./context.ts";
 
 export type Handler<I, O> = (input: I, ctx: RequestContext) => Promise<O | Reply<O>> | O | Reply<O>;
@@ -63,6 +67,8 @@ export type ActorSpec = {
 export type RuntimeOptions = {
   log: Logger;
   concurrency: number;
+  /** What may wait for a free slot, per actor (all its endpoints); unbounded when absent. */
+  queue?: QueueBound;
   /** How the streams and buckets the actor creates are replicated; one server's when absent. */
   storage?: StoragePolicy;
 };
@@ -107,8 +113,9 @@ async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOption
     queue: serviceName(spec.name),
     metadata: { actor: spec.name },
   });
-  const limiter = new InFlightLimiter(options.concurrency);
-  const refused = refusalLog(log);
+  const limiter = new InFlightLimiter(options.concurrency, options.queue);
+  const refused = summarizedWarning(log, "refused a message not sent as a request to this endpoint (a JetStream delivery aimed at an actor subject)");
+  const shed = summarizedWarning(log, "overloaded: refused requests with 503 because the queue for a free slot is full (DERRICK_ACTOR_QUEUE, DERRICK_ACTOR_QUEUE_BYTES)");
   for (const ep of spec.endpoints) {
     service.addEndpoint(ep.name, {
       subject: ep.subject,
@@ -119,8 +126,11 @@ async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOption
           return;
         }
         // A JetStream delivery aimed at this subject (see subjects/delivery.ts) is not a request.
-        if (!isPublishedTo(msg, ep.subject)) return refused.note(msg);
-        limiter.run(() => handleMessage(msg, ep, log));
+        if (!isPublishedTo(msg, ep.subject)) return refused({ subject: msg.subject, reply: msg.reply });
+        if (limiter.run(() => handleMessage(msg, ep, log), msg.data.length)) return;
+        const { running, waiting, waitingBytes } = limiter.load;
+        shed({ endpoint: ep.name, running, waiting, waitingBytes });
+        respondProblem(msg, unavailable(`the ${spec.name} actor is overloaded (${running} requests running, ${waiting} waiting); retry shortly`), readRequestMeta(msg).requestId);
       },
     });
   }
@@ -138,19 +148,17 @@ async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOption
   };
 }
 
-/** Warns about refused deliveries: the first at once, then at most one summary a minute. */
-function refusalLog(log: Logger) {
+/** A warning for something that can happen thousands of times a second: the first at once, then at most one a minute with the count since the last. */
+function summarizedWarning(log: Logger, message: string) {
   let count = 0;
   let lastWarned = 0;
-  return {
-    note(msg: { subject: string; reply?: string }) {
-      count++;
-      const now = Date.now();
-      if (now - lastWarned < 60_000) return;
-      log.warn({ refused: count, subject: msg.subject, reply: msg.reply }, "refused a message not sent as a request to this endpoint (a JetStream delivery aimed at an actor subject)");
-      lastWarned = now;
-      count = 0;
-    },
+  return (fields: Record<string, unknown>) => {
+    count++;
+    const now = Date.now();
+    if (now - lastWarned < 60_000) return;
+    log.warn({ ...fields, count }, message);
+    lastWarned = now;
+    count = 0;
   };
 }
 

@@ -58,6 +58,45 @@ describe("actor runtime", () => {
     }
   });
 
+  it("runtime - beyond its queue (requests or body bytes) an overloaded actor answers 503 with Retry-After at once, without running the request", async () => {
+    const nc = await connectNats(nats.url, "busy-actor");
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const ran: number[] = [];
+    const actor = await serveActor(
+      nc,
+      { name: "busy", version: "1.0.0", description: "holds every request until released", endpoints: [endpoint({ name: "work", subject: "test.busy.work", handler: async (b: { i: number }) => (ran.push(b.i), await gate, b) })] },
+      { log: silent, concurrency: 1, queue: { requests: 2, bytes: 1000 } },
+    );
+    const bus = new Bus(nc, { timeoutMs: 5000 });
+    const send = (i: number, pad = 0) => bus.request<{ i: number }>("test.busy.work", { i, pad: "x".repeat(pad) }).then((r) => r.body.i, (e: DerrickError) => e);
+    try {
+      const running = send(0);
+      await eventually(() => ran.length === 1, { what: "the first request running" });
+      const waiting = send(1, 600); // queued: 1 of 2 requests, ~620 of 1000 bytes
+      await bus.request("test.busy.none", {}).catch(() => undefined); // a round trip: request 1 has reached the actor
+      const tooLarge = await send(2, 600); // the bytes would exceed 1000
+      const small = send(3); // fits: 2 of 2 requests
+      await bus.request("test.busy.none", {}).catch(() => undefined);
+      const overCount = await send(4); // a third waiting request
+      for (const refused of [tooLarge, overCount]) {
+        expect(refused).toBeInstanceOf(DerrickError);
+        expect((refused as DerrickError).status).toBe(503);
+        expect((refused as DerrickError).headers["Retry-After"]).toBe("1");
+        expect((refused as DerrickError).detail).toContain("busy actor is overloaded");
+      }
+      release();
+      expect(await Promise.all([running, waiting, small])).toEqual([0, 1, 3]);
+      expect(ran).toEqual([0, 1, 3]);
+      // Once the queue has room again, requests are taken.
+      expect(await send(5)).toBe(5);
+    } finally {
+      release();
+      await actor.stop();
+      await nc.close();
+    }
+  });
+
   it("runtime - an actor error keeps its status and problem across the NATS hop", async () => {
     const nc = await connectNats(nats.url, "failing-actor");
     const actor = await serveActor(
