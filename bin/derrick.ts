@@ -1,21 +1,9 @@
 #!/usr/bin/env bun
-/**
- * derrick's command line.
- *   derrick start                     edge + every actor (ACTORS) + embedded nats-server when NATS_URL is unset
- *   derrick edge                      only the edge, against NATS_URL
- *   derrick actor <names…>            only these actors, against NATS_URL
- *   derrick apps create [--id ID] [--groups a,b] [--json] | list | delete <client_id>
- *   derrick keys list [--json] | revoke <kid>   (the embedded issuer's signing keys)
- *   derrick token --user NAME [--client ID] [--groups a,b] [--ttl 1h]
- *   derrick devices add <org> <env> <twinId> --name APP [--subscribe …] [--publish …] | list | remove APP
- *   derrick config                    print the effective configuration (secrets masked)
- *   derrick seed [--partition P]      load the reporting demo data set into a running derrick
- *   derrick sdk migrate --config old.json --routes routes.json [--out new.json]   SDK 2.0 → 3.0 config
- */
+/** derrick's command line: `derrick help` prints the commands (USAGE below). */
 import { storagePolicy } from "../actors/runtime/storage.ts";
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
-import { ACTOR_NAMES, ConfigError, loadConfig, parseDuration, type ActorName, type Config } from "../config/index.ts";
+import { ACTOR_NAMES, ConfigError, loadConfig, maskedConfig, parseDuration, type ActorName, type Config } from "../config/index.ts";
 import { createLogger, type Logger } from "../platform/logger.ts";
 import { startNatsServer, type NatsServer } from "../platform/nats-server.ts";
 import { connectNats, type NatsAuth } from "../platform/nats.ts";
@@ -30,8 +18,21 @@ import { ensureTwinBucket } from "../actors/twins/store.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { DEMO_PATHS, seedDemo } from "../actors/reporting/index.ts";
 
-const USAGE = `usage: derrick <start | edge | actor <names…> | apps create|list|delete | keys list|revoke | devices add|list|remove | token | sdk migrate | seed | config>
-actors: ${ACTOR_NAMES.join(", ")}`;
+const USAGE = `usage: derrick <command>
+  start                          edge + actors (ACTORS), with an embedded nats-server when NATS_URL is unset
+  edge                           the HTTP edge alone (needs NATS_URL)
+  actor [names…]                 actors alone (default: ACTORS; needs NATS_URL)
+  apps create [--id ID] [--groups a,b] [--json] | list [--json] | delete <client_id>
+  keys list [--json] | revoke <kid>
+  devices add <organization> <environment> <twinId> --name <AppName> [--subscribe s1,s2] [--publish p1,p2] [--json]
+  devices list [--json] | remove <AppName>
+  token --user NAME [--client ID] [--groups a,b] [--ttl 1h]
+  sdk migrate --config old.json --routes routes.json [--out new.json] [--prefix slbapps] [--nats nats://host:4222]
+  seed [--partition P]           load the reporting demo data set into a running derrick
+  config                         print the effective configuration, secrets masked
+  help                           this text
+actors: ${ACTOR_NAMES.join(", ")}
+configuration: environment variables, see README.md`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -77,7 +78,12 @@ async function main(argv: string[]): Promise<number> {
     case "seed":
       return seed(cfg, rest);
     case "config":
-      console.log(JSON.stringify({ ...cfg, ...(cfg.natsPassword ? { natsPassword: "***" } : {}), clients: cfg.clients?.map((c) => ({ ...c, client_secret: "***", appkey: "***" })) }, null, 2));
+      console.log(JSON.stringify(maskedConfig(cfg), null, 2));
+      return 0;
+    case "help":
+    case "--help":
+    case "-h":
+      console.log(USAGE);
       return 0;
     default:
       console.error(USAGE);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, loadConfig, parseDuration, ACTOR_NAMES } from "./index.ts";
+import { ConfigError, loadConfig, maskedConfig, parseDuration, ACTOR_NAMES } from "./index.ts";
 
 function errorOf(env: Record<string, string>): ConfigError {
   try {
@@ -99,6 +99,33 @@ describe("config", () => {
     expect(cfg.partitions).toEqual(["p3"]);
     writeFileSync(file, JSON.stringify({ DERRICK_HTTP_PROT: 1 }));
     expect(errorOf({ DERRICK_CONFIG: file }).variable).toBe("DERRICK_HTTP_PROT");
+  });
+
+  it("config - an empty variable counts as unset: the file's value or the default applies", () => {
+    expect(loadConfig({ DERRICK_LOG_LEVEL: "", DERRICK_HTTP_PORT: "  " })).toMatchObject({ logLevel: "info", http: { port: 8080 } });
+    const dir = mkdtempSync(join(tmpdir(), "derrick-cfg-"));
+    const file = join(dir, "derrick.json");
+    writeFileSync(file, JSON.stringify({ DERRICK_HTTP_PORT: 9000 }));
+    expect(loadConfig({ DERRICK_CONFIG: file, DERRICK_HTTP_PORT: "" }).http.port).toBe(9000);
+  });
+
+  it("config - the printed configuration masks passwords, client secrets, appkeys and credentials in URLs", () => {
+    const cfg = loadConfig({
+      NATS_URL: "nats://derrick:n4ts-pass@10.0.0.5:4222,nats://10.0.0.6:4222",
+      NATS_PASSWORD: "plain-pass",
+      DERRICK_AUTH_ISSUER: "https://login.example.com",
+      DERRICK_AUTH_JWKS_URL: "https://reader:jwks-pass@login.example.com/jwks.json",
+      DERRICK_CLIENTS: JSON.stringify([{ client_id: "c1", client_secret: "client-secret-1", appkey: "appkey-secret-1" }]),
+      DERRICK_TWIN_MIRRORS: JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: "redis://:redis-pass@10.0.0.7:6379" }]),
+    });
+    const printed = JSON.stringify(maskedConfig(cfg));
+    for (const secret of ["n4ts-pass", "plain-pass", "jwks-pass", "client-secret-1", "appkey-secret-1", "redis-pass"]) expect(printed).not.toContain(secret);
+    expect(maskedConfig(cfg)).toMatchObject({
+      natsUrl: "nats://***@10.0.0.5:4222,nats://10.0.0.6:4222",
+      auth: { jwksUrl: "https://***@login.example.com/jwks.json", issuer: "https://login.example.com" },
+      twinMirrors: [{ redis: "redis://***@10.0.0.7:6379", twinId: "t" }],
+      clients: [{ client_id: "c1" }],
+    });
   });
 
   it("config - durations accept units and bare milliseconds", () => {

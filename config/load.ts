@@ -195,13 +195,16 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+const given = (value: string | undefined) => (value === undefined || value.trim() === "" ? undefined : value);
+
 /** Builds the frozen configuration from an environment (default: the process's). */
 export function loadConfig(env: Source = process.env): Config {
   const file = env.DERRICK_CONFIG ? readFileSource(env.DERRICK_CONFIG) : {};
   const draft: Record<string, unknown> = {};
   for (const variable of VARIABLES) {
-    const raw = env[variable.name] ?? file[variable.name] ?? variable.fallback;
-    if (raw === undefined || raw.trim() === "") continue;
+    // Empty counts as unset (a blank `VAR=` line in a compose or env file), so the file or the default applies.
+    const raw = given(env[variable.name]) ?? given(file[variable.name]) ?? variable.fallback;
+    if (raw === undefined) continue;
     setPath(draft, variable.path, variable.parse(raw, variable.name));
   }
   validate(draft);

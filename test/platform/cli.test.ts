@@ -68,6 +68,20 @@ describe("derrick CLI", () => {
     expect(out.stderr).toContain("DERRICK_HTTP_PORT");
   });
 
+  it("cli - `derrick help` prints every command and exits 0; an unknown command prints the same to stderr and exits 2; `derrick config` masks URL credentials", () => {
+    const help = spawnSync(process.execPath, [CLI, "--help"], { encoding: "utf8" });
+    expect(help.status).toBe(0);
+    for (const command of ["start", "edge", "actor", "apps create", "keys list", "devices add", "token --user", "sdk migrate", "seed", "config"]) expect(help.stdout).toContain(command);
+    const unknown = spawnSync(process.execPath, [CLI, "strat"], { encoding: "utf8" });
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain("usage: derrick");
+    const mirrors = JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: "redis://:redis-pass@127.0.0.1:6379" }]);
+    const config = spawnSync(process.execPath, [CLI, "config"], { env: { ...process.env, DERRICK_TWIN_MIRRORS: mirrors, DERRICK_LOG_LEVEL: "" }, encoding: "utf8" });
+    expect(config.status, config.stderr).toBe(0);
+    expect(config.stdout).not.toContain("redis-pass");
+    expect(JSON.parse(config.stdout)).toMatchObject({ logLevel: "info", twinMirrors: [{ redis: "redis://***@127.0.0.1:6379" }] });
+  });
+
   it("cli - `derrick start` runs embedded NATS, every actor and the edge, and SIGTERM stops them all", async () => {
     const { dataDir, httpPort, natsPort, env } = await startEnv("derrick-cli-", { DERRICK_CLIENTS: JSON.stringify([TEST_CLIENTS.alpha]), DERRICK_LOG_LEVEL: "info" });
     const run = runStart(env);

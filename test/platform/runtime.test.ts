@@ -65,7 +65,7 @@ describe("actor runtime", () => {
     const ran: number[] = [];
     const actor = await serveActor(
       nc,
-      { name: "busy", version: "1.0.0", description: "holds every request until released", endpoints: [endpoint({ name: "work", subject: "test.busy.work", handler: async (b: { i: number }) => (ran.push(b.i), await gate, b) })] },
+      { name: "busy", version: "1.0.0", description: "holds every request until released", endpoints: [endpoint({ name: "work", subject: "test.busy.work", handler: async (b) => (ran.push((b as { i: number }).i), await gate, b) })] },
       { log: silent, concurrency: 1, queue: { requests: 2, bytes: 1000 } },
     );
     const bus = new Bus(nc, { timeoutMs: 5000 });

@@ -1,0 +1,19 @@
+/** What `derrick config` prints: the configuration without its secrets. */
+import type { Config } from "./schema.ts";
+
+/** The configuration with every secret replaced: passwords, client secrets and appkeys, and credentials inside URLs. */
+export function maskedConfig(cfg: Config): unknown {
+  return {
+    ...cfg,
+    ...(cfg.natsPassword ? { natsPassword: "***" } : {}),
+    ...(cfg.natsUrl ? { natsUrl: cfg.natsUrl.split(",").map(withoutCredentials).join(",") } : {}),
+    auth: { ...cfg.auth, ...(cfg.auth.jwksUrl ? { jwksUrl: withoutCredentials(cfg.auth.jwksUrl) } : {}) },
+    clients: cfg.clients?.map((c) => ({ ...c, client_secret: "***", appkey: "***" })),
+    twinMirrors: cfg.twinMirrors.map((m) => ({ ...m, redis: withoutCredentials(m.redis) })),
+  };
+}
+
+function withoutCredentials(url: string): string {
+  // Only the userinfo changes; anything URL cannot parse is shown as given (config accepted it).
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, (_, scheme: string) => `${scheme}***@`);
+}
