@@ -3,3 +3,4 @@ export { startTestRedis, freePort, type TestRedis } from "./redis.ts";
 export { clientToken, startDerrick, TEST_CLIENTS, type TestDerrick, type TestClient } from "./derrick.ts";
 export { eventually } from "./poll.ts";
 export { endKvWatches } from "./watches.ts";
+export { startSlowLink, type SlowLink } from "./slow-link.ts";

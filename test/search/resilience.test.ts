@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, startDerrick, startSlowLink, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { subjects, type DerrickError } from "../../subjects/index.ts";
 import { RECORD_MAX_DEPTH, recordKey, type SearchStatus } from "../../subjects/search.ts";
 import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
@@ -97,14 +97,40 @@ describe("search records that cannot be indexed", () => {
   });
 });
 
+/** Decides whether an apply of `changes` up to sequence `seq` fails, and how. */
+type Fault = (changes: RecordChange[], seq: number) => Error | undefined;
+
+/** A real index whose writes fail when `fault()` says so, as a full disk or an I/O error would make them. */
+function withFaults(real: SqliteBackend, fault: () => Fault): SearchBackend {
+  return {
+    engine: real.engine,
+    apply: (changes, seq) => {
+      const error = fault()(changes, seq);
+      if (error) throw error;
+      real.apply(changes, seq);
+    },
+    appliedSeq: () => real.appliedSeq(),
+    streamIdentity: () => real.streamIdentity(),
+    reset: (identity) => real.reset(identity),
+    bulkLoad: (on) => real.bulkLoad(on),
+    search: (request) => real.search(request),
+    recordCount: () => real.recordCount(),
+    close: () => real.close(),
+  };
+}
+
+/** A logger that keeps what it writes at warn and above. */
+function loggedTo(logged: Array<Record<string, unknown>>) {
+  return pino({ level: "warn" }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+}
+
 describe("search replica failures", () => {
   let nats: TestNats;
   let nc: NatsConnection;
   let edge: TestDerrick;
   let real: SqliteBackend;
   let replica: Replica;
-  /** Decides whether the next apply fails, and how. */
-  let fault: (changes: RecordChange[]) => Error | undefined = () => undefined;
+  let fault: Fault = () => undefined;
   /** What the replica logged at warn and above. */
   const logged: Array<Record<string, unknown>> = [];
   const sqliteError = (code: string, message: string) => Object.assign(new Error(message), { name: "SQLiteError", code });
@@ -113,23 +139,7 @@ describe("search replica failures", () => {
     nats = await startTestNats();
     nc = await connect({ servers: nats.url });
     real = new SqliteBackend({ file: ":memory:" });
-    const backend: SearchBackend = {
-      engine: real.engine,
-      apply: (changes, seq) => {
-        const error = fault(changes);
-        if (error) throw error;
-        real.apply(changes, seq);
-      },
-      appliedSeq: () => real.appliedSeq(),
-      streamIdentity: () => real.streamIdentity(),
-      reset: (identity) => real.reset(identity),
-      bulkLoad: (on) => real.bulkLoad(on),
-      search: (request) => real.search(request),
-      recordCount: () => real.recordCount(),
-      close: () => real.close(),
-    };
-    const log = pino({ level: "warn" }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
-    replica = await followRecords(nc, backend, log, { backoff: { firstMs: 20, maxMs: 200 } });
+    replica = await followRecords(nc, withFaults(real, () => fault), loggedTo(logged), { backoff: { firstMs: 20, maxMs: 200 } });
     // An edge without a search actor; this replica answers its health subject, as a search actor would.
     edge = await startDerrick(nats, { actors: ["identity"] });
     nc.subscribe(subjects.search.health(), { callback: (_, msg) => void msg.respond(JSON.stringify({ ...replica.health(), appliedSeq: real.appliedSeq() })) });
@@ -145,8 +155,8 @@ describe("search replica failures", () => {
 
   const js = () => jetstream(nc);
   const publish = (id: string, name: string) => js().publish(subjects.records("opendes", recordKey(id)), JSON.stringify({ id, kind: WELL, acl: NORTH_ACL, data: { Name: name } }));
-  const found = (word: string) =>
-    real.search({ partition: "opendes", kinds: ["*:*:*:*"], query: parseQuery(word), access: { all: true }, sort: [], offset: 0, limit: 10, trackTotalCount: true }).total;
+  const found = (word: string, index = real) =>
+    index.search({ partition: "opendes", kinds: ["*:*:*:*"], query: parseQuery(word), access: { all: true }, sort: [], offset: 0, limit: 10, trackTotalCount: true }).total;
   const readiness = async () => (await fetch(`${edge.url}/api/search/v2/readiness_check`)).status;
 
   it("replica - a follow loop that fails restarts after the last applied sequence with backoff, and is not ready meanwhile", async () => {
@@ -189,5 +199,49 @@ describe("search replica failures", () => {
     const subject = subjects.records("opendes", recordKey("opendes:well:refused"));
     expect(replica.health()).toMatchObject({ following: true, skipped: skipped + 1, lastSkipped: { subject, seq: refused.seq, reason: expect.stringContaining("CHECK constraint failed") } });
     expect(logged).toContainEqual(expect.objectContaining({ level: 40, subject, seq: refused.seq, reason: expect.stringContaining("CHECK constraint failed") }));
+  });
+
+  it("replica - a write that fails when the flush timer applies a partial batch restarts the consumer after the last applied sequence; nothing is skipped and nothing escapes to the process", async () => {
+    const burst = Array.from({ length: 40 }, (_, i) => `opendes:well:burst-${i}`);
+    let last = 0;
+    for (const [i, id] of burst.entries()) last = (await publish(id, `Burst ${i}`)).seq;
+    // A new replica reads the stream over a slow link: it gets the burst in pieces and idles between
+    // two. The batch it holds when a piece ends is short of BATCH and is not the stream's end
+    // (pending > 0), so only the 5 ms flush timer can write it: an apply ending before `last` is
+    // the timer's. The second such apply fails (disk I/O error), after the first one applied.
+    const link = await startSlowLink(nats, { pieceBytes: 2048, pauseMs: 25 });
+    const slowNc = await connect({ servers: link.url });
+    const index = new SqliteBackend({ file: ":memory:" });
+    const timerApplies: number[] = [];
+    let failedAfter: number | undefined;
+    const timerFault: Fault = (changes, seq) => {
+      if (changes.length === 0 || seq >= last) return undefined;
+      timerApplies.push(seq);
+      if (timerApplies.length !== 2) return undefined;
+      failedAfter = index.appliedSeq();
+      return sqliteError("SQLITE_IOERR_WRITE", "disk I/O error from the timer");
+    };
+    // An error thrown in a timer would reach the process (Bun exits on it outside of the tests).
+    const escaped: unknown[] = [];
+    const onUncaught = (error: unknown) => void escaped.push(error);
+    process.on("uncaughtException", onUncaught);
+    const slowLogged: Array<Record<string, unknown>> = [];
+    const slow = await followRecords(slowNc, withFaults(index, () => timerFault), loggedTo(slowLogged), { backoff: { firstMs: 20, maxMs: 200 } });
+    try {
+      await eventually(() => index.appliedSeq() >= last, { what: "the slow replica caught up" });
+      expect(escaped).toEqual([]);
+      expect(found("burst", index), "burst records searchable").toBe(burst.length);
+      expect(timerApplies.length, "applies by the flush timer").toBeGreaterThanOrEqual(2);
+      expect(failedAfter).toBeGreaterThan(0);
+      expect(slow.health()).toMatchObject({ following: true, skipped: 0, lastError: expect.stringContaining("disk I/O error from the timer") });
+      expect(slow.health().restarts).toBeGreaterThanOrEqual(1);
+      expect(slowLogged).toContainEqual(expect.objectContaining({ level: 50, appliedSeq: failedAfter, msg: expect.stringContaining("restarting after the last applied sequence") }));
+    } finally {
+      process.off("uncaughtException", onUncaught);
+      await slow.stop();
+      index.close();
+      await slowNc.close();
+      await link.close();
+    }
   });
 });
