@@ -29,7 +29,6 @@ const RETRY_DELAYS_MS = [1_000, 2_000, 5_000, 10_000];
 export async function startContentWorker(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "content-worker" });
   const stores = await openStores(nc, options.storage);
-  await ensureTaskQueue(nc, cfg.content.ackWaitMs, options.storage);
   const followed = await followCatalog(cfg, stores, log);
   const deps: WorkerDeps = {
     catalog: followed.catalog,
@@ -42,11 +41,17 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
   // Holds the consume loop while full: a message this process cannot start yet stays with JetStream
   // for another worker.
   const gate = new Slots(cfg.content.workerConcurrency);
-  const consumer = await stores.js.consumers.get(TASK_STREAM, WORKER_CONSUMER);
   // Re-opened whenever the iterator ends or throws (consumeForever): a bare loop would stop taking
-  // tasks for good.
+  // tasks for good. nats.js would wait forever for a deleted durable consumer to come back, and no
+  // one brings it back while the processes run (it is created at start): so a missing consumer or
+  // stream ends the iterator (abort_on_missing_resource), and each opening creates whatever is
+  // missing first. Unacked tasks stay in the work queue and go to the new consumer.
   const loop = await consumeForever(
-    () => consumer.consume({ max_messages: cfg.content.workerConcurrency }),
+    async () => {
+      await ensureTaskQueue(nc, cfg.content.ackWaitMs, options.storage);
+      const consumer = await stores.js.consumers.get(TASK_STREAM, WORKER_CONSUMER);
+      return consumer.consume({ max_messages: cfg.content.workerConcurrency, abort_on_missing_resource: true });
+    },
     async (msg) => {
       await gate.acquire();
       stats.inFlight++;
