@@ -1,7 +1,8 @@
 /**
  * Wiring of the `search` actor: opens (or rebuilds) this process's index replica, follows the
  * RECORDS stream into it, opens the cursor bucket and serves query, cursor, info, status and
- * health. Each search process holds its own replica: adding processes scales reads.
+ * health. Each search process holds its own replica (locked: two processes cannot share one file):
+ * adding processes scales reads.
  */
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
@@ -12,9 +13,10 @@ import type { Config } from "../../config/index.ts";
 import { buildInfo } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { cursorQuery, deleteCursor, health, info, query, status, type SearchDeps } from "./handlers.ts";
-import { followRecords } from "./replica.ts";
+import { lockIndexFile } from "./index-lock.ts";
+import { followRecords, type Replica } from "./replica.ts";
 import { SqliteBackend } from "./sqlite.ts";
-import { openCursorStore } from "./store.ts";
+import { openCursorStore, type CursorStore } from "./store.ts";
 
 export const indexFileOf = (cfg: Config) => cfg.search.indexFile ?? join(cfg.dataDir, "search", "index.sqlite");
 
@@ -47,9 +49,20 @@ export function versionInfo(engine: { name: string; version: string }, natsVersi
 export async function startSearchActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const file = indexFileOf(cfg);
   const log = options.log.child({ actor: "search" });
-  const backend = new SqliteBackend({ file, onWarning: (message) => log.warn({ indexFile: file }, message) });
-  const replica = await followRecords(nc, backend, log, { storage: options.storage });
-  const cursors = await openCursorStore(nc, cfg.search.cursorTtlMs, options.storage);
+  const lock = lockIndexFile(file);
+  let backend: SqliteBackend | undefined;
+  let replica: Replica | undefined;
+  let cursors: CursorStore;
+  try {
+    backend = new SqliteBackend({ file, onWarning: (message) => log.warn({ indexFile: file }, message) });
+    replica = await followRecords(nc, backend, log, { storage: options.storage });
+    cursors = await openCursorStore(nc, cfg.search.cursorTtlMs, options.storage);
+  } catch (error) {
+    await replica?.stop();
+    backend?.close();
+    lock.release();
+    throw error;
+  }
   const version = versionInfo(backend.engine, nc.info?.version ?? "unknown");
   const deps: SearchDeps = {
     backend,
@@ -82,6 +95,7 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
     async () => {
       await replica.stop();
       backend.close();
+      lock.release();
     },
   );
 }

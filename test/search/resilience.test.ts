@@ -11,7 +11,10 @@ import { SqliteBackend } from "../../actors/search/sqlite.ts";
 import { parseQuery } from "../../actors/search/query/parser.ts";
 import { pino } from "pino";
 import { createLogger } from "../../platform/logger.ts";
-import { NORTH_ACL, WELL, api, searchOk, startSearchDerrick, tokenOf } from "./helpers.ts";
+import { NORTH_ACL, WELL, api, putRecords, searchOk, startSearchDerrick, tokenOf } from "./helpers.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /** A record whose `data.x` holds `levels` nested arrays, as raw JSON (JSON.stringify itself overflows on deep values). */
 const deepRecordJson = (id: string, levels: number) =>
@@ -242,6 +245,38 @@ describe("search replica failures", () => {
       index.close();
       await slowNc.close();
       await link.close();
+    }
+  });
+});
+
+describe("search processes and their index files", () => {
+  let nats: TestNats;
+  const dataDir = mkdtempSync(join(tmpdir(), "derrick-shared-index-"));
+  beforeAll(async () => {
+    nats = await startTestNats();
+  });
+  afterAll(async () => {
+    await nats?.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("search - a second search process on the same index file refuses to start, naming the settings; the first keeps answering, and the file is free once it stops", async () => {
+    const first = await startSearchDerrick(nats, {}, dataDir);
+    let last: TestDerrick | undefined;
+    try {
+      await putRecords(first, [{ id: "opendes:well:shared-1", kind: WELL, acl: NORTH_ACL, legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] }, data: { Name: "Shared" } }]);
+      await eventually(async () => (await searchOk(first, { query: "shared" })).totalCount === 1, { what: "the record searchable" });
+      // Sharing the file would let each process skip what the other applied: queries would silently miss records.
+      await expect(startDerrick(nats, { edge: false, actors: ["search"], dataDir })).rejects.toThrow(
+        `the search index file ${join(dataDir, "search", "index.sqlite")} is in use by another search process; give each search process its own DERRICK_DATA_DIR or DERRICK_SEARCH_INDEX_FILE`,
+      );
+      expect((await searchOk(first, { query: "shared" })).totalCount).toBe(1);
+      await first.cleanup();
+      last = await startSearchDerrick(nats, {}, dataDir);
+      expect((await searchOk(last, { query: "shared" })).totalCount).toBe(1);
+    } finally {
+      await first.cleanup().catch(() => undefined);
+      await last?.cleanup();
     }
   });
 });
