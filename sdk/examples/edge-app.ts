@@ -1,5 +1,7 @@
 /**
- * Example edge application on the derrick device SDK 3.0 (runs on Bun or Node):
+ * Example edge application on the derrick device SDK 3.0 (runs on Bun; the SDK loads on Node through
+ * a TypeScript loader such as tsx, not tested in CI, but this file starts itself only when
+ * `import.meta.main` is set, which Node 20 leaves unset: there, call runEdgeApp from your own script):
  * reads IoPoints from DataIn, publishes the scaled average of two inputs to every DataOut target,
  * and follows its configuration twin (`config/<Name>`): a new AppConfig.Factor applies at once and
  * the SDK reports the applied config back.
