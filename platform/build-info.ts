@@ -11,15 +11,17 @@ let cached: BuildInfo | undefined;
 export function buildInfo(): BuildInfo {
   if (cached) return cached;
   const pkg = JSON.parse(readFileSync(`${ROOT}/package.json`, "utf8")) as { name: string; version: string };
-  let commit = process.env.DERRICK_BUILD_COMMIT;
-  if (!commit) {
-    try {
-      commit = execFileSync("git", ["rev-parse", "HEAD"], { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
-    } catch {
-      commit = undefined; // not a git checkout (e.g. a packaged build)
-    }
-  }
+  const commit = process.env.DERRICK_BUILD_COMMIT || gitOfBuild(["rev-parse", "HEAD"]);
   const runtime = typeof Bun !== "undefined" ? `bun ${Bun.version}` : `node ${process.versions.node}`;
   cached = { name: pkg.name, version: pkg.version, ...(commit ? { commit } : {}), runtime, startedAt: STARTED_AT };
   return cached;
+}
+
+/** A git answer about derrick's own checkout (not the working directory's); undefined when it is not one (a packaged build). */
+export function gitOfBuild(args: string[]): string | undefined {
+  try {
+    return execFileSync("git", args, { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }

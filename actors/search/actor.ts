@@ -5,12 +5,11 @@
  * adding processes scales reads.
  */
 import { join } from "node:path";
-import { execFileSync } from "node:child_process";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { CursorRef, SearchQueryMessage, type VersionInfo } from "../../subjects/search.ts";
 import type { Config } from "../../config/index.ts";
-import { buildInfo } from "../../platform/build-info.ts";
+import { buildInfo, gitOfBuild } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { cursorQuery, deleteCursor, health, info, query, status, type SearchDeps } from "./handlers.ts";
 import { lockIndexFile } from "./index-lock.ts";
@@ -20,14 +19,6 @@ import { openCursorStore, type CursorStore } from "./store.ts";
 
 export const indexFileOf = (cfg: Config) => cfg.search.indexFile ?? join(cfg.dataDir, "search", "index.sqlite");
 
-function git(args: string[]): string | undefined {
-  try {
-    return execFileSync("git", args, { stdio: ["ignore", "pipe", "ignore"] }).toString().trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** OSDU VersionInfo of this build, read once. */
 export function versionInfo(engine: { name: string; version: string }, natsVersion: string): VersionInfo {
   const build = buildInfo();
@@ -35,10 +26,10 @@ export function versionInfo(engine: { name: string; version: string }, natsVersi
     groupId: "derrick",
     artifactId: "derrick-search",
     version: build.version,
-    buildTime: git(["log", "-1", "--format=%cI"]) ?? build.startedAt,
-    branch: process.env.DERRICK_BUILD_BRANCH ?? git(["rev-parse", "--abbrev-ref", "HEAD"]) ?? "unknown",
+    buildTime: gitOfBuild(["log", "-1", "--format=%cI"]) ?? build.startedAt,
+    branch: (process.env.DERRICK_BUILD_BRANCH || gitOfBuild(["rev-parse", "--abbrev-ref", "HEAD"])) ?? "unknown",
     commitId: build.commit ?? "unknown",
-    commitMessage: process.env.DERRICK_BUILD_COMMIT_MESSAGE ?? git(["log", "-1", "--format=%s"]) ?? "unknown",
+    commitMessage: (process.env.DERRICK_BUILD_COMMIT_MESSAGE || gitOfBuild(["log", "-1", "--format=%s"])) ?? "unknown",
     connectedOuterServices: [
       { name: engine.name, version: engine.version },
       { name: "nats-server", version: natsVersion },
