@@ -91,6 +91,10 @@ describe("notifications delivery", () => {
     expect((await publish(derrick, "PlanShared", { data: 1 }, "opendes", "beta")).status).toBe(403);
     expect((await publish(derrick, "PlanShared", { object_type: "x" })).status).toBe(400);
     expect((await publish(derrick, "PlanShared", { data: 1, extra: true })).status).toBe(400);
+    const misplaced = await publish(derrick, "ReviewStateChanged", { data: 1, data_source: "wells" });
+    expect(misplaced.status).toBe(400);
+    expect(((await misplaced.json()) as Json).errors).toEqual([{ pointer: "/body/data_source", message: "applies only to PublishData events; send null or omit it for ReviewStateChanged" }]);
+    expect((await publish(derrick, "ReviewStateChanged", { data: 1, data_source: null })).status).toBe(202);
     expect((await publish(derrick, "Nope", { data: 1 })).status).toBe(400);
     expect((await publish(derrick, "PlanShared", { data: "x".repeat(256 * 1024) })).status).toBe(413);
     expect((await derrick.call("/v1/notifications/events/PlanShared", { method: "POST", body: JSON.stringify({ data: 1 }), as: null })).status).toBe(401);
