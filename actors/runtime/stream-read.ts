@@ -3,7 +3,8 @@
  * after it, fetches until the read has caught up with the stream. KV reads (`kv.ts`) and the
  * notification journal's listings share it.
  */
-import { DeliverPolicy, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import { nuid } from "@nats-io/nats-core";
+import { DeliverPolicy, type Consumer, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
 
 export type StreamReadOptions = {
   /** Subject filter (wildcards allowed). */
@@ -20,6 +21,10 @@ const READ_CONSUMER_IDLE_MS = 10_000;
 const READ_EXPIRES_MS = 2_000;
 /** Messages asked for per fetch. */
 export const READ_FETCH_MAX = 10_000;
+/** How long a read's consumer may take to be made before another is asked for (it takes ms when it answers). */
+const READ_CONSUMER_HEDGE_MS = 250;
+/** Consumers asked for at most per read while none answers (each one placed at random again). */
+const READ_CONSUMER_ATTEMPTS = 8;
 
 /**
  * Hands every message matching `filter` to `onMessage`, in stream order, and returns the last
@@ -32,7 +37,7 @@ export const READ_FETCH_MAX = 10_000;
  */
 export async function readStream(js: JetStreamClient, stream: string, options: StreamReadOptions, onMessage: (msg: JsMsg) => void): Promise<number> {
   const startSeq = options.startSeq ?? 0;
-  const consumer = await js.consumers.get(stream, {
+  const consumer = await makeReadConsumer(js, stream, {
     filter_subjects: options.filter,
     ...(startSeq > 0 ? { opt_start_seq: startSeq } : { deliver_policy: DeliverPolicy.All }),
     headers_only: options.headersOnly,
@@ -64,4 +69,53 @@ export async function readStream(js: JetStreamClient, stream: string, options: S
   } finally {
     void consumer.delete().catch(() => undefined);
   }
+}
+
+/**
+ * Makes a read's consumer (ordered: ephemeral, R1, in memory), asking again while none answers.
+ * nats-server up to 2.11 (2.9 here) may place an R1 ephemeral consumer of a replicated stream on a
+ * replica that is offline, and then never answers the create (nats-io/nats-server#7165): with one
+ * server of three down, a third of the reads would wait out the API timeout and the edge would
+ * answer 504. So a create not answered within READ_CONSUMER_HEDGE_MS is asked for again under
+ * another name (placed at random again) while the earlier ones may still answer. The first consumer
+ * made serves the read; the others are deleted: at once by name (an unanswered one is still the
+ * meta leader's to delete), and again if one is made later. A create that fails (no such stream,
+ * not allowed) fails the read. Healthy, the first answers within ms and nothing more is asked.
+ */
+function makeReadConsumer(js: JetStreamClient, stream: string, options: Partial<OrderedConsumerOptions>): Promise<Consumer> {
+  return new Promise((resolve, reject) => {
+    const names: string[] = [];
+    let settled = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const discard = (name: string) =>
+      void js
+        .jetstreamManager(false)
+        .then((jsm) => jsm.consumers.delete(stream, name))
+        .catch(() => undefined);
+    const settle = (winner?: string) => {
+      settled = true;
+      clearTimeout(timer);
+      for (const name of names) if (name !== winner) discard(name);
+    };
+    const ask = () => {
+      if (settled) return;
+      const prefix = nuid.next();
+      const name = `${prefix}_1`; // the name nats.js gives an ordered consumer's first instance
+      names.push(name);
+      js.consumers.get(stream, { ...options, name_prefix: prefix }).then(
+        (consumer) => {
+          if (settled) return void consumer.delete().catch(() => undefined);
+          settle(name);
+          resolve(consumer);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          settle();
+          reject(error);
+        },
+      );
+      if (names.length < READ_CONSUMER_ATTEMPTS) timer = setTimeout(ask, READ_CONSUMER_HEDGE_MS);
+    };
+    ask();
+  });
 }
