@@ -24,7 +24,7 @@ import { subjects } from "../../subjects/index.ts";
 import { Slots } from "../runtime/slots.ts";
 import { consumeForever, type Loop } from "../runtime/follow.ts";
 import { CallbackRefused, resolveCallback, type CallbackPolicy, type ResolvedTarget } from "./callback-policy.ts";
-import { CONSUMERS, STREAMS, carriedPart, ensureConsumer, fromCarried, letterEvent, type AttemptRecord, type Journal, type StoredEvent } from "./journal.ts";
+import { CONSUMERS, STREAMS, carriedPart, fromCarried, letterEvent, type AttemptRecord, type DurableConsumer, type Journal, type StoredEvent } from "./journal.ts";
 import { cloudEvent } from "./matching.ts";
 import { delayBefore, honourRetryAfter, parseRetryAfter, type Schedule } from "./schedule.ts";
 import { webhookHeaders } from "./signing.ts";
@@ -107,9 +107,11 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   // The ack wait covers one attempt plus recording; a held message is kept alive while it waits.
   const ackWaitMs = options.timeoutMs + 3_000;
   // Work of saturated subscriptions and retries waits in the consumers (nak with delay, retries for up
-  // to a day): no bound on how much may wait there. Memory here is bounded by `concurrency`.
-  await ensureConsumer(journal.jsm, STREAMS.deliveries, CONSUMERS.deliverer, subjects.notifications.allDeliveries(), ackWaitMs, -1);
-  await ensureConsumer(journal.jsm, STREAMS.deliveries, CONSUMERS.retries, subjects.notifications.allRetries(), ackWaitMs, -1);
+  // to a day): no bound on how much may wait there (-1). Memory here is bounded by `concurrency`.
+  const consumers: Record<Lane, DurableConsumer> = {
+    deliveries: { stream: STREAMS.deliveries, name: CONSUMERS.deliverer, filter: subjects.notifications.allDeliveries(), ackWaitMs, maxAckPending: -1 },
+    retries: { stream: STREAMS.deliveries, name: CONSUMERS.retries, filter: subjects.notifications.allRetries(), ackWaitMs, maxAckPending: -1 },
+  };
   const stats: DelivererStats = { attempts: 0, succeeded: 0, failed: 0, dead: 0, overflowed: 0, parked: 0, inFlight: 0 };
   const admit = new Slots(options.concurrency);
   const gates = new Map<string, Gate>();
@@ -532,10 +534,21 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     await journal.deadLetter({ ...letter, subscription_id: subscription.subscription_id, reason, ...(event ? { event: carriedPart(event) } : {}) });
   }
 
-  /** One lane's consume loop, re-opened whenever its iterator ends or throws (consumeForever). */
-  function run(consumer: string, maxMessages: number, lane: Lane): Promise<Loop> {
+  /**
+   * One lane's consume loop, re-opened whenever its iterator ends or throws (consumeForever). nats.js
+   * would wait forever for a consumer deleted on the server to come back, and nothing brought it back
+   * while the process ran (it was created at start): so a missing consumer or stream ends the iterator
+   * (abort_on_missing_resource), and every opening, the first included, creates what is missing.
+   * DELIVERIES is a work queue: the work not yet acked is still there and goes to the new consumer
+   * (work held here when the old one went is delivered again: at least once, as after a crash).
+   */
+  function run(lane: Lane, maxMessages: number): Promise<Loop> {
+    const consumer = consumers[lane];
     return consumeForever(
-      async () => (await journal.js.consumers.get(STREAMS.deliveries, consumer)).consume({ max_messages: maxMessages }),
+      async () => {
+        await journal.ensureConsumer(consumer);
+        return (await journal.js.consumers.get(consumer.stream, consumer.name)).consume({ max_messages: maxMessages, abort_on_missing_resource: true });
+      },
       async (msg) => {
         const work = parse(msg);
         if (!work) {
@@ -545,13 +558,13 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
         await admit.acquire(work.items.length);
         launch(msg, work, lane);
       },
-      { what: consumer, log },
+      { what: consumer.name, log },
     );
   }
 
   // First-attempt messages are batches of up to 64 deliveries: a smaller buffer holds as much work.
-  const fresh = await run(CONSUMERS.deliverer, Math.min(options.concurrency, 256), "deliveries");
-  const retries = await run(CONSUMERS.retries, Math.min(options.concurrency, 1000), "retries").catch(async (error: unknown) => {
+  const fresh = await run("deliveries", Math.min(options.concurrency, 256));
+  const retries = await run("retries", Math.min(options.concurrency, 1000)).catch(async (error: unknown) => {
     await fresh.stop();
     throw error;
   });

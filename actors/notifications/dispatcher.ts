@@ -23,7 +23,7 @@ import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch } from "../../subjects/notifications.ts";
 import type { Schedule } from "./schedule.ts";
 import { delayBefore } from "./schedule.ts";
-import { CONSUMERS, STREAMS, carriedPart, ensureConsumer, storedEvent, type Journal, type StoredEvent } from "./journal.ts";
+import { CONSUMERS, STREAMS, carriedPart, storedEvent, type Journal, type StoredEvent } from "./journal.ts";
 import { matches } from "./matching.ts";
 import type { SubscriptionCache, SubscriptionRecord } from "./store.ts";
 import { subjects } from "../../subjects/index.ts";
@@ -61,7 +61,7 @@ export const DISPATCHER_TIMING: DispatcherTiming = { ackWaitMs: 10_000, renewEve
 type Pending = { msg: JsMsg; event: StoredEvent; carried: CarriedEvent | undefined; bytes: number };
 
 export async function startDispatcher(journal: Journal, cache: SubscriptionCache, schedule: Schedule, log: Logger, timing: DispatcherTiming = DISPATCHER_TIMING): Promise<Dispatcher> {
-  await ensureConsumer(journal.jsm, STREAMS.events, CONSUMERS.dispatcher, subjects.notifications.allEvents(), timing.ackWaitMs, 10_000);
+  await journal.ensureConsumer({ stream: STREAMS.events, name: CONSUMERS.dispatcher, filter: subjects.notifications.allEvents(), ackWaitMs: timing.ackWaitMs, maxAckPending: 10_000 });
   const consumer = await journal.js.consumers.get(STREAMS.events, CONSUMERS.dispatcher);
   const limiter = new Slots(IN_FLIGHT);
   const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0 };

@@ -15,6 +15,8 @@ import {
   AckPolicy,
   DeliverPolicy,
   DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
   RetentionPolicy,
   StorageType,
   jetstream,
@@ -67,6 +69,12 @@ export function fromCarried(job: Pick<DeliveryJob, "event_id" | "event_seq" | "p
 export type Journal = {
   js: JetStreamClient;
   jsm: JetStreamManager;
+  /**
+   * Creates the consumer, or updates it (ensureConsumer), first creating the streams again when its
+   * stream is missing: an actor calls it at start and whenever it re-opens its consumer, so one
+   * deleted on the server (consumer or stream) comes back with the configuration it started with.
+   */
+  ensureConsumer(spec: DurableConsumer): Promise<void>;
   publishEvent(partition: string, type: string, eventId: string, body: EventBody): Promise<number>;
   /** Undefined when EVENTS no longer holds the event; throws when the stream cannot be read. */
   readEvent(seq: number): Promise<StoredEvent | undefined>;
@@ -118,20 +126,30 @@ export async function ensureStreams(jsm: JetStreamManager, policy: StoragePolicy
   }
 }
 
-/** Creates or updates a durable pull consumer. */
-export async function ensureConsumer(jsm: JetStreamManager, stream: string, name: string, filter: string, ackWaitMs: number, maxAckPending: number): Promise<void> {
+/** A durable pull consumer on a journal stream, as the actor reading it declares it (at start and on every re-opening). */
+export type DurableConsumer = {
+  stream: string;
+  name: string;
+  filter: string;
+  ackWaitMs: number;
+  maxAckPending: number;
+};
+
+/** Creates a durable pull consumer, or updates its ack wait and ack-pending limit when it exists. */
+export async function ensureConsumer(jsm: JetStreamManager, spec: DurableConsumer): Promise<void> {
+  const { stream, name } = spec;
   const config = {
     durable_name: name,
-    filter_subject: filter,
+    filter_subject: spec.filter,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
-    ack_wait: ackWaitMs * MS_NS,
+    ack_wait: spec.ackWaitMs * MS_NS,
     max_deliver: -1,
-    max_ack_pending: maxAckPending,
+    max_ack_pending: spec.maxAckPending,
   };
   try {
     await jsm.consumers.info(stream, name);
-    await jsm.consumers.update(stream, name, { ack_wait: config.ack_wait, max_ack_pending: maxAckPending });
+    await jsm.consumers.update(stream, name, { ack_wait: config.ack_wait, max_ack_pending: spec.maxAckPending });
   } catch {
     await jsm.consumers.add(stream, config).catch(async (error) => {
       if (!(await jsm.consumers.info(stream, name).catch(() => undefined))) throw error;
@@ -168,6 +186,15 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
   return {
     js,
     jsm,
+    async ensureConsumer(spec) {
+      try {
+        await ensureConsumer(jsm, spec);
+      } catch (error) {
+        if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error;
+        await ensureStreams(jsm, policy);
+        await ensureConsumer(jsm, spec);
+      }
+    },
     async publishEvent(partition, type, eventId, body) {
       const ack = await js.publish(subjects.events(partition, type), json(body), { msgID: eventId });
       return ack.seq;

@@ -1,0 +1,71 @@
+/**
+ * The notifications actors' durable consumers deleted on the server (by an operator, a tool, a
+ * stream restored from backup) while the actors run: each is created again, with the configuration
+ * the actor starts it with, and events go on reaching their callbacks.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { CONSUMERS, STREAMS } from "../../actors/notifications/journal.ts";
+import { subjects } from "../../subjects/index.ts";
+import { receiverPool } from "./receiver.ts";
+import { DELIVERY_ENV, publish, subscribe, type Json } from "./helpers.ts";
+
+/** DELIVERY_ENV's 1 s delivery timeout plus the deliverer's 3 s for recording, in nanoseconds. */
+const DELIVERER_ACK_WAIT_NS = 4_000 * 1e6;
+
+describe("notifications consumers deleted on the server", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  let jsm: JetStreamManager;
+  const receivers = receiverPool();
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher", "deliverer"], env: DELIVERY_ENV });
+    jsm = await jetstreamManager(derrick.nc);
+  });
+  afterAll(async () => {
+    receivers.stopAll();
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  const publishId = async (type: string, data: string) => ((await (await publish(derrick, type, { data })).json()) as Json).event_id as string;
+
+  it("notifications - an event published after the deliverer's consumer was deleted on the server still reaches its callback", { timeout: 15_000 }, async () => {
+    const r = receivers.start();
+    await subscribe(derrick, "PlanShared", { callback_uri: r.url });
+    const before = await publishId("PlanShared", "before the deletion");
+    await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
+
+    expect(await jsm.consumers.delete(STREAMS.deliveries, CONSUMERS.deliverer)).toBe(true);
+    const after = await publishId("PlanShared", "after the deletion");
+    await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
+    const info = await jsm.consumers.info(STREAMS.deliveries, CONSUMERS.deliverer);
+    expect(info.config).toMatchObject({ durable_name: CONSUMERS.deliverer, filter_subject: subjects.notifications.allDeliveries(), ack_wait: DELIVERER_ACK_WAIT_NS });
+  });
+
+  it("notifications - a retry booked after the deliverer's retry consumer was deleted on the server is still made", { timeout: 15_000 }, async () => {
+    const r = receivers.start();
+    // The first attempt of each event fails: its delivery goes on through the retry lane.
+    r.respond = (req) => new Response(null, { status: r.received.filter((x) => x.id === req.id).length === 1 ? 500 : 204 });
+    await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url });
+
+    expect(await jsm.consumers.delete(STREAMS.deliveries, CONSUMERS.retries)).toBe(true);
+    const id = await publishId("ReviewStateChanged", "retried after the deletion");
+    await eventually(() => r.received.filter((x) => x.id === id).length >= 2, { what: "the retry made" });
+    const info = await jsm.consumers.info(STREAMS.deliveries, CONSUMERS.retries);
+    expect(info.config).toMatchObject({ durable_name: CONSUMERS.retries, filter_subject: subjects.notifications.allRetries(), ack_wait: DELIVERER_ACK_WAIT_NS });
+    await eventually(async () => (await jsm.streams.info(STREAMS.deliveries)).state.messages === 0, { what: "DELIVERIES to drain" });
+  });
+
+  it("notifications - an event published after DELIVERIES itself was deleted on the server still reaches its callback", { timeout: 15_000 }, async () => {
+    const r = receivers.start();
+    await subscribe(derrick, "PublishData", { callback_uri: r.url });
+    // The deliverer's two consumers go with the stream: both are created again, with the stream.
+    expect(await jsm.streams.delete(STREAMS.deliveries)).toBe(true);
+    const id = await publishId("PublishData", "after the stream's deletion");
+    await eventually(() => r.received.some((x) => x.id === id), { what: "the event delivered" });
+    for (const name of [CONSUMERS.deliverer, CONSUMERS.retries]) expect((await jsm.consumers.info(STREAMS.deliveries, name)).config.ack_wait).toBe(DELIVERER_ACK_WAIT_NS);
+  });
+});
