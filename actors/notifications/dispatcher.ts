@@ -18,18 +18,26 @@
  * it. Renewal stops after RENEW_FOR_MS: a round held that long is stuck, and its events go back to the
  * consumer after the ack wait, while the stuck dispatcher, its slots full, pulls no more.
  */
-import type { JsMsg } from "@nats-io/jetstream";
+import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch } from "../../subjects/notifications.ts";
 import type { Schedule } from "./schedule.ts";
 import { delayBefore } from "./schedule.ts";
-import { CONSUMERS, STREAMS, carriedPart, storedEvent, type Journal, type StoredEvent } from "./journal.ts";
+import { CONSUMERS, STREAMS, carriedPart, storedEvent, type DurableConsumer, type Journal, type StoredEvent } from "./journal.ts";
 import { matches } from "./matching.ts";
 import type { SubscriptionCache, SubscriptionRecord } from "./store.ts";
 import { subjects } from "../../subjects/index.ts";
 import { Slots } from "../runtime/slots.ts";
 
-export type DispatcherStats = { events: number; jobs: number; batches: number; dropped: number; failures: number };
+export type DispatcherStats = {
+  events: number;
+  jobs: number;
+  batches: number;
+  dropped: number;
+  failures: number;
+  /** The consumer's ack floor as last read (every event up to it is dispatched): a consumer created again starts after it. */
+  ackFloor: number;
+};
 
 export type Dispatcher = { stats: DispatcherStats; stop(): Promise<void> };
 
@@ -54,17 +62,52 @@ export type DispatcherTiming = {
   renewEveryMs: number;
   /** Events held longer than this are no longer renewed. */
   renewForMs: number;
+  /** The consumer's ack floor is read this often (`stats.ackFloor`). */
+  ackFloorEveryMs: number;
 };
 
-export const DISPATCHER_TIMING: DispatcherTiming = { ackWaitMs: 10_000, renewEveryMs: 3_000, renewForMs: 20_000 };
+export const DISPATCHER_TIMING: DispatcherTiming = { ackWaitMs: 10_000, renewEveryMs: 3_000, renewForMs: 20_000, ackFloorEveryMs: 5_000 };
 
 type Pending = { msg: JsMsg; event: StoredEvent; carried: CarriedEvent | undefined; bytes: number };
 
 export async function startDispatcher(journal: Journal, cache: SubscriptionCache, schedule: Schedule, log: Logger, timing: DispatcherTiming = DISPATCHER_TIMING): Promise<Dispatcher> {
-  await journal.ensureConsumer({ stream: STREAMS.events, name: CONSUMERS.dispatcher, filter: subjects.notifications.allEvents(), ackWaitMs: timing.ackWaitMs, maxAckPending: 10_000 });
-  const consumer = await journal.js.consumers.get(STREAMS.events, CONSUMERS.dispatcher);
+  const durable: DurableConsumer = { stream: STREAMS.events, name: CONSUMERS.dispatcher, filter: subjects.notifications.allEvents(), ackWaitMs: timing.ackWaitMs, maxAckPending: 10_000 };
+  const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0, ackFloor: 0 };
+  /** The EVENTS stream the ack floor was read on (its creation time): a stream created again starts over. */
+  let eventsStream = "";
+
+  /**
+   * Opens the consumer, creating it (or EVENTS) when missing: at start, and after a failed pull. A
+   * fetch does not wait for a deleted consumer (it fails: "consumer deleted", then "heartbeats
+   * missed"), but until 2026-11-23 nothing created it again while the process ran, so every pull
+   * failed and no event was dispatched until a restart. EVENTS keeps events for 7 days: a consumer
+   * created again from its first message would send them all again, so it starts after the ack
+   * floor last read, which is at or before every event not acked (some dispatched since may go
+   * again: at least once). On an EVENTS stream created again every event is new: from the first.
+   */
+  async function open(): Promise<Consumer> {
+    const before = await journal.jsm.streams.info(STREAMS.events).catch(() => undefined);
+    const resume = before !== undefined && before.created === eventsStream && stats.ackFloor > 0;
+    await journal.ensureConsumer(resume ? { ...durable, startSeq: stats.ackFloor + 1 } : durable);
+    if (!resume) {
+      eventsStream = (await journal.jsm.streams.info(STREAMS.events)).created;
+      stats.ackFloor = 0;
+    }
+    return journal.js.consumers.get(STREAMS.events, CONSUMERS.dispatcher);
+  }
+
+  /** Reads the consumer's ack floor (it only moves forward on one stream; a failed read changes nothing). */
+  async function readAckFloor(): Promise<void> {
+    const stream = eventsStream;
+    const info = await journal.jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher).catch(() => undefined);
+    if (info && stream === eventsStream) stats.ackFloor = Math.max(stats.ackFloor, info.ack_floor.stream_seq);
+  }
+
+  let consumer: Consumer | undefined = await open();
+  await readAckFloor();
+  const ackFloorReads = setInterval(() => void readAckFloor(), timing.ackFloorEveryMs);
+  ackFloorReads.unref?.();
   const limiter = new Slots(IN_FLIGHT);
-  const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0 };
   let round: JsMsg[] = [];
   let stopping = false;
   /** The pull in flight, stopped by stop() and when a round is stuck. */
@@ -195,6 +238,7 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
       let received = 0;
       try {
         if (stopping) continue;
+        consumer ??= await open();
         const messages = await consumer.fetch({ max_messages: PULL_EVENTS, expires: PULL_EXPIRES_MS });
         pull = messages;
         // stop() came while the pull was being sent: do not wait out its expiry.
@@ -209,9 +253,11 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
         }
         failures = 0;
       } catch (error) {
-        // NATS away, the consumer being re-created, missed heartbeats: pull again after a pause.
+        // NATS away, missed heartbeats, the consumer or EVENTS deleted on the server: pull again
+        // after a pause, from the consumer opened again (and created again when missing).
+        consumer = undefined;
         if (!stopping) {
-          log.warn({ err: error }, "pulling events failed; pulling again");
+          log.warn({ err: error, ackFloor: stats.ackFloor }, "pulling events failed; opening the consumer again");
           await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** failures++)));
         }
       } finally {
@@ -230,6 +276,7 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
       closeRound();
       await limiter.idle();
       clearInterval(renewal);
+      clearInterval(ackFloorReads);
     },
   };
 }

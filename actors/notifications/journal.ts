@@ -133,6 +133,8 @@ export type DurableConsumer = {
   filter: string;
   ackWaitMs: number;
   maxAckPending: number;
+  /** Where the consumer starts when it has to be created (a stream sequence); the stream's first message when absent. */
+  startSeq?: number;
 };
 
 /** Creates a durable pull consumer, or updates its ack wait and ack-pending limit when it exists. */
@@ -142,7 +144,7 @@ export async function ensureConsumer(jsm: JetStreamManager, spec: DurableConsume
     durable_name: name,
     filter_subject: spec.filter,
     ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
+    ...(spec.startSeq ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: spec.startSeq } : { deliver_policy: DeliverPolicy.All }),
     ack_wait: spec.ackWaitMs * MS_NS,
     max_deliver: -1,
     max_ack_pending: spec.maxAckPending,

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { CONSUMERS, STREAMS } from "../../actors/notifications/journal.ts";
+import { DISPATCHER_TIMING } from "../../actors/notifications/dispatcher.ts";
 import { subjects } from "../../subjects/index.ts";
 import { receiverPool } from "./receiver.ts";
 import { DELIVERY_ENV, publish, subscribe, type Json } from "./helpers.ts";
@@ -67,5 +68,18 @@ describe("notifications consumers deleted on the server", () => {
     const id = await publishId("PublishData", "after the stream's deletion");
     await eventually(() => r.received.some((x) => x.id === id), { what: "the event delivered" });
     for (const name of [CONSUMERS.deliverer, CONSUMERS.retries]) expect((await jsm.consumers.info(STREAMS.deliveries, name)).config.ack_wait).toBe(DELIVERER_ACK_WAIT_NS);
+  });
+
+  it("notifications - an event published after the dispatcher's consumer was deleted on the server still reaches its callback", { timeout: 15_000 }, async () => {
+    const r = receivers.start();
+    await subscribe(derrick, "ProjectCreated", { callback_uri: r.url });
+    const before = await publishId("ProjectCreated", "before the deletion");
+    await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
+
+    expect(await jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
+    const after = await publishId("ProjectCreated", "after the deletion");
+    await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
+    const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
+    expect(info.config).toMatchObject({ durable_name: CONSUMERS.dispatcher, filter_subject: subjects.notifications.allEvents(), ack_wait: DISPATCHER_TIMING.ackWaitMs * 1e6 });
   });
 });

@@ -16,7 +16,7 @@ import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNat
 import { DELIVERY_ENV, publishOnNats, subscribe } from "./helpers.ts";
 
 /** A two-second ack wait keeps the tests short (and survives a stalled event loop on a busy machine); renewal six times within it. */
-const FAST: DispatcherTiming = { ackWaitMs: 2_000, renewEveryMs: 300, renewForMs: 20_000 };
+const FAST: DispatcherTiming = { ackWaitMs: 2_000, renewEveryMs: 300, renewForMs: 20_000, ackFloorEveryMs: 300 };
 
 type Probe = {
   nc: NatsConnection;
@@ -152,5 +152,34 @@ describe("notifications dispatcher", () => {
     // The stuck one pulled nothing more: its own redeliveries went elsewhere.
     expect(stuck.written.filter((id) => ids.includes(id))).toEqual(ids);
     await other.dispatcher.stop();
+  });
+
+  it("notifications dispatcher - a consumer deleted on the server is created again after the events already dispatched: those held or published since are dispatched, earlier ones not again", async () => {
+    await subscribe(derrick, "ReviewStateChanged", { callback_uri: "http://127.0.0.1:9/deleted" });
+    const probe = await dispatcherProbe(FAST);
+    const dispatchedSeq = await publishOnNats(derrick, "ReviewStateChanged", { data: "dispatched" }, "deleted-dispatched");
+    await eventually(() => probe.dispatcher.stats.ackFloor >= dispatchedSeq, { what: "the dispatched event acked, and the ack floor read" });
+    // The next event's first write waits: it is held, not acked, when the consumer goes.
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    probe.gate = () => {
+      probe.gate = async () => undefined;
+      return held;
+    };
+    await publishOnNats(derrick, "ReviewStateChanged", { data: "held" }, "deleted-held");
+    await eventually(() => probe.written.includes("deleted-held"), { what: "the event held" });
+
+    const jsm = await jetstreamManager(derrick.nc);
+    expect(await jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
+    await publishOnNats(derrick, "ReviewStateChanged", { data: "after" }, "deleted-after");
+    // The held event comes back through the new consumer, the one published since arrives, and no
+    // event dispatched before (this file's earlier ones included) is dispatched again.
+    await eventually(() => probe.written.includes("deleted-after") && probe.written.filter((id) => id === "deleted-held").length === 2, { what: "the held and the new event through the new consumer" });
+    await consumerIdle();
+    expect(probe.written.toSorted()).toEqual(["deleted-after", "deleted-dispatched", "deleted-held", "deleted-held"]);
+    const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
+    expect(info.config).toMatchObject({ ack_wait: FAST.ackWaitMs * 1e6, max_ack_pending: 10_000, opt_start_seq: dispatchedSeq + 1 });
+    release();
+    await probe.dispatcher.stop();
   });
 });
