@@ -8,8 +8,8 @@
  * BATCH_EVENTS events or BATCH_BYTES). One stored message per subscription per round instead of one
  * per (event, subscription) is what makes fan-out and floods cheap: NATS work per delivery falls with
  * the batch size. Small events travel inside the batch, so the deliverer does not read them back.
- * The batch's message id is derived from its event sequences, so a round re-sent after a crash with
- * the same grouping is dropped by JetStream's duplicate window.
+ * The batch's message id is derived from its event sequences and the first event's store time, so a
+ * round re-sent after a crash with the same grouping is dropped by JetStream's duplicate window.
  *
  * Events are pulled with `fetch`, each pull sized to slots reserved for it, so every event the
  * consumer has handed over sits in a slot: all of them are renewed (`working()`) while held, which is
@@ -172,7 +172,10 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
         events: current.map((p) => ({ event_id: p.event.event_id, event_seq: p.event.event_seq, ...(p.carried ? { event: p.carried } : {}) })),
       };
       const seqs = current.map((p) => p.event.event_seq);
-      out.push({ batch, msgID: `deliveries:${subscription.subscription_id}:${seqs[0]}-${seqs.at(-1)}:${seqs.length}:${seqs.reduce((a, b) => (a * 31 + b) % 2 ** 31, 7)}` });
+      // The first event's store time tells an EVENTS stream created again (its sequences start over)
+      // from the one before: without it, its first batches within the duplicate window were dropped.
+      const id = `${seqs[0]}-${seqs.at(-1)}:${seqs.length}:${seqs.reduce((a, b) => (a * 31 + b) % 2 ** 31, 7)}:${Date.parse(first.time)}`;
+      out.push({ batch, msgID: `deliveries:${subscription.subscription_id}:${id}` });
       current = [];
       bytes = 0;
     };

@@ -83,3 +83,37 @@ describe("notifications consumers deleted on the server", () => {
     expect(info.config).toMatchObject({ durable_name: CONSUMERS.dispatcher, filter_subject: subjects.notifications.allEvents(), ack_wait: DISPATCHER_TIMING.ackWaitMs * 1e6 });
   });
 });
+
+describe("notifications EVENTS deleted on the server", () => {
+  // A server of its own: the stream's sequences start at 1 here, as a young stream's do.
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  const receivers = receiverPool();
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher", "deliverer"], env: DELIVERY_ENV });
+  });
+  afterAll(async () => {
+    receivers.stopAll();
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  it("notifications - an event published after EVENTS itself was deleted on the server still reaches its callback", { timeout: 15_000 }, async () => {
+    const r = receivers.start();
+    await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
+    const before = ((await (await publish(derrick, "MasterPlanChanged", { data: "before the stream's deletion" })).json()) as Json).event_id as string;
+    await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
+
+    const jsm = await jetstreamManager(derrick.nc);
+    expect(await jsm.streams.delete(STREAMS.events)).toBe(true);
+    // Publishing fails until the dispatcher has created EVENTS again. The new stream's first event
+    // has the sequence the deleted one's first had, dispatched to the same subscription moments ago.
+    const after = await eventually(async () => {
+      const res = await publish(derrick, "MasterPlanChanged", { data: "after the stream's deletion" });
+      return res.status === 202 ? (((await res.json()) as Json).event_id as string) : undefined;
+    }, { what: "EVENTS created again", intervalMs: 100 });
+    await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
+    expect((await jsm.streams.info(STREAMS.events)).state.first_seq).toBe(1);
+  });
+});

@@ -9,7 +9,7 @@ import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { startDispatcher, type Dispatcher, type DispatcherTiming } from "../../actors/notifications/dispatcher.ts";
-import { CONSUMERS, STREAMS, openJournal, type Journal } from "../../actors/notifications/journal.ts";
+import { CONSUMERS, STREAMS, ensureStreams, openJournal, type Journal } from "../../actors/notifications/journal.ts";
 import { SUBSCRIPTIONS_BUCKET, SubscriptionCache, SubscriptionStore } from "../../actors/notifications/store.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
@@ -25,6 +25,8 @@ type Probe = {
   written: string[];
   /** Called before each batch write goes on; the write waits for what it returns. */
   gate: () => Promise<void>;
+  /** Called before the dispatcher creates or updates its consumer (at start and on re-opening); it waits for what it returns. */
+  opening: () => Promise<void>;
 };
 
 describe("notifications dispatcher", () => {
@@ -49,9 +51,13 @@ describe("notifications dispatcher", () => {
   async function dispatcherProbe(timing: DispatcherTiming): Promise<Probe> {
     const nc = await connect({ servers: nats.url });
     const real = await openJournal(nc);
-    const probe = { nc, written: [] as string[], gate: async () => undefined } as Probe;
+    const probe = { nc, written: [] as string[], gate: async () => undefined, opening: async () => undefined } as Probe;
     const journal: Journal = {
       ...real,
+      async ensureConsumer(spec) {
+        await probe.opening();
+        return real.ensureConsumer(spec);
+      },
       async enqueueBatch(batch, msgID) {
         probe.written.push(...batch.events.map((e) => e.event_id));
         await probe.gate();
@@ -180,6 +186,27 @@ describe("notifications dispatcher", () => {
     const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
     expect(info.config).toMatchObject({ ack_wait: FAST.ackWaitMs * 1e6, max_ack_pending: 10_000, opt_start_seq: dispatchedSeq + 1 });
     release();
+    await probe.dispatcher.stop();
+  });
+
+  it("notifications dispatcher - on an EVENTS stream created again, a consumer created again starts at the new stream's first event, not after the old one's ack floor", async () => {
+    await subscribe(derrick, "PublishData", { callback_uri: "http://127.0.0.1:9/recreated" });
+    const probe = await dispatcherProbe(FAST);
+    const oldSeq = await publishOnNats(derrick, "PublishData", { data: "old stream" }, "recreated-old");
+    await eventually(() => probe.dispatcher.stats.ackFloor >= oldSeq, { what: "the event acked, and the ack floor read" });
+    // The dispatcher's re-opening waits while EVENTS is deleted, created again (as by an actor
+    // starting) and given an event: its sequence (1) is below the old stream's ack floor.
+    let release: () => void = () => undefined;
+    const opening = new Promise<void>((r) => (release = r));
+    probe.opening = () => opening;
+    const jsm = await jetstreamManager(derrick.nc);
+    expect(await jsm.streams.delete(STREAMS.events)).toBe(true);
+    await ensureStreams(jsm);
+    expect(await publishOnNats(derrick, "PublishData", { data: "new stream" }, "recreated-new")).toBe(1);
+    release();
+    await eventually(() => probe.written.includes("recreated-new"), { what: "the new stream's event dispatched" });
+    await consumerIdle();
+    expect(probe.written).toEqual(["recreated-old", "recreated-new"]);
     await probe.dispatcher.stop();
   });
 });
