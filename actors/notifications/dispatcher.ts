@@ -18,7 +18,7 @@
  * it. Renewal stops after RENEW_FOR_MS: a round held that long is stuck, and its events go back to the
  * consumer after the ack wait, while the stuck dispatcher, its slots full, pulls no more.
  */
-import type { Consumer, JsMsg } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, type Consumer, type JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch } from "../../subjects/notifications.ts";
 import type { Schedule } from "./schedule.ts";
@@ -77,23 +77,41 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
   let eventsStream = "";
 
   /**
-   * Opens the consumer, creating it (or EVENTS) when missing: at start, and after a failed pull. A
-   * fetch does not wait for a deleted consumer (it fails: "consumer deleted", then "heartbeats
-   * missed"), but until 2026-11-23 nothing created it again while the process ran, so every pull
-   * failed and no event was dispatched until a restart. EVENTS keeps events for 7 days: a consumer
-   * created again from its first message would send them all again, so it starts after the ack
-   * floor last read, which is at or before every event not acked (some dispatched since may go
-   * again: at least once). On an EVENTS stream created again every event is new: from the first.
+   * Opens the consumer, creating it (or EVENTS) when missing: at start, and after a failed pull (a
+   * fetch on a deleted consumer fails; without this every later pull would fail too). EVENTS keeps
+   * events for 7 days: a consumer created again from its first message would send them all again,
+   * so it starts after the ack floor last read, which is at or before every event not acked (some
+   * dispatched since may go again: at least once). On an EVENTS stream created again every event is
+   * new, so the consumer starts at its first one; the stream is checked again once the consumer
+   * exists, because it may have been made again in between (then the floor means nothing on it, and
+   * a consumer started there would skip what the new stream already holds).
    */
   async function open(): Promise<Consumer> {
-    const before = await journal.jsm.streams.info(STREAMS.events).catch(() => undefined);
-    const resume = before !== undefined && before.created === eventsStream && stats.ackFloor > 0;
+    const before = await eventsCreated();
+    const resume = before !== undefined && before === eventsStream && stats.ackFloor > 0;
     await journal.ensureConsumer(resume ? { ...durable, startSeq: stats.ackFloor + 1 } : durable);
-    if (!resume) {
-      eventsStream = (await journal.jsm.streams.info(STREAMS.events)).created;
+    let after = await eventsCreated();
+    if (resume && after !== eventsStream) {
+      log.warn({ ackFloor: stats.ackFloor }, "EVENTS was created again while the dispatcher's consumer was being opened: starting at its first event");
+      await journal.jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher).catch(() => undefined);
+      await journal.ensureConsumer(durable);
+      after = await eventsCreated();
+    }
+    if (!resume || after !== before) {
+      eventsStream = after ?? "";
       stats.ackFloor = 0;
     }
     return journal.js.consumers.get(STREAMS.events, CONSUMERS.dispatcher);
+  }
+
+  /** EVENTS' creation time; undefined when there is no such stream. Any other failure throws (the pull loop retries). */
+  async function eventsCreated(): Promise<string | undefined> {
+    try {
+      return (await journal.jsm.streams.info(STREAMS.events)).created;
+    } catch (error) {
+      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return undefined;
+      throw error;
+    }
   }
 
   /** Reads the consumer's ack floor (it only moves forward on one stream; a failed read changes nothing). */

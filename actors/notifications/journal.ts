@@ -194,7 +194,8 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
       } catch (error) {
         if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error;
         await ensureStreams(jsm, policy);
-        await ensureConsumer(jsm, spec);
+        // A stream made just now holds nothing a start position was meant for: take it from its first message.
+        await ensureConsumer(jsm, { ...spec, startSeq: undefined });
       }
     },
     async publishEvent(partition, type, eventId, body) {

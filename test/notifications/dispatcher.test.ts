@@ -209,4 +209,32 @@ describe("notifications dispatcher", () => {
     expect(probe.written).toEqual(["recreated-old", "recreated-new"]);
     await probe.dispatcher.stop();
   });
+  it("notifications dispatcher - EVENTS created again while a re-opening is between its stream check and the consumer's creation: the new stream's events are not skipped", async () => {
+    await subscribe(derrick, "PublishData", { callback_uri: "http://127.0.0.1:9/raced" });
+    const probe = await dispatcherProbe(FAST);
+    let oldSeq = 0;
+    for (let i = 0; i < 3; i++) oldSeq = await publishOnNats(derrick, "PublishData", { data: i }, `raced-old-${i}`);
+    await eventually(() => probe.dispatcher.stats.ackFloor >= oldSeq, { what: "the events acked, and the ack floor read" });
+    // The consumer goes: the next pull fails, the re-opening reads EVENTS (still the old stream, so
+    // it would resume after the old floor) and waits here, at the consumer's creation.
+    let release: () => void = () => undefined;
+    let entered: () => void = () => undefined;
+    const reached = new Promise<void>((r) => (entered = r));
+    const held = new Promise<void>((r) => (release = r));
+    probe.opening = () => (entered(), held);
+    const jsm = await jetstreamManager(derrick.nc);
+    await jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher);
+    await reached;
+    // Meanwhile EVENTS is deleted, created again and written: sequences 1 and 2, below the old floor.
+    expect(await jsm.streams.delete(STREAMS.events)).toBe(true);
+    await ensureStreams(jsm);
+    expect(await publishOnNats(derrick, "PublishData", { data: "new" }, "raced-new-1")).toBe(1);
+    expect(await publishOnNats(derrick, "PublishData", { data: "new" }, "raced-new-2")).toBe(2);
+    probe.opening = async () => undefined;
+    release();
+    await eventually(() => probe.written.includes("raced-new-1") && probe.written.includes("raced-new-2"), { what: "the new stream's events dispatched" });
+    await consumerIdle();
+    expect(probe.written).toEqual(["raced-old-0", "raced-old-1", "raced-old-2", "raced-new-1", "raced-new-2"]);
+    await probe.dispatcher.stop();
+  });
 });
