@@ -111,7 +111,7 @@ describe("config", () => {
 
   it("config - the printed configuration masks passwords, client secrets, appkeys and credentials in URLs", () => {
     const cfg = loadConfig({
-      NATS_URL: "nats://derrick:n4ts-pass@10.0.0.5:4222,nats://10.0.0.6:4222",
+      NATS_URL: "nats://derrick:n4ts-pass@10.0.0.5:4222,nats://10.0.0.6:4222,other:p@ss-at@10.0.0.8:4222",
       NATS_PASSWORD: "plain-pass",
       DERRICK_AUTH_ISSUER: "https://login.example.com",
       DERRICK_AUTH_JWKS_URL: "https://reader:jwks-pass@login.example.com/jwks.json",
@@ -119,9 +119,9 @@ describe("config", () => {
       DERRICK_TWIN_MIRRORS: JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: "redis://:redis-pass@10.0.0.7:6379" }]),
     });
     const printed = JSON.stringify(maskedConfig(cfg));
-    for (const secret of ["n4ts-pass", "plain-pass", "jwks-pass", "client-secret-1", "appkey-secret-1", "redis-pass"]) expect(printed).not.toContain(secret);
+    for (const secret of ["n4ts-pass", "p@ss-at", "ss-at", "plain-pass", "jwks-pass", "client-secret-1", "appkey-secret-1", "redis-pass"]) expect(printed).not.toContain(secret);
     expect(maskedConfig(cfg)).toMatchObject({
-      natsUrl: "nats://***@10.0.0.5:4222,nats://10.0.0.6:4222",
+      natsUrl: "nats://***@10.0.0.5:4222,nats://10.0.0.6:4222,***@10.0.0.8:4222",
       auth: { jwksUrl: "https://***@login.example.com/jwks.json", issuer: "https://login.example.com" },
       twinMirrors: [{ redis: "redis://***@10.0.0.7:6379", twinId: "t" }],
       clients: [{ client_id: "c1" }],

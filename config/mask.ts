@@ -15,5 +15,6 @@ export function maskedConfig(cfg: Config): unknown {
 
 function withoutCredentials(url: string): string {
   // Only the userinfo changes; anything URL cannot parse is shown as given (config accepted it).
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, (_, scheme: string) => `${scheme}***@`);
+  // The scheme is optional (NATS_URL takes host:port forms); the userinfo ends at the last @ before the path (a password may hold @).
+  return url.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?)[^/]*@/i, (_, scheme: string) => `${scheme}***@`);
 }

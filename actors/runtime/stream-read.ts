@@ -25,6 +25,32 @@ export const READ_FETCH_MAX = 10_000;
 const READ_CONSUMER_HEDGE_MS = 250;
 /** Consumers asked for at most per read while none answers (each one placed at random again). */
 const READ_CONSUMER_ATTEMPTS = 8;
+/** Extra consumers asked for at once in this process: when the servers are slow rather than down, hedging must not pile on. */
+const READ_HEDGES_MAX = 32;
+let hedgesInFlight = 0;
+
+/**
+ * Whether a stream is replicated, learned once per connection and stream: only then can a read's
+ * consumer land on a server that is down (one server's stream lives on that server). "asking"
+ * while the first answer is awaited; a failed answer counts as replicated (hedging stays possible).
+ */
+const replication = new WeakMap<object, Map<string, boolean | "asking">>();
+function replicationOf(js: JetStreamClient, stream: string): boolean | "asking" {
+  const connection = (js as { nc?: object }).nc ?? js;
+  let streams = replication.get(connection);
+  if (!streams) replication.set(connection, (streams = new Map()));
+  const known = streams.get(stream);
+  if (known !== undefined) return known;
+  if (streams.size >= 1000) return true;
+  const map = streams.set(stream, "asking");
+  js.jetstreamManager(false)
+    .then((jsm) => jsm.streams.info(stream))
+    .then(
+      (info) => map.set(stream, info.config.num_replicas > 1),
+      () => map.set(stream, true),
+    );
+  return "asking";
+}
 
 /**
  * Hands every message matching `filter` to `onMessage`, in stream order, and returns the last
@@ -76,13 +102,17 @@ export async function readStream(js: JetStreamClient, stream: string, options: S
  * nats-server up to 2.11 (2.9 here) may place an R1 ephemeral consumer of a replicated stream on a
  * replica that is offline, and then never answers the create (nats-io/nats-server#7165): with one
  * server of three down, a third of the reads would wait out the API timeout and the edge would
- * answer 504. So a create not answered within READ_CONSUMER_HEDGE_MS is asked for again under
- * another name (placed at random again) while the earlier ones may still answer. The first consumer
- * made serves the read; the others are deleted: at once by name (an unanswered one is still the
- * meta leader's to delete), and again if one is made later. A create that fails (no such stream,
- * not allowed) fails the read. Healthy, the first answers within ms and nothing more is asked.
+ * answer 504. So, on a replicated stream, a create not answered within READ_CONSUMER_HEDGE_MS is
+ * asked for again under another name (placed at random again) while the earlier ones may still
+ * answer, at most READ_HEDGES_MAX extra ones at once in the process. The first consumer made serves
+ * the read; the others are deleted: at once by name (an unanswered one is still the meta leader's to
+ * delete), again if one is made later, and again if one fails after the read is served (its delete
+ * by name may have come before its creation). A create that fails (no such stream, not allowed)
+ * while no consumer has been made fails the read. Healthy, the first answers within ms and nothing
+ * more is asked.
  */
 function makeReadConsumer(js: JetStreamClient, stream: string, options: Partial<OrderedConsumerOptions>): Promise<Consumer> {
+  replicationOf(js, stream); // learned while the first create runs
   return new Promise((resolve, reject) => {
     const names: string[] = [];
     let settled = false;
@@ -97,25 +127,38 @@ function makeReadConsumer(js: JetStreamClient, stream: string, options: Partial<
       clearTimeout(timer);
       for (const name of names) if (name !== winner) discard(name);
     };
-    const ask = () => {
+    const ask = (hedge: boolean) => {
       if (settled) return;
       const prefix = nuid.next();
       const name = `${prefix}_1`; // the name nats.js gives an ordered consumer's first instance
       names.push(name);
+      if (hedge) hedgesInFlight++;
+      const done = () => void (hedge && hedgesInFlight--);
       js.consumers.get(stream, { ...options, name_prefix: prefix }).then(
         (consumer) => {
+          done();
           if (settled) return void consumer.delete().catch(() => undefined);
           settle(name);
           resolve(consumer);
         },
         (error: unknown) => {
-          if (settled) return;
+          done();
+          if (settled) return discard(name);
           settle();
           reject(error);
         },
       );
-      if (names.length < READ_CONSUMER_ATTEMPTS) timer = setTimeout(ask, READ_CONSUMER_HEDGE_MS);
+      if (names.length < READ_CONSUMER_ATTEMPTS) hedgeLater();
     };
-    ask();
+    const hedgeLater = () => {
+      timer = setTimeout(() => {
+        if (settled) return;
+        const replicated = replicationOf(js, stream);
+        if (replicated === false) return;
+        if (replicated === "asking" || hedgesInFlight >= READ_HEDGES_MAX) return hedgeLater();
+        ask(true);
+      }, READ_CONSUMER_HEDGE_MS);
+    };
+    ask(false);
   });
 }

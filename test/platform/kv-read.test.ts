@@ -10,6 +10,23 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { readKv } from "../../actors/runtime/kv.ts";
 import { READ_FETCH_MAX } from "../../actors/runtime/stream-read.ts";
 import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
+import { connect as tcpConnect, createServer, type Socket } from "node:net";
+
+/** A loopback relay that delays what the server sends by `ms` (a slow link, not a dead server). */
+async function latencyRelay(port: number, ms: number): Promise<{ url: string; close(): void }> {
+  const sockets = new Set<Socket>();
+  const relay = createServer((client) => {
+    const upstream = tcpConnect(port, "127.0.0.1");
+    sockets.add(client).add(upstream);
+    upstream.on("data", (d) => void setTimeout(() => client.destroyed || client.write(d), ms));
+    client.on("data", (d) => upstream.write(d));
+    const end = () => (client.destroy(), upstream.destroy());
+    client.on("close", end).on("error", end);
+    upstream.on("close", end).on("error", end);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+  return { url: `nats://127.0.0.1:${(relay.address() as { port: number }).port}`, close: () => (sockets.forEach((s) => s.destroy()), relay.close()) };
+}
 
 describe("kv read", () => {
   let nats: TestNats;
@@ -98,5 +115,23 @@ describe("kv read", () => {
     const entries = await readKv(large, { headersOnly: true });
     expect(entries).toHaveLength(n);
     expect(new Set(entries.map((e) => e.key)).size).toBe(n);
+  });
+  it("kv read - a slow server is not asked for extra read consumers on a stream of one replica (hedging is for replicated streams)", async () => {
+    let creates = 0;
+    const counter = nc.subscribe("$JS.API.CONSUMER.CREATE.KV_reads.>", { callback: () => void creates++ });
+    await nc.flush();
+    // 300 ms each way from the server: each consumer create answers after the 250 ms hedge delay.
+    const relay = await latencyRelay(Number(new URL(nats.url).port), 300);
+    const slow = await connect({ servers: relay.url });
+    try {
+      const slowKv = await new Kvm(slow).open("reads");
+      const reads = await Promise.all(Array.from({ length: 5 }, () => readKv(slowKv)));
+      for (const read of reads) expect(read.map((e) => e.key)).toEqual(["a.one", "a.two", "b.one"]);
+      expect(creates).toBe(5);
+    } finally {
+      counter.unsubscribe();
+      await slow.close();
+      relay.close();
+    }
   });
 });
