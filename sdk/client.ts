@@ -45,7 +45,19 @@ export type DeviceClientOptions = {
   signal?: AbortSignal;
 };
 
-type Observer = { group: string; name?: string; callback: (change: TwinChange) => void };
+/** A callback's result: a returned promise is not awaited, but its rejection is logged. */
+type CallbackResult = unknown;
+
+type Observer = {
+  group: string;
+  name?: string;
+  callback: (change: TwinChange) => CallbackResult;
+  /**
+   * Until its first values are replayed: the keys live deliveries already gave it (a replay must not
+   * follow them with an older value). Dropped once the replay has run, so it stays small.
+   */
+  liveBeforeReplay?: Set<string>;
+};
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -94,9 +106,9 @@ class MessageQueue implements AsyncIterableIterator<InboundMessage> {
 
 export class DeviceClient {
   private subscriptions: Subscription[] = [];
-  private readonly listeners = new Map<InputKind, Set<(m: InboundMessage) => void>>(INPUT_KINDS.map((k) => [k, new Set()]));
+  private readonly listeners = new Map<InputKind, Set<(m: InboundMessage) => CallbackResult>>(INPUT_KINDS.map((k) => [k, new Set()]));
   private readonly observers = new Set<Observer>();
-  private readonly configListeners = new Set<(config: AppConfig, status: ConfigStatus) => void>();
+  private readonly configListeners = new Set<(config: AppConfig, status: ConfigStatus) => CallbackResult>();
   /** Latest delivered change per key: the dedupe that makes each change arrive once, in order. */
   private readonly delivered = new Map<string, TwinChange>();
   private readonly nextMessageId = messageIdSequence();
@@ -111,6 +123,21 @@ export class DeviceClient {
     private readonly env: SdkEnv,
     private readonly log: SdkLog,
   ) {}
+
+  /**
+   * Calls an app callback so that nothing it does can stop the SDK: a throw is logged, a returned
+   * promise is not awaited (callbacks run concurrently, nothing queues up behind a slow one) and its
+   * rejection is logged.
+   */
+  private callApp<A extends unknown[]>(what: string, callback: (...args: A) => CallbackResult, args: A, data: Record<string, unknown>): void {
+    const logError = (error: unknown) => this.log("error", `${what} failed`, { ...data, error: error instanceof Error ? error.message : String(error) });
+    try {
+      const result = callback(...args);
+      if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") Promise.resolve(result).then(undefined, logError);
+    } catch (error) {
+      logError(error);
+    }
+  }
 
   /**
    * Connects, subscribes, and starts following the twin (the current config twin is applied). A
@@ -192,17 +219,14 @@ export class DeviceClient {
       raw: msg.data,
       ...(kind === "RequestIn" && msg.reply ? { respond: (data: unknown) => msg.respond(encode(data)) } : {}),
     };
-    for (const listener of this.listeners.get(kind)!) {
-      try {
-        listener(message);
-      } catch (error) {
-        this.log("error", "message callback threw", { kind, error: (error as Error).message });
-      }
-    }
+    for (const listener of this.listeners.get(kind)!) this.callApp("message callback", listener, [message], { kind, subject: msg.subject });
   }
 
-  /** Calls `callback` for each message of one input kind; returns the unsubscribe function. */
-  on(kind: InputKind, callback: (message: InboundMessage) => void): () => void {
+  /**
+   * Calls `callback` for each message of one input kind; returns the unsubscribe function. A throw
+   * or a rejected promise is logged; the next message is delivered without waiting for the promise.
+   */
+  on(kind: InputKind, callback: (message: InboundMessage) => CallbackResult): () => void {
     this.listeners.get(kind)!.add(callback);
     return () => this.listeners.get(kind)!.delete(callback);
   }
@@ -267,25 +291,30 @@ export class DeviceClient {
       this.delivered.set(key, change);
       for (const observer of this.observers) {
         if (observer.group !== change.group || (observer.name !== undefined && observer.name !== change.name)) continue;
-        try {
-          observer.callback(change);
-        } catch (error) {
-          this.log("error", "twin callback threw", { key, error: (error as Error).message });
-        }
+        observer.liveBeforeReplay?.add(key);
+        this.callApp("twin callback", observer.callback, [change], { key, version: change.version });
       }
     }
   }
 
   /**
    * Observes desired properties of a group (one name, or all): the current values at once, then each
-   * change once, in order. Returns the stop function.
+   * change once, in order. Returns the stop function. A throw or a rejected promise is logged and
+   * the next change is delivered anyway (without waiting for the promise).
    */
-  observe(group: string, name: string | undefined, callback: (change: TwinChange) => void): () => void {
-    const observer: Observer = { group, ...(name !== undefined ? { name } : {}), callback };
+  observe(group: string, name: string | undefined, callback: (change: TwinChange) => CallbackResult): () => void {
+    const observer: Observer = { group, ...(name !== undefined ? { name } : {}), callback, liveBeforeReplay: new Set() };
     this.observers.add(observer);
-    const current = [...this.delivered.values()].filter((c) => c.group === group && (name === undefined || c.name === name) && c.value !== null);
+    // The current values as of the replay, not of this call: changes delivered in between (e.g. the
+    // rest of the batch whose callback called observe) must not be followed by an older value.
     queueMicrotask(() => {
-      for (const change of current) if (this.observers.has(observer)) callback(change);
+      const live = observer.liveBeforeReplay!;
+      delete observer.liveBeforeReplay;
+      for (const [key, change] of this.delivered) {
+        if (!this.observers.has(observer)) return;
+        if (change.group !== group || (name !== undefined && change.name !== name) || change.value === null || live.has(key)) continue;
+        this.callApp("twin callback", callback, [change], { key, version: change.version });
+      }
     });
     return () => this.observers.delete(observer);
   }
@@ -306,8 +335,11 @@ export class DeviceClient {
     return this.twins.put(group, "reported" satisfies TwinSide, name, text);
   }
 
-  /** Called after each config twin: applied (ac 200) or rejected (ac 400). */
-  onConfig(callback: (config: AppConfig, status: ConfigStatus) => void): () => void {
+  /**
+   * Called after each config twin: applied (ac 200) or rejected (ac 400). A throw or a rejected
+   * promise is logged; the acknowledgement does not wait for it.
+   */
+  onConfig(callback: (config: AppConfig, status: ConfigStatus) => CallbackResult): () => void {
     this.configListeners.add(callback);
     return () => this.configListeners.delete(callback);
   }
@@ -343,13 +375,7 @@ export class DeviceClient {
       this.log("warn", "configuration from the twin ignored", { version: change.version, error: (error as Error).message });
     }
     // The app applies it first: the acknowledgement below means the app runs with it.
-    for (const listener of this.configListeners) {
-      try {
-        listener(this.current, status);
-      } catch (error) {
-        this.log("warn", "an onConfig listener threw", { error: (error as Error).message });
-      }
-    }
+    for (const listener of this.configListeners) this.callApp("onConfig listener", listener, [this.current, status], { version: change.version });
     if (status.ac === 200) await this.setReported(CONFIG_GROUP, this.current.name, change.value).catch((error: Error) => this.log("warn", "cannot report the applied config", { error: error.message }));
     await this.setReported(CONFIG_GROUP, configStatusName(this.current.name), JSON.stringify(status)).catch((error: Error) => this.log("warn", "cannot report config status", { error: error.message }));
   }

@@ -7,7 +7,7 @@ import { Kvm } from "@nats-io/kv";
 import { endKvWatches, eventually, freePort, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { twinBucket } from "../../subjects/twins.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
-import { DeviceClient, parseAppConfig, configStatusName, type AppConfig, type InboundMessage, type TwinChange } from "../../sdk/index.ts";
+import { DeviceClient, parseAppConfig, configStatusName, type AppConfig, type InboundMessage, type SdkLog, type TwinChange } from "../../sdk/index.ts";
 
 const twinPath = (twin: string) => `/api/twin-properties/v1/acme/prod/${twin}/twin-properties`;
 
@@ -31,8 +31,8 @@ describe("device SDK over JetStream KV", () => {
   let derrick: TestDerrick;
   let peer: NatsConnection;
   const devices: DeviceClient[] = [];
-  const start = async (config: AppConfig) => {
-    const device = await DeviceClient.connect(config, { reconnectTimeWaitMs: 100 });
+  const start = async (config: AppConfig, log?: SdkLog) => {
+    const device = await DeviceClient.connect(config, { reconnectTimeWaitMs: 100, ...(log ? { log } : {}) });
     devices.push(device);
     return device;
   };
@@ -71,6 +71,74 @@ describe("device SDK over JetStream KV", () => {
     device.observe("setpoints", "rate", (c) => late.push(c.value!));
     await eventually(() => late.length === 1);
     expect(late).toEqual(["5"]);
+  });
+
+  it("sdk - callbacks that throw or reject are logged and the app goes on: a late observer still gets every current value", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const errors: string[] = [];
+      const device = await start(parseAppConfig(appDocument("AppThrows", "dev-throws", nats.url)), (level, message, data) => void (level === "error" && errors.push(`${message}: ${String(data?.error)}`)));
+      await put("dev-throws", "setpoints", [{ name: "a", value: "bad" }, { name: "b", value: "2" }, { name: "c", value: "3" }]);
+      const first: string[] = [];
+      device.observe("setpoints", undefined, (c) => void first.push(c.name));
+      await eventually(() => first.length === 3, { what: "the values" });
+      // Registered later: its first values come from the replay; the first one throws.
+      const late: string[] = [];
+      device.observe("setpoints", undefined, (c) => {
+        late.push(c.name);
+        if (c.value === "bad") throw new Error("bad setpoint");
+      });
+      device.observe("setpoints", "b", async () => {
+        throw new Error("async apply failed");
+      });
+      device.on("DataIn", async () => {
+        throw new Error("async DataIn handler failed");
+      });
+      device.onConfig(async () => {
+        throw new Error("async onConfig failed");
+      });
+      await eventually(() => late.length === 3, { what: "every current value for the late observer" });
+      expect(late.sort()).toEqual(["a", "b", "c"]);
+      peer.publish("slbapps.AppThrows.DataIn", "{}");
+      await put("dev-throws", "config", [{ name: "AppThrows", value: "{not json" }]);
+      await put("dev-throws", "setpoints", [{ name: "b", value: "22" }]);
+      await eventually(() => late.length === 4, { what: "the next change" });
+      await eventually(() => errors.length === 5, { what: "the five failures logged" });
+      expect(errors.sort()).toEqual([
+        "message callback failed: async DataIn handler failed",
+        "onConfig listener failed: async onConfig failed",
+        "twin callback failed: async apply failed",
+        "twin callback failed: async apply failed",
+        "twin callback failed: bad setpoint",
+      ]);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
+
+  it("sdk - an observer registered while a batch is delivered never gets an older value after a newer one", async () => {
+    const device = await start(parseAppConfig(appDocument("AppOrder", "dev-order", nats.url)));
+    await put("dev-order", "g", [{ name: "a", value: "a0" }, { name: "b", value: "b0" }]);
+    const seenA: string[] = [];
+    const seenB: string[] = [];
+    device.observe("g", "a", (c) => {
+      seenA.push(c.value!);
+      // The app starts following b once a says so: in the middle of the batch {a1, b1}.
+      if (c.value === "a1") device.observe("g", "b", (b) => void seenB.push(`${b.value}@${b.version}`));
+    });
+    await eventually(() => seenA.length === 1, { what: "a0" });
+    const res = await put("dev-order", "g", [{ name: "a", value: "a1" }, { name: "b", value: "b1" }]);
+    const versionB = ((await res.json()) as { twins: Array<{ name: string; version: number }> }).twins.find((t) => t.name === "b")!.version;
+    await eventually(() => seenB.length >= 1, { what: "b for the new observer" });
+    // A marker change after the batch: once it has arrived, any replay has run.
+    const marker: string[] = [];
+    device.observe("g", "marker", (c) => void marker.push(c.value!));
+    await put("dev-order", "g", [{ name: "marker", value: "m" }]);
+    await eventually(() => marker.length === 1, { what: "the marker" });
+    expect(seenB).toEqual([`b1@${versionB}`]);
   });
 
   it("sdk - inbound kinds arrive as callbacks and iterators; sendData goes to every DataOut subject; sendRequest gets replies", async () => {
