@@ -104,8 +104,12 @@ class MessageQueue implements AsyncIterableIterator<InboundMessage> {
   }
 }
 
+/** The key of one inbound subscription: the same subject may be subscribed for two kinds. */
+const subscriptionKey = (kind: InputKind, subject: string) => `${kind} ${subject}`;
+
 export class DeviceClient {
-  private subscriptions: Subscription[] = [];
+  /** Inbound subscriptions by `subscriptionKey`. */
+  private subscriptions = new Map<string, Subscription>();
   private readonly listeners = new Map<InputKind, Set<(m: InboundMessage) => CallbackResult>>(INPUT_KINDS.map((k) => [k, new Set()]));
   private readonly observers = new Set<Observer>();
   private readonly configListeners = new Set<(config: AppConfig, status: ConfigStatus) => CallbackResult>();
@@ -171,7 +175,9 @@ export class DeviceClient {
       client = new DeviceClient(config, nc, twins, options.env ?? {}, log);
       const started = client;
       started.subscribe();
-      started.observers.add({ group: CONFIG_GROUP, name: config.name, callback: (change) => void (started.configApplied = started.applyConfigTwin(change)) });
+      // One config twin at a time: applying one waits for the broker (new subscriptions), and a
+      // later value must not be overtaken by an earlier one still being applied.
+      started.observers.add({ group: CONFIG_GROUP, name: config.name, callback: (change) => void (started.configApplied = started.configApplied.then(() => started.applyConfigTwin(change)).catch((error: Error) => started.log("error", "applying the config twin failed", { error: error.message }))) });
       await untilAborted(twins.start((changes) => started.onTwinChanges(changes)), signal);
       await untilAborted(started.applyCurrentConfig(), signal);
       return started;
@@ -192,23 +198,58 @@ export class DeviceClient {
 
   // ---- messaging ---------------------------------------------------------------------------
 
+  /** The inbound subscriptions a config asks for, by `subscriptionKey`. */
+  private static wanted(config: AppConfig): Map<string, { kind: InputKind; subject: string }> {
+    const wanted = new Map<string, { kind: InputKind; subject: string }>();
+    for (const kind of INPUT_KINDS) for (const subject of config.bus.subscriptions[kind]) wanted.set(subscriptionKey(kind, subject), { kind, subject });
+    return wanted;
+  }
+
+  private subscribeOne(kind: InputKind, subject: string): Subscription {
+    return this.nc.subscribe(subject, {
+      callback: (error, msg) => {
+        if (error) return this.log("warn", "subscription error", { subject, error: error.message });
+        // Another device's JetStream consumer can deliver its bucket here (subjects/delivery.ts).
+        if (!isPublishedTo(msg, subject)) return this.log("warn", "dropped a message not published to this subscription", { subject, delivered: msg.subject });
+        this.dispatch(kind, msg);
+      },
+    });
+  }
+
+  /** Subscribes what the current config asks for (at start). */
   private subscribe(): void {
-    for (const sub of this.subscriptions) sub.unsubscribe();
-    this.subscriptions = [];
-    for (const kind of INPUT_KINDS) {
-      for (const subject of this.current.bus.subscriptions[kind]) {
-        this.subscriptions.push(
-          this.nc.subscribe(subject, {
-            callback: (error, msg) => {
-              if (error) return this.log("warn", "subscription error", { subject, error: error.message });
-              // Another device's JetStream consumer can deliver its bucket here (subjects/delivery.ts).
-              if (!isPublishedTo(msg, subject)) return this.log("warn", "dropped a message not published to this subscription", { subject, delivered: msg.subject });
-              this.dispatch(kind, msg);
-            },
-          }),
-        );
+    for (const [key, { kind, subject }] of DeviceClient.wanted(this.current)) this.subscriptions.set(key, this.subscribeOne(kind, subject));
+  }
+
+  /**
+   * Moves the subscriptions to `next`'s: unchanged ones are left alone (no message of theirs is
+   * lost), added ones are subscribed and confirmed by the broker (a flush: a refusal, e.g. a
+   * permissions violation, arrives before its PONG) before removed ones are unsubscribed. On a
+   * refusal nothing changes and the refusal is thrown.
+   */
+  private async resubscribe(next: AppConfig): Promise<void> {
+    const wanted = DeviceClient.wanted(next);
+    const added = new Map<string, Subscription>();
+    for (const [key, { kind, subject }] of wanted) if (!this.subscriptions.has(key)) added.set(key, this.subscribeOne(kind, subject));
+    if (added.size > 0) {
+      try {
+        await this.nc.flush();
+      } catch (error) {
+        // Not confirmed (link down): the client subscribes them again on reconnect, and a refusal then is logged.
+        this.log("warn", "cannot confirm the new subscriptions with the broker", { error: (error as Error).message });
+      }
+      const refused = [...added.values()].filter((sub) => sub.isClosed());
+      if (refused.length > 0) {
+        for (const sub of added.values()) if (!sub.isClosed()) sub.unsubscribe();
+        throw new SubscriptionRefusedError(`the broker refused the subscription to ${refused.map((sub) => sub.getSubject()).join(", ")}`);
       }
     }
+    for (const [key, sub] of this.subscriptions) {
+      if (wanted.has(key)) continue;
+      sub.unsubscribe();
+      this.subscriptions.delete(key);
+    }
+    for (const [key, sub] of added) this.subscriptions.set(key, sub);
   }
 
   private dispatch(kind: InputKind, msg: Msg): void {
@@ -336,8 +377,9 @@ export class DeviceClient {
   }
 
   /**
-   * Called after each config twin: applied (ac 200) or rejected (ac 400). A throw or a rejected
-   * promise is logged; the acknowledgement does not wait for it.
+   * Called after each config twin: applied (ac 200), rejected as invalid (ac 400) or refused by the
+   * broker (ac 403). A throw or a rejected promise is logged; the acknowledgement does not wait for
+   * it.
    */
   onConfig(callback: (config: AppConfig, status: ConfigStatus) => CallbackResult): () => void {
     this.configListeners.add(callback);
@@ -365,13 +407,15 @@ export class DeviceClient {
       const next = parseAppConfigText(change.value, this.env);
       if (next.name !== this.current.name) throw new Error(`Name: must stay "${this.current.name}" (the twin property is named after it)`);
       // The connection and the twin store stay as started: a new server or store needs a restart.
-      this.current = { ...next, bus: { ...next.bus, servers: this.current.bus.servers }, kv: this.current.kv };
+      const applied = { ...next, bus: { ...next.bus, servers: this.current.bus.servers }, kv: this.current.kv };
+      // Subscriptions first: a config the broker refuses leaves the running one (and its subscriptions) in place.
+      await this.resubscribe(applied);
+      this.current = applied;
       this.configVersion = change.version;
-      this.subscribe();
       status = { ac: 200, av: change.version, ad: "applied" };
       this.log("info", "configuration applied from the twin", { version: change.version });
     } catch (error) {
-      status = { ac: 400, av: change.version, ad: (error as Error).message };
+      status = { ac: error instanceof SubscriptionRefusedError ? 403 : 400, av: change.version, ad: (error as Error).message };
       this.log("warn", "configuration from the twin ignored", { version: change.version, error: (error as Error).message });
     }
     // The app applies it first: the acknowledgement below means the app runs with it.
@@ -384,6 +428,11 @@ export class DeviceClient {
     await this.twins.close();
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close());
   }
+}
+
+/** The broker refused a subscription a new config asks for (e.g. a permissions violation). */
+class SubscriptionRefusedError extends Error {
+  override name = "SubscriptionRefusedError";
 }
 
 /** Dials until a connection is made or `signal` aborts; a dial still in flight then is closed when it lands. */

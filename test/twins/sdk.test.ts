@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kvm } from "@nats-io/kv";
-import { endKvWatches, eventually, freePort, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { twinBucket } from "../../subjects/twins.ts";
+import { endKvWatches, eventually, freePort, startDerrick, startSlowLink, startTestNats, type SlowLink, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { deviceUserPermissions, twinBucket, twinBucketOptions, twinKey } from "../../subjects/twins.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
 import { DeviceClient, parseAppConfig, configStatusName, type AppConfig, type InboundMessage, type SdkLog, type TwinChange } from "../../sdk/index.ts";
 
@@ -31,6 +31,7 @@ describe("device SDK over JetStream KV", () => {
   let derrick: TestDerrick;
   let peer: NatsConnection;
   const devices: DeviceClient[] = [];
+  const links: SlowLink[] = [];
   const start = async (config: AppConfig, log?: SdkLog) => {
     const device = await DeviceClient.connect(config, { reconnectTimeWaitMs: 100, ...(log ? { log } : {}) });
     devices.push(device);
@@ -46,6 +47,7 @@ describe("device SDK over JetStream KV", () => {
   });
   afterAll(async () => {
     for (const device of devices) await device.close().catch(() => undefined);
+    for (const link of links) await link.close();
     await peer?.close();
     await derrick?.cleanup();
     await nats?.cleanup();
@@ -141,6 +143,35 @@ describe("device SDK over JetStream KV", () => {
     expect(seenB).toEqual([`b1@${versionB}`]);
   });
 
+  it("sdk - a config twin that leaves Subscriptions unchanged loses no inbound message", async () => {
+    // Over a slow link, messages are still on their way to the client when a config is applied: a
+    // re-subscription (the client drops messages of the subscription it closed) would lose them.
+    const link = await startSlowLink(nats, { pieceBytes: 2_048, pauseMs: 2 });
+    links.push(link);
+    const device = await start(parseAppConfig(appDocument("AppKeep", "dev-keep", link.url)));
+    const got = new Set<number>();
+    device.on("DataIn", (m) => void got.add((m.data as { seq: number }).seq));
+    let seq = 0;
+    let running = true;
+    const publishing = (async () => {
+      while (running) {
+        for (let i = 0; i < 20; i++) peer.publish("slbapps.AppKeep.DataIn", JSON.stringify({ seq: seq++ }));
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    })();
+    for (let k = 1; k <= 3; k++) {
+      const doc = { ...appDocument("AppKeep", "dev-keep", nats.url), AppConfig: { Factor: String(k) } };
+      await put("dev-keep", "config", [{ name: "AppKeep", value: JSON.stringify(doc) }]);
+      await eventually(async () => (await device.getReported("config", "AppKeep"))?.value === JSON.stringify(doc), { what: `config ${k} acknowledged` });
+    }
+    running = false;
+    await publishing;
+    await peer.flush();
+    await eventually(() => got.size === seq, { what: "every message", timeoutMs: 5_000 }).catch(() => undefined);
+    const missing = Array.from({ length: seq }, (_, i) => i).filter((i) => !got.has(i));
+    expect(missing).toEqual([]);
+  });
+
   it("sdk - inbound kinds arrive as callbacks and iterators; sendData goes to every DataOut subject; sendRequest gets replies", async () => {
     const device = await start(parseAppConfig(appDocument("App2", "dev-b", nats.url)));
     const received: InboundMessage[] = [];
@@ -213,6 +244,41 @@ describe("device SDK over JetStream KV", () => {
     device.sendData({ x: 1 });
     await eventually(() => outs.length === 1);
     expect(outs).toEqual(["slbapps.App4.NewOut"]);
+  });
+
+  it("sdk - a config twin whose new subscriptions the broker refuses is not acknowledged as applied: ac 403 and the old subscriptions stay", async () => {
+    const twin = { organization: "acme", environment: "prod", twinId: "dev-perm" };
+    const users = [
+      { user: "admin", password: "pw" },
+      { user: "AppPerm", password: "AppPerm-pw", permissions: deviceUserPermissions({ twin, appName: "AppPerm", subscribe: ["slbapps.AppPerm.DataIn"], publish: ["slbapps.AppPerm.DataOut"] }) },
+    ];
+    const dir = mkdtempSync(join(tmpdir(), "derrick-sdk-perm-"));
+    const server = await startNatsServer({ dir, port: -1, extraConfig: `authorization: ${JSON.stringify({ users })}` });
+    const admin = await connect({ servers: server.url, user: "admin", pass: "pw" });
+    try {
+      const kv = await new Kvm(admin).create(twinBucket(twin), twinBucketOptions(twin));
+      const doc = (sub: string) => ({ Name: "AppPerm", AEA2: { Twin: { Organization: "acme", Environment: "prod", Id: "dev-perm" }, BusClient: { Server: server.url, Subscriptions: [{ DataIn: [sub] }], Targets: [{ DataOut: ["slbapps.AppPerm.DataOut"] }] } } });
+      const device = await start(parseAppConfig(doc("slbapps.AppPerm.DataIn"), { NATS_USER: "AppPerm", NATS_PASSWORD: "AppPerm-pw" }));
+      const got: string[] = [];
+      device.on("DataIn", (m) => void got.push(m.subject));
+      const statuses: number[] = [];
+      device.onConfig((_c, status) => void statuses.push(status.ac));
+      await kv.put(twinKey("config", "desired", "AppPerm"), JSON.stringify(doc("slbapps.AppPerm.Forbidden")));
+      await eventually(async () => (await kv.get(twinKey("config", "reported", configStatusName("AppPerm"))))?.string(), { what: "the config status" });
+      const status = JSON.parse((await kv.get(twinKey("config", "reported", configStatusName("AppPerm"))))!.string()) as { ac: number; ad: string };
+      expect(status.ac).toBe(403);
+      expect(status.ad).toContain("slbapps.AppPerm.Forbidden");
+      expect(statuses).toEqual([403]);
+      expect(await kv.get(twinKey("config", "reported", "AppPerm"))).toBeNull();
+      expect(device.config.bus.subscriptions.DataIn).toEqual(["slbapps.AppPerm.DataIn"]);
+      // The running subscription still delivers.
+      admin.publish("slbapps.AppPerm.DataIn", "{}");
+      await eventually(() => got.length === 1, { what: "a message on the old subscription" });
+    } finally {
+      await admin.close();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("sdk - connect applies the config twin already stored before it returns (SDK 3.x read_config_twin at connect)", async () => {
