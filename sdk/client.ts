@@ -59,6 +59,9 @@ type Observer = {
   liveBeforeReplay?: Set<string>;
 };
 
+/** Default bound of a `messages()` queue: beyond it the oldest queued message is dropped. */
+export const DEFAULT_MESSAGE_QUEUE_LIMIT = 10_000;
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const silent: SdkLog = () => undefined;
@@ -76,19 +79,51 @@ function decode(raw: Uint8Array): unknown {
 
 const encode = (data: unknown) => (data instanceof Uint8Array ? data : encoder.encode(typeof data === "string" ? data : JSON.stringify(data)));
 
-/** A push queue read as an async iterator. */
-class MessageQueue implements AsyncIterableIterator<InboundMessage> {
+/** `messages()`: an async iterator that also counts what its bound made it drop. */
+export type MessageIterator = AsyncIterableIterator<InboundMessage> & {
+  /** Messages dropped (the oldest queued ones) because the reader fell `limit` messages behind. */
+  readonly dropped: number;
+};
+
+/** A bounded push queue read as an async iterator: when full, the oldest message is dropped. */
+class MessageQueue implements MessageIterator {
   private readonly items: InboundMessage[] = [];
+  private head = 0;
   private readonly waiters: Array<(r: IteratorResult<InboundMessage>) => void> = [];
   private done = false;
-  constructor(private readonly onClose: () => void) {}
+  dropped = 0;
+  private lastWarning = 0;
+  constructor(
+    private readonly limit: number,
+    private readonly onClose: () => void,
+    private readonly log: SdkLog,
+    private readonly kind: InputKind,
+  ) {}
   push(item: InboundMessage) {
     const waiter = this.waiters.shift();
-    if (waiter) waiter({ value: item, done: false });
-    else this.items.push(item);
+    if (waiter) return waiter({ value: item, done: false });
+    this.items.push(item);
+    if (this.items.length - this.head > this.limit) {
+      this.head++;
+      this.dropped++;
+      // A slow reader under a flood would otherwise log once per message.
+      if (Date.now() - this.lastWarning >= 60_000) {
+        this.lastWarning = Date.now();
+        this.log("warn", "messages() reader is too slow: dropped the oldest queued messages", { kind: this.kind, limit: this.limit, dropped: this.dropped });
+      }
+    }
+    // Compact now and then instead of shift() per message (O(n) each on a long queue).
+    if (this.head > 1024 && this.head * 2 > this.items.length) this.items.splice(0, this.head), (this.head = 0);
+  }
+  private take(): InboundMessage | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const item = this.items[this.head]!;
+    this.items[this.head++] = undefined as unknown as InboundMessage;
+    if (this.head === this.items.length) (this.items.length = 0), (this.head = 0);
+    return item;
   }
   next(): Promise<IteratorResult<InboundMessage>> {
-    const item = this.items.shift();
+    const item = this.take();
     if (item) return Promise.resolve({ value: item, done: false });
     if (this.done) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve) => this.waiters.push(resolve));
@@ -272,10 +307,16 @@ export class DeviceClient {
     return () => this.listeners.get(kind)!.delete(callback);
   }
 
-  /** The messages of one input kind as an async iterator (break out of the loop to stop). */
-  messages(kind: InputKind): AsyncIterableIterator<InboundMessage> {
+  /**
+   * The messages of one input kind as an async iterator (break out of the loop to stop). At most
+   * `limit` (default 10 000) messages wait for a slow reader: beyond that the oldest is dropped,
+   * counted in `dropped` and warned about (at most once a minute).
+   */
+  messages(kind: InputKind, options: { limit?: number } = {}): MessageIterator {
+    const limit = options.limit ?? DEFAULT_MESSAGE_QUEUE_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1) throw new RangeError("messages(): limit must be a positive integer");
     let remove = () => undefined as unknown;
-    const queue = new MessageQueue(() => remove());
+    const queue = new MessageQueue(limit, () => remove(), this.log, kind);
     remove = this.on(kind, (m) => queue.push(m));
     return queue;
   }

@@ -143,6 +143,18 @@ describe("device SDK over JetStream KV", () => {
     expect(seenB).toEqual([`b1@${versionB}`]);
   });
 
+  it("sdk - messages() keeps at most its limit for a slow reader, dropping the oldest and counting them", async () => {
+    const device = await start(parseAppConfig(appDocument("AppSlow", "dev-slow", nats.url)));
+    const iterator = device.messages("DataIn", { limit: 5 });
+    for (let seq = 0; seq < 20; seq++) peer.publish("slbapps.AppSlow.DataIn", JSON.stringify({ seq }));
+    await peer.flush();
+    await eventually(() => iterator.dropped === 15, { what: "15 dropped" });
+    const kept: unknown[] = [];
+    for (let i = 0; i < 5; i++) kept.push(((await iterator.next()).value!.data as { seq: number }).seq);
+    expect(kept).toEqual([15, 16, 17, 18, 19]);
+    await iterator.return!();
+  });
+
   it("sdk - a config twin that leaves Subscriptions unchanged loses no inbound message", async () => {
     // Over a slow link, messages are still on their way to the client when a config is applied: a
     // re-subscription (the client drops messages of the subscription it closed) would lose them.
