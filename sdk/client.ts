@@ -148,6 +148,9 @@ export class DeviceClient {
   private readonly listeners = new Map<InputKind, Set<(m: InboundMessage) => CallbackResult>>(INPUT_KINDS.map((k) => [k, new Set()]));
   private readonly observers = new Set<Observer>();
   private readonly configListeners = new Set<(config: AppConfig, status: ConfigStatus) => CallbackResult>();
+  /** False between a "disconnect" status and the next "reconnect": sends are refused then. */
+  private linkUp = true;
+  private lastOfflineWarning = 0;
   /** Latest delivered change per key: the dedupe that makes each change arrive once, in order. */
   private readonly delivered = new Map<string, TwinChange>();
   private readonly nextMessageId = messageIdSequence();
@@ -161,7 +164,14 @@ export class DeviceClient {
     private readonly twins: TwinBackend,
     private readonly env: SdkEnv,
     private readonly log: SdkLog,
-  ) {}
+  ) {
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (status.type === "disconnect") this.linkUp = false;
+        else if (status.type === "reconnect") this.linkUp = true;
+      }
+    })().catch(() => undefined);
+  }
 
   /**
    * Calls an app callback so that nothing it does can stop the SDK: a throw is logged, a returned
@@ -327,18 +337,33 @@ export class DeviceClient {
     return subjects;
   }
 
-  /** Publishes to every DataOut subject; returns how many subjects it went to. */
-  sendData(message: unknown): number {
-    const subjects = this.targets("DataOut");
-    for (const subject of subjects) this.nc.publish(subject, encode(message));
+  /**
+   * Publishes to every target subject of `kind`; returns how many it handed to the connection. While
+   * the link is down nothing is published and 0 is returned: nats.js empties its outbound buffer
+   * on reconnect attempts, so a message "sent" then would be lost without a trace.
+   */
+  private publishAll(kind: "DataOut" | "EventOut", message: unknown): number {
+    if (!this.linkUp || this.nc.isClosed()) {
+      if (Date.now() - this.lastOfflineWarning >= 60_000) {
+        this.lastOfflineWarning = Date.now();
+        this.log("warn", "the message bus is unreachable: messages are not sent (send returns 0)", { kind });
+      }
+      return 0;
+    }
+    const subjects = this.targets(kind);
+    const payload = encode(message);
+    for (const subject of subjects) this.nc.publish(subject, payload);
     return subjects.length;
   }
 
-  /** Publishes to every EventOut subject. */
+  /** Publishes to every DataOut subject; returns how many subjects it went to (0 while the link is down: not sent). */
+  sendData(message: unknown): number {
+    return this.publishAll("DataOut", message);
+  }
+
+  /** Publishes to every EventOut subject; returns how many subjects it went to (0 while the link is down: not sent). */
   sendEvent(message: unknown): number {
-    const subjects = this.targets("EventOut");
-    for (const subject of subjects) this.nc.publish(subject, encode(message));
-    return subjects.length;
+    return this.publishAll("EventOut", message);
   }
 
   /** Requests on every RequestOut subject and waits for each reply (or its timeout). */

@@ -184,6 +184,21 @@ describe("device SDK over JetStream KV", () => {
     expect(missing).toEqual([]);
   });
 
+  it("sdk - sendData and sendEvent return 0 and publish nothing while the bus link is down", async () => {
+    const bus = await startTestNats();
+    try {
+      const doc = appDocument("AppOffline", "dev-offline", bus.url);
+      (doc.AEA2 as Record<string, unknown>).KvClient = { Server: nats.url };
+      const device = await start(parseAppConfig(doc));
+      expect(device.sendData({ x: 1 })).toBe(2);
+      await bus.stop();
+      await eventually(() => device.sendData({ x: 2 }) === 0, { what: "sendData refused while offline" });
+      expect(device.sendEvent({ x: 3 })).toBe(0);
+    } finally {
+      await bus.cleanup();
+    }
+  });
+
   it("sdk - inbound kinds arrive as callbacks and iterators; sendData goes to every DataOut subject; sendRequest gets replies", async () => {
     const device = await start(parseAppConfig(appDocument("App2", "dev-b", nats.url)));
     const received: InboundMessage[] = [];
