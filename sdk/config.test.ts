@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseAppConfig, parseAppConfigText, SdkConfigError } from "./config.ts";
-import { dataReport, ioPointProblems, messageIdSequence } from "./messages.ts";
+import { dataReport, ioPoint, ioPointProblems, messageIdSequence } from "./messages.ts";
 
 const base = () => ({
   Name: "MyApp",
@@ -70,11 +70,18 @@ describe("sdk config", () => {
   it("sdk messages - IoPoints are checked for shape and the uom convention, never converted", () => {
     expect(ioPointProblems({ value: 1.5, metadata: { uom: "length:m", prop: "value" } })).toEqual([]);
     expect(ioPointProblems({ value: "1" })).toEqual(["value: must be a number"]);
-    expect(ioPointProblems({ metadata: { uom: "metres" } })).toEqual(['metadata/uom: "metres" must look like <quantity>:<unit>']);
+    expect(ioPointProblems({ metadata: { uom: "metres" } })).toEqual(['metadata/uom: "metres" should look like <quantity>:<unit>']);
     expect(ioPointProblems({ metadata: { prop: "value" } })).toHaveLength(1);
     const next = messageIdSequence(new Date(Date.UTC(2026, 0, 1, 0, 0, 10)));
+    expect(() => ioPoint({ value: "1" as unknown as number })).toThrow(TypeError);
     expect([next(), next()]).toEqual([100, 101]);
     const report = dataReport({ srcModule: "MyApp", messageId: 7, deviceId: "999", tags: { t: { value: 2, value_str: undefined } }, now: 5_000 });
     expect(report).toEqual({ header: { SrcModule: "MyApp", MessageType: "IODataReport", ConfigVersion: 1, MessageID: 7, TimeStamp: 5 }, device: [{ id: "999", tags: { t: { value: 2 } } }] });
+  });
+
+  it("sdk messages - a point off the uom convention is reported but still built (the SDK does not validate units)", () => {
+    expect(ioPoint({ value: 21.5, metadata: { uom: "degC" } })).toEqual({ value: 21.5, metadata: { uom: "degC" } });
+    expect(ioPoint({ value: 1, metadata: { prop: "value" } })).toEqual({ value: 1, metadata: { prop: "value" } });
+    expect(dataReport({ srcModule: "M", messageId: 1, deviceId: "9", tags: { t: { value: 1, metadata: { uom: "degC" } } } }).device[0]!.tags.t!.metadata).toEqual({ uom: "degC" });
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The message model of the original SDK: IoPoint and the IODataReport envelope
  * `{header: {SrcModule, MessageType, ConfigVersion, MessageID, TimeStamp}, device: [{id, tags}]}`.
- * Units follow the `uom` = `<quantity>:<unit>` (+ `prop`) metadata convention, checked for shape
- * only: the SDK never converts units.
+ * Units follow the `uom` = `<quantity>:<unit>` (+ `prop`) metadata convention: `ioPointProblems`
+ * reports a point that does not follow it, but the SDK neither refuses nor converts units.
  */
 
 export type IoPoint = {
@@ -23,8 +23,15 @@ const UOM_RE = /^[^:\s][^:]*:[^:\s][^:]*$/;
 
 /** The problems with an IoPoint's shape (empty when fine): field types and the uom/prop convention. */
 export function ioPointProblems(point: unknown): string[] {
+  const { errors, advisories } = checkIoPoint(point);
+  return [...errors, ...advisories];
+}
+
+/** Field type errors (the point is refused) apart from unit-convention advisories (reported only). */
+function checkIoPoint(point: unknown): { errors: string[]; advisories: string[] } {
   const problems: string[] = [];
-  if (typeof point !== "object" || point === null || Array.isArray(point)) return ["must be an object"];
+  const advisories: string[] = [];
+  if (typeof point !== "object" || point === null || Array.isArray(point)) return { errors: ["must be an object"], advisories };
   const p = point as Record<string, unknown>;
   const known = new Set(["value", "value_str", "quality_code", "timestamp", "metadata"]);
   for (const key of Object.keys(p)) if (!known.has(key)) problems.push(`${key}: is not an IoPoint field`);
@@ -37,17 +44,21 @@ export function ioPointProblems(point: unknown): string[] {
     else {
       const meta = p.metadata as Record<string, unknown>;
       for (const [k, v] of Object.entries(meta)) if (typeof v !== "string") problems.push(`metadata/${k}: must be a string`);
-      if (typeof meta.uom === "string" && !UOM_RE.test(meta.uom)) problems.push(`metadata/uom: "${meta.uom}" must look like <quantity>:<unit>`);
-      if (meta.prop !== undefined && meta.uom === undefined) problems.push("metadata/prop: names the property a uom applies to, so it needs metadata/uom");
+      // The SDK does not validate units (seed, document 3): the convention is advisory.
+      if (typeof meta.uom === "string" && !UOM_RE.test(meta.uom)) advisories.push(`metadata/uom: "${meta.uom}" should look like <quantity>:<unit>`);
+      if (meta.prop !== undefined && meta.uom === undefined) advisories.push("metadata/prop: names the property a uom applies to, so it needs metadata/uom");
     }
   }
-  return problems;
+  return { errors: problems, advisories };
 }
 
-/** An IoPoint without undefined fields (the original encoder omits None fields). */
+/**
+ * An IoPoint without undefined fields (the original encoder omits None fields). Throws a TypeError
+ * on a field of the wrong type; a point off the uom/prop convention passes (see `ioPointProblems`).
+ */
 export function ioPoint(point: IoPoint): IoPoint {
-  const problems = ioPointProblems(point);
-  if (problems.length) throw new TypeError(`invalid IoPoint: ${problems.join("; ")}`);
+  const { errors } = checkIoPoint(point);
+  if (errors.length) throw new TypeError(`invalid IoPoint: ${errors.join("; ")}`);
   return Object.fromEntries(Object.entries(point).filter(([, v]) => v !== undefined)) as IoPoint;
 }
 

@@ -22,6 +22,7 @@ function settingsOf(config: AppConfig): Settings {
 
 /** The app's computation, kept pure so it is easy to test. */
 export function scaledAverage(report: IoDataReport, settings: Settings): IoPoint | undefined {
+  if (!Array.isArray(report?.device)) throw new TypeError("not an IODataReport (no device list)");
   const tags = Object.assign({}, ...report.device.map((d) => d.tags)) as Record<string, IoPoint>;
   const a = tags[settings.input1]?.value;
   const b = tags[settings.input2]?.value;
@@ -38,8 +39,13 @@ export async function runEdgeApp(configPath: string, print: (line: string) => vo
   });
   void (async () => {
     for await (const message of client.messages("DataIn")) {
-      const point = scaledAverage(message.data as IoDataReport, settings);
-      if (point) client.sendData(client.dataReport({ [settings.output]: point }));
+      // One malformed input is skipped, not the end of the app.
+      try {
+        const point = scaledAverage(message.data as IoDataReport, settings);
+        if (point) client.sendData(client.dataReport({ [settings.output]: point }));
+      } catch (error) {
+        print(`warn skipped a DataIn message: ${(error as Error).message}`);
+      }
     }
   })();
   return client;

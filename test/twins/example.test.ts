@@ -60,4 +60,21 @@ describe("sdk example edge app", () => {
     await eventually(() => outputs.length === 2);
     expect(outputs[1]).toBe(40);
   });
+
+  it("sdk example - a malformed DataIn message is skipped and the next one is still processed", async () => {
+    const outputs: number[] = [];
+    const sub = peer.subscribe("slbapps.scaler.DataOut", { callback: (_e, m) => void outputs.push((m.json() as IoDataReport).device[0]!.tags["scaled-average"]!.value!) });
+    await peer.flush();
+    const report = (meta?: Record<string, unknown>) => JSON.stringify({ header: {}, device: [{ id: "x", tags: { Sensor1: { value: 1, ...(meta ? { metadata: meta } : {}) }, Sensor2: { value: 3 } } }] });
+    // Not JSON at all, then a point whose metadata value is not a string (the output would copy it).
+    peer.publish("slbapps.scaler.DataIn", "not json at all");
+    peer.publish("slbapps.scaler.DataIn", report({ uom: "temperature:degC", scale: 2 }));
+    // Off the uom convention: the SDK does not validate units, so this one is processed.
+    peer.publish("slbapps.scaler.DataIn", report({ uom: "degC" }));
+    peer.publish("slbapps.scaler.DataIn", JSON.stringify(app.dataReport({ Sensor1: { value: 20 }, Sensor2: { value: 40 } })));
+    await eventually(() => outputs.length === 2, { what: "the outputs after the malformed inputs" });
+    sub.unsubscribe();
+    // Factor 2 since the previous test.
+    expect(outputs).toEqual([4, 60]);
+  });
 });
