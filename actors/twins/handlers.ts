@@ -247,12 +247,23 @@ async function writeValues(bucket: TwinBucketStore, lock: string, group: string,
   const { known } = writerState(deps);
   const write = async (name: string, value: string | null): Promise<number | "conflict"> => {
     const key = twinKey(group, "desired", name);
-    let expected = known.get(`${lock}/${name}`) ?? (await bucket.get(key))?.revision ?? 0;
+    let cached = known.get(`${lock}/${name}`);
+    let expected = cached ?? (await bucket.get(key))?.revision ?? 0;
     for (;;) {
-      // Newer than the claim: written for it by somebody else (read after a takeover, or a stale cache).
-      if (expected > claim) return "conflict";
+      if (expected > claim) {
+        // A remembered revision above the claim is stale: the bucket was deleted and made again,
+        // and its revisions started over. Only a read tells.
+        if (cached !== undefined) {
+          cached = undefined;
+          expected = (await bucket.get(key))?.revision ?? 0;
+          continue;
+        }
+        // Read newer than the claim: written for it by somebody else (after a takeover).
+        return "conflict";
+      }
       const written = await bucket.swap(key, value, expected);
       if (written !== "conflict") return written;
+      cached = undefined;
       expected = (await bucket.get(key))?.revision ?? 0;
     }
   };

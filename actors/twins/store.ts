@@ -30,63 +30,113 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
     kv.catch(() => open.delete(name));
     return kv;
   };
+  const create = (name: string, address: TwinAddress) => remember(name, kvm.create(name, bucketOptions(policy, twinBucketOptions(address))));
+  /** False when the twin's stream does not exist. */
+  const exists = async (name: string) => {
+    jsm ??= jetstreamManager(nc);
+    try {
+      await (await jsm).streams.info(`KV_${name}`);
+      return true;
+    } catch (error) {
+      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return false;
+      throw error;
+    }
+  };
   return {
-    async open(address: TwinAddress, create: boolean) {
+    async open(address: TwinAddress, creating: boolean) {
       const name = twinBucket(address);
       let kv = open.get(name);
       if (!kv) {
-        if (create) {
-          kv = remember(name, kvm.create(name, bucketOptions(policy, twinBucketOptions(address))));
-        } else {
-          jsm ??= jetstreamManager(nc);
-          try {
-            await (await jsm).streams.info(`KV_${name}`);
-          } catch (error) {
-            if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return undefined;
-            throw error;
-          }
-          kv = remember(name, kvm.open(name));
-        }
+        if (creating) kv = create(name, address);
+        else if (!(await exists(name))) return undefined;
+        else kv = remember(name, kvm.open(name));
       }
-      return new KvTwinBucket(await kv);
+      // A cached handle outlives its stream when the bucket is deleted (an operator, a lost store):
+      // an operation that fails is checked against the stream, and a gone one is forgotten here.
+      return new KvTwinBucket(await kv, {
+        async gone() {
+          // The stream lookup's own failure (NATS away) leaves the first error to be thrown.
+          if (await exists(name).catch(() => true)) return false;
+          open.delete(name);
+          return true;
+        },
+        recreate: () => create(name, address),
+      });
     },
   };
 }
 
-export class KvTwinBucket implements TwinBucketStore {
-  constructor(readonly kv: KV) {}
+/** How a bucket handle finds out its stream was deleted, and makes it again. */
+export type TwinBucketRecovery = {
+  /** True (and the handle forgotten) when the twin's stream no longer exists. */
+  gone(): Promise<boolean>;
+  recreate(): Promise<KV>;
+};
 
-  async get(key: string): Promise<TwinEntry | undefined> {
-    const entry = await this.kv.get(key);
-    return entry ? toTwinEntry(entry) : undefined;
+export class KvTwinBucket implements TwinBucketStore {
+  constructor(
+    public kv: KV,
+    private readonly recovery?: TwinBucketRecovery,
+  ) {}
+
+  /** A read of a deleted bucket answers as for a twin never written (`empty`). */
+  private async read<T>(op: (kv: KV) => Promise<T>, empty: T): Promise<T> {
+    try {
+      return await op(this.kv);
+    } catch (error) {
+      if (this.recovery && (await this.recovery.gone())) return empty;
+      throw error;
+    }
   }
 
-  async entries(): Promise<TwinEntry[]> {
-    return (await readKv(this.kv, { history: true })).map(toTwinEntry);
+  /** A write to a deleted bucket makes it again and is tried once more there. */
+  private async write<T>(op: (kv: KV) => Promise<T>): Promise<T> {
+    try {
+      return await op(this.kv);
+    } catch (error) {
+      if (!this.recovery || !(await this.recovery.gone())) throw error;
+      this.kv = await this.recovery.recreate();
+      return op(this.kv);
+    }
+  }
+
+  get(key: string): Promise<TwinEntry | undefined> {
+    return this.read(async (kv) => {
+      const entry = await kv.get(key);
+      return entry ? toTwinEntry(entry) : undefined;
+    }, undefined);
+  }
+
+  entries(): Promise<TwinEntry[]> {
+    return this.read(async (kv) => (await readKv(kv, { history: true })).map(toTwinEntry), []);
   }
 
   put(key: string, value: string): Promise<number> {
-    return this.kv.put(key, value);
+    return this.write((kv) => kv.put(key, value));
   }
 
-  async remove(key: string): Promise<number> {
-    await this.kv.delete(key);
-    return (await this.kv.get(key))?.revision ?? 0;
+  remove(key: string): Promise<number> {
+    return this.write(async (kv) => {
+      await kv.delete(key);
+      return (await kv.get(key))?.revision ?? 0;
+    });
   }
 
-  async swap(key: string, value: string | null, expectedRevision: number): Promise<number | "conflict"> {
-    try {
-      if (value !== null) return await this.kv.put(key, value, { previousSeq: expectedRevision });
-      // nats.js sends no expectation for previousSeq 0 (the delete would be unconditional): a key
-      // never written has nothing to delete, so that case is checked here instead.
-      if (expectedRevision === 0) return (await this.kv.get(key)) ? "conflict" : 0;
-      await this.kv.delete(key, { previousSeq: expectedRevision });
-      return (await this.kv.get(key))?.revision ?? 0;
-    } catch (error) {
-      if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
-        return "conflict";
+  swap(key: string, value: string | null, expectedRevision: number): Promise<number | "conflict"> {
+    return this.write(async (kv) => {
+      try {
+        if (value !== null) return await kv.put(key, value, { previousSeq: expectedRevision });
+        // nats.js sends no expectation for previousSeq 0 (the delete would be unconditional): a key
+        // never written has nothing to delete, so that case is checked here instead.
+        if (expectedRevision === 0) return (await kv.get(key)) ? "conflict" : 0;
+        await kv.delete(key, { previousSeq: expectedRevision });
+        return (await kv.get(key))?.revision ?? 0;
+      } catch (error) {
+        if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+          return "conflict";
+        }
+        throw error;
       }
-      throw error;
-    }
+    });
   }
 }

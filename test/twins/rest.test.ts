@@ -240,4 +240,24 @@ describe("twin properties REST", () => {
     const state = (await (await derrick.call(path("dev-9"), { as: "admin", partition: null })).json()) as { desired: Record<string, Record<string, { value: string }>> };
     expect(Object.fromEntries(Object.entries(state.desired.g!).map(([k, v]) => [k, v.value]))).toEqual({ a: "1", b: "1", c: "2" });
   });
+
+  it("twins - after the twin's bucket is deleted a GET answers as for a twin never written, and each later PUT lands (200) in a bucket made again", async () => {
+    const twin = "dev-deleted";
+    for (let i = 1; i <= 5; i++) expect((await put(twin, { group: "g", twins: [{ name: "rate", value: String(i) }] })).status).toBe(200);
+    const jsm = await jetstreamManager(nc);
+    const stream = `KV_${twinBucket({ organization: "acme", environment: "prod", twinId: twin })}`;
+    await jsm.streams.delete(stream);
+    const gone = await derrick.call(`${path(twin)}?group=g`, { as: "admin", partition: null });
+    expect(gone.status).toBe(200);
+    expect(gone.headers.get("etag")).toBe('"0"');
+    expect(await gone.json()).toEqual({ desired: {}, reported: {} });
+    // Every PUT: the writer's remembered revisions (above the new bucket's) are no reason for a 409.
+    for (let i = 6; i <= 8; i++) {
+      const res = await put(twin, { group: "g", twins: [{ name: "rate", value: String(i) }] });
+      expect({ i, status: res.status }).toEqual({ i, status: 200 });
+    }
+    expect((await jsm.streams.info(stream)).state.messages).toBeGreaterThan(0);
+    const state = (await (await derrick.call(`${path(twin)}?group=g`, { as: "admin", partition: null })).json()) as { desired: Record<string, Record<string, { value: string }>> };
+    expect(state.desired.g!.rate!.value).toBe("8");
+  });
 });
