@@ -43,6 +43,8 @@ export type DeviceClientOptions = {
    * reason and closes whatever it had opened. Without it, `connect()` waits for the broker forever.
    */
   signal?: AbortSignal;
+  /** Milliseconds between checks that the twin bucket was not deleted and made again (JetStream). */
+  twinCheckEveryMs?: number;
 };
 
 /** A callback's result: a returned promise is not awaited, but its rejection is logged. */
@@ -215,7 +217,7 @@ export class DeviceClient {
         // A separate KV server (KvClient Server/Port) gets its own connection, same credentials.
         const kvServers = config.kv.servers;
         kvConnection = kvServers ? await dialUntilConnected(() => connect({ servers: kvServers, name: `${config.name}-kv`, ...common }), signal, reconnectTimeWait, log, "the key-value server") : nc;
-        twins = new JetStreamTwinBackend(kvConnection, config.kv.twin, log, kvConnection !== nc);
+        twins = new JetStreamTwinBackend(kvConnection, config.kv.twin, log, kvConnection !== nc, options.twinCheckEveryMs);
       }
       client = new DeviceClient(config, nc, twins, options.env ?? {}, log);
       const started = client;
@@ -223,7 +225,7 @@ export class DeviceClient {
       // One config twin at a time: applying one waits for the broker (new subscriptions), and a
       // later value must not be overtaken by an earlier one still being applied.
       started.observers.add({ group: CONFIG_GROUP, name: config.name, callback: (change) => void (started.configApplied = started.configApplied.then(() => started.applyConfigTwin(change)).catch((error: Error) => started.log("error", "applying the config twin failed", { error: error.message }))) });
-      await untilAborted(twins.start((changes) => started.onTwinChanges(changes)), signal);
+      await untilAborted(twins.start((changes) => started.onTwinChanges(changes), () => started.delivered.clear()), signal);
       await untilAborted(started.applyCurrentConfig(), signal);
       return started;
     } catch (error) {

@@ -3,7 +3,9 @@
  * subject token, so a per-group wildcard matches nothing, and nats-server 2.9 has no multi-key
  * filter) and filtered here; the commit gate hides a PUT until all its keys are written. After a
  * reconnect, or when the watch ends by itself, it is restarted from the last values, so changes made
- * meanwhile arrive once (the client drops what it already delivered).
+ * meanwhile arrive once (the client drops what it already delivered). A bucket deleted and made
+ * again (revisions start over) is noticed when the watch restarts and every `checkEveryMs`: the
+ * client is told to forget what it delivered and the current values are delivered again.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -16,6 +18,10 @@ export class JetStreamTwinBackend implements TwinBackend {
   /** Counts watch starts: a start that is no longer the newest stops its watch. */
   private generation = 0;
   private closed = false;
+  /** The bucket's stream as last seen: its creation time, and the highest revision the watch gave. */
+  private streamCreated?: string;
+  private highestRevision = 0;
+  private checkTimer?: ReturnType<typeof setInterval>;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -23,10 +29,14 @@ export class JetStreamTwinBackend implements TwinBackend {
     private readonly log: SdkLog,
     /** Close the connection on close() (it was opened for the KV store alone). */
     private readonly ownsConnection = false,
+    /** How often the bucket is checked for having been deleted and made again (one stream info). */
+    private readonly checkEveryMs = 30_000,
   ) {}
 
-  async start(onChanges: (changes: TwinChange[]) => void): Promise<void> {
+  async start(onChanges: (changes: TwinChange[]) => void, onRecreated: () => void = () => undefined): Promise<void> {
+    this.onRecreated = onRecreated;
     this.kv = await this.openBucket();
+    this.streamCreated = (await this.kv.status()).streamInfo.created;
     await this.watch(onChanges);
     void (async () => {
       for await (const status of this.nc.status()) {
@@ -34,6 +44,37 @@ export class JetStreamTwinBackend implements TwinBackend {
         if (status.type === "reconnect") void this.rewatch(onChanges);
       }
     })();
+    this.checkTimer = setInterval(() => {
+      void this.recreated()
+        .then((yes) => (yes ? this.rewatch(onChanges) : undefined))
+        .catch(() => undefined);
+    }, this.checkEveryMs);
+    this.checkTimer.unref?.();
+  }
+
+  private onRecreated: () => void = () => undefined;
+
+  /**
+   * True when the bucket was deleted and made again since last seen (another creation time, or fewer
+   * messages ever stored than the revisions already delivered): revisions started over, so the
+   * client's "already delivered" versions mean nothing any more. Warns and tells the client once.
+   * A missing stream is no news yet (derrick makes it again on the next write).
+   */
+  private async recreated(): Promise<boolean> {
+    const info = (await this.kv!.status()).streamInfo;
+    const before = this.streamCreated;
+    if (info.created === before && info.state.last_seq >= this.highestRevision) return false;
+    this.log("warn", "the twin bucket was deleted and made again (revisions started over); delivering its current values again", {
+      bucket: twinBucket(this.twin),
+      created: info.created,
+      before,
+      lastSeq: info.state.last_seq,
+      highestSeen: this.highestRevision,
+    });
+    this.streamCreated = info.created;
+    this.highestRevision = 0;
+    this.onRecreated();
+    return true;
   }
 
   /**
@@ -62,6 +103,7 @@ export class JetStreamTwinBackend implements TwinBackend {
     // JetStream may still be recovering right after a server restart: retry with a short backoff.
     for (let attempt = 0; !this.closed; attempt++) {
       try {
+        await this.recreated().catch(() => false);
         await this.watch(onChanges);
         this.log("info", "twin watch restarted");
         return;
@@ -95,6 +137,7 @@ export class JetStreamTwinBackend implements TwinBackend {
       try {
         for await (const entry of iterator) {
           try {
+            this.highestRevision = Math.max(this.highestRevision, entry.revision);
             const changes: TwinChange[] = [];
             for (const visible of gate.feed(toTwinEntry(entry))) {
               const parsed = parseTwinKey(visible.key);
@@ -128,6 +171,7 @@ export class JetStreamTwinBackend implements TwinBackend {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.checkTimer);
     this.watcher?.stop();
     if (this.ownsConnection && !this.nc.isClosed()) await this.nc.close();
   }

@@ -17,9 +17,10 @@ export interface TwinBackend {
   /**
    * Starts following the twin: `onChanges` receives the current values first and then every
    * visible change, in order; after a reconnect it receives the current values again (the client
-   * drops what it already delivered).
+   * drops what it already delivered). `onRecreated`: the store was deleted and made again, its
+   * versions started over; the client forgets what it delivered, and the current values follow.
    */
-  start(onChanges: (changes: TwinChange[]) => void): Promise<void>;
+  start(onChanges: (changes: TwinChange[]) => void, onRecreated?: () => void): Promise<void>;
   get(group: string, side: TwinSide, name: string): Promise<TwinValueRead | undefined>;
   put(group: string, side: TwinSide, name: string, value: string): Promise<number>;
   close(): Promise<void>;

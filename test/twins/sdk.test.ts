@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kvm } from "@nats-io/kv";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { endKvWatches, eventually, freePort, startDerrick, startSlowLink, startTestNats, type SlowLink, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { deviceUserPermissions, twinBucket, twinBucketOptions, twinKey } from "../../subjects/twins.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
@@ -382,6 +383,29 @@ describe("device SDK over JetStream KV", () => {
     await eventually(() => seen.some(([v]) => v === "v2"), { timeoutMs: 15_000, what: "v2 after reconnect" });
     expect(seen.map(([v]) => v)).toEqual(["v1", "v2"]);
     expect(seen[1]![1]).toBeGreaterThan(seen[0]![1]);
+  });
+
+  it("sdk - a twin bucket deleted and made again is noticed: a warning, and the new bucket's values (versions from 1 again) reach the callback", async () => {
+    const logs: Array<{ level: string; message: string }> = [];
+    const device = await DeviceClient.connect(parseAppConfig(appDocument("AppRecreated", "dev-recreated", nats.url)), {
+      reconnectTimeWaitMs: 100,
+      twinCheckEveryMs: 200,
+      log: (level, message) => logs.push({ level, message }),
+    });
+    devices.push(device);
+    const seen: string[] = [];
+    device.observe("setpoints", undefined, (change) => seen.push(`${change.value}@${change.version}`));
+    for (let i = 1; i <= 5; i++) expect((await put("dev-recreated", "setpoints", [{ name: "rate", value: String(i) }])).status).toBe(200);
+    await eventually(() => seen.at(-1)?.startsWith("5@") === true, { what: "the fifth value" });
+    const operator = await connect({ servers: nats.url });
+    await (await jetstreamManager(operator)).streams.delete(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-recreated" })}`);
+    await operator.close();
+    // The twins actor makes the bucket again on this PUT; its revisions are below every one delivered.
+    expect((await put("dev-recreated", "setpoints", [{ name: "rate", value: "6" }])).status).toBe(200);
+    await eventually(() => seen.some((s) => s.startsWith("6@")), { what: "the value written after the bucket was made again", timeoutMs: 10_000 });
+    expect((await put("dev-recreated", "setpoints", [{ name: "rate", value: "7" }])).status).toBe(200);
+    await eventually(() => seen.some((s) => s.startsWith("7@")), { what: "the next value" });
+    expect(logs.some((l) => l.level === "warn" && /deleted and made again/.test(l.message))).toBe(true);
   });
 });
 
