@@ -28,6 +28,13 @@ export type FollowOptions = RetryOptions & {
   key?: string;
   /** "all" (default): each key's last value, then every change; "updates": only changes from now on. */
   from?: "all" | "updates";
+  /**
+   * The bucket was deleted and made again (its stream's creation time changed; revisions start over):
+   * called before the watch starts over from the beginning, delivering the current values again.
+   */
+  onRecreated?: () => void;
+  /** How often the stream's creation time is checked while the watch runs (30 s by default). */
+  checkEveryMs?: number;
 };
 
 /** A running loop. */
@@ -38,6 +45,9 @@ export type Loop = {
   readonly restarts: number;
 };
 
+/** A supervised loop, plus closing its iterator so that it is re-opened. */
+type Supervisor = Loop & { reopen(): void };
+
 const DEFAULT_RETRY_MS = 250;
 const DEFAULT_MAX_RETRY_MS = 10_000;
 
@@ -47,19 +57,39 @@ const DEFAULT_MAX_RETRY_MS = 10_000;
  * only when nothing was delivered yet does a re-watch of `from: "all"` replay the last values from
  * the start (which is what was due anyway). The first watch is open when this resolves (a caller can
  * watch first, then load, and miss nothing in between); failing to open it throws.
+ *
+ * A bucket deleted and made again (an operator, a lost store) restarts its revisions at 1, so
+ * resuming after the old revision would skip the new bucket's first entries (and nats.js's ordered
+ * consumer resumes exactly so by itself). The stream's creation time is checked at each re-open and
+ * every `checkEveryMs`; when it changed, the watch starts over from the beginning (current values,
+ * also for "updates"), after `onRecreated`.
  */
 export async function followBucket(kv: Pick<KV, "watch" | "status">, options: FollowOptions, onEntry: (entry: KvEntry) => void | Promise<void>, log: Logger): Promise<Loop> {
   const key = options.key ?? ">";
   // The next revision to deliver; 0 = none known yet. "updates" starts after the bucket's last
   // message, so a watch re-opened before the first update still misses none.
-  let resumeAt = options.from === "updates" ? (await kv.status()).streamInfo.state.last_seq + 1 : 0;
+  const status = (await kv.status()).streamInfo;
+  let resumeAt = options.from === "updates" ? status.state.last_seq + 1 : 0;
+  let created = status.created;
   const open = () => kv.watch({ key, ...(resumeAt > 0 ? { resumeFromRevision: resumeAt } : {}) });
-  return supervise({
+  /** The stream's creation time now; undefined while it cannot be told (no stream yet, JetStream away). */
+  const createdNow = () => kv.status().then((s) => s.streamInfo.created, () => undefined);
+  const reopen = async () => {
+    const now = await createdNow();
+    if (now !== undefined && now !== created) {
+      log.warn({ follow: options.what, created: now, before: created, resumeAt }, `KV watch of ${options.what}: the bucket was deleted and made again; starting over from its beginning`);
+      created = now;
+      resumeAt = 0;
+      options.onRecreated?.();
+    }
+    return open();
+  };
+  const loop = supervise({
     what: `KV watch of ${options.what}`,
     log,
     retry: options,
     first: await open(),
-    open,
+    open: reopen,
     close: (watch) => watch.stop(),
     handle: async (entry: KvEntry) => {
       try {
@@ -71,6 +101,21 @@ export async function followBucket(kv: Pick<KV, "watch" | "status">, options: Fo
     },
     position: () => ({ resumeAt }),
   });
+  const check = setInterval(() => {
+    void createdNow().then((now) => {
+      if (now !== undefined && now !== created) loop.reopen();
+    });
+  }, options.checkEveryMs ?? 30_000);
+  check.unref?.();
+  return {
+    get restarts() {
+      return loop.restarts;
+    },
+    stop() {
+      clearInterval(check);
+      return loop.stop();
+    },
+  };
 }
 
 /**
@@ -121,7 +166,7 @@ function connectionGone(error: unknown): boolean {
   return name === "ClosedConnectionError" || name === "DrainingConnectionError";
 }
 
-function supervise<I extends AsyncIterable<E>, E>(loop: Supervised<I, E>): Loop {
+function supervise<I extends AsyncIterable<E>, E>(loop: Supervised<I, E>): Supervisor {
   const { log, what } = loop;
   const retryMs = loop.retry.retryMs ?? DEFAULT_RETRY_MS;
   const maxRetryMs = loop.retry.maxRetryMs ?? DEFAULT_MAX_RETRY_MS;
@@ -183,6 +228,9 @@ function supervise<I extends AsyncIterable<E>, E>(loop: Supervised<I, E>): Loop 
   return {
     get restarts() {
       return restarts;
+    },
+    reopen() {
+      if (current && !stopped) loop.close(current);
     },
     async stop() {
       stopped = true;

@@ -61,11 +61,18 @@ class TwinMirror {
     // One gate for the life of the mirror: a re-opened watch resumes after the last revision it
     // delivered (followBucket), so the gate's pending claims and held values carry over. A record
     // the gate cannot use (a device may write any key of its bucket) is no record; an entry that
-    // still fails is logged and skipped by followBucket, never ending the watch.
-    const gate = new TwinCommitGate();
+    // still fails is logged and skipped by followBucket, never ending the watch. A bucket deleted
+    // and made again starts a new gate: the old one's claims and revisions belong to the old bucket.
+    let gate = new TwinCommitGate();
     this.watcher = await followBucket(
       kv,
-      { what: `twin ${this.stats.twin}` },
+      {
+        what: `twin ${this.stats.twin}`,
+        onRecreated: () => {
+          gate = new TwinCommitGate();
+          this.latest.clear();
+        },
+      },
       async (raw) => {
         const visible = gate.feed(toTwinEntry(raw));
         for (const entry of visible) this.latest.set(entry.key, entry);

@@ -89,6 +89,29 @@ describe("background loops that outlive their iterators", () => {
     expect(loop.restarts).toBe(1);
   });
 
+  it("follow - a bucket deleted and made again is noticed (its stream's creation time): the watch starts over from the beginning, after onRecreated, for 'all' and 'updates' alike", async () => {
+    for (const from of ["all", "updates"] as const) {
+      const name = `follow_${++buckets}`;
+      const kv = await new Kvm(nc).create(name, { history: 1 });
+      for (let i = 1; i <= 5; i++) await kv.put("a", String(i));
+      const { log, lines } = capture();
+      const seen: string[] = [];
+      let recreated = 0;
+      const loop = await followBucket(kv, { what: "test", from, retryMs: 20, checkEveryMs: 100, onRecreated: () => recreated++ }, (entry) => void seen.push(show(entry)), log);
+      loops.push(loop);
+      await kv.put("a", "6");
+      await eventually(() => seen.at(-1) === "a=6@6", { what: `the last value in the old bucket (${from})` });
+      await (await jetstreamManager(nc)).streams.delete(`KV_${name}`);
+      const again = await new Kvm(nc).create(name, { history: 1 });
+      await again.put("b", "1");
+      await again.put("a", "2");
+      // Revisions 1 and 2 of the new bucket, both below the old bucket's 6.
+      await eventually(() => seen.includes("b=1@1") && seen.includes("a=2@2"), { what: `the new bucket's entries (${from})`, timeoutMs: 5_000 });
+      expect(recreated).toBe(1);
+      expect(lines.some((l) => /deleted and made again/.test(l.msg))).toBe(true);
+    }
+  });
+
   it("follow - an entry whose handling throws is logged and skipped; the entries after it still arrive", async () => {
     const kv = await bucket();
     await kv.put("bad", "x");
