@@ -30,7 +30,7 @@ export function twinWriter(nc: NatsConnection): TwinWriter & { stop(): void } {
 
 export async function startTwinsActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {
   const writer = twinWriter(nc);
-  const deps: TwinsDeps = { stores: kvTwinStores(nc, options.storage), writer };
+  const deps: TwinsDeps = { stores: kvTwinStores(nc, options.storage), writer, maxPayload: nc.info?.max_payload };
   const names = subjects.twins;
   return serveActor(
     nc,

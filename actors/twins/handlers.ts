@@ -63,6 +63,8 @@ export type TwinsDeps = {
   writer?: TwinWriter;
   /** Pause between attempts to finish this process's own abandoned claim (tests shorten it). */
   repairEveryMs?: number;
+  /** The NATS server's largest message (its max_payload): a PUT whose commit record would not fit is 413. */
+  maxPayload?: number;
 };
 
 export const WRITERS = "twins.writers";
@@ -90,6 +92,28 @@ export function validatePut(input: Pick<TwinPutRequest, "group" | "twins">): voi
     total += size;
   });
   if (total > TWIN_REQUEST_MAX_BYTES) throw contentTooLarge(`the values add up to ${total} bytes; one request may hold at most ${TWIN_REQUEST_MAX_BYTES}`);
+}
+
+/** The claim a PUT writes before its values: it holds them all, so a recovering writer can finish it. */
+function pendingRecord(values: Array<[string, string | null]>, owner: string | undefined, version: number): TwinCommit {
+  return { state: "pending", names: values.map(([n]) => n), values: Object.fromEntries(values), owner, version, at: new Date().toISOString() };
+}
+
+/** Room for the headers of a compare-and-swap write (expected sequence, message id) beside the record. */
+const RECORD_HEADROOM_BYTES = 1024;
+
+/**
+ * Checks that the PUT's pending commit record (names and values again, JSON-escaped) fits in one
+ * NATS message: the values' limits alone do not ensure it (1000 names of 128 bytes, written twice,
+ * beside 1 MiB of values, is over an external server's default 1 MB max_payload) → 413 on /body.
+ */
+export function checkClaimSize(input: Pick<TwinPutRequest, "twins">, maxPayload: number | undefined, owner?: string): void {
+  if (maxPayload === undefined) return;
+  const record = pendingRecord(input.twins.map((t) => [t.name, t.value]), owner, Number.MAX_SAFE_INTEGER);
+  const size = byteLength(JSON.stringify(record)) + RECORD_HEADROOM_BYTES;
+  if (size > maxPayload) {
+    throw contentTooLarge(`/body: this PUT's commit record (names and values, JSON-escaped) would take ${size} bytes; the NATS server takes at most ${maxPayload} per message (max_payload): send fewer or smaller properties per PUT`);
+  }
 }
 
 /** The group's commit record; an invalid one (a device may write it) reads as none: see parseTwinCommit. */
@@ -180,7 +204,7 @@ async function commitDesired(
       if (known) continue;
       throw preconditionFailed(`group ${group} is at version ${before}, not ${ifMatch}`);
     }
-    const pending: TwinCommit = { state: "pending", names: values.map(([n]) => n), values: Object.fromEntries(values), owner: deps.writer?.id, version: before, at: new Date().toISOString() };
+    const pending = pendingRecord(values, deps.writer?.id, before);
     const claimed = await bucket.swap(commitKey, JSON.stringify(pending), currentRevision);
     if (claimed === "conflict") continue;
     try {
@@ -293,6 +317,7 @@ async function rollForward(bucket: TwinBucketStore, group: string, claim: TwinCo
 export async function putTwins(input: TwinPutRequest, ctx: RequestContext, deps: TwinsDeps): Promise<Reply<TwinPutReply>> {
   requireGroup(ctx, WRITERS);
   validatePut(input);
+  checkClaimSize(input, deps.maxPayload, deps.writer?.id);
   const bucket = (await deps.stores.open(input, true))!;
   const lock = groupLock(input, input.group);
   const { revisions, version } = await withLock(deps, lock, () =>

@@ -6,9 +6,9 @@ import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts"
 
 export type TestNats = NatsServer & { dir: string; cleanup(): Promise<void> };
 
-export async function startTestNats(options: { port?: number; dir?: string } = {}): Promise<TestNats> {
+export async function startTestNats(options: { port?: number; dir?: string; extraConfig?: string } = {}): Promise<TestNats> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "derrick-nats-"));
-  const server = await startNatsServer({ dir, port: options.port ?? -1 });
+  const server = await startNatsServer({ dir, port: options.port ?? -1, ...(options.extraConfig !== undefined ? { extraConfig: options.extraConfig } : {}) });
   return {
     ...server,
     dir,
