@@ -27,6 +27,8 @@ class TwinMirror {
   /** The latest visible desired entry per key (bounded by the twin's size), rewritten after a Redis restart. */
   private readonly latest = new Map<string, TwinEntry>();
   private queue: Promise<void> = Promise.resolve();
+  /** The latest reported value per key seen in JetStream: what a delete there may remove from Redis. */
+  private readonly reported = new Map<string, string>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -36,7 +38,9 @@ class TwinMirror {
     private readonly storage: StoragePolicy = SINGLE_NODE,
   ) {
     const retryStrategy = (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6));
-    this.redis = new Redis(redisUrl, { retryStrategy, maxRetriesPerRequest: null });
+    // No offline queue for the writer: while Redis is down every desired change would be queued (and
+    // replayed one by one); the latest values are written again on "ready" instead (followDesired).
+    this.redis = new Redis(redisUrl, { retryStrategy, maxRetriesPerRequest: null, enableOfflineQueue: false });
     this.sub = new Redis(redisUrl, { retryStrategy, maxRetriesPerRequest: null });
     // Without a listener ioredis prints every failed reconnect; log once per outage instead.
     for (const connection of [this.redis, this.sub]) {
@@ -50,7 +54,14 @@ class TwinMirror {
     this.stats = { twin: `${twin.organization}/${twin.environment}/${twin.twinId}`, desiredCopied: 0, reportedCopied: 0 };
   }
 
+  /** Resolves once the writer connection is up (it queues nothing while down). */
+  private ready(): Promise<void> {
+    if (this.redis.status === "ready") return Promise.resolve();
+    return new Promise((resolve) => this.redis.once("ready", () => resolve()));
+  }
+
   async start(): Promise<void> {
+    await this.ready();
     const kv = await new Kvm(this.nc).create(twinBucket(this.twin), bucketOptions(this.storage, twinBucketOptions(this.twin)));
     await this.redis.config("SET", "notify-keyspace-events", "KEA").catch(() => undefined);
     await this.followReported(kv);
@@ -71,9 +82,11 @@ class TwinMirror {
         onRecreated: () => {
           gate = new TwinCommitGate();
           this.latest.clear();
+          this.reported.clear();
         },
       },
       async (raw) => {
+        await this.mirrorReportedDelete(toTwinEntry(raw));
         const visible = gate.feed(toTwinEntry(raw));
         for (const entry of visible) this.latest.set(entry.key, entry);
         await this.writeDesired(visible);
@@ -85,11 +98,32 @@ class TwinMirror {
     this.redis.on("ready", () => void this.writeDesired([...this.latest.values()]));
   }
 
+  /**
+   * A reported value deleted in JetStream (REST DELETE) is deleted in Redis too, else the next
+   * reported scan copies it back. Only while Redis still holds the value JetStream had before the
+   * delete: a newer value the device wrote meanwhile stays (and is copied over as usual).
+   */
+  private async mirrorReportedDelete(entry: TwinEntry): Promise<void> {
+    if (!isReportedKey(entry.key)) return;
+    if (entry.operation === "PUT") {
+      this.reported.set(entry.key, entry.value);
+      return;
+    }
+    const before = this.reported.get(entry.key);
+    this.reported.delete(entry.key);
+    if (before === undefined || this.redis.status !== "ready") return;
+    await this.redis
+      .eval(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`, 1, entry.key, before)
+      .catch((error: Error) => this.log.warn({ err: error, twin: this.stats.twin, key: entry.key }, "twin mirror: reported delete not copied to Redis"));
+  }
+
   /** One MULTI per change set, queued behind earlier ones so Redis never goes back to an older value. */
   private writeDesired(entries: TwinEntry[]): Promise<void> {
     const ops = desiredToRedis(entries);
     if (ops.length === 0) return this.queue;
     this.queue = this.queue.then(async () => {
+      // Down: nothing is queued; "ready" writes the latest values again (this.latest holds them).
+      if (this.redis.status !== "ready") return;
       const multi = this.redis.multi();
       for (const op of ops) {
         if (op.op === "set") multi.set(op.key, op.value);
@@ -111,6 +145,7 @@ class TwinMirror {
     const prefix = "__keyspace@0__:";
     const copy = async (key: string) => {
       if (!isReportedKey(key)) return;
+      await this.ready();
       const value = await this.redis.get(key);
       const current = await kv.get(key);
       if (value === null) {
@@ -140,6 +175,7 @@ class TwinMirror {
     this.sub.on("ready", () => {
       void this.sub
         .psubscribe(pattern)
+        .then(() => this.ready())
         .then(catchUp)
         .catch((error: Error) => this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: reported catch-up failed"));
     });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
+import { Redis } from "ioredis";
 import { endKvWatches, eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis } from "../harness/index.ts";
 import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
 import { twinBucket } from "../../subjects/twins.ts";
@@ -118,5 +119,34 @@ describe("device SDK over Redis with the twin mirror", () => {
     const res = await put("setpoints", [{ name: "a", value: "after the watch ended" }]);
     expect(res.status).toBe(200);
     await eventually(async () => (await device!.getDesired("setpoints", "a"))?.value === "after the watch ended", { what: "the PUT through the re-opened watch" });
+  });
+
+  it("sdk redis - desired values put while the device's Redis is down are not queued one by one: once it is back the mirror writes the latest values, not every PUT", async () => {
+    const seen: TwinChange[] = [];
+    device!.observe("outage", undefined, (c) => seen.push(c));
+    await redis.stop();
+    for (let i = 1; i <= 60; i++) expect((await put("outage", [{ name: "a", value: String(i) }])).status).toBe(200);
+    await redis.restart();
+    await eventually(() => seen.some((c) => c.name === "a" && c.value === "60"), { what: "the latest value after the outage" });
+    // The restarted Redis counts from zero: one rewrite of the twin's latest values is a few SETs.
+    const probe = new Redis(redis.url);
+    try {
+      const stats = await probe.info("commandstats");
+      const sets = Number(/cmdstat_set:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+      expect(sets).toBeGreaterThan(0);
+      expect(sets).toBeLessThan(30);
+    } finally {
+      probe.disconnect();
+    }
+    expect(seen.filter((c) => c.name === "a").map((c) => c.value)).toEqual(["60"]);
+  });
+
+  it("sdk redis - a REST DELETE of a reported value deletes it in the device's Redis too, so the mirror does not copy it back", async () => {
+    await device!.setReported("deleted", "r", "1");
+    const reportedR = async () => ((await (await derrick.call(`${twinPath}?group=deleted`, { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> }).reported.deleted?.r?.value;
+    await eventually(async () => (await reportedR()) === "1", { what: "the reported value in JetStream" });
+    expect((await derrick.call(`${twinPath}/deleted/r`, { method: "DELETE", as: "admin", partition: null })).status).toBe(204);
+    await eventually(async () => (await device!.getReported("deleted", "r")) === undefined, { what: "the reported value gone from Redis" });
+    expect(await reportedR()).toBeUndefined();
   });
 });
