@@ -129,7 +129,14 @@ export class SubscriptionCache {
    * the last revision it delivered, so `revision` only moves forward and freshAsOf keeps working.
    */
   async start(): Promise<void> {
-    this.watch = await followBucket(this.store.kv, { what: "subscriptions" }, (entry) => this.see(entry), this.log);
+    // A bucket made again replays from revision 1: the copy starts over too, or subscriptions only
+    // the old bucket held would stay, and freshAsOf would compare revisions of two buckets.
+    const onRecreated = () => {
+      this.byId.clear();
+      this.byRoute.clear();
+      this.revision = 0;
+    };
+    this.watch = await followBucket(this.store.kv, { what: "subscriptions", onRecreated }, (entry) => this.see(entry), this.log);
     try {
       // The first replay of a large bucket may take a while.
       await this.freshAsOf(Date.now(), 60_000);

@@ -34,7 +34,11 @@ import { encodeJson } from "../runtime/kv.ts";
  */
 export async function followCatalog(cfg: Config, stores: Stores, log: Logger = createLogger(cfg.logLevel)): Promise<{ catalog: Catalog; stop(): Promise<void> }> {
   const catalog = catalogFrom(readCatalogFile(cfg.content.catalogFile));
-  const stop = await catalogStore(stores.catalog).follow((kind, item, revision) => catalog[kind]?.apply(item, revision), log);
+  const stop = await catalogStore(stores.catalog).follow(
+    (kind, item, revision) => catalog[kind]?.apply(item, revision),
+    log,
+    { onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()) },
+  );
   return { catalog, stop };
 }
 

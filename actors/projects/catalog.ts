@@ -58,6 +58,12 @@ export class CatalogList {
     this.ordered = undefined;
   }
 
+  /** Forgets the additions (their bucket was made again: its revisions start over); the file's items stay. */
+  resetAdditions(): void {
+    this.added.clear();
+    this.ordered = undefined;
+  }
+
   get(id: string): CatalogItem | undefined {
     return this.added.get(id)?.item ?? this.base.get(id);
   }

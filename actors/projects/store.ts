@@ -12,7 +12,7 @@ import { SINGLE_NODE, bucketOptions, streamOptions, type StoragePolicy } from ".
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import { casPut, encodeJson, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
-import { followBucket } from "../runtime/follow.ts";
+import { followBucket, type FollowOptions } from "../runtime/follow.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { AckPolicy, DeliverPolicy, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
@@ -145,13 +145,13 @@ export type CatalogStore = {
    * An item may come more than once (the load and the watch overlap; a re-opened watch may repeat
    * one): apply it by revision. One that cannot be read is logged and skipped.
    */
-  follow(onItem: (kind: CatalogKind, item: CatalogItem, revision: number) => void, log: Logger): Promise<() => Promise<void>>;
+  follow(onItem: (kind: CatalogKind, item: CatalogItem, revision: number) => void, log: Logger, options?: Pick<FollowOptions, "onRecreated" | "checkEveryMs">): Promise<() => Promise<void>>;
 };
 
 export function catalogStore(kv: KV): CatalogStore {
   return {
     put: (kind, item) => kv.put(catalogKey(kind, item.id), encodeJson(item)),
-    async follow(onItem, log) {
+    async follow(onItem, log, options = {}) {
       const deliver = (entry: KvEntry) => {
         if (entry.operation !== "PUT" || entry.length === 0) return;
         const dot = entry.key.indexOf(".");
@@ -161,7 +161,9 @@ export function catalogStore(kv: KV): CatalogStore {
       };
       // Watch first, then load: an update landing between the two is applied either way, and
       // revisions keep the newest. The watch is re-opened whenever it ends (followBucket).
-      const followed = await followBucket(kv, { what: "catalog", from: "updates" }, deliver, log);
+      // A bucket made again replays its items from revision 1: `onRecreated` must drop what was held
+      // first, or the replayed items would lose to the old, higher revisions.
+      const followed = await followBucket(kv, { what: "catalog", from: "updates", ...options }, deliver, log);
       try {
         for (const entry of await readKv(kv)) {
           try {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { endKvWatches, eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { BUCKETS, catalogStore } from "../../actors/projects/store.ts";
 import { createLogger } from "../../platform/logger.ts";
@@ -191,6 +192,31 @@ describe("catalog routes", () => {
         await kv.put("key-parameters.not-json", "{");
         await catalogStore(kv).put(CatalogKind.keyParameters, item("mud-window"));
         await eventually(() => seen.includes("mud-window"), { what: "the addition made after the watch ended" });
+      } finally {
+        await stop();
+      }
+    } finally {
+      await nc.close();
+    }
+  });
+  it("catalog - a catalog bucket deleted and made again is followed from its start: its items replace the old bucket's, though their revisions start over", async () => {
+    const nc = await connect({ servers: nats.url });
+    try {
+      const kvm = new Kvm(nc);
+      const kv = await kvm.create("catalog_made_again", { history: 1 });
+      const catalog = catalogFrom({ displayItems: [], keyParameters: [] });
+      for (const name of ["v1", "v2", "v3"]) await catalogStore(kv).put(CatalogKind.displayItems, { ...item("depth"), name });
+      const stop = await catalogStore(kv).follow((kind, added, revision) => catalog[kind].apply(added, revision), createLogger("silent"), {
+        onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()),
+        checkEveryMs: 200,
+      });
+      try {
+        expect(catalog[CatalogKind.displayItems].get("depth")?.name).toBe("v3");
+        expect(await (await jetstreamManager(nc)).streams.delete("KV_catalog_made_again")).toBe(true);
+        const again = await kvm.create("catalog_made_again", { history: 1 });
+        // Revision 1 of the new bucket, below the 3 held from the old one.
+        expect(await catalogStore(again).put(CatalogKind.displayItems, { ...item("depth"), name: "fresh" })).toBe(1);
+        await eventually(() => catalog[CatalogKind.displayItems].get("depth")?.name === "fresh", { what: "the new bucket's item applied" });
       } finally {
         await stop();
       }
