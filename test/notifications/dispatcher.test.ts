@@ -4,7 +4,7 @@
  * dispatcher that dies, or whose round is stuck, gives them back after the ack wait. Dispatchers run
  * here on their own connections with a journal whose batch writes the test holds back.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -38,12 +38,16 @@ describe("notifications dispatcher", () => {
     // Subscriptions through the edge; no dispatcher and no deliverer: the test runs its own dispatchers.
     derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications"], env: DELIVERY_ENV });
   });
-  afterAll(async () => {
-    for (const p of probes) {
+  // Each test's dispatchers go with it (a stuck or killed one included): a dispatcher left running
+  // would re-open the shared consumer in a later test with its own view of the ack floor.
+  afterEach(async () => {
+    for (const p of probes.splice(0)) {
       p.gate = async () => undefined;
       await Promise.race([p.dispatcher.stop(), new Promise((r) => setTimeout(r, 2_000))]).catch(() => undefined);
       await p.nc.close().catch(() => undefined);
     }
+  });
+  afterAll(async () => {
     await derrick?.cleanup();
     await nats?.cleanup();
   });
