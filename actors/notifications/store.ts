@@ -121,6 +121,8 @@ export class SubscriptionCache {
   constructor(
     private readonly store: SubscriptionStore,
     private readonly log: Logger,
+    /** How often the bucket's stream is checked for having been made again (followBucket's 30 s when absent). */
+    private readonly options: { checkEveryMs?: number } = {},
   ) {}
 
   /**
@@ -136,7 +138,7 @@ export class SubscriptionCache {
       this.byRoute.clear();
       this.revision = 0;
     };
-    this.watch = await followBucket(this.store.kv, { what: "subscriptions", onRecreated }, (entry) => this.see(entry), this.log);
+    this.watch = await followBucket(this.store.kv, { what: "subscriptions", onRecreated, ...this.options }, (entry) => this.see(entry), this.log);
     try {
       // The first replay of a large bucket may take a while.
       await this.freshAsOf(Date.now(), 60_000);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { endKvWatches, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { endKvWatches, eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { SubscriptionCache, SubscriptionStore, type SubscriptionRecord } from "../../actors/notifications/store.ts";
 import { createLogger } from "../../platform/logger.ts";
 
@@ -172,6 +173,30 @@ describe("notifications subscriptions", () => {
         await store.remove(record("first"));
         await cache.freshAsOf(Date.now());
         expect(subscribers()).toEqual(["second"]);
+      } finally {
+        await cache.stop();
+      }
+    } finally {
+      await nc.close();
+    }
+  });
+  it("notifications - the subscription copy starts over when its bucket is deleted and made again: subscriptions only the old bucket held go, the new bucket's arrive", async () => {
+    const nc = await connect({ servers: nats.url });
+    try {
+      const kvm = new Kvm(nc);
+      const store = new SubscriptionStore(await kvm.create("subscriptions_again", { history: 1 }));
+      const cache = new SubscriptionCache(store, createLogger("silent"), { checkEveryMs: 200 });
+      await cache.start();
+      const record = (id: string) => ({ ...base, subscription_id: id, subscription_type: "PlanShared", partition: "opendes", client_id: `client-${id}`, created_at: new Date().toISOString(), secret: "s" }) as unknown as SubscriptionRecord;
+      const subscribers = () => [...cache.subscribersOf("opendes", "PlanShared")].map((s) => s.subscription_id).sort();
+      try {
+        for (const id of ["old-1", "old-2"]) expect(await store.create(record(id))).toBe(true);
+        await cache.freshAsOf(Date.now());
+        expect(subscribers()).toEqual(["old-1", "old-2"]);
+        expect(await (await jetstreamManager(nc)).streams.delete("KV_subscriptions_again")).toBe(true);
+        const again = new SubscriptionStore(await kvm.create("subscriptions_again", { history: 1 }));
+        expect(await again.create(record("new-1"))).toBe(true);
+        await eventually(() => subscribers().join() === "new-1", { what: "the copy of the new bucket alone" });
       } finally {
         await cache.stop();
       }
