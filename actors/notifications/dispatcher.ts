@@ -18,7 +18,8 @@
  * it. Renewal stops after RENEW_FOR_MS: a round held that long is stuck, and its events go back to the
  * consumer after the ack wait, while the stuck dispatcher, its slots full, pulls no more.
  */
-import { JetStreamApiCodes, JetStreamApiError, type Consumer, type JsMsg } from "@nats-io/jetstream";
+import type { Consumer, JsMsg } from "@nats-io/jetstream";
+import { streamInfoIfAny } from "../runtime/storage.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch } from "../../subjects/notifications.ts";
 import type { Schedule } from "./schedule.ts";
@@ -106,12 +107,7 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
 
   /** EVENTS' creation time; undefined when there is no such stream. Any other failure throws (the pull loop retries). */
   async function eventsCreated(): Promise<string | undefined> {
-    try {
-      return (await journal.jsm.streams.info(STREAMS.events)).created;
-    } catch (error) {
-      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return undefined;
-      throw error;
-    }
+    return (await streamInfoIfAny(journal.jsm, STREAMS.events))?.created;
   }
 
   /** Reads the consumer's ack floor (it only moves forward on one stream; a failed read changes nothing). */

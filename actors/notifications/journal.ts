@@ -9,14 +9,12 @@
  * Attempt records written in the same event-loop turn for one subscription share one message (a JSON
  * array): one stored write and one acknowledgement for many deliveries.
  */
-import { SINGLE_NODE, directReads, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
+import { SINGLE_NODE, directReads, isStreamNotFound, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import {
   AckPolicy,
   DeliverPolicy,
   DiscardPolicy,
-  JetStreamApiCodes,
-  JetStreamApiError,
   RetentionPolicy,
   StorageType,
   jetstream,
@@ -192,7 +190,7 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
       try {
         await ensureConsumer(jsm, spec);
       } catch (error) {
-        if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error;
+        if (!isStreamNotFound(error)) throw error;
         await ensureStreams(jsm, policy);
         // A stream made just now holds nothing a start position was meant for: take it from its first message.
         await ensureConsumer(jsm, { ...spec, startSeq: undefined });

@@ -7,6 +7,8 @@
  * acknowledged write. Settings apply when a stream is created; an existing one keeps its replicas
  * (raise them with `nats stream edit`).
  */
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
+
 export type StoragePolicy = { replicas: number };
 
 export const SINGLE_NODE: StoragePolicy = { replicas: 1 };
@@ -26,4 +28,17 @@ export function bucketOptions<T extends object>(policy: StoragePolicy, options: 
 /** Stream config fields for this policy. */
 export function streamOptions(policy: StoragePolicy): { num_replicas: number; allow_direct: boolean } {
   return { num_replicas: policy.replicas, allow_direct: directReads(policy) };
+}
+
+/** Whether a JetStream API call failed because its stream does not exist. */
+export const isStreamNotFound = (error: unknown): boolean => error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
+
+/** A stream's info; undefined when there is no such stream. Any other failure throws. */
+export async function streamInfoIfAny(jsm: JetStreamManager, stream: string): Promise<StreamInfo | undefined> {
+  try {
+    return await jsm.streams.info(stream);
+  } catch (error) {
+    if (isStreamNotFound(error)) return undefined;
+    throw error;
+  }
 }

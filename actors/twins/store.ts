@@ -2,7 +2,7 @@
  * Twin buckets on JetStream KV: one bucket per twin (name from subjects/twins.ts), history 2 so a
  * reader can still show the previous value of a key while a newer one waits for its commit.
  */
-import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
+import { SINGLE_NODE, bucketOptions, streamInfoIfAny, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
@@ -32,16 +32,7 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
   };
   const create = (name: string, address: TwinAddress) => remember(name, kvm.create(name, bucketOptions(policy, twinBucketOptions(address))));
   /** False when the twin's stream does not exist. */
-  const exists = async (name: string) => {
-    jsm ??= jetstreamManager(nc);
-    try {
-      await (await jsm).streams.info(`KV_${name}`);
-      return true;
-    } catch (error) {
-      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return false;
-      throw error;
-    }
-  };
+  const exists = async (name: string) => (await streamInfoIfAny(await (jsm ??= jetstreamManager(nc)), `KV_${name}`)) !== undefined;
   return {
     async open(address: TwinAddress, creating: boolean) {
       const name = twinBucket(address);
