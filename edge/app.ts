@@ -39,8 +39,8 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       })
       .use(errorsPlugin(log))
       .use(bodyPlugin(bodyLimit))
-      .onAfterResponse({ as: "global" }, ({ request, route, set }) => {
-        const status = typeof set.status === "number" ? set.status : Number(set.status) || 200;
+      .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
+        const status = responseStatus(responseValue, set.status);
         metrics.observeHttp(route || "unmatched", request.method, status, (performance.now() - startOf(request)) / 1000);
         if (status >= 500) log.warn({ requestId: requestIdOf(request), status, route }, "request answered with a server error");
       })
@@ -53,6 +53,12 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       .use(searchRoutes(cfg, bus, auth))
       .use(reportingRoutes(cfg, bus, auth))
   );
+}
+
+/** A returned Response (forwarded replies, problems) holds the status; anything else left it in `set`. */
+function responseStatus(value: unknown, setStatus: number | string | undefined): number {
+  if (value instanceof Response) return value.status;
+  return typeof setStatus === "number" ? setStatus : Number(setStatus) || 200;
 }
 
 export type EdgeApp = ReturnType<typeof createEdgeApp>;
