@@ -11,20 +11,25 @@
  * token, appkey and partition checks, no NATS), `/v1/system/echo` (HTTP + one NATS round trip to an
  * actor, no KV), and the same aggregation GET through a second edge whose `reporting` responder
  * answers from memory (the best any in-actor result cache could do: one NATS hop, no KV read).
+ *
+ * derrick (edge and actors) runs in a process of its own, as `derrick start` does, and this process
+ * is its HTTP client: a client sharing the server's thread would add its own work and collections to
+ * every latency measured. The in-process baselines run here, with their own NATS connection.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Kvm } from "@nats-io/kv";
-import { startTestNats, startDerrick } from "../test/harness/index.ts";
+import { startTestNats } from "../test/harness/index.ts";
+import { TEST_CLIENTS, edgeClient } from "../test/harness/derrick.ts";
+import { startPeer } from "./load.ts";
+import { connectNats } from "../platform/nats.ts";
 import { prospectAggregation, prospectModel } from "../actors/reporting/index.ts";
 import { validateEntity } from "../actors/reporting/validate.ts";
 import { BUCKETS, resultKey } from "../actors/reporting/store.ts";
 import { percentile, report, runLoad, type LoadResult } from "./lib.ts";
-import { endpoint, serveActor } from "../actors/runtime/service.ts";
-import { EncodedJson, reply, subjects } from "../subjects/index.ts";
-import { AggregationRef } from "../subjects/reporting.ts";
-import { createLogger } from "../platform/logger.ts";
 
 const SEGMENTS = 10;
 const TRIALS = Number(process.env.BENCH_REPORTING_TRIALS ?? 100_000);
@@ -53,11 +58,15 @@ const analysis = (seed: number) => ({
 });
 
 const dir = mkdtempSync(join(tmpdir(), "derrick-bench-reporting-"));
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const clients = { DERRICK_CLIENTS: JSON.stringify(Object.values(TEST_CLIENTS)) };
 const nats = await startTestNats({ dir: join(dir, "nats") });
-const derrick = await startDerrick(nats, { actors: ["identity", "reporting", "system"], dataDir: join(dir, "data") });
-// The memory peer: its own nats-server and edge, and a reporting responder that answers from memory.
+const server = await startPeer(process.execPath, [here("./peers/derrick-node.ts"), nats.url, "0", join(dir, "data")], { ...clients, PEER_ACTORS: "identity,reporting,system" });
+const derrick = { ...edgeClient(`http://127.0.0.1:${server.port}`), url: `http://127.0.0.1:${server.port}` };
+const nc = await connectNats(nats.url, "reporting-bench");
+// The memory peer: its own nats-server, and an edge whose reporting responder answers from memory.
 const peerNats = await startTestNats({ dir: join(dir, "peer-nats") });
-const peer = await startDerrick(peerNats, { actors: ["identity"], dataDir: join(dir, "peer-data") });
+let peer: Awaited<ReturnType<typeof startPeer>> | undefined;
 const results: LoadResult[] = [];
 try {
   const put = (collection: string, id: string, body: unknown) => derrick.call(`/assessments/v1/${collection}/${id}`, { as: "admin", method: "PUT", body: JSON.stringify(body) });
@@ -92,7 +101,8 @@ try {
   results.push({ name: "edge GET, cold (after an upsert)", count: coldLatencies.length, errors: 3 + COLD - misses, seconds: coldSeconds, opsPerSec: coldLatencies.length / coldSeconds, p50Ms: pct(50), p99Ms: pct(99), maxMs: coldLatencies.at(-1)! });
 
   // Cached: through the edge, and the raw KV read of the same value in-process.
-  // Start the latency phase from a collected heap: the cold phase left ~100 MB of typed arrays behind.
+  // The in-process cold baseline left ~100 MB of typed arrays in this (the client's) heap: collect
+  // them now rather than in the middle of the latency phase.
   Bun.gc(true);
   const edgeCached = await runLoad(
     "edge GET, cached",
@@ -104,7 +114,7 @@ try {
     { count: CACHED, concurrency: 1, maxMs: MAX_MS, warmup: 100 },
   );
   results.push(edgeCached);
-  const kv = await new Kvm(derrick.nc).open(BUCKETS.cache);
+  const kv = await new Kvm(nc).open(BUCKETS.cache);
   const key = resultKey("opendes", "prospect", "pa-bench");
   results.push(
     await runLoad(
@@ -129,15 +139,12 @@ try {
     await runLoad("floor: edge GET /v1/system/whoami (HTTP + credentials, no NATS)", async () => drain(await derrick.call("/v1/system/whoami")), sequential),
     await runLoad("floor: edge POST /v1/system/echo (HTTP + one NATS hop, no KV)", async () => drain(await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })), sequential),
   ];
-  // Pre-encoded, as the actor's own cache hit is: the peer measures the hop, not a re-serialization.
-  const cachedBody = new EncodedJson(new Uint8Array(await (await derrick.call(path)).arrayBuffer()));
-  await serveActor(
-    peer.nc,
-    { name: "reporting", description: "bench peer: the cached aggregation from memory", endpoints: [endpoint({ name: "prospect-aggregation", subject: subjects.reporting["prospect.aggregation"](), input: AggregationRef, handler: () => reply(cachedBody, 200, { "x-derrick-cache": "hit" }) })] },
-    { log: createLogger("silent"), concurrency: 64 },
-  );
-  await peer.token("alpha");
-  floors.push(await runLoad("peer: edge GET answered from actor memory (one NATS hop, no KV)", async () => drain(await peer.call(path)), sequential));
+  const replyFile = join(dir, "cached-aggregation.json");
+  writeFileSync(replyFile, new Uint8Array(await (await derrick.call(path)).arrayBuffer()));
+  peer = await startPeer(process.execPath, [here("./peers/reporting-memory.ts"), peerNats.url, join(dir, "peer-data"), replyFile], clients);
+  const memoryEdge = edgeClient(`http://127.0.0.1:${peer.port}`);
+  await memoryEdge.token("alpha");
+  floors.push(await runLoad("peer: edge GET answered from actor memory (one NATS hop, no KV)", async () => drain(await memoryEdge.call(path)), sequential));
   results.push(...floors);
   results.push(
     await runLoad(
@@ -168,13 +175,14 @@ try {
     notes: [
       `${SEGMENTS} segments, ${TRIALS.toLocaleString("en")} trials, 2 products (oil, oilEquivalent), commonFactor model, MEFS`,
       `cold: ${COLD} sequential GETs, each after an untimed upsert of the analysis (${misses} of ${3 + COLD} were cache misses, as intended)`,
-      "edge, actor, load generator and baselines share one process and one nats-server (file store); the memory peer has its own nats-server and edge in the same process",
+      "derrick (edge and actors) runs in its own process, this one is its HTTP client and runs the in-process baselines; one nats-server (file store); the memory peer has its own nats-server and process",
     ],
   });
 } finally {
-  await peer.cleanup();
+  await peer?.stop();
   await peerNats.cleanup();
-  await derrick.cleanup();
+  await nc.close();
+  await server.stop();
   await nats.cleanup();
   rmSync(dir, { recursive: true, force: true });
 }

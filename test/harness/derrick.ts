@@ -29,15 +29,48 @@ export async function clientToken(edgeUrl: string, client: { client_id: string; 
   return ((await res.json()) as { access_token: string }).access_token;
 }
 
-export type TestDerrick = Booted & {
-  url: string;
-  cfg: Config;
-  dataDir: string;
+export type CallInit = RequestInit & { as?: TestClient | null; partition?: string | null };
+
+/** Calls an edge as the test clients: tokens fetched once per client, appkey and partition set. */
+export type EdgeClient = {
   token(client?: TestClient): Promise<string>;
   /** fetch against the edge with a client's token, appkey and partition unless overridden. */
-  call(path: string, init?: RequestInit & { as?: TestClient | null; partition?: string | null }): Promise<Response>;
-  cleanup(): Promise<void>;
+  call(path: string, init?: CallInit): Promise<Response>;
 };
+
+/** A client for an edge at `url`, in this process or another one (benches run derrick apart). */
+export function edgeClient(url: string): EdgeClient {
+  const tokens = new Map<TestClient, string>();
+  const token = async (client: TestClient = "alpha") => {
+    const cached = tokens.get(client);
+    if (cached) return cached;
+    const value = await clientToken(url, TEST_CLIENTS[client]);
+    tokens.set(client, value);
+    return value;
+  };
+  return {
+    token,
+    async call(path, init = {}) {
+      const { as = "alpha", partition = "opendes", ...rest } = init;
+      const headers = new Headers(rest.headers);
+      if (as) {
+        if (!headers.has("authorization")) headers.set("authorization", `Bearer ${await token(as)}`);
+        if (!headers.has("appkey")) headers.set("appkey", TEST_CLIENTS[as].appkey);
+      }
+      if (partition && !headers.has("slb-partition-id") && !headers.has("data-partition-id")) headers.set("slb-partition-id", partition);
+      if (rest.body !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json");
+      return fetch(`${url}${path}`, { ...rest, headers });
+    },
+  };
+}
+
+export type TestDerrick = Booted &
+  EdgeClient & {
+    url: string;
+    cfg: Config;
+    dataDir: string;
+    cleanup(): Promise<void>;
+  };
 
 export async function startDerrick(nats: Pick<TestNats, "url">, options: { env?: Record<string, string>; actors?: ActorName[]; edge?: boolean; dataDir?: string } = {}): Promise<TestDerrick> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "derrick-data-"));
@@ -59,31 +92,12 @@ export async function startDerrick(nats: Pick<TestNats, "url">, options: { env?:
     processMetrics: false,
   });
   const url = booted.edge?.url ?? "";
-  const tokens = new Map<TestClient, string>();
-  const token = async (client: TestClient = "alpha") => {
-    const cached = tokens.get(client);
-    if (cached) return cached;
-    const value = await clientToken(url, TEST_CLIENTS[client]);
-    tokens.set(client, value);
-    return value;
-  };
   return {
     ...booted,
+    ...edgeClient(url),
     url,
     cfg,
     dataDir,
-    token,
-    async call(path, init = {}) {
-      const { as = "alpha", partition = "opendes", ...rest } = init;
-      const headers = new Headers(rest.headers);
-      if (as) {
-        if (!headers.has("authorization")) headers.set("authorization", `Bearer ${await token(as)}`);
-        if (!headers.has("appkey")) headers.set("appkey", TEST_CLIENTS[as].appkey);
-      }
-      if (partition && !headers.has("slb-partition-id") && !headers.has("data-partition-id")) headers.set("slb-partition-id", partition);
-      if (rest.body !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json");
-      return fetch(`${url}${path}`, { ...rest, headers });
-    },
     async cleanup() {
       await booted.stop();
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
