@@ -30,6 +30,7 @@ import {
   type NotificationDeps,
 } from "./handlers.ts";
 import { openJournal } from "./journal.ts";
+import { DispatcherProgress } from "./progress.ts";
 import { SubscriptionCache, SubscriptionStore } from "./store.ts";
 
 /** The group allowed to post events over HTTP. */
@@ -87,7 +88,8 @@ export async function startDispatcherActor(nc: NatsConnection, cfg: Config, opti
   const journal = await openJournal(nc, options.storage);
   const cache = new SubscriptionCache(await SubscriptionStore.open(nc, options.storage), options.log.child({ actor: "dispatcher" }));
   await cache.start();
-  const dispatcher = await startDispatcher(journal, cache, { delaysMs: cfg.delivery.scheduleMs, jitter: cfg.delivery.scheduleJitter }, options.log.child({ actor: "dispatcher" }));
+  const progress = await DispatcherProgress.open(nc, options.storage);
+  const dispatcher = await startDispatcher(journal, cache, progress, { delaysMs: cfg.delivery.scheduleMs, jitter: cfg.delivery.scheduleJitter }, options.log.child({ actor: "dispatcher" }));
   const served = await serveActor(
     nc,
     {

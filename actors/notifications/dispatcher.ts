@@ -17,6 +17,10 @@
  * consume iterator could not do that: it holds up to a whole pull in its buffer where nothing can renew
  * it. Renewal stops after RENEW_FOR_MS: a round held that long is stuck, and its events go back to the
  * consumer after the ack wait, while the stuck dispatcher, its slots full, pulls no more.
+ *
+ * The consumer's ack floor is read every few seconds and kept in KV (progress.ts) with the identity
+ * of the EVENTS stream it belongs to, so a consumer missing when a dispatcher starts is created
+ * after the floor, not at the first of EVENTS' 7 days of events.
  */
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import { streamInfoIfAny } from "../runtime/storage.ts";
@@ -26,6 +30,7 @@ import type { Schedule } from "./schedule.ts";
 import { delayBefore } from "./schedule.ts";
 import { CONSUMERS, STREAMS, carriedPart, storedEvent, type DurableConsumer, type Journal, type StoredEvent } from "./journal.ts";
 import { matches } from "./matching.ts";
+import type { DispatcherProgress, EventsProgress } from "./progress.ts";
 import type { SubscriptionCache, SubscriptionRecord } from "./store.ts";
 import { subjects } from "../../subjects/index.ts";
 import { Slots } from "../runtime/slots.ts";
@@ -38,6 +43,8 @@ export type DispatcherStats = {
   failures: number;
   /** The consumer's ack floor as last read (every event up to it is dispatched): a consumer created again starts after it. */
   ackFloor: number;
+  /** The ack floor last known stored as the progress (0: none on this EVENTS stream yet). */
+  storedFloor: number;
 };
 
 export type Dispatcher = { stats: DispatcherStats; stop(): Promise<void> };
@@ -55,6 +62,8 @@ const CARRY_BYTES = 4 * 1024;
 const PULL_EVENTS = ROUND_EVENTS;
 /** How long a pull waits for events before the next one is sent. */
 const PULL_EXPIRES_MS = 5_000;
+/** A failing progress write is logged at most this often (it is tried again at every floor read). */
+const PROGRESS_WARN_EVERY_MS = 60_000;
 
 export type DispatcherTiming = {
   /** The consumer's ack wait: how long a dead dispatcher's events wait before another one takes them. */
@@ -63,7 +72,7 @@ export type DispatcherTiming = {
   renewEveryMs: number;
   /** Events held longer than this are no longer renewed. */
   renewForMs: number;
-  /** The consumer's ack floor is read this often (`stats.ackFloor`). */
+  /** The consumer's ack floor is read this often (`stats.ackFloor`), and stored (when it moved) as the dispatcher's progress. */
   ackFloorEveryMs: number;
 };
 
@@ -71,9 +80,16 @@ export const DISPATCHER_TIMING: DispatcherTiming = { ackWaitMs: 10_000, renewEve
 
 type Pending = { msg: JsMsg; event: StoredEvent; carried: CarriedEvent | undefined; bytes: number };
 
-export async function startDispatcher(journal: Journal, cache: SubscriptionCache, schedule: Schedule, log: Logger, timing: DispatcherTiming = DISPATCHER_TIMING): Promise<Dispatcher> {
+export async function startDispatcher(
+  journal: Journal,
+  cache: SubscriptionCache,
+  progress: DispatcherProgress,
+  schedule: Schedule,
+  log: Logger,
+  timing: DispatcherTiming = DISPATCHER_TIMING,
+): Promise<Dispatcher> {
   const durable: DurableConsumer = { stream: STREAMS.events, name: CONSUMERS.dispatcher, filter: subjects.notifications.allEvents(), ackWaitMs: timing.ackWaitMs, maxAckPending: 10_000 };
-  const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0, ackFloor: 0 };
+  const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0, ackFloor: 0, storedFloor: 0 };
   /** The EVENTS stream the ack floor was read on (its creation time): a stream created again starts over. */
   let eventsStream = "";
 
@@ -81,26 +97,49 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
    * Opens the consumer, creating it (or EVENTS) when missing: at start, and after a failed pull (a
    * fetch on a deleted consumer fails; without this every later pull would fail too). EVENTS keeps
    * events for 7 days: a consumer created again from its first message would send them all again,
-   * so it starts after the ack floor last read, which is at or before every event not acked (some
-   * dispatched since may go again: at least once). On an EVENTS stream created again every event is
-   * new, so the consumer starts at its first one; the stream is checked again once the consumer
-   * exists, because it may have been made again in between (then the floor means nothing on it, and
-   * a consumer started there would skip what the new stream already holds).
+   * so it starts after the ack floor, which is at or before every event not acked (some dispatched
+   * since may go again: at least once). The floor is the higher of the one last read here (on the
+   * same stream) and the stored progress (when it belongs to this stream): a dispatcher that starts
+   * has only the stored one. On an EVENTS stream created again every event is new, so the consumer
+   * starts at its first one; the stream is checked again once the consumer exists, because it may
+   * have been made again in between (then the floor means nothing on it, and a consumer started
+   * there would skip what the new stream already holds).
    */
   async function open(): Promise<Consumer> {
-    const before = await eventsCreated();
-    const resume = before !== undefined && before === eventsStream && stats.ackFloor > 0;
-    await journal.ensureConsumer(resume ? { ...durable, startSeq: stats.ackFloor + 1 } : durable);
+    const events = await streamInfoIfAny(journal.jsm, STREAMS.events);
+    const before = events?.created;
+    let floor = before !== undefined && before === eventsStream ? stats.ackFloor : 0;
+    // Read even when the consumer exists (its start position is then ignored): checking first would
+    // leave a window where a consumer deleted in between is created from the first event.
+    const stored = before !== undefined ? await progress.read() : undefined;
+    if (stored && stored.events_created === before) floor = Math.max(floor, stored.ack_floor);
+    // A floor past the stream's last event cannot be this stream's (were its messages lost, as with a
+    // stream restored from an older backup under the same creation time, the events stored after
+    // them would get sequences at or below that floor, and be skipped): start after its last event.
+    if (events && floor > events.state.last_seq) {
+      log.warn({ ackFloor: floor, lastSeq: events.state.last_seq }, "the dispatcher's ack floor is past EVENTS' last event: starting after its last event");
+      floor = events.state.last_seq;
+      stats.ackFloor = Math.min(stats.ackFloor, floor);
+    }
+    const resume = floor > 0;
+    await journal.ensureConsumer(resume ? { ...durable, startSeq: floor + 1 } : durable);
     let after = await eventsCreated();
-    if (resume && after !== eventsStream) {
-      log.warn({ ackFloor: stats.ackFloor }, "EVENTS was created again while the dispatcher's consumer was being opened: starting at its first event");
+    if (resume && after !== before) {
+      log.warn({ ackFloor: floor }, "EVENTS was created again while the dispatcher's consumer was being opened: starting at its first event");
       await journal.jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher).catch(() => undefined);
       await journal.ensureConsumer(durable);
       after = await eventsCreated();
     }
-    if (!resume || after !== before) {
+    if (after !== before || before !== eventsStream) {
+      // Another stream than the floors were read on (or the first opening): they start over.
       eventsStream = after ?? "";
       stats.ackFloor = 0;
+      stats.storedFloor = 0;
+    }
+    if (resume && after === before) {
+      // Every event up to the floor is dispatched on this stream, whichever of the two it came from.
+      stats.ackFloor = Math.max(stats.ackFloor, floor);
+      if (stored?.events_created === eventsStream) stats.storedFloor = Math.max(stats.storedFloor, stored.ack_floor);
     }
     return journal.js.consumers.get(STREAMS.events, CONSUMERS.dispatcher);
   }
@@ -117,9 +156,41 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
     if (info && stream === eventsStream) stats.ackFloor = Math.max(stats.ackFloor, info.ack_floor.stream_seq);
   }
 
+  let progressWarnedAt = 0;
+  /**
+   * Stores the ack floor as the progress when it moved past what is known stored. A failure is
+   * logged (at most once a minute) and the write is tried again at the next floor read; it never
+   * stops the dispatcher (the consumer, while it exists, holds the position anyway).
+   */
+  async function storeAckFloor(): Promise<void> {
+    const next: EventsProgress = { events_created: eventsStream, ack_floor: stats.ackFloor };
+    if (next.events_created === "" || next.ack_floor <= stats.storedFloor) return;
+    try {
+      const stored = await progress.advance(next);
+      // What is stored now may be another dispatcher's higher floor, or another stream's progress.
+      if (eventsStream === next.events_created && stored.events_created === next.events_created) stats.storedFloor = Math.max(stats.storedFloor, stored.ack_floor);
+    } catch (error) {
+      if (Date.now() - progressWarnedAt < PROGRESS_WARN_EVERY_MS) return;
+      progressWarnedAt = Date.now();
+      log.warn({ err: error, ackFloor: next.ack_floor }, "storing the dispatcher's progress failed; trying again at the next ack floor read");
+    }
+  }
+
+  /** The floor read and stored; one at a time (a slow server must not pile them up). */
+  let floorTick: Promise<void> | undefined;
+  const tickAckFloor = (): Promise<void> =>
+    (floorTick ??= (async () => {
+      try {
+        await readAckFloor();
+        await storeAckFloor();
+      } finally {
+        floorTick = undefined;
+      }
+    })());
+
   let consumer: Consumer | undefined = await open();
-  await readAckFloor();
-  const ackFloorReads = setInterval(() => void readAckFloor(), timing.ackFloorEveryMs);
+  await tickAckFloor();
+  const ackFloorReads = setInterval(() => void tickAckFloor(), timing.ackFloorEveryMs);
   ackFloorReads.unref?.();
   const limiter = new Slots(IN_FLIGHT);
   let round: JsMsg[] = [];
@@ -294,6 +365,9 @@ export async function startDispatcher(journal: Journal, cache: SubscriptionCache
       await limiter.idle();
       clearInterval(renewal);
       clearInterval(ackFloorReads);
+      // The floor with this dispatcher's last acks, so a restart repeats as little as it can.
+      await floorTick;
+      await tickAckFloor();
     },
   };
 }

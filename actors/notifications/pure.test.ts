@@ -4,8 +4,21 @@ import { delayBefore, honourRetryAfter, parseRetryAfter } from "./schedule.ts";
 import { newSecret, webhookHeaders } from "./signing.ts";
 import { cloudEvent, matches } from "./matching.ts";
 import { Slots } from "../runtime/slots.ts";
+import { supersedes } from "./progress.ts";
 
 describe("notifications pure parts", () => {
+  it("notifications - the dispatcher's stored progress moves only forward: a higher floor on its stream, or a newer stream", () => {
+    const old = "2026-11-20T10:00:00.123456789Z";
+    const recreated = "2026-11-21T08:30:00.5Z";
+    expect(supersedes({ events_created: old, ack_floor: 5 }, undefined)).toBe(true);
+    expect(supersedes({ events_created: old, ack_floor: 6 }, { events_created: old, ack_floor: 5 })).toBe(true);
+    expect(supersedes({ events_created: old, ack_floor: 5 }, { events_created: old, ack_floor: 5 })).toBe(false);
+    expect(supersedes({ events_created: old, ack_floor: 4 }, { events_created: old, ack_floor: 5 })).toBe(false);
+    // A stream created again starts low, and wins; the old stream's floor, however high, does not come back.
+    expect(supersedes({ events_created: recreated, ack_floor: 1 }, { events_created: old, ack_floor: 900 })).toBe(true);
+    expect(supersedes({ events_created: old, ack_floor: 900 }, { events_created: recreated, ack_floor: 1 })).toBe(false);
+  });
+
   it("notifications - a configured schedule is used as given and ends after its last entry", () => {
     const schedule = { delaysMs: [0, 1000, 2000], jitter: false };
     expect([1, 2, 3, 4].map((n) => delayBefore(schedule, n))).toEqual([0, 1000, 2000, undefined]);

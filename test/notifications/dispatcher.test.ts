@@ -10,6 +10,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { startDispatcher, type Dispatcher, type DispatcherTiming } from "../../actors/notifications/dispatcher.ts";
 import { CONSUMERS, STREAMS, ensureStreams, openJournal, type Journal } from "../../actors/notifications/journal.ts";
+import { DispatcherProgress } from "../../actors/notifications/progress.ts";
 import { SUBSCRIPTIONS_BUCKET, SubscriptionCache, SubscriptionStore } from "../../actors/notifications/store.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
@@ -70,7 +71,7 @@ describe("notifications dispatcher", () => {
     };
     const cache = new SubscriptionCache(await SubscriptionStore.open(nc), createLogger("silent"));
     await cache.start();
-    probe.dispatcher = await startDispatcher(journal, cache, { delaysMs: [0], jitter: false }, createLogger("silent"), timing);
+    probe.dispatcher = await startDispatcher(journal, cache, await DispatcherProgress.open(nc), { delaysMs: [0], jitter: false }, createLogger("silent"), timing);
     probes.push(probe);
     return probe;
   }
@@ -240,5 +241,59 @@ describe("notifications dispatcher", () => {
     await consumerIdle();
     expect(probe.written).toEqual(["raced-old-0", "raced-old-1", "raced-old-2", "raced-new-1", "raced-new-2"]);
     await probe.dispatcher.stop();
+  });
+  it("notifications dispatcher - a dispatcher that starts while its consumer is missing resumes after the stored progress: events dispatched before the restart are not dispatched again", async () => {
+    await subscribe(derrick, "PlanShared", { callback_uri: "http://127.0.0.1:9/restarted" });
+    const first = await dispatcherProbe(FAST);
+    let lastSeq = 0;
+    for (let i = 0; i < 3; i++) lastSeq = await publishOnNats(derrick, "PlanShared", { data: i }, `restarted-old-${i}`);
+    const progress = await DispatcherProgress.open(derrick.nc);
+    await eventually(async () => ((await progress.read())?.ack_floor ?? 0) >= lastSeq, { what: "the dispatched events' ack floor stored" });
+    await first.dispatcher.stop();
+    // The consumer goes while no dispatcher runs (as by an operator, or a stream restored from backup).
+    const jsm = await jetstreamManager(derrick.nc);
+    expect(await jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
+    const second = await dispatcherProbe(FAST);
+    expect(second.dispatcher.stats.ackFloor).toBe(lastSeq);
+    await publishOnNats(derrick, "PlanShared", { data: "new" }, "restarted-new");
+    await eventually(() => second.written.includes("restarted-new"), { what: "the new event dispatched" });
+    await consumerIdle();
+    // Not this file's earlier events, nor the three dispatched before the restart: only the new one.
+    expect(second.written).toEqual(["restarted-new"]);
+    expect((await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher)).config.opt_start_seq).toBe(lastSeq + 1);
+    await second.dispatcher.stop();
+  });
+
+  it("notifications dispatcher - a dispatcher that starts after EVENTS was created again dispatches the new stream's events from its first one: the old stream's stored progress is ignored", async () => {
+    await subscribe(derrick, "ProjectCreated", { callback_uri: "http://127.0.0.1:9/restarted-recreated" });
+    const first = await dispatcherProbe(FAST);
+    let oldSeq = 0;
+    for (let i = 0; i < 4; i++) oldSeq = await publishOnNats(derrick, "ProjectCreated", { data: i }, `restarted-recreated-old-${i}`);
+    const jsm = await jetstreamManager(derrick.nc);
+    const oldStream = (await jsm.streams.info(STREAMS.events)).created;
+    const progress = await DispatcherProgress.open(derrick.nc);
+    await eventually(async () => {
+      const stored = await progress.read();
+      return stored?.events_created === oldStream && stored.ack_floor >= oldSeq;
+    }, { what: "the old stream's ack floor stored" });
+    await first.dispatcher.stop();
+    // While no dispatcher runs, EVENTS is deleted, created again (as by an actor starting) and written:
+    // sequences 1 and 2, below the old stream's stored floor.
+    expect(oldSeq).toBeGreaterThan(2);
+    expect(await jsm.streams.delete(STREAMS.events)).toBe(true);
+    await ensureStreams(jsm);
+    expect(await publishOnNats(derrick, "ProjectCreated", { data: "new" }, "restarted-recreated-new-1")).toBe(1);
+    expect(await publishOnNats(derrick, "ProjectCreated", { data: "new" }, "restarted-recreated-new-2")).toBe(2);
+    const second = await dispatcherProbe(FAST);
+    await eventually(() => second.written.length >= 2, { what: "the new stream's events dispatched" });
+    await consumerIdle();
+    expect(second.written).toEqual(["restarted-recreated-new-1", "restarted-recreated-new-2"]);
+    // The progress now belongs to the new stream.
+    const newStream = (await jsm.streams.info(STREAMS.events)).created;
+    await eventually(async () => {
+      const stored = await progress.read();
+      return stored?.events_created === newStream && stored.ack_floor === 2;
+    }, { what: "the new stream's ack floor stored" });
+    await second.dispatcher.stop();
   });
 });

@@ -1,0 +1,58 @@
+/**
+ * The dispatcher's progress in KV (actors/notifications/progress.ts), written by several dispatchers
+ * at once: a floor only moves forward on one EVENTS stream, a lower one written late never wins, and
+ * a bucket deleted on the server reads as nothing stored and is created again by the next write.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { DispatcherProgress, PROGRESS_BUCKET } from "../../actors/notifications/progress.ts";
+import { startTestNats, type TestNats } from "../harness/index.ts";
+
+const OLD = "2026-11-20T10:00:00.123456789Z";
+const NEW = "2026-11-21T08:30:00.5Z";
+
+describe("notifications dispatcher progress", () => {
+  let nats: TestNats;
+  const connections: NatsConnection[] = [];
+  beforeAll(async () => {
+    nats = await startTestNats();
+    for (let i = 0; i < 2; i++) connections.push(await connect({ servers: nats.url }));
+  });
+  afterAll(async () => {
+    for (const nc of connections) await nc.close().catch(() => undefined);
+    await nats?.cleanup();
+  });
+
+  it("notifications - dispatchers writing their floors at once leave the highest, and a lower floor written late does not replace it", async () => {
+    const [a, b] = await Promise.all(connections.map((nc) => DispatcherProgress.open(nc)));
+    expect(await a!.read()).toBeUndefined();
+    // Interleaved, out of order, from two connections: every write races the others' compare-and-set.
+    const floors = [3, 17, 9, 40, 12, 39, 1, 25];
+    await Promise.all(floors.map((floor, i) => (i % 2 ? a! : b!).advance({ events_created: OLD, ack_floor: floor })));
+    expect(await b!.read()).toEqual({ events_created: OLD, ack_floor: 40 });
+    expect(await a!.advance({ events_created: OLD, ack_floor: 20 })).toEqual({ events_created: OLD, ack_floor: 40 });
+    expect(await b!.read()).toEqual({ events_created: OLD, ack_floor: 40 });
+  });
+
+  it("notifications - the floor of an EVENTS stream created again replaces the old stream's, and the old one's does not come back", async () => {
+    const [a, b] = await Promise.all(connections.map((nc) => DispatcherProgress.open(nc)));
+    await a!.advance({ events_created: OLD, ack_floor: 50 });
+    expect(await b!.advance({ events_created: NEW, ack_floor: 2 })).toEqual({ events_created: NEW, ack_floor: 2 });
+    // A dispatcher that has not noticed the new stream yet writes the old one's floor late.
+    expect(await a!.advance({ events_created: OLD, ack_floor: 60 })).toEqual({ events_created: NEW, ack_floor: 2 });
+    expect(await a!.read()).toEqual({ events_created: NEW, ack_floor: 2 });
+  });
+
+  it("notifications - the progress bucket deleted on the server reads as nothing stored, and the next write creates it again", async () => {
+    const progress = await DispatcherProgress.open(connections[0]!);
+    await progress.advance({ events_created: NEW, ack_floor: 8 });
+    const jsm = await jetstreamManager(connections[1]!);
+    expect(await jsm.streams.delete(`KV_${PROGRESS_BUCKET}`)).toBe(true);
+    expect(await progress.read()).toBeUndefined();
+    expect(await progress.advance({ events_created: NEW, ack_floor: 9 })).toEqual({ events_created: NEW, ack_floor: 9 });
+    expect(await (await DispatcherProgress.open(connections[1]!)).read()).toEqual({ events_created: NEW, ack_floor: 9 });
+    expect((await jsm.streams.info(`KV_${PROGRESS_BUCKET}`)).config.max_msgs_per_subject).toBe(1);
+  });
+});
