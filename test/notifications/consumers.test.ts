@@ -1,13 +1,16 @@
 /**
  * The notifications actors' durable consumers deleted on the server (by an operator, a tool, a
  * stream restored from backup) while the actors run: each is created again, with the configuration
- * the actor starts it with, and events go on reaching their callbacks.
+ * the actor starts it with, and events go on reaching their callbacks. Deleted while no dispatcher
+ * runs, the dispatcher's consumer is created again after the stored progress.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { CONSUMERS, STREAMS } from "../../actors/notifications/journal.ts";
 import { DISPATCHER_TIMING } from "../../actors/notifications/dispatcher.ts";
+import { DispatcherProgress } from "../../actors/notifications/progress.ts";
 import { subjects } from "../../subjects/index.ts";
 import { receiverPool } from "./receiver.ts";
 import { DELIVERY_ENV, publish, subscribe, type Json } from "./helpers.ts";
@@ -115,5 +118,59 @@ describe("notifications EVENTS deleted on the server", () => {
     }, { what: "EVENTS created again", intervalMs: 100 });
     await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
     expect((await jsm.streams.info(STREAMS.events)).state.first_seq).toBe(1);
+  });
+});
+
+describe("notifications dispatcher consumer deleted while no dispatcher runs", () => {
+  let nats: TestNats;
+  const receivers = receiverPool();
+  const started: TestDerrick[] = [];
+  const start = async () => {
+    const derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher", "deliverer"], env: DELIVERY_ENV });
+    started.push(derrick);
+    return derrick;
+  };
+  beforeAll(async () => {
+    nats = await startTestNats();
+  });
+  afterAll(async () => {
+    receivers.stopAll();
+    for (const derrick of started) await derrick.cleanup().catch(() => undefined);
+    await nats?.cleanup();
+  });
+
+  it("notifications - a dispatcher restarted after its consumer was deleted delivers the events published since, not the earlier ones again", { timeout: 40_000 }, async () => {
+    const r = receivers.start();
+    const first = await start();
+    await subscribe(first, "PlanShared", { callback_uri: r.url });
+    const publishId = async (derrick: TestDerrick, data: string) => ((await (await publish(derrick, "PlanShared", { data })).json()) as Json).event_id as string;
+    const before: string[] = [];
+    for (let i = 0; i < 3; i++) before.push(await publishId(first, `before ${i}`));
+    await eventually(() => before.every((id) => r.received.some((x) => x.id === id)), { what: "the first events delivered" });
+    const jsm = await jetstreamManager(first.nc);
+    const lastSeq = (await jsm.streams.info(STREAMS.events)).state.last_seq;
+    // Stored at the dispatcher's floor reads (every 5 s) and when it stops.
+    const progress = await DispatcherProgress.open(first.nc);
+    await eventually(async () => ((await progress.read())?.ack_floor ?? 0) >= lastSeq, { what: "the dispatcher's progress stored", timeoutMs: 20_000 });
+    await first.cleanup();
+
+    // While nothing runs: the consumer goes, and an event is published (as by another service).
+    const nc = await connect({ servers: nats.url });
+    try {
+      expect(await (await jetstreamManager(nc)).consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
+      await jetstream(nc).publish(subjects.events("opendes", "PlanShared"), JSON.stringify({ data: "while stopped" }), { msgID: "evt_while_stopped" });
+    } finally {
+      await nc.close();
+    }
+    const second = await start();
+    const after = await publishId(second, "after the restart");
+    await eventually(() => r.received.some((x) => x.id === after) && r.received.some((x) => x.id === "evt_while_stopped"), { what: "the events published since delivered" });
+    await eventually(async () => {
+      const info = await (await jetstreamManager(second.nc)).consumers.info(STREAMS.events, CONSUMERS.dispatcher);
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    }, { what: "every event dispatched" });
+    await eventually(async () => (await (await jetstreamManager(second.nc)).streams.info(STREAMS.deliveries)).state.messages === 0, { what: "DELIVERIES to drain" });
+    // Each event once: before the fix the restarted dispatcher sent the first three again.
+    expect(r.received.map((x) => x.id).toSorted()).toEqual([...before, "evt_while_stopped", after].toSorted());
   });
 });
