@@ -166,7 +166,7 @@ export async function startDispatcher(
     const next: EventsProgress = { events_created: eventsStream, ack_floor: stats.ackFloor };
     if (next.events_created === "" || next.ack_floor <= stats.storedFloor) return;
     try {
-      const stored = await progress.advance(next);
+      const stored = await progress.advance(next, eventsCreated);
       // What is stored now may be another dispatcher's higher floor, or another stream's progress.
       if (eventsStream === next.events_created && stored.events_created === next.events_created) stats.storedFloor = Math.max(stats.storedFloor, stored.ack_floor);
     } catch (error) {

@@ -8,11 +8,12 @@
  *
  * Several dispatchers share the consumer, and each writes the floor it read. A write is a
  * compare-and-set from the revision just read, made only when it moves the progress forward: a
- * higher floor on the same stream, or any floor on a newer stream (later creation time). A lower
+ * higher floor on the same stream, or a floor on another stream when the writer's stream is EVENTS
+ * as it exists at the write (checked then; creation times are not compared, since the servers'
+ * clocks need not agree and a stream is made again within milliseconds of its deletion). A lower
  * floor read earlier and written late therefore never replaces a higher one, and a dispatcher that
  * has not yet noticed EVENTS being created again cannot take the progress back to the old stream.
- * (Plain max semantics on the value alone would be the same rule; the revision is what makes it hold
- * between two writers racing.)
+ * (Max semantics on the value alone would lose to two writers racing; the revision makes it hold.)
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -30,18 +31,15 @@ export type EventsProgress = {
   ack_floor: number;
 };
 
-/** Whether `next` moves the progress forward from `current` (see the module comment). */
-export function supersedes(next: EventsProgress, current: EventsProgress | undefined): boolean {
+/**
+ * Whether `next` moves the progress forward from `current`: a higher floor on the same stream, or
+ * any floor on another stream when `next`'s stream is EVENTS as it exists now (`nextIsCurrent`).
+ */
+export function supersedes(next: EventsProgress, current: EventsProgress | undefined, nextIsCurrent: boolean): boolean {
   if (!current) return true;
   if (next.events_created === current.events_created) return next.ack_floor > current.ack_floor;
-  return createdMs(next.events_created) > createdMs(current.events_created);
+  return nextIsCurrent;
 }
-
-/** A creation time in ms; nats-server writes RFC 3339 with nanoseconds, which Date.parse reads to the ms. */
-const createdMs = (created: string): number => {
-  const ms = Date.parse(created);
-  return Number.isFinite(ms) ? ms : 0;
-};
 
 /** A stored value this module could have written; anything else (a hand edit) counts as nothing stored. */
 function isProgress(value: unknown): value is EventsProgress {
@@ -53,7 +51,7 @@ export class DispatcherProgress {
   private constructor(
     private kv: KV,
     private readonly jsm: JetStreamManager,
-    private readonly open: () => Promise<KV>,
+    private readonly openBucket: () => Promise<KV>,
   ) {}
 
   static async open(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<DispatcherProgress> {
@@ -68,12 +66,15 @@ export class DispatcherProgress {
 
   /**
    * Stores `next` when it moves the progress forward; answers what is stored afterwards (`next`, or
-   * the progress that was already further). Failures throw (the caller tries again later).
+   * the progress that was already further). `currentEvents` answers EVENTS' creation time now
+   * (asked only when the stored progress is of another stream). Failures throw (the caller tries
+   * again later).
    */
-  async advance(next: EventsProgress): Promise<EventsProgress> {
+  async advance(next: EventsProgress, currentEvents: () => Promise<string | undefined>): Promise<EventsProgress> {
     for (let tries = 0; tries < 10; tries++) {
       const current = await this.entry();
-      if (current?.value && !supersedes(next, current.value)) return current.value;
+      const otherStream = current?.value !== undefined && current.value.events_created !== next.events_created;
+      if (current?.value && !supersedes(next, current.value, otherStream && (await currentEvents()) === next.events_created)) return current.value;
       try {
         if (await casPut(this.kv, KEY, next, current?.revision ?? 0)) return next;
       } catch (error) {
@@ -98,7 +99,7 @@ export class DispatcherProgress {
   /** Creates the bucket again when it was deleted on the server; whether it had been. */
   private async recreatedIfGone(): Promise<boolean> {
     if (await streamInfoIfAny(this.jsm, `KV_${PROGRESS_BUCKET}`)) return false;
-    this.kv = await this.open();
+    this.kv = await this.openBucket();
     return true;
   }
 }

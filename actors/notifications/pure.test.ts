@@ -7,16 +7,18 @@ import { Slots } from "../runtime/slots.ts";
 import { supersedes } from "./progress.ts";
 
 describe("notifications pure parts", () => {
-  it("notifications - the dispatcher's stored progress moves only forward: a higher floor on its stream, or a newer stream", () => {
+  it("notifications - the dispatcher's stored progress moves only forward: a higher floor on its stream, or the stream EVENTS is now", () => {
     const old = "2026-11-20T10:00:00.123456789Z";
     const recreated = "2026-11-21T08:30:00.5Z";
-    expect(supersedes({ events_created: old, ack_floor: 5 }, undefined)).toBe(true);
-    expect(supersedes({ events_created: old, ack_floor: 6 }, { events_created: old, ack_floor: 5 })).toBe(true);
-    expect(supersedes({ events_created: old, ack_floor: 5 }, { events_created: old, ack_floor: 5 })).toBe(false);
-    expect(supersedes({ events_created: old, ack_floor: 4 }, { events_created: old, ack_floor: 5 })).toBe(false);
-    // A stream created again starts low, and wins; the old stream's floor, however high, does not come back.
-    expect(supersedes({ events_created: recreated, ack_floor: 1 }, { events_created: old, ack_floor: 900 })).toBe(true);
-    expect(supersedes({ events_created: old, ack_floor: 900 }, { events_created: recreated, ack_floor: 1 })).toBe(false);
+    expect(supersedes({ events_created: old, ack_floor: 5 }, undefined, false)).toBe(true);
+    expect(supersedes({ events_created: old, ack_floor: 6 }, { events_created: old, ack_floor: 5 }, false)).toBe(true);
+    expect(supersedes({ events_created: old, ack_floor: 5 }, { events_created: old, ack_floor: 5 }, true)).toBe(false);
+    expect(supersedes({ events_created: old, ack_floor: 4 }, { events_created: old, ack_floor: 5 }, true)).toBe(false);
+    // A stream created again starts low, and wins; the old stream's floor, however high, does not come
+    // back; creation times are not compared (another server's clock may run behind).
+    expect(supersedes({ events_created: recreated, ack_floor: 1 }, { events_created: old, ack_floor: 900 }, true)).toBe(true);
+    expect(supersedes({ events_created: old, ack_floor: 900 }, { events_created: recreated, ack_floor: 1 }, false)).toBe(false);
+    expect(supersedes({ events_created: old, ack_floor: 1 }, { events_created: recreated, ack_floor: 900 }, true)).toBe(true);
   });
 
   it("notifications - a configured schedule is used as given and ends after its last entry", () => {
