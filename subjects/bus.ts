@@ -5,7 +5,7 @@
  */
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { ServiceError } from "@nats-io/services";
-import { DerrickError, contentTooLarge, gatewayTimeout, unavailable, type Problem } from "./errors.ts";
+import { DerrickError, badGateway, contentTooLarge, gatewayTimeout, unavailable, type Problem } from "./errors.ts";
 import { Header, encodeRequestMeta, type RequestMeta } from "./headers.ts";
 
 export type BusReply<T> = {
@@ -28,7 +28,16 @@ export type BusOptions = {
 
 const encoder = new TextEncoder();
 
-type Pending = { resolve(msg: Msg): void; reject(error: Error): void; timer: ReturnType<typeof setTimeout> };
+type Pending = {
+  resolve(msg: Msg): void;
+  reject(error: Error): void;
+  timer: ReturnType<typeof setTimeout>;
+  /** The messages so far of a reply sent in chunks (`Derrick-Chunk`). */
+  chunks?: { first: Msg; count: number; parts: Uint8Array[]; bytes: number };
+};
+
+/** What a reply in chunks may add up to (the actors' own limit is the same: MAX_REPLY_BYTES). */
+const MAX_REPLY_BYTES = 64 * 1024 * 1024;
 
 /**
  * Requests go out with a reply subject under one wildcard inbox subscription of this Bus, and the
@@ -62,9 +71,13 @@ export class Bus {
         const token = msg.subject.slice(this.inbox.length);
         const waiting = this.pending.get(token);
         if (!waiting) return; // answered after its timeout
+        const chunk = msg.headers?.get(Header.chunk);
+        const reply = chunk ? collectChunk(waiting, msg, chunk) : msg;
+        if (reply === undefined) return; // more chunks to come
         this.pending.delete(token);
         clearTimeout(waiting.timer);
-        waiting.resolve(msg);
+        if (reply instanceof Error) waiting.reject(reply);
+        else waiting.resolve(reply);
       },
     });
     void this.followConnection();
@@ -150,6 +163,46 @@ export class Bus {
 }
 
 const decoder = new TextDecoder();
+
+/**
+ * Adds one message of a reply sent in chunks: the whole reply once the last is in (the first
+ * message's headers, every message's body in order), undefined before, a 502 when the messages do
+ * not make one reply (out of order, or more than a reply may take).
+ */
+function collectChunk(waiting: Pending, msg: Msg, chunk: string): Msg | Error | undefined {
+  const [index, count] = chunk.split("/").map(Number) as [number, number];
+  const held = waiting.chunks;
+  const expected = held ? held.parts.length + 1 : 1;
+  if (!Number.isInteger(index) || !Number.isInteger(count) || index !== expected || count < 2 || (held && held.count !== count)) {
+    return badGateway(`the actor's reply came in chunks that do not fit together (${chunk} after ${expected - 1})`);
+  }
+  const state = (waiting.chunks ??= { first: msg, count, parts: [], bytes: 0 });
+  state.parts.push(msg.data);
+  state.bytes += msg.data.length;
+  if (state.bytes > MAX_REPLY_BYTES) return badGateway(`the actor's reply is over ${MAX_REPLY_BYTES} bytes`);
+  if (index < count) return undefined;
+  const data = new Uint8Array(state.bytes);
+  let offset = 0;
+  for (const part of state.parts) {
+    data.set(part, offset);
+    offset += part.length;
+  }
+  return joinedReply(state.first, data);
+}
+
+/** The first message of a chunked reply with the whole body: what request() reads of a reply. */
+function joinedReply(first: Msg, data: Uint8Array): Msg {
+  return {
+    subject: first.subject,
+    sid: first.sid,
+    reply: first.reply,
+    data,
+    headers: first.headers,
+    respond: () => false,
+    json: <T>() => JSON.parse(decoder.decode(data)) as T,
+    string: () => decoder.decode(data),
+  } as unknown as Msg;
+}
 
 function lazyReply<T>(status: number, raw: Uint8Array, headers: Record<string, string>): BusReply<T> {
   let parsed: { value: T } | undefined;

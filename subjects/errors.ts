@@ -44,6 +44,7 @@ const TITLES: Record<number, string> = {
   415: "Unsupported Media Type",
   429: "Too Many Requests",
   500: "Internal Server Error",
+  502: "Bad Gateway",
   503: "Service Unavailable",
   504: "Gateway Timeout",
 };
@@ -134,6 +135,7 @@ export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
 export const unavailable = (detail: string, retryAfterSeconds = 1) =>
   new DerrickError(503, detail, { headers: { "Retry-After": String(retryAfterSeconds) } });
 export const gatewayTimeout = (detail: string) => new DerrickError(504, detail);
+export const badGateway = (detail: string) => new DerrickError(502, detail);
 export const internalError = (detail = "unexpected error; see the server log for the request id", cause?: unknown) =>
   new DerrickError(500, detail, { cause, retryable: false });
 

@@ -13,6 +13,11 @@ export const Header = {
   status: "Derrick-Status",
   /** JSON object of HTTP headers the edge should send with the reply (Location, ETag …). */
   replyHeaders: "Derrick-Reply-Headers",
+  /**
+   * `i/n` on each message of a reply too large for one NATS message (the server's max_payload):
+   * the body in n messages sent in order; the first also carries the status and reply headers.
+   */
+  chunk: "Derrick-Chunk",
 } as const;
 
 export type RequestMeta = {

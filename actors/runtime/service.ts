@@ -127,7 +127,7 @@ async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOption
         }
         // A JetStream delivery aimed at this subject (see subjects/delivery.ts) is not a request.
         if (!isPublishedTo(msg, ep.subject)) return refused({ subject: msg.subject, reply: msg.reply });
-        if (limiter.run(() => handleMessage(msg, ep, log), msg.data.length)) return;
+        if (limiter.run(() => handleMessage(msg, ep, log, nc), msg.data.length)) return;
         const { running, waiting, waitingBytes } = limiter.load;
         shed({ endpoint: ep.name, running, waiting, waitingBytes });
         respondProblem(msg, unavailable(`the ${spec.name} actor is overloaded (${running} requests running, ${waiting} waiting); retry shortly`), readRequestMeta(msg).requestId);
@@ -162,8 +162,8 @@ function summarizedWarning(log: Logger, message: string) {
   };
 }
 
-/** Handles one request; never throws. */
-export async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logger): Promise<void> {
+/** Handles one request; never throws. `nc` tells the server's max_payload (replies larger go in chunks). */
+async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logger, nc: NatsConnection): Promise<void> {
   let ctx: RequestContext | undefined;
   try {
     const meta = readRequestMeta(msg);
@@ -186,7 +186,7 @@ export async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logg
     if (meta.deadline && meta.deadline <= Date.now()) throw gatewayTimeout("the caller's deadline passed before the request was handled");
     const input = decodeBody(msg, ep);
     const result = await ep.handler(input, ctx);
-    respond(msg, result);
+    respond(msg, result, nc.info?.max_payload);
   } catch (error) {
     const problem = toDerrickError(error);
     if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) {
@@ -209,14 +209,44 @@ function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
 }
 
 /** A plain result goes out as its JSON alone; a Reply adds its status and headers. */
-function respond(msg: ServiceMsg, result: unknown): void {
+function respond(msg: ServiceMsg, result: unknown, maxPayload: number | undefined): void {
   const body = result instanceof Reply ? result.body : result;
   const payload = body === undefined ? undefined : body instanceof EncodedJson ? body.bytes : encoder.encode(JSON.stringify(body));
-  if (!(result instanceof Reply)) return void msg.respond(payload);
+  const chunkBytes = chunkSize(maxPayload);
+  if (!(result instanceof Reply) && (!payload || payload.length <= chunkBytes)) return void msg.respond(payload);
   const h = new Map<string, string>();
-  if (result.status !== 200) h.set(Header.status, String(result.status));
-  if (Object.keys(result.headers).length) h.set(Header.replyHeaders, JSON.stringify(result.headers));
-  msg.respond(payload, h.size ? { headers: toHeaders(h) } : undefined);
+  if (result instanceof Reply) {
+    if (result.status !== 200) h.set(Header.status, String(result.status));
+    if (Object.keys(result.headers).length) h.set(Header.replyHeaders, JSON.stringify(result.headers));
+  }
+  if (!payload || payload.length <= chunkBytes) return void msg.respond(payload, h.size ? { headers: toHeaders(h) } : undefined);
+  respondInChunks(msg, payload, h, chunkBytes);
+}
+
+/** Room left in each message for its headers (status, reply headers, chunk index). */
+const HEADER_ROOM = 16 * 1024;
+/** The largest reply sent in chunks; beyond it the request fails (500) rather than fill the edge's memory. */
+export const MAX_REPLY_BYTES = 64 * 1024 * 1024;
+
+/** The body bytes one reply message may carry: all of max_payload but the header room (unknown = one message). */
+function chunkSize(maxPayload: number | undefined): number {
+  return maxPayload && maxPayload > 2 * HEADER_ROOM ? maxPayload - HEADER_ROOM : Number.POSITIVE_INFINITY;
+}
+
+/**
+ * A reply larger than one NATS message goes as several, in order on this connection (NATS keeps the
+ * order of one publisher's messages to a subscriber): the Bus puts them back together. A catalog page
+ * of 500 long items, a twin with several large groups, a page of large records: each fits the
+ * documented limits and may pass an external server's 1 MB max_payload.
+ */
+function respondInChunks(msg: ServiceMsg, payload: Uint8Array, first: Map<string, string>, chunkBytes: number): void {
+  if (payload.length > MAX_REPLY_BYTES) throw new Error(`the reply is ${payload.length} bytes, over the ${MAX_REPLY_BYTES} a reply may take`);
+  const count = Math.ceil(payload.length / chunkBytes);
+  for (let i = 0; i < count; i++) {
+    const h = i === 0 ? new Map(first) : new Map<string, string>();
+    h.set(Header.chunk, `${i + 1}/${count}`);
+    msg.respond(payload.subarray(i * chunkBytes, Math.min(payload.length, (i + 1) * chunkBytes)), { headers: toHeaders(h) });
+  }
 }
 
 function respondProblem(msg: ServiceMsg, error: DerrickError, requestId?: string): void {
