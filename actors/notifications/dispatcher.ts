@@ -62,6 +62,8 @@ const CARRY_BYTES = 4 * 1024;
 const PULL_EVENTS = ROUND_EVENTS;
 /** How long a pull waits for events before the next one is sent. */
 const PULL_EXPIRES_MS = 5_000;
+/** How long stop() waits for the last progress write. */
+const STOP_STORE_MS = 2_000;
 /** A failing progress write is logged at most this often (it is tried again at every floor read). */
 const PROGRESS_WARN_EVERY_MS = 60_000;
 
@@ -365,9 +367,9 @@ export async function startDispatcher(
       await limiter.idle();
       clearInterval(renewal);
       clearInterval(ackFloorReads);
-      // The floor with this dispatcher's last acks, so a restart repeats as little as it can.
-      await floorTick;
-      await tickAckFloor();
+      // The floor with this dispatcher's last acks, so a restart repeats as little as it can; not
+      // waited for beyond STOP_STORE_MS (a server out of reach would hold the shutdown for its timeouts).
+      await Promise.race([(async () => (await floorTick, await tickAckFloor()))(), new Promise((resolve) => setTimeout(resolve, STOP_STORE_MS).unref?.())]);
     },
   };
 }

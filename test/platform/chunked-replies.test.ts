@@ -46,7 +46,7 @@ describe("replies larger than one NATS message", () => {
       { log: silent, concurrency: 4 },
     );
     const seen: number[] = [];
-    const spy = nc.subscribe("_INBOX.>", { callback: (_e, m) => seen.push(m.data.length) });
+    const spy = nc.subscribe("_INBOX.>", { callback: (_e, m) => void seen.push(m.data.length) });
     const bus = new Bus(nc, { timeoutMs: 5000 });
     try {
       const answer = await bus.request<typeof big>("derrick.test.chunky.big", undefined);
