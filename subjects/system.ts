@@ -13,6 +13,10 @@ export const BuildInfo = Type.Object({
 });
 export type BuildInfo = Static<typeof BuildInfo>;
 
-/** The echo takes and returns any small JSON object. */
+/**
+ * The echo takes and returns any small JSON object: it needs no credentials (smoke tests, benches), so
+ * it must not carry bulk through NATS for anyone who can reach the edge.
+ */
+export const ECHO_MAX_BYTES = 4096;
 export const EchoBody = Type.Record(Type.String(), Type.Unknown());
 export type EchoBody = Static<typeof EchoBody>;

@@ -2,8 +2,8 @@
 import { Elysia, t } from "elysia";
 import { Svcm } from "@nats-io/services";
 import type { Config } from "../../config/index.ts";
-import { Problem, serviceName, subjects, unavailable, type Bus } from "../../subjects/index.ts";
-import { BuildInfo, EchoBody } from "../../subjects/system.ts";
+import { Problem, contentTooLarge, serviceName, subjects, unavailable, type Bus } from "../../subjects/index.ts";
+import { BuildInfo, ECHO_MAX_BYTES, EchoBody } from "../../subjects/system.ts";
 import { Principal } from "../../subjects/principal.ts";
 import type { EdgeMetrics } from "../metrics.ts";
 import { forward } from "../forward.ts";
@@ -79,9 +79,14 @@ export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: E
       detail: { tags: ["system"], summary: "Build information, answered by the system actor" },
       response: BuildInfo,
     })
-    .post("/v1/system/echo", async ({ body, set, request }) => forward<EchoBody>(set, await bus.request(subjects.system.echo(), body, requestMeta(request))), {
+    .post("/v1/system/echo", async ({ body, set, request }) => {
+      // Anonymous: refused above ECHO_MAX_BYTES (declared, or as parsed when sent chunked) before any NATS work.
+      const size = Number(request.headers.get("content-length")) || JSON.stringify(body ?? {}).length;
+      if (size > ECHO_MAX_BYTES) throw contentTooLarge(`the echo takes at most ${ECHO_MAX_BYTES} bytes; this body is ${size}`);
+      return forward<EchoBody>(set, await bus.request(subjects.system.echo(), body, requestMeta(request)));
+    }, {
       body: EchoBody,
-      detail: { tags: ["system"], summary: "Echoes a small JSON object through NATS and the system actor (benchmarks, smoke tests)" },
+      detail: { tags: ["system"], summary: "Echoes a small JSON object (at most 4 KiB; no credentials needed) through NATS and the system actor (benchmarks, smoke tests)" },
       response: EchoBody,
     })
     .get("/v1/system/whoami", ({ principal, partition }) => ({ principal, partition }), {
