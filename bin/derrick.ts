@@ -67,7 +67,7 @@ async function main(argv: string[]): Promise<number> {
     case "keys":
       return keys(cfg, rest);
     case "devices":
-      return devicesCommand(cfg, rest, (twin) => withBus(cfg, (bus) => ensureTwinBucket(bus.nc, twin, storagePolicy(cfg))));
+      return devicesCommand(cfg, rest, (twin) => withBus(cfg, (bus) => ensureTwinBucket(bus.nc, twin, storagePolicy(cfg), cfg.twins.maxBytes)));
     case "token":
       return token(cfg, rest);
     case "sdk":
@@ -130,7 +130,7 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
 /** The twin bucket of every registered device (devices may open their bucket, not create it). */
 async function ensureDeviceBuckets(cfg: Config, nc: NatsConnection, log: Logger): Promise<void> {
   for (const device of Object.values(readNatsUsers(cfg.dataDir)?.devices ?? {})) {
-    await ensureTwinBucket(nc, device.twin, storagePolicy(cfg)).catch((error: Error) => log.warn({ err: error, device: device.user }, "cannot create a device's twin bucket; it is created on the twin's first write"));
+    await ensureTwinBucket(nc, device.twin, storagePolicy(cfg), cfg.twins.maxBytes).catch((error: Error) => log.warn({ err: error, device: device.user }, "cannot create a device's twin bucket; it is created on the twin's first write"));
   }
 }
 

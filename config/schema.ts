@@ -129,6 +129,13 @@ export const Config = Type.Object({
     cursorTtlMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000 }),
   }),
   /** Redis-backed devices whose twin the twin-mirror actor copies: desired JetStream → Redis, reported back (docs/twins.md). */
+  /** Device twins' storage bounds (docs/twins.md). */
+  twins: Type.Object({
+    /** Most twins (one JetStream stream each) the twins actor creates; 0 = no cap. */
+    maxTwins: Type.Integer({ minimum: 0, maximum: 10_000_000 }),
+    /** What one twin's bucket may hold, history included. */
+    maxBytes: Type.Integer({ minimum: 64 * 1024, maximum: 2 ** 40 }),
+  }),
   twinMirrors: Type.Array(
     Type.Object(
       {

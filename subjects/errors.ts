@@ -47,6 +47,7 @@ const TITLES: Record<number, string> = {
   502: "Bad Gateway",
   503: "Service Unavailable",
   504: "Gateway Timeout",
+  507: "Insufficient Storage",
 };
 
 export type DerrickErrorOptions = {
@@ -136,6 +137,7 @@ export const unavailable = (detail: string, retryAfterSeconds = 1) =>
   new DerrickError(503, detail, { headers: { "Retry-After": String(retryAfterSeconds) } });
 export const gatewayTimeout = (detail: string) => new DerrickError(504, detail);
 export const badGateway = (detail: string) => new DerrickError(502, detail);
+export const insufficientStorage = (detail: string) => new DerrickError(507, detail);
 export const internalError = (detail = "unexpected error; see the server log for the request id", cause?: unknown) =>
   new DerrickError(500, detail, { cause, retryable: false });
 

@@ -64,9 +64,11 @@ export type TwinAddress = { organization: string; environment: string; twinId: s
  * `<organization>/<environment>/<twinId>` (fixed length, collision-free in practice). The bucket's
  * description carries the readable address for operators.
  */
+export const TWIN_BUCKET_PREFIX = "twin-";
+
 export function twinBucket(address: TwinAddress): string {
   const digest = createHash("sha256").update(`${address.organization}/${address.environment}/${address.twinId}`).digest("hex");
-  return `twin-${digest.slice(0, 32)}`;
+  return `${TWIN_BUCKET_PREFIX}${digest.slice(0, 32)}`;
 }
 
 export const twinBucketDescription = (address: TwinAddress) => `derrick twin ${address.organization}/${address.environment}/${address.twinId}`;
@@ -75,7 +77,14 @@ export const twinBucketDescription = (address: TwinAddress) => `derrick twin ${a
  * Options every creator of a twin bucket uses (actor and SDK), so creating twice is idempotent.
  * History 2: a reader can still show a key's previous value while a newer one awaits its commit.
  */
-export const twinBucketOptions = (address: TwinAddress) => ({ history: 2, description: twinBucketDescription(address) });
+export const twinBucketOptions = (address: TwinAddress, maxBytes = TWIN_BUCKET_MAX_BYTES) => ({ history: 2, max_bytes: maxBytes, description: twinBucketDescription(address) });
+
+/**
+ * What one twin's bucket may hold on the server, history included (DERRICK_TWIN_MAX_BYTES): a device
+ * may write its own bucket directly, and without a cap one device could fill the JetStream store every
+ * capability shares. A write past it is refused (507), the rest of the platform unaffected.
+ */
+export const TWIN_BUCKET_MAX_BYTES = 64 * 1024 * 1024;
 
 /** Redis layout (original SDK): plain string keys; derrick keeps each key's version in this hash. */
 export const REDIS_TWIN_VERSIONS = "twin_versions";

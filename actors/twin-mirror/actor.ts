@@ -10,7 +10,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { Redis } from "ioredis";
 import type { Config } from "../../config/index.ts";
 import { subjects } from "../../subjects/index.ts";
-import { TWIN_KEY_PREFIX, TwinCommitGate, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
+import { TWIN_BUCKET_MAX_BYTES, TWIN_KEY_PREFIX, TwinCommitGate, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { followBucket, type Loop } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -36,6 +36,7 @@ class TwinMirror {
     redisUrl: string,
     private readonly log: Logger,
     private readonly storage: StoragePolicy = SINGLE_NODE,
+    private readonly maxBytes = TWIN_BUCKET_MAX_BYTES,
   ) {
     const retryStrategy = (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6));
     // No offline queue for the writer: while Redis is down every desired change would be queued (and
@@ -62,7 +63,7 @@ class TwinMirror {
 
   async start(): Promise<void> {
     await this.ready();
-    const kv = await new Kvm(this.nc).create(twinBucket(this.twin), bucketOptions(this.storage, twinBucketOptions(this.twin)));
+    const kv = await new Kvm(this.nc).create(twinBucket(this.twin), bucketOptions(this.storage, twinBucketOptions(this.twin, this.maxBytes)));
     await this.redis.config("SET", "notify-keyspace-events", "KEA").catch(() => undefined);
     await this.followReported(kv);
     await this.followDesired(kv);
@@ -192,7 +193,7 @@ class TwinMirror {
 }
 
 export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions & { log: Logger }): Promise<ServedActor> {
-  const mirrors = cfg.twinMirrors.map((m) => new TwinMirror(nc, m, m.redis, options.log.child({ actor: "twin-mirror" }), options.storage));
+  const mirrors = cfg.twinMirrors.map((m) => new TwinMirror(nc, m, m.redis, options.log.child({ actor: "twin-mirror" }), options.storage, cfg.twins.maxBytes));
   try {
     await Promise.all(mirrors.map((m) => m.start()));
   } catch (error) {

@@ -4,7 +4,7 @@ import { subjects } from "../../subjects/index.ts";
 import { TwinDeleteRequest, TwinGetRequest, TwinPutRequest } from "../../subjects/twins.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { deleteTwin, getTwins, putTwins, type TwinWriter, type TwinsDeps } from "./handlers.ts";
-import { kvTwinStores } from "./store.ts";
+import { DEFAULT_TWIN_LIMITS, kvTwinStores, type TwinLimits } from "./store.ts";
 
 /**
  * This process as a writer of commit claims. Its subject is answered as long as the process is
@@ -28,9 +28,9 @@ export function twinWriter(nc: NatsConnection): TwinWriter & { stop(): void } {
   };
 }
 
-export async function startTwinsActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {
+export async function startTwinsActor(nc: NatsConnection, options: RuntimeOptions, limits: TwinLimits = DEFAULT_TWIN_LIMITS): Promise<ServedActor> {
   const writer = twinWriter(nc);
-  const deps: TwinsDeps = { stores: kvTwinStores(nc, options.storage), writer, maxPayload: nc.info?.max_payload };
+  const deps: TwinsDeps = { stores: kvTwinStores(nc, options.storage, limits), writer, maxPayload: nc.info?.max_payload };
   const names = subjects.twins;
   return serveActor(
     nc,

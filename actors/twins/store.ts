@@ -6,7 +6,8 @@ import { SINGLE_NODE, bucketOptions, streamInfoIfAny, type StoragePolicy } from 
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
+import { TWIN_BUCKET_MAX_BYTES, TWIN_BUCKET_PREFIX, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
+import { insufficientStorage } from "../../subjects/errors.ts";
 import type { TwinBucketStore, TwinStores } from "./handlers.ts";
 import { readKv } from "../runtime/kv.ts";
 
@@ -16,13 +17,26 @@ const CACHE_MAX = 10_000;
  * Creates a twin's bucket if it does not exist. Device users may not create streams
  * (subjects/twins.ts), so derrick makes a registered device's bucket before the device needs it.
  */
-export async function ensureTwinBucket(nc: NatsConnection, address: TwinAddress, policy: StoragePolicy = SINGLE_NODE): Promise<void> {
-  await new Kvm(nc).create(twinBucket(address), bucketOptions(policy, twinBucketOptions(address)));
+export async function ensureTwinBucket(nc: NatsConnection, address: TwinAddress, policy: StoragePolicy = SINGLE_NODE, maxBytes = TWIN_BUCKET_MAX_BYTES): Promise<void> {
+  await new Kvm(nc).create(twinBucket(address), bucketOptions(policy, twinBucketOptions(address, maxBytes)));
 }
 
-export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): TwinStores {
+export type TwinLimits = {
+  /** Most twins (streams) this store creates; 0 = no cap (DERRICK_TWINS_MAX). */
+  maxTwins: number;
+  /** What one twin's bucket may hold (DERRICK_TWIN_MAX_BYTES). */
+  maxBytes: number;
+};
+
+export const DEFAULT_TWIN_LIMITS: TwinLimits = { maxTwins: 5000, maxBytes: TWIN_BUCKET_MAX_BYTES };
+
+/** How long a count of the server's twin streams is trusted before it is taken again. */
+const COUNT_FRESH_MS = 30_000;
+
+export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE, limits: TwinLimits = DEFAULT_TWIN_LIMITS): TwinStores {
   const kvm = new Kvm(nc);
   let jsm: Promise<JetStreamManager> | undefined;
+  const twinCount = streamCounter(() => (jsm ??= jetstreamManager(nc)), `$KV.${TWIN_BUCKET_PREFIX}*.>`);
   const open = new Map<string, Promise<KV>>();
   const remember = (name: string, kv: Promise<KV>) => {
     if (open.size >= CACHE_MAX) open.delete(open.keys().next().value!);
@@ -30,15 +44,28 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
     kv.catch(() => open.delete(name));
     return kv;
   };
-  const create = (name: string, address: TwinAddress) => remember(name, kvm.create(name, bucketOptions(policy, twinBucketOptions(address))));
+  const create = (name: string, address: TwinAddress) => remember(name, kvm.create(name, bucketOptions(policy, twinBucketOptions(address, limits.maxBytes))));
   /** False when the twin's stream does not exist. */
   const exists = async (name: string) => (await streamInfoIfAny(await (jsm ??= jetstreamManager(nc)), `KV_${name}`)) !== undefined;
+  /**
+   * A new twin is a new JetStream stream (files and descriptors on the server): past the cap a PUT
+   * that would create one is 507, not a server slowly running out for every capability.
+   */
+  const createNew = async (name: string, address: TwinAddress) => {
+    if (limits.maxTwins > 0 && !(await exists(name))) {
+      if ((await twinCount.current()) >= limits.maxTwins) {
+        throw insufficientStorage(`this deployment holds its limit of ${limits.maxTwins} twins (DERRICK_TWINS_MAX); no new twin can be created`);
+      }
+      twinCount.added();
+    }
+    return create(name, address);
+  };
   return {
     async open(address: TwinAddress, creating: boolean) {
       const name = twinBucket(address);
       let kv = open.get(name);
       if (!kv) {
-        if (creating) kv = create(name, address);
+        if (creating) kv = createNew(name, address);
         else if (!(await exists(name))) return undefined;
         else kv = remember(name, kvm.open(name));
       }
@@ -56,6 +83,33 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
     },
   };
 }
+
+/**
+ * Streams on a subject pattern, counted from the server at most every COUNT_FRESH_MS and counted up
+ * locally in between: a cap checked by several processes is approximate by what each created since.
+ */
+function streamCounter(jsm: () => Promise<JetStreamManager>, subject: string) {
+  let counted: { value: number; at: number } | undefined;
+  let counting: Promise<number> | undefined;
+  const count = async () => {
+    let n = 0;
+    for await (const _ of (await jsm()).streams.names(subject)) n++;
+    counted = { value: n, at: Date.now() };
+    return n;
+  };
+  return {
+    async current(): Promise<number> {
+      if (counted && Date.now() - counted.at < COUNT_FRESH_MS) return counted.value;
+      return (counting ??= count().finally(() => (counting = undefined)));
+    },
+    added(): void {
+      if (counted) counted.value++;
+    },
+  };
+}
+
+/** The server refused a write because the bucket is at its max_bytes (discard new). */
+const isBucketFull = (error: unknown) => /maximum bytes exceeded/i.test((error as Error)?.message ?? "");
 
 /** How a bucket handle finds out its stream was deleted, and makes it again. */
 export type TwinBucketRecovery = {
@@ -85,6 +139,7 @@ export class KvTwinBucket implements TwinBucketStore {
     try {
       return await op(this.kv);
     } catch (error) {
+      if (isBucketFull(error)) throw insufficientStorage(`this twin holds as much as one twin may (DERRICK_TWIN_MAX_BYTES, history included): delete properties before writing more`);
       if (!this.recovery || !(await this.recovery.gone())) throw error;
       this.kv = await this.recovery.recreate();
       return op(this.kv);

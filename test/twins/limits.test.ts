@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { twinBucket } from "../../subjects/twins.ts";
+
+const path = (twin: string) => `/api/twin-properties/v1/acme/prod/${twin}/twin-properties`;
+
+/** One client must not be able to exhaust what every capability shares: streams (descriptors) and store bytes. */
+describe("twin storage limits", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["identity", "twins"], env: { DERRICK_TWINS_MAX: "3", DERRICK_TWIN_MAX_BYTES: String(256 * 1024) } });
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  const put = (twin: string, twins: Array<{ name: string; value: string }>) =>
+    derrick.call(path(twin), { method: "PUT", body: JSON.stringify({ group: "g", twins }), as: "admin", partition: null });
+
+  it("twins - past DERRICK_TWINS_MAX a PUT that would create a twin is 507 problem+json; existing twins still take writes", async () => {
+    for (const twin of ["dev-1", "dev-2", "dev-3"]) expect((await put(twin, [{ name: "p", value: "1" }])).status).toBe(200);
+    const refused = await put("dev-4", [{ name: "p", value: "1" }]);
+    expect(refused.status).toBe(507);
+    expect(refused.headers.get("content-type")).toContain("application/problem+json");
+    expect(((await refused.json()) as { detail: string }).detail).toMatch(/DERRICK_TWINS_MAX/);
+    const jsm = await jetstreamManager(derrick.nc);
+    await expect(jsm.streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-4" })}`)).rejects.toThrow(/not found/);
+    expect((await put("dev-2", [{ name: "p", value: "2" }])).status).toBe(200);
+  });
+
+  it("twins - a twin's bucket is capped at DERRICK_TWIN_MAX_BYTES: writes past it are 507, the stream says so", async () => {
+    const jsm = await jetstreamManager(derrick.nc);
+    const info = await jsm.streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-1" })}`);
+    expect(info.config.max_bytes).toBe(256 * 1024);
+    let status = 200;
+    for (let i = 0; i < 20 && status === 200; i++) status = (await put("dev-1", [{ name: `big${i}`, value: "x".repeat(60_000) }])).status;
+    expect(status).toBe(507);
+    expect((await put("dev-3", [{ name: "other", value: "fine" }])).status).toBe(200);
+  });
+});
