@@ -10,7 +10,25 @@ import type { Catalog, CatalogList } from "./catalog.ts";
 const MAX_STRING = 4096;
 const MAX_TABLE_ROWS = 100_000;
 const MAX_TABLE_COLUMNS = 64;
-const DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?$/;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:Z|[+-](\d{2}):(\d{2})))?$/;
+
+/**
+ * An RFC 3339 full-date or date-time naming a day that exists. `Date.parse` alone is not enough: it
+ * rolls impossible days over (2026-02-30 parses as 2 March), so the day is checked against the
+ * calendar, and the time fields against their ranges.
+ */
+export function isRfc3339Date(text: string): boolean {
+  const m = DATE.exec(text);
+  if (!m) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  // setUTCFullYear, not Date.UTC: Date.UTC reads years 0-99 as 1900-1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return false;
+  if (m[4] !== undefined && (Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6]) > 60)) return false; // 60: a leap second (RFC 3339 5.6)
+  if (m[7] !== undefined && (Number(m[7]) > 23 || Number(m[8]) > 59)) return false;
+  return true;
+}
 
 /** The value field's key in a project for each catalog. */
 export const VALUE_FIELD = { [CatalogKind.displayItems]: "displayItems", [CatalogKind.keyParameters]: "keyParameters" } as const;
@@ -28,7 +46,7 @@ export function valueProblem(item: CatalogItem, value: unknown): string | undefi
     case "boolean":
       return typeof value === "boolean" ? undefined : "must be true or false";
     case "date":
-      return typeof value === "string" && DATE.test(value) && !Number.isNaN(Date.parse(value)) ? undefined : "must be an RFC 3339 date or date-time";
+      return typeof value === "string" && isRfc3339Date(value) ? undefined : "must be an RFC 3339 date or date-time";
     case "table":
       return tableProblem(value);
   }

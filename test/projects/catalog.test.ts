@@ -6,7 +6,7 @@ import { endKvWatches, eventually, startDerrick, startTestNats, type TestDerrick
 import { BUCKETS, catalogStore } from "../../actors/projects/store.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { CatalogList, catalogFrom, pageCatalog, readCatalogFile } from "../../actors/projects/catalog.ts";
-import { checkValues, computeContent, splitUtf8, summarizeTable } from "../../actors/projects/compute.ts";
+import { checkValues, computeContent, splitUtf8, summarizeTable, valueProblem } from "../../actors/projects/compute.ts";
 import { DerrickError } from "../../subjects/index.ts";
 import { CatalogKind, type CatalogItem, type CatalogPage, type Project } from "../../subjects/projects.ts";
 import { ADMIN_GROUP, MAX_CATALOG_ITEMS, putCatalogItem, type ProjectsDeps } from "../../actors/projects/handlers.ts";
@@ -72,6 +72,17 @@ describe("catalog and content computation (pure)", () => {
       { id: "h2s-expected", name: "H2S expected", category: "formation", dataType: "boolean", status: "set", value: true },
       { id: "total-cost", name: "Total well cost", category: "cost", dataType: "number", unit: "USD", status: "missing", value: null },
     ]);
+  });
+
+  it("content - a date value must name a day that exists (RFC 3339), not one Date.parse rolls over", () => {
+    const spud = readCatalogFile().displayItems.find((i) => i.id === "spud-date")!;
+    expect(spud.dataType).toBe("date");
+    for (const v of ["2026-02-30", "2026-04-31", "2026-02-31T10:00:00Z", "2025-02-29", "2026-13-01", "2026-00-10", "2026-01-01T24:00:00Z", "2026-01-01T10:60:00Z", "2026-01-01T10:00:00+24:00"]) {
+      expect(valueProblem(spud, v), v).toMatch(/RFC 3339/);
+    }
+    for (const v of ["2026-02-28", "2028-02-29", "2026-04-30T23:59:59.123Z", "2026-12-31T00:00:00+05:30", "2016-12-31T23:59:60Z", "0099-01-01"]) {
+      expect(valueProblem(spud, v), v).toBeUndefined();
+    }
   });
 
   it("content - splitting never cuts a character and the slices join to the original", () => {
