@@ -70,7 +70,9 @@ function tableProblem(value: unknown): string | undefined {
 
 /** Checks every value of a project body against the catalog; the 400 names the value by pointer. */
 export function checkValues(values: ProjectValues | undefined, catalog: Catalog): Project["values"] {
-  const out: Project["values"] = { displayItems: {}, keyParameters: {} };
+  // Keyed by item ids, which callers choose: null-prototype maps, so an id such as `__proto__` is a
+  // key like any other (on a plain object that assignment would set the prototype, and be lost).
+  const out: Project["values"] = { displayItems: Object.create(null) as Record<string, unknown>, keyParameters: Object.create(null) as Record<string, unknown> };
   for (const kind of Object.values(CatalogKind)) {
     const field = VALUE_FIELD[kind];
     for (const [id, value] of Object.entries(values?.[field] ?? {})) {
@@ -108,7 +110,9 @@ export function summarizeTable(rows: ReadonlyArray<Record<string, unknown>>): { 
       }
     }
   }
-  const columns: Record<string, ColumnSummary> = {};
+  // Column names come from the rows: a null-prototype map keeps one named `__proto__` (a plain object's
+  // assignment would set its prototype instead, and the column would vanish from the summary).
+  const columns = Object.create(null) as Record<string, ColumnSummary>;
   for (const [column, s] of sums) columns[column] = { min: s.min, max: s.max, mean: s.sum / s.count, count: s.count };
   return { rows: rows.length, columns };
 }

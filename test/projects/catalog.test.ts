@@ -6,7 +6,7 @@ import { endKvWatches, eventually, startDerrick, startTestNats, type TestDerrick
 import { BUCKETS, catalogStore } from "../../actors/projects/store.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { CatalogList, catalogFrom, pageCatalog, readCatalogFile } from "../../actors/projects/catalog.ts";
-import { checkValues, computeContent, splitUtf8, summarizeTable, valueProblem } from "../../actors/projects/compute.ts";
+import { checkValues, computeContent, splitUtf8, summarizeTable, valueProblem }  from "../../actors/projects/compute.ts";
 import { DerrickError } from "../../subjects/index.ts";
 import { CatalogKind, type CatalogItem, type CatalogPage, type Project } from "../../subjects/projects.ts";
 import { ADMIN_GROUP, MAX_CATALOG_ITEMS, putCatalogItem, type ProjectsDeps } from "../../actors/projects/handlers.ts";
@@ -83,6 +83,18 @@ describe("catalog and content computation (pure)", () => {
     for (const v of ["2026-02-28", "2028-02-29", "2026-04-30T23:59:59.123Z", "2026-12-31T00:00:00+05:30", "2016-12-31T23:59:60Z", "0099-01-01"]) {
       expect(valueProblem(spud, v), v).toBeUndefined();
     }
+  });
+
+  it("content - a column or item id named __proto__ is a key like any other", () => {
+    const rows = JSON.parse('[{"__proto__": 1, "md": 2}, {"__proto__": 3, "md": 4}]') as Array<Record<string, unknown>>;
+    const summary = summarizeTable(rows);
+    expect(Object.keys(summary.columns)).toEqual(["__proto__", "md"]);
+    expect(JSON.parse(JSON.stringify(summary)).columns.__proto__).toEqual({ min: 1, max: 3, mean: 2, count: 2 });
+    const catalog = catalogFrom(readCatalogFile());
+    catalog["key-parameters"].apply({ ...item("__proto__"), dataType: "table" }, 1);
+    const values = checkValues(JSON.parse('{"keyParameters": {"__proto__": [{"md": 1}]}}'), catalog);
+    expect(Object.keys(values.keyParameters)).toEqual(["__proto__"]);
+    expect(JSON.parse(JSON.stringify(values)).keyParameters.__proto__).toEqual([{ md: 1 }]);
   });
 
   it("content - splitting never cuts a character and the slices join to the original", () => {
