@@ -181,8 +181,10 @@ export type TaskRecord = Task & {
   contentId: string;
   ids?: string[];
   requestedBy: { clientId: string; subject: string };
-  /** Runs started (the runner's count, so a worker crash counts too). */
+  /** Runs started (the runner's count, so a worker crash counts too); the newest run's number. */
   attempts: number;
+  /** Runs that ended in an infrastructure error and said so (retried with backoff; not counted against MAX_RUNS). */
+  erroredRuns?: number;
   /** The project incarnation the task was accepted for (absent on tasks from before incarnations). */
   projectIncarnation?: string;
 };

@@ -366,8 +366,16 @@ async function transition(deps: WorkerDeps, partition: string, taskId: string, n
   throw new Error(`task ${taskId} kept changing under the worker`);
 }
 
-/** Runs a task may start; the next delivery after the last fails it (crashed runs included). */
+/**
+ * Runs of a task that may end without a word (their worker crashed, or stalled past the ack wait and
+ * was overtaken); the next delivery after the last fails the task. A run that ends in an
+ * infrastructure error says so (`erroredRuns`) and is not counted here: those are retried with
+ * backoff up to GIVE_UP_AFTER_DELIVERIES (store.ts), so a storage outage does not use up this bound.
+ */
 export const MAX_RUNS = 5;
+
+/** Runs started that never ended with a word: crashed or overtaken (see MAX_RUNS). */
+export const unfinishedRuns = (task: TaskRecord) => task.attempts - (task.erroredRuns ?? 0);
 
 const terminal = (task: TaskRecord) => task.state === TaskState.succeeded || task.state === TaskState.failed;
 
@@ -401,20 +409,38 @@ const failRun = (deps: WorkerDeps, message: TaskMessage, run: number, error: str
  * Safe to run again after a crash at any point: the content is keyed by the task, the state
  * change is a compare-and-set, and a terminal task is never touched again. A run overtaken by a
  * newer run of the task (it outlived its ack wait and the message went to another worker) changes
- * nothing and returns `superseded`. Infrastructure errors are thrown for the wiring to retry.
+ * nothing and returns `superseded`. Infrastructure errors are thrown for the wiring to retry,
+ * after the run is recorded as one that ended in an error (not counted against MAX_RUNS).
  */
 export async function runContentTask(message: TaskMessage, deps: WorkerDeps, delivery: Delivery): Promise<Outcome> {
   const { partition, taskId } = message;
   // Runs are counted when they start, so runs that crashed the worker (and never came back to say
   // so) count too: a task that keeps killing workers fails here instead of being redelivered forever.
+  // A run that ended in an infrastructure error is taken off that count (below): it is the wiring's
+  // retry budget, not this one, that bounds those.
   const started = await transition(deps, partition, taskId, (task) => {
     if (terminal(task)) return undefined;
-    if (task.attempts >= MAX_RUNS) return { ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error: `the task could not be completed in ${task.attempts} runs` };
+    const unfinished = unfinishedRuns(task);
+    if (unfinished >= MAX_RUNS) return { ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error: `the task could not be completed: ${unfinished} runs ended without finishing (their workers crashed or stalled)` };
     return { ...task, state: TaskState.running, startedAt: task.startedAt ?? nowOf(deps).toISOString(), attempts: task.attempts + 1 };
   });
   if (!started) return "skipped";
   if (started.value.state === TaskState.failed) return "failed";
-  const task = started.value;
+  const run = started.value.attempts;
+  try {
+    return await runStarted(message, deps, delivery, started.value);
+  } catch (error) {
+    // This run ends with a word: recorded while it is still the newest run, so it does not count
+    // against MAX_RUNS. When even that cannot be written (the tasks bucket away too), it counts as a
+    // run that never finished: the bound stays conservative.
+    await transition(deps, partition, taskId, (task) => (terminal(task) || task.attempts !== run ? undefined : { ...task, erroredRuns: (task.erroredRuns ?? 0) + 1 })).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** The rest of a run, once the start step counted it. */
+async function runStarted(message: TaskMessage, deps: WorkerDeps, delivery: Delivery, task: TaskRecord): Promise<Outcome> {
+  const { partition, taskId } = message;
   if (deps.delayMs > 0) await delivery.hold(deps.delayMs);
 
   const project = (await deps.projects.get(partition, task.projectId))?.value;

@@ -22,10 +22,12 @@ export const BUCKETS = { catalog: "derrick_catalog", projects: "derrick_projects
 export const TASK_STREAM = "CONTENT_TASKS";
 export const WORKER_CONSUMER = "content-workers";
 /**
- * Deliveries whose run kept hitting errors before a task is failed for good. The consumer itself
- * redelivers without limit: JetStream's max_deliver stops redelivering silently, and a worker
+ * Deliveries whose run kept hitting infrastructure errors before a task is failed for good (the
+ * worker naks with a backoff of 1 s, 2 s, 5 s, then 10 s: about three minutes in all). The consumer
+ * itself redelivers without limit: JetStream's max_deliver stops redelivering silently, and a worker
  * killed on that last delivery would leave the task `running` forever. Crash loops are bounded by
- * the runner's count of started runs (MAX_RUNS in handlers.ts) instead.
+ * the runner's count of runs that never finished (MAX_RUNS in handlers.ts) instead; a run that ends
+ * in an infrastructure error is not one of those, so an outage spends this budget, not that one.
  */
 export const GIVE_UP_AFTER_DELIVERIES = 20;
 const TASK_RETENTION_MS = 7 * 86_400_000;

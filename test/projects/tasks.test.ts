@@ -6,7 +6,7 @@ import { drillingPlanValues, putProject } from "./fixtures.ts";
 import { Kvm } from "@nats-io/kv";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { BUCKETS, TASK_STREAM, WORKER_CONSUMER, contentStore, openStores, projectStore, taskStore } from "../../actors/projects/store.ts";
-import { MAX_RUNS, runContentTask } from "../../actors/projects/handlers.ts";
+import { MAX_RUNS, runContentTask, type WorkerDeps } from "../../actors/projects/handlers.ts";
 import { catalogFrom, readCatalogFile } from "../../actors/projects/catalog.ts";
 
 type TaskBody = { taskId: string; projectId: string; kind: string; state: string; createdAt: string; startedAt?: string; completedAt?: string; expiresAt?: string; contentId?: string; error?: string };
@@ -192,6 +192,41 @@ describe("content tasks", () => {
     expect((await jsm.consumers.info(TASK_STREAM, WORKER_CONSUMER)).config.max_deliver).toBe(-1);
     const failed = await settled("p-crashy", accepted.taskId);
     expect(failed).toMatchObject({ state: "failed", error: expect.stringMatching(/5 runs/) });
+  });
+
+  it("tasks - runs that end in an infrastructure error do not count against the crash bound: a storage outage longer than five runs does not fail the task", async () => {
+    await worker?.cleanup();
+    worker = undefined;
+    await putProject(derrick, "p-outage");
+    const accepted = await request("p-outage", "key-parameters", { ids: ["total-cost"] });
+    const stores = await openStores(derrick.nc);
+    const deps: WorkerDeps = { catalog: catalogFrom(readCatalogFile()), projects: projectStore(stores.projects), tasks: taskStore(stores.tasks), content: contentStore(stores.content), delayMs: 0 };
+    // The content bucket cannot be written for a while: each run throws, the wiring naks with backoff.
+    const away: WorkerDeps = { ...deps, content: { ...deps.content, write: () => Promise.reject(new Error("storage away")) } };
+    const message = { partition: "opendes", taskId: accepted.taskId };
+    const delivery = (attempt: number) => ({ attempt, last: false, working: () => undefined, hold: async () => undefined });
+    const outage = 2 * MAX_RUNS;
+    for (let attempt = 1; attempt <= outage; attempt++) await expect(runContentTask(message, away, delivery(attempt))).rejects.toThrow(/storage away/);
+    expect(await storedTask(accepted.taskId)).toMatchObject({ state: "running", attempts: outage, erroredRuns: outage });
+    // Storage is back: the next delivery completes the task.
+    expect(await runContentTask(message, deps, delivery(outage + 1))).toBe("completed");
+    expect(await task("p-outage", accepted.taskId)).toMatchObject({ state: "succeeded" });
+    expect((await derrick.call(`/v1/projects/p-outage/key-parameters/content/${accepted.contentId}`)).status).toBe(200);
+  });
+
+  it("tasks - runs that never finished still count when mixed with reported errors", async () => {
+    await worker?.cleanup();
+    worker = undefined;
+    await putProject(derrick, "p-mixed");
+    const accepted = await request("p-mixed", "key-parameters", { ids: ["total-cost"] });
+    // Eight runs started, three of them reported an infrastructure error: five never finished.
+    const kv = await new Kvm(derrick.nc).open(BUCKETS.tasks);
+    const entry = (await kv.get(`opendes.${accepted.taskId}`))!;
+    await kv.update(`opendes.${accepted.taskId}`, JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS + 3, erroredRuns: 3 }), entry.revision);
+    const stores = await openStores(derrick.nc);
+    const deps: WorkerDeps = { catalog: catalogFrom(readCatalogFile()), projects: projectStore(stores.projects), tasks: taskStore(stores.tasks), content: contentStore(stores.content), delayMs: 0 };
+    expect(await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, { attempt: 9, last: false, working: () => undefined, hold: async () => undefined })).toBe("failed");
+    expect(await task("p-mixed", accepted.taskId)).toMatchObject({ state: "failed", error: expect.stringMatching(/5 runs ended without finishing/) });
   });
 
   it("tasks - a run overtaken by a newer run of its task writes nothing", async () => {
