@@ -303,20 +303,30 @@ async function readableTask(deps: ProjectsDeps, partition: string, project: Proj
   return task;
 }
 
+/** Whether a stored result was written by the run that completed the task (the task's newest run). */
+const ofSucceededRun = (stored: { run?: number }, task: TaskRecord) => stored.run === undefined || stored.run === task.attempts;
+
 export async function getContent(input: ContentRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Content> {
   const { partition, project } = await memberProject(deps, ctx, input.projectId);
   const contentId = checkToken(input.contentId, "/params/contentId");
-  const [task, content] = await Promise.all([readableTask(deps, partition, project, input.kind, contentId, "content"), deps.content.get(partition, contentId)]);
-  if (content && content.taskId === task.taskId && content.kind === input.kind) return content;
+  const [task, stored] = await Promise.all([readableTask(deps, partition, project, input.kind, contentId, "content"), deps.content.get(partition, contentId)]);
+  if (stored && stored.taskId === task.taskId && stored.kind === input.kind && ofSucceededRun(stored, task)) {
+    const { run: _run, ...content } = stored;
+    return content;
+  }
   throw notFound(`content ${contentId} does not exist`);
 }
 
 export async function getContentPart(input: PartRef, ctx: RequestContext, deps: ProjectsDeps): Promise<ContentPart> {
   const { partition, project } = await memberProject(deps, ctx, input.projectId);
   const partId = checkToken(input.contentPartId, "/params/contentPartId");
-  const [task, part] = await Promise.all([readableTask(deps, partition, project, input.kind, partId, "content part"), deps.content.part(partition, partId)]);
-  // An absent part of a readable task is not one of its content's parts.
-  if (part && part.contentId === task.contentId && part.kind === input.kind) return part;
+  const [task, stored] = await Promise.all([readableTask(deps, partition, project, input.kind, partId, "content part"), deps.content.part(partition, partId)]);
+  // An absent part of a readable task is not one of its content's parts; nor is one an overtaken run
+  // left (it cut a different result into more parts).
+  if (stored && stored.contentId === task.contentId && stored.kind === input.kind && ofSucceededRun(stored, task)) {
+    const { run: _run, ...part } = stored;
+    return part;
+  }
   throw notFound(`content part ${partId} does not exist`);
 }
 
@@ -482,10 +492,12 @@ async function runStarted(message: TaskMessage, deps: WorkerDeps, delivery: Deli
     ...(parts.length ? { parts: parts.map((p) => p.contentPartId) } : { items }),
   };
   // A run that outlived its ack wait may have been overtaken by a redelivered one: only the newest
-  // run of a task still going writes, so a finished task's result is not replaced.
+  // run of a task still going writes, so a finished task's result is not replaced. The re-read is
+  // the cheap check; the writes themselves are compare-and-sets over older runs' results only, for a
+  // run that stalls after this check (a newer run may start, write and complete meanwhile).
   const current = (await deps.tasks.get(partition, taskId))?.value;
   if (!current || terminal(current)) return "skipped";
   if (current.attempts !== task.attempts) return "superseded";
-  await deps.content.write(partition, content, parts);
+  if (!(await deps.content.write(partition, content, parts, task.attempts))) return "superseded";
   return finishRun(deps, message, task.attempts, (current) => ({ ...current, state: TaskState.succeeded, completedAt: completedAt.toISOString(), expiresAt }), "completed");
 }

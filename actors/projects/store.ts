@@ -122,20 +122,44 @@ export function taskStore(kv: KV): TaskStore {
   };
 }
 
+/** A content or part as stored: with the run of its task that wrote it (absent when written before runs were recorded). */
+export type OfRun<T> = T & { run?: number };
+
 export type ContentStore = {
-  get(partition: string, contentId: string): Promise<Content | undefined>;
-  part(partition: string, partId: string): Promise<ContentPart | undefined>;
-  /** Writes parts first, then the content: a reader who sees the content finds every part. */
-  write(partition: string, content: Content, parts: ContentPart[]): Promise<void>;
+  get(partition: string, contentId: string): Promise<OfRun<Content> | undefined>;
+  part(partition: string, partId: string): Promise<OfRun<ContentPart> | undefined>;
+  /**
+   * Writes parts first, then the content (a reader who sees the content finds every part), each
+   * with `run` and only over nothing or an older run's: false, and nothing more written, when a
+   * newer run of the task wrote first.
+   */
+  write(partition: string, content: Content, parts: ContentPart[], run: number): Promise<boolean>;
 };
+
+/** Compare-and-set ATTEMPTS for one write of a run's result. */
+const RUN_WRITE_ATTEMPTS = 5;
+
+/**
+ * Puts a run's value unless a newer run's is held: a compare-and-set on the revision read, so a run
+ * that stalled between its check and its write cannot replace the result of a run that overtook it.
+ */
+async function putForRun(kv: KV, key: string, value: object, run: number): Promise<boolean> {
+  for (let attempt = 0; attempt < RUN_WRITE_ATTEMPTS; attempt++) {
+    const held = await readVersioned<{ run?: number }>(kv, key);
+    if (held && (held.value.run ?? 0) > run) return false;
+    if (await casPut(kv, key, { ...value, run }, held?.revision ?? 0, held !== undefined)) return true;
+  }
+  throw new Error(`${key} kept changing under run ${run}`);
+}
 
 export function contentStore(kv: KV): ContentStore {
   return {
-    get: async (partition, contentId) => (await readVersioned<Content>(kv, contentKey(partition, contentId)))?.value,
-    part: async (partition, partId) => (await readVersioned<ContentPart>(kv, partKey(partition, partId)))?.value,
-    async write(partition, content, parts) {
-      await Promise.all(parts.map((part) => kv.put(partKey(partition, part.contentPartId), encodeJson(part))));
-      await kv.put(contentKey(partition, content.contentId), encodeJson(content));
+    get: async (partition, contentId) => (await readVersioned<OfRun<Content>>(kv, contentKey(partition, contentId)))?.value,
+    part: async (partition, partId) => (await readVersioned<OfRun<ContentPart>>(kv, partKey(partition, partId)))?.value,
+    async write(partition, content, parts, run) {
+      const written = await Promise.all(parts.map((part) => putForRun(kv, partKey(partition, part.contentPartId), part, run)));
+      if (written.includes(false)) return false;
+      return putForRun(kv, contentKey(partition, content.contentId), content, run);
     },
   };
 }

@@ -15,7 +15,8 @@ import { subjects } from "../../subjects/index.ts";
 import { TaskState, type ProjectRecord, type TaskRecord, type WorkerStats } from "../../subjects/projects.ts";
 import { encodeJson } from "../../actors/runtime/kv.ts";
 import { TASK_STREAM, WORKER_CONSUMER, contentStore, ensureTaskQueue, openStores, projectStore, taskStore, type Stores } from "../../actors/projects/store.ts";
-import { ids, runContentTask, type WorkerDeps } from "../../actors/projects/handlers.ts";
+import { getContent, getContentPart, ids, runContentTask, type WorkerDeps } from "../../actors/projects/handlers.ts";
+import type { RequestContext } from "../../actors/runtime/context.ts";
 import { handleTask } from "../../actors/projects/worker.ts";
 import { catalogFrom, readCatalogFile } from "../../actors/projects/catalog.ts";
 import { createLogger } from "../../platform/logger.ts";
@@ -115,5 +116,55 @@ describe("content runs overtaken by a redelivery", () => {
     resume();
     expect(await stale).toBe("superseded");
     expect(await stored(task.taskId)).toMatchObject({ state: "running", attempts: 2 });
+  });
+
+  it("worker - a run that passed its last check and then stalled writes nothing over the result of the run that overtook it", async () => {
+    const task = await acceptedTask("p-overtaken-write");
+    const message = { partition: "opendes", taskId: task.taskId };
+    const delivery = (attempt: number) => ({ attempt, last: false, working: () => undefined, hold: async () => undefined });
+    // Run A passes its "still the newest run?" re-read, then stalls on its content write (a GC pause,
+    // a saturated loop, a reconnect) past the ack wait. Meanwhile the project changes and a
+    // redelivered run B starts, computes, writes and completes the task; then A's write goes out.
+    let outcomeB: string | undefined;
+    const workerA: WorkerDeps = {
+      ...base,
+      content: {
+        ...base.content,
+        async write(...args) {
+          const project = (await base.projects.get("opendes", "p-overtaken-write"))!;
+          expect(await base.projects.write("opendes", { ...project.value, values: { displayItems: {}, keyParameters: { "total-depth-md": 4100 } } }, project.revision)).toBe(true);
+          outcomeB = await runContentTask(message, base, delivery(2));
+          return base.content.write(...args);
+        },
+      },
+    };
+    expect(await runContentTask(message, workerA, delivery(1))).toBe("superseded");
+    expect(outcomeB).toBe("completed");
+    const finished = await stored(task.taskId);
+    expect(finished).toMatchObject({ state: "succeeded", attempts: 2 });
+    // What is stored, and served, is B's result: its value and its expiry.
+    const content = (await base.content.get("opendes", task.contentId))!;
+    expect(content).toMatchObject({ run: 2, expiresAt: finished.expiresAt });
+    expect(content.items![0]!.value).toBe(4100);
+  });
+
+  it("worker - a content or part written by a run other than the one that completed the task is not served", async () => {
+    const task = await acceptedTask("p-overtaken-read");
+    const message = { partition: "opendes", taskId: task.taskId };
+    expect(await runContentTask(message, base, { attempt: 1, last: false, working: () => undefined, hold: async () => undefined })).toBe("completed");
+    const deps = { catalog: base.catalog, catalogStore: undefined as never, projects: base.projects, tasks: base.tasks, content: base.content, enqueue: async () => undefined };
+    const ctx = { principal: { clientId: "alpha", subject: "alpha", groups: [], kind: "service" }, partition: "opendes" } as unknown as RequestContext;
+    const ref = { projectId: "p-overtaken-read", kind: "key-parameters" as const, contentId: task.contentId };
+    const served = await getContent(ref, ctx, deps);
+    expect(served).not.toHaveProperty("run");
+    expect(served.items![0]!.value).toBe(3550);
+    // A stray write of another run (from a version without the compare-and-set, or a part index the
+    // completed run did not use) is refused at read.
+    const kv = stores.content;
+    await kv.put(`opendes.c.${task.contentId}`, JSON.stringify({ ...served, run: 7 }));
+    await expect(getContent(ref, ctx, deps)).rejects.toMatchObject({ status: 404 });
+    const partId = `prt_${task.contentId.slice(4)}_0`;
+    await kv.put(`opendes.p.${partId}`, JSON.stringify({ contentPartId: partId, contentId: task.contentId, projectId: "p-overtaken-read", kind: "key-parameters", index: 0, count: 1, data: "[]", run: 7 }));
+    await expect(getContentPart({ projectId: "p-overtaken-read", kind: "key-parameters", contentPartId: partId }, ctx, deps)).rejects.toMatchObject({ status: 404 });
   });
 });
