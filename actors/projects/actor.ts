@@ -24,8 +24,7 @@ import {
   requestContent,
   type ProjectsDeps,
 } from "./handlers.ts";
-import { catalogStore, contentStore, ensureTaskQueue, openStores, projectStore, taskStore, type Stores } from "./store.ts";
-import { encodeJson } from "../runtime/kv.ts";
+import { catalogStore, contentStore, openStores, projectStore, taskQueue, taskStore, type Stores } from "./store.ts";
 
 /**
  * The catalog every process of this capability serves: file items plus additions, kept current.
@@ -34,7 +33,7 @@ import { encodeJson } from "../runtime/kv.ts";
  */
 export async function followCatalog(cfg: Config, stores: Stores, log: Logger = createLogger(cfg.logLevel)): Promise<{ catalog: Catalog; stop(): Promise<void> }> {
   const catalog = catalogFrom(readCatalogFile(cfg.content.catalogFile));
-  const stop = await catalogStore(stores.catalog).follow(
+  const stop = await catalogStore(stores.catalog, stores.guard.catalog).follow(
     (kind, item, revision) => catalog[kind]?.apply(item, revision),
     log,
     { onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()) },
@@ -43,19 +42,19 @@ export async function followCatalog(cfg: Config, stores: Stores, log: Logger = c
 }
 
 export async function startProjectsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
-  const stores = await openStores(nc, options.storage);
-  await ensureTaskQueue(nc, cfg.content.ackWaitMs, options.storage);
-  const followed = await followCatalog(cfg, stores, options.log.child({ actor: "projects" }));
+  const log = options.log.child({ actor: "projects" });
+  const stores = await openStores(nc, options.storage, log);
+  const queue = taskQueue(nc, stores, cfg.content.ackWaitMs, options.storage, log);
+  await queue.ensure();
+  const unwatch = queue.watchDeletion();
+  const followed = await followCatalog(cfg, stores, log);
   const deps: ProjectsDeps = {
     catalog: followed.catalog,
-    catalogStore: catalogStore(stores.catalog),
-    projects: projectStore(stores.projects),
-    tasks: taskStore(stores.tasks),
-    content: contentStore(stores.content),
-    async enqueue(partition, taskId) {
-      // The task id as message id: a retried publish inside the duplicate window is stored once.
-      await stores.js.publish(subjects.content.tasks(partition), encodeJson({ partition, taskId }), { msgID: taskId });
-    },
+    catalogStore: catalogStore(stores.catalog, stores.guard.catalog),
+    projects: projectStore(stores.projects, stores.guard.projects),
+    tasks: taskStore(stores.tasks, stores.guard.tasks),
+    content: contentStore(stores.content, stores.guard.content),
+    enqueue: queue.enqueue,
   };
   const names = subjects.projects;
   return serveActor(
@@ -78,6 +77,10 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
       ],
     },
     options,
-    () => followed.stop(),
+    async () => {
+      unwatch();
+      stores.close();
+      await followed.stop();
+    },
   );
 }

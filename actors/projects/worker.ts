@@ -21,20 +21,21 @@ import { consumeForever } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { followCatalog } from "./actor.ts";
 import { failTask, runContentTask, type Delivery, type WorkerDeps } from "./handlers.ts";
-import { GIVE_UP_AFTER_DELIVERIES, TASK_STREAM, WORKER_CONSUMER, contentStore, ensureTaskQueue, openStores, projectStore, taskStore } from "./store.ts";
+import { GIVE_UP_AFTER_DELIVERIES, TASK_STREAM, WORKER_CONSUMER, contentStore, openStores, projectStore, taskQueue, taskStore } from "./store.ts";
 
 /** Backoff before a task whose run hit an infrastructure error is tried again. */
 const RETRY_DELAYS_MS = [1_000, 2_000, 5_000, 10_000];
 
 export async function startContentWorker(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "content-worker" });
-  const stores = await openStores(nc, options.storage);
+  const stores = await openStores(nc, options.storage, log);
+  const queue = taskQueue(nc, stores, cfg.content.ackWaitMs, options.storage, log);
   const followed = await followCatalog(cfg, stores, log);
   const deps: WorkerDeps = {
     catalog: followed.catalog,
-    projects: projectStore(stores.projects),
-    tasks: taskStore(stores.tasks),
-    content: contentStore(stores.content),
+    projects: projectStore(stores.projects, stores.guard.projects),
+    tasks: taskStore(stores.tasks, stores.guard.tasks),
+    content: contentStore(stores.content, stores.guard.content),
     delayMs: cfg.content.taskDelayMs,
   };
   const stats: WorkerStats = { instance: nuid.next(), completed: 0, failed: 0, redelivered: 0, inFlight: 0 };
@@ -45,10 +46,11 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
   // tasks for good. nats.js would wait forever for a deleted durable consumer to come back, and no
   // one brings it back while the processes run (it is created at start): so a missing consumer or
   // stream ends the iterator (abort_on_missing_resource), and each opening creates whatever is
-  // missing first. Unacked tasks stay in the work queue and go to the new consumer.
+  // missing first. Unacked tasks stay in the work queue and go to the new consumer; when the stream
+  // itself was gone, its opening makes it again and queues every unfinished task again (taskQueue).
   const loop = await consumeForever(
     async () => {
-      await ensureTaskQueue(nc, cfg.content.ackWaitMs, options.storage);
+      await queue.ensure();
       const consumer = await stores.js.consumers.get(TASK_STREAM, WORKER_CONSUMER);
       return consumer.consume({ max_messages: cfg.content.workerConcurrency, abort_on_missing_resource: true });
     },
@@ -62,6 +64,9 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
     },
     { what: "content tasks", log },
   );
+  // A deleted work-queue stream: the loop re-opens now (making the stream again) rather than after
+  // the pull's missed heartbeats.
+  const unwatch = queue.watchDeletion(() => loop.reopen());
 
   const served = await serveActor(
     nc,
@@ -77,9 +82,11 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
     async stop() {
       // Stop pulling; tasks in flight finish and ack; anything buffered but not started is
       // redelivered to another worker after the ack wait.
+      unwatch();
       await loop.stop();
       await gate.idle();
       await followed.stop();
+      stores.close();
       await served.stop();
     },
   };

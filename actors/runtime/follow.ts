@@ -122,12 +122,14 @@ export async function followBucket(kv: Pick<KV, "watch" | "status">, options: Fo
  * Consumes a durable consumer forever: `open` makes a consume iterator (called again after one
  * ended), `onMessage` gets each message. A message whose handling throws is logged and left
  * unacknowledged: the ack wait brings it back (or the handler settles it itself before throwing).
+ * `reopen()` closes the current iterator so that it is opened again at once: for an owner that learns
+ * first that the stream was deleted (nats.js notices only after missed heartbeats).
  */
 export async function consumeForever(
   open: () => Promise<ConsumerMessages>,
   onMessage: (msg: JsMsg) => void | Promise<void>,
   options: RetryOptions & { what: string; log: Logger },
-): Promise<Loop> {
+): Promise<Loop & { reopen(): void }> {
   const { log } = options;
   return supervise({
     what: `consumer ${options.what}`,
