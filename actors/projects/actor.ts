@@ -55,6 +55,7 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
     tasks: taskStore(stores.tasks, stores.guard.tasks),
     content: contentStore(stores.content, stores.guard.content),
     enqueue: queue.enqueue,
+    lost: { lostAfterMs: cfg.content.ackWaitMs, queueEmpty: queue.empty, requeue: queue.requeue },
   };
   const names = subjects.projects;
   return serveActor(

@@ -74,6 +74,12 @@ export type ProjectsDeps = {
   content: ContentStore;
   /** Publishes the task to the work queue (deduplicated by task id). */
   enqueue(partition: string, taskId: string): Promise<void>;
+  /**
+   * Finding lost messages (see requeueIfLost); absent: not looked for. `lostAfterMs` is how long a
+   * task stays queued or running before a read looks (the ack wait); `queueEmpty` tells whether the
+   * work queue holds no message at all; `requeue` publishes the task again under a new message id.
+   */
+  lost?: { lostAfterMs: number; queueEmpty(): Promise<boolean>; requeue(partition: string, taskId: string): Promise<void> };
   now?: () => Date;
 };
 
@@ -279,7 +285,29 @@ export async function getTask(input: TaskRef, ctx: RequestContext, deps: Project
   const taskId = checkToken(input.taskId, "/params/taskId");
   const found = await deps.tasks.get(partition, taskId);
   if (!found || !ofIncarnation(found.value, project)) throw notFound(`task ${taskId} does not exist in project ${project.projectId}`);
+  await requeueIfLost(deps, found.value);
   return taskView(found.value);
+}
+
+/**
+ * Queues a task again when its work-queue message is gone while the stream itself stayed (purged or
+ * removed by an operator; a deleted stream is handled where it is made again, store.ts). A message
+ * stays in the work queue until its task is terminal and acked, so a task still queued or running
+ * while the queue holds no message at all has lost its own. Looked at on reads of a task older than
+ * the ack wait (a younger one may be between its acceptance and its publish); the task is re-read
+ * after the queue, so one that completed and acked meanwhile is left alone. Never throws: the read
+ * answers anyway, and the next read looks again.
+ */
+async function requeueIfLost(deps: ProjectsDeps, task: TaskRecord): Promise<void> {
+  const lost = deps.lost;
+  if (!lost || terminal(task) || nowOf(deps).getTime() - Date.parse(task.createdAt) < lost.lostAfterMs) return;
+  try {
+    if (!(await lost.queueEmpty())) return;
+    const again = (await deps.tasks.get(task.partition, task.taskId))?.value;
+    if (again && !terminal(again)) await lost.requeue(task.partition, task.taskId);
+  } catch {
+    // Looked at again on the next read.
+  }
 }
 
 /**
@@ -294,6 +322,7 @@ async function readableTask(deps: ProjectsDeps, partition: string, project: Proj
   if (!task || !ofIncarnation(task, project) || task.kind !== kind) throw notFound(`${what} ${id} does not exist`);
   const about = { taskId: task.taskId, state: task.state };
   if (task.state === TaskState.queued || task.state === TaskState.running) {
+    await requeueIfLost(deps, task);
     throw new DerrickError(409, `${what} ${id} is not ready: task ${task.taskId} is ${task.state}`, { type: "task-not-complete", extensions: about, headers: { Location: taskLocation(project.projectId, task.taskId) } });
   }
   if (task.state === TaskState.failed) throw new DerrickError(404, `${what} ${id} was not produced: task ${task.taskId} failed: ${task.error ?? "unknown error"}`, { extensions: { ...about, error: task.error } });

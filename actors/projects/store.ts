@@ -14,7 +14,7 @@
  * which then queues every unfinished task again (their messages went with the old stream).
  */
 import { SINGLE_NODE, bucketOptions, streamInfoIfAny, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry, type KvOptions } from "@nats-io/kv";
 import { casPut, encodeJson, isLive, isWrongRevision, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { followBucket, type FollowOptions } from "../runtime/follow.ts";
@@ -204,6 +204,13 @@ export type TaskQueue = {
   /** Publishes a task (deduplicated by task id); a deleted stream is made again first. */
   enqueue(partition: string, taskId: string): Promise<void>;
   /**
+   * Publishes a task whose message was lost again, under a new message id (the task id may still be
+   * in the duplicate window, which would drop it).
+   */
+  requeue(partition: string, taskId: string): Promise<void>;
+  /** Whether the work-queue stream holds no message (false when there is no stream). */
+  empty(): Promise<boolean>;
+  /**
    * Calls `onDeleted` (by default: ensure, after RECREATE_DELAY_MS) each time the server deletes the
    * work-queue stream, until the returned stop. A worker re-opens its consume loop instead (which
    * ensures): nats.js would otherwise notice only after missed heartbeats (up to a minute).
@@ -212,9 +219,9 @@ export type TaskQueue = {
 };
 
 export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js" | "jsm" | "guard">, ackWaitMs: number, policy: StoragePolicy = SINGLE_NODE, log: Logger): TaskQueue {
-  const publish = (partition: string, taskId: string) =>
+  const publish = (partition: string, taskId: string, msgID = taskId) =>
     // The task id as message id: a retried publish inside the duplicate window is stored once.
-    stores.js.publish(subjects.content.tasks(partition), encodeJson({ partition, taskId }), { msgID: taskId }).then(() => undefined);
+    stores.js.publish(subjects.content.tasks(partition), encodeJson({ partition, taskId }), { msgID }).then(() => undefined);
   let requeuing: Promise<void> = Promise.resolve();
   const requeue = async () => {
     for (let attempt = 0; ; attempt++) {
@@ -248,6 +255,8 @@ export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js
         await publish(partition, taskId);
       }
     },
+    requeue: (partition, taskId) => publish(partition, taskId, `${taskId}:${nuid.next()}`),
+    empty: async () => (await streamInfoIfAny(stores.jsm, TASK_STREAM))?.state.messages === 0,
     watchDeletion(onDeleted) {
       const sub = onStreamDeleted(
         nc,

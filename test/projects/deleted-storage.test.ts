@@ -1,7 +1,8 @@
 /**
  * Buckets and the work-queue stream deleted while the processes run (an operator, a tool, a lost
  * store): each is made again, with the configuration it started with, on its next use, and tasks
- * accepted before a deleted work queue are queued again instead of staying `queued` for good.
+ * accepted before a deleted work queue (or whose messages were purged from it) are queued again
+ * instead of staying `queued` for good.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
@@ -106,6 +107,25 @@ describe("content storage deleted at runtime", () => {
     await startWorker();
     expect(await settled(queued.taskId)).toMatchObject({ state: "succeeded" });
     expect(await settled(after.taskId)).toMatchObject({ state: "succeeded" });
+    await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, { what: "the queue to drain" });
+  });
+
+  it("storage - a task whose message was purged from a work queue that stayed is queued again by a read once it is older than the ack wait", { timeout: 30_000 }, async () => {
+    await stopWorker();
+    const queued = await request();
+    expect((await jsm.streams.purge(TASK_STREAM)).purged).toBe(1);
+    // Reads (the task, or its content answering 409) look once the task is older than the ack wait:
+    // the queue holds no message at all, so the task has lost its own, and it is published again.
+    await eventually(async () => {
+      const res = await derrick.call(`/v1/projects/p-deleted/key-parameters/content/${queued.contentId}`);
+      expect(res.status).toBe(409);
+      return (await jsm.streams.info(TASK_STREAM)).state.messages === 1;
+    }, { timeoutMs: 10_000, intervalMs: 250, what: "a read to queue the task again" });
+    // Further reads add nothing while its message waits.
+    await task(queued.taskId);
+    expect((await jsm.streams.info(TASK_STREAM)).state.messages).toBe(1);
+    await startWorker();
+    expect(await settled(queued.taskId)).toMatchObject({ state: "succeeded" });
     await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, { what: "the queue to drain" });
   });
 
