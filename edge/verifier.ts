@@ -32,6 +32,10 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
       const hit = cache.get(token);
       if (hit && hit.until > Date.now()) return hit.principal;
       if (hit) cache.delete(token);
+      // Read before the check: keys refreshed while it ran (a key withdrawn) must not lend their
+      // fresh fetch time to a token the older keys verified. A refresh during the check makes this
+      // older, so at worst the token is not cached and is checked again with the new keys.
+      const keysAsOf = fetchedAt();
       let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(token, keys, { issuer, audience: cfg.auth.audience, algorithms: ["ES256", "RS256", "PS256", "EdDSA", "ES384"], requiredClaims: ["exp"] }));
@@ -43,7 +47,7 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
       if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
       // A verified token is trusted no longer than the keys that verified it (rotation, removal):
       // until those keys are due for a refetch, not a full max age from now.
-      const until = Math.min(payload.exp! * 1000, fetchedAt() + maxAge);
+      const until = Math.min(payload.exp! * 1000, keysAsOf + maxAge);
       if (until > Date.now()) cache.set(token, { principal, until });
       return principal;
     },
