@@ -44,7 +44,7 @@ export function partitionOf(headers: Record<string, string | undefined>, known: 
   }
   const partition = given[0]!;
   if (!isToken(partition)) throw badRequest("the partition id must be letters, digits, '_' or '-'", [{ pointer: "/headers/slb-partition-id", message: "is not a valid partition id" }]);
-  if (!known.includes(partition)) throw forbidden(`partition ${partition} is not served here or not open to this caller`);
+  if (!known.includes(partition)) throw forbidden(`partition ${partition} is not served by this deployment (DERRICK_PARTITIONS)`);
   return partition;
 }
 
