@@ -24,7 +24,7 @@ import {
 import type { RequestContext } from "../runtime/context.ts";
 import type { Access, SearchBackend, SearchHit, SearchRequest } from "./backend.ts";
 import { aclGroup } from "./documents.ts";
-import { highlight, project } from "./results.ts";
+import { Highlighter, project } from "./results.ts";
 import type { CursorStore } from "./store.ts";
 import { decodeSearchBody, parsePlanQuery, planSearch, type SearchPlan } from "./validate.ts";
 import type { QueryNode } from "./query/ast.ts";
@@ -84,9 +84,11 @@ function requestOf(plan: SearchPlan, ast: QueryNode, partition: string, access: 
 }
 
 function results(hits: SearchHit[], plan: SearchPlan, ast: QueryNode): Array<Record<string, unknown>> {
+  // One highlighter for the page: its globs compiled once, its work bounded (HIGHLIGHT_WORK_MAX).
+  const highlighter = new Highlighter(plan.highlightedFields, ast);
   return hits.map(({ doc }) => {
     const out = project(doc, plan.returnedFields);
-    const marks = highlight(doc, plan.highlightedFields, ast);
+    const marks = highlighter.highlight(doc);
     return marks ? { ...out, highlight: marks } : out;
   });
 }

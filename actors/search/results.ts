@@ -57,24 +57,147 @@ export function project(doc: Record<string, unknown>, fields: readonly string[])
   return (pick(doc, "", fields.map(include)) as Record<string, unknown> | undefined) ?? {};
 }
 
-function termsFor(field: string, terms: TermNode[]): TermNode[] {
-  return terms.filter((t) => {
-    if (!t.field) return true;
-    const base = t.field.replace(/\.keyword(Lower)?$/, "");
-    return base === field || compileGlob(base)(field);
-  });
+/**
+ * Most highlight work one request may ask for (`highlightedFields`), in units of roughly 0.1 µs
+ * on the development VM (2 shared cores), so the whole budget is 0.1–0.15 s of the actor's thread
+ * at worst (measured on the shapes that cost most per unit):
+ * - PATH_UNITS per returned document and per path it holds (flattening, matching the patterns), and
+ *   again per highlighted path of a document (reading its values);
+ * - VALUE_UNITS per value highlighted plus one per character of it, times 1 + the prefix words
+ *   (`drill*`) that apply to the path (each compared with every word of the value);
+ * - GLOB_UNITS per highlighted-field pattern and per wildcard-field term (`data.*Name:x`) matched
+ *   against a path not seen before in the request (each is compiled once per request).
+ * 1000 results with 20 short fields each, highlighted on `*`, take about 1.5M. Past the budget the
+ * remaining results (the one that crossed it too) come without `highlight`: OSDU adds `highlight`
+ * only to a result where something matched, so clients read it as optional; and the cost depends
+ * on the stored records, not the request alone, so a 400 would fail a query that passed
+ * yesterday. Before, nothing bounded it: 1000 fielded terms with `highlightedFields: ["*" ×100]`
+ * compiled a glob per document × path × term × entry and held the actor's thread (shared with
+ * the edge and every actor of `derrick start`) for minutes.
+ */
+export const HIGHLIGHT_WORK_MAX = 2_000_000;
+const PATH_UNITS = 16;
+const VALUE_UNITS = 4;
+const GLOB_UNITS = 2;
+
+type Words = { exact: Set<string>; prefixes: string[] };
+
+/**
+ * Highlights the results of one request: the highlighted-field patterns and the terms' field
+ * globs are compiled once, each path's words computed once, and the work counted against
+ * HIGHLIGHT_WORK_MAX.
+ */
+export class Highlighter {
+  /** Work units spent so far. */
+  work = 0;
+  /** Whether the budget ran out (later documents get no highlight). */
+  exhausted = false;
+  private readonly fields: Array<{ field: string; matches?: (path: string) => boolean }>;
+  private readonly unfielded: TermNode[];
+  /** Fielded terms by their exact field (without `.keyword`/`.keywordLower`). */
+  private readonly exactField = new Map<string, TermNode[]>();
+  /** Fielded terms whose field holds a glob character, with its matcher. */
+  private readonly globField: Array<{ term: TermNode; matches: (path: string) => boolean }> = [];
+  /** Per path: the words of the terms that apply to it (undefined when none). */
+  private readonly wordsOf = new Map<string, Words | undefined>();
+  /** Per path: which highlighted-field patterns name it (by their index in `fields`). */
+  private readonly named = new Map<string, boolean[]>();
+
+  constructor(
+    fields: readonly string[],
+    query: QueryNode,
+    private readonly max = HIGHLIGHT_WORK_MAX,
+  ) {
+    // Duplicate entries name the same paths: each is looked at once.
+    this.fields = [...new Set(fields)].map((field) => (field.includes("*") ? { field, matches: compileGlob(field) } : { field }));
+    const terms = positiveTerms(query);
+    this.unfielded = terms.filter((t) => !t.field);
+    for (const t of terms) {
+      if (!t.field) continue;
+      const base = t.field.replace(/\.keyword(Lower)?$/, "");
+      if (/[*?\\]/.test(base)) this.globField.push({ term: t, matches: compileGlob(base) });
+      else {
+        const list = this.exactField.get(base);
+        if (list) list.push(t);
+        else this.exactField.set(base, [t]);
+      }
+    }
+  }
+
+  private spend(units: number): boolean {
+    this.work += units;
+    if (this.work > this.max) this.exhausted = true;
+    return !this.exhausted;
+  }
+
+  private words(path: string): Words | undefined {
+    if (this.wordsOf.has(path)) return this.wordsOf.get(path);
+    this.spend(GLOB_UNITS * this.globField.length);
+    const terms = [...this.unfielded, ...(this.exactField.get(path) ?? []), ...this.globField.filter((g) => g.matches(path)).map((g) => g.term)];
+    const exact = new Set<string>();
+    const prefixes: string[] = [];
+    for (const t of terms) {
+      const ws = tokenize(t.value);
+      ws.forEach((w, i) => (t.kind === "prefix" && i === ws.length - 1 ? prefixes.push(w) : exact.add(w)));
+    }
+    const words = exact.size + prefixes.length ? { exact, prefixes: [...new Set(prefixes)] } : undefined;
+    this.wordsOf.set(path, words);
+    return words;
+  }
+
+  private isNamed(path: string, field: number, patterns: number): boolean {
+    let hits = this.named.get(path);
+    if (hits === undefined) {
+      this.spend(GLOB_UNITS * patterns);
+      this.named.set(path, (hits = this.fields.map((f) => f.matches?.(path) ?? false)));
+    }
+    return hits[field]!;
+  }
+
+  /** OSDU `highlight` of one document: field → fragments, for fields that hold a query term. */
+  highlight(doc: Record<string, unknown>): Record<string, string[]> | undefined {
+    if (this.fields.length === 0 || this.exhausted) return undefined;
+    const out: Record<string, string[]> = {};
+    const flat = new Map<string, unknown>();
+    flatten(doc, "", flat);
+    const patterns = this.fields.filter((f) => f.matches).length;
+    if (!this.spend(PATH_UNITS + (patterns ? flat.size * PATH_UNITS : 0))) return undefined;
+    // Each path once, in the order the entries name them.
+    const paths = new Set<string>();
+    this.fields.forEach(({ field, matches }, i) => {
+      if (!matches) paths.add(field);
+      else for (const path of flat.keys()) if (!paths.has(path) && this.isNamed(path, i, patterns)) paths.add(path);
+    });
+    for (const path of paths) {
+      if (!this.spend(PATH_UNITS)) return undefined;
+      const words = this.words(path);
+      if (!words) continue;
+      const fragments: string[] = [];
+      for (const value of valuesAt(doc, path.split("."))) {
+        if (typeof value !== "string" && typeof value !== "number") continue;
+        const text = String(value);
+        if (!this.spend(VALUE_UNITS + text.length * (1 + words.prefixes.length))) return undefined;
+        const marked = highlightText(text, words);
+        if (marked) fragments.push(marked);
+        if (fragments.length >= MAX_FRAGMENTS) break;
+      }
+      if (fragments.length) out[path] = fragments;
+    }
+    // OSDU adds `highlight` only when something matched.
+    return Object.keys(out).length ? out : undefined;
+  }
 }
 
-function highlightText(text: string, terms: TermNode[]): string | undefined {
-  const words = terms.flatMap((t) => tokenize(t.value).map((w, i, all) => ({ w, prefix: t.kind === "prefix" && i === all.length - 1 })));
-  if (words.length === 0) return undefined;
+const ASCII = /^[\x00-\x7f]*$/;
+
+function highlightText(text: string, { exact, prefixes }: Words): string | undefined {
   let hit = false;
-  let firstHit = -1;
-  const marked = text.replace(/[\p{L}\p{N}_]+/gu, (token, offset: number) => {
-    const lower = tokenize(token)[0] ?? "";
-    if (words.some(({ w, prefix }) => (prefix ? lower.startsWith(w) : lower === w))) {
+  // ASCII text (most values): the same tokens without the Unicode classes, several times faster.
+  const ascii = ASCII.test(text);
+  const marked = text.replace(ascii ? /[A-Za-z0-9_]+/g : /[\p{L}\p{N}_]+/gu, (token) => {
+    const lower = ascii ? token.toLowerCase() : (tokenize(token)[0] ?? "");
+    if (exact.has(lower) || prefixes.some((w) => lower.startsWith(w))) {
       hit = true;
-      if (firstHit < 0) firstHit = offset;
       return `<em>${token}</em>`;
     }
     return token;
@@ -85,26 +208,7 @@ function highlightText(text: string, terms: TermNode[]): string | undefined {
   return marked.slice(start, start + FRAGMENT_SIZE + 9);
 }
 
-/** OSDU `highlight`: field → fragments, for fields that hold a query term. */
+/** OSDU `highlight` of one document (a Highlighter of its own: for one document only). */
 export function highlight(doc: Record<string, unknown>, fields: readonly string[], query: QueryNode): Record<string, string[]> | undefined {
-  if (fields.length === 0) return undefined;
-  const terms = positiveTerms(query);
-  const out: Record<string, string[]> = {};
-  const flat = new Map<string, unknown>();
-  flatten(doc, "", flat);
-  for (const field of fields) {
-    const paths = field.includes("*") ? [...flat.keys()].filter(compileGlob(field)) : [field];
-    for (const path of paths) {
-      const fragments: string[] = [];
-      for (const value of valuesAt(doc, path.split("."))) {
-        if (typeof value !== "string" && typeof value !== "number") continue;
-        const marked = highlightText(String(value), termsFor(path, terms));
-        if (marked) fragments.push(marked);
-        if (fragments.length >= MAX_FRAGMENTS) break;
-      }
-      if (fragments.length) out[path] = fragments;
-    }
-  }
-  // OSDU adds `highlight` only when something matched.
-  return Object.keys(out).length ? out : undefined;
+  return new Highlighter(fields, query).highlight(doc);
 }

@@ -254,7 +254,8 @@ export function planSearch(body: QueryRequest | CursorQueryRequest, cursor: bool
     } else aggregateBy = agg.trim();
   }
   const returnedFields = fieldList(body.returnedFields, "/body/returnedFields", errors);
-  const highlightedFields = fieldList(body.highlightedFields, "/body/highlightedFields", errors);
+  // A repeated entry names the same paths again: kept once (it used to repeat the highlight work).
+  const highlightedFields = [...new Set(fieldList(body.highlightedFields, "/body/highlightedFields", errors))];
   if (errors.length) throw invalidParameters(errors);
   const query = body.query ?? "";
   const ast = parsePlanQuery(query);
