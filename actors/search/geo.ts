@@ -102,9 +102,17 @@ function segments(shape: Shape): Array<[Position, Position]> {
 /** Ray casting on one ring (boundary counts as inside). */
 function inRing(p: Position, ring: Position[]): boolean {
   let inside = false;
+  const lo = p[1] - 1e-12;
+  const hi = p[1] + 1e-12;
   for (let i = 0, j = ring.length - 1; i < ring.length; j = i++) {
-    const [xi, yi] = ring[i]!;
-    const [xj, yj] = ring[j]!;
+    const a = ring[i]!;
+    const b = ring[j]!;
+    const yi = a[1];
+    const yj = b[1];
+    // An edge wholly above or below the point neither holds it (onSegment's tolerance) nor crosses its ray.
+    if ((yi < lo && yj < lo) || (yi > hi && yj > hi)) continue;
+    const xi = a[0];
+    const xj = b[0];
     if (onSegment(p, ring[j]!, ring[i]!)) return true;
     if (yi > p[1] !== yj > p[1] && p[0] < ((xj - xi) * (p[1] - yi)) / (yj - yi) + xi) inside = !inside;
   }
@@ -172,28 +180,107 @@ export function areaBBox(area: Area): BBox {
   return bboxOf({ points: [], lines: [], polygons: [area.polygon] })!;
 }
 
+/**
+ * Counts the work of the exact tests, in units of one query vertex or edge compared with one vertex
+ * or segment of a record's shape (one per vertex against a box or circle); the caller may throw to
+ * stop a test that has grown past its budget.
+ */
+export type Spend = (units: number) => void;
+const free: Spend = () => {};
+
+/** A query polygon prepared once for every candidate: its rings with their boxes, its edges, its size. */
+export type PreparedPolygon = { rings: Array<{ ring: Position[]; box: BBox }>; box: BBox; edges: Array<[Position, Position]>; vertices: Position[] };
+/** A WITHIN area prepared once per query. */
+export type PreparedArea = { type: "box"; box: BBox } | { type: "circle"; center: Position; radiusM: number } | { type: "polygon"; polygon: PreparedPolygon };
+
+/** Beyond the tolerance of onSegment (1e-12): a point farther than this outside a box is off everything in it. */
+const BOX_SLACK = 1e-9;
+const outside = (p: Position, b: BBox) => p[0] < b.minX - BOX_SLACK || p[0] > b.maxX + BOX_SLACK || p[1] < b.minY - BOX_SLACK || p[1] > b.maxY + BOX_SLACK;
+const disjoint = (a: BBox, b: BBox) => a.maxX < b.minX - BOX_SLACK || a.minX > b.maxX + BOX_SLACK || a.maxY < b.minY - BOX_SLACK || a.minY > b.maxY + BOX_SLACK;
+
+export function preparePolygon(polygon: Position[][]): PreparedPolygon {
+  const shape: Shape = { points: [], lines: [], polygons: [polygon] };
+  const empty: BBox = { minX: Infinity, minY: Infinity, maxX: -Infinity, maxY: -Infinity };
+  return {
+    rings: polygon.map((ring) => ({ ring, box: bboxOf({ points: ring, lines: [], polygons: [] }) ?? empty })),
+    box: bboxOf(shape) ?? empty,
+    edges: segments(shape),
+    vertices: vertices(shape),
+  };
+}
+
+export function prepareArea(area: Area): PreparedArea {
+  return area.type === "polygon" ? { type: "polygon", polygon: preparePolygon(area.polygon) } : area;
+}
+
+/** inPolygon on a prepared polygon: a point outside a ring's box is not in it, without reading its edges. */
+function inPrepared(p: Position, polygon: PreparedPolygon, spend: Spend): boolean {
+  const outer = polygon.rings[0];
+  if (!outer || outside(p, outer.box)) return false;
+  spend(outer.ring.length);
+  if (!inRing(p, outer.ring)) return false;
+  for (let h = 1; h < polygon.rings.length; h++) {
+    const hole = polygon.rings[h]!;
+    if (outside(p, hole.box)) continue;
+    spend(2 * hole.ring.length);
+    if (inRing(p, hole.ring) && !onRingBoundary(p, hole.ring)) return false;
+  }
+  return true;
+}
+
 /** Every part of the shape lies in the area (ES geo_shape WITHIN). */
 export function within(shape: Shape, area: Area): boolean {
+  return withinPrepared(shape, prepareArea(area));
+}
+
+export function withinPrepared(shape: Shape, area: PreparedArea, spend: Spend = free): boolean {
   const all = vertices(shape);
   if (all.length === 0) return false;
   if (area.type === "box") {
+    spend(all.length);
     const b = area.box;
     return all.every((p) => p[0] >= b.minX && p[0] <= b.maxX && p[1] >= b.minY && p[1] <= b.maxY);
   }
-  if (area.type === "circle") return all.every((p) => haversineM(area.center, p) <= area.radiusM);
-  if (!all.every((p) => inPolygon(p, area.polygon))) return false;
+  if (area.type === "circle") {
+    spend(all.length);
+    return all.every((p) => haversineM(area.center, p) <= area.radiusM);
+  }
+  const polygon = area.polygon;
+  if (!all.every((p) => inPrepared(p, polygon, spend))) return false;
   // A concave area can hold every vertex and still let an edge leave it.
-  const edges = segments({ points: [], lines: [], polygons: [area.polygon] });
-  return segments(shape).every(([a, b]) => edges.every(([c, d]) => !segmentsCross(a, b, c, d)));
+  const mine = segments(shape);
+  if (mine.length === 0) return true;
+  spend(mine.length * polygon.edges.length);
+  return mine.every(([a, b]) => polygon.edges.every(([c, d]) => !segmentsCross(a, b, c, d)));
 }
 
 /** The shape and any of the polygons share at least one point (ES geo_shape INTERSECTS). */
 export function intersects(shape: Shape, polygons: Position[][][]): boolean {
-  const query: Shape = { points: [], lines: [], polygons };
+  return intersectsPrepared(shape, polygons.map(preparePolygon));
+}
+
+/**
+ * intersects() on prepared polygons. It is the same test polygon by polygon (a vertex of either
+ * inside the other, or edges touching), so a polygon whose box is apart from the shape's is skipped.
+ */
+export function intersectsPrepared(shape: Shape, polygons: PreparedPolygon[], spend: Spend = free): boolean {
+  const box = bboxOf(shape);
+  if (!box) return false;
   const mine = vertices(shape);
-  if (polygons.some((poly) => mine.some((p) => inPolygon(p, poly)))) return true;
-  const theirs = vertices(query);
-  if (shape.polygons.some((poly) => theirs.some((p) => inPolygon(p, poly)))) return true;
-  const edges = segments(query);
-  return segments(shape).some(([a, b]) => edges.some(([c, d]) => segmentsTouch(a, b, c, d)));
+  const myEdges = segments(shape);
+  const myRingVertices = shape.polygons.reduce((n, poly) => n + poly.reduce((m, ring) => m + ring.length, 0), 0);
+  spend(polygons.length);
+  for (const poly of polygons) {
+    if (disjoint(box, poly.box)) continue;
+    if (mine.some((p) => inPrepared(p, poly, spend))) return true;
+    if (myRingVertices > 0) {
+      spend(2 * poly.vertices.length * myRingVertices);
+      if (shape.polygons.some((own) => poly.vertices.some((p) => inPolygon(p, own)))) return true;
+    }
+    if (myEdges.length > 0) {
+      spend(myEdges.length * poly.edges.length);
+      if (myEdges.some(([a, b]) => poly.edges.some(([c, d]) => segmentsTouch(a, b, c, d)))) return true;
+    }
+  }
+  return false;
 }

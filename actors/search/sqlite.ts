@@ -26,7 +26,8 @@ import { matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.t
 import { compileGlob } from "./glob.ts";
 import { aclKey, bm25, idf, PointIndex, RowFacts } from "./rows.ts";
 import { DATES, FAIL, NUMBERS, PASS, SortColumns, UNDECIDED, rangeVerdict, sortedPage, type ColumnSource, type NumericColumn, type NumericRange } from "./sort-columns.ts";
-import { areaBBox, intersects, within, type BBox, type Shape } from "./geo.ts";
+import { areaBBox, intersectsPrepared, prepareArea, preparePolygon, withinPrepared, type BBox, type Shape } from "./geo.ts";
+import { invalidParameters } from "./validate.ts";
 import { matchAll, positivePart, type NestedNode, type QueryNode, type RangeNode, type TermNode } from "./query/ast.ts";
 
 /** Fields ES maps as keyword in OSDU indexes: a term on them matches the whole value exactly (`version` is a long: numeric). */
@@ -37,6 +38,26 @@ const SCHEMA_VERSION = "6";
 /** Geometry ids: rid * SHAPE_SLOTS + the shape's ordinal in its record (deleted by id, no index needed). */
 const SHAPE_SLOTS = 65_536;
 const AGGREGATION_SIZE = 1000;
+/**
+ * Most exact-geometry work one spatial filter may take, in units of one vertex or edge of the query
+ * geometry compared with one vertex or segment of a candidate record's shape (a candidate costs 1
+ * more; a point against a box or circle costs 1). Only candidates the caller may see in the
+ * request's partition and kinds are tested, and a point or shape outside a query ring's box is
+ * rejected without reading its edges, so the work is about (visible records in the query's box) ×
+ * (query vertices). 20,000,000 is 0.1–0.2 s of the actor's thread on the 2-core VM: a
+ * 10-vertex polygon over 1M visible points, 100 vertices over 200,000, or 10,000 over 2,000
+ * pass. Beyond it the
+ * query is refused with 400 naming /body/spatialFilter (there is no partial answer to give:
+ * results, count and aggregations all come from the exact hits).
+ */
+export const SPATIAL_WORK_MAX = 20_000_000;
+const spatialTooCostly = () =>
+  invalidParameters([
+    {
+      pointer: "/body/spatialFilter",
+      message: `the spatial filter needs more than ${SPATIAL_WORK_MAX} vertex comparisons with the records it may match: use a polygon with fewer points, a smaller area, or narrow the kind`,
+    },
+  ]);
 /** Rows per multi-row INSERT into vals (6 parameters each, far below SQLite's limit). */
 const LEAF_ROWS = 32;
 
@@ -761,6 +782,11 @@ export class SqliteBackend implements SearchBackend {
     return `(${ors.join(" OR ")})`;
   }
 
+  /**
+   * Records whose geometry at the filter's field passes the exact test. Only candidates in the
+   * request's partition and kinds that the caller may see are tested (the facts in memory), the
+   * query geometry is prepared once, and the work is bounded by SPATIAL_WORK_MAX.
+   */
   private spatialRids(request: SearchRequest): number[] {
     const filter = request.spatial!;
     const box: BBox =
@@ -769,6 +795,15 @@ export class SqliteBackend implements SearchBackend {
         : filter.polygons
             .flat(2)
             .reduce<BBox>((b, [x, y]) => ({ minX: Math.min(b.minX, x), maxX: Math.max(b.maxX, x), minY: Math.min(b.minY, y), maxY: Math.max(b.maxY, y) }), { minX: Infinity, maxX: -Infinity, minY: Infinity, maxY: -Infinity });
+    const visible = this.facts.visibility(request.partition, request.kinds, request.access);
+    const prepared = filter.relation === "within" ? prepareArea(filter.area) : undefined;
+    const polygons = filter.relation === "intersects" ? filter.polygons.map(preparePolygon) : [];
+    let work = 0;
+    const spend = (units: number) => {
+      work += units;
+      if (work > SPATIAL_WORK_MAX) throw spatialTooCostly();
+    };
+    const test = (shape: Shape) => (prepared ? withinPrepared(shape, prepared, spend) : intersectsPrepared(shape, polygons, spend));
     // WITHIN: the shape's box must lie inside the area's box; INTERSECTS: the boxes must overlap.
     // The R*Tree keeps 32-bit floats rounded outward: the prefilter box is widened, the exact test decides.
     const rtree =
@@ -785,17 +820,20 @@ export class SqliteBackend implements SearchBackend {
     const lone: Shape = { points: [[0, 0]], lines: [], polygons: [] };
     const area = filter.relation === "within" && filter.area.type === "box" ? filter.area.box : undefined;
     this.points.inBox(filter.field, box.minX - slack, box.maxX + slack, box.minY - slack, box.maxY + slack, (rid, x, y) => {
+      if (!visible(rid)) return;
       // A point is within a box exactly when it lies inside it, edges included (what within() checks).
       if (area) {
         if (x >= area.minX && x <= area.maxX && y >= area.minY && y <= area.maxY) out.push(rid);
         return;
       }
+      spend(1);
       lone.points[0] = [x, y];
-      if (filter.relation === "within" ? within(lone, filter.area) : intersects(lone, filter.polygons)) out.push(rid);
+      if (test(lone)) out.push(rid);
     });
     for (const row of rows) {
-      const shape = JSON.parse(row.shape) as Shape;
-      if (filter.relation === "within" ? within(shape, filter.area) : intersects(shape, filter.polygons)) out.push(row.rid);
+      if (!visible(row.rid)) continue;
+      spend(1);
+      if (test(JSON.parse(row.shape) as Shape)) out.push(row.rid);
     }
     return out;
   }
