@@ -43,6 +43,27 @@ describe("search engine pieces", () => {
     backend.close();
   });
 
+  it("engine - text written at the end of a batch: a record updated or deleted again within the batch keeps only its last text", () => {
+    const backend = new SqliteBackend({ file: ":memory:" });
+    const up = (i: number, words: string) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { Name: words })) });
+    backend.apply([up(1, "alpha one"), up(2, "beta two")], 1);
+    // In one batch: 1 (indexed before) updated twice, 3 new and updated, 4 new and deleted, 2 deleted and written again.
+    backend.apply([up(1, "gamma"), up(1, "delta"), up(3, "epsilon"), up(3, "zeta"), up(4, "eta"), { op: "delete", partition: "opendes", key: "k4" }, { op: "delete", partition: "opendes", key: "k2" }, up(2, "theta")], 2);
+    const ids = (q: string) => backend.search(request({ query: parseQuery(q), access: { all: true } })).hits.map((h) => h.doc.id).sort();
+    expect(ids("alpha")).toEqual([]);
+    expect(ids("gamma")).toEqual([]);
+    expect(ids("delta")).toEqual(["opendes:well:1"]);
+    expect(ids("data.Name:delta")).toEqual(["opendes:well:1"]);
+    expect(ids("epsilon")).toEqual([]);
+    expect(ids("zeta")).toEqual(["opendes:well:3"]);
+    expect(ids("eta")).toEqual([]);
+    expect(ids("beta")).toEqual([]);
+    expect(ids("theta")).toEqual(["opendes:well:2"]);
+    expect(ids("delta OR zeta OR theta")).toEqual(["opendes:well:1", "opendes:well:2", "opendes:well:3"]);
+    expect(backend.recordCount()).toBe(3);
+    backend.close();
+  });
+
   it("engine - a caller without a matching group sees nothing, users.data.root everything", () => {
     const backend = new SqliteBackend({ file: ":memory:" });
     backend.apply([{ op: "upsert", doc: toIndexedDoc("opendes", "k1", record(1, {})) }], 1);

@@ -143,6 +143,15 @@ export class SqliteBackend implements SearchBackend {
   private abortBuild: (() => void) | undefined;
   private readonly stmts;
   private readonly facts = new RowFacts();
+  /**
+   * The text rows of the batch being applied, written after its other rows (see apply): FTS5 writes
+   * its pending terms out as a new segment whenever a later statement of the transaction opens a
+   * statement savepoint (every multi-row INSERT into vals does), so interleaved, each record became
+   * a segment of its own and FTS5 spent the build merging them.
+   */
+  private readonly pendingText = new Map<number, [body: string, fielded: string]>();
+  /** The `fielded` prefix of each field path seen (fieldPrefix). */
+  private readonly prefixes = new Map<string, string>();
   private readonly points = new PointIndex();
   private readonly sortColumns = new SortColumns();
   /** Multi-row INSERTs into vals, by row count (see insertLeaves). */
@@ -334,9 +343,12 @@ export class SqliteBackend implements SearchBackend {
           if (change.op === "delete") this.remove(change.partition, change.key);
           else this.upsert(change.doc);
         }
+        for (const [rid, [body, fielded]] of this.pendingText) this.stmts.insertFts.run(rid, body, fielded);
+        this.pendingText.clear();
         this.stmts.setMeta.run("applied_seq", String(seq));
       })();
     } catch (error) {
+      this.pendingText.clear();
       this.loadFacts(); // rolled back: the in-memory facts follow the file again
       throw error;
     }
@@ -345,7 +357,8 @@ export class SqliteBackend implements SearchBackend {
   private clear(rid: number, shapes: number): void {
     this.stmts.deleteAcl.run(rid);
     this.stmts.deleteVals.run(rid);
-    this.stmts.deleteFts.run(rid);
+    // A row written earlier in this batch is still pending: it never reached FTS5.
+    if (!this.pendingText.delete(rid)) this.stmts.deleteFts.run(rid);
     for (let i = 0; i < shapes; i++) {
       this.stmts.deleteGeo.run(rid * SHAPE_SLOTS + i);
       this.stmts.deletePoint.run(rid * SHAPE_SLOTS + i);
@@ -376,7 +389,8 @@ export class SqliteBackend implements SearchBackend {
       count += (searchable ? tokens.length : 0) + (numeric ? 0 : tokens.length);
       if (searchable) body += (body ? " " : "") + tokens.join(" ");
       if (numeric) continue; // field terms match numbers by value (vals), not by their digits
-      const prefix = fieldPrefix(path);
+      let prefix = this.prefixes.get(path);
+      if (prefix === undefined) this.prefixes.set(path, (prefix = fieldPrefix(path)));
       fielded += (fielded ? " " : "") + prefix + tokens.join(` ${prefix}`);
     }
     const shapes = Math.min(d.shapes.length, SHAPE_SLOTS);
@@ -399,7 +413,7 @@ export class SqliteBackend implements SearchBackend {
         this.stmts.insertPath.run(leaf.path);
       }
     }
-    this.stmts.insertFts.run(rid, body, fielded);
+    this.pendingText.set(rid, [body, fielded]);
     for (let i = 0; i < shapes; i++) {
       const s = d.shapes[i]!;
       // A lone point (the common case) goes to the in-memory point index; other shapes to the R*Tree.
