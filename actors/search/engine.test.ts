@@ -64,6 +64,38 @@ describe("search engine pieces", () => {
     backend.close();
   });
 
+  it("engine - field paths by id: _exists_ of an object, unknown fields, wildcard fields, free infix wildcards, sorts and aggregations", () => {
+    const backend = new SqliteBackend({ file: ":memory:" });
+    backend.apply(
+      [
+        { op: "upsert", doc: toIndexedDoc("opendes", "k1", record(1, { Loc: { x: 1, y: "north" }, Name: "alpha", N: 3 })) },
+        { op: "upsert", doc: toIndexedDoc("opendes", "k2", record(2, { Locx: 2, Name: "alphabet", N: 1, tags: "q" })) },
+        { op: "upsert", doc: toIndexedDoc("opendes", "k3", record(3, { "Loc.": 5, Other: null, N: 2 })) },
+      ],
+      3,
+    );
+    const all = { access: { all: true } } as const;
+    const ids = (q: string) => backend.search(request({ query: parseQuery(q), ...all })).hits.map((h) => h.doc.id).sort();
+    expect(ids("_exists_:data.Loc")).toEqual(["opendes:well:1"]); // not data.Locx; data.Loc. is the child "" of nothing here
+    expect(ids("_exists_:data.Loc.y")).toEqual(["opendes:well:1"]);
+    expect(ids("_exists_:data.Other")).toEqual([]);
+    expect(ids("_exists_:data.Nope")).toEqual([]);
+    expect(ids("data.Nope:alpha")).toEqual([]);
+    expect(ids("data.N*:[2 TO 3]")).toEqual(["opendes:well:1", "opendes:well:3"]);
+    expect(ids("data.Loc*:north")).toEqual(["opendes:well:1"]);
+    expect(ids("al*h*")).toEqual(["opendes:well:1", "opendes:well:2"]);
+    expect(ids("w*ll")).toEqual([]); // the id and kind are not free text
+    expect(ids("q*")).toEqual(["opendes:well:2"]);
+    expect(backend.search(request({ ...all, sort: [{ field: "data.N", order: "asc" }] })).hits.map((h) => h.doc.id)).toEqual(["opendes:well:2", "opendes:well:3", "opendes:well:1"]);
+    expect(backend.search(request({ ...all, sort: [{ field: "data.Nope", order: "asc" }] })).hits).toHaveLength(3);
+    expect(backend.search(request({ ...all, aggregateBy: "data.Name" })).aggregations).toEqual([
+      { key: "alpha", count: 1 },
+      { key: "alphabet", count: 1 },
+    ]);
+    expect(backend.search(request({ ...all, aggregateBy: "data.Nope" })).aggregations).toEqual([]);
+    backend.close();
+  });
+
   it("engine - a caller without a matching group sees nothing, users.data.root everything", () => {
     const backend = new SqliteBackend({ file: ":memory:" });
     backend.apply([{ op: "upsert", doc: toIndexedDoc("opendes", "k1", record(1, {})) }], 1);

@@ -6,8 +6,10 @@
  *   docs     the result document of each record as JSON (read for the returned page only)
  *   acl      (rid, group, owner) — the ACL filter joins here, so results, counts and aggregations
  *            see only what the caller may see
- *   vals     typed leaves (path, type, exact string ≤ 256 chars, number or epoch ms) — keyword
+ *   vals     typed leaves (path id, type, exact string ≤ 256 chars, number or epoch ms) — keyword
  *            matches, ranges, _exists_, sort, aggregations
+ *   paths    the field paths seen, each with the small integer `vals` names it by (a path's text in
+ *            every row and in both value indexes was ~30% of the table and of what their build sorts)
  *   fts      FTS5 (contentless): `body` = analyzed text of data/tags values (free text), `fielded` =
  *            the same tokens prefixed per field path (field search, phrases and prefixes per field)
  *   geo      R*Tree of bounding boxes of lines and polygons, with the record, path and exact geometry
@@ -34,7 +36,7 @@ import { matchAll, positivePart, type NestedNode, type QueryNode, type RangeNode
 const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "createUser", "modifyUser", "ancestry.parents"]);
 const TOTAL_CAP = 10_000;
 /** Bumped when the tables change: an index file of another version is rebuilt. */
-const SCHEMA_VERSION = "6";
+const SCHEMA_VERSION = "7";
 /** Geometry ids: rid * SHAPE_SLOTS + the shape's ordinal in its record (deleted by id, no index needed). */
 const SHAPE_SLOTS = 65_536;
 const AGGREGATION_SIZE = 1000;
@@ -79,8 +81,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS records_key ON records(partition, key);
 CREATE INDEX IF NOT EXISTS records_id ON records(partition, id);
 CREATE INDEX IF NOT EXISTS records_kind ON records(partition, kind);
 CREATE TABLE IF NOT EXISTS acl(rid INTEGER NOT NULL, grp TEXT NOT NULL, owner INTEGER NOT NULL, PRIMARY KEY(rid, grp)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS vals(rid INTEGER NOT NULL, path TEXT NOT NULL, seq INTEGER NOT NULL, t INTEGER NOT NULL, str TEXT, num REAL, PRIMARY KEY(rid, path, seq)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS paths(path TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vals(rid INTEGER NOT NULL, path INTEGER NOT NULL, seq INTEGER NOT NULL, t INTEGER NOT NULL, str TEXT, num REAL, PRIMARY KEY(rid, path, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS paths(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS points(gid INTEGER PRIMARY KEY, rid INTEGER NOT NULL, path TEXT NOT NULL, x REAL NOT NULL, y REAL NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS geo USING rtree(gid, minX, maxX, minY, maxY, +rid INTEGER, +path TEXT, +shape TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, fielded, content='', contentless_delete=1, tokenize="unicode61 remove_diacritics 2 tokenchars '_'");
@@ -133,7 +135,8 @@ export type SqliteOptions = {
 export class SqliteBackend implements SearchBackend {
   readonly engine: { name: string; version: string };
   private readonly db: Database;
-  private readonly knownPaths = new Set<string>();
+  /** Field paths the index has seen, with their ids in `vals` (the `paths` table). */
+  private readonly pathIds = new Map<string, number>();
   private readonly nestedQueries = new Map<number, NestedNode>();
   private nextNested = 1;
   private bulk = false;
@@ -170,7 +173,6 @@ export class SqliteBackend implements SearchBackend {
     this.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_instances USING fts5vocab(main, fts, instance)");
     const version = this.db.query<{ v: string }, []>("SELECT sqlite_version() AS v").get()!.v;
     this.engine = { name: "sqlite", version };
-    for (const row of this.db.query<{ path: string }, []>("SELECT path FROM paths").all()) this.knownPaths.add(row.path);
     // The exact meaning of nested(): evaluated in JS on rows the SQL prefilter let through.
     this.db.function("derrick_nested", { deterministic: true }, (doc: string, token: number) => {
       const node = this.nestedQueries.get(token);
@@ -189,7 +191,7 @@ export class SqliteBackend implements SearchBackend {
       insertAcl: this.db.query("INSERT OR REPLACE INTO acl(rid, grp, owner) VALUES (?, ?, ?)"),
       deleteAcl: this.db.query("DELETE FROM acl WHERE rid = ?"),
       deleteVals: this.db.query("DELETE FROM vals WHERE rid = ?"),
-      insertPath: this.db.query("INSERT OR IGNORE INTO paths(path) VALUES (?)"),
+      insertPath: this.db.query<unknown, [string]>("INSERT INTO paths(path) VALUES (?)"),
       insertFts: this.db.query("INSERT INTO fts(rowid, body, fielded) VALUES (?, ?, ?)"),
       deleteFts: this.db.query("DELETE FROM fts WHERE rowid = ?"),
       insertGeo: this.db.query("INSERT INTO geo(gid, minX, maxX, minY, maxY, rid, path, shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
@@ -207,7 +209,10 @@ export class SqliteBackend implements SearchBackend {
     this.loadFacts();
   }
 
+  /** The in-memory copies of what the file holds: facts, points, path ids (on open, and after a rolled-back batch). */
   private loadFacts(): void {
+    this.pathIds.clear();
+    for (const [id, path] of this.db.query<[number, string], []>("SELECT id, path FROM paths").values() as Array<[number, string]>) this.pathIds.set(path, id);
     this.facts.clear();
     this.sortColumns.clear();
     const rows = this.db.query<[number, string, string, string, string, number], []>("SELECT rid, partition, kind, authority, acl, tokens FROM records").values() as Array<[number, string, string, string, string, number]>;
@@ -246,7 +251,7 @@ export class SqliteBackend implements SearchBackend {
       this.stmts.setMeta.run("stream", streamIdentity);
       this.stmts.setMeta.run("applied_seq", "0");
     })();
-    this.knownPaths.clear();
+    this.pathIds.clear();
     this.facts.clear();
     this.sortColumns.clear();
     this.points.clear();
@@ -407,12 +412,6 @@ export class SqliteBackend implements SearchBackend {
     this.stmts.upsertDoc.run(rid, json);
     for (const { group, owner } of d.acl) this.stmts.insertAcl.run(rid, group, owner ? 1 : 0);
     this.insertLeaves(rid, d.leaves);
-    for (const leaf of d.leaves) {
-      if (!this.knownPaths.has(leaf.path)) {
-        this.knownPaths.add(leaf.path);
-        this.stmts.insertPath.run(leaf.path);
-      }
-    }
     this.pendingText.set(rid, [body, fielded]);
     for (let i = 0; i < shapes; i++) {
       const s = d.shapes[i]!;
@@ -442,7 +441,9 @@ export class SqliteBackend implements SearchBackend {
       for (let i = 0; i < n; i++) {
         const l = leaves[start + i]!;
         params[i * 6] = rid;
-        params[i * 6 + 1] = l.path;
+        let path = this.pathIds.get(l.path);
+        if (path === undefined) this.pathIds.set(l.path, (path = Number(this.stmts.insertPath.run(l.path).lastInsertRowid)));
+        params[i * 6 + 1] = path;
         params[i * 6 + 2] = start + i;
         params[i * 6 + 3] = l.t;
         params[i * 6 + 4] = l.str;
@@ -458,7 +459,19 @@ export class SqliteBackend implements SearchBackend {
   private expandField(field: string): string[] {
     if (!field.includes("*")) return [field];
     // Only `*` is a wildcard in a field name: `?` and `\` stand for themselves.
-    return [...this.knownPaths].filter(compileGlob(field.replace(/[\\?]/g, "\\$&")));
+    return [...this.pathIds.keys()].filter(compileGlob(field.replace(/[\\?]/g, "\\$&")));
+  }
+
+  /** The id of a field path in `vals`; -1 (matches no row) for a path the index has not seen. */
+  pathId(path: string): number {
+    return this.pathIds.get(path) ?? -1;
+  }
+
+  /** Ids of the seen paths that pass `keep`. */
+  pathIdsWhere(keep: (path: string) => boolean): number[] {
+    const out: number[] = [];
+    for (const [path, id] of this.pathIds) if (keep(path)) out.push(id);
+    return out;
   }
 
   search(request: SearchRequest): SearchResult {
@@ -574,7 +587,7 @@ export class SqliteBackend implements SearchBackend {
     request.sort.forEach((key, i) => {
       const agg = (key.mode ?? (key.order === "asc" ? "min" : "max")) === "min" ? "min" : "max";
       const path = key.field.replace(/\.keyword$/, "");
-      selectKeys.push(`(SELECT ${agg}(coalesce(v.num, v.str)) FROM vals v WHERE v.rid = r.rid AND v.path = ${p(path)} AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry})) AS s${i}`);
+      selectKeys.push(`(SELECT ${agg}(coalesce(v.num, v.str)) FROM vals v WHERE v.rid = r.rid AND v.path = ${p(this.pathId(path))} AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry})) AS s${i}`);
       orderBy.push(`s${i} IS NULL`, `s${i} ${key.order === "asc" ? "ASC" : "DESC"}`);
     });
     const stable = request.keyset !== undefined || request.sort.length > 0;
@@ -710,7 +723,7 @@ export class SqliteBackend implements SearchBackend {
       .query<{ key: string; count: number }, SQLQueryBindings[]>(
         `SELECT v.str AS key, count(DISTINCT v.rid) AS count FROM vals v WHERE v.path = ?${baseParams.length + 1} AND v.str IS NOT NULL AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry}) AND v.rid IN (SELECT r.rid FROM ${from} WHERE ${whereSql}) GROUP BY v.str ORDER BY count DESC, key ASC LIMIT ${AGGREGATION_SIZE}`,
       )
-      .all(...baseParams, path);
+      .all(...baseParams, this.pathId(path));
   }
 
   /** Rows strictly after `after` in (sort keys with missing last, id) order. */
@@ -730,11 +743,12 @@ export class SqliteBackend implements SearchBackend {
   /** A path's numbers and dates for its in-memory column, or that it holds other values too. */
   private columnSource(path: string): ColumnSource {
     // Numbers and dates are the values with a `num` (their `str` is set too); any other value with a `str` is a string or a boolean.
-    const count = (sql: string) => this.db.query<{ n: number }, [string]>(sql).get(path)!.n;
+    const id = this.pathId(path);
+    const count = (sql: string) => this.db.query<{ n: number }, [number]>(sql).get(id)!.n;
     const numbers = count("SELECT count(*) AS n FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL");
     const withText = count("SELECT count(*) AS n FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NOT NULL");
     if (withText > numbers) return { numbers: [], hasOtherValues: true };
-    const rows = this.db.query<[number, number, number], [string]>("SELECT rid, num, t FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL").values(path) as Array<[number, number, number]>;
+    const rows = this.db.query<[number, number, number], [number]>("SELECT rid, num, t FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL").values(id) as Array<[number, number, number]>;
     return { numbers: rows.map(([rid, num, t]) => [rid, num, t === LeafType.date] as [number, number, boolean]), hasOtherValues: false };
   }
 
@@ -999,8 +1013,13 @@ class Compiler {
   }
 
   private inVals(paths: string[], condition: string): string {
-    if (paths.length === 0) return "0";
-    const pathSql = paths.length === 1 ? `path = ${this.p(paths[0]!)}` : `path IN (${paths.map((x) => this.p(x)).join(", ")})`;
+    return this.inValsOf(paths.map((path) => this.backend.pathId(path)).filter((id) => id >= 0), condition);
+  }
+
+  /** Rows with a value at one of these path ids (none: nothing matches) satisfying `condition`. */
+  private inValsOf(ids: number[], condition: string): string {
+    if (ids.length === 0) return "0";
+    const pathSql = ids.length === 1 ? `path = ${this.p(ids[0]!)}` : `path IN (${ids.map((x) => this.p(x)).join(", ")})`;
     return this.correlated ? `EXISTS (SELECT 1 FROM vals WHERE rid = r.rid AND ${pathSql} AND ${condition})` : `r.rid IN (SELECT rid FROM vals WHERE ${pathSql} AND ${condition})`;
   }
 
@@ -1018,7 +1037,7 @@ class Compiler {
     // An analyzed field with an infix wildcard: match the pattern against the lowercased words.
     const glob = luceneToGlob(node.value, true);
     const condition = `t IN (${LeafType.string}, ${LeafType.date}) AND (' ' || lower(str) || ' ') GLOB ${this.p(`* ${glob} *`)}`;
-    if (!node.field) return this.inValsWhere(`(path GLOB 'data.*' OR path GLOB 'tags.*')`, condition);
+    if (!node.field) return this.inValsOf(this.backend.pathIdsWhere((path) => path.startsWith("data.") || path.startsWith("tags.")), condition);
     return this.inVals(this.backend.fieldsMatching(node.field), condition);
   }
 
@@ -1050,10 +1069,9 @@ class Compiler {
   private exists(field: string): string {
     const base = field.replace(/\.keyword(Lower)?$/, "");
     if (base.includes("*")) return this.inVals(this.backend.fieldsMatching(base), `t <> ${LeafType.null}`);
-    return this.inValsWhere(`(path = ${this.p(base)} OR (path > ${this.p(`${base}.`)} AND path < ${this.p(`${base}/`)}))`, `t <> ${LeafType.null}`);
-  }
-
-  private inValsWhere(pathSql: string, condition: string): string {
-    return this.correlated ? `EXISTS (SELECT 1 FROM vals WHERE rid = r.rid AND ${pathSql} AND ${condition})` : `r.rid IN (SELECT rid FROM vals WHERE ${pathSql} AND ${condition})`;
+    // The field and everything under it: the path, or one between `base.` and `base/` (as SQLite compared the path text).
+    const below = `${base}.`;
+    const after = `${base}/`;
+    return this.inValsOf(this.backend.pathIdsWhere((path) => path === base || (path > below && path < after)), `t <> ${LeafType.null}`);
   }
 }
