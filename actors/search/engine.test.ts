@@ -133,6 +133,10 @@ describe("search engine pieces", () => {
     expect(() => backend.apply([], n + 1)).toThrow(/being built/);
     await building;
     expect(backend.indexing).toBe(false);
+    // FTS5 merged nothing during the load; merging is back on after it (its segments were merged into one).
+    const config = new Database(file, { readonly: true });
+    expect(config.query<{ v: number }, []>("SELECT v FROM fts_config WHERE k = 'automerge'").get()?.v).toBe(4);
+    config.close();
     expect(indexes()).toEqual(["vals_num", "vals_str"]);
     expect(backend.search(range).total).toBe(expected);
     backend.close();

@@ -94,6 +94,15 @@ CREATE INDEX IF NOT EXISTS vals_str ON vals(path, str);
 CREATE INDEX IF NOT EXISTS vals_num ON vals(path, num) WHERE num IS NOT NULL;
 `;
 
+/**
+ * FTS5 merges segments as they accumulate (automerge, 4 per level by default): during a bulk load
+ * it does not, and the segments are merged into one at its end, with the value indexes — fewer
+ * passes over the text index than the incremental merges (standalone, 300k bench records: 15.5–20.9
+ * µs per record with automerge, 11.0 + 3.4 µs without and one `optimize`).
+ */
+const BULK_TEXT_OFF = "INSERT INTO fts(fts, rank) VALUES('automerge', 0);";
+const BULK_TEXT_END = "INSERT INTO fts(fts) VALUES('optimize'); INSERT INTO fts(fts, rank) VALUES('automerge', 4);";
+
 /** FNV-1a of a field path: the prefix of its tokens in the `fielded` column. */
 export function fieldPrefix(path: string): string {
   let h = 0x811c9dc5;
@@ -271,7 +280,7 @@ export class SqliteBackend implements SearchBackend {
       // since is on disk: a file whose bulk load was cut short is rebuilt from the stream on open.
       this.db.exec("PRAGMA synchronous = FULL");
       this.stmts.setMeta.run("bulk", "1");
-      this.db.exec("PRAGMA synchronous = OFF; DROP INDEX IF EXISTS vals_str; DROP INDEX IF EXISTS vals_num;");
+      this.db.exec(`PRAGMA synchronous = OFF; DROP INDEX IF EXISTS vals_str; DROP INDEX IF EXISTS vals_num; ${BULK_TEXT_OFF}`);
       this.sortColumns.clear();
       this.bulk = true;
       return;
@@ -321,12 +330,12 @@ export class SqliteBackend implements SearchBackend {
         this.abortBuild = () => finish("stopped");
         worker.onmessage = (event: MessageEvent<{ ok: boolean; message?: string }>) => finish(event.data.ok ? undefined : event.data.message ?? "failed");
         worker.onerror = (event) => finish(event.message || "the index builder crashed");
-        worker.postMessage({ file: this.options.file, sql: VALUE_INDEXES });
+        worker.postMessage({ file: this.options.file, sql: VALUE_INDEXES + BULK_TEXT_END });
       });
       if (problem === undefined || this.closed) return;
       this.options.onWarning?.(`building the value indexes in a worker failed (${problem}); building them on the query thread`);
     }
-    this.db.exec(VALUE_INDEXES);
+    this.db.exec(VALUE_INDEXES + BULK_TEXT_END);
   }
 
   recordCount(): number {
