@@ -6,7 +6,7 @@
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { ServiceError } from "@nats-io/services";
 import { DerrickError, badGateway, contentTooLarge, gatewayTimeout, unavailable, type Problem } from "./errors.ts";
-import { Header, encodeRequestMeta, type RequestMeta } from "./headers.ts";
+import { Header, MAX_REPLY_BYTES, encodeRequestMeta, type RequestMeta } from "./headers.ts";
 
 export type BusReply<T> = {
   status: number;
@@ -36,8 +36,6 @@ type Pending = {
   chunks?: { first: Msg; count: number; parts: Uint8Array[]; bytes: number };
 };
 
-/** What a reply in chunks may add up to (the actors' own limit is the same: MAX_REPLY_BYTES). */
-const MAX_REPLY_BYTES = 64 * 1024 * 1024;
 
 /**
  * Requests go out with a reply subject under one wildcard inbox subscription of this Bus, and the

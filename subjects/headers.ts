@@ -20,6 +20,9 @@ export const Header = {
   chunk: "Derrick-Chunk",
 } as const;
 
+/** What a reply sent in chunks may add up to: actors refuse to send more, the Bus to join more. */
+export const MAX_REPLY_BYTES = 64 * 1024 * 1024;
+
 export type RequestMeta = {
   partition?: string;
   principal?: Principal;

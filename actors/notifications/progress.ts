@@ -17,8 +17,9 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { SINGLE_NODE, bucketOptions, streamInfoIfAny, type StoragePolicy } from "../runtime/storage.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
+import { recreatingBucket, type Guard } from "../runtime/recreate.ts";
 import { casPut, readVersioned } from "../runtime/kv.ts";
 
 export const PROGRESS_BUCKET = "derrick_dispatcher";
@@ -49,14 +50,16 @@ function isProgress(value: unknown): value is EventsProgress {
 
 export class DispatcherProgress {
   private constructor(
-    private kv: KV,
-    private readonly jsm: JetStreamManager,
-    private readonly openBucket: () => Promise<KV>,
+    private readonly kv: KV,
+    /** A deleted bucket reads as nothing stored and is made again (runtime/recreate.ts). */
+    private readonly guard: Guard,
   ) {}
 
   static async open(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<DispatcherProgress> {
-    const open = () => new Kvm(nc).create(PROGRESS_BUCKET, bucketOptions(policy, { history: 1, description: "notifications dispatcher's progress on EVENTS" }));
-    return new DispatcherProgress(await open(), await jetstreamManager(nc), open);
+    const options = bucketOptions(policy, { history: 1, description: "notifications dispatcher's progress on EVENTS" });
+    const kvm = new Kvm(nc);
+    const kv = await kvm.create(PROGRESS_BUCKET, options);
+    return new DispatcherProgress(kv, recreatingBucket(await jetstreamManager(nc), kvm, PROGRESS_BUCKET, options).guard);
   }
 
   /** The stored progress; undefined when nothing (valid) is stored or the bucket is gone. Other failures throw. */
@@ -75,31 +78,14 @@ export class DispatcherProgress {
       const current = await this.entry();
       const otherStream = current?.value !== undefined && current.value.events_created !== next.events_created;
       if (current?.value && !supersedes(next, current.value, otherStream && (await currentEvents()) === next.events_created)) return current.value;
-      try {
-        if (await casPut(this.kv, KEY, next, current?.revision ?? 0)) return next;
-      } catch (error) {
-        if (!(await this.recreatedIfGone())) throw error;
-      }
+      if (await this.guard(() => casPut(this.kv, KEY, next, current?.revision ?? 0))) return next;
     }
     throw new Error("the dispatcher's progress kept changing under its writes; gave up");
   }
 
   /** The stored entry: its value (undefined when not one this module writes) and revision; undefined when there is none. */
   private async entry(): Promise<{ value: EventsProgress | undefined; revision: number } | undefined> {
-    try {
-      const entry = await readVersioned<unknown>(this.kv, KEY);
-      return entry && { value: isProgress(entry.value) ? entry.value : undefined, revision: entry.revision };
-    } catch (error) {
-      // The bucket deleted on the server (a direct get then times out): nothing is stored.
-      if (await this.recreatedIfGone()) return undefined;
-      throw error;
-    }
-  }
-
-  /** Creates the bucket again when it was deleted on the server; whether it had been. */
-  private async recreatedIfGone(): Promise<boolean> {
-    if (await streamInfoIfAny(this.jsm, `KV_${PROGRESS_BUCKET}`)) return false;
-    this.kv = await this.openBucket();
-    return true;
+    const entry = await this.guard(() => readVersioned<unknown>(this.kv, KEY));
+    return entry && { value: isProgress(entry.value) ? entry.value : undefined, revision: entry.revision };
   }
 }

@@ -18,6 +18,7 @@ import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry, type KvOptions } from "@nats-io/kv";
 import { casPut, encodeJson, isLive, isWrongRevision, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { followBucket, type FollowOptions } from "../runtime/follow.ts";
+import { onStreamDeleted, recreateDelay, recreatingBucket, unguarded, type Guard, type RecreatingBucket } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { AckPolicy, DeliverPolicy, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
@@ -39,16 +40,6 @@ const TASK_RETENTION_MS = 7 * 86_400_000;
 
 
 type BucketName = keyof typeof BUCKETS;
-
-/**
- * Runs one operation on a bucket. When it fails and the bucket's stream is gone, the bucket is made
- * again with the options it started with and the operation is tried once more there; any other
- * failure (NATS away, a timeout) is thrown for the caller to retry.
- */
-export type Guard = <T>(op: () => Promise<T>) => Promise<T>;
-
-/** No recovery: the operation as it is (stores over a bucket a test opened itself). */
-export const unguarded: Guard = (op) => op();
 
 export type Stores = {
   catalog: KV;
@@ -74,7 +65,7 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   };
   const names = Object.keys(BUCKETS) as BucketName[];
   const [catalog, projects, tasks, content] = await Promise.all(names.map((name) => kvm.create(BUCKETS[name], options[name])));
-  const recovery = Object.fromEntries(names.map((name) => [name, recreating(jsm, kvm, BUCKETS[name], options[name], log)])) as Record<BucketName, Recreating>;
+  const recovery = Object.fromEntries(names.map((name) => [name, recreatingBucket(jsm, kvm, BUCKETS[name], options[name], log)])) as Record<BucketName, RecreatingBucket>;
   // A read of a deleted bucket is not answered before the request times out (5 s: a direct get has
   // no stream to answer it), longer than the edge waits. So the bucket is made again as soon as the
   // server announces the deletion; the guards still catch what the advisory missed (this process was
@@ -85,70 +76,6 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   });
   const guard = Object.fromEntries(names.map((name) => [name, recovery[name].guard])) as Record<BucketName, Guard>;
   return { catalog: catalog!, projects: projects!, tasks: tasks!, content: content!, js: jetstream(nc), jsm, guard, close: () => advisories.unsubscribe() };
-}
-
-/** The subject prefix of nats-server's stream-deleted advisories (then `.<stream>`). */
-const STREAM_DELETED_ADVISORY = "$JS.EVENT.ADVISORY.STREAM.DELETED";
-
-/** Calls `onDeleted` with the name of each stream the server deletes, until unsubscribed. */
-function onStreamDeleted(nc: NatsConnection, onDeleted: (stream: string) => void, stream = "*") {
-  return nc.subscribe(`${STREAM_DELETED_ADVISORY}.${stream}`, {
-    callback: (error, msg) => {
-      if (!error) onDeleted(msg.subject.slice(STREAM_DELETED_ADVISORY.length + 1));
-    },
-  });
-}
-
-/**
- * How long after its deletion is seen a stream is made again. nats-server 2.9 was seen (about 1 run in 3 of
- * test/projects/deleted-storage.test.ts) to lose a write made to a bucket made again within a
- * millisecond of its deletion: the stream info counted the message, no read found it. With a pause
- * of 200 ms, none in 8 runs; none since at 250 ms.
- */
-export const RECREATE_DELAY_MS = 250;
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-type Recreating = { guard: Guard; recreate(): Promise<unknown> };
-
-/**
- * A bucket made again when deleted (the twins store's precedent), by its guard or at once. The handle
- * opened at start keeps working on the new bucket: it names the stream, it holds nothing of it.
- * Concurrent re-creations share one.
- */
-function recreating(jsm: JetStreamManager, kvm: Kvm, bucket: string, options: Partial<KvOptions>, log?: Logger): Recreating {
-  let pending: Promise<unknown> | undefined;
-  /** Re-creations finished: an operation that failed while one ran is tried again, not thrown. */
-  let generation = 0;
-  const recreate = () => {
-    if (!pending) {
-      log?.warn({ bucket }, `KV bucket ${bucket} was deleted; making it again`);
-      pending = pause(RECREATE_DELAY_MS)
-        .then(() => kvm.create(bucket, options))
-        .then(() => generation++)
-        .finally(() => (pending = undefined));
-    }
-    return pending;
-  };
-  return {
-    recreate,
-    async guard(op) {
-      // Deleted and being made again: wait for it rather than send a read no stream will answer.
-      if (pending) await pending.catch(() => undefined);
-      const before = generation;
-      try {
-        return await op();
-      } catch (error) {
-        if (pending) await pending;
-        else if (generation === before) {
-          // The lookup's own failure (NATS away) leaves the first error to be thrown.
-          if ((await streamInfoIfAny(jsm, `KV_${bucket}`).catch(() => true)) !== undefined) throw error;
-          await recreate();
-        }
-        return op();
-      }
-    },
-  };
 }
 
 const taskStreamConfig = (policy: StoragePolicy) => ({
@@ -250,7 +177,7 @@ export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js
       } catch (error) {
         // A publish to a deleted stream has no stream to answer it: make it again, then publish.
         if ((await streamInfoIfAny(stores.jsm, TASK_STREAM).catch(() => true)) !== undefined) throw error;
-        await pause(RECREATE_DELAY_MS);
+        await recreateDelay();
         await ensure();
         await publish(partition, taskId);
       }
@@ -262,7 +189,7 @@ export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js
         nc,
         () => {
           if (onDeleted) return onDeleted();
-          void pause(RECREATE_DELAY_MS)
+          void recreateDelay()
             .then(ensure)
             .catch((err: unknown) => log.warn({ err, stream: TASK_STREAM }, "the deleted work-queue stream could not be made again yet; the next request or worker does"));
         },

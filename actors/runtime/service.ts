@@ -21,6 +21,7 @@ import type { TSchema, Static } from "@sinclair/typebox";
 import { headers as natsHeaders, nuid } from "@nats-io/nats-core";
 import {
   Header,
+  MAX_REPLY_BYTES,
   EncodedJson,
   Reply,
   check,
@@ -212,21 +213,22 @@ function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
 function respond(msg: ServiceMsg, result: unknown, maxPayload: number | undefined): void {
   const body = result instanceof Reply ? result.body : result;
   const payload = body === undefined ? undefined : body instanceof EncodedJson ? body.bytes : encoder.encode(JSON.stringify(body));
+  const h = result instanceof Reply ? replyHeaders(result) : undefined;
   const chunkBytes = chunkSize(maxPayload);
-  if (!(result instanceof Reply) && (!payload || payload.length <= chunkBytes)) return void msg.respond(payload);
+  if (!payload || payload.length <= chunkBytes) return void msg.respond(payload, h?.size ? { headers: toHeaders(h) } : undefined);
+  respondInChunks(msg, payload, h ?? new Map(), chunkBytes);
+}
+
+/** The headers a Reply adds: its status when not 200, its HTTP headers for the edge. */
+function replyHeaders(result: Reply<unknown>): Map<string, string> {
   const h = new Map<string, string>();
-  if (result instanceof Reply) {
-    if (result.status !== 200) h.set(Header.status, String(result.status));
-    if (Object.keys(result.headers).length) h.set(Header.replyHeaders, JSON.stringify(result.headers));
-  }
-  if (!payload || payload.length <= chunkBytes) return void msg.respond(payload, h.size ? { headers: toHeaders(h) } : undefined);
-  respondInChunks(msg, payload, h, chunkBytes);
+  if (result.status !== 200) h.set(Header.status, String(result.status));
+  if (Object.keys(result.headers).length) h.set(Header.replyHeaders, JSON.stringify(result.headers));
+  return h;
 }
 
 /** Room left in each message for its headers (status, reply headers, chunk index). */
 const HEADER_ROOM = 16 * 1024;
-/** The largest reply sent in chunks; beyond it the request fails (500) rather than fill the edge's memory. */
-export const MAX_REPLY_BYTES = 64 * 1024 * 1024;
 
 /** The body bytes one reply message may carry: all of max_payload but the header room (unknown = one message). */
 function chunkSize(maxPayload: number | undefined): number {
