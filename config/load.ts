@@ -142,6 +142,8 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_CONTENT_CONCURRENCY", path: "content.workerConcurrency", parse: integer, fallback: "64" },
   { name: "DERRICK_CONTENT_ACK_WAIT", path: "content.ackWaitMs", parse: duration, fallback: "30s" },
   { name: "DERRICK_CONTENT_TASK_DELAY", path: "content.taskDelayMs", parse: duration, fallback: "0" },
+  { name: "DERRICK_CONTENT_MAX_UNFINISHED", path: "content.queueLimits.perRequester", parse: integer, fallback: "1000" },
+  { name: "DERRICK_CONTENT_QUEUE_MAX", path: "content.queueLimits.total", parse: integer, fallback: "100000" },
   { name: "DERRICK_DELIVERY_SCHEDULE", path: "delivery.scheduleMs", parse: (raw, v) => (list(raw, v) as string[]).map((d) => duration(d, v)), fallback: DEFAULT_DELIVERY_SCHEDULE },
   { name: "DERRICK_DELIVERY_SCHEDULE", path: "delivery.scheduleJitter", parse: (raw) => raw.replace(/\s+/g, "") === DEFAULT_DELIVERY_SCHEDULE, fallback: DEFAULT_DELIVERY_SCHEDULE },
   { name: "DERRICK_DELIVERY_TIMEOUT", path: "delivery.timeoutMs", parse: duration, fallback: "15s" },

@@ -96,6 +96,11 @@ export const Config = Type.Object({
     ackWaitMs: Type.Integer({ minimum: 500, maximum: 3_600_000 }),
     /** Extra time every task is held before completing (drills and demos of the task states); 0 in production. */
     taskDelayMs: Type.Integer({ minimum: 0, maximum: 600_000 }),
+    /** Work-queue limits (0 = none): unfinished tasks per requester and partition → 429; in all → 503. */
+    queueLimits: Type.Object({
+      perRequester: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+      total: Type.Integer({ minimum: 0, maximum: 100_000_000 }),
+    }),
   }),
   /** Webhook delivery of notifications (docs/notifications.md). */
   delivery: Type.Object({

@@ -31,9 +31,13 @@ export const subjects = {
     "content.part",
     "task.get",
   ] as const),
-  /** Content tasks: work queue `derrick.content.tasks.<partition>` (stream CONTENT_TASKS) and worker stats. */
+  /**
+   * Content tasks: work queue `derrick.content.tasks.<partition>.<queue>` (stream CONTENT_TASKS) and
+   * worker stats. `queue` is the requester's token for a new request (the stream caps the messages
+   * per subject: unfinished tasks per requester) or the task id for one queued again.
+   */
   content: {
-    tasks: (partition: string) => `${ROOT}.content.tasks.${checkToken(partition, "/partition")}`,
+    tasks: (partition: string, queue: string) => `${ROOT}.content.tasks.${checkToken(partition, "/partition")}.${checkToken(queue, "/queue")}`,
     allTasks: () => `${ROOT}.content.tasks.>`,
     stats: () => `${ROOT}.content.worker.stats`,
   },

@@ -44,7 +44,7 @@ export async function followCatalog(cfg: Config, stores: Stores, log: Logger = c
 export async function startProjectsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "projects" });
   const stores = await openStores(nc, options.storage, log);
-  const queue = taskQueue(nc, stores, cfg.content.ackWaitMs, options.storage, log);
+  const queue = taskQueue(nc, stores, { ackWaitMs: cfg.content.ackWaitMs, limits: cfg.content.queueLimits, policy: options.storage, log });
   await queue.ensure();
   const unwatch = queue.watchDeletion();
   const followed = await followCatalog(cfg, stores, log);
@@ -55,6 +55,7 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
     tasks: taskStore(stores.tasks, stores.guard.tasks),
     content: contentStore(stores.content, stores.guard.content),
     enqueue: queue.enqueue,
+    queueLimits: cfg.content.queueLimits,
     lost: { lostAfterMs: cfg.content.ackWaitMs, queueEmpty: queue.empty, requeue: queue.requeue },
   };
   const names = subjects.projects;

@@ -21,7 +21,9 @@ import {
   invalidField,
   notFound,
   reply,
+  tooManyRequests,
   unauthorized,
+  unavailable,
   type Principal,
   type Reply,
 } from "../../subjects/index.ts";
@@ -58,11 +60,14 @@ import type { RequestContext } from "../runtime/context.ts";
 import { pageCatalog, type Catalog } from "./catalog.ts";
 import { checkValues, computeContent, isMember, splitUtf8, utf8Length } from "./compute.ts";
 import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./store.ts";
+import { TaskQueueFull, type QueueLimits } from "./queue.ts";
 import type { Versioned } from "../runtime/kv.ts";
 
 export const ADMIN_GROUP = "projects.admins";
 /** Items per catalog (display items, key parameters), file and additions together: the file's own limit. */
 export const MAX_CATALOG_ITEMS = 10_000;
+/** Retry-After of a content request refused by a work-queue limit. */
+const QUEUE_FULL_RETRY_S = 5;
 /** How often a write that lost a compare-and-set race is tried again. */
 const CAS_ATTEMPTS = 5;
 
@@ -72,8 +77,10 @@ export type ProjectsDeps = {
   projects: ProjectStore;
   tasks: TaskStore;
   content: ContentStore;
-  /** Publishes the task to the work queue (deduplicated by task id). */
-  enqueue(partition: string, taskId: string): Promise<void>;
+  /** Publishes the task to its requester's work queue (deduplicated by task id); TaskQueueFull when a limit refuses it. */
+  enqueue(partition: string, taskId: string, requester: { clientId: string; subject: string }): Promise<void>;
+  /** The work queue's limits, for the refusals' messages. */
+  queueLimits?: QueueLimits;
   /**
    * Finding lost messages (see requeueIfLost); absent: not looked for. `lostAfterMs` is how long a
    * task stays queued or running before a read looks (the ack wait); `queueEmpty` tells whether the
@@ -255,8 +262,15 @@ export async function requestContent(input: ContentRequest, ctx: RequestContext,
   };
   await deps.tasks.create(task);
   try {
-    await deps.enqueue(partition, task.taskId);
+    await deps.enqueue(partition, task.taskId, task.requestedBy);
   } catch (error) {
+    if (error instanceof TaskQueueFull) {
+      // Refused, so never queued: the task goes too (a refused request leaves nothing behind to read).
+      await deps.tasks.remove(partition, task.taskId).catch(() => undefined);
+      throw error.limit === "perRequester"
+        ? tooManyRequests(`you have ${deps.queueLimits?.perRequester ?? "the most"} content tasks queued or running in partition ${partition}, the most one requester may have; request more once some have completed`, QUEUE_FULL_RETRY_S)
+        : unavailable("the content task queue is full; try again shortly", QUEUE_FULL_RETRY_S);
+    }
     // Not queued means never run: say so on the task rather than leave it queued forever.
     await deps.tasks.update({ ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error: "the task could not be queued" }, (await deps.tasks.get(partition, task.taskId))?.revision ?? 0).catch(() => false);
     throw new DerrickError(503, "the task queue is not available; try again shortly", { headers: { "Retry-After": "1" }, cause: error });

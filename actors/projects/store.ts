@@ -5,7 +5,10 @@
  *   KV derrick_tasks     `<partition>.<taskId>`         → TaskRecord (history 8: every state change; kept 7 days)
  *   KV derrick_content   `<partition>.c.<contentId>`    → Content, `<partition>.p.<partId>` → ContentPart
  *                        (bucket max age 60 s: a result is gone one minute after it was written)
- *   stream CONTENT_TASKS (work queue) on derrick.content.tasks.<partition>, durable consumer content-workers
+ *   stream CONTENT_TASKS (work queue) on derrick.content.tasks.<partition>.<queue>, durable consumer
+ *                        content-workers; `<queue>` is the requester's token (requesterQueue), so the
+ *                        stream's messages-per-subject limit (discard new) caps each requester's
+ *                        unfinished tasks, and max_msgs the whole backlog (QueueLimits)
  * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key.
  *
  * Everything here is made again when found deleted at runtime (an operator, a tool, a lost store), with
@@ -20,8 +23,9 @@ import { casPut, encodeJson, isLive, isWrongRevision, readKv, readVersioned, typ
 import { followBucket, type FollowOptions } from "../runtime/follow.ts";
 import { onStreamDeleted, recreateDelay, recreatingBucket, unguarded, type Guard, type RecreatingBucket } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
-import { AckPolicy, DeliverPolicy, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, DiscardPolicy, JetStreamApiError, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
+import { NO_QUEUE_LIMITS, TaskQueueFull, requesterQueue, type QueueLimits } from "./queue.ts";
 import { CONTENT_TTL_MS, TaskState, type CatalogItem, type CatalogKind, type Content, type ContentPart, type ProjectRecord, type TaskRecord } from "../../subjects/projects.ts";
 
 export const BUCKETS = { catalog: "derrick_catalog", projects: "derrick_projects", tasks: "derrick_tasks", content: "derrick_content" } as const;
@@ -78,23 +82,46 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   return { catalog: catalog!, projects: projects!, tasks: tasks!, content: content!, js: jetstream(nc), jsm, guard, close: () => advisories.unsubscribe() };
 }
 
-const taskStreamConfig = (policy: StoragePolicy) => ({
+/** The stream settings that carry the limits (discard new: a full queue refuses, it never drops). */
+const limitSettings = (limits: QueueLimits) => ({
+  max_msgs: limits.total > 0 ? limits.total : -1,
+  max_msgs_per_subject: limits.perRequester > 0 ? limits.perRequester : -1,
+  discard: DiscardPolicy.New,
+  discard_new_per_subject: limits.perRequester > 0,
+});
+
+const taskStreamConfig = (policy: StoragePolicy, limits: QueueLimits) => ({
   name: TASK_STREAM,
   subjects: [subjects.content.allTasks()],
   retention: RetentionPolicy.Workqueue,
   duplicate_window: 120_000_000_000,
+  ...limitSettings(limits),
   ...streamOptions(policy),
 });
+
+/** JetStream's refusal of a message past a discard-new limit (10077), as TaskQueueFull; anything else as is. */
+function queueRefusal(error: unknown): unknown {
+  if (!(error instanceof JetStreamApiError) || error.code !== 10077) return error;
+  return new TaskQueueFull(/per subject/.test(error.message) ? "perRequester" : "total");
+}
 
 /**
  * The work-queue stream and the one durable consumer every worker process shares, made when
  * missing. True when this call made the stream (it was not there before).
  */
-export async function ensureTaskQueue(nc: NatsConnection, ackWaitMs: number, policy: StoragePolicy = SINGLE_NODE): Promise<boolean> {
+export async function ensureTaskQueue(nc: NatsConnection, ackWaitMs: number, policy: StoragePolicy = SINGLE_NODE, limits: QueueLimits = NO_QUEUE_LIMITS): Promise<boolean> {
   const jsm = await jetstreamManager(nc);
   let created = false;
-  if (!(await streamInfoIfAny(jsm, TASK_STREAM))) {
-    created = await jsm.streams.add(taskStreamConfig(policy)).then(
+  const info = await streamInfoIfAny(jsm, TASK_STREAM);
+  if (info) {
+    // A stream made before the limits existed, or with other ones: the configured limits apply from now
+    // (messages already over a new limit stay queued; only new ones are refused).
+    const wanted = limitSettings(limits);
+    const current = info.config;
+    const differs = (Object.keys(wanted) as Array<keyof typeof wanted>).some((k) => (current[k] ?? (k === "discard_new_per_subject" ? false : undefined)) !== wanted[k]);
+    if (differs) await jsm.streams.update(TASK_STREAM, { ...current, ...wanted });
+  } else {
+    created = await jsm.streams.add(taskStreamConfig(policy, limits)).then(
       () => true,
       async (error: Error) => {
         // Another process created it between the two calls (and queues the unfinished tasks).
@@ -128,11 +155,15 @@ export type TaskQueue = {
    * terminal is queued again, in the background (see requeueUnfinished).
    */
   ensure(): Promise<void>;
-  /** Publishes a task (deduplicated by task id); a deleted stream is made again first. */
-  enqueue(partition: string, taskId: string): Promise<void>;
+  /**
+   * Publishes a new task on its requester's queue (deduplicated by task id); a deleted stream is made
+   * again first. Throws TaskQueueFull when a limit refused it.
+   */
+  enqueue(partition: string, taskId: string, requester: { clientId: string; subject: string }): Promise<void>;
   /**
    * Publishes a task whose message was lost again, under a new message id (the task id may still be
-   * in the duplicate window, which would drop it).
+   * in the duplicate window, which would drop it), on a queue of its own: it was admitted already, so
+   * it is not held to its requester's limit again (only to the total).
    */
   requeue(partition: string, taskId: string): Promise<void>;
   /** Whether the work-queue stream holds no message (false when there is no stream). */
@@ -145,10 +176,18 @@ export type TaskQueue = {
   watchDeletion(onDeleted?: () => void): () => void;
 };
 
-export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js" | "jsm" | "guard">, ackWaitMs: number, policy: StoragePolicy = SINGLE_NODE, log: Logger): TaskQueue {
-  const publish = (partition: string, taskId: string, msgID = taskId) =>
+export type TaskQueueOptions = { ackWaitMs: number; limits?: QueueLimits; policy?: StoragePolicy; log: Logger };
+
+export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js" | "jsm" | "guard">, options: TaskQueueOptions): TaskQueue {
+  const { ackWaitMs, limits = NO_QUEUE_LIMITS, policy = SINGLE_NODE, log } = options;
+  const publishOn = (queue: string, partition: string, taskId: string, msgID = taskId) =>
     // The task id as message id: a retried publish inside the duplicate window is stored once.
-    stores.js.publish(subjects.content.tasks(partition), encodeJson({ partition, taskId }), { msgID }).then(() => undefined);
+    stores.js.publish(subjects.content.tasks(partition, queue), encodeJson({ partition, taskId }), { msgID }).then(
+      () => undefined,
+      (error: unknown) => Promise.reject(queueRefusal(error)),
+    );
+  // A task queued again (it was admitted before) goes on a queue of its own.
+  const publish = (partition: string, taskId: string, msgID = taskId) => publishOn(taskId, partition, taskId, msgID);
   let requeuing: Promise<void> = Promise.resolve();
   const requeue = async () => {
     for (let attempt = 0; ; attempt++) {
@@ -167,19 +206,20 @@ export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js
     }
   };
   const ensure = async () => {
-    if (await ensureTaskQueue(nc, ackWaitMs, policy)) requeuing = requeuing.then(requeue);
+    if (await ensureTaskQueue(nc, ackWaitMs, policy, limits)) requeuing = requeuing.then(requeue);
   };
   return {
     ensure,
-    async enqueue(partition, taskId) {
+    async enqueue(partition, taskId, requester) {
+      const queue = requesterQueue(requester);
       try {
-        await publish(partition, taskId);
+        await publishOn(queue, partition, taskId);
       } catch (error) {
         // A publish to a deleted stream has no stream to answer it: make it again, then publish.
-        if ((await streamInfoIfAny(stores.jsm, TASK_STREAM).catch(() => true)) !== undefined) throw error;
+        if (error instanceof TaskQueueFull || (await streamInfoIfAny(stores.jsm, TASK_STREAM).catch(() => true)) !== undefined) throw error;
         await recreateDelay();
         await ensure();
-        await publish(partition, taskId);
+        await publishOn(queue, partition, taskId);
       }
     },
     requeue: (partition, taskId) => publish(partition, taskId, `${taskId}:${nuid.next()}`),
@@ -243,6 +283,8 @@ export type TaskStore = {
   create(task: TaskRecord): Promise<void>;
   /** Compare-and-set; false when the task changed since `revision`. */
   update(task: TaskRecord, revision: number): Promise<boolean>;
+  /** Drops a task that was never queued, with its history. */
+  remove(partition: string, taskId: string): Promise<void>;
 };
 
 export function taskStore(kv: KV, guard: Guard = unguarded): TaskStore {
@@ -262,6 +304,7 @@ export function taskStore(kv: KV, guard: Guard = unguarded): TaskStore {
         }
       }),
     update: (task, revision) => guard(() => casPut(kv, taskKey(task.partition, task.taskId), task, revision, true)),
+    remove: (partition, taskId) => guard(() => kv.purge(taskKey(partition, taskId))),
   };
 }
 

@@ -29,7 +29,7 @@ const RETRY_DELAYS_MS = [1_000, 2_000, 5_000, 10_000];
 export async function startContentWorker(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "content-worker" });
   const stores = await openStores(nc, options.storage, log);
-  const queue = taskQueue(nc, stores, cfg.content.ackWaitMs, options.storage, log);
+  const queue = taskQueue(nc, stores, { ackWaitMs: cfg.content.ackWaitMs, limits: cfg.content.queueLimits, policy: options.storage, log });
   const followed = await followCatalog(cfg, stores, log);
   const deps: WorkerDeps = {
     catalog: followed.catalog,

@@ -67,8 +67,8 @@ function kindRoutes(bus: Bus, auth: AuthPlugin, kind: CatalogKind) {
         ...credentials,
         params: t.Object({ projectId: id() }),
         body: t.Optional(ContentRequestBody),
-        detail: { tags, summary: `Request ${label} content of a project: 202 {taskId, contentId}, Location of the task (members only)` },
-        response: { 202: ContentAccepted, ...errors },
+        detail: { tags, summary: `Request ${label} content of a project: 202 {taskId, contentId}, Location of the task (members only; 429 past the requester's unfinished tasks, 503 when the queue is full, both with Retry-After)` },
+        response: { 202: ContentAccepted, 429: Problem, ...errors },
       },
     )
     .get(

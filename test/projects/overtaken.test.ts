@@ -54,7 +54,7 @@ describe("content runs overtaken by a redelivery", () => {
     const suffix = nuid.next();
     const task: TaskRecord = { taskId: ids.task(suffix), projectId, kind: "key-parameters", state: TaskState.queued, createdAt: now, contentId: ids.content(suffix), partition: "opendes", ids: ["total-depth-md"], requestedBy: { clientId: "alpha", subject: "alpha" }, attempts: 0, projectIncarnation: incarnation };
     await base.tasks.create(task);
-    await stores.js.publish(subjects.content.tasks("opendes"), encodeJson({ partition: "opendes", taskId: task.taskId }), { msgID: task.taskId });
+    await stores.js.publish(subjects.content.tasks("opendes", task.taskId), encodeJson({ partition: "opendes", taskId: task.taskId }), { msgID: task.taskId });
     return task;
   }
 
