@@ -21,6 +21,7 @@ import type { Logger } from "../../platform/logger.ts";
 import type { RecordChange, SearchBackend } from "./backend.ts";
 import { toIndexedDoc } from "./documents.ts";
 import { ensureRecordsStream } from "./store.ts";
+import { onStreamDeleted, recreateDelay } from "../runtime/recreate.ts";
 
 const BATCH = 2000;
 /** A backlog this long is loaded in bulk mode (see SqliteBackend.bulkLoad). */
@@ -229,6 +230,17 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
   // stream at start fails to start. Later failures restart it, for as long as the actor runs.
   let messages: ConsumerMessages | undefined = await open();
   health.following = true;
+  // A deleted RECORDS stream ends the consumer at once: nats.js's ordered consumer would wait for it to
+  // come back (for good: nothing here would bring it back), and writes to the one made in its place
+  // would never be searchable. The next opening finds another stream identity and rebuilds.
+  const deletions = onStreamDeleted(
+    nc,
+    () => {
+      log.warn({ stream: RECORDS_STREAM, appliedSeq: backend.appliedSeq() }, "the RECORDS stream was deleted; the index is rebuilt from the stream made in its place");
+      void recreateDelay().then(() => messages?.close().catch(() => undefined));
+    },
+    RECORDS_STREAM,
+  );
   const supervised = (async () => {
     let attempt = 0;
     while (!stopping) {
@@ -276,6 +288,7 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
     health: () => ({ ...health }),
     async stop() {
       stopping = true;
+      deletions.unsubscribe();
       wakeFromBackoff?.();
       await messages?.close().catch(() => undefined);
       await supervised;

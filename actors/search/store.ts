@@ -8,7 +8,8 @@
  *     principal's open cursors are counted from key names alone (the state's value is the plan,
  *     up to the 100 KB query: reading every value to count them would cost far more).
  */
-import { SINGLE_NODE, bucketOptions, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
+import { SINGLE_NODE, bucketOptions, streamInfoIfAny, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
+import { recreateDelay, recreatingBucket } from "../runtime/recreate.ts";
 import { createHash } from "node:crypto";
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -89,24 +90,40 @@ export async function openRecordStore(nc: NatsConnection, policy: StoragePolicy 
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   await ensureRecordsStream(jsm, policy);
+  /**
+   * Runs `op`; when it fails because RECORDS is gone (deleted by an operator or a tool, a lost store),
+   * makes the stream again, as every other store of derrick does, and runs it once more there. Its
+   * records went with it: reads then find nothing, as search does once its replica rebuilt.
+   * Any other failure (NATS away, a timeout) is thrown.
+   */
+  const withStream = async <T>(op: () => Promise<T>): Promise<T> => {
+    try {
+      return await op();
+    } catch (error) {
+      if (error instanceof RecordChanged || (await streamInfoIfAny(jsm, RECORDS_STREAM).catch(() => true)) !== undefined) throw error;
+      await recreateDelay();
+      await ensureRecordsStream(jsm, policy);
+      return op();
+    }
+  };
   return {
     js,
     jsm,
-    async read(partition, id) {
-      // null when the subject has no message; any other failure propagates (never read as "absent").
-      const stored = await jsm.streams.getMessage(RECORDS_STREAM, { last_by_subj: subjects.records(partition, recordKey(id)) });
-      if (!stored) return { record: undefined, seq: 0 };
-      const deleted = stored.data.length === 0 || stored.header?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE;
-      return { record: deleted ? undefined : stored.json<StoredRecord>(), seq: stored.seq };
-    },
-    put(partition, record, expectedSeq) {
-      return publishRecord(js, subjects.records(partition, recordKey(record.id)), encodeJson(record), expectedSeq);
-    },
-    async remove(partition, id, expectedSeq) {
-      const h = natsHeaders();
-      h.set(RECORD_OPERATION_HEADER, RECORD_DELETE);
-      await publishRecord(js, subjects.records(partition, recordKey(id)), new Uint8Array(0), expectedSeq, h);
-    },
+    read: (partition, id) =>
+      withStream(async () => {
+        // null when the subject has no message; any other failure propagates (never read as "absent").
+        const stored = await jsm.streams.getMessage(RECORDS_STREAM, { last_by_subj: subjects.records(partition, recordKey(id)) });
+        if (!stored) return { record: undefined, seq: 0 };
+        const deleted = stored.data.length === 0 || stored.header?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE;
+        return { record: deleted ? undefined : stored.json<StoredRecord>(), seq: stored.seq };
+      }),
+    put: (partition, record, expectedSeq) => withStream(() => publishRecord(js, subjects.records(partition, recordKey(record.id)), encodeJson(record), expectedSeq)),
+    remove: (partition, id, expectedSeq) =>
+      withStream(async () => {
+        const h = natsHeaders();
+        h.set(RECORD_OPERATION_HEADER, RECORD_DELETE);
+        await publishRecord(js, subjects.records(partition, recordKey(id)), new Uint8Array(0), expectedSeq, h);
+      }),
   };
 }
 
@@ -138,23 +155,24 @@ export type CursorStore = {
 const issuerToken = (principal: string) => createHash("sha256").update(principal).digest("hex").slice(0, 32);
 
 export async function openCursorStore(nc: NatsConnection, ttlMs: number, policy: StoragePolicy = SINGLE_NODE): Promise<CursorStore> {
-  const kv: KV = await new Kvm(nc).create(CURSOR_BUCKET, bucketOptions(policy, { history: 1, ttl: ttlMs }));
+  const kvm = new Kvm(nc);
+  const options = bucketOptions(policy, { history: 1, ttl: ttlMs });
+  const kv: KV = await kvm.create(CURSOR_BUCKET, options);
+  // Deleted at runtime (an operator, a tool): made again on its next use, as every bucket of derrick is.
+  // Its cursors went with it (400 "unknown or expired", as after their time to live).
+  const { guard } = recreatingBucket(await jetstreamManager(nc), kvm, CURSOR_BUCKET, options);
   const key = (partition: string, cursor: string) => `${partition}.${cursor}`;
   // Four tokens: never matched by a partition's `<partition>.*`, whatever the partition is called.
   const issuerKey = (partition: string, principal: string, cursor: string) => `issuers.${partition}.${issuerToken(principal)}.${cursor}`;
-  const live = async (pattern: string, max: number) => Math.min((await readKv(kv, { key: pattern, headersOnly: true })).filter((e) => e.operation === "PUT").length, max);
+  const live = (pattern: string, max: number) => guard(async () => Math.min((await readKv(kv, { key: pattern, headersOnly: true })).filter((e) => e.operation === "PUT").length, max));
   return {
-    async get(partition, cursor) {
-      return readJson<CursorState>(kv, key(partition, cursor));
-    },
-    async put(partition, cursor, state) {
+    get: (partition, cursor) => guard(() => readJson<CursorState>(kv, key(partition, cursor))),
+    put: (partition, cursor, state) =>
       // Written together, so they expire together; the mark holds the cursor id only.
-      await Promise.all([kv.put(issuerKey(partition, state.principal, cursor), cursor), kv.put(key(partition, cursor), encodeJson(state))]);
-    },
-    async delete(partition, cursor, principal) {
+      guard(async () => void (await Promise.all([kv.put(issuerKey(partition, state.principal, cursor), cursor), kv.put(key(partition, cursor), encodeJson(state))]))),
+    delete: (partition, cursor, principal) =>
       // Purge, not delete: a delete marker would count as a key until the bucket's age removes it.
-      await Promise.all([kv.purge(key(partition, cursor)), kv.purge(issuerKey(partition, principal, cursor))]);
-    },
+      guard(async () => void (await Promise.all([kv.purge(key(partition, cursor)), kv.purge(issuerKey(partition, principal, cursor))]))),
     count(partition, max) {
       return live(`${partition}.*`, max);
     },
