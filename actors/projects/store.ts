@@ -21,7 +21,7 @@ import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry, type KvOptions } from "@nats-io/kv";
 import { casPut, encodeJson, isLive, isWrongRevision, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { followBucket, type FollowOptions } from "../runtime/follow.ts";
-import { onStreamDeleted, recreateDelay, recreatingBucket, unguarded, type Guard, type RecreatingBucket } from "../runtime/recreate.ts";
+import { onStreamDeleted, recreateDelay, recreateOnDeletion, recreatingBucket, unguarded, type Guard, type RecreatingBucket } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { AckPolicy, DeliverPolicy, DiscardPolicy, JetStreamApiError, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
@@ -70,14 +70,7 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   const names = Object.keys(BUCKETS) as BucketName[];
   const [catalog, projects, tasks, content] = await Promise.all(names.map((name) => kvm.create(BUCKETS[name], options[name])));
   const recovery = Object.fromEntries(names.map((name) => [name, recreatingBucket(jsm, kvm, BUCKETS[name], options[name], log)])) as Record<BucketName, RecreatingBucket>;
-  // A read of a deleted bucket is not answered before the request times out (5 s: a direct get has
-  // no stream to answer it), longer than the edge waits. So the bucket is made again as soon as the
-  // server announces the deletion; the guards still catch what the advisory missed (this process was
-  // disconnected, or the operation came first).
-  const advisories = onStreamDeleted(nc, (stream) => {
-    const name = names.find((n) => `KV_${BUCKETS[n]}` === stream);
-    if (name) recovery[name].recreate().catch((err: unknown) => log?.warn({ err, bucket: BUCKETS[name] }, "a deleted bucket could not be made again yet; its next use tries again"));
-  });
+  const advisories = recreateOnDeletion(nc, Object.fromEntries(names.map((name) => [BUCKETS[name], recovery[name]])), log);
   const guard = Object.fromEntries(names.map((name) => [name, recovery[name].guard])) as Record<BucketName, Guard>;
   return { catalog: catalog!, projects: projects!, tasks: tasks!, content: content!, js: jetstream(nc), jsm, guard, close: () => advisories.unsubscribe() };
 }

@@ -11,7 +11,8 @@ import { deleteEntity, fullCycleAggregate, getEntity, licenseAggregate, prospect
 import { assessmentStore, openStores } from "./store.ts";
 
 export async function startReportingActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {
-  const deps: ReportingDeps = { store: assessmentStore(await openStores(nc, options.storage)) };
+  const stores = await openStores(nc, options.storage, options.log.child({ actor: "reporting" }));
+  const deps: ReportingDeps = { store: assessmentStore(stores) };
   const names = subjects.reporting;
   return serveActor(
     nc,
@@ -30,5 +31,6 @@ export async function startReportingActor(nc: NatsConnection, options: RuntimeOp
       ],
     },
     options,
+    async () => stores.close?.(),
   );
 }

@@ -41,7 +41,10 @@
 import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
 import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { encodeJson, isLive, isWrongRevision, readKv } from "../runtime/kv.ts";
+import { guardedKv, recreateOnDeletion, recreatingBucket, unguarded, type Guard } from "../runtime/recreate.ts";
+import type { Logger } from "../../platform/logger.ts";
 import type { Collection } from "../../subjects/reporting.ts";
 
 export const BUCKETS = { entities: "derrick_assessments", cache: "derrick_assessment_cache" } as const;
@@ -110,12 +113,34 @@ async function deleteAt(kv: KV, key: string, revision: number): Promise<boolean>
   }
 }
 
-export type Stores = { entities: KV; cache: KV };
+/**
+ * `guard`: what reads of `entities` outside its methods (readKv) run under, absent → unguarded;
+ * `close`: stops making the buckets again on deletion advisories.
+ */
+export type Stores = { entities: KV; cache: KV; guard?: Guard; close?: () => void };
 
-export async function openStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<Stores> {
+/**
+ * The two buckets, each made again when deleted at runtime (an operator, a tool, a lost store) as
+ * every store of derrick is: at the deletion advisory, or on the next use when that was missed.
+ * Entities deleted are gone (404s, then new writes land), with every result cached from them; a
+ * deleted cache starts empty (results are computed again).
+ */
+export async function openStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE, log?: Logger): Promise<Stores> {
   const kvm = new Kvm(nc);
-  const [entities, cache] = await Promise.all([kvm.create(BUCKETS.entities, bucketOptions(policy, { history: ENTITY_HISTORY })), kvm.create(BUCKETS.cache, bucketOptions(policy, { history: 1 }))]);
-  return { entities, cache };
+  const jsm = await jetstreamManager(nc);
+  const options = { entities: bucketOptions(policy, { history: ENTITY_HISTORY }), cache: bucketOptions(policy, { history: 1 }) };
+  const [entities, cache] = await Promise.all([kvm.create(BUCKETS.entities, options.entities), kvm.create(BUCKETS.cache, options.cache)]);
+  // Results computed from entities that went with their bucket must not be served: the cache is
+  // emptied before the entities bucket is made again.
+  const emptyCache = () => jsm.streams.purge(`KV_${BUCKETS.cache}`).catch(() => undefined);
+  const recovery = { entities: recreatingBucket(jsm, kvm, BUCKETS.entities, options.entities, log, emptyCache), cache: recreatingBucket(jsm, kvm, BUCKETS.cache, options.cache, log) };
+  const advisories = recreateOnDeletion(nc, { [BUCKETS.entities]: recovery.entities, [BUCKETS.cache]: recovery.cache }, log);
+  return {
+    entities: guardedKv(entities, recovery.entities.guard),
+    cache: guardedKv(cache, recovery.cache.guard),
+    guard: recovery.entities.guard,
+    close: () => advisories.unsubscribe(),
+  };
 }
 
 
@@ -278,7 +303,7 @@ export function assessmentStore(stores: Stores, options: StoreOptions = {}) {
 
     /** An earlier (or the current) version of an entity, while the bucket's history still holds it. */
     async version<T>(partition: string, collection: Collection, id: string, version: number): Promise<Envelope<T> | undefined> {
-      const history = await readKv(entities, { key: entityKey(partition, collection, id), history: true });
+      const history = await (stores.guard ?? unguarded)(() => readKv(entities, { key: entityKey(partition, collection, id), history: true }));
       let found: Envelope<T> | undefined;
       for (const entry of history) {
         if (!isLive(entry)) continue;

@@ -47,11 +47,43 @@ export const recreateDelay = () => pause(RECREATE_DELAY_MS);
 export type RecreatingBucket = { guard: Guard; recreate(): Promise<unknown> };
 
 /**
+ * Makes each bucket (by name) again as soon as the server announces its deletion, until unsubscribed.
+ * A read of a deleted bucket is not answered before the request times out (5 s: a direct get has no
+ * stream to answer it), longer than the edge waits; the guards still catch what the advisory missed
+ * (this process was disconnected, or the operation came first).
+ */
+export function recreateOnDeletion(nc: NatsConnection, buckets: Record<string, RecreatingBucket>, log?: Logger) {
+  return onStreamDeleted(nc, (stream) => {
+    const bucket = stream.startsWith("KV_") ? stream.slice(3) : undefined;
+    const recovery = bucket === undefined ? undefined : buckets[bucket];
+    recovery?.recreate().catch((err: unknown) => log?.warn({ err, bucket }, "a deleted bucket could not be made again yet; its next use tries again"));
+  });
+}
+
+/** KV methods that talk to the bucket's stream: each runs under the guard. */
+const GUARDED_KV_METHODS = new Set(["get", "put", "create", "update", "delete", "purge"]);
+
+/**
+ * `kv` with its reads and writes run under `guard`, for stores that use a bucket in many places:
+ * the handle is the same bucket (readKv and instanceof still see a Kvm bucket), only those calls are
+ * wrapped. Reads that are not methods (readKv) take the guard themselves.
+ */
+export function guardedKv<K extends object>(kv: K, guard: Guard): K {
+  return new Proxy(kv, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof prop !== "string" || !GUARDED_KV_METHODS.has(prop) || typeof value !== "function") return value;
+      return (...args: unknown[]) => guard(() => (value as (...a: unknown[]) => Promise<unknown>).apply(receiver, args));
+    },
+  });
+}
+
+/**
  * A bucket made again when deleted (an operator's `nats kv del`, a lost store), by its guard or at once. The handle
  * opened at start keeps working on the new bucket: it names the stream, it holds nothing of it.
  * Concurrent re-creations share one.
  */
-export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string, options: Partial<KvOptions>, log?: Logger): RecreatingBucket {
+export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string, options: Partial<KvOptions>, log?: Logger, before?: () => Promise<unknown>): RecreatingBucket {
   let pending: Promise<unknown> | undefined;
   /** Re-creations finished: an operation that failed while one ran is tried again, not thrown. */
   let generation = 0;
@@ -59,6 +91,7 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
     if (!pending) {
       log?.warn({ bucket }, `KV bucket ${bucket} was deleted; making it again`);
       pending = pause(RECREATE_DELAY_MS)
+        .then(before)
         .then(() => kvm.create(bucket, options))
         .then(() => generation++)
         .finally(() => (pending = undefined));
