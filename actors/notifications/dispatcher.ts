@@ -237,8 +237,12 @@ export async function startDispatcher(
       settle(msg, () => msg.term("not an event body"));
       return undefined;
     }
-    const small = msg.data.length <= CARRY_BYTES;
-    return { msg, event, carried: small ? carriedPart(event) : undefined, bytes: (small ? msg.data.length + 40 : 0) + 96 };
+    // Measured as it is written into the batch, not as published: re-serializing can grow a body
+    // (`1e20` is written out as 21 digits), and a batch over DELIVERIES' message limit fails its round for good.
+    const carried = msg.data.length <= CARRY_BYTES ? carriedPart(event) : undefined;
+    const carriedBytes = carried ? Buffer.byteLength(JSON.stringify(carried)) : 0;
+    const small = carried !== undefined && carriedBytes <= CARRY_BYTES;
+    return { msg, event, carried: small ? carried : undefined, bytes: (small ? carriedBytes : 0) + 96 };
   }
 
   /** Splits one subscription's events of the round into batches within the count and size budgets. */

@@ -87,6 +87,21 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id, "beta");
   });
 
+  it("notifications - small events that grow when re-serialized (1e20 is written out as 21 digits) are still delivered", async () => {
+    const r = receiver();
+    const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "admin");
+    // ~4 KB on NATS, carried in the batch as ~17 KB each: eight of them exceed DELIVERIES' 64 KiB message limit together.
+    const payload = `{"data":[${Array(790).fill("1e20").join(",")}]}`;
+    expect(payload.length).toBeLessThan(4096);
+    const h = natsHeaders();
+    const js = jetstream(derrick.nc);
+    const seqs = await Promise.all(Array.from({ length: 8 }, () => js.publish(subjects.events("opendes", "ProjectCreated"), payload, { headers: h }).then((a) => a.seq)));
+    await eventually(() => r.received.length >= 8, { what: "eight deliveries", timeoutMs: 8_000 });
+    expect(new Set(r.received.map((x) => x.id))).toEqual(new Set(seqs.map((s) => `evt_${s}`)));
+    expect(JSON.parse(r.received[0]!.body).data).toHaveLength(790);
+    await remove(derrick, sub.subscription_id, "admin");
+  });
+
   it("notifications - publishing needs notifications.publishers, a data member and at most 256 KiB", async () => {
     expect((await publish(derrick, "PlanShared", { data: 1 }, "opendes", "beta")).status).toBe(403);
     expect((await publish(derrick, "PlanShared", { object_type: "x" })).status).toBe(400);
