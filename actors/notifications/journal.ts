@@ -44,6 +44,8 @@ const ATTEMPTS_PER_SUBSCRIPTION = 1000;
 /** Largest ATTEMPTS message (the stream's limit is 16 KiB); larger groups of records are split. */
 const ATTEMPTS_MESSAGE_BYTES = 12 * 1024;
 const EVENT_ID = new RegExp(EVENT_ID_PATTERN);
+/** DEAD's message limit: a letter with an event of the largest size accepted. */
+const DEAD_MESSAGE_BYTES = EVENT_MAX_BYTES + 64 * 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -96,7 +98,7 @@ export async function ensureStreams(jsm: JetStreamManager, policy: StoragePolicy
   const specs = [
     { name: STREAMS.events, subjects: [n.allEvents()], retention: RetentionPolicy.Limits, max_age: 7 * DAY_NS, max_msg_size: EVENT_MAX_BYTES + 4096, duplicate_window: 120 * 1e9 },
     { name: STREAMS.deliveries, subjects: [n.allDeliveries(), n.allRetries()], retention: RetentionPolicy.Workqueue, max_age: 0, max_msg_size: 64 * 1024, duplicate_window: 120 * 1e9 },
-    { name: STREAMS.dead, subjects: [n.allDead()], retention: RetentionPolicy.Limits, max_age: 30 * DAY_NS, max_msg_size: EVENT_MAX_BYTES + 64 * 1024, duplicate_window: 120 * 1e9 },
+    { name: STREAMS.dead, subjects: [n.allDead()], retention: RetentionPolicy.Limits, max_age: 30 * DAY_NS, max_msg_size: DEAD_MESSAGE_BYTES, duplicate_window: 120 * 1e9 },
     {
       name: STREAMS.attempts,
       subjects: [n.allAttempts()],
@@ -213,7 +215,16 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
       await js.publish(subject, json(job), { msgID });
     },
     async deadLetter(letter) {
-      await js.publish(n.dead(letter.partition, letter.subscription_id), json(letter), { msgID: deadLetterId(letter) });
+      let payload = json(letter);
+      // An event published on NATS can grow when written again (`1e20` becomes 21 digits) past what
+      // DEAD takes: the letter goes without it (a replay reads EVENTS while it holds the event), as a
+      // letter that cannot be stored would fail the attempt's follow-up and repeat the attempt for good.
+      // (The limit counts the message's headers too, hence the margin.)
+      if (payload.length > DEAD_MESSAGE_BYTES - 1024 && letter.event) {
+        const { event: _tooLarge, ...withoutEvent } = letter;
+        payload = json(withoutEvent);
+      }
+      await js.publish(n.dead(letter.partition, letter.subscription_id), payload, { msgID: deadLetterId(letter) });
     },
     async enqueueBatch(batch, msgID) {
       await js.publish(n.deliveries(batch.partition, batch.subscription_id), json(batch), { msgID });

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { headers as natsHeaders } from "@nats-io/nats-core";
+import { subjects } from "../../subjects/index.ts";
 import { STREAMS } from "../../actors/notifications/journal.ts";
 import type { SubscriptionStore } from "../../actors/notifications/store.ts";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
@@ -41,6 +43,27 @@ describe("notifications dead letters, replay and pausing", () => {
     const { event_id } = (await (await publish(derrick, type, { data: "marker" })).json()) as Json;
     await eventually(() => rs.every((r) => r.received.some((x) => x.id === event_id)), { what: "marker" });
   };
+
+  it("notifications - an event whose JSON grows past DEAD's message limit when re-serialized is still dead-lettered after its last attempt", async () => {
+    const r = receiver();
+    r.respond = () => new Response(null, { status: 500 });
+    const sub = await subscribe(derrick, "PlanShared", { callback_uri: r.url }, "beta");
+    // ~100 KB on NATS; written out (1e20 as 21 digits) ~440 KB: more than a dead letter may hold.
+    const h = natsHeaders();
+    h.set("Nats-Msg-Id", "grows-1");
+    await jetstream(derrick.nc).publish(subjects.events("opendes", "PlanShared"), `{"data":[${Array(20_000).fill("1e20").join(",")}]}`, { headers: h });
+    await eventually(async () => (await deliveries(derrick, sub.subscription_id, "beta")).find((d: Json) => d.event_id === "grows-1" && d.state === "dead"), { what: "grows-1 dead" });
+    // The schedule has three attempts; a letter that could not be stored made the last one repeat every second.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(r.received).toHaveLength(3);
+    expect(await deliveries(derrick, sub.subscription_id, "beta")).toHaveLength(3);
+    // The letter went without its event; a replay reads it from EVENTS.
+    r.respond = () => new Response(null, { status: 204 });
+    expect((await retry(derrick, sub.subscription_id, "grows-1", "beta")).status).toBe(202);
+    const replayed = await eventually(() => r.received[3], { what: "the replay" });
+    expect(JSON.parse(replayed.body).data).toHaveLength(20_000);
+    await remove(derrick, sub.subscription_id, "beta");
+  });
 
   it("notifications - a failed manual retry keeps the dead letter, so a later retry still delivers the event after it left EVENTS", async () => {
     const r = receiver();
