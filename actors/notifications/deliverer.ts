@@ -119,7 +119,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   // capacity: enough to keep one busy receiver saturated, bounded so a slow one cannot take it all.
   const queueLimit = Math.max(options.perSubscription, Math.floor(options.concurrency / 4));
   const events = new Map<number, Promise<StoredEvent | undefined>>();
-  const bodies = new Map<number, { id: string; body: string }>();
+  const bodies = new Map<number, { id: string; partition: string; time: string; body: string }>();
   const targets = new Map<string, { at: number; target: Promise<Target> }>();
   // Messages sent away by booking (stream sequence → items and their gate), counted back on return.
   const away = new Map<number, { gate: Gate; n: number }>();
@@ -139,22 +139,38 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   function eventOf(item: Item): StoredEvent | undefined | Promise<StoredEvent | undefined> {
     if (item.event) return fromCarried(item, item.event);
     if (item.dead_seq !== undefined) return fromDeadLetter(item, item.dead_seq);
-    return readEvent(item.event_seq);
+    return storedEventOf(item);
+  }
+
+  /**
+   * The item's event as EVENTS holds it at its sequence, only if it is that event: an EVENTS stream
+   * created again numbers its events from 1 again, so the sequence may now hold (or this process's
+   * copy may still hold) another event, of another partition even. Then the item's event is gone.
+   */
+  async function storedEventOf(item: Item): Promise<StoredEvent | undefined> {
+    const isItems = (e: StoredEvent | undefined) => e?.event_id === item.event_id && e.partition === item.partition && e.type === item.type;
+    const event = await readEvent(item.event_seq);
+    if (!event || isItems(event)) return event;
+    // A copy from before the stream was created again: read what the sequence holds now.
+    events.delete(item.event_seq);
+    const current = await readEvent(item.event_seq);
+    return isItems(current) ? current : undefined;
   }
 
   async function fromDeadLetter(item: Item, deadSeq: number): Promise<StoredEvent | undefined> {
     const letter = await journal.readDead(deadSeq);
     const event = letter?.event_id === item.event_id && letter.subscription_id === item.subscription_id ? letterEvent(letter) : undefined;
     // The letter may be gone already (a concurrent replay succeeded): EVENTS may still hold the event.
-    return event ? fromCarried(item, event) : readEvent(item.event_seq);
+    return event ? fromCarried(item, event) : storedEventOf(item);
   }
 
   /** The CloudEvent body of an event: the same bytes for every subscription it goes to. */
   function bodyOf(eventId: string, event: StoredEvent): string {
     const cached = bodies.get(event.event_seq);
-    if (cached?.id === eventId) return cached.body;
+    // The id alone does not tell: `evt_<sequence>` names another event on an EVENTS stream created again.
+    if (cached?.id === eventId && cached.partition === event.partition && cached.time === event.time) return cached.body;
     const body = JSON.stringify(cloudEvent(eventId, event));
-    bodies.set(event.event_seq, { id: eventId, body });
+    bodies.set(event.event_seq, { id: eventId, partition: event.partition, time: event.time, body });
     if (bodies.size > EVENT_CACHE_SIZE) bodies.delete(bodies.keys().next().value!);
     return body;
   }

@@ -13,7 +13,7 @@ import { DISPATCHER_TIMING } from "../../actors/notifications/dispatcher.ts";
 import { DispatcherProgress } from "../../actors/notifications/progress.ts";
 import { subjects } from "../../subjects/index.ts";
 import { receiverPool } from "./receiver.ts";
-import { DELIVERY_ENV, publish, subscribe, type Json } from "./helpers.ts";
+import { DELIVERY_ENV, publish, publishOnNats, subscribe, type Json } from "./helpers.ts";
 
 /** DELIVERY_ENV's 1 s delivery timeout plus the deliverer's 3 s for recording, in nanoseconds. */
 const DELIVERER_ACK_WAIT_NS = 4_000 * 1e6;
@@ -118,6 +118,36 @@ describe("notifications EVENTS deleted on the server", () => {
     }, { what: "EVENTS created again", intervalMs: 100 });
     await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
     expect((await jsm.streams.info(STREAMS.events)).state.first_seq).toBe(1);
+  });
+
+  it("notifications - on an EVENTS stream created again, an event at a sequence the old stream used is delivered with its own content, not the old event's", { timeout: 15_000 }, async () => {
+    const [theirs, ours] = [receivers.start(), receivers.start()];
+    await subscribe(derrick, "PlanShared", { callback_uri: theirs.url }, "beta", "other");
+    await subscribe(derrick, "PlanShared", { callback_uri: ours.url }, "beta", "opendes");
+    // Larger than what a batch carries: the deliverer reads them from EVENTS by sequence.
+    const large = (what: string) => ({ data: { what, padding: "x".repeat(8 * 1024) } });
+    const jsm = await jetstreamManager(derrick.nc);
+    expect((await publish(derrick, "ReviewStateChanged", { data: "filler" })).status).toBe(202);
+    expect((await publish(derrick, "PlanShared", large("other's secret"), "other")).status).toBe(202);
+    const oldSeq = (await jsm.streams.info(STREAMS.events)).state.last_seq;
+    // Published on NATS without an id, so its id is evt_<sequence>: the new stream's event at that sequence has the same id.
+    await publishOnNats(derrick, "PlanShared", { data: { what: "other's small secret" } }, undefined, "other");
+    await eventually(() => theirs.received.length === 2, { what: "the old stream's events delivered" });
+
+    expect(await jsm.streams.delete(STREAMS.events)).toBe(true);
+    await eventually(async () => (await publish(derrick, "ReviewStateChanged", { data: "filler" })).status === 202, { what: "EVENTS created again", intervalMs: 100 });
+    while ((await jsm.streams.info(STREAMS.events)).state.last_seq < oldSeq - 1) await publish(derrick, "ReviewStateChanged", { data: "filler" });
+    const res = await publish(derrick, "PlanShared", large("ours"), "opendes");
+    const eventId = ((await res.json()) as Json).event_id as string;
+    expect((await jsm.streams.info(STREAMS.events)).state.last_seq).toBe(oldSeq);
+
+    const smallSeq = await publishOnNats(derrick, "PlanShared", { data: { what: "our small one" } }, undefined, "opendes");
+    expect(smallSeq).toBe(oldSeq + 1);
+
+    const got = await eventually(() => ours.received.find((x) => x.id === eventId), { what: "the new stream's event delivered" });
+    expect(JSON.parse(got.body)).toMatchObject({ id: eventId, source: "/partitions/opendes", data: { what: "ours" } });
+    const small = await eventually(() => ours.received.find((x) => x.id === `evt_${smallSeq}`), { what: "the new stream's small event delivered" });
+    expect(JSON.parse(small.body)).toMatchObject({ source: "/partitions/opendes", data: { what: "our small one" } });
   });
 });
 
