@@ -98,6 +98,11 @@ const PARK_MS = 1000;
 /** How many sent-away messages are remembered (to count them back in); beyond, the count is reset. */
 const AWAY_REMEMBERED = 100_000;
 const EVENT_CACHE_SIZE = 2048;
+/**
+ * Bytes of events read from EVENTS, and as many of CloudEvent bodies, kept for reuse across
+ * subscriptions. Counting entries alone let a burst of large events pin about 2 × 2048 × 256 KiB.
+ */
+const EVENT_CACHE_BYTES = 16 * 1024 * 1024;
 /** Resolved and checked callback targets are reused this long (DNS answers are re-checked after). */
 const TARGET_TTL_MS = 5_000;
 const TARGET_CACHE_SIZE = 4096;
@@ -118,8 +123,8 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   // Items of one subscription may wait behind its running attempts up to a quarter of the process's
   // capacity: enough to keep one busy receiver saturated, bounded so a slow one cannot take it all.
   const queueLimit = Math.max(options.perSubscription, Math.floor(options.concurrency / 4));
-  const events = new Map<number, Promise<StoredEvent | undefined>>();
-  const bodies = new Map<number, { id: string; partition: string; time: string; body: string }>();
+  const events = new BoundedCache<number, Promise<StoredEvent | undefined>>(EVENT_CACHE_SIZE, EVENT_CACHE_BYTES);
+  const bodies = new BoundedCache<number, { id: string; partition: string; time: string; body: string }>(EVENT_CACHE_SIZE, EVENT_CACHE_BYTES);
   const targets = new Map<string, { at: number; target: Promise<Target> }>();
   // Messages sent away by booking (stream sequence → items and their gate), counted back on return.
   const away = new Map<number, { gate: Gate; n: number }>();
@@ -127,10 +132,12 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   function readEvent(seq: number): Promise<StoredEvent | undefined> {
     let found = events.get(seq);
     if (!found) {
-      found = journal.readEvent(seq);
-      events.set(seq, found);
-      if (events.size > EVENT_CACHE_SIZE) events.delete(events.keys().next().value!);
-      void found.then((e) => e ?? events.delete(seq), () => events.delete(seq));
+      const read = journal.readSizedEvent(seq);
+      found = read.then((sized) => sized?.event);
+      events.set(seq, found, 0);
+      const entry = found;
+      // Weighed once read; an event that is not there is not kept.
+      void read.then((sized) => (sized ? events.weigh(seq, entry, sized.bytes) : events.delete(seq, entry)), () => events.delete(seq, entry));
     }
     return found;
   }
@@ -170,8 +177,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     // The id alone does not tell: `evt_<sequence>` names another event on an EVENTS stream created again.
     if (cached?.id === eventId && cached.partition === event.partition && cached.time === event.time) return cached.body;
     const body = JSON.stringify(cloudEvent(eventId, event));
-    bodies.set(event.event_seq, { id: eventId, partition: event.partition, time: event.time, body });
-    if (bodies.size > EVENT_CACHE_SIZE) bodies.delete(bodies.keys().next().value!);
+    bodies.set(event.event_seq, { id: eventId, partition: event.partition, time: event.time, body }, body.length);
     return body;
   }
 
@@ -607,6 +613,53 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       clearInterval(parkedKeepAlive);
     },
   };
+}
+
+/** A map bounded by entries and by bytes (each entry's weight as given): the oldest entries go first. */
+class BoundedCache<K, V> {
+  private readonly entries = new Map<K, { value: V; bytes: number }>();
+  private bytes = 0;
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  get(key: K): V | undefined {
+    return this.entries.get(key)?.value;
+  }
+
+  set(key: K, value: V, bytes: number): void {
+    this.delete(key);
+    this.entries.set(key, { value, bytes });
+    this.bytes += bytes;
+    this.trim();
+  }
+
+  /** Sets the weight of an entry known only later, if the key still holds `value`. */
+  weigh(key: K, value: V, bytes: number): void {
+    const entry = this.entries.get(key);
+    if (entry?.value !== value) return;
+    this.bytes += bytes - entry.bytes;
+    entry.bytes = bytes;
+    this.trim();
+  }
+
+  /** Removes the key (only while it holds `value`, when given). */
+  delete(key: K, value?: V): void {
+    const entry = this.entries.get(key);
+    if (!entry || (value !== undefined && entry.value !== value)) return;
+    this.entries.delete(key);
+    this.bytes -= entry.bytes;
+  }
+
+  private trim(): void {
+    for (const [key, entry] of this.entries) {
+      if (this.entries.size <= this.maxEntries && this.bytes <= this.maxBytes) return;
+      this.entries.delete(key);
+      this.bytes -= entry.bytes;
+    }
+  }
 }
 
 /** A checked callback as fetch wants it: the URL of the checked address, the Host header, TLS names. */

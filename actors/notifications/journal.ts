@@ -78,6 +78,8 @@ export type Journal = {
   publishEvent(partition: string, type: string, eventId: string, body: EventBody): Promise<number>;
   /** Undefined when EVENTS no longer holds the event; throws when the stream cannot be read. */
   readEvent(seq: number): Promise<StoredEvent | undefined>;
+  /** readEvent with the stored message's size in bytes (for callers that keep events in memory). */
+  readSizedEvent(seq: number): Promise<{ event: StoredEvent; bytes: number } | undefined>;
   /** `dedupe` distinguishes re-queues of the same attempt from a re-sent job. */
   enqueue(job: DeliveryJob, lane: "deliveries" | "retries", dedupe?: string): Promise<void>;
   /** Stores first attempts of several events for one subscription; `msgID` makes a re-sent batch a no-op. */
@@ -185,6 +187,14 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
     }
   };
 
+  const readSizedEvent = async (seq: number) => {
+    // Only "not found" means gone: any other error must not make a delivery look expired.
+    const stored = await messageAt(STREAMS.events, seq);
+    if (!stored || stored.seq !== seq) return undefined;
+    const event = storedEvent(stored);
+    return event && { event, bytes: stored.data.length };
+  };
+
   return {
     js,
     jsm,
@@ -203,11 +213,9 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
       return ack.seq;
     },
     async readEvent(seq) {
-      // Only "not found" means gone: any other error must not make a delivery look expired.
-      const stored = await messageAt(STREAMS.events, seq);
-      if (!stored || stored.seq !== seq) return undefined;
-      return storedEvent(stored);
+      return (await readSizedEvent(seq))?.event;
     },
+    readSizedEvent,
     async enqueue(job, lane, dedupe) {
       const subject = lane === "deliveries" ? n.deliveries(job.partition, job.subscription_id) : n.retries(job.partition, job.subscription_id);
       // The id makes a re-sent job (a dispatcher redelivered after a crash) a no-op within the window.
