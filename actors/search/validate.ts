@@ -97,6 +97,23 @@ function checkPoint(point: Point, pointer: string, errors: FieldError[]): Positi
 
 const samePoint = (a: Position, b: Position) => a[0] === b[0] && a[1] === b[1];
 
+/**
+ * A coordinate as OSDU's messages print it (Java's `String.format("%s", double)`, i.e.
+ * `Double.toString`): always a fraction (`10.0`), scientific below 10^-3 and from 10^7 (`1.0E-4`).
+ * Clients compare these messages verbatim (OSDU's acceptance tests do).
+ */
+export function javaDouble(n: number): string {
+  if (!Number.isFinite(n)) return Number.isNaN(n) ? "NaN" : n > 0 ? "Infinity" : "-Infinity";
+  if (n === 0) return Object.is(n, -0) ? "-0.0" : "0.0";
+  const abs = Math.abs(n);
+  if (abs >= 1e-3 && abs < 1e7) {
+    const text = String(n);
+    return text.includes(".") ? text : `${text}.0`;
+  }
+  const [mantissa, exponent] = n.toExponential().split("e") as [string, string];
+  return `${mantissa.includes(".") ? mantissa : `${mantissa}.0`}E${exponent.replace("+", "")}`;
+}
+
 function spatial(filter: SpatialFilter, errors: FieldError[]): GeoFilter | undefined {
   const base = "/body/spatialFilter";
   const before = errors.length;
@@ -113,10 +130,11 @@ function spatial(filter: SpatialFilter, errors: FieldError[]): GeoFilter | undef
     const [left, top] = checkPoint(filter.byBoundingBox.topLeft, `${p}/topLeft`, errors);
     const [right, bottom] = checkPoint(filter.byBoundingBox.bottomRight, `${p}/bottomRight`, errors);
     if (errors.length > before) return undefined;
-    if (top < bottom) errors.push({ pointer: p, message: `top corner is below bottom corner: ${top} vs. ${bottom}` });
-    if (left > right) errors.push({ pointer: p, message: `left corner and right corner are flipped: ${left} vs. ${right}` });
-    if (top === bottom) errors.push({ pointer: p, message: `top latitude cannot be the same as bottom latitude: ${top} == ${bottom}` });
-    if (left === right) errors.push({ pointer: p, message: `left longitude cannot be the same as right longitude: ${left} == ${right}` });
+    const [t, b, l, r] = [top, bottom, left, right].map(javaDouble);
+    if (top < bottom) errors.push({ pointer: p, message: `top corner is below bottom corner: ${t} vs. ${b}` });
+    if (left > right) errors.push({ pointer: p, message: `left corner and right corner are flipped: ${l} vs. ${r}` });
+    if (top === bottom) errors.push({ pointer: p, message: `top latitude cannot be the same as bottom latitude: ${t} == ${b}` });
+    if (left === right) errors.push({ pointer: p, message: `left longitude cannot be the same as right longitude: ${l} == ${r}` });
     return errors.length > before ? undefined : { field, relation: "within", area: { type: "box", box: { minX: left, maxX: right, minY: bottom, maxY: top } } };
   }
   if (filter.byDistance) {

@@ -320,10 +320,10 @@ describe("search over records put through storage", () => {
       [{ kind: WELL, spatialFilter: { field: "data.Location", byDistance: { point: { latitude: 91, longitude: 0 }, distance: 1 } } }, "/body/spatialFilter/byDistance/point/latitude", "'latitude' value is out of the range [-90, 90]"],
       [{ kind: WELL, spatialFilter: { field: "data.Location", byDistance: { point: { latitude: 0, longitude: 181 }, distance: 1 } } }, "/body/spatialFilter/byDistance/point/longitude", "'longitude' value is out of the range [-180, 180]"],
       [{ kind: WELL, spatialFilter: { field: "data.Location", byDistance: { point: { latitude: 0, longitude: 0 }, distance: 0 } } }, "/body/spatialFilter/byDistance/distance", "'distance' must be greater than 0"],
-      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 1, longitude: 0 }, bottomRight: { latitude: 2, longitude: 1 } } } }, "/body/spatialFilter/byBoundingBox", "top corner is below bottom corner: 1 vs. 2"],
-      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 2, longitude: 1 }, bottomRight: { latitude: 1, longitude: 0 } } } }, "/body/spatialFilter/byBoundingBox", "left corner and right corner are flipped: 1 vs. 0"],
-      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 1, longitude: 0 }, bottomRight: { latitude: 1, longitude: 1 } } } }, "/body/spatialFilter/byBoundingBox", "top latitude cannot be the same as bottom latitude: 1 == 1"],
-      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 2, longitude: 1 }, bottomRight: { latitude: 1, longitude: 1 } } } }, "/body/spatialFilter/byBoundingBox", "left longitude cannot be the same as right longitude: 1 == 1"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 1, longitude: 0 }, bottomRight: { latitude: 2, longitude: 1 } } } }, "/body/spatialFilter/byBoundingBox", "top corner is below bottom corner: 1.0 vs. 2.0"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 2, longitude: 1 }, bottomRight: { latitude: 1, longitude: 0 } } } }, "/body/spatialFilter/byBoundingBox", "left corner and right corner are flipped: 1.0 vs. 0.0"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 1, longitude: 0 }, bottomRight: { latitude: 1, longitude: 1 } } } }, "/body/spatialFilter/byBoundingBox", "top latitude cannot be the same as bottom latitude: 1.0 == 1.0"],
+      [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: 2, longitude: 1 }, bottomRight: { latitude: 1, longitude: 1 } } } }, "/body/spatialFilter/byBoundingBox", "left longitude cannot be the same as right longitude: 1.0 == 1.0"],
       [{ kind: WELL, spatialFilter: { field: "data.Location", byGeoPolygon: { points: points([[0, 0], [1, 1]]) } } }, "/body/spatialFilter/byGeoPolygon/points", "too few points defined for geo polygon query"],
       [{ kind: WELL, spatialFilter: { field: "data.Location", byIntersection: { polygons: [{ points: points([[0, 0], [1, 0], [1, 1], [0, 1]]) }] } } }, "/body/spatialFilter/byIntersection/polygons/0/points", "The first point must match the last point to close the polygon"],
       [{ kind: WELL, spatialFilter: { field: "data.Location", byIntersection: { polygons: [{ points: points([[0, 0], [1, 0], [0, 0]]) }] } } }, "/body/spatialFilter/byIntersection/polygons/0/points", "Polygons must have at least 4 points"],
@@ -345,6 +345,28 @@ describe("search over records put through storage", () => {
     // offset + effective limit = 10000 exactly is allowed (limit 0 → 10).
     expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, offset: 9990 } })).status).toBe(200);
     expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, limit: 5000 } })).status).toBe(200);
+  });
+
+  it("search - bounding box messages print coordinates as OSDU does (Java's Double.toString: 10.0, -100.0, 1.0E-4)", async () => {
+    const box = (top: number, left: number, bottom: number, right: number) => ({ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: top, longitude: left }, bottomRight: { latitude: bottom, longitude: right } } } });
+    // The rows of OSDU's acceptance test (Query.feature, invalid bounding box inputs), then decimals and tiny values.
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [box(0, 0, 0, 0), "top latitude cannot be the same as bottom latitude: 0.0 == 0.0"],
+      [box(0, -100, -10, -100), "left longitude cannot be the same as right longitude: -100.0 == -100.0"],
+      [box(10, -100, 10, 0), "top latitude cannot be the same as bottom latitude: 10.0 == 10.0"],
+      [box(0, -100, 10, 0), "top corner is below bottom corner: 0.0 vs. 10.0"],
+      [box(50.78, 60, 70.145, 70.23), "top corner is below bottom corner: 50.78 vs. 70.145"],
+      [box(80.78, 90, 70.145, 70.23), "left corner and right corner are flipped: 90.0 vs. 70.23"],
+      [box(0.0001, 0, 0.0002, 1), "top corner is below bottom corner: 1.0E-4 vs. 2.0E-4"],
+      [box(1, -0.00015, 0, -0.00025), "left corner and right corner are flipped: -1.5E-4 vs. -2.5E-4"],
+    ];
+    for (const [body, message] of cases) {
+      const res = await api(derrick, "/api/search/v2/query", { body });
+      expect(res.status, message).toBe(400);
+      const problem = (await res.json()) as { message: string; errors: Array<{ pointer: string; message: string }> };
+      expect(problem.message).toBe("Invalid parameters were given on search request");
+      expect(problem.errors.map((e) => e.message)).toContain(message);
+    }
   });
 
   it("search - JSON null in an optional field means absent, and a null or empty cursor is a first call (OSDU)", async () => {
