@@ -131,10 +131,14 @@ function spatial(filter: SpatialFilter, errors: FieldError[]): GeoFilter | undef
     const [right, bottom] = checkPoint(filter.byBoundingBox.bottomRight, `${p}/bottomRight`, errors);
     if (errors.length > before) return undefined;
     const [t, b, l, r] = [top, bottom, left, right].map(javaDouble);
-    if (top < bottom) errors.push({ pointer: p, message: `top corner is below bottom corner: ${t} vs. ${b}` });
-    if (left > right) errors.push({ pointer: p, message: `left corner and right corner are flipped: ${l} vs. ${r}` });
-    if (top === bottom) errors.push({ pointer: p, message: `top latitude cannot be the same as bottom latitude: ${t} == ${b}` });
-    if (left === right) errors.push({ pointer: p, message: `left longitude cannot be the same as right longitude: ${l} == ${r}` });
+    // Only the first that applies, in this order, as OSDU's SpatialFilterValidator (an else-if chain).
+    const corners =
+      top < bottom ? `top corner is below bottom corner: ${t} vs. ${b}`
+      : left > right ? `left corner and right corner are flipped: ${l} vs. ${r}`
+      : top === bottom ? `top latitude cannot be the same as bottom latitude: ${t} == ${b}`
+      : left === right ? `left longitude cannot be the same as right longitude: ${l} == ${r}`
+      : undefined;
+    if (corners) errors.push({ pointer: p, message: corners });
     return errors.length > before ? undefined : { field, relation: "within", area: { type: "box", box: { minX: left, maxX: right, minY: bottom, maxY: top } } };
   }
   if (filter.byDistance) {

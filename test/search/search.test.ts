@@ -369,6 +369,22 @@ describe("search over records put through storage", () => {
     }
   });
 
+  it("search - a bounding box gets only the first of OSDU's corner messages, in OSDU's order", async () => {
+    const box = (top: number, left: number, bottom: number, right: number) => ({ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { latitude: top, longitude: left }, bottomRight: { latitude: bottom, longitude: right } } } });
+    const cases: Array<[Record<string, unknown>, string]> = [
+      // OSDU's acceptance row: top == bottom and left == right, one error.
+      [box(0, 0, 0, 0), "top latitude cannot be the same as bottom latitude: 0.0 == 0.0"],
+      [box(0, 10, 10, 0), "top corner is below bottom corner: 0.0 vs. 10.0"],
+      [box(10, 10, 10, 0), "left corner and right corner are flipped: 10.0 vs. 0.0"],
+    ];
+    for (const [body, message] of cases) {
+      const res = await api(derrick, "/api/search/v2/query", { body });
+      expect(res.status, message).toBe(400);
+      const problem = (await res.json()) as { errors: Array<{ pointer: string; message: string }> };
+      expect(problem.errors).toEqual([{ pointer: "/body/spatialFilter/byBoundingBox", message }]);
+    }
+  });
+
   it("search - JSON null in an optional field means absent, and a null or empty cursor is a first call (OSDU)", async () => {
     const nulls = { query: null, offset: null, limit: null, sort: null, queryAsOwner: null, trackTotalCount: null, spatialFilter: null, aggregateBy: null, returnedFields: null, highlightedFields: null, suggestPhrase: null };
     expect(await searchOk(derrick, { kind: WELL, ...nulls })).toEqual(await searchOk(derrick, { kind: WELL }));
