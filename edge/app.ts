@@ -19,7 +19,7 @@ import { authRoutes } from "./routes/auth.ts";
 import { notificationRoutes } from "./routes/notifications.ts";
 import { twinRoutes } from "./routes/twins.ts";
 import { projectRoutes } from "./routes/projects.ts";
-import { searchRoutes } from "./routes/search.ts";
+import { searchBadRequestFraming, searchRoutes } from "./routes/search.ts";
 import { reportingRoutes } from "./routes/reporting.ts";
 
 export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
@@ -37,7 +37,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       .onRequest(({ request, set }) => {
         set.headers["x-request-id"] = assignRequestId(request);
       })
-      .use(errorsPlugin(log))
+      .use(errorsPlugin(log, searchBadRequestFraming))
       .use(bodyPlugin(bodyLimit))
       .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
         const status = responseStatus(responseValue, set.status);

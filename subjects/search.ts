@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { invalidField } from "./errors.ts";
+import { DerrickError, invalidField, type FieldError } from "./errors.ts";
 
 /** Groups that may query (OSDU: members of service.search.user / service.search.admin). */
 export const SEARCH_ROLES = ["users.datalake.viewers", "users.datalake.editors", "users.datalake.admins", "users.datalake.ops"] as const;
@@ -32,6 +32,16 @@ export const FIELD_PATH_MAX_LENGTH = 256;
 export const FIELD_EXPRESSION_MAX_LENGTH = 4 * FIELD_PATH_MAX_LENGTH;
 const FieldPath = Type.String({ maxLength: FIELD_PATH_MAX_LENGTH });
 const FieldExpression = Type.String({ maxLength: FIELD_EXPRESSION_MAX_LENGTH });
+
+/**
+ * OSDU's answer to a search request it cannot read or validate (Jackson and bean validation alike):
+ * 400 "Bad Request" / "Invalid parameters were given on search request", each problem in `errors`
+ * (none for a body that is not JSON). The search actor answers its rules with it, and the edge its
+ * schema and JSON failures on the query routes.
+ */
+export function invalidParameters(errors: FieldError[] = []): DerrickError {
+  return new DerrickError(400, "Invalid parameters were given on search request", { type: "validation", title: "Bad Request", errors });
+}
 
 /** An optional request field that also takes JSON null: OSDU (Jackson) reads null as absent. */
 const Nullable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));

@@ -7,11 +7,13 @@
  */
 import type { Static, TSchema } from "@sinclair/typebox";
 import { DerrickError, check, type FieldError } from "../../subjects/index.ts";
-import type { CursorQueryRequest, Point, QueryRequest, SpatialFilter } from "../../subjects/search.ts";
+import { invalidParameters, type CursorQueryRequest, type Point, type QueryRequest, type SpatialFilter } from "../../subjects/search.ts";
 import type { GeoFilter, SortKey } from "./backend.ts";
 import type { Position } from "./geo.ts";
 import { parseQuery, QuerySyntaxError } from "./query/parser.ts";
 import type { QueryNode } from "./query/ast.ts";
+
+export { invalidParameters };
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 1000;
@@ -34,10 +36,6 @@ export type SearchPlan = {
   returnedFields: string[];
   highlightedFields: string[];
 };
-
-export function invalidParameters(errors: FieldError[]): DerrickError {
-  return new DerrickError(400, "Invalid parameters were given on search request", { type: "validation", title: "Bad Request", errors });
-}
 
 export function malformedQuery(error: QuerySyntaxError): DerrickError {
   return new DerrickError(400, error.message, {

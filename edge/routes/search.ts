@@ -5,9 +5,10 @@
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { Problem, notFound, subjects, unavailable, type Bus } from "../../subjects/index.ts";
-import { CursorQueryRequest, CursorQueryResponse, PutRecordsBody, PutRecordsResponse, QueryRequest, QueryResponse, StoredRecord, VersionInfo, checkRecordDepth, type SearchHealth } from "../../subjects/search.ts";
+import { Problem, notFound, subjects, unavailable, type Bus, type DerrickError } from "../../subjects/index.ts";
+import { CursorQueryRequest, CursorQueryResponse, PutRecordsBody, PutRecordsResponse, QueryRequest, QueryResponse, StoredRecord, VersionInfo, checkRecordDepth, invalidParameters, type SearchHealth } from "../../subjects/search.ts";
 import { forward } from "../forward.ts";
+import type { BadRequestFraming } from "../plugins/errors.ts";
 import type { AuthPlugin } from "../plugins/auth.ts";
 import { requestMeta } from "../request-state.ts";
 
@@ -17,6 +18,14 @@ const search = subjects.search;
 const storage = subjects.storage;
 const SEARCH = ["search"];
 const STORAGE = ["storage"];
+
+/**
+ * OSDU answers a query body it cannot read (Jackson) or whose types are wrong with the same 400 as
+ * its own rules: "Invalid parameters were given on search request". The edge's schema failures on
+ * the query routes say so too, each field still named in `errors`.
+ */
+const osduBadRequest = (problem: DerrickError) => invalidParameters(problem.errors);
+export const searchBadRequestFraming: BadRequestFraming = { "/api/search/v2/query": osduBadRequest, "/api/search/v2/query_with_cursor": osduBadRequest };
 
 export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   const info = async ({ set, request }: { set: { status?: number | string; headers: Record<string, string | number> }; request: Request }) =>

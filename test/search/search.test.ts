@@ -6,7 +6,7 @@ import { FIELD_EXPRESSION_MAX_LENGTH, FIELD_PATH_MAX_LENGTH, recordKey, type Sto
 import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
 import { RecordChanged, openRecordStore } from "../../actors/search/store.ts";
 import { createLogger } from "../../platform/logger.ts";
-import { NORTH_ACL, SOUTH_ACL, WELL, WELLBORE, api, ids, putRecords, searchOk, startSearchDerrick } from "./helpers.ts";
+import { NORTH_ACL, SOUTH_ACL, WELL, WELLBORE, api, ids, putRecords, searchOk, startSearchDerrick, tokenOf } from "./helpers.ts";
 
 const W1 = "opendes:well:w1";
 const W2 = "opendes:well:w2";
@@ -407,6 +407,28 @@ describe("search over records put through storage", () => {
       const res = await api(derrick, "/api/search/v2/query", { body });
       expect(res.status).toBe(400);
       expect(((await res.json()) as { errors: Array<{ pointer: string }> }).errors.map((e) => e.pointer)).toContain(pointer);
+    }
+  });
+
+  it("search - a body the schema refuses or that is not JSON answers OSDU's message, 'Invalid parameters were given on search request', on both query routes", async () => {
+    // OSDU's acceptance test (Query.feature): a number as kind is "Bad Request" / "Invalid parameters were given on search request".
+    for (const route of ["/query", "/query_with_cursor"]) {
+      for (const [body, pointer] of [
+        [{ kind: 123456789 }, "/body/kind"],
+        [{ kind: WELL, size: 10 }, "/body/size"],
+        [{ kind: WELL, limit: "ten" }, "/body/limit"],
+        [{ kind: WELL, spatialFilter: { field: "data.Location", byBoundingBox: { topLeft: { longitude: 0 }, bottomRight: { latitude: 0, longitude: 1 } } } }, "/body/spatialFilter/byBoundingBox/topLeft/latitude"],
+      ] as const) {
+        const res = await api(derrick, `/api/search/v2${route}`, { body });
+        expect(res.status, `${route} ${pointer}`).toBe(400);
+        const problem = (await res.json()) as { code: number; reason: string; message: string; errors: Array<{ pointer: string }> };
+        expect(problem, `${route} ${pointer}`).toMatchObject({ code: 400, reason: "Bad Request", message: "Invalid parameters were given on search request" });
+        expect(problem.errors.map((e) => e.pointer)).toContain(pointer);
+      }
+      const token = await tokenOf(derrick, "writer");
+      const unreadable = await fetch(`${derrick.url}/api/search/v2${route}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "data-partition-id": "opendes", "content-type": "application/json" }, body: "{not json" });
+      expect(unreadable.status).toBe(400);
+      expect(await unreadable.json(), route).toMatchObject({ code: 400, reason: "Bad Request", message: "Invalid parameters were given on search request" });
     }
   });
 
