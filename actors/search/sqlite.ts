@@ -733,12 +733,17 @@ export class SqliteBackend implements SearchBackend {
     return (this.db.query<[number], SQLQueryBindings[]>(sql).values(...params) as Array<[number]>).map((row) => row[0]);
   }
 
-  /** Terms of one field over exactly the rows a query sees: count desc, key asc, at most 1000. */
+  /**
+   * Terms of one field over exactly the rows a query sees: count desc, key asc, at most 1000. Key
+   * order is ES's for the field's type: by value when every term is a number or a date (ES orders a
+   * numeric or date field's terms by value: 15 before 120), else by the text's bytes.
+   */
   private aggregate(field: string, from: string, whereSql: string, baseParams: SQLQueryBindings[]): Aggregation[] {
     const path = field.replace(/\.keyword$/, "");
     return this.db
       .query<{ key: string; count: number }, SQLQueryBindings[]>(
-        `SELECT v.str AS key, count(DISTINCT v.rid) AS count FROM vals v WHERE v.path = ?${baseParams.length + 1} AND v.str IS NOT NULL AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry}) AND v.rid IN (SELECT r.rid FROM ${from} WHERE ${whereSql}) GROUP BY v.str ORDER BY count DESC, key ASC LIMIT ${AGGREGATION_SIZE}`,
+        `WITH terms AS MATERIALIZED (SELECT v.str AS key, count(DISTINCT v.rid) AS count, min(v.num) AS num FROM vals v WHERE v.path = ?${baseParams.length + 1} AND v.str IS NOT NULL AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry}) AND v.rid IN (SELECT r.rid FROM ${from} WHERE ${whereSql}) GROUP BY v.str)` +
+          ` SELECT key, count FROM terms ORDER BY count DESC, CASE WHEN NOT EXISTS (SELECT 1 FROM terms WHERE num IS NULL) THEN num END ASC, key ASC LIMIT ${AGGREGATION_SIZE}`,
       )
       .all(...baseParams, this.pathId(path));
   }

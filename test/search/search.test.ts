@@ -234,6 +234,21 @@ describe("search over records put through storage", () => {
     ]);
   });
 
+  it("search - aggregateBy on numbers breaks count ties by numeric key (ES orders a number field's terms by value), keys as text", async () => {
+    expect((await searchOk(derrick, { aggregateBy: "data.Depth" })).aggregations).toEqual([
+      { key: "800", count: 1 },
+      { key: "1200", count: 1 },
+      { key: "2500", count: 1 },
+      { key: "3100", count: 1 },
+    ]);
+    expect((await searchOk(derrick, { aggregateBy: "nested(data.VerticalMeasurements, VerticalMeasurement)" })).aggregations).toEqual([
+      { key: "15", count: 1 },
+      { key: "120", count: 1 },
+      { key: "150", count: 1 },
+      { key: "3000", count: 1 },
+    ]);
+  });
+
   it("search - ACL: two clients with different data groups see different records, counts and aggregations", async () => {
     const north = await searchOk(derrick, { aggregateBy: "data.Basin" }, "north");
     expect(ids(north)).toEqual([W1, W2, WB2]);
