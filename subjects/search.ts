@@ -68,10 +68,13 @@ export type SpatialFilter = Static<typeof SpatialFilter>;
 
 export const SortQuery = Type.Object(
   {
-    /** Required (400 "'sort.field' can not be null or empty" otherwise, as OSDU). */
-    field: Nullable(Type.Array(FieldExpression, { maxItems: 32 })),
-    /** ASC or DESC, case-insensitive. Required like `field`. */
-    order: Nullable(Type.Array(Type.String({ maxLength: FIELD_PATH_MAX_LENGTH }), { maxItems: 32 })),
+    /**
+     * Required (400 "'sort.field' can not be null or empty" otherwise, as OSDU). A null entry is
+     * answered by OSDU's rule ("'sort.field' list can not have null or empty values"), not the schema.
+     */
+    field: Nullable(Type.Array(Type.Union([FieldExpression, Type.Null()]), { maxItems: 32 })),
+    /** ASC or DESC, case-insensitive. Required like `field`; a null entry is OSDU's "Not a valid order option". */
+    order: Nullable(Type.Array(Type.Union([Type.String({ maxLength: FIELD_PATH_MAX_LENGTH }), Type.Null()]), { maxItems: 32 })),
     filter: Nullable(Type.Array(FieldExpression, { maxItems: 32 })),
   },
   { additionalProperties: false },

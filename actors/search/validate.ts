@@ -228,8 +228,9 @@ function sort(value: QueryRequest["sort"], errors: FieldError[]): SortKey[] {
   if (errors.length > before) return [];
   const keys: SortKey[] = [];
   fields.forEach((raw, i) => {
+    // Null entries were refused above.
     const order = orders[i]!.toLowerCase() as "asc" | "desc";
-    const f = raw.trim();
+    const f = raw!.trim();
     if (f === "_score") return; // relevance is not scored by the embedded engine: a no-op key
     if (/^nested\s*\(/i.test(f)) {
       const nested = nestedField(f);

@@ -400,6 +400,22 @@ describe("search over records put through storage", () => {
     }
   });
 
+  it("search - a null entry in sort.order or sort.field answers OSDU's sort message, not a type error", async () => {
+    // OSDU's acceptance test (Query.feature, invalid sort field): {"field":["id"],"order":[null]}.
+    for (const [sort, pointer, message] of [
+      [{ field: ["id"], order: [null] }, "/body/sort/order/0", "Not a valid order option. It can only be either 'ASC' or 'DESC'"],
+      [{ field: [null], order: ["ASC"] }, "/body/sort/field/0", "'sort.field' list can not have null or empty values"],
+    ] as const) {
+      for (const route of ["/query", "/query_with_cursor"]) {
+        const res = await api(derrick, `/api/search/v2${route}`, { body: { kind: WELL, sort } });
+        expect(res.status, `${route} ${pointer}`).toBe(400);
+        const problem = (await res.json()) as { message: string; errors: Array<{ pointer: string; message: string }> };
+        expect(problem.message).toBe("Invalid parameters were given on search request");
+        expect(problem.errors, `${route} ${pointer}`).toEqual([{ pointer, message }]);
+      }
+    }
+  });
+
   it("search - JSON null in an optional field means absent, and a null or empty cursor is a first call (OSDU)", async () => {
     const nulls = { query: null, offset: null, limit: null, sort: null, queryAsOwner: null, trackTotalCount: null, spatialFilter: null, aggregateBy: null, returnedFields: null, highlightedFields: null, suggestPhrase: null };
     expect(await searchOk(derrick, { kind: WELL, ...nulls })).toEqual(await searchOk(derrick, { kind: WELL }));
