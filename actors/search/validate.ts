@@ -74,16 +74,25 @@ function kinds(value: unknown, errors: FieldError[]): string[] {
   }
   let list: string[];
   // Split on the comma and trim below: `split(/\s*,\s*/)` took quadratic time on a long run of spaces (100,000: 3 s).
-  if (typeof value === "string") list = value.split(",");
-  else if (Array.isArray(value) && value.every((k) => typeof k === "string")) list = value.flatMap((k: string) => k.split(","));
+  // As Java's String.split (OSDU's KindParser), trailing empty entries are dropped; any other empty entry is a bad kind.
+  const entries = (text: string) => {
+    const parts = text.split(",").map((k) => k.trim());
+    while (parts.length > 0 && parts[parts.length - 1] === "") parts.pop();
+    return parts;
+  };
+  if (typeof value === "string") list = entries(value);
+  else if (Array.isArray(value) && value.every((k) => typeof k === "string")) list = value.flatMap((k: string) => entries(k));
   else {
     errors.push({ pointer, message: "Not a valid record kind type" });
     return [];
   }
-  list = list.map((k) => k.trim()).filter(Boolean);
   if (list.length === 0) errors.push({ pointer, message: "Record kind can't be null or empty" });
-  if (list.join(",").length > MAX_KIND_LENGTH) errors.push({ pointer, message: `The kind length exceeds the maximum of ${MAX_KIND_LENGTH} characters` });
-  for (const kind of list) if (!KIND_FORMAT.test(kind)) errors.push({ pointer, message: `Not a valid record kind format. Found: ${kind}` });
+  // OSDU's MultiKindValidator stops at the first bad kind and names the kind as given (a list as Java
+  // prints it: `[a, b]`); cut at MAX_KIND_LENGTH characters so a huge kind is not echoed whole.
+  else if (list.some((kind) => !KIND_FORMAT.test(kind))) {
+    const given = typeof value === "string" ? value : `[${(value as string[]).join(", ")}]`;
+    errors.push({ pointer, message: `Not a valid record kind format. Found: ${given.length > MAX_KIND_LENGTH ? `${given.slice(0, MAX_KIND_LENGTH)}…` : given}` });
+  } else if (list.join(",").length > MAX_KIND_LENGTH) errors.push({ pointer, message: `The kind length exceeds the maximum of ${MAX_KIND_LENGTH} characters` });
   return [...new Set(list.map((k) => k.toLowerCase()))];
 }
 

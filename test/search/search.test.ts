@@ -416,6 +416,25 @@ describe("search over records put through storage", () => {
     }
   });
 
+  it("search - a kind list with an empty entry is 400 'Not a valid record kind format', naming the kind as given (OSDU)", async () => {
+    // OSDU's acceptance test (Query.feature): "A,,B" → "Not a valid record kind format. Found: A,,B".
+    for (const [kind, found] of [
+      [`${WELL},,${WELLBORE}`, `${WELL},,${WELLBORE}`],
+      [`,${WELL}`, `,${WELL}`],
+      [`${WELL}, ,${WELLBORE}`, `${WELL}, ,${WELLBORE}`],
+      [`${WELL},abc`, `${WELL},abc`],
+      [[WELL, "abc"], `[${WELL}, abc]`],
+    ] as const) {
+      const res = await api(derrick, "/api/search/v2/query", { body: { kind } });
+      expect(res.status, JSON.stringify(kind)).toBe(400);
+      const problem = (await res.json()) as { message: string; errors: Array<{ pointer: string; message: string }> };
+      expect(problem.message).toBe("Invalid parameters were given on search request");
+      expect(problem.errors, JSON.stringify(kind)).toEqual([{ pointer: "/body/kind", message: `Not a valid record kind format. Found: ${found}` }]);
+    }
+    // A trailing comma is dropped, as Java's String.split drops trailing empty strings.
+    expect((await searchOk(derrick, { kind: `${WELL},` })).totalCount).toBe(3);
+  });
+
   it("search - JSON null in an optional field means absent, and a null or empty cursor is a first call (OSDU)", async () => {
     const nulls = { query: null, offset: null, limit: null, sort: null, queryAsOwner: null, trackTotalCount: null, spatialFilter: null, aggregateBy: null, returnedFields: null, highlightedFields: null, suggestPhrase: null };
     expect(await searchOk(derrick, { kind: WELL, ...nulls })).toEqual(await searchOk(derrick, { kind: WELL }));
