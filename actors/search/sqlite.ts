@@ -1017,10 +1017,13 @@ class Compiler {
   private fieldTerm(node: TermNode): string {
     const typed = typedTerm(node);
     const paths = this.backend.fieldsMatching(node.field!);
-    const branches: string[] = [];
-    if (typed.number !== undefined) branches.push(`t = ${LeafType.number} AND num = ${this.p(typed.number)}`);
-    if (typed.dates) branches.push(this.within(LeafType.date, typed.dates, true, true));
-    const parts = branches.length ? [this.inVals(paths, branches.length === 1 ? branches[0]! : `((${branches.join(") OR (")}))`)] : [];
+    const typedValues = () => {
+      const branches: string[] = [];
+      if (typed.number !== undefined) branches.push(`t = ${LeafType.number} AND num = ${this.p(typed.number)}`);
+      if (typed.dates) branches.push(this.within(LeafType.date, typed.dates, true, true));
+      return branches.length === 1 ? branches[0]! : `((${branches.join(") OR (")}))`;
+    };
+    const parts = typed.number !== undefined || typed.dates ? [this.inVals(paths, typedValues)] : [];
     const text = this.words(node);
     if (text) parts.push(`r.rid IN (SELECT rowid FROM fts WHERE fts MATCH ${this.p(text)})`);
     return parts.length === 0 ? "0" : parts.length === 1 ? parts[0]! : `(${parts.join(" OR ")})`;
@@ -1034,31 +1037,36 @@ class Compiler {
     return out.join(" AND ");
   }
 
-  private inVals(paths: string[], condition: string): string {
+  private inVals(paths: string[], condition: () => string): string {
     return this.inValsOf(paths.map((path) => this.backend.pathId(path)).filter((id) => id >= 0), condition);
   }
 
-  /** Rows with a value at one of these path ids (none: nothing matches) satisfying `condition`. */
-  private inValsOf(ids: number[], condition: string): string {
+  /**
+   * Rows with a value at one of these path ids (none: nothing matches) satisfying `condition`. The
+   * condition is built only when there is a path: its parameters are numbered, and one bound for
+   * SQL that is never emitted makes the statement refuse its values (a field no record holds was a 500).
+   */
+  private inValsOf(ids: number[], condition: () => string): string {
     if (ids.length === 0) return "0";
     const pathSql = ids.length === 1 ? `path = ${this.p(ids[0]!)}` : `path IN (${ids.map((x) => this.p(x)).join(", ")})`;
-    return this.correlated ? `EXISTS (SELECT 1 FROM vals WHERE rid = r.rid AND ${pathSql} AND ${condition})` : `r.rid IN (SELECT rid FROM vals WHERE ${pathSql} AND ${condition})`;
+    const where = condition();
+    return this.correlated ? `EXISTS (SELECT 1 FROM vals WHERE rid = r.rid AND ${pathSql} AND ${where})` : `r.rid IN (SELECT rid FROM vals WHERE ${pathSql} AND ${where})`;
   }
 
   private exactTerm(node: TermNode): string {
     const keyword = node.field ? Compiler.keywordOf(node.field) : undefined;
     if (keyword) {
       const paths = this.backend.fieldsMatching(keyword.path);
-      if (node.kind === "word" && node.value === "null") return this.inVals(paths, `t = ${LeafType.null}`);
+      if (node.kind === "word" && node.value === "null") return this.inVals(paths, () => `t = ${LeafType.null}`);
       if (node.kind === "prefix" || node.kind === "wildcard") {
         const pattern = node.kind === "prefix" ? `${escapeGlob(keyword.exact === "lower" ? node.value.toLowerCase() : node.value)}*` : luceneToGlob(node.value, keyword.exact === "lower");
-        return this.inVals(paths, keyword.exact === "lower" ? `lower(str) GLOB ${this.p(pattern)}` : `str GLOB ${this.p(pattern)}`);
+        return this.inVals(paths, () => (keyword.exact === "lower" ? `lower(str) GLOB ${this.p(pattern)}` : `str GLOB ${this.p(pattern)}`));
       }
-      return this.inVals(paths, keyword.exact === "lower" ? `lower(str) = ${this.p(node.value.toLowerCase())}` : `str = ${this.p(node.value)}`);
+      return this.inVals(paths, () => (keyword.exact === "lower" ? `lower(str) = ${this.p(node.value.toLowerCase())}` : `str = ${this.p(node.value)}`));
     }
     // An analyzed field with an infix wildcard: match the pattern against the lowercased words.
     const glob = luceneToGlob(node.value, true);
-    const condition = `t IN (${LeafType.string}, ${LeafType.date}) AND (' ' || lower(str) || ' ') GLOB ${this.p(`* ${glob} *`)}`;
+    const condition = () => `t IN (${LeafType.string}, ${LeafType.date}) AND (' ' || lower(str) || ' ') GLOB ${this.p(`* ${glob} *`)}`;
     if (!node.field) return this.inValsOf(this.backend.pathIdsWhere((path) => path.startsWith("data.") || path.startsWith("tags.")), condition);
     return this.inVals(this.backend.fieldsMatching(node.field), condition);
   }
@@ -1068,32 +1076,34 @@ class Compiler {
     const paths = this.backend.fieldsMatching(keyword?.path ?? node.field!);
     const bounds = [node.lower, node.upper].filter((b): b is string => b !== undefined);
     if (bounds.length === 0) return this.exists(node.field!);
-    const parts: string[] = [];
     const lowerOp = node.includeLower ? ">=" : ">";
     const upperOp = node.includeUpper ? "<=" : "<";
     // The index has no mapping: `[2017 TO 2018]` is a number range on numbers and a year range on dates.
     const { numbers, dates } = keyword ? {} : typedBounds(node);
-    if (numbers || dates) {
-      const branches: string[] = [];
-      if (numbers) branches.push(this.within(LeafType.number, numbers, node.includeLower, node.includeUpper));
-      if (dates) branches.push(this.within(LeafType.date, dates, node.includeLower, node.includeUpper));
-      parts.push(branches.length === 1 ? branches[0]! : `((${branches.join(") OR (")}))`);
-    } else {
-      const column = keyword?.exact === "case" ? "str" : "lower(str)";
-      const norm = (b: string) => (keyword?.exact === "case" ? b : b.toLowerCase());
-      parts.push("str IS NOT NULL");
-      if (node.lower !== undefined) parts.push(`${column} ${lowerOp} ${this.p(norm(node.lower))}`);
-      if (node.upper !== undefined) parts.push(`${column} ${upperOp} ${this.p(norm(node.upper))}`);
-    }
-    return this.inVals(paths, parts.join(" AND "));
+    return this.inVals(paths, () => {
+      const parts: string[] = [];
+      if (numbers || dates) {
+        const branches: string[] = [];
+        if (numbers) branches.push(this.within(LeafType.number, numbers, node.includeLower, node.includeUpper));
+        if (dates) branches.push(this.within(LeafType.date, dates, node.includeLower, node.includeUpper));
+        parts.push(branches.length === 1 ? branches[0]! : `((${branches.join(") OR (")}))`);
+      } else {
+        const column = keyword?.exact === "case" ? "str" : "lower(str)";
+        const norm = (b: string) => (keyword?.exact === "case" ? b : b.toLowerCase());
+        parts.push("str IS NOT NULL");
+        if (node.lower !== undefined) parts.push(`${column} ${lowerOp} ${this.p(norm(node.lower))}`);
+        if (node.upper !== undefined) parts.push(`${column} ${upperOp} ${this.p(norm(node.upper))}`);
+      }
+      return parts.join(" AND ");
+    });
   }
 
   private exists(field: string): string {
     const base = field.replace(/\.keyword(Lower)?$/, "");
-    if (base.includes("*")) return this.inVals(this.backend.fieldsMatching(base), `t <> ${LeafType.null}`);
+    if (base.includes("*")) return this.inVals(this.backend.fieldsMatching(base), () => `t <> ${LeafType.null}`);
     // The field and everything under it: the path, or one between `base.` and `base/` (as SQLite compared the path text).
     const below = `${base}.`;
     const after = `${base}/`;
-    return this.inValsOf(this.backend.pathIdsWhere((path) => path === base || (path > below && path < after)), `t <> ${LeafType.null}`);
+    return this.inValsOf(this.backend.pathIdsWhere((path) => path === base || (path > below && path < after)), () => `t <> ${LeafType.null}`);
   }
 }

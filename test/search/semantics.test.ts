@@ -105,6 +105,14 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
     expect(await res.json()).toMatchObject({ reason: "Malformed query", position: 15, message: expect.stringContaining("now-1x") });
   });
 
+  it("unknown fields - a range, keyword, wildcard or comparison on a field no record holds is 200 with nothing (ES: unmapped field), not a 500", async () => {
+    for (const query of ["data.NoSuchField:[1 TO 2]", "data.NoSuchField:>1", "data.NoSuchField:[a TO b]", "data.NoSuchField.keyword:x", "data.NoSuchField.keywordLower:ab*", "data.NoSuchField:x*y", "data.SpudDate.year:[2017 TO 2018]"]) {
+      await expectIds(query, []);
+    }
+    await expectIds("data.NoSuchField:[1 TO 2] OR data.Depth:5", [R2]);
+    await expectIds("NOT data.NoSuchField.keyword:x AND data.Depth:5", [R2]);
+  });
+
   it("returnedFields - a path into an array of objects keeps that field of every element (ES _source includes)", async () => {
     const page = await searchOk(derrick, { query: `id:${R1.replaceAll(":", "\\:")}`, returnedFields: ["id", "data.Items.name"] });
     expect(page.results).toEqual([{ id: R1, data: { Items: [{ name: "a1" }, { name: "b2" }] } }]);
