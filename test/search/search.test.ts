@@ -512,6 +512,23 @@ describe("search over records put through storage", () => {
     expect(await leading.json()).toMatchObject({ position: 10 });
   });
 
+  it("search - an operator where a term belongs (a AND AND b, NOT NOT a, field:OR) is 400 Malformed query with its position, as Lucene's parser refuses it", async () => {
+    for (const [query, position] of [
+      ["Ocean AND AND Drilling", 10],
+      ["NOT NOT Ocean", 4],
+      ["Ocean OR || Drilling", 9],
+      ["data.Basin:OR", 11],
+      ["Ocean AND (NOT AND Drilling)", 15],
+    ] as const) {
+      const res = await api(derrick, "/api/search/v2/query", { body: { kind: WELL, query } });
+      expect(res.status, query).toBe(400);
+      expect(await res.json(), query).toMatchObject({ reason: "Malformed query", position });
+    }
+    // Lowercase and escaped operators are ordinary words.
+    expect(ids(await searchOk(derrick, { query: "Ocean and Alpha" }))).toEqual([W1]);
+    expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, query: "Ocean \\AND" } })).status).toBe(200);
+  });
+
   it("storage - PUT needs users.datalake.editors and ids in the request's partition", async () => {
     const denied = await api(derrick, "/api/storage/v2/records", { as: "north", method: "PUT", body: [{ kind: WELL, acl: NORTH_ACL, data: {} }] });
     expect(denied.status).toBe(403);

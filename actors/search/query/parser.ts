@@ -234,6 +234,9 @@ class Parser {
     if (c === "[" || c === "{") return this.range(field);
     if (c === ">" || c === "<") return this.comparison(field);
     if (c === "/") throw this.error(`Malformed query: regular expressions are not supported, at position: ${start}`, start);
+    // Lucene reads a bare AND, OR, NOT, && or || as an operator, never as a term: `a AND AND b` does not parse.
+    const operator = ["AND", "OR", "NOT"].find((word) => this.keyword(word)) ?? ["&&", "||"].find((op) => this.s.startsWith(op, this.i));
+    if (operator) throw this.error(`Malformed query: unexpected operator '${operator}' where a term belongs, at position: ${start}`, start);
     const token = this.readTerm();
     if (!token || !token.text) throw this.error(`Malformed query: unexpected '${c}', at position: ${start}`, start);
     this.countClause(start);
