@@ -191,21 +191,33 @@ export class Highlighter {
 const ASCII = /^[\x00-\x7f]*$/;
 
 function highlightText(text: string, { exact, prefixes }: Words): string | undefined {
-  let hit = false;
   // ASCII text (most values): the same tokens without the Unicode classes, several times faster.
   const ascii = ASCII.test(text);
-  const marked = text.replace(ascii ? /[A-Za-z0-9_]+/g : /[\p{L}\p{N}_]+/gu, (token) => {
+  const tokens = () => (ascii ? /[A-Za-z0-9_]+/g : /[\p{L}\p{N}_]+/gu);
+  const matches = (token: string) => {
     const lower = ascii ? token.toLowerCase() : (tokenize(token)[0] ?? "");
-    if (exact.has(lower) || prefixes.some((w) => lower.startsWith(w))) {
-      hit = true;
-      return `<em>${token}</em>`;
+    return exact.has(lower) || prefixes.some((w) => lower.startsWith(w));
+  };
+  let first = -1;
+  for (const m of text.matchAll(tokens())) {
+    if (matches(m[0])) {
+      first = m.index;
+      break;
     }
-    return token;
-  });
-  if (!hit) return undefined;
-  if (marked.length <= FRAGMENT_SIZE) return marked;
-  const start = Math.max(0, marked.indexOf("<em>") - FRAGMENT_SIZE / 4);
-  return marked.slice(start, start + FRAGMENT_SIZE + 9);
+  }
+  if (first < 0) return undefined;
+  // The fragment is cut from the value, then marked: never inside a word, so a highlighted term and
+  // its <em>…</em> stay whole (cutting the marked text left a long term's tag unclosed).
+  let fragment = text;
+  if (text.length > FRAGMENT_SIZE) {
+    const word = ascii ? /[A-Za-z0-9_]/ : /[\p{L}\p{N}_]/u;
+    let start = Math.max(0, first - FRAGMENT_SIZE / 4);
+    while (start > 0 && start < first && word.test(text[start - 1]!)) start++;
+    let end = Math.max(start + FRAGMENT_SIZE, first);
+    while (end < text.length && word.test(text[end]!)) end++;
+    fragment = text.slice(start, end);
+  }
+  return fragment.replace(tokens(), (token) => (matches(token) ? `<em>${token}</em>` : token));
 }
 
 /** OSDU `highlight` of one document (a Highlighter of its own: for one document only). */

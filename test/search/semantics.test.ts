@@ -120,6 +120,28 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
     expect(wildcard.results).toEqual([{ data: { Items: [{ val: 2 }] } }]);
   });
 
+  it("highlight - a fragment of a long value never cuts a highlighted term or its <em> tags (ES keeps the term whole)", async () => {
+    // In the partition `other`, so the records the other tests count stay as they are.
+    const id = "other:well:sem-long";
+    const notes = `${"lorem ".repeat(40)}needle ${"ipsum ".repeat(40)}`;
+    const token = `zz${"q".repeat(400)}`;
+    const put = await api(derrick, "/api/storage/v2/records", { method: "PUT", partition: "other", body: [{ id, kind: WELL, acl: NORTH_ACL, data: { Notes: notes, Token: `${"dolor ".repeat(20)}${token}` } }] });
+    expect(put.status).toBe(201);
+    const query = async (q: string, field: string) => {
+      const res = await api(derrick, "/api/search/v2/query", { partition: "other", body: { kind: WELL, query: q, highlightedFields: [field], returnedFields: ["id"] } });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { results: Array<{ highlight?: Record<string, string[]> }> }).results[0]?.highlight?.[field];
+    };
+    await eventually(async () => (await query("needle", "data.Notes")) !== undefined, { what: "long record indexed" });
+    const [fragment] = (await query("needle", "data.Notes"))!;
+    expect(fragment).toContain("<em>needle</em>");
+    expect(fragment!.length).toBeLessThan(notes.length);
+    // A term longer than the fragment size comes whole, its tags closed.
+    const [whole] = (await query("zz*", "data.Token"))!;
+    expect(whole).toContain(`<em>${token}</em>`);
+    expect(whole!.split("<em>").length).toBe(whole!.split("</em>").length);
+  });
+
   it("highlight - a result has no highlight member when none of its highlighted fields holds a query term", async () => {
     const page = await searchOk(derrick, { query: "data.Depth:5 OR ocean", highlightedFields: ["data.FacilityName"], sort: { field: ["id"], order: ["ASC"] } });
     expect(page.results.map((r) => r.id)).toEqual([R1, R2]);
