@@ -130,6 +130,8 @@ function spatial(filter: SpatialFilter, errors: FieldError[]): GeoFilter | undef
   const exclusive = (["byBoundingBox", "byDistance", "byGeoPolygon"] as const).filter((k) => filter[k] != null);
   if (exclusive.length > 1) errors.push({ pointer: base, message: "only one criteria can be used with SpatialFilter" });
   if (exclusive.length === 0 && !filter.byIntersection && !filter.byWithinPolygon) errors.push({ pointer: base, message: "one of byBoundingBox, byDistance, byGeoPolygon or byIntersection must be given" });
+  // byWithinPolygon: OSDU's validator range-checks its points, though its query builder applies nothing for it.
+  filter.byWithinPolygon?.points.forEach((pt, i) => checkPoint(pt, `${base}/byWithinPolygon/points/${i}`, errors));
   if (errors.length > before) return undefined;
   const field = filter.field.trim();
   if (filter.byBoundingBox) {

@@ -435,6 +435,19 @@ describe("search over records put through storage", () => {
     expect((await searchOk(derrick, { kind: `${WELL},` })).totalCount).toBe(3);
   });
 
+  it("search - byWithinPolygon is applied as OSDU's query builder does (not at all), but its points are range-checked as OSDU's validator does", async () => {
+    const within = (points: Array<{ latitude: number; longitude: number }>) => ({ kind: WELL, spatialFilter: { field: "data.Location", byWithinPolygon: { points } } });
+    for (const [points, pointer, message] of [
+      [[{ latitude: 0, longitude: 200 }], "/body/spatialFilter/byWithinPolygon/points/0/longitude", "'longitude' value is out of the range [-180, 180]"],
+      [[{ latitude: 0, longitude: 0 }, { latitude: -95, longitude: 0 }], "/body/spatialFilter/byWithinPolygon/points/1/latitude", "'latitude' value is out of the range [-90, 90]"],
+    ] as const) {
+      const res = await api(derrick, "/api/search/v2/query", { body: within([...points]) });
+      expect(res.status, pointer).toBe(400);
+      expect(((await res.json()) as { errors: Array<{ pointer: string; message: string }> }).errors).toEqual([{ pointer, message }]);
+    }
+    expect((await searchOk(derrick, within([{ latitude: 10.75, longitude: -8.6 }]))).totalCount).toBe(3);
+  });
+
   it("search - JSON null in an optional field means absent, and a null or empty cursor is a first call (OSDU)", async () => {
     const nulls = { query: null, offset: null, limit: null, sort: null, queryAsOwner: null, trackTotalCount: null, spatialFilter: null, aggregateBy: null, returnedFields: null, highlightedFields: null, suggestPhrase: null };
     expect(await searchOk(derrick, { kind: WELL, ...nulls })).toEqual(await searchOk(derrick, { kind: WELL }));
