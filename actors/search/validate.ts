@@ -129,7 +129,7 @@ function spatial(filter: SpatialFilter, errors: FieldError[]): GeoFilter | undef
   // (its GeoQueryBuilder applies the first of byBoundingBox, byDistance, byGeoPolygon, byIntersection, as below).
   const exclusive = (["byBoundingBox", "byDistance", "byGeoPolygon"] as const).filter((k) => filter[k] != null);
   if (exclusive.length > 1) errors.push({ pointer: base, message: "only one criteria can be used with SpatialFilter" });
-  if (exclusive.length === 0 && !filter.byIntersection && !filter.byWithinPolygon) errors.push({ pointer: base, message: "one of byBoundingBox, byDistance, byGeoPolygon or byIntersection must be given" });
+  // None of the criteria: OSDU's validator accepts it and its GeoQueryBuilder adds no geo query (falls through to undefined below).
   // byWithinPolygon: OSDU's validator range-checks its points, though its query builder applies nothing for it.
   filter.byWithinPolygon?.points.forEach((pt, i) => checkPoint(pt, `${base}/byWithinPolygon/points/${i}`, errors));
   if (errors.length > before) return undefined;

@@ -448,6 +448,15 @@ describe("search over records put through storage", () => {
     expect((await searchOk(derrick, within([{ latitude: 10.75, longitude: -8.6 }]))).totalCount).toBe(3);
   });
 
+  it("search - a spatialFilter with a field and no criteria filters nothing (OSDU's query builder adds no geo query), it is not a 400", async () => {
+    const all = ids(await searchOk(derrick, { kind: "*:*:*:*" }));
+    for (const spatialFilter of [{ field: "data.Location" }, { field: "data.Location", byBoundingBox: null, byDistance: null, byGeoPolygon: null, byIntersection: null, byWithinPolygon: null }]) {
+      expect(ids(await searchOk(derrick, { kind: "*:*:*:*", spatialFilter })), JSON.stringify(spatialFilter)).toEqual(all);
+    }
+    // The field is still required.
+    expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, spatialFilter: { field: " " } } })).status).toBe(400);
+  });
+
   it("search - JSON null in an optional field means absent, and a null or empty cursor is a first call (OSDU)", async () => {
     const nulls = { query: null, offset: null, limit: null, sort: null, queryAsOwner: null, trackTotalCount: null, spatialFilter: null, aggregateBy: null, returnedFields: null, highlightedFields: null, suggestPhrase: null };
     expect(await searchOk(derrick, { kind: WELL, ...nulls })).toEqual(await searchOk(derrick, { kind: WELL }));
