@@ -34,6 +34,8 @@ export type SearchRequest = {
   /** Skip counting (later cursor pages reuse the first page's count). */
   skipCount?: boolean;
   aggregateBy?: string;
+  /** `aggregateBy` came from `nested(path, field)`: count the array's elements holding each term (ES counts nested documents), not the records. */
+  aggregateElements?: boolean;
   /**
    * Cursor order: the sort keys, then the record id (stable on every replica). `after` holds the
    * last row's sort values followed by its id; rows strictly after it are returned.

@@ -79,7 +79,7 @@ function requestOf(plan: SearchPlan, ast: QueryNode, partition: string, access: 
     offset: plan.offset,
     limit: plan.limit,
     trackTotalCount: plan.trackTotalCount,
-    ...(plan.aggregateBy ? { aggregateBy: plan.aggregateBy } : {}),
+    ...(plan.aggregateBy ? { aggregateBy: plan.aggregateBy, ...(plan.aggregateNested ? { aggregateElements: true } : {}) } : {}),
   };
 }
 

@@ -564,7 +564,7 @@ export class SqliteBackend implements SearchBackend {
       return {
         hits: this.page(rids.slice(request.offset, request.offset + request.limit)),
         total: request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP),
-        aggregations: request.aggregateBy ? this.aggregate(request.aggregateBy, from, whereSql, baseParams) : [],
+        aggregations: request.aggregateBy ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams) : [],
       };
     }
 
@@ -578,7 +578,7 @@ export class SqliteBackend implements SearchBackend {
           ? this.visibleOf(request, (this.stmts.ftsRows.values(driverText) as Array<[number]>).map((row) => row[0]), rest, registerNested)
           : (this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number]>).map((row) => row[0]);
       const total = request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP);
-      const aggregations: Aggregation[] = request.aggregateBy ? this.aggregate(request.aggregateBy, from, whereSql, baseParams) : [];
+      const aggregations: Aggregation[] = request.aggregateBy ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams) : [];
       if (request.limit === 0) return { hits: [], total, aggregations };
       const page = sortedPage(rids, request.sort, columns, { offset: request.offset, limit: request.limit, after: request.keyset?.after }, (list) => {
         const ids = new Map<number, string>();
@@ -595,7 +595,7 @@ export class SqliteBackend implements SearchBackend {
       const cap = request.trackTotalCount ? -1 : TOTAL_CAP;
       total = this.db.query<{ n: number }, SQLQueryBindings[]>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${from} WHERE ${whereSql} LIMIT ${cap})`).get(...baseParams)!.n;
     }
-    const aggregations: Aggregation[] = request.aggregateBy ? this.aggregate(request.aggregateBy, from, whereSql, baseParams) : [];
+    const aggregations: Aggregation[] = request.aggregateBy ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams) : [];
     if (request.limit === 0) return { hits: [], total, aggregations };
 
     // Ordering: explicit sort keys, then the id (cursors) or insertion order.
@@ -736,13 +736,15 @@ export class SqliteBackend implements SearchBackend {
   /**
    * Terms of one field over exactly the rows a query sees: count desc, key asc, at most 1000. Key
    * order is ES's for the field's type: by value when every term is a number or a date (ES orders a
-   * numeric or date field's terms by value: 15 before 120), else by the text's bytes.
+   * numeric or date field's terms by value: 15 before 120), else by the text's bytes. A bucket counts
+   * the records holding the term, or with `elements` (a `nested(…)` aggregation) the values — one per
+   * array element — as ES's nested aggregation counts nested documents.
    */
-  private aggregate(field: string, from: string, whereSql: string, baseParams: SQLQueryBindings[]): Aggregation[] {
+  private aggregate(field: string, elements: boolean, from: string, whereSql: string, baseParams: SQLQueryBindings[]): Aggregation[] {
     const path = field.replace(/\.keyword$/, "");
     return this.db
       .query<{ key: string; count: number }, SQLQueryBindings[]>(
-        `WITH terms AS MATERIALIZED (SELECT v.str AS key, count(DISTINCT v.rid) AS count, min(v.num) AS num FROM vals v WHERE v.path = ?${baseParams.length + 1} AND v.str IS NOT NULL AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry}) AND v.rid IN (SELECT r.rid FROM ${from} WHERE ${whereSql}) GROUP BY v.str)` +
+        `WITH terms AS MATERIALIZED (SELECT v.str AS key, ${elements ? "count(*)" : "count(DISTINCT v.rid)"} AS count, min(v.num) AS num FROM vals v WHERE v.path = ?${baseParams.length + 1} AND v.str IS NOT NULL AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry}) AND v.rid IN (SELECT r.rid FROM ${from} WHERE ${whereSql}) GROUP BY v.str)` +
           ` SELECT key, count FROM terms ORDER BY count DESC, CASE WHEN NOT EXISTS (SELECT 1 FROM terms WHERE num IS NULL) THEN num END ASC, key ASC LIMIT ${AGGREGATION_SIZE}`,
       )
       .all(...baseParams, this.pathId(path));

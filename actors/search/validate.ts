@@ -33,6 +33,8 @@ export type SearchPlan = {
   trackTotalCount: boolean;
   spatial?: GeoFilter;
   aggregateBy?: string;
+  /** `aggregateBy` is a `nested(…)` aggregation: its buckets count elements, as ES's nested aggregation does. */
+  aggregateNested?: boolean;
   returnedFields: string[];
   highlightedFields: string[];
 };
@@ -277,12 +279,16 @@ export function planSearch(body: QueryRequest | CursorQueryRequest, cursor: bool
   const sortKeys = sort(body.sort, errors);
   const geo = body.spatialFilter ? spatial(body.spatialFilter, errors) : undefined;
   let aggregateBy: string | undefined;
+  let aggregateNested = false;
   const agg = cursor ? undefined : (body as QueryRequest).aggregateBy;
   if (agg?.trim()) {
     if (/^nested\s*\(/i.test(agg.trim())) {
       const nested = nestedField(agg);
       if (!nested || nested.mode) errors.push({ pointer: "/body/aggregateBy", message: `Malformed nested aggregation : ${agg}` });
-      else aggregateBy = nested.field;
+      else {
+        aggregateBy = nested.field;
+        aggregateNested = true;
+      }
     } else aggregateBy = agg.trim();
   }
   const returnedFields = fieldList(body.returnedFields, "/body/returnedFields", errors);
@@ -302,7 +308,7 @@ export function planSearch(body: QueryRequest | CursorQueryRequest, cursor: bool
       // Cursor queries always count exactly (OSDU docs).
       trackTotalCount: cursor ? true : (body.trackTotalCount ?? false),
       ...(geo ? { spatial: geo } : {}),
-      ...(aggregateBy ? { aggregateBy } : {}),
+      ...(aggregateBy ? { aggregateBy, ...(aggregateNested ? { aggregateNested } : {}) } : {}),
       returnedFields,
       highlightedFields,
     },

@@ -142,6 +142,30 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
     expect(whole!.split("<em>").length).toBe(whole!.split("</em>").length);
   });
 
+  it("aggregateBy - nested(path, field) counts the array's elements, as ES's nested aggregation counts nested documents; a plain field counts records", async () => {
+    // In the partition `other`, so the records the other tests count stay as they are.
+    const put = await api(derrick, "/api/storage/v2/records", {
+      method: "PUT",
+      partition: "other",
+      body: [
+        { id: "other:well:agg-1", kind: WELL, acl: NORTH_ACL, data: { Items: [{ name: "x" }, { name: "x" }, { name: "y" }], Tags: ["t", "t"] } },
+        { id: "other:well:agg-2", kind: WELL, acl: NORTH_ACL, data: { Items: [{ name: "x" }], Tags: ["t"] } },
+      ],
+    });
+    expect(put.status).toBe(201);
+    const aggregate = async (aggregateBy: string) => {
+      const res = await api(derrick, "/api/search/v2/query", { partition: "other", body: { kind: WELL, query: "id:other\\:well\\:agg*", aggregateBy, returnedFields: ["id"] } });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { aggregations: Array<{ key: string; count: number }>; totalCount: number });
+    };
+    await eventually(async () => (await aggregate("data.Tags")).totalCount === 2, { what: "records indexed" });
+    expect((await aggregate("nested(data.Items, name)")).aggregations).toEqual([
+      { key: "x", count: 3 },
+      { key: "y", count: 1 },
+    ]);
+    expect((await aggregate("data.Tags")).aggregations).toEqual([{ key: "t", count: 2 }]);
+  });
+
   it("highlight - a result has no highlight member when none of its highlighted fields holds a query term", async () => {
     const page = await searchOk(derrick, { query: "data.Depth:5 OR ocean", highlightedFields: ["data.FacilityName"], sort: { field: ["id"], order: ["ASC"] } });
     expect(page.results.map((r) => r.id)).toEqual([R1, R2]);
