@@ -55,6 +55,15 @@ export function aclGroup(value: string): string {
   return (at >= 0 ? value.slice(0, at) : value).toLowerCase();
 }
 
+/**
+ * Whether a token's groups hold the entitlement `name`, given as OSDU's entitlements service names them
+ * (`users.datalake.viewers@opendes.example.com`) or bare (`users.datalake.viewers`): compared as
+ * record ACLs are, by the part before `@`, case-insensitively.
+ */
+export function holdsGroup(groups: readonly string[], name: string): boolean {
+  return groups.some((g) => aclGroup(g) === name);
+}
+
 /** `authority:source:type:version` → OSDU's derived attributes. */
 export function kindParts(kind: string): { authority: string; source: string; namespace: string; type: string } {
   const [authority = "", source = "", type = ""] = kind.split(":");

@@ -23,7 +23,7 @@ import {
 } from "../../subjects/search.ts";
 import type { RequestContext } from "../runtime/context.ts";
 import type { Access, SearchBackend, SearchHit, SearchRequest } from "./backend.ts";
-import { aclGroup } from "./documents.ts";
+import { aclGroup, holdsGroup } from "./documents.ts";
 import { Highlighter, project } from "./results.ts";
 import type { CursorStore } from "./store.ts";
 import { decodeSearchBody, parsePlanQuery, planSearch, type SearchPlan } from "./validate.ts";
@@ -51,12 +51,12 @@ const cursorForbidden = () => new DerrickError(403, "cursor sharing is forbidden
 const tooManyCursors = () => new DerrickError(429, "Too many cursor requests, please re-try after some time.", { title: "Too many requests", headers: { "Retry-After": "10" } });
 
 /** OSDU's entitlements check fails for a caller in no data.* group ("no data group found"), answered as 401 like a missing role. */
-const hasDataGroup = (p: Principal) => p.groups.some((g) => g === DATA_ROOT_GROUP || aclGroup(g).startsWith("data."));
+const hasDataGroup = (p: Principal) => p.groups.some((g) => aclGroup(g) === DATA_ROOT_GROUP || aclGroup(g).startsWith("data."));
 
 function caller(ctx: RequestContext): { principal: Principal; partition: string } {
   // OSDU answers a missing role (and a missing token) with 401 "Access denied".
   const principal = ctx.principal;
-  if (!principal || !SEARCH_ROLES.some((role) => principal.groups.includes(role)) || !hasDataGroup(principal)) throw accessDenied();
+  if (!principal || !SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role)) || !hasDataGroup(principal)) throw accessDenied();
   if (!ctx.partition) throw new DerrickError(400, "invalid or empty data partition provided");
   return { principal, partition: ctx.partition };
 }
@@ -64,7 +64,7 @@ function caller(ctx: RequestContext): { principal: Principal; partition: string 
 const principalId = (p: Principal) => `${p.clientId}/${p.subject}`;
 
 function accessOf(principal: Principal, asOwner: boolean): Access {
-  if (principal.groups.includes(DATA_ROOT_GROUP)) return { all: true };
+  if (holdsGroup(principal.groups, DATA_ROOT_GROUP)) return { all: true };
   return { all: false, groups: [...new Set(principal.groups.map(aclGroup))], asOwner };
 }
 

@@ -29,7 +29,7 @@ import {
   type StoredRecord,
 } from "../../subjects/search.ts";
 import type { RequestContext } from "../runtime/context.ts";
-import { aclGroup } from "../search/documents.ts";
+import { aclGroup, holdsGroup } from "../search/documents.ts";
 import { RecordChanged, type RecordRead, type RecordStore } from "../search/store.ts";
 
 export type StorageDeps = { records: Pick<RecordStore, "read" | "put" | "remove">; now?: () => Date };
@@ -55,7 +55,7 @@ function caller(ctx: RequestContext): { principal: Principal; partition: string 
 }
 
 function canSee(principal: Principal, record: StoredRecord, asOwner: boolean): boolean {
-  if (principal.groups.includes(DATA_ROOT_GROUP)) return true;
+  if (holdsGroup(principal.groups, DATA_ROOT_GROUP)) return true;
   const mine = new Set(principal.groups.map(aclGroup));
   const groups = asOwner ? record.acl.owners : [...record.acl.viewers, ...record.acl.owners];
   return groups.some((g) => mine.has(aclGroup(g)));
@@ -98,7 +98,7 @@ function nextStored(record: RecordInput, id: string, previous: StoredRecord | un
 
 export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, deps: StorageDeps): Promise<Reply<PutRecordsResponse>> {
   const { principal, partition } = caller(ctx);
-  if (!principal.groups.includes(STORAGE_WRITER_GROUP)) throw forbidden(`writing records needs the group ${STORAGE_WRITER_GROUP}`);
+  if (!holdsGroup(principal.groups, STORAGE_WRITER_GROUP)) throw forbidden(`writing records needs the group ${STORAGE_WRITER_GROUP}`);
   const body = check(PutRecordsBody, input.body);
   // Before anything is read or written: a record too deep for the index is refused, not stored.
   checkRecordDepth(body);
@@ -140,7 +140,7 @@ export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, 
 
 export async function getRecord(input: RecordRef, ctx: RequestContext, deps: StorageDeps): Promise<StoredRecord> {
   const { principal, partition } = caller(ctx);
-  if (!SEARCH_ROLES.some((role) => principal.groups.includes(role))) throw forbidden("reading records needs a users.datalake.* group");
+  if (!SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role))) throw forbidden("reading records needs a users.datalake.* group");
   const id = checkId(input.id, partition, "/params/id");
   const { record } = await deps.records.read(partition, id);
   if (!record) throw notFound(`record ${id} does not exist`);
@@ -150,7 +150,7 @@ export async function getRecord(input: RecordRef, ctx: RequestContext, deps: Sto
 
 export async function deleteRecord(input: RecordRef, ctx: RequestContext, deps: StorageDeps): Promise<Reply<undefined>> {
   const { principal, partition } = caller(ctx);
-  if (!principal.groups.includes(STORAGE_WRITER_GROUP)) throw forbidden(`deleting records needs the group ${STORAGE_WRITER_GROUP}`);
+  if (!holdsGroup(principal.groups, STORAGE_WRITER_GROUP)) throw forbidden(`deleting records needs the group ${STORAGE_WRITER_GROUP}`);
   const id = checkId(input.id, partition, "/params/id");
   const read = () => deps.records.read(partition, id);
   await whileUnchanged(id, await read(), read, async ({ record, seq }) => {

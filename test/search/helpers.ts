@@ -13,6 +13,9 @@ export const SEARCH_CLIENTS = {
   nodata: { client_id: "nodata", client_secret: "nodata-secret-1", appkey: "nodata-appkey-1", groups: ["users.datalake.viewers"] },
   /** An editor in users.data.root: may replace records it does not own. */
   rootEditor: { client_id: "rootEditor", client_secret: "rooteditor-secret-1", appkey: "rooteditor-appkey-1", groups: ["users.datalake.editors", "users.data.root"] },
+  /** Groups as OSDU's entitlements service names them in tokens: `<group>@<partition>.<domain>`. */
+  northEmail: { client_id: "northEmail", client_secret: "northemail-secret-1", appkey: "northemail-appkey-1", groups: ["users.datalake.viewers@opendes.example.com", "data.north.viewers@opendes.example.com"] },
+  rootEmail: { client_id: "rootEmail", client_secret: "rootemail-secret-1", appkey: "rootemail-appkey-1", groups: ["users.datalake.editors@opendes.example.com", "users.data.root@opendes.example.com"] },
 } as const;
 export type SearchClient = keyof typeof SEARCH_CLIENTS;
 

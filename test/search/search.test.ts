@@ -270,6 +270,14 @@ describe("search over records put through storage", () => {
     expect(ids(await searchOk(derrick, { queryAsOwner: true }, "southOwner"))).toEqual([W3, WB1]);
   });
 
+  it("search - roles and users.data.root are recognised in the email form OSDU's entitlements put in tokens (group@partition.domain), as data groups are", async () => {
+    expect(ids(await searchOk(derrick, {}, "northEmail"))).toEqual([W1, W2, WB2]);
+    expect((await searchOk(derrick, {}, "rootEmail")).totalCount).toBe(5);
+    // users.datalake.editors@… writes, users.data.root@… reads any record.
+    const read = await api(derrick, `/api/storage/v2/records/${encodeURIComponent(W3)}`, { as: "rootEmail" });
+    expect(read.status).toBe(200);
+  });
+
   it("search - spatial filters on points: bounding box, distance, polygon, intersection", async () => {
     const field = "data.Location";
     const box = await searchOk(derrick, { spatialFilter: { field, byBoundingBox: { topLeft: { latitude: 59, longitude: 2 }, bottomRight: { latitude: 58, longitude: 3.5 } } } });
