@@ -27,13 +27,18 @@ import type { Logger } from "../../platform/logger.ts";
 import { reply } from "../../subjects/reply.ts";
 
 export async function startIdentityActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
-  const registry = await openRegistry(nc, options.storage);
-  const key = await loadOrCreateSigningKey(cfg.dataDir);
   const log = options.log.child({ actor: "identity" });
-  if (cfg.clients) {
+  // Set once the signing key is kept: a registry deleted at runtime is made again with the seed clients
+  // and this process's key put back, so tokens keep being issued and verified without a restart.
+  let restore: () => Promise<unknown> = async () => undefined;
+  const registry = await openRegistry(nc, options.storage, { log, onRecreated: () => restore() });
+  const key = await loadOrCreateSigningKey(cfg.dataDir);
+  const seed = async () => {
+    if (!cfg.clients) return;
     const { written, removed } = await seedClients(cfg.clients, { registry, tokenTtlSeconds: cfg.auth.tokenTtlSeconds });
-    if (written || removed.length) options.log.info({ written, removed }, "seeded clients from DERRICK_CLIENTS");
-  }
+    if (written || removed.length) log.info({ written, removed }, "seeded clients from DERRICK_CLIENTS");
+  };
+  await seed();
   // Also finishes what an earlier run left pending (a notifications actor that was down).
   const forgetting = keepForgettingDeletedClients(nc, registry, log);
   const limits = cfg.auth.tokenEndpoint;
@@ -43,6 +48,10 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
   };
   const deps: IdentityDeps = { registry, key, audience: cfg.auth.audience, tokenTtlSeconds: cfg.auth.tokenTtlSeconds, guard };
   const signing = await keepSigningKey(deps, cfg.dataDir, log);
+  restore = async () => {
+    await seed();
+    await signing.publish();
+  };
   const names = subjects.identity;
   return serveActor(
     nc,
@@ -72,6 +81,7 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
     },
     options,
     async () => {
+      registry.close();
       forgetting.stop();
       await signing.stop();
     },
@@ -142,7 +152,7 @@ function keepForgettingDeletedClients(nc: NatsConnection, registry: Registry, lo
  * are followed on their tombstones (never overwritten, unlike the key's entry a heartbeat may put
  * back), and checked again at every heartbeat in case the watch missed one (a reconnect).
  */
-async function keepSigningKey(deps: IdentityDeps, dataDir: string, log: Logger): Promise<{ stop(): Promise<void> }> {
+async function keepSigningKey(deps: IdentityDeps, dataDir: string, log: Logger): Promise<{ publish(): Promise<void>; stop(): Promise<void> }> {
   let stopped = false;
   let chain: Promise<void> = Promise.resolve();
   let retry: ReturnType<typeof setTimeout> | undefined;
@@ -172,6 +182,7 @@ async function keepSigningKey(deps: IdentityDeps, dataDir: string, log: Logger):
   const heartbeat = setInterval(() => void check(), KEY_HEARTBEAT_MS);
   heartbeat.unref();
   return {
+    publish: check,
     async stop() {
       stopped = true;
       clearInterval(heartbeat);

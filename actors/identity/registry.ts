@@ -12,6 +12,8 @@ import { Kvm, type KV } from "@nats-io/kv";
 import type { JWK } from "jose";
 import { casPut, encodeJson, isLive, isWrongRevision, readJson, readKv, type Versioned } from "../runtime/kv.ts";
 import { followBucket } from "../runtime/follow.ts";
+import { guardedKv, recreateOnDeletion, recreatingBucket, unguarded, type Guard } from "../runtime/recreate.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
 
 export const REGISTRY_BUCKET = "derrick_registry";
@@ -65,20 +67,37 @@ export interface Registry {
 /** `seen_at` is absent on keys published before it existed. */
 export type PublishedKey = { jwk: JWK; seen_at?: string };
 
-export async function openRegistry(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<Registry> {
-  const kv = await new Kvm(nc).create(REGISTRY_BUCKET, bucketOptions(policy, { history: 1 }));
-  return new KvRegistry(kv);
+/**
+ * The registry bucket, made again when deleted at runtime (an operator, a tool, a lost store), at the
+ * server's deletion advisory or on its next use, as every store of derrick is; `onRecreated` then puts
+ * back what the process owns (the seed clients, its signing key). Clients created since and
+ * revocations went with the bucket. `close` stops following the advisories.
+ */
+export async function openRegistry(
+  nc: NatsConnection,
+  policy: StoragePolicy = SINGLE_NODE,
+  options: { log?: Logger; onRecreated?: () => Promise<unknown> } = {},
+): Promise<Registry & { close(): void }> {
+  const kvm = new Kvm(nc);
+  const bucketConfig = bucketOptions(policy, { history: 1 });
+  const kv = await kvm.create(REGISTRY_BUCKET, bucketConfig);
+  const recovery = recreatingBucket(await jetstreamManager(nc), kvm, REGISTRY_BUCKET, bucketConfig, options.log, { after: options.onRecreated });
+  const advisories = recreateOnDeletion(nc, { [REGISTRY_BUCKET]: recovery }, options.log);
+  return Object.assign(new KvRegistry(guardedKv(kv, recovery.guard), recovery.guard), { close: () => advisories.unsubscribe() });
 }
 
 class KvRegistry implements Registry {
-  constructor(private readonly kv: KV) {}
+  constructor(
+    private readonly kv: KV,
+    private readonly guard: Guard = unguarded,
+  ) {}
 
   private read<T>(key: string): Promise<T | undefined> {
     return readJson<T>(this.kv, key);
   }
 
   private async values<T>(prefix: string): Promise<Array<{ key: string; value: T }>> {
-    return (await readKv(this.kv, { key: `${prefix}.>` })).filter(isLive).map((entry) => ({ key: entry.key, value: entry.json<T>() }));
+    return (await this.guard(() => readKv(this.kv, { key: `${prefix}.>` }))).filter(isLive).map((entry) => ({ key: entry.key, value: entry.json<T>() }));
   }
 
   getClient(clientId: string) {
@@ -136,7 +155,7 @@ class KvRegistry implements Registry {
   }
 
   async listDeletedClients() {
-    return (await readKv(this.kv, { key: "deleted_clients.>" })).filter(isLive).map((entry) => ({ value: entry.json<DeletedClient>(), revision: entry.revision }));
+    return (await this.guard(() => readKv(this.kv, { key: "deleted_clients.>" }))).filter(isLive).map((entry) => ({ value: entry.json<DeletedClient>(), revision: entry.revision }));
   }
 
   updateDeletedClient(record: DeletedClient, revision: number) {

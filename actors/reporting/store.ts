@@ -133,7 +133,7 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   // Results computed from entities that went with their bucket must not be served: the cache is
   // emptied before the entities bucket is made again.
   const emptyCache = () => jsm.streams.purge(`KV_${BUCKETS.cache}`).catch(() => undefined);
-  const recovery = { entities: recreatingBucket(jsm, kvm, BUCKETS.entities, options.entities, log, emptyCache), cache: recreatingBucket(jsm, kvm, BUCKETS.cache, options.cache, log) };
+  const recovery = { entities: recreatingBucket(jsm, kvm, BUCKETS.entities, options.entities, log, { before: emptyCache }), cache: recreatingBucket(jsm, kvm, BUCKETS.cache, options.cache, log) };
   const advisories = recreateOnDeletion(nc, { [BUCKETS.entities]: recovery.entities, [BUCKETS.cache]: recovery.cache }, log);
   return {
     entities: guardedKv(entities, recovery.entities.guard),

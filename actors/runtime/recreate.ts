@@ -83,7 +83,10 @@ export function guardedKv<K extends object>(kv: K, guard: Guard): K {
  * opened at start keeps working on the new bucket: it names the stream, it holds nothing of it.
  * Concurrent re-creations share one.
  */
-export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string, options: Partial<KvOptions>, log?: Logger, before?: () => Promise<unknown>): RecreatingBucket {
+/** Work around a re-creation: `before` it (after the pause; operations wait for it), `after` it (operations go on meanwhile). */
+export type RecreationHooks = { before?: () => Promise<unknown>; after?: () => Promise<unknown> };
+
+export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string, options: Partial<KvOptions>, log?: Logger, hooks: RecreationHooks = {}): RecreatingBucket {
   let pending: Promise<unknown> | undefined;
   /** Re-creations finished: an operation that failed while one ran is tried again, not thrown. */
   let generation = 0;
@@ -91,10 +94,15 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
     if (!pending) {
       log?.warn({ bucket }, `KV bucket ${bucket} was deleted; making it again`);
       pending = pause(RECREATE_DELAY_MS)
-        .then(before)
+        .then(hooks.before)
         .then(() => kvm.create(bucket, options))
         .then(() => generation++)
         .finally(() => (pending = undefined));
+      // Outside `pending`: `after` may use the bucket, whose guarded operations wait for `pending`.
+      if (hooks.after) {
+        const after = hooks.after;
+        pending.then(after).catch((err: unknown) => log?.warn({ err, bucket }, `KV bucket ${bucket}: what follows its re-creation failed`));
+      }
     }
     return pending;
   };
