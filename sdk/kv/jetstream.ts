@@ -8,8 +8,8 @@
  * client is told to forget what it delivered and the current values are delivered again.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { Kvm, type KV } from "@nats-io/kv";
-import { TwinCommitGate, parseTwinKey, toTwinEntry, twinBucket, twinBucketOptions, twinKey, type TwinAddress, type TwinSide } from "../../subjects/twins.ts";
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import { TwinCommitGate, parseTwinKey, toTwinEntry, twinBucket, twinBucketOptions, twinCommitKey, twinKey, type TwinAddress, type TwinSide } from "../../subjects/twins.ts";
 import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
 
 export class JetStreamTwinBackend implements TwinBackend {
@@ -160,9 +160,30 @@ export class JetStreamTwinBackend implements TwinBackend {
     })();
   }
 
+  /**
+   * A property's visible value, through the commit gate like the watch and the REST GET: a desired
+   * value a pending claim still holds back is not returned (half of a PUT), the value before it is.
+   */
   async get(group: string, side: TwinSide, name: string): Promise<TwinValueRead | undefined> {
-    const entry = await this.kv!.get(twinKey(group, side, name));
+    const key = twinKey(group, side, name);
+    let entry = await this.kv!.get(key);
+    // The commit record is read after the value: a claim made later holds nothing read before it.
+    if (entry && side === "desired" && (await this.held(group, entry))) {
+      const revision = entry.revision;
+      // History 2: the value before the held one (only a claim's keys are rare enough to pay a consumer).
+      entry = null;
+      for await (const older of await this.kv!.history({ key })) if (older.revision < revision) entry = older;
+    }
     return entry && entry.operation === "PUT" ? { value: entry.string(), version: entry.revision } : undefined;
+  }
+
+  /** True when the group's pending claim holds this desired entry back until its commit. */
+  private async held(group: string, entry: KvEntry): Promise<boolean> {
+    const record = await this.kv!.get(twinCommitKey(group));
+    if (!record) return false;
+    const gate = new TwinCommitGate();
+    const visible = [toTwinEntry(record), toTwinEntry(entry)].sort((a, b) => a.revision - b.revision).flatMap((e) => gate.feed(e));
+    return !visible.some((e) => e.revision === entry.revision);
   }
 
   put(group: string, side: TwinSide, name: string, value: string): Promise<number> {

@@ -323,6 +323,31 @@ describe("device SDK over JetStream KV", () => {
     expect(outs).toEqual(["slbapps.App6.FromTwin"]);
   });
 
+  it("sdk - a device starting while a PUT of its config twin is pending runs the committed config, not the held one, until the commit", async () => {
+    const v1 = JSON.stringify(appDocument("AppHeld", "dev-held", nats.url, { out: ["slbapps.AppHeld.FromV1"] }));
+    const v2 = JSON.stringify(appDocument("AppHeld", "dev-held", nats.url, { out: ["slbapps.AppHeld.FromV2"] }));
+    expect((await put("dev-held", "config", [{ name: "AppHeld", value: v1 }])).status).toBe(200);
+    const kv = await new Kvm(peer).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-held" }));
+    // A writer claimed the group for two properties, wrote one of them, and has not committed yet.
+    const record = (await kv.get("twin_commits/config"))!;
+    const version = (JSON.parse(record.string()) as { version: number }).version;
+    const claim = { state: "pending", names: ["AppHeld", "Other"], values: { AppHeld: v2, Other: "x" }, version, at: new Date().toISOString(), owner: "busy-writer" };
+    const claimed = await kv.update("twin_commits/config", JSON.stringify(claim), record.revision);
+    await kv.put(twinKey("config", "desired", "AppHeld"), v2);
+    const device = await start(parseAppConfig(appDocument("AppHeld", "dev-held", nats.url)));
+    // The REST GET shows v1 as the desired value while the claim is pending; so does the device.
+    const shown = (await (await derrick.call(`${twinPath("dev-held")}?group=config`, { as: "admin", partition: null })).json()) as { desired: Record<string, Record<string, { value: string }>> };
+    expect(shown.desired.config!.AppHeld!.value).toBe(v1);
+    expect(device.config.bus.targets.DataOut).toEqual(["slbapps.AppHeld.FromV1"]);
+    expect((await device.getDesired("config", "AppHeld"))?.value).toBe(v1);
+    expect((await device.getReported("config", "AppHeld"))?.value).not.toBe(v2);
+    // The commit releases v2 (with the other property of the same PUT).
+    await kv.put(twinKey("config", "desired", "Other"), "x");
+    await kv.update("twin_commits/config", JSON.stringify({ state: "committed", names: claim.names, version: claimed + 2, at: new Date().toISOString() }), claimed);
+    await eventually(() => device.config.bus.targets.DataOut[0] === "slbapps.AppHeld.FromV2", { what: "v2 applied at the commit" });
+    expect((await device.getDesired("config", "AppHeld"))?.value).toBe(v2);
+  });
+
   it("sdk - a commit record the device's app wrote with names that are no list neither crashes the device nor stops its twin watch", async () => {
     const device = await start(parseAppConfig(appDocument("AppBadCommit", "dev-bad-commit", nats.url)));
     const seen: string[] = [];
