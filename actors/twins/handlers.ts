@@ -318,7 +318,9 @@ export async function putTwins(input: TwinPutRequest, ctx: RequestContext, deps:
   requireGroup(ctx, WRITERS);
   validatePut(input);
   checkClaimSize(input, deps.maxPayload, deps.writer?.id);
-  const bucket = (await deps.stores.open(input, true))!;
+  // A twin never written is at version 0: a PUT expecting another version is 412 before any bucket is made.
+  const bucket = await deps.stores.open(input, !input.ifMatch);
+  if (!bucket) throw preconditionFailed(`group ${input.group} is at version 0, not ${input.ifMatch}`);
   const lock = groupLock(input, input.group);
   const { revisions, version } = await withLock(deps, lock, () =>
     commitDesired(

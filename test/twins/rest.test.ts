@@ -185,6 +185,15 @@ describe("twin properties REST", () => {
     expect((await put("dev-6", { group: "g", twins: [{ name: "a", value: "4" }] }, { headers: { "if-match": "nope" } })).status).toBe(400);
   });
 
+  it("twins - a PUT refused with 412 on a twin never written creates nothing: no bucket", async () => {
+    const res = await put("dev-never", { group: "g", twins: [{ name: "a", value: "1" }] }, { headers: { "if-match": '"7"' } });
+    expect(res.status).toBe(412);
+    const jsm = await jetstreamManager(nc);
+    await expect(jsm.streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-never" })}`)).rejects.toThrow(/not found/);
+    // "0" is the version of a group with nothing yet: that PUT creates the twin.
+    expect((await put("dev-never", { group: "g", twins: [{ name: "a", value: "1" }] }, { headers: { "if-match": '"0"' } })).status).toBe(200);
+  });
+
   it("twins - DELETE removes one property and answers 204", async () => {
     await put("dev-7", { group: "g", twins: [{ name: "a", value: "1" }, { name: "b", value: "2" }] });
     const res = await derrick.call(`${path("dev-7")}/g/a`, { method: "DELETE", as: "admin", partition: null });
