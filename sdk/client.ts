@@ -131,10 +131,14 @@ class MessageQueue implements MessageIterator {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
   return(): Promise<IteratorResult<InboundMessage>> {
-    this.done = true;
     this.onClose();
-    for (const waiter of this.waiters.splice(0)) waiter({ value: undefined, done: true });
+    this.end();
     return Promise.resolve({ value: undefined, done: true });
+  }
+  /** No more messages will come (the reader stopped, or the client closed): what is queued is still read. */
+  end(): void {
+    this.done = true;
+    for (const waiter of this.waiters.splice(0)) waiter({ value: undefined, done: true });
   }
   [Symbol.asyncIterator]() {
     return this;
@@ -150,6 +154,8 @@ export class DeviceClient {
   private readonly listeners = new Map<InputKind, Set<(m: InboundMessage) => CallbackResult>>(INPUT_KINDS.map((k) => [k, new Set()]));
   private readonly observers = new Set<Observer>();
   private readonly configListeners = new Set<(config: AppConfig, status: ConfigStatus) => CallbackResult>();
+  /** Open `messages()` iterators: close() ends them. */
+  private readonly queues = new Set<MessageQueue>();
   /** False between a "disconnect" status and the next "reconnect": sends are refused then. */
   private linkUp = true;
   private lastOfflineWarning = 0;
@@ -328,8 +334,9 @@ export class DeviceClient {
     const limit = options.limit ?? DEFAULT_MESSAGE_QUEUE_LIMIT;
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError("messages(): limit must be a positive integer");
     let remove = () => undefined as unknown;
-    const queue = new MessageQueue(limit, () => remove(), this.log, kind);
+    const queue = new MessageQueue(limit, () => (remove(), this.queues.delete(queue)), this.log, kind);
     remove = this.on(kind, (m) => queue.push(m));
+    this.queues.add(queue);
     return queue;
   }
 
@@ -495,6 +502,9 @@ export class DeviceClient {
   async close(): Promise<void> {
     await this.twins.close();
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close());
+    // Like a nats.js subscription's iterator: a loop over messages() finishes once the client is closed.
+    for (const queue of this.queues) queue.end();
+    this.queues.clear();
   }
 }
 

@@ -156,6 +156,23 @@ describe("device SDK over JetStream KV", () => {
     await iterator.return!();
   });
 
+  it("sdk - close() ends the messages() iterators: what was queued is still read, then a for-await loop over them finishes", async () => {
+    const device = await DeviceClient.connect(parseAppConfig(appDocument("AppClosing", "dev-closing", nats.url)), { reconnectTimeWaitMs: 100 });
+    const messages = device.messages("DataIn");
+    let arrived = 0;
+    device.on("DataIn", () => void arrived++);
+    peer.publish("slbapps.AppClosing.DataIn", JSON.stringify({ n: 1 }));
+    await eventually(() => arrived === 1, { what: "the message queued" });
+    await device.close();
+    const read: unknown[] = [];
+    const loop = (async () => {
+      for await (const m of messages) read.push(m.data);
+      return "ended";
+    })();
+    expect(await Promise.race([loop, new Promise((r) => setTimeout(() => r("still waiting"), 2_000))])).toBe("ended");
+    expect(read).toEqual([{ n: 1 }]);
+  });
+
   it("sdk - a config twin that leaves Subscriptions unchanged loses no inbound message", async () => {
     // Over a slow link, messages are still on their way to the client when a config is applied: a
     // re-subscription (the client drops messages of the subscription it closed) would lose them.
