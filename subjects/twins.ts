@@ -88,6 +88,8 @@ export const TWIN_BUCKET_MAX_BYTES = 64 * 1024 * 1024;
 
 /** Redis layout (original SDK): plain string keys; derrick keeps each key's version in this hash. */
 export const REDIS_TWIN_VERSIONS = "twin_versions";
+/** The channel prefix of Redis keyspace notifications (database 0), which devices listen to. */
+export const REDIS_KEYSPACE_PREFIX = "__keyspace@0__:";
 
 export function twinKey(group: string, side: TwinSide, name: string): string {
   return `${TWIN_KEY_PREFIX}/${group}/${side}/${name}`;

@@ -10,7 +10,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { Redis } from "ioredis";
 import type { Config } from "../../config/index.ts";
 import { subjects } from "../../subjects/index.ts";
-import { TWIN_BUCKET_MAX_BYTES, TWIN_KEY_PREFIX, TwinCommitGate, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
+import { REDIS_KEYSPACE_PREFIX, TWIN_BUCKET_MAX_BYTES, TWIN_KEY_PREFIX, TwinCommitGate, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { followBucket, type Loop } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -129,11 +129,12 @@ class TwinMirror {
       for (const op of ops) {
         if (op.op === "set") multi.set(op.key, op.value);
         else if (op.op === "del") multi.del(op.key);
-        else multi.hset(op.key, op.field, op.value);
+        else if (op.op === "hset") multi.hset(op.key, op.field, op.value);
+        else multi.publish(op.channel, op.message);
       }
       try {
         await multi.exec();
-        this.stats.desiredCopied += ops.length / 2;
+        this.stats.desiredCopied += ops.filter((op) => op.op === "hset").length;
       } catch (error) {
         // Not lost: the next reconnect writes the latest values again.
         this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: Redis write failed");
@@ -143,7 +144,7 @@ class TwinMirror {
   }
 
   private async followReported(kv: KV): Promise<void> {
-    const prefix = "__keyspace@0__:";
+    const prefix = REDIS_KEYSPACE_PREFIX;
     const copy = async (key: string) => {
       if (!isReportedKey(key)) return;
       await this.ready();

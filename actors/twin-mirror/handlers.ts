@@ -2,9 +2,13 @@
  * What the twin mirror writes, as plain data: one Redis transaction per visible JetStream change set
  * (a whole commit at once, so a device reading on a keyspace notification never sees half a PUT).
  */
-import { REDIS_TWIN_VERSIONS, parseTwinKey, type TwinEntry } from "../../subjects/twins.ts";
+import { REDIS_KEYSPACE_PREFIX, REDIS_TWIN_VERSIONS, parseTwinKey, type TwinEntry } from "../../subjects/twins.ts";
 
-export type RedisOp = { op: "set"; key: string; value: string } | { op: "del"; key: string } | { op: "hset"; key: string; field: string; value: string };
+export type RedisOp =
+  | { op: "set"; key: string; value: string }
+  | { op: "del"; key: string }
+  | { op: "hset"; key: string; field: string; value: string }
+  | { op: "publish"; channel: string; message: string };
 
 /** Desired entries → the Redis operations of one MULTI (value and its version side by side). */
 export function desiredToRedis(entries: TwinEntry[]): RedisOp[] {
@@ -14,6 +18,9 @@ export function desiredToRedis(entries: TwinEntry[]): RedisOp[] {
     if (parsed?.kind !== "property" || parsed.side !== "desired") continue;
     ops.push(entry.operation === "PUT" ? { op: "set", key: entry.key, value: entry.value } : { op: "del", key: entry.key });
     ops.push({ op: "hset", key: REDIS_TWIN_VERSIONS, field: entry.key, value: String(entry.revision) });
+    // Redis notifies no DEL of a key it does not hold (a Redis that restarted empty): the device is
+    // told of the delete all the same, as the keyspace event it listens to.
+    if (entry.operation !== "PUT") ops.push({ op: "publish", channel: `${REDIS_KEYSPACE_PREFIX}${entry.key}`, message: "del" });
   }
   return ops;
 }

@@ -6,7 +6,7 @@
  * (after either connection is back: the command one and, once it has subscribed again, the listening one).
  */
 import { Redis } from "ioredis";
-import { REDIS_TWIN_VERSIONS, TWIN_KEY_PREFIX, parseTwinKey, twinKey, type TwinSide } from "../../subjects/twins.ts";
+import { REDIS_KEYSPACE_PREFIX, REDIS_TWIN_VERSIONS, TWIN_KEY_PREFIX, parseTwinKey, twinKey, type TwinSide } from "../../subjects/twins.ts";
 import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
 
 export type RedisTwinOptions = { host: string; port: number; password?: string };
@@ -36,7 +36,7 @@ export class RedisTwinBackend implements TwinBackend {
 
   async start(onChanges: (changes: TwinChange[]) => void): Promise<void> {
     await this.cmd.config("SET", "notify-keyspace-events", "KEA").catch((error: Error) => this.log("warn", "cannot enable keyspace notifications; expecting the server to have them on", { error: error.message }));
-    const prefix = "__keyspace@0__:";
+    const prefix = REDIS_KEYSPACE_PREFIX;
     this.sub.on("pmessage", (_pattern: string, channel: string) => {
       const key = channel.slice(prefix.length);
       void this.read([key]).then(onChanges, (error: Error) => this.log("warn", "twin read failed", { key, error: error.message }));
@@ -51,15 +51,25 @@ export class RedisTwinBackend implements TwinBackend {
     onChanges(await this.readAll());
   }
 
+  /**
+   * Every twin key, and every desired key the mirror recorded a version of: a key deleted while this
+   * client was not listening is no longer there to be scanned, but its delete's version still is
+   * (read as `value: null`, so the app is told of the delete).
+   */
   private async readAll(): Promise<TwinChange[]> {
-    const keys: string[] = [];
+    const keys = new Set<string>();
     let cursor = "0";
     do {
       const [next, batch] = await this.cmd.scan(cursor, "MATCH", `${TWIN_KEY_PREFIX}/*`, "COUNT", 500);
       cursor = next;
-      keys.push(...batch);
+      for (const key of batch) keys.add(key);
     } while (cursor !== "0");
-    return this.read(keys);
+    do {
+      const [next, batch] = await this.cmd.hscan(REDIS_TWIN_VERSIONS, cursor, "COUNT", 500);
+      cursor = next;
+      for (let i = 0; i < batch.length; i += 2) keys.add(batch[i]!);
+    } while (cursor !== "0");
+    return this.read([...keys]);
   }
 
   private async read(keys: string[]): Promise<TwinChange[]> {

@@ -141,6 +141,19 @@ describe("device SDK over Redis with the twin mirror", () => {
     expect(seen.filter((c) => c.name === "a").map((c) => c.value)).toEqual(["60"]);
   });
 
+  it("sdk redis - a desired value deleted while the device's Redis is down reaches the callback as a delete once Redis is back", async () => {
+    const seen: TwinChange[] = [];
+    device!.observe("gone", undefined, (c) => seen.push(c));
+    await put("gone", [{ name: "p", value: "1" }, { name: "q", value: "1" }]);
+    await eventually(() => seen.length === 2, { what: "both values before the outage" });
+    await redis.stop();
+    expect((await derrick.call(`${twinPath}/gone/p`, { method: "DELETE", as: "admin", partition: null })).status).toBe(204);
+    await redis.restart();
+    await eventually(() => seen.some((c) => c.name === "p" && c.value === null), { what: "the delete after the outage", timeoutMs: 8_000 });
+    expect(seen.filter((c) => c.name === "q")).toHaveLength(1);
+    expect(await device!.getDesired("gone", "q")).toMatchObject({ value: "1" });
+  });
+
   it("sdk redis - a REST DELETE of a reported value deletes it in the device's Redis too, so the mirror does not copy it back", async () => {
     await device!.setReported("deleted", "r", "1");
     const reportedR = async () => ((await (await derrick.call(`${twinPath}?group=deleted`, { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> }).reported.deleted?.r?.value;
