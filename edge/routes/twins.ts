@@ -13,6 +13,8 @@ import { requestMeta } from "../request-state.ts";
 
 const BASE = "/api/twin-properties/v1/:organization/:environment/:twinId/twin-properties";
 const errors = { 400: Problem, 401: Problem, 403: Problem, 409: Problem, 412: Problem, 413: Problem, 503: Problem, 504: Problem };
+/** Writes also meet the storage bounds: the twin's bucket full, or no room for another twin. */
+const writeErrors = { ...errors, 507: Problem };
 
 export const twinRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
   new Elysia({ name: "derrick-twin-routes", normalize: false })
@@ -32,7 +34,7 @@ export const twinRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
           tags: ["twin-properties"],
           summary: "Set desired twin properties of one group; all land together or none do (If-Match → 412)",
         },
-        response: { 200: TwinPutReply, ...errors },
+        response: { 200: TwinPutReply, ...writeErrors },
       },
     )
     .get(
@@ -54,6 +56,6 @@ export const twinRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
         auth: true,
         params: t.Object({ ...TwinPath.properties, group: t.String({ pattern: TWIN_NAME_PATTERN }), name: t.String({ pattern: TWIN_NAME_PATTERN }) }),
         detail: { tags: ["twin-properties"], summary: "Delete one twin property (desired and reported)" },
-        response: { 204: t.Void(), ...errors },
+        response: { 204: t.Void(), ...writeErrors },
       },
     );

@@ -194,6 +194,13 @@ describe("twin properties REST", () => {
     expect((await put("dev-never", { group: "g", twins: [{ name: "a", value: "1" }] }, { headers: { "if-match": '"0"' } })).status).toBe(200);
   });
 
+  it("twins - the OpenAPI document lists 507 (the twin or the deployment is full) among the answers of PUT and DELETE", async () => {
+    const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const base = "/api/twin-properties/v1/{organization}/{environment}/{twinId}/twin-properties";
+    expect(Object.keys(doc.paths[base]!.put!.responses)).toContain("507");
+    expect(Object.keys(doc.paths[`${base}/{group}/{name}`]!.delete!.responses)).toContain("507");
+  });
+
   it("twins - DELETE removes one property and answers 204", async () => {
     await put("dev-7", { group: "g", twins: [{ name: "a", value: "1" }, { name: "b", value: "2" }] });
     const res = await derrick.call(`${path("dev-7")}/g/a`, { method: "DELETE", as: "admin", partition: null });
