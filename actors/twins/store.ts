@@ -41,10 +41,11 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
   const remember = (name: string, kv: Promise<KV>) => {
     if (open.size >= CACHE_MAX) open.delete(open.keys().next().value!);
     open.set(name, kv);
-    kv.catch(() => open.delete(name));
+    kv.catch(() => open.get(name) === kv && open.delete(name));
     return kv;
   };
-  const create = (name: string, address: TwinAddress) => remember(name, kvm.create(name, bucketOptions(policy, twinBucketOptions(address, limits.maxBytes))));
+  const make = (name: string, address: TwinAddress) => kvm.create(name, bucketOptions(policy, twinBucketOptions(address, limits.maxBytes)));
+  const create = (name: string, address: TwinAddress) => remember(name, make(name, address));
   /** False when the twin's stream does not exist. */
   const exists = async (name: string) => (await streamInfoIfAny(await (jsm ??= jetstreamManager(nc)), `KV_${name}`)) !== undefined;
   /**
@@ -58,14 +59,15 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
       }
       twinCount.added();
     }
-    return create(name, address);
+    return make(name, address);
   };
   return {
     async open(address: TwinAddress, creating: boolean) {
       const name = twinBucket(address);
       let kv = open.get(name);
       if (!kv) {
-        if (creating) kv = createNew(name, address);
+        // Remembered at once: concurrent first writes of one twin create (and count) it once.
+        if (creating) kv = remember(name, createNew(name, address));
         else if (!(await exists(name))) return undefined;
         else kv = remember(name, kvm.open(name));
       }

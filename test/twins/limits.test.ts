@@ -32,6 +32,24 @@ describe("twin storage limits", () => {
     expect((await put("dev-2", [{ name: "p", value: "2" }])).status).toBe(200);
   });
 
+  it("twins - concurrent first PUTs of one twin count it once towards DERRICK_TWINS_MAX", async () => {
+    // A server of its own: the twins actor above (cap 3) would answer in the same queue group.
+    const own = await startTestNats();
+    const capped = await startDerrick(own, { actors: ["identity", "twins"], env: { DERRICK_TWINS_MAX: "3" } });
+    try {
+      const putTo = (twin: string, group: string) =>
+        capped.call(path(twin), { method: "PUT", body: JSON.stringify({ group, twins: [{ name: "p", value: "1" }] }), as: "admin", partition: null });
+      expect((await putTo("fresh-1", "g")).status).toBe(200);
+      const together = await Promise.all(["a", "b", "c", "d"].map((group) => putTo("fresh-2", group)));
+      expect(together.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      expect((await putTo("fresh-3", "g")).status).toBe(200);
+      expect((await putTo("fresh-4", "g")).status).toBe(507);
+    } finally {
+      await capped.cleanup();
+      await own.cleanup();
+    }
+  });
+
   it("twins - a twin's bucket is capped at DERRICK_TWIN_MAX_BYTES: writes past it are 507, the stream says so", async () => {
     const jsm = await jetstreamManager(derrick.nc);
     const info = await jsm.streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-1" })}`);
