@@ -86,7 +86,28 @@ export function hostOf(url: URL): string {
   return url.hostname.replace(/^\[|\]$/g, "");
 }
 
-/** Create-time check: scheme, credentials, IP literals and local names. Returns the reason to refuse. */
+/**
+ * What is wrong with how a callback is written, when the URL parser would have to repair it: it
+ * drops surrounding whitespace and tabs or newlines anywhere, reads `\` as `/` and takes a host from
+ * `http:///h`, `https:h` or `https:\\h` alike. Such text names another URL than it seems to (the
+ * host is read from what looks like the path), so it is refused rather than guessed; what passes is
+ * `scheme://host[:port]…` as written, and is stored in the parser's canonical form (`canonicalCallbackUri`).
+ */
+function writtenProblem(uri: string): string | undefined {
+  if (/[\s\\]/.test(uri) || /[\x00-\x1F\x7F]/.test(uri)) return "must not contain whitespace, control characters or backslashes";
+  const authority = /^https?:\/\/([^/?#]*)/i.exec(uri)?.[1];
+  if (authority === undefined) return "must start with http:// or https:// and the host";
+  if (authority === "" || authority.startsWith(":")) return "must name a host after http:// or https://";
+  if (authority.includes("@")) return "must not carry credentials; use callback_headers";
+  return undefined;
+}
+
+/** The form a callback accepted by `refuseCallbackUri` is stored, shown and called in (lower-case scheme and host, no default port, at least `/` as path). */
+export function canonicalCallbackUri(uri: string): string {
+  return new URL(uri).href;
+}
+
+/** Create-time check: scheme, how it is written, port, credentials, IP literals and local names. Returns the reason to refuse. */
 export function refuseCallbackUri(policy: CallbackPolicy, uri: string): string | undefined {
   let url: URL;
   try {
@@ -98,6 +119,9 @@ export function refuseCallbackUri(policy: CallbackPolicy, uri: string): string |
   if (url.protocol === "http:" && !policy.allowHttp) return "must use https (plain http is not enabled on this deployment)";
   if (url.username || url.password) return "must not carry credentials; use callback_headers";
   if (url.hash) return "must not have a fragment";
+  const written = writtenProblem(uri);
+  if (written) return written;
+  if (url.port === "0") return "must not use port 0";
   const host = hostOf(url);
   if (net.isIP(host)) return refuseAddress(policy, host);
   if (LOCAL_NAMES.test(host)) {

@@ -28,7 +28,7 @@ import {
   type SecretReply,
   type Subscription,
 } from "../../subjects/notifications.ts";
-import { refuseCallbackUri, type CallbackPolicy } from "./callback-policy.ts";
+import { canonicalCallbackUri, refuseCallbackUri, type CallbackPolicy } from "./callback-policy.ts";
 import { newSecret } from "./signing.ts";
 import type { SubscriptionRecord, SubscriptionStore } from "./store.ts";
 import { letterEvent, type Journal } from "./journal.ts";
@@ -87,6 +87,7 @@ export function checkType(type: string, pointer = "/params/subscritpionType"): N
 export function validateSubscription(body: unknown, type: NotificationType, policy: CallbackPolicy): SubscriptionBase {
   const input = check(SubscriptionBase, body);
   const errors: FieldError[] = [];
+  if (input.subscriber.trim() === "") errors.push({ pointer: "/body/subscriber", message: "must not be blank" });
   const uriProblem = refuseCallbackUri(policy, input.callback_uri);
   if (uriProblem) errors.push({ pointer: "/body/callback_uri", message: uriProblem });
   if (input.data_source != null && type !== "PublishData") {
@@ -100,7 +101,8 @@ export function validateSubscription(body: unknown, type: NotificationType, poli
     seen.add(value);
   });
   if (errors.length) throw validationError(errors);
-  return input;
+  // Stored as it will be called: what the owner reads back is the URL the deliverer posts to.
+  return { ...input, callback_uri: canonicalCallbackUri(input.callback_uri) };
 }
 
 /** What is wrong with callback headers: each must be sendable by fetch and must not touch the delivery's own. */

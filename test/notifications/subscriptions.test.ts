@@ -113,6 +113,12 @@ describe("notifications subscriptions", () => {
     ["a header value with surrounding spaces", "PlanShared", { ...base, callback_headers: { "x-tenant": " a" } }, "/body/callback_headers/x-tenant"],
     ["the same header twice in different case", "PlanShared", { ...base, callback_headers: { "X-Tenant": "a", "x-tenant": "b" } }, "/body/callback_headers/x-tenant"],
     ["a too long subscriber", "PlanShared", { ...base, subscriber: "x".repeat(300) }, "/body/subscriber"],
+    ["a subscriber of whitespace only", "PlanShared", { ...base, subscriber: " \t " }, "/body/subscriber"],
+    ["a callback without a host before its path (http:///h, which the URL parser reads as host h)", "PlanShared", { ...base, callback_uri: "http:///h" }, "/body/callback_uri"],
+    ["a callback written with backslashes (https:\\host\\h)", "PlanShared", { ...base, callback_uri: "https:\\hooks.example.com\\h" }, "/body/callback_uri"],
+    ["a callback without slashes after the scheme", "PlanShared", { ...base, callback_uri: "https:hooks.example.com/h" }, "/body/callback_uri"],
+    ["a callback with surrounding whitespace", "PlanShared", { ...base, callback_uri: " https://hooks.example.com/h" }, "/body/callback_uri"],
+    ["a callback to port 0", "PlanShared", { ...base, callback_uri: "https://hooks.example.com:0/h" }, "/body/callback_uri"],
     ["an unknown type in the path", "Unknown", base, "/params/subscritpionType"],
   ];
   for (const [what, type, body, pointer] of rejects) {
@@ -123,6 +129,14 @@ describe("notifications subscriptions", () => {
       expect(problem.errors.map((e: { pointer: string }) => e.pointer)).toContain(pointer);
     });
   }
+
+  it("notifications - a callback is stored and returned in the canonical form it is called with", async () => {
+    const res = await post("PlanShared", { ...base, callback_uri: "HTTPS://Hooks.Example.COM:443" });
+    expect(res.status).toBe(200);
+    expect((await res.json() as any).callback_uri).toBe("https://hooks.example.com/");
+    const listed = (await (await derrick.call(LIST)).json() as any) as Array<{ subscription_type: string; callback_uri: string }>;
+    expect(listed.find((s) => s.subscription_type === "PlanShared")?.callback_uri).toBe("https://hooks.example.com/");
+  });
 
   it("notifications - an unknown object type is named in the message", async () => {
     const problem = await (await post("PlanShared", { ...base, drill_plan_object_types: ["/nope/api/x"] })).json() as any;
