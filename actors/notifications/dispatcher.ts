@@ -28,7 +28,7 @@ import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch } from "../../subjects/notifications.ts";
 import type { Schedule } from "./schedule.ts";
 import { delayBefore } from "./schedule.ts";
-import { CONSUMERS, STREAMS, carriedPart, storedEvent, type DurableConsumer, type Journal, type StoredEvent } from "./journal.ts";
+import { CONSUMERS, STREAMS, carriedPart, decodeEvent, type DurableConsumer, type Journal, type StoredEvent } from "./journal.ts";
 import { matches } from "./matching.ts";
 import type { DispatcherProgress, EventsProgress } from "./progress.ts";
 import type { SubscriptionCache, SubscriptionRecord } from "./store.ts";
@@ -39,6 +39,7 @@ export type DispatcherStats = {
   events: number;
   jobs: number;
   batches: number;
+  /** Events skipped without delivery: not a valid event body (checked as over HTTP), each logged with subject, sequence and reason. */
   dropped: number;
   failures: number;
   /** The consumer's ack floor as last read (every event up to it is dispatched): a consumer created again starts after it. */
@@ -230,13 +231,16 @@ export async function startDispatcher(
   renewal.unref?.();
 
   function take(msg: JsMsg): Pending | undefined {
-    const event = storedEvent({ subject: msg.subject, seq: msg.seq, data: msg.data, header: msg.headers, time: new Date(Math.floor(msg.info.timestampNanos / 1e6)) });
-    if (!event || event.data === undefined) {
+    // Checked as the HTTP door checks (an event published on NATS was not): an invalid one would
+    // become an invalid CloudEvent. It is skipped (terminated, never delivered), logged and counted.
+    const decoded = decodeEvent({ subject: msg.subject, seq: msg.seq, data: msg.data, header: msg.headers, time: new Date(Math.floor(msg.info.timestampNanos / 1e6)) }, true);
+    if (!("event" in decoded)) {
       stats.dropped++;
-      log.warn({ subject: msg.subject, seq: msg.seq }, "dropping an event that is not {data_source?, object_type?, data}");
-      settle(msg, () => msg.term("not an event body"));
+      log.warn({ subject: msg.subject, seq: msg.seq, reason: decoded.problem, dropped: stats.dropped }, "event skipped: it is not a valid {data_source?, object_type?, data}");
+      settle(msg, () => msg.term(`invalid event: ${decoded.problem}`.slice(0, 256)));
       return undefined;
     }
+    const event = decoded.event;
     // Measured as it is written into the batch, not as published: re-serializing can grow a body
     // (`1e20` is written out as 21 digits), and a batch over DELIVERIES' message limit fails its round for good.
     const carried = msg.data.length <= CARRY_BYTES ? carriedPart(event) : undefined;

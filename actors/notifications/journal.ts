@@ -22,7 +22,7 @@ import {
   type JetStreamClient,
   type JetStreamManager,
 } from "@nats-io/jetstream";
-import { subjects } from "../../subjects/index.ts";
+import { check, subjects } from "../../subjects/index.ts";
 import { readStream } from "../runtime/stream-read.ts";
 import {
   EVENT_ID_PATTERN,
@@ -32,7 +32,7 @@ import {
   type DeliveryAttempt,
   type DeliveryBatch,
   type DeliveryJob,
-  type EventBody,
+  EventBody,
 } from "../../subjects/notifications.ts";
 
 export const STREAMS = { events: "EVENTS", deliveries: "DELIVERIES", dead: "DEAD", attempts: "ATTEMPTS" } as const;
@@ -310,18 +310,42 @@ function chunkRecords(records: AttemptRecord[]): string[][] {
   return chunks;
 }
 
+type EventsMessage = { subject: string; seq: number; data: Uint8Array; header?: { get(k: string): string }; time: Date };
+
 /** Decodes an EVENTS message (payload, subject tokens, id header, store time). */
-export function storedEvent(msg: { subject: string; seq: number; data: Uint8Array; header?: { get(k: string): string }; time: Date }): StoredEvent | undefined {
+export function storedEvent(msg: EventsMessage): StoredEvent | undefined {
+  const decoded = decodeEvent(msg, false);
+  return "event" in decoded ? decoded.event : undefined;
+}
+
+/**
+ * Decodes an EVENTS message and, with `strict`, checks it as the HTTP door does (publishEvent): at
+ * most EVENT_MAX_BYTES, the EventBody schema (field types and lengths, no other fields), `data`
+ * present. Events published on NATS reach JetStream unchecked, so the dispatcher takes them through
+ * this; a `data_source` on a type other than PublishData is the one rule of the door not applied
+ * (documented: such an event is delivered, its data_source used for no matching).
+ */
+export function decodeEvent(msg: EventsMessage, strict: boolean): { event: StoredEvent } | { problem: string } {
   const [, , partition, type] = msg.subject.split(".");
+  if (!partition || !type) return { problem: "not on an events subject" };
+  if (strict && msg.data.length > EVENT_MAX_BYTES) return { problem: `the event is ${msg.data.length} bytes; the limit is ${EVENT_MAX_BYTES}` };
   let body: EventBody;
   try {
     body = JSON.parse(decoder.decode(msg.data)) as EventBody;
   } catch {
-    return undefined;
+    return { problem: "not JSON" };
   }
-  if (!body || typeof body !== "object" || !partition || !type) return undefined;
+  if (!body || typeof body !== "object" || Array.isArray(body)) return { problem: "not a JSON object" };
+  if (strict) {
+    try {
+      check(EventBody, body, "");
+    } catch (error) {
+      return { problem: (error as Error).message };
+    }
+  }
+  if (!("data" in body) || body.data === undefined) return { problem: "/data: is required" };
   const id = msg.header?.get("Nats-Msg-Id");
-  return { ...body, event_id: id && EVENT_ID.test(id) ? id : `evt_${msg.seq}`, event_seq: msg.seq, partition, type, time: msg.time.toISOString() };
+  return { event: { ...body, event_id: id && EVENT_ID.test(id) ? id : `evt_${msg.seq}`, event_seq: msg.seq, partition, type, time: msg.time.toISOString() } };
 }
 
 /**

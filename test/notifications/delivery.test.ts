@@ -77,6 +77,30 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id);
   });
 
+  it("notifications - an event published on NATS that the HTTP door would refuse (wrong field types, extra fields, too large) is skipped and counted, and the events after it are delivered", async () => {
+    const r = receiver();
+    const sub = await subscribe(derrick, "PublishData", { callback_uri: r.url }, "beta");
+    const statsOf = async () => (await derrick.nc.request(subjects.notifications["dispatcher.stats"](), "{}")).json<Json>();
+    const droppedBefore = (await statsOf()).dropped as number;
+    const invalid = [
+      { object_type: 7, data: 1 },
+      { data_source: { name: "wells" }, data: 2 },
+      { object_type: "", data: 3 },
+      { object_type: "/well/api/wells", data: 4, extra: true },
+      { data_source: "x".repeat(300), data: 5 },
+      { object_type: null },
+      { data: "y".repeat(256 * 1024) },
+    ];
+    const invalidSeqs = [];
+    for (const event of invalid) invalidSeqs.push(await publishOnNats(derrick, "PublishData", event));
+    const marker = await publishOnNats(derrick, "PublishData", { object_type: "/well/api/wells", data_source: "wells", data: "valid" });
+    await eventually(() => r.received.some((x) => x.id === `evt_${marker}`), { what: "the valid event after the invalid ones" });
+    expect(r.received.map((x) => x.id)).toEqual([`evt_${marker}`]);
+    expect(JSON.parse(r.received[0]!.body)).toMatchObject({ subject: "/well/api/wells", datasource: "wells", data: "valid" });
+    expect((await statsOf()).dropped - droppedBefore).toBe(invalidSeqs.length);
+    await remove(derrick, sub.subscription_id, "beta");
+  });
+
   it("notifications - a Nats-Msg-Id with a dot is not used as the event id: webhook-id must not contain one", async () => {
     const r = receiver();
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "beta");
