@@ -11,7 +11,8 @@
  * The batch's message id is derived from its event sequences and the first event's store time, so a
  * round re-sent after a crash with the same grouping is dropped by JetStream's duplicate window.
  *
- * Events are pulled with `fetch`, each pull sized to slots reserved for it, so every event the
+ * Events are pulled with `fetch`, each pull sized to slots reserved for it (by count, and by bytes at
+ * the largest event size: DispatcherLimits), so every event the
  * consumer has handed over sits in a slot: all of them are renewed (`working()`) while held, which is
  * what lets the ack wait be short (a killed dispatcher's events return to another one after 10 s). The
  * consume iterator could not do that: it holds up to a whole pull in its buffer where nothing can renew
@@ -28,7 +29,7 @@ import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch } from "../../subjects/notifications.ts";
 import type { Schedule } from "./schedule.ts";
 import { delayBefore } from "./schedule.ts";
-import { CONSUMERS, STREAMS, carriedPart, decodeEvent, type DurableConsumer, type Journal, type StoredEvent } from "./journal.ts";
+import { CONSUMERS, EVENTS_MESSAGE_BYTES, STREAMS, carriedPart, decodeEvent, type DurableConsumer, type Journal, type StoredEvent } from "./journal.ts";
 import { matches } from "./matching.ts";
 import type { DispatcherProgress, EventsProgress } from "./progress.ts";
 import type { SubscriptionCache, SubscriptionRecord } from "./store.ts";
@@ -52,6 +53,10 @@ export type Dispatcher = { stats: DispatcherStats; stop(): Promise<void> };
 
 /** Events held at once (received, not yet acked). */
 const IN_FLIGHT = 1024;
+/** Per-message bookkeeping counted with its payload (headers, the message and parsed objects' own fields). */
+const MESSAGE_OVERHEAD_BYTES = 512;
+/** What one event held can weigh at most: a pull reserves this much per event it asks for. */
+const EVENT_WEIGHT_MAX = EVENTS_MESSAGE_BYTES + MESSAGE_OVERHEAD_BYTES;
 /** Most events matched together in one round. */
 const ROUND_EVENTS = 256;
 /** Most events in one batch, and its size budget (DELIVERIES takes messages up to 64 KiB). */
@@ -79,6 +84,19 @@ export type DispatcherTiming = {
   ackFloorEveryMs: number;
 };
 
+export type DispatcherLimits = {
+  /**
+   * Stored bytes of the events held at once (received, not yet acked), besides IN_FLIGHT events. A
+   * pull asks only for as many events as fit in what is free at their largest size (EVENTS' message
+   * limit), and the part a smaller event does not use is freed when it arrives, so the bound holds
+   * whatever the events weigh: 1,024 events at the 256 KiB limit would otherwise be ~260 MiB raw,
+   * twice that with their parsed copies.
+   */
+  inFlightBytes: number;
+};
+
+export const DISPATCHER_LIMITS: DispatcherLimits = { inFlightBytes: 64 * 1024 * 1024 };
+
 export const DISPATCHER_TIMING: DispatcherTiming = { ackWaitMs: 10_000, renewEveryMs: 3_000, renewForMs: 20_000, ackFloorEveryMs: 5_000 };
 
 type Pending = { msg: JsMsg; event: StoredEvent; carried: CarriedEvent | undefined; bytes: number };
@@ -90,6 +108,7 @@ export async function startDispatcher(
   schedule: Schedule,
   log: Logger,
   timing: DispatcherTiming = DISPATCHER_TIMING,
+  limits: DispatcherLimits = DISPATCHER_LIMITS,
 ): Promise<Dispatcher> {
   const durable: DurableConsumer = { stream: STREAMS.events, name: CONSUMERS.dispatcher, filter: subjects.notifications.allEvents(), ackWaitMs: timing.ackWaitMs, maxAckPending: 10_000 };
   const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0, ackFloor: 0, storedFloor: 0 };
@@ -196,6 +215,9 @@ export async function startDispatcher(
   const ackFloorReads = setInterval(() => void tickAckFloor(), timing.ackFloorEveryMs);
   ackFloorReads.unref?.();
   const limiter = new Slots(IN_FLIGHT);
+  /** The byte budget: each held event's weight, plus the largest weight for each event a pull may still bring. */
+  const bytes = new Slots(Math.max(limits.inFlightBytes, EVENT_WEIGHT_MAX));
+  const weightOf = (msg: JsMsg) => msg.data.length + MESSAGE_OVERHEAD_BYTES;
   let round: JsMsg[] = [];
   let stopping = false;
   /** The pull in flight, stopped by stop() and when a round is stuck. */
@@ -324,7 +346,10 @@ export async function startDispatcher(
     round = [];
     if (msgs.length === 0) return;
     void dispatch(msgs).finally(() => {
-      for (let i = 0; i < msgs.length; i++) limiter.release();
+      let weight = 0;
+      for (const msg of msgs) weight += weightOf(msg);
+      limiter.release(msgs.length);
+      bytes.release(weight);
     });
   }
 
@@ -333,17 +358,24 @@ export async function startDispatcher(
     while (!stopping) {
       while (!stopping && stuck()) await new Promise((r) => setTimeout(r, timing.renewEveryMs));
       await limiter.acquire(PULL_EVENTS);
+      // At least one event of the largest size must fit; then as many more as fit now (this loop is
+      // the only one reserving bytes, so that part is taken at once).
+      await bytes.acquire(EVENT_WEIGHT_MAX);
+      const wanted = 1 + Math.max(0, Math.min(PULL_EVENTS - 1, Math.floor((limits.inFlightBytes - bytes.inUse) / EVENT_WEIGHT_MAX)));
+      void bytes.acquire((wanted - 1) * EVENT_WEIGHT_MAX);
       let received = 0;
       try {
         if (stopping) continue;
         consumer ??= await open();
-        const messages = await consumer.fetch({ max_messages: PULL_EVENTS, expires: PULL_EXPIRES_MS });
+        const messages = await consumer.fetch({ max_messages: wanted, expires: PULL_EXPIRES_MS });
         pull = messages;
         // stop() came while the pull was being sent: do not wait out its expiry.
         if (stopping) messages.stop();
         for await (const msg of messages) {
           // The slot reserved for it becomes the event's own; dispatch releases it.
           received++;
+          // Reserved at the largest size; it keeps what it weighs.
+          bytes.release(EVENT_WEIGHT_MAX - weightOf(msg));
           held.set(msg, Date.now());
           round.push(msg);
           if (round.length === 1) setImmediate(closeRound);
@@ -361,6 +393,7 @@ export async function startDispatcher(
       } finally {
         pull = undefined;
         limiter.release(PULL_EVENTS - received);
+        bytes.release((wanted - received) * EVENT_WEIGHT_MAX);
       }
     }
   })();

@@ -38,6 +38,9 @@ import {
 export const STREAMS = { events: "EVENTS", deliveries: "DELIVERIES", dead: "DEAD", attempts: "ATTEMPTS" } as const;
 export const CONSUMERS = { dispatcher: "dispatcher", deliverer: "deliverer", retries: "deliverer-retries" } as const;
 
+/** Largest message EVENTS stores (its max_msg_size): the largest event plus room for headers. */
+export const EVENTS_MESSAGE_BYTES = EVENT_MAX_BYTES + 4096;
+
 const DAY_NS = 86_400 * 1e9;
 const MS_NS = 1e6;
 const ATTEMPTS_PER_SUBSCRIPTION = 1000;
@@ -98,7 +101,7 @@ export type Journal = {
 export async function ensureStreams(jsm: JetStreamManager, policy: StoragePolicy = SINGLE_NODE): Promise<void> {
   const n = subjects.notifications;
   const specs = [
-    { name: STREAMS.events, subjects: [n.allEvents()], retention: RetentionPolicy.Limits, max_age: 7 * DAY_NS, max_msg_size: EVENT_MAX_BYTES + 4096, duplicate_window: 120 * 1e9 },
+    { name: STREAMS.events, subjects: [n.allEvents()], retention: RetentionPolicy.Limits, max_age: 7 * DAY_NS, max_msg_size: EVENTS_MESSAGE_BYTES, duplicate_window: 120 * 1e9 },
     { name: STREAMS.deliveries, subjects: [n.allDeliveries(), n.allRetries()], retention: RetentionPolicy.Workqueue, max_age: 0, max_msg_size: 64 * 1024, duplicate_window: 120 * 1e9 },
     { name: STREAMS.dead, subjects: [n.allDead()], retention: RetentionPolicy.Limits, max_age: 30 * DAY_NS, max_msg_size: DEAD_MESSAGE_BYTES, duplicate_window: 120 * 1e9 },
     {

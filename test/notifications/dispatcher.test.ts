@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { startDispatcher, type Dispatcher, type DispatcherTiming } from "../../actors/notifications/dispatcher.ts";
+import { startDispatcher, type Dispatcher, type DispatcherLimits, type DispatcherTiming } from "../../actors/notifications/dispatcher.ts";
 import { CONSUMERS, STREAMS, ensureStreams, openJournal, type Journal } from "../../actors/notifications/journal.ts";
 import { DispatcherProgress } from "../../actors/notifications/progress.ts";
 import { SUBSCRIPTIONS_BUCKET, SubscriptionCache, SubscriptionStore } from "../../actors/notifications/store.ts";
@@ -53,7 +53,7 @@ describe("notifications dispatcher", () => {
     await nats?.cleanup();
   });
 
-  async function dispatcherProbe(timing: DispatcherTiming): Promise<Probe> {
+  async function dispatcherProbe(timing: DispatcherTiming, limits?: DispatcherLimits): Promise<Probe> {
     const nc = await connect({ servers: nats.url });
     const real = await openJournal(nc);
     const probe = { nc, written: [] as string[], gate: async () => undefined, opening: async () => undefined } as Probe;
@@ -71,7 +71,7 @@ describe("notifications dispatcher", () => {
     };
     const cache = new SubscriptionCache(await SubscriptionStore.open(nc), createLogger("silent"));
     await cache.start();
-    probe.dispatcher = await startDispatcher(journal, cache, await DispatcherProgress.open(nc), { delaysMs: [0], jitter: false }, createLogger("silent"), timing);
+    probe.dispatcher = await startDispatcher(journal, cache, await DispatcherProgress.open(nc), { delaysMs: [0], jitter: false }, createLogger("silent"), timing, limits);
     probes.push(probe);
     return probe;
   }
@@ -113,6 +113,30 @@ describe("notifications dispatcher", () => {
     } finally {
       await nc.close();
     }
+  });
+
+  it("notifications dispatcher - the events held at once are bounded by bytes as well as by count: large events wait on the server while the held ones are stored", { timeout: 30_000 }, async () => {
+    // In a partition of its own: the other tests count every batch written for their types in opendes.
+    await subscribe(derrick, "PublishData", { callback_uri: "http://127.0.0.1:9/bytes" }, "beta", "other");
+    const budget = 1024 * 1024;
+    const held = await dispatcherProbe(FAST, { inFlightBytes: budget });
+    let open!: () => void;
+    const opened = new Promise<void>((r) => (open = r));
+    held.gate = () => opened;
+    // 30 events of ~100 KB: 3 MB, far under the 1024-event bound, three times the byte budget.
+    const ids = Array.from({ length: 30 }, (_, i) => `bytes-${i}`);
+    for (const id of ids) await publishOnNats(derrick, "PublishData", { data: "x".repeat(100_000) }, id, "other");
+    await eventually(() => held.written.length > 0, { what: "the dispatcher holding the first events" });
+    const jsm = await jetstreamManager(derrick.nc);
+    // Give it time to pull more if it would; then at most the budget's worth (10 events of 100 KB) is held.
+    await new Promise((r) => setTimeout(r, 1_000));
+    const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
+    expect(info.num_ack_pending).toBeLessThanOrEqual(Math.floor(budget / 100_000));
+    expect(info.num_pending).toBeGreaterThan(0);
+    open();
+    await eventually(() => ids.every((id) => held.written.includes(id)), { what: "every event dispatched once the writes go on", timeoutMs: 15_000 });
+    await consumerIdle();
+    await held.dispatcher.stop();
   });
 
   it("notifications dispatcher - events held longer than the ack wait are renewed: no other dispatcher takes them", async () => {
