@@ -13,8 +13,11 @@
  * for slow subscriptions, work is nak'ed with a delay that gives it a place in the subscription's own
  * queue: behind what is held or parked here and what was sent away before it, at the pace the
  * subscription is observed to complete work, so it comes back about when there is room, instead of
- * being re-published. One slow receiver therefore holds a bounded share of the process and never
- * delays the others, and a fast receiver with a large backlog is fed at its pace.
+ * being re-published. One slow receiver therefore holds a bounded share of the process (a fast
+ * receiver with a large backlog is fed at its pace), but the shares of several can add up to the
+ * whole concurrency (four at default settings): then every subscription's work waits until one of
+ * their messages is done, up to ⌈its deliveries / perSubscription⌉ delivery timeouts per release
+ * (docs/notifications.md, "What slow receivers cost the others"; test/notifications/fairness.test.ts).
  */
 import type { JsMsg } from "@nats-io/jetstream";
 import { checkServerIdentity, type PeerCertificate } from "node:tls";
