@@ -57,13 +57,15 @@ describe("notifications fairness", () => {
   }
 
   it("notifications fairness - one slow receiver holds its share only: another subscription is delivered at once", { timeout: 30_000 }, async () => {
-    expect(await delayOfOthers(["alpha"], "PlanShared")).toBeLessThan(TIMEOUT_MS / 2);
+    // Held behind the slow receiver it would wait out a delivery timeout; the margin is for a loaded machine.
+    expect(await delayOfOthers(["alpha"], "PlanShared")).toBeLessThan(TIMEOUT_MS);
   });
 
   it("notifications fairness - slow receivers that together fill the deliverer delay the others until a message of theirs is done: up to its deliveries / perSubscription timeouts", { timeout: 30_000 }, async () => {
     const waited = await delayOfOthers(["alpha", "beta"], "ReviewStateChanged");
-    // Four deliveries per message, two at a time: the first message's slots come free after two timeouts.
+    // Four deliveries per message, two at a time: the first message's slots come free after two
+    // timeouts. Only the lower bound is asserted (an upper one would be a timing bet on a shared
+    // machine): if this starts failing, the deliverer got fairer and the docs' bound is to be updated.
     expect(waited).toBeGreaterThan(TIMEOUT_MS);
-    expect(waited).toBeLessThan(2 * TIMEOUT_MS + 1_500);
   });
 });
