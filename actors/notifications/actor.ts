@@ -39,7 +39,8 @@ export const PUBLISHERS_GROUP = "notifications.publishers";
 const caller = (ctx: RequestContext): Caller => ({ principal: requirePrincipal(ctx), partition: requirePartition(ctx) });
 
 export async function startNotificationsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
-  const deps: NotificationDeps = { store: await SubscriptionStore.open(nc, options.storage), journal: await openJournal(nc, options.storage), policy: callbackPolicy(cfg.delivery) };
+  const log = options.log.child({ actor: "notifications" });
+  const deps: NotificationDeps = { store: await SubscriptionStore.open(nc, options.storage, log), journal: await openJournal(nc, options.storage, log), policy: callbackPolicy(cfg.delivery) };
   const n = subjects.notifications;
   return serveActor(
     nc,
@@ -81,15 +82,21 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
       ],
     },
     options,
+    async () => {
+      deps.store.close();
+      deps.journal.close();
+    },
   );
 }
 
 export async function startDispatcherActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
-  const journal = await openJournal(nc, options.storage);
-  const cache = new SubscriptionCache(await SubscriptionStore.open(nc, options.storage), options.log.child({ actor: "dispatcher" }));
+  const log = options.log.child({ actor: "dispatcher" });
+  const journal = await openJournal(nc, options.storage, log);
+  const store = await SubscriptionStore.open(nc, options.storage, log);
+  const cache = new SubscriptionCache(store, log);
   await cache.start();
   const progress = await DispatcherProgress.open(nc, options.storage);
-  const dispatcher = await startDispatcher(journal, cache, progress, { delaysMs: cfg.delivery.scheduleMs, jitter: cfg.delivery.scheduleJitter }, options.log.child({ actor: "dispatcher" }));
+  const dispatcher = await startDispatcher(journal, cache, progress, { delaysMs: cfg.delivery.scheduleMs, jitter: cfg.delivery.scheduleJitter }, log);
   const served = await serveActor(
     nc,
     {
@@ -102,13 +109,16 @@ export async function startDispatcherActor(nc: NatsConnection, cfg: Config, opti
   return withWork(served, async () => {
     await dispatcher.stop();
     await cache.stop();
+    store.close();
+    journal.close();
   });
 }
 
 export async function startDelivererActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
-  const journal = await openJournal(nc, options.storage);
-  const store = await SubscriptionStore.open(nc, options.storage);
-  const cache = new SubscriptionCache(store, options.log.child({ actor: "deliverer" }));
+  const log = options.log.child({ actor: "deliverer" });
+  const journal = await openJournal(nc, options.storage, log);
+  const store = await SubscriptionStore.open(nc, options.storage, log);
+  const cache = new SubscriptionCache(store, log);
   await cache.start();
   const d = cfg.delivery;
   const deliverer = await startDeliverer(
@@ -123,7 +133,7 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
       perSubscription: d.perSubscription,
       policy: callbackPolicy(d),
     },
-    options.log.child({ actor: "deliverer" }),
+    log,
   );
   const served = await serveActor(
     nc,
@@ -137,6 +147,8 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
   return withWork(served, async () => {
     await deliverer.stop();
     await cache.stop();
+    store.close();
+    journal.close();
   });
 }
 

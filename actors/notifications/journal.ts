@@ -9,7 +9,9 @@
  * Attempt records written in the same event-loop turn for one subscription share one message (a JSON
  * array): one stored write and one acknowledgement for many deliveries.
  */
-import { SINGLE_NODE, directReads, isStreamNotFound, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
+import { SINGLE_NODE, directReads, isStreamNotFound, streamInfoIfAny, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
+import { onStreamDeleted, recreateDelay } from "../runtime/recreate.ts";
+import type { Logger } from "../../platform/logger.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import {
   AckPolicy,
@@ -95,6 +97,8 @@ export type Journal = {
   /** Undefined when DEAD no longer holds the letter; throws when the stream cannot be read. */
   readDead(seq: number): Promise<DeadLetter | undefined>;
   forgetDead(seq: number): Promise<void>;
+  /** Stops making the streams again on deletion advisories. */
+  close(): void;
 };
 
 /** Creates (or updates) the streams; every actor calls it, so any start order works. */
@@ -164,10 +168,22 @@ export async function ensureConsumer(jsm: JetStreamManager, spec: DurableConsume
   }
 }
 
-export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<Journal> {
+export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE, log?: Logger): Promise<Journal> {
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   await ensureStreams(jsm, policy);
+  // A stream deleted at runtime (an operator, a tool, a lost store) is made again as soon as the server
+  // announces it, as every store of derrick is: jobs, dead letters and attempt records written meanwhile
+  // fail and are retried by their consumers; the consumers come back when their loops re-open
+  // (ensureConsumer); an event published meanwhile makes EVENTS again itself (publishEvent).
+  const ours = new Set<string>(Object.values(STREAMS));
+  const deletions = onStreamDeleted(nc, (stream) => {
+    if (!ours.has(stream)) return;
+    log?.warn({ stream }, `stream ${stream} was deleted; making it again`);
+    void recreateDelay()
+      .then(() => ensureStreams(jsm, policy))
+      .catch((err: unknown) => log?.warn({ err, stream }, "a deleted stream could not be made again yet; its next use tries again"));
+  });
   // A message by sequence: from any replica when there is one, else from the stream leader (a
   // follower may not have a message yet that a dispatcher just stored).
   const messageAt = (stream: string, seq: number) => (directReads(policy) ? jsm.direct.getMessage(stream, { seq }) : jsm.streams.getMessage(stream, { seq }));
@@ -201,6 +217,7 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
   return {
     js,
     jsm,
+    close: () => deletions.unsubscribe(),
     async ensureConsumer(spec) {
       try {
         await ensureConsumer(jsm, spec);
@@ -212,8 +229,16 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
       }
     },
     async publishEvent(partition, type, eventId, body) {
-      const ack = await js.publish(subjects.events(partition, type), json(body), { msgID: eventId });
-      return ack.seq;
+      const publish = async () => (await js.publish(subjects.events(partition, type), json(body), { msgID: eventId })).seq;
+      try {
+        return await publish();
+      } catch (error) {
+        // EVENTS deleted (and the advisory not acted on yet): make the streams again, then publish there.
+        if ((await streamInfoIfAny(jsm, STREAMS.events).catch(() => true)) !== undefined) throw error;
+        await recreateDelay();
+        await ensureStreams(jsm, policy);
+        return publish();
+      }
     },
     async readEvent(seq) {
       return (await readSizedEvent(seq))?.event;

@@ -12,6 +12,8 @@ import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Subscription } from "../../subjects/notifications.ts";
 import { casPut, encodeJson, isLive, readJson, readKv, readVersioned } from "../runtime/kv.ts";
 import { followBucket, type Loop } from "../runtime/follow.ts";
+import { guardedKv, recreateOnDeletion, recreatingBucket, unguarded, type Guard } from "../runtime/recreate.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
 
 export const SUBSCRIPTIONS_BUCKET = "derrick_notifications";
@@ -38,10 +40,26 @@ export const subKey = (id: string) => `sub.${id}`;
 export const indexKey = (partition: string, clientId: string, type: string) => `idx.${partition}.${clientId}.${type}`;
 
 export class SubscriptionStore {
-  constructor(readonly kv: KV) {}
+  constructor(
+    readonly kv: KV,
+    private readonly guard: Guard = unguarded,
+    /** Stops making the bucket again on deletion advisories. */
+    readonly close: () => void = () => undefined,
+    /** Where deletion advisories are heard (the cache's watch learns of a bucket made again at once). */
+    readonly nc?: NatsConnection,
+  ) {}
 
-  static async open(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE): Promise<SubscriptionStore> {
-    return new SubscriptionStore(await new Kvm(nc).create(SUBSCRIPTIONS_BUCKET, bucketOptions(policy, { history: 1 })));
+  /**
+   * The bucket, made again when deleted at runtime (an operator, a tool, a lost store) at the server's
+   * deletion advisory or on its next use, as every store of derrick is; its subscriptions went with it.
+   */
+  static async open(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE, log?: Logger): Promise<SubscriptionStore> {
+    const kvm = new Kvm(nc);
+    const options = bucketOptions(policy, { history: 1 });
+    const kv = await kvm.create(SUBSCRIPTIONS_BUCKET, options);
+    const recovery = recreatingBucket(await jetstreamManager(nc), kvm, SUBSCRIPTIONS_BUCKET, options, log);
+    const advisories = recreateOnDeletion(nc, { [SUBSCRIPTIONS_BUCKET]: recovery }, log);
+    return new SubscriptionStore(guardedKv(kv, recovery.guard), recovery.guard, () => advisories.unsubscribe(), nc);
   }
 
   async get(id: string): Promise<Versioned<SubscriptionRecord> | undefined> {
@@ -83,7 +101,7 @@ export class SubscriptionStore {
   }
 
   async listOwn(partition: string, clientId: string): Promise<SubscriptionRecord[]> {
-    const index = await readKv(this.kv, { key: `idx.${partition}.${clientId}.*` });
+    const index = await this.guard(() => readKv(this.kv, { key: `idx.${partition}.${clientId}.*` }));
     const ids = index.filter(isLive).map((entry) => entry.json<{ subscription_id: string }>().subscription_id);
     const records = await Promise.all(ids.map((id) => this.get(id)));
     return records.filter((r): r is Versioned<SubscriptionRecord> => !!r).map((r) => r.value);
@@ -91,7 +109,7 @@ export class SubscriptionStore {
 
   /** A client's subscriptions in every partition (by the index: one key per partition and type). */
   async listOfClient(clientId: string): Promise<SubscriptionRecord[]> {
-    const index = await readKv(this.kv, { key: `idx.*.${clientId}.*` });
+    const index = await this.guard(() => readKv(this.kv, { key: `idx.*.${clientId}.*` }));
     const ids = index.filter(isLive).map((entry) => entry.json<{ subscription_id: string }>().subscription_id);
     const records = await Promise.all(ids.map((id) => this.get(id)));
     return records.filter((r): r is Versioned<SubscriptionRecord> => r?.value.client_id === clientId).map((r) => r.value);
@@ -113,6 +131,8 @@ export class SubscriptionCache {
   private readonly byId = new Map<string, SubscriptionRecord>();
   private readonly byRoute = new Map<string, Map<string, SubscriptionRecord>>();
   private revision = 0;
+  /** The creation time of the bucket the copy follows (a bucket made again has another). */
+  private created: string | undefined;
   private waiters: Array<{ revision: number; wake: () => void }> = [];
   private syncedAt = 0;
   private syncing?: { startedAt: number; done: Promise<void> };
@@ -133,12 +153,15 @@ export class SubscriptionCache {
   async start(): Promise<void> {
     // A bucket made again replays from revision 1: the copy starts over too, or subscriptions only
     // the old bucket held would stay, and freshAsOf would compare revisions of two buckets.
-    const onRecreated = () => {
+    const onRecreated = (created: string) => {
       this.byId.clear();
       this.byRoute.clear();
       this.revision = 0;
+      this.created = created;
+      this.syncedAt = 0;
     };
-    this.watch = await followBucket(this.store.kv, { what: "subscriptions", onRecreated, ...this.options }, (entry) => this.see(entry), this.log);
+    this.created = (await this.store.kv.status()).streamInfo.created;
+    this.watch = await followBucket(this.store.kv, { what: "subscriptions", onRecreated, nc: this.store.nc, ...this.options }, (entry) => this.see(entry), this.log);
     try {
       // The first replay of a large bucket may take a while.
       await this.freshAsOf(Date.now(), 60_000);
@@ -227,6 +250,13 @@ export class SubscriptionCache {
     const startedAt = Date.now();
     const done = (async () => {
       const status = await this.store.kv.status();
+      // The bucket was made again and the copy still holds the old one's subscriptions: wait for the
+      // watch to start over (it hears the deletion), else a dispatch would route to subscriptions gone.
+      const until = Date.now() + waitMs;
+      while (this.created !== undefined && this.created !== status.streamInfo.created) {
+        if (Date.now() > until) throw new Error("the subscriptions bucket was made again and the copy has not started over yet");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       const target = status.streamInfo.state.last_seq;
       if (this.revision < target) {
         try {

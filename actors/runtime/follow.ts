@@ -11,7 +11,9 @@
  * error handling one entry or message is logged and skipped: it must not end the loop (nor crash
  * the process, nor crash it again on every restart when the entry is replayed).
  */
-import type { KV, KvEntry } from "@nats-io/kv";
+import { Bucket, type KV, type KvEntry } from "@nats-io/kv";
+import { onStreamDeleted } from "./recreate.ts";
+import type { NatsConnection } from "@nats-io/nats-core";
 import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
 
@@ -32,9 +34,14 @@ export type FollowOptions = RetryOptions & {
    * The bucket was deleted and made again (its stream's creation time changed; revisions start over):
    * called before the watch starts over from the beginning, delivering the current values again.
    */
-  onRecreated?: () => void;
+  onRecreated?: (created: string) => void;
   /** How often the stream's creation time is checked while the watch runs (30 s by default). */
   checkEveryMs?: number;
+  /**
+   * The connection to hear the server's deletion advisories on: the watch then learns of a bucket made
+   * again within a quarter second, not at the next check.
+   */
+  nc?: NatsConnection;
 };
 
 /** A running loop. */
@@ -60,10 +67,14 @@ const DEFAULT_MAX_RETRY_MS = 10_000;
  *
  * A bucket deleted and made again (an operator, a lost store) restarts its revisions at 1, so
  * resuming after the old revision would skip the new bucket's first entries (and nats.js's ordered
- * consumer resumes exactly so by itself). The stream's creation time is checked at each re-open and
- * every `checkEveryMs`; when it changed, the watch starts over from the beginning (current values,
- * also for "updates"), after `onRecreated`.
+ * consumer resumes exactly so by itself). The stream's creation time is checked at each re-open,
+ * every `checkEveryMs`, and (for a Kvm bucket) every 250 ms for 10 s after the server announces the
+ * bucket's deletion, while derrick's stores make it again; when it changed, the watch starts over
+ * from the beginning (current values, also for "updates"), after `onRecreated`.
  */
+const AFTER_DELETION_CHECK_MS = 250;
+const AFTER_DELETION_CHECKS = 40;
+
 export async function followBucket(kv: Pick<KV, "watch" | "status">, options: FollowOptions, onEntry: (entry: KvEntry) => void | Promise<void>, log: Logger): Promise<Loop> {
   const key = options.key ?? ">";
   // The next revision to deliver; 0 = none known yet. "updates" starts after the bucket's last
@@ -80,7 +91,7 @@ export async function followBucket(kv: Pick<KV, "watch" | "status">, options: Fo
       log.warn({ follow: options.what, created: now, before: created, resumeAt }, `KV watch of ${options.what}: the bucket was deleted and made again; starting over from its beginning`);
       created = now;
       resumeAt = 0;
-      options.onRecreated?.();
+      options.onRecreated?.(now);
     }
     return open();
   };
@@ -101,18 +112,41 @@ export async function followBucket(kv: Pick<KV, "watch" | "status">, options: Fo
     },
     position: () => ({ resumeAt }),
   });
-  const check = setInterval(() => {
-    void createdNow().then((now) => {
-      if (now !== undefined && now !== created) loop.reopen();
+  const recreated = () =>
+    createdNow().then((now) => {
+      if (now === undefined || now === created) return false;
+      loop.reopen();
+      return true;
     });
-  }, options.checkEveryMs ?? 30_000);
+  const check = setInterval(() => void recreated(), options.checkEveryMs ?? 30_000);
   check.unref?.();
+  // Without this, a watch learns of a bucket made again only at the next check (30 s): a dispatcher
+  // sent new events to no subscription meanwhile.
+  let watching: ReturnType<typeof setInterval> | undefined;
+  const deletions =
+    options.nc && kv instanceof Bucket
+      ? onStreamDeleted(
+          options.nc,
+          () => {
+            clearInterval(watching);
+            let tries = 0;
+            watching = setInterval(() => {
+              if (++tries > AFTER_DELETION_CHECKS) return clearInterval(watching);
+              void recreated().then((done) => done && clearInterval(watching));
+            }, AFTER_DELETION_CHECK_MS);
+            watching.unref?.();
+          },
+          kv.stream,
+        )
+      : undefined;
   return {
     get restarts() {
       return loop.restarts;
     },
     stop() {
       clearInterval(check);
+      clearInterval(watching);
+      deletions?.unsubscribe();
       return loop.stop();
     },
   };

@@ -61,7 +61,7 @@ export function recreateOnDeletion(nc: NatsConnection, buckets: Record<string, R
 }
 
 /** KV methods that talk to the bucket's stream: each runs under the guard. */
-const GUARDED_KV_METHODS = new Set(["get", "put", "create", "update", "delete", "purge"]);
+const GUARDED_KV_METHODS = new Set(["get", "put", "create", "update", "delete", "purge", "status"]);
 
 /**
  * `kv` with its reads and writes run under `guard`, for stores that use a bucket in many places:
