@@ -29,6 +29,10 @@ class TwinMirror {
   private queue: Promise<void> = Promise.resolve();
   /** The latest reported value per key seen in JetStream: what a delete there may remove from Redis. */
   private readonly reported = new Map<string, string>();
+  /** Reported copies running per key (and whether another was asked for meanwhile): one at a time per key. */
+  private readonly copying = new Map<string, { again: boolean; done: Promise<void> }>();
+  /** Reported deletes this mirror copied to JetStream whose watch entry has not come back yet, per key. */
+  private readonly ownDeletes = new Map<string, number>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -84,6 +88,7 @@ class TwinMirror {
           gate = new TwinCommitGate();
           this.latest.clear();
           this.reported.clear();
+          this.ownDeletes.clear();
         },
       },
       async (raw) => {
@@ -112,6 +117,14 @@ class TwinMirror {
     }
     const before = this.reported.get(entry.key);
     this.reported.delete(entry.key);
+    // The device's own delete, copied by this mirror, coming back: Redis already had none, and a
+    // value the device wrote since (possibly the same as before the delete) is not removed.
+    const own = this.ownDeletes.get(entry.key) ?? 0;
+    if (own > 0) {
+      if (own === 1) this.ownDeletes.delete(entry.key);
+      else this.ownDeletes.set(entry.key, own - 1);
+      return;
+    }
     if (before === undefined || this.redis.status !== "ready") return;
     await this.redis
       .eval(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`, 1, entry.key, before)
@@ -145,17 +158,46 @@ class TwinMirror {
 
   private async followReported(kv: KV): Promise<void> {
     const prefix = REDIS_KEYSPACE_PREFIX;
-    const copy = async (key: string) => {
-      if (!isReportedKey(key)) return;
+    // One copy: Redis's current value, compared with JetStream's, written when they differ.
+    const copyOnce = async (key: string) => {
       await this.ready();
       const value = await this.redis.get(key);
       const current = await kv.get(key);
       if (value === null) {
-        if (current?.operation === "PUT") await kv.delete(key);
+        if (current?.operation === "PUT") await this.deleteOwn(kv, key);
       } else if (current?.operation !== "PUT" || current.string() !== value) {
         await kv.put(key, value);
         this.stats.reportedCopied++;
       }
+    };
+    // Copies of one key run one after another, never side by side: two in flight could land in the
+    // wrong order (the one that read the newer value found JetStream already equal to it — an
+    // older copy's put not landed yet — and skipped; the older put landed last and stayed). Each
+    // copy reads Redis when it runs, so notifications arriving during a copy make one more copy,
+    // not one each.
+    const copy = (key: string): Promise<void> => {
+      if (!isReportedKey(key)) return Promise.resolve();
+      const running = this.copying.get(key);
+      if (running) {
+        running.again = true;
+        return running.done;
+      }
+      const state = { again: true, done: Promise.resolve() };
+      state.done = (async () => {
+        let failure: unknown;
+        try {
+          while (state.again && !this.closed) {
+            state.again = false;
+            failure = undefined;
+            await copyOnce(key).catch((error: unknown) => (failure = error));
+          }
+        } finally {
+          this.copying.delete(key);
+        }
+        if (failure !== undefined) throw failure;
+      })();
+      this.copying.set(key, state);
+      return state.done;
     };
     this.sub.on("pmessage", (_p: string, channel: string) => {
       void copy(channel.slice(prefix.length)).catch((error: Error) => this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: reported copy failed"));
@@ -181,6 +223,19 @@ class TwinMirror {
         .then(catchUp)
         .catch((error: Error) => this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: reported catch-up failed"));
     });
+  }
+
+  /** A reported delete copied from Redis, marked so its watch entry does not delete in Redis again. */
+  private async deleteOwn(kv: KV, key: string): Promise<void> {
+    this.ownDeletes.set(key, (this.ownDeletes.get(key) ?? 0) + 1);
+    try {
+      await kv.delete(key);
+    } catch (error) {
+      const own = this.ownDeletes.get(key) ?? 0;
+      if (own <= 1) this.ownDeletes.delete(key);
+      else this.ownDeletes.set(key, own - 1);
+      throw error;
+    }
   }
 
   /** Redis is let go before the watch loop is awaited: a write waiting for an unreachable Redis fails instead of holding the stop. */
