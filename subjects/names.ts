@@ -44,6 +44,11 @@ export const subjects = {
   /** Twin properties (buckets and keys: subjects/twins.ts). */
   twins: {
     ...operations("twins", ["put", "get", "delete"] as const),
+    /**
+     * Makes a twin's bucket with the deployment's configuration (DERRICK_TWIN_MAX_BYTES, replicas,
+     * DERRICK_TWINS_MAX) when it does not exist: the SDK asks here before creating one itself.
+     */
+    ensure: () => `${ROOT}.twins.ensure`,
     /** Answered by a live twins writer (its id is in the commit claims it makes); no responders = gone. */
     writer: (id: string) => `${ROOT}.twins.writer.${checkToken(id, "/writer")}`,
   },

@@ -254,6 +254,13 @@ const TwinGroups = Type.Record(Type.String(), Type.Record(Type.String(), TwinVal
 export const TwinGetReply = Type.Object({ desired: TwinGroups, reported: TwinGroups });
 export type TwinGetReply = Static<typeof TwinGetReply>;
 
+/** SDK → actor: make the twin's bucket if it does not exist (no principal: NATS permissions decide who may ask). */
+export const TwinEnsureRequest = TwinPath;
+export type TwinEnsureRequest = Static<typeof TwinEnsureRequest>;
+
+export const TwinEnsureReply = Type.Object({ bucket: Type.String() });
+export type TwinEnsureReply = Static<typeof TwinEnsureReply>;
+
 export const TwinDeleteRequest = Type.Composite([TwinPath, Type.Object({ group: Type.String(), name: Type.String() })]);
 export type TwinDeleteRequest = Static<typeof TwinDeleteRequest>;
 

@@ -1,9 +1,9 @@
-/** Wiring of the `twins` actor: per-twin KV buckets and the put/get/delete endpoints. */
+/** Wiring of the `twins` actor: per-twin KV buckets and the put/get/delete/ensure endpoints. */
 import { nuid, RequestError, type NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
-import { TwinDeleteRequest, TwinGetRequest, TwinPutRequest } from "../../subjects/twins.ts";
+import { TwinDeleteRequest, TwinEnsureRequest, TwinGetRequest, TwinPutRequest } from "../../subjects/twins.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
-import { deleteTwin, getTwins, putTwins, type TwinWriter, type TwinsDeps } from "./handlers.ts";
+import { deleteTwin, ensureTwin, getTwins, putTwins, type TwinWriter, type TwinsDeps } from "./handlers.ts";
 import { DEFAULT_TWIN_LIMITS, kvTwinStores, type TwinLimits } from "./store.ts";
 
 /**
@@ -41,6 +41,7 @@ export async function startTwinsActor(nc: NatsConnection, options: RuntimeOption
         endpoint({ name: "put", subject: names.put(), input: TwinPutRequest, handler: (input, ctx) => putTwins(input, ctx, deps) }),
         endpoint({ name: "get", subject: names.get(), input: TwinGetRequest, handler: (input, ctx) => getTwins(input, ctx, deps) }),
         endpoint({ name: "delete", subject: names.delete(), input: TwinDeleteRequest, handler: (input, ctx) => deleteTwin(input, ctx, deps) }),
+        endpoint({ name: "ensure", subject: names.ensure(), input: TwinEnsureRequest, handler: (input, ctx) => ensureTwin(input, ctx, deps) }),
       ],
     },
     options,

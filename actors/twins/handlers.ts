@@ -12,11 +12,14 @@ import {
   formatTwinEtag,
   parseTwinCommit,
   parseTwinKey,
+  twinBucket,
   twinCommitKey,
   twinKey,
   type TwinAddress,
   type TwinCommit,
   type TwinDeleteRequest,
+  type TwinEnsureReply,
+  type TwinEnsureRequest,
   type TwinEntry,
   type TwinGetReply,
   type TwinGetRequest,
@@ -367,6 +370,17 @@ export async function getTwins(input: TwinGetRequest, ctx: RequestContext, deps:
   if (input.group === undefined) return reply(state);
   const commit = readCommit(entries.filter((e) => e.key === twinCommitKey(input.group!)).at(-1));
   return reply(state, 200, { ETag: formatTwinEtag(commit?.version ?? 0) });
+}
+
+/**
+ * Makes the twin's bucket if it does not exist, with the deployment's configuration (the store's
+ * size cap, replicas and twin count limit: 507 past DERRICK_TWINS_MAX). Asked by the device SDK
+ * before it would create the bucket itself. No principal: only clients allowed to publish on
+ * derrick's subjects reach it (device users are not), and they may create streams anyway.
+ */
+export async function ensureTwin(input: TwinEnsureRequest, _ctx: RequestContext, deps: TwinsDeps): Promise<TwinEnsureReply> {
+  await deps.stores.open(input, true);
+  return { bucket: twinBucket(input) };
 }
 
 /** Deletes one property (desired through a commit, reported directly); idempotent → 204. */

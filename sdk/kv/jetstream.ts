@@ -7,8 +7,10 @@
  * again (revisions start over) is noticed when the watch restarts and every `checkEveryMs`: the
  * client is told to forget what it delivered and the current values are delivered again.
  */
-import type { NatsConnection } from "@nats-io/nats-core";
+import { RequestError, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
+import { subjects } from "../../subjects/names.ts";
 import { TwinCommitGate, parseTwinKey, toTwinEntry, twinBucket, twinBucketOptions, twinCommitKey, twinKey, type TwinAddress, type TwinSide } from "../../subjects/twins.ts";
 import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
 
@@ -78,15 +80,21 @@ export class JetStreamTwinBackend implements TwinBackend {
   }
 
   /**
-   * The twin's bucket. `create` binds an existing bucket with a stream lookup alone; only a missing
-   * one needs stream creation, which device users are not allowed (subjects/twins.ts): derrick
-   * creates it when the device is registered or its twin first written, and this waits for that.
+   * The twin's bucket. An existing one is bound (`create` binds with a stream lookup alone). A
+   * missing one is made by derrick: the twins actor is asked (`derrick.twins.ensure`), which makes
+   * it with the deployment's configuration (DERRICK_TWIN_MAX_BYTES, replicas, the twin count limit).
+   * Only when no twins actor answers at all (no responders: a NATS server without derrick) does the
+   * SDK create it itself, with the defaults (`twinBucketOptions`: 64 MiB, one replica) — and only
+   * when its user may create streams, which device users may not (subjects/twins.ts): they wait,
+   * retrying, until derrick creates it (when the device is registered or its twin first written).
    */
   private async openBucket(): Promise<KV> {
     const name = twinBucket(this.twin);
     let warned = 0;
     for (let attempt = 0; ; attempt++) {
       try {
+        if (await this.bucketExists(name)) return await new Kvm(this.nc).create(name, twinBucketOptions(this.twin));
+        if (await this.askDerrick()) continue;
         return await new Kvm(this.nc).create(name, twinBucketOptions(this.twin));
       } catch (error) {
         if (this.closed) throw error;
@@ -96,6 +104,34 @@ export class JetStreamTwinBackend implements TwinBackend {
         }
         await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
       }
+    }
+  }
+
+  /** Whether the twin's stream exists (a device user may look its own up). */
+  private async bucketExists(name: string): Promise<boolean> {
+    try {
+      await (await jetstreamManager(this.nc)).streams.info(`KV_${name}`);
+      return true;
+    } catch (error) {
+      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Asks the twins actor to make the bucket. True when it did; false when no twins actor listens
+   * (the SDK may then create it). Throws on anything else — a refusal (507 past the twin limit), a
+   * timeout, a device user not allowed to ask — so the caller waits and tries again.
+   */
+  private async askDerrick(): Promise<boolean> {
+    try {
+      const answer = await this.nc.request(subjects.twins.ensure(), JSON.stringify(this.twin), { timeout: 5_000 });
+      const code = answer.headers?.get("Nats-Service-Error-Code");
+      if (code) throw new Error(`derrick did not make the twin bucket: ${code} ${answer.headers?.get("Nats-Service-Error") ?? ""}`.trim());
+      return true;
+    } catch (error) {
+      if (error instanceof RequestError && error.isNoResponders()) return false;
+      throw error;
     }
   }
 
