@@ -38,7 +38,7 @@
  * actor processes; and nothing is added to a hit, which stays one KV read.
  * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key.
  */
-import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
+import { SINGLE_NODE, bucketOptions, streamInfoIfAny, type StoragePolicy } from "../runtime/storage.ts";
 import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -129,10 +129,11 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   const kvm = new Kvm(nc);
   const jsm = await jetstreamManager(nc);
   const options = { entities: bucketOptions(policy, { history: ENTITY_HISTORY }), cache: bucketOptions(policy, { history: 1 }) };
-  const [entities, cache] = await Promise.all([kvm.create(BUCKETS.entities, options.entities), kvm.create(BUCKETS.cache, options.cache)]);
   // Results computed from entities that went with their bucket must not be served: the cache is
-  // emptied before the entities bucket is made again.
+  // emptied before the entities bucket is made again, here too when it went while no actor ran.
   const emptyCache = () => jsm.streams.purge(`KV_${BUCKETS.cache}`).catch(() => undefined);
+  if (!(await streamInfoIfAny(jsm, `KV_${BUCKETS.entities}`))) await emptyCache();
+  const [entities, cache] = await Promise.all([kvm.create(BUCKETS.entities, options.entities), kvm.create(BUCKETS.cache, options.cache)]);
   const recovery = { entities: recreatingBucket(jsm, kvm, BUCKETS.entities, options.entities, log, { before: emptyCache }), cache: recreatingBucket(jsm, kvm, BUCKETS.cache, options.cache, log) };
   const advisories = recreateOnDeletion(nc, { [BUCKETS.entities]: recovery.entities, [BUCKETS.cache]: recovery.cache }, log);
   return {
