@@ -43,11 +43,11 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
   const lock = lockIndexFile(file);
   let backend: SqliteBackend | undefined;
   let replica: Replica | undefined;
-  let cursors: CursorStore;
+  let cursors: CursorStore & { close(): void };
   try {
     backend = new SqliteBackend({ file, onWarning: (message) => log.warn({ indexFile: file }, message) });
     replica = await followRecords(nc, backend, log, { storage: options.storage });
-    cursors = await openCursorStore(nc, cfg.search.cursorTtlMs, options.storage);
+    cursors = await openCursorStore(nc, cfg.search.cursorTtlMs, options.storage, log);
   } catch (error) {
     await replica?.stop();
     backend?.close();
@@ -84,6 +84,7 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
     },
     options,
     async () => {
+      cursors.close();
       await replica.stop();
       backend.close();
       lock.release();

@@ -9,7 +9,8 @@
  *     up to the 100 KB query: reading every value to count them would cost far more).
  */
 import { SINGLE_NODE, bucketOptions, streamInfoIfAny, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
-import { recreateDelay, recreatingBucket } from "../runtime/recreate.ts";
+import { recreateDelay, recreateOnDeletion, recreatingBucket } from "../runtime/recreate.ts";
+import type { Logger } from "../../platform/logger.ts";
 import { createHash } from "node:crypto";
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -154,18 +155,24 @@ export type CursorStore = {
 /** A principal (`<clientId>/<subject>`, any characters) as one KV key token. */
 const issuerToken = (principal: string) => createHash("sha256").update(principal).digest("hex").slice(0, 32);
 
-export async function openCursorStore(nc: NatsConnection, ttlMs: number, policy: StoragePolicy = SINGLE_NODE): Promise<CursorStore> {
+/** `close` stops making the bucket again on deletion advisories. */
+export async function openCursorStore(nc: NatsConnection, ttlMs: number, policy: StoragePolicy = SINGLE_NODE, log?: Logger): Promise<CursorStore & { close(): void }> {
   const kvm = new Kvm(nc);
   const options = bucketOptions(policy, { history: 1, ttl: ttlMs });
   const kv: KV = await kvm.create(CURSOR_BUCKET, options);
-  // Deleted at runtime (an operator, a tool): made again on its next use, as every bucket of derrick is.
-  // Its cursors went with it (400 "unknown or expired", as after their time to live).
-  const { guard } = recreatingBucket(await jetstreamManager(nc), kvm, CURSOR_BUCKET, options);
+  // Deleted at runtime (an operator, a tool): made again at the server's deletion advisory or on its next
+  // use, as every bucket of derrick is. Its cursors went with it (400 "unknown or expired", as after
+  // their time to live). The advisory matters here: a continuation reads the bucket first, and a read
+  // of a deleted bucket is not answered before the edge gives up (see recreateOnDeletion).
+  const recovery = recreatingBucket(await jetstreamManager(nc), kvm, CURSOR_BUCKET, options, log);
+  const { guard } = recovery;
+  const advisories = recreateOnDeletion(nc, { [CURSOR_BUCKET]: recovery }, log);
   const key = (partition: string, cursor: string) => `${partition}.${cursor}`;
   // Four tokens: never matched by a partition's `<partition>.*`, whatever the partition is called.
   const issuerKey = (partition: string, principal: string, cursor: string) => `issuers.${partition}.${issuerToken(principal)}.${cursor}`;
   const live = (pattern: string, max: number) => guard(async () => Math.min((await readKv(kv, { key: pattern, headersOnly: true })).filter((e) => e.operation === "PUT").length, max));
   return {
+    close: () => advisories.unsubscribe(),
     get: (partition, cursor) => guard(() => readJson<CursorState>(kv, key(partition, cursor))),
     put: (partition, cursor, state) =>
       // Written together, so they expire together; the mark holds the cursor id only.

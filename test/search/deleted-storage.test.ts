@@ -49,4 +49,15 @@ describe("search and storage after their storage was deleted", () => {
     expect(second.status, await second.clone().text()).toBe(200);
     expect(((await second.json()) as { results: unknown[] }).results).toHaveLength(1);
   });
+
+  it("cursors - a cursor continued first after its bucket was deleted is answered at once as unknown, not after the request timed out", { timeout: 20_000 }, async () => {
+    await eventually(async () => (await searchOk(derrick, { query: "charlie" })).totalCount === 2, { what: "the records to be searchable" });
+    const first = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, query: "charlie", limit: 1 } });
+    expect(first.status, await first.clone().text()).toBe(200);
+    const { cursor } = (await first.json()) as { cursor: string };
+    expect(await (await jetstreamManager(derrick.nc)).streams.delete(`KV_${CURSOR_BUCKET}`)).toBe(true);
+    // The cursor went with its bucket: the continuation is the 400 of an expired cursor.
+    const second = await api(derrick, "/api/search/v2/query_with_cursor", { body: { cursor } });
+    expect(second.status, await second.clone().text()).toBe(400);
+  });
 });
