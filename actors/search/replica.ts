@@ -13,7 +13,7 @@
  *   with backoff; health().following is false meanwhile. Nothing escapes to the process: Bun exits
  *   on an unhandled rejection and on an exception thrown in a timer.
  */
-import type { StoragePolicy } from "../runtime/storage.ts";
+import { streamInfoIfAny, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 import { RECORDS_STREAM, RECORD_DELETE, RECORD_MAX_DEPTH, RECORD_OPERATION_HEADER, recordKey, tooDeepAt, type StoredRecord } from "../../subjects/search.ts";
@@ -29,6 +29,11 @@ const BULK_BACKLOG = 20_000;
 const FLUSH_AFTER_MS = 5;
 /** A consumer that ran this long before failing starts its backoff over. */
 const HEALTHY_RUN_MS = 30_000;
+/**
+ * How often the stream followed is checked to be the index's, for a deletion whose advisory was missed:
+ * one stream info per 5 s, for a search that catches up within seconds rather than never.
+ */
+const IDENTITY_CHECK_MS = 5_000;
 const decoder = new TextDecoder();
 
 /** How long to wait before restarting a failed consumer: doubles from `firstMs` up to `maxMs`. */
@@ -241,6 +246,26 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
     },
     RECORDS_STREAM,
   );
+  // The advisory can be missed: sent while this process was disconnected, or never sent (a store lost
+  // while nats-server was down; nats-server 2.9.10 was seen to send it to no subscriber in about 1 run
+  // in 10 of test/search/deleted-storage.test.ts). So the stream is also checked at every reconnect and
+  // every IDENTITY_CHECK_MS: one missing, or another than the index's, ends the consumer the same way
+  // (the ordered consumer would follow its replacement from the old position, skipping its first
+  // records and keeping the old ones in the index).
+  const checkIdentity = async () => {
+    const info = await streamInfoIfAny(jsm, RECORDS_STREAM).catch(() => null);
+    if (info === null || info?.created === backend.streamIdentity() || stopping) return;
+    log.warn({ stream: RECORDS_STREAM, appliedSeq: backend.appliedSeq() }, "the RECORDS stream is not the one the index was built from; the index is rebuilt from the stream there is now");
+    await messages?.close().catch(() => undefined);
+  };
+  const identityCheck = setInterval(() => void checkIdentity(), IDENTITY_CHECK_MS);
+  identityCheck.unref?.();
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (stopping) break;
+      if (s.type === "reconnect") void checkIdentity();
+    }
+  })();
   const supervised = (async () => {
     let attempt = 0;
     while (!stopping) {
@@ -289,6 +314,7 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
     async stop() {
       stopping = true;
       deletions.unsubscribe();
+      clearInterval(identityCheck);
       wakeFromBackoff?.();
       await messages?.close().catch(() => undefined);
       await supervised;
