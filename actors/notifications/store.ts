@@ -11,7 +11,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Subscription } from "../../subjects/notifications.ts";
 import { casPut, encodeJson, isLive, readJson, readKv, readVersioned } from "../runtime/kv.ts";
-import { followBucket, type Loop } from "../runtime/follow.ts";
+import { followBucket, type FollowedBucket } from "../runtime/follow.ts";
 import { guardedKv, recreateOnDeletion, recreatingBucket, unguarded, type Guard } from "../runtime/recreate.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
@@ -136,7 +136,7 @@ export class SubscriptionCache {
   private waiters: Array<{ revision: number; wake: () => void }> = [];
   private syncedAt = 0;
   private syncing?: { startedAt: number; done: Promise<void> };
-  private watch?: Loop;
+  private watch?: FollowedBucket;
 
   constructor(
     private readonly store: SubscriptionStore,
@@ -251,8 +251,11 @@ export class SubscriptionCache {
     const done = (async () => {
       const status = await this.store.kv.status();
       // The bucket was made again and the copy still holds the old one's subscriptions: wait for the
-      // watch to start over (it hears the deletion), else a dispatch would route to subscriptions gone.
+      // watch to start over, else a dispatch would route to subscriptions gone. It hears the deletion,
+      // unless the advisory was missed (a reconnect; nats-server does not always send it): then it is
+      // told to look now, rather than at its next check (30 s of failed rounds).
       const until = Date.now() + waitMs;
+      if (this.created !== undefined && this.created !== status.streamInfo.created) void this.watch?.recheck();
       while (this.created !== undefined && this.created !== status.streamInfo.created) {
         if (Date.now() > until) throw new Error("the subscriptions bucket was made again and the copy has not started over yet");
         await new Promise((resolve) => setTimeout(resolve, 50));

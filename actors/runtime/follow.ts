@@ -52,6 +52,9 @@ export type Loop = {
   readonly restarts: number;
 };
 
+/** A followed bucket: `recheck` looks at once whether it was made again (starting the watch over if so; true then). */
+export type FollowedBucket = Loop & { recheck(): Promise<boolean> };
+
 /** A supervised loop, plus closing its iterator so that it is re-opened. */
 type Supervisor = Loop & { reopen(): void };
 
@@ -75,7 +78,7 @@ const DEFAULT_MAX_RETRY_MS = 10_000;
 const AFTER_DELETION_CHECK_MS = 250;
 const AFTER_DELETION_CHECKS = 40;
 
-export async function followBucket(kv: Pick<KV, "watch" | "status">, options: FollowOptions, onEntry: (entry: KvEntry) => void | Promise<void>, log: Logger): Promise<Loop> {
+export async function followBucket(kv: Pick<KV, "watch" | "status">, options: FollowOptions, onEntry: (entry: KvEntry) => void | Promise<void>, log: Logger): Promise<FollowedBucket> {
   const key = options.key ?? ">";
   // The next revision to deliver; 0 = none known yet. "updates" starts after the bucket's last
   // message, so a watch re-opened before the first update still misses none.
@@ -143,6 +146,7 @@ export async function followBucket(kv: Pick<KV, "watch" | "status">, options: Fo
     get restarts() {
       return loop.restarts;
     },
+    recheck: recreated,
     stop() {
       clearInterval(check);
       clearInterval(watching);

@@ -218,4 +218,30 @@ describe("notifications subscriptions", () => {
       await nc.close();
     }
   });
+
+  it("notifications - freshAsOf after the bucket was made again without the copy hearing it (an advisory missed) starts the copy over at once instead of failing until the next check", async () => {
+    const nc = await connect({ servers: nats.url });
+    try {
+      const kvm = new Kvm(nc);
+      // No connection given: the watch hears no deletion advisory, as when one was missed.
+      const store = new SubscriptionStore(await kvm.create("subscriptions_unheard", { history: 1 }));
+      const cache = new SubscriptionCache(store, createLogger("silent"));
+      await cache.start();
+      const record = (id: string) => ({ ...base, subscription_id: id, subscription_type: "PlanShared", partition: "opendes", client_id: `client-${id}`, created_at: new Date().toISOString(), secret: "s" }) as unknown as SubscriptionRecord;
+      const subscribers = () => [...cache.subscribersOf("opendes", "PlanShared")].map((s) => s.subscription_id).sort();
+      try {
+        expect(await store.create(record("old-1"))).toBe(true);
+        await cache.freshAsOf(Date.now());
+        expect(await (await jetstreamManager(nc)).streams.delete("KV_subscriptions_unheard")).toBe(true);
+        const again = new SubscriptionStore(await kvm.create("subscriptions_unheard", { history: 1 }));
+        expect(await again.create(record("new-1"))).toBe(true);
+        await cache.freshAsOf(Date.now(), 3_000);
+        expect(subscribers()).toEqual(["new-1"]);
+      } finally {
+        await cache.stop();
+      }
+    } finally {
+      await nc.close();
+    }
+  });
 });
