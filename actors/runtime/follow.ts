@@ -133,11 +133,13 @@ export async function followBucket(kv: Pick<KV, "watch" | "status">, options: Fo
           () => {
             clearInterval(watching);
             let tries = 0;
-            watching = setInterval(() => {
-              if (++tries > AFTER_DELETION_CHECKS) return clearInterval(watching);
-              void recreated().then((done) => done && clearInterval(watching));
+            // Its own handle: a slow check of an earlier deletion must not stop this one's polling.
+            const poll: ReturnType<typeof setInterval> = setInterval(() => {
+              if (++tries > AFTER_DELETION_CHECKS) return clearInterval(poll);
+              void recreated().then((done) => done && clearInterval(poll));
             }, AFTER_DELETION_CHECK_MS);
-            watching.unref?.();
+            poll.unref?.();
+            watching = poll;
           },
           kv.stream,
         )

@@ -8,6 +8,7 @@ import type { Kvm, KvOptions } from "@nats-io/kv";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
 import { streamInfoIfAny } from "./storage.ts";
+import { isWrongRevision } from "./kv.ts";
 
 /**
  * Runs one operation on a bucket. When it fails and the bucket's stream is gone, the bucket is made
@@ -115,6 +116,8 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
       try {
         return await op();
       } catch (error) {
+        // A compare-and-set that lost is the bucket answering: no stream lookup for it (contention).
+        if (isWrongRevision(error)) throw error;
         if (pending) await pending;
         else if (generation === before) {
           // The lookup's own failure (NATS away) leaves the first error to be thrown.
