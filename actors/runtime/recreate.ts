@@ -79,14 +79,14 @@ export function guardedKv<K extends object>(kv: K, guard: Guard): K {
   });
 }
 
+/** Work around a re-creation: `before` it (after the pause; operations wait for it), `after` it (operations go on meanwhile). */
+export type RecreationHooks = { before?: () => Promise<unknown>; after?: () => Promise<unknown> };
+
 /**
  * A bucket made again when deleted (an operator's `nats kv del`, a lost store), by its guard or at once. The handle
  * opened at start keeps working on the new bucket: it names the stream, it holds nothing of it.
  * Concurrent re-creations share one.
  */
-/** Work around a re-creation: `before` it (after the pause; operations wait for it), `after` it (operations go on meanwhile). */
-export type RecreationHooks = { before?: () => Promise<unknown>; after?: () => Promise<unknown> };
-
 export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string, options: Partial<KvOptions>, log?: Logger, hooks: RecreationHooks = {}): RecreatingBucket {
   let pending: Promise<unknown> | undefined;
   /** Re-creations finished: an operation that failed while one ran is tried again, not thrown. */
