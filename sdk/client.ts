@@ -13,7 +13,7 @@ import type { Msg, NatsConnection, Subscription } from "@nats-io/nats-core";
 import { CONFIG_GROUP, deviceInboxPrefix, isReservedTwinName, type TwinSide } from "../subjects/twins.ts";
 import { isPublishedTo } from "../subjects/delivery.ts";
 import { INPUT_KINDS, parseAppConfigText, type AppConfig, type InputKind, type OutputKind, type SdkEnv } from "./config.ts";
-import { dataReport, messageIdSequence, type IoDataReport, type IoPoint } from "./messages.ts";
+import { dataReport, messageIdSequence, type IoDataReport, type IoPointInput } from "./messages.ts";
 import { JetStreamTwinBackend } from "./kv/jetstream.ts";
 import { RedisTwinBackend } from "./kv/redis.ts";
 import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./kv/types.ts";
@@ -390,7 +390,7 @@ export class DeviceClient {
   }
 
   /** An IODataReport of IoPoints from this app (SrcModule = Name, device = DeviceId). */
-  dataReport(tags: Record<string, IoPoint>, deviceId = this.current.bus.deviceId): IoDataReport {
+  dataReport(tags: Record<string, IoPointInput>, deviceId = this.current.bus.deviceId): IoDataReport {
     return dataReport({ srcModule: this.current.name, messageId: this.nextMessageId(), deviceId, tags, configVersion: this.configVersion || 1 });
   }
 

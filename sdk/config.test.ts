@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseAppConfig, parseAppConfigText, SdkConfigError } from "./config.ts";
-import { dataReport, ioPoint, ioPointProblems, messageIdSequence } from "./messages.ts";
+import { dataReport, ioPoint, ioPointProblems, messageIdSequence, type IoPoint } from "./messages.ts";
 
 const base = () => ({
   Name: "MyApp",
@@ -77,6 +77,17 @@ describe("sdk config", () => {
     expect([next(), next()]).toEqual([100, 101]);
     const report = dataReport({ srcModule: "MyApp", messageId: 7, deviceId: "999", tags: { t: { value: 2, value_str: undefined } }, now: 5_000 });
     expect(report).toEqual({ header: { SrcModule: "MyApp", MessageType: "IODataReport", ConfigVersion: 1, MessageID: 7, TimeStamp: 5 }, device: [{ id: "999", tags: { t: { value: 2 } } }] });
+  });
+
+  it("sdk messages - null fields are left out like the original encoder's None fields; a wrong type is still refused", () => {
+    const point = { value: 3, value_str: null, quality_code: null, timestamp: null, metadata: null };
+    expect(ioPointProblems(point)).toEqual([]);
+    expect(ioPoint(point)).toEqual({ value: 3 });
+    expect(JSON.stringify(dataReport({ srcModule: "M", messageId: 1, deviceId: "9", tags: { t: { value_str: "on", value: null } }, now: 0 }).device[0]!.tags.t)).toBe('{"value_str":"on"}');
+    expect(() => ioPoint({ value: "1" as unknown as number, value_str: null })).toThrow(/value: must be a number/);
+    expect(() => ioPoint(null as unknown as IoPoint)).toThrow(/must be an object/);
+    expect(() => ioPoint({ value: 1, colour: null } as unknown as IoPoint)).toThrow(/colour: is not an IoPoint field/);
+    expect(() => ioPoint({ metadata: { uom: null } as unknown as Record<string, string> })).toThrow(/metadata\/uom: must be a string/);
   });
 
   it("sdk messages - a point off the uom convention is reported but still built (the SDK does not validate units)", () => {

@@ -16,6 +16,9 @@ export type IoPoint = {
   metadata?: Record<string, string>;
 };
 
+/** What `ioPoint`/`dataReport` take: any field may also be `null`, left out like the original encoder's None fields. */
+export type IoPointInput = { [K in keyof IoPoint]?: IoPoint[K] | null };
+
 export type IoDataReportHeader = { SrcModule: string; MessageType: "IODataReport"; ConfigVersion: number; MessageID: number; TimeStamp: number };
 export type IoDataReport = { header: IoDataReportHeader; device: Array<{ id: string; tags: Record<string, IoPoint> }> };
 
@@ -32,9 +35,10 @@ function checkIoPoint(point: unknown): { errors: string[]; advisories: string[] 
   const problems: string[] = [];
   const advisories: string[] = [];
   if (typeof point !== "object" || point === null || Array.isArray(point)) return { errors: ["must be an object"], advisories };
-  const p = point as Record<string, unknown>;
+  // Every field is optional and the original encoder omits None fields, so null is the same as absent.
+  const p = Object.fromEntries(Object.entries(point).filter(([, v]) => v !== null)) as Record<string, unknown>;
   const known = new Set(["value", "value_str", "quality_code", "timestamp", "metadata"]);
-  for (const key of Object.keys(p)) if (!known.has(key)) problems.push(`${key}: is not an IoPoint field`);
+  for (const key of Object.keys(point)) if (!known.has(key)) problems.push(`${key}: is not an IoPoint field`);
   if (p.value !== undefined && (typeof p.value !== "number" || !Number.isFinite(p.value))) problems.push("value: must be a number");
   if (p.value_str !== undefined && typeof p.value_str !== "string") problems.push("value_str: must be a string");
   if (p.quality_code !== undefined && !Number.isInteger(p.quality_code)) problems.push("quality_code: must be an integer");
@@ -53,13 +57,13 @@ function checkIoPoint(point: unknown): { errors: string[]; advisories: string[] 
 }
 
 /**
- * An IoPoint without undefined fields (the original encoder omits None fields). Throws a TypeError
+ * An IoPoint without null or undefined fields (the original encoder omits None fields). Throws a TypeError
  * on a field of the wrong type; a point off the uom/prop convention passes (see `ioPointProblems`).
  */
-export function ioPoint(point: IoPoint): IoPoint {
+export function ioPoint(point: IoPointInput): IoPoint {
   const { errors } = checkIoPoint(point);
   if (errors.length) throw new TypeError(`invalid IoPoint: ${errors.join("; ")}`);
-  return Object.fromEntries(Object.entries(point).filter(([, v]) => v !== undefined)) as IoPoint;
+  return Object.fromEntries(Object.entries(point).filter(([, v]) => v !== undefined && v !== null)) as IoPoint;
 }
 
 /** MessageIDs start at tenths of a second since 1 January (UTC) of this year, then count up. */
@@ -69,7 +73,7 @@ export function messageIdSequence(now = new Date()): () => number {
 }
 
 /** Builds an IODataReport, one device, tags → IoPoints. */
-export function dataReport(options: { srcModule: string; messageId: number; deviceId: string; tags: Record<string, IoPoint>; configVersion?: number; now?: number }): IoDataReport {
+export function dataReport(options: { srcModule: string; messageId: number; deviceId: string; tags: Record<string, IoPointInput>; configVersion?: number; now?: number }): IoDataReport {
   const tags = Object.fromEntries(Object.entries(options.tags).map(([tag, point]) => [tag, ioPoint(point)]));
   return {
     header: {
