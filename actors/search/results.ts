@@ -94,7 +94,7 @@ export class Highlighter {
   exhausted = false;
   private readonly fields: Array<{ field: string; matches?: (path: string) => boolean }>;
   private readonly unfielded: TermNode[];
-  /** Fielded terms by their exact field (without `.keyword`/`.keywordLower`). */
+  /** Fielded terms by their exact field (terms on `.keyword`/`.keywordLower` subfields highlight nothing). */
   private readonly exactField = new Map<string, TermNode[]>();
   /** Fielded terms whose field holds a glob character, with its matcher. */
   private readonly globField: Array<{ term: TermNode; matches: (path: string) => boolean }> = [];
@@ -113,8 +113,10 @@ export class Highlighter {
     const terms = positiveTerms(query);
     this.unfielded = terms.filter((t) => !t.field);
     for (const t of terms) {
-      if (!t.field) continue;
-      const base = t.field.replace(/\.keyword(Lower)?$/, "");
+      // ES require_field_match (true by default): a field is highlighted only for terms on that same
+      // field, so an exact `.keyword`/`.keywordLower` term does not mark the analyzed field's words.
+      if (!t.field || /\.keyword(Lower)?$/.test(t.field)) continue;
+      const base = t.field;
       if (/[*?\\]/.test(base)) this.globField.push({ term: t, matches: compileGlob(base) });
       else {
         const list = this.exactField.get(base);

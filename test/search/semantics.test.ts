@@ -172,4 +172,16 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
     expect(page.results[0]!.highlight).toEqual({ "data.FacilityName": ["<em>Ocean</em> Drilling Alpha"] });
     expect(page.results[1]).not.toHaveProperty("highlight");
   });
+
+  it("highlight - a term on a field's .keyword subfield does not highlight the analyzed field (ES require_field_match defaults to true)", async () => {
+    const exact = await searchOk(derrick, { query: 'data.FacilityName.keyword:"Ocean Drilling Alpha"', highlightedFields: ["data.FacilityName"] });
+    expect(exact.results.map((r) => r.id)).toEqual([R1]);
+    expect(exact.results[0]).not.toHaveProperty("highlight");
+    const lower = await searchOk(derrick, { query: 'data.FacilityName.keywordLower:"ocean drilling alpha"', highlightedFields: ["data.FacilityName"] });
+    expect(lower.results.map((r) => r.id)).toEqual([R1]);
+    expect(lower.results[0]).not.toHaveProperty("highlight");
+    // A term on the field itself still highlights it, next to a .keyword term.
+    const both = await searchOk(derrick, { query: 'data.FacilityName.keyword:"Ocean Drilling Alpha" AND data.FacilityName:alpha', highlightedFields: ["data.FacilityName"] });
+    expect(both.results[0]!.highlight).toEqual({ "data.FacilityName": ["Ocean Drilling <em>Alpha</em>"] });
+  });
 });
