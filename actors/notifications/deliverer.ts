@@ -18,14 +18,15 @@
  * whole concurrency (four at default settings): then every subscription's work waits until one of
  * their messages is done, up to ⌈its deliveries / perSubscription⌉ delivery timeouts per release
  * (docs/notifications.md, "What slow receivers cost the others"; test/notifications/fairness.test.ts).
+ * Work waiting that long is not handed over again: every message is renewed from its receipt until
+ * it is acked (test/notifications/ack-wait.test.ts).
  */
-import type { JsMsg } from "@nats-io/jetstream";
+import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import { checkServerIdentity, type PeerCertificate } from "node:tls";
 import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch, DeliveryJob } from "../../subjects/notifications.ts";
 import { subjects } from "../../subjects/index.ts";
 import { Slots } from "../runtime/slots.ts";
-import { consumeForever, type Loop } from "../runtime/follow.ts";
 import { CallbackRefused, resolveCallback, type CallbackPolicy, type ResolvedTarget } from "./callback-policy.ts";
 import { CONSUMERS, STREAMS, carriedPart, fromCarried, letterEvent, type AttemptRecord, type DurableConsumer, type Journal, type StoredEvent } from "./journal.ts";
 import { cloudEvent } from "./matching.ts";
@@ -109,6 +110,9 @@ const EVENT_CACHE_BYTES = 16 * 1024 * 1024;
 /** Resolved and checked callback targets are reused this long (DNS answers are re-checked after). */
 const TARGET_TTL_MS = 5_000;
 const TARGET_CACHE_SIZE = 4096;
+/** How long a pull waits for delivery work before the next one is sent; the longest pause after failed pulls. */
+const PULL_EXPIRES_MS = 5_000;
+const PULL_RETRY_MAX_MS = 2_000;
 const decoder = new TextDecoder();
 
 export async function startDeliverer(journal: Journal, store: SubscriptionStore, cache: SubscriptionCache, options: DelivererOptions, log: Logger): Promise<Deliverer> {
@@ -290,11 +294,28 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   const parkTotal = 8 * options.concurrency;
   let parkedItems = 0;
   let stopping = false;
-  const parkedKeepAlive = setInterval(() => {
+  // Messages received but not started, waiting for room in the process (`admit`): behind slow
+  // receivers that fill the concurrency that can take longer than the ack wait, after which JetStream
+  // would hand them over again (delivered twice). Renewed on entering, every tick and on leaving.
+  const waitingForRoom = new Set<JsMsg>();
+  const renewal = setInterval(() => {
+    for (const msg of waitingForRoom) renew(msg);
     if (parkedItems === 0) return;
-    for (const gate of gates.values()) for (const p of gate.parked) p.msg.working();
+    for (const gate of gates.values()) for (const p of gate.parked) renew(p.msg);
   }, Math.max(500, Math.floor(ackWaitMs / 2)));
-  parkedKeepAlive.unref?.();
+  renewal.unref?.();
+
+  /** Takes room for `n` items of the message in the process, keeping the message ours while it waits. */
+  function room(msg: JsMsg, n: number): Promise<void> | void {
+    const wait = admit.acquire(n);
+    if (!wait) return;
+    renew(msg);
+    waitingForRoom.add(msg);
+    return wait.then(() => {
+      waitingForRoom.delete(msg);
+      renew(msg); // handle()'s own renewal starts half an ack wait from now
+    });
+  }
 
   /** Parks work the saturated subscription cannot hold yet, if it is not slow and there is room. */
   function park(gate: Gate, parked: Parked): boolean {
@@ -318,7 +339,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       gate.parkedItems -= n;
       parkedItems -= n;
       gate.held += n;
-      void Promise.resolve(admit.acquire(n)).then(() => launch(next.msg, next.work, next.lane, gate));
+      void Promise.resolve(room(next.msg, n)).then(() => launch(next.msg, next.work, next.lane, gate));
     }
   }
 
@@ -362,7 +383,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       }
       const held = gate;
       // While items wait for the subscription's turn or run, keep the message ours (no redelivery).
-      const keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(ackWaitMs / 2)));
+      const keepAlive = setInterval(() => renew(msg), Math.max(500, Math.floor(ackWaitMs / 2)));
       try {
         const outcomes = await Promise.allSettled(work.items.map((item) => deliver(held, item, subscription)));
         const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
@@ -560,31 +581,91 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   }
 
   /**
-   * One lane's consume loop, re-opened whenever its iterator ends or throws (consumeForever). nats.js
-   * would wait forever for a consumer deleted on the server to come back, and nothing brought it back
-   * while the process ran (it was created at start): so a missing consumer or stream ends the iterator
-   * (abort_on_missing_resource), and every opening, the first included, creates what is missing.
-   * DELIVERIES is a work queue: the work not yet acked is still there and goes to the new consumer
-   * (work held here when the old one went is delivered again: at least once, as after a crash).
+   * One lane's pull loop. Messages are pulled with `fetch`, never more than `maxMessages` received and
+   * not yet started, and every received message is at once in `waitingForRoom`, renewed until it
+   * starts: the consume iterator held up to a pull of messages in its buffer, where nothing could renew
+   * them, and behind slow receivers that fill the concurrency they waited past the ack wait and were
+   * handed over again (delivered twice). Messages start in the order received, each when its items fit
+   * in `admit`. A failed pull (NATS away, the consumer or DELIVERIES deleted on the server) is retried
+   * after a pause from the consumer opened again, created when missing (nats.js would wait forever
+   * for a deleted consumer, and nothing else brings it back while the process runs). DELIVERIES is a
+   * work queue: the work not yet acked is still there and goes to the new consumer (work held here
+   * when the old one went is delivered again: at least once, as after a crash).
    */
-  function run(lane: Lane, maxMessages: number): Promise<Loop> {
-    const consumer = consumers[lane];
-    return consumeForever(
-      async () => {
-        await journal.ensureConsumer(consumer);
-        return (await journal.js.consumers.get(consumer.stream, consumer.name)).consume({ max_messages: maxMessages, abort_on_missing_resource: true });
-      },
-      async (msg) => {
-        const work = parse(msg);
-        if (!work) {
-          msg.term("not a delivery job");
-          return;
-        }
-        await admit.acquire(work.items.length);
+  async function run(lane: Lane, maxMessages: number): Promise<{ stop(): Promise<void> }> {
+    const durable = consumers[lane];
+    const open = async () => {
+      await journal.ensureConsumer(durable);
+      return journal.js.consumers.get(durable.stream, durable.name);
+    };
+    let consumer: Consumer | undefined = await open();
+    let stopped = false;
+    let pull: { stop(): void } | undefined;
+    /** Received, not yet started; the loop pulls only while there are fewer than maxMessages. */
+    let unstarted = 0;
+    let wake: (() => void) | undefined;
+    let line: Promise<void> = Promise.resolve();
+    const queued = new Set<JsMsg>();
+    const take = (msg: JsMsg) => {
+      const work = parse(msg);
+      if (!work) {
+        msg.term("not a delivery job");
+        return;
+      }
+      const n = work.items.length;
+      unstarted++;
+      queued.add(msg);
+      waitingForRoom.add(msg);
+      line = line.then(async () => {
+        if (!queued.has(msg)) return; // given back by stop()
+        await admit.acquire(n);
+        if (!queued.has(msg)) return admit.release(n);
+        queued.delete(msg);
+        waitingForRoom.delete(msg);
+        unstarted--;
+        wake?.();
+        renew(msg); // handle()'s own renewal starts half an ack wait from now
         launch(msg, work, lane);
+      }).catch((error: unknown) => log.error({ err: error, subject: msg.subject, lane }, "starting delivery work failed; it comes back after the ack wait"));
+    };
+    const loop = (async () => {
+      let failures = 0;
+      while (!stopped) {
+        while (!stopped && unstarted >= maxMessages) await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+        if (stopped) break;
+        try {
+          consumer ??= await open();
+          const messages = await consumer.fetch({ max_messages: maxMessages - unstarted, expires: PULL_EXPIRES_MS });
+          pull = messages;
+          if (stopped) messages.stop();
+          for await (const msg of messages) take(msg);
+          failures = 0;
+        } catch (error) {
+          consumer = undefined;
+          if (!stopped) {
+            log.warn({ err: error, consumer: durable.name }, "pulling delivery work failed; opening the consumer again");
+            await new Promise((resolve) => setTimeout(resolve, Math.min(PULL_RETRY_MAX_MS, 100 * 2 ** failures++)));
+          }
+        } finally {
+          pull = undefined;
+        }
+      }
+    })();
+    return {
+      async stop() {
+        stopped = true;
+        pull?.stop();
+        wake?.();
+        await loop;
+        // Work not started goes back at once, for another process (or the next start) to deliver.
+        for (const msg of queued) {
+          waitingForRoom.delete(msg);
+          giveBack(msg);
+        }
+        queued.clear();
       },
-      { what: consumer.name, log },
-    );
+    };
   }
 
   // First-attempt messages are batches of up to 64 deliveries: a smaller buffer holds as much work.
@@ -613,9 +694,27 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       }
       await admit.idle();
       clearInterval(sweep);
-      clearInterval(parkedKeepAlive);
+      clearInterval(renewal);
     },
   };
+}
+
+/** Gives the message back to JetStream for redelivery now (with the connection gone, the ack wait will). */
+function giveBack(msg: JsMsg): void {
+  try {
+    msg.nak();
+  } catch {
+    // the ack wait brings it back
+  }
+}
+
+/** Extends the message's ack deadline; with the connection gone there is nothing to extend. */
+function renew(msg: JsMsg): void {
+  try {
+    msg.working();
+  } catch {
+    // the ack wait brings it back
+  }
 }
 
 /** A map bounded by entries and by bytes (each entry's weight as given): the oldest entries go first. */
