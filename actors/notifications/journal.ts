@@ -9,8 +9,8 @@
  * Attempt records written in the same event-loop turn for one subscription share one message (a JSON
  * array): one stored write and one acknowledgement for many deliveries.
  */
-import { SINGLE_NODE, directReads, isStreamNotFound, streamInfoIfAny, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
-import { onStreamDeleted, recreateDelay } from "../runtime/recreate.ts";
+import { SINGLE_NODE, directReads, isStreamNotFound, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
+import { onStreamDeleted, recreateDelay, withStream } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import {
@@ -228,17 +228,9 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
         await ensureConsumer(jsm, { ...spec, startSeq: undefined });
       }
     },
-    async publishEvent(partition, type, eventId, body) {
-      const publish = async () => (await js.publish(subjects.events(partition, type), json(body), { msgID: eventId })).seq;
-      try {
-        return await publish();
-      } catch (error) {
-        // EVENTS deleted (and the advisory not acted on yet): make the streams again, then publish there.
-        if ((await streamInfoIfAny(jsm, STREAMS.events).catch(() => true)) !== undefined) throw error;
-        await recreateDelay();
-        await ensureStreams(jsm, policy);
-        return publish();
-      }
+    publishEvent(partition, type, eventId, body) {
+      // EVENTS deleted (and the advisory not acted on yet): the streams are made again, then it is published there.
+      return withStream(jsm, STREAMS.events, () => ensureStreams(jsm, policy), async () => (await js.publish(subjects.events(partition, type), json(body), { msgID: eventId })).seq);
     },
     async readEvent(seq) {
       return (await readSizedEvent(seq))?.event;

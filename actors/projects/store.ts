@@ -21,7 +21,7 @@ import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry, type KvOptions } from "@nats-io/kv";
 import { casPut, encodeJson, isLive, isWrongRevision, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { followBucket, type FollowOptions } from "../runtime/follow.ts";
-import { onStreamDeleted, recreateDelay, recreateOnDeletion, recreatingBucket, unguarded, type Guard, type RecreatingBucket } from "../runtime/recreate.ts";
+import { onStreamDeleted, recreateDelay, recreateOnDeletion, recreatingBucket, unguarded, withStream, type Guard, type RecreatingBucket } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { AckPolicy, DeliverPolicy, DiscardPolicy, JetStreamApiError, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
@@ -203,17 +203,10 @@ export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js
   };
   return {
     ensure,
-    async enqueue(partition, taskId, requester) {
+    enqueue(partition, taskId, requester) {
+      // A publish to a deleted stream has no stream to answer it: it is made again, then published there.
       const queue = requesterQueue(requester);
-      try {
-        await publishOn(queue, partition, taskId);
-      } catch (error) {
-        // A publish to a deleted stream has no stream to answer it: make it again, then publish.
-        if (error instanceof TaskQueueFull || (await streamInfoIfAny(stores.jsm, TASK_STREAM).catch(() => true)) !== undefined) throw error;
-        await recreateDelay();
-        await ensure();
-        await publishOn(queue, partition, taskId);
-      }
+      return withStream(stores.jsm, TASK_STREAM, ensure, () => publishOn(queue, partition, taskId), (error) => error instanceof TaskQueueFull);
     },
     requeue: (partition, taskId) => publish(partition, taskId, `${taskId}:${nuid.next()}`),
     empty: async () => (await streamInfoIfAny(stores.jsm, TASK_STREAM))?.state.messages === 0,

@@ -48,6 +48,23 @@ export const recreateDelay = () => pause(RECREATE_DELAY_MS);
 export type RecreatingBucket = { guard: Guard; recreate(): Promise<unknown> };
 
 /**
+ * Runs `op` on a stream (not a bucket); when it fails because the stream is gone, makes it again with
+ * `make` (after RECREATE_DELAY_MS) and runs `op` once more there. Failures that are the operation's
+ * own answer (`isOwn`: a conflict, a full queue) are thrown without a lookup; any other failure while
+ * the stream is there (NATS away, a timeout) is thrown too.
+ */
+export async function withStream<T>(jsm: JetStreamManager, stream: string, make: () => Promise<unknown>, op: () => Promise<T>, isOwn: (error: unknown) => boolean = () => false): Promise<T> {
+  try {
+    return await op();
+  } catch (error) {
+    if (isOwn(error) || (await streamInfoIfAny(jsm, stream).catch(() => true)) !== undefined) throw error;
+    await recreateDelay();
+    await make();
+    return op();
+  }
+}
+
+/**
  * Makes each bucket (by name) again as soon as the server announces its deletion, until unsubscribed.
  * A read of a deleted bucket is not answered before the request times out (5 s: a direct get has no
  * stream to answer it), longer than the edge waits; the guards still catch what the advisory missed

@@ -8,8 +8,8 @@
  *     principal's open cursors are counted from key names alone (the state's value is the plan,
  *     up to the 100 KB query: reading every value to count them would cost far more).
  */
-import { SINGLE_NODE, bucketOptions, streamInfoIfAny, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
-import { recreateDelay, recreateOnDeletion, recreatingBucket } from "../runtime/recreate.ts";
+import { SINGLE_NODE, bucketOptions, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
+import { recreateOnDeletion, recreatingBucket, withStream } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { createHash } from "node:crypto";
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
@@ -97,30 +97,22 @@ export async function openRecordStore(nc: NatsConnection, policy: StoragePolicy 
    * records went with it: reads then find nothing, as search does once its replica rebuilt.
    * Any other failure (NATS away, a timeout) is thrown.
    */
-  const withStream = async <T>(op: () => Promise<T>): Promise<T> => {
-    try {
-      return await op();
-    } catch (error) {
-      if (error instanceof RecordChanged || (await streamInfoIfAny(jsm, RECORDS_STREAM).catch(() => true)) !== undefined) throw error;
-      await recreateDelay();
-      await ensureRecordsStream(jsm, policy);
-      return op();
-    }
-  };
+  const withRecords = <T>(op: () => Promise<T>): Promise<T> =>
+    withStream(jsm, RECORDS_STREAM, () => ensureRecordsStream(jsm, policy), op, (error) => error instanceof RecordChanged);
   return {
     js,
     jsm,
     read: (partition, id) =>
-      withStream(async () => {
+      withRecords(async () => {
         // null when the subject has no message; any other failure propagates (never read as "absent").
         const stored = await jsm.streams.getMessage(RECORDS_STREAM, { last_by_subj: subjects.records(partition, recordKey(id)) });
         if (!stored) return { record: undefined, seq: 0 };
         const deleted = stored.data.length === 0 || stored.header?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE;
         return { record: deleted ? undefined : stored.json<StoredRecord>(), seq: stored.seq };
       }),
-    put: (partition, record, expectedSeq) => withStream(() => publishRecord(js, subjects.records(partition, recordKey(record.id)), encodeJson(record), expectedSeq)),
+    put: (partition, record, expectedSeq) => withRecords(() => publishRecord(js, subjects.records(partition, recordKey(record.id)), encodeJson(record), expectedSeq)),
     remove: (partition, id, expectedSeq) =>
-      withStream(async () => {
+      withRecords(async () => {
         const h = natsHeaders();
         h.set(RECORD_OPERATION_HEADER, RECORD_DELETE);
         await publishRecord(js, subjects.records(partition, recordKey(id)), new Uint8Array(0), expectedSeq, h);

@@ -81,7 +81,7 @@ export class JetStreamTwinBackend implements TwinBackend {
 
   /**
    * The twin's bucket. An existing one is bound (`create` binds with a stream lookup alone). A
-   * missing one is made by derrick: the twins actor is asked (`derrick.twins.ensure`), which makes
+   * missing one is made by derrick: the twins actor is asked (`subjects.twins.ensure()`), which makes
    * it with the deployment's configuration (DERRICK_TWIN_MAX_BYTES, replicas, the twin count limit).
    * Only when no twins actor answers at all (no responders: a NATS server without derrick) does the
    * SDK create it itself, with the defaults (`twinBucketOptions`: 64 MiB, one replica) — and only
