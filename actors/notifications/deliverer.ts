@@ -358,7 +358,7 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
         return;
       }
       if (subscription.paused_at && !work.manual) {
-        await Promise.all(work.items.map(async (item) => bury(item, subscription, `subscription paused: ${subscription.paused_reason ?? "paused"}`, await eventOf(item))));
+        await Promise.all(work.items.map(async (item) => pausedAway(item, subscription, `subscription paused: ${subscription.paused_reason ?? "paused"}`)));
         msg.ack();
         return;
       }
@@ -501,6 +501,18 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     if (job.manual) return journal.recordAttempt(job.partition, job.subscription_id, record);
     await journal.recordAttempt(job.partition, job.subscription_id, { ...record, state: "dead" });
     await bury(job, subscription, EVENT_GONE, undefined);
+  }
+
+  /**
+   * Work of a paused subscription goes to DEAD unattempted. A retry's earlier attempt is logged
+   * `pending`: its end is logged `dead` with the reason first, or the log would keep a stale
+   * `next_attempt_at` (first attempts have nothing in the log, so they add nothing).
+   */
+  async function pausedAway(job: Item, subscription: SubscriptionRecord, reason: string): Promise<void> {
+    if (job.attempt > 1) {
+      await journal.recordAttempt(job.partition, job.subscription_id, { event_id: job.event_id, event_seq: job.event_seq, attempt: job.attempt, state: "dead", error: reason, duration_ms: 0, attempted_at: new Date().toISOString() });
+    }
+    await bury(job, subscription, reason, await eventOf(job));
   }
 
   /** Standard Webhooks: 410 Gone means the receiver wants no more; pause until re-posted. */

@@ -182,6 +182,29 @@ describe("notifications dead letters, replay and pausing", () => {
     await remove(derrick, sub.subscription_id);
   });
 
+  it("notifications - a retry dead-lettered because the subscription was paused while it waited is logged dead, not left pending", async () => {
+    const r = receiver();
+    r.respond = async (_req, count) => {
+      // The first attempt fails; while its retry waits (300 ms), the subscription is paused.
+      if (count === 1) await store.modify(sub.subscription_id, (rec) => ({ ...rec, paused_at: new Date().toISOString(), paused_reason: "paused by the test" }));
+      return new Response(null, { status: 500 });
+    };
+    const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "beta");
+    await publishOnNats(derrick, "ProjectCreated", { data: "paused while waiting" }, "paused-wait-1");
+    // The retry goes to DEAD without an attempt; its outcome is recorded before the letter is stored.
+    const letter = await eventually(() => jsm.streams.getMessage(STREAMS.dead, { last_by_subj: subjects.notifications.dead("opendes", sub.subscription_id) }).catch(() => undefined), { what: "the dead letter" });
+    expect(JSON.parse(new TextDecoder().decode(letter.data))).toMatchObject({ event_id: "paused-wait-1", attempt: 2, reason: "subscription paused: paused by the test" });
+    const log = await deliveries(derrick, sub.subscription_id, "beta");
+    expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
+      [2, "dead"],
+      [1, "pending"],
+    ]);
+    expect(log[0].error).toBe("subscription paused: paused by the test");
+    expect(log[0].next_attempt_at).toBeUndefined();
+    expect(r.received).toHaveLength(1);
+    await remove(derrick, sub.subscription_id, "beta");
+  });
+
   it("notifications - a first failure older than twice the window has expired: exhausting a delivery then does not pause", async () => {
     const r = receiver();
     r.respond = () => new Response(null, { status: 500 });
