@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDerrick, startTestNats, eventually, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { receiverPool } from "./receiver.ts";
+import { neverAnswer, receiverPool } from "./receiver.ts";
 import { subjects } from "../../subjects/index.ts";
 import { DELIVERY_ENV, publishOnNats, remove, subscribe } from "./helpers.ts";
 
@@ -35,7 +35,7 @@ describe("notifications work held past the ack wait", () => {
 
   it("notifications ack wait - events that wait for room in the deliverer longer than the ack wait are delivered once", { timeout: 60_000 }, async () => {
     const slow = receivers.start();
-    slow.respond = () => new Promise<Response>(() => undefined);
+    slow.respond = neverAnswer;
     const slowSub = await subscribe(derrick, "PlanShared", { callback_uri: slow.url }, "alpha");
     // Two other subscriptions: the first one's message is the next to start, the second's is received behind it.
     const healthy = [receivers.start(), receivers.start()];

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDerrick, startTestNats, eventually, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { receiverPool, type Receiver } from "./receiver.ts";
+import { neverAnswer, receiverPool, type Receiver } from "./receiver.ts";
 import { subjects } from "../../subjects/index.ts";
 import { DELIVERY_ENV, publishOnNats, remove, subscribe } from "./helpers.ts";
 
@@ -34,7 +34,7 @@ describe("notifications fairness", () => {
   /** A receiver that never answers: each attempt ends with the delivery timeout. */
   const hanging = (): Receiver => {
     const r = receivers.start();
-    r.respond = () => new Promise<Response>(() => undefined);
+    r.respond = neverAnswer;
     return r;
   };
   /** Fills `slow` subscriptions with four deliveries each (two running, two waiting), then times one delivery to a healthy receiver. */

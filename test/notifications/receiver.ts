@@ -32,6 +32,9 @@ export function startReceiver(): Receiver {
 }
 
 /** Receivers started by one test file, all stopped by `stopAll()` in its afterAll. */
+/** A `respond` that never answers: each attempt to it ends with the delivery timeout. */
+export const neverAnswer = (): Promise<Response> => new Promise<Response>(() => undefined);
+
 export function receiverPool(): { start(): Receiver; stopAll(): void } {
   const started: Receiver[] = [];
   return {
