@@ -185,7 +185,10 @@ async function apps(cfg: Config, args: string[]): Promise<number> {
 
 /** The embedded issuer's signing keys: list them, or revoke one (its issuer switches to a new key at once). */
 async function keys(cfg: Config, args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { json: { type: "boolean" } } });
+  // A key id is a JWK thumbprint (base64url): one in 32 begins with "-", which parseArgs would take for
+  // an option ("Unknown option '-8…'"). So revoke's argument is taken as written (after an optional "--").
+  const revoking = args[0] === "revoke";
+  const { values, positionals } = revoking ? { values: { json: false }, positionals: ["revoke", ...args.slice(args[1] === "--" ? 2 : 1)] } : parseArgs({ args, allowPositionals: true, options: { json: { type: "boolean" } } });
   const [action, kid] = positionals;
   if (action !== "list" && !(action === "revoke" && kid)) {
     console.error("usage: derrick keys list [--json] | revoke <kid>");

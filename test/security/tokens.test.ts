@@ -170,6 +170,11 @@ describe("embedded issuer signing keys", () => {
     const listed = JSON.parse((await cli("keys", "list", "--json")).stdout) as { keys: Array<{ kid: string }> };
     expect(listed.keys.map((k) => k.kid)).toEqual([decodeProtectedHeader(after).kid]);
     expect((await cli("keys", "revoke", revoked)).status).not.toBe(0); // already revoked: 404
+    // A key id is base64url: one in 32 begins with "-", and such a key must be revocable too (it was
+    // refused as "Unknown option" before, which made this test fail whenever the issuer drew one).
+    const dashed = await cli("keys", "revoke", "-8aXunknownKid");
+    expect(dashed.stderr).not.toContain("Unknown option");
+    expect(dashed.status).not.toBe(2); // not the usage error: the issuer was asked (404, no such key)
 
     // The old key file comes back (a restored backup): the issuer still refuses to use it.
     await derrick.stop();
