@@ -3,6 +3,10 @@
  * (a) a direct in-process Elysia handler and (b) Moleculer + moleculer-web over its NATS transporter,
  * all driven by the same load generator in the same run. Then p99 at 50% of derrick's peak rate.
  * Targets (issue 2): derrick ≥ 50% of direct, ≥ 3× Moleculer, p99 < 5 ms at 50% of peak.
+ *
+ * The floor: the same HTTP → NATS → reply path with no derrick code (`peers/nats-floor.ts`: a bare
+ * Bun.serve handler making one nats.js request per HTTP request), at its peak and at derrick's
+ * half-peak rate. It bounds what any edge of this design can reach on this machine.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -48,6 +52,11 @@ try {
   const directRun = await measure("direct Elysia (in-process)", direct);
   results.push(await httpLoadAtRate(`direct Elysia at the same ${rate}/s (control)`, directRun.url, BODY, { perSecond: rate, seconds: 6 }));
   await direct.stop();
+
+  const floor = await startPeer(bun, [here("./peers/nats-floor.ts"), nats.url, "echo"]);
+  const floorRun = await measure("floor: Bun.serve + one nats.js request (no derrick code)", floor);
+  results.push(await httpLoadAtRate(`floor at the same ${rate}/s`, floorRun.url, BODY, { perSecond: rate, seconds: 6 }));
+  await floor.stop();
 
   // The same path with the edge and the actor in separate processes (`derrick edge` + `derrick actor`).
   const actors = await startPeer(bun, [here("./peers/derrick-node.ts"), nats.url, "0", join(dir, "data"), "actors"]);
@@ -100,6 +109,9 @@ report({
     "derrick one process / Moleculer (gateway + service in one process)": oneProcess / ops("Moleculer"),
     "derrick two processes / Moleculer": twoOnOnePort / ops("Moleculer"),
     "p99 at derrick's half-peak rate: derrick one process / direct Elysia (control)": atHalf!.p99Ms / byName("direct Elysia at the same").p99Ms,
+    "floor (no derrick code) / direct Elysia one process: the design's ceiling here": ops("floor: Bun.serve") / ops("direct Elysia (in-process)"),
+    "derrick one process / floor": oneProcess / ops("floor: Bun.serve"),
+    "p99 at derrick's half-peak rate: derrick one process / floor": atHalf!.p99Ms / byName("floor at the same").p99Ms,
   },
   targets: {
     "derrick (best layout) ≥ 50% of direct (one process)": { value: vsDirect, target: "≥ 0.5", met: vsDirect >= 0.5 },

@@ -11,6 +11,9 @@
  * token, appkey and partition checks, no NATS), `/v1/system/echo` (HTTP + one NATS round trip to an
  * actor, no KV), and the same aggregation GET through a second edge whose `reporting` responder
  * answers from memory (the best any in-actor result cache could do: one NATS hop, no KV read).
+ * And the cached path with no derrick code at all (`peers/nats-floor.ts` in `kv` mode: a bare
+ * Bun.serve handler → one nats.js request → a responder's KV read of the same bytes → reply): the
+ * floor of the design itself on this machine.
  *
  * derrick (edge and actors) runs in a process of its own, as `derrick start` does, and this process
  * is its HTTP client: a client sharing the server's thread would add its own work and collections to
@@ -67,6 +70,7 @@ const nc = await connectNats(nats.url, "reporting-bench");
 // The memory peer: its own nats-server, and an edge whose reporting responder answers from memory.
 const peerNats = await startTestNats({ dir: join(dir, "peer-nats") });
 let peer: Awaited<ReturnType<typeof startPeer>> | undefined;
+let bare: Awaited<ReturnType<typeof startPeer>> | undefined;
 const results: LoadResult[] = [];
 try {
   const put = (collection: string, id: string, body: unknown) => derrick.call(`/assessments/v1/${collection}/${id}`, { as: "admin", method: "PUT", body: JSON.stringify(body) });
@@ -145,6 +149,9 @@ try {
   const memoryEdge = edgeClient(`http://127.0.0.1:${peer.port}`);
   await memoryEdge.token("alpha");
   floors.push(await runLoad("peer: edge GET answered from actor memory (one NATS hop, no KV)", async () => drain(await memoryEdge.call(path)), sequential));
+  bare = await startPeer(process.execPath, [here("./peers/nats-floor.ts"), nats.url, "kv", replyFile]);
+  const bareUrl = `http://127.0.0.1:${bare.port}${path}`;
+  floors.push(await runLoad("floor: Bun.serve → nats.js request → KV read of the same value (no derrick code)", async () => drain(await fetch(bareUrl)), sequential));
   results.push(...floors);
   results.push(
     await runLoad(
@@ -156,7 +163,7 @@ try {
       { count: CACHED * 3, concurrency: 32, maxMs: MAX_MS, warmup: 100 },
     ),
   );
-  const [compute, cold, cached, kvRead, healthz, whoami, echo, memory] = results as [LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult];
+  const [compute, cold, cached, kvRead, healthz, whoami, echo, memory, floor] = results as [LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult];
   report({
     bench: "reporting",
     results,
@@ -166,6 +173,7 @@ try {
       "edge cold p50 ÷ edge cached p50": cold.p50Ms / cached.p50Ms,
       "edge cached p99 ÷ echo p99 (one-hop floor)": cached.p99Ms / echo.p99Ms,
       "edge cached p99 ÷ answered-from-memory p99": cached.p99Ms / memory.p99Ms,
+      "edge cached p99 ÷ the same path with no derrick code p99 (the design's floor)": cached.p99Ms / floor.p99Ms,
       "whoami p99 ÷ healthz p99": whoami.p99Ms / healthz.p99Ms,
     },
     targets: {
@@ -179,6 +187,7 @@ try {
     ],
   });
 } finally {
+  await bare?.stop();
   await peer?.stop();
   await peerNats.cleanup();
   await nc.close();
