@@ -14,7 +14,7 @@
  *   on an unhandled rejection and on an exception thrown in a timer.
  */
 import { streamInfoIfAny, type StoragePolicy } from "../runtime/storage.ts";
-import type { NatsConnection } from "@nats-io/nats-core";
+import type { NatsConnection, Status } from "@nats-io/nats-core";
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 import { RECORDS_STREAM, RECORD_DELETE, RECORD_MAX_DEPTH, RECORD_OPERATION_HEADER, recordKey, tooDeepAt, type StoredRecord } from "../../subjects/search.ts";
 import type { Logger } from "../../platform/logger.ts";
@@ -260,8 +260,11 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
   };
   const identityCheck = setInterval(() => void checkIdentity(), IDENTITY_CHECK_MS);
   identityCheck.unref?.();
+  // Stopped with the replica: a `break` alone would leave the listener on the shared connection
+  // until its next status event.
+  const statuses = nc.status() as AsyncIterable<Status> & { stop?: () => void };
   void (async () => {
-    for await (const s of nc.status()) {
+    for await (const s of statuses) {
       if (stopping) break;
       if (s.type === "reconnect") void checkIdentity();
     }
@@ -314,6 +317,7 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
     async stop() {
       stopping = true;
       deletions.unsubscribe();
+      statuses.stop?.();
       clearInterval(identityCheck);
       wakeFromBackoff?.();
       await messages?.close().catch(() => undefined);

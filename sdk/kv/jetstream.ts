@@ -7,7 +7,7 @@
  * again (revisions start over) is noticed when the watch restarts and every `checkEveryMs`: the
  * client is told to forget what it delivered and the current values are delivered again.
  */
-import { RequestError, type NatsConnection } from "@nats-io/nats-core";
+import { RequestError, type NatsConnection, type Status } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/names.ts";
@@ -24,6 +24,8 @@ export class JetStreamTwinBackend implements TwinBackend {
   private streamCreated?: string;
   private highestRevision = 0;
   private checkTimer?: ReturnType<typeof setInterval>;
+  /** Stopped on close: a `break` alone would hold the listener on the app's connection until its next status event. */
+  private statuses?: AsyncIterable<Status> & { stop?: () => void };
 
   constructor(
     private readonly nc: NatsConnection,
@@ -40,8 +42,9 @@ export class JetStreamTwinBackend implements TwinBackend {
     this.kv = await this.openBucket();
     this.streamCreated = (await this.kv.status()).streamInfo.created;
     await this.watch(onChanges);
+    const statuses = (this.statuses = this.nc.status());
     void (async () => {
-      for await (const status of this.nc.status()) {
+      for await (const status of statuses) {
         if (this.closed) break;
         if (status.type === "reconnect") void this.rewatch(onChanges);
       }
@@ -229,6 +232,7 @@ export class JetStreamTwinBackend implements TwinBackend {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.checkTimer);
+    this.statuses?.stop?.();
     this.watcher?.stop();
     if (this.ownsConnection && !this.nc.isClosed()) await this.nc.close();
   }

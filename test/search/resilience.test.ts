@@ -247,6 +247,16 @@ describe("search replica failures", () => {
       await link.close();
     }
   });
+  it("replica - stopping it releases what it holds on the shared connection (its status listener too), so a process that starts and stops replicas does not pile them up", async () => {
+    const listeners = () => (nc as unknown as { protocol: { listeners: unknown[] } }).protocol.listeners.length;
+    const before = listeners();
+    const index = new SqliteBackend({ file: ":memory:" });
+    const other = await followRecords(nc, index, loggedTo([]), { backoff: { firstMs: 20, maxMs: 200 } });
+    expect(listeners()).toBeGreaterThan(before);
+    await other.stop();
+    index.close();
+    expect(listeners()).toBe(before);
+  });
 });
 
 describe("search processes and their index files", () => {
