@@ -68,7 +68,8 @@ export async function withStream<T>(jsm: JetStreamManager, stream: string, make:
  * Makes each bucket (by name) again as soon as the server announces its deletion, until unsubscribed.
  * A read of a deleted bucket is not answered before the request times out (5 s: a direct get has no
  * stream to answer it), longer than the edge waits; the guards still catch what the advisory missed
- * (this process was disconnected, or the operation came first).
+ * (this process was disconnected, or the operation came first), looking the stream up when an
+ * operation has waited STREAM_PROBE_MS.
  */
 export function recreateOnDeletion(nc: NatsConnection, buckets: Record<string, RecreatingBucket>, log?: Logger) {
   return onStreamDeleted(nc, (stream) => {
@@ -94,6 +95,31 @@ export function guardedKv<K extends object>(kv: K, guard: Guard): K {
       return (...args: unknown[]) => guard(() => (value as (...a: unknown[]) => Promise<unknown>).apply(receiver, args));
     },
   });
+}
+
+/**
+ * How long an operation waits before its bucket's stream is looked up. A direct get of a deleted
+ * bucket is never answered, only timed out (5 s, longer than the edge waits): without the lookup,
+ * the first read after a missed deletion advisory failed with 504 (writes fail at once: no stream
+ * takes their subject).
+ */
+export const STREAM_PROBE_MS = 300;
+
+class StreamGone extends Error {}
+
+/** `attempt`'s outcome, or a StreamGone failure when the stream is found missing while it waits. */
+async function unlessGone<T>(attempt: Promise<T>, gone: () => Promise<boolean>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const probe = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => void gone().then((yes) => yes && reject(new StreamGone("the bucket's stream is gone"))), STREAM_PROBE_MS);
+  });
+  // Left behind when the stream is gone: its timeout must not surface as an unhandled rejection.
+  attempt.catch(() => undefined);
+  try {
+    return await Promise.race([attempt, probe]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Work around a re-creation: `before` it (after the pause; operations wait for it), `after` it (operations go on meanwhile). */
@@ -124,6 +150,12 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
     }
     return pending;
   };
+  let probing: Promise<boolean> | undefined;
+  /** One stream lookup at a time for the bucket, shared by the operations waiting on it. */
+  const gone = () =>
+    (probing ??= streamInfoIfAny(jsm, `KV_${bucket}`)
+      .then((info) => info === undefined, () => false)
+      .finally(() => (probing = undefined)));
   return {
     recreate,
     async guard(op) {
@@ -131,7 +163,9 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
       if (pending) await pending.catch(() => undefined);
       const before = generation;
       try {
-        return await op();
+        // Made again while the operation waited counts as gone too: a read sent to the deleted stream
+        // is not answered by the new one.
+        return await unlessGone(op(), async () => pending !== undefined || generation !== before || (await gone()));
       } catch (error) {
         // A compare-and-set that lost is the bucket answering: no stream lookup for it (contention).
         if (isWrongRevision(error)) throw error;
