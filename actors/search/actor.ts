@@ -19,6 +19,15 @@ import { openCursorStore, type CursorStore } from "./store.ts";
 
 export const indexFileOf = (cfg: Config) => cfg.search.indexFile ?? join(cfg.dataDir, "search", "index.sqlite");
 
+/**
+ * A git date (`%cI` carries the committer's own offset, e.g. `+02:00`) as the RFC 3339 UTC form every
+ * time value of the API takes (CONTRACT.md: `2026-11-22T10:00:00.000Z`); undefined when there is none.
+ */
+function utcTime(value: string | undefined): string | undefined {
+  const at = value === undefined ? Number.NaN : Date.parse(value);
+  return Number.isNaN(at) ? undefined : new Date(at).toISOString();
+}
+
 /** OSDU VersionInfo of this build, read once. */
 export function versionInfo(engine: { name: string; version: string }, natsVersion: string): VersionInfo {
   const build = buildInfo();
@@ -26,7 +35,7 @@ export function versionInfo(engine: { name: string; version: string }, natsVersi
     groupId: "derrick",
     artifactId: "derrick-search",
     version: build.version,
-    buildTime: gitOfBuild(["log", "-1", "--format=%cI"]) ?? build.startedAt,
+    buildTime: utcTime(gitOfBuild(["log", "-1", "--format=%cI"])) ?? build.startedAt,
     branch: (process.env.DERRICK_BUILD_BRANCH || gitOfBuild(["rev-parse", "--abbrev-ref", "HEAD"])) ?? "unknown",
     commitId: build.commit ?? "unknown",
     commitMessage: (process.env.DERRICK_BUILD_COMMIT_MESSAGE || gitOfBuild(["log", "-1", "--format=%s"])) ?? "unknown",
