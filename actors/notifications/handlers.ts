@@ -4,12 +4,12 @@
  */
 import { randomBytes } from "node:crypto";
 import {
-  DerrickError,
   check,
   contentTooLarge,
   gone,
   invalidField,
   notFound,
+  unavailable,
   validationError,
   type FieldError,
   type Principal,
@@ -182,7 +182,7 @@ export async function upsertSubscription(rawType: string, body: unknown, caller:
     };
     if (await deps.store.create(record)) return publicForm(record);
   }
-  throw new DerrickError(503, "the subscription kept changing under concurrent requests; try again", { retryable: true });
+  throw unavailable("the subscription kept changing under concurrent requests; try again", 1);
 }
 
 export async function listSubscriptions(caller: Caller, deps: NotificationDeps): Promise<Subscription[]> {

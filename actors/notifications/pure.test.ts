@@ -5,6 +5,11 @@ import { newSecret, webhookHeaders } from "./signing.ts";
 import { cloudEvent, matches } from "./matching.ts";
 import { Slots } from "../runtime/slots.ts";
 import { supersedes } from "./progress.ts";
+import { upsertSubscription } from "./handlers.ts";
+import { callbackPolicy } from "./callback-policy.ts";
+import type { SubscriptionStore } from "./store.ts";
+import type { Journal } from "./journal.ts";
+import { DerrickError } from "../../subjects/index.ts";
 
 describe("notifications pure parts", () => {
   it("notifications - the dispatcher's stored progress moves only forward: a higher floor on its stream, or the stream EVENTS is now", () => {
@@ -96,5 +101,18 @@ describe("notifications pure parts", () => {
     slots.release(64);
     await idle;
     expect(slots.inUse).toBe(0);
+  });
+});
+
+describe("notifications handlers without servers", () => {
+  it("notifications - an upsert that keeps losing the race to concurrent writers answers 503 with Retry-After, like every 503", async () => {
+    // A store where another writer always wins: no subscription is found, and each create finds one made meanwhile.
+    const store = { indexOf: async () => undefined, create: async () => false } as unknown as SubscriptionStore;
+    const deps = { store, journal: {} as Journal, policy: callbackPolicy({ allowHttp: false }) };
+    const caller = { principal: { clientId: "alpha", subject: "alpha", groups: [], kind: "service" as const }, partition: "opendes" };
+    const error = await upsertSubscription("PublishData", { subscriber: "s", callback_uri: "https://example.com/hook" }, caller, deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DerrickError);
+    expect((error as DerrickError).status).toBe(503);
+    expect(Number((error as DerrickError).headers["Retry-After"])).toBeGreaterThan(0);
   });
 });
