@@ -11,26 +11,39 @@ import { EMBEDDED_ISSUER, type Jwks } from "../subjects/identity.ts";
 const CACHE_MAX = 10_000;
 const JWKS_REFRESH_MS = 5_000;
 
-export type Verifier = { verify(token: string): Promise<Principal> };
+/**
+ * A verified token: its principal, and whether a client claim (`client_id`, else `azp`) named the
+ * client. Without one the principal's client id falls back to `sub`, which identifies the caller but
+ * names no client an appkey could belong to (CONTRACT.md: the appkey belongs to the token's client,
+ * `client_id` else `azp`).
+ */
+export type Verified = { principal: Principal; clientClaimed: boolean };
+
+export type Verifier = { verify(token: string): Promise<Verified> };
+
+const nonEmpty = (value: unknown): value is string => typeof value === "string" && value.length > 0;
 
 export function principalFromClaims(claims: JWTPayload): Principal {
   const sub = typeof claims.sub === "string" ? claims.sub : undefined;
-  const clientId = [claims.client_id, claims.azp, sub].find((v): v is string => typeof v === "string" && v.length > 0);
+  const clientId = [claims.client_id, claims.azp, sub].find(nonEmpty);
   if (!sub || !clientId) throw unauthorized("the token names no subject", 'Bearer error="invalid_token"');
   const groups = Array.isArray(claims.groups) ? claims.groups.filter((g): g is string => typeof g === "string") : [];
   return { clientId, subject: sub, groups, kind: sub === clientId ? TokenKind.service : TokenKind.user };
 }
 
+/** Whether the token names its client in `client_id` or `azp` (not only through the `sub` fallback). */
+export const claimsNameClient = (claims: JWTPayload) => nonEmpty(claims.client_id) || nonEmpty(claims.azp);
+
 export function createVerifier(cfg: Config, bus: Bus): Verifier {
   const issuer = cfg.auth.issuer ?? EMBEDDED_ISSUER;
   const maxAge = cfg.auth.jwksMaxAgeMs;
   const { keys, fetchedAt } = cfg.auth.jwksUrl ? remoteKeys(new URL(cfg.auth.jwksUrl), maxAge) : embeddedKeys(bus, maxAge);
-  const cache = new Map<string, { principal: Principal; until: number }>();
+  const cache = new Map<string, { verified: Verified; until: number }>();
 
   return {
     async verify(token) {
       const hit = cache.get(token);
-      if (hit && hit.until > Date.now()) return hit.principal;
+      if (hit && hit.until > Date.now()) return hit.verified;
       if (hit) cache.delete(token);
       // Read before the check: keys refreshed while it ran (a key withdrawn) must not lend their
       // fresh fetch time to a token the older keys verified. A refresh during the check makes this
@@ -43,13 +56,13 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
         if (error instanceof DerrickError) throw error;
         throw unauthorized(describeJoseError(error), 'Bearer error="invalid_token"');
       }
-      const principal = principalFromClaims(payload);
+      const verified: Verified = { principal: principalFromClaims(payload), clientClaimed: claimsNameClient(payload) };
       if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
       // A verified token is trusted no longer than the keys that verified it (rotation, removal):
       // until those keys are due for a refetch, not a full max age from now.
       const until = Math.min(payload.exp! * 1000, keysAsOf + maxAge);
-      if (until > Date.now()) cache.set(token, { principal, until });
-      return principal;
+      if (until > Date.now()) cache.set(token, { verified, until });
+      return verified;
     },
   };
 }

@@ -10,7 +10,7 @@ import { Elysia, type DocumentDecoration } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { badRequest, forbidden, isToken, subjects, unauthorized, type Bus, type Principal } from "../../subjects/index.ts";
 import { APPKEY_CACHE_MS } from "../../subjects/identity.ts";
-import type { Verifier } from "../verifier.ts";
+import type { Verified, Verifier } from "../verifier.ts";
 import { createRateLimiter } from "./rate-limit.ts";
 
 export type AuthOptions = true | { appkey?: boolean };
@@ -50,8 +50,10 @@ export function partitionOf(headers: Record<string, string | undefined>, known: 
 
 function appkeyChecker(bus: Bus) {
   const cache = new Map<string, number>();
-  return async (appkey: string | undefined, principal: Principal, requestId?: string) => {
+  return async (appkey: string | undefined, { principal, clientClaimed }: Verified, requestId?: string) => {
     if (!appkey) throw unauthorized("the appkey header is required");
+    // The `sub` fallback identifies a caller, not a client: no appkey can belong to such a token.
+    if (!clientClaimed) throw unauthorized("the token names no client (client_id or azp), so no appkey can belong to it", 'Bearer error="invalid_token"');
     const cacheKey = `${principal.clientId}\u0000${appkey}`;
     const until = cache.get(cacheKey);
     if (until && until > Date.now()) return;
@@ -69,10 +71,11 @@ export const authPlugin = (cfg: Config, bus: Bus, verifier: Verifier) => {
       // Documents the credentials in OpenAPI: both schemes in one requirement = both needed.
       detail: { security: options !== true && options.appkey ? BEARER_AND_APPKEY : BEARER_ONLY } as DocumentDecoration,
       async transform({ request, headers }) {
-        const principal = await verifier.verify(bearerToken(headers.authorization));
+        const verified = await verifier.verify(bearerToken(headers.authorization));
+        const { principal } = verified;
         // Counted once the client is known and before any other work (appkey lookup, body, NATS).
         limiter.take(principal.clientId);
-        if (options !== true && options.appkey) await checkAppkey(headers.appkey, principal);
+        if (options !== true && options.appkey) await checkAppkey(headers.appkey, verified);
         principals.set(request, principal);
       },
       resolve({ request }) {

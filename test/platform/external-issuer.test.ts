@@ -44,6 +44,17 @@ describe("external identity service", () => {
     expect(await res.json()).toMatchObject({ principal: { clientId: "alpha", groups: ["g"] } });
   });
 
+  it("external issuer - the appkey belongs to the client the token names in client_id, else azp; a token naming neither gets 401 on appkey routes", async () => {
+    const viaAzp = await whoami(await sign({ client_id: undefined, azp: "alpha" }));
+    expect(viaAzp.status).toBe(200);
+    expect(await viaAzp.json()).toMatchObject({ principal: { clientId: "alpha" } });
+    // Only `sub` ("alpha", as a user of the issuer may be called): no client claim, so alpha's appkey is not the caller's.
+    const subOnly = await whoami(await sign({ client_id: undefined }));
+    expect(subOnly.status).toBe(401);
+    expect(subOnly.headers.get("content-type")).toContain("application/problem+json");
+    expect(subOnly.headers.get("www-authenticate")).toContain("Bearer");
+  });
+
   it("external issuer - a token without an expiry is refused, however well signed", async () => {
     const forever = await new SignJWT({ client_id: "alpha", groups: ["g"] }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer(ISSUER).setAudience("derrick-api").setSubject("alpha").sign(key);
     const res = await whoami(forever);
