@@ -5,8 +5,8 @@
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { Problem, subjects, type Bus } from "../../subjects/index.ts";
-import { TwinGetReply, TwinPath, TwinPutReply, TwinUpdateBody, TWIN_NAME_PATTERN, parseIfMatch } from "../../subjects/twins.ts";
+import { Problem, contentTooLarge, subjects, type Bus } from "../../subjects/index.ts";
+import { TwinGetReply, TwinPath, TwinPutReply, TwinUpdateBody, TWIN_NAME_PATTERN, TWIN_REQUEST_MAX_BYTES, parseIfMatch } from "../../subjects/twins.ts";
 import { forward } from "../forward.ts";
 import type { AuthPlugin } from "../plugins/auth.ts";
 import { requestMeta } from "../request-state.ts";
@@ -16,12 +16,20 @@ const errors = { 400: Problem, 401: Problem, 403: Problem, 409: Problem, 412: Pr
 /** Writes also meet the storage bounds: the twin's bucket full, or no room for another twin. */
 const writeErrors = { ...errors, 507: Problem };
 
+/** A PUT is at most 1 MiB (CONTRACT.md), whatever DERRICK_BODY_LIMIT allows the other routes. */
+const requestTooLarge = (size: number) => contentTooLarge(`the request body is ${size} bytes; a twin properties PUT may hold at most ${TWIN_REQUEST_MAX_BYTES}`);
+
 export const twinRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
   new Elysia({ name: "derrick-twin-routes", normalize: false })
     .use(auth)
     .put(
       BASE,
       async ({ params, body, set, request, principal }) => {
+        // A chunked body has no declared length: measured as parsed (its JSON without whitespace).
+        if (!request.headers.has("content-length")) {
+          const size = Buffer.byteLength(JSON.stringify(body));
+          if (size > TWIN_REQUEST_MAX_BYTES) throw requestTooLarge(size);
+        }
         const ifMatch = parseIfMatch(request.headers.get("if-match"));
         const input = { ...params, group: body.group, twins: body.twins, ...(ifMatch !== undefined ? { ifMatch } : {}) };
         return forward<TwinPutReply>(set, await bus.request(subjects.twins.put(), input, requestMeta(request, principal)));
@@ -29,6 +37,10 @@ export const twinRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
       {
         auth: true,
         params: TwinPath,
+        beforeHandle: ({ request }) => {
+          const length = Number(request.headers.get("content-length"));
+          if (Number.isFinite(length) && length > TWIN_REQUEST_MAX_BYTES) throw requestTooLarge(length);
+        },
         body: TwinUpdateBody,
         detail: {
           tags: ["twin-properties"],

@@ -277,3 +277,33 @@ describe("twin properties REST", () => {
     expect(state.desired.g!.rate!.value).toBe("8");
   });
 });
+
+describe("twin properties REST with DERRICK_BODY_LIMIT above 1 MiB", () => {
+  let nats: TestNats;
+  let derrick: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, { actors: ["identity", "twins"], env: { DERRICK_BODY_LIMIT: String(4 * 1024 * 1024) } });
+  });
+  afterAll(async () => {
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  it("twins - a PUT request over 1 MiB is 413 even when its values add up to less and the edge takes larger bodies elsewhere", async () => {
+    // 16 values of 60,000 '"' each: 960,000 bytes of values, ~1.9 MB of JSON once escaped.
+    const twins = Array.from({ length: 16 }, (_, i) => ({ name: `n${i}`, value: '"'.repeat(60_000) }));
+    const body = json({ group: "g", twins });
+    expect(Buffer.byteLength(body)).toBeGreaterThan(1024 * 1024);
+    const res = await derrick.call(path("dev-wide"), { method: "PUT", body, as: "admin", partition: null });
+    expect(res.status).toBe(413);
+    expect(res.headers.get("content-type")).toContain("application/problem+json");
+    // Sent chunked (no Content-Length), it is refused all the same.
+    const chunked = await derrick.call(path("dev-wide"), { method: "PUT", body: new Blob([body]).stream(), as: "admin", partition: null, duplex: "half" } as RequestInit);
+    expect(chunked.status).toBe(413);
+    const state = (await (await derrick.call(path("dev-wide"), { as: "admin", partition: null })).json()) as { desired: object };
+    expect(state.desired).toEqual({});
+    // Within 1 MiB the same kind of PUT lands.
+    expect((await derrick.call(path("dev-wide"), { method: "PUT", body: json({ group: "g", twins: twins.slice(0, 8) }), as: "admin", partition: null })).status).toBe(200);
+  });
+});
