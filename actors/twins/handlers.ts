@@ -386,8 +386,8 @@ export async function ensureTwin(input: TwinEnsureRequest, _ctx: RequestContext,
 /** Deletes one property (desired through a commit, reported directly); idempotent → 204. */
 export async function deleteTwin(input: TwinDeleteRequest, ctx: RequestContext, deps: TwinsDeps): Promise<Reply<undefined>> {
   requireGroup(ctx, WRITERS);
-  checkTwinName(input.group, "/path/group");
-  checkTwinName(input.name, "/path/name");
+  checkTwinName(input.group, "/params/group");
+  checkTwinName(input.name, "/params/name");
   const bucket = await deps.stores.open(input, false);
   if (!bucket) return reply(undefined, 204);
   const desired = await bucket.get(twinKey(input.group, "desired", input.name));

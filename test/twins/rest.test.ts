@@ -96,6 +96,13 @@ describe("twin properties REST", () => {
       expect(problem.errors?.map((e) => e.pointer)).toContain(pointer);
     }
     expect((await derrick.call(`/api/twin-properties/v1/acme/prod/bad.twin/twin-properties`, { method: "PUT", body: json({ group: "g", twins: [{ name: "a", value: "1" }] }), as: "admin", partition: null })).status).toBe(400);
+    // The DELETE path names its group and name as /params/… like every path field (README: /body, /query, /params, /headers).
+    for (const [suffix, pointer] of [["__proto__/a", "/params/group"], ["g/constructor", "/params/name"]]) {
+      const res = await derrick.call(`${path("dev-4")}/${suffix}`, { method: "DELETE", as: "admin", partition: null });
+      expect(res.status, suffix).toBe(400);
+      const problem = (await res.json()) as { errors?: Array<{ pointer: string }> };
+      expect(problem.errors?.map((e) => e.pointer), suffix).toEqual([pointer]);
+    }
   });
 
   it("twins - keys a device wrote with __proto__ or constructor as group or name are not shown and touch no prototype", async () => {
