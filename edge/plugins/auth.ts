@@ -20,10 +20,18 @@ const APPKEY_CACHE_MAX = 10_000;
 
 const BEARER_ONLY = [{ bearer: [] }];
 const BEARER_AND_APPKEY = [{ bearer: [], appkey: [] }];
-const PARTITION_PARAMETERS = [
+/**
+ * The partition header parameters. @elysiajs/openapi replaces a route's `detail.parameters` with
+ * those of its path and query schemas, so the macro also marks the operation (PARTITION_MARK) and
+ * the OpenAPI plugin adds these where they went missing (openapi.ts).
+ */
+export const PARTITION_PARAMETERS = [
   { name: "slb-partition-id", in: "header", required: false, description: "Data partition (this or data-partition-id is required; both must agree when both are sent)", schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,128}$" } },
   { name: "data-partition-id", in: "header", required: false, description: "OSDU name of the partition header", schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,128}$" } },
 ];
+
+/** Operation extension set on routes that need the partition header; removed from the served document. */
+export const PARTITION_MARK = "x-derrick-partition";
 
 const principals = new WeakMap<Request, Principal>();
 const partitions = new WeakMap<Request, string>();
@@ -83,7 +91,7 @@ export const authPlugin = (cfg: Config, bus: Bus, verifier: Verifier) => {
       },
     }),
     partition: (enabled: boolean) => ({
-      detail: (enabled ? { parameters: PARTITION_PARAMETERS } : {}) as DocumentDecoration,
+      detail: (enabled ? { parameters: PARTITION_PARAMETERS, [PARTITION_MARK]: true } : {}) as DocumentDecoration,
       transform({ request, headers }) {
         if (enabled) partitions.set(request, partitionOf(headers, cfg.partitions));
       },

@@ -7,19 +7,43 @@ import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import { fileURLToPath } from "node:url";
 import type { BuildInfo } from "../../subjects/system.ts";
+import { PROBLEM_CONTENT_TYPE, Problem } from "../../subjects/index.ts";
+import { PARTITION_MARK, PARTITION_PARAMETERS } from "./auth.ts";
+
+/** How the Problem schema describes itself: its responses are the problem+json ones. */
+const PROBLEM_DESCRIPTION = Problem.description;
 
 const SCALAR_PATH = "/docs/assets/scalar-standalone.js";
 
+type Operation = {
+  parameters?: Array<{ name: string; in: string }>;
+  responses?: Record<string, { content?: Record<string, { schema?: { description?: string } }> | { type?: string } }>;
+  [PARTITION_MARK]?: boolean;
+};
+
 /**
- * @elysiajs/openapi renders a `t.Void()` response as `content: {type: "void"}`, which OpenAPI 3.1
- * forbids; a body-less response has no `content` at all.
+ * What @elysiajs/openapi leaves out of or gets wrong in the generated document, put right:
+ * - a `t.Void()` response comes out as `content: {type: "void"}`, which OpenAPI 3.1 forbids: a
+ *   body-less response has no `content` at all;
+ * - every error answer is sent as `application/problem+json`, not the `application/json` it lists;
+ * - the partition header parameters are dropped on routes with path or query parameters: they are
+ *   added again wherever the partition macro marked the operation.
  */
-export function withoutVoidContent(doc: unknown): unknown {
-  const paths = (doc as { paths?: Record<string, Record<string, { responses?: Record<string, { content?: unknown }> }>> }).paths ?? {};
+export function completeDocument(doc: unknown): unknown {
+  const paths = (doc as { paths?: Record<string, Record<string, Operation>> }).paths ?? {};
   for (const operations of Object.values(paths)) {
     for (const operation of Object.values(operations)) {
-      for (const response of Object.values(operation?.responses ?? {})) {
-        if ((response?.content as { type?: string } | undefined)?.type === "void") delete response.content;
+      if (!operation) continue;
+      for (const response of Object.values(operation.responses ?? {})) {
+        const content = response?.content as Record<string, { schema?: { description?: string } }> | { type?: string } | undefined;
+        if ((content as { type?: string } | undefined)?.type === "void") delete response.content;
+        const json = (content as Record<string, { schema?: { description?: string } }> | undefined)?.["application/json"];
+        if (json && json.schema?.description === PROBLEM_DESCRIPTION) response.content = { [PROBLEM_CONTENT_TYPE]: json };
+      }
+      if (operation[PARTITION_MARK]) {
+        const present = new Set((operation.parameters ?? []).filter((p) => p.in === "header").map((p) => p.name));
+        operation.parameters = [...(operation.parameters ?? []), ...PARTITION_PARAMETERS.filter((p) => !present.has(p.name))];
+        delete operation[PARTITION_MARK];
       }
     }
   }
@@ -28,7 +52,7 @@ export function withoutVoidContent(doc: unknown): unknown {
 
 export const openapiPlugin = (build: BuildInfo) =>
   new Elysia({ name: "derrick-openapi" })
-    .onAfterHandle({ as: "global" }, ({ path, response }) => (path === "/openapi.json" ? withoutVoidContent(response) : undefined))
+    .onAfterHandle({ as: "global" }, ({ path, response }) => (path === "/openapi.json" ? completeDocument(response) : undefined))
     .get(SCALAR_PATH, () => Bun.file(fileURLToPath(import.meta.resolve("@scalar/api-reference/browser/standalone.js"))), { detail: { hide: true } })
     .use(
       openapi({

@@ -268,6 +268,23 @@ describe("edge", () => {
       const tokenOp = (doc.paths["/v2/token"] as { post: { requestBody?: { content: Record<string, { schema: { required: string[] } }> }; responses: Record<string, unknown> } }).post;
       expect(tokenOp.requestBody?.content["application/x-www-form-urlencoded"]?.schema.required).toEqual(["grant_type"]);
       expect(Object.keys(tokenOp.responses)).toEqual(expect.arrayContaining(["200", "400", "401"]));
+      // Every route that needs the partition header documents it, path or query parameters or not, and
+      // every problem answer has the media type it is sent with.
+      type Operation = { security?: Array<Record<string, unknown>>; parameters?: Array<{ name: string; in: string }>; responses: Record<string, { content?: Record<string, unknown> }> };
+      const operations = Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })));
+      const partitioned = operations.filter(({ name, op }) => op.security?.some((s) => "appkey" in s) || / \/api\/(search\/v2\/query|storage\/)/.test(name));
+      const headerNames = (op: Operation) => (op.parameters ?? []).filter((p) => p.in === "header").map((p) => p.name);
+      expect(partitioned.length).toBeGreaterThan(40);
+      for (const { name, op } of partitioned) expect(headerNames(op), name).toEqual(expect.arrayContaining(["slb-partition-id", "data-partition-id"]));
+      expect(partitioned.map(({ name }) => name)).toEqual(expect.arrayContaining(["DELETE /api/search/v2/query_with_cursor/{cursor}", "GET /api/storage/v2/records/{id}", "DELETE /v1/notifications/subscriptions/{subscriptionId}"]));
+      expect(headerNames((doc.paths as Record<string, Record<string, Operation>>)["/api/twin-properties/v1/{organization}/{environment}/{twinId}/twin-properties"]!.put!)).not.toContain("slb-partition-id");
+      for (const { name, op } of operations) {
+        for (const [status, response] of Object.entries(op.responses ?? {})) {
+          if (Number(status) < 400 || !response.content || (name === "POST /v2/token" && ["400", "401", "404"].includes(status))) continue;
+          expect(Object.keys(response.content), `${name} ${status}`).toEqual(["application/problem+json"]);
+        }
+      }
+      expect(JSON.stringify(doc)).not.toContain("x-derrick");
       const page = await (await fetch(`${derrick.url}/docs`)).text();
       const script = /<script src="([^"]+)"/.exec(page)?.[1];
       expect(script).toBe("/docs/assets/scalar-standalone.js");
