@@ -130,7 +130,8 @@ export const notFound = (detail: string) => new DerrickError(404, detail);
 export const conflict = (detail: string, extensions?: Record<string, unknown>) => new DerrickError(409, detail, { extensions });
 export const gone = (detail: string) => new DerrickError(410, detail);
 export const preconditionFailed = (detail: string) => new DerrickError(412, detail);
-export const contentTooLarge = (detail: string) => new DerrickError(413, detail);
+/** A 413; `errors` names the offending field when one field is too large (a twin value). */
+export const contentTooLarge = (detail: string, errors?: FieldError[]) => new DerrickError(413, detail, { errors });
 export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
   new DerrickError(429, detail, { headers: { "Retry-After": String(retryAfterSeconds) } });
 export const unavailable = (detail: string, retryAfterSeconds = 1) =>

@@ -91,7 +91,10 @@ export function validatePut(input: Pick<TwinPutRequest, "group" | "twins">): voi
     if (seen.has(twin.name)) throw invalidField(`/body/twins/${i}/name`, `"${twin.name}" appears more than once`);
     seen.add(twin.name);
     const size = byteLength(twin.value);
-    if (size > TWIN_VALUE_MAX_BYTES) throw contentTooLarge(`/body/twins/${i}/value is ${size} bytes; a value may hold at most ${TWIN_VALUE_MAX_BYTES}`);
+    if (size > TWIN_VALUE_MAX_BYTES) {
+      const pointer = `/body/twins/${i}/value`;
+      throw contentTooLarge(`${pointer} is ${size} bytes; a value may hold at most ${TWIN_VALUE_MAX_BYTES}`, [{ pointer, message: `is ${size} bytes of UTF-8; at most ${TWIN_VALUE_MAX_BYTES}` }]);
+    }
     total += size;
   });
   if (total > TWIN_REQUEST_MAX_BYTES) throw contentTooLarge(`the values add up to ${total} bytes; one request may hold at most ${TWIN_REQUEST_MAX_BYTES}`);

@@ -175,6 +175,8 @@ describe("twin properties REST", () => {
   it("twins - a value over 64 KiB or a request over the body limit is 413 and nothing is written", async () => {
     const big = await put("dev-5", { group: "g", twins: [{ name: "ok", value: "1" }, { name: "big", value: "x".repeat(64 * 1024 + 1) }] });
     expect(big.status).toBe(413);
+    // The problem names the offending value like every field error (RFC 9457 body, JSON pointer).
+    expect(((await big.json()) as { errors?: Array<{ pointer: string }> }).errors?.map((e) => e.pointer)).toEqual(["/body/twins/1/value"]);
     const huge = await put("dev-5", { group: "g", twins: Array.from({ length: 20 }, (_, i) => ({ name: `n${i}`, value: "y".repeat(60 * 1024) })) });
     expect(huge.status).toBe(413);
     const state = (await (await derrick.call(path("dev-5"), { as: "admin", partition: null })).json()) as { desired: object };
