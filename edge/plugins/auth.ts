@@ -45,13 +45,13 @@ export function bearerToken(header: string | null | undefined): string {
 
 /** Reads the partition headers (either; both must agree) and checks it is served here. */
 export function partitionOf(headers: Record<string, string | undefined>, known: readonly string[]): string {
-  const given = PARTITION_HEADERS.map((name) => headers[name]?.trim()).filter((v): v is string => !!v);
+  const given = PARTITION_HEADERS.map((name) => ({ name, value: headers[name]?.trim() })).filter((h): h is { name: (typeof PARTITION_HEADERS)[number]; value: string } => !!h.value);
   if (given.length === 0) throw badRequest("the header slb-partition-id (or data-partition-id) is required", [{ pointer: "/headers/slb-partition-id", message: "is required" }]);
-  if (given.length === 2 && given[0] !== given[1]) {
+  if (given.length === 2 && given[0]!.value !== given[1]!.value) {
     throw badRequest("slb-partition-id and data-partition-id name different partitions", [{ pointer: "/headers/data-partition-id", message: "differs from slb-partition-id" }]);
   }
-  const partition = given[0]!;
-  if (!isToken(partition)) throw badRequest("the partition id must be letters, digits, '_' or '-'", [{ pointer: "/headers/slb-partition-id", message: "is not a valid partition id" }]);
+  const { name, value: partition } = given[0]!;
+  if (!isToken(partition)) throw badRequest("the partition id must be letters, digits, '_' or '-'", [{ pointer: `/headers/${name}`, message: "is not a valid partition id" }]);
   if (!known.includes(partition)) throw forbidden(`partition ${partition} is not served by this deployment (DERRICK_PARTITIONS)`);
   return partition;
 }

@@ -159,7 +159,11 @@ describe("edge", () => {
       expect(body.errors).toEqual([{ pointer: "/headers/slb-partition-id", message: "is required" }]);
       await expectProblem(await derrick.call("/v1/system/whoami", { partition: "nobodys" }), 403);
       body = await expectProblem(await derrick.call("/v1/system/whoami", { headers: { "slb-partition-id": "opendes", "data-partition-id": "other" } }), 400);
-      await expectProblem(await derrick.call("/v1/system/whoami", { partition: "bad.partition" }), 400);
+      body = await expectProblem(await derrick.call("/v1/system/whoami", { partition: "bad.partition" }), 400);
+      expect(body.errors).toEqual([{ pointer: "/headers/slb-partition-id", message: "is not a valid partition id" }]);
+      // The header at fault is the one named, OSDU's as well as the seeds'.
+      body = await expectProblem(await derrick.call("/v1/system/whoami", { partition: null, headers: { "data-partition-id": "bad.partition" } }), 400);
+      expect(body.errors).toEqual([{ pointer: "/headers/data-partition-id", message: "is not a valid partition id" }]);
     });
 
     it("partition - data-partition-id alone, or both agreeing, is accepted", async () => {
