@@ -15,6 +15,16 @@ function errorOf(env: Record<string, string>): ConfigError {
 }
 
 describe("config", () => {
+  it("config - the delivery schedule: the default jitters, a configured one is used as given (CONTRACT.md)", () => {
+    const defaults = loadConfig({}).delivery;
+    expect(defaults.scheduleMs).toEqual([0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000]);
+    expect(defaults.scheduleJitter).toBe(true);
+    // `0,1s,1s,1s` = at most 4 attempts, each delay counted from the previous attempt's end, no jitter.
+    const configured = loadConfig({ DERRICK_DELIVERY_SCHEDULE: "0,1s,1s,1s" }).delivery;
+    expect(configured.scheduleMs).toEqual([0, 1_000, 1_000, 1_000]);
+    expect(configured.scheduleJitter).toBe(false);
+  });
+
   it("config - defaults match the documented ones", () => {
     const cfg = loadConfig({});
     expect(cfg.http).toEqual({ host: "127.0.0.1", port: 8080, bodyLimit: 1024 * 1024, rateLimit: 0, rateBurst: 100, reusePort: false });
