@@ -45,7 +45,9 @@ export type SearchDeps = {
 const CURSOR_FORMAT = /^[0-9A-F]{32}$/;
 
 export const accessDenied = () => new DerrickError(401, "The user is not authorized to perform this action", { title: "Access denied", type: "access-denied" });
-const cursorNotFound = () => new DerrickError(400, "The given cursor is invalid or expired", { title: "Can't find the given cursor", type: "cursor-not-found" });
+/** OSDU's words; `errors` names the cursor the request gave (`/body/cursor` or `/params/cursor`), as every 400 names its field. */
+const cursorNotFound = (pointer: string) =>
+  new DerrickError(400, "The given cursor is invalid or expired", { title: "Can't find the given cursor", type: "cursor-not-found", errors: [{ pointer, message: "is invalid or expired" }] });
 const cursorForbidden = () => new DerrickError(403, "cursor sharing is forbidden", { title: "cursor issuer doesn't match the cursor consumer", type: "cursor-forbidden" });
 /** OSDU's answer when too many cursors are open; the same whether the partition's or the caller's limit was reached. */
 const tooManyCursors = () => new DerrickError(429, "Too many cursor requests, please re-try after some time.", { title: "Too many requests", headers: { "Retry-After": "10" } });
@@ -125,9 +127,9 @@ export async function cursorQuery(input: SearchQueryMessage, ctx: RequestContext
 }
 
 async function nextPage(cursor: string, principal: Principal, partition: string, deps: SearchDeps): Promise<CursorQueryResponse> {
-  if (!CURSOR_FORMAT.test(cursor)) throw cursorNotFound();
+  if (!CURSOR_FORMAT.test(cursor)) throw cursorNotFound("/body/cursor");
   const state = await deps.cursors.get(partition, cursor);
-  if (!state) throw cursorNotFound();
+  if (!state) throw cursorNotFound("/body/cursor");
   if (state.principal !== principalId(principal)) throw cursorForbidden();
   if (state.exhausted) {
     await deps.cursors.delete(partition, cursor, state.principal);
@@ -149,9 +151,9 @@ async function nextPage(cursor: string, principal: Principal, partition: string,
 
 export async function deleteCursor(input: CursorRef, ctx: RequestContext, deps: SearchDeps): Promise<Reply<undefined>> {
   const { principal, partition } = caller(ctx);
-  if (!CURSOR_FORMAT.test(input.cursor)) throw cursorNotFound();
+  if (!CURSOR_FORMAT.test(input.cursor)) throw cursorNotFound("/params/cursor");
   const state = await deps.cursors.get(partition, input.cursor);
-  if (!state) throw cursorNotFound();
+  if (!state) throw cursorNotFound("/params/cursor");
   if (state.principal !== principalId(principal)) throw cursorForbidden();
   await deps.cursors.delete(partition, input.cursor, state.principal);
   return reply(undefined, 200);

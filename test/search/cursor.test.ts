@@ -97,7 +97,12 @@ describe("search cursors", () => {
     const unknown = await cursorCall(derrick, { cursor: "0123456789ABCDEF0123456789ABCDEF" });
     expect(unknown.status).toBe(400);
     expect(unknown.body).toMatchObject({ reason: "Can't find the given cursor", message: "The given cursor is invalid or expired" });
+    // The problem names the field at fault, as every 400 does: the body's cursor, or the path's.
+    expect(unknown.body).toMatchObject({ errors: [{ pointer: "/body/cursor" }] });
     expect((await cursorCall(derrick, { cursor: "not-a-cursor" })).status).toBe(400);
+    const unknownDelete = await api(derrick, "/api/search/v2/query_with_cursor/0123456789ABCDEF0123456789ABCDEF", { method: "DELETE" });
+    expect(unknownDelete.status).toBe(400);
+    expect(await unknownDelete.json()).toMatchObject({ message: "The given cursor is invalid or expired", errors: [{ pointer: "/params/cursor" }] });
 
     expect((await api(derrick, `/api/search/v2/query_with_cursor/${cursor}`, { as: "north", method: "DELETE" })).status).toBe(403);
     const closed = await api(derrick, `/api/search/v2/query_with_cursor/${cursor}`, { method: "DELETE" });
