@@ -32,7 +32,9 @@ const GRID: number[] = (() => {
  * bisected. Non-conventional flows can have several IRRs; the lowest is returned.
  */
 export function irr(flows: readonly YearValue[]): number | null {
-  if (flows.length === 0) return null;
+  // No flows, or none but zeros: NPV is 0 at every rate, so no rate is the IRR (the scan would
+  // answer its first rate, −99%).
+  if (flows.every((f) => f.value === 0)) return null;
   const t0 = Math.min(...flows.map((f) => f.year));
   const f = (r: number) => npv(flows, r, t0);
   const values = GRID.map(f);

@@ -200,6 +200,8 @@ describe("reporting math - economics", () => {
   it("indicators - IRR and payout are null when the flows never change sign or never pay out", () => {
     expect(irr([{ year: 2026, value: -10 }, { year: 2027, value: -5 }])).toBeNull();
     expect(irr([{ year: 2026, value: 10 }])).toBeNull();
+    // All-zero flows: NPV is 0 at every rate, no rate is "the" IRR (not the scan's first rate, −99%).
+    expect(irr([{ year: 2026, value: 0 }, { year: 2027, value: 0 }])).toBeNull();
     expect(payoutYear([{ year: 2026, value: -10 }, { year: 2027, value: 5 }])).toBeNull();
   });
 
