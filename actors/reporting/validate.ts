@@ -18,6 +18,7 @@ import {
   type SegmentAnalysis,
   type Volumes,
 } from "../../subjects/reporting.ts";
+import { fitLognormal } from "./math/lognormal.ts";
 import { geometryProblems, type PolygonGeometry } from "./math/polygon.ts";
 
 /** Tolerance of sums that must equal 1. */
@@ -51,6 +52,7 @@ function checkVolumes(problems: Problems, volumes: Volumes, base: string) {
     if (spread && v.mean !== undefined) problems.add(at, "give either p90 and p10 (lognormal) or mean (fixed), not both");
     else if (spread && (v.p90 === undefined || v.p10 === undefined)) problems.add(`${at}/${v.p90 === undefined ? "p90" : "p10"}`, "is required with the other percentile");
     else if (spread && !(v.p90! < v.p10!)) problems.add(`${at}/p10`, "must be greater than p90 (p90 is the low case)");
+    else if (spread && !Number.isFinite(fitLognormal(v.p90!, v.p10!).mean)) problems.add(`${at}/p10`, "is too far above p90: the fitted lognormal has no finite mean");
     else if (!spread && v.mean === undefined) problems.add(at, "needs p90 and p10, or mean");
   }
 }

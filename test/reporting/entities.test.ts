@@ -129,6 +129,8 @@ describe("reporting entities", () => {
       [{ ...s, volumes: {} }, "/body/volumes"],
       [{ ...s, volumes: { bitumen: { unit: "MMbbl", mean: 1 } } }, "/body/volumes/bitumen"],
       [{ ...s, volumes: { oil: { unit: "MMbbl", p90: 0, p10: 9 } } }, "/body/volumes/oil/p90"],
+      // A spread so wide the lognormal's mean is not a number (σ ≈ 90): its results would answer null.
+      [{ ...s, volumes: { oil: { unit: "MMbbl", p90: 1, p10: 1e100 } } }, "/body/volumes/oil/p10"],
       [{ ...s, properties: [{ name: "Depth", type: "integer", value: 1.5 }] }, "/body/properties/0/value"],
       [{ ...s, properties: [{ name: "Depth", type: "float", value: "deep" }] }, "/body/properties/0/value"],
       [{ ...s, properties: [{ name: "Drilled", type: "date", value: "2023-02-30" }] }, "/body/properties/0/value"],
