@@ -94,7 +94,7 @@ const stillPending = (writing: readonly Writing[], inputRevision: number) => wri
  */
 async function putAt(kv: KV, key: string, value: unknown, revision: number): Promise<boolean> {
   try {
-    await kv.put(key, encodeJson(value), { previousSeq: revision });
+    await kv.put(key, value instanceof Uint8Array ? value : encodeJson(value), { previousSeq: revision });
     return true;
   } catch (error) {
     if (isWrongRevision(error)) return false;
@@ -115,9 +115,14 @@ async function deleteAt(kv: KV, key: string, revision: number): Promise<boolean>
 
 /**
  * `guard`: what reads of `entities` outside its methods (readKv) run under, absent → unguarded;
- * `close`: stops making the buckets again on deletion advisories.
+ * `close`: stops making the buckets again on deletion advisories; `maxValueBytes`: the largest
+ * value one KV put can carry (the server's max_payload less room for the headers), absent →
+ * unchecked.
  */
-export type Stores = { entities: KV; cache: KV; guard?: Guard; close?: () => void };
+export type Stores = { entities: KV; cache: KV; guard?: Guard; close?: () => void; maxValueBytes?: () => number | undefined };
+
+/** Room left in a KV put for its headers (expected revision, message id). */
+const KV_HEADER_ROOM = 4096;
 
 /**
  * The two buckets, each made again when deleted at runtime (an operator, a tool, a lost store) as
@@ -141,6 +146,7 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
     cache: guardedKv(cache, recovery.cache.guard),
     guard: recovery.entities.guard,
     close: () => advisories.unsubscribe(),
+    maxValueBytes: () => (nc.info?.max_payload ? nc.info.max_payload - KV_HEADER_ROOM : undefined),
   };
 }
 
@@ -353,16 +359,21 @@ export function assessmentStore(stores: Stores, options: StoreOptions = {}) {
     /**
      * Stores a result computed from the tracked inputs after a miss at `missRevision`, unless an
      * input changed, a write of one is under way, or the result key was touched (invalidated, or
-     * stored by another reader) since.
+     * stored by another reader) since. A result larger than one KV value can be is not stored (it
+     * is answered, in chunks, and computed again on the next read): its put failed with
+     * max_payload exceeded, and the GET with it (a 16-segment outcome tree is ~28 MB).
      */
     async remember(key: string, result: unknown, tracker: Tracker, missRevision: number): Promise<boolean> {
+      const bytes = encodeJson(result);
+      const limit = stores.maxValueBytes?.();
+      if (limit !== undefined && bytes.length > limit) return false;
       const registered = await Promise.all([...tracker.revisions.keys()].map((inputKey) => register(inputKey, key)));
       if (!registered.every(Boolean)) return false;
       const now = await Promise.all([...tracker.revisions].map(async ([inputKey, revision]) => (await inputRevision(inputKey)) === revision));
       if (!now.every(Boolean)) return false;
       // Expected last revision 0 = no message at all under the key (nats.js' `create` would also
       // overwrite a delete marker, which is exactly the invalidation this must not overwrite).
-      return putAt(cache, key, result, missRevision);
+      return putAt(cache, key, bytes, missRevision);
     },
   };
 }

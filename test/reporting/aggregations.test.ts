@@ -282,6 +282,29 @@ describe("reporting aggregations", () => {
     expect(body.polygon).toBeNull();
   });
 
+  it("limits - a result larger than the NATS payload limit is answered (uncached), not a 500: 16 segments give 2^16 outcomes", async () => {
+    // ~65,000 outcome nodes, ~28 MB: the KV put of the cache entry exceeded max_payload and failed the GET.
+    const ids: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      ids.push(`wide-s${i}`);
+      await put(derrick, "segmentanalyses", `wide-s${i}`, { name: `Wide ${i}`, riskFactors: [{ name: "trap", probability: 0.5 }], volumes: { oil: { unit: "MMbbl", mean: 1 + i } } });
+    }
+    await put(derrick, "prospectanalyses", "pa-wide", { prospect: { id: "p-wide", name: "Wide" }, segmentAnalysisIds: ids, dependency: { model: "commonFactor", commonFactors: [{ name: "charge", probability: 0.5 }] } });
+    await put(derrick, "multiplescenarioanalyses", "msa-wide", { prospectId: "p-wide", scenarios: [{ scenarioId: "only", name: "Only", probability: 1, prospectAnalysisId: "pa-wide" }], simulation: { trials: 1000, seed: 3 } });
+    for (const expected of ["miss", "miss"]) {
+      const res = await get("prospectmultiplescenarioanalysisaggregation/msa-wide");
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-derrick-cache")).toBe(expected);
+      const body = await json(res);
+      const outcomes = body.outcomeTree.nodes.filter((n: { kind: string }) => n.kind === "outcome");
+      expect(outcomes).toHaveLength(2 ** 16);
+      expect(sum(outcomes.map((n: { jointProbability: number }) => n.jointProbability)) + 0.5).toBeCloseTo(1, 9);
+    }
+    // An ordinary result is still cached.
+    await get("prospectanalysisaggregation/pa-wide");
+    expect((await get("prospectanalysisaggregation/pa-wide")).headers.get("x-derrick-cache")).toBe("hit");
+  }, 60_000);
+
   it("references - an aggregation whose inputs were deleted answers 409 (segments) or 404 (the analysis itself); the license view lists what is missing", async () => {
     await put(derrick, "segmentanalyses", "gone-s", segment("Gone", 0.5, 10, 90));
     await put(derrick, "prospectanalyses", "pa-gone", { prospect: { id: "p-gone", name: "Gone" }, segmentAnalysisIds: ["gone-s"], dependency: { model: "independent" } });
