@@ -34,7 +34,9 @@ export function productionProfile(m: ProductionModel): Array<{ year: number; vol
   let declining = false;
   let previous = 0;
   for (let k = 0; k < m.maxYears && cumulative < m.recoverable - 1e-12; k++) {
-    if (!declining && cumulative >= (1 - m.declineStartRemaining) * m.recoverable) declining = true;
+    // Decline needs a rate to decline from: it begins after the first producing year at the
+    // earliest (declineStartRemaining 1 declined from 0 and produced nothing).
+    if (!declining && out.length > 0 && cumulative >= (1 - m.declineStartRemaining) * m.recoverable) declining = true;
     const rate = declining ? previous * (1 - m.declineRate) : Math.min((k + 1) * m.wellsPerYear * m.wellRatePerYear, plateau);
     if (rate <= 0 || rate < m.economicLimit) break;
     const volume = Math.min(rate, m.recoverable - cumulative);

@@ -251,6 +251,13 @@ describe("reporting math - economics", () => {
     expect(profile[last - 1]!.volume).toBeLessThan(13);
   });
 
+  it("cash flows - decline from the start (declineStartRemaining 1) declines from the first year's rate, as 0.99 does, instead of producing nothing", () => {
+    const model = { firstYear: 2030, recoverable: 100, wellsPerYear: 2, wellRatePerYear: 3, plateauFraction: 0.13, declineRate: 0.18, economicLimit: 0, maxYears: 200 };
+    const all = productionProfile({ ...model, declineStartRemaining: 1 });
+    expect(all.slice(0, 3).map((p) => p.volume)).toEqual([6, expect.closeTo(4.92, 12), expect.closeTo(4.0344, 12)]);
+    expect(all).toEqual(productionProfile({ ...model, declineStartRemaining: 0.99 }));
+  });
+
   it("cash flows - royalty/tax and PSC take: contractor flows never exceed the project's, WI scales the contractor's", () => {
     const years = [
       { year: 2026, revenue: 0, opex: 0, capex: 500 },
