@@ -322,7 +322,13 @@ export function fullCycle(input: FullCycleInput, m: ProspectModel, sim: Simulati
   } else {
     const given = fc.cashFlows!;
     const contractor = given.contractor;
-    const workingInterest = given.workingInterest ?? contractor?.map((r) => ({ year: r.year, netCashFlow: r.netCashFlow * wi }));
+    const assumed = fc.assumptions.workingInterest;
+    const scaled = (rows: ReadonlyArray<{ year: number; netCashFlow: number }>, factor: number) => rows.map((r) => ({ year: r.year, netCashFlow: r.netCashFlow * factor }));
+    // Explicit working-interest flows are the analysis's own interest: for a company holding
+    // another, the contractor's flows × its interest, else those flows rescaled (they answered
+    // unchanged while the dry-hole cost and the echoed interest were the company's).
+    let workingInterest = given.workingInterest;
+    if (!workingInterest || wi !== assumed) workingInterest = contractor ? scaled(contractor, wi) : workingInterest && assumed > 0 ? scaled(workingInterest, wi / assumed) : undefined;
     flows = { project: given.project, contractor, workingInterest };
     for (const level of ["project", "contractor", "workingInterest"] as const) investment[level] = -(flows[level] ?? []).reduce((a, r) => a + Math.min(0, r.netCashFlow), 0);
   }

@@ -174,6 +174,26 @@ describe("reporting aggregations", () => {
     expect(filtered.indicators.workingInterest.npv).toBeCloseTo(0.5 * 137.236, 3);
   });
 
+  it("full cycle - explicit working-interest flows answer for the company asked for: its interest, not the analysis's", async () => {
+    await put(derrick, "segmentanalyses", "g13w-s", { name: "G13w", riskFactors: [{ name: "all", probability: 0.8 }], volumes: { oil: { unit: "MMbbl", mean: 10 } } });
+    await put(derrick, "prospectanalyses", "g13w-pa", { prospect: { id: "p-g13w", name: "G13w" }, segmentAnalysisIds: ["g13w-s"], dependency: { model: "independent" }, entitlement: { companyId: "c-half", workingInterest: 0.5 } });
+    const flows = (share: number) => [{ year: 2026, netCashFlow: -1000 * share }, ...[1, 2, 3, 4, 5].map((k) => ({ year: 2026 + k, netCashFlow: 300 * share }))];
+    const base = { name: "G13w", setup: { startYear: 2026, npvYear: 2026, discountRate: 0.1 }, assumptions: { prices: [], fiscal: { type: "royaltyTax", royaltyRate: 0, incomeTaxRate: 0 }, workingInterest: 0.25, dryHoleCost: 100 } };
+    // The analysis's own working interest is 0.25: its explicit working-interest flows are 0.25 × the contractor's.
+    await put(derrick, "fullcycleanalyses", "g13w-both", { ...base, prospectAnalysisId: "g13w-pa", cashFlows: { contractor: flows(1), workingInterest: flows(0.25) } });
+    await put(derrick, "fullcycleanalyses", "g13w-only", { ...base, prospectAnalysisId: "g13w-pa", cashFlows: { workingInterest: flows(0.25) } });
+    const own = (await json(await fullCycle({ prospectAnalysisId: "g13w-pa", levels: ["workingInterest"] }))).fullCycleAnalyses;
+    for (const fc of own) expect(fc.indicators.workingInterest.npv).toBeCloseTo(0.25 * 137.236, 3);
+    const half = (await json(await fullCycle({ prospectAnalysisId: "g13w-pa", levels: ["workingInterest"], companyId: "c-half" }))).fullCycleAnalyses;
+    expect(half.map((fc: { fullCycleAnalysisId: string }) => fc.fullCycleAnalysisId)).toEqual(["g13w-both", "g13w-only"]);
+    for (const fc of half) {
+      expect(fc.assumptions.workingInterest).toBe(0.5);
+      expect(fc.indicators.workingInterest.npv).toBeCloseTo(0.5 * 137.236, 3);
+      expect(fc.indicators.workingInterest.emv).toBeCloseTo(0.8 * 0.5 * 137.236 - 0.2 * 50, 3);
+      expect(fc.cashFlows.workingInterest[0].netCashFlow).toBeCloseTo(-500, 9);
+    }
+  });
+
   it("full cycle - the demo's production model: flows sum to the mean success case, cash flows and indicators at every level, company interest from the license", async () => {
     const res = await fullCycle({ prospectAnalysisId: "pa-alpha-oil", companyId: "c-fjord", currency: "USD" });
     expect(res.status).toBe(200);
