@@ -8,7 +8,7 @@ import { PRODUCTS, type FullCycleAnalysis, type Level, type License, type Multip
 import { chanceOfSuccess, productOf, riskedMean, type Chance } from "./math/chance.ts";
 import { volumeModel, type VolumeModel } from "./math/lognormal.ts";
 import { concatSimulations, exceedanceFraction, simulate, successCasePercentiles, successCaseSummary, type ExceedancePoint, type Simulation } from "./math/monte-carlo.ts";
-import { outcomeTree } from "./math/outcome-tree.ts";
+import { MAX_TREE_OUTCOMES, allotOutcomes, outcomeBound, outcomeTree } from "./math/outcome-tree.ts";
 import { prospectiveResources } from "./math/prms.ts";
 import { segmentEntitlement } from "./math/entitlement.ts";
 import { cashFlows, priceAt, productionProfile, type CashFlowRow, type Fiscal } from "./math/cashflow.ts";
@@ -438,11 +438,15 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
   let next = 1;
   const id = () => `n${next++}`;
   let method: "exact" | "MonteCarlo" = "exact";
+  // One budget of outcomes for the whole tree (outcome-tree.ts): a scenario beyond its share keeps
+  // its most likely outcomes and folds the rest into one `otherOutcomes` node.
+  const treeInputs = scenarios.map(({ model }, i) => ({ model: model.pa.dependency.model, pc: model.pc, ps: model.ps, means: meansOf(model, primary), trials, seed: scenarioSeed(seed, i) }));
+  const allotted = allotOutcomes(treeInputs.map((input, i) => (scenarios[i]!.scenario.probability > 0 ? outcomeBound(input) : 0)), MAX_TREE_OUTCOMES);
   scenarios.forEach(({ scenario, model }, i) => {
     if (!(scenario.probability > 0)) return;
     const scenarioNode = id();
     nodes.push({ nodeId: scenarioNode, parentId: "n0", kind: "scenario", scenarioId: scenario.scenarioId, name: scenario.name, branchProbability: scenario.probability, jointProbability: scenario.probability });
-    const tree = outcomeTree({ model: model.pa.dependency.model, pc: model.pc, ps: model.ps, means: meansOf(model, primary), trials, seed: scenarioSeed(seed, i) });
+    const tree = outcomeTree(treeInputs[i]!, allotted[i]!);
     if (tree.method === "MonteCarlo") method = "MonteCarlo";
     let parent = scenarioNode;
     if (tree.commonFailure !== undefined) nodes.push({ nodeId: id(), parentId: scenarioNode, kind: "commonFailure", branchProbability: tree.commonFailure, jointProbability: scenario.probability * tree.commonFailure, volume: { mean: 0, unit: primary ? units[primary] : null } });
@@ -463,6 +467,16 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
         volume: { mean: leaf.volumeMean, unit: primary ? units[primary] : null, product: primary ?? null },
       });
     }
+    if (tree.other)
+      nodes.push({
+        nodeId: id(),
+        parentId: parent,
+        kind: "otherOutcomes",
+        outcomes: tree.other.outcomes,
+        branchProbability: tree.other.branchProbability,
+        jointProbability: scenario.probability * tree.other.probability,
+        volume: { mean: tree.other.volumeMean, unit: primary ? units[primary] : null, product: primary ?? null },
+      });
   });
 
   return {

@@ -325,6 +325,27 @@ describe("reporting aggregations", () => {
     expect((await get("prospectanalysisaggregation/pa-wide")).headers.get("x-derrick-cache")).toBe("hit");
   }, 60_000);
 
+  it("limits - the outcome tree has at most 2^16 outcomes in all: two 16-segment scenarios fold their least likely outcomes, invariants kept", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      ids.push(`twin-s${i}`);
+      await put(derrick, "segmentanalyses", `twin-s${i}`, { name: `Twin ${i}`, riskFactors: [{ name: "trap", probability: 0.3 + i / 40 }], volumes: { oil: { unit: "MMbbl", mean: 1 + i } } });
+    }
+    for (const model of ["commonFactor", "independent"]) await put(derrick, "prospectanalyses", `pa-twin-${model}`, { prospect: { id: "p-twin", name: "Twin" }, segmentAnalysisIds: ids, dependency: { model, commonFactors: [{ name: "charge", probability: 0.8 }] } });
+    await put(derrick, "multiplescenarioanalyses", "msa-twin", { prospectId: "p-twin", scenarios: [{ scenarioId: "a", name: "A", probability: 0.6, prospectAnalysisId: "pa-twin-commonFactor" }, { scenarioId: "b", name: "B", probability: 0.4, prospectAnalysisId: "pa-twin-independent" }], simulation: { trials: 1000, seed: 3 } });
+    const body = await json(await get("prospectmultiplescenarioanalysisaggregation/msa-twin"));
+    const nodes = body.outcomeTree.nodes as Array<{ kind: string; jointProbability: number; outcomes?: number; volume?: { mean: number } }>;
+    const outcomes = nodes.filter((n) => n.kind === "outcome" || n.kind === "otherOutcomes");
+    expect(outcomes.length).toBeLessThanOrEqual(2 ** 16);
+    const folded = nodes.filter((n) => n.kind === "otherOutcomes");
+    expect(folded).toHaveLength(2);
+    // Every one of the 2 × 2^16 outcomes is either a node or counted in a fold.
+    expect(sum(outcomes.map((n) => n.outcomes ?? 1))).toBe(2 * 2 ** 16);
+    const terminal = nodes.filter((n) => n.kind === "outcome" || n.kind === "otherOutcomes" || n.kind === "commonFailure");
+    expect(sum(terminal.map((n) => n.jointProbability))).toBeCloseTo(1, 9);
+    expect(sum(terminal.map((n) => n.jointProbability * (n.volume?.mean ?? 0)))).toBeCloseTo(body.results.resources.products.oil.riskedMean, 6);
+  }, 60_000);
+
   it("references - an aggregation whose inputs were deleted answers 409 (segments) or 404 (the analysis itself); the license view lists what is missing", async () => {
     await put(derrick, "segmentanalyses", "gone-s", segment("Gone", 0.5, 10, 90));
     await put(derrick, "prospectanalyses", "pa-gone", { prospect: { id: "p-gone", name: "Gone" }, segmentAnalysisIds: ["gone-s"], dependency: { model: "independent" } });

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { chanceOfSuccess, jointProbabilityPartial, riskedMean, DependencyModel } from "./chance.ts";
 import { fitLognormal, swansonMean, volumeModel } from "./lognormal.ts";
 import { exceedanceFraction, simulate, successCasePercentiles, successCaseSummary } from "./monte-carlo.ts";
-import { EXACT_MAX_SEGMENTS, outcomeTree } from "./outcome-tree.ts";
+import { EXACT_MAX_SEGMENTS, allotOutcomes, outcomeTree } from "./outcome-tree.ts";
 import { breakevenPg, breakevenPrice, emv, irr, maxExposure, npv, payoutYear, profitToInvestment } from "./indicators.ts";
 import { cashFlows, priceAt, productionProfile } from "./cashflow.ts";
 import { areaKm2, bbox, geometryProblems } from "./polygon.ts";
@@ -178,6 +178,42 @@ describe("reporting math - outcome trees", () => {
     expect(sumOf(tree.leaves.map((l) => l.probability)) + (tree.commonFailure ?? 0)).toBeCloseTo(1, 12);
     const exact = riskedMean(ps.map((p) => 0.7 * p), means);
     expect(Math.abs(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) - exact) / exact).toBeLessThan(0.02);
+  });
+});
+
+describe("reporting math - outcome tree size", () => {
+  const sumOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+  it("trees - beyond its allotment a tree keeps its most likely outcomes and folds the rest into one, exactly", () => {
+    // G3 commonFactor has 8 outcomes; allotted 4: the 3 most likely stay, 5 are folded.
+    const tree = outcomeTree({ model: "commonFactor", pc: G3.pc, ps: G3.ps, means: G3.means, trials: 0, seed: 1 }, 4);
+    expect(tree.leaves).toHaveLength(3);
+    expect(tree.other!.outcomes).toBe(5);
+    const kept = Math.min(...tree.leaves.map((l) => l.probability));
+    expect(tree.other!.probability / 5).toBeLessThanOrEqual(kept);
+    expect(sumOf(tree.leaves.map((l) => l.probability)) + tree.other!.probability + tree.commonFailure!).toBeCloseTo(1, 12);
+    expect(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) + tree.other!.probability * tree.other!.volumeMean).toBeCloseTo(47.4, 10);
+    expect(sumOf(tree.leaves.map((l) => l.branchProbability)) + tree.other!.branchProbability).toBeCloseTo(1, 12);
+    expect(outcomeTree({ model: "commonFactor", pc: G3.pc, ps: G3.ps, means: G3.means, trials: 0, seed: 1 }, 8).other).toBeUndefined();
+  });
+
+  it("trees - a sampled tree is bounded by its allotment, not by the trials (64 segments, 100,000 trials: one distinct outcome per trial)", () => {
+    const n = 64;
+    const ps = Array.from({ length: n }, () => 0.5);
+    const means = Array.from({ length: n }, (_, i) => 1 + i);
+    const tree = outcomeTree({ model: "independent", pc: 1, ps, means, trials: 100_000, seed: 5 }, 1000);
+    expect(tree.method).toBe("MonteCarlo");
+    expect(tree.leaves.length).toBeLessThan(1000);
+    expect(sumOf(tree.leaves.map((l) => l.probability)) + (tree.other?.probability ?? 0)).toBeCloseTo(1, 12);
+    const exact = riskedMean(ps, means);
+    const sampled = sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) + (tree.other?.probability ?? 0) * (tree.other?.volumeMean ?? 0);
+    expect(Math.abs(sampled - exact) / exact).toBeLessThan(0.02);
+  });
+
+  it("trees - the outcome budget is shared across scenarios: small trees keep all theirs, the rest split what is left", () => {
+    expect(allotOutcomes([8, 100, 100], 100)).toEqual([8, 46, 46]);
+    expect(allotOutcomes([8, 10], 100)).toEqual([8, 10]);
+    expect(sumOf(allotOutcomes(Array.from({ length: 50 }, () => 2 ** 16), 2 ** 16))).toBeLessThanOrEqual(2 ** 16);
   });
 });
 

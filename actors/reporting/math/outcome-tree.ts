@@ -10,12 +10,21 @@
  *                    likely segments succeed") of ps_i.
  * A leaf's volume is the sum of the success-case means of its successful segments, so
  * Σ joint × volume = the risked mean exactly (under enumeration).
+ *
+ * Size: a tree keeps at most the outcomes allotted to it (`maxLeaves`; MAX_TREE_OUTCOMES is shared
+ * by all the scenarios of an analysis, allotOutcomes): its most likely outcomes stay, the rest are
+ * folded into one `other` (their count, summed probabilities, and their probability-weighted mean
+ * volume), so both invariants still hold. Without it a sampled tree had up to one outcome per
+ * trial (64 segments, 1,000,000 trials: a million leaves, ~1 GB of JSON), and 50 scenarios of 16
+ * segments 50 × 2^16 exact ones.
  */
 import { DependencyModel } from "./chance.ts";
 import { drawSuccesses } from "./monte-carlo.ts";
 import { createRandom } from "./prng.ts";
 
 export const EXACT_MAX_SEGMENTS = 16;
+/** Outcomes of one outcome tree at most, over all its scenarios (one 16-segment tree's 2^16). */
+export const MAX_TREE_OUTCOMES = 2 ** 16;
 
 export type TreeLeaf = {
   /** Success (true) per segment, in the order given. */
@@ -33,16 +42,74 @@ export type ProspectTree = {
   commonFailure?: number;
   commonSuccess?: number;
   leaves: TreeLeaf[];
+  /** The less likely outcomes beyond the tree's allotment, folded into one. */
+  other?: FoldedLeaves;
 };
+
+/** Outcomes folded together: how many, their summed probabilities and their mean volume. */
+export type FoldedLeaves = { outcomes: number; branchProbability: number; probability: number; volumeMean: number };
 
 export type TreeInput = { model: DependencyModel; pc: number; ps: readonly number[]; means: readonly number[]; trials: number; seed: number };
 
 const volumeOf = (states: readonly boolean[], means: readonly number[]) => states.reduce((acc, s, i) => (s ? acc + (means[i] ?? 0) : acc), 0);
 
-export function outcomeTree(input: TreeInput): ProspectTree {
+/**
+ * How many outcomes a tree can have at most (before folding): 2^k for the k segments whose outcome
+ * is uncertain (a chance of 0 or 1 leaves one state), n + 1 nested ones under full dependence, and
+ * never more than the trials when sampled.
+ */
+export function outcomeBound({ model, pc, ps, trials }: Pick<TreeInput, "model" | "pc" | "ps" | "trials">): number {
+  if (!(pc > 0)) return 0;
+  if (model === DependencyModel.fullyDependent) return ps.length + 1;
+  const chances = model === DependencyModel.independent ? ps.map((p) => pc * p) : ps;
+  const bound = 2 ** chances.filter((p) => p > 0 && p < 1).length;
+  return ps.length > EXACT_MAX_SEGMENTS ? Math.min(bound, trials) : bound;
+}
+
+/**
+ * Shares `total` outcomes among trees of at most `bounds[i]` outcomes each: the smallest get all
+ * theirs, the others split what is left evenly (at least 1 each).
+ */
+export function allotOutcomes(bounds: readonly number[], total: number): number[] {
+  const allot = bounds.map(() => 0);
+  const order = [...bounds.keys()].sort((a, b) => bounds[a]! - bounds[b]!);
+  let left = total;
+  order.forEach((i, k) => {
+    allot[i] = Math.max(1, Math.min(bounds[i]!, Math.floor(left / (order.length - k))));
+    left -= allot[i]!;
+  });
+  return allot;
+}
+
+/** Keeps the `maxLeaves` most likely leaves (one of them the fold, when any is folded), in their order. */
+function foldRarest(tree: ProspectTree, maxLeaves: number): ProspectTree {
+  const { leaves } = tree;
+  if (leaves.length <= maxLeaves) return tree;
+  const keep = Math.max(0, maxLeaves - 1);
+  const byChance = [...leaves.keys()].sort((a, b) => leaves[b]!.probability - leaves[a]!.probability || a - b);
+  const kept = new Uint8Array(leaves.length);
+  for (let k = 0; k < keep; k++) kept[byChance[k]!] = 1;
+  const other: FoldedLeaves = { outcomes: 0, branchProbability: 0, probability: 0, volumeMean: 0 };
+  let weighted = 0;
+  const out: TreeLeaf[] = [];
+  leaves.forEach((leaf, i) => {
+    if (kept[i]) return void out.push(leaf);
+    other.outcomes++;
+    other.branchProbability += leaf.branchProbability;
+    other.probability += leaf.probability;
+    weighted += leaf.probability * leaf.volumeMean;
+  });
+  other.volumeMean = other.probability > 0 ? weighted / other.probability : 0;
+  return { ...tree, leaves: out, other };
+}
+
+export function outcomeTree(input: TreeInput, maxLeaves = MAX_TREE_OUTCOMES): ProspectTree {
+  return foldRarest(input.ps.length > EXACT_MAX_SEGMENTS ? sampledTree(input, maxLeaves) : exactTree(input), maxLeaves);
+}
+
+function exactTree(input: TreeInput): ProspectTree {
   const { model, pc, ps, means } = input;
   const n = ps.length;
-  if (n > EXACT_MAX_SEGMENTS) return sampledTree(input);
   const common = model !== DependencyModel.independent;
   const branchOf: number[] = common ? [...ps] : ps.map((p) => pc * p);
   const leaves: TreeLeaf[] = [];
@@ -82,8 +149,12 @@ function commonNodes(pc: number): Pick<ProspectTree, "commonFailure" | "commonSu
   return { ...(pc < 1 ? { commonFailure: 1 - pc } : {}), ...(pc > 0 ? { commonSuccess: pc } : {}) };
 }
 
-/** Beyond the exact limit: distinct outcomes seen in `trials` draws, with their frequencies. */
-function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput): ProspectTree {
+/**
+ * Beyond the exact limit: distinct outcomes seen in `trials` draws, with their frequencies. Only
+ * the `maxLeaves` most frequent become leaves (foldRarest folds the rest); the others are folded
+ * here already, from their keys, so a million distinct outcomes never become a million objects.
+ */
+function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeaves: number): ProspectTree {
   const rng = createRandom(seed);
   const n = ps.length;
   const state = new Uint8Array(n);
@@ -99,11 +170,25 @@ function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput): Prospec
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   const leaves: TreeLeaf[] = [];
-  for (const [key, count] of [...counts.entries()].sort((x, y) => y[1] - x[1])) {
+  const sorted = [...counts.entries()].sort((x, y) => y[1] - x[1]);
+  counts.clear();
+  const keep = sorted.length > maxLeaves ? Math.max(0, maxLeaves - 1) : sorted.length;
+  for (const [key, count] of sorted.slice(0, keep)) {
     const states = [...key].map((c) => c === "1");
     leaves.push({ states, branchProbability: count / commonSuccessTrials, probability: count / trials, volumeMean: volumeOf(states, means) });
   }
-  if (!common) return { method: "MonteCarlo", leaves };
+  let other: FoldedLeaves | undefined;
+  if (keep < sorted.length) {
+    let folded = 0;
+    let weighted = 0;
+    for (let k = keep; k < sorted.length; k++) {
+      const [key, count] = sorted[k]!;
+      folded += count;
+      for (let i = 0; i < n; i++) if (key.charCodeAt(i) === 49) weighted += count * (means[i] ?? 0);
+    }
+    other = { outcomes: sorted.length - keep, branchProbability: folded / commonSuccessTrials, probability: folded / trials, volumeMean: weighted / folded };
+  }
+  if (!common) return { method: "MonteCarlo", leaves, ...(other ? { other } : {}) };
   const pcHat = commonSuccessTrials / trials;
-  return { method: "MonteCarlo", ...commonNodes(pcHat), leaves };
+  return { method: "MonteCarlo", ...commonNodes(pcHat), leaves, ...(other ? { other } : {}) };
 }
