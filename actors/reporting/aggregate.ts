@@ -14,7 +14,7 @@ import { segmentEntitlement } from "./math/entitlement.ts";
 import { cashFlows, priceAt, productionProfile, type CashFlowRow, type Fiscal } from "./math/cashflow.ts";
 import { breakevenPg, breakevenPrice, emv, irr, maxExposure, npv, payoutYear, profitToInvestment, type YearValue } from "./math/indicators.ts";
 import { areaKm2, bbox, type PolygonGeometry } from "./math/polygon.ts";
-import { unitsOf } from "./consistency.ts";
+import { basisOfSegments, unitsOf } from "./consistency.ts";
 
 export const GENERATOR = "xoshiro128** (seeded by splitmix32)";
 
@@ -49,7 +49,7 @@ export function prospectModel(pa: Analysis, segments: Segment[]): ProspectModel 
     for (const p of products) if (s.volumes[p]) out[p] = volumeModel(s.volumes[p]!);
     return out;
   });
-  const basis = segments.flatMap((s) => Object.values(s.volumes)).find((v) => v?.basis)?.basis ?? "recoverable";
+  const basis = basisOfSegments(segments) as ProspectModel["basis"];
   return {
     pa,
     segments,

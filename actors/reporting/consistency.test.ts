@@ -31,10 +31,16 @@ describe("reporting consistency - volumes an aggregation adds together", () => {
   });
 
   it("consistency - a production model needs its product or oil equivalent, unless it gives the volume", () => {
-    expect(productionProblem({ product: "oil" }, { oil: "MMbbl" }, "/p")).toBeUndefined();
-    expect(productionProblem({ product: "oil" }, { oilEquivalent: "MMboe" }, "/p")).toBeUndefined();
-    expect(productionProblem({}, { gas: "Bcf" }, "/p")).toEqual({ pointer: "/p", message: expect.stringMatching(/no oil .*it has gas/) });
-    expect(productionProblem({ recoverable: 50 }, { gas: "Bcf" }, "/p")).toBeUndefined();
-    expect(productionProblem(undefined, {}, "/p")).toBeUndefined();
+    expect(productionProblem({ product: "oil" }, { oil: "MMbbl" }, "recoverable", "/p")).toBeUndefined();
+    expect(productionProblem({ product: "oil" }, { oilEquivalent: "MMboe" }, "recoverable", "/p")).toBeUndefined();
+    expect(productionProblem({}, { gas: "Bcf" }, "recoverable", "/p")).toEqual({ pointer: "/p/product", message: expect.stringMatching(/no oil .*it has gas/) });
+    expect(productionProblem({ recoverable: 50 }, { gas: "Bcf" }, "recoverable", "/p")).toBeUndefined();
+    expect(productionProblem(undefined, {}, "recoverable", "/p")).toBeUndefined();
+  });
+
+  it("consistency - a production model does not produce in-place volumes: it needs recoverable ones, or the volume given", () => {
+    // In place is not what a field produces (no recovery factor applied): producing it overstated every flow.
+    expect(productionProblem({ product: "oil" }, { oil: "MMbbl" }, "inPlace", "/p")).toEqual({ pointer: "/p/recoverable", message: expect.stringMatching(/in place/) });
+    expect(productionProblem({ product: "oil", recoverable: 30 }, { oil: "MMbbl" }, "inPlace", "/p")).toBeUndefined();
   });
 });

@@ -60,11 +60,22 @@ export function scenarioProblems(scenarios: ReadonlyArray<{ scenarioId: string; 
   return problems;
 }
 
-/** The product a production model draws its recoverable volume from, or a problem. */
-export function productionProblem(production: { product?: string; recoverable?: number } | undefined, units: Partial<Record<Product, string>>, at: string): Problem | undefined {
+/**
+ * The product a production model draws its recoverable volume from, or a problem (`at`: the
+ * production model's pointer). In-place volumes are not produced: without a recovery factor they
+ * overstate every flow, so the model must then give its recoverable volume.
+ */
+export function productionProblem(production: { product?: string; recoverable?: number } | undefined, units: Partial<Record<Product, string>>, basis: string, at: string): Problem | undefined {
   if (!production || production.recoverable !== undefined) return undefined;
   const product = (production.product ?? "oil") as Product;
-  if (units[product] || units.oilEquivalent) return undefined;
-  const held = Object.keys(units);
-  return { pointer: at, message: `the prospect analysis has no ${product} (nor oilEquivalent) volume to produce${held.length ? `; it has ${held.join(", ")}` : ""}: name one of those, or give production.recoverable` };
+  if (!units[product] && !units.oilEquivalent) {
+    const held = Object.keys(units);
+    return { pointer: `${at}/product`, message: `the prospect analysis has no ${product} (nor oilEquivalent) volume to produce${held.length ? `; it has ${held.join(", ")}` : ""}: name one of those, or give production.recoverable` };
+  }
+  if (basis === "inPlace") return { pointer: `${at}/recoverable`, message: "is required: the prospect analysis's volumes are in place, not recoverable, and in-place volumes are not what a field produces" };
+  return undefined;
 }
+
+/** The basis of an analysis's volumes (the first given; analysisProblems keeps them one). */
+export const basisOfSegments = (segments: readonly Pick<SegmentVolumes, "volumes">[]): string =>
+  segments.flatMap((s) => Object.values(s.volumes)).find((v) => v?.basis)?.basis ?? "recoverable";

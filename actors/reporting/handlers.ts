@@ -28,7 +28,7 @@ import { encodeJson } from "../runtime/kv.ts";
 import { fullCycle, licenseAggregation, prospectAggregation, prospectDetails, prospectModel, scenarioAggregation, simulateProspect, type LinkedAnalysis, type ProspectModel } from "./aggregate.ts";
 import { entityKey, indexKey, resultKey, type AssessmentStore, type Envelope, type Tracker } from "./store.ts";
 import { checkMergedLicense, validateEntity } from "./validate.ts";
-import { analysisProblems, productionProblem, scenarioProblems, unitsOf } from "./consistency.ts";
+import { analysisProblems, basisOfSegments, productionProblem, scenarioProblems, unitsOf } from "./consistency.ts";
 
 export type ReportingDeps = { store: AssessmentStore; now?: () => Date };
 
@@ -132,7 +132,8 @@ async function checkReferences(deps: ReportingDeps, partition: string, collectio
     if (!pa) errors.push({ pointer: "/body/prospectAnalysisId", message: `prospect analysis ${fc.prospectAnalysisId} does not exist` });
     else if (fc.production) {
       const segments = await Promise.all(pa.entity.segmentAnalysisIds.map((sid) => deps.store.get<Segment>(partition, "segmentanalyses", sid)));
-      const problem = productionProblem(fc.production, unitsOf(segments.flatMap((s) => (s ? [s.entity] : []))), "/body/production/product");
+      const present = segments.flatMap((s) => (s ? [s.entity] : []));
+      const problem = productionProblem(fc.production, unitsOf(present), basisOfSegments(present), "/body/production");
       if (problem) errors.push(problem);
     }
   } else if (collection === "multiplescenarioanalyses") {
@@ -282,7 +283,7 @@ export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx
     const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byanalysis", body.prospectAnalysisId));
     const analyses = (await Promise.all((index?.ids ?? []).map((fid) => tracker.get<Envelope<FullCycleAnalysis & { fullCycleAnalysisId: string }>>(entityKey(partition, "fullcycleanalyses", fid))))).filter((f) => f !== undefined);
     const unproducible = analyses.flatMap((a) => {
-      const problem = productionProblem(a.entity.production, model.units, `/fullcycleanalyses/${a.entity.fullCycleAnalysisId}/production/product`);
+      const problem = productionProblem(a.entity.production, model.units, model.basis, `/fullcycleanalyses/${a.entity.fullCycleAnalysisId}/production`);
       return problem ? [problem] : [];
     });
     if (unproducible.length) throw conflict(`a full cycle analysis of ${body.prospectAnalysisId} cannot be computed: ${unproducible[0]!.message}`, { errors: unproducible });

@@ -212,6 +212,11 @@ describe("reporting entities", () => {
     // A production model of oil on a gas-only prospect produced nothing and reported only the capex.
     await rejects("fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-gas-only" }, "/body/production/product");
     expect((await put(derrick, "fullcycleanalyses", "fc-gas", { ...fc, prospectAnalysisId: "pa-gas-only", production: { ...fc.production, product: "gas" } })).status).toBe(201);
+    // In-place volumes are not produced (no recovery factor): the model must give its recoverable volume.
+    await put(derrick, "segmentanalyses", "seg-in-place-only", { name: "in place only", riskFactors: [], volumes: { oil: { unit: "MMbbl", mean: 100, basis: "inPlace" } } });
+    await put(derrick, "prospectanalyses", "pa-in-place", { prospect: { id: "p-in-place", name: "In place" }, segmentAnalysisIds: ["seg-in-place-only"], dependency: { model: "independent" } });
+    await rejects("fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-in-place" }, "/body/production/recoverable");
+    expect((await put(derrick, "fullcycleanalyses", "fc-in-place", { ...fc, prospectAnalysisId: "pa-in-place", production: { ...fc.production, recoverable: 30 } })).status).toBe(201);
     for (const [body, pointer] of cases) await rejects("fullcycleanalyses", "fc-bad", body, pointer);
   });
 
