@@ -409,24 +409,25 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
     chanceOfSuccess: { pgAtLeastOne: model.chance.pgAtLeastOne, pgAll: model.chance.pgAll, pCommonSuccess: model.chance.pCommonSuccess, expectedSuccessfulSegments: model.chance.expectedSuccessfulSegments },
     resources: { basis: model.basis, products: productResults(model, sim, model.chance.pgAtLeastOne) },
   });
+  // Overall: exact mixtures of the means; percentiles from a stratified mixture of the scenarios'
+  // success-case trials, each scenario weighted by its share of the success, p_s·Pg_s / Σ p·Pg (the
+  // first round(share·N) trials of its N-trial run).
+  const pgAtLeastOne = scenarios.reduce((a, s) => a + s.scenario.probability * s.model.chance.pgAtLeastOne, 0);
+  const expectedSuccessfulSegments = scenarios.reduce((a, s) => a + s.scenario.probability * s.model.chance.expectedSuccessfulSegments, 0);
   // One scenario's run at a time: its results, then only the prefix the mixture takes is kept (a
   // copy). Holding every run until the mixture took 50 × trials × products Float64s: 20 scenarios
   // of 6 products at 1,000,000 trials peaked at 1.9 GB.
-  const parts: Simulation[] = [];
+  const parts: Array<Omit<Simulation, "pSuccess">> = [];
   const byScenario = scenarios.map(({ scenario, model }, i) => {
     const sim = simulateProspect(model, trials, scenarioSeed(seed, i));
-    const take = Math.round(scenario.probability * trials);
+    const take = pgAtLeastOne > 0 ? Math.round(((scenario.probability * model.chance.pgAtLeastOne) / pgAtLeastOne) * trials) : 0;
     const totals: Record<string, Float64Array> = {};
     for (const p of products) totals[p] = sim.totals[p] ? sim.totals[p]!.slice(0, take) : new Float64Array(take);
     parts.push({ trials: take, anySuccess: sim.anySuccess.slice(0, take), totals });
     return scenarioResult(scenario, model, sim);
   });
 
-  // Overall: exact mixtures of the means; percentiles from a stratified mixture of the scenarios'
-  // trials (the first round(p_s·N) trials of each scenario's run).
-  const pgAtLeastOne = scenarios.reduce((a, s) => a + s.scenario.probability * s.model.chance.pgAtLeastOne, 0);
-  const expectedSuccessfulSegments = scenarios.reduce((a, s) => a + s.scenario.probability * s.model.chance.expectedSuccessfulSegments, 0);
-  const mixture = concatSimulations(parts, products);
+  const mixture = concatSimulations(parts, products, pgAtLeastOne);
   parts.length = 0;
   const overall: Partial<Record<Product, ProductResult>> = {};
   for (const p of products) {

@@ -1,6 +1,11 @@
 /**
- * Seeded Monte Carlo of a prospect: per trial, draw which segments succeed (by the dependency
- * model), then a success-case volume for each successful segment, and sum per product. Typed arrays
+ * Seeded Monte Carlo of a prospect's success case: per trial, draw which segments succeed (by the
+ * dependency model) *given that at least one does*, then a success-case volume for each successful
+ * segment, and sum per product. Every trial is a success-case trial, whatever the chance of success:
+ * the chance itself is exact (`pSuccess`), and what is risked (the exceedance curve, the commercial
+ * chance) is `pSuccess` × the success-case fraction (P(V ≥ v) = Pg · S(v), domain note §1.2). Drawn
+ * unconditionally, as before a review pass, only about Pg × trials trials were successes: at Pg
+ * 1e-4 and 20,000 trials the success-case percentiles came from ~2 values, or were all 0. Typed arrays
  * hold one total per trial and product; the generator is prng.ts (xoshiro128**), so a given seed
  * and trial count give the same numbers every time. Volumes of different segments are drawn
  * independently (the contract has no volume correlation input); the products of one segment share
@@ -23,7 +28,9 @@ export type SimInput = { model: DependencyModel; pc: number; segments: readonly 
 
 export type Simulation = {
   trials: number;
-  /** 1 where at least one segment succeeded. */
+  /** P(at least one segment succeeds), exact: the weight of the success case. */
+  pSuccess: number;
+  /** 1 where at least one segment succeeded: every trial, unless no success is possible. */
   anySuccess: Uint8Array;
   /** Total volume per product and trial (0 on failure). */
   totals: Record<string, Float64Array>;
@@ -55,11 +62,53 @@ export function drawSuccesses(rng: Random, model: DependencyModel, pc: number, p
   return true;
 }
 
+/** P(at least one of chances[i..]) for each i (out[n] = 0), exact for tiny chances. */
+function atLeastOneFrom(chances: readonly number[]): Float64Array {
+  const out = new Float64Array(chances.length + 1);
+  let logNone = 0;
+  for (let i = chances.length - 1; i >= 0; i--) {
+    logNone += Math.log1p(-chances[i]!);
+    out[i] = -Math.expm1(logNone);
+  }
+  return out;
+}
+
+/**
+ * Draws the segments' outcomes given at least one success, exactly: for commonFactor the common
+ * factors held (no segment succeeds otherwise) and the segments are independent with ps_i; for
+ * independent they are independent with Pc·ps_i; sequentially, while none has succeeded yet,
+ * segment i succeeds with q_i / P(≥1 among i..n) — afterwards with q_i. For fullyDependent the one
+ * uniform is uniform below the largest ps_i. `pSuccess` is P(≥1).
+ */
+export function successCaseDrawer(model: DependencyModel, pc: number, ps: readonly number[]): { pSuccess: number; draw: (rng: Random, out: Uint8Array) => void } {
+  const n = ps.length;
+  if (model === DependencyModel.fullyDependent) {
+    const top = n ? Math.max(...ps) : 0;
+    return { pSuccess: pc * top, draw: (rng, out) => {
+      const v = rng.uniform() * top;
+      for (let i = 0; i < n; i++) out[i] = v < ps[i]! ? 1 : 0;
+    } };
+  }
+  const q = model === DependencyModel.independent ? ps.map((p) => pc * p) : [...ps];
+  const rest = atLeastOneFrom(q);
+  const pSuccess = model === DependencyModel.independent ? rest[0]! : pc * rest[0]!;
+  return { pSuccess, draw: (rng, out) => {
+    let none = true;
+    for (let i = 0; i < n; i++) {
+      // Nothing after i can succeed: i must (if it can at all).
+      const p = none ? (rest[i + 1]! > 0 ? q[i]! / rest[i]! : q[i]! > 0 ? 1 : 0) : q[i]!;
+      out[i] = rng.uniform() < p ? 1 : 0;
+      if (out[i]) none = false;
+    }
+  } };
+}
+
 export function simulate(input: SimInput): Simulation {
   const { model, pc, segments, products, trials, seed } = input;
   const rng = createRandom(seed);
   const ps = segments.map((s) => s.ps);
   const n = segments.length;
+  const { pSuccess, draw } = successCaseDrawer(model, pc, ps);
   const state = new Uint8Array(n);
   const anySuccess = new Uint8Array(trials);
   const totals: Record<string, Float64Array> = {};
@@ -88,8 +137,9 @@ export function simulate(input: SimInput): Simulation {
   }
   const lognormal = new Uint8Array(n); // 1 when some product of the segment needs a normal draw
   for (let i = 0; i < n; i++) for (let j = 0; j < np; j++) if (kind[i * np + j] === 2) lognormal[i] = 1;
-  for (let t = 0; t < trials; t++) {
-    drawSuccesses(rng, model, pc, ps, state);
+  // No success possible: no success case (every total 0, no trial a success).
+  for (let t = 0; t < trials && pSuccess > 0; t++) {
+    draw(rng, state);
     let any = 0;
     for (let i = 0; i < n; i++) {
       if (!state[i]) continue;
@@ -104,11 +154,11 @@ export function simulate(input: SimInput): Simulation {
     }
     anySuccess[t] = any;
   }
-  return { trials, anySuccess, totals };
+  return { trials, pSuccess, anySuccess, totals };
 }
 
 /** Percentiles of one product over the trials where the prospect succeeded (≥ 1 segment). */
-export function successCasePercentiles(sim: Pick<Simulation, "anySuccess" | "totals">, product: string): Percentiles {
+export function successCasePercentiles(sim: Pick<Simulation, "anySuccess" | "totals" | "pSuccess">, product: string): Percentiles {
   return successCaseSummary(sim, product).percentiles;
 }
 
@@ -118,10 +168,11 @@ const CURVE_QUANTILES = [0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 
 export type ExceedancePoint = { volume: number; probability: number };
 
 /**
- * Success-case percentiles and the risked exceedance curve P(V ≥ v) over all trials (it starts at
- * the chance of success, not at 1), from one sort of the successful trials.
+ * Success-case percentiles and the risked exceedance curve P(V ≥ v) = pSuccess × the fraction of
+ * successful trials reaching v (it starts at the chance of success, not at 1), from one sort of the
+ * successful trials.
  */
-export function successCaseSummary(sim: Pick<Simulation, "anySuccess" | "totals">, product: string): { percentiles: Percentiles; riskedExceedance: ExceedancePoint[] } {
+export function successCaseSummary(sim: Pick<Simulation, "anySuccess" | "totals" | "pSuccess">, product: string): { percentiles: Percentiles; riskedExceedance: ExceedancePoint[] } {
   const column = sim.totals[product]!;
   let count = 0;
   for (let t = 0; t < column.length; t++) count += sim.anySuccess[t]!;
@@ -133,7 +184,7 @@ export function successCaseSummary(sim: Pick<Simulation, "anySuccess" | "totals"
   if (count === 0) return { percentiles, riskedExceedance };
   for (const q of CURVE_QUANTILES) {
     const volume = quantileSorted(values, q);
-    riskedExceedance.push({ volume, probability: (count - lowerBound(values, volume)) / column.length });
+    riskedExceedance.push({ volume, probability: (sim.pSuccess * (count - lowerBound(values, volume))) / count });
   }
   return { percentiles, riskedExceedance };
 }
@@ -150,16 +201,24 @@ function lowerBound(values: Float64Array, x: number): number {
   return lo;
 }
 
-/** Fraction of all trials whose total of the product reaches `threshold` (risked exceedance). */
-export function exceedanceFraction(sim: Pick<Simulation, "totals">, product: string, threshold: number): number {
+/** P(total of the product ≥ `threshold`) (risked): pSuccess × the fraction of successful trials reaching it. */
+export function exceedanceFraction(sim: Pick<Simulation, "totals" | "anySuccess" | "pSuccess">, product: string, threshold: number): number {
   const column = sim.totals[product]!;
   let hits = 0;
-  for (let t = 0; t < column.length; t++) if (column[t]! >= threshold && column[t]! > 0) hits++;
-  return column.length ? hits / column.length : 0;
+  let count = 0;
+  for (let t = 0; t < column.length; t++) {
+    if (!sim.anySuccess[t]) continue;
+    count++;
+    if (column[t]! >= threshold && column[t]! > 0) hits++;
+  }
+  return count ? (sim.pSuccess * hits) / count : 0;
 }
 
-/** Concatenates simulations (stratified scenario mixtures): totals and success flags side by side. */
-export function concatSimulations(parts: readonly Simulation[], products: readonly string[]): Simulation {
+/**
+ * Concatenates simulations (stratified scenario mixtures): totals and success flags side by side;
+ * `pSuccess` is the mixture's (the parts' trials must be in proportion to their weight in it).
+ */
+export function concatSimulations(parts: readonly Omit<Simulation, "pSuccess">[], products: readonly string[], pSuccess: number): Simulation {
   const trials = parts.reduce((acc, p) => acc + p.trials, 0);
   const anySuccess = new Uint8Array(trials);
   const totals: Record<string, Float64Array> = {};
@@ -170,5 +229,5 @@ export function concatSimulations(parts: readonly Simulation[], products: readon
     for (const product of products) if (part.totals[product]) totals[product]!.set(part.totals[product]!, offset);
     offset += part.trials;
   }
-  return { trials, anySuccess, totals };
+  return { trials, pSuccess, anySuccess, totals };
 }
