@@ -313,6 +313,15 @@ describe("reporting math - economics", () => {
     expect(all).toEqual(productionProfile({ ...model, declineStartRemaining: 0.99 }));
   });
 
+  it("cash flows - the economic limit ends the decline, not the build-up: a first year below it still ramps up (domain note §3)", () => {
+    // One well a year at 0.4: 0.4, 0.8, 1.2, … — a limit of 0.5 ended the field before its first year.
+    const profile = productionProfile({ firstYear: 2030, recoverable: 100, wellsPerYear: 1, wellRatePerYear: 0.4, plateauFraction: 0.1, declineStartRemaining: 0.5, declineRate: 0.18, economicLimit: 0.5, maxYears: 200 });
+    expect(profile.slice(0, 3).map((p) => p.volume)).toEqual([0.4, 0.8, expect.closeTo(1.2, 12)]);
+    // In decline the limit still ends production: a fast decline stops once the rate falls below it.
+    const fast = productionProfile({ firstYear: 2030, recoverable: 100, wellsPerYear: 10, wellRatePerYear: 1, plateauFraction: 0.1, declineStartRemaining: 0.9, declineRate: 0.5, economicLimit: 2, maxYears: 200 });
+    expect(fast.map((p) => p.volume)).toEqual([10, 5, 2.5]);
+  });
+
   it("cash flows - royalty/tax and PSC take: contractor flows never exceed the project's, WI scales the contractor's", () => {
     const years = [
       { year: 2026, revenue: 0, opex: 0, capex: 500 },
