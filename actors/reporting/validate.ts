@@ -137,6 +137,7 @@ function checkFullCycle(problems: Problems, fc: FullCycleAnalysis) {
   uniqueIds(problems, fc.assumptions.prices.map((p) => p.product), (i) => `/body/assumptions/prices/${i}/product`, "price of product");
   fc.assumptions.prices.forEach((p, i) => uniqueIds(problems, p.series.map((s) => String(s.year)), (k) => `/body/assumptions/prices/${i}/series/${k}/year`, "year"));
   if (hasModel && !fc.assumptions.prices.some((p) => p.product === (fc.production!.product ?? "oil"))) problems.add("/body/assumptions/prices", `needs a price for the produced product ${fc.production!.product ?? "oil"}`);
+  if (hasModel && fc.production!.gasOilRatio !== undefined && !fc.assumptions.prices.some((p) => p.product === "gas")) problems.add("/body/assumptions/prices", "needs a price for gas: production.gasOilRatio gives associated gas (price it 0 if it is not sold)");
   if (fc.costs) uniqueIds(problems, fc.costs.capex.map((c) => String(c.year)), (i) => `/body/costs/capex/${i}/year`, "year");
   for (const level of ["project", "contractor", "workingInterest"] as const) {
     const rows = fc.cashFlows?.[level];

@@ -201,6 +201,8 @@ describe("reporting entities", () => {
       [{ ...fc, assumptions: { ...fc.assumptions, fiscal: { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3 } } }, "/body/assumptions/fiscal/costRecoveryCeiling"],
       [{ ...fc, assumptions: { ...fc.assumptions, fiscal: { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3, costRecoveryCeiling: 0.4 } } }, "/body/assumptions/fiscal/contractorProfitShare"],
       [{ ...fc, assumptions: { ...fc.assumptions, prices: [fc.assumptions.prices[1]] } }, "/body/assumptions/prices"],
+      // Associated gas (gasOilRatio) with no gas price was sold for nothing, silently.
+      [{ ...fc, assumptions: { ...fc.assumptions, prices: [fc.assumptions.prices[0]] } }, "/body/assumptions/prices"],
       [{ ...fc, assumptions: { ...fc.assumptions, workingInterest: 2 } }, "/body/assumptions/workingInterest"],
       [{ ...fc, setup: { ...fc.setup, discountRate: 2 } }, "/body/setup/discountRate"],
       [{ ...fc, setup: { ...fc.setup, discounting: "continuous" } }, "/body/setup/discounting"],
