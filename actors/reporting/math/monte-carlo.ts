@@ -92,13 +92,17 @@ export function successCaseDrawer(model: DependencyModel, pc: number, ps: readon
   const q = model === DependencyModel.independent ? ps.map((p) => pc * p) : [...ps];
   const rest = atLeastOneFrom(q);
   const pSuccess = model === DependencyModel.independent ? rest[0]! : pc * rest[0]!;
+  // Chance of segment i while none has succeeded yet (nothing after i can succeed: i must, if it
+  // can at all), and once one has.
+  const whileNone = new Float64Array(n);
+  const after = Float64Array.from(q);
+  for (let i = 0; i < n; i++) whileNone[i] = rest[i + 1]! > 0 ? q[i]! / rest[i]! : q[i]! > 0 ? 1 : 0;
   return { pSuccess, draw: (rng, out) => {
-    let none = true;
+    let chance = whileNone;
     for (let i = 0; i < n; i++) {
-      // Nothing after i can succeed: i must (if it can at all).
-      const p = none ? (rest[i + 1]! > 0 ? q[i]! / rest[i]! : q[i]! > 0 ? 1 : 0) : q[i]!;
-      out[i] = rng.uniform() < p ? 1 : 0;
-      if (out[i]) none = false;
+      const success = rng.uniform() < chance[i]! ? 1 : 0;
+      out[i] = success;
+      if (success) chance = after;
     }
   } };
 }
