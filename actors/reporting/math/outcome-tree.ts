@@ -158,6 +158,7 @@ function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeave
   const rng = createRandom(seed);
   const n = ps.length;
   const state = new Uint8Array(n);
+  const chars = new Uint16Array(n);
   const counts = new Map<string, number>();
   const common = model !== DependencyModel.independent;
   let commonSuccessTrials = 0;
@@ -165,8 +166,9 @@ function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeave
     const commonOk = drawSuccesses(rng, model, pc, ps, state);
     if (common && !commonOk) continue;
     commonSuccessTrials++;
-    let key = "";
-    for (let i = 0; i < n; i++) key += state[i] ? "1" : "0";
+    // One string per outcome, a char per segment ("1" success): one call, not n concatenations.
+    for (let i = 0; i < n; i++) chars[i] = state[i] ? 49 : 48;
+    const key = String.fromCharCode.apply(null, chars as unknown as number[]);
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   const leaves: TreeLeaf[] = [];
