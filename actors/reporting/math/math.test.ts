@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { chanceOfSuccess, jointProbabilityPartial, riskedMean, DependencyModel } from "./chance.ts";
 import { fitLognormal, swansonMean, volumeModel } from "./lognormal.ts";
-import { exceedanceFraction, simulate, successCasePercentiles, successCaseSummary } from "./monte-carlo.ts";
+import { exceedanceFraction, simulate, successCaseDrawer, successCasePercentiles, successCaseSummary } from "./monte-carlo.ts";
 import { EXACT_MAX_SEGMENTS, allotOutcomes, outcomeTree } from "./outcome-tree.ts";
 import { breakevenPg, breakevenPrice, emv, irr, maxExposure, npv, payoutYear, profitToInvestment } from "./indicators.ts";
 import { cashFlows, priceAt, productionProfile } from "./cashflow.ts";
@@ -38,6 +38,27 @@ describe("reporting math - chance of success", () => {
       expect(risked).toBeCloseTo(47.4, 10);
       expect(chance.pgAtLeastOne).toBeCloseTo(expected[model].p, 10);
       expect(risked / chance.pgAtLeastOne).toBeCloseTo(expected[model].mean, 2);
+    }
+  });
+
+  it("chance - the success-case drawer gives every outcome its exact probability given at least one success, for every model", () => {
+    for (const model of MODELS) {
+      const { pSuccess, draw } = successCaseDrawer(model, G3.pc, G3.ps);
+      const rng = createRandom(3);
+      const out = new Uint8Array(3);
+      const counts = new Map<string, number>();
+      const trials = 200_000;
+      for (let t = 0; t < trials; t++) {
+        draw(rng, out);
+        const key = out.join("");
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      expect(counts.get("000")).toBeUndefined();
+      for (const leaf of outcomeTree({ model, pc: G3.pc, ps: G3.ps, means: G3.means, trials: 0, seed: 1 }).leaves) {
+        const key = leaf.states.map((s) => (s ? 1 : 0)).join("");
+        if (key === "000") continue;
+        expect(Math.abs((counts.get(key) ?? 0) / trials - leaf.probability / pSuccess)).toBeLessThan(0.004);
+      }
     }
   });
 
