@@ -215,9 +215,24 @@ describe("reporting math - outcome trees", () => {
     const means = Array.from({ length: n }, (_, i) => 10 + i);
     const tree = outcomeTree({ model: "commonFactor", pc: 0.7, ps, means, trials: 50_000, seed: 2 });
     expect(tree.method).toBe("MonteCarlo");
-    expect(sumOf(tree.leaves.map((l) => l.probability)) + (tree.commonFailure ?? 0)).toBeCloseTo(1, 12);
+    // Tens of thousands of leaves of Pc × count / trials: rounding of the sum only.
+    expect(sumOf(tree.leaves.map((l) => l.probability)) + (tree.commonFailure ?? 0)).toBeCloseTo(1, 10);
     const exact = riskedMean(ps.map((p) => 0.7 * p), means);
     expect(Math.abs(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) - exact) / exact).toBeLessThan(0.02);
+    // The common branch is known exactly: only the combinations under it are sampled (all trials of them).
+    expect(tree.commonFailure).toBe(1 - 0.7);
+    expect(tree.commonSuccess).toBe(0.7);
+    expect(sumOf(tree.leaves.map((l) => l.branchProbability))).toBeCloseTo(1, 10);
+  });
+
+  it("trees - full dependence stays exact beyond 16 segments: n + 1 nested outcomes, the risked mean exactly", () => {
+    const n = 40;
+    const ps = Array.from({ length: n }, (_, i) => 0.1 + (i % 9) * 0.1);
+    const means = Array.from({ length: n }, (_, i) => 10 + i);
+    const tree = outcomeTree({ model: "fullyDependent", pc: 0.7, ps, means, trials: 1000, seed: 2 });
+    expect(tree.method).toBe("exact");
+    expect(tree.leaves).toHaveLength(10); // 9 distinct chances + none
+    expect(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean))).toBeCloseTo(riskedMean(ps.map((p) => 0.7 * p), means), 10);
   });
 });
 

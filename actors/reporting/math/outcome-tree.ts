@@ -104,7 +104,9 @@ function foldRarest(tree: ProspectTree, maxLeaves: number): ProspectTree {
 }
 
 export function outcomeTree(input: TreeInput, maxLeaves = MAX_TREE_OUTCOMES): ProspectTree {
-  return foldRarest(input.ps.length > EXACT_MAX_SEGMENTS ? sampledTree(input, maxLeaves) : exactTree(input), maxLeaves);
+  // Full dependence has n + 1 outcomes whatever n: always exact.
+  const sampled = input.ps.length > EXACT_MAX_SEGMENTS && input.model !== DependencyModel.fullyDependent;
+  return foldRarest(sampled ? sampledTree(input, maxLeaves) : exactTree(input), maxLeaves);
 }
 
 function exactTree(input: TreeInput): ProspectTree {
@@ -150,22 +152,26 @@ function commonNodes(pc: number): Pick<ProspectTree, "commonFailure" | "commonSu
 }
 
 /**
- * Beyond the exact limit: distinct outcomes seen in `trials` draws, with their frequencies. Only
- * the `maxLeaves` most frequent become leaves (foldRarest folds the rest); the others are folded
- * here already, from their keys, so a million distinct outcomes never become a million objects.
+ * Beyond the exact limit (independent, commonFactor): distinct outcomes seen in `trials` draws,
+ * with their frequencies. The common branch of commonFactor is exact (Pc): every trial draws the
+ * combinations under common success (before, the common factors were drawn too, so 1 − Pc was
+ * sampled and that share of the trials was spent on it). Only the `maxLeaves` most frequent become
+ * leaves (foldRarest folds the rest); the others are folded here already, from their keys, so a
+ * million distinct outcomes never become a million objects.
  */
 function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeaves: number): ProspectTree {
+  const common = model !== DependencyModel.independent;
+  if (common && !(pc > 0)) return { method: "MonteCarlo", ...commonNodes(pc), leaves: [] };
   const rng = createRandom(seed);
   const n = ps.length;
   const state = new Uint8Array(n);
   const chars = new Uint16Array(n);
   const counts = new Map<string, number>();
-  const common = model !== DependencyModel.independent;
-  let commonSuccessTrials = 0;
+  // Given common success (commonFactor): the common factors held, so draw with Pc = 1.
+  const parent = common ? pc : 1;
+  const commonSuccessTrials = trials;
   for (let t = 0; t < trials; t++) {
-    const commonOk = drawSuccesses(rng, model, pc, ps, state);
-    if (common && !commonOk) continue;
-    commonSuccessTrials++;
+    drawSuccesses(rng, model, common ? 1 : pc, ps, state);
     // One string per outcome, a char per segment ("1" success): one call, not n concatenations.
     for (let i = 0; i < n; i++) chars[i] = state[i] ? 49 : 48;
     const key = String.fromCharCode.apply(null, chars as unknown as number[]);
@@ -177,7 +183,7 @@ function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeave
   const keep = sorted.length > maxLeaves ? Math.max(0, maxLeaves - 1) : sorted.length;
   for (const [key, count] of sorted.slice(0, keep)) {
     const states = [...key].map((c) => c === "1");
-    leaves.push({ states, branchProbability: count / commonSuccessTrials, probability: count / trials, volumeMean: volumeOf(states, means) });
+    leaves.push({ states, branchProbability: count / commonSuccessTrials, probability: (parent * count) / trials, volumeMean: volumeOf(states, means) });
   }
   let other: FoldedLeaves | undefined;
   if (keep < sorted.length) {
@@ -188,9 +194,7 @@ function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeave
       folded += count;
       for (let i = 0; i < n; i++) if (key.charCodeAt(i) === 49) weighted += count * (means[i] ?? 0);
     }
-    other = { outcomes: sorted.length - keep, branchProbability: folded / commonSuccessTrials, probability: folded / trials, volumeMean: weighted / folded };
+    other = { outcomes: sorted.length - keep, branchProbability: folded / commonSuccessTrials, probability: (parent * folded) / trials, volumeMean: weighted / folded };
   }
-  if (!common) return { method: "MonteCarlo", leaves, ...(other ? { other } : {}) };
-  const pcHat = commonSuccessTrials / trials;
-  return { method: "MonteCarlo", ...commonNodes(pcHat), leaves, ...(other ? { other } : {}) };
+  return { method: "MonteCarlo", ...(common ? commonNodes(pc) : {}), leaves, ...(other ? { other } : {}) };
 }
