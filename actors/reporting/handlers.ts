@@ -9,6 +9,7 @@ import {
   EDITORS_GROUP,
   FullCycleAggregationBody,
   ID_FIELD,
+  DEFAULT_SIMULATION,
   LEVELS,
   type AggregationRef,
   type Collection,
@@ -28,7 +29,7 @@ import { encodeJson } from "../runtime/kv.ts";
 import { fullCycle, licenseAggregation, prospectAggregation, prospectDetails, prospectModel, scenarioAggregation, simulateProspect, type LinkedAnalysis, type ProspectModel } from "./aggregate.ts";
 import { entityKey, indexKey, resultKey, type AssessmentStore, type Envelope, type Tracker } from "./store.ts";
 import { checkMergedLicense, validateEntity } from "./validate.ts";
-import { analysisProblems, basisOfSegments, productionProblem, scenarioProblems, unitsOf } from "./consistency.ts";
+import { analysisProblems, basisOfSegments, productionProblem, scenarioProblems, scenarioWorkProblem, unitsOf } from "./consistency.ts";
 
 export type ReportingDeps = { store: AssessmentStore; now?: () => Date };
 
@@ -144,6 +145,8 @@ async function checkReferences(deps: ReportingDeps, partition: string, collectio
       if (!pa) errors.push({ pointer, message: `prospect analysis ${msa.scenarios[i]!.prospectAnalysisId} does not exist` });
       else if (pa.entity.prospect.id !== msa.prospectId) errors.push({ pointer, message: `prospect analysis ${pa.entity.prospectAnalysisId} is of prospect ${pa.entity.prospect.id}, not ${msa.prospectId}` });
     });
+    const work = scenarioWorkProblem(found.map((pa) => pa?.entity.segmentAnalysisIds.length ?? 0), (msa.simulation ?? DEFAULT_SIMULATION).trials, "/body/simulation/trials");
+    if (work) errors.push(work);
   }
   if (errors.length) throw fieldError(errors);
 }
@@ -331,6 +334,9 @@ export async function scenarioAggregate(input: AggregationRef, ctx: RequestConte
       }),
     );
     for (const { model } of scenarios) requireComparableVolumes(model);
+    // Checked on write too; an enrolled prospect analysis may have gained segments since.
+    const work = scenarioWorkProblem(scenarios.map(({ model }) => model.segments.length), msa.simulation.trials, "/simulation/trials");
+    if (work) throw conflict(`${id} cannot be aggregated: ${work.message}`, { errors: [work] });
     const problems = scenarioProblems(scenarios.map(({ scenario, model }) => ({ scenarioId: scenario.scenarioId, units: model.units, basis: model.basis })), (i) => `/scenarios/${i}`);
     if (problems.length) throw conflict(`the scenarios of ${id} cannot be weighted together: ${problems[0]!.message}`, { errors: problems });
     return scenarioAggregation(msa, scenarios);

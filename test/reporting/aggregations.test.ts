@@ -346,6 +346,27 @@ describe("reporting aggregations", () => {
     expect(sum(terminal.map((n) => n.jointProbability * (n.volume?.mean ?? 0)))).toBeCloseTo(body.results.resources.products.oil.riskedMean, 6);
   }, 60_000);
 
+  it("limits - a multiple scenario analysis takes at most 64,000,000 segment-trials: more is 400 on write naming the trials, and 409 when an enrolled analysis grew past it (before anything is computed)", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 17; i++) {
+      ids.push(`work-s${i}`);
+      await put(derrick, "segmentanalyses", `work-s${i}`, { name: `Work ${i}`, riskFactors: [{ name: "trap", probability: 0.5 }], volumes: { oil: { unit: "MMbbl", mean: 10 } } });
+    }
+    await put(derrick, "prospectanalyses", "pa-work", { prospect: { id: "p-work", name: "Work" }, segmentAnalysisIds: ids.slice(0, 16), dependency: { model: "independent" } });
+    const scenarios = (n: number) => Array.from({ length: n }, (_, i) => ({ scenarioId: `w${i}`, name: `W${i}`, probability: 1 / n, prospectAnalysisId: "pa-work" }));
+    // 4 scenarios × 16 segments × 1,000,000 trials: exactly the budget.
+    expect((await put(derrick, "multiplescenarioanalyses", "msa-work", { prospectId: "p-work", scenarios: scenarios(4), simulation: { trials: 1_000_000, seed: 1 } })).status).toBe(201);
+    const over = await put(derrick, "multiplescenarioanalyses", "msa-over", { prospectId: "p-work", scenarios: scenarios(5), simulation: { trials: 1_000_000, seed: 1 } });
+    expect(over.status).toBe(400);
+    expect((await json(over)).errors).toEqual([{ pointer: "/body/simulation/trials", message: expect.stringContaining("at most 800,000 trials") }]);
+    expect((await put(derrick, "multiplescenarioanalyses", "msa-over", { prospectId: "p-work", scenarios: scenarios(5), simulation: { trials: 800_000, seed: 1 } })).status).toBe(201);
+    // The enrolled analysis gains a segment: 4 × 17 × 1,000,000 is past the budget.
+    expect((await put(derrick, "prospectanalyses", "pa-work", { prospect: { id: "p-work", name: "Work" }, segmentAnalysisIds: ids, dependency: { model: "independent" } })).status).toBe(200);
+    const grown = await get("prospectmultiplescenarioanalysisaggregation/msa-work");
+    expect(grown.status).toBe(409);
+    expect((await json(grown)).errors).toEqual([{ pointer: "/simulation/trials", message: expect.stringContaining("at most 941,176 trials") }]);
+  });
+
   it("references - an aggregation whose inputs were deleted answers 409 (segments) or 404 (the analysis itself); the license view lists what is missing", async () => {
     await put(derrick, "segmentanalyses", "gone-s", segment("Gone", 0.5, 10, 90));
     await put(derrick, "prospectanalyses", "pa-gone", { prospect: { id: "p-gone", name: "Gone" }, segmentAnalysisIds: ["gone-s"], dependency: { model: "independent" } });
