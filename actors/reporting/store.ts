@@ -5,7 +5,7 @@
  *     `x.<partition>.byprospect.<prospectId>`  → {ids}: prospect analyses of a prospect (license aggregation)
  *     `x.<partition>.byanalysis.<analysisId>`  → {ids}: full cycle analyses of a prospect analysis
  *   KV derrick_assessment_cache
- *     `r.<partition>.<aggregation>.<id>[.<params>]` → a computed aggregation (JSON)
+ *     `r<format>.<partition>.<aggregation>.<id>[.<params>]` → a computed aggregation (JSON; RESULTS_FORMAT)
  *     `d.<key of an input>`                          → Dependents: the results computed from that
  *                                                      input, and the writes of it in progress
  *
@@ -66,7 +66,15 @@ export type IndexKind = "byprospect" | "byanalysis";
 
 export const entityKey = (partition: string, collection: Collection, id: string) => `e.${partition}.${collection}.${id}`;
 export const indexKey = (partition: string, kind: IndexKind, id: string) => `x.${partition}.${kind}.${id}`;
-export const resultKey = (partition: string, aggregation: string, id: string, params?: string) => `r.${partition}.${aggregation}.${id}${params ? `.${params}` : ""}`;
+/**
+ * The version of the results' formulas and shape, in every result key: a release that changes
+ * what an aggregation answers raises it, so results cached by the release before are not served
+ * (their inputs did not change, nothing would invalidate them). 2: the 2026-11-24 reporting review
+ * (success-case sampling, IRR of all-zero flows, folded outcome trees, …). Older entries stay
+ * until their inputs' next write deletes them, or a purge of the cache bucket.
+ */
+export const RESULTS_FORMAT = 2;
+export const resultKey = (partition: string, aggregation: string, id: string, params?: string) => `r${RESULTS_FORMAT}.${partition}.${aggregation}.${id}${params ? `.${params}` : ""}`;
 const dependentsKey = (inputKey: string) => `d.${inputKey}`;
 
 /**

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { connect } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { BUCKETS, RESULTS_FORMAT, resultKey } from "../../actors/reporting/store.ts";
 import { demoBody, json, loadDemoOver, put, segment } from "./helpers.ts";
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
@@ -70,6 +73,21 @@ describe("reporting aggregations", () => {
     const recomputed = await get("prospectanalysisaggregation/pa-alpha-gas");
     expect(recomputed.headers.get("x-derrick-cache")).toBe("miss");
     expect(await recomputed.text()).toBe(firstBody);
+  });
+
+  it("caching - a result cached by a release with other formulas (an older key format) is not served: the GET computes", async () => {
+    const nc = await connect({ servers: nats.url });
+    try {
+      const cache = await new Kvm(nc).open(BUCKETS.cache);
+      // What the release before RESULTS_FORMAT 2 left for this aggregation.
+      await cache.put("r.opendes.prospect.pa-alpha-oil", JSON.stringify({ stale: true }));
+      const res = await get("prospectanalysisaggregation/pa-alpha-oil");
+      expect(res.status).toBe(200);
+      expect(await json(res)).not.toHaveProperty("stale");
+      expect(resultKey("opendes", "prospect", "pa-alpha-oil")).toBe(`r${RESULTS_FORMAT}.opendes.prospect.pa-alpha-oil`);
+    } finally {
+      await nc.close();
+    }
   });
 
   it("caching - an upsert invalidates exactly the aggregations that read it", async () => {
