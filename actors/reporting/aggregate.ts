@@ -7,7 +7,7 @@
 import { PRODUCTS, type FullCycleAnalysis, type Level, type License, type MultipleScenarioAnalysis, type Product, type ProspectAnalysis, type SegmentAnalysis, type Simulation as SimulationSpec } from "../../subjects/reporting.ts";
 import { chanceOfSuccess, productOf, riskedMean, type Chance } from "./math/chance.ts";
 import { volumeModel, type VolumeModel } from "./math/lognormal.ts";
-import { concatSimulations, exceedanceFraction, simulate, successCasePercentiles, successCaseSummary, type ExceedancePoint, type Simulation } from "./math/monte-carlo.ts";
+import { apportion, concatSimulations, exceedanceFraction, simulate, successCasePercentiles, successCaseSummary, type ExceedancePoint, type Simulation } from "./math/monte-carlo.ts";
 import { MAX_TREE_OUTCOMES, allotOutcomes, outcomeBound, outcomeTree } from "./math/outcome-tree.ts";
 import { prospectiveResources } from "./math/prms.ts";
 import { segmentEntitlement } from "./math/entitlement.ts";
@@ -411,16 +411,17 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
   });
   // Overall: exact mixtures of the means; percentiles from a stratified mixture of the scenarios'
   // success-case trials, each scenario weighted by its share of the success, p_s·Pg_s / Σ p·Pg (the
-  // first round(share·N) trials of its N-trial run).
+  // first share·N trials of its N-trial run, split by largest remainder so they add up to N).
   const pgAtLeastOne = scenarios.reduce((a, s) => a + s.scenario.probability * s.model.chance.pgAtLeastOne, 0);
   const expectedSuccessfulSegments = scenarios.reduce((a, s) => a + s.scenario.probability * s.model.chance.expectedSuccessfulSegments, 0);
   // One scenario's run at a time: its results, then only the prefix the mixture takes is kept (a
   // copy). Holding every run until the mixture took 50 × trials × products Float64s: 20 scenarios
   // of 6 products at 1,000,000 trials peaked at 1.9 GB.
   const parts: Array<Omit<Simulation, "pSuccess">> = [];
+  const takes = apportion(scenarios.map(({ scenario, model }) => scenario.probability * model.chance.pgAtLeastOne), trials);
   const byScenario = scenarios.map(({ scenario, model }, i) => {
     const sim = simulateProspect(model, trials, scenarioSeed(seed, i));
-    const take = pgAtLeastOne > 0 ? Math.round(((scenario.probability * model.chance.pgAtLeastOne) / pgAtLeastOne) * trials) : 0;
+    const take = takes[i]!;
     const totals: Record<string, Float64Array> = {};
     for (const p of products) totals[p] = sim.totals[p] ? sim.totals[p]!.slice(0, take) : new Float64Array(take);
     parts.push({ trials: take, anySuccess: sim.anySuccess.slice(0, take), totals });

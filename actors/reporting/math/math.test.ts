@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { chanceOfSuccess, jointProbabilityPartial, riskedMean, DependencyModel } from "./chance.ts";
 import { fitLognormal, swansonMean, volumeModel } from "./lognormal.ts";
-import { exceedanceFraction, simulate, successCaseDrawer, successCasePercentiles, successCaseSummary } from "./monte-carlo.ts";
+import { apportion, exceedanceFraction, simulate, successCaseDrawer, successCasePercentiles, successCaseSummary } from "./monte-carlo.ts";
 import { EXACT_MAX_SEGMENTS, allotOutcomes, outcomeTree } from "./outcome-tree.ts";
 import { breakevenPg, breakevenPrice, emv, irr, maxExposure, npv, payoutYear, profitToInvestment } from "./indicators.ts";
 import { cashFlows, priceAt, productionProfile } from "./cashflow.ts";
@@ -181,6 +181,27 @@ describe("reporting math - volumes", () => {
     const sim = simulate({ model: "commonFactor", pc: 0.5, segments, products: ["oil"], trials: 50_000, seed: 5 });
     expect(exceedanceFraction(sim, "oil", 5)).toBeCloseTo(0.5, 1);
     expect(exceedanceFraction(sim, "oil", 11)).toBe(0);
+  });
+});
+
+describe("reporting math - scenario mixtures", () => {
+  it("apportion - scenario shares of the trials add up to the trials exactly (largest remainder), in proportion, none negative", () => {
+    expect(apportion([1, 1, 1], 100)).toEqual([34, 33, 33]);
+    expect(apportion([0.5, 0.5], 101)).toEqual([51, 50]);
+    expect(apportion([0.7 * 0.3, 0.3 * 0.6], 20_000)).toEqual([10769, 9231]);
+    expect(apportion([0, 2, 0], 7)).toEqual([0, 7, 0]);
+    expect(apportion([0, 0], 10)).toEqual([0, 0]);
+    const rng = createRandom(5);
+    const random = () => rng.uniform();
+    for (let run = 0; run < 200; run++) {
+      const weights = Array.from({ length: 1 + Math.floor(random() * 50) }, () => (random() < 0.1 ? 0 : random()));
+      const total = 100 + Math.floor(random() * 1_000_000);
+      const counts = apportion(weights, total);
+      const sum = weights.reduce((a, b) => a + b, 0);
+      if (sum === 0) continue;
+      expect(counts.reduce((a, b) => a + b, 0)).toBe(total);
+      counts.forEach((c, i) => expect(Math.abs(c - (weights[i]! / sum) * total)).toBeLessThan(1));
+    }
   });
 });
 

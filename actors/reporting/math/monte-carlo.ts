@@ -219,6 +219,23 @@ export function exceedanceFraction(sim: Pick<Simulation, "totals" | "anySuccess"
 }
 
 /**
+ * Splits `total` trials in proportion to `weights` (Hamilton's largest remainder): the counts sum to
+ * `total` exactly and each is its floor share or one more; ties go to the earlier part, and zero
+ * weights (or all zero) get nothing. Rounding each share on its own added up to more or fewer than
+ * `total` (three equal scenarios of 100 trials took 99; two of 101 took 102).
+ */
+export function apportion(weights: readonly number[], total: number): number[] {
+  const sum = weights.reduce((a, w) => a + Math.max(0, w), 0);
+  if (!(sum > 0)) return weights.map(() => 0);
+  const exact = weights.map((w) => (Math.max(0, w) / sum) * total);
+  const counts = exact.map(Math.floor);
+  let left = total - counts.reduce((a, c) => a + c, 0);
+  const byRemainder = [...exact.keys()].filter((i) => exact[i]! > 0).sort((a, b) => exact[b]! - counts[b]! - (exact[a]! - counts[a]!) || a - b);
+  for (let k = 0; left > 0 && k < byRemainder.length; k++, left--) counts[byRemainder[k]!]!++;
+  return counts;
+}
+
+/**
  * Concatenates simulations (stratified scenario mixtures): totals and success flags side by side;
  * `pSuccess` is the mixture's (the parts' trials must be in proportion to their weight in it).
  */
