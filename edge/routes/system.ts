@@ -15,11 +15,18 @@ const PING_WAIT_MS = 500;
 
 const Readiness = t.Object({ status: t.String(), nats: t.String(), actors: t.Record(t.String(), t.Boolean()) });
 
-/** Pings every expected actor once per second at most; a missing one makes the edge not ready. */
+type ReadinessState = { ready: boolean; nats: string; actors: Record<string, boolean> };
+
+/**
+ * Pings every expected actor once per second at most; a missing one makes the edge not ready. One
+ * ping at a time, shared by every probe that arrives while it runs: `/readyz` needs no credentials,
+ * and while an actor is missing each ping waits its full PING_WAIT_MS, so a ping per request let any
+ * caller keep a request on the shared inbox (and a $SRV.PING to every actor) per concurrent probe.
+ */
 function readinessProbe(cfg: Config, bus: Bus) {
-  let cached: { at: number; value: { ready: boolean; nats: string; actors: Record<string, boolean> } } | undefined;
-  return async () => {
-    if (cached && Date.now() - cached.at < READINESS_TTL_MS) return cached.value;
+  let cached: { at: number; value: ReadinessState } | undefined;
+  let pinging: Promise<ReadinessState> | undefined;
+  const probe = async (): Promise<ReadinessState> => {
     const actors: Record<string, boolean> = Object.fromEntries(cfg.actors.map((a) => [a, false]));
     const connected = !bus.nc.isClosed() && !bus.nc.isDraining();
     if (connected) {
@@ -38,6 +45,10 @@ function readinessProbe(cfg: Config, bus: Bus) {
     const value = { ready: connected && Object.values(actors).every(Boolean), nats: connected ? "connected" : "disconnected", actors };
     cached = { at: Date.now(), value };
     return value;
+  };
+  return (): Promise<ReadinessState> => {
+    if (cached && Date.now() - cached.at < READINESS_TTL_MS) return Promise.resolve(cached.value);
+    return (pinging ??= probe().finally(() => (pinging = undefined)));
   };
 }
 

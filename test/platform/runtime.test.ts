@@ -151,6 +151,25 @@ describe("actor runtime", () => {
     }
   });
 
+  it("runtime - concurrent /readyz calls share one actor ping: a flood of probes does not send a ping each", async () => {
+    // system is configured but not running: each ping waits its full 500 ms for the missing actor.
+    const edge = await startDerrick(nats, { actors: ["identity"], env: { ACTORS: "system,identity" } });
+    try {
+      // Pings are requests on the connection's shared reply inbox: count the requests waiting there.
+      const nc = edge.nc as unknown as { protocol: { muxSubscriptions: { size(): number } } };
+      const idle = nc.protocol.muxSubscriptions.size();
+      const probes = Array.from({ length: 40 }, () => fetch(`${edge.url}/readyz`));
+      let most = 0;
+      const watching = setInterval(() => (most = Math.max(most, nc.protocol.muxSubscriptions.size() - idle)), 5);
+      const answers = await Promise.all(probes);
+      clearInterval(watching);
+      expect(answers.map((r) => r.status)).toEqual(answers.map(() => 503));
+      expect(most).toBeLessThanOrEqual(1);
+    } finally {
+      await edge.cleanup();
+    }
+  });
+
   it("runtime - two processes of an actor share its queue group and the work", async () => {
     const a = await startDerrick(nats, { edge: false, actors: ["system"] });
     const b = await startDerrick(nats, { edge: false, actors: ["system"] });
