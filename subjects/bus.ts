@@ -3,7 +3,7 @@
  * reply decoded, and transport failures mapped to the error model (no responders → 503,
  * timeout → 504, a service error → the actor's own problem and status).
  */
-import { createInbox, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
+import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Status, type Subscription } from "@nats-io/nats-core";
 import { ServiceError } from "@nats-io/services";
 import { DerrickError, badGateway, contentTooLarge, gatewayTimeout, unavailable, type Problem } from "./errors.ts";
 import { Header, MAX_REPLY_BYTES, encodeRequestMeta, type RequestMeta } from "./headers.ts";
@@ -52,13 +52,19 @@ export class Bus {
   private disconnected = false;
   /** Set for good when the server refused the inbox subscription (e.g. a user without `_INBOX.>`). */
   private inboxRefused: Error | undefined;
+  /** Set by close(): requests are refused, the inbox and the status listener are released. */
+  private closedError: Error | undefined;
+  private readonly sub: Subscription;
+  /** The connection's status events, stopped by close(): a Bus on a connection that outlives it must not keep a listener there. */
+  private readonly statuses: AsyncIterable<Status> & { stop?: () => void };
 
   constructor(
     readonly nc: NatsConnection,
     private readonly options: BusOptions,
   ) {
     this.inbox = `${createInbox()}.`;
-    nc.subscribe(`${this.inbox}*`, {
+    this.statuses = nc.status();
+    this.sub = nc.subscribe(`${this.inbox}*`, {
       callback: (error, msg) => {
         if (error) {
           // nats.js closes a refused subscription: without this every request would wait out its timeout.
@@ -89,7 +95,7 @@ export class Bus {
    */
   private async followConnection(): Promise<void> {
     void this.nc.closed().then(() => this.failAll(outcomeUnknown("closed")));
-    for await (const status of this.nc.status()) {
+    for await (const status of this.statuses) {
       if (status.type === "disconnect") {
         this.disconnected = true;
         this.failAll(outcomeUnknown("dropped"));
@@ -97,6 +103,18 @@ export class Bus {
         this.disconnected = false;
       }
     }
+  }
+
+  /**
+   * Releases what this Bus holds on its connection (the reply inbox subscription, the status
+   * listener) for a Bus that ends before its connection does; requests still waiting fail with 503.
+   */
+  close(): void {
+    if (this.closedError) return;
+    this.closedError = unavailable("the message bus client is closed", 1);
+    this.statuses.stop?.();
+    if (!this.sub.isClosed()) this.sub.unsubscribe();
+    this.failAll(this.closedError);
   }
 
   async request<T = unknown>(subject: string, body: unknown, meta: RequestMeta = {}, timeoutMs = this.options.timeoutMs): Promise<BusReply<T>> {
@@ -130,6 +148,7 @@ export class Bus {
 
   private exchange(subject: string, payload: Uint8Array | undefined, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
     return new Promise<Msg>((resolve, reject) => {
+      if (this.closedError) return reject(this.closedError);
       if (this.inboxRefused) return reject(this.inboxRefused);
       if (this.disconnected) return reject(disconnected());
       if (this.nc.isClosed() || this.nc.isDraining()) return reject(unavailable("the message bus connection is closing", 1));

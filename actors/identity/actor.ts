@@ -141,6 +141,7 @@ function keepForgettingDeletedClients(nc: NatsConnection, registry: Registry, lo
     stop() {
       stopped = true;
       clearTimeout(timer);
+      bus.close();
     },
   };
 }

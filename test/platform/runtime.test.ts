@@ -5,6 +5,12 @@ import { connectNats } from "../../platform/nats.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { serveActor, endpoint } from "../../actors/runtime/service.ts";
 import { Bus, subjects, serviceName, DerrickError } from "../../subjects/index.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ACTOR_NAMES, loadConfig } from "../../config/index.ts";
+import { startActors } from "../../actors/index.ts";
+import { TEST_CLIENTS } from "../harness/index.ts";
 
 const silent = createLogger("silent");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -167,6 +173,29 @@ describe("actor runtime", () => {
       expect(most).toBeLessThanOrEqual(1);
     } finally {
       await edge.cleanup();
+    }
+  });
+
+  it("runtime - a stopped actor leaves no subscription or status listener on the connection it was given", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-stop-"));
+    const cfg = loadConfig({ NATS_URL: nats.url, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "silent", DERRICK_PARTITIONS: "opendes", DERRICK_CLIENTS: JSON.stringify(Object.values(TEST_CLIENTS)) });
+    const nc = await connectNats(nats.url, "stop-release");
+    // The connection's shared request inbox lives as long as the connection: made before counting.
+    await nc.request("$JS.API.INFO", undefined, { timeout: 2_000 });
+    const held = () => {
+      const protocol = (nc as unknown as { protocol: { listeners: unknown[]; subscriptions: { size(): number } } }).protocol;
+      return { listeners: protocol.listeners.length, subscriptions: protocol.subscriptions.size() };
+    };
+    const idle = held();
+    try {
+      for (const name of ACTOR_NAMES) {
+        const running = await startActors([name], nc, cfg, silent);
+        await running.stop();
+        expect({ actor: name, ...held() }).toEqual({ actor: name, ...idle });
+      }
+    } finally {
+      await nc.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
