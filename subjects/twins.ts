@@ -166,10 +166,15 @@ export type TwinEntry = { key: string; revision: number; operation: "PUT" | "DEL
 /**
  * Applies the commit protocol to a stream of entries in revision order: returns the entries that
  * are visible now (including held ones a commit releases), hiding commit records themselves.
+ * While a claim is pending only the newest entry of each claimed name is held: a commit makes the
+ * claim's values visible at once, so what a name held before its newest value is never seen, and a
+ * gate that follows a bucket for months (the twin mirror) must not keep every rewrite of a key
+ * under a claim nobody commits (a device may write any key of its own bucket, claims included).
  */
 export class TwinCommitGate {
   private readonly pending = new Map<string, { revision: number; names: Set<string> }>();
-  private readonly held = new Map<string, TwinEntry[]>();
+  /** Per group, the newest held entry of each claimed name. */
+  private readonly held = new Map<string, Map<string, TwinEntry>>();
 
   feed(entry: TwinEntry): TwinEntry[] {
     const parsed = parseTwinKey(entry.key);
@@ -182,16 +187,16 @@ export class TwinCommitGate {
         return [];
       }
       this.pending.delete(parsed.group);
-      const released = this.held.get(parsed.group) ?? [];
+      const released = [...(this.held.get(parsed.group)?.values() ?? [])];
       this.held.delete(parsed.group);
       return released.sort((a, b) => a.revision - b.revision);
     }
     if (parsed.side === "desired") {
       const pending = this.pending.get(parsed.group);
       if (pending && entry.revision > pending.revision && pending.names.has(parsed.name)) {
-        const list = this.held.get(parsed.group) ?? [];
-        list.push(entry);
-        this.held.set(parsed.group, list);
+        let names = this.held.get(parsed.group);
+        if (!names) this.held.set(parsed.group, (names = new Map()));
+        names.set(parsed.name, entry);
         return [];
       }
     }

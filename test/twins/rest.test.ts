@@ -219,6 +219,42 @@ describe("twin properties REST", () => {
     expect((await derrick.call(`${path("dev-7")}/g/a`, { method: "DELETE", as: "alpha", partition: null })).status).toBe(403);
   });
 
+  it("twins - a commit gate following a bucket holds one value per claimed name, however often a device rewrites it under a claim nobody commits", async () => {
+    await put("dev-held", { group: "seed", twins: [{ name: "s", value: "0" }] });
+    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-held" }));
+    // The gate as the twin mirror runs it: one for the life of its watch, which sees every write.
+    const gate = new TwinCommitGate();
+    const heldEntries = () => {
+      const held = (gate as unknown as { held: Map<string, Map<string, unknown> | unknown[]> }).held;
+      let n = 0;
+      for (const group of held.values()) n += Array.isArray(group) ? group.length : group.size;
+      return n;
+    };
+    const watch = await kv.watch({ include: "updates" });
+    let last = Number.POSITIVE_INFINITY;
+    const released: TwinEntry[] = [];
+    const following = (async () => {
+      for await (const raw of watch) {
+        released.push(...gate.feed(toTwinEntry(raw)));
+        if (raw.revision >= last) break;
+      }
+    })();
+    // A device may write any key of its own bucket: a pending claim of its own, then the claimed key over and over.
+    await kv.put("twin_commits/g", json({ state: "pending", names: ["a"], version: 0, at: new Date().toISOString() }));
+    let written = 0;
+    for (let i = 0; i < 200; i++) written = await kv.put("twin_properties/g/desired/a", String(i));
+    last = written;
+    await kv.put("twin_properties/g/desired/other", "x"); // wakes the loop should it be waiting past `last`
+    await following;
+    watch.stop();
+    expect(released.filter((e) => e.key === "twin_properties/g/desired/a")).toEqual([]);
+    expect(heldEntries()).toBe(1);
+    // The claim committed: the newest value is released, and nothing stays held.
+    const commit = { key: "twin_commits/g", revision: written + 2, operation: "PUT" as const, value: json({ state: "committed", names: ["a"], version: written, at: new Date().toISOString() }), created: new Date() };
+    expect(gate.feed(commit).map((e) => [e.key, e.value])).toEqual([["twin_properties/g/desired/a", "199"]]);
+    expect(heldEntries()).toBe(0);
+  });
+
   it("twins - a watcher never sees part of one PUT, even with concurrent PUTs to the same group", async () => {
     await put("dev-8", { group: "g", twins: [{ name: "seed", value: "0" }] });
     const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-8" }));
