@@ -63,12 +63,15 @@ export function toEdgeError(code: string | number, error: unknown): DerrickError
 export type BadRequestFraming = Readonly<Record<string, (problem: DerrickError) => DerrickError>>;
 
 export const errorsPlugin = (log: Logger, framing: BadRequestFraming = {}) =>
-  new Elysia({ name: "derrick-errors" }).onError({ as: "global" }, ({ code, error, request, route }) => {
+  new Elysia({ name: "derrick-errors" }).onError({ as: "global" }, ({ code, error, request, route, set }) => {
     let problem = toEdgeError(code, error);
     const frame = route && Object.hasOwn(framing, route) ? framing[route] : undefined;
     if (frame && problem.status === 400 && (code === "VALIDATION" || code === "PARSE")) problem = frame(problem);
     if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) {
       log.error({ err: error, requestId: requestIdOf(request), path: new URL(request.url).pathname }, "request failed");
     }
+    // What the metrics hook reads when Elysia hands it the error instead of this Response (a request
+    // no route matched was counted as a 200).
+    set.status = problem.status;
     return problemResponse(problem, request);
   });

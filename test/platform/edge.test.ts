@@ -311,7 +311,11 @@ describe("edge", () => {
       const missing = await derrick.call("/assessments/v1/licenses/no-such-license", { as: "admin", headers: { "x-request-id": "missing-1" } });
       expect(missing.status).toBe(404);
       expect(missing.headers.get("x-request-id")).toBe("missing-1");
+      // No route at all: counted as unmatched with the status it got.
+      expect((await fetch(`${derrick.url}/no/such/route`)).status).toBe(404);
       const text = await (await fetch(`${derrick.url}/metrics`)).text();
+      expect(text).toMatch(/derrick_http_requests_total\{route="unmatched",method="GET",status="404"\} \d+\n/);
+      expect(text).not.toMatch(/route="unmatched",method="GET",status="200"/);
       expect(text).toMatch(/derrick_http_requests_total\{route="\/v1\/system\/echo",method="POST",status="200"\} \d+/);
       expect(text).toMatch(/derrick_http_requests_total\{route="\/assessments\/v1\/segmentanalyses\/:id",method="PUT",status="201"\} 1\n/);
       expect(text).toMatch(/derrick_http_requests_total\{route="\/assessments\/v1\/licenses\/:id",method="GET",status="404"\} 1\n/);
