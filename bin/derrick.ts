@@ -34,8 +34,43 @@ const USAGE = `usage: derrick <command>
 actors: ${ACTOR_NAMES.join(", ")}
 configuration: environment variables, see README.md`;
 
+/** A command line derrick cannot act on: printed with the command's usage, exit 2 (like a bad configuration). */
+class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** parseArgs's own refusals (unknown option, missing value, stray positional) are usage errors too. */
+function isUsageError(error: unknown): boolean {
+  return error instanceof UsageError || String((error as { code?: unknown })?.code ?? "").startsWith("ERR_PARSE_ARGS_");
+}
+
+/** Commands that take no arguments refuse any, rather than starting the whole system on a typo (`start --nats-url …`). */
+function noArguments(command: string, rest: string[]): void {
+  if (rest.length) throw new UsageError(`\`derrick ${command}\` takes no arguments (got ${rest.map((a) => JSON.stringify(a)).join(" ")}); it is configured by environment variables, see README.md`);
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // Help and offline commands need no configuration: `derrick help` works while the environment is wrong.
+  switch (command) {
+    case "help":
+    case "--help":
+    case "-h":
+      console.log(USAGE);
+      return 0;
+    case undefined:
+      console.error(USAGE);
+      return 0;
+    case "sdk":
+      // `derrick sdk migrate …`: offline file conversion, no NATS needed.
+      if (rest[0] === "migrate") return runMigrateCli(rest.slice(1));
+      console.error("usage: derrick sdk migrate --config old.json --routes routes.json [--out new.json]");
+      return 2;
+  }
+  if (!COMMANDS.has(command)) {
+    console.error(USAGE);
+    return 2;
+  }
   let cfg: Config;
   try {
     cfg = loadConfig();
@@ -49,12 +84,15 @@ async function main(argv: string[]): Promise<number> {
   const log = createLogger(cfg.logLevel);
   switch (command) {
     case "start":
+      noArguments(command, rest);
       return serve(cfg, log, { edge: true, actors: cfg.actors, embedded: !cfg.natsUrl });
     case "edge":
+      noArguments(command, rest);
       return serve(cfg, log, { edge: true, actors: [], embedded: false });
     case "actor":
     case "actors": {
-      const names = rest.length ? rest : cfg.actors;
+      const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
+      const names = positionals.length ? positionals : cfg.actors;
       const unknown = names.filter((n) => !(ACTOR_NAMES as readonly string[]).includes(n));
       if (unknown.length) {
         console.error(`derrick: unknown actor(s) ${unknown.join(", ")}; known: ${ACTOR_NAMES.join(", ")}`);
@@ -70,26 +108,20 @@ async function main(argv: string[]): Promise<number> {
       return devicesCommand(cfg, rest, (twin) => withBus(cfg, (bus) => ensureTwinBucket(bus.nc, twin, storagePolicy(cfg), cfg.twins.maxBytes)));
     case "token":
       return token(cfg, rest);
-    case "sdk":
-      // `derrick sdk migrate …`: offline file conversion, no NATS needed.
-      if (rest[0] === "migrate") return runMigrateCli(rest.slice(1));
-      console.error("usage: derrick sdk migrate --config old.json --routes routes.json [--out new.json]");
-      return 2;
     case "seed":
       return seed(cfg, rest);
     case "config":
+      noArguments(command, rest);
       console.log(JSON.stringify(maskedConfig(cfg), null, 2));
-      return 0;
-    case "help":
-    case "--help":
-    case "-h":
-      console.log(USAGE);
       return 0;
     default:
       console.error(USAGE);
-      return command ? 2 : 0;
+      return 2;
   }
 }
+
+/** The commands that read the configuration (help and `sdk` are answered before it is read). */
+const COMMANDS = new Set(["start", "edge", "actor", "actors", "apps", "keys", "devices", "token", "seed", "config"]);
 
 async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: readonly ActorName[]; embedded: boolean }): Promise<number> {
   // From here on a signal or an uncaught error starts the graceful stop (once the process is up).
@@ -160,6 +192,12 @@ async function apps(cfg: Config, args: string[]): Promise<number> {
     options: { id: { type: "string" }, groups: { type: "string" }, json: { type: "boolean" } },
   });
   const [action, target] = positionals;
+  const usage = "usage: derrick apps create [--id ID] [--groups a,b] [--json] | list [--json] | delete <client_id>";
+  // Checked before connecting: a wrong command line is told so even when NATS is down.
+  if (!((action === "create" || action === "list") && positionals.length === 1) && !(action === "delete" && target && positionals.length === 2)) {
+    console.error(usage);
+    return 2;
+  }
   return withBus(cfg, async (bus) => {
     if (action === "create") {
       const groups = values.groups?.split(",").map((g) => g.trim()).filter(Boolean);
@@ -174,12 +212,8 @@ async function apps(cfg: Config, args: string[]): Promise<number> {
       else for (const app of reply.body.apps) console.log(`${app.client_id}\t${app.groups.join(",")}\t${app.created_at}`);
       return 0;
     }
-    if (action === "delete" && target) {
-      await bus.request(subjects.identity["apps.delete"](), { client_id: target });
-      return 0;
-    }
-    console.error("usage: derrick apps create [--id ID] [--groups a,b] [--json] | list [--json] | delete <client_id>");
-    return 2;
+    await bus.request(subjects.identity["apps.delete"](), { client_id: target });
+    return 0;
   });
 }
 
@@ -220,7 +254,14 @@ async function token(cfg: Config, args: string[]): Promise<number> {
   const key = await loadOrCreateSigningKey(cfg.dataDir);
   const clientId = values.client ?? cfg.clients?.[0]?.client_id ?? values.user;
   const groups = values.groups?.split(",").map((g) => g.trim()).filter(Boolean) ?? [];
-  const ttl = values.ttl ? Math.round(parseDuration(values.ttl) / 1000) : cfg.auth.tokenTtlSeconds;
+  let ttl = cfg.auth.tokenTtlSeconds;
+  if (values.ttl) {
+    try {
+      ttl = Math.round(parseDuration(values.ttl) / 1000);
+    } catch (error) {
+      throw new UsageError(`--ttl: ${(error as Error).message}`);
+    }
+  }
   console.log(await mintToken(key, { sub: values.user, client_id: clientId, groups }, cfg.auth.audience, ttl));
   return 0;
 }
@@ -243,6 +284,10 @@ async function seed(cfg: Config, args: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
+    if (isUsageError(error)) {
+      console.error(`derrick: ${(error as Error).message}\nderrick help lists the commands and their options`);
+      process.exit(2);
+    }
     if (error instanceof DerrickError) console.error(`derrick: ${error.status} ${error.detail}`);
     else console.error(`derrick: ${(error as Error).message ?? error}`);
     process.exit(1);

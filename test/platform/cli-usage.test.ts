@@ -1,0 +1,89 @@
+/** The CLI's answers to command lines it cannot act on: a message naming the fault, exit 2, nothing started. */
+import { afterAll, describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../harness/index.ts";
+
+const CLI = join(fileURLToPath(new URL("../..", import.meta.url)), "bin", "derrick.ts");
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) {
+    // Should a refused `start` have started its server after all, do not leave it behind.
+    spawnSync("pkill", ["-KILL", "-f", join(d, "nats", "nats-server.conf")]);
+    rmSync(d, { recursive: true, force: true });
+  }
+});
+
+/** The CLI run to its end (bounded), with its own data dir and ports, NATS_URL pointing nowhere unless given. */
+async function derrick(args: string[], extra: Record<string, string> = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
+  dirs.push(dataDir);
+  const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(await freePort()), DERRICK_NATS_PORT: String(await freePort()), DERRICK_LOG_LEVEL: "silent", ...extra };
+  if (!("NATS_URL" in extra)) delete env.NATS_URL;
+  const out = spawnSync(process.execPath, [CLI, ...args], { env, encoding: "utf8", timeout: 20_000, killSignal: "SIGKILL" });
+  return { status: out.status, stdout: out.stdout, stderr: out.stderr, dataDir };
+}
+
+describe("derrick CLI usage errors", () => {
+  it("cli usage - `derrick start` with an argument refuses with exit 2 instead of starting everything", async () => {
+    const out = await derrick(["start", "--nats-url", "nats://elsewhere:4222"]);
+    expect(out.status, out.stderr).toBe(2);
+    expect(out.stderr).toContain("takes no arguments");
+    expect(out.stderr).toContain("--nats-url");
+    expect(existsSync(join(out.dataDir, "nats"))).toBe(false);
+  });
+
+  it("cli usage - `derrick edge` and `derrick config` with an argument refuse with exit 2", async () => {
+    for (const args of [["edge", "extra"], ["config", "--json"]]) {
+      const out = await derrick(args, { NATS_URL: `nats://127.0.0.1:${await freePort()}` });
+      expect(out.status, `${args.join(" ")}: ${out.stderr}`).toBe(2);
+      expect(out.stderr).toContain("takes no arguments");
+    }
+  });
+
+  it("cli usage - an unknown option or a missing option value exits 2 naming it, for every command that takes options", async () => {
+    const cases: Array<[string[], string]> = [
+      [["actor", "--bogus", "search"], "--bogus"],
+      [["keys", "list", "--bogus"], "--bogus"],
+      [["apps", "list", "--bogus"], "--bogus"],
+      [["token", "--user"], "--user"],
+      [["token", "--user", "alice", "--bogus"], "--bogus"],
+      [["seed", "--bogus"], "--bogus"],
+      [["devices", "list", "--bogus"], "--bogus"],
+    ];
+    for (const [args, named] of cases) {
+      const out = await derrick(args);
+      expect(out.status, `${args.join(" ")}: ${out.stderr}`).toBe(2);
+      expect(out.stderr).toContain(named);
+    }
+  });
+
+  it("cli usage - `derrick token --ttl` with a value that is no duration exits 2 naming --ttl", async () => {
+    const out = await derrick(["token", "--user", "alice", "--ttl", "soon"]);
+    expect(out.status, out.stderr).toBe(2);
+    expect(out.stderr).toContain("--ttl");
+    expect(out.stderr).toContain('"soon" is not a duration');
+  });
+
+  it("cli usage - `derrick apps` with a missing or unknown action prints its usage (exit 2) without first needing NATS", async () => {
+    for (const args of [["apps"], ["apps", "delete"], ["apps", "remove", "x"]]) {
+      const out = await derrick(args, { NATS_URL: `nats://127.0.0.1:${await freePort()}` });
+      expect(out.status, `${args.join(" ")}: ${out.stderr}`).toBe(2);
+      expect(out.stderr).toContain("usage: derrick apps");
+      expect(out.stderr).not.toContain("cannot reach NATS");
+    }
+  });
+
+  it("cli usage - `derrick help` and `derrick sdk migrate` work while a configuration variable is wrong", async () => {
+    const help = await derrick(["help"], { DERRICK_HTTP_PORT: "eighty" });
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stdout).toContain("usage: derrick");
+    const migrate = await derrick(["sdk", "migrate"], { DERRICK_HTTP_PORT: "eighty" });
+    expect(migrate.status).toBe(2);
+    expect(migrate.stderr).toContain("usage: derrick sdk migrate");
+    expect(migrate.stderr).not.toContain("DERRICK_HTTP_PORT");
+  });
+});
