@@ -138,6 +138,18 @@ describe("config", () => {
     });
   });
 
+  it("config - an out-of-range duration is told in durations, a log level with its choices, a rate with a zero period as such", () => {
+    expect(errorOf({ DERRICK_REQUEST_TIMEOUT: "20m" }).message).toBe('DERRICK_REQUEST_TIMEOUT: must be at most 10m (got "20m")');
+    // Held in seconds: the bound is still told as a duration.
+    expect(errorOf({ DERRICK_TOKEN_TTL: "30s" }).message).toBe('DERRICK_TOKEN_TTL: must be at least 1m (got "30s")');
+    expect(errorOf({ DERRICK_TOKEN_FAILURE_WINDOW: "500ms" }).message).toBe('DERRICK_TOKEN_FAILURE_WINDOW: must be at least 1s (got "500ms")');
+    expect(errorOf({ DERRICK_DELIVERY_SCHEDULE: "0,8d" }).message).toBe('DERRICK_DELIVERY_SCHEDULE: must be at most 7d (got "0,8d") at /1');
+    expect(errorOf({ DERRICK_LOG_LEVEL: "verbose" }).message).toBe('DERRICK_LOG_LEVEL: "verbose" is not one of fatal, error, warn, info, debug, trace, silent');
+    const rate = errorOf({ DERRICK_RATE_LIMIT: "5/0s" });
+    expect(rate.variable).toBe("DERRICK_RATE_LIMIT");
+    expect(rate.message).toContain("period is zero");
+  });
+
   it("config - durations accept units and bare milliseconds", () => {
     expect(parseDuration("0")).toBe(0);
     expect(parseDuration("250ms")).toBe(250);

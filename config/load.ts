@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
-import { Value } from "@sinclair/typebox/value";
+import { Value, type ValueError } from "@sinclair/typebox/value";
 import { ACTOR_NAMES, ClientSeed, Config } from "./schema.ts";
 import { parseDuration } from "./duration.ts";
 
@@ -58,6 +58,7 @@ const rate: Parser = (raw, variable) => {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(?:\/\s*(\d*)\s*(ms|s|m|h))?\s*$/.exec(raw);
   if (!match) throw new ConfigError(variable, `"${raw}" is not a rate (e.g. 200/s, 6000/m, 0 = off)`);
   const per = { ms: 0.001, s: 1, m: 60, h: 3600 }[(match[3] ?? "s") as "ms" | "s" | "m" | "h"] * Number(match[2] || 1);
+  if (per === 0) throw new ConfigError(variable, `"${raw}" is not a rate: its period is zero (e.g. 200/s, 6000/m, 0 = off)`);
   return Number(match[1]) / per;
 };
 /** One or more NATS server URLs (comma list; `host:port` means nats://host:port), as nats.js takes them. */
@@ -107,7 +108,16 @@ const actorList: Parser = (raw, variable) => {
 };
 
 /** Each variable, where it lands in Config, how it is parsed, and its default. */
-const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fallback?: string }> = [
+type Variable = {
+  name: string;
+  path: string;
+  parse: Parser;
+  fallback?: string;
+  /** Set on durations: the parsed value counts units of this many ms, and its bounds are told as durations ("at most 10m"), not as bare numbers. */
+  durationUnitMs?: number;
+};
+
+const VARIABLES: ReadonlyArray<Variable> = [
   { name: "NATS_URL", path: "natsUrl", parse: natsUrls },
   { name: "NATS_USER", path: "natsUser", parse: text },
   { name: "NATS_PASSWORD", path: "natsPassword", parse: text },
@@ -125,29 +135,29 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_AUTH_ISSUER", path: "auth.issuer", parse: text },
   { name: "DERRICK_AUTH_JWKS_URL", path: "auth.jwksUrl", parse: httpUrl },
   { name: "DERRICK_AUTH_AUDIENCE", path: "auth.audience", parse: text, fallback: "derrick" },
-  { name: "DERRICK_TOKEN_TTL", path: "auth.tokenTtlSeconds", parse: (raw, v) => Math.round((duration(raw, v) as number) / 1000), fallback: "1h" },
-  { name: "DERRICK_AUTH_JWKS_MAX_AGE", path: "auth.jwksMaxAgeMs", parse: duration, fallback: "10m" },
+  { name: "DERRICK_TOKEN_TTL", path: "auth.tokenTtlSeconds", parse: (raw, v) => Math.round((duration(raw, v) as number) / 1000), fallback: "1h", durationUnitMs: 1000 },
+  { name: "DERRICK_AUTH_JWKS_MAX_AGE", path: "auth.jwksMaxAgeMs", parse: duration, fallback: "10m", durationUnitMs: 1 },
   { name: "DERRICK_TOKEN_CONCURRENCY", path: "auth.tokenEndpoint.concurrency", parse: integer, fallback: "2" },
   { name: "DERRICK_TOKEN_QUEUE", path: "auth.tokenEndpoint.queue", parse: integer, fallback: "32" },
   { name: "DERRICK_TOKEN_MAX_FAILURES", path: "auth.tokenEndpoint.maxFailures", parse: integer, fallback: "10" },
-  { name: "DERRICK_TOKEN_FAILURE_WINDOW", path: "auth.tokenEndpoint.failureWindowMs", parse: duration, fallback: "5m" },
+  { name: "DERRICK_TOKEN_FAILURE_WINDOW", path: "auth.tokenEndpoint.failureWindowMs", parse: duration, fallback: "5m", durationUnitMs: 1 },
   { name: "DERRICK_TOKEN_IP_RATE", path: "auth.tokenEndpoint.addressRate", parse: rate, fallback: "5/s" },
   { name: "DERRICK_TOKEN_IP_BURST", path: "auth.tokenEndpoint.addressBurst", parse: integer, fallback: "20" },
-  { name: "DERRICK_REQUEST_TIMEOUT", path: "requestTimeoutMs", parse: duration, fallback: "5s" },
+  { name: "DERRICK_REQUEST_TIMEOUT", path: "requestTimeoutMs", parse: duration, fallback: "5s", durationUnitMs: 1 },
   { name: "DERRICK_ACTOR_CONCURRENCY", path: "actorConcurrency", parse: integer, fallback: "256" },
   { name: "DERRICK_ACTOR_QUEUE", path: "actorQueue.requests", parse: integer, fallback: "4096" },
   { name: "DERRICK_ACTOR_QUEUE_BYTES", path: "actorQueue.bytes", parse: integer, fallback: String(64 * 1024 * 1024) },
   { name: "DERRICK_JETSTREAM_REPLICAS", path: "jetstreamReplicas", parse: integer, fallback: "1" },
   { name: "DERRICK_CATALOG_FILE", path: "content.catalogFile", parse: text },
   { name: "DERRICK_CONTENT_CONCURRENCY", path: "content.workerConcurrency", parse: integer, fallback: "64" },
-  { name: "DERRICK_CONTENT_ACK_WAIT", path: "content.ackWaitMs", parse: duration, fallback: "30s" },
-  { name: "DERRICK_CONTENT_TASK_DELAY", path: "content.taskDelayMs", parse: duration, fallback: "0" },
+  { name: "DERRICK_CONTENT_ACK_WAIT", path: "content.ackWaitMs", parse: duration, fallback: "30s", durationUnitMs: 1 },
+  { name: "DERRICK_CONTENT_TASK_DELAY", path: "content.taskDelayMs", parse: duration, fallback: "0", durationUnitMs: 1 },
   { name: "DERRICK_CONTENT_MAX_UNFINISHED", path: "content.queueLimits.perRequester", parse: integer, fallback: "1000" },
   { name: "DERRICK_CONTENT_QUEUE_MAX", path: "content.queueLimits.total", parse: integer, fallback: "100000" },
-  { name: "DERRICK_DELIVERY_SCHEDULE", path: "delivery.scheduleMs", parse: (raw, v) => (list(raw, v) as string[]).map((d) => duration(d, v)), fallback: DEFAULT_DELIVERY_SCHEDULE },
+  { name: "DERRICK_DELIVERY_SCHEDULE", path: "delivery.scheduleMs", parse: (raw, v) => (list(raw, v) as string[]).map((d) => duration(d, v)), fallback: DEFAULT_DELIVERY_SCHEDULE, durationUnitMs: 1 },
   { name: "DERRICK_DELIVERY_SCHEDULE", path: "delivery.scheduleJitter", parse: (raw) => raw.replace(/\s+/g, "") === DEFAULT_DELIVERY_SCHEDULE, fallback: DEFAULT_DELIVERY_SCHEDULE },
-  { name: "DERRICK_DELIVERY_TIMEOUT", path: "delivery.timeoutMs", parse: duration, fallback: "15s" },
-  { name: "DERRICK_DELIVERY_PAUSE_AFTER", path: "delivery.pauseAfterMs", parse: duration, fallback: "5d" },
+  { name: "DERRICK_DELIVERY_TIMEOUT", path: "delivery.timeoutMs", parse: duration, fallback: "15s", durationUnitMs: 1 },
+  { name: "DERRICK_DELIVERY_PAUSE_AFTER", path: "delivery.pauseAfterMs", parse: duration, fallback: "5d", durationUnitMs: 1 },
   { name: "DERRICK_DELIVERY_CONCURRENCY", path: "delivery.concurrency", parse: integer, fallback: "1024" },
   { name: "DERRICK_DELIVERY_PER_SUBSCRIPTION", path: "delivery.perSubscription", parse: integer, fallback: "32" },
   { name: "DERRICK_CALLBACK_ALLOW_CIDRS", path: "delivery.allowCidrs", parse: list },
@@ -158,7 +168,7 @@ const VARIABLES: ReadonlyArray<{ name: string; path: string; parse: Parser; fall
   { name: "DERRICK_SEARCH_INDEX_FILE", path: "search.indexFile", parse: text },
   { name: "DERRICK_SEARCH_CURSOR_LIMIT", path: "search.cursorLimit", parse: integer, fallback: "500" },
   { name: "DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT", path: "search.cursorPrincipalLimit", parse: integer, fallback: "50" },
-  { name: "DERRICK_SEARCH_CURSOR_TTL", path: "search.cursorTtlMs", parse: duration, fallback: "90s" },
+  { name: "DERRICK_SEARCH_CURSOR_TTL", path: "search.cursorTtlMs", parse: duration, fallback: "90s", durationUnitMs: 1 },
   { name: "DERRICK_LOG_LEVEL", path: "logLevel", parse: text, fallback: "info" },
 ];
 
@@ -205,25 +215,51 @@ const given = (value: string | undefined) => (value === undefined || value.trim(
 export function loadConfig(env: Source = process.env): Config {
   const file = env.DERRICK_CONFIG ? readFileSource(env.DERRICK_CONFIG) : {};
   const draft: Record<string, unknown> = {};
+  const givenRaw: Map<string, string> = new Map();
   for (const variable of VARIABLES) {
     // Empty counts as unset (a blank `VAR=` line in a compose or env file), so the file or the default applies.
     const raw = given(env[variable.name]) ?? given(file[variable.name]) ?? variable.fallback;
     if (raw === undefined) continue;
+    givenRaw.set(variable.name, raw);
     setPath(draft, variable.path, variable.parse(raw, variable.name));
   }
-  validate(draft);
+  validate(draft, givenRaw);
   return deepFreeze(draft as Config);
 }
 
-function validate(draft: Record<string, unknown>): void {
-  const byPath = new Map(VARIABLES.map((v) => [`/${v.path.replaceAll(".", "/")}`, v.name]));
+/** A duration as written in configuration: the largest unit that states it exactly (600000 → "10m"). */
+function formatDuration(ms: number): string {
+  for (const [unit, size] of [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1_000]] as const) {
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+/** TypeBox's message, or one in the variable's own terms where TypeBox's would puzzle an operator. */
+function describeError(error: ValueError, variable: Variable | undefined, raw: string | undefined): string {
+  const schema = error.schema as Record<string, unknown>;
+  // A choice of literals (DERRICK_LOG_LEVEL): name the choices, not "Expected union value".
+  const choices = Array.isArray(schema.anyOf) ? (schema.anyOf as Array<{ const?: unknown }>).map((option) => option.const) : [];
+  if (choices.length && choices.every((choice) => typeof choice === "string")) return `${JSON.stringify(error.value)} is not one of ${choices.join(", ")}`;
+  // A duration out of range: its bounds as durations ("at most 10m"), not in the unit it is held in.
+  if (variable?.durationUnitMs && typeof error.value === "number") {
+    const unit = variable.durationUnitMs;
+    const given = raw === undefined ? "" : ` (got ${JSON.stringify(raw.trim())})`;
+    if (typeof schema.maximum === "number" && error.value > schema.maximum) return `must be at most ${formatDuration(schema.maximum * unit)}${given}`;
+    if (typeof schema.minimum === "number" && error.value < schema.minimum) return `must be at least ${formatDuration(schema.minimum * unit)}${given}`;
+  }
+  return error.message;
+}
+
+function validate(draft: Record<string, unknown>, raws: ReadonlyMap<string, string>): void {
+  const byPath = new Map(VARIABLES.map((v) => [`/${v.path.replaceAll(".", "/")}`, v]));
   const first = Value.Errors(Config, draft).First();
   if (first) {
     // Map the JSON pointer back to the variable that produced it (clients/0/appkey → DERRICK_CLIENTS).
     const owner = [...byPath.entries()].find(([pointer]) => first.path === pointer || first.path.startsWith(`${pointer}/`));
-    const variable = owner?.[1] ?? first.path;
+    const variable = owner?.[1].name ?? first.path;
     const where = owner && first.path !== owner[0] ? ` at ${first.path.slice(owner[0].length)}` : "";
-    throw new ConfigError(variable, `${first.message}${where}`);
+    throw new ConfigError(variable, `${describeError(first, owner?.[1], raws.get(variable))}${where}`);
   }
   const auth = draft.auth as Config["auth"];
   if (Boolean(auth.issuer) !== Boolean(auth.jwksUrl)) {
