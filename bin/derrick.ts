@@ -135,7 +135,10 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
     }
     // Anonymous connections are refused: derrick's processes use the internal user, devices their own.
     const users = ensureNatsUsers(cfg.dataDir);
-    server = await startNatsServer({ dir: resolve(join(cfg.dataDir, "nats")), port: cfg.natsPort, authorization: authorizationBlock(users), ownProcessGroup: true });
+    server = await startNatsServer({ dir: resolve(join(cfg.dataDir, "nats")), port: cfg.natsPort, authorization: authorizationBlock(users), ownProcessGroup: true }).catch((error: Error) => {
+      if (!/address already in use/.test(error.message)) throw error;
+      throw new Error(`the embedded nats-server cannot listen on 127.0.0.1:${cfg.natsPort}: another process holds that port. Set DERRICK_NATS_PORT to a free port, or NATS_URL to join the server there (${error.message})`);
+    });
     natsUrl = server.url;
     // The server has a process group of its own (a Ctrl-C reaches only derrick, which drains first):
     // whatever way this process ends, the server goes with it.

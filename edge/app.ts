@@ -66,7 +66,15 @@ export type EdgeApp = ReturnType<typeof createEdgeApp>;
 export type RunningEdge = { url: string; port: number; stop(): Promise<void> };
 
 export function listenEdge(app: EdgeApp, cfg: Config, log: Logger): RunningEdge {
-  app.listen({ hostname: cfg.http.host, port: cfg.http.port, reusePort: cfg.http.reusePort, maxRequestBodySize: serverBodyCap() });
+  try {
+    app.listen({ hostname: cfg.http.host, port: cfg.http.port, reusePort: cfg.http.reusePort, maxRequestBodySize: serverBodyCap() });
+  } catch (error) {
+    // Bun says "Failed to start server. Is port 8080 in use?": name the settings that chose the address.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== "EADDRINUSE" && code !== "EADDRNOTAVAIL" && code !== "EACCES") throw error;
+    const why = code === "EADDRINUSE" ? "another process holds that port (set DERRICK_HTTP_PORT to a free one)" : code === "EADDRNOTAVAIL" ? "no interface of this host has that address (DERRICK_HTTP_HOST)" : "not permitted (a port below 1024 needs privileges)";
+    throw new Error(`the edge cannot listen on ${cfg.http.host}:${cfg.http.port} (DERRICK_HTTP_HOST, DERRICK_HTTP_PORT): ${why}`, { cause: error });
+  }
   const server = app.server!;
   const url = `http://${cfg.http.host.includes(":") ? `[${cfg.http.host}]` : cfg.http.host}:${server.port}`;
   log.info({ url }, "edge listening");

@@ -187,7 +187,7 @@ async function waitForPortsFile(dir: string, pid: number, exited: Promise<number
   const file = `nats-server_${pid}.ports`;
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
-    if (hasExited) throw new Error(`nats-server exited during start-up:\n${output()}`);
+    if (hasExited) throw new Error(`nats-server exited during start-up: ${startupFailure(output())}`);
     if (readdirSync(dir).includes(file)) {
       try {
         const ports = JSON.parse(readFileSync(join(dir, file), "utf8")) as { nats?: string[] };
@@ -200,4 +200,13 @@ async function waitForPortsFile(dir: string, pid: number, exited: Promise<number
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   throw new Error(`nats-server did not report its port within 15 s:\n${output()}`);
+}
+
+/** Why a server exited during start-up: its fatal lines without their log prefix, else its whole output (the banner says nothing). */
+function startupFailure(output: string): string {
+  const fatal = output
+    .split("\n")
+    .filter((line) => line.includes("[FTL]"))
+    .map((line) => line.slice(line.indexOf("[FTL]") + 5).trim());
+  return fatal.length ? fatal.join("; ") : `\n${output}`;
 }

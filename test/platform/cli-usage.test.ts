@@ -2,6 +2,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -85,5 +86,43 @@ describe("derrick CLI usage errors", () => {
     expect(migrate.status).toBe(2);
     expect(migrate.stderr).toContain("usage: derrick sdk migrate");
     expect(migrate.stderr).not.toContain("DERRICK_HTTP_PORT");
+  });
+});
+
+describe("derrick start on a port another process holds", () => {
+  /** A plain TCP listener on a free loopback port, closed when the test ends. */
+  async function holdPort(): Promise<{ port: number; server: Server }> {
+    const port = await freePort();
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+    return { port, server };
+  }
+
+  it("cli usage - a taken DERRICK_NATS_PORT is named in one line, not answered with the server's whole log", async () => {
+    const held = await holdPort();
+    try {
+      const out = await derrick(["start"], { DERRICK_NATS_PORT: String(held.port) });
+      expect(out.status, out.stderr).toBe(1);
+      expect(out.stderr).toContain(`127.0.0.1:${held.port}`);
+      expect(out.stderr).toContain("DERRICK_NATS_PORT");
+      expect(out.stderr).not.toContain("JETSTREAM");
+      expect(out.stderr.trim().split("\n")).toHaveLength(1);
+    } finally {
+      held.server.close();
+    }
+  });
+
+  it("cli usage - a taken DERRICK_HTTP_PORT is named, and the embedded nats-server started before it is stopped", async () => {
+    const held = await holdPort();
+    try {
+      const out = await derrick(["start"], { DERRICK_HTTP_PORT: String(held.port) });
+      expect(out.status, out.stderr).toBe(1);
+      expect(out.stderr).toContain(`127.0.0.1:${held.port}`);
+      expect(out.stderr).toContain("DERRICK_HTTP_PORT");
+      const left = spawnSync("pgrep", ["-f", join(out.dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim();
+      expect(left).toBe("");
+    } finally {
+      held.server.close();
+    }
   });
 });
