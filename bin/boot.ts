@@ -73,25 +73,33 @@ export async function boot(options: BootOptions): Promise<Booted> {
 /** Why a serving process stops, and the exit code that says so. */
 export type StopRequest = { reason: "signal" | "uncaught error"; exitCode: number };
 
+/** A signal repeated within this time is the same stop request delivered twice (terminal and npm), not a second one. */
+export const SIGNAL_REPEAT_MS = 1_000;
+
 /** How long the drain after an uncaught error may take before the process exits anyway. */
 export const UNCAUGHT_DRAIN_DEADLINE_MS = 30_000;
 
 /**
  * Listens, from now on, for what ends a serving process: SIGINT or SIGTERM (exit 0), or an error
  * nobody caught (exit 1; platform/uncaught.ts logs it). `requested` resolves at the first of them,
- * and the caller runs the graceful stop. A second signal exits at once (130). After an uncaught
- * error the process may be too broken to finish draining: past `drainDeadlineMs` it exits 1 anyway.
+ * and the caller runs the graceful stop. A second signal (SIGNAL_REPEAT_MS or more after the first)
+ * exits at once (130). After an uncaught error the process may be too broken to finish draining:
+ * past `drainDeadlineMs` it exits 1 anyway.
  * Installed before boot, so an error during start-up stops the process once it is up.
  */
 export function listenForStop(log: Logger, options: { drainDeadlineMs?: number } = {}): { requested: Promise<StopRequest>; dispose(): void } {
   let request: (value: StopRequest) => void;
   const requested = new Promise<StopRequest>((resolve) => (request = resolve));
-  let signals = 0;
+  let firstSignalAt: number | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (++signals > 1) {
+    if (firstSignalAt !== undefined) {
+      // One Ctrl-C can arrive twice: from the terminal (to the whole foreground group) and forwarded
+      // by `npm start`, which passes SIGINT and SIGTERM on to its child. Only a later one means "now".
+      if (Date.now() - firstSignalAt < SIGNAL_REPEAT_MS) return;
       log.warn({ signal }, "second signal: exiting now");
       process.exit(130);
     }
+    firstSignalAt = Date.now();
     log.info({ signal }, "shutting down: draining");
     request({ reason: "signal", exitCode: 0 });
   };

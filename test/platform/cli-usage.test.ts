@@ -1,14 +1,15 @@
 /** The CLI's answers to command lines it cannot act on: a message naming the fault, exit 2, nothing started. */
 import { afterAll, describe, expect, it } from "vitest";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../harness/index.ts";
+import { eventually, freePort } from "../harness/index.ts";
 
-const CLI = join(fileURLToPath(new URL("../..", import.meta.url)), "bin", "derrick.ts");
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const CLI = join(ROOT, "bin", "derrick.ts");
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) {
@@ -123,6 +124,69 @@ describe("derrick start on a port another process holds", () => {
       expect(left).toBe("");
     } finally {
       held.server.close();
+    }
+  });
+});
+
+describe("npm start and a stop signal sent to npm", () => {
+  /** A process's descendants (pgrep -P, recursively). */
+  const descendants = (pid: number): number[] => {
+    const children = spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
+    return children.flatMap((child) => [child, ...descendants(child)]);
+  };
+
+  /** `npm start` (the start script alone) with its own data dir and ports, in a process group of its own like a terminal's foreground job. */
+  async function npmStart() {
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-npm-start-"));
+    dirs.push(dataDir);
+    const httpPort = await freePort();
+    const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(await freePort()), DERRICK_LOG_LEVEL: "info" };
+    delete env.NATS_URL;
+    // --ignore-scripts: the start script alone (the prestart setup installs packages; not what is tested here).
+    const npm = spawn("npm", ["start", "--ignore-scripts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let log = "";
+    npm.stdout.on("data", (d) => (log += d));
+    npm.stderr.on("data", (d) => (log += d));
+    const healthz = () => fetch(`http://127.0.0.1:${httpPort}/healthz`).then((r) => r.status === 200, () => false);
+    const serverRuns = () => spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim() !== "";
+    await eventually(healthz, { timeoutMs: 30_000, what: `healthz (log: ${log.slice(-500)})` });
+    const started = descendants(npm.pid!);
+    expect(serverRuns()).toBe(true);
+    return {
+      npm,
+      log: () => log,
+      stopped: () => eventually(async () => !serverRuns() && !(await healthz()), { timeoutMs: 20_000, intervalMs: 100, what: `derrick and its nats-server to stop (log: ${log.slice(-500)})` }),
+      cleanup() {
+        for (const pid of [npm.pid!, ...started]) {
+          try {
+            process.kill(pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
+        }
+      },
+    };
+  }
+
+  it("cli usage - SIGTERM to the `npm start` process stops derrick and its embedded nats-server (none is left orphaned)", async () => {
+    const run = await npmStart();
+    try {
+      run.npm.kill("SIGTERM");
+      await run.stopped();
+    } finally {
+      run.cleanup();
+    }
+  });
+
+  it("cli usage - one Ctrl-C to `npm start` (SIGINT to the whole group, which npm forwards too) drains instead of exiting at once", async () => {
+    const run = await npmStart();
+    try {
+      process.kill(-run.npm.pid!, "SIGINT");
+      await run.stopped();
+      await eventually(() => run.log().includes('"msg":"stopped"'), { timeoutMs: 5_000, what: "derrick's stopped line" });
+      expect(run.log()).not.toContain("second signal");
+    } finally {
+      run.cleanup();
     }
   });
 });
