@@ -5,7 +5,7 @@
  * that stop in a serving process: a signal, or an error nobody caught.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { ActorName, Config } from "../config/index.ts";
+import { withoutCredentials, type ActorName, type Config } from "../config/index.ts";
 import { Bus } from "../subjects/index.ts";
 import { connectNats, type NatsAuth } from "../platform/nats.ts";
 import type { Logger } from "../platform/logger.ts";
@@ -36,7 +36,11 @@ export type Booted = {
 
 export async function boot(options: BootOptions): Promise<Booted> {
   const { cfg, log } = options;
-  const nc = await connectNats(options.natsUrl, `derrick-${process.pid}`, log, options.natsAuth);
+  const nc = await connectNats(options.natsUrl, `derrick-${process.pid}`, log, options.natsAuth).catch((error: Error) => {
+    // nats.js says only "connection refused" or "Authorization Violation": name what to check.
+    const settings = cfg.natsUrl ? "NATS_URL, NATS_USER, NATS_PASSWORD" : "the embedded server";
+    throw new Error(`cannot connect to NATS at ${options.natsUrl.split(",").map(withoutCredentials).join(",")} (${settings}): ${error.message}`, { cause: error });
+  });
   const metrics = createMetrics(options.processMetrics ?? true);
   const bus = new Bus(nc, {
     timeoutMs: cfg.requestTimeoutMs,

@@ -3,7 +3,7 @@
 import { storagePolicy } from "../actors/runtime/storage.ts";
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
-import { ACTOR_NAMES, ConfigError, loadConfig, maskedConfig, parseDuration, type ActorName, type Config } from "../config/index.ts";
+import { ACTOR_NAMES, ConfigError, loadConfig, maskedConfig, parseDuration, withoutCredentials, type ActorName, type Config } from "../config/index.ts";
 import { createLogger, type Logger } from "../platform/logger.ts";
 import { startNatsServer, type NatsServer } from "../platform/nats-server.ts";
 import { connectNats, type NatsAuth } from "../platform/nats.ts";
@@ -179,7 +179,7 @@ function natsAuthFor(cfg: Config): NatsAuth | undefined {
 async function withBus<T>(cfg: Config, work: (bus: Bus) => Promise<T>): Promise<T> {
   const url = cfg.natsUrl ?? `nats://127.0.0.1:${cfg.natsPort}`;
   const nc = await connectNats(url, "derrick-cli", undefined, natsAuthFor(cfg)).catch((error: Error) => {
-    throw new Error(`cannot reach NATS at ${url} (${error.message}); is derrick running, or NATS_URL set?`);
+    throw new Error(`cannot reach NATS at ${url.split(",").map(withoutCredentials).join(",")} (${error.message}); is derrick running, or NATS_URL set?`);
   });
   try {
     return await work(new Bus(nc, { timeoutMs: cfg.requestTimeoutMs }));

@@ -13,7 +13,8 @@ export function maskedConfig(cfg: Config): unknown {
   };
 }
 
-function withoutCredentials(url: string): string {
+/** A URL (or a comma list of them) with any user and password replaced by `***`. */
+export function withoutCredentials(url: string): string {
   // Only the userinfo changes; anything URL cannot parse is shown as given (config accepted it).
   // The scheme is optional (NATS_URL takes host:port forms); the userinfo ends at the last @ before the path (a password may hold @).
   return url.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?)[^/]*@/i, (_, scheme: string) => `${scheme}***@`);

@@ -190,3 +190,16 @@ describe("npm start and a stop signal sent to npm", () => {
     }
   });
 });
+
+describe("derrick edge and actor without a reachable NATS", () => {
+  it("cli usage - `derrick edge`, `derrick actor` and the admin commands name the NATS URL (credentials masked) and the variables to check when it cannot be reached", async () => {
+    const url = `nats://derrick:s3cret@127.0.0.1:${await freePort()}`;
+    for (const args of [["edge"], ["actor", "system"], ["apps", "list"]]) {
+      const out = await derrick(args, { NATS_URL: url });
+      expect(out.status, `${args.join(" ")}: ${out.stderr}`).toBe(1);
+      expect(out.stderr).toContain(url.replace("derrick:s3cret@", "***@"));
+      expect(out.stderr).toContain("NATS_URL");
+      expect(out.stderr).not.toContain("s3cret");
+    }
+  });
+});
