@@ -61,7 +61,8 @@ export const openapiPlugin = (build: BuildInfo) =>
         provider: "scalar",
         // The type wants every Scalar option; cdn is the only one we change.
         scalar: { cdn: SCALAR_PATH } as never,
-        exclude: { paths: [SCALAR_PATH] },
+        // staticFile: the plugin leaves out every path with a "." by default, which dropped /.well-known/jwks.json.
+        exclude: { paths: [SCALAR_PATH], staticFile: false },
         documentation: {
           openapi: "3.1.0",
           info: {

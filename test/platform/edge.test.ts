@@ -270,7 +270,7 @@ describe("edge", () => {
       const verdict = await validator.validate(doc as Parameters<Validator["validate"]>[0]);
       expect(verdict.errors ?? []).toEqual([]);
       expect(verdict.valid).toBe(true);
-      expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v2/token", "/readyz", "/v1/system/echo"]));
+      expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v2/token", "/.well-known/jwks.json", "/readyz", "/v1/system/echo"]));
       // The token endpoint takes a form, and says so (and what its errors look like).
       const tokenOp = (doc.paths["/v2/token"] as { post: { requestBody?: { content: Record<string, { schema: { required: string[] } }> }; responses: Record<string, unknown> } }).post;
       expect(tokenOp.requestBody?.content["application/x-www-form-urlencoded"]?.schema.required).toEqual(["grant_type"]);
