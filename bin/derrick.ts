@@ -145,6 +145,7 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
     const child = server.process;
     process.once("exit", () => void child.kill("SIGTERM"));
     log.info({ url: natsUrl, store: join(cfg.dataDir, "nats") }, "embedded nats-server started");
+    if (cfg.natsUser) log.warn("NATS_USER is set but NATS_URL is not: the embedded server is used with its internal user, NATS_USER and NATS_PASSWORD are ignored");
   }
   let running;
   try {
@@ -169,9 +170,13 @@ async function ensureDeviceBuckets(cfg: Config, nc: NatsConnection, log: Logger)
   }
 }
 
-/** NATS_USER/NATS_PASSWORD when given, else the embedded server's internal user from the data dir. */
+/**
+ * NATS_USER/NATS_PASSWORD for NATS_URL, else the embedded server's internal user from the data dir:
+ * the embedded server knows no other (its users are derrick's own and device users), so NATS_USER
+ * without NATS_URL is not used for it.
+ */
 function natsAuthFor(cfg: Config): NatsAuth | undefined {
-  if (cfg.natsUser) return { user: cfg.natsUser, pass: cfg.natsPassword ?? "" };
+  if (cfg.natsUser && cfg.natsUrl) return { user: cfg.natsUser, pass: cfg.natsPassword ?? "" };
   const internal = readNatsUsers(cfg.dataDir)?.internal;
   return internal ? { user: internal.user, pass: internal.password } : undefined;
 }

@@ -203,3 +203,27 @@ describe("derrick edge and actor without a reachable NATS", () => {
     }
   });
 });
+
+describe("derrick start with NATS_USER but no NATS_URL", () => {
+  it("cli usage - the embedded server is joined with its internal user (NATS_USER is for NATS_URL), with a warning", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
+    dirs.push(dataDir);
+    const httpPort = await freePort();
+    const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(await freePort()), DERRICK_LOG_LEVEL: "warn", ACTORS: "system", NATS_USER: "alice", NATS_PASSWORD: "alice-password" };
+    delete env.NATS_URL;
+    const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let log = "";
+    child.stdout.on("data", (d) => (log += d));
+    child.stderr.on("data", (d) => (log += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200 || child.exitCode !== null, { timeoutMs: 20_000, what: "readyz or an exit" });
+      expect(child.exitCode, log).toBeNull();
+      expect(log).toContain("NATS_USER is set but NATS_URL is not");
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});
