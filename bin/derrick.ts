@@ -11,7 +11,7 @@ import { authorizationBlock, ensureNatsUsers, readNatsUsers } from "../platform/
 import { devicesCommand } from "./devices.ts";
 import { Bus, DerrickError, subjects } from "../subjects/index.ts";
 import type { AppCredentials, AppList, SigningKeyList } from "../subjects/identity.ts";
-import { loadOrCreateSigningKey, mintToken } from "../actors/identity/index.ts";
+import { loadSigningKey, mintToken } from "../actors/identity/index.ts";
 import { boot, listenForStop } from "./boot.ts";
 import { runMigrateCli } from "../sdk/migrate.ts";
 import { ensureTwinBucket } from "../actors/twins/store.ts";
@@ -259,9 +259,6 @@ async function token(cfg: Config, args: string[]): Promise<number> {
     console.error(`derrick: tokens come from ${cfg.auth.issuer}; \`derrick token\` mints only with the embedded issuer`);
     return 2;
   }
-  const key = await loadOrCreateSigningKey(cfg.dataDir);
-  const clientId = values.client ?? cfg.clients?.[0]?.client_id ?? values.user;
-  const groups = values.groups?.split(",").map((g) => g.trim()).filter(Boolean) ?? [];
   let ttl = cfg.auth.tokenTtlSeconds;
   if (values.ttl) {
     try {
@@ -269,7 +266,17 @@ async function token(cfg: Config, args: string[]): Promise<number> {
     } catch (error) {
       throw new UsageError(`--ttl: ${(error as Error).message}`);
     }
+    // The bounds of DERRICK_TOKEN_TTL's upper end; below a second the token would be expired when printed.
+    if (ttl < 1 || ttl > 86_400) throw new UsageError(`--ttl: "${values.ttl}" must be between 1s and 1d`);
   }
+  // Only the key an identity actor uses (and publishes): a key made here would sign tokens every edge refuses.
+  const key = await loadSigningKey(cfg.dataDir);
+  if (!key) {
+    console.error(`derrick: no signing key in ${join(cfg.dataDir, "issuer")}: \`derrick token\` signs with the embedded issuer's key, kept in the DERRICK_DATA_DIR of a process running the identity actor (start derrick first, or point DERRICK_DATA_DIR there)`);
+    return 2;
+  }
+  const clientId = values.client ?? cfg.clients?.[0]?.client_id ?? values.user;
+  const groups = values.groups?.split(",").map((g) => g.trim()).filter(Boolean) ?? [];
   console.log(await mintToken(key, { sub: values.user, client_id: clientId, groups }, cfg.auth.audience, ttl));
   return 0;
 }

@@ -1,2 +1,2 @@
 export { startIdentityActor } from "./actor.ts";
-export { loadOrCreateSigningKey, mintToken, EMBEDDED_ISSUER } from "./keys.ts";
+export { loadOrCreateSigningKey, loadSigningKey, mintToken, EMBEDDED_ISSUER } from "./keys.ts";

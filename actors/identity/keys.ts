@@ -18,6 +18,12 @@ export async function loadOrCreateSigningKey(dataDir: string): Promise<SigningKe
   return toSigningKey(existsSync(file) ? readKey(file) : await writeNewKey(file, () => existsSync(file)));
 }
 
+/** The signing key in the data dir, if an issuer has made one there (`derrick token` must not make a key nobody publishes). */
+export async function loadSigningKey(dataDir: string): Promise<SigningKey | undefined> {
+  const file = keyFile(dataDir);
+  return existsSync(file) ? toSigningKey(readKey(file)) : undefined;
+}
+
 /**
  * After `revokedKid` was revoked: a new key in the data dir, unless another process sharing the
  * dir already replaced it (then that one).

@@ -1,12 +1,12 @@
 /** The CLI's answers to command lines it cannot act on: a message naming the fault, exit 2, nothing started. */
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { eventually, freePort } from "../harness/index.ts";
+import { eventually, freePort, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CLI = join(ROOT, "bin", "derrick.ts");
@@ -225,5 +225,43 @@ describe("derrick start with NATS_USER but no NATS_URL", () => {
     } finally {
       child.kill("SIGKILL");
     }
+  });
+});
+
+describe("derrick token", () => {
+  let nats: TestNats;
+  let running: TestDerrick;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    running = await startDerrick(nats, { actors: ["identity", "system"] });
+  });
+  afterAll(async () => {
+    await running?.cleanup();
+    await nats?.cleanup();
+  });
+
+  const whoami = (token: string) =>
+    fetch(`${running.url}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" } });
+
+  it("cli usage - `derrick token --user` with the identity actor's data dir mints a user token the edge accepts", async () => {
+    const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha", "--groups", "a,b"], { DERRICK_DATA_DIR: running.dataDir });
+    expect(out.status, out.stderr).toBe(0);
+    const res = await whoami(out.stdout.trim());
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { principal: unknown }).principal).toEqual({ clientId: "alpha", subject: "alice@example.com", groups: ["a", "b"], kind: "user" });
+  });
+
+  it("cli usage - `derrick token` in a data dir without the issuer's key refuses (exit 2) instead of signing with a key no edge knows", async () => {
+    const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha"]);
+    expect(out.status, out.stdout).toBe(2);
+    expect(out.stderr).toContain("no signing key");
+    expect(out.stdout).toBe("");
+    expect(existsSync(join(out.dataDir, "issuer"))).toBe(false);
+  });
+
+  it("cli usage - `derrick token --ttl 0` refuses (exit 2) instead of printing a token that has already expired", async () => {
+    const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha", "--ttl", "0"], { DERRICK_DATA_DIR: running.dataDir });
+    expect(out.status, out.stdout).toBe(2);
+    expect(out.stderr).toContain("--ttl");
   });
 });
