@@ -111,6 +111,18 @@ describe("config", () => {
     expect(errorOf({ DERRICK_CONFIG: file }).variable).toBe("DERRICK_HTTP_PROT");
   });
 
+  it("config - in the file, a comma-list variable may be a JSON array; JSON variables keep their JSON", () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-cfg-"));
+    const file = join(dir, "derrick.json");
+    const clients = [{ client_id: "c1", client_secret: "secret-c1-xx", appkey: "appkey-c1-xx" }];
+    writeFileSync(file, JSON.stringify({ ACTORS: ["search", "system"], DERRICK_PARTITIONS: ["p1", "p2"], DERRICK_DELIVERY_SCHEDULE: ["0", "1s"], DERRICK_CLIENTS: clients }));
+    const cfg = loadConfig({ DERRICK_CONFIG: file });
+    expect(cfg.actors).toEqual(["search", "system"]);
+    expect(cfg.partitions).toEqual(["p1", "p2"]);
+    expect(cfg.delivery.scheduleMs).toEqual([0, 1000]);
+    expect(cfg.clients).toEqual(clients);
+  });
+
   it("config - an empty variable counts as unset: the file's value or the default applies", () => {
     expect(loadConfig({ DERRICK_LOG_LEVEL: "", DERRICK_HTTP_PORT: "  " })).toMatchObject({ logLevel: "info", http: { port: 8080 } });
     const dir = mkdtempSync(join(tmpdir(), "derrick-cfg-"));

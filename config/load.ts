@@ -192,11 +192,15 @@ function readFileSource(path: string): Source {
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     throw new ConfigError("DERRICK_CONFIG", `${path} must hold a JSON object keyed by variable names`);
   }
-  const known = new Set(VARIABLES.map((v) => v.name));
+  const byName = new Map(VARIABLES.map((v) => [v.name, v]));
   const source: Source = {};
   for (const [key, value] of Object.entries(parsed)) {
-    if (!known.has(key)) throw new ConfigError(key, `unknown setting in ${path}`);
-    source[key] = typeof value === "string" ? value : JSON.stringify(value);
+    const variable = byName.get(key);
+    if (!variable) throw new ConfigError(key, `unknown setting in ${path}`);
+    // A JSON array is the natural way to write a list in a JSON file: for a comma-list variable
+    // (ACTORS, DERRICK_PARTITIONS, …) it means that list, not the text '["a","b"]'.
+    const isCommaList = Array.isArray(value) && variable.parse !== json && value.every((item) => typeof item === "string" || typeof item === "number");
+    source[key] = typeof value === "string" ? value : isCommaList ? (value as unknown[]).join(",") : JSON.stringify(value);
   }
   return source;
 }
