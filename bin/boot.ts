@@ -75,7 +75,7 @@ export async function boot(options: BootOptions): Promise<Booted> {
 }
 
 /** Why a serving process stops, and the exit code that says so. */
-export type StopRequest = { reason: "signal" | "uncaught error"; exitCode: number };
+export type StopRequest = { reason: "signal" | "uncaught error" | "embedded nats-server exited"; exitCode: number };
 
 /** A signal repeated within this time is the same stop request delivered twice (terminal and npm), not a second one. */
 export const SIGNAL_REPEAT_MS = 1_000;

@@ -12,7 +12,7 @@ import { devicesCommand } from "./devices.ts";
 import { Bus, DerrickError, subjects } from "../subjects/index.ts";
 import type { AppCredentials, AppList, SigningKeyList } from "../subjects/identity.ts";
 import { loadSigningKey, mintToken } from "../actors/identity/index.ts";
-import { boot, listenForStop } from "./boot.ts";
+import { boot, listenForStop, type StopRequest } from "./boot.ts";
 import { runMigrateCli } from "../sdk/migrate.ts";
 import { ensureTwinBucket } from "../actors/twins/store.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -156,7 +156,18 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   }
   if (server) await ensureDeviceBuckets(cfg, running.nc, log);
   log.info({ actors: plan.actors, edge: running.edge?.url }, "derrick is up");
-  const { reason, exitCode } = await stop.requested;
+  // The embedded server gone on its own (killed, OOM): nothing would start it again and every request
+  // would answer 503 for ever, so stop as after an uncaught error and let a supervisor restart both.
+  let stopping = false;
+  const serverLost = new Promise<StopRequest>((resolve) =>
+    server?.process.once("exit", (code, signal) => {
+      if (stopping) return;
+      log.fatal({ code, signal }, "the embedded nats-server exited: stopping");
+      resolve({ reason: "embedded nats-server exited", exitCode: 1 });
+    }),
+  );
+  const { reason, exitCode } = await Promise.race([stop.requested, serverLost]);
+  stopping = true;
   await running.stop();
   await server?.stop();
   log.info({ reason, exitCode }, "stopped");

@@ -265,3 +265,29 @@ describe("derrick token", () => {
     expect(out.stderr).toContain("--ttl");
   });
 });
+
+describe("derrick start when its embedded nats-server dies", () => {
+  it("cli usage - a killed embedded nats-server stops derrick with exit 1 (a supervisor restarts both) instead of answering 503 for ever", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
+    dirs.push(dataDir);
+    const httpPort = await freePort();
+    const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(await freePort()), DERRICK_LOG_LEVEL: "info", ACTORS: "system" };
+    delete env.NATS_URL;
+    const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let log = "";
+    child.stdout.on("data", (d) => (log += d));
+    child.stderr.on("data", (d) => (log += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `readyz (log: ${log.slice(-500)})` });
+      const server = spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim();
+      expect(server).toMatch(/^\d+$/);
+      process.kill(Number(server), "SIGKILL");
+      const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000))]);
+      expect(code, log.slice(-1000)).toBe(1);
+      expect(log).toContain("the embedded nats-server exited");
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});
