@@ -162,6 +162,11 @@ describe("config", () => {
     expect(rate.message).toContain("period is zero");
   });
 
+  it("config - DERRICK_NATS_PORT cannot be 0: a random port would leave the admin commands and local devices unable to find the embedded server", () => {
+    expect(errorOf({ DERRICK_NATS_PORT: "0" }).variable).toBe("DERRICK_NATS_PORT");
+    expect(loadConfig({ DERRICK_NATS_PORT: "1" }).natsPort).toBe(1);
+  });
+
   it("config - durations accept units and bare milliseconds", () => {
     expect(parseDuration("0")).toBe(0);
     expect(parseDuration("250ms")).toBe(250);

@@ -28,8 +28,8 @@ export const Config = Type.Object({
   /** Credentials for NATS_URL; unset → none, or the embedded server's internal user from the data dir. */
   natsUser: Type.Optional(Type.String({ minLength: 1 })),
   natsPassword: Type.Optional(Type.String({ minLength: 1 })),
-  /** Client port of the embedded nats-server. */
-  natsPort: Type.Integer({ minimum: 0, maximum: 65535 }),
+  /** Client port of the embedded nats-server. Not 0: the CLI's admin commands and local devices find the server on it. */
+  natsPort: Type.Integer({ minimum: 1, maximum: 65535 }),
   http: Type.Object({
     host: Type.String({ minLength: 1 }),
     port: Type.Integer({ minimum: 0, maximum: 65535 }),
