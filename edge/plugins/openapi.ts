@@ -59,8 +59,9 @@ export const openapiPlugin = (build: BuildInfo) =>
         path: "/docs",
         specPath: "/openapi.json",
         provider: "scalar",
-        // The type wants every Scalar option; cdn is the only one we change.
-        scalar: { cdn: SCALAR_PATH } as never,
+        // The type wants every Scalar option; we change the script's source and the document's address:
+        // the plugin gives the page "openapi.json", relative, which from /docs/ (served too) is a 404.
+        scalar: { cdn: SCALAR_PATH, url: "/openapi.json" } as never,
         // staticFile: the plugin leaves out every path with a "." by default, which dropped /.well-known/jwks.json.
         exclude: { paths: [SCALAR_PATH], staticFile: false },
         documentation: {

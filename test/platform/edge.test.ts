@@ -300,6 +300,18 @@ describe("edge", () => {
       expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
     });
 
+    it("ops - the docs page finds the OpenAPI document from /docs and from /docs/ alike", async () => {
+      for (const page of ["/docs", "/docs/"]) {
+        const html = await (await fetch(`${derrick.url}${page}`)).text();
+        const configured = /data-configuration='([^']*)'/.exec(html)?.[1];
+        expect(configured, page).toBeDefined();
+        const spec = new URL((JSON.parse(configured!) as { url: string }).url, `${derrick.url}${page}`);
+        const res = await fetch(spec);
+        expect(res.status, `${page} → ${spec.pathname}`).toBe(200);
+        expect(((await res.json()) as { openapi: string }).openapi).toMatch(/^3\.1\./);
+      }
+    });
+
     it("ops - /metrics counts requests by route and status and times NATS requests", async () => {
       const echo = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": "echo-1" }, body: "{}" });
       expect(echo.headers.get("x-request-id")).toBe("echo-1");
