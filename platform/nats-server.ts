@@ -130,17 +130,19 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
 
 /** Stops a server an earlier caller started in `dir` and left running (it died before stopping it). */
 async function stopLeftover(dir: string, configPath: string): Promise<void> {
+  // The derrick that claimed this dir (by pid and start time) still runs: a second start on one data
+  // dir. Checked before the server's pid file too: a first start that has claimed the dir but not yet
+  // started its server would otherwise lose its claim to this one.
+  const claimant = readOwner(dir);
+  if (claimant && claimant.pid !== process.pid && startTimeOf(claimant.pid) === claimant.startTime)
+    throw new Error(`another derrick (pid ${claimant.pid}) runs an embedded nats-server in ${dir}: stop it first or use another DERRICK_DATA_DIR`);
   const pidPath = join(dir, PID_FILE);
   if (!existsSync(pidPath)) return;
   const pid = Number(readFileSync(pidPath, "utf8").trim());
   // Only a nats-server started with this very config: a recycled pid is left alone.
   const isOurs = () => cmdlineOf(pid).includes(configPath);
   if (!Number.isInteger(pid) || pid <= 0 || !isOurs()) return;
-  // Its owner (the process that started it, by pid and start time) still runs: a second start on one
-  // data dir, not a leftover.
-  const owner = readOwner(dir);
-  if (owner && startTimeOf(owner.pid) === owner.startTime)
-    throw new Error(`another derrick (pid ${owner.pid}) runs an embedded nats-server in ${dir}: stop it first or use another DERRICK_DATA_DIR`);
+  // Its owner is gone (checked above): a leftover.
   process.kill(pid, "SIGTERM");
   const deadline = Date.now() + 10_000;
   while (isOurs() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));

@@ -1,7 +1,7 @@
 /** The CLI's answers to command lines it cannot act on: a message naming the fault, exit 2, nothing started. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -288,6 +288,29 @@ describe("derrick start when its embedded nats-server dies", () => {
       expect(log).toContain("the embedded nats-server exited");
     } finally {
       child.kill("SIGKILL");
+    }
+  });
+});
+
+describe("two derrick starts on one data dir", () => {
+  it("cli usage - a start finding the dir claimed by a live derrick that has not yet started its server refuses, and leaves the claim alone", async () => {
+    // The first start's window between claiming the dir (owner file) and its server's pid file, held open:
+    // a live process stands in for that derrick, with the owner line derrick writes (pid and start time).
+    const first = spawn("sleep", ["30"], { stdio: "ignore" });
+    try {
+      const stat = readFileSync(`/proc/${first.pid}/stat`, "utf8");
+      const startTime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+      const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
+      dirs.push(dataDir);
+      mkdirSync(join(dataDir, "nats"), { recursive: true });
+      const claim = `${first.pid} ${startTime}\n`;
+      writeFileSync(join(dataDir, "nats", "owner"), claim);
+      const out = await derrick(["start"], { DERRICK_DATA_DIR: dataDir, ACTORS: "system" });
+      expect(out.status, out.stderr).toBe(1);
+      expect(out.stderr).toContain(`another derrick (pid ${first.pid})`);
+      expect(readFileSync(join(dataDir, "nats", "owner"), "utf8")).toBe(claim);
+    } finally {
+      first.kill("SIGKILL");
     }
   });
 });
