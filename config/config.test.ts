@@ -167,6 +167,15 @@ describe("config", () => {
     expect(loadConfig({ DERRICK_NATS_PORT: "1" }).natsPort).toBe(1);
   });
 
+  it("config - DERRICK_CALLBACK_ALLOW_CIDRS is checked at load: a bad address or prefix is named with the variable", () => {
+    expect(loadConfig({ DERRICK_CALLBACK_ALLOW_CIDRS: "127.0.0.1/32, 10.0.0.0/8,::1" }).delivery.allowCidrs).toEqual(["127.0.0.1/32", "10.0.0.0/8", "::1"]);
+    for (const bad of ["localhost", "10.0.0.0/33", "10.0.0.0/abc", "::1/129", "10.0.0.0/8/1"]) {
+      const error = errorOf({ DERRICK_CALLBACK_ALLOW_CIDRS: bad });
+      expect(error.variable, bad).toBe("DERRICK_CALLBACK_ALLOW_CIDRS");
+      expect(error.message).toContain(`"${bad}"`);
+    }
+  });
+
   it("config - durations accept units and bare milliseconds", () => {
     expect(parseDuration("0")).toBe(0);
     expect(parseDuration("250ms")).toBe(250);

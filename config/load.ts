@@ -94,6 +94,18 @@ const host: Parser = (raw, variable) => {
   if (isIP(value) || HOSTNAME.test(value)) return value;
   throw new ConfigError(variable, `"${raw}" is not an IP address or host name`);
 };
+/** Addresses or CIDRs (`127.0.0.1/32`, `10.0.0.0/8`, `::1`): each checked here, so a typo stops every process at start, not only the delivering ones. */
+const cidrList: Parser = (raw, variable) => {
+  const entries = list(raw, variable) as string[];
+  for (const entry of entries) {
+    const [address = "", prefix, extra] = entry.split("/");
+    const family = isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (!family || !prefixOk || extra !== undefined) throw new ConfigError(variable, `"${entry}" is not an IP address or CIDR (e.g. 127.0.0.1/32, 10.0.0.0/8, ::1/128)`);
+  }
+  return entries;
+};
 /** The Standard Webhooks example schedule; jitter applies only to it (CONTRACT.md). */
 const DEFAULT_DELIVERY_SCHEDULE = "0,5s,5m,30m,2h,5h,10h,14h,20h,24h";
 const actorList: Parser = (raw, variable) => {
@@ -160,7 +172,7 @@ const VARIABLES: ReadonlyArray<Variable> = [
   { name: "DERRICK_DELIVERY_PAUSE_AFTER", path: "delivery.pauseAfterMs", parse: duration, fallback: "5d", durationUnitMs: 1 },
   { name: "DERRICK_DELIVERY_CONCURRENCY", path: "delivery.concurrency", parse: integer, fallback: "1024" },
   { name: "DERRICK_DELIVERY_PER_SUBSCRIPTION", path: "delivery.perSubscription", parse: integer, fallback: "32" },
-  { name: "DERRICK_CALLBACK_ALLOW_CIDRS", path: "delivery.allowCidrs", parse: list },
+  { name: "DERRICK_CALLBACK_ALLOW_CIDRS", path: "delivery.allowCidrs", parse: cidrList },
   { name: "DERRICK_CALLBACK_ALLOW_HTTP", path: "delivery.allowHttp", parse: boolean, fallback: "false" },
   { name: "DERRICK_TWIN_MIRRORS", path: "twinMirrors", parse: json, fallback: "[]" },
   { name: "DERRICK_TWINS_MAX", path: "twins.maxTwins", parse: integer, fallback: "5000" },
