@@ -149,10 +149,17 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   }
   let running;
   try {
-    running = await boot({ cfg, natsUrl, natsAuth: natsAuthFor(cfg), log, edge: plan.edge, actors: plan.actors });
+    running = await bootedUnlessStopped(boot({ cfg, natsUrl, natsAuth: natsAuthFor(cfg), log, edge: plan.edge, actors: plan.actors }), stop.requested);
   } catch (error) {
     await server?.stop();
     throw error;
+  }
+  if (!running) {
+    // Stopped while start-up still waited (an actor waiting for something unreachable): nothing was
+    // serving yet that could be drained, so stop without it rather than ignore the signal.
+    await server?.stop();
+    log.warn({ waitedMs: STARTUP_STOP_GRACE_MS }, "stopped during start-up, which had not finished");
+    return (await stop.requested).exitCode;
   }
   if (server) await ensureDeviceBuckets(cfg, running.nc, log);
   log.info({ actors: plan.actors, edge: running.edge?.url }, "derrick is up");
@@ -172,6 +179,15 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   await server?.stop();
   log.info({ reason, exitCode }, "stopped");
   return exitCode;
+}
+
+/** How long a stop requested during start-up waits for it to finish (then to drain as usual) before giving up on it. */
+const STARTUP_STOP_GRACE_MS = 5_000;
+
+/** The booted system; or undefined when a stop was requested and start-up did not finish within the grace. */
+async function bootedUnlessStopped<T>(booting: Promise<T>, requested: Promise<StopRequest>): Promise<T | undefined> {
+  const givenUp = requested.then(() => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STARTUP_STOP_GRACE_MS)));
+  return Promise.race([booting, givenUp]);
 }
 
 /** The twin bucket of every registered device (devices may open their bucket, not create it). */

@@ -314,3 +314,34 @@ describe("two derrick starts on one data dir", () => {
     }
   });
 });
+
+describe("a stop signal while start-up still waits", () => {
+  let nats: TestNats;
+  beforeAll(async () => {
+    nats = await startTestNats();
+  });
+  afterAll(async () => {
+    await nats?.cleanup();
+  });
+
+  it("cli usage - SIGTERM to an actor process whose start-up waits for an unreachable device Redis stops it (exit 0), not only a second signal", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
+    dirs.push(dataDir);
+    const mirrors = JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: `redis://127.0.0.1:${await freePort()}` }]);
+    const env: NodeJS.ProcessEnv = { ...process.env, NATS_URL: nats.url, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "info", DERRICK_TWIN_MIRRORS: mirrors };
+    const child = spawn(process.execPath, [CLI, "actor", "twin-mirror"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let log = "";
+    child.stdout.on("data", (d) => (log += d));
+    child.stderr.on("data", (d) => (log += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      await eventually(() => log.includes("Redis unreachable"), { timeoutMs: 15_000, what: `the mirror waiting for Redis (log: ${log.slice(-500)})` });
+      expect(log).not.toContain("derrick is up");
+      child.kill("SIGTERM");
+      const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 12_000))]);
+      expect(code, log.slice(-800)).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});
