@@ -67,6 +67,8 @@ class TwinMirror {
 
   async start(): Promise<void> {
     await this.ready();
+    // Stopped while waiting for Redis (start is not awaited past MIRROR_START_WAIT_MS): nothing to start.
+    if (this.closed) return;
     const kv = await new Kvm(this.nc).create(twinBucket(this.twin), bucketOptions(this.storage, twinBucketOptions(this.twin, this.maxBytes)));
     await this.redis.config("SET", "notify-keyspace-events", "KEA").catch(() => undefined);
     await this.followReported(kv);
@@ -248,10 +250,21 @@ class TwinMirror {
   }
 }
 
+/** How long start-up waits for every mirror's Redis before letting the rest of the process start. */
+const MIRROR_START_WAIT_MS = 2_000;
+
 export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions & { log: Logger }): Promise<ServedActor> {
   const mirrors = cfg.twinMirrors.map((m) => new TwinMirror(nc, m, m.redis, options.log.child({ actor: "twin-mirror" }), options.storage, cfg.twins.maxBytes));
+  // A mirror starts once its device's Redis is up. Awaited without bound, one Redis down when derrick
+  // started held back every actor started after this one and the edge (`derrick start` never served):
+  // past MIRROR_START_WAIT_MS the waiting mirrors go on starting in the background.
+  const starting = Promise.all(mirrors.map((m) => m.start()));
   try {
-    await Promise.all(mirrors.map((m) => m.start()));
+    const outcome = await Promise.race([starting.then(() => "started" as const), new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), MIRROR_START_WAIT_MS))]);
+    if (outcome === "waiting") {
+      options.log.warn({ waitedMs: MIRROR_START_WAIT_MS }, "twin mirror: a device's Redis is not reachable yet; its mirror starts when it is, the rest of derrick does not wait");
+      starting.catch((error: unknown) => options.log.error({ err: error }, "twin mirror: could not start after its Redis came up; restart the twin-mirror process"));
+    }
   } catch (error) {
     await Promise.all(mirrors.map((m) => m.stop()));
     throw error;

@@ -345,3 +345,29 @@ describe("a stop signal while start-up still waits", () => {
     }
   });
 });
+
+describe("derrick start with a device Redis down", () => {
+  it("cli usage - an unreachable DERRICK_TWIN_MIRRORS Redis does not hold back the other actors and the edge: /readyz answers 200, SIGTERM exits 0", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
+    dirs.push(dataDir);
+    const httpPort = await freePort();
+    const mirrors = JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: `redis://127.0.0.1:${await freePort()}` }]);
+    const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(await freePort()), DERRICK_LOG_LEVEL: "info", DERRICK_TWIN_MIRRORS: mirrors };
+    delete env.NATS_URL;
+    delete env.ACTORS;
+    const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let log = "";
+    child.stdout.on("data", (d) => (log += d));
+    child.stderr.on("data", (d) => (log += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, { timeoutMs: 25_000, intervalMs: 200, what: `readyz (log: ${log.slice(-600)})` });
+      expect(log).toContain("Redis is not reachable yet");
+      child.kill("SIGTERM");
+      const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000))]);
+      expect(code, log.slice(-800)).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});
