@@ -9,11 +9,22 @@ import { Redis } from "ioredis";
 import { REDIS_KEYSPACE_PREFIX, REDIS_TWIN_VERSIONS, TWIN_KEY_PREFIX, parseTwinKey, twinKey, type TwinSide } from "../../subjects/twins.ts";
 import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
 
-export type RedisTwinOptions = { host: string; port: number; password?: string };
+/**
+ * Reads and writes that may wait for an unreachable Redis (`maxWaiting`, default). Each waits in the
+ * Redis client's queue until Redis is back, so a reported value written during an outage still
+ * lands; beyond this many, a call fails at once instead of holding memory for as long as the outage
+ * lasts (an app reporting every 10 ms grew without bound).
+ */
+export const REDIS_MAX_WAITING = 10_000;
+
+export type RedisTwinOptions = { host: string; port: number; password?: string; maxWaiting?: number };
 
 export class RedisTwinBackend implements TwinBackend {
   private readonly cmd: Redis;
   private readonly sub: Redis;
+  private readonly maxWaiting: number;
+  /** Calls in flight on the command connection. */
+  private inFlight = 0;
 
   constructor(
     options: RedisTwinOptions,
@@ -21,6 +32,7 @@ export class RedisTwinBackend implements TwinBackend {
   ) {
     // Reconnect forever with a capped exponential backoff (the original SDK's 3.0 behaviour).
     const common = { host: options.host, port: options.port, password: options.password, retryStrategy: (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6)), maxRetriesPerRequest: null };
+    this.maxWaiting = options.maxWaiting ?? REDIS_MAX_WAITING;
     this.cmd = new Redis(common);
     this.sub = new Redis(common);
     // Without a listener ioredis prints every failed reconnect; say it once per outage instead.
@@ -90,15 +102,28 @@ export class RedisTwinBackend implements TwinBackend {
 
   async get(group: string, side: TwinSide, name: string): Promise<TwinValueRead | undefined> {
     const key = twinKey(group, side, name);
-    const [value, version] = await Promise.all([this.cmd.get(key), this.cmd.hget(REDIS_TWIN_VERSIONS, key)]);
+    const [value, version] = await this.bounded(() => Promise.all([this.cmd.get(key), this.cmd.hget(REDIS_TWIN_VERSIONS, key)]));
     return value === null ? undefined : { value, version: Number(version ?? 0) || 0 };
   }
 
   async put(group: string, side: TwinSide, name: string, value: string): Promise<number> {
     const key = twinKey(group, side, name);
     // A local write has no JetStream revision yet: the mirror assigns one when it copies it back.
-    await this.cmd.multi().set(key, value).hdel(REDIS_TWIN_VERSIONS, key).exec();
+    await this.bounded(() => this.cmd.multi().set(key, value).hdel(REDIS_TWIN_VERSIONS, key).exec());
     return 0;
+  }
+
+  /** Runs `op` unless Redis is unreachable and `maxWaiting` calls already wait for it. */
+  private async bounded<T>(op: () => Promise<T>): Promise<T> {
+    if (this.cmd.status !== "ready" && this.inFlight >= this.maxWaiting) {
+      throw new Error(`Redis is unreachable and ${this.inFlight} twin reads and writes already wait for it; try again once it is back`);
+    }
+    this.inFlight++;
+    try {
+      return await op();
+    } finally {
+      this.inFlight--;
+    }
   }
 
   async close(): Promise<void> {

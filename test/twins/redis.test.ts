@@ -5,6 +5,7 @@ import { Redis } from "ioredis";
 import { endKvWatches, eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis } from "../harness/index.ts";
 import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
 import { twinBucket } from "../../subjects/twins.ts";
+import { RedisTwinBackend } from "../../sdk/kv/redis.ts";
 
 const twinPath = "/api/twin-properties/v1/acme/prod/rdev/twin-properties";
 
@@ -161,5 +162,30 @@ describe("device SDK over Redis with the twin mirror", () => {
     expect((await derrick.call(`${twinPath}/deleted/r`, { method: "DELETE", as: "admin", partition: null })).status).toBe(204);
     await eventually(async () => (await device!.getReported("deleted", "r")) === undefined, { what: "the reported value gone from Redis" });
     expect(await reportedR()).toBeUndefined();
+  });
+});
+
+describe("device SDK Redis backend while its Redis is down", () => {
+  it("sdk redis - reads and writes waiting for an unreachable Redis are bounded: past maxWaiting a call fails at once, and those waiting land once it is back", async () => {
+    const redis = await startTestRedis();
+    const backend = new RedisTwinBackend({ host: "127.0.0.1", port: redis.port, maxWaiting: 3 }, () => undefined);
+    const status = () => (backend as unknown as { cmd: Redis }).cmd.status;
+    try {
+      await backend.put("g", "reported", "n", "before");
+      await redis.stop();
+      await eventually(() => status() !== "ready", { what: "the client saw Redis go" });
+      const waiting = ["1", "2", "3"].map((v) => backend.put("g", "reported", "n", v));
+      await expect(backend.put("g", "reported", "n", "4")).rejects.toThrow(/unreachable and 3 twin reads and writes already wait/);
+      await expect(backend.get("g", "reported", "n")).rejects.toThrow(/already wait/);
+      await redis.restart();
+      await Promise.all(waiting);
+      expect(await backend.get("g", "reported", "n")).toEqual({ value: "3", version: 0 });
+      // Back: calls are taken again.
+      await backend.put("g", "reported", "n", "5");
+      expect((await backend.get("g", "reported", "n"))?.value).toBe("5");
+    } finally {
+      await backend.close();
+      await redis.cleanup();
+    }
   });
 });
