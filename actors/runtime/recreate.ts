@@ -171,9 +171,12 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
         if (isWrongRevision(error)) throw error;
         if (pending) await pending;
         else if (generation === before) {
-          // The lookup's own failure (NATS away) leaves the first error to be thrown.
-          if ((await streamInfoIfAny(jsm, `KV_${bucket}`).catch(() => true)) !== undefined) throw error;
-          await recreate();
+          // The lookup's own failure (NATS away) leaves the first error to be thrown. A probe that found
+          // the stream gone abandoned the operation: the stream there now (another process made it
+          // again) is where it runs once more, not a reason to throw the probe's own error.
+          const there = (await streamInfoIfAny(jsm, `KV_${bucket}`).catch(() => true)) !== undefined;
+          if (there && !(error instanceof StreamGone)) throw error;
+          if (!there) await recreate();
         }
         return op();
       }
