@@ -346,6 +346,39 @@ describe("a stop signal while start-up still waits", () => {
   });
 });
 
+describe("a stop signal while start-up waits for a NATS that does not answer", () => {
+  it("cli usage - SIGTERM while the connection to NATS_URL hangs (a server that accepts and never speaks) stops the process (exit 0) within the start-up grace, not at the 20 s connect timeout", async () => {
+    // The twin mirror's wait no longer holds start-up (2 s at most): a silent NATS keeps it waiting.
+    let connected = false;
+    const silent = createServer((socket) => {
+      connected = true;
+      socket.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const port = (silent.address() as { port: number }).port;
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
+    dirs.push(dataDir);
+    const env: NodeJS.ProcessEnv = { ...process.env, NATS_URL: `nats://127.0.0.1:${port}`, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "info", ACTORS: "system" };
+    const child = spawn(process.execPath, [CLI, "actor"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let log = "";
+    child.stdout.on("data", (d) => (log += d));
+    child.stderr.on("data", (d) => (log += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      await eventually(() => connected, { timeoutMs: 15_000, what: "the connection to the silent NATS" });
+      const signalled = performance.now();
+      child.kill("SIGTERM");
+      const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000))]);
+      expect(code, log.slice(-800)).toBe(0);
+      // Within the 5 s start-up grace (plus process exit), well before nats.js's 20 s connect timeout.
+      expect(performance.now() - signalled).toBeLessThan(14_000);
+    } finally {
+      child.kill("SIGKILL");
+      silent.close();
+    }
+  });
+});
+
 describe("derrick start with a device Redis down", () => {
   it("cli usage - an unreachable DERRICK_TWIN_MIRRORS Redis does not hold back the other actors and the edge: /readyz answers 200, SIGTERM exits 0", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
