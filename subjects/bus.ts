@@ -107,14 +107,15 @@ export class Bus {
 
   /**
    * Releases what this Bus holds on its connection (the reply inbox subscription, the status
-   * listener) for a Bus that ends before its connection does; requests still waiting fail with 503.
+   * listener) for a Bus that ends before its connection does. Requests still waiting were sent: they
+   * fail with 504 (outcome unknown, like a dropped connection), new ones with 503.
    */
   close(): void {
     if (this.closedError) return;
     this.closedError = unavailable("the message bus client is closed", 1);
     this.statuses.stop?.();
     if (!this.sub.isClosed()) this.sub.unsubscribe();
-    this.failAll(this.closedError);
+    this.failAll(gatewayTimeout("the message bus client was closed after the request was sent: whether it was carried out is unknown"));
   }
 
   async request<T = unknown>(subject: string, body: unknown, meta: RequestMeta = {}, timeoutMs = this.options.timeoutMs): Promise<BusReply<T>> {

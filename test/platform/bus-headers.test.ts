@@ -135,6 +135,26 @@ describe("bus and actor side on a real server", () => {
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
+  it("bus - requests waiting when the Bus itself is closed fail with 504 (sent, outcome unknown), new ones with 503", async () => {
+    const nc = await connectNats(nats.url, "bus-own-close");
+    try {
+      nc.subscribe("test.bus.never-own", { callback: () => undefined });
+      const bus = new Bus(nc, { timeoutMs: 30_000 });
+      const waiting = bus.request("test.bus.never-own", {}).catch((e: unknown) => e);
+      await nc.flush();
+      bus.close();
+      const error = await waiting;
+      expect(error).toBeInstanceOf(DerrickError);
+      // Sent: a Retry-After would invite the caller to repeat what may have been done.
+      expect((error as DerrickError).status).toBe(504);
+      expect((error as DerrickError).headers["Retry-After"]).toBeUndefined();
+      const refused = await bus.request("test.bus.never-own", {}).catch((e: unknown) => e);
+      expect((refused as DerrickError).status).toBe(503);
+    } finally {
+      await nc.close();
+    }
+  });
+
   it("bus - a dropped connection fails waiting requests at once with 504 (they were sent: a retry could repeat them), and new ones with 503 until it is back", async () => {
     const own = await startTestNats();
     const nc = await connectNats(own.url, "bus-drop");
