@@ -379,6 +379,44 @@ describe("a stop signal while start-up waits for a NATS that does not answer", (
   });
 });
 
+describe("a second stop signal", () => {
+  it("cli usage - a second signal within a second of the first is the same stop (one Ctrl-C twice: terminal and npm); one a second or more later exits at once with 130", async () => {
+    // Start-up waiting on a NATS that never speaks keeps the process in its stop for 5 s: time to send more.
+    let connected = false;
+    const silent = createServer((socket) => {
+      connected = true;
+      socket.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const port = (silent.address() as { port: number }).port;
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
+    dirs.push(dataDir);
+    const env: NodeJS.ProcessEnv = { ...process.env, NATS_URL: `nats://127.0.0.1:${port}`, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "info", ACTORS: "system" };
+    const child = spawn(process.execPath, [CLI, "actor"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let log = "";
+    child.stdout.on("data", (d) => (log += d));
+    child.stderr.on("data", (d) => (log += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      // Signals before the handlers are installed would kill it outright: wait until it is connecting.
+      await eventually(() => connected, { timeoutMs: 15_000, what: "the connection to the silent NATS" });
+      // One Ctrl-C under npm start: from the terminal and forwarded by npm, back to back. The second is ignored.
+      child.kill("SIGINT");
+      child.kill("SIGINT");
+      await eventually(() => log.includes("shutting down: draining"), { timeoutMs: 5_000, what: `the first signal taken (log: ${log.slice(-300)})` });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(child.exitCode, log.slice(-500)).toBeNull();
+      child.kill("SIGINT"); // a second Ctrl-C: now
+      const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 3_000))]);
+      expect(code, log.slice(-500)).toBe(130);
+      expect(log).toContain("second signal: exiting now");
+    } finally {
+      child.kill("SIGKILL");
+      silent.close();
+    }
+  });
+});
+
 describe("derrick start with a device Redis down", () => {
   it("cli usage - an unreachable DERRICK_TWIN_MIRRORS Redis does not hold back the other actors and the edge: /readyz answers 200, SIGTERM exits 0", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
