@@ -19,8 +19,9 @@ import { Kvm } from "@nats-io/kv";
 const [natsUrl, mode = "echo", file] = process.argv.slice(2);
 const nc = await connect({ servers: natsUrl });
 const subject = `floor.${mode}`;
+const bucket = `floor_${process.pid}`;
 if (mode === "kv") {
-  const kv = await new Kvm(nc).create(`floor_${process.pid}`, { history: 1 });
+  const kv = await new Kvm(nc).create(bucket, { history: 1 });
   await kv.put("value", new Uint8Array(readFileSync(file!)));
   nc.subscribe(subject, {
     queue: "floor",
@@ -45,6 +46,7 @@ const server = Bun.serve({
 console.log(JSON.stringify({ ready: true, port: server.port }));
 process.on("SIGTERM", async () => {
   server.stop(true);
+  if (mode === "kv") await (await new Kvm(nc).open(bucket)).destroy().catch(() => undefined);
   await nc.drain();
   process.exit(0);
 });
