@@ -73,6 +73,9 @@ class TwinMirror {
     await this.redis.config("SET", "notify-keyspace-events", "KEA").catch(() => undefined);
     await this.followReported(kv);
     await this.followDesired(kv);
+    // Stopped while the watches opened (a background start whose Redis just came up): stop() found
+    // no watcher to stop yet.
+    if (this.closed) await this.watcher?.stop();
   }
 
   private async followDesired(kv: KV): Promise<void> {
