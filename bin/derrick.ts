@@ -27,7 +27,7 @@ const USAGE = `usage: derrick <command>
   devices add <organization> <environment> <twinId> --name <AppName> [--subscribe s1,s2] [--publish p1,p2] [--json]
   devices list [--json] | remove <AppName>
   token --user NAME [--client ID] [--groups a,b] [--ttl 1h]
-  sdk migrate --config old.json --routes routes.json [--out new.json] [--prefix slbapps] [--nats nats://host:4222]
+  sdk migrate --config old.json --routes routes.json|routes.txt [--out new.json] [--prefix slbapps] [--nats nats://host:4222]
   seed [--partition P]           load the reporting demo data set into a running derrick
   config                         print the effective configuration, secrets masked
   help                           this text
@@ -64,7 +64,7 @@ async function main(argv: string[]): Promise<number> {
     case "sdk":
       // `derrick sdk migrate …`: offline file conversion, no NATS needed.
       if (rest[0] === "migrate") return runMigrateCli(rest.slice(1));
-      console.error("usage: derrick sdk migrate --config old.json --routes routes.json [--out new.json]");
+      console.error("usage: derrick sdk migrate --config old.json --routes routes.json|routes.txt [--out new.json]");
       return 2;
   }
   if (!COMMANDS.has(command)) {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -33,5 +33,20 @@ describe("sdk migrate", () => {
     expect(errors.filter((l) => l.startsWith("cannot express"))).toHaveLength(3);
     expect(errors.some((l) => l.includes("BusClient:Server set to nats://aea-broker:4222"))).toBe(true);
     expect(runMigrateCli(["--config", join(examples, "AEA-2.0.json")], () => undefined, () => undefined)).toBe(2);
+  });
+
+  it("sdk migrate - a routes file of text lines (`<source>/<out> TO <target>/<in>`, seed document 3) migrates like routes.json", () => {
+    const lines = (read("routes.json") as { Routes: string[] }).Routes;
+    const text = `# 2.0 routes\n${lines.join("\n")}\r\n\n`;
+    const fromJson = migrateConfig(read("AEA-2.0.json"), read("routes.json"), { natsServer: "nats://nats:4222" });
+    const fromText = migrateConfig(read("AEA-2.0.json"), text, { natsServer: "nats://nats:4222" });
+    expect(fromText).toEqual(fromJson);
+    const dir = mkdtempSync(join(tmpdir(), "migrate-"));
+    writeFileSync(join(dir, "routes"), text);
+    const out = join(dir, "AEA.json");
+    const errors: string[] = [];
+    expect(runMigrateCli(["--config", join(examples, "AEA-2.0.json"), "--routes", join(dir, "routes"), "--out", out, "--nats", "nats://nats:4222"], () => undefined, (l) => errors.push(l))).toBe(0);
+    expect(JSON.parse(readFileSync(out, "utf8"))).toEqual(fromJson.config);
+    expect(errors.filter((l) => l.startsWith("cannot express"))).toHaveLength(3);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * `derrick sdk migrate`: a 2.0 config (MQTT bus: Server, Port, plain subscription names) plus its
  * routes file (`<source>/<Out> TO <target>/<In>` lines, `nats:<subject>` endpoints) → one 3.0
- * config. App endpoints become subjects `<prefix>.<app>.<Kind>`: the app subscribes to its own
+ * config (the routes file as routes.json `{"Routes": [...]}` or as text lines). App endpoints become subjects `<prefix>.<app>.<Kind>`: the app subscribes to its own
  * inbox subjects (and to `nats:` sources routed to it) and targets the inboxes of its destinations.
  * Routes it cannot express are reported, never guessed.
  */
@@ -35,6 +35,34 @@ function parseEndpoint(text: string): Endpoint | string {
 
 const asObject = (value: unknown): Record<string, unknown> => (typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
 
+/**
+ * The routes of a 2.0 routes file: `{"Routes": [...]}` (routes.json), a bare JSON array, or the text
+ * form, one `<source>/<out> TO <target>/<in>` per line (blank lines and `#` comments skipped).
+ */
+export function routeList(routesDocument: unknown): unknown[] {
+  if (typeof routesDocument === "string") {
+    const text = routesDocument.replace(/^\uFEFF/, "");
+    const start = text.trimStart()[0];
+    if (start === "{" || start === "[") {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (error) {
+        throw new SdkConfigError("Routes", `the routes file is neither JSON nor text lines: ${(error as Error).message}`);
+      }
+      return routeList(parsed);
+    }
+    return text
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line !== "" && !line.startsWith("#"));
+  }
+  if (Array.isArray(routesDocument)) return routesDocument;
+  const routes = asObject(routesDocument).Routes;
+  if (!Array.isArray(routes)) throw new SdkConfigError("Routes", 'the routes file must be {"Routes": ["<source> TO <target>", ...]}, a JSON array of routes, or one `<source> TO <target>` per line');
+  return routes;
+}
+
 export function migrateConfig(oldConfig: unknown, routesDocument: unknown, options: MigrateOptions = {}): MigrateResult {
   const prefix = options.prefix ?? "slbapps";
   const root = asObject(oldConfig);
@@ -58,8 +86,7 @@ export function migrateConfig(oldConfig: unknown, routesDocument: unknown, optio
   }
   for (const flag of ["UseDataIn", "UseRequests"]) if (oldBus[flag] !== undefined) notes.push(`${runtimeKey}:BusClient:${flag} is deprecated and was dropped`);
 
-  const routes = asObject(routesDocument).Routes;
-  if (!Array.isArray(routes)) throw new SdkConfigError("Routes", 'the routes file must be {"Routes": ["<source> TO <target>", ...]}');
+  const routes = routeList(routesDocument);
   for (const line of routes) {
     if (typeof line !== "string") {
       unsupported.push({ route: JSON.stringify(line), reason: "a route must be a string" });
@@ -135,9 +162,17 @@ function readJson(path: string, what: string): unknown {
   }
 }
 
+function readText(path: string, what: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    throw new SdkConfigError(what, `cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
 /** `derrick sdk migrate --config old.json --routes routes.json [--out new.json] [--prefix p] [--nats url]`. */
 export function runMigrateCli(args: string[], out: (line: string) => void = console.log, err: (line: string) => void = console.error): number {
-  const usage = "usage: derrick sdk migrate --config old.json --routes routes.json [--out new.json] [--prefix slbapps] [--nats nats://host:4222]";
+  const usage = "usage: derrick sdk migrate --config old.json --routes routes.json|routes.txt [--out new.json] [--prefix slbapps] [--nats nats://host:4222]";
   let values;
   try {
     ({ values } = parseArgs({ args, options: { config: { type: "string" }, routes: { type: "string" }, out: { type: "string" }, prefix: { type: "string" }, nats: { type: "string" } } }));
@@ -150,7 +185,7 @@ export function runMigrateCli(args: string[], out: (line: string) => void = cons
     return 2;
   }
   try {
-    const result = migrateConfig(readJson(values.config, "--config"), readJson(values.routes, "--routes"), {
+    const result = migrateConfig(readJson(values.config, "--config"), readText(values.routes, "--routes"), {
       ...(values.prefix ? { prefix: values.prefix } : {}),
       ...(values.nats ? { natsServer: values.nats } : {}),
     });
