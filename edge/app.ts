@@ -11,7 +11,7 @@ import { assignRequestId, requestIdOf, startOf } from "./request-state.ts";
 import { errorsPlugin } from "./plugins/errors.ts";
 import { bodyPlugin, effectiveBodyLimit, serverBodyCap } from "./plugins/body.ts";
 import { authPlugin } from "./plugins/auth.ts";
-import { openapiPlugin } from "./plugins/openapi.ts";
+import { openapiPlugin, type RouteInfo } from "./plugins/openapi.ts";
 import { createVerifier } from "./verifier.ts";
 import type { EdgeMetrics } from "./metrics.ts";
 import { systemRoutes } from "./routes/system.ts";
@@ -32,7 +32,8 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
   if (bodyLimit < cfg.http.bodyLimit) {
     log.warn({ DERRICK_BODY_LIMIT: cfg.http.bodyLimit, natsMaxPayload: maxPayload, bodyLimit }, "the NATS server's max_payload cannot carry bodies up to DERRICK_BODY_LIMIT: larger bodies are refused with 413; raise max_payload on the server to keep the configured limit");
   }
-  return (
+  const routeTable: { get: () => readonly RouteInfo[] } = { get: () => [] };
+  const app = (
     new Elysia({ name: "derrick-edge", normalize: false })
       .onRequest(({ request, set }) => {
         set.headers["x-request-id"] = assignRequestId(request);
@@ -44,7 +45,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
         metrics.observeHttp(route || "unmatched", request.method, status, (performance.now() - startOf(request)) / 1000);
         if (status >= 500) log.warn({ requestId: requestIdOf(request), status, route }, "request answered with a server error");
       })
-      .use(openapiPlugin(buildInfo()))
+      .use(openapiPlugin(buildInfo(), () => routeTable.get()))
       .use(systemRoutes(cfg, bus, auth, metrics))
       .use(authRoutes(cfg, bus))
       .use(notificationRoutes(cfg, bus, auth))
@@ -53,6 +54,8 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       .use(searchRoutes(cfg, bus, auth))
       .use(reportingRoutes(cfg, bus, auth))
   );
+  routeTable.get = () => app.routes as readonly RouteInfo[];
+  return app;
 }
 
 /** A returned Response (forwarded replies, problems) holds the status; anything else left it in `set`. */

@@ -7,7 +7,36 @@ import type { BusReply } from "../subjects/index.ts";
 
 type SetLike = { status?: number | string; headers: Record<string, string | number> };
 
-export function forward<T>(set: SetLike, reply: BusReply<T>): T {
+/**
+ * The media type to answer with, of those a route `offers` (the first is the default), by the
+ * request's `Accept` (RFC 9110 §12.5.1: the most specific range gives a type its q; the highest q
+ * wins, ties go to the earlier offer). Nothing acceptable → the default: a JSON body is still sent
+ * rather than a 406, as the anchor system does.
+ */
+export function negotiate(accept: string | null, offers: readonly [string, ...string[]]): string {
+  if (!accept) return offers[0];
+  const ranges = accept.split(",").flatMap((part) => {
+    const [range, ...params] = part.split(";").map((s) => s.trim().toLowerCase());
+    if (!range || !/^[^\s/]+\/[^\s/]+$/.test(range)) return [];
+    const qParam = params.find((p) => p.startsWith("q="));
+    const q = qParam === undefined ? 1 : Number(qParam.slice(2));
+    return Number.isFinite(q) ? [{ range, q }] : [];
+  });
+  let best = offers[0];
+  let bestQ = 0;
+  for (const offer of offers) {
+    const [type] = offer.split("/");
+    const exact = ranges.find((r) => r.range === offer);
+    const match = exact ?? ranges.find((r) => r.range === `${type}/*`) ?? ranges.find((r) => r.range === "*/*");
+    if (match && match.q > bestQ) {
+      best = offer;
+      bestQ = match.q;
+    }
+  }
+  return best;
+}
+
+export function forward<T>(set: SetLike, reply: BusReply<T>, contentType = "application/json"): T {
   // A plain record: Bun builds the response headers from it directly (cheaper than a Headers object).
   const headers: Record<string, string> = {};
   for (const name in set.headers) headers[name] = String(set.headers[name]);
@@ -18,7 +47,8 @@ export function forward<T>(set: SetLike, reply: BusReply<T>): T {
   set.headers = {};
   set.status = 200;
   if (reply.status === 204 || reply.raw.length === 0) return new Response(null, { status: reply.status, headers }) as unknown as T;
-  headers["content-type"] = "application/json";
+  // A success body goes out in the negotiated type (one route offers several); anything else as before.
+  headers["content-type"] = reply.status < 300 ? contentType : "application/json";
   // Typed as the body the route documents; Elysia sends a Response as it is.
   return new Response(reply.raw, { status: reply.status, headers }) as unknown as T;
 }

@@ -15,10 +15,21 @@ const PROBLEM_DESCRIPTION = Problem.description;
 
 const SCALAR_PATH = "/docs/assets/scalar-standalone.js";
 
+/** Marks an operation whose 200 answer may be sent in several media types (detail: {[mark]: types}). */
+export const MEDIA_TYPES_MARK = "x-derrick-response-media-types";
+
+/** Every JSON media type a request body is accepted in (edge/plugins/body.ts). */
+export const JSON_REQUEST_MEDIA_TYPES = ["application/json", "text/json", "application/*+json"] as const;
+
+/** What the document needs of a route: its method, Elysia path and body schema. */
+export type RouteInfo = { method: string; path: string; hooks?: { body?: unknown } };
+
 type Operation = {
   parameters?: Array<{ name: string; in: string }>;
+  requestBody?: { content?: Record<string, unknown> };
   responses?: Record<string, { content?: Record<string, { schema?: { description?: string } }> | { type?: string } }>;
   [PARTITION_MARK]?: boolean;
+  [MEDIA_TYPES_MARK]?: readonly string[];
 };
 
 /**
@@ -27,13 +38,29 @@ type Operation = {
  *   body-less response has no `content` at all;
  * - every error answer is sent as `application/problem+json`, not the `application/json` it lists;
  * - the partition header parameters are dropped on routes with path or query parameters: they are
- *   added again wherever the partition macro marked the operation.
+ *   added again wherever the partition macro marked the operation;
+ * - a JSON request body came out with an empty `content` (the plugin lists only named parsers, and
+ *   bodies are parsed by the global one in body.ts): it gets the route's body schema under every
+ *   JSON media type the edge accepts (the seed's application/json, text/json, application/*+json);
+ * - a 200 answer sent in several media types (MEDIA_TYPES_MARK) lists each of them.
  */
-export function completeDocument(doc: unknown): unknown {
+export function completeDocument(doc: unknown, routes: readonly RouteInfo[] = []): unknown {
   const paths = (doc as { paths?: Record<string, Record<string, Operation>> }).paths ?? {};
-  for (const operations of Object.values(paths)) {
-    for (const operation of Object.values(operations)) {
+  const bodies = new Map<string, unknown>();
+  for (const route of routes) if (route.hooks?.body) bodies.set(`${route.method.toLowerCase()} ${route.path.replace(/:([^/]+)/g, "{$1}")}`, route.hooks.body);
+  for (const [path, operations] of Object.entries(paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
       if (!operation) continue;
+      const body = bodies.get(`${method} ${path}`);
+      if (operation.requestBody && Object.keys(operation.requestBody.content ?? {}).length === 0 && body) {
+        operation.requestBody.content = Object.fromEntries(JSON_REQUEST_MEDIA_TYPES.map((type) => [type, { schema: body }]));
+      }
+      const mediaTypes = operation[MEDIA_TYPES_MARK];
+      const ok = operation.responses?.["200"]?.content as Record<string, unknown> | undefined;
+      if (mediaTypes && ok?.["application/json"]) {
+        operation.responses!["200"]!.content = Object.fromEntries(mediaTypes.map((type) => [type, ok["application/json"]])) as never;
+      }
+      delete operation[MEDIA_TYPES_MARK];
       for (const response of Object.values(operation.responses ?? {})) {
         const content = response?.content as Record<string, { schema?: { description?: string } }> | { type?: string } | undefined;
         if ((content as { type?: string } | undefined)?.type === "void") delete response.content;
@@ -50,9 +77,10 @@ export function completeDocument(doc: unknown): unknown {
   return doc;
 }
 
-export const openapiPlugin = (build: BuildInfo) =>
+/** `routes` gives the app's routes once it is built (for the request body schemas). */
+export const openapiPlugin = (build: BuildInfo, routes: () => readonly RouteInfo[] = () => []) =>
   new Elysia({ name: "derrick-openapi" })
-    .onAfterHandle({ as: "global" }, ({ path, response }) => (path === "/openapi.json" ? completeDocument(response) : undefined))
+    .onAfterHandle({ as: "global" }, ({ path, response }) => (path === "/openapi.json" ? completeDocument(response, routes()) : undefined))
     .get(SCALAR_PATH, () => Bun.file(fileURLToPath(import.meta.resolve("@scalar/api-reference/browser/standalone.js"))), { detail: { hide: true } })
     .use(
       openapi({

@@ -11,7 +11,7 @@
  * Every route needs a bearer token, the appkey of its client and the partition header. The
  * notifications actor does the work; the edge checks shapes and forwards.
  */
-import { Elysia, t } from "elysia";
+import { Elysia, t, type DocumentDecoration } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { Problem, contentTooLarge, subjects, type Bus } from "../../subjects/index.ts";
 import {
@@ -26,8 +26,9 @@ import {
   SubscriptionBase,
   SubscriptionList,
 } from "../../subjects/notifications.ts";
-import { forward } from "../forward.ts";
+import { forward, negotiate } from "../forward.ts";
 import type { AuthOptions, AuthPlugin } from "../plugins/auth.ts";
+import { MEDIA_TYPES_MARK } from "../plugins/openapi.ts";
 import { requestMeta } from "../request-state.ts";
 
 const BASE = "/v1/notifications";
@@ -35,6 +36,8 @@ const errors = { 400: Problem, 401: Problem, 403: Problem, 404: Problem, 413: Pr
 const credentials: AuthOptions = { appkey: true };
 const SubscriptionPath = t.Object({ subscriptionId: t.String({ pattern: "^[A-Za-z0-9_-]{1,128}$" }) });
 const tags = ["notifications"];
+/** The list's response media types (seed document 1, §4.2); the first is the default. */
+export const LIST_MEDIA_TYPES = ["application/json", "text/json", "text/plain"] as const;
 
 export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   const n = subjects.notifications;
@@ -58,12 +61,26 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
         response: { 200: Subscription, ...errors },
       },
     )
-    .get(`${BASE}/subscriptions`, async ({ set, request, principal, partition }) => forward<SubscriptionList>(set, await bus.request(n["subscription.list"](), undefined, requestMeta(request, principal, partition))), {
-      auth: credentials,
-      partition: true,
-      detail: { tags, summary: "The caller's own subscriptions in this partition (full form)" },
-      response: { 200: SubscriptionList, ...errors },
-    })
+    .get(
+      `${BASE}/subscriptions`,
+      async ({ set, request, principal, partition }) =>
+        forward<SubscriptionList>(
+          set,
+          await bus.request(n["subscription.list"](), undefined, requestMeta(request, principal, partition)),
+          negotiate(request.headers.get("accept"), LIST_MEDIA_TYPES),
+        ),
+      {
+        auth: credentials,
+        partition: true,
+        detail: {
+          tags,
+          summary: "The caller's own subscriptions in this partition (full form)",
+          description: "The JSON array is sent as application/json, text/json or text/plain, as the Accept header prefers (default application/json).",
+          [MEDIA_TYPES_MARK]: LIST_MEDIA_TYPES,
+        } as DocumentDecoration,
+        response: { 200: SubscriptionList, ...errors },
+      },
+    )
     .delete(
       `${BASE}/subscriptions/:subscriptionId`,
       async ({ params, set, request, principal, partition }) =>
