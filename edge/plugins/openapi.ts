@@ -4,6 +4,7 @@
  * internet does not reach.
  */
 import { Elysia } from "elysia";
+import { OptionalKind } from "@sinclair/typebox";
 import { openapi } from "@elysiajs/openapi";
 import { fileURLToPath } from "node:url";
 import type { BuildInfo } from "../../subjects/system.ts";
@@ -41,7 +42,8 @@ type Operation = {
  *   added again wherever the partition macro marked the operation;
  * - a JSON request body came out with an empty `content` (the plugin lists only named parsers, and
  *   bodies are parsed by the global one in body.ts): it gets the route's body schema under every
- *   JSON media type the edge accepts (the seed's application/json, text/json, application/*+json);
+ *   JSON media type the edge accepts (the seed's application/json, text/json, application/*+json),
+ *   and is `required: false` when the schema is t.Optional (the plugin marks every body required);
  * - a 200 answer sent in several media types (MEDIA_TYPES_MARK) lists each of them.
  */
 export function completeDocument(doc: unknown, routes: readonly RouteInfo[] = []): unknown {
@@ -54,6 +56,8 @@ export function completeDocument(doc: unknown, routes: readonly RouteInfo[] = []
       const body = bodies.get(`${method} ${path}`);
       if (operation.requestBody && Object.keys(operation.requestBody.content ?? {}).length === 0 && body) {
         operation.requestBody.content = Object.fromEntries(JSON_REQUEST_MEDIA_TYPES.map((type) => [type, { schema: body }]));
+        // The plugin says `required: true` of every body; a t.Optional one may be left out.
+        if ((body as Record<symbol, unknown>)[OptionalKind] === "Optional") (operation.requestBody as { required?: boolean }).required = false;
       }
       const mediaTypes = operation[MEDIA_TYPES_MARK];
       const ok = operation.responses?.["200"]?.content as Record<string, unknown> | undefined;

@@ -40,11 +40,14 @@ describe("notifications media types", () => {
 
   it("notifications - /openapi.json lists the seed's media types of the upsert body and the list response", async () => {
     const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as {
-      paths: Record<string, Record<string, { requestBody?: { content: Record<string, unknown> }; responses: Record<string, { content?: Record<string, unknown> }> }>>;
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, unknown>; required?: boolean }; responses: Record<string, { content?: Record<string, unknown> }> }>>;
     };
     const upsert = doc.paths["/v1/notifications/subscriptions/types/{subscritpionType}"]!.post!;
     expect(Object.keys(upsert.requestBody!.content).sort()).toEqual(["application/*+json", "application/json", "text/json"]);
     expect((upsert.requestBody!.content["text/json"] as { schema: { required: string[] } }).schema.required).toEqual(["subscriber", "callback_uri"]);
+    // A body the route may go without is documented as optional (content requests: absent = every item).
+    expect(doc.paths["/v1/projects/{projectId}/display-items/content/requests"]!.post!.requestBody).toMatchObject({ required: false });
+    expect(upsert.requestBody).toMatchObject({ required: true });
     // Every documented request body names its media types and schema (they used to come out empty).
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) if (op.requestBody) expect(Object.keys(op.requestBody.content).length, `${method} ${path}`).toBeGreaterThan(0);
