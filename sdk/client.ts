@@ -352,7 +352,7 @@ export class DeviceClient {
    * on reconnect attempts, so a message "sent" then would be lost without a trace.
    */
   private publishAll(kind: "DataOut" | "EventOut", message: unknown): number {
-    if (!this.linkUp || this.nc.isClosed()) {
+    if (!this.isConnected()) {
       if (Date.now() - this.lastOfflineWarning >= 60_000) {
         this.lastOfflineWarning = Date.now();
         this.log("warn", "the message bus is unreachable: messages are not sent (send returns 0)", { kind });
@@ -363,6 +363,15 @@ export class DeviceClient {
     const payload = encode(message);
     for (const subject of subjects) this.nc.publish(subject, payload);
     return subjects.length;
+  }
+
+  /**
+   * Whether the bus link is up (the original SDK's `is_connected()`): false from the client's
+   * disconnect status until it reconnects, and after close(). While false, sendData/sendEvent send
+   * nothing and return 0.
+   */
+  isConnected(): boolean {
+    return this.linkUp && !this.nc.isClosed();
   }
 
   /** Publishes to every DataOut subject; returns how many subjects it went to (0 while the link is down: not sent). */

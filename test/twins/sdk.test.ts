@@ -202,16 +202,27 @@ describe("device SDK over JetStream KV", () => {
     expect(missing).toEqual([]);
   });
 
-  it("sdk - sendData and sendEvent return 0 and publish nothing while the bus link is down", async () => {
+  it("sdk - sendData and sendEvent return 0 and publish nothing while the bus link is down; isConnected() says so, and true again once it is back", async () => {
     const bus = await startTestNats();
     try {
       const doc = appDocument("AppOffline", "dev-offline", bus.url);
       (doc.AEA2 as Record<string, unknown>).KvClient = { Server: nats.url };
       const device = await start(parseAppConfig(doc));
+      expect(device.isConnected()).toBe(true);
       expect(device.sendData({ x: 1 })).toBe(2);
       await bus.stop();
       await eventually(() => device.sendData({ x: 2 }) === 0, { what: "sendData refused while offline" });
+      expect(device.isConnected()).toBe(false);
       expect(device.sendEvent({ x: 3 })).toBe(0);
+      const again = await startTestNats({ port: bus.port, dir: bus.dir });
+      try {
+        await eventually(() => device.isConnected(), { what: "the link back", timeoutMs: 10_000 });
+        expect(device.sendData({ x: 4 })).toBe(2);
+        await device.close();
+        expect(device.isConnected()).toBe(false);
+      } finally {
+        await again.stop();
+      }
     } finally {
       await bus.cleanup();
     }
