@@ -346,35 +346,53 @@ describe("a stop signal while start-up still waits", () => {
   });
 });
 
+/**
+ * `derrick actor system` whose start-up hangs on a NATS that accepts the connection and never speaks
+ * (nats.js waits 20 s), so it is still starting when the test signals it; resolves once connected.
+ */
+async function actorOnSilentNats() {
+  let connected = false;
+  const silent = createServer((socket) => {
+    connected = true;
+    socket.on("error", () => undefined);
+  });
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  const port = (silent.address() as { port: number }).port;
+  const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
+  dirs.push(dataDir);
+  const env: NodeJS.ProcessEnv = { ...process.env, NATS_URL: `nats://127.0.0.1:${port}`, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "info", ACTORS: "system" };
+  const child = spawn(process.execPath, [CLI, "actor"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let log = "";
+  child.stdout.on("data", (d) => (log += d));
+  child.stderr.on("data", (d) => (log += d));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const stop = () => {
+    child.kill("SIGKILL");
+    silent.close();
+  };
+  try {
+    // Signals before the handlers are installed would kill it outright: wait until it is connecting.
+    await eventually(() => connected, { timeoutMs: 15_000, what: "the connection to the silent NATS" });
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  return { child, exited, log: () => log, stop };
+}
+
 describe("a stop signal while start-up waits for a NATS that does not answer", () => {
   it("cli usage - SIGTERM while the connection to NATS_URL hangs (a server that accepts and never speaks) stops the process (exit 0) within the start-up grace, not at the 20 s connect timeout", async () => {
     // The twin mirror's wait no longer holds start-up (2 s at most): a silent NATS keeps it waiting.
-    let connected = false;
-    const silent = createServer((socket) => {
-      connected = true;
-      socket.on("error", () => undefined);
-    });
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-    const port = (silent.address() as { port: number }).port;
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
-    dirs.push(dataDir);
-    const env: NodeJS.ProcessEnv = { ...process.env, NATS_URL: `nats://127.0.0.1:${port}`, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "info", ACTORS: "system" };
-    const child = spawn(process.execPath, [CLI, "actor"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const { child, exited, log, stop } = await actorOnSilentNats();
     try {
-      await eventually(() => connected, { timeoutMs: 15_000, what: "the connection to the silent NATS" });
       const signalled = performance.now();
       child.kill("SIGTERM");
       const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000))]);
-      expect(code, log.slice(-800)).toBe(0);
+      expect(code, log().slice(-800)).toBe(0);
       // Within the 5 s start-up grace (plus process exit), well before nats.js's 20 s connect timeout.
       expect(performance.now() - signalled).toBeLessThan(14_000);
     } finally {
-      child.kill("SIGKILL");
-      silent.close();
+      stop();
     }
   });
 });
@@ -382,37 +400,20 @@ describe("a stop signal while start-up waits for a NATS that does not answer", (
 describe("a second stop signal", () => {
   it("cli usage - a second signal within a second of the first is the same stop (one Ctrl-C twice: terminal and npm); one a second or more later exits at once with 130", async () => {
     // Start-up waiting on a NATS that never speaks keeps the process in its stop for 5 s: time to send more.
-    let connected = false;
-    const silent = createServer((socket) => {
-      connected = true;
-      socket.on("error", () => undefined);
-    });
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-    const port = (silent.address() as { port: number }).port;
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
-    dirs.push(dataDir);
-    const env: NodeJS.ProcessEnv = { ...process.env, NATS_URL: `nats://127.0.0.1:${port}`, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "info", ACTORS: "system" };
-    const child = spawn(process.execPath, [CLI, "actor"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const { child, exited, log, stop } = await actorOnSilentNats();
     try {
-      // Signals before the handlers are installed would kill it outright: wait until it is connecting.
-      await eventually(() => connected, { timeoutMs: 15_000, what: "the connection to the silent NATS" });
       // One Ctrl-C under npm start: from the terminal and forwarded by npm, back to back. The second is ignored.
       child.kill("SIGINT");
       child.kill("SIGINT");
-      await eventually(() => log.includes("shutting down: draining"), { timeoutMs: 5_000, what: `the first signal taken (log: ${log.slice(-300)})` });
+      await eventually(() => log().includes("shutting down: draining"), { timeoutMs: 5_000, what: `the first signal taken (log: ${log().slice(-300)})` });
       await new Promise((resolve) => setTimeout(resolve, 1_500));
-      expect(child.exitCode, log.slice(-500)).toBeNull();
+      expect(child.exitCode, log().slice(-500)).toBeNull();
       child.kill("SIGINT"); // a second Ctrl-C: now
       const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 3_000))]);
-      expect(code, log.slice(-500)).toBe(130);
-      expect(log).toContain("second signal: exiting now");
+      expect(code, log().slice(-500)).toBe(130);
+      expect(log()).toContain("second signal: exiting now");
     } finally {
-      child.kill("SIGKILL");
-      silent.close();
+      stop();
     }
   });
 });
