@@ -151,7 +151,7 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
     return pending;
   };
   let probing: Promise<boolean> | undefined;
-  /** One stream lookup at a time for the bucket, shared by the operations waiting on it. */
+  /** One stream lookup at a time for the bucket, shared by the operations waiting on it; a failed lookup (NATS away) is "not gone". */
   const gone = () =>
     (probing ??= streamInfoIfAny(jsm, `KV_${bucket}`)
       .then((info) => info === undefined, () => false)
@@ -174,7 +174,7 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
           // The lookup's own failure (NATS away) leaves the first error to be thrown. A probe that found
           // the stream gone abandoned the operation: the stream there now (another process made it
           // again) is where it runs once more, not a reason to throw the probe's own error.
-          const there = (await streamInfoIfAny(jsm, `KV_${bucket}`).catch(() => true)) !== undefined;
+          const there = !(await gone());
           if (there && !(error instanceof StreamGone)) throw error;
           if (!there) await recreate();
         }
