@@ -62,9 +62,11 @@ export interface SearchBackend {
   appliedSeq(): number;
   /** An identity of the stream the index was built from (its creation time); a different one means rebuild. */
   streamIdentity(): string | undefined;
-  reset(streamIdentity: string): void;
+  reset(streamIdentity: string): void | Promise<void>;
   /** Optional: faster loading of a large backlog (indexes built once at the end; nothing is applied until it settles). */
   bulkLoad?(on: boolean): Promise<void>;
+  /** Optional: a promise to wait for before applying more, while the backend is behind on what it was given. */
+  backpressure?(): Promise<void> | undefined;
   search(request: SearchRequest): SearchResult;
   recordCount(): number;
   close(): void;

@@ -137,6 +137,12 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
   let stopping = false;
   let wakeFromBackoff: (() => void) | undefined;
 
+  const resolveWaiters = (applied: number) => {
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      if (waiters[i]!.seq <= applied) waiters.splice(i, 1)[0]!.resolve();
+    }
+  };
+
   const skip = (subject: string, seq: number, reason: string) => {
     health.skipped++;
     health.lastSkipped = { subject, seq, reason };
@@ -149,7 +155,7 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
     const identity = info.created;
     if (backend.streamIdentity() !== identity || backend.appliedSeq() > info.state.last_seq) {
       log.info({ applied: backend.appliedSeq(), streamLast: info.state.last_seq }, "search index (re)built from the RECORDS stream");
-      backend.reset(identity);
+      await backend.reset(identity);
     }
     if (!bulk && info.state.last_seq - backend.appliedSeq() >= BULK_BACKLOG) {
       await backend.bulkLoad?.(true);
@@ -188,9 +194,9 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
         backend.apply([], lastSeq);
       }
       buffer = [];
-      for (let i = waiters.length - 1; i >= 0; i--) {
-        if (waiters[i]!.seq <= lastSeq) waiters.splice(i, 1)[0]!.resolve();
-      }
+      // In a bulk load what was applied may not be searchable yet (the lookup file is written by a worker):
+      // waiters are told once it ends.
+      if (!bulk) resolveWaiters(lastSeq);
     };
     // A timer callback must not throw (Bun exits): the failure ends this consumer instead.
     const flushFromTimer = () => {
@@ -208,14 +214,18 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
       if (change.op === "skip") skip(msg.subject, msg.seq, change.reason);
       else buffer.push({ change, seq: msg.seq, subject: msg.subject });
       lastSeq = msg.seq;
-      if (buffer.length >= BATCH || msg.info.pending === 0) flush();
-      else timer ??= setTimeout(flushFromTimer, FLUSH_AFTER_MS);
+      if (buffer.length >= BATCH || msg.info.pending === 0) {
+        flush();
+        const behind = backend.backpressure?.();
+        if (behind) await behind;
+      } else timer ??= setTimeout(flushFromTimer, FLUSH_AFTER_MS);
       if (bulk && msg.info.pending === 0) {
         // Queries are answered while the indexes build; messages arriving meanwhile wait in the consumer.
         log.info({ seq: lastSeq }, "search index caught up with the RECORDS stream; building its value indexes");
         const started = performance.now();
         await backend.bulkLoad?.(false);
         bulk = false;
+        resolveWaiters(lastSeq);
         log.info({ seq: lastSeq, seconds: Math.round((performance.now() - started) / 100) / 10 }, "search index value indexes built");
       }
     }
@@ -307,7 +317,7 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
   return {
     async caughtUp(timeoutMs = 60_000) {
       const target = (await jsm.streams.info(RECORDS_STREAM)).state.last_seq;
-      if (backend.appliedSeq() >= target) return;
+      if (!bulk && backend.appliedSeq() >= target) return;
       await new Promise<void>((resolve, reject) => {
         const t = setTimeout(() => reject(new Error(`search index not caught up with sequence ${target} in ${timeoutMs} ms`)), timeoutMs);
         waiters.push({ seq: target, resolve: () => (clearTimeout(t), resolve()) });

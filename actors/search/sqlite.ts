@@ -1,6 +1,6 @@
 /**
- * The embedded search backend: one `bun:sqlite` file per search actor, a rebuildable replica of the
- * RECORDS stream. Tables:
+ * The embedded search backend: one `bun:sqlite` index per search actor, a rebuildable replica of the
+ * RECORDS stream, in two files (`vals` and `fts` in the lookup file, see lookup.ts). Tables:
  *   records  one row per record (partition, id, lowercased kind, number of shapes) — kept narrow so
  *            the per-candidate kind check stays in cache
  *   docs     the result document of each record as JSON (read for the returned page only)
@@ -30,13 +30,15 @@ import { aclKey, bm25, idf, PointIndex, RowFacts } from "./rows.ts";
 import { DATES, FAIL, NUMBERS, PASS, SortColumns, UNDECIDED, rangeVerdict, sortedPage, type ColumnSource, type NumericColumn, type NumericRange } from "./sort-columns.ts";
 import { areaBBox, intersectsPrepared, prepareArea, preparePolygon, withinPrepared, type BBox, type Shape } from "./geo.ts";
 import { invalidParameters } from "./validate.ts";
+import { bulkTextEnd, bulkTextOff, dropValueIndexes, emptyLookupBatch, LOOKUP, lookupFileOf, lookupSchema, LookupWriter, valueIndexes, type LookupBatch } from "./lookup.ts";
+import { LookupWorker } from "./lookup-worker.ts";
 import { matchAll, positivePart, type NestedNode, type QueryNode, type RangeNode, type TermNode } from "./query/ast.ts";
 
 /** Fields ES maps as keyword in OSDU indexes: a term on them matches the whole value exactly (`version` is a long: numeric). */
 const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "createUser", "modifyUser", "ancestry.parents"]);
 const TOTAL_CAP = 10_000;
 /** Bumped when the tables change: an index file of another version is rebuilt. */
-const SCHEMA_VERSION = "7";
+const SCHEMA_VERSION = "8";
 /** Geometry ids: rid * SHAPE_SLOTS + the shape's ordinal in its record (deleted by id, no index needed). */
 const SHAPE_SLOTS = 65_536;
 const AGGREGATION_SIZE = 1000;
@@ -60,9 +62,6 @@ const spatialTooCostly = () =>
       message: `the spatial filter needs more than ${SPATIAL_WORK_MAX} vertex comparisons with the records it may match: use a polygon with fewer points, a smaller area, or narrow the kind`,
     },
   ]);
-/** Rows per multi-row INSERT into vals (6 parameters each, far below SQLite's limit). */
-const LEAF_ROWS = 32;
-
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS records(
@@ -81,27 +80,15 @@ CREATE UNIQUE INDEX IF NOT EXISTS records_key ON records(partition, key);
 CREATE INDEX IF NOT EXISTS records_id ON records(partition, id);
 CREATE INDEX IF NOT EXISTS records_kind ON records(partition, kind);
 CREATE TABLE IF NOT EXISTS acl(rid INTEGER NOT NULL, grp TEXT NOT NULL, owner INTEGER NOT NULL, PRIMARY KEY(rid, grp)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS vals(rid INTEGER NOT NULL, path INTEGER NOT NULL, seq INTEGER NOT NULL, t INTEGER NOT NULL, str TEXT, num REAL, PRIMARY KEY(rid, path, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS paths(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS points(gid INTEGER PRIMARY KEY, rid INTEGER NOT NULL, path TEXT NOT NULL, x REAL NOT NULL, y REAL NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS geo USING rtree(gid, minX, maxX, minY, maxY, +rid INTEGER, +path TEXT, +shape TEXT);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, fielded, content='', contentless_delete=1, tokenize="unicode61 remove_diacritics 2 tokenchars '_'");
 `;
-
-/** Indexes on the typed values: dropped during a bulk load and built once at its end. */
-const VALUE_INDEXES = `
-CREATE INDEX IF NOT EXISTS vals_str ON vals(path, str);
-CREATE INDEX IF NOT EXISTS vals_num ON vals(path, num) WHERE num IS NOT NULL;
-`;
-
-/**
- * FTS5 merges segments as they accumulate (automerge, 4 per level by default): during a bulk load
- * it does not, and the segments are merged into one at its end, with the value indexes — fewer
- * passes over the text index than the incremental merges (standalone, 300k bench records: 15.5–20.9
- * µs per record with automerge, 11.0 + 3.4 µs without and one `optimize`).
- */
-const BULK_TEXT_OFF = "INSERT INTO fts(fts, rank) VALUES('automerge', 0);";
-const BULK_TEXT_END = "INSERT INTO fts(fts) VALUES('optimize'); INSERT INTO fts(fts, rank) VALUES('automerge', 4);";
+/** The documents file's tables, and those of schema 7 and before (when `vals` and `fts` were here). */
+const MAIN_TABLES = ["fts", "geo", "points", "records", "docs", "acl", "vals", "paths", "shapes", "meta"];
+const LOOKUP_TABLES = ["fts", "vals", "meta"];
+/** Batches posted to the lookup writer and not yet written, beyond which the replica waits (backpressure()). */
+const LOOKUP_QUEUE_MAX = 4;
 
 /** FNV-1a of a field path: the prefix of its tokens in the `fielded` column. */
 export function fieldPrefix(path: string): string {
@@ -151,35 +138,32 @@ export class SqliteBackend implements SearchBackend {
   private bulk = false;
   private building = false;
   private closed = false;
-  /** Stops the index builder worker (close() during a build). */
-  private abortBuild: (() => void) | undefined;
   private readonly stmts;
   private readonly facts = new RowFacts();
-  /**
-   * The text rows of the batch being applied, written after its other rows (see apply): FTS5 writes
-   * its pending terms out as a new segment whenever a later statement of the transaction opens a
-   * statement savepoint (every multi-row INSERT into vals does), so interleaved, each record became
-   * a segment of its own and FTS5 spent the build merging them.
-   */
-  private readonly pendingText = new Map<number, [body: string, fielded: string]>();
   /** The `fielded` prefix of each field path seen (fieldPrefix). */
   private readonly prefixes = new Map<string, string>();
   private readonly points = new PointIndex();
   private readonly sortColumns = new SortColumns();
-  /** Multi-row INSERTs into vals, by row count (see insertLeaves). */
-  private readonly leafInserts: Array<Statement | undefined> = [];
+  /** Writes the lookup file on this connection: out of a bulk load, and in one when no worker runs. */
+  private readonly lookupWriter: LookupWriter;
+  /** What the batch being applied does to the lookup file (see apply). */
+  private lookupBatch: LookupBatch = emptyLookupBatch();
+  /** The lookup writer worker of a bulk load (index-builder.ts), while one runs. */
+  private worker: LookupWorker | undefined;
 
   constructor(readonly options: SqliteOptions) {
     if (options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
     this.db = new Database(options.file, { create: true, strict: true });
     this.db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 1073741824;");
+    this.db.query(`ATTACH DATABASE ? AS ${LOOKUP}`).run(options.file === ":memory:" ? ":memory:" : lookupFileOf(options.file));
+    this.db.exec(`PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = 1073741824;`);
     const compile = this.db.query<{ compile_options: string }, []>("PRAGMA compile_options").all().map((r) => r.compile_options);
     for (const needed of ["ENABLE_FTS5", "ENABLE_RTREE"]) {
       if (!compile.includes(needed)) throw new Error(`this SQLite lacks ${needed}: search needs FTS5 and R*Tree (Bun on Linux ships both)`);
     }
     this.migrate();
     // Per-term instances (row, column) of the text index: term frequencies for BM25 without FTS5's per-row lookups.
-    this.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_instances USING fts5vocab(main, fts, instance)");
+    this.db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_instances USING fts5vocab(${LOOKUP}, fts, instance)`);
     const version = this.db.query<{ v: string }, []>("SELECT sqlite_version() AS v").get()!.v;
     this.engine = { name: "sqlite", version };
     // The exact meaning of nested(): evaluated in JS on rows the SQL prefilter let through.
@@ -187,6 +171,7 @@ export class SqliteBackend implements SearchBackend {
       const node = this.nestedQueries.get(token);
       return node && matchesNested(node, JSON.parse(doc)) ? 1 : 0;
     });
+    this.lookupWriter = new LookupWriter(this.db, `${LOOKUP}.`);
     this.stmts = {
       ridOf: this.db.query<{ rid: number; shapes: number }, [string, string]>("SELECT rid, shapes FROM records WHERE partition = ? AND key = ?"),
       // run()'s lastInsertRowid, not RETURNING: the returned row cost ~15% of a bulk build's writes.
@@ -199,10 +184,7 @@ export class SqliteBackend implements SearchBackend {
       deleteDoc: this.db.query("DELETE FROM docs WHERE rid = ?"),
       insertAcl: this.db.query("INSERT OR REPLACE INTO acl(rid, grp, owner) VALUES (?, ?, ?)"),
       deleteAcl: this.db.query("DELETE FROM acl WHERE rid = ?"),
-      deleteVals: this.db.query("DELETE FROM vals WHERE rid = ?"),
       insertPath: this.db.query<unknown, [string]>("INSERT INTO paths(path) VALUES (?)"),
-      insertFts: this.db.query("INSERT INTO fts(rowid, body, fielded) VALUES (?, ?, ?)"),
-      deleteFts: this.db.query("DELETE FROM fts WHERE rowid = ?"),
       insertGeo: this.db.query("INSERT INTO geo(gid, minX, maxX, minY, maxY, rid, path, shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
       deleteGeo: this.db.query("DELETE FROM geo WHERE gid = ?"),
       insertPoint: this.db.query("INSERT INTO points(gid, rid, path, x, y) VALUES (?, ?, ?, ?, ?)"),
@@ -211,8 +193,9 @@ export class SqliteBackend implements SearchBackend {
       idsOf: this.db.query<[number, string], [string]>("SELECT rid, id FROM records WHERE rid IN (SELECT value FROM json_each(?))"),
       ftsRows: this.db.query<[number], [string]>("SELECT rowid FROM fts WHERE fts MATCH ?"),
       ftsRanked: this.db.query<[number, number], [string]>("SELECT rowid, rank FROM fts WHERE fts MATCH ?"),
-      getMeta: this.db.query<{ v: string }, [string]>("SELECT v FROM meta WHERE k = ?"),
-      setMeta: this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES (?, ?)"),
+      getMeta: this.db.query<{ v: string }, [string]>("SELECT v FROM main.meta WHERE k = ?"),
+      setMeta: this.db.query("INSERT OR REPLACE INTO main.meta(k, v) VALUES (?, ?)"),
+      setLookupMeta: this.db.query(`INSERT OR REPLACE INTO ${LOOKUP}.meta(k, v) VALUES (?, ?)`),
       bodyInstances: this.db.query<[number], [string]>("SELECT doc FROM temp.fts_instances WHERE term = ? AND col = 'body'"),
     };
     this.loadFacts();
@@ -231,17 +214,43 @@ export class SqliteBackend implements SearchBackend {
     for (const [rid, path, x, y] of points) this.points.set(path, rid, x, y);
   }
 
-  /** A file from another schema version is emptied and rebuilt from the stream (it is only a replica). */
+  /**
+   * Files from another schema version are emptied and rebuilt from the stream (they are only a
+   * replica), as are files whose bulk load never finished, and a pair whose halves do not belong
+   * together: another build (one file deleted or replaced) or another applied sequence (a crash
+   * between the two files' commits — a transaction over attached WAL files is atomic per file only).
+   */
   private migrate(): void {
-    const hasMeta = this.db.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get()!.n > 0;
-    const current = hasMeta ? this.db.query<{ v: string }, []>("SELECT v FROM meta WHERE k = 'schema'").get()?.v : undefined;
-    // A bulk load writes without fsync: if it never finished (crash, power loss), nothing in the file is trusted.
-    const unfinishedBulk = hasMeta && this.db.query<{ v: string }, []>("SELECT v FROM meta WHERE k = 'bulk'").get()?.v === "1";
-    if (hasMeta && (current !== SCHEMA_VERSION || unfinishedBulk)) {
-      for (const table of ["fts", "geo", "points", "records", "docs", "acl", "vals", "paths", "shapes", "meta"]) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
+    const state = (schema: string) => {
+      const has = this.db.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${schema}.sqlite_master WHERE name = 'meta'`).get()!.n > 0;
+      const meta = new Map(has ? (this.db.query<[string, string], []>(`SELECT k, v FROM ${schema}.meta`).values() as Array<[string, string]>) : []);
+      return { has, schema: meta.get("schema"), bulk: meta.get("bulk") === "1", build: meta.get("build"), seq: meta.get("applied_seq") ?? "0" };
+    };
+    const main = state("main");
+    const lookup = state(LOOKUP);
+    const sound = (s: typeof main) => s.has && s.schema === SCHEMA_VERSION && !s.bulk && s.build !== undefined;
+    if (!sound(main) || !sound(lookup) || main.build !== lookup.build || main.seq !== lookup.seq) {
+      for (const table of MAIN_TABLES) this.db.exec(`DROP TABLE IF EXISTS main.${table}`);
+      for (const table of LOOKUP_TABLES) this.db.exec(`DROP TABLE IF EXISTS ${LOOKUP}.${table}`);
     }
-    this.db.exec(SCHEMA + VALUE_INDEXES);
-    this.db.query("INSERT OR REPLACE INTO meta(k, v) VALUES ('schema', ?)").run(SCHEMA_VERSION);
+    this.db.exec(SCHEMA + lookupSchema(`${LOOKUP}.`) + valueIndexes(`${LOOKUP}.`));
+    if (this.db.query<{ v: string }, []>("SELECT v FROM main.meta WHERE k = 'build'").get() === null) this.writeIdentity(undefined);
+  }
+
+  /** A new build of both files: its id and schema in both, the stream it follows, nothing applied. */
+  private writeIdentity(streamIdentity: string | undefined): void {
+    this.db.transaction(() => {
+      const build = crypto.randomUUID();
+      for (const table of ["main.meta", `${LOOKUP}.meta`]) {
+        const set = this.db.query(`INSERT OR REPLACE INTO ${table}(k, v) VALUES (?, ?)`);
+        set.run("schema", SCHEMA_VERSION);
+        set.run("build", build);
+        set.run("applied_seq", "0");
+        if (streamIdentity !== undefined) set.run("stream", streamIdentity);
+        // A bulk load goes on over the emptied files: they stay marked until it ends.
+        if (this.bulk) set.run("bulk", "1");
+      }
+    })();
   }
 
   appliedSeq(): number {
@@ -249,53 +258,113 @@ export class SqliteBackend implements SearchBackend {
   }
 
   streamIdentity(): string | undefined {
+    // A failed lookup writer left the lookup file behind the documents: a new identity rebuilds both.
+    if (this.worker?.failure !== undefined) return undefined;
     return this.stmts.getMeta.get("stream")?.v;
   }
 
-  reset(streamIdentity: string): void {
+  async reset(streamIdentity: string): Promise<void> {
+    // The worker writes the lookup file: it stops (after what it was given) before the file is emptied.
+    const restart = this.worker !== undefined;
+    await this.stopWorker();
     this.db.transaction(() => {
-      for (const table of ["records", "docs", "acl", "vals", "paths", "geo", "points", "meta"]) this.db.exec(`DELETE FROM ${table}`);
-      this.db.exec("INSERT INTO fts(fts) VALUES('delete-all')");
-      this.stmts.setMeta.run("schema", SCHEMA_VERSION);
-      this.stmts.setMeta.run("stream", streamIdentity);
-      this.stmts.setMeta.run("applied_seq", "0");
+      for (const table of ["records", "docs", "acl", "paths", "geo", "points", "meta"]) this.db.exec(`DELETE FROM main.${table}`);
+      this.db.exec(`DELETE FROM ${LOOKUP}.vals; DELETE FROM ${LOOKUP}.meta; INSERT INTO ${LOOKUP}.fts(fts) VALUES('delete-all')`);
+      this.writeIdentity(streamIdentity);
     })();
     this.pathIds.clear();
     this.facts.clear();
     this.sortColumns.clear();
     this.points.clear();
+    if (restart && this.bulk) await this.startWorker();
   }
 
   /**
    * Bulk loading (a rebuild or a long backlog): the value indexes are dropped and rebuilt once at
-   * the end — sorting once is several times cheaper than inserting into them row by row — and
-   * commits skip fsync (the file is a rebuildable replica). Queries still work meanwhile, slower.
-   * Ending it builds the indexes in a worker (index-builder.ts), so queries keep being answered
-   * while it runs; nothing may be applied until the returned promise settles.
+   * the end — sorting once is several times cheaper than inserting into them row by row — commits
+   * skip fsync (the files are a rebuildable replica), and a worker writes the lookup file while this
+   * thread writes the documents file. Queries still work meanwhile, slower, on what both have
+   * written. Ending it waits for the worker, which then builds the indexes, so queries keep being
+   * answered while it runs; nothing may be applied until the returned promise settles.
    */
   async bulkLoad(on: boolean): Promise<void> {
     if (on === this.bulk || this.building) return;
     if (on) {
-      // The marker is made durable before any unsynced write, and cleared only once everything written
-      // since is on disk: a file whose bulk load was cut short is rebuilt from the stream on open.
-      this.db.exec("PRAGMA synchronous = FULL");
-      this.stmts.setMeta.run("bulk", "1");
-      this.db.exec(`PRAGMA synchronous = OFF; DROP INDEX IF EXISTS vals_str; DROP INDEX IF EXISTS vals_num; ${BULK_TEXT_OFF}`);
+      // The markers are made durable before any unsynced write, and cleared only once everything written
+      // since is on disk: files whose bulk load was cut short are rebuilt from the stream on open.
+      this.db.exec(`PRAGMA main.synchronous = FULL; PRAGMA ${LOOKUP}.synchronous = FULL`);
+      this.db.transaction(() => {
+        this.stmts.setMeta.run("bulk", "1");
+        this.stmts.setLookupMeta.run("bulk", "1");
+      })();
+      this.db.exec(`PRAGMA main.synchronous = OFF; PRAGMA ${LOOKUP}.synchronous = OFF; ${dropValueIndexes(`${LOOKUP}.`)} ${bulkTextOff(`${LOOKUP}.`)}`);
       this.sortColumns.clear();
       this.bulk = true;
+      await this.startWorker();
       return;
     }
     this.building = true;
     try {
-      await this.buildValueIndexes();
+      await this.finishLookup();
     } finally {
       this.building = false;
     }
     if (this.closed) return;
-    this.db.exec("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(FULL);");
-    this.stmts.setMeta.run("bulk", "0");
-    this.db.exec("PRAGMA synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE;");
+    this.db.exec(`PRAGMA main.synchronous = FULL; PRAGMA ${LOOKUP}.synchronous = FULL; PRAGMA main.wal_checkpoint(FULL); PRAGMA ${LOOKUP}.wal_checkpoint(FULL);`);
+    this.db.transaction(() => {
+      this.stmts.setMeta.run("bulk", "0");
+      this.stmts.setLookupMeta.run("bulk", "0");
+    })();
+    this.db.exec(`PRAGMA main.synchronous = NORMAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE;`);
     this.bulk = false;
+  }
+
+  /**
+   * The lookup file's writer for a bulk load: a worker on its own connection. An in-memory database
+   * has no second connection, and a worker that cannot start leaves the writing to this thread, with
+   * a warning: slower, but the index is built either way.
+   */
+  private async startWorker(): Promise<void> {
+    if (this.options.file === ":memory:") return;
+    const worker = await LookupWorker.start(this.options.indexBuilder ?? new URL("./index-builder.ts", import.meta.url), lookupFileOf(this.options.file));
+    if (typeof worker === "string") {
+      this.options.onWarning?.(`the lookup writer worker did not start (${worker}); writing the lookup file and building its indexes on the query thread`);
+      return;
+    }
+    if (this.closed) return worker.terminate();
+    this.worker = worker;
+  }
+
+  private async stopWorker(): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
+    if (worker) await worker.stop();
+  }
+
+  /** The end of a bulk load: the worker writes what it was given, then builds the indexes; without one, this thread builds them. */
+  private async finishLookup(): Promise<void> {
+    const worker = this.worker;
+    if (worker) {
+      const outcome = await worker.finish(valueIndexes("") + bulkTextEnd(""));
+      if (this.closed) return;
+      this.worker = undefined;
+      if (outcome.ok) return;
+      // Every batch written, the index build failed: this thread builds them. A batch lost: rebuild.
+      if (outcome.phase !== "finish") {
+        this.worker = worker; // keeps its failure: streamIdentity() asks for the rebuild
+        throw new Error(`the lookup writer failed: ${outcome.message}; the index is rebuilt from the stream`);
+      }
+      this.options.onWarning?.(`building the value indexes in the worker failed (${outcome.message}); building them on the query thread`);
+    }
+    this.db.exec(valueIndexes(`${LOOKUP}.`) + bulkTextEnd(`${LOOKUP}.`));
+  }
+
+  /**
+   * While the lookup writer is more than LOOKUP_QUEUE_MAX batches behind: a promise that settles
+   * when it has caught up to half that (the replica waits before reading more of the stream).
+   */
+  backpressure(): Promise<void> | undefined {
+    return this.worker?.backpressure(LOOKUP_QUEUE_MAX);
   }
 
   /** The fields sorted from in-memory columns now (sort-columns.ts). */
@@ -308,71 +377,44 @@ export class SqliteBackend implements SearchBackend {
     return this.building;
   }
 
-  /**
-   * In a worker on its own connection. An in-memory database has no second connection, and a worker
-   * that cannot do it (it failed to start, the file was busy) leaves it to this thread: slower to
-   * answer meanwhile, but the indexes are built either way.
-   */
-  private async buildValueIndexes(): Promise<void> {
-    if (this.options.file !== ":memory:") {
-      const problem = await new Promise<string | undefined>((resolve) => {
-        let worker: Worker;
-        try {
-          worker = new Worker(this.options.indexBuilder ?? new URL("./index-builder.ts", import.meta.url));
-        } catch (error) {
-          return resolve(`the index builder did not start: ${String(error)}`);
-        }
-        const finish = (failure: string | undefined) => {
-          worker.terminate();
-          this.abortBuild = undefined;
-          resolve(failure);
-        };
-        this.abortBuild = () => finish("stopped");
-        worker.onmessage = (event: MessageEvent<{ ok: boolean; message?: string }>) => finish(event.data.ok ? undefined : event.data.message ?? "failed");
-        worker.onerror = (event) => finish(event.message || "the index builder crashed");
-        worker.postMessage({ file: this.options.file, sql: VALUE_INDEXES + BULK_TEXT_END });
-      });
-      if (problem === undefined || this.closed) return;
-      this.options.onWarning?.(`building the value indexes in a worker failed (${problem}); building them on the query thread`);
-    }
-    this.db.exec(VALUE_INDEXES + BULK_TEXT_END);
-  }
-
   recordCount(): number {
     return this.db.query<{ n: number }, []>("SELECT count(*) AS n FROM records").get()!.n;
   }
 
   close(): void {
-    // A build cut short leaves the bulk marker set: the file is rebuilt from the stream on open.
+    // A load cut short leaves the bulk markers set: the files are rebuilt from the stream on open.
     this.closed = true;
-    this.abortBuild?.();
+    this.worker?.terminate();
+    this.worker = undefined;
     this.db.close();
   }
 
   apply(changes: RecordChange[], seq: number): void {
     if (this.building) throw new Error("the value indexes are being built: apply once bulkLoad(false) has settled");
+    const worker = this.worker;
+    if (worker?.failure !== undefined) throw new Error(`the lookup writer failed: ${worker.failure}; the index is rebuilt from the stream`);
+    const batch = (this.lookupBatch = emptyLookupBatch());
+    batch.seq = seq;
     try {
       this.db.transaction(() => {
         for (const change of changes) {
           if (change.op === "delete") this.remove(change.partition, change.key);
           else this.upsert(change.doc);
         }
-        for (const [rid, [body, fielded]] of this.pendingText) this.stmts.insertFts.run(rid, body, fielded);
-        this.pendingText.clear();
+        if (!worker) this.lookupWriter.write(batch);
         this.stmts.setMeta.run("applied_seq", String(seq));
       })();
     } catch (error) {
-      this.pendingText.clear();
       this.loadFacts(); // rolled back: the in-memory facts follow the file again
       throw error;
     }
+    // Committed here first: a batch the worker then fails to write makes the whole index a rebuild.
+    worker?.write(batch);
   }
 
   private clear(rid: number, shapes: number): void {
     this.stmts.deleteAcl.run(rid);
-    this.stmts.deleteVals.run(rid);
-    // A row written earlier in this batch is still pending: it never reached FTS5.
-    if (!this.pendingText.delete(rid)) this.stmts.deleteFts.run(rid);
+    this.lookupBatch.rids.push(-rid);
     for (let i = 0; i < shapes; i++) {
       this.stmts.deleteGeo.run(rid * SHAPE_SLOTS + i);
       this.stmts.deletePoint.run(rid * SHAPE_SLOTS + i);
@@ -428,8 +470,7 @@ export class SqliteBackend implements SearchBackend {
     this.sortColumns.upsert(rid, d.leaves);
     this.stmts.upsertDoc.run(rid, json);
     for (const { group, owner } of d.acl) this.stmts.insertAcl.run(rid, group, owner ? 1 : 0);
-    this.insertLeaves(rid, d.leaves);
-    this.pendingText.set(rid, [body, fielded]);
+    this.addLeaves(rid, d.leaves, body, fielded);
     for (let i = 0; i < shapes; i++) {
       const s = d.shapes[i]!;
       // A lone point (the common case) goes to the in-memory point index; other shapes to the R*Tree.
@@ -441,34 +482,23 @@ export class SqliteBackend implements SearchBackend {
     }
   }
 
-  /**
-   * All leaves of a record in one or a few multi-row INSERTs (statements cached per row count):
-   * per-row statement calls were the largest cost of building an index, and binding the values
-   * directly is ~2× cheaper than unpacking them from JSON in SQLite (json_each + ->>).
-   */
-  private insertLeaves(rid: number, leaves: Leaf[]): void {
-    for (let start = 0; start < leaves.length; start += LEAF_ROWS) {
-      const n = Math.min(LEAF_ROWS, leaves.length - start);
-      let stmt = this.leafInserts[n];
-      if (!stmt) {
-        stmt = this.db.query(`INSERT INTO vals(rid, path, seq, t, str, num) VALUES ${Array.from({ length: n }, () => "(?, ?, ?, ?, ?, ?)").join(", ")}`);
-        this.leafInserts[n] = stmt;
-      }
-      const params: SQLQueryBindings[] = new Array(n * 6);
-      for (let i = 0; i < n; i++) {
-        const l = leaves[start + i]!;
-        params[i * 6] = rid;
-        let path = this.pathIds.get(l.path);
-        if (path === undefined) this.pathIds.set(l.path, (path = Number(this.stmts.insertPath.run(l.path).lastInsertRowid)));
-        params[i * 6 + 1] = path;
-        params[i * 6 + 2] = start + i;
-        params[i * 6 + 3] = l.t;
-        params[i * 6 + 4] = l.str;
-        params[i * 6 + 5] = l.num !== null && Number.isFinite(l.num) ? l.num : null; // as JSON carried it before
-      }
-      stmt.run(...params);
+  /** A record's leaves and text, for the lookup file (path ids are given here: `paths` is in this file). */
+  private addLeaves(rid: number, leaves: Leaf[], body: string, fielded: string): void {
+    const batch = this.lookupBatch;
+    batch.rids.push(rid);
+    batch.body.push(body);
+    batch.fielded.push(fielded);
+    batch.leafCount.push(leaves.length);
+    for (const l of leaves) {
+      let path = this.pathIds.get(l.path);
+      if (path === undefined) this.pathIds.set(l.path, (path = Number(this.stmts.insertPath.run(l.path).lastInsertRowid)));
+      batch.path.push(path);
+      batch.t.push(l.t);
+      batch.str.push(l.str);
+      batch.num.push(l.num !== null && Number.isFinite(l.num) ? l.num : null); // as JSON carried it before
     }
   }
+
 
   // ---- queries --------------------------------------------------------------------------------
 
