@@ -6,6 +6,7 @@
  */
 import type { Aggregation } from "../../subjects/search.ts";
 import type { IndexedDoc } from "./documents.ts";
+import type { PreparedParts, PreparedRecord } from "./prepared.ts";
 import type { Area, Position } from "./geo.ts";
 import type { QueryNode } from "./query/ast.ts";
 
@@ -52,19 +53,25 @@ export type SearchHit = {
 export type SearchResult = { hits: SearchHit[]; total: number; aggregations: Aggregation[] };
 
 /** One change from the RECORDS stream. */
-export type RecordChange = { op: "upsert"; doc: IndexedDoc } | { op: "delete"; partition: string; key: string };
+export type RecordChange =
+  | { op: "upsert"; doc: IndexedDoc }
+  | { op: "delete"; partition: string; key: string }
+  /** An upsert already prepared (prepared.ts), for a backend that takes them (`takesPrepared`); its lookup rows are part `part` of the batch's PreparedParts. */
+  | { op: "prepared"; record: PreparedRecord; part: number };
 
 export interface SearchBackend {
   /** Engine name and version, for GET /info's connectedOuterServices. */
   readonly engine: { name: string; version: string };
-  /** Applies changes and records `seq` as the last applied stream sequence, atomically. */
-  apply(changes: RecordChange[], seq: number): void;
+  /** Applies changes and records `seq` as the last applied stream sequence, atomically. `parts`: the lookup rows of `prepared` changes. */
+  apply(changes: RecordChange[], seq: number, parts?: PreparedParts): void;
   appliedSeq(): number;
   /** An identity of the stream the index was built from (its creation time); a different one means rebuild. */
   streamIdentity(): string | undefined;
   reset(streamIdentity: string): void | Promise<void>;
   /** Optional: faster loading of a large backlog (indexes built once at the end; nothing is applied until it settles). */
   bulkLoad?(on: boolean): Promise<void>;
+  /** Optional: takes `prepared` changes; the replica then decodes and prepares records in a worker during a bulk load. */
+  readonly takesPrepared?: boolean;
   /** Optional: a promise to wait for before applying more, while the backend is behind on what it was given. */
   backpressure?(): Promise<void> | undefined;
   search(request: SearchRequest): SearchResult;

@@ -4,17 +4,22 @@
  * per file — and at the end builds the value indexes and merges the text index, so the actor keeps
  * answering queries meanwhile (WAL: readers are not blocked by the one writer of each file).
  *
- * Messages in, handled in order: `{type: "open", file}`, `{type: "batch", batch}`, `{type: "finish",
+ * Messages in, handled in order: `{type: "open", file, paths}`, a batch, `{type: "finish",
  * sql}` (after the batches before it; closes the connection), `{type: "stop"}` (closes it).
  * Messages out: `{type: "opened"}`, `{type: "applied", seq}` per batch, `{type: "finished"}`,
  * `{type: "stopped"}`, or `{type: "failed", phase, message}` — after which nothing more is written.
  */
 import { Database } from "bun:sqlite";
-import { LookupWriter, type LookupBatch } from "./lookup.ts";
+import { LookupWriter, type LookupBatch, type LookupPart } from "./lookup.ts";
 
 declare const self: Worker;
 
-export type BuilderRequest = { type: "open"; file: string } | { type: "batch"; batch: LookupBatch } | { type: "finish"; sql: string } | { type: "stop" };
+/** Field paths come as [path, id] (ids of the documents file's `paths`); a batch's parts as the JSON of its LookupParts. */
+export type BuilderRequest =
+  | { type: "open"; file: string; paths: Array<[string, number]> }
+  | { type: "batch"; seq: number; rids: number[]; partOf: number[]; paths: Array<[string, number]>; parts: string }
+  | { type: "finish"; sql: string }
+  | { type: "stop" };
 export type BuilderReply =
   | { type: "opened" }
   | { type: "applied"; seq: number }
@@ -24,6 +29,12 @@ export type BuilderReply =
 
 let db: Database | undefined;
 let writer: LookupWriter | undefined;
+const pathIds = new Map<string, number>();
+const pathId = (path: string) => {
+  const id = pathIds.get(path);
+  if (id === undefined) throw new Error(`no id for the field path ${JSON.stringify(path)}`);
+  return id;
+};
 let failed = false;
 
 const reply = (message: BuilderReply) => postMessage(message);
@@ -45,11 +56,13 @@ self.onmessage = (event: MessageEvent<BuilderRequest>) => {
         // half the page cache: the memory of one 64 MB cache as before, vals_str built 3.4 → 2.6 s at 300k
         // records. (Two helpers with a 64 MB cache had raised the peak RSS at 1M records 1,277 → 1,459 MB.)
         db.exec("PRAGMA synchronous = OFF; PRAGMA cache_size = -32768; PRAGMA threads = 1; PRAGMA busy_timeout = 30000;");
-        writer = new LookupWriter(db, "");
+        for (const [path, id] of request.paths) pathIds.set(path, id);
+        writer = new LookupWriter(db, "", pathId);
         reply({ type: "opened" });
         return;
       case "batch": {
-        const { batch } = request;
+        for (const [path, id] of request.paths) pathIds.set(path, id);
+        const batch: LookupBatch = { seq: request.seq, rids: request.rids, partOf: request.partOf, parts: JSON.parse(request.parts) as LookupPart[] };
         db!.transaction(() => writer!.write(batch))();
         reply({ type: "applied", seq: batch.seq });
         return;

@@ -25,7 +25,8 @@ export class LookupWorker {
   }
 
   /** A worker with the lookup file open, or why there is none. */
-  static async start(module: URL, file: string): Promise<LookupWorker | string> {
+  /** `paths`: the field path ids the index has now (the worker learns new ones with each batch). */
+  static async start(module: URL, file: string, paths: Array<[string, number]>): Promise<LookupWorker | string> {
     let worker: Worker;
     try {
       worker = new Worker(module);
@@ -33,16 +34,19 @@ export class LookupWorker {
       return String(error);
     }
     const handle = new LookupWorker(worker);
-    const outcome = await handle.request({ type: "open", file });
+    const outcome = await handle.request({ type: "open", file, paths });
     if (outcome.ok) return handle;
     worker.terminate();
     return outcome.message;
   }
 
-  write(batch: LookupBatch): void {
+  /** `parts`: the JSON of the batch's LookupParts; `paths`: ids given to field paths since the last batch. */
+  write(batch: LookupBatch, paths: Array<[string, number]>, parts: string): void {
     if (this.failure !== undefined) return;
     this.queued++;
-    this.worker.postMessage({ type: "batch", batch } satisfies BuilderRequest);
+    // The parts as one JSON string: structured clone of their arrays cost the actor's thread several
+    // times more and left the worker's heap holding every string of the load (RSS 2.7 GB at 200k records).
+    this.worker.postMessage({ type: "batch", seq: batch.seq, rids: batch.rids, partOf: batch.partOf, paths, parts } satisfies BuilderRequest);
   }
 
   /** Undefined while at most `max` batches wait; else settles once at most half of them do (or it failed). */

@@ -44,25 +44,25 @@ export const dropValueIndexes = (q: string) => `DROP INDEX IF EXISTS ${q}vals_st
 export const bulkTextOff = (q: string) => `INSERT INTO ${q}fts(fts, rank) VALUES('automerge', 0);`;
 export const bulkTextEnd = (q: string) => `INSERT INTO ${q}fts(fts) VALUES('optimize'); INSERT INTO ${q}fts(fts, rank) VALUES('automerge', 4);`;
 
-/** What one batch of record changes does to the lookup file, in order, as flat arrays. */
+/**
+ * One record's rows in the lookup file: its free text, its field-prefixed text, and its leaves as
+ * parallel arrays (path name, type, exact string, finite number or null). Made by prepareRecord.
+ */
+export type LookupPart = [body: string, fielded: string, paths: string[], types: number[], strs: Array<string | null>, nums: Array<number | null>];
+
+/** What one batch of record changes does to the lookup file, in order. */
 export type LookupBatch = {
   /** The stream sequence the batch ends at (the lookup file's `applied_seq`). */
   seq: number;
   /** Per change: the record's row id, negative to clear it (upsert of an existing record, delete). */
   rids: number[];
-  /** Per upsert (rid ≥ 0), in order: its free text, its field-prefixed text and how many leaves it has. */
-  body: string[];
-  fielded: string[];
-  leafCount: number[];
-  /** Per leaf, in order: path id, type, exact string, number. */
-  path: number[];
-  t: number[];
-  str: Array<string | null>;
-  num: Array<number | null>;
+  /** Per upsert (rid > 0), in order: the index of its rows in `parts`. */
+  partOf: number[];
+  parts: Array<LookupPart | null>;
 };
 
-export function emptyLookupBatch(): LookupBatch {
-  return { seq: 0, rids: [], body: [], fielded: [], leafCount: [], path: [], t: [], str: [], num: [] };
+export function emptyLookupBatch(seq: number, parts: Array<LookupPart | null> = []): LookupBatch {
+  return { seq, rids: [], partOf: [], parts };
 }
 
 /** Rows per multi-row INSERT into vals (6 parameters each, far below SQLite's limit). */
@@ -84,9 +84,11 @@ export class LookupWriter {
    */
   private readonly pendingText = new Map<number, [body: string, fielded: string]>();
 
+  /** `pathId`: the id of a field path in `vals` (the `paths` table of the documents file). */
   constructor(
     private readonly db: Database,
     private readonly q: string,
+    private readonly pathId: (path: string) => number,
   ) {
     this.deleteVals = db.query(`DELETE FROM ${q}vals WHERE rid = ?`);
     this.deleteFts = db.query(`DELETE FROM ${q}fts WHERE rowid = ?`);
@@ -97,7 +99,6 @@ export class LookupWriter {
   write(batch: LookupBatch): void {
     try {
       let upsert = 0;
-      let leaf = 0;
       for (const signed of batch.rids) {
         if (signed < 0) {
           const rid = -signed;
@@ -106,11 +107,9 @@ export class LookupWriter {
           if (!this.pendingText.delete(rid)) this.deleteFts.run(rid);
           continue;
         }
-        const n = batch.leafCount[upsert]!;
-        this.insertLeaves(signed, batch, leaf, n);
-        this.pendingText.set(signed, [batch.body[upsert]!, batch.fielded[upsert]!]);
-        leaf += n;
-        upsert++;
+        const part = batch.parts[batch.partOf[upsert++]!]!;
+        this.insertLeaves(signed, part);
+        this.pendingText.set(signed, [part[0], part[1]]);
       }
       for (const [rid, [body, fielded]] of this.pendingText) this.insertFts.run(rid, body, fielded);
       this.setMeta.run("applied_seq", String(batch.seq));
@@ -124,7 +123,8 @@ export class LookupWriter {
    * statement calls were the largest cost of building an index, and binding the values directly is
    * ~2× cheaper than unpacking them from JSON in SQLite (json_each + ->>).
    */
-  private insertLeaves(rid: number, batch: LookupBatch, first: number, count: number): void {
+  private insertLeaves(rid: number, [, , paths, types, strs, nums]: LookupPart): void {
+    const count = paths.length;
     for (let start = 0; start < count; start += LEAF_ROWS) {
       const n = Math.min(LEAF_ROWS, count - start);
       let stmt = this.leafInserts[n];
@@ -134,13 +134,13 @@ export class LookupWriter {
       }
       const params: SQLQueryBindings[] = new Array(n * 6);
       for (let i = 0; i < n; i++) {
-        const at = first + start + i;
+        const at = start + i;
         params[i * 6] = rid;
-        params[i * 6 + 1] = batch.path[at]!;
-        params[i * 6 + 2] = start + i;
-        params[i * 6 + 3] = batch.t[at]!;
-        params[i * 6 + 4] = batch.str[at]!;
-        params[i * 6 + 5] = batch.num[at]!;
+        params[i * 6 + 1] = this.pathId(paths[at]!);
+        params[i * 6 + 2] = at;
+        params[i * 6 + 3] = types[at]!;
+        params[i * 6 + 4] = strs[at]!;
+        params[i * 6 + 5] = nums[at]!;
       }
       stmt.run(...params);
     }

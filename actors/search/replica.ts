@@ -15,15 +15,18 @@
  */
 import { streamInfoIfAny, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection, Status } from "@nats-io/nats-core";
-import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
-import { RECORDS_STREAM, RECORD_DELETE, RECORD_MAX_DEPTH, RECORD_OPERATION_HEADER, recordKey, tooDeepAt, type StoredRecord } from "../../subjects/search.ts";
+import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
+import { RECORD_DELETE, RECORD_OPERATION_HEADER, RECORDS_STREAM } from "../../subjects/search.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { RecordChange, SearchBackend } from "./backend.ts";
-import { toIndexedDoc } from "./documents.ts";
+import { decodeChange, errorText, type StreamMsg } from "./decode.ts";
+import { DecodePipeline, type DecodedBatch } from "./decode-pipeline.ts";
 import { ensureRecordsStream } from "./store.ts";
 import { onStreamDeleted, recreateDelay } from "../runtime/recreate.ts";
 
 const BATCH = 2000;
+/** The headers of a delete, for a message decoded again from its payload and delete flag. */
+const DELETE_HEADERS = { get: (name: string) => (name === RECORD_OPERATION_HEADER ? RECORD_DELETE : "") };
 /** A backlog this long is loaded in bulk mode (see SqliteBackend.bulkLoad). */
 const BULK_BACKLOG = 20_000;
 const FLUSH_AFTER_MS = 5;
@@ -34,7 +37,6 @@ const HEALTHY_RUN_MS = 30_000;
  * one stream info per 5 s, for a search that catches up within seconds rather than never.
  */
 const IDENTITY_CHECK_MS = 5_000;
-const decoder = new TextDecoder();
 
 /** How long to wait before restarting a failed consumer: doubles from `firstMs` up to `maxMs`. */
 export type RestartBackoff = { firstMs: number; maxMs: number };
@@ -58,48 +60,7 @@ export type Replica = {
   stop(): Promise<void>;
 };
 
-type StreamMsg = Pick<JsMsg, "subject" | "data" | "headers" | "seq"> & { timestampMs?: number };
-
-/** A stream message as an index change, or why it cannot be one. Never throws. */
-export function decodeChange(msg: StreamMsg): RecordChange | { op: "skip"; reason: string } {
-  const tokens = msg.subject.split(".");
-  const partition = tokens[2]!;
-  const key = tokens[3]!;
-  if (msg.data.length === 0 || msg.headers?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE) return { op: "delete", partition, key };
-  let record: StoredRecord;
-  try {
-    record = JSON.parse(decoder.decode(msg.data)) as StoredRecord;
-  } catch {
-    return { op: "skip", reason: "not JSON" };
-  }
-  const isStrings = (list: unknown) => Array.isArray(list) && list.every((v) => typeof v === "string");
-  let deep: string | undefined;
-  const problem =
-    typeof record !== "object" || record === null || Array.isArray(record)
-      ? "not an object"
-      : typeof record.id !== "string" || typeof record.kind !== "string"
-        ? "id and kind are required"
-        : typeof record.acl !== "object" || record.acl === null || !isStrings(record.acl.viewers) || !isStrings(record.acl.owners)
-          ? "acl.viewers and acl.owners are required, as arrays of strings"
-          : typeof record.data !== "object" || record.data === null
-            ? "data is required"
-            : recordKey(record.id) !== key
-              ? "the subject key is not the SHA-1 of the id"
-              : record.id.split(":")[0] !== partition
-                ? "the id does not start with the subject's partition"
-                : (deep = tooDeepAt(record, RECORD_MAX_DEPTH)) !== undefined
-                  ? `nests objects and arrays more than ${RECORD_MAX_DEPTH} levels deep (at ${deep})`
-                  : undefined;
-  if (problem) return { op: "skip", reason: problem };
-  try {
-    // Records published straight to NATS may lack what storage adds.
-    const time = new Date(msg.timestampMs ?? Date.now()).toISOString();
-    const stored: StoredRecord = { ...record, version: record.version ?? msg.seq, createUser: record.createUser ?? "nats", createTime: record.createTime ?? time };
-    return { op: "upsert", doc: toIndexedDoc(partition, key, stored) };
-  } catch (error) {
-    return { op: "skip", reason: `cannot be indexed: ${errorText(error)}` };
-  }
-}
+export { decodeChange };
 
 /** A stream message as an index change; undefined (skipped, logged) when it is not a usable record. */
 export function changeOf(msg: StreamMsg, log?: Logger): RecordChange | undefined {
@@ -109,7 +70,6 @@ export function changeOf(msg: StreamMsg, log?: Logger): RecordChange | undefined
   return undefined;
 }
 
-const errorText = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
 /**
  * Whether an error of the index write is about the record written (skip it) rather than the file or
@@ -126,7 +86,12 @@ function isRecordError(error: unknown): boolean {
 
 type Buffered = { change: RecordChange; seq: number; subject: string };
 
-export async function followRecords(nc: NatsConnection, backend: SearchBackend, log: Logger, options: { backoff?: RestartBackoff; storage?: StoragePolicy } = {}): Promise<Replica> {
+export async function followRecords(
+  nc: NatsConnection,
+  backend: SearchBackend,
+  log: Logger,
+  options: { backoff?: RestartBackoff; storage?: StoragePolicy; /** The decode worker's module (tests point it elsewhere). */ decoder?: URL } = {},
+): Promise<Replica> {
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
@@ -168,22 +133,25 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
   /** One consumer's life: resolves when it was closed by stop(), rejects on any failure. */
   const follow = async (messages: ConsumerMessages): Promise<void> => {
     let buffer: Buffered[] = [];
+    /** The last message received (applied, or on its way through the decode worker). */
     let lastSeq = backend.appliedSeq();
     let timer: ReturnType<typeof setTimeout> | undefined;
     let failure: { error: unknown } | undefined;
+    const fail = (error: unknown) => {
+      failure ??= { error };
+      messages.close().catch(() => undefined);
+    };
 
-    /** Writes the buffer; a change the index refuses on its own account is skipped, anything else throws. */
-    const flush = () => {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      if (lastSeq === backend.appliedSeq()) return;
+    /** Writes changes up to `upTo`; a change the index refuses on its own account is skipped, anything else throws. */
+    const applyBatch = (items: Buffered[], upTo: number) => {
+      if (upTo === backend.appliedSeq()) return;
       try {
-        backend.apply(buffer.map((b) => b.change), lastSeq);
+        backend.apply(items.map((b) => b.change), upTo);
       } catch (error) {
         if (!isRecordError(error)) throw error;
         // One change broke the batch: apply them one by one to find it (the batch was rolled back).
-        log.warn({ err: error, seq: lastSeq, changes: buffer.length }, "a batch of record changes failed; applying them one by one");
-        for (const { change, seq, subject } of buffer) {
+        log.warn({ err: error, seq: upTo, changes: items.length }, "a batch of record changes failed; applying them one by one");
+        for (const { change, seq, subject } of items) {
           try {
             backend.apply([change], seq);
           } catch (single) {
@@ -191,47 +159,116 @@ export async function followRecords(nc: NatsConnection, backend: SearchBackend, 
             skip(subject, seq, `the index refused it: ${errorText(single)}`);
           }
         }
-        backend.apply([], lastSeq);
+        backend.apply([], upTo);
       }
-      buffer = [];
       // In a bulk load what was applied may not be searchable yet (the lookup file is written by a worker):
       // waiters are told once it ends.
-      if (!bulk) resolveWaiters(lastSeq);
+      if (!bulk) resolveWaiters(upTo);
+    };
+
+    /** A batch decoded and prepared by the decode worker; one the index refuses is decoded again here and applied one by one. */
+    const applyPrepared = (items: Buffered[], batch: DecodedBatch) => {
+      if (batch.upTo === backend.appliedSeq()) return;
+      try {
+        backend.apply(
+          items.map((b) => b.change),
+          batch.upTo,
+          batch.parts,
+        );
+      } catch (error) {
+        if (!isRecordError(error)) throw error;
+        const raw = new Map(batch.raw.map((m) => [m.seq, m]));
+        const again: Buffered[] = [];
+        for (const { seq, subject } of items) {
+          const m = raw.get(seq)!;
+          const change = decodeChange({ subject, data: m.data, headers: m.deleted ? DELETE_HEADERS : undefined, seq, timestampMs: m.timestampMs });
+          if (change.op !== "skip") again.push({ change, seq, subject });
+        }
+        applyBatch(again, batch.upTo);
+      }
+    };
+
+    // A bulk load decodes and prepares records in a worker while this thread writes the previous batch.
+    let decoding: DecodePipeline | undefined;
+    if (bulk && backend.takesPrepared) {
+      const started = await DecodePipeline.start((batch) => {
+        const items: Buffered[] = [];
+        batch.changes.forEach((change, i) => {
+          const { subject, seq } = batch.raw[i]!;
+          if (change.op === "skip") skip(subject, seq, change.reason);
+          else items.push({ change, seq, subject });
+        });
+        try {
+          if (!failure) applyPrepared(items, batch);
+        } catch (error) {
+          fail(error);
+        }
+      }, options.decoder);
+      if (typeof started === "string") log.warn({ problem: started }, "the decode worker did not start; decoding on the actor's thread");
+      else decoding = started;
+    }
+    const stopDecoding = () => {
+      decoding?.terminate();
+      decoding = undefined;
+    };
+
+    const flush = () => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      if (decoding) return decoding.send(lastSeq);
+      applyBatch(buffer, lastSeq);
+      buffer = [];
     };
     // A timer callback must not throw (Bun exits): the failure ends this consumer instead.
     const flushFromTimer = () => {
       try {
         flush();
       } catch (error) {
-        failure ??= { error };
-        messages.close().catch(() => undefined);
+        fail(error);
       }
     };
 
-    for await (const msg of messages) {
-      if (failure) break;
-      const change = decodeChange({ subject: msg.subject, data: msg.data, headers: msg.headers, seq: msg.seq, timestampMs: Math.floor(msg.info.timestampNanos / 1e6) });
-      if (change.op === "skip") skip(msg.subject, msg.seq, change.reason);
-      else buffer.push({ change, seq: msg.seq, subject: msg.subject });
-      lastSeq = msg.seq;
-      if (buffer.length >= BATCH || msg.info.pending === 0) {
-        flush();
-        const behind = backend.backpressure?.();
-        if (behind) await behind;
-      } else timer ??= setTimeout(flushFromTimer, FLUSH_AFTER_MS);
-      if (bulk && msg.info.pending === 0) {
-        // Queries are answered while the indexes build; messages arriving meanwhile wait in the consumer.
-        log.info({ seq: lastSeq }, "search index caught up with the RECORDS stream; building its value indexes");
-        const started = performance.now();
-        await backend.bulkLoad?.(false);
-        bulk = false;
-        resolveWaiters(lastSeq);
-        log.info({ seq: lastSeq, seconds: Math.round((performance.now() - started) / 100) / 10 }, "search index value indexes built");
+    try {
+      for await (const msg of messages) {
+        if (failure) break;
+        const timestampMs = Math.floor(msg.info.timestampNanos / 1e6);
+        if (decoding) {
+          decoding.add({ subject: msg.subject, data: msg.data, deleted: msg.headers?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE, seq: msg.seq, timestampMs });
+        } else {
+          const change = decodeChange({ subject: msg.subject, data: msg.data, headers: msg.headers, seq: msg.seq, timestampMs });
+          if (change.op === "skip") skip(msg.subject, msg.seq, change.reason);
+          else buffer.push({ change, seq: msg.seq, subject: msg.subject });
+        }
+        lastSeq = msg.seq;
+        if ((decoding ? decoding.size : buffer.length) >= BATCH || msg.info.pending === 0) {
+          flush();
+          const room = decoding?.room();
+          if (room) await room;
+          const behind = backend.backpressure?.();
+          if (behind) await behind;
+        } else timer ??= setTimeout(flushFromTimer, FLUSH_AFTER_MS);
+        if (bulk && msg.info.pending === 0) {
+          if (decoding) await decoding.drained();
+          stopDecoding();
+          if (failure) break;
+          // Queries are answered while the indexes build; messages arriving meanwhile wait in the consumer.
+          log.info({ seq: lastSeq }, "search index caught up with the RECORDS stream; building its value indexes");
+          const started = performance.now();
+          await backend.bulkLoad?.(false);
+          bulk = false;
+          resolveWaiters(lastSeq);
+          log.info({ seq: lastSeq, seconds: Math.round((performance.now() - started) / 100) / 10 }, "search index value indexes built");
+        }
       }
+      if (timer) clearTimeout(timer);
+      if (failure) throw failure.error;
+      flush();
+      if (decoding) await decoding.drained();
+      if (failure) throw (failure as { error: unknown }).error;
+    } finally {
+      // What the worker still held is dropped: the next consumer starts after what was applied.
+      stopDecoding();
     }
-    if (timer) clearTimeout(timer);
-    if (failure) throw failure.error;
-    flush();
     if (!stopping) throw new Error("the RECORDS consumer ended");
   };
 

@@ -23,14 +23,15 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Aggregation } from "../../subjects/search.ts";
 import type { RecordChange, SearchBackend, SearchRequest, SearchResult, SortValue } from "./backend.ts";
-import { LeafType, tokenize, type IndexedDoc, type Leaf } from "./documents.ts";
+import { LeafType, tokenize } from "./documents.ts";
 import { matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.ts";
 import { compileGlob } from "./glob.ts";
-import { aclKey, bm25, idf, PointIndex, RowFacts } from "./rows.ts";
+import { bm25, idf, PointIndex, RowFacts } from "./rows.ts";
+import { fieldPrefix, leavesOf, prepareRecord, SHAPE_SLOTS, type PreparedParts, type PreparedRecord } from "./prepared.ts";
 import { DATES, FAIL, NUMBERS, PASS, SortColumns, UNDECIDED, rangeVerdict, sortedPage, type ColumnSource, type NumericColumn, type NumericRange } from "./sort-columns.ts";
 import { areaBBox, intersectsPrepared, prepareArea, preparePolygon, withinPrepared, type BBox, type Shape } from "./geo.ts";
 import { invalidParameters } from "./validate.ts";
-import { bulkTextEnd, bulkTextOff, dropValueIndexes, emptyLookupBatch, LOOKUP, lookupFileOf, lookupSchema, LookupWriter, valueIndexes, type LookupBatch } from "./lookup.ts";
+import { bulkTextEnd, bulkTextOff, dropValueIndexes, emptyLookupBatch, LOOKUP, lookupFileOf, lookupSchema, LookupWriter, valueIndexes, type LookupBatch, type LookupPart } from "./lookup.ts";
 import { LookupWorker } from "./lookup-worker.ts";
 import { matchAll, positivePart, type NestedNode, type QueryNode, type RangeNode, type TermNode } from "./query/ast.ts";
 
@@ -39,8 +40,6 @@ const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace"
 const TOTAL_CAP = 10_000;
 /** Bumped when the tables change: an index file of another version is rebuilt. */
 const SCHEMA_VERSION = "8";
-/** Geometry ids: rid * SHAPE_SLOTS + the shape's ordinal in its record (deleted by id, no index needed). */
-const SHAPE_SLOTS = 65_536;
 const AGGREGATION_SIZE = 1000;
 /**
  * Most exact-geometry work one spatial filter may take, in units of one vertex or edge of the query
@@ -90,16 +89,6 @@ const LOOKUP_TABLES = ["fts", "vals", "meta"];
 /** Batches posted to the lookup writer and not yet written, beyond which the replica waits (backpressure()). */
 const LOOKUP_QUEUE_MAX = 4;
 
-/** FNV-1a of a field path: the prefix of its tokens in the `fielded` column. */
-export function fieldPrefix(path: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < path.length; i++) {
-    h ^= path.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return `f${(h >>> 0).toString(36)}_`;
-}
-
 function escapeGlob(text: string): string {
   return text.replace(/[*?[]/g, (c) => `[${c}]`);
 }
@@ -130,6 +119,7 @@ export type SqliteOptions = {
 
 export class SqliteBackend implements SearchBackend {
   readonly engine: { name: string; version: string };
+  readonly takesPrepared = true;
   private readonly db: Database;
   /** Field paths the index has seen, with their ids in `vals` (the `paths` table). */
   private readonly pathIds = new Map<string, number>();
@@ -140,23 +130,23 @@ export class SqliteBackend implements SearchBackend {
   private closed = false;
   private readonly stmts;
   private readonly facts = new RowFacts();
-  /** The `fielded` prefix of each field path seen (fieldPrefix). */
-  private readonly prefixes = new Map<string, string>();
   private readonly points = new PointIndex();
   private readonly sortColumns = new SortColumns();
   /** Writes the lookup file on this connection: out of a bulk load, and in one when no worker runs. */
   private readonly lookupWriter: LookupWriter;
   /** What the batch being applied does to the lookup file (see apply). */
-  private lookupBatch: LookupBatch = emptyLookupBatch();
+  private lookupBatch: LookupBatch = emptyLookupBatch(0);
   /** The lookup writer worker of a bulk load (index-builder.ts), while one runs. */
   private worker: LookupWorker | undefined;
 
   constructor(readonly options: SqliteOptions) {
     if (options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
     this.db = new Database(options.file, { create: true, strict: true });
-    this.db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 1073741824;");
+    // Memory-mapped reads, 512 MB per file: mapped pages count in the process RSS, and the 1 GB the single
+    // file had is the budget of the two (one 1 GB map each took the 1M-record build to a 2.3 GB peak).
+    this.db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912;");
     this.db.query(`ATTACH DATABASE ? AS ${LOOKUP}`).run(options.file === ":memory:" ? ":memory:" : lookupFileOf(options.file));
-    this.db.exec(`PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = 1073741824;`);
+    this.db.exec(`PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = 536870912;`);
     const compile = this.db.query<{ compile_options: string }, []>("PRAGMA compile_options").all().map((r) => r.compile_options);
     for (const needed of ["ENABLE_FTS5", "ENABLE_RTREE"]) {
       if (!compile.includes(needed)) throw new Error(`this SQLite lacks ${needed}: search needs FTS5 and R*Tree (Bun on Linux ships both)`);
@@ -171,7 +161,7 @@ export class SqliteBackend implements SearchBackend {
       const node = this.nestedQueries.get(token);
       return node && matchesNested(node, JSON.parse(doc)) ? 1 : 0;
     });
-    this.lookupWriter = new LookupWriter(this.db, `${LOOKUP}.`);
+    this.lookupWriter = new LookupWriter(this.db, `${LOOKUP}.`, (path) => this.pathId(path, true));
     this.stmts = {
       ridOf: this.db.query<{ rid: number; shapes: number }, [string, string]>("SELECT rid, shapes FROM records WHERE partition = ? AND key = ?"),
       // run()'s lastInsertRowid, not RETURNING: the returned row cost ~15% of a bulk build's writes.
@@ -326,7 +316,7 @@ export class SqliteBackend implements SearchBackend {
    */
   private async startWorker(): Promise<void> {
     if (this.options.file === ":memory:") return;
-    const worker = await LookupWorker.start(this.options.indexBuilder ?? new URL("./index-builder.ts", import.meta.url), lookupFileOf(this.options.file));
+    const worker = await LookupWorker.start(this.options.indexBuilder ?? new URL("./index-builder.ts", import.meta.url), lookupFileOf(this.options.file), [...this.pathIds]);
     if (typeof worker === "string") {
       this.options.onWarning?.(`the lookup writer worker did not start (${worker}); writing the lookup file and building its indexes on the query thread`);
       return;
@@ -389,18 +379,32 @@ export class SqliteBackend implements SearchBackend {
     this.db.close();
   }
 
-  apply(changes: RecordChange[], seq: number): void {
+  apply(changes: RecordChange[], seq: number, prepared?: PreparedParts): void {
     if (this.building) throw new Error("the value indexes are being built: apply once bulkLoad(false) has settled");
     const worker = this.worker;
     if (worker?.failure !== undefined) throw new Error(`the lookup writer failed: ${worker.failure}; the index is rebuilt from the stream`);
-    const batch = (this.lookupBatch = emptyLookupBatch());
-    batch.seq = seq;
+    // The lookup rows: made here from indexed documents, or given with prepared ones (parsed only when this thread writes them).
+    const parts: LookupPart[] = prepared && !worker ? (JSON.parse(prepared.json) as LookupPart[]) : [];
+    const batch = (this.lookupBatch = emptyLookupBatch(seq, parts));
+    const newPaths: Array<[string, number]> = [];
     try {
       this.db.transaction(() => {
         for (const change of changes) {
           if (change.op === "delete") this.remove(change.partition, change.key);
-          else this.upsert(change.doc);
+          else if (change.op === "prepared") {
+            if (!prepared) throw new TypeError("prepared changes come with their parts");
+            this.upsert(change.record, change.part);
+          } else {
+            const { record, part } = prepareRecord(change.doc, SHAPE_SLOTS);
+            parts.push(part);
+            this.upsert(record, parts.length - 1);
+          }
         }
+        // Ids for the paths the batch uses (`paths` is in this file): the worker learns the new ones with it.
+        const known = this.pathIds.size;
+        if (prepared) for (const path of prepared.paths) this.pathId(path, true);
+        else for (const part of parts) for (const path of part[2]) this.pathId(path, true);
+        if (this.pathIds.size > known) for (const entry of [...this.pathIds].slice(known)) newPaths.push(entry);
         if (!worker) this.lookupWriter.write(batch);
         this.stmts.setMeta.run("applied_seq", String(seq));
       })();
@@ -409,7 +413,7 @@ export class SqliteBackend implements SearchBackend {
       throw error;
     }
     // Committed here first: a batch the worker then fails to write makes the whole index a rebuild.
-    worker?.write(batch);
+    worker?.write(batch, newPaths, prepared?.json ?? JSON.stringify(parts));
   }
 
   private clear(rid: number, shapes: number): void {
@@ -432,73 +436,36 @@ export class SqliteBackend implements SearchBackend {
     this.sortColumns.remove(existing.rid);
   }
 
-  private upsert(d: IndexedDoc): void {
-    const existing = this.stmts.ridOf.get(d.partition, d.key);
-    const json = JSON.stringify(d.doc);
+  private upsert(p: PreparedRecord, part: number): void {
+    const existing = this.stmts.ridOf.get(p.partition, p.key);
+    const shapes = p.shapes.length;
     let rid: number;
-    // Token count of the FTS row (both columns): BM25's document length.
-    let count = 0;
-    let body = "";
-    let fielded = "";
-    // Concatenated token by token: ~2× cheaper than joining each field's tokens and then the fields.
-    for (const { path, tokens, searchable, numeric } of d.fieldText) {
-      const n = tokens.length;
-      if (n === 0) continue;
-      count += (searchable ? n : 0) + (numeric ? 0 : n);
-      // Field terms match numbers by value (vals), not by their digits: numbers are free text only.
-      let prefix = "";
-      if (!numeric) {
-        prefix = this.prefixes.get(path) ?? "";
-        if (prefix === "") this.prefixes.set(path, (prefix = fieldPrefix(path)));
-      }
-      for (let i = 0; i < n; i++) {
-        const token = tokens[i]!;
-        if (searchable) body = body === "" ? token : `${body} ${token}`;
-        if (!numeric) fielded = fielded === "" ? prefix + token : `${fielded} ${prefix}${token}`;
-      }
-    }
-    const shapes = Math.min(d.shapes.length, SHAPE_SLOTS);
-    const acl = aclKey(d.acl);
     if (existing) {
       rid = existing.rid;
       this.clear(rid, existing.shapes);
-      this.stmts.updateRecord.run(d.id, d.kind, d.authority, shapes, acl, count, rid);
+      this.stmts.updateRecord.run(p.id, p.kind, p.authority, shapes, p.acl, p.tokens, rid);
     } else {
-      rid = Number(this.stmts.insertRecord.run(d.partition, d.key, d.id, d.kind, d.authority, shapes, acl, count).lastInsertRowid);
+      rid = Number(this.stmts.insertRecord.run(p.partition, p.key, p.id, p.kind, p.authority, shapes, p.acl, p.tokens).lastInsertRowid);
     }
-    this.facts.set(rid, d.partition, d.kind, d.authority, acl, count);
-    this.sortColumns.upsert(rid, d.leaves);
-    this.stmts.upsertDoc.run(rid, json);
-    for (const { group, owner } of d.acl) this.stmts.insertAcl.run(rid, group, owner ? 1 : 0);
-    this.addLeaves(rid, d.leaves, body, fielded);
+    this.facts.set(rid, p.partition, p.kind, p.authority, p.acl, p.tokens);
+    if (this.sortColumns.held().length > 0) {
+      // Parts given with prepared changes are not read here: the columns go, and load again on their next query.
+      const own = this.lookupBatch.parts[part];
+      if (own) this.sortColumns.upsert(rid, leavesOf(own));
+      else this.sortColumns.clear();
+    }
+    this.stmts.upsertDoc.run(rid, p.json);
+    for (let i = 0; i < p.groups.length; i++) this.stmts.insertAcl.run(rid, p.groups[i]!, p.owners[i] ? 1 : 0);
+    this.lookupBatch.rids.push(rid);
+    this.lookupBatch.partOf.push(part);
     for (let i = 0; i < shapes; i++) {
-      const s = d.shapes[i]!;
-      // A lone point (the common case) goes to the in-memory point index; other shapes to the R*Tree.
-      const point = s.shape.points.length === 1 && s.shape.lines.length === 0 && s.shape.polygons.length === 0 ? s.shape.points[0]! : undefined;
-      if (point) {
-        this.stmts.insertPoint.run(rid * SHAPE_SLOTS + i, rid, s.path, point[0], point[1]);
-        this.points.set(s.path, rid, point[0], point[1]);
-      } else this.stmts.insertGeo.run(rid * SHAPE_SLOTS + i, s.bbox.minX, s.bbox.maxX, s.bbox.minY, s.bbox.maxY, rid, s.path, JSON.stringify(s.shape));
+      const s = p.shapes[i]!;
+      if (s.point) {
+        this.stmts.insertPoint.run(rid * SHAPE_SLOTS + i, rid, s.path, s.point[0], s.point[1]);
+        this.points.set(s.path, rid, s.point[0], s.point[1]);
+      } else this.stmts.insertGeo.run(rid * SHAPE_SLOTS + i, s.bbox.minX, s.bbox.maxX, s.bbox.minY, s.bbox.maxY, rid, s.path, s.shape);
     }
   }
-
-  /** A record's leaves and text, for the lookup file (path ids are given here: `paths` is in this file). */
-  private addLeaves(rid: number, leaves: Leaf[], body: string, fielded: string): void {
-    const batch = this.lookupBatch;
-    batch.rids.push(rid);
-    batch.body.push(body);
-    batch.fielded.push(fielded);
-    batch.leafCount.push(leaves.length);
-    for (const l of leaves) {
-      let path = this.pathIds.get(l.path);
-      if (path === undefined) this.pathIds.set(l.path, (path = Number(this.stmts.insertPath.run(l.path).lastInsertRowid)));
-      batch.path.push(path);
-      batch.t.push(l.t);
-      batch.str.push(l.str);
-      batch.num.push(l.num !== null && Number.isFinite(l.num) ? l.num : null); // as JSON carried it before
-    }
-  }
-
 
   // ---- queries --------------------------------------------------------------------------------
 
@@ -509,9 +476,11 @@ export class SqliteBackend implements SearchBackend {
     return [...this.pathIds.keys()].filter(compileGlob(field.replace(/[\\?]/g, "\\$&")));
   }
 
-  /** The id of a field path in `vals`; -1 (matches no row) for a path the index has not seen. */
-  pathId(path: string): number {
-    return this.pathIds.get(path) ?? -1;
+  /** The id of a field path in `vals`; -1 (matches no row) for a path the index has not seen, unless `add` gives it one. */
+  pathId(path: string, add = false): number {
+    let id = this.pathIds.get(path);
+    if (id === undefined && add) this.pathIds.set(path, (id = Number(this.stmts.insertPath.run(path).lastInsertRowid)));
+    return id ?? -1;
   }
 
   /** Ids of the seen paths that pass `keep`. */

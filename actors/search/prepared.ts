@@ -1,0 +1,109 @@
+/**
+ * An indexed document as the SQLite backend writes it: what the documents file holds (the result
+ * JSON, the ACL key, the shapes) and what the lookup file holds (the FTS5 row and the leaves, a
+ * LookupPart). Plain data, so a bulk load prepares records in the decode worker (decoder.ts), the
+ * actor's thread writes the documents file and passes the parts on to the lookup writer unread.
+ */
+import type { BBox } from "./geo.ts";
+import type { IndexedDoc, Leaf, LeafType } from "./documents.ts";
+import { aclKey } from "./rows.ts";
+import type { LookupPart } from "./lookup.ts";
+
+/** Geometry ids: rid * SHAPE_SLOTS + the shape's ordinal in its record (deleted by id, no index needed). */
+export const SHAPE_SLOTS = 65_536;
+
+/** What the documents file holds of a record (its lookup-file rows are a LookupPart). */
+export type PreparedRecord = {
+  partition: string;
+  key: string;
+  id: string;
+  /** Lowercased kind and authority (documents.ts). */
+  kind: string;
+  authority: string;
+  json: string;
+  acl: string;
+  groups: string[];
+  owners: boolean[];
+  /** Token count of the FTS row (both columns): BM25's document length. */
+  tokens: number;
+  /** The first SHAPE_SLOTS shapes: a lone point as its coordinates, any other shape as JSON. */
+  shapes: Array<{ path: string; bbox: BBox; point: [number, number] | null; shape: string | null }>;
+};
+
+/**
+ * The lookup-file rows of a batch of `prepared` changes, as the JSON of a `LookupPart[]` (each
+ * change names its part by index), with the distinct field paths its leaves use: the actor's
+ * thread passes the JSON on to the lookup writer unread, giving ids to new paths only.
+ */
+export type PreparedParts = { json: string; paths: string[] };
+
+/** FNV-1a of a field path: the prefix of its tokens in the `fielded` column. */
+export function fieldPrefix(path: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < path.length; i++) {
+    h ^= path.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return `f${(h >>> 0).toString(36)}_`;
+}
+
+/** The `fielded` prefix of each field path seen, per thread. */
+const prefixes = new Map<string, string>();
+
+export function prepareRecord(d: IndexedDoc, maxShapes: number): { record: PreparedRecord; part: LookupPart } {
+  let tokens = 0;
+  let body = "";
+  let fielded = "";
+  // Concatenated token by token: ~2× cheaper than joining each field's tokens and then the fields.
+  for (const { path, tokens: words, searchable, numeric } of d.fieldText) {
+    const n = words.length;
+    if (n === 0) continue;
+    tokens += (searchable ? n : 0) + (numeric ? 0 : n);
+    // Field terms match numbers by value (vals), not by their digits: numbers are free text only.
+    let prefix = "";
+    if (!numeric) {
+      prefix = prefixes.get(path) ?? "";
+      if (prefix === "") prefixes.set(path, (prefix = fieldPrefix(path)));
+    }
+    for (let i = 0; i < n; i++) {
+      const token = words[i]!;
+      if (searchable) body = body === "" ? token : `${body} ${token}`;
+      if (!numeric) fielded = fielded === "" ? prefix + token : `${fielded} ${prefix}${token}`;
+    }
+  }
+  const n = d.leaves.length;
+  const paths = new Array<string>(n);
+  const types = new Array<number>(n);
+  const strs = new Array<string | null>(n);
+  const nums = new Array<number | null>(n);
+  for (let i = 0; i < n; i++) {
+    const l = d.leaves[i]!;
+    paths[i] = l.path;
+    types[i] = l.t;
+    strs[i] = l.str;
+    nums[i] = l.num !== null && Number.isFinite(l.num) ? l.num : null; // as JSON carried it before
+  }
+  const record: PreparedRecord = {
+    partition: d.partition,
+    key: d.key,
+    id: d.id,
+    kind: d.kind,
+    authority: d.authority,
+    json: JSON.stringify(d.doc),
+    acl: aclKey(d.acl),
+    groups: d.acl.map((a) => a.group),
+    owners: d.acl.map((a) => a.owner),
+    tokens,
+    shapes: d.shapes.slice(0, maxShapes).map(({ path, shape, bbox }) => {
+      // A lone point (the common case) goes to the in-memory point index; other shapes to the R*Tree.
+      const point = shape.points.length === 1 && shape.lines.length === 0 && shape.polygons.length === 0 ? shape.points[0]! : null;
+      return { path, bbox, point: point ? [point[0], point[1]] : null, shape: point ? null : JSON.stringify(shape) };
+    }),
+  };
+  return { record, part: [body, fielded, paths, types, strs, nums] };
+}
+
+/** The leaves of a part as objects (for the in-memory sort columns). */
+export function leavesOf([, , paths, types, strs, nums]: LookupPart): Leaf[] {
+  return paths.map((path, i) => ({ path, t: types[i]! as LeafType, str: strs[i]!, num: nums[i]! }));
+}

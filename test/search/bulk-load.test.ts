@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { headers as natsHeaders } from "@nats-io/nats-core";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Database } from "bun:sqlite";
+import { pino } from "pino";
+import { startTestNats, type TestNats } from "../harness/index.ts";
+import { subjects } from "../../subjects/index.ts";
+import { RECORD_DELETE, RECORD_OPERATION_HEADER, recordKey } from "../../subjects/search.ts";
+import { followRecords } from "../../actors/search/replica.ts";
+import { SqliteBackend } from "../../actors/search/sqlite.ts";
+import { lookupFileOf } from "../../actors/search/lookup.ts";
+import { ensureRecordsStream } from "../../actors/search/store.ts";
+import { parseQuery } from "../../actors/search/query/parser.ts";
+import { NORTH_ACL, SOUTH_ACL, WELL } from "./helpers.ts";
+
+/** Past BULK_BACKLOG (20,000): the replica loads it in bulk mode — decode worker, lookup writer worker, indexes at the end. */
+const RECORDS = 24_000;
+const UPDATED = 1_000;
+const DELETED = 500;
+
+describe("search replica bulk load", () => {
+  let nats: TestNats;
+  let nc: NatsConnection;
+  let dir: string;
+  let lastSeq = 0;
+  let notJsonSeq = 0;
+
+  beforeAll(async () => {
+    nats = await startTestNats();
+    nc = await connect({ servers: nats.url });
+    dir = mkdtempSync(join(tmpdir(), "derrick-bulk-load-"));
+    await ensureRecordsStream(await jetstreamManager(nc));
+    const js = jetstream(nc);
+    const subject = (i: number) => subjects.records("opendes", recordKey(`opendes:well:bulk-${i}`));
+    const record = (i: number, word: string) => JSON.stringify({ id: `opendes:well:bulk-${i}`, kind: WELL, acl: i % 2 ? SOUTH_ACL : NORTH_ACL, data: { Name: `${word} n${i % 10}`, Depth: i, Location: { latitude: (i % 80) + 0.5, longitude: (i % 170) + 0.5 } } });
+    const window: Array<Promise<{ seq: number }>> = [];
+    const push = async (p: Promise<{ seq: number }>) => {
+      window.push(p);
+      if (window.length >= 1000) for (const ack of await Promise.all(window.splice(0))) lastSeq = Math.max(lastSeq, ack.seq);
+    };
+    for (let i = 0; i < RECORDS; i++) await push(js.publish(subject(i), record(i, "original")));
+    // Later versions of the first records, deletes of the next ones, and a message that cannot be indexed.
+    for (let i = 0; i < UPDATED; i++) await push(js.publish(subject(i), record(i, "updated")));
+    const deleted = natsHeaders();
+    deleted.set(RECORD_OPERATION_HEADER, RECORD_DELETE);
+    for (let i = UPDATED; i < UPDATED + DELETED; i++) await push(js.publish(subject(i), "", { headers: deleted }));
+    for (const ack of await Promise.all(window.splice(0))) lastSeq = Math.max(lastSeq, ack.seq);
+    notJsonSeq = (await js.publish(subjects.records("opendes", recordKey("opendes:well:broken")), "{not json")).seq;
+    lastSeq = notJsonSeq;
+  }, 120_000);
+  afterAll(async () => {
+    await nc?.close();
+    await nats?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const count = (index: SqliteBackend, query: string, access: "all" | "north" = "all") =>
+    index.search({
+      partition: "opendes",
+      kinds: ["*:*:*:*"],
+      query: parseQuery(query),
+      access: access === "all" ? { all: true } : { all: false, groups: ["data.north.viewers"], asOwner: false },
+      sort: [],
+      offset: 0,
+      limit: 10,
+      trackTotalCount: true,
+    }).total;
+
+  const load = async (file: string, decoder?: URL) => {
+    const logged: Array<Record<string, unknown>> = [];
+    const index = new SqliteBackend({ file });
+    const replica = await followRecords(nc, index, pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) }), { decoder });
+    // Resolves once the load ended: everything applied is searchable and indexed.
+    await replica.caughtUp(90_000);
+    return { index, replica, logged };
+  };
+
+  const expectLoaded = (index: SqliteBackend) => {
+    expect(index.indexing).toBe(false);
+    expect(index.appliedSeq()).toBe(lastSeq);
+    expect(index.recordCount()).toBe(RECORDS - DELETED);
+    expect(count(index, "original")).toBe(RECORDS - UPDATED - DELETED);
+    expect(count(index, "updated")).toBe(UPDATED);
+    // Values (typed ranges) and ACLs as written: even Depth values in [0, 99] are north's, the deleted ones start at 1000.
+    expect(count(index, "data.Depth:[0 TO 99]", "north")).toBe(50);
+    expect(count(index, "data.Depth:[1000 TO 1499]")).toBe(0);
+    expect(count(index, "data.Name:n3 AND data.Depth:[20000 TO *]")).toBe((RECORDS - 20_000) / 10);
+    const lookup = new Database(lookupFileOf(index.options.file), { readonly: true });
+    expect(lookup.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'vals_%' ORDER BY name").all().map((r) => r.name)).toEqual(["vals_num", "vals_str"]);
+    lookup.close();
+  };
+
+  it("replica - a backlog past 20,000 messages is decoded in a worker and written to both files in parallel; updates, deletes and a broken message come out as one by one would", { timeout: 120_000 }, async () => {
+    const { index, replica, logged } = await load(join(dir, "workers", "index.sqlite"));
+    try {
+      expectLoaded(index);
+      expect(replica.health()).toMatchObject({ following: true, skipped: 1, lastSkipped: { seq: notJsonSeq, reason: "not JSON" } });
+      expect(logged.filter((l) => /did not start/.test(String(l.msg)))).toEqual([]);
+      expect(logged).toContainEqual(expect.objectContaining({ msg: "search index value indexes built" }));
+    } finally {
+      await replica.stop();
+      index.close();
+    }
+    // The files alone give the same answers after a reopen: the bulk markers were cleared, nothing is rebuilt.
+    const reopened = new SqliteBackend({ file: index.options.file });
+    expectLoaded(reopened);
+    reopened.close();
+  });
+
+  it("replica - when the decode worker cannot start, the bulk load decodes on the actor's thread, says so, and ends the same", { timeout: 120_000 }, async () => {
+    const { index, replica, logged } = await load(join(dir, "inline", "index.sqlite"), new URL("./no-such-decoder.ts", import.meta.url));
+    try {
+      expectLoaded(index);
+      expect(logged).toContainEqual(expect.objectContaining({ level: 40, msg: "the decode worker did not start; decoding on the actor's thread" }));
+    } finally {
+      await replica.stop();
+      index.close();
+    }
+  });
+});
