@@ -45,8 +45,12 @@ export function decodeChange(msg: StreamMsg): RecordChange | { op: "skip"; reaso
   if (problem) return { op: "skip", reason: problem };
   try {
     // Records published straight to NATS may lack what storage adds.
-    const time = new Date(msg.timestampMs ?? Date.now()).toISOString();
-    const stored: StoredRecord = { ...record, version: record.version ?? msg.seq, createUser: record.createUser ?? "nats", createTime: record.createTime ?? time };
+    const stored: StoredRecord = {
+      ...record,
+      version: record.version ?? msg.seq,
+      createUser: record.createUser ?? "nats",
+      createTime: record.createTime ?? new Date(msg.timestampMs ?? Date.now()).toISOString(),
+    };
     return { op: "upsert", doc: toIndexedDoc(partition, key, stored) };
   } catch (error) {
     return { op: "skip", reason: `cannot be indexed: ${errorText(error)}` };

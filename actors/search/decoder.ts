@@ -10,7 +10,7 @@
 import { RECORD_DELETE } from "../../subjects/search.ts";
 import type { RecordChange } from "./backend.ts";
 import { decodeChange, errorText } from "./decode.ts";
-import { prepareRecord, SHAPE_SLOTS, type PreparedParts } from "./prepared.ts";
+import { PathTable, prepareRecord, SHAPE_SLOTS, type PreparedParts } from "./prepared.ts";
 import type { LookupPart } from "./lookup.ts";
 
 declare const self: Worker;
@@ -33,7 +33,7 @@ self.onmessage = (event: MessageEvent<{ type: "ping" } | DecodeRequest>) => {
   const changes: DecodedChange[] = new Array(request.seqs.length);
   const parts: LookupPart[] = [];
   const docs: string[] = [];
-  const paths = new Set<string>();
+  const table = new PathTable();
   let start = 0;
   for (let i = 0; i < request.seqs.length; i++) {
     const end = request.ends[i]!;
@@ -45,8 +45,7 @@ self.onmessage = (event: MessageEvent<{ type: "ping" } | DecodeRequest>) => {
       continue;
     }
     try {
-      const { record, part } = prepareRecord(change.doc, SHAPE_SLOTS);
-      for (const path of part[2]) paths.add(path);
+      const { record, part } = prepareRecord(change.doc, SHAPE_SLOTS, table);
       docs.push(record.json);
       record.json = "";
       changes[i] = { op: "prepared", record, part: parts.push(part) - 1 };
@@ -54,5 +53,5 @@ self.onmessage = (event: MessageEvent<{ type: "ping" } | DecodeRequest>) => {
       changes[i] = { op: "skip", reason: `cannot be indexed: ${errorText(error)}` };
     }
   }
-  postMessage({ type: "decoded", changes: JSON.stringify(changes), docs, parts: { json: JSON.stringify(parts), paths: [...paths] } } satisfies DecodeReply);
+  postMessage({ type: "decoded", changes: JSON.stringify(changes), docs, parts: { json: JSON.stringify(parts), paths: table.paths } } satisfies DecodeReply);
 };

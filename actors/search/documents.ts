@@ -116,6 +116,25 @@ export function dateValue(value: string): number | undefined {
   return value.length >= 10 && value.length <= 40 ? parseDate(value, { minimal: "day" }) : undefined;
 }
 
+/**
+ * The analysis of short string values, per thread: kinds, legal tags, statuses, users and dates
+ * repeat across records, and tokenizing and date-parsing them again was a quarter of decoding a
+ * record. Bounded: emptied when full. The token arrays are shared and must not be changed.
+ */
+const ANALYZED_MAX_LENGTH = 64;
+const ANALYZED_MAX_ENTRIES = 10_000;
+const analyzedStrings = new Map<string, { tokens: string[]; date: number | undefined }>();
+
+function analyzed(value: string): { tokens: string[]; date: number | undefined } {
+  if (value.length > ANALYZED_MAX_LENGTH) return { tokens: tokenize(value), date: dateValue(value) };
+  let known = analyzedStrings.get(value);
+  if (known === undefined) {
+    if (analyzedStrings.size >= ANALYZED_MAX_ENTRIES) analyzedStrings.clear();
+    analyzedStrings.set(value, (known = { tokens: tokenize(value), date: dateValue(value) }));
+  }
+  return known;
+}
+
 export function toIndexedDoc(partition: string, key: string, record: StoredRecord): IndexedDoc {
   const parts = kindParts(record.kind);
   const doc: Record<string, unknown> = { ...record, ...parts };
@@ -134,9 +153,9 @@ export function toIndexedDoc(partition: string, key: string, record: StoredRecor
     }
     switch (typeof value) {
       case "string": {
-        const date = dateValue(value);
+        const { tokens, date } = analyzed(value);
         leaves.push({ path, t: date !== undefined ? LeafType.date : LeafType.string, str: value.length <= KEYWORD_MAX ? value : null, num: date ?? null });
-        fieldText.push({ path, tokens: tokenize(value), searchable });
+        fieldText.push({ path, tokens, searchable });
         return;
       }
       case "number":

@@ -14,10 +14,13 @@ import { LookupWriter, type LookupBatch, type LookupPart } from "./lookup.ts";
 
 declare const self: Worker;
 
-/** Field paths come as [path, id] (ids of the documents file's `paths`); a batch's parts as the JSON of its LookupParts. */
+/**
+ * Field path ids (the documents file's `paths`) come as [path, id]: all at open, new ones with each
+ * batch; a batch's parts as the JSON of its LookupParts, naming their paths by index in `paths`.
+ */
 export type BuilderRequest =
   | { type: "open"; file: string; paths: Array<[string, number]> }
-  | { type: "batch"; seq: number; rids: number[]; partOf: number[]; paths: Array<[string, number]>; parts: string }
+  | { type: "batch"; seq: number; rids: number[]; partOf: number[]; newPaths: Array<[string, number]>; paths: string[]; parts: string }
   | { type: "finish"; sql: string }
   | { type: "stop" };
 export type BuilderReply =
@@ -61,8 +64,8 @@ self.onmessage = (event: MessageEvent<BuilderRequest>) => {
         reply({ type: "opened" });
         return;
       case "batch": {
-        for (const [path, id] of request.paths) pathIds.set(path, id);
-        const batch: LookupBatch = { seq: request.seq, rids: request.rids, partOf: request.partOf, parts: JSON.parse(request.parts) as LookupPart[] };
+        for (const [path, id] of request.newPaths) pathIds.set(path, id);
+        const batch: LookupBatch = { seq: request.seq, rids: request.rids, partOf: request.partOf, parts: JSON.parse(request.parts) as LookupPart[], paths: request.paths };
         db!.transaction(() => writer!.write(batch))();
         reply({ type: "applied", seq: batch.seq });
         return;

@@ -46,9 +46,10 @@ export const bulkTextEnd = (q: string) => `INSERT INTO ${q}fts(fts) VALUES('opti
 
 /**
  * One record's rows in the lookup file: its free text, its field-prefixed text, and its leaves as
- * parallel arrays (path name, type, exact string, finite number or null). Made by prepareRecord.
+ * parallel arrays (path, as an index in its batch's `paths`; type; exact string; finite number or
+ * null). Made by prepareRecord.
  */
-export type LookupPart = [body: string, fielded: string, paths: string[], types: number[], strs: Array<string | null>, nums: Array<number | null>];
+export type LookupPart = [body: string, fielded: string, paths: number[], types: number[], strs: Array<string | null>, nums: Array<number | null>];
 
 /** What one batch of record changes does to the lookup file, in order. */
 export type LookupBatch = {
@@ -58,11 +59,13 @@ export type LookupBatch = {
   rids: number[];
   /** Per upsert (rid > 0), in order: the index of its rows in `parts`. */
   partOf: number[];
-  parts: Array<LookupPart | null>;
+  parts: LookupPart[];
+  /** The field paths the parts' leaves name by index. */
+  paths: string[];
 };
 
-export function emptyLookupBatch(seq: number, parts: Array<LookupPart | null> = []): LookupBatch {
-  return { seq, rids: [], partOf: [], parts };
+export function emptyLookupBatch(seq: number, parts: LookupPart[] = [], paths: string[] = []): LookupBatch {
+  return { seq, rids: [], partOf: [], parts, paths };
 }
 
 /** Rows per multi-row INSERT into vals (6 parameters each, far below SQLite's limit). */
@@ -83,6 +86,8 @@ export class LookupWriter {
    * FTS5 spent the build merging them.
    */
   private readonly pendingText = new Map<number, [body: string, fielded: string]>();
+  /** The ids of the batch's paths, by their index. */
+  private ids: number[] = [];
 
   /** `pathId`: the id of a field path in `vals` (the `paths` table of the documents file). */
   constructor(
@@ -97,6 +102,7 @@ export class LookupWriter {
   }
 
   write(batch: LookupBatch): void {
+    this.ids = batch.paths.map((path) => this.pathId(path));
     try {
       let upsert = 0;
       for (const signed of batch.rids) {
@@ -136,7 +142,7 @@ export class LookupWriter {
       for (let i = 0; i < n; i++) {
         const at = start + i;
         params[i * 6] = rid;
-        params[i * 6 + 1] = this.pathId(paths[at]!);
+        params[i * 6 + 1] = this.ids[paths[at]!]!;
         params[i * 6 + 2] = at;
         params[i * 6 + 3] = types[at]!;
         params[i * 6 + 4] = strs[at]!;

@@ -27,7 +27,7 @@ import { LeafType, tokenize } from "./documents.ts";
 import { matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.ts";
 import { compileGlob } from "./glob.ts";
 import { bm25, idf, PointIndex, RowFacts } from "./rows.ts";
-import { fieldPrefix, leavesOf, prepareRecord, SHAPE_SLOTS, type PreparedParts, type PreparedRecord } from "./prepared.ts";
+import { fieldPrefix, leavesOf, PathTable, prepareRecord, SHAPE_SLOTS, type PreparedParts, type PreparedRecord } from "./prepared.ts";
 import { DATES, FAIL, NUMBERS, PASS, SortColumns, UNDECIDED, rangeVerdict, sortedPage, type ColumnSource, type NumericColumn, type NumericRange } from "./sort-columns.ts";
 import { areaBBox, intersectsPrepared, prepareArea, preparePolygon, withinPrepared, type BBox, type Shape } from "./geo.ts";
 import { invalidParameters } from "./validate.ts";
@@ -134,6 +134,8 @@ export class SqliteBackend implements SearchBackend {
   private readonly sortColumns = new SortColumns();
   /** Writes the lookup file on this connection: out of a bulk load, and in one when no worker runs. */
   private readonly lookupWriter: LookupWriter;
+  /** The field paths of the parts made for the batch being applied (see apply). */
+  private pathTable = new PathTable();
   /** What the batch being applied does to the lookup file (see apply). */
   private lookupBatch: LookupBatch = emptyLookupBatch(0);
   /** The lookup writer worker of a bulk load (index-builder.ts), while one runs. */
@@ -295,16 +297,18 @@ export class SqliteBackend implements SearchBackend {
     }
     this.building = true;
     try {
-      await this.finishLookup();
+      const lookupBuilt = this.finishLookup();
+      // The documents file is complete: it is made durable while the worker builds the lookup file's
+      // indexes. (Its marker cleared first is safe: the pair is sound only with both cleared.)
+      this.db.exec("PRAGMA main.synchronous = FULL; PRAGMA main.wal_checkpoint(FULL);");
+      this.stmts.setMeta.run("bulk", "0");
+      await lookupBuilt;
     } finally {
       this.building = false;
     }
     if (this.closed) return;
-    this.db.exec(`PRAGMA main.synchronous = FULL; PRAGMA ${LOOKUP}.synchronous = FULL; PRAGMA main.wal_checkpoint(FULL); PRAGMA ${LOOKUP}.wal_checkpoint(FULL);`);
-    this.db.transaction(() => {
-      this.stmts.setMeta.run("bulk", "0");
-      this.stmts.setLookupMeta.run("bulk", "0");
-    })();
+    this.db.exec(`PRAGMA ${LOOKUP}.synchronous = FULL; PRAGMA ${LOOKUP}.wal_checkpoint(FULL);`);
+    this.stmts.setLookupMeta.run("bulk", "0");
     this.db.exec(`PRAGMA main.synchronous = NORMAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE;`);
     this.bulk = false;
   }
@@ -385,7 +389,9 @@ export class SqliteBackend implements SearchBackend {
     if (worker?.failure !== undefined) throw new Error(`the lookup writer failed: ${worker.failure}; the index is rebuilt from the stream`);
     // The lookup rows: made here from indexed documents, or given with prepared ones (parsed only when this thread writes them).
     const parts: LookupPart[] = prepared && !worker ? (JSON.parse(prepared.json) as LookupPart[]) : [];
-    const batch = (this.lookupBatch = emptyLookupBatch(seq, parts));
+    const table = new PathTable();
+    const batch = (this.lookupBatch = emptyLookupBatch(seq, parts, prepared ? prepared.paths : table.paths));
+    this.pathTable = table;
     const newPaths: Array<[string, number]> = [];
     try {
       this.db.transaction(() => {
@@ -395,15 +401,14 @@ export class SqliteBackend implements SearchBackend {
             if (!prepared) throw new TypeError("prepared changes come with their parts");
             this.upsert(change.record, change.part);
           } else {
-            const { record, part } = prepareRecord(change.doc, SHAPE_SLOTS);
+            const { record, part } = prepareRecord(change.doc, SHAPE_SLOTS, table);
             parts.push(part);
             this.upsert(record, parts.length - 1);
           }
         }
         // Ids for the paths the batch uses (`paths` is in this file): the worker learns the new ones with it.
         const known = this.pathIds.size;
-        if (prepared) for (const path of prepared.paths) this.pathId(path, true);
-        else for (const part of parts) for (const path of part[2]) this.pathId(path, true);
+        for (const path of batch.paths) this.pathId(path, true);
         if (this.pathIds.size > known) for (const entry of [...this.pathIds].slice(known)) newPaths.push(entry);
         if (!worker) this.lookupWriter.write(batch);
         this.stmts.setMeta.run("applied_seq", String(seq));
@@ -451,7 +456,7 @@ export class SqliteBackend implements SearchBackend {
     if (this.sortColumns.held().length > 0) {
       // Parts given with prepared changes are not read here: the columns go, and load again on their next query.
       const own = this.lookupBatch.parts[part];
-      if (own) this.sortColumns.upsert(rid, leavesOf(own));
+      if (own) this.sortColumns.upsert(rid, leavesOf(own, this.pathTable));
       else this.sortColumns.clear();
     }
     this.stmts.upsertDoc.run(rid, p.json);
