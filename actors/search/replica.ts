@@ -244,11 +244,15 @@ export async function followRecords(
           flush();
           const room = decoding?.room();
           if (room) await room;
+          // A decode worker that died took what it held with it: the consumer restarts after what was applied.
+          if (decoding?.failure !== undefined) fail(new Error(`the decode worker failed: ${decoding.failure}`));
           const behind = backend.backpressure?.();
           if (behind) await behind;
         } else timer ??= setTimeout(flushFromTimer, FLUSH_AFTER_MS);
+        if (failure) break;
         if (bulk && msg.info.pending === 0) {
           if (decoding) await decoding.drained();
+          if (decoding?.failure !== undefined) fail(new Error(`the decode worker failed: ${decoding.failure}`));
           stopDecoding();
           if (failure) break;
           // Queries are answered while the indexes build; messages arriving meanwhile wait in the consumer.
@@ -264,6 +268,7 @@ export async function followRecords(
       if (failure) throw failure.error;
       flush();
       if (decoding) await decoding.drained();
+      if (decoding?.failure !== undefined) fail(new Error(`the decode worker failed: ${decoding.failure}`));
       if (failure) throw (failure as { error: unknown }).error;
     } finally {
       // What the worker still held is dropped: the next consumer starts after what was applied.

@@ -73,7 +73,8 @@ describe("search replica bulk load", () => {
   const load = async (file: string, decoder?: URL) => {
     const logged: Array<Record<string, unknown>> = [];
     const index = new SqliteBackend({ file });
-    const replica = await followRecords(nc, index, pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) }), { decoder });
+    const log = pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+    const replica = await followRecords(nc, index, log, { decoder, backoff: { firstMs: 20, maxMs: 200 } });
     // Resolves once the load ended: everything applied is searchable and indexed.
     await replica.caughtUp(90_000);
     return { index, replica, logged };
@@ -109,6 +110,18 @@ describe("search replica bulk load", () => {
     const reopened = new SqliteBackend({ file: index.options.file });
     expectLoaded(reopened);
     reopened.close();
+  });
+
+  it("replica - a decode worker that dies mid-load loses nothing: the consumer restarts after what was applied and the load ends the same", { timeout: 120_000 }, async () => {
+    const { index, replica, logged } = await load(join(dir, "crash", "index.sqlite"), new URL("./fixtures/crashing-decoder.ts", import.meta.url));
+    try {
+      expectLoaded(index);
+      expect(replica.health().restarts).toBeGreaterThanOrEqual(1);
+      expect(logged).toContainEqual(expect.objectContaining({ level: 50, msg: expect.stringContaining("restarting after the last applied sequence"), err: expect.objectContaining({ message: expect.stringContaining("the decode worker failed") }) }));
+    } finally {
+      await replica.stop();
+      index.close();
+    }
   });
 
   it("replica - when the decode worker cannot start, the bulk load decodes on the actor's thread, says so, and ends the same", { timeout: 120_000 }, async () => {
