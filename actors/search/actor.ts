@@ -94,9 +94,13 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
     options,
     async () => {
       cursors.close();
-      await replica.stop();
-      backend.close();
-      lock.release();
+      try {
+        await replica.stop();
+      } finally {
+        // Even when finishing a bulk load failed: the file is closed and the next process may open it (and rebuilds it).
+        backend.close();
+        lock.release();
+      }
     },
   );
 }

@@ -1,7 +1,7 @@
 /**
  * The replica's side of the decode worker (decoder.ts) during a bulk load: collects stream messages
  * into batches, posts each with its payloads in one transferred buffer, and hands the prepared
- * changes back in order (`onDecoded`). At most MAX_IN_FLIGHT batches are out at once (`room()`), so
+ * changes back in order (`onDecoded`). The replica waits while MAX_IN_FLIGHT batches are out (`room()`), so
  * the memory of a load stays bounded however far the worker falls behind.
  */
 import type { DecodedChange, DecodeReply, DecodeRequest } from "./decoder.ts";
@@ -34,6 +34,8 @@ export class DecodePipeline {
       this.onDecoded({ changes, parts: event.data.parts, ...sent });
     };
     worker.onerror = (event) => this.fail(event.message || "the decode worker crashed");
+    // A worker that ends without an error (or after one) settles whatever waits on it.
+    worker.addEventListener("close", () => this.fail("the decode worker exited"));
   }
 
   /** A running decode worker, or why there is none. */

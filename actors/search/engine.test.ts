@@ -248,6 +248,28 @@ describe("search engine pieces", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("engine - a commit that reached the documents file only (the lookup file behind) is caught at the next apply: it throws and the index asks to be rebuilt", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-apart-"));
+    const file = join(dir, "index.sqlite");
+    const backend = new SqliteBackend({ file });
+    await backend.reset("stream-1");
+    const upsert = (i: number) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { N: i })) });
+    backend.apply([upsert(1)], 1);
+    backend.apply([upsert(2)], 2);
+    // What a lookup commit failing after the documents commit leaves: the lookup file one batch behind.
+    const lookup = new Database(lookupFileOf(file));
+    lookup.query("UPDATE meta SET v = '1' WHERE k = 'applied_seq'").run();
+    lookup.close();
+    expect(() => backend.apply([upsert(3)], 3)).toThrow(/out of step/);
+    expect(backend.streamIdentity()).toBeUndefined();
+    await backend.reset("stream-1");
+    expect([backend.streamIdentity(), backend.appliedSeq(), backend.recordCount()]).toEqual(["stream-1", 0, 0]);
+    backend.apply([upsert(1)], 1); // written together again
+    expect(backend.appliedSeq()).toBe(1);
+    backend.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("engine - a lookup writer that fails a batch stops the load: the next apply throws and the index asks to be rebuilt; reset empties both files", async () => {
     const dir = mkdtempSync(join(tmpdir(), "derrick-engine-writer-fails-"));
     const file = join(dir, "index.sqlite");

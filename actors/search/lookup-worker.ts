@@ -22,6 +22,8 @@ export class LookupWorker {
   private constructor(private readonly worker: Worker) {
     worker.onmessage = (event: MessageEvent<BuilderReply>) => this.receive(event.data);
     worker.onerror = (event) => this.fail("worker", event.message || "the lookup writer worker crashed");
+    // A worker that ends without an error (or after one) settles whatever waits on it.
+    worker.addEventListener("close", () => this.fail("worker", "the lookup writer worker exited"));
   }
 
   /** A worker with the lookup file open, or why there is none. */

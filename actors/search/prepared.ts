@@ -115,6 +115,6 @@ export function prepareRecord(d: IndexedDoc, maxShapes: number, table: PathTable
 }
 
 /** The leaves of a part as objects (for the in-memory sort columns). */
-export function leavesOf([, , paths, types, strs, nums]: LookupPart, table: PathTable): Leaf[] {
-  return paths.map((path, i) => ({ path: table.paths[path]!, t: types[i]! as LeafType, str: strs[i]!, num: nums[i]! }));
+export function leavesOf([, , paths, types, strs, nums]: LookupPart, names: string[]): Leaf[] {
+  return paths.map((path, i) => ({ path: names[path]!, t: types[i]! as LeafType, str: strs[i]!, num: nums[i]! }));
 }

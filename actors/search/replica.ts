@@ -212,9 +212,12 @@ export async function followRecords(
       decoding = undefined;
     };
 
+    /** Set when this consumer's life is over: a flush timer firing later must not apply (or mark as applied) anything. */
+    let ended = false;
     const flush = () => {
       if (timer) clearTimeout(timer);
       timer = undefined;
+      if (ended) return;
       if (decoding) return decoding.send(lastSeq);
       applyBatch(buffer, lastSeq);
       buffer = [];
@@ -240,15 +243,15 @@ export async function followRecords(
           else buffer.push({ change, seq: msg.seq, subject: msg.subject });
         }
         lastSeq = msg.seq;
-        if ((decoding ? decoding.size : buffer.length) >= BATCH || msg.info.pending === 0) {
-          flush();
-          const room = decoding?.room();
-          if (room) await room;
-          // A decode worker that died took what it held with it: the consumer restarts after what was applied.
-          if (decoding?.failure !== undefined) fail(new Error(`the decode worker failed: ${decoding.failure}`));
-          const behind = backend.backpressure?.();
-          if (behind) await behind;
-        } else timer ??= setTimeout(flushFromTimer, FLUSH_AFTER_MS);
+        if ((decoding ? decoding.size : buffer.length) >= BATCH || msg.info.pending === 0) flush();
+        else timer ??= setTimeout(flushFromTimer, FLUSH_AFTER_MS);
+        // Checked after every message, so batches sent by the flush timer count too.
+        const room = decoding?.room();
+        if (room) await room;
+        // A decode worker that died took what it held with it: the consumer restarts after what was applied.
+        if (decoding?.failure !== undefined) fail(new Error(`the decode worker failed: ${decoding.failure}`));
+        const behind = backend.backpressure?.();
+        if (behind) await behind;
         if (failure) break;
         if (bulk && msg.info.pending === 0) {
           if (decoding) await decoding.drained();
@@ -271,7 +274,10 @@ export async function followRecords(
       if (decoding?.failure !== undefined) fail(new Error(`the decode worker failed: ${decoding.failure}`));
       if (failure) throw (failure as { error: unknown }).error;
     } finally {
-      // What the worker still held is dropped: the next consumer starts after what was applied.
+      // What the worker still held is dropped: the next consumer starts after what was applied. A timer
+      // flush after this point would have marked `lastSeq` applied with those messages never written.
+      ended = true;
+      if (timer) clearTimeout(timer);
       stopDecoding();
     }
     if (!stopping) throw new Error("the RECORDS consumer ended");

@@ -134,10 +134,10 @@ export class SqliteBackend implements SearchBackend {
   private readonly sortColumns = new SortColumns();
   /** Writes the lookup file on this connection: out of a bulk load, and in one when no worker runs. */
   private readonly lookupWriter: LookupWriter;
-  /** The field paths of the parts made for the batch being applied (see apply). */
-  private pathTable = new PathTable();
   /** What the batch being applied does to the lookup file (see apply). */
   private lookupBatch: LookupBatch = emptyLookupBatch(0);
+  /** The two files were found apart (see apply): the index asks to be rebuilt. */
+  private diverged = false;
   /** The lookup writer worker of a bulk load (index-builder.ts), while one runs. */
   private worker: LookupWorker | undefined;
 
@@ -188,6 +188,7 @@ export class SqliteBackend implements SearchBackend {
       getMeta: this.db.query<{ v: string }, [string]>("SELECT v FROM main.meta WHERE k = ?"),
       setMeta: this.db.query("INSERT OR REPLACE INTO main.meta(k, v) VALUES (?, ?)"),
       setLookupMeta: this.db.query(`INSERT OR REPLACE INTO ${LOOKUP}.meta(k, v) VALUES (?, ?)`),
+      getLookupMeta: this.db.query<{ v: string }, [string]>(`SELECT v FROM ${LOOKUP}.meta WHERE k = ?`),
       bodyInstances: this.db.query<[number], [string]>("SELECT doc FROM temp.fts_instances WHERE term = ? AND col = 'body'"),
     };
     this.loadFacts();
@@ -250,8 +251,8 @@ export class SqliteBackend implements SearchBackend {
   }
 
   streamIdentity(): string | undefined {
-    // A failed lookup writer left the lookup file behind the documents: a new identity rebuilds both.
-    if (this.worker?.failure !== undefined) return undefined;
+    // A failed lookup writer, or a commit that reached one file only, left the files apart: a new identity rebuilds both.
+    if (this.worker?.failure !== undefined || this.diverged) return undefined;
     return this.stmts.getMeta.get("stream")?.v;
   }
 
@@ -264,6 +265,7 @@ export class SqliteBackend implements SearchBackend {
       this.db.exec(`DELETE FROM ${LOOKUP}.vals; DELETE FROM ${LOOKUP}.meta; INSERT INTO ${LOOKUP}.fts(fts) VALUES('delete-all')`);
       this.writeIdentity(streamIdentity);
     })();
+    this.diverged = false;
     this.pathIds.clear();
     this.facts.clear();
     this.sortColumns.clear();
@@ -387,11 +389,17 @@ export class SqliteBackend implements SearchBackend {
     if (this.building) throw new Error("the value indexes are being built: apply once bulkLoad(false) has settled");
     const worker = this.worker;
     if (worker?.failure !== undefined) throw new Error(`the lookup writer failed: ${worker.failure}; the index is rebuilt from the stream`);
+    // Written together, the two files agree on what was applied. A commit that reached the documents file
+    // and failed in the lookup file (WAL commits attached files one by one) would otherwise be masked by
+    // the next batch: the pair is rebuilt instead. (A worker's lookup file trails by design.)
+    if (!worker && this.stmts.getLookupMeta.get("applied_seq")?.v !== this.stmts.getMeta.get("applied_seq")?.v) {
+      this.diverged = true;
+      throw new Error("the index files are out of step (a commit reached one of them only); the index is rebuilt from the stream");
+    }
     // The lookup rows: made here from indexed documents, or given with prepared ones (parsed only when this thread writes them).
     const parts: LookupPart[] = prepared && !worker ? (JSON.parse(prepared.json) as LookupPart[]) : [];
     const table = new PathTable();
     const batch = (this.lookupBatch = emptyLookupBatch(seq, parts, prepared ? prepared.paths : table.paths));
-    this.pathTable = table;
     const newPaths: Array<[string, number]> = [];
     try {
       this.db.transaction(() => {
@@ -456,7 +464,7 @@ export class SqliteBackend implements SearchBackend {
     if (this.sortColumns.held().length > 0) {
       // Parts given with prepared changes are not read here: the columns go, and load again on their next query.
       const own = this.lookupBatch.parts[part];
-      if (own) this.sortColumns.upsert(rid, leavesOf(own, this.pathTable));
+      if (own) this.sortColumns.upsert(rid, leavesOf(own, this.lookupBatch.paths));
       else this.sortColumns.clear();
     }
     this.stmts.upsertDoc.run(rid, p.json);

@@ -11,6 +11,7 @@ import { startTestNats, type TestNats } from "../harness/index.ts";
 import { subjects } from "../../subjects/index.ts";
 import { RECORD_DELETE, RECORD_OPERATION_HEADER, recordKey } from "../../subjects/search.ts";
 import { followRecords } from "../../actors/search/replica.ts";
+import type { SearchBackend } from "../../actors/search/backend.ts";
 import { SqliteBackend } from "../../actors/search/sqlite.ts";
 import { lookupFileOf } from "../../actors/search/lookup.ts";
 import { ensureRecordsStream } from "../../actors/search/store.ts";
@@ -70,11 +71,11 @@ describe("search replica bulk load", () => {
       trackTotalCount: true,
     }).total;
 
-  const load = async (file: string, decoder?: URL) => {
+  const load = async (file: string, decoder?: URL, wrap: (index: SqliteBackend) => SearchBackend = (index) => index) => {
     const logged: Array<Record<string, unknown>> = [];
     const index = new SqliteBackend({ file });
     const log = pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
-    const replica = await followRecords(nc, index, log, { decoder, backoff: { firstMs: 20, maxMs: 200 } });
+    const replica = await followRecords(nc, wrap(index), log, { decoder, backoff: { firstMs: 20, maxMs: 200 } });
     // Resolves once the load ended: everything applied is searchable and indexed.
     await replica.caughtUp(90_000);
     return { index, replica, logged };
@@ -118,6 +119,33 @@ describe("search replica bulk load", () => {
       expectLoaded(index);
       expect(replica.health().restarts).toBeGreaterThanOrEqual(1);
       expect(logged).toContainEqual(expect.objectContaining({ level: 50, msg: expect.stringContaining("restarting after the last applied sequence"), err: expect.objectContaining({ message: expect.stringContaining("the decode worker failed") }) }));
+    } finally {
+      await replica.stop();
+      index.close();
+    }
+  });
+
+  it("replica - a failure that ends the consumer between two batches loses nothing: a flush timer left behind does not mark what the decode worker held as applied", { timeout: 120_000 }, async () => {
+    // The 3,001st message's wait check throws: the loop ends with messages still in the decode batch
+    // being filled and in flight, and a flush timer armed for them.
+    let calls = 0;
+    const throwing = (index: SqliteBackend): SearchBackend =>
+      new Proxy(index, {
+        get(target, property) {
+          if (property === "backpressure")
+            return () => {
+              if (++calls === 3_001) throw new Error("injected failure between batches (test)");
+              return target.backpressure();
+            };
+          const value = Reflect.get(target, property) as unknown;
+          return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    const { index, replica } = await load(join(dir, "between", "index.sqlite"), undefined, throwing);
+    try {
+      expect(calls).toBeGreaterThan(3_001);
+      expect(replica.health()).toMatchObject({ lastError: expect.stringContaining("injected failure between batches") });
+      expectLoaded(index);
     } finally {
       await replica.stop();
       index.close();
