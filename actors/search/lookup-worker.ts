@@ -42,13 +42,13 @@ export class LookupWorker {
     return outcome.message;
   }
 
-  /** `parts`: the JSON of the batch's LookupParts; `paths`: ids given to field paths since the last batch. */
-  write(batch: LookupBatch, paths: Array<[string, number]>, parts: string): void {
+  /** `parts`: the JSON of the batch's LookupParts; `newPaths`: ids given to field paths since the last batch. */
+  write(batch: LookupBatch, newPaths: Array<[string, number]>, parts: string): void {
     if (this.failure !== undefined) return;
     this.queued++;
     // The parts as one JSON string: structured clone of their arrays cost the actor's thread several
     // times more and left the worker's heap holding every string of the load (RSS 2.7 GB at 200k records).
-    this.worker.postMessage({ type: "batch", seq: batch.seq, rids: batch.rids, partOf: batch.partOf, newPaths: paths, paths: batch.paths, parts } satisfies BuilderRequest);
+    this.worker.postMessage({ type: "batch", seq: batch.seq, rids: batch.rids, partOf: batch.partOf, newPaths, paths: batch.paths, parts } satisfies BuilderRequest);
   }
 
   /** Undefined while at most `max` batches wait; else settles once at most half of them do (or it failed). */

@@ -7,8 +7,9 @@
  * bound by. Out of a bulk load the actor's own connection (the file ATTACHed as `lookup`) writes
  * both files in one transaction.
  *
- * What goes to the lookup file is described per batch as a LookupBatch (plain arrays, cheap to post
- * to the worker) and written by LookupWriter, the same code on either connection.
+ * What goes to the lookup file is described per batch as a LookupBatch (row ids, and each record's
+ * LookupPart, which travels to the worker as JSON) and written by LookupWriter, the same code on
+ * either connection.
  */
 import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
 
