@@ -6,10 +6,10 @@
  */
 import type { DecodedChange, DecodeReply, DecodeRequest } from "./decoder.ts";
 import type { PreparedParts } from "./prepared.ts";
+import type { RawMessage } from "./decode.ts";
 
 const MAX_IN_FLIGHT = 2;
 
-export type RawMessage = { subject: string; data: Uint8Array; deleted: boolean; seq: number; timestampMs: number };
 /** Decoded changes in message order, their lookup rows, and the messages as they came (to decode again one by one). */
 export type DecodedBatch = { changes: DecodedChange[]; parts: PreparedParts; raw: RawMessage[]; upTo: number };
 
@@ -83,7 +83,7 @@ export class DecodePipeline {
       subjects: batch.map((m) => m.subject),
       seqs: batch.map((m) => m.seq),
       deleted: batch.map((m) => m.deleted),
-      timestamps: batch.map((m) => m.timestampMs),
+      timestamps: batch.map((m) => m.timestampMs ?? Date.now()),
       ends,
       bytes,
     };

@@ -12,12 +12,23 @@ export const errorText = (error: unknown) => (error instanceof Error ? `${error.
 
 export type StreamMsg = { subject: string; data: Uint8Array; headers?: { get(name: string): string } | undefined; seq: number; timestampMs?: number };
 
+/** A stream message as it crosses threads: its delete header as a flag. */
+export type RawMessage = { subject: string; data: Uint8Array; deleted: boolean; seq: number; timestampMs?: number };
+
+/** Whether a message's headers mark it as a record's deletion. */
+export const isDeletion = (headers: StreamMsg["headers"]): boolean => headers?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE;
+
 /** A stream message as an index change, or why it cannot be one. Never throws. */
 export function decodeChange(msg: StreamMsg): RecordChange | { op: "skip"; reason: string } {
+  return decodeRaw({ subject: msg.subject, data: msg.data, deleted: isDeletion(msg.headers), seq: msg.seq, timestampMs: msg.timestampMs });
+}
+
+/** decodeChange for a message whose delete header is a flag. */
+export function decodeRaw(msg: RawMessage): RecordChange | { op: "skip"; reason: string } {
   const tokens = msg.subject.split(".");
   const partition = tokens[2]!;
   const key = tokens[3]!;
-  if (msg.data.length === 0 || msg.headers?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE) return { op: "delete", partition, key };
+  if (msg.data.length === 0 || msg.deleted) return { op: "delete", partition, key };
   let record: StoredRecord;
   try {
     record = JSON.parse(decoder.decode(msg.data)) as StoredRecord;

@@ -7,9 +7,8 @@
  * buffer) → a DecodeReply with one change per message, in order. Never fails on a message: one that
  * cannot be indexed comes back as `{op: "skip", reason}`.
  */
-import { RECORD_DELETE } from "../../subjects/search.ts";
 import type { RecordChange } from "./backend.ts";
-import { decodeChange, errorText } from "./decode.ts";
+import { decodeRaw, errorText } from "./decode.ts";
 import { PathTable, prepareRecord, SHAPE_SLOTS, type PreparedParts } from "./prepared.ts";
 import type { LookupPart } from "./lookup.ts";
 
@@ -25,8 +24,6 @@ export type DecodedChange = RecordChange | { op: "skip"; reason: string };
  */
 export type DecodeReply = { type: "ready" } | { type: "decoded"; changes: string; docs: string[]; parts: PreparedParts };
 
-const deleteHeader = { get: () => RECORD_DELETE };
-
 self.onmessage = (event: MessageEvent<{ type: "ping" } | DecodeRequest>) => {
   const request = event.data;
   if (request.type === "ping") return postMessage({ type: "ready" } satisfies DecodeReply);
@@ -37,9 +34,8 @@ self.onmessage = (event: MessageEvent<{ type: "ping" } | DecodeRequest>) => {
   let start = 0;
   for (let i = 0; i < request.seqs.length; i++) {
     const end = request.ends[i]!;
-    const msg = { subject: request.subjects[i]!, data: request.bytes.subarray(start, end), headers: request.deleted[i] ? deleteHeader : undefined, seq: request.seqs[i]!, timestampMs: request.timestamps[i]! };
+    const change = decodeRaw({ subject: request.subjects[i]!, data: request.bytes.subarray(start, end), deleted: request.deleted[i]!, seq: request.seqs[i]!, timestampMs: request.timestamps[i]! });
     start = end;
-    const change = decodeChange(msg);
     if (change.op !== "upsert") {
       changes[i] = change;
       continue;

@@ -16,17 +16,15 @@
 import { streamInfoIfAny, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection, Status } from "@nats-io/nats-core";
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
-import { RECORD_DELETE, RECORD_OPERATION_HEADER, RECORDS_STREAM } from "../../subjects/search.ts";
+import { RECORDS_STREAM } from "../../subjects/search.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { RecordChange, SearchBackend } from "./backend.ts";
-import { decodeChange, errorText, type StreamMsg } from "./decode.ts";
+import { decodeChange, decodeRaw, errorText, isDeletion, type StreamMsg } from "./decode.ts";
 import { DecodePipeline, type DecodedBatch } from "./decode-pipeline.ts";
 import { ensureRecordsStream } from "./store.ts";
 import { onStreamDeleted, recreateDelay } from "../runtime/recreate.ts";
 
 const BATCH = 2000;
-/** The headers of a delete, for a message decoded again from its payload and delete flag. */
-const DELETE_HEADERS = { get: (name: string) => (name === RECORD_OPERATION_HEADER ? RECORD_DELETE : "") };
 /** A backlog this long is loaded in bulk mode (see SqliteBackend.bulkLoad). */
 const BULK_BACKLOG = 20_000;
 const FLUSH_AFTER_MS = 5;
@@ -180,8 +178,7 @@ export async function followRecords(
         const raw = new Map(batch.raw.map((m) => [m.seq, m]));
         const again: Buffered[] = [];
         for (const { seq, subject } of items) {
-          const m = raw.get(seq)!;
-          const change = decodeChange({ subject, data: m.data, headers: m.deleted ? DELETE_HEADERS : undefined, seq, timestampMs: m.timestampMs });
+          const change = decodeRaw(raw.get(seq)!);
           if (change.op !== "skip") again.push({ change, seq, subject });
         }
         applyBatch(again, batch.upTo);
@@ -211,6 +208,10 @@ export async function followRecords(
       decoding?.terminate();
       decoding = undefined;
     };
+    // A decode worker that died took what it held with it: the consumer restarts after what was applied.
+    const failIfDecoderDied = () => {
+      if (decoding?.failure !== undefined) fail(new Error(`the decode worker failed: ${decoding.failure}`));
+    };
 
     /** Set when this consumer's life is over: a flush timer firing later must not apply (or mark as applied) anything. */
     let ended = false;
@@ -234,11 +235,10 @@ export async function followRecords(
     try {
       for await (const msg of messages) {
         if (failure) break;
-        const timestampMs = Math.floor(msg.info.timestampNanos / 1e6);
-        if (decoding) {
-          decoding.add({ subject: msg.subject, data: msg.data, deleted: msg.headers?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE, seq: msg.seq, timestampMs });
-        } else {
-          const change = decodeChange({ subject: msg.subject, data: msg.data, headers: msg.headers, seq: msg.seq, timestampMs });
+        const raw = { subject: msg.subject, data: msg.data, deleted: isDeletion(msg.headers), seq: msg.seq, timestampMs: Math.floor(msg.info.timestampNanos / 1e6) };
+        if (decoding) decoding.add(raw);
+        else {
+          const change = decodeRaw(raw);
           if (change.op === "skip") skip(msg.subject, msg.seq, change.reason);
           else buffer.push({ change, seq: msg.seq, subject: msg.subject });
         }
@@ -248,14 +248,13 @@ export async function followRecords(
         // Checked after every message, so batches sent by the flush timer count too.
         const room = decoding?.room();
         if (room) await room;
-        // A decode worker that died took what it held with it: the consumer restarts after what was applied.
-        if (decoding?.failure !== undefined) fail(new Error(`the decode worker failed: ${decoding.failure}`));
+        failIfDecoderDied();
         const behind = backend.backpressure?.();
         if (behind) await behind;
         if (failure) break;
         if (bulk && msg.info.pending === 0) {
           if (decoding) await decoding.drained();
-          if (decoding?.failure !== undefined) fail(new Error(`the decode worker failed: ${decoding.failure}`));
+          failIfDecoderDied();
           stopDecoding();
           if (failure) break;
           // Queries are answered while the indexes build; messages arriving meanwhile wait in the consumer.
@@ -271,7 +270,7 @@ export async function followRecords(
       if (failure) throw failure.error;
       flush();
       if (decoding) await decoding.drained();
-      if (decoding?.failure !== undefined) fail(new Error(`the decode worker failed: ${decoding.failure}`));
+      failIfDecoderDied();
       if (failure) throw (failure as { error: unknown }).error;
     } finally {
       // What the worker still held is dropped: the next consumer starts after what was applied. A timer
