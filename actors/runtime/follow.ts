@@ -11,7 +11,7 @@
  * error handling one entry or message is logged and skipped: it must not end the loop (nor crash
  * the process, nor crash it again on every restart when the entry is replayed).
  */
-import { Bucket, type KV, type KvEntry } from "@nats-io/kv";
+import { Bucket, KvWatchInclude, type KV, type KvEntry } from "@nats-io/kv";
 import { onStreamDeleted } from "./recreate.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
@@ -28,8 +28,12 @@ export type FollowOptions = RetryOptions & {
   what: string;
   /** Key filter; every key by default. */
   key?: string;
-  /** "all" (default): each key's last value, then every change; "updates": only changes from now on. */
-  from?: "all" | "updates";
+  /**
+   * "all" (default): each key's last value, then every change; "history": every revision the bucket
+   * holds, oldest first, then every change (for a follower that applies a protocol over revisions,
+   * such as a twin's commit records); "updates": only changes from now on.
+   */
+  from?: "all" | "history" | "updates";
   /**
    * The bucket was deleted and made again (its stream's creation time changed; revisions start over):
    * called before the watch starts over from the beginning, delivering the current values again.
@@ -63,9 +67,10 @@ const DEFAULT_MAX_RETRY_MS = 10_000;
 
 /**
  * Follows a KV bucket: `onEntry` gets each entry in revision order, forever. A re-opened watch
- * resumes after the last revision delivered, so nothing is missed and nothing is delivered twice;
- * only when nothing was delivered yet does a re-watch of `from: "all"` replay the last values from
- * the start (which is what was due anyway). The first watch is open when this resolves (a caller can
+ * resumes after the last revision delivered, so nothing is delivered twice and nothing the bucket
+ * still holds is missed (a revision its history limit removed meanwhile is gone, as for any watcher
+ * behind the writers); only when nothing was delivered yet does a re-watch of `from: "all"` or
+ * `"history"` replay from the start (which is what was due anyway). The first watch is open when this resolves (a caller can
  * watch first, then load, and miss nothing in between); failing to open it throws.
  *
  * A bucket deleted and made again (an operator, a lost store) restarts its revisions at 1, so
@@ -85,7 +90,7 @@ export async function followBucket(kv: Pick<KV, "watch" | "status">, options: Fo
   const status = (await kv.status()).streamInfo;
   let resumeAt = options.from === "updates" ? status.state.last_seq + 1 : 0;
   let created = status.created;
-  const open = () => kv.watch({ key, ...(resumeAt > 0 ? { resumeFromRevision: resumeAt } : {}) });
+  const open = () => kv.watch({ key, ...(resumeAt > 0 ? { resumeFromRevision: resumeAt } : options.from === "history" ? { include: KvWatchInclude.AllHistory } : {}) });
   /** The stream's creation time now; undefined while it cannot be told (no stream yet, JetStream away). */
   const createdNow = () => kv.status().then((s) => s.streamInfo.created, () => undefined);
   const reopen = async () => {

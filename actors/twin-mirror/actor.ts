@@ -10,7 +10,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { Redis } from "ioredis";
 import type { Config } from "../../config/index.ts";
 import { subjects } from "../../subjects/index.ts";
-import { REDIS_KEYSPACE_PREFIX, TWIN_BUCKET_MAX_BYTES, TWIN_KEY_PREFIX, TwinCommitGate, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
+import { REDIS_KEYSPACE_PREFIX, TWIN_BUCKET_MAX_BYTES, TWIN_KEY_PREFIX, TwinWatchView, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { followBucket, type Loop } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -23,6 +23,7 @@ class TwinMirror {
   private readonly redis: Redis;
   private readonly sub: Redis;
   private watcher?: Loop;
+  private view?: TwinWatchView;
   private closed = false;
   /** The latest visible desired entry per key (bounded by the twin's size), rewritten after a Redis restart. */
   private readonly latest = new Map<string, TwinEntry>();
@@ -79,18 +80,35 @@ class TwinMirror {
   }
 
   private async followDesired(kv: KV): Promise<void> {
-    // One gate for the life of the mirror: a re-opened watch resumes after the last revision it
-    // delivered (followBucket), so the gate's pending claims and held values carry over. A record
-    // the gate cannot use (a device may write any key of its bucket) is no record; an entry that
-    // still fails is logged and skipped by followBucket, never ending the watch. A bucket deleted
-    // and made again starts a new gate: the old one's claims and revisions belong to the old bucket.
-    let gate = new TwinCommitGate();
+    // One view (and commit gate) for the life of the mirror: a re-opened watch resumes after the
+    // last revision it delivered (followBucket), so pending claims and held values carry over. A
+    // record the gate cannot use (a device may write any key of its bucket) is no record; an entry
+    // that still fails is logged and skipped by followBucket, never ending the watch. A bucket
+    // deleted and made again starts a new view: the old one's claims and revisions belong to the old bucket.
+    const newView = (): TwinWatchView => {
+      const view: TwinWatchView = new TwinWatchView({
+        lastSeq: async () => (await kv.status()).streamInfo.state.last_seq,
+        emit: async (visible) => {
+          // A view replaced (the bucket made again) or stopped hands nothing on.
+          if (this.view !== view || this.closed) return;
+          for (const entry of visible) this.latest.set(entry.key, entry);
+          await this.writeDesired(visible);
+        },
+        onError: (error) => this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: the bucket's last revision could not be read; trying again"),
+      });
+      return view;
+    };
+    this.view = newView();
     this.watcher = await followBucket(
       kv,
       {
         what: `twin ${this.stats.twin}`,
+        // Every revision held, not each key's last value: the view needs the commit records in order
+        // (and after a hole in them copies only states where it caught up).
+        from: "history",
         onRecreated: () => {
-          gate = new TwinCommitGate();
+          this.view?.stop();
+          this.view = newView();
           this.latest.clear();
           this.reported.clear();
           this.ownDeletes.clear();
@@ -98,9 +116,7 @@ class TwinMirror {
       },
       async (raw) => {
         await this.mirrorReportedDelete(toTwinEntry(raw));
-        const visible = gate.feed(toTwinEntry(raw));
-        for (const entry of visible) this.latest.set(entry.key, entry);
-        await this.writeDesired(visible);
+        await this.view?.feed(toTwinEntry(raw), raw.delta);
       },
       this.log,
     );
@@ -246,6 +262,7 @@ class TwinMirror {
   /** Redis is let go before the watch loop is awaited: a write waiting for an unreachable Redis fails instead of holding the stop. */
   async stop(): Promise<void> {
     this.closed = true;
+    this.view?.stop();
     const watching = this.watcher?.stop();
     this.sub.disconnect();
     this.redis.disconnect();

@@ -8,15 +8,16 @@
  * client is told to forget what it delivered and the current values are delivered again.
  */
 import { RequestError, type NatsConnection, type Status } from "@nats-io/nats-core";
-import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import { KvWatchInclude, Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/names.ts";
-import { TwinCommitGate, parseTwinKey, toTwinEntry, twinBucket, twinBucketOptions, twinCommitKey, twinKey, type TwinAddress, type TwinSide } from "../../subjects/twins.ts";
+import { TwinCommitGate, TwinWatchView, parseTwinKey, toTwinEntry, twinBucket, twinBucketOptions, twinCommitKey, twinKey, type TwinAddress, type TwinSide } from "../../subjects/twins.ts";
 import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
 
 export class JetStreamTwinBackend implements TwinBackend {
   private kv?: KV;
   private watcher?: { stop(): void };
+  private view?: TwinWatchView;
   /** Counts watch starts: a start that is no longer the newest stops its watch. */
   private generation = 0;
   private closed = false;
@@ -164,10 +165,31 @@ export class JetStreamTwinBackend implements TwinBackend {
     const mine = ++this.generation;
     this.watcher?.stop();
     this.watcher = undefined;
-    const gate = new TwinCommitGate();
-    const iterator = await this.kv!.watch();
+    this.view?.stop();
+    // Every revision the bucket holds, not each key's last value: the view needs the commit records
+    // in order, and after a hole in them hands on only states where it caught up (TwinWatchView).
+    const view = (this.view = new TwinWatchView({
+      lastSeq: async () => (await this.kv!.status()).streamInfo.state.last_seq,
+      emit: (visible) => {
+        if (this.closed || this.generation !== mine) return;
+        const changes: TwinChange[] = [];
+        for (const entry of visible) {
+          const parsed = parseTwinKey(entry.key);
+          if (parsed?.kind !== "property") continue;
+          changes.push({ group: parsed.group, side: parsed.side, name: parsed.name, value: entry.operation === "PUT" ? entry.value : null, version: entry.revision });
+        }
+        try {
+          if (changes.length) onChanges(changes);
+        } catch (error) {
+          this.log("error", "a twin change could not be handled; skipped", { keys: visible.map((e) => e.key), error: (error as Error).message });
+        }
+      },
+      onError: (error) => this.log("warn", "twin watch could not read the bucket's last revision; trying again", { error: (error as Error).message }),
+    }));
+    const iterator = await this.kv!.watch({ include: KvWatchInclude.AllHistory });
     if (this.closed || this.generation !== mine) {
       iterator.stop();
+      view.stop();
       return;
     }
     this.watcher = iterator;
@@ -175,18 +197,8 @@ export class JetStreamTwinBackend implements TwinBackend {
       let ended: unknown;
       try {
         for await (const entry of iterator) {
-          try {
-            this.highestRevision = Math.max(this.highestRevision, entry.revision);
-            const changes: TwinChange[] = [];
-            for (const visible of gate.feed(toTwinEntry(entry))) {
-              const parsed = parseTwinKey(visible.key);
-              if (parsed?.kind !== "property") continue;
-              changes.push({ group: parsed.group, side: parsed.side, name: parsed.name, value: visible.operation === "PUT" ? visible.value : null, version: visible.revision });
-            }
-            if (changes.length) onChanges(changes);
-          } catch (error) {
-            this.log("error", "a twin change could not be handled; skipped", { key: entry.key, revision: entry.revision, error: (error as Error).message });
-          }
+          this.highestRevision = Math.max(this.highestRevision, entry.revision);
+          await view.feed(toTwinEntry(entry), entry.delta);
         }
       } catch (error) {
         ended = error;
@@ -234,6 +246,7 @@ export class JetStreamTwinBackend implements TwinBackend {
     clearInterval(this.checkTimer);
     this.statuses?.stop?.();
     this.watcher?.stop();
+    this.view?.stop();
     if (this.ownsConnection && !this.nc.isClosed()) await this.nc.close();
   }
 }

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { Kvm } from "@nats-io/kv";
+import { KvWatchInclude, Kvm } from "@nats-io/kv";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { TwinCommitGate, toTwinEntry, twinBucket, type TwinEntry } from "../../subjects/twins.ts";
+import { TwinCommitGate, TwinWatchView, toTwinEntry, twinBucket, type TwinEntry } from "../../subjects/twins.ts";
 import { putTwins } from "../../actors/twins/handlers.ts";
 import { kvTwinStores } from "../../actors/twins/store.ts";
 import { createLogger } from "../../platform/logger.ts";
@@ -255,33 +255,71 @@ describe("twin properties REST", () => {
     expect(heldEntries()).toBe(0);
   });
 
-  it("twins - a watcher never sees part of one PUT, even with concurrent PUTs to the same group", async () => {
-    await put("dev-8", { group: "g", twins: [{ name: "seed", value: "0" }] });
-    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-8" }));
-    const gate = new TwinCommitGate();
+  /**
+   * Watches a twin bucket through TwinWatchView, as the SDK and the twin mirror do, recording every
+   * state of the names it hands on that is not one PUT's (torn) and the revision holes it received.
+   */
+  async function watchTwin(twin: string, names: string[], from?: number) {
+    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: twin }));
     const visible = new Map<string, string>();
     const torn: string[] = [];
-    let releases = 0;
-    const watch = await kv.watch();
-    const names = ["a", "b", "c", "d", "e"];
-    const watching = (async () => {
-      for await (const raw of watch) {
-        const released: TwinEntry[] = gate.feed(toTwinEntry(raw));
-        for (const entry of released) visible.set(entry.key.split("/").at(-1)!, entry.value);
-        if (released.some((e) => names.includes(e.key.split("/").at(-1)!))) {
-          releases++;
+    let holes = 0;
+    let last = 0;
+    const view = new TwinWatchView({
+      lastSeq: async () => (await kv.status()).streamInfo.state.last_seq,
+      emit: (entries) => {
+        for (const entry of entries) visible.set(entry.key.split("/").at(-1)!, entry.value);
+        if (entries.some((e) => names.includes(e.key.split("/").at(-1)!))) {
           const rounds = new Set(names.map((n) => visible.get(n)));
           if (rounds.size !== 1) torn.push([...rounds].join(","));
         }
-        if (visible.get("done") === "yes") break;
+      },
+    });
+    const watch = await kv.watch(from ? { resumeFromRevision: from } : { include: KvWatchInclude.AllHistory });
+    void (async () => {
+      for await (const raw of watch) {
+        if (last > 0 && raw.revision !== last + 1) holes++;
+        last = raw.revision;
+        await view.feed(toTwinEntry(raw), raw.delta);
       }
     })();
+    return {
+      visible,
+      torn,
+      holes: () => holes,
+      stop: () => {
+        watch.stop();
+        view.stop();
+      },
+    };
+  }
+
+  it("twins - a watcher never sees part of one PUT, even with concurrent PUTs to the same group", async () => {
+    await put("dev-8", { group: "g", twins: [{ name: "seed", value: "0" }] });
+    const names = ["a", "b", "c", "d", "e"];
+    const watcher = await watchTwin("dev-8", names);
     const rounds = Array.from({ length: 12 }, (_, round) => put("dev-8", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) }));
-    expect((await Promise.all(rounds)).map((r) => r.status)).toEqual(Array(12).fill(200));
-    await put("dev-8", { group: "g", twins: [{ name: "done", value: "yes" }] });
-    await watching;
-    expect(torn).toEqual([]);
-    expect(releases).toBe(12);
+    const answers = await Promise.all(rounds);
+    expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200));
+    // The PUT committed last holds the highest version (ETag) of the group.
+    const versions = await Promise.all(answers.map(async (r) => Number((r.headers.get("etag") ?? "").replaceAll('"', ""))));
+    const lastRound = versions.indexOf(Math.max(...versions));
+    await eventually(() => names.every((n) => watcher.visible.get(n) === `r${lastRound}`), { what: "the last PUT's values" });
+    watcher.stop();
+    expect(watcher.torn).toEqual([]);
+  });
+
+  it("twins - a watcher far behind the writers, whose claim records JetStream already removed, still never sees part of one PUT", async () => {
+    const seeded = await put("dev-8b", { group: "g", twins: [{ name: "seed", value: "0" }] });
+    const from = Number((seeded.headers.get("etag") ?? "").replaceAll('"', "")) + 1;
+    const names = ["a", "b", "c", "d", "e"];
+    for (let round = 0; round < 6; round++) expect((await put("dev-8b", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) })).status).toBe(200);
+    // Resumed where a watcher stalled after the seed: each key and the commit record kept two revisions.
+    const watcher = await watchTwin("dev-8b", names, from);
+    await eventually(() => names.every((n) => watcher.visible.get(n) === "r5"), { what: "the last PUT's values" });
+    watcher.stop();
+    expect(watcher.holes()).toBeGreaterThan(0);
+    expect(watcher.torn).toEqual([]);
   });
 
   it("twins - a commit left pending by a dead writer is rolled forward by the next writer", async () => {

@@ -8,6 +8,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { endKvWatches, eventually, freePort, startDerrick, startSlowLink, startTestNats, type SlowLink, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { deviceUserPermissions, twinBucket, twinBucketOptions, twinKey } from "../../subjects/twins.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
+import { JetStreamTwinBackend } from "../../sdk/kv/jetstream.ts";
 import { DeviceClient, parseAppConfig, configStatusName, type AppConfig, type InboundMessage, type SdkLog, type TwinChange } from "../../sdk/index.ts";
 
 const twinPath = (twin: string) => `/api/twin-properties/v1/acme/prod/${twin}/twin-properties`;
@@ -74,6 +75,23 @@ describe("device SDK over JetStream KV", () => {
     device.observe("setpoints", "rate", (c) => late.push(c.value!));
     await eventually(() => late.length === 1);
     expect(late).toEqual(["5"]);
+  });
+
+  it("sdk - a device starting on a twin with history gets each property's current value once: no value a later PUT replaced comes first", async () => {
+    const names = ["a", "b", "c"];
+    for (let round = 0; round < 4; round++) expect((await put("dev-hist", "g", names.map((name) => ({ name, value: `r${round}` })))).status).toBe(200);
+    // The bucket keeps round 2's values but not its claim records: a watch that handed on what it
+    // received at once would give r2 first, one property at a time.
+    const backend = new JetStreamTwinBackend(peer, { organization: "acme", environment: "prod", twinId: "dev-hist" }, () => undefined);
+    const delivered: string[] = [];
+    await backend.start((changes) => delivered.push(...changes.map((c) => `${c.name}=${c.value}`)));
+    try {
+      await eventually(() => delivered.length >= 3, { what: "the current values" });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(delivered.sort()).toEqual(["a=r3", "b=r3", "c=r3"]);
+    } finally {
+      await backend.close();
+    }
   });
 
   it("sdk - callbacks that throw or reject are logged and the app goes on: a late observer still gets every current value", async () => {
