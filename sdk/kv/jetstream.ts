@@ -1,8 +1,9 @@
 /**
  * Twin properties in the twin's JetStream KV bucket. The whole bucket is watched (slash keys are one
  * subject token, so a per-group wildcard matches nothing, and nats-server 2.9 has no multi-key
- * filter) and filtered here; the commit gate hides a PUT until all its keys are written. After a
- * reconnect, or when the watch ends by itself, it is restarted from the last values, so changes made
+ * filter) from its first message and filtered here: the commit gate hides a PUT until all its keys
+ * are written, and TwinWatchView keeps that true when the watch missed messages. After a
+ * reconnect, or when the watch ends by itself, it is restarted from the bucket's start, so changes made
  * meanwhile arrive once (the client drops what it already delivered). A bucket deleted and made
  * again (revisions start over) is noticed when the watch restarts and every `checkEveryMs`: the
  * client is told to forget what it delivered and the current values are delivered again.
