@@ -18,7 +18,9 @@ const SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 400);
 const VALUE = JSON.stringify({ setpoint: 42.5, mode: "auto", limits: [1, 2, 3] });
 
 const nats = await startTestNats();
-const derrick = await startDerrick(nats, { actors: ["identity", "twins"] });
+// Each twin's stream reserves DERRICK_TWIN_MAX_BYTES of JetStream's store limit (75% of the disk by
+// default): at the default 64 MiB, about 900 twins fit in 78 GB free and the rest were 500s, since 507s.
+const derrick = await startDerrick(nats, { actors: ["identity", "twins"], env: { DERRICK_TWIN_MAX_BYTES: String(1024 * 1024), DERRICK_TWINS_MAX: "0" } });
 const nc = await connect({ servers: nats.url });
 const results: LoadResult[] = [];
 let device: DeviceClient | undefined;
@@ -86,6 +88,8 @@ try {
     targets: {
       "PUT → SDK callback p99 (ms)": { value: sdkLatency.p99Ms, target: "< 20", met: sdkLatency.p99Ms < 20 },
       "PUT throughput vs raw KV put": { value: ratio, target: ">= 0.6", met: ratio >= 0.6 },
+      // A rate made of failed requests measures nothing (2026-11-24: 69% were 500s, both targets "met").
+      "failed requests": { value: results.reduce((n, r) => n + r.errors, 0), target: "= 0", met: results.every((r) => r.errors === 0) },
     },
     notes: [
       `${TWINS} twins, one bucket each; a derrick PUT is three KV writes (pending claim, value, commit) plus HTTP, token check and a NATS request`,

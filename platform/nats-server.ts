@@ -14,6 +14,8 @@ export type NatsServerOptions = {
   host?: string;
   /** Extra nats-server config text. */
   extraConfig?: string;
+  /** JetStream's file store limit (e.g. "10MB"); the server's own default (75% of the disk) when absent. */
+  maxFileStore?: string;
   /** An `authorization { … }` block, kept in its own included file so it can be rewritten and reloaded. */
   authorization?: string;
   /** Print the server's log lines (debugging). */
@@ -84,7 +86,7 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
       `port: ${port}`,
       `ports_file_dir: "${portsDir}"`,
       `pid_file: "${join(options.dir, PID_FILE)}"`,
-      `jetstream { store_dir: "${storeDir}" }`,
+      `jetstream { store_dir: "${storeDir}"${options.maxFileStore ? `, max_file_store: ${options.maxFileStore}` : ""} }`,
       // Requests carry principal headers; keep payload room generous but bounded.
       `max_payload: 8MB`,
       options.extraConfig ?? "",

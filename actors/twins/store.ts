@@ -44,7 +44,16 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
     kv.catch(() => open.get(name) === kv && open.delete(name));
     return kv;
   };
-  const make = (name: string, address: TwinAddress) => kvm.create(name, bucketOptions(policy, twinBucketOptions(address, limits.maxBytes)));
+  const make = (name: string, address: TwinAddress) =>
+    kvm.create(name, bucketOptions(policy, twinBucketOptions(address, limits.maxBytes))).catch((error: unknown) => {
+      // Each twin's stream reserves its max bytes in JetStream's store limit up front.
+      if (isStoreFull(error)) {
+        throw insufficientStorage(
+          `JetStream cannot reserve the ${limits.maxBytes} bytes of a new twin (DERRICK_TWIN_MAX_BYTES): its storage limit (max_file_store; by default 75% of the server's disk) is taken by the streams it holds. Lower DERRICK_TWIN_MAX_BYTES or raise the limit; existing twins are not affected`,
+        );
+      }
+      throw error;
+    });
   const create = (name: string, address: TwinAddress) => remember(name, make(name, address));
   /** False when the twin's stream does not exist. */
   const exists = async (name: string) => (await streamInfoIfAny(await (jsm ??= jetstreamManager(nc)), `KV_${name}`)) !== undefined;
@@ -57,7 +66,9 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
       if ((await twinCount.current()) >= limits.maxTwins) {
         throw insufficientStorage(`this deployment holds its limit of ${limits.maxTwins} twins (DERRICK_TWINS_MAX); no new twin can be created`);
       }
+      const kv = await make(name, address);
       twinCount.added();
+      return kv;
     }
     return make(name, address);
   };
@@ -112,6 +123,8 @@ function streamCounter(jsm: () => Promise<JetStreamManager>, subject: string) {
 
 /** The server refused a write because the bucket is at its max_bytes (discard new). */
 const isBucketFull = (error: unknown) => /maximum bytes exceeded/i.test((error as Error)?.message ?? "");
+/** nats-server's answer to a stream whose max bytes its store limit cannot reserve (JetStream error 10047). */
+const isStoreFull = (error: unknown) => error instanceof JetStreamApiError && (error.code === 10047 || /insufficient storage resources/i.test(error.message));
 
 /** How a bucket handle finds out its stream was deleted, and makes it again. */
 export type TwinBucketRecovery = {

@@ -32,6 +32,28 @@ describe("twin storage limits", () => {
     expect((await put("dev-2", [{ name: "p", value: "2" }])).status).toBe(200);
   });
 
+  it("twins - when JetStream cannot reserve a new twin's bytes (its store limit is taken) a PUT that would create one is 507 naming DERRICK_TWIN_MAX_BYTES, not 500; existing twins still take writes", async () => {
+    // A server of its own with a small store limit: each twin's stream reserves 256 KiB of it.
+    const own = await startTestNats({ maxFileStore: "1MB" });
+    const small = await startDerrick(own, { actors: ["identity", "twins"], env: { DERRICK_TWINS_MAX: "0", DERRICK_TWIN_MAX_BYTES: String(256 * 1024) } });
+    try {
+      const putTo = (twin: string) => small.call(path(twin), { method: "PUT", body: JSON.stringify({ group: "g", twins: [{ name: "p", value: "1" }] }), as: "admin", partition: null });
+      const statuses: number[] = [];
+      for (let i = 0; i < 10 && statuses.at(-1) !== 507; i++) statuses.push((await putTo(`full-${i}`)).status);
+      expect(statuses.at(-1)).toBe(507);
+      expect(statuses.slice(0, -1).every((status) => status === 200)).toBe(true);
+      expect(statuses.length).toBeGreaterThan(1);
+      const refused = await putTo("full-last");
+      expect(refused.status).toBe(507);
+      expect(refused.headers.get("content-type")).toContain("application/problem+json");
+      expect(((await refused.json()) as { detail: string }).detail).toMatch(/DERRICK_TWIN_MAX_BYTES/);
+      expect((await putTo("full-0")).status).toBe(200);
+    } finally {
+      await small.cleanup();
+      await own.cleanup();
+    }
+  });
+
   it("twins - concurrent first PUTs of one twin count it once towards DERRICK_TWINS_MAX", async () => {
     // A server of its own: the twins actor above (cap 3) would answer in the same queue group.
     const own = await startTestNats();
