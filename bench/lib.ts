@@ -74,6 +74,8 @@ export function report(r: Omit<BenchReport, "machine">): BenchReport {
   for (const [name, value] of Object.entries(r.ratios)) console.log(`ratio  ${name}: ${fmt(value, 3)}`);
   for (const [name, t] of Object.entries(r.targets ?? {})) console.log(`target ${name}: ${fmt(t.value, 3)} (${t.target}) ${t.met ? "MET" : "NOT MET"}`);
   for (const note of r.notes ?? []) console.log(`note   ${note}`);
+  // Failed operations finish fast and count in ops/s: a rate made of them measures nothing.
+  for (const x of r.results.filter((x) => x.errors > 0)) console.log(`WARN   ${x.name}: ${x.errors} of ${x.count} operations failed; its rates and latencies include them`);
   const dir = fileURLToPath(new URL("./results/", import.meta.url));
   mkdirSync(dir, { recursive: true });
   writeFileSync(`${dir}${r.bench}.json`, JSON.stringify(full, null, 2));
