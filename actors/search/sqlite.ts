@@ -93,6 +93,14 @@ function escapeGlob(text: string): string {
   return text.replace(/[*?[]/g, (c) => `[${c}]`);
 }
 
+/**
+ * 16 KiB pages instead of SQLite's 4 KiB, for both files: fewer pages to write, split and map during
+ * a bulk load. 1M-record builds end to end (.scratch e2e, interleaved): 55.0 / 57.2 / 55.9 s against
+ * 59.3 / 61.7 / 59.1 / 61.6 / 53.9 s with 4 KiB, peak RSS 724–847 against 1,010–1,063 MB; 8 KiB: 57.0 s.
+ * Files made with another page size keep it (SQLite changes it only with a VACUUM).
+ */
+const PAGE_SIZE = 16_384;
+
 /** A Lucene wildcard pattern (`*`, `?`, `\` escapes) as a GLOB pattern. */
 function luceneToGlob(pattern: string, lower: boolean): string {
   let out = "";
@@ -146,9 +154,10 @@ export class SqliteBackend implements SearchBackend {
     this.db = new Database(options.file, { create: true, strict: true });
     // Memory-mapped reads, 512 MB per file: mapped pages count in the process RSS, and the 1 GB the single
     // file had is the budget of the two (one 1 GB map each took the 1M-record build to a 2.3 GB peak).
-    this.db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912;");
+    // The page size of a new file (an existing one keeps its own) is set before WAL mode, which fixes it.
+    this.db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912;`);
     this.db.query(`ATTACH DATABASE ? AS ${LOOKUP}`).run(options.file === ":memory:" ? ":memory:" : lookupFileOf(options.file));
-    this.db.exec(`PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = 536870912;`);
+    this.db.exec(`PRAGMA ${LOOKUP}.page_size = ${PAGE_SIZE}; PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = 536870912;`);
     const compile = this.db.query<{ compile_options: string }, []>("PRAGMA compile_options").all().map((r) => r.compile_options);
     for (const needed of ["ENABLE_FTS5", "ENABLE_RTREE"]) {
       if (!compile.includes(needed)) throw new Error(`this SQLite lacks ${needed}: search needs FTS5 and R*Tree (Bun on Linux ships both)`);
