@@ -101,6 +101,9 @@ function escapeGlob(text: string): string {
  */
 const PAGE_SIZE = 16_384;
 
+/** How long a statement waits for another connection's lock on a file before SQLITE_BUSY. */
+const OPEN_BUSY_TIMEOUT_MS = 5_000;
+
 /** A Lucene wildcard pattern (`*`, `?`, `\` escapes) as a GLOB pattern. */
 function luceneToGlob(pattern: string, lower: boolean): string {
   let out = "";
@@ -154,8 +157,11 @@ export class SqliteBackend implements SearchBackend {
     this.db = new Database(options.file, { create: true, strict: true });
     // Memory-mapped reads, 512 MB per file: mapped pages count in the process RSS, and the 1 GB the single
     // file had is the budget of the two (one 1 GB map each took the 1M-record build to a 2.3 GB peak).
-    // The page size of a new file (an existing one keeps its own) is set before WAL mode, which fixes it.
-    this.db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912;`);
+    // A lookup writer worker of a backend closed just before (terminated, not waited for) may hold the
+    // lookup file's lock for a moment: wait for it rather than fail the open (seen under load in tests
+    // that reopen at once). The page size of a new file (an existing one keeps its own) is set before
+    // WAL mode, which fixes it.
+    this.db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}; PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912;`);
     this.db.query(`ATTACH DATABASE ? AS ${LOOKUP}`).run(options.file === ":memory:" ? ":memory:" : lookupFileOf(options.file));
     this.db.exec(`PRAGMA ${LOOKUP}.page_size = ${PAGE_SIZE}; PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = 536870912;`);
     const compile = this.db.query<{ compile_options: string }, []>("PRAGMA compile_options").all().map((r) => r.compile_options);
