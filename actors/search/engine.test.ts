@@ -16,10 +16,21 @@ import { testRecord as record, testRequest } from "./testing.ts";
 
 const request = testRequest;
 
+/** An upsert of test record `i` (key `k<i>`) with these data fields ({N: i} by default). */
+const upsert = (i: number, data: Record<string, unknown> = { N: i }) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, data)) });
+/** Upserts of records from, from + 1, …, each with `data(i)` ({N: i} by default). */
+const upserts = (from: number, n: number, data?: (i: number) => Record<string, unknown>) => Array.from({ length: n }, (_, j) => upsert(from + j, data?.(from + j)));
+
+/** An index file in a directory of its own, and the removal of both. */
+function tempIndex(prefix: string): { file: string; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  return { file: join(dir, "index.sqlite"), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
 describe("search engine pieces", () => {
   it("engine - totalCount stops at 10000 unless trackTotalCount asks for the exact count", () => {
     const backend = new SqliteBackend({ file: ":memory:" });
-    const changes = Array.from({ length: 10_050 }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { N: i })) }));
+    const changes = upserts(0, 10_050);
     backend.apply(changes, changes.length);
     expect(backend.search(request()).total).toBe(10_000);
     expect(backend.search(request({ trackTotalCount: true })).total).toBe(10_050);
@@ -109,8 +120,7 @@ describe("search engine pieces", () => {
   });
 
   it("engine - the value indexes of a bulk load are built off the query thread: queries are answered meanwhile, nothing is applied, the indexes exist after", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-indexing-"));
-    const file = join(dir, "index.sqlite");
+    const { file, remove } = tempIndex("derrick-engine-indexing");
     const indexes = () => {
       const db = new Database(lookupFileOf(file), { readonly: true });
       const names = db.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'vals_%'").all().map((r) => r.name);
@@ -121,7 +131,7 @@ describe("search engine pieces", () => {
     await backend.reset("stream-1");
     await backend.bulkLoad(true);
     const n = 30_000;
-    const changes = Array.from({ length: n }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { N: i, S: `s${i % 7}` })) }));
+    const changes = upserts(0, n, (i) => ({ N: i, S: `s${i % 7}` }));
     backend.apply(changes, n);
     expect(indexes()).toEqual([]);
     const range = request({ query: parseQuery("data.N:[100 TO 199] AND data.S:s3"), trackTotalCount: true });
@@ -150,17 +160,16 @@ describe("search engine pieces", () => {
     expect(reopened.appliedSeq()).toBe(n);
     expect(reopened.recordCount()).toBe(n);
     reopened.close();
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   });
 
   it("engine - when the index builder worker cannot run, the indexes are built on this thread and a warning says so", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-indexing-fallback-"));
-    const file = join(dir, "index.sqlite");
+    const { file, remove } = tempIndex("derrick-engine-indexing-fallback");
     const warnings: string[] = [];
     const backend = new SqliteBackend({ file, onWarning: (m) => warnings.push(m), indexBuilder: new URL("./no-such-builder.ts", import.meta.url) });
     await backend.reset("stream-1");
     await backend.bulkLoad(true);
-    backend.apply(Array.from({ length: 100 }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { N: i })) })), 100);
+    backend.apply(upserts(0, 100), 100);
     await backend.bulkLoad(false);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/writing the lookup file and building its indexes on the query thread/);
@@ -168,16 +177,15 @@ describe("search engine pieces", () => {
     expect(db.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND name IN ('vals_str', 'vals_num')").get()!.n).toBe(2);
     db.close();
     backend.close();
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   });
 
   it("engine - closing during the index build stops the worker; the file is rebuilt from the stream on open", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-indexing-close-"));
-    const file = join(dir, "index.sqlite");
+    const { file, remove } = tempIndex("derrick-engine-indexing-close");
     const backend = new SqliteBackend({ file });
     await backend.reset("stream-1");
     await backend.bulkLoad(true);
-    backend.apply(Array.from({ length: 20_000 }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { N: i })) })), 20_000);
+    backend.apply(upserts(0, 20_000), 20_000);
     const building = backend.bulkLoad(false);
     backend.close();
     await building; // settles: a close does not leave the build hanging
@@ -185,18 +193,16 @@ describe("search engine pieces", () => {
     expect(reopened.appliedSeq()).toBe(0);
     expect(reopened.recordCount()).toBe(0);
     reopened.close();
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   });
 
   it("engine - a file whose bulk load never finished is emptied on open (rebuilt from the stream); a finished one is kept", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-bulk-"));
-    const file = join(dir, "index.sqlite");
-    const changes = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${from + i}`, record(from + i, { N: from + i })) }));
-    let backend = new SqliteBackend({ file });
+    const { file, remove } = tempIndex("derrick-engine-bulk");
+        let backend = new SqliteBackend({ file });
     await backend.reset("stream-1");
-    backend.apply(changes(0, 20), 20);
+    backend.apply(upserts(0, 20), 20);
     await backend.bulkLoad(true);
-    backend.apply(changes(20, 20), 40);
+    backend.apply(upserts(20, 20), 40);
     backend.close(); // the process dies before the bulk load ends
     backend = new SqliteBackend({ file });
     expect(backend.streamIdentity()).toBeUndefined();
@@ -204,7 +210,7 @@ describe("search engine pieces", () => {
     expect(backend.recordCount()).toBe(0);
     await backend.reset("stream-1");
     await backend.bulkLoad(true);
-    backend.apply(changes(0, 40), 40);
+    backend.apply(upserts(0, 40), 40);
     await backend.bulkLoad(false);
     backend.close();
     backend = new SqliteBackend({ file });
@@ -212,13 +218,12 @@ describe("search engine pieces", () => {
     expect(backend.appliedSeq()).toBe(40);
     expect(backend.recordCount()).toBe(40);
     backend.close();
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   });
 
   it("engine - the two files are emptied together when the lookup file is lost, or when one is behind the other (a crash between their commits)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-pair-"));
-    const file = join(dir, "index.sqlite");
-    const changes = (n: number) => Array.from({ length: n }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { N: i, Text: `word${i % 3}` })) }));
+    const { file, remove } = tempIndex("derrick-engine-pair");
+    const changes = (n: number) => upserts(0, n, (i) => ({ N: i, Text: `word${i % 3}` }));
     const fill = async () => {
       const backend = new SqliteBackend({ file });
       await backend.reset("stream-1");
@@ -245,15 +250,13 @@ describe("search engine pieces", () => {
     backend = new SqliteBackend({ file });
     expect([backend.streamIdentity(), backend.appliedSeq(), backend.recordCount()]).toEqual([undefined, 0, 0]);
     backend.close();
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   });
 
   it("engine - a commit that reached the documents file only (the lookup file behind) is caught at the next apply: it throws and the index asks to be rebuilt", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-apart-"));
-    const file = join(dir, "index.sqlite");
+    const { file, remove } = tempIndex("derrick-engine-apart");
     const backend = new SqliteBackend({ file });
     await backend.reset("stream-1");
-    const upsert = (i: number) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { N: i })) });
     backend.apply([upsert(1)], 1);
     backend.apply([upsert(2)], 2);
     // What a lookup commit failing after the documents commit leaves: the lookup file one batch behind.
@@ -267,16 +270,15 @@ describe("search engine pieces", () => {
     backend.apply([upsert(1)], 1); // written together again
     expect(backend.appliedSeq()).toBe(1);
     backend.close();
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   });
 
   it("engine - a lookup writer that fails a batch stops the load: the next apply throws and the index asks to be rebuilt; reset empties both files", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-writer-fails-"));
-    const file = join(dir, "index.sqlite");
+    const { file, remove } = tempIndex("derrick-engine-writer-fails");
     const backend = new SqliteBackend({ file, indexBuilder: new URL("../../test/search/fixtures/failing-index-builder.ts", import.meta.url) });
     await backend.reset("stream-1");
     await backend.bulkLoad(true);
-    const batch = (from: number) => Array.from({ length: 10 }, (_, i) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${from + i}`, record(from + i, { N: i })) }));
+    const batch = (from: number) => upserts(from, 10, (i) => ({ N: i - from }));
     backend.apply(batch(0), 10);
     await new Promise((resolve) => setTimeout(resolve, 200)); // the worker's failure arrives
     expect(() => backend.apply(batch(10), 20)).toThrow(/lookup writer failed: disk I\/O error \(test\)/);
@@ -285,12 +287,11 @@ describe("search engine pieces", () => {
     await backend.reset("stream-1");
     expect([backend.streamIdentity(), backend.appliedSeq(), backend.recordCount()]).toEqual(["stream-1", 0, 0]);
     backend.close();
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   });
 
   it("engine - a one-word query ranks exactly as FTS5's bm25 rank, with the same ACL, kinds and counts, after updates, deletes and a reopen", () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-"));
-    const file = join(dir, "index.sqlite");
+    const { file, remove } = tempIndex("derrick-engine");
     let backend = new SqliteBackend({ file });
     const words = ["alpha", "beta", "gamma", "delta"];
     const doc = (i: number, v: number) => {
@@ -322,12 +323,11 @@ describe("search engine pieces", () => {
     backend = new SqliteBackend({ file });
     compare(backend);
     backend.close();
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   });
 
   it("engine - points found by spatial filters follow updates and deletes, and survive a reopen", () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-engine-"));
-    const file = join(dir, "index.sqlite");
+    const { file, remove } = tempIndex("derrick-engine");
     const at = (i: number, lon: number, lat: number) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { Location: { latitude: lat, longitude: lon } })) });
     const box = (west: number, south: number) => ({ field: "data.Location", relation: "within" as const, area: { type: "box" as const, box: { minX: west, maxX: west + 1, minY: south, maxY: south + 1 } } });
     const ids = (b: SqliteBackend, west: number, south: number) => b.search(request({ spatial: box(west, south), limit: 100 })).hits.map((h) => h.doc.id);
@@ -348,7 +348,7 @@ describe("search engine pieces", () => {
     expect(backend.search(request({ spatial: box(0, 0), limit: 100 })).total).toBe(1);
     expect(ids(backend, 5, 5)).toEqual(["opendes:well:3"]);
     backend.close();
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   });
 
   it("engine - keyword ranges inside nested() compare text as the index does (case-sensitive for .keyword, numbers as their text)", () => {
