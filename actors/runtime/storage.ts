@@ -8,6 +8,7 @@
  * (raise them with `nats stream edit`).
  */
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
+import type { KV, Kvm } from "@nats-io/kv";
 
 export type StoragePolicy = { replicas: number };
 
@@ -23,6 +24,16 @@ export const directReads = (policy: StoragePolicy): boolean => policy.replicas =
 /** KV bucket options for this policy, merged into the bucket's own. */
 export function bucketOptions<T extends object>(policy: StoragePolicy, options: T): T & { replicas: number; allow_direct: boolean } {
   return { ...options, replicas: policy.replicas, allow_direct: directReads(policy) };
+}
+
+/**
+ * An existing bucket, read the way it was made: with direct gets where its stream allows them.
+ * `Kvm.open` alone reads with `$JS.API.STREAM.MSG.GET`, which nats-server 2.9 answers from a stream
+ * registered but not yet given its store while another process creates it: the server then crashes
+ * (nil store, the whole process exits). Direct gets are served only once the store exists.
+ */
+export function bindBucket(kvm: Kvm, name: string, stream: StreamInfo, policy: StoragePolicy): Promise<KV> {
+  return kvm.open(name, { allow_direct: directReads(policy) && stream.config.allow_direct === true });
 }
 
 /** Stream config fields for this policy. */

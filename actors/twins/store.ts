@@ -2,7 +2,7 @@
  * Twin buckets on JetStream KV: one bucket per twin (name from subjects/twins.ts), history 2 so a
  * reader can still show the previous value of a key while a newer one waits for its commit.
  */
-import { SINGLE_NODE, bucketOptions, streamInfoIfAny, type StoragePolicy } from "../runtime/storage.ts";
+import { SINGLE_NODE, bindBucket, bucketOptions, streamInfoIfAny, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
@@ -55,8 +55,9 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
       throw error;
     });
   const create = (name: string, address: TwinAddress) => remember(name, make(name, address));
+  const info = async (name: string) => streamInfoIfAny(await (jsm ??= jetstreamManager(nc)), `KV_${name}`);
   /** False when the twin's stream does not exist. */
-  const exists = async (name: string) => (await streamInfoIfAny(await (jsm ??= jetstreamManager(nc)), `KV_${name}`)) !== undefined;
+  const exists = async (name: string) => (await info(name)) !== undefined;
   /**
    * A new twin is a new JetStream stream (files and descriptors on the server): past the cap a PUT
    * that would create one is 507, not a server slowly running out for every capability.
@@ -79,8 +80,11 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
       if (!kv) {
         // Remembered at once: concurrent first writes of one twin create (and count) it once.
         if (creating) kv = remember(name, createNew(name, address));
-        else if (!(await exists(name))) return undefined;
-        else kv = remember(name, kvm.open(name));
+        else {
+          const stream = await info(name);
+          if (!stream) return undefined;
+          kv = remember(name, bindBucket(kvm, name, stream, policy));
+        }
       }
       // A cached handle outlives its stream when the bucket is deleted (an operator, a lost store):
       // an operation that fails is checked against the stream, and a gone one is forgotten here.

@@ -4,3 +4,4 @@ export { clientToken, startDerrick, TEST_CLIENTS, type TestDerrick, type TestCli
 export { eventually } from "./poll.ts";
 export { endKvWatches } from "./watches.ts";
 export { startSlowLink, type SlowLink } from "./slow-link.ts";
+export { openBucket } from "./kv.ts";

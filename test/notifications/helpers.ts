@@ -5,6 +5,7 @@ import { headers as natsHeaders } from "@nats-io/nats-core";
 import { SUBSCRIPTIONS_BUCKET, SubscriptionStore } from "../../actors/notifications/store.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { TestClient, TestDerrick } from "../harness/index.ts";
+import { openBucket } from "../harness/index.ts";
 
 export const DELIVERY_ENV = {
   DERRICK_CALLBACK_ALLOW_HTTP: "true",
@@ -49,5 +50,5 @@ export async function publishOnNats(derrick: TestDerrick, type: string, event: u
 
 /** The subscriptions bucket as the actors see it: to read a subscription's health or set up its history. */
 export async function subscriptionStore(derrick: TestDerrick): Promise<SubscriptionStore> {
-  return new SubscriptionStore(await new Kvm(derrick.nc).open(SUBSCRIPTIONS_BUCKET));
+  return new SubscriptionStore(await openBucket(derrick.nc, SUBSCRIPTIONS_BUCKET));
 }

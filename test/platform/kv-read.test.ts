@@ -9,7 +9,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { readKv } from "../../actors/runtime/kv.ts";
 import { READ_FETCH_MAX } from "../../actors/runtime/stream-read.ts";
-import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
+import { eventually, startTestNats, type TestNats, openBucket } from "../harness/index.ts";
 import { connect as tcpConnect, createServer, type Socket } from "node:net";
 
 /** A loopback relay that delays what the server sends by `ms` (a slow link, not a dead server). */
@@ -124,7 +124,7 @@ describe("kv read", () => {
     const relay = await latencyRelay(Number(new URL(nats.url).port), 300);
     const slow = await connect({ servers: relay.url });
     try {
-      const slowKv = await new Kvm(slow).open("reads");
+      const slowKv = await openBucket(slow, "reads");
       const reads = await Promise.all(Array.from({ length: 5 }, () => readKv(slowKv)));
       for (const read of reads) expect(read.map((e) => e.key)).toEqual(["a.one", "a.two", "b.one"]);
       expect(creates).toBe(5);

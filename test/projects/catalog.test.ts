@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { endKvWatches, eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { endKvWatches, eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { BUCKETS, catalogStore } from "../../actors/projects/store.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { CatalogList, catalogFrom, pageCatalog, readCatalogFile } from "../../actors/projects/catalog.ts";
@@ -206,7 +206,7 @@ describe("catalog routes", () => {
     // A connection of its own: the follow's watch is the only one ended.
     const nc = await connect({ servers: nats.url });
     try {
-      const kv = await new Kvm(nc).open(BUCKETS.catalog);
+      const kv = await openBucket(nc, BUCKETS.catalog);
       const seen: string[] = [];
       const stop = await catalogStore(kv).follow((_kind, added) => void seen.push(added.id), createLogger("silent"));
       try {

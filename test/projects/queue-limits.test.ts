@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Kvm } from "@nats-io/kv";
 import { RetentionPolicy, jetstreamManager } from "@nats-io/jetstream";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { BUCKETS, TASK_STREAM } from "../../actors/projects/store.ts";
 import { subjects } from "../../subjects/index.ts";
 import { connectNats } from "../../platform/nats.ts";
@@ -41,7 +41,7 @@ describe("content work-queue limits", () => {
     derrick.call("/v1/projects/p-limits/key-parameters/content/requests", { as, method: "POST", body: JSON.stringify({ ids: ["total-depth-md"] }) });
   const storedTasks = async () => {
     let n = 0;
-    for await (const _ of await (await new Kvm(derrick.nc).open(BUCKETS.tasks)).keys()) n++;
+    for await (const _ of await (await openBucket(derrick.nc, BUCKETS.tasks)).keys()) n++;
     return n;
   };
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { WorkerStats } from "../../subjects/projects.ts";
 import { drillingPlanValues, putProject } from "./fixtures.ts";
@@ -34,7 +34,7 @@ describe("content tasks", () => {
     expect(res.status, await res.clone().text()).toBe(202);
     return { ...((await res.json()) as { taskId: string; contentId: string }), location: res.headers.get("location") };
   };
-  const storedTask = async (taskId: string) => (await (await new Kvm(derrick.nc).open(BUCKETS.tasks)).get(`opendes.${taskId}`))?.json<TaskBody>();
+  const storedTask = async (taskId: string) => (await (await openBucket(derrick.nc, BUCKETS.tasks)).get(`opendes.${taskId}`))?.json<TaskBody>();
   const task = async (projectId: string, taskId: string) => (await (await derrick.call(`/v2/projects/${projectId}/tasks/${taskId}`)).json()) as TaskBody;
   const settled = (projectId: string, taskId: string) =>
     eventually(async () => {
@@ -169,7 +169,7 @@ describe("content tasks", () => {
     await putProject(derrick, "p-early");
     const accepted = await request("p-early", "key-parameters", { ids: ["total-cost"] });
     // What a run leaves when it crashed between writing the content and marking the task succeeded.
-    const kv = await new Kvm(derrick.nc).open(BUCKETS.content);
+    const kv = await openBucket(derrick.nc, BUCKETS.content);
     await kv.put(`opendes.c.${accepted.contentId}`, JSON.stringify({ contentId: accepted.contentId, taskId: accepted.taskId, projectId: "p-early", kind: "key-parameters", createdAt: new Date().toISOString(), expiresAt: new Date(Date.now() + 60_000).toISOString(), itemCount: 1, setCount: 1, size: 2, items: [] }));
     const early = await derrick.call(`/v1/projects/p-early/key-parameters/content/${accepted.contentId}`);
     expect(early.status).toBe(409);
@@ -182,7 +182,7 @@ describe("content tasks", () => {
     await putProject(derrick, "p-crashy");
     const accepted = await request("p-crashy", "key-parameters", { ids: ["total-cost"] });
     // Five runs started and none came back (workers killed mid-run): the count is in the task.
-    const kv = await new Kvm(derrick.nc).open(BUCKETS.tasks);
+    const kv = await openBucket(derrick.nc, BUCKETS.tasks);
     const entry = (await kv.get(`opendes.${accepted.taskId}`))!;
     await kv.update(`opendes.${accepted.taskId}`, JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS }), entry.revision);
     // A consumer from an older version capped deliveries (JetStream then stops redelivering silently).
@@ -220,7 +220,7 @@ describe("content tasks", () => {
     await putProject(derrick, "p-mixed");
     const accepted = await request("p-mixed", "key-parameters", { ids: ["total-cost"] });
     // Eight runs started, three of them reported an infrastructure error: five never finished.
-    const kv = await new Kvm(derrick.nc).open(BUCKETS.tasks);
+    const kv = await openBucket(derrick.nc, BUCKETS.tasks);
     const entry = (await kv.get(`opendes.${accepted.taskId}`))!;
     await kv.update(`opendes.${accepted.taskId}`, JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS + 3, erroredRuns: 3 }), entry.revision);
     const stores = await openStores(derrick.nc);

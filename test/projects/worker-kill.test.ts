@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { TaskRecord, WorkerStats } from "../../subjects/projects.ts";
 import { putProject } from "./fixtures.ts";
@@ -62,7 +62,7 @@ describe("content worker failure", () => {
 
     // Exactly once: the stored history of the task shows one completion after two runs, and the
     // work queue is empty (the message was acked, not left for another run).
-    const kv = await new Kvm(derrick.nc).open("derrick_tasks");
+    const kv = await openBucket(derrick.nc, "derrick_tasks");
     const states: Array<{ state: string; attempts: number }> = [];
     for await (const entry of await kv.history({ key: `opendes.${taskId}` })) states.push(entry.json<TaskRecord>());
     expect(states.map((s) => s.state)).toEqual(["queued", "running", "running", "succeeded"]);

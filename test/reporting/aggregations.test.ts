@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { BUCKETS, RESULTS_FORMAT, resultKey } from "../../actors/reporting/store.ts";
@@ -78,7 +78,7 @@ describe("reporting aggregations", () => {
   it("caching - a result cached by a release with other formulas (an older key format) is not served: the GET computes", async () => {
     const nc = await connect({ servers: nats.url });
     try {
-      const cache = await new Kvm(nc).open(BUCKETS.cache);
+      const cache = await openBucket(nc, BUCKETS.cache);
       // What the release before RESULTS_FORMAT 2 left for this aggregation.
       await cache.put("r.opendes.prospect.pa-alpha-oil", JSON.stringify({ stale: true }));
       const res = await get("prospectanalysisaggregation/pa-alpha-oil");

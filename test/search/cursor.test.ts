@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { Kvm } from "@nats-io/kv";
 import { subjects } from "../../subjects/index.ts";
 import { CURSOR_BUCKET } from "../../actors/search/store.ts";
@@ -167,7 +167,7 @@ describe("search cursors", () => {
   it("cursor - a cursor expires after its time to live without use, and its issuer's count with it", async () => {
     const first = await cursorCall(derrick, { kind: WELL, limit: 5 });
     // Watch the bucket, not the API: every use of a cursor restarts its time to live.
-    const kv = await new Kvm(derrick.nc).open(CURSOR_BUCKET);
+    const kv = await openBucket(derrick.nc, CURSOR_BUCKET);
     const marks = async () => (await readKv(kv, { key: `issuers.opendes.*.${first.body.cursor}`, headersOnly: true })).filter((e) => e.operation === "PUT").length;
     expect(await marks()).toBe(1);
     await eventually(async () => (await kv.get(`opendes.${first.body.cursor}`))?.operation !== "PUT", { timeoutMs: 8_000, intervalMs: 250, what: "cursor expired" });

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { clientToken, endKvWatches, eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { clientToken, endKvWatches, eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { REGISTRY_BUCKET } from "../../actors/identity/registry.ts";
 
 const ISSUER = "https://login.rotation.test";
@@ -198,7 +198,7 @@ describe("embedded issuer signing keys", () => {
   it("tokens - a key no issuer has republished for a token lifetime plus two heartbeats leaves the JWKS", async () => {
     const nc = await connect({ servers: nats.url });
     try {
-      const kv = await new Kvm(nc).open(REGISTRY_BUCKET);
+      const kv = await openBucket(nc, REGISTRY_BUCKET);
       const { publicKey } = await generateKeyPair("ES256");
       const jwk = await exportJWK(publicKey);
       const day = 86_400_000;

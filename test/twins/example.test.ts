@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { runEdgeApp } from "../../sdk/examples/edge-app.ts";
 import { KvWatchInclude, Kvm } from "@nats-io/kv";
 import { twinBucket } from "../../subjects/twins.ts";
@@ -45,7 +45,7 @@ describe("sdk example edge app", () => {
     let applied = false;
     const stopListening = app.onConfig(() => (applied = true));
     const acks: boolean[] = [];
-    const bucket = await new Kvm(peer).open(twinBucket({ organization: "acme", environment: "prod", twinId: "rig-7" }));
+    const bucket = await openBucket(peer, twinBucket({ organization: "acme", environment: "prod", twinId: "rig-7" }));
     const watch = await bucket.watch({ key: "twin_properties/config/reported/scaler", include: KvWatchInclude.UpdatesOnly });
     void (async () => {
       for await (const entry of watch) if (entry.string() === next) acks.push(applied);

@@ -10,7 +10,7 @@ import { boot } from "../../bin/boot.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { Header, serviceName, subjects } from "../../subjects/index.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
-import { eventually } from "../harness/index.ts";
+import { eventually, openBucket } from "../harness/index.ts";
 import { deviceInboxPrefix, deviceUserPermissions, twinBucket, twinBucketOptions, type TwinAddress } from "../../subjects/twins.ts";
 import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
 
@@ -60,7 +60,7 @@ describe("device isolation with per-device NATS users", () => {
     expect(seen[0]!.value).toBe("secret-of-dev-a");
     expect(await appA.setReported("g", "p", "ok")).toBeGreaterThan(0);
     await admin.flush();
-    const kv = await new Kvm(admin).open(twinBucket(twinA));
+    const kv = await openBucket(admin, twinBucket(twinA));
     expect((await kv.get("twin_properties/g/reported/p"))?.string()).toBe("ok");
   });
 
@@ -80,7 +80,7 @@ describe("device isolation with per-device NATS users", () => {
     } finally {
       await nc.close().catch(() => undefined);
     }
-    const kvB = await new Kvm(admin).open(twinBucket(twinB));
+    const kvB = await openBucket(admin, twinBucket(twinB));
     expect(await kvB.get("twin_properties/g/reported/p")).toBeNull();
   });
 
@@ -138,7 +138,7 @@ describe("device isolation with per-device NATS users", () => {
       admin.publish("slbapps.AppB.DataIn", JSON.stringify({ real: true }));
       await eventually(() => inputsOfB.length > 0, { what: "the real input" });
       expect(inputsOfB).toEqual([JSON.stringify({ real: true })]);
-      const kvB = await new Kvm(admin).open(twinBucket(twinB));
+      const kvB = await openBucket(admin, twinBucket(twinB));
       expect((await kvB.get("twin_properties/g/desired/p"))?.string()).toBe("secret-of-dev-b");
     } finally {
       await nc.close().catch(() => undefined);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Redis } from "ioredis";
-import { eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis } from "../harness/index.ts";
+import { eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis, openBucket } from "../harness/index.ts";
 import { twinBucket } from "../../subjects/twins.ts";
 
 // The twin mirror copies a reported value Redis → JetStream on each keyspace notification. Copies of
@@ -26,7 +26,7 @@ describe("twin mirror: reported values keep per-key order", () => {
       env: { DERRICK_TWIN_MIRRORS: JSON.stringify([{ organization: "acme", environment: "prod", twinId: "order", redis: redis.url }]) },
     });
     nc = await connect({ servers: nats.url });
-    kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "order" }));
+    kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "order" }));
     device = new Redis(redis.url);
   });
   afterAll(async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { Redis } from "ioredis";
-import { endKvWatches, eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis } from "../harness/index.ts";
+import { endKvWatches, eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis, openBucket } from "../harness/index.ts";
 import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
 import { twinBucket } from "../../subjects/twins.ts";
 import { RedisTwinBackend } from "../../sdk/kv/redis.ts";
@@ -102,7 +102,7 @@ describe("device SDK over Redis with the twin mirror", () => {
   it("sdk redis - a commit record the device wrote with names that are no list stops neither the twin mirror nor the GET: later PUTs still reach the device", async () => {
     const nc = await connect({ servers: nats.url });
     try {
-      const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "rdev" }));
+      const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "rdev" }));
       // A device may write any key of its own bucket: the mirror's watch replays this one after every restart.
       await kv.put("twin_commits/setpoints", JSON.stringify({ state: "pending", names: 1 }));
     } finally {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { KvWatchInclude, Kvm } from "@nats-io/kv";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { TwinCommitGate, TwinWatchView, toTwinEntry, twinBucket, type TwinEntry } from "../../subjects/twins.ts";
 import { putTwins } from "../../actors/twins/handlers.ts";
@@ -38,7 +38,7 @@ describe("twin properties REST", () => {
     for (const twin of body.twins) expect(Number.isInteger(twin.version)).toBe(true);
     const version = Math.max(...body.twins.map((t) => t.version));
     expect(res.headers.get("etag")).toBe(`"${version}"`);
-    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-1" }));
+    const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-1" }));
     const entry = await kv.get("twin_properties/config/desired/rate");
     expect(entry?.string()).toBe("5");
     expect(entry?.revision).toBe(body.twins[1]!.version);
@@ -47,7 +47,7 @@ describe("twin properties REST", () => {
   it("twins - GET returns desired and reported with versions and times, filtered by group with an ETag", async () => {
     await put("dev-2", { group: "g1", twins: [{ name: "a", value: "1" }] });
     const second = await put("dev-2", { group: "g2", twins: [{ name: "b", value: "2" }] });
-    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-2" }));
+    const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-2" }));
     await kv.put("twin_properties/g1/reported/a", "1");
     const all = await derrick.call(path("dev-2"), { as: "admin", partition: null });
     expect(all.status).toBe(200);
@@ -107,7 +107,7 @@ describe("twin properties REST", () => {
 
   it("twins - keys a device wrote with __proto__ or constructor as group or name are not shown and touch no prototype", async () => {
     await put("dev-proto", { group: "g", twins: [{ name: "a", value: "1" }] });
-    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-proto" }));
+    const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-proto" }));
     // A device may write any key into its own bucket; these would set Object.prototype.polluted on a
     // plain-object reply, and Object.polluted through "constructor".
     await kv.put("twin_properties/__proto__/reported/polluted", "yes");
@@ -153,7 +153,7 @@ describe("twin properties REST", () => {
 
   it("twins - a commit record a device wrote with names that are no list breaks neither the GET nor the next PUT, which claims the group over it", async () => {
     await put("dev-bad-commit", { group: "g", twins: [{ name: "a", value: "1" }] });
-    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-bad-commit" }));
+    const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-bad-commit" }));
     // A device may write any key of its own bucket, its commit records included.
     await kv.put("twin_commits/g", json({ state: "pending", names: 1 }));
     const read = async () => {
@@ -221,7 +221,7 @@ describe("twin properties REST", () => {
 
   it("twins - a commit gate following a bucket holds one value per claimed name, however often a device rewrites it under a claim nobody commits", async () => {
     await put("dev-held", { group: "seed", twins: [{ name: "s", value: "0" }] });
-    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-held" }));
+    const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-held" }));
     // The gate as the twin mirror runs it: one for the life of its watch, which sees every write.
     const gate = new TwinCommitGate();
     const heldEntries = () => {
@@ -260,7 +260,7 @@ describe("twin properties REST", () => {
    * state of the names it hands on that is not one PUT's (torn) and the revision holes it received.
    */
   async function watchTwin(twin: string, names: string[], from?: number) {
-    const kv = await new Kvm(nc).open(twinBucket({ organization: "acme", environment: "prod", twinId: twin }));
+    const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: twin }));
     const visible = new Map<string, string>();
     const torn: string[] = [];
     let holes = 0;
@@ -327,7 +327,7 @@ describe("twin properties REST", () => {
     const deps = { stores: kvTwinStores(nc), leaseMs: 50 };
     const ctx = { requestId: "t", log: createLogger("silent"), principal: { clientId: "admin", subject: "admin", groups: ["twins.writers"], kind: "service" as const } };
     await putTwins({ ...address, group: "g", twins: [{ name: "a", value: "0" }] }, ctx, deps);
-    const kv = await new Kvm(nc).open(twinBucket(address));
+    const kv = await openBucket(nc, twinBucket(address));
     const record = await kv.get("twin_commits/g");
     // A writer claimed the group, wrote one of two keys, and died.
     const pending = { state: "pending", names: ["a", "b"], values: { a: "1", b: "1" }, version: record!.revision, at: new Date(Date.now() - 60_000).toISOString() };

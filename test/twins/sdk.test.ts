@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kvm } from "@nats-io/kv";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { endKvWatches, eventually, freePort, startDerrick, startSlowLink, startTestNats, type SlowLink, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { endKvWatches, eventually, freePort, startDerrick, startSlowLink, startTestNats, type SlowLink, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { deviceUserPermissions, twinBucket, twinBucketOptions, twinKey } from "../../subjects/twins.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
 import { JetStreamTwinBackend } from "../../sdk/kv/jetstream.ts";
@@ -373,7 +373,7 @@ describe("device SDK over JetStream KV", () => {
     const v1 = JSON.stringify(appDocument("AppHeld", "dev-held", nats.url, { out: ["slbapps.AppHeld.FromV1"] }));
     const v2 = JSON.stringify(appDocument("AppHeld", "dev-held", nats.url, { out: ["slbapps.AppHeld.FromV2"] }));
     expect((await put("dev-held", "config", [{ name: "AppHeld", value: v1 }])).status).toBe(200);
-    const kv = await new Kvm(peer).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-held" }));
+    const kv = await openBucket(peer, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-held" }));
     // A writer claimed the group for two properties, wrote one of them, and has not committed yet.
     const record = (await kv.get("twin_commits/config"))!;
     const version = (JSON.parse(record.string()) as { version: number }).version;
@@ -401,7 +401,7 @@ describe("device SDK over JetStream KV", () => {
     await put("dev-bad-commit", "g", [{ name: "p", value: "v1" }]);
     await eventually(() => seen.length === 1, { what: "the first value" });
     // Devices may write any key of their own bucket, the group's commit record included.
-    const kv = await new Kvm(peer).open(twinBucket({ organization: "acme", environment: "prod", twinId: "dev-bad-commit" }));
+    const kv = await openBucket(peer, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-bad-commit" }));
     await kv.put("twin_commits/g", JSON.stringify({ state: "pending", names: 1 }));
     await put("dev-bad-commit", "g", [{ name: "p", value: "v2" }]);
     await eventually(() => seen.length === 2, { what: "the PUT after the bad record" });
