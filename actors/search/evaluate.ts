@@ -51,11 +51,15 @@ export function inBounds(x: number, bounds: Bounds, includeLower = true, include
   return true;
 }
 
-/** Values at a dotted path, arrays flattened at every level. */
+/**
+ * Values at a dotted path, arrays flattened at every level. Own keys only: `constructor`,
+ * `__proto__`, `toString`… are values only where the record holds such a key (read as
+ * `obj[key]`, an element without one gave Object's constructor or Object.prototype).
+ */
 export function valuesAt(value: unknown, parts: readonly string[], from = 0): unknown[] {
   if (Array.isArray(value)) return value.flatMap((v) => valuesAt(v, parts, from));
   if (from === parts.length) return [value];
-  if (!value || typeof value !== "object") return [];
+  if (!value || typeof value !== "object" || !Object.hasOwn(value, parts[from]!)) return [];
   const next = (value as Record<string, unknown>)[parts[from]!];
   return next === undefined ? [] : valuesAt(next, parts, from + 1);
 }

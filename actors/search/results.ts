@@ -20,6 +20,16 @@ function flatten(value: unknown, path: string, out: Map<string, unknown>): void 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
+ * Sets `key` on `target` as an own, enumerable property, whatever the key: a record may hold a key
+ * named `__proto__` (JSON.parse makes it an own key), and `target[key] = value` with that key would
+ * set the object's prototype instead — the key vanished from results and no longer serialised.
+ * Defined, it is a plain data property: JSON.stringify writes it, no prototype changes.
+ */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/**
  * The part of `value` (at `path`) that the include patterns select, as ES `_source.includes`
  * filters: a matched path keeps its whole subtree; arrays do not add to the path, so
  * `data.Items.name` keeps `name` in every element of `data.Items`; what is left empty goes.
@@ -33,10 +43,10 @@ function pick(value: unknown, path: string, includes: ReadonlyArray<{ matches(pa
   const out: Record<string, unknown> = {};
   for (const [key, child] of Object.entries(value)) {
     const at = path ? `${path}.${key}` : key;
-    if (includes.some((inc) => inc.matches(at))) out[key] = child;
+    if (includes.some((inc) => inc.matches(at))) setOwn(out, key, child);
     else if (includes.some((inc) => inc.below(at))) {
       const part = pick(child, at, includes);
-      if (part !== undefined) out[key] = part;
+      if (part !== undefined) setOwn(out, key, part);
     }
   }
   return Object.keys(out).length ? out : undefined;
@@ -183,7 +193,8 @@ export class Highlighter {
         if (marked) fragments.push(marked);
         if (fragments.length >= MAX_FRAGMENTS) break;
       }
-      if (fragments.length) out[path] = fragments;
+      // A top-level key `__proto__` (a record published straight on NATS may have one) stays a key.
+      if (fragments.length) setOwn(out, path, fragments);
     }
     // OSDU adds `highlight` only when something matched.
     return Object.keys(out).length ? out : undefined;

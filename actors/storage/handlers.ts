@@ -7,14 +7,19 @@
  *     record that exists may be replaced only by an owner of its current ACL (or users.data.root),
  *     else 403 "User Unauthorized" for the whole request, as OSDU's validateOwnerAccess.
  *   GET record: a search or storage role, and the record's ACL shares a group with the caller
- *     (users.data.root sees all), else 403; unknown or deleted → 404.
- *   delete: users.datalake.editors and an owner of the record (or users.data.root), else 403.
+ *     (users.data.root sees all), else 403 "Access denied"; unknown or deleted → 404 "Record not
+ *     found", whoever asks. These are OSDU's statuses (QueryServiceImpl.getRecord), kept because
+ *     OSDU clients may branch on them: a caller with a role can tell an id that exists from one
+ *     that does not, as in OSDU; the 403 carries only OSDU's fixed text, nothing read from the
+ *     record (docs/search.md, "Records").
+ *   delete: users.datalake.editors and an owner of the record (or users.data.root), else 403;
+ *     unknown or deleted → 404 (OSDU's deleteRecord).
  * Each write is conditioned on the stream sequence its owner check read (expected last subject
  * sequence): a version written in between fails it, and the record is read and checked again, so a
  * check never approves a write over a version it did not see.
  */
 import { randomUUID } from "node:crypto";
-import { DerrickError, badRequest, check, conflict, forbidden, invalidField, notFound, reply, unauthorized, type Principal, type Reply } from "../../subjects/index.ts";
+import { DerrickError, badRequest, check, conflict, forbidden, invalidField, reply, unauthorized, type Principal, type Reply } from "../../subjects/index.ts";
 import {
   DATA_ROOT_GROUP,
   PutRecordsBody,
@@ -40,7 +45,11 @@ const WRITE_ATTEMPTS = 5;
 let lastVersion = 0;
 
 const notOwnerOnUpdate = () => new DerrickError(403, "User is not authorized to update records.", { title: "User Unauthorized" });
+/** OSDU's fixed 403: it names nothing of the record (content, ACL, legal, version). */
 const accessDenied = () => new DerrickError(403, "The user is not authorized to perform this action", { title: "Access denied" });
+/** OSDU's 404s for a record that is not there (never written, or deleted): getRecord's, deleteRecord's. */
+const recordNotFound = (id: string) => new DerrickError(404, `The record '${id}' was not found`, { title: "Record not found" });
+const deleteNotFound = (id: string) => new DerrickError(404, `Record with id '${id}' does not exist`, { title: "Record not found" });
 
 /** Microseconds since the epoch, strictly increasing in this process. */
 function nextVersion(now: Date): number {
@@ -143,7 +152,8 @@ export async function getRecord(input: RecordRef, ctx: RequestContext, deps: Sto
   if (!SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role))) throw forbidden("reading records needs a users.datalake.* group");
   const id = checkId(input.id, partition, "/params/id");
   const { record } = await deps.records.read(partition, id);
-  if (!record) throw notFound(`record ${id} does not exist`);
+  // As OSDU: whether the record is there is answered before the ACL is looked at.
+  if (!record) throw recordNotFound(id);
   if (!canSee(principal, record, false)) throw accessDenied();
   return record;
 }
@@ -154,7 +164,7 @@ export async function deleteRecord(input: RecordRef, ctx: RequestContext, deps: 
   const id = checkId(input.id, partition, "/params/id");
   const read = () => deps.records.read(partition, id);
   await whileUnchanged(id, await read(), read, async ({ record, seq }) => {
-    if (!record) throw notFound(`record ${id} does not exist`);
+    if (!record) throw deleteNotFound(id);
     if (!canSee(principal, record, true)) throw accessDenied();
     await deps.records.remove(partition, id, seq);
   });

@@ -6,7 +6,7 @@ import { FIELD_EXPRESSION_MAX_LENGTH, FIELD_PATH_MAX_LENGTH, recordKey, type Sto
 import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
 import { RecordChanged, openRecordStore } from "../../actors/search/store.ts";
 import { createLogger } from "../../platform/logger.ts";
-import { NORTH_ACL, SOUTH_ACL, WELL, WELLBORE, api, ids, putRecords, searchOk, startSearchDerrick, tokenOf } from "./helpers.ts";
+import { NORTH_ACL, SOUTH_ACL, WELL, WELLBORE, api, ids, putRecords, searchOk, startSearchDerrick, tokenOf, type Page } from "./helpers.ts";
 
 const W1 = "opendes:well:w1";
 const W2 = "opendes:well:w2";
@@ -608,6 +608,64 @@ describe("search over records put through storage", () => {
     await eventually(async () => (await searchOk(derrick, { query: "data.FacilityName:after" })).totalCount === 0, { what: "delete reflected" });
   });
 
+  it("storage - GET answers as OSDU: 403 Access denied for a record the caller may not read, 404 Record not found for a missing or deleted one; the 403 tells nothing of the record", async () => {
+    // OSDU's storage (QueryServiceImpl) answers these two statuses, so a caller holding a storage
+    // role learns whether an id exists, as in OSDU; what a 403 must not carry is anything of the record.
+    const id = "opendes:well:north-secret";
+    const gone = "opendes:well:north-gone";
+    const missing = "opendes:well:north-never";
+    const put = await putRecords(derrick, [
+      { id, kind: WELL, acl: NORTH_ACL, legal: { legaltags: ["opendes-secret-tag"], otherRelevantDataCountries: ["NO"] }, data: { FacilityName: "Hidden Treasure", Code: "XYZZY-42" } },
+      { id: gone, kind: WELL, acl: NORTH_ACL, data: { FacilityName: "Soon Deleted" } },
+    ]);
+    expect((await api(derrick, `/api/storage/v2/records/${gone}:delete`, { method: "POST" })).status).toBe(204);
+    expect((await api(derrick, `/api/storage/v2/records/${id}`, { as: "north" })).status).toBe(200);
+
+    const forbidden = await api(derrick, `/api/storage/v2/records/${id}`, { as: "south" });
+    expect(forbidden.status).toBe(403);
+    const text = await forbidden.text();
+    expect(JSON.parse(text)).toEqual({
+      type: "urn:derrick:problem:access-denied",
+      title: "Access denied",
+      status: 403,
+      detail: "The user is not authorized to perform this action",
+      // The path the caller asked for (its own input), nothing read from the record.
+      instance: `/api/storage/v2/records/${id}`,
+      code: 403,
+      reason: "Access denied",
+      message: "The user is not authorized to perform this action",
+    });
+    const version = put.recordIdVersions[0]!.split(":").pop()!;
+    for (const part of ["Hidden Treasure", "XYZZY", "data.north", "opendes-secret-tag", WELL, "writer", version]) expect(text).not.toContain(part);
+    expect(forbidden.headers.get("etag")).toBeNull();
+    expect(forbidden.headers.get("last-modified")).toBeNull();
+
+    // Missing and deleted answer alike, whoever asks (OSDU looks at the record's state before its ACL).
+    for (const [absent, as] of [[missing, "south"], [gone, "south"], [gone, "north"]] as const) {
+      const res = await api(derrick, `/api/storage/v2/records/${absent}`, { as });
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({ code: 404, reason: "Record not found", message: `The record '${absent}' was not found` });
+    }
+    // Without a storage role nothing tells an existing record from a missing one.
+    const noRole = await Promise.all(
+      [id, missing].map(async (which) => {
+        const res = await api(derrick, `/api/storage/v2/records/${which}`, { as: "norole" });
+        // `instance` is the path asked for; the rest must be the same.
+        const { instance: _path, ...body } = (await res.json()) as Record<string, unknown>;
+        return { status: res.status, body };
+      }),
+    );
+    expect(noRole[0]!.status).toBe(403);
+    expect(noRole[1]).toEqual(noRole[0]);
+    // Delete: the same statuses (OSDU's deleteRecord), the 404 with OSDU's delete message.
+    const deleteMissing = await api(derrick, `/api/storage/v2/records/${missing}:delete`, { method: "POST" });
+    expect(deleteMissing.status).toBe(404);
+    expect(await deleteMissing.json()).toMatchObject({ reason: "Record not found", message: `Record with id '${missing}' does not exist` });
+    const deleteForbidden = await api(derrick, `/api/storage/v2/records/${id}:delete`, { as: "southOwner", method: "POST" });
+    expect(deleteForbidden.status).toBe(403);
+    expect(await deleteForbidden.text()).not.toContain("Hidden Treasure");
+  });
+
   it("storage - an existing record is replaced only by an owner of its current ACL (OSDU 403 User Unauthorized); users.data.root may replace any", async () => {
     const id = "opendes:well:north-owned";
     await putRecords(derrick, [{ id, kind: WELL, acl: NORTH_ACL, data: { FacilityName: "North Owned" } }]);
@@ -670,5 +728,53 @@ describe("search over records put through storage", () => {
     await js.publish(subjects.records("opendes", "0000"), JSON.stringify({ ...record, id: "opendes:well:mismatch", data: { FacilityName: "Published Wrongly" } }));
     await eventually(async () => (await searchOk(derrick, { query: "published" }, "north")).totalCount === 1, { what: "NATS record indexed" });
     expect(ids(await searchOk(derrick, { query: "published" }, "north"))).toEqual([id]);
+  });
+
+  it("search - a record key named __proto__ is stored, indexed and returned like any other key, with or without returnedFields; no prototype changes", async () => {
+    const before = Object.getOwnPropertyNames(Object.prototype).sort();
+    const id = "opendes:well:proto-key";
+    // Built by JSON.parse, as a request body is: `__proto__` is an own key (an object literal would set the prototype instead).
+    const own = (json: string) => JSON.parse(json) as Record<string, any>;
+    const data = own(`{"FacilityName": "Prototype Keyed", "__proto__": {"Polluted": "protovalue", "Depth": 7}, "Nested": {"__proto__": "inner", "Other": 1}}`);
+    await putRecords(derrick, [{ id, kind: WELL, acl: NORTH_ACL, data }]);
+    await eventually(async () => (await searchOk(derrick, { query: "protovalue" })).totalCount === 1, { what: "__proto__ record indexed" });
+    const hasOwn = (value: unknown, key: string) => value !== null && typeof value === "object" && Object.hasOwn(value, key);
+
+    // Indexed under its path like any key: a field term and a highlight find it.
+    const fielded = await searchOk(derrick, { query: "data.__proto__.Polluted:protovalue", highlightedFields: ["data.__proto__.Polluted"] });
+    expect(fielded.results.map((r) => r.id)).toEqual([id]);
+    expect(fielded.results[0]!.highlight).toEqual({ "data.__proto__.Polluted": ["<em>protovalue</em>"] });
+    expect(fielded.totalCount).toBe(1);
+
+    // Without returnedFields: the whole record, its __proto__ keys included.
+    const full = (await searchOk(derrick, { query: "protovalue" })).results[0]!;
+    expect(full.data).toEqual(data);
+    expect(hasOwn(full.data, "__proto__")).toBe(true);
+    expect(hasOwn(full.data.Nested, "__proto__")).toBe(true);
+
+    // With returnedFields: the key itself, a path below it, a wildcard over it, its parent.
+    const picked = async (returnedFields: string[]) => (await searchOk(derrick, { query: "protovalue", returnedFields })).results;
+    expect(await picked(["id", "data.__proto__"])).toEqual([own(`{"id": "${id}", "data": {"__proto__": {"Polluted": "protovalue", "Depth": 7}}}`)]);
+    expect(hasOwn((await picked(["data.__proto__"]))[0]!.data, "__proto__")).toBe(true);
+    expect(await picked(["data.__proto__.Polluted", "data.Nested.__proto__"])).toEqual([own(`{"data": {"__proto__": {"Polluted": "protovalue"}, "Nested": {"__proto__": "inner"}}}`)]);
+    expect(await picked(["data.*"])).toEqual([{ data }]);
+    expect(await picked(["data"])).toEqual([{ data }]);
+    const cursorPage = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, query: "protovalue", returnedFields: ["data.__proto__"] } });
+    expect(((await cursorPage.json()) as Page).results).toEqual([own(`{"data": {"__proto__": {"Polluted": "protovalue", "Depth": 7}}}`)]);
+
+    // Storage GET returns it as stored.
+    const read = (await (await api(derrick, `/api/storage/v2/records/${id}`)).json()) as Record<string, any>;
+    expect(read.data).toEqual(data);
+    expect(hasOwn(read.data, "__proto__")).toBe(true);
+
+    // A record without such a key gives nothing for it: no inherited property is read as a value.
+    expect((await searchOk(derrick, { query: "id:opendes\\:well\\:w1", returnedFields: ["id", "data.__proto__", "data.constructor"] })).results).toEqual([{ id: W1 }]);
+    // `constructor` is no key of these elements: NOT _exists_ holds for each (it read Object's constructor before).
+    expect(ids(await searchOk(derrick, { kind: WELL, query: "nested(data.VerticalMeasurements, (VerticalMeasurementID:TD AND NOT _exists_:constructor))" }))).toEqual([W1, W2]);
+
+    // Nothing reached a prototype, in the edge or the actors (they run in this process).
+    expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(before);
+    expect(({} as Record<string, unknown>).Polluted).toBeUndefined();
+    expect(({} as Record<string, unknown>).Depth).toBeUndefined();
   });
 });
