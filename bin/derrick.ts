@@ -7,7 +7,7 @@ import { ACTOR_NAMES, ConfigError, loadConfig, maskedConfig, parseDuration, with
 import { createLogger, type Logger } from "../platform/logger.ts";
 import { startNatsServer, type NatsServer } from "../platform/nats-server.ts";
 import { connectNats, type NatsAuth } from "../platform/nats.ts";
-import { authorizationBlock, ensureNatsUsers, readNatsUsers } from "../platform/nats-users.ts";
+import { accountsBlock, ensureNatsUsers, migrateStoreToDerrickAccount, readNatsUsers } from "../platform/nats-users.ts";
 import { devicesCommand } from "./devices.ts";
 import { Bus, DerrickError, subjects } from "../subjects/index.ts";
 import type { AppCredentials, AppList, SigningKeyList } from "../subjects/identity.ts";
@@ -135,7 +135,9 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
     }
     // Anonymous connections are refused: derrick's processes use the internal user, devices their own.
     const users = ensureNatsUsers(cfg.dataDir);
-    server = await startNatsServer({ dir: resolve(join(cfg.dataDir, "nats")), port: cfg.natsPort, authorization: authorizationBlock(users), ownProcessGroup: true }).catch((error: Error) => {
+    const natsDir = resolve(join(cfg.dataDir, "nats"));
+    if (migrateStoreToDerrickAccount(natsDir)) log.info({ store: natsDir }, "moved the JetStream store of the single-account layout into account DERRICK");
+    server = await startNatsServer({ dir: natsDir, port: cfg.natsPort, authorization: accountsBlock(users), ownProcessGroup: true }).catch((error: Error) => {
       if (!/address already in use/.test(error.message)) throw error;
       throw new Error(`the embedded nats-server cannot listen on 127.0.0.1:${cfg.natsPort}: another process holds that port. Set DERRICK_NATS_PORT to a free port, or NATS_URL to join the server there (${error.message})`);
     });

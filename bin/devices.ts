@@ -1,12 +1,12 @@
 /**
- * `derrick devices add|list|remove`: device users of the embedded nats-server. Each device app gets
- * its own NATS user whose permissions cover only its twin's bucket, its inbox and its subjects; the
- * running server reloads the user list at once.
+ * `derrick devices add|list|remove|config`: device apps of the embedded nats-server. Each gets its own
+ * NATS account and user, importing only its twin and its subjects from derrick's account; the running
+ * server reloads its accounts at once. `config` prints the accounts block for an external server.
  */
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
 import type { Config } from "../config/index.ts";
-import { addDeviceUser, authorizationBlock, ensureNatsUsers, readNatsUsers, removeDeviceUser } from "../platform/nats-users.ts";
+import { addDeviceUser, accountsBlock, ensureNatsUsers, readNatsUsers, removeDeviceUser } from "../platform/nats-users.ts";
 import { reloadNatsServer, writeAuthorization } from "../platform/nats-server.ts";
 import { deviceInboxPrefix, twinBucket, type TwinAddress } from "../subjects/twins.ts";
 import { isToken } from "../subjects/tokens.ts";
@@ -14,14 +14,15 @@ import { isToken } from "../subjects/tokens.ts";
 const USAGE = `usage:
   derrick devices add <organization> <environment> <twinId> --name <AppName> [--subscribe s1,s2] [--publish p1,p2] [--json]
   derrick devices list [--json]
-  derrick devices remove <AppName>`;
+  derrick devices remove <AppName>
+  derrick devices config      (the nats-server accounts block for these devices, e.g. for an external server)`;
 
 const list = (value: string | undefined) => (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
 
 /** Rewrites the server's user list and asks a running embedded server to reload it. */
 function applyUsers(cfg: Config): boolean {
   const dir = resolve(join(cfg.dataDir, "nats"));
-  writeAuthorization(dir, authorizationBlock(ensureNatsUsers(cfg.dataDir)));
+  writeAuthorization(dir, accountsBlock(ensureNatsUsers(cfg.dataDir)));
   return reloadNatsServer(dir);
 }
 
@@ -33,8 +34,12 @@ export async function devicesCommand(cfg: Config, args: string[], createBucket: 
     options: { name: { type: "string" }, subscribe: { type: "string" }, publish: { type: "string" }, json: { type: "boolean" } },
   });
   const [action, ...rest] = positionals;
+  if (action === "config") {
+    console.log(accountsBlock(ensureNatsUsers(cfg.dataDir)));
+    return 0;
+  }
   if (cfg.natsUrl) {
-    console.error("derrick: device users are managed here only for the embedded nats-server; with NATS_URL, add them to your server's authorization (see docs/twins.md)");
+    console.error("derrick: device users are managed here only for the embedded nats-server; with NATS_URL, configure your server's accounts (docs/security.md; \`derrick devices config\` prints them)");
     return 2;
   }
   if (action === "add" && rest.length === 3 && values.name) {

@@ -14,9 +14,9 @@ import { authPlugin } from "./plugins/auth.ts";
 import { openapiPlugin, type RouteInfo } from "./plugins/openapi.ts";
 import { createVerifier } from "./verifier.ts";
 import type { EdgeMetrics } from "./metrics.ts";
-import { systemRoutes } from "./routes/system.ts";
+import { systemBodyLimits, systemRoutes } from "./routes/system.ts";
 import { authRoutes } from "./routes/auth.ts";
-import { notificationRoutes } from "./routes/notifications.ts";
+import { notificationBodyLimits, notificationRoutes } from "./routes/notifications.ts";
 import { twinRoutes } from "./routes/twins.ts";
 import { projectRoutes } from "./routes/projects.ts";
 import { searchBadRequestFraming, searchRoutes } from "./routes/search.ts";
@@ -39,7 +39,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
         set.headers["x-request-id"] = assignRequestId(request);
       })
       .use(errorsPlugin(log, searchBadRequestFraming))
-      .use(bodyPlugin(bodyLimit))
+      .use(bodyPlugin(bodyLimit, { ...systemBodyLimits, ...notificationBodyLimits }))
       .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
         const status = responseStatus(responseValue, set.status);
         metrics.observeHttp(route || "unmatched", request.method, status, (performance.now() - startOf(request)) / 1000);

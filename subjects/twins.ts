@@ -414,6 +414,34 @@ export function checkDeviceSubjects(subjectList: readonly string[], pointer: str
   });
 }
 
+/**
+ * The JetStream API prefix a device account uses for its twin: its own `$JS.API` is its own account's
+ * (JetStream off there), so derrick's reads are imported under this one.
+ */
+export const DEVICE_JS_API = "$JS.derrick.API";
+
+/** One service a device account imports from derrick's: `remote` in derrick's account, `local` in the device's. */
+export type DeviceTwinService = { remote: string; local: string };
+
+/**
+ * What a device account imports from derrick's account to use its twin: direct gets and stream info
+ * of its own bucket (under DEVICE_JS_API), writes to its own bucket's keys, and, as a stream, the
+ * bucket's subjects live (change notices for the SDK). Every service here is safe whatever the
+ * payload and reply: the answers are mapped back into the device's account, and none takes a
+ * subject to publish to. Consumer creation is not among them: a consumer's deliver subject would
+ * be one in derrick's account (docs/security.md).
+ */
+export function deviceTwinImports(twin: TwinAddress): { services: DeviceTwinService[]; streams: string[] } {
+  const bucket = twinBucket(twin);
+  const stream = `KV_${bucket}`;
+  const api = (remote: string) => ({ remote: `$JS.API.${remote}`, local: `${DEVICE_JS_API}.${remote}` });
+  return {
+    // nats.js prefixes KV writes with the JetStream API prefix when there is one.
+    services: [api(`DIRECT.GET.${stream}`), api(`DIRECT.GET.${stream}.>`), api(`STREAM.INFO.${stream}`), { remote: `$KV.${bucket}.>`, local: `${DEVICE_JS_API}.$KV.${bucket}.>` }],
+    streams: [`$KV.${bucket}.>`],
+  };
+}
+
 export type DevicePermissionInput = {
   twin: TwinAddress;
   /** The app's Name (token pattern): its inbox prefix. */
@@ -425,39 +453,17 @@ export type DevicePermissionInput = {
 };
 
 /**
- * nats-server permissions of one device user: its own twin bucket (the KV and JetStream API
- * subjects of `KV_<bucket>` only), its own inbox, its own Subscriptions and Targets. Slash keys are
- * one subject token, so within its bucket a device can write any key (desired included): the
- * isolation is between devices, not between sides of one twin.
- *
- * No stream creation: a stream's config names its subjects, so a device allowed to create its own
- * bucket's stream could make it capture other devices' and derrick's subjects and read them back.
- * derrick creates the bucket (`derrick devices add`, start-up, the first twin write); the SDK only
- * opens it. Consumer creation stays (the SDK watches the bucket with an ordered consumer), and
- * nats-server lets a push consumer deliver to any subject: actors and the SDK refuse such
- * deliveries on receipt (subjects/delivery.ts).
+ * Permissions of a device user inside its own account: what it imports (its twin, its Targets),
+ * its inbox, its Subscriptions. The account boundary is the isolation (nothing a device publishes
+ * can make the server answer into derrick's account); these keep a device to the imports its
+ * account was given. Slash keys are one subject token, so within its bucket a device can write any
+ * key (desired included): the isolation is between devices and derrick, not between sides of a twin.
  */
 export function deviceUserPermissions(input: DevicePermissionInput): { publish: { allow: string[] }; subscribe: { allow: string[] }; allow_responses: boolean } {
-  const bucket = twinBucket(input.twin);
-  const stream = `KV_${bucket}`;
+  const imports = deviceTwinImports(input.twin);
   return {
-    publish: {
-      allow: [
-        "$JS.API.INFO",
-        `$JS.API.STREAM.INFO.${stream}`,
-        `$JS.API.STREAM.MSG.GET.${stream}`,
-        `$JS.API.DIRECT.GET.${stream}`,
-        `$JS.API.DIRECT.GET.${stream}.>`,
-        `$JS.API.CONSUMER.CREATE.${stream}`,
-        `$JS.API.CONSUMER.CREATE.${stream}.>`,
-        `$JS.API.CONSUMER.INFO.${stream}.>`,
-        `$JS.API.CONSUMER.DELETE.${stream}.>`,
-        `$JS.FC.${stream}.>`,
-        `$KV.${bucket}.>`,
-        ...input.publish,
-      ],
-    },
-    subscribe: { allow: [`${deviceInboxPrefix(input.appName)}.>`, ...input.subscribe] },
+    publish: { allow: [...imports.services.map((s) => s.local), ...input.publish] },
+    subscribe: { allow: [`${deviceInboxPrefix(input.appName)}.>`, ...imports.streams, ...input.subscribe] },
     // RequestIn handlers answer on the requester's reply subject.
     allow_responses: true,
   };

@@ -108,7 +108,7 @@ export const STREAM_PROBE_MS = 300;
 class StreamGone extends Error {}
 
 /** `attempt`'s outcome, or a StreamGone failure when the stream is found missing while it waits. */
-async function unlessGone<T>(attempt: Promise<T>, gone: () => Promise<boolean>): Promise<T> {
+export async function unlessGone<T>(attempt: Promise<T>, gone: () => Promise<boolean>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const probe = new Promise<never>((_, reject) => {
     timer = setTimeout(() => void gone().then((yes) => yes && reject(new StreamGone("the bucket's stream is gone"))), STREAM_PROBE_MS);

@@ -10,6 +10,7 @@ import { TWIN_BUCKET_MAX_BYTES, TWIN_BUCKET_PREFIX, toTwinEntry, twinBucket, twi
 import { insufficientStorage } from "../../subjects/errors.ts";
 import type { TwinBucketStore, TwinStores } from "./handlers.ts";
 import { readKv } from "../runtime/kv.ts";
+import { unlessGone } from "../runtime/recreate.ts";
 
 const CACHE_MAX = 10_000;
 
@@ -143,10 +144,16 @@ export class KvTwinBucket implements TwinBucketStore {
     private readonly recovery?: TwinBucketRecovery,
   ) {}
 
+  /** The operation, abandoned when the stream is found gone while it waits (a direct get of a deleted stream is never answered). */
+  private run<T>(op: (kv: KV) => Promise<T>): Promise<T> {
+    const recovery = this.recovery;
+    return recovery ? unlessGone(op(this.kv), () => recovery.gone()) : op(this.kv);
+  }
+
   /** A read of a deleted bucket answers as for a twin never written (`empty`). */
   private async read<T>(op: (kv: KV) => Promise<T>, empty: T): Promise<T> {
     try {
-      return await op(this.kv);
+      return await this.run(op);
     } catch (error) {
       if (this.recovery && (await this.recovery.gone())) return empty;
       throw error;
@@ -156,7 +163,7 @@ export class KvTwinBucket implements TwinBucketStore {
   /** A write to a deleted bucket makes it again and is tried once more there. */
   private async write<T>(op: (kv: KV) => Promise<T>): Promise<T> {
     try {
-      return await op(this.kv);
+      return await this.run(op);
     } catch (error) {
       if (isBucketFull(error)) throw insufficientStorage(`this twin holds as much as one twin may (DERRICK_TWIN_MAX_BYTES, history included): delete properties before writing more`);
       if (!this.recovery || !(await this.recovery.gone())) throw error;

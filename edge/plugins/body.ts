@@ -1,7 +1,9 @@
 /**
- * Request bodies: a size limit answered as 413 problem+json whatever the framing, and JSON parsing
- * for every JSON media type (`application/json`, `text/json`, `application/*+json`), a body that is
- * not JSON answered 400 whether or not the route's body is optional.
+ * Request bodies: a size limit answered as 413 problem+json whatever the framing (and a route's own,
+ * smaller limit checked before its body is read), a nesting limit checked before any parse or
+ * validation, and JSON parsing for every JSON media type (`application/json`, `text/json`,
+ * `application/*+json`), a body that is not JSON answered 400 whether or not the route's body is
+ * optional.
  *
  * A declared `Content-Length` over the limit is refused before anything is read. A body without one
  * (chunked) is read here, at most `limit` bytes, and refused the moment it goes over; Bun's own cap
@@ -9,7 +11,7 @@
  * 413.
  */
 import { Elysia } from "elysia";
-import { badRequest, contentTooLarge } from "../../subjects/index.ts";
+import { badRequest, contentTooLarge, type DerrickError } from "../../subjects/index.ts";
 
 const JSON_LIKE = /^(text\/json|application\/json|application\/[a-z0-9.+-]+\+json)\s*(;|$)/i;
 const FORM = /^application\/x-www-form-urlencoded\s*(;|$)/i;
@@ -37,8 +39,78 @@ export function effectiveBodyLimit(configured: number, maxPayload: number | unde
 const tooLarge = (limitBytes: number, size?: number) =>
   contentTooLarge(size === undefined ? `the request body is over the limit of ${limitBytes} bytes` : `the request body is ${size} bytes; the limit is ${limitBytes}`);
 
+/**
+ * How deeply a request body may nest arrays and objects. Real bodies stay far below it (an OSDU search
+ * query with a spatial filter ~5 levels, a GeoJSON multipolygon ~7); past it Elysia's validation error
+ * pretty-prints the whole body, O(depth²): 30,000 levels (60 KB) held the process for 21 s.
+ */
+export const MAX_BODY_DEPTH = 64;
+
+const tooDeep = () => {
+  const message = `nests deeper than ${MAX_BODY_DEPTH} levels`;
+  // Named in `errors` too: routes that frame their 400s (OSDU search) keep the errors, not the detail.
+  return badRequest(`the request body ${message}`, [{ pointer: "/body", message }]);
+};
+
+/**
+ * Whether JSON text nests `[`/`{` deeper than `limit`: one pass over the text, nothing allocated.
+ * Brackets inside strings do not count (escapes honoured); unbalanced text is JSON.parse's to refuse.
+ */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // A string: skip to its closing quote, stepping over escaped characters.
+      for (i++; i < length; i++) {
+        const s = text.charCodeAt(i);
+        if (s === 0x5c) i++;
+        else if (s === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/**
+ * The same limit on a value another parser built (Elysia's multipart parser JSON-parses fields that
+ * look like JSON and nests dotted field names): iterative, stops at the first node past `limit`.
+ */
+export function valueNestsDeeperThan(value: unknown, limit: number): boolean {
+  if (!isContainer(value)) return false;
+  const stack: unknown[] = [value];
+  const depths: number[] = [1];
+  while (stack.length > 0) {
+    const node = stack.pop() as object;
+    const depth = depths.pop()!;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (isContainer(child)) {
+        stack.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
+}
+
+/** Arrays and plain objects; files, blobs and buffers hold no nesting. */
+const isContainer = (value: unknown): value is object =>
+  value !== null && typeof value === "object" && !(value instanceof Blob) && !(value instanceof ArrayBuffer) && !ArrayBuffer.isView(value);
+
+/**
+ * A route's own body limit, below the edge's (an anonymous echo takes 4 KiB), by route pattern:
+ * checked on the declared length before anything is read, and on a chunked body as it is read.
+ */
+export type RouteBodyLimits = Readonly<Record<string, { bytes: number; tooLarge: (size?: number) => DerrickError }>>;
+
 /** Reads a body of unknown length, refusing it once it passes `limitBytes`. */
-export async function readCapped(body: ReadableStream<Uint8Array>, limitBytes: number): Promise<Uint8Array> {
+export async function readCapped(body: ReadableStream<Uint8Array>, limitBytes: number, refuse: (limitBytes: number) => DerrickError = tooLarge): Promise<Uint8Array> {
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -48,7 +120,7 @@ export async function readCapped(body: ReadableStream<Uint8Array>, limitBytes: n
     size += value.byteLength;
     if (size > limitBytes) {
       await reader.cancel().catch(() => undefined);
-      throw tooLarge(limitBytes);
+      throw refuse(limitBytes);
     }
     chunks.push(value);
   }
@@ -63,6 +135,8 @@ export async function readCapped(body: ReadableStream<Uint8Array>, limitBytes: n
 
 function parseJson(text: string): unknown {
   if (text.length === 0) return undefined;
+  // Before JSON.parse, so that nothing downstream (validation, its error) ever sees such a value.
+  if (nestsDeeperThan(text, MAX_BODY_DEPTH)) throw tooDeep();
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -80,13 +154,18 @@ function parseForm(text: string): Record<string, string | string[]> {
   return form;
 }
 
-export const bodyPlugin = (limitBytes: number) =>
+export const bodyPlugin = (limitBytes: number, routeLimits: RouteBodyLimits = {}) =>
   new Elysia({ name: "derrick-body" })
     .onRequest(({ request }) => {
       const length = Number(request.headers.get("content-length"));
       if (Number.isFinite(length) && length > limitBytes) throw tooLarge(limitBytes, length);
     })
-    .onParse({ as: "global" }, async ({ request, contentType }) => {
+    .onParse({ as: "global" }, async ({ request, contentType, route }) => {
+      const own = route && Object.hasOwn(routeLimits, route) ? routeLimits[route] : undefined;
+      if (own) {
+        const length = Number(request.headers.get("content-length"));
+        if (Number.isFinite(length) && length > own.bytes) throw own.tooLarge(length);
+      }
       if (request.headers.has("content-length")) {
         // Length checked above. JSON is parsed here, not by Elysia: on a route whose body is optional
         // Elysia drops a parse error and runs the handler without a body, so `{"ids": [` would be
@@ -95,8 +174,13 @@ export const bodyPlugin = (limitBytes: number) =>
         return parseJson(await request.text());
       }
       if (!request.body) return;
-      const text = decoder.decode(await readCapped(request.body, limitBytes));
+      const text = decoder.decode(own && own.bytes < limitBytes ? await readCapped(request.body, own.bytes, () => own.tooLarge()) : await readCapped(request.body, limitBytes));
       if (contentType && JSON_LIKE.test(contentType)) return parseJson(text);
       if (contentType && FORM.test(contentType)) return parseForm(text);
       return text;
+    })
+    // Bodies Elysia's own parsers built (multipart): JSON ones were measured as text above.
+    .onTransform({ as: "global" }, ({ body, request }) => {
+      if (!isContainer(body) || JSON_LIKE.test(request.headers.get("content-type") ?? "")) return;
+      if (valueNestsDeeperThan(body, MAX_BODY_DEPTH)) throw tooDeep();
     });

@@ -28,6 +28,7 @@ import {
 } from "../../subjects/notifications.ts";
 import { forward, negotiate } from "../forward.ts";
 import type { AuthOptions, AuthPlugin } from "../plugins/auth.ts";
+import type { RouteBodyLimits } from "../plugins/body.ts";
 import { MEDIA_TYPES_MARK } from "../plugins/openapi.ts";
 import { requestMeta } from "../request-state.ts";
 
@@ -38,6 +39,14 @@ const SubscriptionPath = t.Object({ subscriptionId: t.String({ pattern: "^[A-Za-
 const tags = ["notifications"];
 /** The list's response media types (seed document 1, §4.2); the first is the default. */
 export const LIST_MEDIA_TYPES = ["application/json", "text/json", "text/plain"] as const;
+
+/** An event's declared length over EVENT_MAX_BYTES is refused before the body is read (chunked: as it is read). */
+export const notificationBodyLimits: RouteBodyLimits = {
+  [`${BASE}/events/:type`]: {
+    bytes: EVENT_MAX_BYTES,
+    tooLarge: (size) => contentTooLarge(size === undefined ? `the event is over the limit of ${EVENT_MAX_BYTES} bytes` : `the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`),
+  },
+};
 
 export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   const n = subjects.notifications;

@@ -8,6 +8,7 @@ import { Principal } from "../../subjects/principal.ts";
 import type { EdgeMetrics } from "../metrics.ts";
 import { forward } from "../forward.ts";
 import type { AuthPlugin, AuthOptions } from "../plugins/auth.ts";
+import type { RouteBodyLimits } from "../plugins/body.ts";
 import { requestMeta } from "../request-state.ts";
 
 const READINESS_TTL_MS = 1_000;
@@ -52,6 +53,17 @@ function readinessProbe(cfg: Config, bus: Bus) {
   };
 }
 
+/**
+ * The echo needs no credentials, so it takes at most ECHO_MAX_BYTES: refused by the body plugin on the
+ * declared length before anything is read or parsed (chunked: as it is read), before any NATS work.
+ */
+export const systemBodyLimits: RouteBodyLimits = {
+  "/v1/system/echo": {
+    bytes: ECHO_MAX_BYTES,
+    tooLarge: (size) => contentTooLarge(`the echo takes at most ${ECHO_MAX_BYTES} bytes${size === undefined ? "" : `; this body is ${size}`}`),
+  },
+};
+
 export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: EdgeMetrics) => {
   const readiness = readinessProbe(cfg, bus);
   const whoamiAuth: AuthOptions = { appkey: true };
@@ -90,12 +102,8 @@ export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: E
       detail: { tags: ["system"], summary: "Build information, answered by the system actor" },
       response: BuildInfo,
     })
-    .post("/v1/system/echo", async ({ body, set, request }) => {
-      // Anonymous: refused above ECHO_MAX_BYTES (declared, or as parsed when sent chunked) before any NATS work.
-      const size = Number(request.headers.get("content-length")) || JSON.stringify(body ?? {}).length;
-      if (size > ECHO_MAX_BYTES) throw contentTooLarge(`the echo takes at most ${ECHO_MAX_BYTES} bytes; this body is ${size}`);
-      return forward<EchoBody>(set, await bus.request(subjects.system.echo(), body, requestMeta(request)));
-    }, {
+    // Anonymous: its size limit (systemBodyLimits) is checked before the body is read.
+    .post("/v1/system/echo", async ({ body, set, request }) => forward<EchoBody>(set, await bus.request(subjects.system.echo(), body, requestMeta(request))), {
       body: EchoBody,
       detail: { tags: ["system"], summary: "Echoes a small JSON object (at most 4 KiB; no credentials needed) through NATS and the system actor (benchmarks, smoke tests)" },
       response: EchoBody,

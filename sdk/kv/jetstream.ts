@@ -1,23 +1,31 @@
 /**
- * Twin properties in the twin's JetStream KV bucket. The whole bucket is watched (slash keys are one
+ * Twin properties in the twin's JetStream KV bucket. The whole bucket is followed (slash keys are one
  * subject token, so a per-group wildcard matches nothing, and nats-server 2.9 has no multi-key
- * filter) from its first message and filtered here: the commit gate hides a PUT until all its keys
- * are written, and TwinWatchView keeps that true when the watch missed messages. After a
- * reconnect, or when the watch ends by itself, it is restarted from the bucket's start, so changes made
- * meanwhile arrive once (the client drops what it already delivered). A bucket deleted and made
- * again (revisions start over) is noticed when the watch restarts and every `checkEveryMs`: the
- * client is told to forget what it delivered and the current values are delivered again.
+ * filter) from its first message with direct gets (BucketFollower: what a device account may use)
+ * and filtered here: the commit gate hides a PUT until all its keys are written, and TwinWatchView
+ * keeps that true when the follower missed messages. After a reconnect it is restarted from the
+ * bucket's start, so changes made meanwhile arrive once (the client drops what it already
+ * delivered). A bucket deleted and made again (revisions start over) is noticed when the follower
+ * restarts and every `checkEveryMs`: the client is told to forget what it delivered and the current
+ * values are delivered again.
+ *
+ * A device connected as a device account user reaches derrick's JetStream under DEVICE_JS_API
+ * (docs/security.md); any other connection (derrick's own account, a server without accounts)
+ * under `$JS.API`. Which one is found out at start: only a device account answers the former.
  */
 import { RequestError, type NatsConnection, type Status } from "@nats-io/nats-core";
-import { KvWatchInclude, Kvm, type KV, type KvEntry } from "@nats-io/kv";
-import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { BucketFollower, storedToTwinEntry } from "./follow.ts";
 import { subjects } from "../../subjects/names.ts";
-import { TwinCommitGate, TwinWatchView, parseTwinKey, toTwinEntry, twinBucket, twinBucketOptions, twinCommitKey, twinKey, type TwinAddress, type TwinSide } from "../../subjects/twins.ts";
+import { DEVICE_JS_API, TwinCommitGate, TwinWatchView, parseTwinKey, toTwinEntry, twinBucket, twinBucketOptions, twinCommitKey, twinKey, type TwinAddress, type TwinSide } from "../../subjects/twins.ts";
 import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
 
 export class JetStreamTwinBackend implements TwinBackend {
   private kv?: KV;
-  private watcher?: { stop(): void };
+  /** The JetStream API the bucket is reached through (see the header). */
+  private jsm?: JetStreamManager;
+  private watcher?: { stop(): Promise<void>; poke(): void };
   private view?: TwinWatchView;
   /** Counts watch starts: a start that is no longer the newest stops its watch. */
   private generation = 0;
@@ -98,9 +106,14 @@ export class JetStreamTwinBackend implements TwinBackend {
     let warned = 0;
     for (let attempt = 0; ; attempt++) {
       try {
-        if (await this.bucketExists(name)) return await new Kvm(this.nc).create(name, twinBucketOptions(this.twin));
-        if (await this.askDerrick()) continue;
-        return await new Kvm(this.nc).create(name, twinBucketOptions(this.twin));
+        const apiPrefix = await this.apiPrefix(name);
+        const js = jetstream(this.nc, { apiPrefix, checkAPI: false });
+        this.jsm = await js.jetstreamManager(false);
+        const info = await this.bucketInfo(name);
+        // Bound with direct gets (the reads a device account imports); made with the SDK's defaults only on a server without derrick.
+        if (info) return await new Kvm(js).open(name, { allow_direct: info.config.allow_direct === true });
+        if (apiPrefix === DEVICE_JS_API || (await this.askDerrick())) continue;
+        return await new Kvm(js).create(name, twinBucketOptions(this.twin));
       } catch (error) {
         if (this.closed) throw error;
         if (Date.now() - warned > 30_000) {
@@ -112,13 +125,23 @@ export class JetStreamTwinBackend implements TwinBackend {
     }
   }
 
-  /** Whether the twin's stream exists (a device user may look its own up). */
-  private async bucketExists(name: string): Promise<boolean> {
+  /** The twin's stream info; undefined when it does not exist (a device user may look its own up). */
+  private async bucketInfo(name: string) {
     try {
-      await (await jetstreamManager(this.nc)).streams.info(`KV_${name}`);
-      return true;
+      return await this.jsm!.streams.info(`KV_${name}`);
     } catch (error) {
-      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return false;
+      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return undefined;
+      throw error;
+    }
+  }
+
+  /** DEVICE_JS_API when this connection is a device account's (only there is it answered), else `$JS.API`. */
+  private async apiPrefix(name: string): Promise<string> {
+    try {
+      await this.nc.request(`${DEVICE_JS_API}.STREAM.INFO.KV_${name}`, undefined, { timeout: 5_000 });
+      return DEVICE_JS_API;
+    } catch (error) {
+      if (error instanceof RequestError && error.isNoResponders()) return "$JS.API";
       throw error;
     }
   }
@@ -156,17 +179,17 @@ export class JetStreamTwinBackend implements TwinBackend {
   }
 
   /**
-   * (Re)starts the watch. An entry that cannot be handled (a callback that throws) is logged and
-   * skipped; a watch that ends or throws while the backend is open is started again (nats.js gives up
-   * a quiet watch after about two minutes without JetStream, and its iterator just returns).
+   * (Re)starts following the bucket from its first message. An entry that cannot be handled (a
+   * callback that throws) is logged and skipped; a read that fails is logged and tried again.
    */
   private async watch(onChanges: (changes: TwinChange[]) => void): Promise<void> {
-    // Each start supersedes every earlier one, also one still opening (a reconnect and an ended
-    // watch may both restart it): only the newest runs, the others are stopped.
+    // Each start supersedes every earlier one (a reconnect and a recreated bucket may both restart it).
     const mine = ++this.generation;
-    this.watcher?.stop();
+    const previous = this.watcher;
     this.watcher = undefined;
     this.view?.stop();
+    await previous?.stop();
+    if (this.closed || this.generation !== mine) return;
     // Every revision the bucket holds, not each key's last value: the view needs the commit records
     // in order, and after a hole in them hands on only states where it caught up (TwinWatchView).
     const view = (this.view = new TwinWatchView({
@@ -187,29 +210,24 @@ export class JetStreamTwinBackend implements TwinBackend {
       },
       onError: (error) => this.log("warn", "twin watch could not read the bucket's last revision; trying again", { error: (error as Error).message }),
     }));
-    const iterator = await this.kv!.watch({ include: KvWatchInclude.AllHistory });
-    if (this.closed || this.generation !== mine) {
-      iterator.stop();
-      view.stop();
-      return;
-    }
-    this.watcher = iterator;
-    void (async () => {
-      let ended: unknown;
-      try {
-        for await (const entry of iterator) {
-          this.highestRevision = Math.max(this.highestRevision, entry.revision);
-          await view.feed(toTwinEntry(entry), entry.delta);
-        }
-      } catch (error) {
-        ended = error;
-      }
-      // Closed, or replaced by a newer watch (a reconnect): nothing to do.
-      if (this.closed || this.generation !== mine) return;
-      this.log("warn", "twin watch ended; starting it again", ended ? { error: (ended as Error).message } : {});
-      await new Promise((r) => setTimeout(r, 250));
-      if (!this.closed && this.generation === mine) await this.rewatch(onChanges);
-    })();
+    let warned = 0;
+    const follower = new BucketFollower({
+      nc: this.nc,
+      jsm: this.jsm!,
+      bucket: twinBucket(this.twin),
+      from: 1,
+      onEntry: async (entry) => {
+        this.highestRevision = Math.max(this.highestRevision, entry.revision);
+        await view.feed(entry);
+      },
+      onError: (error) => {
+        if (Date.now() - warned < 30_000) return;
+        warned = Date.now();
+        this.log("warn", "twin watch could not read the bucket; trying again", { error: (error as Error).message });
+      },
+    });
+    this.watcher = follower;
+    follower.start();
   }
 
   /**
@@ -222,11 +240,24 @@ export class JetStreamTwinBackend implements TwinBackend {
     // The commit record is read after the value: a claim made later holds nothing read before it.
     if (entry && side === "desired" && (await this.held(group, entry))) {
       const revision = entry.revision;
-      // History 2: the value before the held one (only a claim's keys are rare enough to pay a consumer).
-      entry = null;
-      for await (const older of await this.kv!.history({ key })) if (older.revision < revision) entry = older;
+      // History 2: the value before the held one, read with direct gets from the bucket's start.
+      const older = await this.before(key, revision);
+      return older && older.operation === "PUT" ? { value: older.value, version: older.revision } : undefined;
     }
     return entry && entry.operation === "PUT" ? { value: entry.string(), version: entry.revision } : undefined;
+  }
+
+  /** The key's last revision before `revision` (the bucket keeps two per key: a few direct gets). */
+  private async before(key: string, revision: number) {
+    const bucket = twinBucket(this.twin);
+    let found: ReturnType<typeof storedToTwinEntry> | undefined;
+    for (let seq = 1; seq < revision; ) {
+      const msg = await this.jsm!.direct.getMessage(`KV_${bucket}`, { seq, next_by_subj: `$KV.${bucket}.${key}` });
+      if (!msg || msg.seq >= revision) break;
+      found = storedToTwinEntry(bucket, msg);
+      seq = msg.seq + 1;
+    }
+    return found;
   }
 
   /** True when the group's pending claim holds this desired entry back until its commit. */
@@ -246,8 +277,8 @@ export class JetStreamTwinBackend implements TwinBackend {
     this.closed = true;
     clearInterval(this.checkTimer);
     this.statuses?.stop?.();
-    this.watcher?.stop();
     this.view?.stop();
+    await this.watcher?.stop();
     if (this.ownsConnection && !this.nc.isClosed()) await this.nc.close();
   }
 }
