@@ -127,6 +127,7 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   // From here on a signal or an uncaught error starts the graceful stop (once the process is up).
   const stop = listenForStop(log);
   let server: NatsServer | undefined;
+  let embedded: { start(): Promise<NatsServer> } | undefined;
   let natsUrl = cfg.natsUrl;
   if (!natsUrl) {
     if (!plan.embedded) {
@@ -134,18 +135,17 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
       return 2;
     }
     // Anonymous connections are refused: derrick's processes use the internal user, devices their own.
-    const users = ensureNatsUsers(cfg.dataDir);
     const natsDir = resolve(join(cfg.dataDir, "nats"));
     if (migrateStoreToDerrickAccount(natsDir)) log.info({ store: natsDir }, "moved the JetStream store of the single-account layout into account DERRICK");
-    server = await startNatsServer({ dir: natsDir, port: cfg.natsPort, authorization: accountsBlock(users), ownProcessGroup: true }).catch((error: Error) => {
-      if (!/address already in use/.test(error.message)) throw error;
-      throw new Error(`the embedded nats-server cannot listen on 127.0.0.1:${cfg.natsPort}: another process holds that port. Set DERRICK_NATS_PORT to a free port, or NATS_URL to join the server there (${error.message})`);
-    });
+    // The accounts are read from the users file at each (re)start: `derrick devices` changes them.
+    const startEmbedded = () =>
+      startNatsServer({ dir: natsDir, port: cfg.natsPort, authorization: accountsBlock(ensureNatsUsers(cfg.dataDir)), ownProcessGroup: true }).catch((error: Error) => {
+        if (!/address already in use/.test(error.message)) throw error;
+        throw new Error(`the embedded nats-server cannot listen on 127.0.0.1:${cfg.natsPort}: another process holds that port. Set DERRICK_NATS_PORT to a free port, or NATS_URL to join the server there (${error.message})`);
+      });
+    embedded = { start: startEmbedded };
+    server = await startEmbedded();
     natsUrl = server.url;
-    // The server has a process group of its own (a Ctrl-C reaches only derrick, which drains first):
-    // whatever way this process ends, the server goes with it.
-    const child = server.process;
-    process.once("exit", () => void child.kill("SIGTERM"));
     log.info({ url: natsUrl, store: join(cfg.dataDir, "nats") }, "embedded nats-server started");
     if (cfg.natsUser) log.warn("NATS_USER is set but NATS_URL is not: the embedded server is used with its internal user, NATS_USER and NATS_PASSWORD are ignored");
   }
@@ -168,15 +168,52 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   // The embedded server gone on its own (killed, OOM): nothing would start it again and every request
   // would answer 503 for ever, so stop as after an uncaught error and let a supervisor restart both.
   let stopping = false;
-  const serverLost = new Promise<StopRequest>((resolve) =>
-    server?.process.once("exit", (code, signal) => {
-      if (stopping) return;
+  let restarting: Promise<void> | undefined;
+  let lost!: (request: StopRequest) => void;
+  const serverLost = new Promise<StopRequest>((resolve) => (lost = resolve));
+  const watchServer = (watched: NatsServer) => {
+    // The server has a process group of its own (a Ctrl-C reaches only derrick, which drains first):
+    // whatever way this process ends, the server goes with it.
+    const child = watched.process;
+    const killOnExit = () => void child.kill("SIGTERM");
+    process.once("exit", killOnExit);
+    child.once("exit", (code, signal) => {
+      process.off("exit", killOnExit);
+      if (stopping || restarting || server !== watched) return;
       log.fatal({ code, signal }, "the embedded nats-server exited: stopping");
-      resolve({ reason: "embedded nats-server exited", exitCode: 1 });
-    }),
-  );
+      lost({ reason: "embedded nats-server exited", exitCode: 1 });
+    });
+  };
+  if (server) watchServer(server);
+  // `derrick devices add|remove` rewrote the accounts: nats-server 2.9 wires a new account's imports
+  // only at start, so the server restarts (clients reconnect; JetStream keeps everything).
+  let hangupWhileRestarting = false;
+  const onHangup = () => {
+    if (!embedded || stopping) return;
+    // A change made during a restart may have missed it: one more restart after it.
+    if (restarting) return void (hangupWhileRestarting = true);
+    restarting = (async () => {
+      log.info("restarting the embedded nats-server with the rewritten accounts");
+      await server!.stop();
+      server = await embedded!.start();
+      watchServer(server);
+      log.info({ url: server.url }, "embedded nats-server restarted");
+    })()
+      .then(() => void ensureDeviceBuckets(cfg, running.nc, log))
+      .catch((error: unknown) => (log.fatal({ err: error }, "the embedded nats-server did not restart: stopping"), lost({ reason: "embedded nats-server exited", exitCode: 1 })))
+      .finally(() => {
+        restarting = undefined;
+        if (hangupWhileRestarting) {
+          hangupWhileRestarting = false;
+          onHangup();
+        }
+      });
+  };
+  process.on("SIGHUP", onHangup);
   const { reason, exitCode } = await Promise.race([stop.requested, serverLost]);
   stopping = true;
+  process.off("SIGHUP", onHangup);
+  await restarting;
   await running.stop();
   await server?.stop();
   log.info({ reason, exitCode }, "stopped");

@@ -7,7 +7,7 @@ import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
 import type { Config } from "../config/index.ts";
 import { addDeviceUser, accountsBlock, ensureNatsUsers, readNatsUsers, removeDeviceUser } from "../platform/nats-users.ts";
-import { reloadNatsServer, writeAuthorization } from "../platform/nats-server.ts";
+import { requestEmbeddedRestart, waitForRestart, writeAuthorization } from "../platform/nats-server.ts";
 import { deviceInboxPrefix, twinBucket, type TwinAddress } from "../subjects/twins.ts";
 import { isToken } from "../subjects/tokens.ts";
 
@@ -19,11 +19,32 @@ const USAGE = `usage:
 
 const list = (value: string | undefined) => (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
 
-/** Rewrites the server's user list and asks a running embedded server to reload it. */
-function applyUsers(cfg: Config): boolean {
+/**
+ * Rewrites the server's accounts and, when derrick runs, has it restart its embedded server with
+ * them (nats-server 2.9 does not wire a new account's imports on a reload); true once restarted.
+ */
+async function applyUsers(cfg: Config): Promise<boolean> {
   const dir = resolve(join(cfg.dataDir, "nats"));
   writeAuthorization(dir, accountsBlock(ensureNatsUsers(cfg.dataDir)));
-  return reloadNatsServer(dir);
+  const requested = requestEmbeddedRestart(dir);
+  return requested !== undefined && (await waitForRestart(dir, requested.pid));
+}
+
+/** The restarted server's JetStream may take a few seconds to answer: tries for up to 15 s. */
+async function createBucketSoon(create: () => Promise<void>): Promise<boolean> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      await create();
+      return true;
+    } catch (error) {
+      if (Date.now() > deadline) {
+        console.error(`derrick: the twin bucket was not created now (${(error as Error).message}); derrick creates it at its next start or on the twin's first write`);
+        return false;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
 }
 
 /** `createBucket` makes the twin's bucket over the running server (devices may not create it). */
@@ -52,19 +73,14 @@ export async function devicesCommand(cfg: Config, args: string[], createBucket: 
     }
     const twin = { organization, environment, twinId };
     const password = await addDeviceUser(cfg.dataDir, { name: values.name, twin, subscribe: list(values.subscribe), publish: list(values.publish) });
-    const reloaded = applyUsers(cfg);
+    const reloaded = await applyUsers(cfg);
     // Not running: the bucket is made at the next start.
-    const bucketCreated = reloaded
-      ? await createBucket(twin).then(
-          () => true,
-          (error: Error) => (console.error(`derrick: the twin bucket was not created now (${error.message}); derrick creates it at its next start or on the twin's first write`), false),
-        )
-      : false;
+    const bucketCreated = reloaded ? await createBucketSoon(() => createBucket(twin)) : false;
     const credentials = { user: values.name, password, inboxPrefix: deviceInboxPrefix(values.name), bucket: twinBucket(twin), reloaded, bucketCreated };
     if (values.json) console.log(JSON.stringify(credentials));
     else {
       console.log(`user:         ${credentials.user}\npassword:     ${credentials.password}\ninbox prefix: ${credentials.inboxPrefix}\ntwin bucket:  ${credentials.bucket}`);
-      console.log(reloaded ? "(the running nats-server has reloaded its users; the password is shown only now)" : "(takes effect when derrick starts; the password is shown only now)");
+      console.log(reloaded ? "(the running derrick has restarted its nats-server with the new device; the password is shown only now)" : "(takes effect when derrick starts; the password is shown only now)");
     }
     return 0;
   }
@@ -79,7 +95,7 @@ export async function devicesCommand(cfg: Config, args: string[], createBucket: 
       console.error(`derrick: no device user ${rest[0]}`);
       return 1;
     }
-    applyUsers(cfg);
+    await applyUsers(cfg);
     return 0;
   }
   console.error(USAGE);

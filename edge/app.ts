@@ -9,7 +9,7 @@ import type { Logger } from "../platform/logger.ts";
 import { buildInfo } from "../platform/build-info.ts";
 import { assignRequestId, requestIdOf, startOf } from "./request-state.ts";
 import { errorsPlugin } from "./plugins/errors.ts";
-import { bodyPlugin, effectiveBodyLimit, serverBodyCap } from "./plugins/body.ts";
+import { bodyPlugin, effectiveBodyLimit, serverBodyCap, type RouteBodyLimits } from "./plugins/body.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { openapiPlugin, type RouteInfo } from "./plugins/openapi.ts";
 import { createVerifier } from "./verifier.ts";
@@ -23,6 +23,9 @@ import { searchBadRequestFraming, searchRoutes } from "./routes/search.ts";
 import { reportingRoutes } from "./routes/reporting.ts";
 
 export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
+
+/** Routes whose own body limit is below DERRICK_BODY_LIMIT, checked before their body is read. */
+export const routeBodyLimits: RouteBodyLimits = { ...systemBodyLimits, ...notificationBodyLimits };
 
 export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
   const verifier = createVerifier(cfg, bus);
@@ -39,7 +42,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
         set.headers["x-request-id"] = assignRequestId(request);
       })
       .use(errorsPlugin(log, searchBadRequestFraming))
-      .use(bodyPlugin(bodyLimit, { ...systemBodyLimits, ...notificationBodyLimits }))
+      .use(bodyPlugin(bodyLimit, routeBodyLimits))
       .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
         const status = responseStatus(responseValue, set.status);
         metrics.observeHttp(route || "unmatched", request.method, status, (performance.now() - startOf(request)) / 1000);

@@ -50,17 +50,34 @@ export function writeAuthorization(dir: string, authorization: string): void {
   renameSync(tmp, join(dir, AUTH_FILE));
 }
 
-/** Asks a running server started in `dir` to reload its config (SIGHUP); false when none runs. */
-export function reloadNatsServer(dir: string): boolean {
-  const pidPath = join(dir, PID_FILE);
-  if (!existsSync(pidPath)) return false;
-  const pid = Number(readFileSync(pidPath, "utf8").trim());
+/**
+ * Asks the derrick that runs the embedded server in `dir` to restart it with its rewritten config
+ * (SIGHUP to that derrick); false when none runs. A restart, not a reload: nats-server 2.9 reloads
+ * users, but an account added by a reload gets none of its imports (they answer "no responders"
+ * until the server restarts).
+ */
+export function requestEmbeddedRestart(dir: string): { pid: number } | undefined {
+  const owner = readOwner(dir);
+  if (!owner || startTimeOf(owner.pid) !== owner.startTime) return undefined;
+  const serverPid = existsSync(join(dir, PID_FILE)) ? Number(readFileSync(join(dir, PID_FILE), "utf8").trim()) : 0;
   try {
-    process.kill(pid, "SIGHUP");
-    return true;
+    process.kill(owner.pid, "SIGHUP");
+    return { pid: serverPid };
   } catch {
-    return false; // stale pid file: the server is not running
+    return undefined;
   }
+}
+
+/** Waits until the server in `dir` is one other than `oldPid` and listening; false after `timeoutMs`. */
+export async function waitForRestart(dir: string, oldPid: number, timeoutMs = 20_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const pid = existsSync(join(dir, PID_FILE)) ? Number(readFileSync(join(dir, PID_FILE), "utf8").trim()) : 0;
+    const ports = join(dir, "ports");
+    if (pid > 0 && pid !== oldPid && existsSync(ports) && readdirSync(ports).some((f) => f.includes(`_${pid}.ports`))) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
 }
 
 export const NATS_SERVER_MISSING =

@@ -12,6 +12,8 @@
  */
 import { Elysia } from "elysia";
 import { badRequest, contentTooLarge, type DerrickError } from "../../subjects/index.ts";
+import { tooDeepAt } from "../../subjects/search.ts";
+import { clipPointer } from "./errors.ts";
 
 const JSON_LIKE = /^(text\/json|application\/json|application\/[a-z0-9.+-]+\+json)\s*(;|$)/i;
 const FORM = /^application\/x-www-form-urlencoded\s*(;|$)/i;
@@ -40,21 +42,36 @@ const tooLarge = (limitBytes: number, size?: number) =>
   contentTooLarge(size === undefined ? `the request body is over the limit of ${limitBytes} bytes` : `the request body is ${size} bytes; the limit is ${limitBytes}`);
 
 /**
- * How deeply a request body may nest arrays and objects. Real bodies stay far below it (an OSDU search
- * query with a spatial filter ~5 levels, a GeoJSON multipolygon ~7); past it Elysia's validation error
+ * How deeply a request body may nest arrays and objects: twice the deepest body a client may send (a
+ * records PUT, the array plus a record at RECORD_MAX_DEPTH, 65). Past it Elysia's validation error
  * pretty-prints the whole body, O(depth²): 30,000 levels (60 KB) held the process for 21 s.
  */
-export const MAX_BODY_DEPTH = 64;
+export const MAX_BODY_DEPTH = 128;
 
-const tooDeep = () => {
+/** A 400 naming the limit, and the first array or object past it by JSON pointer. */
+const tooDeep = (pointer: string) => {
   const message = `nests deeper than ${MAX_BODY_DEPTH} levels`;
   // Named in `errors` too: routes that frame their 400s (OSDU search) keep the errors, not the detail.
-  return badRequest(`the request body ${message}`, [{ pointer: "/body", message }]);
+  return badRequest(`the request body ${message}`, [{ pointer: clipPointer(pointer), message }]);
 };
 
+/** The index of the quote closing the string opened at `open` (a quote after an odd run of backslashes is escaped), or -1. */
+function closingQuote(text: string, open: number): number {
+  let from = open;
+  for (;;) {
+    const quote = text.indexOf('"', from + 1);
+    if (quote < 0) return -1;
+    let before = quote - 1;
+    while (text.charCodeAt(before) === 0x5c) before--;
+    if ((quote - 1 - before) % 2 === 0) return quote;
+    from = quote;
+  }
+}
+
 /**
- * Whether JSON text nests `[`/`{` deeper than `limit`: one pass over the text, nothing allocated.
- * Brackets inside strings do not count (escapes honoured); unbalanced text is JSON.parse's to refuse.
+ * Whether JSON text nests `[`/`{` deeper than `limit`, in one pass with nothing allocated. Brackets
+ * inside strings do not count: a string is skipped to its closing quote (indexOf, fast on long
+ * values). Unbalanced or unterminated text is left to JSON.parse to refuse.
  */
 export function nestsDeeperThan(text: string, limit: number): boolean {
   let depth = 0;
@@ -62,12 +79,8 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // A string: skip to its closing quote, stepping over escaped characters.
-      for (i++; i < length; i++) {
-        const s = text.charCodeAt(i);
-        if (s === 0x5c) i++;
-        else if (s === 0x22) break;
-      }
+      i = closingQuote(text, i);
+      if (i < 0) return false;
     } else if (c === 0x5b || c === 0x7b) {
       if (++depth > limit) return true;
     } else if (c === 0x5d || c === 0x7d) {
@@ -78,30 +91,44 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
 }
 
 /**
- * The same limit on a value another parser built (Elysia's multipart parser JSON-parses fields that
- * look like JSON and nests dotted field names): iterative, stops at the first node past `limit`.
+ * The JSON pointer (RFC 6901, below `pointer`) of the first array or object of JSON `text` opened
+ * deeper than `limit`, as `tooDeepAt` names it on a parsed value: a second pass over text that
+ * nestsDeeperThan refused, holding the index or member name of each open level up to the limit.
  */
-export function valueNestsDeeperThan(value: unknown, limit: number): boolean {
-  if (!isContainer(value)) return false;
-  const stack: unknown[] = [value];
-  const depths: number[] = [1];
-  while (stack.length > 0) {
-    const node = stack.pop() as object;
-    const depth = depths.pop()!;
-    if (depth > limit) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
-      if (isContainer(child)) {
-        stack.push(child);
-        depths.push(depth + 1);
+export function pointerPastDepth(text: string, limit: number, pointer = ""): string {
+  type Level = { array: boolean; index: number; key: string; awaitingKey: boolean };
+  const open: Level[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const top = open[open.length - 1];
+    if (c === 0x22) {
+      const end = closingQuote(text, i);
+      if (end < 0) break;
+      if (top && !top.array && top.awaitingKey) {
+        const raw = text.slice(i, end + 1);
+        try {
+          top.key = String(JSON.parse(raw));
+        } catch {
+          top.key = raw.slice(1, -1);
+        }
+        top.awaitingKey = false;
       }
+      i = end;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (open.length >= limit) return pointer + open.map((l) => `/${(l.array ? String(l.index) : l.key).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
+      open.push({ array: c === 0x5b, index: 0, key: "", awaitingKey: c === 0x7b });
+    } else if (c === 0x5d || c === 0x7d) {
+      open.pop();
+    } else if (c === 0x2c && top) {
+      if (top.array) top.index++;
+      else top.awaitingKey = true;
     }
   }
-  return false;
+  return pointer;
 }
 
-/** Arrays and plain objects; files, blobs and buffers hold no nesting. */
-const isContainer = (value: unknown): value is object =>
-  value !== null && typeof value === "object" && !(value instanceof Blob) && !(value instanceof ArrayBuffer) && !ArrayBuffer.isView(value);
+/** Arrays and objects; buffers (an octet-stream body) hold no nesting. */
+const isContainer = (value: unknown): value is object => value !== null && typeof value === "object" && !(value instanceof ArrayBuffer) && !ArrayBuffer.isView(value);
 
 /**
  * A route's own body limit, below the edge's (an anonymous echo takes 4 KiB), by route pattern:
@@ -136,7 +163,7 @@ export async function readCapped(body: ReadableStream<Uint8Array>, limitBytes: n
 function parseJson(text: string): unknown {
   if (text.length === 0) return undefined;
   // Before JSON.parse, so that nothing downstream (validation, its error) ever sees such a value.
-  if (nestsDeeperThan(text, MAX_BODY_DEPTH)) throw tooDeep();
+  if (nestsDeeperThan(text, MAX_BODY_DEPTH)) throw tooDeep(pointerPastDepth(text, MAX_BODY_DEPTH, "/body"));
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -179,8 +206,10 @@ export const bodyPlugin = (limitBytes: number, routeLimits: RouteBodyLimits = {}
       if (contentType && FORM.test(contentType)) return parseForm(text);
       return text;
     })
-    // Bodies Elysia's own parsers built (multipart): JSON ones were measured as text above.
+    // Bodies Elysia's own parsers built: its multipart parser JSON-parses fields that look like JSON
+    // and nests dotted field names. JSON bodies were measured as text above.
     .onTransform({ as: "global" }, ({ body, request }) => {
       if (!isContainer(body) || JSON_LIKE.test(request.headers.get("content-type") ?? "")) return;
-      if (valueNestsDeeperThan(body, MAX_BODY_DEPTH)) throw tooDeep();
+      const at = tooDeepAt(body, MAX_BODY_DEPTH, "/body");
+      if (at !== undefined) throw tooDeep(at);
     });

@@ -14,7 +14,8 @@ import {
   validationError,
   fieldErrors,
 } from "../../subjects/index.ts";
-import type { ValueError } from "@sinclair/typebox/value";
+import type { TSchema } from "@sinclair/typebox";
+import { Value, type ValueError } from "@sinclair/typebox/value";
 import type { Logger } from "../../platform/logger.ts";
 import { requestIdOf } from "../request-state.ts";
 
@@ -27,17 +28,59 @@ export function problemResponse(error: DerrickError, request: Request): Response
   });
 }
 
-/** Elysia's validation errors are TypeBox ValueErrors: the same mapping as actors use. */
-function fromValidation(error: { type?: string; all?: ValueError[] }): DerrickError {
+/** What an answer may quote of the request: a quoted value's (or a field name's) first characters, a short text in all. */
+const QUOTED_MAX = 40;
+const TEXT_MAX = 300;
+
+const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+/** A message for a problem body, with long quoted values (and the whole text) cut short. */
+export function clip(text: string): string {
+  return cut(text.replace(/(['"`])([^'"`]{41,})\1/g, (_, quote: string, inner: string) => `${quote}${cut(inner, QUOTED_MAX)}${quote}`), TEXT_MAX);
+}
+
+/** A JSON pointer built from the request's field names: each name, and the pointer, cut short. */
+export function clipPointer(pointer: string): string {
+  return cut(pointer.split("/").map((name) => cut(name, QUOTED_MAX)).join("/"), TEXT_MAX);
+}
+
+/** Elysia's ValidationError as far as it is read here: its own getters are not used (see fromValidation). */
+type ElysiaValidation = {
+  type?: string;
+  value?: unknown;
+  valueError?: ValueError;
+  validator?: { Errors?: (value: unknown) => Iterable<ValueError>; schema?: TSchema };
+};
+
+/**
+ * Elysia's validation errors are TypeBox ValueErrors: the same mapping as actors use, walked lazily
+ * (fieldErrors stops at 20) straight from the validator. Not `.all` (it builds a summary per error
+ * that can interpolate the whole value) nor `.message`/`toResponse` (the value pretty-printed). The
+ * messages are TypeBox's, made from the schema; the pointers hold the request's field names, so they
+ * are cut short: the answer never carries a large part of the body back.
+ */
+function fromValidation(error: ElysiaValidation): DerrickError {
   const part = error.type ?? "body";
-  return validationError(fieldErrors(error.all ?? [], `/${part}`), part);
+  const fields = fieldErrors(validationErrorsOf(error), `/${part}`).map(({ pointer, message }) => ({ pointer: clipPointer(pointer), message: cut(message, TEXT_MAX) }));
+  return validationError(fields, part);
+}
+
+function validationErrorsOf(error: ElysiaValidation): Iterable<ValueError> {
+  const validator = error.validator;
+  try {
+    if (typeof validator?.Errors === "function") return validator.Errors(error.value);
+    if (validator?.schema) return Value.Errors(validator.schema, error.value);
+  } catch {
+    // fall back to the first error Elysia found
+  }
+  return error.valueError ? [error.valueError] : [];
 }
 
 export function toEdgeError(code: string | number, error: unknown): DerrickError {
   if (error instanceof DerrickError) return error;
   switch (code) {
     case "VALIDATION":
-      return fromValidation(error as { type?: string; all?: ValueError[] });
+      return fromValidation(error as ElysiaValidation);
     case "PARSE":
       // Elysia wraps what a parse hook throws (the body limit's 413, our JSON 400) in its ParseError.
       if ((error as { cause?: unknown } | undefined)?.cause instanceof DerrickError) return (error as { cause: DerrickError }).cause;
@@ -46,11 +89,11 @@ export function toEdgeError(code: string | number, error: unknown): DerrickError
       return notFound("no such route");
     case "INVALID_COOKIE_SIGNATURE":
     case "INVALID_FILE_TYPE":
-      return badRequest(String((error as Error).message));
+      return badRequest(clip(String((error as Error).message)));
     default: {
       const status = (error as { status?: number })?.status;
       if (status === 413) return contentTooLarge("the request body is too large");
-      if (typeof status === "number" && status >= 400 && status < 500) return new DerrickError(status, String((error as Error).message ?? "bad request"));
+      if (typeof status === "number" && status >= 400 && status < 500) return new DerrickError(status, clip(String((error as Error).message ?? "bad request")));
       return internalError(undefined, error);
     }
   }
