@@ -86,6 +86,7 @@ export async function startDerrick(nats: Pick<TestNats, "url">, options: { env?:
   const booted = await boot({
     cfg,
     natsUrl: nats.url,
+    natsAuth: cfg.natsUser ? { user: cfg.natsUser, pass: cfg.natsPassword ?? "" } : undefined,
     log: createLogger(cfg.logLevel),
     edge: options.edge ?? true,
     actors: options.actors ?? cfg.actors,
