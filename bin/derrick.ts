@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 /** derrick's command line: `derrick help` prints the commands (USAGE below). */
+import "../platform/production-env.ts";
 import { storagePolicy } from "../actors/runtime/storage.ts";
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
