@@ -6,10 +6,11 @@ import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
 import { ACTOR_NAMES, ConfigError, loadConfig, maskedConfig, parseDuration, withoutCredentials, type ActorName, type Config } from "../config/index.ts";
 import { createLogger, type Logger } from "../platform/logger.ts";
-import { startNatsServer, type NatsServer } from "../platform/nats-server.ts";
+import { runningServerUrl, startNatsServer, type NatsServer } from "../platform/nats-server.ts";
 import { connectNats, type NatsAuth } from "../platform/nats.ts";
 import { accountsBlock, ensureNatsUsers, migrateStoreToDerrickAccount, readNatsUsers } from "../platform/nats-users.ts";
 import { devicesCommand } from "./devices.ts";
+import { demoClient, demoWelcome } from "./demo-client.ts";
 import { Bus, DerrickError, subjects } from "../subjects/index.ts";
 import type { AppCredentials, AppList, SigningKeyList } from "../subjects/identity.ts";
 import { loadSigningKey, mintToken } from "../actors/identity/index.ts";
@@ -84,9 +85,12 @@ async function main(argv: string[]): Promise<number> {
   }
   const log = createLogger(cfg.logLevel);
   switch (command) {
-    case "start":
+    case "start": {
       noArguments(command, rest);
-      return serve(cfg, log, { edge: true, actors: cfg.actors, embedded: !cfg.natsUrl });
+      // A first try needs a client: one that can do everything, only where nobody else can reach it.
+      const demo = cfg.actors.includes("identity") ? demoClient(cfg) : undefined;
+      return serve(demo ? Object.freeze({ ...cfg, demoClient: demo }) : cfg, log, { edge: true, actors: cfg.actors, embedded: !cfg.natsUrl });
+    }
     case "edge":
       noArguments(command, rest);
       return serve(cfg, log, { edge: true, actors: [], embedded: false });
@@ -166,6 +170,7 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   }
   if (server) await ensureDeviceBuckets(cfg, running.nc, log);
   log.info({ actors: plan.actors, edge: running.edge?.url }, "derrick is up");
+  if (cfg.demoClient && running.edge) process.stdout.write(demoWelcome(cfg.demoClient, running.edge.url, cfg.partitions[0]!));
   // The embedded server gone on its own (killed, OOM): nothing would start it again and every request
   // would answer 503 for ever, so stop as after an uncaught error and let a supervisor restart both.
   let stopping = false;
@@ -249,7 +254,8 @@ function natsAuthFor(cfg: Config): NatsAuth | undefined {
 }
 
 async function withBus<T>(cfg: Config, work: (bus: Bus) => Promise<T>): Promise<T> {
-  const url = cfg.natsUrl ?? `nats://127.0.0.1:${cfg.natsPort}`;
+  // The embedded server that `derrick start` runs on this data dir, whatever port it was given.
+  const url = cfg.natsUrl ?? runningServerUrl(resolve(join(cfg.dataDir, "nats"))) ?? `nats://127.0.0.1:${cfg.natsPort}`;
   const nc = await connectNats(url, "derrick-cli", undefined, natsAuthFor(cfg)).catch((error: Error) => {
     throw new Error(`cannot reach NATS at ${url.split(",").map(withoutCredentials).join(",")} (${error.message}); is derrick running, or NATS_URL set?`);
   });

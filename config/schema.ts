@@ -49,6 +49,8 @@ export const Config = Type.Object({
    * the seeded clients become exactly these; ones no longer listed are removed, stale appkeys dropped.
    */
   clients: Type.Optional(Type.Array(ClientSeed)),
+  /** Set by `derrick start` alone (bin/demo-client.ts), never read from the environment: added to the registry without touching other clients. */
+  demoClient: Type.Optional(ClientSeed),
   actors: Type.Array(Type.Union(ACTOR_NAMES.map((name) => Type.Literal(name)))),
   auth: Type.Object({
     /** External issuer (`iss`); unset → derrick's embedded issuer. */

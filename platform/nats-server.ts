@@ -68,6 +68,20 @@ export function requestEmbeddedRestart(dir: string): { pid: number } | undefined
   }
 }
 
+/** The client URL of the server running in `dir` (its pid file and ports file), if one runs. */
+export function runningServerUrl(dir: string): string | undefined {
+  const pidPath = join(dir, PID_FILE);
+  if (!existsSync(pidPath)) return undefined;
+  const pid = Number(readFileSync(pidPath, "utf8").trim());
+  const ports = join(dir, "ports", `nats-server_${pid}.ports`);
+  if (!Number.isInteger(pid) || pid <= 0 || !existsSync(ports) || !existsSync(`/proc/${pid}`)) return undefined;
+  try {
+    return (JSON.parse(readFileSync(ports, "utf8")) as { nats?: string[] }).nats?.[0];
+  } catch {
+    return undefined;
+  }
+}
+
 /** Waits until the server in `dir` is one other than `oldPid` and listening; false after `timeoutMs`. */
 export async function waitForRestart(dir: string, oldPid: number, timeoutMs = 20_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;

@@ -15,6 +15,7 @@ import {
   listKeys,
   publishedJwks,
   revokeKey,
+  seedClient,
   seedClients,
   verifyAppkey,
   type IdentityDeps,
@@ -34,6 +35,7 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
   const registry = await openRegistry(nc, options.storage, { log, onRecreated: () => restore() });
   const key = await loadOrCreateSigningKey(cfg.dataDir);
   const seed = async () => {
+    if (cfg.demoClient && (await seedClient(cfg.demoClient, { registry }))) log.info({ client: cfg.demoClient.client_id }, "created the demo client");
     if (!cfg.clients) return;
     const { written, removed } = await seedClients(cfg.clients, { registry, tokenTtlSeconds: cfg.auth.tokenTtlSeconds });
     if (written || removed.length) log.info({ written, removed }, "seeded clients from DERRICK_CLIENTS");

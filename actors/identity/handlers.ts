@@ -220,6 +220,26 @@ export async function forgetDeletedClients(deps: ForgetDeps): Promise<ForgetPass
   return pass;
 }
 
+/** Writes one seeded client and its appkey unless they are stored as given; true when written. */
+export async function seedClient(seed: ClientSeed, deps: Pick<IdentityDeps, "registry">, appkeys?: Array<{ digest: string; clientId: string }>): Promise<boolean> {
+  const groups = [...(seed.groups ?? [])];
+  const existing = await deps.registry.getClient(seed.client_id);
+  const same = existing?.seeded === true && JSON.stringify(existing.groups) === JSON.stringify(groups) && (await verifySecret(seed.client_secret, existing.secret_hash));
+  if (!same) {
+    await deps.registry.putClient({
+      client_id: seed.client_id,
+      secret_hash: await hashSecret(seed.client_secret),
+      groups,
+      created_at: existing?.created_at ?? new Date().toISOString(),
+      seeded: true,
+    });
+  }
+  const digest = appkeyDigest(seed.appkey);
+  const known = appkeys ?? (await deps.registry.listAppkeys());
+  if (!known.some((a) => a.digest === digest && a.clientId === seed.client_id)) await deps.registry.putAppkey(digest, seed.client_id);
+  return !same;
+}
+
 /**
  * Makes the seeded clients exactly DERRICK_CLIENTS, idempotently: a client whose secret and groups
  * already match is left alone (no new hash on every start), anything else is (re)written; a seeded
@@ -236,22 +256,7 @@ export async function seedClients(seeds: readonly ClientSeed[], deps: Pick<Ident
   const wanted = new Set(seeds.map((s) => appkeyDigest(s.appkey)));
   const stale = (clientId: string) => appkeys.filter((a) => a.clientId === clientId && !wanted.has(a.digest));
   for (const seed of seeds) {
-    const groups = [...(seed.groups ?? [])];
-    const existing = await deps.registry.getClient(seed.client_id);
-    const same =
-      existing?.seeded === true && JSON.stringify(existing.groups) === JSON.stringify(groups) && (await verifySecret(seed.client_secret, existing.secret_hash));
-    if (!same) {
-      await deps.registry.putClient({
-        client_id: seed.client_id,
-        secret_hash: await hashSecret(seed.client_secret),
-        groups,
-        created_at: existing?.created_at ?? new Date().toISOString(),
-        seeded: true,
-      });
-      written++;
-    }
-    const digest = appkeyDigest(seed.appkey);
-    if (!appkeys.some((a) => a.digest === digest && a.clientId === seed.client_id)) await deps.registry.putAppkey(digest, seed.client_id);
+    if (await seedClient(seed, deps, appkeys)) written++;
     for (const old of stale(seed.client_id)) await deps.registry.deleteAppkey(old.digest);
   }
   const listed = new Set(seeds.map((s) => s.client_id));

@@ -1,0 +1,89 @@
+/**
+ * A newcomer's first `derrick start`: no configuration but a data dir and ports. A demo client with
+ * every group is created once and printed; admin commands find the running instance from the data
+ * dir alone. Never a demo client on another address or with an external issuer.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadConfig } from "../../config/index.ts";
+import { demoClient } from "../../bin/demo-client.ts";
+import { ALL_GROUPS } from "../../subjects/groups.ts";
+import { eventually, freePort } from "../harness/index.ts";
+
+const CLI = join(fileURLToPath(new URL("../..", import.meta.url)), "bin", "derrick.ts");
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) {
+    spawnSync("pkill", ["-KILL", "-f", join(d, "nats", "nats-server.conf")]);
+    rmSync(d, { recursive: true, force: true });
+  }
+});
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "derrick-first-run-"));
+  dirs.push(dir);
+  return dir;
+};
+
+describe("first run", () => {
+  it("first run - `derrick start` with no clients prints a demo client whose token works, and keeps it across restarts; admin commands find the instance without its port", async () => {
+    const dataDir = tempDir();
+    const [httpPort, natsPort] = [await freePort(), await freePort()];
+    const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), DERRICK_LOG_LEVEL: "warn" };
+    delete env.NATS_URL;
+    delete env.DERRICK_CLIENTS;
+    const base = `http://127.0.0.1:${httpPort}`;
+    const run = () => {
+      const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.stderr.on("data", (d) => (out += d));
+      return { child, out: () => out, exited: new Promise<number | null>((r) => child.once("exit", (code) => r(code))) };
+    };
+    const first = run();
+    let secret: string;
+    let appkey: string;
+    try {
+      await eventually(() => /client secret:/.test(first.out()), { timeoutMs: 30_000, what: `the demo client (log: ${first.out().slice(-400)})` });
+      secret = /client secret: (\S+)/.exec(first.out())![1]!;
+      appkey = /appkey: +(\S+)/.exec(first.out())![1]!;
+      expect(first.out()).toContain(`${base}/docs`);
+      // The printed curl works as printed.
+      const curl = /(curl -s -d grant_type=client_credentials .*)/.exec(first.out())![1]!;
+      const form = new URLSearchParams(curl.match(/-d (\S+)/g)!.map((d) => d.slice(3).split("=") as [string, string]));
+      const token = ((await (await fetch(`${base}/v2/token`, { method: "POST", body: form })).json()) as { access_token: string }).access_token;
+      const whoami = await fetch(`${base}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey, "slb-partition-id": "opendes" } });
+      expect(whoami.status).toBe(200);
+      expect(((await whoami.json()) as { principal: { groups: string[] } }).principal.groups.sort()).toEqual([...ALL_GROUPS].sort());
+      // An admin command with only the data dir: the embedded server's port is found there.
+      const adminEnv = { ...env };
+      delete adminEnv.DERRICK_NATS_PORT;
+      const listed = spawnSync(process.execPath, [CLI, "apps", "list", "--json"], { env: adminEnv, encoding: "utf8", timeout: 30_000 });
+      expect(listed.status, listed.stderr).toBe(0);
+      expect(listed.stdout).toContain('"demo"');
+    } finally {
+      first.child.kill("SIGTERM");
+      await first.exited;
+    }
+    const second = run();
+    try {
+      await eventually(() => /client secret:/.test(second.out()), { timeoutMs: 30_000, what: "the demo client again" });
+      expect(/client secret: (\S+)/.exec(second.out())![1]).toBe(secret);
+      expect(/appkey: +(\S+)/.exec(second.out())![1]).toBe(appkey);
+    } finally {
+      second.child.kill("SIGTERM");
+      await second.exited;
+    }
+  });
+
+  it("first run - no demo client with DERRICK_CLIENTS, an external issuer, or an edge on another address", () => {
+    const base = { DERRICK_DATA_DIR: tempDir() };
+    expect(demoClient(loadConfig(base))?.groups).toEqual([...ALL_GROUPS]);
+    expect(demoClient(loadConfig({ ...base, DERRICK_CLIENTS: "[]" }))).toBeUndefined();
+    expect(demoClient(loadConfig({ ...base, DERRICK_HTTP_HOST: "0.0.0.0" }))).toBeUndefined();
+    expect(demoClient(loadConfig({ ...base, DERRICK_AUTH_ISSUER: "https://login.example.com", DERRICK_AUTH_JWKS_URL: "https://login.example.com/jwks" }))).toBeUndefined();
+  });
+});
