@@ -504,9 +504,9 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   }
 
   /**
-   * Work of a paused subscription goes to DEAD unattempted. A retry's earlier attempt is logged
-   * `pending`: its end is logged `dead` with the reason first, or the log would keep a stale
-   * `next_attempt_at` (first attempts have nothing in the log, so they add nothing).
+   * Work of a paused subscription goes to DEAD unattempted. A retry's attempt is listed `pending`
+   * (its predecessor booked it): its end is logged `dead` with the reason first, or the log would keep
+   * it pending for good (first attempts have nothing in the log, so they add nothing).
    */
   async function pausedAway(job: Item, subscription: SubscriptionRecord, reason: string): Promise<void> {
     if (job.attempt > 1) {
@@ -538,7 +538,8 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       return;
     }
     const dueAt = finished + honourRetryAfter(scheduled, retryAfter);
-    await journal.recordAttempt(job.partition, job.subscription_id, { ...record, state: "pending", next_attempt_at: new Date(dueAt).toISOString() });
+    // Made and failed: `failed`, with when the next one is due (the log lists that one `pending` until it is made).
+    await journal.recordAttempt(job.partition, job.subscription_id, { ...record, next_attempt_at: new Date(dueAt).toISOString() });
     const { event: _carried, ...next } = job;
     await journal.enqueue({ ...next, attempt: job.attempt + 1, due_at: dueAt }, "retries");
   }

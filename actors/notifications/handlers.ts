@@ -29,6 +29,7 @@ import {
   type Subscription,
 } from "../../subjects/notifications.ts";
 import { canonicalCallbackUri, refuseCallbackUri, type CallbackPolicy } from "./callback-policy.ts";
+import { deliveryLog } from "./delivery-log.ts";
 import { newSecret } from "./signing.ts";
 import type { SubscriptionRecord, SubscriptionStore } from "./store.ts";
 import { letterEvent, type Journal } from "./journal.ts";
@@ -225,9 +226,7 @@ export async function rotateSecret(id: string, caller: Caller, deps: Notificatio
 export async function listDeliveries(id: string, caller: Caller, deps: NotificationDeps): Promise<DeliveryList> {
   await ownSubscription(id, caller, deps);
   const attempts = await deps.journal.listAttempts(caller.partition, id, DELIVERIES_LISTED);
-  return {
-    deliveries: attempts.reverse().map(({ event_seq: _s, ...attempt }) => attempt),
-  };
+  return { deliveries: deliveryLog(attempts, DELIVERIES_LISTED) };
 }
 
 /**

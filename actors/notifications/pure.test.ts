@@ -7,8 +7,9 @@ import { Slots } from "../runtime/slots.ts";
 import { supersedes } from "./progress.ts";
 import { upsertSubscription } from "./handlers.ts";
 import { callbackPolicy } from "./callback-policy.ts";
+import { deliveryLog } from "./delivery-log.ts";
 import type { SubscriptionStore } from "./store.ts";
-import type { Journal } from "./journal.ts";
+import type { AttemptRecord, Journal } from "./journal.ts";
 import { DerrickError } from "../../subjects/index.ts";
 
 describe("notifications pure parts", () => {
@@ -101,6 +102,62 @@ describe("notifications pure parts", () => {
     slots.release(64);
     await idle;
     expect(slots.inUse).toBe(0);
+  });
+});
+
+describe("notifications delivery log", () => {
+  const at = (s: number) => new Date(Date.UTC(2026, 10, 25, 10, 0, s)).toISOString();
+  const made = (event_id: string, attempt: number, state: AttemptRecord["state"], next?: number): AttemptRecord => ({
+    event_id,
+    event_seq: 1,
+    attempt,
+    state,
+    status_code: state === "succeeded" ? 200 : 503,
+    duration_ms: 5,
+    attempted_at: at(attempt),
+    ...(next !== undefined ? { next_attempt_at: at(next) } : {}),
+  });
+  const rows = (log: ReturnType<typeof deliveryLog>) => log.map((d) => [d.event_id, d.attempt, d.state]);
+
+  it("notifications - the log lists failed attempts failed, the booked next one pending, and nothing pending once it is made", () => {
+    expect(rows(deliveryLog([made("a", 1, "failed", 9)], 100))).toEqual([
+      ["a", 2, "pending"],
+      ["a", 1, "failed"],
+    ]);
+    expect(deliveryLog([made("a", 1, "failed", 9)], 100)[0]).toEqual({ event_id: "a", attempt: 2, state: "pending", next_attempt_at: at(9) });
+    expect(rows(deliveryLog([made("a", 1, "failed", 9), made("a", 2, "failed", 19), made("a", 3, "dead")], 100))).toEqual([
+      ["a", 3, "dead"],
+      ["a", 2, "failed"],
+      ["a", 1, "failed"],
+    ]);
+    // Interleaved events: each pending entry sits just above its event's last attempt; a manual failure books nothing.
+    expect(rows(deliveryLog([made("a", 1, "failed", 9), made("b", 1, "failed", 9), made("a", 2, "succeeded"), made("c", 4, "failed")], 100))).toEqual([
+      ["c", 4, "failed"],
+      ["a", 2, "succeeded"],
+      ["b", 2, "pending"],
+      ["b", 1, "failed"],
+      ["a", 1, "failed"],
+    ]);
+  });
+
+  it("notifications - records stored pending by earlier versions were attempts made: listed failed, with at most one pending successor", () => {
+    expect(rows(deliveryLog([made("a", 1, "pending", 9), made("a", 2, "pending", 19)], 100))).toEqual([
+      ["a", 3, "pending"],
+      ["a", 2, "failed"],
+      ["a", 1, "failed"],
+    ]);
+    expect(rows(deliveryLog([made("a", 1, "pending", 9), made("a", 2, "dead")], 100))).toEqual([
+      ["a", 2, "dead"],
+      ["a", 1, "failed"],
+    ]);
+  });
+
+  it("notifications - the log keeps to its limit, newest first, the pending entry counted", () => {
+    expect(rows(deliveryLog([made("a", 1, "succeeded"), made("b", 1, "failed", 9)], 2))).toEqual([
+      ["b", 2, "pending"],
+      ["b", 1, "failed"],
+    ]);
+    expect(rows(deliveryLog([made("a", 1, "succeeded"), made("b", 1, "failed", 9)], 1))).toEqual([["b", 2, "pending"]]);
   });
 });
 

@@ -120,7 +120,7 @@ describe("notifications dead letters, replay and pausing", () => {
     const log = await dead(sub.subscription_id, "gone-1");
     expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
       [2, "dead"],
-      [1, "pending"],
+      [1, "failed"],
     ]);
     expect(log[0].error).toMatch(/no longer stored/);
     expect(r.received).toHaveLength(1);
@@ -143,7 +143,7 @@ describe("notifications dead letters, replay and pausing", () => {
     }, { what: "delivered on the retry" });
     expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
       [2, "succeeded"],
-      [1, "pending"],
+      [1, "failed"],
     ]);
     expect(r.received.map((x) => x.id)).toEqual([event_id, event_id]);
     const record = await eventually(async () => {
@@ -164,8 +164,8 @@ describe("notifications dead letters, replay and pausing", () => {
     // Every attempt of the schedule is made before the subscription is paused.
     expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
       [3, "dead"],
-      [2, "pending"],
-      [1, "pending"],
+      [2, "failed"],
+      [1, "failed"],
     ]);
     const paused = await eventually(async () => (await store.get(sub.subscription_id))?.value.paused_at, { what: "paused" });
     expect(paused).toBeDefined();
@@ -197,7 +197,7 @@ describe("notifications dead letters, replay and pausing", () => {
     const log = await deliveries(derrick, sub.subscription_id, "beta");
     expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
       [2, "dead"],
-      [1, "pending"],
+      [1, "failed"],
     ]);
     expect(log[0].error).toBe("subscription paused: paused by the test");
     expect(log[0].next_attempt_at).toBeUndefined();

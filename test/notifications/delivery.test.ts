@@ -175,8 +175,8 @@ describe("notifications delivery", () => {
     });
     expect(log.map((d: Json) => [d.attempt, d.state, d.status_code])).toEqual([
       [3, "succeeded", 200],
-      [2, "pending", 503],
-      [1, "pending", 503],
+      [2, "failed", 503],
+      [1, "failed", 503],
     ]);
     expect(log[1].next_attempt_at).toBeDefined();
     await remove(derrick, sub.subscription_id);
