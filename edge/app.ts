@@ -24,6 +24,9 @@ import { reportingRoutes } from "./routes/reporting.ts";
 
 export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
 
+/** Routes that read their own body's media type: the OAuth token endpoint (forms, RFC 6749 errors). */
+const TOKEN_ROUTES: ReadonlySet<string> = new Set(["/v2/token"]);
+
 /** Routes whose own body limit is below DERRICK_BODY_LIMIT, checked before their body is read. */
 export const routeBodyLimits: RouteBodyLimits = { ...systemBodyLimits, ...notificationBodyLimits };
 
@@ -42,7 +45,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
         set.headers["x-request-id"] = assignRequestId(request);
       })
       .use(errorsPlugin(log, searchBadRequestFraming))
-      .use(bodyPlugin(bodyLimit, routeBodyLimits))
+      .use(bodyPlugin(bodyLimit, routeBodyLimits, TOKEN_ROUTES))
       .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
         const status = responseStatus(responseValue, set.status);
         metrics.observeHttp(route || "unmatched", request.method, status, (performance.now() - startOf(request)) / 1000);

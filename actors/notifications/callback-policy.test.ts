@@ -19,7 +19,10 @@ describe("notifications callback policy", () => {
   });
 
   it("notifications - plain http needs DERRICK_CALLBACK_ALLOW_HTTP", () => {
-    expect(refuseCallbackUri(strict, "http://hooks.example.com/x")).toMatch(/https/);
+    // The refusal names the setting that would allow it.
+    expect(refuseCallbackUri(strict, "http://hooks.example.com/x")).toMatch(/https.*DERRICK_CALLBACK_ALLOW_HTTP=true/);
+    expect(refuseCallbackUri(strict, "https://127.0.0.1/x")).toMatch(/DERRICK_CALLBACK_ALLOW_CIDRS/);
+    expect(refuseCallbackUri(strict, "https://localhost/x")).toMatch(/DERRICK_CALLBACK_ALLOW_CIDRS/);
     expect(refuseCallbackUri(local, "http://hooks.example.com/x")).toBeUndefined();
     expect(refuseCallbackUri(strict, "https://localhost/x")).toBeDefined();
   });

@@ -11,7 +11,7 @@
  * 413.
  */
 import { Elysia } from "elysia";
-import { badRequest, contentTooLarge, type DerrickError } from "../../subjects/index.ts";
+import { badRequest, contentTooLarge, unsupportedMediaType, type DerrickError } from "../../subjects/index.ts";
 import { tooDeepAt } from "../../subjects/search.ts";
 import { clipPointer } from "./errors.ts";
 
@@ -181,13 +181,32 @@ function parseForm(text: string): Record<string, string | string[]> {
   return form;
 }
 
-export const bodyPlugin = (limitBytes: number, routeLimits: RouteBodyLimits = {}) =>
+/** The JSON media types every route with a body takes (the notifications seed names the last two). */
+export const JSON_MEDIA_TYPES = ["application/json", "text/json", "application/cloudevents+json", "application/<subtype>+json"] as const;
+const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
+
+/**
+ * A body of another media type on a JSON route: 415 naming the types it takes. A form (what `curl -d`
+ * sends unless told otherwise) is not read as JSON. A body without a type is read as JSON, as clients
+ * that forget the header mean it. `ownTypes`: routes that read their body themselves (the token
+ * endpoint takes forms and answers in RFC 6749's terms).
+ */
+function checkMediaType(request: Request, contentType: string | undefined, route: string, ownTypes: ReadonlySet<string>): void {
+  if (!BODY_METHODS.has(request.method) || ownTypes.has(route) || !contentType || JSON_LIKE.test(contentType)) return;
+  const length = request.headers.get("content-length");
+  if (length === "0" || (length === null && !request.body)) return;
+  const type = contentType.split(";")[0]!.trim().slice(0, 80);
+  throw unsupportedMediaType(`this route takes a JSON body (${JSON_MEDIA_TYPES.join(", ")}), not ${type}`, JSON_MEDIA_TYPES);
+}
+
+export const bodyPlugin = (limitBytes: number, routeLimits: RouteBodyLimits = {}, ownTypes: ReadonlySet<string> = new Set()) =>
   new Elysia({ name: "derrick-body" })
     .onRequest(({ request }) => {
       const length = Number(request.headers.get("content-length"));
       if (Number.isFinite(length) && length > limitBytes) throw tooLarge(limitBytes, length);
     })
     .onParse({ as: "global" }, async ({ request, contentType, route }) => {
+      checkMediaType(request, contentType, route, ownTypes);
       const own = route && Object.hasOwn(routeLimits, route) ? routeLimits[route] : undefined;
       if (own) {
         const length = Number(request.headers.get("content-length"));
@@ -197,12 +216,13 @@ export const bodyPlugin = (limitBytes: number, routeLimits: RouteBodyLimits = {}
         // Length checked above. JSON is parsed here, not by Elysia: on a route whose body is optional
         // Elysia drops a parse error and runs the handler without a body, so `{"ids": [` would be
         // taken as "no body" (every item) instead of a 400. Other types go to Elysia's parsers.
-        if (!contentType || !JSON_LIKE.test(contentType)) return;
+        // A body without a type is read as JSON (checkMediaType).
+        if (contentType ? !JSON_LIKE.test(contentType) : !BODY_METHODS.has(request.method)) return;
         return parseJson(await request.text());
       }
       if (!request.body) return;
       const text = decoder.decode(own && own.bytes < limitBytes ? await readCapped(request.body, own.bytes, () => own.tooLarge()) : await readCapped(request.body, limitBytes));
-      if (contentType && JSON_LIKE.test(contentType)) return parseJson(text);
+      if (contentType ? JSON_LIKE.test(contentType) : BODY_METHODS.has(request.method)) return parseJson(text);
       if (contentType && FORM.test(contentType)) return parseForm(text);
       return text;
     })
