@@ -182,6 +182,7 @@ const VARIABLES: ReadonlyArray<Variable> = [
   { name: "DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT", path: "search.cursorPrincipalLimit", parse: integer, fallback: "50" },
   { name: "DERRICK_SEARCH_CURSOR_TTL", path: "search.cursorTtlMs", parse: duration, fallback: "90s", durationUnitMs: 1 },
   { name: "DERRICK_LOG_LEVEL", path: "logLevel", parse: text, fallback: "info" },
+  { name: "DERRICK_ACCESS_LOG", path: "accessLog", parse: boolean, fallback: "on" },
 ];
 
 /** The documented variables, for the CLI's help and the README. */

@@ -157,5 +157,7 @@ export const Config = Type.Object({
   /** Replicas of every stream and KV bucket derrick creates (R3 on a JetStream cluster; 1 on one server). */
   jetstreamReplicas: Type.Integer({ minimum: 1, maximum: 5 }),
   logLevel: Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
+  /** One info line per HTTP request (method, route, status, duration, request id, client id). */
+  accessLog: Type.Boolean(),
 });
 export type Config = Static<typeof Config>;

@@ -10,8 +10,9 @@ import { buildInfo } from "../platform/build-info.ts";
 import { assignRequestId, requestIdOf, startOf } from "./request-state.ts";
 import { errorsPlugin } from "./plugins/errors.ts";
 import { bodyPlugin, effectiveBodyLimit, serverBodyCap, type RouteBodyLimits } from "./plugins/body.ts";
-import { authPlugin } from "./plugins/auth.ts";
+import { authPlugin, principalOf } from "./plugins/auth.ts";
 import { openapiPlugin, type RouteInfo } from "./plugins/openapi.ts";
+import { methodNotAllowedPlugin } from "./plugins/method-not-allowed.ts";
 import { createVerifier } from "./verifier.ts";
 import type { EdgeMetrics } from "./metrics.ts";
 import { systemBodyLimits, systemRoutes } from "./routes/system.ts";
@@ -44,12 +45,17 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       .onRequest(({ request, set }) => {
         set.headers["x-request-id"] = assignRequestId(request);
       })
+      .use(methodNotAllowedPlugin(() => routeTable.get()))
       .use(errorsPlugin(log, searchBadRequestFraming))
       .use(bodyPlugin(bodyLimit, routeBodyLimits, TOKEN_ROUTES))
       .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
         const status = responseStatus(responseValue, set.status);
-        metrics.observeHttp(route || "unmatched", request.method, status, (performance.now() - startOf(request)) / 1000);
-        if (status >= 500) log.warn({ requestId: requestIdOf(request), status, route }, "request answered with a server error");
+        const ms = performance.now() - startOf(request);
+        metrics.observeHttp(route || "unmatched", request.method, status, ms / 1000);
+        if (status < 500 && !cfg.accessLog) return;
+        const line = { method: request.method, route: route || "unmatched", status, ms: Math.round(ms * 10) / 10, requestId: requestIdOf(request), clientId: principalOf(request)?.clientId };
+        if (status >= 500) log.warn(line, "request answered with a server error");
+        else log.info(line, "request");
       })
       .use(openapiPlugin(buildInfo(), () => routeTable.get()))
       .use(systemRoutes(cfg, bus, auth, metrics))

@@ -34,6 +34,9 @@ export const PARTITION_PARAMETERS = [
 export const PARTITION_MARK = "x-derrick-partition";
 
 const principals = new WeakMap<Request, Principal>();
+
+/** The caller a request was authenticated as, if it was (the access log names its client). */
+export const principalOf = (request: Request): Principal | undefined => principals.get(request);
 const partitions = new WeakMap<Request, string>();
 
 export function bearerToken(header: string | null | undefined): string {

@@ -13,7 +13,7 @@ describe("request media types", () => {
     await derrick?.cleanup();
     await nats?.cleanup();
   });
-  const echo = (body: BodyInit, headers: Record<string, string> = {}) => fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers, body });
+  const echo = (body: string | Blob, headers: Record<string, string> = {}) => fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers, body });
 
   it("media types - a form body on a JSON route (what `curl -d` sends by default) is 415 naming the JSON types, not read as JSON", async () => {
     const res = await echo('{"a":1}', { "content-type": "application/x-www-form-urlencoded" });
