@@ -12,7 +12,9 @@ describe("reporting aggregations", () => {
   let derrick: TestDerrick;
   beforeAll(async () => {
     nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "reporting"] });
+    // The 2^16-outcome trees below take ~1 s on an idle machine and over 5 s (the edge's default
+    // deadline, answered 504) on a busy one: what bounds these tests is their own timeout.
+    derrick = await startDerrick(nats, { actors: ["identity", "reporting"], env: { DERRICK_REQUEST_TIMEOUT: "50s" } });
     await loadDemoOver(derrick);
   });
   afterAll(async () => {
@@ -351,7 +353,9 @@ describe("reporting aggregations", () => {
     }
     for (const model of ["commonFactor", "independent"]) await put(derrick, "prospectanalyses", `pa-twin-${model}`, { prospect: { id: "p-twin", name: "Twin" }, segmentAnalysisIds: ids, dependency: { model, commonFactors: [{ name: "charge", probability: 0.8 }] } });
     await put(derrick, "multiplescenarioanalyses", "msa-twin", { prospectId: "p-twin", scenarios: [{ scenarioId: "a", name: "A", probability: 0.6, prospectAnalysisId: "pa-twin-commonFactor" }, { scenarioId: "b", name: "B", probability: 0.4, prospectAnalysisId: "pa-twin-independent" }], simulation: { trials: 1000, seed: 3 } });
-    const body = await json(await get("prospectmultiplescenarioanalysisaggregation/msa-twin"));
+    const res = await get("prospectmultiplescenarioanalysisaggregation/msa-twin");
+    expect(res.status).toBe(200);
+    const body = await json(res);
     const nodes = body.outcomeTree.nodes as Array<{ kind: string; jointProbability: number; outcomes?: number; volume?: { mean: number } }>;
     const outcomes = nodes.filter((n) => n.kind === "outcome" || n.kind === "otherOutcomes");
     expect(outcomes.length).toBeLessThanOrEqual(2 ** 16);
