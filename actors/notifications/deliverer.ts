@@ -21,6 +21,7 @@
  * Work waiting that long is not handed over again: every message is renewed from its receipt until
  * it is acked (test/notifications/ack-wait.test.ts).
  */
+import { LogThrottle } from "../../platform/log-throttle.ts";
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import { checkServerIdentity, type PeerCertificate } from "node:tls";
 import type { Logger } from "../../platform/logger.ts";
@@ -125,6 +126,8 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     retries: { stream: STREAMS.deliveries, name: CONSUMERS.retries, filter: subjects.notifications.allRetries(), ackWaitMs, maxAckPending: -1 },
   };
   const stats: DelivererStats = { attempts: 0, succeeded: 0, failed: 0, dead: 0, overflowed: 0, parked: 0, inFlight: 0 };
+  /** A warning per failed attempt, at most one a minute per subscription (with the count held back). */
+  const failureLog = new LogThrottle();
   const admit = new Slots(options.concurrency);
   const gates = new Map<string, Gate>();
   // Items of one subscription may wait behind its running attempts up to a quarter of the process's
@@ -468,6 +471,10 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     };
     if (outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300) return succeeded(job, subscription, record);
     stats.failed++;
+    const heldBack = failureLog.take(subscription.subscription_id);
+    if (heldBack !== undefined) {
+      log.warn({ subscription: subscription.subscription_id, partition: job.partition, eventId: job.event_id, attempt: job.attempt, statusCode: outcome.status, error: outcome.error, durationMs: record.duration_ms, failedAttemptsNotLogged: heldBack }, "a delivery attempt failed");
+    }
     if (!event) return eventGone(job, subscription, record);
     if (outcome.status === 410) return receiverGone(job, subscription, record, event);
     if (job.manual) return journal.recordAttempt(job.partition, job.subscription_id, record);
