@@ -1,26 +1,24 @@
 /**
  * OpenAPI 3.1 generated from the routes' TypeBox schemas, at `/openapi.json`, and a browsable page at
- * `/docs`. The page's script is served from the installed package, not a CDN: derrick runs where the
- * internet does not reach.
+ * `/docs` (`GET /` leads there). What the generated document lacks or gets wrong is put right here
+ * (completeDocument); what it should say beyond the schemas (introduction, security, examples,
+ * statuses) is in edge/openapi/document.ts. The page and its script come from this origin only:
+ * derrick runs where the internet does not reach (edge/openapi/docs-page.ts).
  */
 import { Elysia } from "elysia";
 import { OptionalKind } from "@sinclair/typebox";
 import { openapi } from "@elysiajs/openapi";
-import { fileURLToPath } from "node:url";
 import type { BuildInfo } from "../../subjects/system.ts";
 import { PROBLEM_CONTENT_TYPE, Problem } from "../../subjects/index.ts";
 import { PARTITION_MARK, PARTITION_PARAMETERS } from "./auth.ts";
+import { JSON_REQUEST_MEDIA_TYPES, describeDocument, type Document } from "../openapi/document.ts";
+import { SCALAR_ASSET_PATH, docsResponse, scalarAssetFile } from "../openapi/docs-page.ts";
 
 /** How the Problem schema describes itself: its responses are the problem+json ones. */
 const PROBLEM_DESCRIPTION = Problem.description;
 
-const SCALAR_PATH = "/docs/assets/scalar-standalone.js";
-
 /** Marks an operation whose 200 answer may be sent in several media types (detail: {[mark]: types}). */
 export const MEDIA_TYPES_MARK = "x-derrick-response-media-types";
-
-/** Every JSON media type a request body is accepted in (edge/plugins/body.ts). */
-export const JSON_REQUEST_MEDIA_TYPES = ["application/json", "text/json", "application/*+json"] as const;
 
 /** What the document needs of a route: its method, Elysia path and body schema. */
 export type RouteInfo = { method: string; path: string; hooks?: { body?: unknown } };
@@ -41,13 +39,17 @@ type Operation = {
  * - the partition header parameters are dropped on routes with path or query parameters: they are
  *   added again wherever the partition macro marked the operation;
  * - a JSON request body came out with an empty `content` (the plugin lists only named parsers, and
- *   bodies are parsed by the global one in body.ts): it gets the route's body schema under every
- *   JSON media type the edge accepts (the seed's application/json, text/json, application/*+json),
- *   and is `required: false` when the schema is t.Optional (the plugin marks every body required);
- * - a 200 answer sent in several media types (MEDIA_TYPES_MARK) lists each of them.
+ *   bodies are parsed by the global one in body.ts): it gets the route's body schema under the
+ *   concrete JSON media types the edge reads (application/json, text/json; the body's description
+ *   says that any +json type is read too), and is `required: false` when the schema is t.Optional
+ *   (the plugin marks every body required);
+ * - a 200 answer sent in several media types (MEDIA_TYPES_MARK) lists each of them;
+ * - OSDU's `POST /api/storage/v2/records/{id}:delete` is one Elysia route `…/records/:action` (the id
+ *   holds colons): documented under its real shape, which also keeps it apart from `…/records/{id}`.
  */
 export function completeDocument(doc: unknown, routes: readonly RouteInfo[] = []): unknown {
   const paths = (doc as { paths?: Record<string, Record<string, Operation>> }).paths ?? {};
+  documentRecordDelete(paths);
   const bodies = new Map<string, unknown>();
   for (const route of routes) if (route.hooks?.body) bodies.set(`${route.method.toLowerCase()} ${route.path.replace(/:([^/]+)/g, "{$1}")}`, route.hooks.body);
   for (const [path, operations] of Object.entries(paths)) {
@@ -81,35 +83,53 @@ export function completeDocument(doc: unknown, routes: readonly RouteInfo[] = []
   return doc;
 }
 
-/** `routes` gives the app's routes once it is built (for the request body schemas). */
-export const openapiPlugin = (build: BuildInfo, routes: () => readonly RouteInfo[] = () => []) =>
-  new Elysia({ name: "derrick-openapi" })
-    .onAfterHandle({ as: "global" }, ({ path, response }) => (path === "/openapi.json" ? completeDocument(response, routes()) : undefined))
-    .get(SCALAR_PATH, () => Bun.file(fileURLToPath(import.meta.resolve("@scalar/api-reference/browser/standalone.js"))), { detail: { hide: true } })
+const RECORD_ACTION = "/api/storage/v2/records/{action}";
+const RECORD_DELETE = "/api/storage/v2/records/{id}:delete";
+
+function documentRecordDelete(paths: Record<string, Record<string, Operation>>): void {
+  const operations = paths[RECORD_ACTION];
+  if (!operations) return;
+  delete paths[RECORD_ACTION];
+  for (const operation of Object.values(operations)) {
+    operation.parameters = operation.parameters?.map((p) => (p.in === "path" && p.name === "action" ? { ...p, name: "id", description: "the record id (it holds colons)", schema: { type: "string", maxLength: 1024 } } : p));
+  }
+  paths[RECORD_DELETE] = operations;
+}
+
+/**
+ * `routes` gives the app's routes once it is built (for the request body schemas). The document is
+ * completed once per document the plugin builds (it builds one again only when routes are added).
+ */
+export const openapiPlugin = (build: BuildInfo, routes: () => readonly RouteInfo[] = () => []) => {
+  const completed = new WeakMap<object, Document>();
+  const complete = (generated: object): Document => {
+    let doc = completed.get(generated);
+    if (!doc) {
+      // A copy: the plugin hands out the object it caches, and the fixes must apply once.
+      doc = describeDocument(completeDocument(JSON.parse(JSON.stringify(generated)), routes()) as Document);
+      completed.set(generated, doc);
+    }
+    return doc;
+  };
+  const title = "derrick API";
+  return new Elysia({ name: "derrick-openapi" })
+    .onAfterHandle({ as: "global" }, ({ path, response }) => (path === "/openapi.json" && typeof response === "object" && response !== null ? complete(response) : undefined))
+    .get("/", ({ redirect }) => redirect("/docs", 302), { detail: { hide: true } })
+    .get("/docs", () => docsResponse(title), { detail: { hide: true } })
+    .get("/docs/", () => docsResponse(title), { detail: { hide: true } })
+    .get(SCALAR_ASSET_PATH, () => Bun.file(scalarAssetFile()), { detail: { hide: true } })
     .use(
       openapi({
-        path: "/docs",
+        // The page is ours (docs-page.ts): the plugin's pulls Scalar from a CDN by default and puts
+        // the description, unescaped, into HTML attributes.
+        provider: null,
         specPath: "/openapi.json",
-        provider: "scalar",
-        // The type wants every Scalar option; we change the script's source and the document's address:
-        // the plugin gives the page "openapi.json", relative, which from /docs/ (served too) is a 404.
-        scalar: { cdn: SCALAR_PATH, url: "/openapi.json" } as never,
         // staticFile: the plugin leaves out every path with a "." by default, which dropped /.well-known/jwks.json.
-        exclude: { paths: [SCALAR_PATH], staticFile: false },
+        exclude: { paths: [SCALAR_ASSET_PATH, "/", "/docs", "/docs/"], staticFile: false },
         documentation: {
           openapi: "3.1.0",
-          info: {
-            title: "derrick",
-            version: build.version,
-            description:
-              "NATS-native platform serving subsurface/drilling service APIs. Errors are RFC 9457 problem+json with OSDU aliases (code, reason, message).",
-          },
-          components: {
-            securitySchemes: {
-              bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
-              appkey: { type: "apiKey", in: "header", name: "appkey" },
-            },
-          },
+          info: { title, version: build.version },
         },
       }),
     );
+};

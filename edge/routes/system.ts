@@ -96,7 +96,7 @@ export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: E
         set.headers["content-type"] = metrics.registry.contentType;
         return metrics.registry.metrics();
       },
-      { detail: { tags: ["system"], summary: "Prometheus metrics" } },
+      { detail: { tags: ["system"], summary: "Prometheus metrics" }, response: t.String({ description: "Prometheus text exposition format" }) },
     )
     .get("/v1/system/info", async ({ set, request }) => forward<BuildInfo>(set, await bus.request(subjects.system.info(), undefined, requestMeta(request))), {
       detail: { tags: ["system"], summary: "Build information, answered by the system actor" },
