@@ -95,4 +95,20 @@ describe("device subjects", () => {
       expect(JSON.stringify((error as DerrickError).toProblem()), bad).toContain("/publish/1");
     }
   });
+
+  it("validation - a value outside its pattern is quoted (shortened) next to its pointer", () => {
+    const schema = Type.Object({ group: Type.String({ pattern: "^[a-z]+$" }) });
+    const errorsOf = (value: unknown) => {
+      try {
+        check(schema, value);
+      } catch (error) {
+        return (error as DerrickError).errors;
+      }
+      return undefined;
+    };
+    expect(errorsOf({ group: "bad group" })).toEqual([{ pointer: "/body/group", message: `"bad group" does not match '^[a-z]+$'` }]);
+    const long = "x".repeat(30) + " " + "y".repeat(100);
+    expect(errorsOf({ group: long })![0]!.message).toBe(`"${long.slice(0, 40)}…" does not match '^[a-z]+$'`);
+    expect(() => checkToken("a.b", "/params/organization")).toThrow(/"a\.b" does not match/);
+  });
 });

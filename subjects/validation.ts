@@ -68,9 +68,16 @@ export function fieldErrors(errors: Iterable<ValueError>, prefix = "", max = 20)
   return out;
 }
 
+/** A value a message quotes back: JSON-quoted, its first 40 characters (a request's own text, kept short). */
+export function quoteValue(value: string): string {
+  return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+}
+
 function describe(error: ValueError): string {
   const schema = (error.schema ?? {}) as Record<string, unknown>;
   if (error.message?.startsWith("Unexpected property")) return "is not a known field";
+  // The value next to the rule it breaks: `"bad group" does not match '^[A-Za-z0-9_=-]{1,128}$'`.
+  if (typeof schema.pattern === "string" && typeof error.value === "string" && /match/i.test(error.message ?? "")) return `${quoteValue(error.value)} does not match '${schema.pattern}'`;
   if (schema.format && typeof error.value === "string") return `must be a valid ${schema.format}`;
   return (error.message ?? "is not valid").replace(/^Expected/, "expected");
 }

@@ -8,6 +8,7 @@ import {
   contentTooLarge,
   gone,
   invalidField,
+  quoteValue,
   notFound,
   unavailable,
   validationError,
@@ -80,7 +81,7 @@ const HEADER_VALUE = /^(?:[\x21-\x7E\xA0-\xFF](?:[\t\x20-\x7E\xA0-\xFF]*[\x21-\x
 const ATTEMPTS_SCANNED = 1000;
 
 export function checkType(type: string, pointer = "/params/subscritpionType"): NotificationType {
-  if (!(NOTIFICATION_TYPES as readonly string[]).includes(type)) throw invalidField(pointer, `must be one of ${NOTIFICATION_TYPES.join(", ")}`);
+  if (!(NOTIFICATION_TYPES as readonly string[]).includes(type)) throw invalidField(pointer, `${quoteValue(type)} is not a notification type; use one of ${NOTIFICATION_TYPES.join(", ")}`);
   return type as NotificationType;
 }
 

@@ -19,6 +19,7 @@ import {
   conflict,
   forbidden,
   invalidField,
+  quoteValue,
   notFound,
   reply,
   tooManyRequests,
@@ -244,7 +245,7 @@ export async function requestContent(input: ContentRequest, ctx: RequestContext,
   const body = check(ContentRequestBody, input.body === undefined ? {} : input.body);
   const list = deps.catalog[input.kind];
   body.ids?.forEach((id, i) => {
-    if (!list.has(id)) throw invalidField(`/body/ids/${i}`, `is not a known ${input.kind === CatalogKind.displayItems ? "display item" : "key parameter"}`);
+    if (!list.has(id)) throw invalidField(`/body/ids/${i}`, `${quoteValue(id)} is not a known ${input.kind === CatalogKind.displayItems ? "display item" : "key parameter"}`);
   });
   const suffix = nuid.next();
   const task: TaskRecord = {
