@@ -103,7 +103,7 @@ export const subjects = {
   /** OSDU Search v2 queries and cursors (schemas: subjects/search.ts). */
   search: operations("search", ["query", "cursor.query", "cursor.delete", "info", "status", "health"] as const),
   /** OSDU Storage-compatible record store that feeds search (schemas: subjects/search.ts). */
-  storage: operations("storage", ["records.put", "records.get", "records.delete"] as const),
+  storage: operations("storage", ["records.put", "records.get", "records.delete", "records.purge", "health"] as const),
 } as const;
 
 /** The NATS micro-service name of an actor, as discovered by `$SRV.PING`. */

@@ -3,6 +3,12 @@
  * Storage-compatible records that feed the index (stream RECORDS). The edge validates and documents
  * HTTP bodies with these schemas; the `search` and `storage` actors decode with them and then apply
  * OSDU's own rules (with OSDU's messages) in actors/search/validate.ts.
+ *
+ * Request bodies are read as OSDU's services read them (Jackson, unknown properties ignored): a JSON
+ * null is an absent field, a field these schemas do not name is accepted and ignored (never stored or
+ * echoed), and only a value OSDU itself refuses is a 400. So every request object here says
+ * `additionalProperties: true` (OPEN): Elysia would otherwise close an object that leaves it unsaid,
+ * as derrick's own APIs are (docs/search.md, "Bodies as OSDU reads them").
  */
 import { createHash } from "node:crypto";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
@@ -12,8 +18,27 @@ import { DerrickError, invalidField, type FieldError } from "./errors.ts";
 export const SEARCH_ROLES = ["users.datalake.viewers", "users.datalake.editors", "users.datalake.admins", "users.datalake.ops"] as const;
 /** Group that may write records through storage. */
 export const STORAGE_WRITER_GROUP = "users.datalake.editors";
+/**
+ * Group that may purge records (`DELETE /api/storage/v2/records/{id}`). OSDU's purge needs
+ * service.storage.admin, which OSDU's entitlements bootstrap gives to users.datalake.ops only.
+ */
+export const STORAGE_PURGE_GROUP = "users.datalake.ops";
 /** Members see every record whatever its ACL (OSDU). */
 export const DATA_ROOT_GROUP = "users.data.root";
+
+/** OSDU's text of a refused role, a 401 on search and a 403 on storage. */
+export const NOT_AUTHORIZED = "The user is not authorized to perform this action";
+
+/** `a`, `a or b`, `a, b or c`. */
+const oneOf = (groups: readonly string[]) => (groups.length <= 1 ? groups.join("") : `${groups.slice(0, -1).join(", ")} or ${groups[groups.length - 1]}`);
+
+/**
+ * The detail of a refusal for a missing group: OSDU's text first (clients match on it), then what
+ * would allow it, e.g. "…: writing records needs the group users.datalake.editors".
+ */
+export function missingGroupDetail(action: string, groups: readonly string[], base = NOT_AUTHORIZED): string {
+  return `${base}: ${action} needs ${groups.length === 1 ? "the group" : "one of the groups"} ${oneOf(groups)}`;
+}
 
 // ---- search requests --------------------------------------------------------------------------
 
@@ -43,26 +68,29 @@ export function invalidParameters(errors: FieldError[] = []): DerrickError {
   return new DerrickError(400, "Invalid parameters were given on search request", { type: "validation", title: "Bad Request", errors });
 }
 
+/** Options of an OSDU request object: fields it does not name are accepted (and ignored by the actors). */
+const OPEN = { additionalProperties: true } as const;
+
 /** An optional request field that also takes JSON null: OSDU (Jackson) reads null as absent. */
 const Nullable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
 
-export const Point = Type.Object({ latitude: Type.Number(), longitude: Type.Number() }, { additionalProperties: false });
+export const Point = Type.Object({ latitude: Type.Number(), longitude: Type.Number() }, OPEN);
 export type Point = Static<typeof Point>;
-const Points = Type.Object({ points: Type.Array(Point, { maxItems: 10_000 }) }, { additionalProperties: false });
+const Points = Type.Object({ points: Type.Array(Point, { maxItems: 10_000 }) }, OPEN);
 
 export const SpatialFilter = Type.Object(
   {
     /** The record field holding the geometry, e.g. `data.SpatialLocation.Wgs84Coordinates`. */
     field: FieldPath,
-    byBoundingBox: Nullable(Type.Object({ topLeft: Point, bottomRight: Point }, { additionalProperties: false })),
-    byDistance: Nullable(Type.Object({ point: Point, distance: Type.Number({ description: "metres" }) }, { additionalProperties: false })),
+    byBoundingBox: Nullable(Type.Object({ topLeft: Point, bottomRight: Point }, OPEN)),
+    byDistance: Nullable(Type.Object({ point: Point, distance: Type.Number({ description: "metres" }) }, OPEN)),
     byGeoPolygon: Nullable(Points),
     /** Ignored when byBoundingBox, byDistance or byGeoPolygon is given too (OSDU applies the first of the four). */
-    byIntersection: Nullable(Type.Object({ polygons: Type.Array(Points, { maxItems: 1000 }) }, { additionalProperties: false })),
+    byIntersection: Nullable(Type.Object({ polygons: Type.Array(Points, { maxItems: 1000 }) }, OPEN)),
     /** Accepted as OSDU's model does; OSDU's current query builder ignores it, and so does derrick. */
     byWithinPolygon: Nullable(Points),
   },
-  { additionalProperties: false },
+  { ...OPEN, description: "Fields not named here are ignored, as OSDU ignores them" },
 );
 export type SpatialFilter = Static<typeof SpatialFilter>;
 
@@ -77,11 +105,16 @@ export const SortQuery = Type.Object(
     order: Nullable(Type.Array(Type.Union([Type.String({ maxLength: FIELD_PATH_MAX_LENGTH }), Type.Null()]), { maxItems: 32 })),
     filter: Nullable(Type.Array(FieldExpression, { maxItems: 32 })),
   },
-  { additionalProperties: false },
+  { ...OPEN, description: "Fields not named here are ignored, as OSDU ignores them" },
 );
 export type SortQuery = Static<typeof SortQuery>;
 
-/** Every field takes null for absent (OSDU); a missing or null `kind` is answered by OSDU's rule, not the schema. */
+/**
+ * Every field takes null for absent (OSDU); a missing or null `kind` is answered by OSDU's rule, not
+ * the schema. Other fields are ignored: the OSDU Python SDK always sends `from` (OSDU binds `offset`,
+ * so `from` sets nothing), `returnHighlightedFields` (not in OSDU's model) and, to the cursor route,
+ * `aggregateBy` and `from`, all as null unless set.
+ */
 const queryFields = {
   /**
    * One kind, a comma-separated list, or an array; `*` wildcards per segment. Required: missing,
@@ -111,7 +144,7 @@ export const QueryRequest = Type.Object(
     /** Terms aggregation on a field: `[{key, count}]`, count desc then key asc, at most 1000 buckets. */
     aggregateBy: Nullable(FieldExpression),
   },
-  { additionalProperties: false },
+  { ...OPEN, description: "OSDU QueryRequest. A null field is an absent one; fields not named here (`from`, `returnHighlightedFields`, `cursor`…) are ignored, as OSDU ignores them" },
 );
 export type QueryRequest = Static<typeof QueryRequest>;
 
@@ -121,7 +154,7 @@ export const CursorQueryRequest = Type.Object(
     /** The cursor of the previous page (the query it was opened with is kept with it); absent, null or "" = a first call. */
     cursor: Nullable(Type.String({ maxLength: 256 })),
   },
-  { additionalProperties: false },
+  { ...OPEN, description: "OSDU CursorQueryRequest. A null field is an absent one; fields not named here (`offset`, `aggregateBy`, `from`…) are ignored, as OSDU ignores them" },
 );
 export type CursorQueryRequest = Static<typeof CursorQueryRequest>;
 
@@ -199,12 +232,13 @@ export type SearchStatus = Static<typeof SearchStatus>;
 
 // ---- records ----------------------------------------------------------------------------------
 
+/** A record's ACL. Other fields in a request are ignored (OSDU); only these two are stored. */
 export const Acl = Type.Object(
   {
     viewers: Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { minItems: 1, maxItems: 100 }),
     owners: Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { minItems: 1, maxItems: 100 }),
   },
-  { additionalProperties: false },
+  OPEN,
 );
 export type Acl = Static<typeof Acl>;
 
@@ -275,29 +309,77 @@ export function checkRecordDepth(records: readonly unknown[], pointer = "/body")
   }
 }
 
-/** A record as written through `PUT /api/storage/v2/records` (and, with `id`, on NATS). */
+const Ancestry = Type.Object({ parents: Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 1000 }) });
+
+/** What storage keeps of a written record (and what a NATS producer publishes, with `id`). */
+const recordFields = {
+  id: Type.Optional(Type.String({ pattern: RECORD_ID_PATTERN, maxLength: 1024 })),
+  kind: Type.String({ pattern: RECORD_KIND_PATTERN, maxLength: 512 }),
+  acl: Acl,
+  /** Stored as given (legal tags are not checked by derrick). */
+  legal: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  data: Type.Record(Type.String(), Type.Unknown()),
+  ancestry: Type.Optional(Ancestry),
+  tags: Type.Optional(Type.Record(Type.String(), Type.String())),
+  meta: Type.Optional(Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems: 1000 })),
+};
+export const RecordBody = Type.Object(recordFields);
+export type RecordBody = Static<typeof RecordBody>;
+
+/** Numbers or text: storage's GET gives times as RFC 3339 text, OSDU's Record declares them as numbers. */
+const ServerAssignedTime = Nullable(Type.Union([Type.String({ maxLength: 64 }), Type.Number()], { description: "server-assigned: ignored on write" }));
+
+/**
+ * A record as `PUT /api/storage/v2/records` takes it: as OSDU's Record reads (Jackson, unknown
+ * properties ignored). A null field is an absent one (`"id": null` → an id is generated); the
+ * server-assigned fields a client sends back from a GET are accepted and ignored; any other field is
+ * ignored, not stored. `kind`, `acl` and `data` are required, as OSDU's validators require them.
+ */
 export const RecordInput = Type.Object(
   {
-    id: Type.Optional(Type.String({ pattern: RECORD_ID_PATTERN, maxLength: 1024 })),
-    kind: Type.String({ pattern: RECORD_KIND_PATTERN, maxLength: 512 }),
+    id: Nullable(recordFields.id),
+    kind: recordFields.kind,
     acl: Acl,
-    /** Stored as given (legal tags are not checked by derrick). */
-    legal: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    data: Type.Record(Type.String(), Type.Unknown()),
-    ancestry: Type.Optional(Type.Object({ parents: Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 1000 }) }, { additionalProperties: false })),
-    tags: Type.Optional(Type.Record(Type.String(), Type.String())),
-    meta: Type.Optional(Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems: 1000 })),
+    legal: Nullable(recordFields.legal),
+    data: recordFields.data,
+    ancestry: Nullable(Type.Object({ parents: Nullable(Ancestry.properties.parents) }, OPEN)),
+    tags: Nullable(recordFields.tags),
+    meta: Nullable(recordFields.meta),
+    /** Server-assigned (each write gets a new one): ignored on write. */
+    version: Nullable(Type.Union([Type.Integer(), Type.String({ maxLength: 64 })], { description: "server-assigned: ignored on write" })),
+    createUser: Nullable(Type.String({ maxLength: 1024, description: "server-assigned: ignored on write" })),
+    createTime: ServerAssignedTime,
+    modifyUser: Nullable(Type.String({ maxLength: 1024, description: "server-assigned: ignored on write" })),
+    modifyTime: ServerAssignedTime,
   },
-  { additionalProperties: false },
+  { ...OPEN, description: "OSDU Record. A null field is an absent one; version, createUser, createTime, modifyUser, modifyTime and fields not named here are ignored, as OSDU ignores them" },
 );
 export type RecordInput = Static<typeof RecordInput>;
 
 export const PutRecordsBody = Type.Array(RecordInput, { minItems: 1, maxItems: 500 });
 export type PutRecordsBody = Static<typeof PutRecordsBody>;
 
+/**
+ * What storage keeps of a record as written: the fields of RecordBody that hold a value (null is
+ * absent); server-assigned and unknown fields are dropped. `ancestry` without parents is dropped.
+ */
+export function recordBodyOf(input: RecordInput): RecordBody {
+  const { id, kind, acl, legal, data, ancestry, tags, meta } = input;
+  return {
+    ...(id != null ? { id } : {}),
+    kind,
+    acl: { viewers: acl.viewers, owners: acl.owners },
+    ...(legal != null ? { legal } : {}),
+    data,
+    ...(ancestry?.parents != null ? { ancestry: { parents: ancestry.parents } } : {}),
+    ...(tags != null ? { tags } : {}),
+    ...(meta != null ? { meta } : {}),
+  };
+}
+
 /** A record as stored on the RECORDS stream and returned by GET. */
 export const StoredRecord = Type.Object({
-  ...RecordInput.properties,
+  ...recordFields,
   id: Type.String(),
   /** Microseconds since the epoch of this write: increases on every write of the record. */
   version: Type.Integer(),
@@ -320,9 +402,20 @@ export type PutRecordsResponse = Static<typeof PutRecordsResponse>;
 export const RecordRef = Type.Object({ id: Type.String({ maxLength: 1024 }) }, { additionalProperties: false });
 export type RecordRef = Static<typeof RecordRef>;
 
+/** Reply of `derrick.storage.health` (the storage readiness check asks it). */
+export const StorageHealth = Type.Object({
+  /** Messages on the RECORDS stream (latest versions, deletion marks and purge marks). */
+  records: Type.Integer(),
+});
+export type StorageHealth = Static<typeof StorageHealth>;
+
 /** The RECORDS stream: last value per record subject, so it replays as a table. */
 export const RECORDS_STREAM = "RECORDS";
-/** A record message with this header value (or an empty body) deletes the record. */
+/**
+ * A record message with this header value, or an empty body, deletes the record. storage's logical
+ * delete (`POST …/{id}:delete`) keeps the last version as the body of that message (OSDU keeps a
+ * deleted record until it is purged: its owners may still purge it); a purge leaves an empty one.
+ */
 export const RECORD_OPERATION_HEADER = "Derrick-Record-Operation";
 export const RECORD_DELETE = "delete";
 

@@ -1,7 +1,7 @@
 /**
  * Handlers of the `search` actor: OSDU /query, /query_with_cursor (open, page, close) and /info.
  * Access is decided here so NATS callers meet it too: a search role and a data.* group (or
- * users.data.root), else 401 "Access denied"; then the ACL filter inside the backend
+ * users.data.root), else 401 "Access denied" naming the groups that would allow it; then the ACL filter inside the backend
  * (users.data.root sees everything; queryAsOwner narrows to owners). Cursors remember their plan,
  * their issuer and the last row (keyset paging by sort keys then id, stable across replicas), live
  * in KV, and expire 90 s after their last use.
@@ -11,8 +11,10 @@ import { DerrickError, reply, type Principal, type Reply } from "../../subjects/
 import {
   CursorQueryRequest,
   DATA_ROOT_GROUP,
+  NOT_AUTHORIZED,
   QueryRequest,
   SEARCH_ROLES,
+  missingGroupDetail,
   type CursorQueryResponse,
   type CursorRef,
   type QueryResponse,
@@ -44,7 +46,10 @@ export type SearchDeps = {
 
 const CURSOR_FORMAT = /^[0-9A-F]{32}$/;
 
-export const accessDenied = () => new DerrickError(401, "The user is not authorized to perform this action", { title: "Access denied", type: "access-denied" });
+/** OSDU's 401 for a caller without a search role or a data group, naming what would allow the request. */
+export const accessDenied = (detail: string) => new DerrickError(401, detail, { title: "Access denied", type: "access-denied" });
+const NO_ROLE = missingGroupDetail("searching", SEARCH_ROLES);
+const NO_DATA_GROUP = `${NOT_AUTHORIZED}: searching needs a data group (data.*) or ${DATA_ROOT_GROUP}`;
 /** OSDU's words; `errors` names the cursor the request gave (`/body/cursor` or `/params/cursor`), as every 400 names its field. */
 const cursorNotFound = (pointer: string) =>
   new DerrickError(400, "The given cursor is invalid or expired", { title: "Can't find the given cursor", type: "cursor-not-found", errors: [{ pointer, message: "is invalid or expired" }] });
@@ -58,7 +63,8 @@ const hasDataGroup = (p: Principal) => p.groups.some((g) => aclGroup(g) === DATA
 function caller(ctx: RequestContext): { principal: Principal; partition: string } {
   // OSDU answers a missing role (and a missing token) with 401 "Access denied".
   const principal = ctx.principal;
-  if (!principal || !SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role)) || !hasDataGroup(principal)) throw accessDenied();
+  if (!principal || !SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role))) throw accessDenied(NO_ROLE);
+  if (!hasDataGroup(principal)) throw accessDenied(NO_DATA_GROUP);
   if (!ctx.partition) throw new DerrickError(400, "invalid or empty data partition provided");
   return { principal, partition: ctx.partition };
 }

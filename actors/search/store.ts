@@ -1,7 +1,10 @@
 /**
  * The NATS side of search and storage:
  *   stream RECORDS on derrick.records.<partition>.<sha1(id)>, one message kept per subject (the
- *     latest version of each record, or its tombstone), so replaying it rebuilds an index;
+ *     latest version of each record, or its deletion mark), so replaying it rebuilds an index. A
+ *     logical delete's mark carries the last version (OSDU keeps a deleted record until it is
+ *     purged); a purge's mark is empty: nothing of the record is left but the hash of its id, and
+ *     the mark stays so that a replica that was behind still drops the record when it catches up;
  *   KV derrick_search_cursors `<partition>.<cursor>` → CursorState (bucket max age = the cursor
  *     TTL: every use rewrites the entry, which restarts its age), and beside it
  *     `issuers.<partition>.<sha256(principal), 32 hex>.<cursor>`, a mark written and removed with it, so a
@@ -57,8 +60,12 @@ export async function ensureRecordsStream(jsm: JetStreamManager, policy: Storage
   }
 }
 
-/** A record's latest version and its subject's last stream sequence (0: never written; a tombstone has a sequence and no record). */
-export type RecordRead = { record: StoredRecord | undefined; seq: number };
+/**
+ * A record's latest version and its subject's last stream sequence (0: never written; a deletion
+ * mark has a sequence and no record). `deleted`: the last version of a logically deleted record,
+ * kept in its deletion mark (absent once purged, or for a mark without a body).
+ */
+export type RecordRead = { record: StoredRecord | undefined; seq: number; deleted?: StoredRecord };
 
 /** A conditional write found the record's subject past the sequence it expected: someone wrote in between. */
 export class RecordChanged extends Error {
@@ -71,7 +78,12 @@ export type RecordStore = {
   read(partition: string, id: string): Promise<RecordRead>;
   /** With `expectedSeq`, written only while the record's subject is still at that sequence, else RecordChanged. */
   put(partition: string, record: StoredRecord, expectedSeq?: number): Promise<number>;
-  remove(partition: string, id: string, expectedSeq?: number): Promise<void>;
+  /** Logical delete: a deletion mark that keeps `last` (the version deleted), readable as `deleted`. */
+  remove(partition: string, last: StoredRecord, expectedSeq?: number): Promise<void>;
+  /** Purge: an empty deletion mark replaces whatever the subject held (one message per subject). */
+  purge(partition: string, id: string, expectedSeq?: number): Promise<void>;
+  /** Messages on the stream; fails when JetStream does not answer. */
+  count(): Promise<number>;
 };
 
 /** The server checks `Nats-Expected-Last-Subject-Sequence` (0 = no message yet) atomically with the append. */
@@ -84,6 +96,26 @@ async function publishRecord(js: JetStreamClient, subject: string, payload: Uint
       throw new RecordChanged(`${subject} changed after sequence ${expectedSeq}`, { cause: error });
     }
     throw error;
+  }
+}
+
+function deletionHeaders(): MsgHdrs {
+  const h = natsHeaders();
+  h.set(RECORD_OPERATION_HEADER, RECORD_DELETE);
+  return h;
+}
+
+const text = new TextDecoder();
+
+/** The record a deletion mark keeps, when it holds one with this id and an ACL (anything else: none). */
+function lastVersionIn(data: Uint8Array, id: string): StoredRecord | undefined {
+  try {
+    const record = JSON.parse(text.decode(data)) as Partial<StoredRecord> | null;
+    const strings = (list: unknown) => Array.isArray(list) && list.every((g) => typeof g === "string");
+    if (record?.id !== id || !strings(record.acl?.viewers) || !strings(record.acl?.owners)) return undefined;
+    return record as StoredRecord;
+  } catch {
+    return undefined;
   }
 }
 
@@ -107,16 +139,16 @@ export async function openRecordStore(nc: NatsConnection, policy: StoragePolicy 
         // null when the subject has no message; any other failure propagates (never read as "absent").
         const stored = await jsm.streams.getMessage(RECORDS_STREAM, { last_by_subj: subjects.records(partition, recordKey(id)) });
         if (!stored) return { record: undefined, seq: 0 };
-        const deleted = stored.data.length === 0 || stored.header?.get(RECORD_OPERATION_HEADER) === RECORD_DELETE;
-        return { record: deleted ? undefined : stored.json<StoredRecord>(), seq: stored.seq };
+        if (stored.data.length === 0) return { record: undefined, seq: stored.seq };
+        if (stored.header?.get(RECORD_OPERATION_HEADER) !== RECORD_DELETE) return { record: stored.json<StoredRecord>(), seq: stored.seq };
+        // A deletion mark keeps the version deleted; one a producer wrote with something else in it keeps nothing.
+        const last = lastVersionIn(stored.data, id);
+        return { record: undefined, seq: stored.seq, ...(last ? { deleted: last } : {}) };
       }),
     put: (partition, record, expectedSeq) => withRecords(() => publishRecord(js, subjects.records(partition, recordKey(record.id)), encodeJson(record), expectedSeq)),
-    remove: (partition, id, expectedSeq) =>
-      withRecords(async () => {
-        const h = natsHeaders();
-        h.set(RECORD_OPERATION_HEADER, RECORD_DELETE);
-        await publishRecord(js, subjects.records(partition, recordKey(id)), new Uint8Array(0), expectedSeq, h);
-      }),
+    remove: (partition, last, expectedSeq) => withRecords(async () => void (await publishRecord(js, subjects.records(partition, recordKey(last.id)), encodeJson(last), expectedSeq, deletionHeaders()))),
+    purge: (partition, id, expectedSeq) => withRecords(async () => void (await publishRecord(js, subjects.records(partition, recordKey(id)), new Uint8Array(0), expectedSeq, deletionHeaders()))),
+    count: () => withRecords(async () => (await jsm.streams.info(RECORDS_STREAM)).state.messages),
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * Handlers of the `storage` actor: an OSDU Storage-compatible record store whose only storage is the
  * RECORDS stream (the latest version of each record per subject). Rules:
- *   PUT records: group users.datalake.editors (else 403); ids `<partition>:<type>:<id>` in the
- *     request's partition (generated when absent); objects and arrays nested at most
+ *   PUT records: group users.datalake.editors (else 403); read as OSDU reads a Record (null =
+ *     absent; server-assigned and unknown fields ignored, not stored); ids `<partition>:<type>:<id>`
+ *     in the request's partition (generated when absent); objects and arrays nested at most
  *     RECORD_MAX_DEPTH levels (else 400 naming the field, nothing written); createTime/createUser kept across versions; a
  *     record that exists may be replaced only by an owner of its current ACL (or users.data.root),
  *     else 403 "User Unauthorized" for the whole request, as OSDU's validateOwnerAccess.
@@ -13,40 +14,58 @@
  *     that does not, as in OSDU; the 403 carries only OSDU's fixed text, nothing read from the
  *     record (docs/search.md, "Records").
  *   delete: users.datalake.editors and an owner of the record (or users.data.root), else 403;
- *     unknown or deleted → 404 (OSDU's deleteRecord).
+ *     unknown or deleted → 404 (OSDU's deleteRecord). The deletion mark keeps the version deleted.
+ *   purge: users.datalake.ops (OSDU's service.storage.admin) and an owner of the record, deleted or
+ *     not (else 403); never written or already purged → 404 (OSDU's purgeRecord). An empty deletion
+ *     mark replaces the record's message: no version of it is left, and every search replica drops it.
+ * Every 403 for a missing group names the group(s) that would allow it, after OSDU's own text.
  * Each write is conditioned on the stream sequence its owner check read (expected last subject
  * sequence): a version written in between fails it, and the record is read and checked again, so a
  * check never approves a write over a version it did not see.
  */
 import { randomUUID } from "node:crypto";
-import { DerrickError, badRequest, check, conflict, forbidden, invalidField, reply, unauthorized, type Principal, type Reply } from "../../subjects/index.ts";
+import { DerrickError, badRequest, check, conflict, invalidField, reply, unauthorized, type Principal, type Reply } from "../../subjects/index.ts";
 import {
   DATA_ROOT_GROUP,
+  NOT_AUTHORIZED,
   PutRecordsBody,
   checkRecordDepth,
+  missingGroupDetail,
+  recordBodyOf,
   RECORD_ID_PATTERN,
   SEARCH_ROLES,
+  STORAGE_PURGE_GROUP,
   STORAGE_WRITER_GROUP,
   type PutRecordsResponse,
-  type RecordInput,
+  type RecordBody,
   type RecordsPutMessage,
   type RecordRef,
+  type StorageHealth,
   type StoredRecord,
 } from "../../subjects/search.ts";
 import type { RequestContext } from "../runtime/context.ts";
 import { aclGroup, holdsGroup } from "../search/documents.ts";
 import { RecordChanged, type RecordRead, type RecordStore } from "../search/store.ts";
 
-export type StorageDeps = { records: Pick<RecordStore, "read" | "put" | "remove">; now?: () => Date };
+export type StorageDeps = { records: Pick<RecordStore, "read" | "put" | "remove" | "purge" | "count">; now?: () => Date };
 
 const ID = new RegExp(RECORD_ID_PATTERN);
 /** Conditional writes that may find the record changed before the request gives up with 409. */
 const WRITE_ATTEMPTS = 5;
 let lastVersion = 0;
 
-const notOwnerOnUpdate = () => new DerrickError(403, "User is not authorized to update records.", { title: "User Unauthorized" });
-/** OSDU's fixed 403: it names nothing of the record (content, ACL, legal, version). */
-const accessDenied = () => new DerrickError(403, "The user is not authorized to perform this action", { title: "Access denied" });
+/** A caller without the role an operation needs: OSDU's 403 "Access denied", naming the groups that would allow it. */
+const missingRole = (action: string, groups: readonly string[]) => new DerrickError(403, missingGroupDetail(action, groups), { title: "Access denied", type: "access-denied" });
+/**
+ * OSDU's 403s of the owner and viewer checks, with what would allow the operation. They name the
+ * record's ACL fields, never its groups (nor anything else of the record: content, legal, version).
+ */
+const notOwnerOnUpdate = () =>
+  new DerrickError(403, "User is not authorized to update records. Replacing a record needs one of the groups in its acl.owners, or users.data.root.", { title: "User Unauthorized" });
+const accessDenied = (action: string, aclFields: string) =>
+  new DerrickError(403, `${NOT_AUTHORIZED}: ${action} needs one of the groups in its ${aclFields}, or ${DATA_ROOT_GROUP}`, { title: "Access denied", type: "access-denied" });
+const purgeDenied = () =>
+  new DerrickError(403, `The user is not authorized to purge the record: purging a record needs one of the groups in its acl.owners, or ${DATA_ROOT_GROUP}`, { title: "Access denied", type: "access-denied" });
 /** OSDU's 404s for a record that is not there (never written, or deleted): getRecord's, deleteRecord's. */
 const recordNotFound = (id: string) => new DerrickError(404, `The record '${id}' was not found`, { title: "Record not found" });
 const deleteNotFound = (id: string) => new DerrickError(404, `Record with id '${id}' does not exist`, { title: "Record not found" });
@@ -94,7 +113,7 @@ async function whileUnchanged<T>(id: string, first: RecordRead, reread: () => Pr
 }
 
 /** The stored form of a write: the id, a new version, creation kept from the previous version. */
-function nextStored(record: RecordInput, id: string, previous: StoredRecord | undefined, user: string, now: Date): StoredRecord {
+function nextStored(record: RecordBody, id: string, previous: StoredRecord | undefined, user: string, now: Date): StoredRecord {
   return {
     ...record,
     id,
@@ -107,8 +126,9 @@ function nextStored(record: RecordInput, id: string, previous: StoredRecord | un
 
 export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, deps: StorageDeps): Promise<Reply<PutRecordsResponse>> {
   const { principal, partition } = caller(ctx);
-  if (!holdsGroup(principal.groups, STORAGE_WRITER_GROUP)) throw forbidden(`writing records needs the group ${STORAGE_WRITER_GROUP}`);
-  const body = check(PutRecordsBody, input.body);
+  if (!holdsGroup(principal.groups, STORAGE_WRITER_GROUP)) throw missingRole("writing records", [STORAGE_WRITER_GROUP]);
+  // Only what a record holds is kept: nulls, server-assigned and unknown fields go here.
+  const body = check(PutRecordsBody, input.body).map(recordBodyOf);
   // Before anything is read or written: a record too deep for the index is refused, not stored.
   checkRecordDepth(body);
   const seen = new Set<string>();
@@ -120,18 +140,22 @@ export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, 
   });
   const now = deps.now?.() ?? new Date();
   const mayReplace = (existing: StoredRecord | undefined) => !existing || canSee(principal, existing, true);
+  // A logically deleted record is still there for OSDU (inactive): written again, it keeps its
+  // creation and only its owners may write it, as a live one.
+  const previousOf = (read: RecordRead) => read.record ?? read.deleted;
   // Every existing record is checked before anything is written: one the caller does not own refuses the request.
   const reads = await Promise.all(ids.map((id) => deps.records.read(partition, id)));
-  if (!reads.every((r) => mayReplace(r.record))) throw notOwnerOnUpdate();
+  if (!reads.every((r) => mayReplace(previousOf(r)))) throw notOwnerOnUpdate();
   // Nothing half-written is acknowledged: the reply waits for every publish ack. A version written
   // by someone else after the check is re-read and re-checked; should that check fail, records of
   // this request written before it stay written (JetStream 2.9 has no multi-subject transaction).
   const stored = await Promise.all(
     body.map((record, i) =>
-      whileUnchanged(ids[i]!, reads[i]!, () => deps.records.read(partition, ids[i]!), async ({ record: previous, seq }) => {
+      whileUnchanged(ids[i]!, reads[i]!, () => deps.records.read(partition, ids[i]!), async (current) => {
+        const previous = previousOf(current);
         if (!mayReplace(previous)) throw notOwnerOnUpdate();
         const out = nextStored(record, ids[i]!, previous, principal.subject, now);
-        await deps.records.put(partition, out, seq);
+        await deps.records.put(partition, out, current.seq);
         return out;
       }),
     ),
@@ -149,24 +173,46 @@ export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, 
 
 export async function getRecord(input: RecordRef, ctx: RequestContext, deps: StorageDeps): Promise<StoredRecord> {
   const { principal, partition } = caller(ctx);
-  if (!SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role))) throw forbidden("reading records needs a users.datalake.* group");
+  if (!SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role))) throw missingRole("reading records", SEARCH_ROLES);
   const id = checkId(input.id, partition, "/params/id");
   const { record } = await deps.records.read(partition, id);
   // As OSDU: whether the record is there is answered before the ACL is looked at.
   if (!record) throw recordNotFound(id);
-  if (!canSee(principal, record, false)) throw accessDenied();
+  if (!canSee(principal, record, false)) throw accessDenied("reading this record", "acl.viewers or acl.owners");
   return record;
 }
 
 export async function deleteRecord(input: RecordRef, ctx: RequestContext, deps: StorageDeps): Promise<Reply<undefined>> {
   const { principal, partition } = caller(ctx);
-  if (!holdsGroup(principal.groups, STORAGE_WRITER_GROUP)) throw forbidden(`deleting records needs the group ${STORAGE_WRITER_GROUP}`);
+  if (!holdsGroup(principal.groups, STORAGE_WRITER_GROUP)) throw missingRole("deleting records", [STORAGE_WRITER_GROUP]);
   const id = checkId(input.id, partition, "/params/id");
+  const now = deps.now?.() ?? new Date();
   const read = () => deps.records.read(partition, id);
   await whileUnchanged(id, await read(), read, async ({ record, seq }) => {
     if (!record) throw deleteNotFound(id);
-    if (!canSee(principal, record, true)) throw accessDenied();
-    await deps.records.remove(partition, id, seq);
+    if (!canSee(principal, record, true)) throw accessDenied("deleting this record", "acl.owners");
+    // As OSDU's deleteRecord: the record stays (inactive) until purged, marked with who deleted it.
+    await deps.records.remove(partition, { ...record, modifyUser: principal.subject, modifyTime: now.toISOString() }, seq);
   });
   return reply(undefined, 204);
+}
+
+/** `DELETE /api/storage/v2/records/{id}`: OSDU's purge. A logically deleted record may be purged too. */
+export async function purgeRecord(input: RecordRef, ctx: RequestContext, deps: StorageDeps): Promise<Reply<undefined>> {
+  const { principal, partition } = caller(ctx);
+  if (!holdsGroup(principal.groups, STORAGE_PURGE_GROUP)) throw missingRole("purging records", [STORAGE_PURGE_GROUP]);
+  const id = checkId(input.id, partition, "/params/id");
+  const read = () => deps.records.read(partition, id);
+  await whileUnchanged(id, await read(), read, async ({ record, deleted, seq }) => {
+    const last = record ?? deleted;
+    if (!last) throw deleteNotFound(id);
+    if (!canSee(principal, last, true)) throw purgeDenied();
+    await deps.records.purge(partition, id, seq);
+  });
+  return reply(undefined, 204);
+}
+
+/** The storage readiness check: this actor answers and JetStream answers for the RECORDS stream. */
+export async function storageHealth(deps: StorageDeps): Promise<StorageHealth> {
+  return { records: await deps.records.count() };
 }

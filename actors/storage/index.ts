@@ -1,3 +1,3 @@
 /** OSDU Storage-compatible records feeding search: the `storage` actor. */
 export { startStorageActor } from "./actor.ts";
-export { putRecords, getRecord, deleteRecord } from "./handlers.ts";
+export { putRecords, getRecord, deleteRecord, purgeRecord, storageHealth } from "./handlers.ts";

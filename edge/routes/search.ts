@@ -2,11 +2,25 @@
  * OSDU Search v2 and the Storage-compatible record routes over HTTP. Queries need a bearer token
  * (no appkey) and the partition header; /info and the OSDU health checks are public. Each route is
  * one request to the `search` or `storage` actor, which applies OSDU's rules and messages.
+ * Bodies are read as OSDU reads them: null = absent, unknown fields ignored (subjects/search.ts).
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { Problem, notFound, subjects, unavailable, type Bus, type DerrickError } from "../../subjects/index.ts";
-import { CursorQueryRequest, CursorQueryResponse, PutRecordsBody, PutRecordsResponse, QueryRequest, QueryResponse, StoredRecord, VersionInfo, checkRecordDepth, invalidParameters, type SearchHealth } from "../../subjects/search.ts";
+import {
+  CursorQueryRequest,
+  CursorQueryResponse,
+  PutRecordsBody,
+  PutRecordsResponse,
+  QueryRequest,
+  QueryResponse,
+  StoredRecord,
+  VersionInfo,
+  checkRecordDepth,
+  invalidParameters,
+  type SearchHealth,
+  type StorageHealth,
+} from "../../subjects/search.ts";
 import { forward } from "../forward.ts";
 import type { BadRequestFraming } from "../plugins/errors.ts";
 import type { AuthPlugin } from "../plugins/auth.ts";
@@ -39,6 +53,13 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     return "Search Service is ready";
   };
   const health = { 200: t.String(), 503: Problem, 504: Problem };
+  // Storage holds nothing of its own: ready when a storage actor answers and JetStream answers it for RECORDS.
+  const storageAlive = () => "Storage service is alive.";
+  const storageReady = async ({ request }: { request: Request }) => {
+    await bus.request<StorageHealth>(storage.health(), undefined, requestMeta(request));
+    return "Storage service is ready.";
+  };
+  const recordId = t.Object({ id: t.String({ maxLength: 1024 }) });
   return new Elysia({ name: "derrick-search-routes", normalize: false })
     .use(auth)
     .get("/api/search/v2/info", info, { detail: { tags: SEARCH, summary: "Build and source-control information of this search service (public)" }, response: { 200: VersionInfo, 503: Problem } })
@@ -88,16 +109,21 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
       {
         ...credentials,
         body: PutRecordsBody,
-        detail: { tags: STORAGE, summary: "Create or update records (group users.datalake.editors) → 201; searchable within a second" },
+        detail: {
+          tags: STORAGE,
+          summary: "Create or update records (group users.datalake.editors) → 201; searchable within a second. Null fields are absent; version, createUser, createTime, modifyUser, modifyTime and unknown fields are ignored (OSDU)",
+        },
         response: { 201: PutRecordsResponse, ...errors },
       },
     )
+    .get("/api/storage/v2/liveness_check", storageAlive, { detail: { tags: STORAGE, summary: "OSDU liveness check (public) → 200 \"Storage service is alive.\"" }, response: { 200: t.String() } })
+    .get("/api/storage/v2/readiness_check", storageReady, { detail: { tags: STORAGE, summary: "OSDU readiness check (public) → 200 \"Storage service is ready.\" once a storage actor answers and reaches the RECORDS stream, else 503" }, response: health })
     .get(
       "/api/storage/v2/records/:id",
       async ({ params, set, request, principal, partition }) => forward<StoredRecord>(set, await bus.request(storage["records.get"](), params, requestMeta(request, principal, partition))),
       {
         ...credentials,
-        params: t.Object({ id: t.String({ maxLength: 1024 }) }),
+        params: recordId,
         detail: { tags: STORAGE, summary: "The latest version of a record (its ACL must share a group with the caller)" },
         response: { 200: StoredRecord, ...errors },
       },
@@ -114,6 +140,19 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
         ...credentials,
         params: t.Object({ action: t.String({ maxLength: 1100, description: "<record id>:delete" }) }),
         detail: { tags: STORAGE, summary: "POST /api/storage/v2/records/{id}:delete — delete a record (editors, and an owner of the record) → 204" },
+        response: { 204: t.Void(), ...errors },
+      },
+    )
+    .delete(
+      "/api/storage/v2/records/:id",
+      async ({ params, set, request, principal, partition }) => forward(set, await bus.request(storage["records.purge"](), params, requestMeta(request, principal, partition))),
+      {
+        ...credentials,
+        params: recordId,
+        detail: {
+          tags: STORAGE,
+          summary: "Purge a record: it and every version are gone from storage and search (users.datalake.ops, and an owner of the record, deleted or not) → 204",
+        },
         response: { 204: t.Void(), ...errors },
       },
     );

@@ -279,7 +279,7 @@ describe("edge", () => {
       // every problem answer has the media type it is sent with.
       type Operation = { security?: Array<Record<string, unknown>>; parameters?: Array<{ name: string; in: string }>; responses: Record<string, { content?: Record<string, unknown> }> };
       const operations = Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })));
-      const partitioned = operations.filter(({ name, op }) => op.security?.some((s) => "appkey" in s) || / \/api\/(search\/v2\/query|storage\/)/.test(name));
+      const partitioned = operations.filter(({ name, op }) => op.security?.some((s) => "appkey" in s) || / \/api\/(search\/v2\/query|storage\/v2\/records)/.test(name));
       const headerNames = (op: Operation) => (op.parameters ?? []).filter((p) => p.in === "header").map((p) => p.name);
       expect(partitioned.length).toBeGreaterThan(40);
       for (const { name, op } of partitioned) expect(headerNames(op), name).toEqual(expect.arrayContaining(["slb-partition-id", "data-partition-id"]));

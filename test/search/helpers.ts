@@ -16,6 +16,12 @@ export const SEARCH_CLIENTS = {
   /** Groups as OSDU's entitlements service names them in tokens: `<group>@<partition>.<domain>`. */
   northEmail: { client_id: "northEmail", client_secret: "northemail-secret-1", appkey: "northemail-appkey-1", groups: ["users.datalake.viewers@opendes.example.com", "data.north.viewers@opendes.example.com"] },
   rootEmail: { client_id: "rootEmail", client_secret: "rootemail-secret-1", appkey: "rootemail-appkey-1", groups: ["users.datalake.editors@opendes.example.com", "users.data.root@opendes.example.com"] },
+  /** An editor owning OSDU's default data groups, as the OSDU SDK's examples write records. */
+  sdk: { client_id: "sdk", client_secret: "sdk-secret-1", appkey: "sdk-appkey-1", groups: ["users.datalake.editors", "data.default.owners", "data.default.viewers"] },
+  /** users.datalake.ops holds OSDU's service.storage.admin: it may purge records it owns. */
+  ops: { client_id: "ops", client_secret: "ops-secret-1", appkey: "ops-appkey-1", groups: ["users.datalake.ops", "data.default.owners"] },
+  /** users.datalake.ops owning other records than the default ones. */
+  opsNorth: { client_id: "opsNorth", client_secret: "opsnorth-secret-1", appkey: "opsnorth-appkey-1", groups: ["users.datalake.ops", "data.north.owners"] },
 } as const;
 export type SearchClient = keyof typeof SEARCH_CLIENTS;
 

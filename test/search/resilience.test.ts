@@ -71,6 +71,8 @@ describe("search records that cannot be indexed", () => {
       read: () => Promise.reject(new Error("read")),
       put: () => Promise.reject(new Error("put")),
       remove: () => Promise.reject(new Error("remove")),
+      purge: () => Promise.reject(new Error("purge")),
+      count: () => Promise.reject(new Error("count")),
     };
     const ctx = { requestId: "deep", log: createLogger("silent"), partition: "opendes", principal: { clientId: "writer", subject: "writer", groups: ["users.datalake.editors", "data.north.owners"], kind: "service" as const } };
     const body = JSON.parse(`[${deepRecordJson("opendes:well:deep-nats", 100)}]`) as unknown;
