@@ -14,6 +14,12 @@ const FILE = "demo-client.json";
 
 export const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 
+/** The demo client a start made in this data dir, if any. */
+export function readDemoClient(dataDir: string): ClientSeed | undefined {
+  const file = join(dataDir, FILE);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as ClientSeed) : undefined;
+}
+
 /** The demo client for this configuration, made on first use; undefined when it must not exist. */
 export function demoClient(cfg: Config): ClientSeed | undefined {
   if (cfg.clients !== undefined || cfg.auth.issuer !== undefined || !isLoopback(cfg.http.host)) return undefined;

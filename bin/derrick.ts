@@ -10,7 +10,7 @@ import { runningServerUrl, startNatsServer, type NatsServer } from "../platform/
 import { connectNats, type NatsAuth } from "../platform/nats.ts";
 import { accountsBlock, ensureNatsUsers, migrateStoreToDerrickAccount, readNatsUsers } from "../platform/nats-users.ts";
 import { devicesCommand } from "./devices.ts";
-import { demoClient, demoWelcome } from "./demo-client.ts";
+import { demoClient, demoWelcome, readDemoClient } from "./demo-client.ts";
 import { Bus, DerrickError, subjects } from "../subjects/index.ts";
 import type { AppCredentials, AppList, SigningKeyList } from "../subjects/identity.ts";
 import { loadSigningKey, mintToken } from "../actors/identity/index.ts";
@@ -31,6 +31,7 @@ const USAGE = `usage: derrick <command>
   token --user NAME [--client ID] [--groups a,b] [--ttl 1h]
   sdk migrate --config old.json --routes routes.json|routes.txt [--out new.json] [--prefix slbapps] [--nats nats://host:4222]
   seed [--partition P]           load the reporting demo data set into a running derrick
+  demo [--env]                   the demo client of this data dir (--env: as shell exports)
   config                         print the effective configuration, secrets masked
   help                           this text
 actors: ${ACTOR_NAMES.join(", ")}
@@ -115,6 +116,8 @@ async function main(argv: string[]): Promise<number> {
       return token(cfg, rest);
     case "seed":
       return seed(cfg, rest);
+    case "demo":
+      return demo(cfg, rest);
     case "config":
       noArguments(command, rest);
       console.log(JSON.stringify(maskedConfig(cfg), null, 2));
@@ -126,7 +129,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** The commands that read the configuration (help and `sdk` are answered before it is read). */
-const COMMANDS = new Set(["start", "edge", "actor", "actors", "apps", "keys", "devices", "token", "seed", "config"]);
+const COMMANDS = new Set(["demo", "start", "edge", "actor", "actors", "apps", "keys", "devices", "token", "seed", "config"]);
 
 async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: readonly ActorName[]; embedded: boolean }): Promise<number> {
   // From here on a signal or an uncaught error starts the graceful stop (once the process is up).
@@ -381,3 +384,20 @@ main(process.argv.slice(2)).then(
     process.exit(1);
   },
 );
+
+/** `derrick demo [--env]`: the demo client a first start created in this data dir (bin/demo-client.ts). */
+function demo(cfg: Config, args: string[]): number {
+  const { values } = parseArgs({ args, options: { env: { type: "boolean" } } });
+  const client = readDemoClient(cfg.dataDir);
+  if (!client) {
+    console.error(`derrick: no demo client in ${cfg.dataDir}: \`derrick start\` makes one when DERRICK_CLIENTS is unset (loopback, derrick's own issuer)`);
+    return 1;
+  }
+  const base = `http://${cfg.http.host.includes(":") ? `[${cfg.http.host}]` : cfg.http.host}:${cfg.http.port}`;
+  const nats = cfg.natsUrl ?? runningServerUrl(resolve(join(cfg.dataDir, "nats"))) ?? `nats://127.0.0.1:${cfg.natsPort}`;
+  // NATS_ADDRESS is what the device SDK reads for its server.
+  const vars = { DERRICK: base, CLIENT_ID: client.client_id, CLIENT_SECRET: client.client_secret, APPKEY: client.appkey, PARTITION: cfg.partitions[0]!, NATS_ADDRESS: nats };
+  if (values.env) for (const [name, value] of Object.entries(vars)) console.log(`export ${name}='${value}'`);
+  else console.log(JSON.stringify(vars, null, 2));
+  return 0;
+}
