@@ -24,7 +24,8 @@ export const SCALAR_CONFIGURATION = {
   agent: { disabled: true },
   documentDownloadType: "json",
   persistAuth: false,
-  authentication: { preferredSecurityScheme: "oauth2" },
+  // Most operations need the token and the appkey: both are asked for at once.
+  authentication: { preferredSecurityScheme: [["oauth2", "appkey"]] },
 } as const;
 
 /**
@@ -55,6 +56,7 @@ export function docsPage(title: string): string {
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <title>${escapeHtml(title)}</title>
+    <link rel="icon" href="data:," />
   </head>
   <body>
     <script id="api-reference" data-configuration='${escapeAttribute(JSON.stringify(SCALAR_CONFIGURATION))}'></script>

@@ -55,7 +55,7 @@ export const INTRODUCTION = `One origin serves every derrick API: notifications,
    The answer is \`{"access_token": "eyJ…", "token_type": "Bearer", "expires_in": 3600}\`.
 3. Send it on every call as \`Authorization: Bearer <access_token>\`, with \`appkey: <appkey>\` where an operation asks for it (notifications, display items, key parameters, projects, tasks, assessments, reporting).
 
-On this page: open **Authentication**, choose **oauth2** (client credentials), enter the client id and secret and press **Authorize**: every **Test Request** then carries the token. When derrick verifies tokens of an external issuer (\`DERRICK_AUTH_ISSUER\`), get the token there and use the **bearer** scheme instead; \`/v2/token\` then answers 404.
+On this page: under **Authentication** (**oauth2 & appkey**), enter the client id and secret, press **Authorize** (the page asks \`/v2/token\` for you) and enter the appkey; every **Test Request** then carries both. Tick the \`slb-partition-id\` header there (filled with \`opendes\`) where an operation needs a partition. When derrick verifies tokens of an external issuer (\`DERRICK_AUTH_ISSUER\`), get the token there and use the **bearer** scheme instead; \`/v2/token\` then answers 404.
 
 ## Partition
 
