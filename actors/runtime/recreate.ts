@@ -3,7 +3,7 @@
  * stream is gone makes it again with the options it started with and runs once more (Guard), and a
  * stream-deleted advisory can make it again before anyone fails (onStreamDeleted).
  */
-import type { NatsConnection } from "@nats-io/nats-core";
+import { NoRespondersError, type NatsConnection } from "@nats-io/nats-core";
 import type { Kvm, KvOptions } from "@nats-io/kv";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
@@ -107,6 +107,12 @@ export const STREAM_PROBE_MS = 300;
 
 class StreamGone extends Error {}
 
+/** Whether the server had no responder for the operation (its stream was gone when it was sent). */
+function unanswered(error: unknown): boolean {
+  for (let e = error; e instanceof Error; e = e.cause) if (e instanceof NoRespondersError) return true;
+  return false;
+}
+
 /** `attempt`'s outcome, or a StreamGone failure when the stream is found missing while it waits. */
 export async function unlessGone<T>(attempt: Promise<T>, gone: () => Promise<boolean>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -139,7 +145,8 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
       log?.warn({ bucket }, `KV bucket ${bucket} was deleted; making it again`);
       pending = pause(RECREATE_DELAY_MS)
         .then(hooks.before)
-        .then(() => kvm.create(bucket, options))
+        // Another process making it at the same moment can fail this create ("subjects overlap"): made is made.
+        .then(() => kvm.create(bucket, options).catch(async (error: unknown) => { if (!(await streamInfoIfAny(jsm, `KV_${bucket}`).catch(() => undefined))) throw error; }))
         .then(() => generation++)
         .finally(() => (pending = undefined));
       // Outside `pending`: `after` may use the bucket, whose guarded operations wait for `pending`.
@@ -175,7 +182,9 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
           // the stream gone abandoned the operation: the stream there now (another process made it
           // again) is where it runs once more, not a reason to throw the probe's own error.
           const there = !(await gone());
-          if (there && !(error instanceof StreamGone)) throw error;
+          // No responders: no stream took the operation when it was sent (another process has made the
+          // bucket again since), so it did nothing and runs once more there.
+          if (there && !(error instanceof StreamGone) && !unanswered(error)) throw error;
           if (!there) await recreate();
         }
         return op();
