@@ -96,28 +96,41 @@ function documentRecordDelete(paths: Record<string, Record<string, Operation>>):
   paths[RECORD_DELETE] = operations;
 }
 
+/** The bytes of a JSON document or a script, as sent: gzipped once, for every client that takes gzip. */
+type Encoded = { plain: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer>; type: string };
+const encode = (bytes: Uint8Array<ArrayBuffer>, type: string): Encoded => ({ plain: bytes, gzip: Bun.gzipSync(bytes), type });
+const acceptsGzip = (request: Request) => /\bgzip\b/i.test(request.headers.get("accept-encoding") ?? "");
+const send = (request: Request, body: Encoded) =>
+  new Response(acceptsGzip(request) ? body.gzip : body.plain, {
+    headers: { "content-type": body.type, vary: "accept-encoding", ...(acceptsGzip(request) ? { "content-encoding": "gzip" } : {}) },
+  });
+
 /**
  * `routes` gives the app's routes once it is built (for the request body schemas). The document is
- * completed once per document the plugin builds (it builds one again only when routes are added).
+ * completed and encoded once per document the plugin builds (it builds one again only when routes
+ * are added). Both big answers go gzipped where the client takes it: the document 742 KB → 44 KB,
+ * Scalar's script 3.6 MB → 1.0 MB.
  */
 export const openapiPlugin = (build: BuildInfo, routes: () => readonly RouteInfo[] = () => []) => {
-  const completed = new WeakMap<object, Document>();
-  const complete = (generated: object): Document => {
-    let doc = completed.get(generated);
-    if (!doc) {
+  const completed = new WeakMap<object, Encoded>();
+  const complete = (generated: object): Encoded => {
+    let encoded = completed.get(generated);
+    if (!encoded) {
       // A copy: the plugin hands out the object it caches, and the fixes must apply once.
-      doc = describeDocument(completeDocument(JSON.parse(JSON.stringify(generated)), routes()) as Document);
-      completed.set(generated, doc);
+      const doc = describeDocument(completeDocument(JSON.parse(JSON.stringify(generated)), routes()) as Document);
+      encoded = encode(new TextEncoder().encode(JSON.stringify(doc)), "application/json; charset=utf-8");
+      completed.set(generated, encoded);
     }
-    return doc;
+    return encoded;
   };
+  let script: Encoded | undefined;
   const title = "derrick API";
   return new Elysia({ name: "derrick-openapi" })
-    .onAfterHandle({ as: "global" }, ({ path, response }) => (path === "/openapi.json" && typeof response === "object" && response !== null ? complete(response) : undefined))
+    .onAfterHandle({ as: "global" }, ({ path, request, response }) => (path === "/openapi.json" && typeof response === "object" && response !== null && !(response instanceof Response) ? send(request, complete(response)) : undefined))
     .get("/", ({ redirect }) => redirect("/docs", 302), { detail: { hide: true } })
     .get("/docs", () => docsResponse(title), { detail: { hide: true } })
     .get("/docs/", () => docsResponse(title), { detail: { hide: true } })
-    .get(SCALAR_ASSET_PATH, () => Bun.file(scalarAssetFile()), { detail: { hide: true } })
+    .get(SCALAR_ASSET_PATH, async ({ request }) => send(request, (script ??= encode(await Bun.file(scalarAssetFile()).bytes(), "text/javascript; charset=utf-8"))), { detail: { hide: true } })
     .use(
       openapi({
         // The page is ours (docs-page.ts): the plugin's pulls Scalar from a CDN by default and puts

@@ -35,8 +35,14 @@ async function openDocs(path: string): Promise<Page> {
   return page;
 }
 
+/** The page's globals this test reads and sets (the project's TypeScript has no DOM library). */
+type PageGlobals = {
+  cspViolations?: string[];
+  document: { addEventListener(type: "securitypolicyviolation", listener: (event: { violatedDirective: string; blockedURI: string }) => void): void };
+};
+
 /** What the page's Content-Security-Policy refused, besides zod's probe for eval (it falls back without). */
-const violations = (page: Page) => page.evaluate(() => ((window as unknown as { cspViolations?: string[] }).cspViolations ?? []).filter((v) => v !== "script-src eval"));
+const violations = (page: Page) => page.evaluate(() => ((globalThis as unknown as PageGlobals).cspViolations ?? []).filter((v) => v !== "script-src eval"));
 
 describe.skipIf(skip)("the /docs page in a real browser", () => {
   beforeAll(async () => {
@@ -69,10 +75,8 @@ describe.skipIf(skip)("the /docs page in a real browser", () => {
       return route.abort("blockedbyclient");
     });
     await context.addInitScript(() => {
-      document.addEventListener("securitypolicyviolation", (event) => {
-        const w = window as unknown as { cspViolations?: string[] };
-        (w.cspViolations ??= []).push(`${event.violatedDirective} ${event.blockedURI}`);
-      });
+      const page = globalThis as unknown as PageGlobals;
+      page.document.addEventListener("securitypolicyviolation", (event) => (page.cspViolations ??= []).push(`${event.violatedDirective} ${event.blockedURI}`));
     });
   }, 60_000);
 

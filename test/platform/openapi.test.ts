@@ -235,8 +235,18 @@ describe("the API document", () => {
     for (const tag of used) expect(described.get(tag)?.length ?? 0, tag).toBeGreaterThan(30);
   });
 
-  it("openapi - the document is the same on every request (completed once, not again on a completed copy)", async () => {
-    expect(await (await fetch(`${derrick.url}/openapi.json`)).json()).toEqual(doc);
+  it("openapi - the document is the same on every request (completed once, not again on a completed copy), gzipped for clients that take it", async () => {
+    const gzipped = await fetch(`${derrick.url}/openapi.json`, { headers: { "accept-encoding": "gzip" } });
+    expect(gzipped.headers.get("content-encoding")).toBe("gzip");
+    expect(gzipped.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(await gzipped.json()).toEqual(doc);
+    const plain = await fetch(`${derrick.url}/openapi.json`, { headers: { "accept-encoding": "identity" } });
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(await plain.json()).toEqual(doc);
+    const script = await fetch(`${derrick.url}/docs/assets/scalar-standalone.js`, { headers: { "accept-encoding": "gzip" } });
+    expect(script.headers.get("content-encoding")).toBe("gzip");
+    expect(script.headers.get("content-type")).toMatch(/^text\/javascript/);
+    expect((await script.text()).length).toBeGreaterThan(1_000_000);
   });
 
   it("openapi - every status the edge answers before a handler runs is documented: no credentials, no or an unserved partition, a body too large or not JSON", async () => {
