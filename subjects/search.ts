@@ -7,8 +7,8 @@
  * Request bodies are read as OSDU's services read them (Jackson, unknown properties ignored): a JSON
  * null is an absent field, a field these schemas do not name is accepted and ignored (never stored or
  * echoed), and only a value OSDU itself refuses is a 400. So every request object here says
- * `additionalProperties: true` (OPEN): Elysia would otherwise close an object that leaves it unsaid,
- * as derrick's own APIs are (docs/search.md, "Bodies as OSDU reads them").
+ * `additionalProperties: true` (OPEN): Elysia closes an object that leaves it unsaid, which keeps
+ * derrick's own APIs strict (docs/search.md, "Bodies as OSDU reads them").
  */
 import { createHash } from "node:crypto";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
