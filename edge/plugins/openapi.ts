@@ -108,7 +108,7 @@ const send = (request: Request, body: Encoded) =>
 /**
  * `routes` gives the app's routes once it is built (for the request body schemas). The document is
  * completed and encoded once per document the plugin builds (it builds one again only when routes
- * are added). Both big answers go gzipped where the client takes it: the document 742 KB → 44 KB,
+ * are added). Both big answers go gzipped where the client takes it: the document 363 KB → 24 KB,
  * Scalar's script 3.6 MB → 1.0 MB.
  */
 export const openapiPlugin = (build: BuildInfo, routes: () => readonly RouteInfo[] = () => []) => {
