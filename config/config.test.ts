@@ -15,7 +15,7 @@ function errorOf(env: Record<string, string>): ConfigError {
 }
 
 describe("config", () => {
-  it("config - the delivery schedule: the default jitters, a configured one is used as given (CONTRACT.md)", () => {
+  it("config - the delivery schedule: the default jitters, a configured one is used as given (docs/contract.md)", () => {
     const defaults = loadConfig({}).delivery;
     expect(defaults.scheduleMs).toEqual([0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000]);
     expect(defaults.scheduleJitter).toBe(true);

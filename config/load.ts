@@ -106,7 +106,7 @@ const cidrList: Parser = (raw, variable) => {
   }
   return entries;
 };
-/** The Standard Webhooks example schedule; jitter applies only to it (CONTRACT.md). */
+/** The Standard Webhooks example schedule; jitter applies only to it (docs/contract.md). */
 const DEFAULT_DELIVERY_SCHEDULE = "0,5s,5m,30m,2h,5h,10h,14h,20h,24h";
 const actorList: Parser = (raw, variable) => {
   const names = list(raw, variable) as string[];

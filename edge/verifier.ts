@@ -14,7 +14,7 @@ const JWKS_REFRESH_MS = 5_000;
 /**
  * A verified token: its principal, and whether a client claim (`client_id`, else `azp`) named the
  * client. Without one the principal's client id falls back to `sub`, which identifies the caller but
- * names no client an appkey could belong to (CONTRACT.md: the appkey belongs to the token's client,
+ * names no client an appkey could belong to (docs/contract.md: the appkey belongs to the token's client,
  * `client_id` else `azp`).
  */
 export type Verified = { principal: Principal; clientClaimed: boolean };

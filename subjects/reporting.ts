@@ -1,6 +1,6 @@
 /**
  * Messages of the reporting capability (assessments): the five input entities upserted under
- * `/assessments/v1/<collection>/{id}` (field names fixed by domain/reporting.md §5) and the
+ * `/assessments/v1/<collection>/{id}` (field names fixed by docs/reporting.md) and the
  * requests of the aggregation endpoints. The edge validates and documents with these schemas; the
  * `reporting` actor checks them again (NATS callers are not trusted) and adds the rules a schema
  * cannot say (sums, orderings, references, GeoJSON validity).
@@ -264,5 +264,5 @@ export type FullCycleAggregationBody = Static<typeof FullCycleAggregationBody>;
 export const FullCycleAggregationRequest = Type.Object({ body: Type.Unknown() });
 export type FullCycleAggregationRequest = Static<typeof FullCycleAggregationRequest>;
 
-/** Aggregation replies are documented loosely: their names follow domain/reporting.md §4. */
-export const AggregationResult = Type.Record(Type.String(), Type.Unknown(), { description: "see docs/reporting.md and domain/reporting.md §4" });
+/** Aggregation replies are documented loosely: their names follow docs/reporting.md. */
+export const AggregationResult = Type.Record(Type.String(), Type.Unknown(), { description: "see docs/reporting.md and docs/reporting.md" });

@@ -419,7 +419,7 @@ export const RECORDS_STREAM = "RECORDS";
 export const RECORD_OPERATION_HEADER = "Derrick-Record-Operation";
 export const RECORD_DELETE = "delete";
 
-/** Hex SHA-1 of the record id: the last token of the record's subject (CONTRACT.md). */
+/** Hex SHA-1 of the record id: the last token of the record's subject (docs/contract.md). */
 export function recordKey(id: string): string {
   return createHash("sha1").update(id).digest("hex");
 }

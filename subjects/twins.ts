@@ -13,7 +13,7 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
 import { invalidField } from "./errors.ts";
 
-/** Names and groups: a KV key segment with no `.`, `/`, `*`, `>` or space (CONTRACT.md). */
+/** Names and groups: a KV key segment with no `.`, `/`, `*`, `>` or space (docs/contract.md). */
 export const TWIN_NAME_PATTERN = "^[A-Za-z0-9_=-]{1,128}$";
 const TWIN_NAME_RE = new RegExp(TWIN_NAME_PATTERN);
 

@@ -1,6 +1,6 @@
 /**
  * The five aggregations as pure functions of their loaded inputs (no NATS, no KV): output names
- * follow domain/reporting.md §4. Exact formulas wherever they exist (chance of success, risked
+ * follow docs/reporting.md. Exact formulas wherever they exist (chance of success, risked
  * and success-case means, segment percentiles, outcome trees up to 16 segments); seeded Monte Carlo
  * (math/monte-carlo.ts) for the percentiles of sums and the commercial chance.
  */

@@ -21,7 +21,7 @@ export const indexFileOf = (cfg: Config) => cfg.search.indexFile ?? join(cfg.dat
 
 /**
  * A git date (`%cI` carries the committer's own offset, e.g. `+02:00`) as the RFC 3339 UTC form every
- * time value of the API takes (CONTRACT.md: `2026-11-22T10:00:00.000Z`); undefined when there is none.
+ * time value of the API takes (docs/contract.md: `2026-11-22T10:00:00.000Z`); undefined when there is none.
  */
 function utcTime(value: string | undefined): string | undefined {
   const at = value === undefined ? Number.NaN : Date.parse(value);

@@ -1,5 +1,5 @@
 /**
- * Notifications over HTTP (seed document 1 plus the delivery operations of CONTRACT.md):
+ * Notifications over HTTP (seed document 1 plus the delivery operations of docs/contract.md):
  *   POST   /v1/notifications/subscriptions/types/{subscritpionType}        create or update (200, full form)
  *   GET    /v1/notifications/subscriptions                                  the caller's own subscriptions
  *   DELETE /v1/notifications/subscriptions/{subscriptionId}                 200; others' or unknown → 404

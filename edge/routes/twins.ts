@@ -16,7 +16,7 @@ const errors = { 400: Problem, 401: Problem, 403: Problem, 409: Problem, 412: Pr
 /** Writes also meet the storage bounds: the twin's bucket full, or no room for another twin. */
 const writeErrors = { ...errors, 507: Problem };
 
-/** A PUT is at most 1 MiB (CONTRACT.md), whatever DERRICK_BODY_LIMIT allows the other routes. */
+/** A PUT is at most 1 MiB (docs/contract.md), whatever DERRICK_BODY_LIMIT allows the other routes. */
 const requestTooLarge = (size: number) => contentTooLarge(`the request body is ${size} bytes; a twin properties PUT may hold at most ${TWIN_REQUEST_MAX_BYTES}`);
 
 export const twinRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>

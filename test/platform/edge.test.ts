@@ -51,7 +51,7 @@ describe("edge", () => {
       const claims = JSON.parse(Buffer.from(body.access_token.split(".")[1]!, "base64url").toString());
       expect(claims).toMatchObject({ sub: "alpha", client_id: "alpha", azp: "alpha", iss: EMBEDDED_ISSUER, aud: "derrick", groups: c.groups });
       expect(claims.exp - claims.iat).toBe(3600);
-      // RFC 6749 §3.2, not derrick's strict bodies (CONTRACT.md): unknown parameters are ignored.
+      // RFC 6749 §3.2, not derrick's strict bodies (docs/contract.md): unknown parameters are ignored.
       const extra = await fetch(`${derrick.url}/v2/token`, form({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret, audience: "x", resource: "y" }));
       expect(extra.status).toBe(200);
     });

@@ -105,7 +105,7 @@ describe("search over records put through storage", () => {
       expect(res.status, path).toBe(200);
       const info = (await res.json()) as Record<string, unknown>;
       for (const field of ["groupId", "artifactId", "version", "buildTime", "branch", "commitId", "commitMessage"]) expect(info[field], field).toBeTruthy();
-      // Time values are RFC 3339 UTC strings (CONTRACT.md), not git's committer-local offset.
+      // Time values are RFC 3339 UTC strings (docs/contract.md), not git's committer-local offset.
       expect(info.buildTime).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
       expect(info.connectedOuterServices).toEqual(expect.arrayContaining([expect.objectContaining({ name: "sqlite" })]));
     }

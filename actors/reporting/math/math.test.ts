@@ -1,4 +1,4 @@
-/** Reference cases G1–G15 of domain/reporting.md §6 and the invariants of the aggregation math. */
+/** Reference cases G1–G15 of docs/reporting.md and the invariants of the aggregation math. */
 import { describe, expect, it } from "vitest";
 import { chanceOfSuccess, jointProbabilityPartial, riskedMean, DependencyModel } from "./chance.ts";
 import { fitLognormal, swansonMean, volumeModel } from "./lognormal.ts";
