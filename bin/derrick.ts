@@ -134,6 +134,12 @@ const COMMANDS = new Set(["demo", "start", "edge", "actor", "actors", "apps", "k
 async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: readonly ActorName[]; embedded: boolean }): Promise<number> {
   // From here on a signal or an uncaught error starts the graceful stop (once the process is up).
   const stop = listenForStop(log);
+  // `derrick devices add|remove` sends SIGHUP (see onHangup below). Caught from here on, so one that
+  // comes during start-up waits for it and one during shutdown is ignored; never the default exit.
+  let hangup: () => void = () => void (hangupBeforeUp = true);
+  let hangupBeforeUp = false;
+  const onSighup = () => hangup();
+  if (plan.embedded && !cfg.natsUrl) process.on("SIGHUP", onSighup);
   let server: NatsServer | undefined;
   let embedded: { start(): Promise<NatsServer> } | undefined;
   let natsUrl = cfg.natsUrl;
@@ -218,10 +224,10 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
         }
       });
   };
-  process.on("SIGHUP", onHangup);
+  hangup = onHangup;
+  if (hangupBeforeUp) onHangup();
   const { reason, exitCode } = await Promise.race([stop.requested, serverLost]);
   stopping = true;
-  process.off("SIGHUP", onHangup);
   await restarting;
   await running.stop();
   await server?.stop();

@@ -1,7 +1,7 @@
 /**
  * `derrick devices add|list|remove|config`: device apps of the embedded nats-server. Each gets its own
  * NATS account and user, importing only its twin and its subjects from derrick's account; the running
- * server reloads its accounts at once. `config` prints the accounts block for an external server.
+ * derrick restarts its server with them at once. `config` prints the accounts block for an external server.
  */
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";

@@ -7,13 +7,13 @@
  *   (bcrypt-hashed password) and importing only its own twin and subjects from DERRICK.
  * Replies and JetStream answers to anything a device sends stay in the device's account, so nothing a
  * device can publish makes the server act in DERRICK (docs/security.md). Anonymous connections are
- * refused. Adding or removing a device rewrites the config and signals the running server to reload
- * it (SIGHUP), so devices come and go without a restart.
+ * refused. Adding or removing a device rewrites the config and asks the running derrick to restart
+ * its server (SIGHUP): nats-server 2.9 wires a new account's imports only at start.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { checkDeviceSubjects, deviceTwinImports, deviceUserPermissions, type TwinAddress } from "../subjects/twins.ts";
+import { checkDeviceSubjects, deviceTwinImports, deviceUserPermissions, subjectsOverlap, type TwinAddress } from "../subjects/twins.ts";
 
 export const INTERNAL_USER = "derrick";
 
@@ -44,13 +44,45 @@ function writeNatsUsers(dataDir: string, users: NatsUsers): void {
   renameSync(tmp, file);
 }
 
+/**
+ * Runs `change` holding the users file's lock: two `derrick devices add` at once (or a first start
+ * beside one) each read, change and write the whole file, and without the lock one loses the other's
+ * device. The lock is a file made with O_EXCL; one left by a process that died is taken over.
+ */
+function withUsersLock<T>(dataDir: string, change: () => T): T {
+  mkdirSync(join(dataDir, "nats"), { recursive: true, mode: 0o700 });
+  const lock = `${usersFile(dataDir)}.lock`;
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: "wx" });
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const holder = Number(readFileSync(lock, "utf8"));
+      if (!Number.isInteger(holder) || holder <= 0 || !existsSync(`/proc/${holder}`)) rmSync(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`${usersFile(dataDir)} is locked by process ${holder}`);
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    }
+  }
+  try {
+    return change();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
 /** The users file, created with a fresh internal password on first use. */
 export function ensureNatsUsers(dataDir: string): NatsUsers {
   const existing = readNatsUsers(dataDir);
   if (existing) return existing;
-  const users: NatsUsers = { internal: { user: INTERNAL_USER, password: randomBytes(24).toString("base64url") }, devices: {} };
-  writeNatsUsers(dataDir, users);
-  return users;
+  return withUsersLock(dataDir, () => {
+    const raced = readNatsUsers(dataDir);
+    if (raced) return raced;
+    const users: NatsUsers = { internal: { user: INTERNAL_USER, password: randomBytes(24).toString("base64url") }, devices: {} };
+    writeNatsUsers(dataDir, users);
+    return users;
+  });
 }
 
 /** The account of derrick's own processes (edge, actors, CLI): the only one with JetStream. */
@@ -83,7 +115,7 @@ export function accountsConfig(internal: { user: string; password: string }, dev
     exports.set(key, held);
   };
   const imports: ServiceImport[] = [];
-  const servedBy = new Map<string, string>();
+  refuseCrossings(devices);
   const accounts: Record<string, unknown> = {};
   for (const device of devices) {
     const account = deviceAccount(device.user);
@@ -101,12 +133,7 @@ export function accountsConfig(internal: { user: string; password: string }, dev
       exportTo("service", subject, account);
       deviceImports.push({ service: { account: DERRICK_ACCOUNT, subject } });
     }
-    for (const subject of device.subscribe) {
-      const other = servedBy.get(subject);
-      if (other !== undefined) throw new Error(`the subscription ${subject} of device ${device.user} is already device ${other}'s: a subject is delivered to one device`);
-      servedBy.set(subject, device.user);
-      imports.push({ service: { account, subject } });
-    }
+    for (const subject of device.subscribe) imports.push({ service: { account, subject } });
     accounts[account] = {
       users: [{ user: device.user, password: device.password, permissions: deviceUserPermissions({ twin: device.twin, appName: device.user, subscribe: device.subscribe, publish: device.publish }) }],
       imports: deviceImports,
@@ -117,6 +144,25 @@ export function accountsConfig(internal: { user: string; password: string }, dev
     [DERRICK_ACCOUNT]: { jetstream: "enabled", users: [{ user: internal.user, password: internal.password }], exports: [...exports.values()], imports },
     ...accounts,
   };
+}
+
+/**
+ * Devices meet derrick, not each other: a Subscription that can match another device's Subscription
+ * or Target would deliver that device's traffic here (derrick's account imports each Subscription
+ * as a service). Throws naming both devices and subjects.
+ */
+function refuseCrossings(devices: readonly DeviceAccountInput[]): void {
+  for (const [i, device] of devices.entries()) {
+    for (const other of devices.slice(0, i)) {
+      const pairs: Array<[string, string, string]> = [
+        ...device.subscribe.flatMap((mine) => [...other.subscribe.map((theirs): [string, string, string] => [mine, theirs, "Subscription"]), ...other.publish.map((theirs): [string, string, string] => [mine, theirs, "Target"])]),
+        ...device.publish.flatMap((mine) => other.subscribe.map((theirs): [string, string, string] => [mine, theirs, "Subscription"])),
+      ];
+      for (const [mine, theirs, what] of pairs) {
+        if (subjectsOverlap(mine, theirs)) throw new Error(`${mine} of device ${device.user} meets ${theirs}, a ${what} of device ${other.user}: a device's subjects may not reach another device's`);
+      }
+    }
+  }
 }
 
 /** nats-server config text for these users (JSON is valid nats-server config syntax). */
@@ -132,29 +178,30 @@ export async function addDeviceUser(dataDir: string, device: NewDevice): Promise
   if (device.name === INTERNAL_USER) throw new Error(`"${INTERNAL_USER}" is reserved for derrick's own processes`);
   checkDeviceSubjects(device.subscribe, "/subscribe");
   checkDeviceSubjects(device.publish, "/publish");
-  const users = ensureNatsUsers(dataDir);
-  // Refused before anything is written: a Subscription another device already has.
-  const others = Object.values(users.devices).filter((d) => d.user !== device.name);
-  accountsConfig(users.internal, [...others.map((d) => ({ ...d, password: "" })), { user: device.name, password: "", twin: device.twin, subscribe: device.subscribe, publish: device.publish }]);
   const password = randomBytes(24).toString("base64url");
-  users.devices[device.name] = {
-    user: device.name,
-    password_hash: await Bun.password.hash(password, { algorithm: "bcrypt", cost: 11 }),
-    twin: device.twin,
-    subscribe: device.subscribe,
-    publish: device.publish,
-    created_at: new Date().toISOString(),
-  };
-  writeNatsUsers(dataDir, users);
+  // Hashed first (~100 ms): the lock is held only to read, check and write.
+  const passwordHash = await Bun.password.hash(password, { algorithm: "bcrypt", cost: 11 });
+  ensureNatsUsers(dataDir);
+  withUsersLock(dataDir, () => {
+    const users = readNatsUsers(dataDir)!;
+    // Refused before anything is written: subjects that would meet another device's.
+    const others = Object.values(users.devices).filter((d) => d.user !== device.name);
+    accountsConfig(users.internal, [...others.map((d) => ({ ...d, password: "" })), { user: device.name, password: "", twin: device.twin, subscribe: device.subscribe, publish: device.publish }]);
+    users.devices[device.name] = { user: device.name, password_hash: passwordHash, twin: device.twin, subscribe: device.subscribe, publish: device.publish, created_at: new Date().toISOString() };
+    writeNatsUsers(dataDir, users);
+  });
   return password;
 }
 
 export function removeDeviceUser(dataDir: string, name: string): boolean {
-  const users = readNatsUsers(dataDir);
-  if (!users?.devices[name]) return false;
-  delete users.devices[name];
-  writeNatsUsers(dataDir, users);
-  return true;
+  if (!readNatsUsers(dataDir)) return false;
+  return withUsersLock(dataDir, () => {
+    const users = readNatsUsers(dataDir);
+    if (!users?.devices[name]) return false;
+    delete users.devices[name];
+    writeNatsUsers(dataDir, users);
+    return true;
+  });
 }
 
 /**

@@ -265,4 +265,4 @@ export const FullCycleAggregationRequest = Type.Object({ body: Type.Unknown() })
 export type FullCycleAggregationRequest = Static<typeof FullCycleAggregationRequest>;
 
 /** Aggregation replies are documented loosely: their names follow docs/reporting.md. */
-export const AggregationResult = Type.Record(Type.String(), Type.Unknown(), { description: "see docs/reporting.md and docs/reporting.md" });
+export const AggregationResult = Type.Record(Type.String(), Type.Unknown(), { description: "see docs/reporting.md" });

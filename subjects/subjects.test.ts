@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Type, type TSchema } from "@sinclair/typebox";
 import { DerrickError, check, checkToken, subjects, unavailable, invalidField } from "./index.ts";
-import { checkDeviceSubjects } from "./twins.ts";
+import { checkDeviceSubjects, subjectsOverlap } from "./twins.ts";
 
 describe("subjects", () => {
   it("subjects - builders produce derrick.<capability>.<operation>", () => {
@@ -83,7 +83,7 @@ describe("subjects", () => {
 describe("device subjects", () => {
   it("subjects - a device may be granted its own subjects, never derrick's, JetStream's, other inboxes or a leading wildcard", () => {
     expect(() => checkDeviceSubjects(["slbapps.AppA.DataIn", "slbapps.AppA.*", "plant.line-1.>"], "/subscribe")).not.toThrow();
-    for (const bad of ["derrick.>", "derrick.twins.put", "$JS.API.>", "$KV.other.>", "_INBOX.x", "_INBOX_AppB.>", ">", "*.AppA", "a..b", "a.>.b", "a b", "a.b*", ""]) {
+    for (const bad of ["derrick.>", "derrick.twins.put", "$JS.API.>", "$KV.other.>", "_INBOX.x", "_INBOX_AppB.>", "_R_.>", "_R_.x.y", "_anything", ">", "*.AppA", "a..b", "a.>.b", "a b", "a.b*", ""]) {
       let error: unknown;
       try {
         checkDeviceSubjects(["slbapps.ok", bad], "/publish");
@@ -110,5 +110,10 @@ describe("device subjects", () => {
     const long = "x".repeat(30) + " " + "y".repeat(100);
     expect(errorsOf({ group: long })![0]!.message).toBe(`"${long.slice(0, 40)}…" does not match '^[a-z]+$'`);
     expect(() => checkToken("a.b", "/params/organization")).toThrow(/"a\.b" does not match/);
+  });
+
+  it("subjects - two grants overlap when some subject matches both", () => {
+    for (const [a, b] of [["a.b", "a.b"], ["a.*", "a.b"], ["a.>", "a.b.c"], ["slbapps.>", "slbapps.AppB.DataIn"], ["*.x", "a.*"], ["a.>", "*.b"]]) expect(subjectsOverlap(a!, b!), `${a} ${b}`).toBe(true);
+    for (const [a, b] of [["a.b", "a.c"], ["a.*", "a.b.c"], ["a.>", "a"], ["a.b", "a.b.c"], ["slbapps.AppA.>", "slbapps.AppB.DataIn"]]) expect(subjectsOverlap(a!, b!), `${a} ${b}`).toBe(false);
   });
 });

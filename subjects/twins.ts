@@ -398,9 +398,9 @@ export const deviceInboxPrefix = (appName: string) => `_INBOX_${appName}`;
 
 /**
  * Checks the Subscriptions/Targets an operator grants a device: valid NATS subjects whose first
- * token is a plain name — not `derrick` (actors), not `$…` (JetStream, KV, services, system), not
- * `_INBOX…` (other clients' replies), not a wildcard (which would match all of those). Throws 400
- * naming the offending entry.
+ * token is a plain name starting with a letter or digit: not `derrick` (actors), not `$…`
+ * (JetStream, KV, services, system), not `_…` (`_INBOX…` replies, `_R_…` the server's reply routing
+ * between accounts), not a wildcard (which would match all of those). Throws 400 naming the entry.
  */
 export function checkDeviceSubjects(subjectList: readonly string[], pointer: string): void {
   subjectList.forEach((subject, i) => {
@@ -408,10 +408,24 @@ export function checkDeviceSubjects(subjectList: readonly string[], pointer: str
     const valid = subject.length <= 255 && tokens.every((t, j) => t.length > 0 && !/[\s]/.test(t) && (t === "*" || t === ">" || !/[*>]/.test(t)) && (t !== ">" || j === tokens.length - 1));
     if (!valid) throw invalidField(`${pointer}/${i}`, `"${subject}" is not a NATS subject`);
     const first = tokens[0]!;
-    if (first === "*" || first === ">" || first === "derrick" || first.startsWith("$") || first.startsWith("_INBOX")) {
-      throw invalidField(`${pointer}/${i}`, `"${subject}" reaches subjects reserved for derrick, JetStream or other clients' inboxes; start it with your own name (e.g. slbapps.<App>.…)`);
+    if (!/^[A-Za-z0-9]/.test(first) || first === "derrick") {
+      throw invalidField(`${pointer}/${i}`, `"${subject}" reaches subjects reserved for derrick, JetStream, NATS or other clients' replies; start it with your own name (e.g. slbapps.<App>.…)`);
     }
   });
+}
+
+/** Whether some subject matches both patterns (`*` one token, `>` the rest): two grants that can meet. */
+export function subjectsOverlap(a: string, b: string): boolean {
+  const x = a.split(".");
+  const y = b.split(".");
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const s = x[i];
+    const t = y[i];
+    if (s === ">" || t === ">") return s !== undefined && t !== undefined;
+    if (s === undefined || t === undefined) return false;
+    if (s !== "*" && t !== "*" && s !== t) return false;
+  }
+  return true;
 }
 
 /**

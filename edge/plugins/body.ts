@@ -171,12 +171,19 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** A form as Elysia gives it: one string per name, an array when a name repeats. */
+/** Parameters a form may hold: the token endpoint takes four; a flood of them is refused, not parsed on. */
+const MAX_FORM_PARAMETERS = 256;
+
+/** A form as Elysia gives it: one string per name, an array when a name repeats (appended in place: linear). */
 function parseForm(text: string): Record<string, string | string[]> {
-  const form: Record<string, string | string[]> = {};
+  const form: Record<string, string | string[]> = Object.create(null);
+  let count = 0;
   for (const [name, value] of new URLSearchParams(text)) {
+    if (++count > MAX_FORM_PARAMETERS) throw badRequest(`the form has more than ${MAX_FORM_PARAMETERS} parameters`);
     const held = form[name];
-    form[name] = held === undefined ? value : Array.isArray(held) ? [...held, value] : [held, value];
+    if (held === undefined) form[name] = value;
+    else if (Array.isArray(held)) held.push(value);
+    else form[name] = [held, value];
   }
   return form;
 }

@@ -105,6 +105,7 @@ export class JetStreamTwinBackend implements TwinBackend {
     const name = twinBucket(this.twin);
     let warned = 0;
     for (let attempt = 0; ; attempt++) {
+      if (this.closed) throw new Error("the twin backend was closed while its bucket was being opened");
       try {
         const apiPrefix = await this.apiPrefix(name);
         const js = jetstream(this.nc, { apiPrefix, checkAPI: false });
@@ -112,7 +113,9 @@ export class JetStreamTwinBackend implements TwinBackend {
         const info = await this.bucketInfo(name);
         // Bound with direct gets (the reads a device account imports); made with the SDK's defaults only on a server without derrick.
         if (info) return await new Kvm(js).open(name, { allow_direct: info.config.allow_direct === true });
-        if (apiPrefix === DEVICE_JS_API || (await this.askDerrick())) continue;
+        // Not there yet: a device waits for derrick to make it (the back-off below); derrick asked to make it, at once.
+        if (apiPrefix === DEVICE_JS_API) throw new Error(`the twin bucket ${name} does not exist yet`);
+        if (await this.askDerrick()) continue;
         return await new Kvm(js).create(name, twinBucketOptions(this.twin));
       } catch (error) {
         if (this.closed) throw error;
@@ -269,8 +272,11 @@ export class JetStreamTwinBackend implements TwinBackend {
     return !visible.some((e) => e.revision === entry.revision);
   }
 
-  put(group: string, side: TwinSide, name: string, value: string): Promise<number> {
-    return this.kv!.put(twinKey(group, side, name), value);
+  async put(group: string, side: TwinSide, name: string, value: string): Promise<number> {
+    const revision = await this.kv!.put(twinKey(group, side, name), value);
+    // A write through a device account's import is not passed on as a change notice: read on now.
+    this.watcher?.poke();
+    return revision;
   }
 
   async close(): Promise<void> {

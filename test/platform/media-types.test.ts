@@ -35,4 +35,19 @@ describe("request media types", () => {
     const untyped = await echo(new Blob(['{"a":1}']));
     expect(untyped.status).toBe(200);
   });
+
+  it("media types - a chunked form with a flood of parameters is refused once it passes the cap (no work per repeat)", async () => {
+    const flood = "a&".repeat(20_000);
+    const chunked = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(flood));
+        controller.close();
+      },
+    });
+    // Chunked: read and parsed here. With a length, Elysia's own form parser reads it (linear) and the token endpoint refuses it.
+    const res = await fetch(`${derrick.url}/v2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: chunked, duplex: "half" } as RequestInit);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toMatch(/more than 256 parameters/);
+    expect((await fetch(`${derrick.url}/v2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: flood })).status).toBe(400);
+  });
 });

@@ -60,6 +60,30 @@ async function external(): Promise<Deployment> {
   return { server, internal: { user: EXAMPLE_INTERNAL.user, pass: EXAMPLE_INTERNAL.password }, devicePassword: EXAMPLE_DEVICES[0]!.password, api: DEVICE_JS_API, cleanup: async () => (await server.stop(), rmSync(dir, { recursive: true, force: true })) };
 }
 
+describe("device grants", () => {
+  const b = { user: "AppB", password: "x", twin: twinB, subscribe: ["slbapps.AppB.DataIn"], publish: ["slbapps.AppB.DataOut"] };
+  it("security - a grant that reaches the server's reply routing (_R_) or any reserved subject is refused before anything is written", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-grants-"));
+    try {
+      for (const subject of ["_R_.>", "_R_.abc.def", "_INBOX.>", "$KV.x.>", "derrick.>", ">"]) {
+        await expect(addDeviceUser(dataDir, { name: "AppA", twin: twinA, subscribe: [subject], publish: [] }), subject).rejects.toThrow(/reserved/);
+        await expect(addDeviceUser(dataDir, { name: "AppA", twin: twinA, subscribe: [], publish: [subject] }), subject).rejects.toThrow(/reserved/);
+      }
+      expect(ensureNatsUsers(dataDir).devices).toEqual({});
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("security - a device's Subscription or Target that can meet another device's Subscription is refused (wildcards included)", () => {
+    const a = (subscribe: string[], publish: string[] = []) => ({ user: "AppA", password: "x", twin: twinA, subscribe, publish });
+    for (const [subscribe, publish] of [[["slbapps.>"], []], [["slbapps.*.DataIn"], []], [["slbapps.AppB.DataOut"], []], [[], ["slbapps.AppB.DataIn"]], [[], ["slbapps.AppB.*"]]] as const) {
+      expect(() => accountsConfig(EXAMPLE_INTERNAL, [b, a([...subscribe], [...publish])]), JSON.stringify({ subscribe, publish })).toThrow(/AppB/);
+    }
+    expect(() => accountsConfig(EXAMPLE_INTERNAL, [b, a(["slbapps.AppA.>"], ["slbapps.AppA.DataOut"])])).not.toThrow();
+  });
+});
+
 describe("docs/nats/accounts.example.conf", () => {
   it("security - the example accounts file is what `derrick devices config` generates for its devices", () => {
     const text = readFileSync(EXAMPLE, "utf8");
@@ -258,6 +282,53 @@ describe("upgrading an embedded server's store", () => {
       await after.stop();
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the users file", () => {
+  it("security - devices added at the same moment are all kept (the users file is changed under a lock)", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "derrick-users-race-"));
+    try {
+      const names = ["AppA", "AppB", "AppC", "AppD"];
+      await Promise.all(names.map((name, i) => addDeviceUser(dataDir, { name, twin: { organization: "acme", environment: "prod", twinId: `d${i}` }, subscribe: [`slbapps.${name}.DataIn`], publish: [] })));
+      expect(Object.keys(ensureNatsUsers(dataDir).devices).sort()).toEqual(names);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a device whose twin bucket does not exist yet", () => {
+  it("security - the SDK waits for it with a back-off, not a stream of requests into derrick's account, and stops when closed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-accounts-nobucket-"));
+    const twin = { organization: "acme", environment: "prod", twinId: "not-yet" };
+    const accounts = accountsConfig(EXAMPLE_INTERNAL, [{ user: "Waiting", password: "waiting-pw", twin, subscribe: [], publish: [] }]);
+    const server = await startNatsServer({ dir, port: -1, extraConfig: `accounts: ${JSON.stringify(accounts)}` });
+    const admin = await connect({ servers: server.url, user: EXAMPLE_INTERNAL.user, pass: EXAMPLE_INTERNAL.password });
+    const device = await connect({ servers: server.url, user: "Waiting", pass: "waiting-pw", inboxPrefix: deviceInboxPrefix("Waiting") });
+    try {
+      let lookups = 0;
+      const spy = admin.subscribe(`$JS.API.STREAM.INFO.KV_${twinBucket(twin)}`, { callback: () => void lookups++ });
+      await admin.flush();
+      const { JetStreamTwinBackend } = await import("../../sdk/kv/jetstream.ts");
+      const backend = new JetStreamTwinBackend(device, twin, () => undefined);
+      const started = backend.start(() => undefined).catch((e: Error) => e);
+      // The back-off doubles from 100 ms: a handful of lookups in the first second, not thousands.
+      await eventually(() => lookups >= 3, { what: "a few lookups" });
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(lookups).toBeLessThan(30);
+      await backend.close();
+      expect(await started).toBeInstanceOf(Error);
+      const atClose = lookups;
+      await new Promise((r) => setTimeout(r, 2_500));
+      expect(lookups - atClose).toBeLessThanOrEqual(1);
+      spy.unsubscribe();
+    } finally {
+      await device.close();
+      await admin.close();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

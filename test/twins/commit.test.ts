@@ -89,11 +89,10 @@ describe("twin commits left unfinished", () => {
     release();
     await first;
 
+    // 20 attempts wait about 3.5 s in all, far less than the 30 s lease: B succeeds only by finishing A's claim at once.
     const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 20 };
-    const started = Date.now();
     const second = await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "from B" }] }, ctx, depsB);
     expect(second.status).toBe(200);
-    expect(Date.now() - started).toBeLessThan(5_000); // the lease is 30 s
     // A's claim rolled forward, not dropped, and x (already written by A) not written again.
     expect(await desired(b, address, "z")).toBe("from A");
     const kv = await openBucket(b, twinBucket(address));
@@ -112,10 +111,8 @@ describe("twin commits left unfinished", () => {
     await stall.reached; // A holds its claim
     const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 12 };
     await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from B" }] }, ctx, depsB)).rejects.toMatchObject({ status: 409 });
-    // Waiting stops at the request's deadline (the edge has answered 504 by then), not after every attempt.
-    const started = Date.now();
+    // Waiting stops at the request's deadline (the edge has answered 504 by then): 504, not the 409 of attempts run out.
     await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from B" }] }, { ...ctx, deadline: Date.now() + 300 }, { ...depsB, attempts: 50 })).rejects.toMatchObject({ status: 504 });
-    expect(Date.now() - started).toBeLessThan(5_000); // every attempt would take about 9 s
     stall.release();
     expect((await first).status).toBe(200);
     expect(await desired(b, address, "x")).toBe("from A");

@@ -325,11 +325,14 @@ describe("device SDK over JetStream KV", () => {
     const twin = { organization: "acme", environment: "prod", twinId: "dev-perm" };
     const accounts = accountsConfig({ user: "admin", password: "pw" }, [{ user: "AppPerm", password: "AppPerm-pw", twin, subscribe: ["slbapps.AppPerm.DataIn"], publish: ["slbapps.AppPerm.DataOut"] }]);
     const dir = mkdtempSync(join(tmpdir(), "derrick-sdk-perm-"));
-    const server = await startNatsServer({ dir, port: -1, extraConfig: `accounts: ${JSON.stringify(accounts)}` });
-    const admin = await connect({ servers: server.url, user: "admin", pass: "pw" });
+    let server: NatsServer | undefined;
+    let admin: NatsConnection | undefined;
     try {
+      server = await startNatsServer({ dir, port: -1, extraConfig: `accounts: ${JSON.stringify(accounts)}` });
+      const url = server.url;
+      admin = await connect({ servers: url, user: "admin", pass: "pw" });
       const kv = await new Kvm(admin).create(twinBucket(twin), twinBucketOptions(twin));
-      const doc = (sub: string) => ({ Name: "AppPerm", AEA2: { Twin: { Organization: "acme", Environment: "prod", Id: "dev-perm" }, BusClient: { Server: server.url, Subscriptions: [{ DataIn: [sub] }], Targets: [{ DataOut: ["slbapps.AppPerm.DataOut"] }] } } });
+      const doc = (sub: string) => ({ Name: "AppPerm", AEA2: { Twin: { Organization: "acme", Environment: "prod", Id: "dev-perm" }, BusClient: { Server: url, Subscriptions: [{ DataIn: [sub] }], Targets: [{ DataOut: ["slbapps.AppPerm.DataOut"] }] } } });
       const device = await start(parseAppConfig(doc("slbapps.AppPerm.DataIn"), { NATS_USER: "AppPerm", NATS_PASSWORD: "AppPerm-pw" }));
       const got: string[] = [];
       device.on("DataIn", (m) => void got.push(m.subject));
@@ -347,8 +350,8 @@ describe("device SDK over JetStream KV", () => {
       admin.publish("slbapps.AppPerm.DataIn", "{}");
       await eventually(() => got.length === 1, { what: "a message on the old subscription" });
     } finally {
-      await admin.close();
-      await server.stop();
+      await admin?.close();
+      await server?.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   });
