@@ -35,7 +35,7 @@ describe("sdk migrate", () => {
     expect(runMigrateCli(["--config", join(examples, "AEA-2.0.json")], () => undefined, () => undefined)).toBe(2);
   });
 
-  it("sdk migrate - a routes file of text lines (`<source>/<out> TO <target>/<in>`, seed document 3) migrates like routes.json", () => {
+  it("sdk migrate - a routes file of text lines (`<source>/<out> TO <target>/<in>`, the SDK 2.0 format) migrates like routes.json", () => {
     const lines = (read("routes.json") as { Routes: string[] }).Routes;
     const text = `# 2.0 routes\n${lines.join("\n")}\r\n\n`;
     const fromJson = migrateConfig(read("AEA-2.0.json"), read("routes.json"), { natsServer: "nats://nats:4222" });

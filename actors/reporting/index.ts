@@ -4,4 +4,4 @@ export { prospectModel, prospectAggregation, prospectDetails, licenseAggregation
 export { validateEntity } from "./validate.ts";
 export { CACHE_HEADER } from "./handlers.ts";
 export { seedDemo, DEMO_PATHS } from "./seed.ts";
-export { DEMO, loadDemo } from "./demo.ts";
+export { DEMO, loadDemo } from "../../subjects/reporting-demo.ts";

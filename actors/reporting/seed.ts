@@ -5,7 +5,7 @@
  */
 import { subjects, type Bus, type Principal } from "../../subjects/index.ts";
 import { EDITORS_GROUP } from "../../subjects/reporting.ts";
-import { DEMO, loadDemo, type DemoItem } from "./demo.ts";
+import { DEMO, loadDemo, type DemoItem } from "../../subjects/reporting-demo.ts";
 
 export const SEED_PRINCIPAL: Principal = { clientId: "derrick-seed", subject: "derrick-seed", groups: [EDITORS_GROUP], kind: "service" };
 

@@ -72,7 +72,7 @@ export const TAGS: ReadonlyArray<{ name: string; description: string }> = [
   {
     name: "notifications",
     description:
-      "Webhook subscriptions, one per partition, client and notification type. Events posted here (or published on NATS at `derrick.events.<partition>.<type>`) are delivered to each matching subscription's callback as CloudEvents signed with Standard Webhooks, retried on a schedule; the delivery log and replays are per subscription.",
+      "Webhook subscriptions, one per partition, client and notification type. Events posted here (or published on NATS: docs/notifications.md) are delivered to each matching subscription's callback as CloudEvents signed with Standard Webhooks, retried on a schedule; the delivery log and replays are per subscription.",
   },
   {
     name: "twin-properties",

@@ -15,7 +15,7 @@ import type { TwinGetReply, TwinPutReply, TwinUpdateBody } from "../../subjects/
 import type { CatalogItem, CatalogItemBody, CatalogPage, Content, ContentAccepted, ContentPart, ContentRequestBody, Project, ProjectBody, Task } from "../../subjects/projects.ts";
 import type { CursorQueryRequest, CursorQueryResponse, PutRecordsBody, PutRecordsResponse, QueryRequest, QueryResponse, StoredRecord, VersionInfo } from "../../subjects/search.ts";
 import { ID_FIELD, type Collection, type FullCycleAggregationBody } from "../../subjects/reporting.ts";
-import { DEMO } from "../../actors/reporting/demo.ts";
+import { DEMO } from "../../subjects/reporting-demo.ts";
 import { FULL_CYCLE_AGGREGATION, LICENSE_AGGREGATION, PROSPECT_AGGREGATION, PROSPECT_DETAILS, SCENARIO_AGGREGATION } from "./reporting-examples.ts";
 
 /** What the document shows of one operation beyond its schemas. */

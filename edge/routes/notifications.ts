@@ -1,5 +1,5 @@
 /**
- * Notifications over HTTP (seed document 1 plus the delivery operations of docs/contract.md):
+ * Notifications over HTTP (the subscriptions API plus the delivery operations of docs/contract.md):
  *   POST   /v1/notifications/subscriptions/types/{subscritpionType}        create or update (200, full form)
  *   GET    /v1/notifications/subscriptions                                  the caller's own subscriptions
  *   DELETE /v1/notifications/subscriptions/{subscriptionId}                 200; others' or unknown → 404
@@ -37,7 +37,7 @@ const errors = { 400: Problem, 401: Problem, 403: Problem, 404: Problem, 413: Pr
 const credentials: AuthOptions = { appkey: true };
 const SubscriptionPath = t.Object({ subscriptionId: t.String({ pattern: "^[A-Za-z0-9_-]{1,128}$" }) });
 const tags = ["notifications"];
-/** The list's response media types (seed document 1, §4.2); the first is the default. */
+/** The list's response media types (docs/notifications.md); the first is the default. */
 export const LIST_MEDIA_TYPES = ["application/json", "text/json", "text/plain"] as const;
 
 /** An event's declared length over EVENT_MAX_BYTES is refused before the body is read (chunked: as it is read). */

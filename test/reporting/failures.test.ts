@@ -11,7 +11,7 @@ import type { KV } from "@nats-io/kv";
 import { startTestNats, type TestNats } from "../harness/index.ts";
 import { assessmentStore, entityKey, openStores, type Stores } from "../../actors/reporting/store.ts";
 import { CACHE_HEADER, deleteEntity, prospectAggregate, putEntity, type ReportingDeps } from "../../actors/reporting/handlers.ts";
-import { DEMO, loadDemo } from "../../actors/reporting/demo.ts";
+import { DEMO, loadDemo } from "../../subjects/reporting-demo.ts";
 import { EDITORS_GROUP } from "../../subjects/reporting.ts";
 import { DerrickError, EncodedJson, type Reply } from "../../subjects/index.ts";
 import type { RequestContext } from "../../actors/runtime/context.ts";

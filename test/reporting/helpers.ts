@@ -1,6 +1,6 @@
 /** Shared helpers of the reporting tests: PUT as the editor, read JSON, the demo set. */
 import type { TestDerrick } from "../harness/index.ts";
-import { DEMO, loadDemo, type DemoItem } from "../../actors/reporting/demo.ts";
+import { DEMO, loadDemo, type DemoItem } from "../../subjects/reporting-demo.ts";
 
 export const put = (derrick: TestDerrick, collection: string, id: string, body: unknown, as: "admin" | "alpha" | "beta" = "admin", partition = "opendes") =>
   derrick.call(`/assessments/v1/${collection}/${id}`, { as, partition, method: "PUT", body: JSON.stringify(body) });

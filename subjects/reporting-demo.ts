@@ -4,7 +4,7 @@
  * cycle analysis under Norwegian-style royalty/tax terms, and a two-scenario (oil case / gas case)
  * analysis with the prospect outline. Volumes in MMbbl / Bcf / MMboe, money in MUSD.
  */
-import type { Collection } from "../../subjects/reporting.ts";
+import type { Collection } from "./reporting.ts";
 
 export type DemoItem = { collection: Collection; id: string; body: Record<string, unknown> };
 
