@@ -99,11 +99,21 @@ function documentRecordDelete(paths: Record<string, Record<string, Operation>>):
 /** The bytes of a JSON document or a script, as sent: gzipped once, for every client that takes gzip. */
 type Encoded = { plain: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer>; type: string };
 const encode = (bytes: Uint8Array<ArrayBuffer>, type: string): Encoded => ({ plain: bytes, gzip: Bun.gzipSync(bytes), type });
-const acceptsGzip = (request: Request) => /\bgzip\b/i.test(request.headers.get("accept-encoding") ?? "");
-const send = (request: Request, body: Encoded) =>
-  new Response(acceptsGzip(request) ? body.gzip : body.plain, {
-    headers: { "content-type": body.type, vary: "accept-encoding", ...(acceptsGzip(request) ? { "content-encoding": "gzip" } : {}) },
-  });
+/** Whether an `Accept-Encoding` takes gzip (RFC 9110 §12.5.3): `gzip;q=0` refuses it, `*` stands for codings not named. */
+export function acceptsGzip(header: string | null): boolean {
+  let star: number | undefined;
+  for (const part of (header ?? "").split(",")) {
+    const [coding, ...params] = part.trim().toLowerCase().split(";").map((t) => t.trim());
+    const q = Number(params.find((p) => p.startsWith("q="))?.slice(2) ?? 1);
+    if (coding === "gzip" || coding === "x-gzip") return q > 0;
+    if (coding === "*") star = q;
+  }
+  return star !== undefined && star > 0;
+}
+const send = (request: Request, body: Encoded) => {
+  const gzip = acceptsGzip(request.headers.get("accept-encoding"));
+  return new Response(gzip ? body.gzip : body.plain, { headers: { "content-type": body.type, vary: "accept-encoding", ...(gzip ? { "content-encoding": "gzip" } : {}) } });
+};
 
 /**
  * `routes` gives the app's routes once it is built (for the request body schemas). The document is
