@@ -23,8 +23,9 @@ export function readDemoClient(dataDir: string): ClientSeed | undefined {
 /** The demo client for this configuration, made on first use; undefined when it must not exist. */
 export function demoClient(cfg: Config): ClientSeed | undefined {
   if (cfg.clients !== undefined || cfg.auth.issuer !== undefined || !isLoopback(cfg.http.host)) return undefined;
+  const kept = readDemoClient(cfg.dataDir);
+  if (kept) return { ...kept, groups: [...ALL_GROUPS] };
   const file = join(cfg.dataDir, FILE);
-  if (existsSync(file)) return { ...(JSON.parse(readFileSync(file, "utf8")) as ClientSeed), groups: [...ALL_GROUPS] };
   const seed: ClientSeed = { client_id: "demo", client_secret: randomBytes(18).toString("base64url"), appkey: randomBytes(12).toString("base64url"), groups: [...ALL_GROUPS] };
   mkdirSync(cfg.dataDir, { recursive: true });
   writeFileSync(file, JSON.stringify(seed, null, 2), { mode: 0o600 });

@@ -59,7 +59,7 @@ export function writeAuthorization(dir: string, authorization: string): void {
 export function requestEmbeddedRestart(dir: string): { pid: number } | undefined {
   const owner = readOwner(dir);
   if (!owner || startTimeOf(owner.pid) !== owner.startTime) return undefined;
-  const serverPid = existsSync(join(dir, PID_FILE)) ? Number(readFileSync(join(dir, PID_FILE), "utf8").trim()) : 0;
+  const serverPid = serverPidIn(dir);
   try {
     process.kill(owner.pid, "SIGHUP");
     return { pid: serverPid };
@@ -68,13 +68,18 @@ export function requestEmbeddedRestart(dir: string): { pid: number } | undefined
   }
 }
 
+/** The pid in the pid file of a server started in `dir`; 0 when there is none. */
+function serverPidIn(dir: string): number {
+  const path = join(dir, PID_FILE);
+  const pid = existsSync(path) ? Number(readFileSync(path, "utf8").trim()) : 0;
+  return Number.isInteger(pid) && pid > 0 ? pid : 0;
+}
+
 /** The client URL of the server running in `dir` (its pid file and ports file), if one runs. */
 export function runningServerUrl(dir: string): string | undefined {
-  const pidPath = join(dir, PID_FILE);
-  if (!existsSync(pidPath)) return undefined;
-  const pid = Number(readFileSync(pidPath, "utf8").trim());
+  const pid = serverPidIn(dir);
   const ports = join(dir, "ports", `nats-server_${pid}.ports`);
-  if (!Number.isInteger(pid) || pid <= 0 || !existsSync(ports) || !existsSync(`/proc/${pid}`)) return undefined;
+  if (!pid || !existsSync(ports) || !existsSync(`/proc/${pid}`)) return undefined;
   try {
     return (JSON.parse(readFileSync(ports, "utf8")) as { nats?: string[] }).nats?.[0];
   } catch {
@@ -86,9 +91,8 @@ export function runningServerUrl(dir: string): string | undefined {
 export async function waitForRestart(dir: string, oldPid: number, timeoutMs = 20_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const pid = existsSync(join(dir, PID_FILE)) ? Number(readFileSync(join(dir, PID_FILE), "utf8").trim()) : 0;
-    const ports = join(dir, "ports");
-    if (pid > 0 && pid !== oldPid && existsSync(ports) && readdirSync(ports).some((f) => f.includes(`_${pid}.ports`))) return true;
+    const pid = serverPidIn(dir);
+    if (pid && pid !== oldPid && runningServerUrl(dir)) return true;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return false;
@@ -169,12 +173,10 @@ async function stopLeftover(dir: string, configPath: string): Promise<void> {
   const claimant = readOwner(dir);
   if (claimant && claimant.pid !== process.pid && startTimeOf(claimant.pid) === claimant.startTime)
     throw new Error(`another derrick (pid ${claimant.pid}) runs an embedded nats-server in ${dir}: stop it first or use another DERRICK_DATA_DIR`);
-  const pidPath = join(dir, PID_FILE);
-  if (!existsSync(pidPath)) return;
-  const pid = Number(readFileSync(pidPath, "utf8").trim());
+  const pid = serverPidIn(dir);
   // Only a nats-server started with this very config: a recycled pid is left alone.
   const isOurs = () => cmdlineOf(pid).includes(configPath);
-  if (!Number.isInteger(pid) || pid <= 0 || !isOurs()) return;
+  if (!pid || !isOurs()) return;
   // Its owner is gone (checked above): a leftover.
   process.kill(pid, "SIGTERM");
   const deadline = Date.now() + 10_000;

@@ -3,6 +3,16 @@ import { Type, type TSchema } from "@sinclair/typebox";
 import { DerrickError, check, checkToken, subjects, unavailable, invalidField } from "./index.ts";
 import { checkDeviceSubjects, subjectsOverlap } from "./twins.ts";
 
+/** The field errors `check` reports for `value`, or undefined when it passes. */
+function errorsOf(schema: TSchema, value: unknown) {
+  try {
+    check(schema, value);
+  } catch (error) {
+    return (error as DerrickError).errors;
+  }
+  return undefined;
+}
+
 describe("subjects", () => {
   it("subjects - builders produce derrick.<capability>.<operation>", () => {
     expect(subjects.system.echo()).toBe("derrick.system.echo");
@@ -63,20 +73,12 @@ describe("subjects", () => {
       sort: nullable(Type.Object({ field: nullable(Type.Array(Type.String({ maxLength: 3 }))) })),
       either: nullable(Type.Union([Type.String(), Type.Integer()])),
     });
-    const errorsOf = (value: unknown) => {
-      try {
-        check(schema, value);
-      } catch (error) {
-        return (error as DerrickError).errors;
-      }
-      return undefined;
-    };
-    expect(errorsOf({ list: null, sort: null, either: null })).toBeUndefined();
-    expect(errorsOf({ list: ["abc", "abcd"] })).toEqual([{ pointer: "/body/list/1", message: "expected string length less or equal to 3" }]);
-    expect(errorsOf({ list: ["a", "b", "c"] })).toEqual([{ pointer: "/body/list", message: "expected array length to be less or equal to 2" }]);
-    expect(errorsOf({ sort: { field: ["abcd"] } })).toEqual([{ pointer: "/body/sort/field/0", message: "expected string length less or equal to 3" }]);
-    expect(errorsOf({ list: 5 })).toEqual([{ pointer: "/body/list", message: "expected array" }]);
-    expect(errorsOf({ either: true })).toEqual([{ pointer: "/body/either", message: "expected union value" }]);
+    expect(errorsOf(schema, { list: null, sort: null, either: null })).toBeUndefined();
+    expect(errorsOf(schema, { list: ["abc", "abcd"] })).toEqual([{ pointer: "/body/list/1", message: "expected string length less or equal to 3" }]);
+    expect(errorsOf(schema, { list: ["a", "b", "c"] })).toEqual([{ pointer: "/body/list", message: "expected array length to be less or equal to 2" }]);
+    expect(errorsOf(schema, { sort: { field: ["abcd"] } })).toEqual([{ pointer: "/body/sort/field/0", message: "expected string length less or equal to 3" }]);
+    expect(errorsOf(schema, { list: 5 })).toEqual([{ pointer: "/body/list", message: "expected array" }]);
+    expect(errorsOf(schema, { either: true })).toEqual([{ pointer: "/body/either", message: "expected union value" }]);
   });
 });
 
@@ -98,17 +100,9 @@ describe("device subjects", () => {
 
   it("validation - a value outside its pattern is quoted (shortened) next to its pointer", () => {
     const schema = Type.Object({ group: Type.String({ pattern: "^[a-z]+$" }) });
-    const errorsOf = (value: unknown) => {
-      try {
-        check(schema, value);
-      } catch (error) {
-        return (error as DerrickError).errors;
-      }
-      return undefined;
-    };
-    expect(errorsOf({ group: "bad group" })).toEqual([{ pointer: "/body/group", message: `"bad group" does not match '^[a-z]+$'` }]);
+    expect(errorsOf(schema, { group: "bad group" })).toEqual([{ pointer: "/body/group", message: `"bad group" does not match '^[a-z]+$'` }]);
     const long = "x".repeat(30) + " " + "y".repeat(100);
-    expect(errorsOf({ group: long })![0]!.message).toBe(`"${long.slice(0, 40)}…" does not match '^[a-z]+$'`);
+    expect(errorsOf(schema, { group: long })![0]!.message).toBe(`"${long.slice(0, 40)}…" does not match '^[a-z]+$'`);
     expect(() => checkToken("a.b", "/params/organization")).toThrow(/"a\.b" does not match/);
   });
 
