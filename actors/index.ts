@@ -16,7 +16,12 @@ import { startReportingActor } from "./reporting/index.ts";
 
 type Starter = (nc: NatsConnection, cfg: Config, log: Logger) => Promise<ServedActor>;
 
-const runtime = (cfg: Config, log: Logger): RuntimeOptions => ({ log, concurrency: cfg.actorConcurrency, queue: cfg.actorQueue, storage: storagePolicy(cfg) });
+const runtime = (cfg: Config, log: Logger): RuntimeOptions => ({
+  log,
+  concurrency: cfg.actorConcurrency,
+  queue: cfg.actorQueue,
+  storage: storagePolicy(cfg),
+});
 
 const STARTERS: Record<ActorName, Starter> = {
   system: (nc, cfg, log) => startSystemActor(nc, runtime(cfg, log)),

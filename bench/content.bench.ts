@@ -21,7 +21,11 @@ const POLL_MS = 50;
 
 const dir = mkdtempSync(join(tmpdir(), "derrick-bench-content-"));
 const nats = await startTestNats({ dir: join(dir, "nats") });
-const derrick = await startDerrick(nats, { actors: ["identity", "projects", "content-worker"], dataDir: join(dir, "data"), env: { DERRICK_CONTENT_CONCURRENCY: process.env.DERRICK_CONTENT_CONCURRENCY ?? "64" } });
+const derrick = await startDerrick(nats, {
+  actors: ["identity", "projects", "content-worker"],
+  dataDir: join(dir, "data"),
+  env: { DERRICK_CONTENT_CONCURRENCY: process.env.DERRICK_CONTENT_CONCURRENCY ?? "64" },
+});
 const results: LoadResult[] = [];
 try {
   const values = drillingPlanValues(120);
@@ -30,12 +34,23 @@ try {
 
   // Baseline: the worker's computation alone, in-process (same project, same catalog, same output).
   const catalog = catalogFrom(readCatalogFile());
-  const project: Project = { projectId: "bench", name: "bench", members: ["alpha"], values: checkValues(values, catalog), createdAt: "", updatedAt: "" };
+  const project: Project = {
+    projectId: "bench",
+    name: "bench",
+    members: ["alpha"],
+    values: checkValues(values, catalog),
+    createdAt: "",
+    updatedAt: "",
+  };
   results.push(
-    await runLoad("in-process computeContent + serialize (baseline)", async () => {
-      const text = JSON.stringify(computeContent(project, catalog["display-items"], "display-items"));
-      splitUtf8(text);
-    }, { count: REQUESTS, concurrency: 1, maxMs: MAX_MS, warmup: 50 }),
+    await runLoad(
+      "in-process computeContent + serialize (baseline)",
+      async () => {
+        const text = JSON.stringify(computeContent(project, catalog["display-items"], "display-items"));
+        splitUtf8(text);
+      },
+      { count: REQUESTS, concurrency: 1, maxMs: MAX_MS, warmup: 50 },
+    ),
   );
 
   let pollRequests = 0;
@@ -54,7 +69,14 @@ try {
     if (content.status !== 200) throw new Error(`content: ${content.status}`);
     await content.arrayBuffer();
   };
-  results.push(await runLoad(`end to end, ${CONCURRENCY} concurrent (request → succeeded → content)`, endToEnd, { count: REQUESTS, concurrency: CONCURRENCY, maxMs: MAX_MS, warmup: 20 }));
+  results.push(
+    await runLoad(`end to end, ${CONCURRENCY} concurrent (request → succeeded → content)`, endToEnd, {
+      count: REQUESTS,
+      concurrency: CONCURRENCY,
+      maxMs: MAX_MS,
+      warmup: 20,
+    }),
+  );
   const [baseline, e2e] = results as [LoadResult, LoadResult];
   report({
     bench: "content",

@@ -66,7 +66,11 @@ const nats = await startNatsServer({ dir: join(dir, "nats"), port: -1 });
 const receiverProc = Bun.spawn([process.execPath, "-e", RECEIVER], { stdout: "pipe", stderr: "inherit" });
 const subject = subjects.events("opendes", "PlanShared");
 // The flood phases' events come from a separate process, as from the services that emit them.
-const publisherProc = Bun.spawn([process.execPath, new URL("./peers/event-publisher.ts", import.meta.url).pathname, nats.url, subject], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+const publisherProc = Bun.spawn([process.execPath, new URL("./peers/event-publisher.ts", import.meta.url).pathname, nats.url, subject], {
+  stdin: "pipe",
+  stdout: "pipe",
+  stderr: "inherit",
+});
 const publisherLines = lines(publisherProc.stdout);
 
 /** The lines a child process prints, one `next()` per line. */
@@ -86,7 +90,9 @@ async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string
 /** The publisher's next line, or an error after `ms` (the bench never waits unbounded). */
 async function publisherSays(ms: number): Promise<Record<string, unknown>> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`event publisher silent for ${ms} ms`)), ms)));
+  const timeout = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`event publisher silent for ${ms} ms`)), ms)),
+  );
   try {
     const line = await Promise.race([publisherLines.next(), timeout]);
     if (line.done) throw new Error("event publisher exited");
@@ -105,7 +111,11 @@ try {
   const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
   const receiverUrl = `http://127.0.0.1:${port}`;
   const stats = async (phase: string, latencies = false) =>
-    (await (await fetch(`${receiverUrl}/stats?phase=${phase}${latencies ? "&latencies" : ""}`)).json()) as { count: number; unique: number; latencies: number[] };
+    (await (await fetch(`${receiverUrl}/stats?phase=${phase}${latencies ? "&latencies" : ""}`)).json()) as {
+      count: number;
+      unique: number;
+      latencies: number[];
+    };
 
   let delivererStats: (() => Promise<unknown>) | undefined;
   let jsmOf: Awaited<ReturnType<typeof jetstreamManager>> | undefined;
@@ -113,6 +123,7 @@ try {
    * Runs `work`, noting each process's CPU share (of one core) while it ran and its CPU time per
    * operation: the machine is shared, so throughput is noisy, CPU per delivery much less so.
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: some measured steps return nothing
   const withCpu = async <T extends { count: number } | void>(name: string, work: () => Promise<T>): Promise<T> => {
     const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
     const started = performance.now();
@@ -124,18 +135,37 @@ try {
       return `${k} ${Math.round((used / wall) * 100)}%${count ? ` (${Math.round((used / count) * 1e6)} µs/op)` : ""}`;
     });
     notes.push(`cpu during "${name}" (100% = one core): ${shares.join(", ")}`);
-    if (delivererStats) notes.push(`counters after "${name}": ${JSON.stringify(await delivererStats())}; ATTEMPTS messages written so far: ${(await jsmOf?.streams.info("ATTEMPTS"))?.state.last_seq}`);
+    if (delivererStats)
+      notes.push(
+        `counters after "${name}": ${JSON.stringify(await delivererStats())}; ATTEMPTS messages written so far: ${(await jsmOf?.streams.info("ATTEMPTS"))?.state.last_seq}`,
+      );
     return result;
   };
 
   // Baseline: a raw fetch loop, the same body size, the same concurrency as one subscription gets.
-  const sampleBody = JSON.stringify({ specversion: "1.0", id: "x", source: "/partitions/opendes", type: "PlanShared", time: new Date().toISOString(), datacontenttype: "application/json", partitionid: "opendes", data: { p: "raw", t: 0 } });
+  const sampleBody = JSON.stringify({
+    specversion: "1.0",
+    id: "x",
+    source: "/partitions/opendes",
+    type: "PlanShared",
+    time: new Date().toISOString(),
+    datacontenttype: "application/json",
+    partitionid: "opendes",
+    data: { p: "raw", t: 0 },
+  });
   const raw = await withCpu("raw fetch loop", () =>
-    runLoad("raw fetch loop → receiver", () => fetch(receiverUrl, { method: "POST", body: sampleBody, headers: { "content-type": "application/json" } }).then((r) => r.arrayBuffer()), {
-      count: EVENTS_ONE,
-      concurrency: PER_SUBSCRIPTION,
-      maxMs: SECONDS * 1000,
-    }),
+    runLoad(
+      "raw fetch loop → receiver",
+      () =>
+        fetch(receiverUrl, { method: "POST", body: sampleBody, headers: { "content-type": "application/json" } }).then((r) =>
+          r.arrayBuffer(),
+        ),
+      {
+        count: EVENTS_ONE,
+        concurrency: PER_SUBSCRIPTION,
+        maxMs: SECONDS * 1000,
+      },
+    ),
   );
   if (PHASES.has("raw")) results.push(raw);
 
@@ -148,7 +178,14 @@ try {
     DERRICK_DELIVERY_PER_SUBSCRIPTION: String(PER_SUBSCRIPTION),
     ACTORS: "notifications,dispatcher,deliverer",
   });
-  const derrick = await boot({ cfg, natsUrl: nats.url, log: createLogger("error"), edge: false, actors: cfg.actors, processMetrics: false });
+  const derrick = await boot({
+    cfg,
+    natsUrl: nats.url,
+    log: createLogger("error"),
+    edge: false,
+    actors: cfg.actors,
+    processMetrics: false,
+  });
   const publisher = await connectNats(nats.url, "bench-publisher", createLogger("error"));
   const js = jetstream(publisher);
   const jsm = await jetstreamManager(publisher);
@@ -158,10 +195,14 @@ try {
     dispatcher: (await publisher.request(subjects.notifications["dispatcher.stats"](), "{}")).json(),
   });
   const subscribeAs = (clientId: string) =>
-    derrick.bus.request(subjects.notifications["subscription.upsert"](), { type: "PlanShared", subscription: { subscriber: "bench", callback_uri: `${receiverUrl}/hook/${clientId}` } }, {
-      partition: "opendes",
-      principal: { clientId, subject: clientId, groups: [], kind: "service" },
-    });
+    derrick.bus.request(
+      subjects.notifications["subscription.upsert"](),
+      { type: "PlanShared", subscription: { subscriber: "bench", callback_uri: `${receiverUrl}/hook/${clientId}` } },
+      {
+        partition: "opendes",
+        principal: { clientId, subject: clientId, groups: [], kind: "service" },
+      },
+    );
   const event = (phase: string, n: number) => JSON.stringify({ data: { p: phase, n, t: Date.now() } });
 
   /** Waits (bounded) until `phase` got `expected` distinct deliveries and no job waits in DELIVERIES. */
@@ -201,8 +242,19 @@ try {
     }
     const seconds = (performance.now() - started) / 1000;
     got = await stats(phase, true);
-    const result = { name, count: got.unique, errors: expected - got.unique, seconds, opsPerSec: got.unique / seconds, p50Ms: percentile(got.latencies, 50), p99Ms: percentile(got.latencies, 99), maxMs: got.latencies.at(-1) ?? Number.NaN };
-    notes.push(`${name}: ${events} events published in ${published.toFixed(2)} s (${atPublished} delivered by then), last delivery after ${seconds.toFixed(2)} s; deliveries per 0.5 s after publishing: ${timeline.join(" ")}`);
+    const result = {
+      name,
+      count: got.unique,
+      errors: expected - got.unique,
+      seconds,
+      opsPerSec: got.unique / seconds,
+      p50Ms: percentile(got.latencies, 50),
+      p99Ms: percentile(got.latencies, 99),
+      maxMs: got.latencies.at(-1) ?? Number.NaN,
+    };
+    notes.push(
+      `${name}: ${events} events published in ${published.toFixed(2)} s (${atPublished} delivered by then), last delivery after ${seconds.toFixed(2)} s; deliveries per 0.5 s after publishing: ${timeline.join(" ")}`,
+    );
     if (got.count > got.unique) notes.push(`${name}: ${got.count - got.unique} duplicate deliveries (at least once)`);
     results.push(result);
     return result;
@@ -236,20 +288,35 @@ try {
     await drain("rate", total, performance.now() + 10_000);
     const got = await stats("rate", true);
     p99AtRate = percentile(got.latencies, 99);
-    results.push({ name: `derrick at ${RATE} events/s, 1 subscription`, count: got.unique, errors: total - got.unique, seconds: RATE_SECONDS, opsPerSec: got.unique / RATE_SECONDS, p50Ms: percentile(got.latencies, 50), p99Ms: p99AtRate, maxMs: got.latencies.at(-1) ?? Number.NaN });
+    results.push({
+      name: `derrick at ${RATE} events/s, 1 subscription`,
+      count: got.unique,
+      errors: total - got.unique,
+      seconds: RATE_SECONDS,
+      opsPerSec: got.unique / RATE_SECONDS,
+      p50Ms: percentile(got.latencies, 50),
+      p99Ms: p99AtRate,
+      maxMs: got.latencies.at(-1) ?? Number.NaN,
+    });
   }
 
   let many: LoadResult | undefined;
   if (PHASES.has("many")) {
     for (let i = 1; i < FANOUT; i++) await subscribeAs(`bench-${i}`);
-    many = await withCpu(`${FANOUT} subscriptions`, () => flood(`derrick publish → 2xx, ${FANOUT} subscriptions`, "many", EVENTS_MANY, EVENTS_MANY * FANOUT));
+    many = await withCpu(`${FANOUT} subscriptions`, () =>
+      flood(`derrick publish → 2xx, ${FANOUT} subscriptions`, "many", EVENTS_MANY, EVENTS_MANY * FANOUT),
+    );
     ratios[`${FANOUT} subscriptions / raw fetch loop`] = many.opsPerSec / raw.opsPerSec;
     await drain("many", EVENTS_MANY * FANOUT);
   }
 
   const best = Math.max(one?.opsPerSec ?? 0, many?.opsPerSec ?? 0);
-  notes.push(`receiver: separate Bun process on loopback; per-subscription concurrency ${PER_SUBSCRIPTION}; EVENTS/DELIVERIES/ATTEMPTS on file storage`);
-  notes.push("throughput counts distinct (subscription, webhook-id) pairs from the first publish to the last 2xx at the receiver (includes draining)");
+  notes.push(
+    `receiver: separate Bun process on loopback; per-subscription concurrency ${PER_SUBSCRIPTION}; EVENTS/DELIVERIES/ATTEMPTS on file storage`,
+  );
+  notes.push(
+    "throughput counts distinct (subscription, webhook-id) pairs from the first publish to the last 2xx at the receiver (includes draining)",
+  );
   report({
     bench: "delivery",
     results,

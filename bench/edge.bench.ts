@@ -37,7 +37,6 @@ try {
     return { url, result };
   };
 
-
   const derrick = await startPeer(bun, [here("./peers/derrick-node.ts"), nats.url, "0", join(dir, "data")]);
   const { url, result } = await measure("derrick edge → NATS → actor", derrick);
   derrickPeak = result.opsPerSec;
@@ -77,10 +76,19 @@ try {
   const directTwice = await twice(() => startPeer(bun, [here("./peers/direct-elysia.ts"), String(sharedPort), "reuse-port"]));
   await measure("direct Elysia, two processes on one port", directTwice);
   await directTwice.stop();
-  const derrickTwice = await twice(() => startPeer(bun, [here("./peers/derrick-node.ts"), nats.url, String(sharedPort), join(dir, `data-${Math.random()}`)], { DERRICK_HTTP_REUSE_PORT: "true" }));
+  const derrickTwice = await twice(() =>
+    startPeer(bun, [here("./peers/derrick-node.ts"), nats.url, String(sharedPort), join(dir, `data-${Math.random()}`)], {
+      DERRICK_HTTP_REUSE_PORT: "true",
+    }),
+  );
   const shared = await measure("derrick, two processes on one port (edge + actor each)", derrickTwice);
   const sharedRate = Math.max(100, Math.floor(shared.result.opsPerSec / 2));
-  results.push(await httpLoadAtRate(`derrick, two processes, at 50% of peak (${sharedRate}/s offered)`, shared.url, BODY, { perSecond: sharedRate, seconds: 6 }));
+  results.push(
+    await httpLoadAtRate(`derrick, two processes, at 50% of peak (${sharedRate}/s offered)`, shared.url, BODY, {
+      perSecond: sharedRate,
+      seconds: 6,
+    }),
+  );
   await derrickTwice.stop();
 
   const moleculer = await startPeer("node", [here("./peers/moleculer.cjs"), nats.url, String(await freePort())]);
@@ -108,8 +116,10 @@ report({
     "derrick two processes / direct Elysia two processes (same resources)": twoOnOnePort / ops("direct Elysia, two processes"),
     "derrick one process / Moleculer (gateway + service in one process)": oneProcess / ops("Moleculer"),
     "derrick two processes / Moleculer": twoOnOnePort / ops("Moleculer"),
-    "p99 at derrick's half-peak rate: derrick one process / direct Elysia (control)": atHalf!.p99Ms / byName("direct Elysia at the same").p99Ms,
-    "floor (no derrick code) / direct Elysia one process: the design's ceiling here": ops("floor: Bun.serve") / ops("direct Elysia (in-process)"),
+    "p99 at derrick's half-peak rate: derrick one process / direct Elysia (control)":
+      atHalf!.p99Ms / byName("direct Elysia at the same").p99Ms,
+    "floor (no derrick code) / direct Elysia one process: the design's ceiling here":
+      ops("floor: Bun.serve") / ops("direct Elysia (in-process)"),
     "derrick one process / floor": oneProcess / ops("floor: Bun.serve"),
     "p99 at derrick's half-peak rate: derrick one process / floor": atHalf!.p99Ms / byName("floor at the same").p99Ms,
   },

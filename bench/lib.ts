@@ -7,7 +7,17 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 
-export type LoadResult = { name: string; count: number; errors: number; seconds: number; opsPerSec: number; p50Ms: number; p95Ms?: number; p99Ms: number; maxMs: number };
+export type LoadResult = {
+  name: string;
+  count: number;
+  errors: number;
+  seconds: number;
+  opsPerSec: number;
+  p50Ms: number;
+  p95Ms?: number;
+  p99Ms: number;
+  maxMs: number;
+};
 
 export function percentile(sortedMs: readonly number[], p: number): number {
   if (sortedMs.length === 0) return Number.NaN;
@@ -19,7 +29,11 @@ export function percentile(sortedMs: readonly number[], p: number): number {
  * Runs `op` with `concurrency` workers until `count` operations or `maxMs` elapse (both bounds always
  * apply), after `warmup` untimed operations.
  */
-export async function runLoad(name: string, op: (i: number) => unknown | Promise<unknown>, options: { count: number; concurrency: number; maxMs: number; warmup?: number }): Promise<LoadResult> {
+export async function runLoad(
+  name: string,
+  op: (i: number) => unknown | Promise<unknown>,
+  options: { count: number; concurrency: number; maxMs: number; warmup?: number },
+): Promise<LoadResult> {
   for (let i = 0; i < (options.warmup ?? Math.min(200, options.count / 10)); i++) await Promise.resolve(op(i)).catch(() => undefined);
   const latencies: number[] = [];
   let next = 0;
@@ -65,17 +79,33 @@ export type BenchReport = {
 };
 
 export function report(r: Omit<BenchReport, "machine">): BenchReport {
-  const full: BenchReport = { ...r, machine: { cores: availableParallelism(), runtime: typeof Bun !== "undefined" ? `bun ${Bun.version}` : `node ${process.versions.node}` } };
+  const full: BenchReport = {
+    ...r,
+    machine: {
+      cores: availableParallelism(),
+      runtime: typeof Bun !== "undefined" ? `bun ${Bun.version}` : `node ${process.versions.node}`,
+    },
+  };
   const fmt = (n: number, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : "-");
   console.log(`\n== ${r.bench} ==`);
   console.table(
-    r.results.map((x) => ({ case: x.name, ops: x.count, errors: x.errors, "ops/s": fmt(x.opsPerSec, 0), "p50 ms": fmt(x.p50Ms, 3), "p99 ms": fmt(x.p99Ms, 3), "max ms": fmt(x.maxMs, 1) })),
+    r.results.map((x) => ({
+      case: x.name,
+      ops: x.count,
+      errors: x.errors,
+      "ops/s": fmt(x.opsPerSec, 0),
+      "p50 ms": fmt(x.p50Ms, 3),
+      "p99 ms": fmt(x.p99Ms, 3),
+      "max ms": fmt(x.maxMs, 1),
+    })),
   );
   for (const [name, value] of Object.entries(r.ratios)) console.log(`ratio  ${name}: ${fmt(value, 3)}`);
-  for (const [name, t] of Object.entries(r.targets ?? {})) console.log(`target ${name}: ${fmt(t.value, 3)} (${t.target}) ${t.met ? "MET" : "NOT MET"}`);
+  for (const [name, t] of Object.entries(r.targets ?? {}))
+    console.log(`target ${name}: ${fmt(t.value, 3)} (${t.target}) ${t.met ? "MET" : "NOT MET"}`);
   for (const note of r.notes ?? []) console.log(`note   ${note}`);
   // Failed operations finish fast and count in ops/s: a rate made of them measures nothing.
-  for (const x of r.results.filter((x) => x.errors > 0)) console.log(`WARN   ${x.name}: ${x.errors} of ${x.count} operations failed; its rates and latencies include them`);
+  for (const x of r.results.filter((x) => x.errors > 0))
+    console.log(`WARN   ${x.name}: ${x.errors} of ${x.count} operations failed; its rates and latencies include them`);
   const dir = fileURLToPath(new URL("./results/", import.meta.url));
   mkdirSync(dir, { recursive: true });
   writeFileSync(`${dir}${r.bench}.json`, JSON.stringify(full, null, 2));

@@ -22,7 +22,12 @@ function toMs(value: string, unit: string): number {
   return unit === "us" ? n / 1000 : unit === "s" ? n * 1000 : n;
 }
 
-export async function httpLoad(name: string, url: string, body: string, options: { connections: number; seconds: number }): Promise<LoadResult> {
+export async function httpLoad(
+  name: string,
+  url: string,
+  body: string,
+  options: { connections: number; seconds: number },
+): Promise<LoadResult> {
   assertLoopback(url);
   if (hasWrk) {
     const dir = mkdtempSync(join(tmpdir(), "derrick-wrk-"));
@@ -37,26 +42,94 @@ export async function httpLoad(name: string, url: string, body: string, options:
     const total = Number(/(\d+) requests in/.exec(out)?.[1]);
     const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
     const socketErrors = /Socket errors:.*?connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-    const errors = non2xx + (socketErrors ? socketErrors.slice(1).map(Number).reduce((a, b) => a + b, 0) : 0);
+    const errors =
+      non2xx +
+      (socketErrors
+        ? socketErrors
+            .slice(1)
+            .map(Number)
+            .reduce((a, b) => a + b, 0)
+        : 0);
     return { name, count: total, errors, seconds: options.seconds, opsPerSec: rps, p50Ms: pct("50"), p99Ms: pct("99"), maxMs: Number.NaN };
   }
   const bin = fileURLToPath(new URL("../node_modules/.bin/autocannon", import.meta.url));
-  const out = await run(bin, ["-j", "-c", String(options.connections), "-d", String(options.seconds), "-m", "POST", "-H", "content-type=application/json", "-b", body, url]);
-  const r = JSON.parse(out) as { requests: { average: number; total: number }; latency: { p50: number; p99: number; max: number }; non2xx: number; errors: number };
-  return { name, count: r.requests.total, errors: r.non2xx + r.errors, seconds: options.seconds, opsPerSec: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, maxMs: r.latency.max };
+  const out = await run(bin, [
+    "-j",
+    "-c",
+    String(options.connections),
+    "-d",
+    String(options.seconds),
+    "-m",
+    "POST",
+    "-H",
+    "content-type=application/json",
+    "-b",
+    body,
+    url,
+  ]);
+  const r = JSON.parse(out) as {
+    requests: { average: number; total: number };
+    latency: { p50: number; p99: number; max: number };
+    non2xx: number;
+    errors: number;
+  };
+  return {
+    name,
+    count: r.requests.total,
+    errors: r.non2xx + r.errors,
+    seconds: options.seconds,
+    opsPerSec: r.requests.average,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    maxMs: r.latency.max,
+  };
 }
 
 /**
  * Offered load at a fixed overall rate (open loop) from a separate process: autocannon `-R`.
  * For "p99 at X req/s": a closed loop would slow down with the server and hide queueing.
  */
-export async function httpLoadAtRate(name: string, url: string, body: string, options: { perSecond: number; seconds: number; connections?: number }): Promise<LoadResult> {
+export async function httpLoadAtRate(
+  name: string,
+  url: string,
+  body: string,
+  options: { perSecond: number; seconds: number; connections?: number },
+): Promise<LoadResult> {
   assertLoopback(url);
   const bin = fileURLToPath(new URL("../node_modules/.bin/autocannon", import.meta.url));
   const connections = options.connections ?? 32;
-  const out = await run(bin, ["-j", "-c", String(connections), "-R", String(options.perSecond), "-d", String(options.seconds), "-m", "POST", "-H", "content-type=application/json", "-b", body, url]);
-  const r = JSON.parse(out.slice(out.indexOf("{"))) as { requests: { average: number; total: number }; latency: { p50: number; p99: number; max: number }; non2xx: number; errors: number };
-  return { name, count: r.requests.total, errors: r.non2xx + r.errors, seconds: options.seconds, opsPerSec: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, maxMs: r.latency.max };
+  const out = await run(bin, [
+    "-j",
+    "-c",
+    String(connections),
+    "-R",
+    String(options.perSecond),
+    "-d",
+    String(options.seconds),
+    "-m",
+    "POST",
+    "-H",
+    "content-type=application/json",
+    "-b",
+    body,
+    url,
+  ]);
+  const r = JSON.parse(out.slice(out.indexOf("{"))) as {
+    requests: { average: number; total: number };
+    latency: { p50: number; p99: number; max: number };
+    non2xx: number;
+    errors: number;
+  };
+  return {
+    name,
+    count: r.requests.total,
+    errors: r.non2xx + r.errors,
+    seconds: options.seconds,
+    opsPerSec: r.requests.average,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    maxMs: r.latency.max,
+  };
 }
 
 function run(cmd: string, args: string[]): Promise<string> {
@@ -71,7 +144,11 @@ function run(cmd: string, args: string[]): Promise<string> {
 }
 
 /** Starts a peer process that prints one JSON line `{ready: true, port}` when it serves. */
-export async function startPeer(cmd: string, args: string[], env: Record<string, string> = {}): Promise<{ port: number; child: ChildProcess; stop(): Promise<void> }> {
+export async function startPeer(
+  cmd: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ port: number; child: ChildProcess; stop(): Promise<void> }> {
   const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
   const port = await new Promise<number>((resolve, reject) => {
     let buffer = "";

@@ -55,7 +55,13 @@ const segments = Array.from({ length: SEGMENTS }, (_, i) => ({
 const analysis = (seed: number) => ({
   prospect: { id: "p-bench", name: "Bench" },
   segmentAnalysisIds: segments.map((s) => s.id),
-  dependency: { model: "commonFactor", commonFactors: [{ name: "source", probability: 0.8 }, { name: "migration", probability: 0.7 }] },
+  dependency: {
+    model: "commonFactor",
+    commonFactors: [
+      { name: "source", probability: 0.8 },
+      { name: "migration", probability: 0.7 },
+    ],
+  },
   simulation: { trials: TRIALS, seed },
   mefs: { value: 20, unit: "MMboe" },
 });
@@ -64,7 +70,10 @@ const dir = mkdtempSync(join(tmpdir(), "derrick-bench-reporting-"));
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const clients = { DERRICK_CLIENTS: JSON.stringify(Object.values(TEST_CLIENTS)) };
 const nats = await startTestNats({ dir: join(dir, "nats") });
-const server = await startPeer(process.execPath, [here("./peers/derrick-node.ts"), nats.url, "0", join(dir, "data")], { ...clients, PEER_ACTORS: "identity,reporting,system" });
+const server = await startPeer(process.execPath, [here("./peers/derrick-node.ts"), nats.url, "0", join(dir, "data")], {
+  ...clients,
+  PEER_ACTORS: "identity,reporting,system",
+});
 const derrick = { ...edgeClient(`http://127.0.0.1:${server.port}`), url: `http://127.0.0.1:${server.port}` };
 const nc = await connectNats(nats.url, "reporting-bench");
 // The memory peer: its own nats-server, and an edge whose reporting responder answers from memory.
@@ -73,7 +82,8 @@ let peer: Awaited<ReturnType<typeof startPeer>> | undefined;
 let bare: Awaited<ReturnType<typeof startPeer>> | undefined;
 const results: LoadResult[] = [];
 try {
-  const put = (collection: string, id: string, body: unknown) => derrick.call(`/assessments/v1/${collection}/${id}`, { as: "admin", method: "PUT", body: JSON.stringify(body) });
+  const put = (collection: string, id: string, body: unknown) =>
+    derrick.call(`/assessments/v1/${collection}/${id}`, { as: "admin", method: "PUT", body: JSON.stringify(body) });
   for (const s of segments) if ((await put("segmentanalyses", s.id, s.body)).status >= 300) throw new Error(`cannot store ${s.id}`);
   if ((await put("prospectanalyses", "pa-bench", analysis(1))).status >= 300) throw new Error("cannot store pa-bench");
   await derrick.token("alpha");
@@ -85,7 +95,14 @@ try {
       validateEntity("prospectanalyses", "pa-bench", "prospectAnalysisId", analysis(1)) as never,
       segments.map((s) => validateEntity("segmentanalyses", s.id, "segmentAnalysisId", structuredClone(s.body)) as never),
     );
-  results.push(await runLoad("in-process compute (cold baseline)", async () => JSON.stringify(prospectAggregation(model(), [], 1)), { count: COLD, concurrency: 1, maxMs: MAX_MS, warmup: 3 }));
+  results.push(
+    await runLoad("in-process compute (cold baseline)", async () => JSON.stringify(prospectAggregation(model(), [], 1)), {
+      count: COLD,
+      concurrency: 1,
+      maxMs: MAX_MS,
+      warmup: 3,
+    }),
+  );
 
   // Edge cold: each GET follows an upsert of the analysis (a new seed), so it recomputes.
   let misses = 0;
@@ -102,7 +119,16 @@ try {
   coldLatencies.sort((a, b) => a - b);
   const pct = (p: number) => percentile(coldLatencies, p);
   const coldSeconds = coldLatencies.reduce((a, b) => a + b, 0) / 1000;
-  results.push({ name: "edge GET, cold (after an upsert)", count: coldLatencies.length, errors: 3 + COLD - misses, seconds: coldSeconds, opsPerSec: coldLatencies.length / coldSeconds, p50Ms: pct(50), p99Ms: pct(99), maxMs: coldLatencies.at(-1)! });
+  results.push({
+    name: "edge GET, cold (after an upsert)",
+    count: coldLatencies.length,
+    errors: 3 + COLD - misses,
+    seconds: coldSeconds,
+    opsPerSec: coldLatencies.length / coldSeconds,
+    p50Ms: pct(50),
+    p99Ms: pct(99),
+    maxMs: coldLatencies.at(-1)!,
+  });
 
   // Cached: through the edge, and the raw KV read of the same value in-process.
   // The in-process cold baseline left ~100 MB of typed arrays in this (the client's) heap: collect
@@ -140,18 +166,41 @@ try {
   };
   const floors = [
     await runLoad("floor: edge GET /healthz (HTTP only)", async () => drain(await fetch(`${derrick.url}/healthz`)), sequential),
-    await runLoad("floor: edge GET /v1/system/whoami (HTTP + credentials, no NATS)", async () => drain(await derrick.call("/v1/system/whoami")), sequential),
-    await runLoad("floor: edge POST /v1/system/echo (HTTP + one NATS hop, no KV)", async () => drain(await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })), sequential),
+    await runLoad(
+      "floor: edge GET /v1/system/whoami (HTTP + credentials, no NATS)",
+      async () => drain(await derrick.call("/v1/system/whoami")),
+      sequential,
+    ),
+    await runLoad(
+      "floor: edge POST /v1/system/echo (HTTP + one NATS hop, no KV)",
+      async () =>
+        drain(
+          await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }),
+        ),
+      sequential,
+    ),
   ];
   const replyFile = join(dir, "cached-aggregation.json");
   writeFileSync(replyFile, new Uint8Array(await (await derrick.call(path)).arrayBuffer()));
   peer = await startPeer(process.execPath, [here("./peers/reporting-memory.ts"), peerNats.url, join(dir, "peer-data"), replyFile], clients);
   const memoryEdge = edgeClient(`http://127.0.0.1:${peer.port}`);
   await memoryEdge.token("alpha");
-  floors.push(await runLoad("peer: edge GET answered from actor memory (one NATS hop, no KV)", async () => drain(await memoryEdge.call(path)), sequential));
+  floors.push(
+    await runLoad(
+      "peer: edge GET answered from actor memory (one NATS hop, no KV)",
+      async () => drain(await memoryEdge.call(path)),
+      sequential,
+    ),
+  );
   bare = await startPeer(process.execPath, [here("./peers/nats-floor.ts"), nats.url, "kv", replyFile]);
   const bareUrl = `http://127.0.0.1:${bare.port}${path}`;
-  floors.push(await runLoad("floor: Bun.serve → nats.js request → KV read of the same value (no derrick code)", async () => drain(await fetch(bareUrl)), sequential));
+  floors.push(
+    await runLoad(
+      "floor: Bun.serve → nats.js request → KV read of the same value (no derrick code)",
+      async () => drain(await fetch(bareUrl)),
+      sequential,
+    ),
+  );
   results.push(...floors);
   results.push(
     await runLoad(
@@ -163,7 +212,17 @@ try {
       { count: CACHED * 3, concurrency: 32, maxMs: MAX_MS, warmup: 100 },
     ),
   );
-  const [compute, cold, cached, kvRead, healthz, whoami, echo, memory, floor] = results as [LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult, LoadResult];
+  const [compute, cold, cached, kvRead, healthz, whoami, echo, memory, floor] = results as [
+    LoadResult,
+    LoadResult,
+    LoadResult,
+    LoadResult,
+    LoadResult,
+    LoadResult,
+    LoadResult,
+    LoadResult,
+    LoadResult,
+  ];
   report({
     bench: "reporting",
     results,

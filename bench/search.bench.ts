@@ -20,13 +20,43 @@ import { report, runLoad, type LoadResult } from "./lib.ts";
 
 const RECORDS = Number(process.env.BENCH_SEARCH_RECORDS ?? 100_000);
 /** The edge caller: a search role and the data group half of the generated records name. */
-const READER = { client_id: "bench-reader", client_secret: "bench-reader-secret-1", appkey: "bench-reader-appkey-1", groups: ["users.datalake.viewers", "data.default.viewers"] };
+const READER = {
+  client_id: "bench-reader",
+  client_secret: "bench-reader-secret-1",
+  appkey: "bench-reader-appkey-1",
+  groups: ["users.datalake.viewers", "data.default.viewers"],
+};
 const QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 400);
 const CASE_MAX_MS = 20_000;
 const BUILD_MAX_MS = 600_000;
 const VOCABULARY = 20_000;
-const BASINS = ["Permian", "North Sea", "Gulf of Mexico", "Campos", "Santos", "Williston", "Anadarko", "Barents", "Niger Delta", "Browse", "Carnarvon", "Taranaki", "Sirte", "Zagros", "Timan-Pechora", "Sverdrup", "Bonaparte", "Cooper", "Eromanga", "Ghadames"];
-const KINDS = ["osdu:wks:master-data--Well:1.0.0", "osdu:wks:master-data--Wellbore:1.0.0", "osdu:wks:work-product-component--WellLog:1.0.0"];
+const BASINS = [
+  "Permian",
+  "North Sea",
+  "Gulf of Mexico",
+  "Campos",
+  "Santos",
+  "Williston",
+  "Anadarko",
+  "Barents",
+  "Niger Delta",
+  "Browse",
+  "Carnarvon",
+  "Taranaki",
+  "Sirte",
+  "Zagros",
+  "Timan-Pechora",
+  "Sverdrup",
+  "Bonaparte",
+  "Cooper",
+  "Eromanga",
+  "Ghadames",
+];
+const KINDS = [
+  "osdu:wks:master-data--Well:1.0.0",
+  "osdu:wks:master-data--Wellbore:1.0.0",
+  "osdu:wks:work-product-component--WellLog:1.0.0",
+];
 
 // Deterministic data: mulberry32.
 function rng(seed: number) {
@@ -48,7 +78,10 @@ function generate(i: number): StoredRecord {
   return {
     id: `opendes:well:bench-${i}`,
     kind: KINDS[i % KINDS.length]!,
-    acl: { viewers: [i % 2 === 0 ? "data.default.viewers@opendes.example.com" : "data.other.viewers@opendes.example.com"], owners: ["data.default.owners@opendes.example.com"] },
+    acl: {
+      viewers: [i % 2 === 0 ? "data.default.viewers@opendes.example.com" : "data.other.viewers@opendes.example.com"],
+      owners: ["data.default.owners@opendes.example.com"],
+    },
     legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"], status: "compliant" },
     data: {
       FacilityName: `${word(zipf())} ${word(zipf())}`,
@@ -95,7 +128,11 @@ try {
   // 2. A search actor builds its replica from the stream.
   const rssBeforeBuild = rssMb();
   const buildStarted = performance.now();
-  const derrick = await startDerrick(nats, { actors: ["identity", "search"], dataDir: join(dir, "data"), env: { DERRICK_REQUEST_TIMEOUT: "30s", DERRICK_CLIENTS: JSON.stringify([READER]) } });
+  const derrick = await startDerrick(nats, {
+    actors: ["identity", "search"],
+    dataDir: join(dir, "data"),
+    env: { DERRICK_REQUEST_TIMEOUT: "30s", DERRICK_CLIENTS: JSON.stringify([READER]) },
+  });
   let status: SearchStatus = { following: false, appliedSeq: 0, restarts: 0, skipped: 0, records: 0, indexFile: "", indexing: false };
   let indexingSeen = 0;
   let answeredWhileIndexing = 0;
@@ -120,10 +157,15 @@ try {
     await new Promise((r) => setTimeout(r, 250));
   }
   if (stalled) notes.push(`status requests that waited out an index build step: ${stalled}`);
-  if (indexingSeen) notes.push(`value indexes built in a worker: ${((performance.now() - indexingSeen) / 1000).toFixed(1)} s, ${answeredWhileIndexing} status requests answered meanwhile`);
+  if (indexingSeen)
+    notes.push(
+      `value indexes built in a worker: ${((performance.now() - indexingSeen) / 1000).toFixed(1)} s, ${answeredWhileIndexing} status requests answered meanwhile`,
+    );
   const buildSeconds = (performance.now() - buildStarted) / 1000;
   const fileMb = statSync(status.indexFile).size / 1024 / 1024;
-  notes.push(`replica build from the stream: ${status.records} records in ${buildSeconds.toFixed(1)} s (${Math.round(status.records / buildSeconds)}/s), index file ${fileMb.toFixed(0)} MB (+WAL), process RSS ${rssStart.toFixed(0)} → ${rssBeforeBuild.toFixed(0)} before build → peak ${peakRss.toFixed(0)} MB during build`);
+  notes.push(
+    `replica build from the stream: ${status.records} records in ${buildSeconds.toFixed(1)} s (${Math.round(status.records / buildSeconds)}/s), index file ${fileMb.toFixed(0)} MB (+WAL), process RSS ${rssStart.toFixed(0)} → ${rssBeforeBuild.toFixed(0)} before build → peak ${peakRss.toFixed(0)} MB during build`,
+  );
 
   // 3. Queries: the same plans through the edge and in-process.
   // The edge caller sees what the in-process request sees: the data.default.viewers half of the records.
@@ -141,7 +183,12 @@ try {
     "text+range": () => ({ kind: "osdu:wks:*:*", query: `${mediumWord()} AND data.Depth:[1000 TO 3000]`, limit: 10 }),
     geo: () => ({ kind: "osdu:wks:*:*", spatialFilter: { field: "data.Location", byBoundingBox: box() }, limit: 10 }),
     "text+sort": () => ({ kind: "osdu:wks:*:*", query: mediumWord(), sort: { field: ["data.Depth"], order: ["DESC"] }, limit: 10 }),
-    "basin+sort (large match set)": () => ({ kind: "osdu:wks:*:*", query: `data.Basin:"${BASINS[Math.floor(q() * BASINS.length)]}"`, sort: { field: ["data.SpudDate"], order: ["ASC"] }, limit: 10 }),
+    "basin+sort (large match set)": () => ({
+      kind: "osdu:wks:*:*",
+      query: `data.Basin:"${BASINS[Math.floor(q() * BASINS.length)]}"`,
+      sort: { field: ["data.SpudDate"], order: ["ASC"] },
+      limit: 10,
+    }),
     "text limit 100": () => ({ kind: "osdu:wks:*:*", query: mediumWord(), limit: 100 }),
   };
   const headers = { authorization: `Bearer ${token}`, "data-partition-id": "opendes", "content-type": "application/json" };
@@ -161,21 +208,43 @@ try {
     });
     const inProcess = await measure(`${name} in-process`, () => {
       const { plan, ast } = planSearch(make() as never, false);
-      const request: SearchRequest = { partition: "opendes", kinds: plan.kinds, query: ast, access: { all: false, groups: READER.groups, asOwner: false }, sort: plan.sort, offset: 0, limit: plan.limit, trackTotalCount: false, ...(plan.spatial ? { spatial: plan.spatial } : {}) };
+      const request: SearchRequest = {
+        partition: "opendes",
+        kinds: plan.kinds,
+        query: ast,
+        access: { all: false, groups: READER.groups, asOwner: false },
+        sort: plan.sort,
+        offset: 0,
+        limit: plan.limit,
+        trackTotalCount: false,
+        ...(plan.spatial ? { spatial: plan.spatial } : {}),
+      };
       localHits += local.search(request).hits.length;
       localCalls++;
     });
-    if (edgeHits === 0 || localHits === 0) throw new Error(`${name}: no results (edge ${edgeHits}, in-process ${localHits}): the measurement would be of empty answers`);
+    if (edgeHits === 0 || localHits === 0)
+      throw new Error(`${name}: no results (edge ${edgeHits}, in-process ${localHits}): the measurement would be of empty answers`);
     notes.push(`${name}: results per query, edge ${(edgeHits / edgeCalls).toFixed(1)}, in-process ${(localHits / localCalls).toFixed(1)}`);
     results.push(edge, inProcess);
-    if (["text", "text+range", "geo", "text limit 100"].includes(name)) targets[`${name} p95 via edge ≤ 10 ms`] = { value: edge.p95Ms, target: "≤ 10 ms", met: edge.p95Ms <= 10 };
+    if (["text", "text+range", "geo", "text limit 100"].includes(name))
+      targets[`${name} p95 via edge ≤ 10 ms`] = { value: edge.p95Ms, target: "≤ 10 ms", met: edge.p95Ms <= 10 };
   }
   targets["build ≤ 60 s"] = { value: buildSeconds, target: "≤ 60 s", met: buildSeconds <= 60 };
   targets["peak RSS ≤ 1536 MB"] = { value: peakRss, target: "≤ 1536 MB", met: peakRss <= 1536 };
   console.log(`\nrecords: ${RECORDS}`);
-  console.table(results.map((r) => ({ case: r.name, n: r.count, errors: r.errors, "p50 ms": r.p50Ms.toFixed(2), "p95 ms": r.p95Ms.toFixed(2), "p99 ms": r.p99Ms.toFixed(2) })));
+  console.table(
+    results.map((r) => ({
+      case: r.name,
+      n: r.count,
+      errors: r.errors,
+      "p50 ms": r.p50Ms.toFixed(2),
+      "p95 ms": r.p95Ms.toFixed(2),
+      "p99 ms": r.p99Ms.toFixed(2),
+    })),
+  );
   const ratios: Record<string, number> = {};
-  for (let i = 0; i < results.length; i += 2) ratios[`${results[i]!.name.replace(" via edge", "")}: edge p50 / in-process p50`] = results[i]!.p50Ms / results[i + 1]!.p50Ms;
+  for (let i = 0; i < results.length; i += 2)
+    ratios[`${results[i]!.name.replace(" via edge", "")}: edge p50 / in-process p50`] = results[i]!.p50Ms / results[i + 1]!.p50Ms;
   notes.push(...results.map((r) => `${r.name}: p50 ${r.p50Ms.toFixed(2)} ms, p95 ${r.p95Ms.toFixed(2)} ms`));
   report({ bench: RECORDS === 100_000 ? "search" : `search-${RECORDS}`, results, ratios, targets, notes });
   local.close();

@@ -21,11 +21,20 @@ const SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 400);
 const VALUE = JSON.stringify({ setpoint: 42.5, mode: "auto", limits: [1, 2, 3] });
 
 const INTERNAL = { user: "derrick", password: "bench-internal" };
-const DEVICE = { user: "bench", password: "bench-device", twin: { organization: "bench", environment: "prod", twinId: "t0" }, subscribe: [], publish: [] };
+const DEVICE = {
+  user: "bench",
+  password: "bench-device",
+  twin: { organization: "bench", environment: "prod", twinId: "t0" },
+  subscribe: [],
+  publish: [],
+};
 const nats = await startTestNats({ extraConfig: `accounts: ${JSON.stringify(accountsConfig(INTERNAL, [DEVICE]))}` });
 // Each twin's stream reserves DERRICK_TWIN_MAX_BYTES of JetStream's store limit (75% of the disk by
 // default): at the default 64 MiB, about 900 twins fit in 78 GB free and the rest were 500s, since 507s.
-const derrick = await startDerrick(nats, { actors: ["identity", "twins"], env: { DERRICK_TWIN_MAX_BYTES: String(1024 * 1024), DERRICK_TWINS_MAX: "0", NATS_USER: INTERNAL.user, NATS_PASSWORD: INTERNAL.password } });
+const derrick = await startDerrick(nats, {
+  actors: ["identity", "twins"],
+  env: { DERRICK_TWIN_MAX_BYTES: String(1024 * 1024), DERRICK_TWINS_MAX: "0", NATS_USER: INTERNAL.user, NATS_PASSWORD: INTERNAL.password },
+});
 const nc = await connect({ servers: nats.url, user: INTERNAL.user, pass: INTERNAL.password });
 const results: LoadResult[] = [];
 let device: DeviceClient | undefined;
@@ -43,13 +52,28 @@ try {
   };
 
   // Provisioning: the first PUT to each twin creates its bucket.
-  results.push(await runLoad(`first PUT per twin (creates the bucket), ${TWINS} twins`, (i) => put(i, VALUE), { count: TWINS, concurrency: CONCURRENCY, maxMs: 90_000, warmup: 0 }));
+  results.push(
+    await runLoad(`first PUT per twin (creates the bucket), ${TWINS} twins`, (i) => put(i, VALUE), {
+      count: TWINS,
+      concurrency: CONCURRENCY,
+      maxMs: 90_000,
+      warmup: 0,
+    }),
+  );
 
   // Throughput: raw KV put vs derrick PUT (HTTP → edge → actor → pending/put/commit).
   const raw = await new Kvm(nc).create("bench-raw", { history: 2 });
-  const rawPut = await runLoad("raw KV put (one bucket)", (i) => raw.put(`twin_properties/bench/desired/p${i % TWINS}`, VALUE), { count: 30_000, concurrency: CONCURRENCY, maxMs: 10_000 });
+  const rawPut = await runLoad("raw KV put (one bucket)", (i) => raw.put(`twin_properties/bench/desired/p${i % TWINS}`, VALUE), {
+    count: 30_000,
+    concurrency: CONCURRENCY,
+    maxMs: 10_000,
+  });
   results.push(rawPut);
-  const derrickPut = await runLoad(`derrick PUT over ${TWINS} twins`, (i) => put(i % TWINS, `${VALUE}${i}`), { count: 30_000, concurrency: CONCURRENCY, maxMs: 15_000 });
+  const derrickPut = await runLoad(`derrick PUT over ${TWINS} twins`, (i) => put(i % TWINS, `${VALUE}${i}`), {
+    count: 30_000,
+    concurrency: CONCURRENCY,
+    maxMs: 15_000,
+  });
   results.push(derrickPut);
 
   // Latency: raw put → watch vs REST PUT → SDK callback, one at a time.
@@ -72,7 +96,12 @@ try {
   watch.stop();
 
   const sdkLatency = async (name: string, credentials: Record<string, string>) => {
-    device = await DeviceClient.connect(parseAppConfig({ Name: "bench", AEA2: { Twin: { Organization: "bench", Environment: "prod", Id: "t0" }, BusClient: { Server: nats.url } } }, credentials));
+    device = await DeviceClient.connect(
+      parseAppConfig(
+        { Name: "bench", AEA2: { Twin: { Organization: "bench", Environment: "prod", Id: "t0" }, BusClient: { Server: nats.url } } },
+        credentials,
+      ),
+    );
     const waiters = new Map<string, () => void>();
     device.observe("bench", "p", (change) => waiters.get(change.value ?? "")?.());
     const result = await runLoad(
@@ -89,8 +118,14 @@ try {
     results.push(result);
     return result;
   };
-  const sdkLatencyInDerrick = await sdkLatency("REST PUT → SDK callback, SDK in derrick's account", { NATS_USER: INTERNAL.user, NATS_PASSWORD: INTERNAL.password });
-  const sdkLatency_ = await sdkLatency("REST PUT → SDK callback, SDK as a device account's user", { NATS_USER: DEVICE.user, NATS_PASSWORD: DEVICE.password });
+  const sdkLatencyInDerrick = await sdkLatency("REST PUT → SDK callback, SDK in derrick's account", {
+    NATS_USER: INTERNAL.user,
+    NATS_PASSWORD: INTERNAL.password,
+  });
+  const sdkLatency_ = await sdkLatency("REST PUT → SDK callback, SDK as a device account's user", {
+    NATS_USER: DEVICE.user,
+    NATS_PASSWORD: DEVICE.password,
+  });
 
   const ratio = derrickPut.opsPerSec / rawPut.opsPerSec;
   report({

@@ -39,13 +39,17 @@ export async function boot(options: BootOptions): Promise<Booted> {
   const nc = await connectNats(options.natsUrl, `derrick-${process.pid}`, log, options.natsAuth).catch((error: Error) => {
     // nats.js says only "connection refused" or "Authorization Violation": name what to check.
     const settings = cfg.natsUrl ? "NATS_URL, NATS_USER, NATS_PASSWORD" : "the embedded server";
-    throw new Error(`cannot connect to NATS at ${options.natsUrl.split(",").map(withoutCredentials).join(",")} (${settings}): ${error.message}`, { cause: error });
+    throw new Error(
+      `cannot connect to NATS at ${options.natsUrl.split(",").map(withoutCredentials).join(",")} (${settings}): ${error.message}`,
+      { cause: error },
+    );
   });
   const metrics = createMetrics(options.processMetrics ?? true);
   const bus = new Bus(nc, {
     timeoutMs: cfg.requestTimeoutMs,
     onRequest: metrics.observeNats,
-    onInboxError: (err) => log.error({ err }, "NATS refused the edge's reply inbox: every request now fails with 503; allow this user to subscribe to _INBOX.>"),
+    onInboxError: (err) =>
+      log.error({ err }, "NATS refused the edge's reply inbox: every request now fails with 503; allow this user to subscribe to _INBOX.>"),
   });
   let actors: RunningActors | undefined;
   let edge: RunningEdge | undefined;
@@ -91,7 +95,10 @@ export const UNCAUGHT_DRAIN_DEADLINE_MS = 30_000;
  * past `drainDeadlineMs` it exits 1 anyway.
  * Installed before boot, so an error during start-up stops the process once it is up.
  */
-export function listenForStop(log: Logger, options: { drainDeadlineMs?: number } = {}): { requested: Promise<StopRequest>; dispose(): void } {
+export function listenForStop(
+  log: Logger,
+  options: { drainDeadlineMs?: number } = {},
+): { requested: Promise<StopRequest>; dispose(): void } {
   let request: (value: StopRequest) => void;
   const requested = new Promise<StopRequest>((resolve) => (request = resolve));
   let firstSignalAt: number | undefined;

@@ -26,7 +26,12 @@ export function demoClient(cfg: Config): ClientSeed | undefined {
   const kept = readDemoClient(cfg.dataDir);
   if (kept) return { ...kept, groups: [...ALL_GROUPS] };
   const file = join(cfg.dataDir, FILE);
-  const seed: ClientSeed = { client_id: "demo", client_secret: randomBytes(18).toString("base64url"), appkey: randomBytes(12).toString("base64url"), groups: [...ALL_GROUPS] };
+  const seed: ClientSeed = {
+    client_id: "demo",
+    client_secret: randomBytes(18).toString("base64url"),
+    appkey: randomBytes(12).toString("base64url"),
+    groups: [...ALL_GROUPS],
+  };
   mkdirSync(cfg.dataDir, { recursive: true });
   writeFileSync(file, JSON.stringify(seed, null, 2), { mode: 0o600 });
   return seed;

@@ -4,7 +4,16 @@ import "../platform/production-env.ts";
 import { storagePolicy } from "../actors/runtime/storage.ts";
 import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
-import { ACTOR_NAMES, ConfigError, loadConfig, maskedConfig, parseDuration, withoutCredentials, type ActorName, type Config } from "../config/index.ts";
+import {
+  ACTOR_NAMES,
+  ConfigError,
+  loadConfig,
+  maskedConfig,
+  parseDuration,
+  withoutCredentials,
+  type ActorName,
+  type Config,
+} from "../config/index.ts";
 import { createLogger, type Logger } from "../platform/logger.ts";
 import { runningServerUrl, startNatsServer, type NatsServer } from "../platform/nats-server.ts";
 import { connectNats, type NatsAuth } from "../platform/nats.ts";
@@ -49,7 +58,10 @@ function isUsageError(error: unknown): boolean {
 
 /** Commands that take no arguments refuse any, rather than starting the whole system on a typo (`start --nats-url …`). */
 function noArguments(command: string, rest: string[]): void {
-  if (rest.length) throw new UsageError(`\`derrick ${command}\` takes no arguments (got ${rest.map((a) => JSON.stringify(a)).join(" ")}); it is configured by environment variables, see README.md`);
+  if (rest.length)
+    throw new UsageError(
+      `\`derrick ${command}\` takes no arguments (got ${rest.map((a) => JSON.stringify(a)).join(" ")}); it is configured by environment variables, see README.md`,
+    );
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -90,7 +102,11 @@ async function main(argv: string[]): Promise<number> {
       noArguments(command, rest);
       // A first try needs a client: one that can do everything, only where nobody else can reach it.
       const demo = cfg.actors.includes("identity") ? demoClient(cfg) : undefined;
-      return serve(demo ? Object.freeze({ ...cfg, demoClient: demo }) : cfg, log, { edge: true, actors: cfg.actors, embedded: !cfg.natsUrl });
+      return serve(demo ? Object.freeze({ ...cfg, demoClient: demo }) : cfg, log, {
+        edge: true,
+        actors: cfg.actors,
+        embedded: !cfg.natsUrl,
+      });
     }
     case "edge":
       noArguments(command, rest);
@@ -111,7 +127,9 @@ async function main(argv: string[]): Promise<number> {
     case "keys":
       return keys(cfg, rest);
     case "devices":
-      return devicesCommand(cfg, rest, (twin) => withBus(cfg, (bus) => ensureTwinBucket(bus.nc, twin, storagePolicy(cfg), cfg.twins.maxBytes)));
+      return devicesCommand(cfg, rest, (twin) =>
+        withBus(cfg, (bus) => ensureTwinBucket(bus.nc, twin, storagePolicy(cfg), cfg.twins.maxBytes)),
+      );
     case "token":
       return token(cfg, rest);
     case "seed":
@@ -145,27 +163,43 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   let natsUrl = cfg.natsUrl;
   if (!natsUrl) {
     if (!plan.embedded) {
-      console.error("derrick: NATS_URL is not set; `derrick edge` and `derrick actor` join an existing NATS server (use `derrick start` for everything in one process)");
+      console.error(
+        "derrick: NATS_URL is not set; `derrick edge` and `derrick actor` join an existing NATS server (use `derrick start` for everything in one process)",
+      );
       return 2;
     }
     // Anonymous connections are refused: derrick's processes use the internal user, devices their own.
     const natsDir = resolve(join(cfg.dataDir, "nats"));
-    if (migrateStoreToDerrickAccount(natsDir)) log.info({ store: natsDir }, "moved the JetStream store of the single-account layout into account DERRICK");
+    if (migrateStoreToDerrickAccount(natsDir))
+      log.info({ store: natsDir }, "moved the JetStream store of the single-account layout into account DERRICK");
     // The accounts are read from the users file at each (re)start: `derrick devices` changes them.
     const startEmbedded = () =>
-      startNatsServer({ dir: natsDir, port: cfg.natsPort, authorization: accountsBlock(ensureNatsUsers(cfg.dataDir)), ownProcessGroup: true }).catch((error: Error) => {
+      startNatsServer({
+        dir: natsDir,
+        port: cfg.natsPort,
+        authorization: accountsBlock(ensureNatsUsers(cfg.dataDir)),
+        ownProcessGroup: true,
+      }).catch((error: Error) => {
         if (!/address already in use/.test(error.message)) throw error;
-        throw new Error(`the embedded nats-server cannot listen on 127.0.0.1:${cfg.natsPort}: another process holds that port. Set DERRICK_NATS_PORT to a free port, or NATS_URL to join the server there (${error.message})`);
+        throw new Error(
+          `the embedded nats-server cannot listen on 127.0.0.1:${cfg.natsPort}: another process holds that port. Set DERRICK_NATS_PORT to a free port, or NATS_URL to join the server there (${error.message})`,
+        );
       });
     embedded = { start: startEmbedded };
     server = await startEmbedded();
     natsUrl = server.url;
     log.info({ url: natsUrl, store: join(cfg.dataDir, "nats") }, "embedded nats-server started");
-    if (cfg.natsUser) log.warn("NATS_USER is set but NATS_URL is not: the embedded server is used with its internal user, NATS_USER and NATS_PASSWORD are ignored");
+    if (cfg.natsUser)
+      log.warn(
+        "NATS_USER is set but NATS_URL is not: the embedded server is used with its internal user, NATS_USER and NATS_PASSWORD are ignored",
+      );
   }
   let running;
   try {
-    running = await bootedUnlessStopped(boot({ cfg, natsUrl, natsAuth: natsAuthFor(cfg), log, edge: plan.edge, actors: plan.actors }), stop.requested);
+    running = await bootedUnlessStopped(
+      boot({ cfg, natsUrl, natsAuth: natsAuthFor(cfg), log, edge: plan.edge, actors: plan.actors }),
+      stop.requested,
+    );
   } catch (error) {
     await server?.stop();
     throw error;
@@ -215,7 +249,12 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
       log.info({ url: server.url }, "embedded nats-server restarted");
     })()
       .then(() => void ensureDeviceBuckets(cfg, running.nc, log))
-      .catch((error: unknown) => (log.fatal({ err: error }, "the embedded nats-server did not restart: stopping"), lost({ reason: "embedded nats-server exited", exitCode: 1 })))
+      .catch(
+        (error: unknown) => (
+          log.fatal({ err: error }, "the embedded nats-server did not restart: stopping"),
+          lost({ reason: "embedded nats-server exited", exitCode: 1 })
+        ),
+      )
       .finally(() => {
         restarting = undefined;
         if (hangupWhileRestarting) {
@@ -247,7 +286,9 @@ async function bootedUnlessStopped<T>(booting: Promise<T>, requested: Promise<St
 /** The twin bucket of every registered device (devices may open their bucket, not create it). */
 async function ensureDeviceBuckets(cfg: Config, nc: NatsConnection, log: Logger): Promise<void> {
   for (const device of Object.values(readNatsUsers(cfg.dataDir)?.devices ?? {})) {
-    await ensureTwinBucket(nc, device.twin, storagePolicy(cfg), cfg.twins.maxBytes).catch((error: Error) => log.warn({ err: error, device: device.user }, "cannot create a device's twin bucket; it is created on the twin's first write"));
+    await ensureTwinBucket(nc, device.twin, storagePolicy(cfg), cfg.twins.maxBytes).catch((error: Error) =>
+      log.warn({ err: error, device: device.user }, "cannot create a device's twin bucket; it is created on the twin's first write"),
+    );
   }
 }
 
@@ -266,7 +307,9 @@ async function withBus<T>(cfg: Config, work: (bus: Bus) => Promise<T>): Promise<
   // The embedded server that `derrick start` runs on this data dir, whatever port it was given.
   const url = cfg.natsUrl ?? runningServerUrl(resolve(join(cfg.dataDir, "nats"))) ?? `nats://127.0.0.1:${cfg.natsPort}`;
   const nc = await connectNats(url, "derrick-cli", undefined, natsAuthFor(cfg)).catch((error: Error) => {
-    throw new Error(`cannot reach NATS at ${url.split(",").map(withoutCredentials).join(",")} (${error.message}); is derrick running, or NATS_URL set?`);
+    throw new Error(
+      `cannot reach NATS at ${url.split(",").map(withoutCredentials).join(",")} (${error.message}); is derrick running, or NATS_URL set?`,
+    );
   });
   try {
     return await work(new Bus(nc, { timeoutMs: cfg.requestTimeoutMs }));
@@ -284,16 +327,28 @@ async function apps(cfg: Config, args: string[]): Promise<number> {
   const [action, target] = positionals;
   const usage = "usage: derrick apps create [--id ID] [--groups a,b] [--json] | list [--json] | delete <client_id>";
   // Checked before connecting: a wrong command line is told so even when NATS is down.
-  if (!((action === "create" || action === "list") && positionals.length === 1) && !(action === "delete" && target && positionals.length === 2)) {
+  if (
+    !((action === "create" || action === "list") && positionals.length === 1) &&
+    !(action === "delete" && target && positionals.length === 2)
+  ) {
     console.error(usage);
     return 2;
   }
   return withBus(cfg, async (bus) => {
     if (action === "create") {
-      const groups = values.groups?.split(",").map((g) => g.trim()).filter(Boolean);
-      const reply = await bus.request<AppCredentials>(subjects.identity["apps.create"](), { ...(values.id ? { client_id: values.id } : {}), ...(groups ? { groups } : {}) });
+      const groups = values.groups
+        ?.split(",")
+        .map((g) => g.trim())
+        .filter(Boolean);
+      const reply = await bus.request<AppCredentials>(subjects.identity["apps.create"](), {
+        ...(values.id ? { client_id: values.id } : {}),
+        ...(groups ? { groups } : {}),
+      });
       if (values.json) console.log(JSON.stringify(reply.body));
-      else console.log(`client_id:     ${reply.body.client_id}\nclient_secret: ${reply.body.client_secret}\nappkey:        ${reply.body.appkey}\ngroups:        ${reply.body.groups.join(",")}\n(the secret and appkey are shown only now)`);
+      else
+        console.log(
+          `client_id:     ${reply.body.client_id}\nclient_secret: ${reply.body.client_secret}\nappkey:        ${reply.body.appkey}\ngroups:        ${reply.body.groups.join(",")}\n(the secret and appkey are shown only now)`,
+        );
       return 0;
     }
     if (action === "list") {
@@ -312,7 +367,9 @@ async function keys(cfg: Config, args: string[]): Promise<number> {
   // A key id is a JWK thumbprint (base64url): one in 32 begins with "-", which parseArgs would take for
   // an option ("Unknown option '-8…'"). So revoke's argument is taken as written (after an optional "--").
   const revoking = args[0] === "revoke";
-  const { values, positionals } = revoking ? { values: { json: false }, positionals: ["revoke", ...args.slice(args[1] === "--" ? 2 : 1)] } : parseArgs({ args, allowPositionals: true, options: { json: { type: "boolean" } } });
+  const { values, positionals } = revoking
+    ? { values: { json: false }, positionals: ["revoke", ...args.slice(args[1] === "--" ? 2 : 1)] }
+    : parseArgs({ args, allowPositionals: true, options: { json: { type: "boolean" } } });
   const [action, kid] = positionals;
   if (action !== "list" && !(action === "revoke" && kid)) {
     console.error("usage: derrick keys list [--json] | revoke <kid>");
@@ -332,7 +389,10 @@ async function keys(cfg: Config, args: string[]): Promise<number> {
 }
 
 async function token(cfg: Config, args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { user: { type: "string" }, client: { type: "string" }, groups: { type: "string" }, ttl: { type: "string" } } });
+  const { values } = parseArgs({
+    args,
+    options: { user: { type: "string" }, client: { type: "string" }, groups: { type: "string" }, ttl: { type: "string" } },
+  });
   if (!values.user) {
     console.error("usage: derrick token --user NAME [--client ID] [--groups a,b] [--ttl 1h]");
     return 2;
@@ -354,11 +414,17 @@ async function token(cfg: Config, args: string[]): Promise<number> {
   // Only the key an identity actor uses (and publishes): a key made here would sign tokens every edge refuses.
   const key = await loadSigningKey(cfg.dataDir);
   if (!key) {
-    console.error(`derrick: no signing key in ${join(cfg.dataDir, "issuer")}: \`derrick token\` signs with the embedded issuer's key, kept in the DERRICK_DATA_DIR of a process running the identity actor (start derrick first, or point DERRICK_DATA_DIR there)`);
+    console.error(
+      `derrick: no signing key in ${join(cfg.dataDir, "issuer")}: \`derrick token\` signs with the embedded issuer's key, kept in the DERRICK_DATA_DIR of a process running the identity actor (start derrick first, or point DERRICK_DATA_DIR there)`,
+    );
     return 2;
   }
   const clientId = values.client ?? cfg.clients?.[0]?.client_id ?? values.user;
-  const groups = values.groups?.split(",").map((g) => g.trim()).filter(Boolean) ?? [];
+  const groups =
+    values.groups
+      ?.split(",")
+      .map((g) => g.trim())
+      .filter(Boolean) ?? [];
   console.log(await mintToken(key, { sub: values.user, client_id: clientId, groups }, cfg.auth.audience, ttl));
   return 0;
 }
@@ -372,7 +438,8 @@ async function seed(cfg: Config, args: string[]): Promise<number> {
     return 2;
   }
   return withBus(cfg, async (bus) => {
-    for (const { item, status } of await seedDemo(bus, partition)) console.log(`${status} PUT /assessments/v1/${item.collection}/${item.id}`);
+    for (const { item, status } of await seedDemo(bus, partition))
+      console.log(`${status} PUT /assessments/v1/${item.collection}/${item.id}`);
     console.log(`\nreporting demo loaded into partition ${partition}; try:\n${DEMO_PATHS.map((p) => `  ${p}`).join("\n")}`);
     return 0;
   });
@@ -396,13 +463,22 @@ function demo(cfg: Config, args: string[]): number {
   const { values } = parseArgs({ args, options: { env: { type: "boolean" } } });
   const client = readDemoClient(cfg.dataDir);
   if (!client) {
-    console.error(`derrick: no demo client in ${cfg.dataDir}: \`derrick start\` makes one when DERRICK_CLIENTS is unset (loopback, derrick's own issuer)`);
+    console.error(
+      `derrick: no demo client in ${cfg.dataDir}: \`derrick start\` makes one when DERRICK_CLIENTS is unset (loopback, derrick's own issuer)`,
+    );
     return 1;
   }
   const base = `http://${cfg.http.host.includes(":") ? `[${cfg.http.host}]` : cfg.http.host}:${cfg.http.port}`;
   const nats = cfg.natsUrl ?? runningServerUrl(resolve(join(cfg.dataDir, "nats"))) ?? `nats://127.0.0.1:${cfg.natsPort}`;
   // NATS_ADDRESS is what the device SDK reads for its server.
-  const vars = { DERRICK: base, CLIENT_ID: client.client_id, CLIENT_SECRET: client.client_secret, APPKEY: client.appkey, PARTITION: cfg.partitions[0]!, NATS_ADDRESS: nats };
+  const vars = {
+    DERRICK: base,
+    CLIENT_ID: client.client_id,
+    CLIENT_SECRET: client.client_secret,
+    APPKEY: client.appkey,
+    PARTITION: cfg.partitions[0]!,
+    NATS_ADDRESS: nats,
+  };
   if (values.env) for (const [name, value] of Object.entries(vars)) console.log(`export ${name}='${value}'`);
   else console.log(JSON.stringify(vars, null, 2));
   return 0;

@@ -17,7 +17,11 @@ const USAGE = `usage:
   derrick devices remove <AppName>
   derrick devices config      (the nats-server accounts block for these devices, e.g. for an external server)`;
 
-const list = (value: string | undefined) => (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+const list = (value: string | undefined) =>
+  (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /**
  * Rewrites the server's accounts and, when derrick runs, has it restart its embedded server with
@@ -39,7 +43,9 @@ async function createBucketSoon(create: () => Promise<void>): Promise<boolean> {
       return true;
     } catch (error) {
       if (Date.now() > deadline) {
-        console.error(`derrick: the twin bucket was not created now (${(error as Error).message}); derrick creates it at its next start or on the twin's first write`);
+        console.error(
+          `derrick: the twin bucket was not created now (${(error as Error).message}); derrick creates it at its next start or on the twin's first write`,
+        );
         return false;
       }
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -60,27 +66,52 @@ export async function devicesCommand(cfg: Config, args: string[], createBucket: 
     return 0;
   }
   if (cfg.natsUrl) {
-    console.error("derrick: device users are managed here only for the embedded nats-server; with NATS_URL, configure your server's accounts (docs/security.md; \`derrick devices config\` prints them)");
+    console.error(
+      "derrick: device users are managed here only for the embedded nats-server; with NATS_URL, configure your server's accounts (docs/security.md; `derrick devices config` prints them)",
+    );
     return 2;
   }
   if (action === "add" && rest.length === 3 && values.name) {
     const [organization, environment, twinId] = rest as [string, string, string];
-    for (const [what, value] of [["organization", organization], ["environment", environment], ["twinId", twinId], ["--name", values.name]] as const) {
+    for (const [what, value] of [
+      ["organization", organization],
+      ["environment", environment],
+      ["twinId", twinId],
+      ["--name", values.name],
+    ] as const) {
       if (!isToken(value)) {
         console.error(`derrick: ${what} "${value}" must match [A-Za-z0-9_-]{1,128}`);
         return 2;
       }
     }
     const twin = { organization, environment, twinId };
-    const password = await addDeviceUser(cfg.dataDir, { name: values.name, twin, subscribe: list(values.subscribe), publish: list(values.publish) });
+    const password = await addDeviceUser(cfg.dataDir, {
+      name: values.name,
+      twin,
+      subscribe: list(values.subscribe),
+      publish: list(values.publish),
+    });
     const reloaded = await applyUsers(cfg);
     // Not running: the bucket is made at the next start.
     const bucketCreated = reloaded ? await createBucketSoon(() => createBucket(twin)) : false;
-    const credentials = { user: values.name, password, inboxPrefix: deviceInboxPrefix(values.name), bucket: twinBucket(twin), reloaded, bucketCreated };
+    const credentials = {
+      user: values.name,
+      password,
+      inboxPrefix: deviceInboxPrefix(values.name),
+      bucket: twinBucket(twin),
+      reloaded,
+      bucketCreated,
+    };
     if (values.json) console.log(JSON.stringify(credentials));
     else {
-      console.log(`user:         ${credentials.user}\npassword:     ${credentials.password}\ninbox prefix: ${credentials.inboxPrefix}\ntwin bucket:  ${credentials.bucket}`);
-      console.log(reloaded ? "(the running derrick has restarted its nats-server with the new device; the password is shown only now)" : "(takes effect when derrick starts; the password is shown only now)");
+      console.log(
+        `user:         ${credentials.user}\npassword:     ${credentials.password}\ninbox prefix: ${credentials.inboxPrefix}\ntwin bucket:  ${credentials.bucket}`,
+      );
+      console.log(
+        reloaded
+          ? "(the running derrick has restarted its nats-server with the new device; the password is shown only now)"
+          : "(takes effect when derrick starts; the password is shown only now)",
+      );
     }
     return 0;
   }

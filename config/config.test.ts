@@ -17,7 +17,9 @@ function errorOf(env: Record<string, string>): ConfigError {
 describe("config", () => {
   it("config - the delivery schedule: the default jitters, a configured one is used as given (docs/contract.md)", () => {
     const defaults = loadConfig({}).delivery;
-    expect(defaults.scheduleMs).toEqual([0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000]);
+    expect(defaults.scheduleMs).toEqual([
+      0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000,
+    ]);
     expect(defaults.scheduleJitter).toBe(true);
     // `0,1s,1s,1s` = at most 4 attempts, each delay counted from the previous attempt's end, no jitter.
     const configured = loadConfig({ DERRICK_DELIVERY_SCHEDULE: "0,1s,1s,1s" }).delivery;
@@ -35,7 +37,14 @@ describe("config", () => {
     expect(cfg.auth.issuer).toBeUndefined();
     expect(cfg.requestTimeoutMs).toBe(5000);
     // The token endpoint's defences are on by default.
-    expect(cfg.auth.tokenEndpoint).toEqual({ concurrency: 2, queue: 32, maxFailures: 10, failureWindowMs: 300_000, addressRate: 5, addressBurst: 20 });
+    expect(cfg.auth.tokenEndpoint).toEqual({
+      concurrency: 2,
+      queue: 32,
+      maxFailures: 10,
+      failureWindowMs: 300_000,
+      addressRate: 5,
+      addressBurst: 20,
+    });
     expect(cfg.search).toEqual({ cursorLimit: 500, cursorPrincipalLimit: 50, cursorTtlMs: 90_000 });
     // An overloaded actor refuses beyond a bounded queue instead of holding everything it reads.
     expect(cfg.actorQueue).toEqual({ requests: 4096, bytes: 64 * 1024 * 1024 });
@@ -90,14 +99,22 @@ describe("config", () => {
   it("config - duplicate client ids are refused", () => {
     const seed = { client_id: "a", client_secret: "12345678", appkey: "12345678" };
     expect(errorOf({ DERRICK_CLIENTS: JSON.stringify([seed, seed]) }).message).toContain('"a" appears twice');
-    expect(errorOf({ DERRICK_CLIENTS: JSON.stringify([seed, { ...seed, client_id: "b" }]) }).message).toContain("appkey another client has");
+    expect(errorOf({ DERRICK_CLIENTS: JSON.stringify([seed, { ...seed, client_id: "b" }]) }).message).toContain(
+      "appkey another client has",
+    );
   });
 
   it("config - NATS URLs, listen hosts and JWKS URLs in their usual forms are accepted", () => {
-    const cfg = loadConfig({ NATS_URL: "127.0.0.1:4222, nats://nats-1.internal:4222,tls://h:4443", DERRICK_HTTP_HOST: "[::1]", DERRICK_AUTH_ISSUER: "https://id.example", DERRICK_AUTH_JWKS_URL: "https://id.example/jwks" });
+    const cfg = loadConfig({
+      NATS_URL: "127.0.0.1:4222, nats://nats-1.internal:4222,tls://h:4443",
+      DERRICK_HTTP_HOST: "[::1]",
+      DERRICK_AUTH_ISSUER: "https://id.example",
+      DERRICK_AUTH_JWKS_URL: "https://id.example/jwks",
+    });
     expect(cfg.natsUrl).toBe("127.0.0.1:4222,nats://nats-1.internal:4222,tls://h:4443");
     expect(cfg.http.host).toBe("::1");
-    for (const host of ["0.0.0.0", "localhost", "edge-1.example.com", "::"]) expect(loadConfig({ DERRICK_HTTP_HOST: host }).http.host).toBe(host);
+    for (const host of ["0.0.0.0", "localhost", "edge-1.example.com", "::"])
+      expect(loadConfig({ DERRICK_HTTP_HOST: host }).http.host).toBe(host);
   });
 
   it("config - a file supplies values and the environment overrides them", () => {
@@ -115,7 +132,15 @@ describe("config", () => {
     const dir = mkdtempSync(join(tmpdir(), "derrick-cfg-"));
     const file = join(dir, "derrick.json");
     const clients = [{ client_id: "c1", client_secret: "secret-c1-xx", appkey: "appkey-c1-xx" }];
-    writeFileSync(file, JSON.stringify({ ACTORS: ["search", "system"], DERRICK_PARTITIONS: ["p1", "p2"], DERRICK_DELIVERY_SCHEDULE: ["0", "1s"], DERRICK_CLIENTS: clients }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        ACTORS: ["search", "system"],
+        DERRICK_PARTITIONS: ["p1", "p2"],
+        DERRICK_DELIVERY_SCHEDULE: ["0", "1s"],
+        DERRICK_CLIENTS: clients,
+      }),
+    );
     const cfg = loadConfig({ DERRICK_CONFIG: file });
     expect(cfg.actors).toEqual(["search", "system"]);
     expect(cfg.partitions).toEqual(["p1", "p2"]);
@@ -138,10 +163,13 @@ describe("config", () => {
       DERRICK_AUTH_ISSUER: "https://login.example.com",
       DERRICK_AUTH_JWKS_URL: "https://reader:jwks-pass@login.example.com/jwks.json",
       DERRICK_CLIENTS: JSON.stringify([{ client_id: "c1", client_secret: "client-secret-1", appkey: "appkey-secret-1" }]),
-      DERRICK_TWIN_MIRRORS: JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: "redis://:redis-pass@10.0.0.7:6379" }]),
+      DERRICK_TWIN_MIRRORS: JSON.stringify([
+        { organization: "o", environment: "e", twinId: "t", redis: "redis://:redis-pass@10.0.0.7:6379" },
+      ]),
     });
     const printed = JSON.stringify(maskedConfig(cfg));
-    for (const secret of ["n4ts-pass", "p@ss-at", "ss-at", "plain-pass", "jwks-pass", "client-secret-1", "appkey-secret-1", "redis-pass"]) expect(printed).not.toContain(secret);
+    for (const secret of ["n4ts-pass", "p@ss-at", "ss-at", "plain-pass", "jwks-pass", "client-secret-1", "appkey-secret-1", "redis-pass"])
+      expect(printed).not.toContain(secret);
     expect(maskedConfig(cfg)).toMatchObject({
       natsUrl: "nats://***@10.0.0.5:4222,nats://10.0.0.6:4222,***@10.0.0.8:4222",
       auth: { jwksUrl: "https://***@login.example.com/jwks.json", issuer: "https://login.example.com" },
@@ -154,9 +182,13 @@ describe("config", () => {
     expect(errorOf({ DERRICK_REQUEST_TIMEOUT: "20m" }).message).toBe('DERRICK_REQUEST_TIMEOUT: must be at most 10m (got "20m")');
     // Held in seconds: the bound is still told as a duration.
     expect(errorOf({ DERRICK_TOKEN_TTL: "30s" }).message).toBe('DERRICK_TOKEN_TTL: must be at least 1m (got "30s")');
-    expect(errorOf({ DERRICK_TOKEN_FAILURE_WINDOW: "500ms" }).message).toBe('DERRICK_TOKEN_FAILURE_WINDOW: must be at least 1s (got "500ms")');
+    expect(errorOf({ DERRICK_TOKEN_FAILURE_WINDOW: "500ms" }).message).toBe(
+      'DERRICK_TOKEN_FAILURE_WINDOW: must be at least 1s (got "500ms")',
+    );
     expect(errorOf({ DERRICK_DELIVERY_SCHEDULE: "0,8d" }).message).toBe('DERRICK_DELIVERY_SCHEDULE: must be at most 7d (got "0,8d") at /1');
-    expect(errorOf({ DERRICK_LOG_LEVEL: "verbose" }).message).toBe('DERRICK_LOG_LEVEL: "verbose" is not one of fatal, error, warn, info, debug, trace, silent');
+    expect(errorOf({ DERRICK_LOG_LEVEL: "verbose" }).message).toBe(
+      'DERRICK_LOG_LEVEL: "verbose" is not one of fatal, error, warn, info, debug, trace, silent',
+    );
     const rate = errorOf({ DERRICK_RATE_LIMIT: "5/0s" });
     expect(rate.variable).toBe("DERRICK_RATE_LIMIT");
     expect(rate.message).toContain("period is zero");
@@ -168,7 +200,11 @@ describe("config", () => {
   });
 
   it("config - DERRICK_CALLBACK_ALLOW_CIDRS is checked at load: a bad address or prefix is named with the variable", () => {
-    expect(loadConfig({ DERRICK_CALLBACK_ALLOW_CIDRS: "127.0.0.1/32, 10.0.0.0/8,::1" }).delivery.allowCidrs).toEqual(["127.0.0.1/32", "10.0.0.0/8", "::1"]);
+    expect(loadConfig({ DERRICK_CALLBACK_ALLOW_CIDRS: "127.0.0.1/32, 10.0.0.0/8,::1" }).delivery.allowCidrs).toEqual([
+      "127.0.0.1/32",
+      "10.0.0.0/8",
+      "::1",
+    ]);
     for (const bad of ["localhost", "10.0.0.0/33", "10.0.0.0/abc", "::1/129", "10.0.0.0/8/1"]) {
       const error = errorOf({ DERRICK_CALLBACK_ALLOW_CIDRS: bad });
       expect(error.variable, bad).toBe("DERRICK_CALLBACK_ALLOW_CIDRS");

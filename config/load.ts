@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { Value, type ValueError } from "@sinclair/typebox/value";
-import { ACTOR_NAMES, ClientSeed, Config } from "./schema.ts";
+import { ACTOR_NAMES, type ClientSeed, Config } from "./schema.ts";
 import { parseDuration } from "./duration.ts";
 
 export class ConfigError extends Error {
@@ -71,7 +71,7 @@ const natsUrls: Parser = (raw, variable) => {
     } catch {
       // reported below
     }
-    if (!url || !url.hostname || !["nats:", "tls:", "ws:", "wss:"].includes(url.protocol)) {
+    if (!url?.hostname || !["nats:", "tls:", "ws:", "wss:"].includes(url.protocol)) {
       throw new ConfigError(variable, `"${server}" is not a NATS server URL (nats://host:port, tls://…, ws://…, or host:port)`);
     }
   }
@@ -84,7 +84,7 @@ const httpUrl: Parser = (raw, variable) => {
   } catch {
     // reported below
   }
-  if (!url || !url.hostname || !["http:", "https:"].includes(url.protocol)) throw new ConfigError(variable, `"${raw}" is not an http(s) URL`);
+  if (!url?.hostname || !["http:", "https:"].includes(url.protocol)) throw new ConfigError(variable, `"${raw}" is not an http(s) URL`);
   return url.href;
 };
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
@@ -102,7 +102,8 @@ const cidrList: Parser = (raw, variable) => {
     const family = isIP(address);
     const bits = family === 4 ? 32 : 128;
     const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
-    if (!family || !prefixOk || extra !== undefined) throw new ConfigError(variable, `"${entry}" is not an IP address or CIDR (e.g. 127.0.0.1/32, 10.0.0.0/8, ::1/128)`);
+    if (!family || !prefixOk || extra !== undefined)
+      throw new ConfigError(variable, `"${entry}" is not an IP address or CIDR (e.g. 127.0.0.1/32, 10.0.0.0/8, ::1/128)`);
   }
   return entries;
 };
@@ -147,7 +148,13 @@ const VARIABLES: ReadonlyArray<Variable> = [
   { name: "DERRICK_AUTH_ISSUER", path: "auth.issuer", parse: text },
   { name: "DERRICK_AUTH_JWKS_URL", path: "auth.jwksUrl", parse: httpUrl },
   { name: "DERRICK_AUTH_AUDIENCE", path: "auth.audience", parse: text, fallback: "derrick" },
-  { name: "DERRICK_TOKEN_TTL", path: "auth.tokenTtlSeconds", parse: (raw, v) => Math.round((duration(raw, v) as number) / 1000), fallback: "1h", durationUnitMs: 1000 },
+  {
+    name: "DERRICK_TOKEN_TTL",
+    path: "auth.tokenTtlSeconds",
+    parse: (raw, v) => Math.round((duration(raw, v) as number) / 1000),
+    fallback: "1h",
+    durationUnitMs: 1000,
+  },
   { name: "DERRICK_AUTH_JWKS_MAX_AGE", path: "auth.jwksMaxAgeMs", parse: duration, fallback: "10m", durationUnitMs: 1 },
   { name: "DERRICK_TOKEN_CONCURRENCY", path: "auth.tokenEndpoint.concurrency", parse: integer, fallback: "2" },
   { name: "DERRICK_TOKEN_QUEUE", path: "auth.tokenEndpoint.queue", parse: integer, fallback: "32" },
@@ -166,8 +173,19 @@ const VARIABLES: ReadonlyArray<Variable> = [
   { name: "DERRICK_CONTENT_TASK_DELAY", path: "content.taskDelayMs", parse: duration, fallback: "0", durationUnitMs: 1 },
   { name: "DERRICK_CONTENT_MAX_UNFINISHED", path: "content.queueLimits.perRequester", parse: integer, fallback: "1000" },
   { name: "DERRICK_CONTENT_QUEUE_MAX", path: "content.queueLimits.total", parse: integer, fallback: "100000" },
-  { name: "DERRICK_DELIVERY_SCHEDULE", path: "delivery.scheduleMs", parse: (raw, v) => (list(raw, v) as string[]).map((d) => duration(d, v)), fallback: DEFAULT_DELIVERY_SCHEDULE, durationUnitMs: 1 },
-  { name: "DERRICK_DELIVERY_SCHEDULE", path: "delivery.scheduleJitter", parse: (raw) => raw.replace(/\s+/g, "") === DEFAULT_DELIVERY_SCHEDULE, fallback: DEFAULT_DELIVERY_SCHEDULE },
+  {
+    name: "DERRICK_DELIVERY_SCHEDULE",
+    path: "delivery.scheduleMs",
+    parse: (raw, v) => (list(raw, v) as string[]).map((d) => duration(d, v)),
+    fallback: DEFAULT_DELIVERY_SCHEDULE,
+    durationUnitMs: 1,
+  },
+  {
+    name: "DERRICK_DELIVERY_SCHEDULE",
+    path: "delivery.scheduleJitter",
+    parse: (raw) => raw.replace(/\s+/g, "") === DEFAULT_DELIVERY_SCHEDULE,
+    fallback: DEFAULT_DELIVERY_SCHEDULE,
+  },
   { name: "DERRICK_DELIVERY_TIMEOUT", path: "delivery.timeoutMs", parse: duration, fallback: "15s", durationUnitMs: 1 },
   { name: "DERRICK_DELIVERY_PAUSE_AFTER", path: "delivery.pauseAfterMs", parse: duration, fallback: "5d", durationUnitMs: 1 },
   { name: "DERRICK_DELIVERY_CONCURRENCY", path: "delivery.concurrency", parse: integer, fallback: "1024" },
@@ -212,7 +230,8 @@ function readFileSource(path: string): Source {
     if (!variable) throw new ConfigError(key, `unknown setting in ${path}`);
     // A JSON array is the natural way to write a list in a JSON file: for a comma-list variable
     // (ACTORS, DERRICK_PARTITIONS, …) it means that list, not the text '["a","b"]'.
-    const isCommaList = Array.isArray(value) && variable.parse !== json && value.every((item) => typeof item === "string" || typeof item === "number");
+    const isCommaList =
+      Array.isArray(value) && variable.parse !== json && value.every((item) => typeof item === "string" || typeof item === "number");
     source[key] = typeof value === "string" ? value : isCommaList ? (value as unknown[]).join(",") : JSON.stringify(value);
   }
   return source;
@@ -246,7 +265,12 @@ export function loadConfig(env: Source = process.env): Config {
 
 /** A duration as written in configuration: the largest unit that states it exactly (600000 → "10m"). */
 function formatDuration(ms: number): string {
-  for (const [unit, size] of [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1_000]] as const) {
+  for (const [unit, size] of [
+    ["d", 86_400_000],
+    ["h", 3_600_000],
+    ["m", 60_000],
+    ["s", 1_000],
+  ] as const) {
     if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
   }
   return `${ms}ms`;
@@ -257,13 +281,16 @@ function describeError(error: ValueError, variable: Variable | undefined, raw: s
   const schema = error.schema as Record<string, unknown>;
   // A choice of literals (DERRICK_LOG_LEVEL): name the choices, not "Expected union value".
   const choices = Array.isArray(schema.anyOf) ? (schema.anyOf as Array<{ const?: unknown }>).map((option) => option.const) : [];
-  if (choices.length && choices.every((choice) => typeof choice === "string")) return `${JSON.stringify(error.value)} is not one of ${choices.join(", ")}`;
+  if (choices.length && choices.every((choice) => typeof choice === "string"))
+    return `${JSON.stringify(error.value)} is not one of ${choices.join(", ")}`;
   // A duration out of range: its bounds as durations ("at most 10m"), not in the unit it is held in.
   if (variable?.durationUnitMs && typeof error.value === "number") {
     const unit = variable.durationUnitMs;
     const given = raw === undefined ? "" : ` (got ${JSON.stringify(raw.trim())})`;
-    if (typeof schema.maximum === "number" && error.value > schema.maximum) return `must be at most ${formatDuration(schema.maximum * unit)}${given}`;
-    if (typeof schema.minimum === "number" && error.value < schema.minimum) return `must be at least ${formatDuration(schema.minimum * unit)}${given}`;
+    if (typeof schema.maximum === "number" && error.value > schema.maximum)
+      return `must be at most ${formatDuration(schema.maximum * unit)}${given}`;
+    if (typeof schema.minimum === "number" && error.value < schema.minimum)
+      return `must be at least ${formatDuration(schema.minimum * unit)}${given}`;
   }
   return error.message;
 }
@@ -280,7 +307,10 @@ function validate(draft: Record<string, unknown>, raws: ReadonlyMap<string, stri
   }
   const auth = draft.auth as Config["auth"];
   if (Boolean(auth.issuer) !== Boolean(auth.jwksUrl)) {
-    throw new ConfigError(auth.issuer ? "DERRICK_AUTH_JWKS_URL" : "DERRICK_AUTH_ISSUER", "an external issuer needs both DERRICK_AUTH_ISSUER and DERRICK_AUTH_JWKS_URL");
+    throw new ConfigError(
+      auth.issuer ? "DERRICK_AUTH_JWKS_URL" : "DERRICK_AUTH_ISSUER",
+      "an external issuer needs both DERRICK_AUTH_ISSUER and DERRICK_AUTH_JWKS_URL",
+    );
   }
   const clients = (draft.clients ?? []) as ClientSeed[];
   const seen = new Set<string>();
@@ -288,7 +318,8 @@ function validate(draft: Record<string, unknown>, raws: ReadonlyMap<string, stri
   for (const client of clients) {
     if (seen.has(client.client_id)) throw new ConfigError("DERRICK_CLIENTS", `client_id "${client.client_id}" appears twice`);
     // An appkey identifies one client: shared, the last seeded would take it from the others.
-    if (appkeys.has(client.appkey)) throw new ConfigError("DERRICK_CLIENTS", `client "${client.client_id}" has an appkey another client has`);
+    if (appkeys.has(client.appkey))
+      throw new ConfigError("DERRICK_CLIENTS", `client "${client.client_id}" has an appkey another client has`);
     seen.add(client.client_id);
     appkeys.add(client.appkey);
   }

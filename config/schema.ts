@@ -5,7 +5,20 @@
 import { Type, type Static } from "@sinclair/typebox";
 
 /** Every actor a process can run; `ACTORS` picks a subset. */
-export const ACTOR_NAMES = ["system", "identity", "projects", "content-worker", "twins", "notifications", "dispatcher", "deliverer", "twin-mirror", "search", "storage", "reporting"] as const;
+export const ACTOR_NAMES = [
+  "system",
+  "identity",
+  "projects",
+  "content-worker",
+  "twins",
+  "notifications",
+  "dispatcher",
+  "deliverer",
+  "twin-mirror",
+  "search",
+  "storage",
+  "reporting",
+] as const;
 export type ActorName = (typeof ACTOR_NAMES)[number];
 
 /** Subject-safe token: partitions, client ids and the like travel inside NATS subjects. */

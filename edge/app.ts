@@ -37,35 +37,43 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
   const maxPayload = bus.nc.info?.max_payload;
   const bodyLimit = effectiveBodyLimit(cfg.http.bodyLimit, maxPayload);
   if (bodyLimit < cfg.http.bodyLimit) {
-    log.warn({ DERRICK_BODY_LIMIT: cfg.http.bodyLimit, natsMaxPayload: maxPayload, bodyLimit }, "the NATS server's max_payload cannot carry bodies up to DERRICK_BODY_LIMIT: larger bodies are refused with 413; raise max_payload on the server to keep the configured limit");
+    log.warn(
+      { DERRICK_BODY_LIMIT: cfg.http.bodyLimit, natsMaxPayload: maxPayload, bodyLimit },
+      "the NATS server's max_payload cannot carry bodies up to DERRICK_BODY_LIMIT: larger bodies are refused with 413; raise max_payload on the server to keep the configured limit",
+    );
   }
   const routeTable: { get: () => readonly RouteInfo[] } = { get: () => [] };
-  const app = (
-    new Elysia({ name: "derrick-edge", normalize: false })
-      .onRequest(({ request, set }) => {
-        set.headers["x-request-id"] = assignRequestId(request);
-      })
-      .use(methodNotAllowedPlugin(() => routeTable.get()))
-      .use(errorsPlugin(log, searchBadRequestFraming))
-      .use(bodyPlugin(bodyLimit, routeBodyLimits, TOKEN_ROUTES))
-      .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
-        const status = responseStatus(responseValue, set.status);
-        const ms = performance.now() - startOf(request);
-        metrics.observeHttp(route || "unmatched", request.method, status, ms / 1000);
-        if (status < 500 && !cfg.accessLog) return;
-        const line = { method: request.method, route: route || "unmatched", status, ms: Math.round(ms * 10) / 10, requestId: requestIdOf(request), clientId: principalOf(request)?.clientId };
-        if (status >= 500) log.warn(line, "request answered with a server error");
-        else log.info(line, "request");
-      })
-      .use(openapiPlugin(buildInfo(), () => routeTable.get()))
-      .use(systemRoutes(cfg, bus, auth, metrics))
-      .use(authRoutes(cfg, bus))
-      .use(notificationRoutes(cfg, bus, auth))
-      .use(twinRoutes(cfg, bus, auth))
-      .use(projectRoutes(cfg, bus, auth))
-      .use(searchRoutes(cfg, bus, auth))
-      .use(reportingRoutes(cfg, bus, auth))
-  );
+  const app = new Elysia({ name: "derrick-edge", normalize: false })
+    .onRequest(({ request, set }) => {
+      set.headers["x-request-id"] = assignRequestId(request);
+    })
+    .use(methodNotAllowedPlugin(() => routeTable.get()))
+    .use(errorsPlugin(log, searchBadRequestFraming))
+    .use(bodyPlugin(bodyLimit, routeBodyLimits, TOKEN_ROUTES))
+    .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
+      const status = responseStatus(responseValue, set.status);
+      const ms = performance.now() - startOf(request);
+      metrics.observeHttp(route || "unmatched", request.method, status, ms / 1000);
+      if (status < 500 && !cfg.accessLog) return;
+      const line = {
+        method: request.method,
+        route: route || "unmatched",
+        status,
+        ms: Math.round(ms * 10) / 10,
+        requestId: requestIdOf(request),
+        clientId: principalOf(request)?.clientId,
+      };
+      if (status >= 500) log.warn(line, "request answered with a server error");
+      else log.info(line, "request");
+    })
+    .use(openapiPlugin(buildInfo(), () => routeTable.get()))
+    .use(systemRoutes(cfg, bus, auth, metrics))
+    .use(authRoutes(cfg, bus))
+    .use(notificationRoutes(cfg, bus, auth))
+    .use(twinRoutes(cfg, bus, auth))
+    .use(projectRoutes(cfg, bus, auth))
+    .use(searchRoutes(cfg, bus, auth))
+    .use(reportingRoutes(cfg, bus, auth));
   routeTable.get = () => app.routes as readonly RouteInfo[];
   return app;
 }
@@ -87,8 +95,15 @@ export function listenEdge(app: EdgeApp, cfg: Config, log: Logger): RunningEdge 
     // Bun says "Failed to start server. Is port 8080 in use?": name the settings that chose the address.
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== "EADDRINUSE" && code !== "EADDRNOTAVAIL" && code !== "EACCES") throw error;
-    const why = code === "EADDRINUSE" ? "another process holds that port (set DERRICK_HTTP_PORT to a free one)" : code === "EADDRNOTAVAIL" ? "no interface of this host has that address (DERRICK_HTTP_HOST)" : "not permitted (a port below 1024 needs privileges)";
-    throw new Error(`the edge cannot listen on ${cfg.http.host}:${cfg.http.port} (DERRICK_HTTP_HOST, DERRICK_HTTP_PORT): ${why}`, { cause: error });
+    const why =
+      code === "EADDRINUSE"
+        ? "another process holds that port (set DERRICK_HTTP_PORT to a free one)"
+        : code === "EADDRNOTAVAIL"
+          ? "no interface of this host has that address (DERRICK_HTTP_HOST)"
+          : "not permitted (a port below 1024 needs privileges)";
+    throw new Error(`the edge cannot listen on ${cfg.http.host}:${cfg.http.port} (DERRICK_HTTP_HOST, DERRICK_HTTP_PORT): ${why}`, {
+      cause: error,
+    });
   }
   const server = app.server!;
   const url = `http://${cfg.http.host.includes(":") ? `[${cfg.http.host}]` : cfg.http.host}:${server.port}`;

@@ -1,7 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { createMetrics } from "./metrics.ts";
 
-const sample = (text: string, series: string) => Number(text.split("\n").find((line) => line.startsWith(series + " "))?.split(" ").at(-1));
+const sample = (text: string, series: string) =>
+  Number(
+    text
+      .split("\n")
+      .find((line) => line.startsWith(`${series} `))
+      ?.split(" ")
+      .at(-1),
+  );
 
 describe("edge metrics", () => {
   it("metrics - buckets are cumulative, +Inf and _count equal the observations, the counter matches", async () => {

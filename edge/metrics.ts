@@ -121,8 +121,18 @@ const NATS_BOUNDS = [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.
 export function createMetrics(withProcessMetrics = true): EdgeMetrics {
   const registry = new Registry();
   if (withProcessMetrics) collectDefaultMetrics({ register: registry, prefix: "derrick_" });
-  const http = new LabelledHistogram("derrick_http_request_duration_seconds", "HTTP request latency by route, method and status", ["route", "method", "status"], HTTP_BOUNDS);
-  const nats = new LabelledHistogram("derrick_nats_request_duration_seconds", "NATS request/reply latency from the edge, by subject and outcome", ["subject", "outcome"], NATS_BOUNDS);
+  const http = new LabelledHistogram(
+    "derrick_http_request_duration_seconds",
+    "HTTP request latency by route, method and status",
+    ["route", "method", "status"],
+    HTTP_BOUNDS,
+  );
+  const nats = new LabelledHistogram(
+    "derrick_nats_request_duration_seconds",
+    "NATS request/reply latency from the edge, by subject and outcome",
+    ["subject", "outcome"],
+    NATS_BOUNDS,
+  );
   registry.registerMetric(http.counter("derrick_http_requests_total", "HTTP requests by route, method and status"));
   registry.registerMetric(http.histogram());
   registry.registerMetric(nats.histogram());

@@ -3,9 +3,26 @@
  * issuer's keys fetched from the identity actor over NATS (refreshed when a token names an unknown
  * key, and once older than DERRICK_AUTH_JWKS_MAX_AGE, so a revoked key stops working). Verified tokens are cached until they expire so the hot path skips the signature check.
  */
-import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  errors as joseErrors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from "jose";
 import type { Config } from "../config/index.ts";
-import { subjects, toDerrickError, unauthorized, unavailable, type Bus, type Principal, TokenKind, DerrickError } from "../subjects/index.ts";
+import {
+  subjects,
+  toDerrickError,
+  unauthorized,
+  unavailable,
+  type Bus,
+  type Principal,
+  TokenKind,
+  DerrickError,
+} from "../subjects/index.ts";
 import { EMBEDDED_ISSUER, type Jwks } from "../subjects/identity.ts";
 
 const CACHE_MAX = 10_000;
@@ -51,7 +68,12 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
       const keysAsOf = fetchedAt();
       let payload: JWTPayload;
       try {
-        ({ payload } = await jwtVerify(token, keys, { issuer, audience: cfg.auth.audience, algorithms: ["ES256", "RS256", "PS256", "EdDSA", "ES384"], requiredClaims: ["exp"] }));
+        ({ payload } = await jwtVerify(token, keys, {
+          issuer,
+          audience: cfg.auth.audience,
+          algorithms: ["ES256", "RS256", "PS256", "EdDSA", "ES384"],
+          requiredClaims: ["exp"],
+        }));
       } catch (error) {
         if (error instanceof DerrickError) throw error;
         throw unauthorized(describeJoseError(error), 'Bearer error="invalid_token"');
@@ -67,7 +89,7 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
   };
 }
 
-type KeySource = { keys: JWTVerifyGetKey; /** When the keys in use were fetched (a lower bound). */ fetchedAt(): number };
+type KeySource = { keys: JWTVerifyGetKey /** When the keys in use were fetched (a lower bound). */; fetchedAt(): number };
 
 /** An external issuer's JWKS, fetched by jose (timeouts, size and content checks), held like the embedded issuer's keys. */
 function remoteKeys(url: URL, maxAgeMs: number): KeySource {
@@ -78,12 +100,20 @@ function remoteKeys(url: URL, maxAgeMs: number): KeySource {
       return remote.jwks()!;
     },
     maxAgeMs,
-    (error) => unavailable(`the token issuer's keys cannot be fetched from ${url.origin} (${(error as Error)?.message ?? String(error)}); try again shortly`, 5),
+    (error) =>
+      unavailable(
+        `the token issuer's keys cannot be fetched from ${url.origin} (${(error as Error)?.message ?? String(error)}); try again shortly`,
+        5,
+      ),
   );
 }
 
 function embeddedKeys(bus: Bus, maxAgeMs: number): KeySource {
-  return heldKeys(async () => (await bus.request<Jwks>(subjects.identity.jwks(), undefined)).body as JSONWebKeySet, maxAgeMs, toDerrickError);
+  return heldKeys(
+    async () => (await bus.request<Jwks>(subjects.identity.jwks(), undefined)).body as JSONWebKeySet,
+    maxAgeMs,
+    toDerrickError,
+  );
 }
 
 /**

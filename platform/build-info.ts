@@ -20,7 +20,11 @@ export function buildInfo(): BuildInfo {
 /** A git answer about derrick's own checkout (not the working directory's); undefined when it is not one (a packaged build). */
 export function gitOfBuild(args: string[]): string | undefined {
   try {
-    return execFileSync("git", args, { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim() || undefined;
+    return (
+      execFileSync("git", args, { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] })
+        .toString()
+        .trim() || undefined
+    );
   } catch {
     return undefined;
   }

@@ -132,10 +132,14 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   // Every JetStream stream (each twin's KV bucket is one) holds about two files open: raise the
   // server's open-files limit (root may lift the hard limit; others get their hard limit), then exec
   // so the child's pid is the server's.
-  const child = spawn("sh", ["-c", `ulimit -n ${OPEN_FILES} 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec nats-server -c "$0"`, configPath], {
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: options.ownProcessGroup ?? false,
-  });
+  const child = spawn(
+    "sh",
+    ["-c", `ulimit -n ${OPEN_FILES} 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec nats-server -c "$0"`, configPath],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: options.ownProcessGroup ?? false,
+    },
+  );
   const spawnError = new Promise<never>((_, reject) =>
     child.once("error", (error: NodeJS.ErrnoException) => reject(error.code === "ENOENT" ? new Error(NATS_SERVER_MISSING) : error)),
   );
@@ -172,7 +176,9 @@ async function stopLeftover(dir: string, configPath: string): Promise<void> {
   // started its server would otherwise lose its claim to this one.
   const claimant = readOwner(dir);
   if (claimant && claimant.pid !== process.pid && startTimeOf(claimant.pid) === claimant.startTime)
-    throw new Error(`another derrick (pid ${claimant.pid}) runs an embedded nats-server in ${dir}: stop it first or use another DERRICK_DATA_DIR`);
+    throw new Error(
+      `another derrick (pid ${claimant.pid}) runs an embedded nats-server in ${dir}: stop it first or use another DERRICK_DATA_DIR`,
+    );
   const pid = serverPidIn(dir);
   // Only a nats-server started with this very config: a recycled pid is left alone.
   const isOurs = () => cmdlineOf(pid).includes(configPath);

@@ -106,7 +106,10 @@ type StreamImport = { stream: { account: string; subject: string } };
  * device's account); it imports each device's Subscriptions as services from that device's account.
  * A Subscription subject is served by one device only: two would be two imports of one subject.
  */
-export function accountsConfig(internal: { user: string; password: string }, devices: readonly DeviceAccountInput[]): Record<string, unknown> {
+export function accountsConfig(
+  internal: { user: string; password: string },
+  devices: readonly DeviceAccountInput[],
+): Record<string, unknown> {
   const exports = new Map<string, ServiceExport | StreamExport>();
   const exportTo = (kind: "service" | "stream", subject: string, account: string) => {
     const key = `${kind} ${subject}`;
@@ -135,13 +138,29 @@ export function accountsConfig(internal: { user: string; password: string }, dev
     }
     for (const subject of device.subscribe) imports.push({ service: { account, subject } });
     accounts[account] = {
-      users: [{ user: device.user, password: device.password, permissions: deviceUserPermissions({ twin: device.twin, appName: device.user, subscribe: device.subscribe, publish: device.publish }) }],
+      users: [
+        {
+          user: device.user,
+          password: device.password,
+          permissions: deviceUserPermissions({
+            twin: device.twin,
+            appName: device.user,
+            subscribe: device.subscribe,
+            publish: device.publish,
+          }),
+        },
+      ],
       imports: deviceImports,
       exports: device.subscribe.map((subject) => ({ service: subject, accounts: [DERRICK_ACCOUNT] })),
     };
   }
   return {
-    [DERRICK_ACCOUNT]: { jetstream: "enabled", users: [{ user: internal.user, password: internal.password }], exports: [...exports.values()], imports },
+    [DERRICK_ACCOUNT]: {
+      jetstream: "enabled",
+      users: [{ user: internal.user, password: internal.password }],
+      exports: [...exports.values()],
+      imports,
+    },
     ...accounts,
   };
 }
@@ -155,11 +174,17 @@ function refuseCrossings(devices: readonly DeviceAccountInput[]): void {
   for (const [i, device] of devices.entries()) {
     for (const other of devices.slice(0, i)) {
       const pairs: Array<[string, string, string]> = [
-        ...device.subscribe.flatMap((mine) => [...other.subscribe.map((theirs): [string, string, string] => [mine, theirs, "Subscription"]), ...other.publish.map((theirs): [string, string, string] => [mine, theirs, "Target"])]),
+        ...device.subscribe.flatMap((mine) => [
+          ...other.subscribe.map((theirs): [string, string, string] => [mine, theirs, "Subscription"]),
+          ...other.publish.map((theirs): [string, string, string] => [mine, theirs, "Target"]),
+        ]),
         ...device.publish.flatMap((mine) => other.subscribe.map((theirs): [string, string, string] => [mine, theirs, "Subscription"])),
       ];
       for (const [mine, theirs, what] of pairs) {
-        if (subjectsOverlap(mine, theirs)) throw new Error(`${mine} of device ${device.user} meets ${theirs}, a ${what} of device ${other.user}: a device's subjects may not reach another device's`);
+        if (subjectsOverlap(mine, theirs))
+          throw new Error(
+            `${mine} of device ${device.user} meets ${theirs}, a ${what} of device ${other.user}: a device's subjects may not reach another device's`,
+          );
       }
     }
   }
@@ -167,7 +192,13 @@ function refuseCrossings(devices: readonly DeviceAccountInput[]): void {
 
 /** nats-server config text for these users (JSON is valid nats-server config syntax). */
 export function accountsBlock(users: NatsUsers): string {
-  const devices = Object.values(users.devices).map((d) => ({ user: d.user, password: d.password_hash, twin: d.twin, subscribe: d.subscribe, publish: d.publish }));
+  const devices = Object.values(users.devices).map((d) => ({
+    user: d.user,
+    password: d.password_hash,
+    twin: d.twin,
+    subscribe: d.subscribe,
+    publish: d.publish,
+  }));
   return `accounts: ${JSON.stringify(accountsConfig(users.internal, devices), null, 2)}`;
 }
 
@@ -186,8 +217,18 @@ export async function addDeviceUser(dataDir: string, device: NewDevice): Promise
     const users = readNatsUsers(dataDir)!;
     // Refused before anything is written: subjects that would meet another device's.
     const others = Object.values(users.devices).filter((d) => d.user !== device.name);
-    accountsConfig(users.internal, [...others.map((d) => ({ ...d, password: "" })), { user: device.name, password: "", twin: device.twin, subscribe: device.subscribe, publish: device.publish }]);
-    users.devices[device.name] = { user: device.name, password_hash: passwordHash, twin: device.twin, subscribe: device.subscribe, publish: device.publish, created_at: new Date().toISOString() };
+    accountsConfig(users.internal, [
+      ...others.map((d) => ({ ...d, password: "" })),
+      { user: device.name, password: "", twin: device.twin, subscribe: device.subscribe, publish: device.publish },
+    ]);
+    users.devices[device.name] = {
+      user: device.name,
+      password_hash: passwordHash,
+      twin: device.twin,
+      subscribe: device.subscribe,
+      publish: device.publish,
+      created_at: new Date().toISOString(),
+    };
     writeNatsUsers(dataDir, users);
   });
   return password;

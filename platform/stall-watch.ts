@@ -16,7 +16,8 @@ export function watchStalls(log: Logger, options: StallWatchOptions = {}): () =>
     const now = performance.now();
     const blockedMs = now - last - everyMs;
     last = now;
-    if (blockedMs >= warnAfterMs) log.warn({ blockedMs: Math.round(blockedMs) }, "event loop blocked: requests held by this process waited meanwhile");
+    if (blockedMs >= warnAfterMs)
+      log.warn({ blockedMs: Math.round(blockedMs) }, "event loop blocked: requests held by this process waited meanwhile");
   }, everyMs);
   timer.unref?.();
   return () => clearInterval(timer);

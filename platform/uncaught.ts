@@ -18,7 +18,10 @@ export function onUncaughtError(log: Logger, onFirst: (error: unknown, kind: Unc
   let seen = false;
   const handler = (kind: UncaughtKind) => (error: unknown) => {
     const fields = error instanceof Error ? { err: error, kind } : { reason: String(error), kind };
-    log.fatal(fields, seen ? `${kind} while stopping` : `${kind}: a background task failed and nothing caught it; stopping (drain), then exiting with 1`);
+    log.fatal(
+      fields,
+      seen ? `${kind} while stopping` : `${kind}: a background task failed and nothing caught it; stopping (drain), then exiting with 1`,
+    );
     if (seen) return;
     seen = true;
     onFirst(error, kind);

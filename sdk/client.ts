@@ -79,7 +79,8 @@ function decode(raw: Uint8Array): unknown {
   }
 }
 
-const encode = (data: unknown) => (data instanceof Uint8Array ? data : encoder.encode(typeof data === "string" ? data : JSON.stringify(data)));
+const encode = (data: unknown) =>
+  data instanceof Uint8Array ? data : encoder.encode(typeof data === "string" ? data : JSON.stringify(data));
 
 /** `messages()`: an async iterator that also counts what its bound made it drop. */
 export type MessageIterator = AsyncIterableIterator<InboundMessage> & {
@@ -111,7 +112,11 @@ class MessageQueue implements MessageIterator {
       // A slow reader under a flood would otherwise log once per message.
       if (Date.now() - this.lastWarning >= 60_000) {
         this.lastWarning = Date.now();
-        this.log("warn", "messages() reader is too slow: dropped the oldest queued messages", { kind: this.kind, limit: this.limit, dropped: this.dropped });
+        this.log("warn", "messages() reader is too slow: dropped the oldest queued messages", {
+          kind: this.kind,
+          limit: this.limit,
+          dropped: this.dropped,
+        });
       }
     }
     // Compact now and then instead of shift() per message (O(n) each on a long queue).
@@ -186,8 +191,14 @@ export class DeviceClient {
    * promise is not awaited (callbacks run concurrently, nothing queues up behind a slow one) and its
    * rejection is logged.
    */
-  private callApp<A extends unknown[]>(what: string, callback: (...args: A) => CallbackResult, args: A, data: Record<string, unknown>): void {
-    const logError = (error: unknown) => this.log("error", `${what} failed`, { ...data, error: error instanceof Error ? error.message : String(error) });
+  private callApp<A extends unknown[]>(
+    what: string,
+    callback: (...args: A) => CallbackResult,
+    args: A,
+    data: Record<string, unknown>,
+  ): void {
+    const logError = (error: unknown) =>
+      this.log("error", `${what} failed`, { ...data, error: error instanceof Error ? error.message : String(error) });
     try {
       const result = callback(...args);
       if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") Promise.resolve(result).then(undefined, logError);
@@ -213,16 +224,34 @@ export class DeviceClient {
       maxReconnectAttempts: -1,
       reconnectTimeWait,
     };
-    const nc = await dialUntilConnected(() => connect({ servers: config.bus.servers, name: config.name, ...common }), signal, reconnectTimeWait, log, "the message bus");
+    const nc = await dialUntilConnected(
+      () => connect({ servers: config.bus.servers, name: config.name, ...common }),
+      signal,
+      reconnectTimeWait,
+      log,
+      "the message bus",
+    );
     let kvConnection: NatsConnection | undefined;
     let client: DeviceClient | undefined;
     try {
       let twins: TwinBackend;
-      if (config.kv.kind === "redis") twins = new RedisTwinBackend({ host: config.kv.host, port: config.kv.port, ...(config.kv.password ? { password: config.kv.password } : {}) }, log);
+      if (config.kv.kind === "redis")
+        twins = new RedisTwinBackend(
+          { host: config.kv.host, port: config.kv.port, ...(config.kv.password ? { password: config.kv.password } : {}) },
+          log,
+        );
       else {
         // A separate KV server (KvClient Server/Port) gets its own connection, same credentials.
         const kvServers = config.kv.servers;
-        kvConnection = kvServers ? await dialUntilConnected(() => connect({ servers: kvServers, name: `${config.name}-kv`, ...common }), signal, reconnectTimeWait, log, "the key-value server") : nc;
+        kvConnection = kvServers
+          ? await dialUntilConnected(
+              () => connect({ servers: kvServers, name: `${config.name}-kv`, ...common }),
+              signal,
+              reconnectTimeWait,
+              log,
+              "the key-value server",
+            )
+          : nc;
         twins = new JetStreamTwinBackend(kvConnection, config.kv.twin, log, kvConnection !== nc, options.twinCheckEveryMs);
       }
       client = new DeviceClient(config, nc, twins, options.env ?? {}, log);
@@ -230,8 +259,21 @@ export class DeviceClient {
       started.subscribe();
       // One config twin at a time: applying one waits for the broker (new subscriptions), and a
       // later value must not be overtaken by an earlier one still being applied.
-      started.observers.add({ group: CONFIG_GROUP, name: config.name, callback: (change) => void (started.configApplied = started.configApplied.then(() => started.applyConfigTwin(change)).catch((error: Error) => started.log("error", "applying the config twin failed", { error: error.message }))) });
-      await untilAborted(twins.start((changes) => started.onTwinChanges(changes), () => started.delivered.clear()), signal);
+      started.observers.add({
+        group: CONFIG_GROUP,
+        name: config.name,
+        callback: (change) =>
+          void (started.configApplied = started.configApplied
+            .then(() => started.applyConfigTwin(change))
+            .catch((error: Error) => started.log("error", "applying the config twin failed", { error: error.message }))),
+      });
+      await untilAborted(
+        twins.start(
+          (changes) => started.onTwinChanges(changes),
+          () => started.delivered.clear(),
+        ),
+        signal,
+      );
       await untilAborted(started.applyCurrentConfig(), signal);
       return started;
     } catch (error) {
@@ -254,7 +296,8 @@ export class DeviceClient {
   /** The inbound subscriptions a config asks for, by `subscriptionKey`. */
   private static wanted(config: AppConfig): Map<string, { kind: InputKind; subject: string }> {
     const wanted = new Map<string, { kind: InputKind; subject: string }>();
-    for (const kind of INPUT_KINDS) for (const subject of config.bus.subscriptions[kind]) wanted.set(subscriptionKey(kind, subject), { kind, subject });
+    for (const kind of INPUT_KINDS)
+      for (const subject of config.bus.subscriptions[kind]) wanted.set(subscriptionKey(kind, subject), { kind, subject });
     return wanted;
   }
 
@@ -263,7 +306,8 @@ export class DeviceClient {
       callback: (error, msg) => {
         if (error) return this.log("warn", "subscription error", { subject, error: error.message });
         // Another device's JetStream consumer can deliver its bucket here (subjects/delivery.ts).
-        if (!isPublishedTo(msg, subject)) return this.log("warn", "dropped a message not published to this subscription", { subject, delivered: msg.subject });
+        if (!isPublishedTo(msg, subject))
+          return this.log("warn", "dropped a message not published to this subscription", { subject, delivered: msg.subject });
         this.dispatch(kind, msg);
       },
     });
@@ -400,7 +444,13 @@ export class DeviceClient {
 
   /** An IODataReport of IoPoints from this app (SrcModule = Name, device = DeviceId). */
   dataReport(tags: Record<string, IoPointInput>, deviceId = this.current.bus.deviceId): IoDataReport {
-    return dataReport({ srcModule: this.current.name, messageId: this.nextMessageId(), deviceId, tags, configVersion: this.configVersion || 1 });
+    return dataReport({
+      srcModule: this.current.name,
+      messageId: this.nextMessageId(),
+      deviceId,
+      tags,
+      configVersion: this.configVersion || 1,
+    });
   }
 
   // ---- twin properties ---------------------------------------------------------------------
@@ -456,7 +506,8 @@ export class DeviceClient {
   setReported(group: string, name: string, value: string | number | boolean): Promise<number> {
     const text = typeof value === "boolean" ? (value ? "1" : "0") : String(value);
     // Readers ignore keys with these names, so the write would never be seen.
-    for (const part of [group, name]) if (isReservedTwinName(part)) return Promise.reject(new TypeError(`"${part}" is reserved and cannot be a twin group or name`));
+    for (const part of [group, name])
+      if (isReservedTwinName(part)) return Promise.reject(new TypeError(`"${part}" is reserved and cannot be a twin group or name`));
     return this.twins.put(group, "reported" satisfies TwinSide, name, text);
   }
 
@@ -480,7 +531,10 @@ export class DeviceClient {
     // Whatever the watch delivered meanwhile is at least as new (Redis without the mirror has no
     // versions to compare: an older read must not be applied after it).
     const delivered = this.delivered.has(`${CONFIG_GROUP}/${this.current.name}`);
-    if (current && !delivered) this.onTwinChanges([{ group: CONFIG_GROUP, side: "desired", name: this.current.name, value: current.value, version: current.version }]);
+    if (current && !delivered)
+      this.onTwinChanges([
+        { group: CONFIG_GROUP, side: "desired", name: this.current.name, value: current.value, version: current.version },
+      ]);
     await this.configApplied;
   }
 
@@ -503,9 +557,15 @@ export class DeviceClient {
       this.log("warn", "configuration from the twin ignored", { version: change.version, error: (error as Error).message });
     }
     // The app applies it first: the acknowledgement below means the app runs with it.
-    for (const listener of this.configListeners) this.callApp("onConfig listener", listener, [this.current, status], { version: change.version });
-    if (status.ac === 200) await this.setReported(CONFIG_GROUP, this.current.name, change.value).catch((error: Error) => this.log("warn", "cannot report the applied config", { error: error.message }));
-    await this.setReported(CONFIG_GROUP, configStatusName(this.current.name), JSON.stringify(status)).catch((error: Error) => this.log("warn", "cannot report config status", { error: error.message }));
+    for (const listener of this.configListeners)
+      this.callApp("onConfig listener", listener, [this.current, status], { version: change.version });
+    if (status.ac === 200)
+      await this.setReported(CONFIG_GROUP, this.current.name, change.value).catch((error: Error) =>
+        this.log("warn", "cannot report the applied config", { error: error.message }),
+      );
+    await this.setReported(CONFIG_GROUP, configStatusName(this.current.name), JSON.stringify(status)).catch((error: Error) =>
+      this.log("warn", "cannot report config status", { error: error.message }),
+    );
   }
 
   async close(): Promise<void> {
@@ -523,7 +583,13 @@ class SubscriptionRefusedError extends Error {
 }
 
 /** Dials until a connection is made or `signal` aborts; a dial still in flight then is closed when it lands. */
-async function dialUntilConnected(dial: () => Promise<NatsConnection>, signal: AbortSignal | undefined, waitMs: number, log: SdkLog, what: string): Promise<NatsConnection> {
+async function dialUntilConnected(
+  dial: () => Promise<NatsConnection>,
+  signal: AbortSignal | undefined,
+  waitMs: number,
+  log: SdkLog,
+  what: string,
+): Promise<NatsConnection> {
   for (let attempt = 0; ; attempt++) {
     signal?.throwIfAborted();
     const dialing = dial();

@@ -28,7 +28,11 @@ describe("sdk config", () => {
   it("sdk config - the tutorial's AEA.json loads with Redis as the key-value store and flattened kinds", () => {
     const config = parseAppConfig(base());
     expect(config.kv).toEqual({ kind: "redis", host: "localhost", port: 6379 });
-    expect(config.bus.subscriptions).toEqual({ DataIn: ["slbapps.MyApp.DataIn", "slbapps.events.DataIn"], RequestIn: ["slbapps.MyApp.RequestIn"], EventIn: [] });
+    expect(config.bus.subscriptions).toEqual({
+      DataIn: ["slbapps.MyApp.DataIn", "slbapps.events.DataIn"],
+      RequestIn: ["slbapps.MyApp.RequestIn"],
+      EventIn: [],
+    });
     expect(config.bus.targets.DataOut).toEqual(["slbapps.events.DataIn"]);
     expect(config.bus.deviceId).toBe("999");
   });
@@ -44,7 +48,12 @@ describe("sdk config", () => {
   });
 
   it("sdk config - environment variables override the server, user and password", () => {
-    const config = parseAppConfig(base(), { NATS_ADDRESS: "nats://10.0.0.1:4333", NATS_USER: "dev", NATS_PASSWORD: "pw", REDIS_ADDRESS: "redis://10.0.0.2:6380" });
+    const config = parseAppConfig(base(), {
+      NATS_ADDRESS: "nats://10.0.0.1:4333",
+      NATS_USER: "dev",
+      NATS_PASSWORD: "pw",
+      REDIS_ADDRESS: "redis://10.0.0.2:6380",
+    });
     expect(config.bus).toMatchObject({ servers: ["nats://10.0.0.1:4333"], user: "dev", password: "pw" });
     expect(config.kv).toMatchObject({ host: "10.0.0.2", port: 6380 });
   });
@@ -75,15 +84,29 @@ describe("sdk config", () => {
     const next = messageIdSequence(new Date(Date.UTC(2026, 0, 1, 0, 0, 10)));
     expect(() => ioPoint({ value: "1" as unknown as number })).toThrow(TypeError);
     expect([next(), next()]).toEqual([100, 101]);
-    const report = dataReport({ srcModule: "MyApp", messageId: 7, deviceId: "999", tags: { t: { value: 2, value_str: undefined } }, now: 5_000 });
-    expect(report).toEqual({ header: { SrcModule: "MyApp", MessageType: "IODataReport", ConfigVersion: 1, MessageID: 7, TimeStamp: 5 }, device: [{ id: "999", tags: { t: { value: 2 } } }] });
+    const report = dataReport({
+      srcModule: "MyApp",
+      messageId: 7,
+      deviceId: "999",
+      tags: { t: { value: 2, value_str: undefined } },
+      now: 5_000,
+    });
+    expect(report).toEqual({
+      header: { SrcModule: "MyApp", MessageType: "IODataReport", ConfigVersion: 1, MessageID: 7, TimeStamp: 5 },
+      device: [{ id: "999", tags: { t: { value: 2 } } }],
+    });
   });
 
   it("sdk messages - null fields are left out like the original encoder's None fields; a wrong type is still refused", () => {
     const point = { value: 3, value_str: null, quality_code: null, timestamp: null, metadata: null };
     expect(ioPointProblems(point)).toEqual([]);
     expect(ioPoint(point)).toEqual({ value: 3 });
-    expect(JSON.stringify(dataReport({ srcModule: "M", messageId: 1, deviceId: "9", tags: { t: { value_str: "on", value: null } }, now: 0 }).device[0]!.tags.t)).toBe('{"value_str":"on"}');
+    expect(
+      JSON.stringify(
+        dataReport({ srcModule: "M", messageId: 1, deviceId: "9", tags: { t: { value_str: "on", value: null } }, now: 0 }).device[0]!.tags
+          .t,
+      ),
+    ).toBe('{"value_str":"on"}');
     expect(() => ioPoint({ value: "1" as unknown as number, value_str: null })).toThrow(/value: must be a number/);
     expect(() => ioPoint(null as unknown as IoPoint)).toThrow(/must be an object/);
     expect(() => ioPoint({ value: 1, colour: null } as unknown as IoPoint)).toThrow(/colour: is not an IoPoint field/);
@@ -93,6 +116,9 @@ describe("sdk config", () => {
   it("sdk messages - a point off the uom convention is reported but still built (the SDK does not validate units)", () => {
     expect(ioPoint({ value: 21.5, metadata: { uom: "degC" } })).toEqual({ value: 21.5, metadata: { uom: "degC" } });
     expect(ioPoint({ value: 1, metadata: { prop: "value" } })).toEqual({ value: 1, metadata: { prop: "value" } });
-    expect(dataReport({ srcModule: "M", messageId: 1, deviceId: "9", tags: { t: { value: 1, metadata: { uom: "degC" } } } }).device[0]!.tags.t!.metadata).toEqual({ uom: "degC" });
+    expect(
+      dataReport({ srcModule: "M", messageId: 1, deviceId: "9", tags: { t: { value: 1, metadata: { uom: "degC" } } } }).device[0]!.tags.t!
+        .metadata,
+    ).toEqual({ uom: "degC" });
   });
 });

@@ -71,7 +71,8 @@ function optionalString(value: unknown, key: string): string | undefined {
 
 function port(value: unknown, key: string): number {
   const n = typeof value === "string" && /^\d+$/.test(value.trim()) ? Number(value) : value;
-  if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > 65535) throw new SdkConfigError(key, "must be a port number (1-65535, a number or a string of digits)");
+  if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > 65535)
+    throw new SdkConfigError(key, "must be a port number (1-65535, a number or a string of digits)");
   return n;
 }
 
@@ -88,11 +89,15 @@ function kindLists<K extends string>(value: unknown, key: string, kinds: readonl
   value.forEach((item, i) => {
     const itemKey = `${key}:${i}`;
     for (const [kind, subjects] of Object.entries(requireObject(item, itemKey))) {
-      if (!(kinds as readonly string[]).includes(kind)) throw new SdkConfigError(`${itemKey}:${kind}`, `unknown kind; use one of ${kinds.join(", ")}`);
+      if (!(kinds as readonly string[]).includes(kind))
+        throw new SdkConfigError(`${itemKey}:${kind}`, `unknown kind; use one of ${kinds.join(", ")}`);
       if (!Array.isArray(subjects)) throw new SdkConfigError(`${itemKey}:${kind}`, "must be an array of subjects");
       subjects.forEach((subject, j) => {
         if (typeof subject !== "string" || !SUBJECT_RE.test(subject)) {
-          throw new SdkConfigError(`${itemKey}:${kind}:${j}`, `${JSON.stringify(subject)} is not a NATS subject (dot-separated tokens, no spaces or wildcards)`);
+          throw new SdkConfigError(
+            `${itemKey}:${kind}:${j}`,
+            `${JSON.stringify(subject)} is not a NATS subject (dot-separated tokens, no spaces or wildcards)`,
+          );
         }
         if (!out[kind as K].includes(subject)) out[kind as K].push(subject);
       });
@@ -115,7 +120,8 @@ function twinAddress(value: unknown, key: string): TwinAddress {
 export function parseAppConfig(document: unknown, env: SdkEnv = {}): AppConfig {
   const root = requireObject(document, "(file)");
   const name = root.Name;
-  if (typeof name !== "string" || !TOKEN_PATTERN.test(name)) throw new SdkConfigError("Name", `must be the application name (${TOKEN_PATTERN.source})`);
+  if (typeof name !== "string" || !TOKEN_PATTERN.test(name))
+    throw new SdkConfigError("Name", `must be the application name (${TOKEN_PATTERN.source})`);
   const present = RUNTIME_KEYS.filter((k) => root[k] !== undefined);
   if (present.length === 0) throw new SdkConfigError("AEA2", `the runtime section is missing (key "AEA2" or its alias "Runtime")`);
   if (present.length > 1) throw new SdkConfigError("Runtime", `give the runtime section once: "AEA2" or "Runtime", not both`);
@@ -125,11 +131,14 @@ export function parseAppConfig(document: unknown, env: SdkEnv = {}): AppConfig {
   const busSection = requireObject(runtime.BusClient, busKey);
 
   const server = env.NATS_ADDRESS?.trim() || optionalString(busSection.Server, `${busKey}:Server`) || "nats://127.0.0.1:4222";
-  const servers = server.split(",").map((s, i) => natsUrl(s.trim(), env.NATS_ADDRESS ? "NATS_ADDRESS" : `${busKey}:Server${i ? `:${i}` : ""}`));
+  const servers = server
+    .split(",")
+    .map((s, i) => natsUrl(s.trim(), env.NATS_ADDRESS ? "NATS_ADDRESS" : `${busKey}:Server${i ? `:${i}` : ""}`));
   const user = env.NATS_USER?.trim() || optionalString(busSection.NatsUser, `${busKey}:NatsUser`);
   const password = env.NATS_PASSWORD?.trim() || optionalString(busSection.NatsPassword, `${busKey}:NatsPassword`);
   const deviceIdRaw = busSection.DeviceId ?? "999";
-  if (typeof deviceIdRaw !== "string" && typeof deviceIdRaw !== "number") throw new SdkConfigError(`${busKey}:DeviceId`, "must be a string or a number");
+  if (typeof deviceIdRaw !== "string" && typeof deviceIdRaw !== "number")
+    throw new SdkConfigError(`${busKey}:DeviceId`, "must be a string or a number");
 
   let kv: KvClientConfig;
   if (runtime.RedisClient !== undefined) {
@@ -147,8 +156,21 @@ export function parseAppConfig(document: unknown, env: SdkEnv = {}): AppConfig {
     const key = `${runtimeKey}:KvClient`;
     const section = runtime.KvClient === undefined ? {} : requireObject(runtime.KvClient, key);
     const kvServer = optionalString(section.Server, `${key}:Server`);
-    const kvServers = kvServer ? [natsUrl(section.Port !== undefined ? `${kvServer.includes("://") ? kvServer : `nats://${kvServer}`}:${port(section.Port, `${key}:Port`)}` : kvServer, `${key}:Server`)] : undefined;
-    if (runtime.Twin === undefined) throw new SdkConfigError(`${runtimeKey}:Twin`, 'the JetStream key-value store needs the twin: {"Organization", "Environment", "Id"} (or configure RedisClient)');
+    const kvServers = kvServer
+      ? [
+          natsUrl(
+            section.Port !== undefined
+              ? `${kvServer.includes("://") ? kvServer : `nats://${kvServer}`}:${port(section.Port, `${key}:Port`)}`
+              : kvServer,
+            `${key}:Server`,
+          ),
+        ]
+      : undefined;
+    if (runtime.Twin === undefined)
+      throw new SdkConfigError(
+        `${runtimeKey}:Twin`,
+        'the JetStream key-value store needs the twin: {"Organization", "Environment", "Id"} (or configure RedisClient)',
+      );
     kv = { kind: "jetstream", ...(kvServers ? { servers: kvServers } : {}), twin: twinAddress(runtime.Twin, `${runtimeKey}:Twin`) };
   }
 

@@ -19,7 +19,13 @@ export type IoPoint = {
 /** What `ioPoint`/`dataReport` take: any field may also be `null`, left out like the original encoder's None fields. */
 export type IoPointInput = { [K in keyof IoPoint]?: IoPoint[K] | null };
 
-export type IoDataReportHeader = { SrcModule: string; MessageType: "IODataReport"; ConfigVersion: number; MessageID: number; TimeStamp: number };
+export type IoDataReportHeader = {
+  SrcModule: string;
+  MessageType: "IODataReport";
+  ConfigVersion: number;
+  MessageID: number;
+  TimeStamp: number;
+};
 export type IoDataReport = { header: IoDataReportHeader; device: Array<{ id: string; tags: Record<string, IoPoint> }> };
 
 const UOM_RE = /^[^:\s][^:]*:[^:\s][^:]*$/;
@@ -42,15 +48,19 @@ function checkIoPoint(point: unknown): { errors: string[]; advisories: string[] 
   if (p.value !== undefined && (typeof p.value !== "number" || !Number.isFinite(p.value))) problems.push("value: must be a number");
   if (p.value_str !== undefined && typeof p.value_str !== "string") problems.push("value_str: must be a string");
   if (p.quality_code !== undefined && !Number.isInteger(p.quality_code)) problems.push("quality_code: must be an integer");
-  if (p.timestamp !== undefined && (typeof p.timestamp !== "number" || !Number.isFinite(p.timestamp))) problems.push("timestamp: must be a number");
+  if (p.timestamp !== undefined && (typeof p.timestamp !== "number" || !Number.isFinite(p.timestamp)))
+    problems.push("timestamp: must be a number");
   if (p.metadata !== undefined) {
-    if (typeof p.metadata !== "object" || p.metadata === null || Array.isArray(p.metadata)) problems.push("metadata: must be an object of name/value pairs");
+    if (typeof p.metadata !== "object" || p.metadata === null || Array.isArray(p.metadata))
+      problems.push("metadata: must be an object of name/value pairs");
     else {
       const meta = p.metadata as Record<string, unknown>;
       for (const [k, v] of Object.entries(meta)) if (typeof v !== "string") problems.push(`metadata/${k}: must be a string`);
       // The SDK does not validate units (seed, document 3): the convention is advisory.
-      if (typeof meta.uom === "string" && !UOM_RE.test(meta.uom)) advisories.push(`metadata/uom: "${meta.uom}" should look like <quantity>:<unit>`);
-      if (meta.prop !== undefined && meta.uom === undefined) advisories.push("metadata/prop: names the property a uom applies to, so it needs metadata/uom");
+      if (typeof meta.uom === "string" && !UOM_RE.test(meta.uom))
+        advisories.push(`metadata/uom: "${meta.uom}" should look like <quantity>:<unit>`);
+      if (meta.prop !== undefined && meta.uom === undefined)
+        advisories.push("metadata/prop: names the property a uom applies to, so it needs metadata/uom");
     }
   }
   return { errors: problems, advisories };
@@ -73,7 +83,14 @@ export function messageIdSequence(now = new Date()): () => number {
 }
 
 /** Builds an IODataReport, one device, tags → IoPoints. */
-export function dataReport(options: { srcModule: string; messageId: number; deviceId: string; tags: Record<string, IoPointInput>; configVersion?: number; now?: number }): IoDataReport {
+export function dataReport(options: {
+  srcModule: string;
+  messageId: number;
+  deviceId: string;
+  tags: Record<string, IoPointInput>;
+  configVersion?: number;
+  now?: number;
+}): IoDataReport {
   const tags = Object.fromEntries(Object.entries(options.tags).map(([tag, point]) => [tag, ioPoint(point)]));
   return {
     header: {

@@ -27,13 +27,16 @@ const APP_RE = /^\/([A-Za-z0-9_-]+)\/([A-Za-z]+)$/;
 function parseEndpoint(text: string): Endpoint | string {
   if (text.startsWith("nats:")) {
     const subject = text.slice(5);
-    return SUBJECT_RE.test(subject) ? { kind: "nats", subject } : `"${subject}" is not a plain NATS subject (wildcards cannot be a route endpoint in 3.0)`;
+    return SUBJECT_RE.test(subject)
+      ? { kind: "nats", subject }
+      : `"${subject}" is not a plain NATS subject (wildcards cannot be a route endpoint in 3.0)`;
   }
   const match = APP_RE.exec(text);
   return match ? { kind: "app", app: match[1]!, port: match[2]! } : `"${text}" is neither /<app>/<kind> nor nats:<subject>`;
 }
 
-const asObject = (value: unknown): Record<string, unknown> => (typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
+const asObject = (value: unknown): Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 
 /**
  * The routes of a 2.0 routes file: `{"Routes": [...]}` (routes.json), a bare JSON array, or the text
@@ -59,7 +62,11 @@ export function routeList(routesDocument: unknown): unknown[] {
   }
   if (Array.isArray(routesDocument)) return routesDocument;
   const routes = asObject(routesDocument).Routes;
-  if (!Array.isArray(routes)) throw new SdkConfigError("Routes", 'the routes file must be {"Routes": ["<source> TO <target>", ...]}, a JSON array of routes, or one `<source> TO <target>` per line');
+  if (!Array.isArray(routes))
+    throw new SdkConfigError(
+      "Routes",
+      'the routes file must be {"Routes": ["<source> TO <target>", ...]}, a JSON array of routes, or one `<source> TO <target>` per line',
+    );
   return routes;
 }
 
@@ -84,7 +91,8 @@ export function migrateConfig(oldConfig: unknown, routesDocument: unknown, optio
     if ((INPUT_KINDS as readonly unknown[]).includes(sub)) add(subscriptions[sub as InputKind], inbox(name, sub as string));
     else unsupported.push({ reason: `Subscriptions entry ${JSON.stringify(sub)} is not DataIn, RequestIn or EventIn` });
   }
-  for (const flag of ["UseDataIn", "UseRequests"]) if (oldBus[flag] !== undefined) notes.push(`${runtimeKey}:BusClient:${flag} is deprecated and was dropped`);
+  for (const flag of ["UseDataIn", "UseRequests"])
+    if (oldBus[flag] !== undefined) notes.push(`${runtimeKey}:BusClient:${flag} is deprecated and was dropped`);
 
   const routes = routeList(routesDocument);
   for (const line of routes) {
@@ -104,7 +112,10 @@ export function migrateConfig(oldConfig: unknown, routesDocument: unknown, optio
       continue;
     }
     if (source.kind === "nats" && target.kind === "nats") {
-      unsupported.push({ route: line, reason: "NATS to NATS bridging needs a broker; 3.0 has none (publish to the target subject directly)" });
+      unsupported.push({
+        route: line,
+        reason: "NATS to NATS bridging needs a broker; 3.0 has none (publish to the target subject directly)",
+      });
       continue;
     }
     if (source.kind === "app" && !(OUTPUT_KINDS as readonly string[]).includes(source.port)) {
@@ -135,7 +146,10 @@ export function migrateConfig(oldConfig: unknown, routesDocument: unknown, optio
 
   const oldServer = typeof oldBus.Server === "string" && oldBus.Server ? oldBus.Server : "127.0.0.1";
   const server = options.natsServer ?? `nats://${oldServer.replace(/^[a-z]+:\/\//, "").split(":")[0]}:4222`;
-  if (!options.natsServer) notes.push(`BusClient:Server set to ${server}: 2.0's Server/Port (${oldServer}:${String(oldBus.Port ?? 707)}) named the MQTT broker; pass --nats to choose`);
+  if (!options.natsServer)
+    notes.push(
+      `BusClient:Server set to ${server}: 2.0's Server/Port (${oldServer}:${String(oldBus.Port ?? 707)}) named the MQTT broker; pass --nats to choose`,
+    );
   const { Server: _s, Port: _p, Username, Password, Subscriptions: _sub, UseDataIn: _u, UseRequests: _r, ...keptBus } = oldBus;
   const bus: Record<string, unknown> = {
     ...keptBus,
@@ -171,11 +185,25 @@ function readText(path: string, what: string): string {
 }
 
 /** `derrick sdk migrate --config old.json --routes routes.json [--out new.json] [--prefix p] [--nats url]`. */
-export function runMigrateCli(args: string[], out: (line: string) => void = console.log, err: (line: string) => void = console.error): number {
-  const usage = "usage: derrick sdk migrate --config old.json --routes routes.json|routes.txt [--out new.json] [--prefix slbapps] [--nats nats://host:4222]";
+export function runMigrateCli(
+  args: string[],
+  out: (line: string) => void = console.log,
+  err: (line: string) => void = console.error,
+): number {
+  const usage =
+    "usage: derrick sdk migrate --config old.json --routes routes.json|routes.txt [--out new.json] [--prefix slbapps] [--nats nats://host:4222]";
   let values;
   try {
-    ({ values } = parseArgs({ args, options: { config: { type: "string" }, routes: { type: "string" }, out: { type: "string" }, prefix: { type: "string" }, nats: { type: "string" } } }));
+    ({ values } = parseArgs({
+      args,
+      options: {
+        config: { type: "string" },
+        routes: { type: "string" },
+        out: { type: "string" },
+        prefix: { type: "string" },
+        nats: { type: "string" },
+      },
+    }));
   } catch (error) {
     err(`${(error as Error).message}\n${usage}`);
     return 2;

@@ -36,7 +36,6 @@ type Pending = {
   chunks?: { first: Msg; count: number; parts: Uint8Array[]; bytes: number };
 };
 
-
 /**
  * Requests go out with a reply subject under one wildcard inbox subscription of this Bus, and the
  * reply settles the waiting promise by its token. This is what nats.js' muxed `request()` does, minus
@@ -118,7 +117,12 @@ export class Bus {
     this.failAll(gatewayTimeout("the message bus client was closed after the request was sent: whether it was carried out is unknown"));
   }
 
-  async request<T = unknown>(subject: string, body: unknown, meta: RequestMeta = {}, timeoutMs = this.options.timeoutMs): Promise<BusReply<T>> {
+  async request<T = unknown>(
+    subject: string,
+    body: unknown,
+    meta: RequestMeta = {},
+    timeoutMs = this.options.timeoutMs,
+  ): Promise<BusReply<T>> {
     const started = performance.now();
     let outcome = "ok";
     try {
@@ -138,7 +142,11 @@ export class Bus {
         }
         throw DerrickError.fromProblem(problem, replyHeaders(msg.headers?.get(Header.replyHeaders)));
       }
-      return lazyReply<T>(msg.headers ? Number(msg.headers.get(Header.status)) || 200 : 200, msg.data, msg.headers ? replyHeaders(msg.headers.get(Header.replyHeaders)) : {});
+      return lazyReply<T>(
+        msg.headers ? Number(msg.headers.get(Header.status)) || 200 : 200,
+        msg.data,
+        msg.headers ? replyHeaders(msg.headers.get(Header.replyHeaders)) : {},
+      );
     } catch (error) {
       outcome = error instanceof DerrickError ? String(error.status) : "error";
       throw error;
@@ -166,7 +174,11 @@ export class Bus {
         clearTimeout(timer);
         // Too large for the server: no retry helps, so not a 503 with Retry-After.
         const message = (error as Error).message;
-        reject(/max_payload|payload.*exceeded/i.test(message) ? contentTooLarge(`the request is too large for the message bus (${message})`) : unavailable(`message bus error: ${message}`, 1));
+        reject(
+          /max_payload|payload.*exceeded/i.test(message)
+            ? contentTooLarge(`the request is too large for the message bus (${message})`)
+            : unavailable(`message bus error: ${message}`, 1),
+        );
       }
     });
   }

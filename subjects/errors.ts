@@ -116,7 +116,10 @@ export class DerrickError extends Error {
 }
 
 function slug(title: string): string {
-  return title.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+  return title
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-|-$/g, "");
 }
 
 export const badRequest = (detail: string, errors?: FieldError[]) => new DerrickError(400, detail, { errors });
@@ -133,7 +136,8 @@ export const preconditionFailed = (detail: string) => new DerrickError(412, deta
 /** A 413; `errors` names the offending field when one field is too large (a twin value). */
 export const contentTooLarge = (detail: string, errors?: FieldError[]) => new DerrickError(413, detail, { errors });
 /** A 415 naming the media types the route takes (RFC 9110 §15.5.16: `Accept` on a request body's type). */
-export const unsupportedMediaType = (detail: string, accepted: readonly string[]) => new DerrickError(415, detail, { headers: { Accept: accepted.join(", ") } });
+export const unsupportedMediaType = (detail: string, accepted: readonly string[]) =>
+  new DerrickError(415, detail, { headers: { Accept: accepted.join(", ") } });
 export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
   new DerrickError(429, detail, { headers: { "Retry-After": String(retryAfterSeconds) } });
 export const unavailable = (detail: string, retryAfterSeconds = 1) =>

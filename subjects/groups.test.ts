@@ -8,6 +8,16 @@ import { READERS, WRITERS } from "../actors/twins/handlers.ts";
 
 describe("groups", () => {
   it("groups - the list holds every group a capability checks", () => {
-    for (const group of [EDITORS_GROUP, DATA_ROOT_GROUP, STORAGE_WRITER_GROUP, ...SEARCH_ROLES, ADMIN_GROUP, PUBLISHERS_GROUP, READERS, WRITERS]) expect(ALL_GROUPS).toContain(group);
+    for (const group of [
+      EDITORS_GROUP,
+      DATA_ROOT_GROUP,
+      STORAGE_WRITER_GROUP,
+      ...SEARCH_ROLES,
+      ADMIN_GROUP,
+      PUBLISHERS_GROUP,
+      READERS,
+      WRITERS,
+    ])
+      expect(ALL_GROUPS).toContain(group);
   });
 });

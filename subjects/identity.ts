@@ -28,7 +28,10 @@ export const Jwk = Type.Record(Type.String(), Type.Unknown());
 export const Jwks = Type.Object({ keys: Type.Array(Jwk) });
 export type Jwks = Static<typeof Jwks>;
 
-export const AppkeyCheck = Type.Object({ appkey: Type.String({ minLength: 1, maxLength: 1024 }), client_id: Type.String({ minLength: 1 }) });
+export const AppkeyCheck = Type.Object({
+  appkey: Type.String({ minLength: 1, maxLength: 1024 }),
+  client_id: Type.String({ minLength: 1 }),
+});
 export type AppkeyCheck = Static<typeof AppkeyCheck>;
 export const AppkeyCheckReply = Type.Object({ client_id: Type.String() });
 export type AppkeyCheckReply = Static<typeof AppkeyCheckReply>;
@@ -50,7 +53,12 @@ export const AppCreate = Type.Object(
 );
 export type AppCreate = Static<typeof AppCreate>;
 /** Shown once, at creation. */
-export const AppCredentials = Type.Object({ client_id: Type.String(), client_secret: Type.String(), appkey: Type.String(), groups: Type.Array(Type.String()) });
+export const AppCredentials = Type.Object({
+  client_id: Type.String(),
+  client_secret: Type.String(),
+  appkey: Type.String(),
+  groups: Type.Array(Type.String()),
+});
 export type AppCredentials = Static<typeof AppCredentials>;
 export const AppList = Type.Object({ apps: Type.Array(App) });
 export type AppList = Static<typeof AppList>;

@@ -16,7 +16,16 @@ function operations<const Ops extends readonly string[]>(capability: string, ops
 export const subjects = {
   root: ROOT,
   system: operations("system", ["ping", "echo", "info"] as const),
-  identity: operations("identity", ["token", "jwks", "appkey.verify", "apps.create", "apps.list", "apps.delete", "keys.list", "keys.revoke"] as const),
+  identity: operations("identity", [
+    "token",
+    "jwks",
+    "appkey.verify",
+    "apps.create",
+    "apps.list",
+    "apps.delete",
+    "keys.list",
+    "keys.revoke",
+  ] as const),
   /** Catalog, projects, members, content requests and reads (schemas: subjects/projects.ts). */
   projects: operations("projects", [
     "catalog.list",
@@ -37,7 +46,8 @@ export const subjects = {
    * per subject: unfinished tasks per requester) or the task id for one queued again.
    */
   content: {
-    tasks: (partition: string, queue: string) => `${ROOT}.content.tasks.${checkToken(partition, "/partition")}.${checkToken(queue, "/queue")}`,
+    tasks: (partition: string, queue: string) =>
+      `${ROOT}.content.tasks.${checkToken(partition, "/partition")}.${checkToken(queue, "/queue")}`,
     allTasks: () => `${ROOT}.content.tasks.>`,
     stats: () => `${ROOT}.content.worker.stats`,
   },
@@ -82,16 +92,20 @@ export const subjects = {
     /** Every event subject (stream EVENTS). */
     allEvents: () => `${ROOT}.events.>`,
     /** First attempts of one subscription's deliveries (work-queue stream DELIVERIES). */
-    deliveries: (partition: string, subscriptionId: string) => `${ROOT}.deliveries.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    deliveries: (partition: string, subscriptionId: string) =>
+      `${ROOT}.deliveries.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
     allDeliveries: () => `${ROOT}.deliveries.>`,
     /** Retries and overflow of one subscription (same stream, its own consumer). */
-    retries: (partition: string, subscriptionId: string) => `${ROOT}.retries.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    retries: (partition: string, subscriptionId: string) =>
+      `${ROOT}.retries.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
     allRetries: () => `${ROOT}.retries.>`,
     /** Dead letters of one subscription (stream DEAD). */
-    dead: (partition: string, subscriptionId: string) => `${ROOT}.dead.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    dead: (partition: string, subscriptionId: string) =>
+      `${ROOT}.dead.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
     allDead: () => `${ROOT}.dead.>`,
     /** Attempt log of one subscription (stream ATTEMPTS). */
-    attempts: (partition: string, subscriptionId: string) => `${ROOT}.attempts.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    attempts: (partition: string, subscriptionId: string) =>
+      `${ROOT}.attempts.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
     allAttempts: () => `${ROOT}.attempts.>`,
   },
   /** Events to notify: `derrick.events.<partition>.<NotificationType>` (stream EVENTS). */

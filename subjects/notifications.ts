@@ -9,7 +9,13 @@ import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
 /** The seed's NotificationType enumeration. */
 export const NOTIFICATION_TYPES = ["PublishData", "ReviewStateChanged", "PlanShared", "ProjectCreated", "MasterPlanChanged"] as const;
 export const NotificationType = Type.Union(
-  [Type.Literal("PublishData"), Type.Literal("ReviewStateChanged"), Type.Literal("PlanShared"), Type.Literal("ProjectCreated"), Type.Literal("MasterPlanChanged")],
+  [
+    Type.Literal("PublishData"),
+    Type.Literal("ReviewStateChanged"),
+    Type.Literal("PlanShared"),
+    Type.Literal("ProjectCreated"),
+    Type.Literal("MasterPlanChanged"),
+  ],
   { description: "Notification type (the seed's NotificationType)" },
 );
 export type NotificationType = Static<typeof NotificationType>;
@@ -94,7 +100,12 @@ const nullable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([sch
 
 const baseFields = {
   subscriber: Type.String({ minLength: 1, maxLength: L.subscriber, description: "Readable name of the subscribing client; display only" }),
-  callback_uri: Type.String({ format: "uri", minLength: 1, maxLength: L.callbackUri, description: "Absolute http(s) URI that receives each notification as a POST" }),
+  callback_uri: Type.String({
+    format: "uri",
+    minLength: 1,
+    maxLength: L.callbackUri,
+    description: "Absolute http(s) URI that receives each notification as a POST",
+  }),
   data_source: nullable(Type.String({ minLength: 1, maxLength: L.dataSource, description: "PublishData only: the data source to match" })),
   callback_headers: nullable(
     Type.Record(Type.String(), Type.String({ maxLength: L.headerValue }), {
@@ -103,7 +114,10 @@ const baseFields = {
     }),
   ),
   drill_plan_object_types: nullable(
-    Type.Array(Type.String({ minLength: 1, maxLength: L.objectType }), { maxItems: L.objectTypes, description: "Object types of interest (the seed's list)" }),
+    Type.Array(Type.String({ minLength: 1, maxLength: L.objectType }), {
+      maxItems: L.objectTypes,
+      description: "Object types of interest (the seed's list)",
+    }),
   ),
   contact_email: nullable(Type.String({ format: "email", maxLength: L.email })),
 };

@@ -14,7 +14,14 @@ export const CatalogKind = { displayItems: "display-items", keyParameters: "key-
 export type CatalogKind = (typeof CatalogKind)[keyof typeof CatalogKind];
 export const CatalogKindSchema = Type.Union([Type.Literal(CatalogKind.displayItems), Type.Literal(CatalogKind.keyParameters)]);
 
-export const DataType = { number: "number", integer: "integer", string: "string", boolean: "boolean", date: "date", table: "table" } as const;
+export const DataType = {
+  number: "number",
+  integer: "integer",
+  string: "string",
+  boolean: "boolean",
+  date: "date",
+  table: "table",
+} as const;
 export type DataType = (typeof DataType)[keyof typeof DataType];
 
 export const CatalogItem = Type.Object(
@@ -158,7 +165,12 @@ export type ContentAccepted = Static<typeof ContentAccepted>;
 
 export const TaskState = { queued: "queued", running: "running", succeeded: "succeeded", failed: "failed" } as const;
 export type TaskState = (typeof TaskState)[keyof typeof TaskState];
-export const TaskStateSchema = Type.Union([Type.Literal(TaskState.queued), Type.Literal(TaskState.running), Type.Literal(TaskState.succeeded), Type.Literal(TaskState.failed)]);
+export const TaskStateSchema = Type.Union([
+  Type.Literal(TaskState.queued),
+  Type.Literal(TaskState.running),
+  Type.Literal(TaskState.succeeded),
+  Type.Literal(TaskState.failed),
+]);
 
 export const Task = Type.Object({
   taskId: Type.String(),
@@ -250,5 +262,11 @@ export const ContentPart = Type.Object({
 });
 export type ContentPart = Static<typeof ContentPart>;
 
-export const WorkerStats = Type.Object({ instance: Type.String(), completed: Type.Integer(), failed: Type.Integer(), redelivered: Type.Integer(), inFlight: Type.Integer() });
+export const WorkerStats = Type.Object({
+  instance: Type.String(),
+  completed: Type.Integer(),
+  failed: Type.Integer(),
+  redelivered: Type.Integer(),
+  inFlight: Type.Integer(),
+});
 export type WorkerStats = Static<typeof WorkerStats>;

@@ -61,7 +61,11 @@ export const DEMO: DemoItem[] = [
         { name: "reservoir", probability: 0.5 },
         { name: "trap", probability: 0.8 },
       ],
-      volumes: { oil: { unit: "MMbbl", p90: 8, p10: 60 }, gas: { unit: "Bcf", p90: 5, p10: 40 }, oilEquivalent: { unit: "MMboe", p90: 9, p10: 67 } },
+      volumes: {
+        oil: { unit: "MMbbl", p90: 8, p10: 60 },
+        gas: { unit: "Bcf", p90: 5, p10: 40 },
+        oilEquivalent: { unit: "MMboe", p90: 9, p10: 67 },
+      },
       entitlement,
     },
   },
@@ -77,7 +81,11 @@ export const DEMO: DemoItem[] = [
         { name: "reservoir", probability: 0.6 },
         { name: "trap", probability: 0.5 },
       ],
-      volumes: { oil: { unit: "MMbbl", p90: 5, p10: 35 }, gas: { unit: "Bcf", mean: 12 }, oilEquivalent: { unit: "MMboe", p90: 7, p10: 37 } },
+      volumes: {
+        oil: { unit: "MMbbl", p90: 5, p10: 35 },
+        gas: { unit: "Bcf", mean: 12 },
+        oilEquivalent: { unit: "MMboe", p90: 7, p10: 37 },
+      },
       entitlement,
     },
   },
@@ -163,7 +171,14 @@ export const DEMO: DemoItem[] = [
       setup: { startYear: 2026, npvYear: 2026, discountRate: 0.08, discounting: "endOfYear", moneyTerms: "real", requiredIrr: 0.12 },
       assumptions: {
         prices: [
-          { product: "oil", unit: "USD/bbl", series: [{ year: 2026, value: 70 }, { year: 2032, value: 72 }] },
+          {
+            product: "oil",
+            unit: "USD/bbl",
+            series: [
+              { year: 2026, value: 70 },
+              { year: 2032, value: 72 },
+            ],
+          },
           { product: "gas", unit: "USD/Mcf", series: [{ year: 2026, value: 8 }] },
         ],
         fiscal: { type: "royaltyTax", royaltyRate: 0, incomeTaxRate: 0.78 },
@@ -203,7 +218,10 @@ export const DEMO: DemoItem[] = [
       name: "Alpha gas case, upper closure",
       prospectId: "p-alpha",
       status: "test",
-      riskFactors: [{ name: "reservoir", probability: 0.7 }, { name: "seal", probability: 0.6 }],
+      riskFactors: [
+        { name: "reservoir", probability: 0.7 },
+        { name: "seal", probability: 0.6 },
+      ],
       volumes: { gas: { unit: "Bcf", p90: 60, p10: 520 }, oilEquivalent: { unit: "MMboe", p90: 10, p10: 90 } },
     },
   },
@@ -214,7 +232,10 @@ export const DEMO: DemoItem[] = [
       name: "Alpha gas case, lower closure",
       prospectId: "p-alpha",
       status: "test",
-      riskFactors: [{ name: "reservoir", probability: 0.5 }, { name: "seal", probability: 0.6 }],
+      riskFactors: [
+        { name: "reservoir", probability: 0.5 },
+        { name: "seal", probability: 0.6 },
+      ],
       volumes: { gas: { unit: "Bcf", p90: 30, p10: 260 }, oilEquivalent: { unit: "MMboe", p90: 5, p10: 45 } },
     },
   },
@@ -243,7 +264,18 @@ export const DEMO: DemoItem[] = [
       simulation: { trials: 20000, seed: 7 },
       polygon: {
         type: "Feature",
-        geometry: { type: "Polygon", coordinates: [[[7.1, 64.1], [7.35, 64.1], [7.35, 64.22], [7.1, 64.22], [7.1, 64.1]]] },
+        geometry: {
+          type: "Polygon",
+          coordinates: [
+            [
+              [7.1, 64.1],
+              [7.35, 64.1],
+              [7.35, 64.22],
+              [7.1, 64.22],
+              [7.1, 64.1],
+            ],
+          ],
+        },
         properties: { name: "Alpha closure outline, top Rogn Fm" },
       },
     },

@@ -97,7 +97,11 @@ export const SegmentAnalysis = Strict({
 });
 export type SegmentAnalysis = Static<typeof SegmentAnalysis>;
 
-export const DependencyModelSchema = Type.Union([Type.Literal("independent"), Type.Literal("commonFactor"), Type.Literal("fullyDependent")]);
+export const DependencyModelSchema = Type.Union([
+  Type.Literal("independent"),
+  Type.Literal("commonFactor"),
+  Type.Literal("fullyDependent"),
+]);
 
 export const MAX_SEGMENTS = 64;
 
@@ -129,8 +133,17 @@ export const LicenseVersion = Strict({
   phase: Type.Optional(Type.String({ maxLength: 100 })),
   licenseStatus: Type.Optional(Type.String({ maxLength: 100 })),
   licensingRound: Type.Optional(Type.String({ maxLength: 100 })),
-  areaKm2: Type.Optional(Strict({ original: Type.Optional(Type.Number({ minimum: 0 })), current: Type.Optional(Type.Number({ minimum: 0 })) })),
-  blocks: Type.Array(Strict({ blockId: Type.String({ minLength: 1, maxLength: 64 }), quadrant: Type.Optional(Type.String({ maxLength: 64 })), partial: Type.Optional(Type.Boolean()) }), { maxItems: 500 }),
+  areaKm2: Type.Optional(
+    Strict({ original: Type.Optional(Type.Number({ minimum: 0 })), current: Type.Optional(Type.Number({ minimum: 0 })) }),
+  ),
+  blocks: Type.Array(
+    Strict({
+      blockId: Type.String({ minLength: 1, maxLength: 64 }),
+      quadrant: Type.Optional(Type.String({ maxLength: 64 })),
+      partial: Type.Optional(Type.Boolean()),
+    }),
+    { maxItems: 500 },
+  ),
   licensees: Type.Array(Licensee, { minItems: 1, maxItems: 100 }),
   prospectIds: Type.Array(Id(), { maxItems: 500 }),
 });
@@ -140,7 +153,11 @@ export const License = Strict({
   licenseId: Type.Optional(Id()),
   name: Name(),
   nation: Strict({ code: Type.String({ pattern: "^[A-Z]{2,3}$" }), name: Name() }),
-  versions: Type.Array(LicenseVersion, { minItems: 1, maxItems: 500, description: "merged by versionNumber with the versions already stored: a license keeps every version" }),
+  versions: Type.Array(LicenseVersion, {
+    minItems: 1,
+    maxItems: 500,
+    description: "merged by versionNumber with the versions already stored: a license keeps every version",
+  }),
 });
 export type License = Static<typeof License>;
 
@@ -158,7 +175,12 @@ export const FullCycleAnalysis = Strict({
   fullCycleAnalysisId: Type.Optional(Id()),
   prospectAnalysisId: Id(),
   name: Name(),
-  resourceCase: Type.Optional(Type.Union(["mean", "p90", "p50", "p10"].map((c) => Type.Literal(c)), { default: "mean" })),
+  resourceCase: Type.Optional(
+    Type.Union(
+      ["mean", "p90", "p50", "p10"].map((c) => Type.Literal(c)),
+      { default: "mean" },
+    ),
+  ),
   setup: Strict({
     startYear: Year(),
     npvYear: Year(),
@@ -168,7 +190,14 @@ export const FullCycleAnalysis = Strict({
     requiredIrr: Type.Optional(Type.Number({ minimum: 0, maximum: 10 })),
   }),
   assumptions: Strict({
-    prices: Type.Array(Strict({ product: Type.Union(PRODUCTS.map((p) => Type.Literal(p))), unit: Type.String({ minLength: 1, maxLength: 32 }), series: Type.Array(Strict({ year: Year(), value: Type.Number({ minimum: 0 }) }), { minItems: 1, maxItems: 200 }) }), { maxItems: 6 }),
+    prices: Type.Array(
+      Strict({
+        product: Type.Union(PRODUCTS.map((p) => Type.Literal(p))),
+        unit: Type.String({ minLength: 1, maxLength: 32 }),
+        series: Type.Array(Strict({ year: Year(), value: Type.Number({ minimum: 0 }) }), { minItems: 1, maxItems: 200 }),
+      }),
+      { maxItems: 6 },
+    ),
     fiscal: Fiscal,
     workingInterest: Probability(),
     dryHoleCost: Type.Number({ minimum: 0 }),
@@ -176,9 +205,19 @@ export const FullCycleAnalysis = Strict({
   production: Type.Optional(
     Strict(
       {
-        product: Type.Optional(Type.Union(PRODUCTS.map((p) => Type.Literal(p)), { default: "oil" })),
+        product: Type.Optional(
+          Type.Union(
+            PRODUCTS.map((p) => Type.Literal(p)),
+            { default: "oil" },
+          ),
+        ),
         firstYear: Year(),
-        recoverable: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "defaults to the prospect analysis's success-case volume of the product at the resource case" })),
+        recoverable: Type.Optional(
+          Type.Number({
+            exclusiveMinimum: 0,
+            description: "defaults to the prospect analysis's success-case volume of the product at the resource case",
+          }),
+        ),
         wellsPerYear: Type.Number({ exclusiveMinimum: 0 }),
         wellRatePerYear: Type.Number({ exclusiveMinimum: 0, description: "volume one well produces per year at its initial rate" }),
         plateauFraction: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
@@ -199,7 +238,12 @@ export const FullCycleAnalysis = Strict({
       opexPerUnit: Type.Optional(Type.Number({ minimum: 0, description: "per unit of the product produced" })),
     }),
   ),
-  cashFlows: Type.Optional(Strict({ project: Type.Optional(YearlyNcf), contractor: Type.Optional(YearlyNcf), workingInterest: Type.Optional(YearlyNcf) }, "explicit yearly net cash flows per level (instead of a production model)")),
+  cashFlows: Type.Optional(
+    Strict(
+      { project: Type.Optional(YearlyNcf), contractor: Type.Optional(YearlyNcf), workingInterest: Type.Optional(YearlyNcf) },
+      "explicit yearly net cash flows per level (instead of a production model)",
+    ),
+  ),
 });
 export type FullCycleAnalysis = Static<typeof FullCycleAnalysis>;
 
@@ -220,7 +264,10 @@ export const MultipleScenarioAnalysis = Strict({
   multipleScenarioAnalysisId: Type.Optional(Id()),
   prospectId: Id(),
   name: Type.Optional(Name()),
-  scenarios: Type.Array(Strict({ scenarioId: Id(), name: Name(), probability: Probability(), prospectAnalysisId: Id() }), { minItems: 1, maxItems: 50 }),
+  scenarios: Type.Array(Strict({ scenarioId: Id(), name: Name(), probability: Probability(), prospectAnalysisId: Id() }), {
+    minItems: 1,
+    maxItems: 50,
+  }),
   simulation: Type.Optional(Simulation),
   polygon: Type.Optional(GeoJsonPolygon),
 });
@@ -246,7 +293,11 @@ export type EntityPutRequest = Static<typeof EntityPutRequest>;
 export const EntityRef = Type.Object({ collection: CollectionSchema, id: Type.String(), version: Type.Optional(Type.String()) });
 export type EntityRef = Static<typeof EntityRef>;
 /** `GET …/{collection}/{id}?version=n`: an earlier version, while the bucket's history holds it. */
-export const EntityQuery = Type.Object({ version: Type.Optional(Type.String({ pattern: "^[1-9][0-9]{0,9}$", description: "an earlier version (the ETag number); the last 16 are kept" })) });
+export const EntityQuery = Type.Object({
+  version: Type.Optional(
+    Type.String({ pattern: "^[1-9][0-9]{0,9}$", description: "an earlier version (the ETag number); the last 16 are kept" }),
+  ),
+});
 export const AggregationRef = Type.Object({ id: Type.String() });
 export type AggregationRef = Static<typeof AggregationRef>;
 

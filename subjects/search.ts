@@ -30,7 +30,8 @@ export const DATA_ROOT_GROUP = "users.data.root";
 export const NOT_AUTHORIZED = "The user is not authorized to perform this action";
 
 /** `a`, `a or b`, `a, b or c`. */
-const oneOf = (groups: readonly string[]) => (groups.length <= 1 ? groups.join("") : `${groups.slice(0, -1).join(", ")} or ${groups[groups.length - 1]}`);
+const oneOf = (groups: readonly string[]) =>
+  groups.length <= 1 ? groups.join("") : `${groups.slice(0, -1).join(", ")} or ${groups[groups.length - 1]}`;
 
 /**
  * The detail of a refusal for a missing group: OSDU's text first (clients match on it), then what
@@ -120,7 +121,11 @@ const queryFields = {
    * One kind, a comma-separated list, or an array; `*` wildcards per segment. Required: missing,
    * null or empty → 400 "Record kind can't be null or empty" (OSDU's message, from the search actor).
    */
-  kind: Nullable(Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 1000 })], { description: "authority:source:type:version; wildcards per segment" })),
+  kind: Nullable(
+    Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 1000 })], {
+      description: "authority:source:type:version; wildcards per segment",
+    }),
+  ),
   /** Lucene query-string syntax plus OSDU `nested(path, (…))`; blank = everything. */
   query: Nullable(Type.String({ maxLength: 100_000 })),
   /** 0 → 10; above 1000 → 1000. */
@@ -144,7 +149,11 @@ export const QueryRequest = Type.Object(
     /** Terms aggregation on a field: `[{key, count}]`, count desc then key asc, at most 1000 buckets. */
     aggregateBy: Nullable(FieldExpression),
   },
-  { ...OPEN, description: "OSDU QueryRequest. A null field is an absent one; fields not named here (`from`, `returnHighlightedFields`, `cursor`…) are ignored, as OSDU ignores them" },
+  {
+    ...OPEN,
+    description:
+      "OSDU QueryRequest. A null field is an absent one; fields not named here (`from`, `returnHighlightedFields`, `cursor`…) are ignored, as OSDU ignores them",
+  },
 );
 export type QueryRequest = Static<typeof QueryRequest>;
 
@@ -154,7 +163,11 @@ export const CursorQueryRequest = Type.Object(
     /** The cursor of the previous page (the query it was opened with is kept with it); absent, null or "" = a first call. */
     cursor: Nullable(Type.String({ maxLength: 256 })),
   },
-  { ...OPEN, description: "OSDU CursorQueryRequest. A null field is an absent one; fields not named here (`offset`, `aggregateBy`, `from`…) are ignored, as OSDU ignores them" },
+  {
+    ...OPEN,
+    description:
+      "OSDU CursorQueryRequest. A null field is an absent one; fields not named here (`offset`, `aggregateBy`, `from`…) are ignored, as OSDU ignores them",
+  },
 );
 export type CursorQueryRequest = Static<typeof CursorQueryRequest>;
 
@@ -272,7 +285,13 @@ export function tooDeepAt(value: unknown, maxDepth: number, pointer = ""): strin
   const pointerOf = (entry: Entry, childKey: string) => {
     const keys = [childKey];
     for (let e: Entry | undefined = entry; e?.parent; e = e.parent) keys.push(e.key);
-    return pointer + keys.reverse().map((k) => `/${k.replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
+    return (
+      pointer +
+      keys
+        .reverse()
+        .map((k) => `/${k.replaceAll("~", "~0").replaceAll("/", "~1")}`)
+        .join("")
+    );
   };
   const stack: Entry[] = [{ node: value, depth: 1, parent: undefined, key: "" }];
   while (stack.length > 0) {
@@ -305,7 +324,8 @@ export function tooDeepAt(value: unknown, maxDepth: number, pointer = ""): strin
 export function checkRecordDepth(records: readonly unknown[], pointer = "/body"): void {
   for (let i = 0; i < records.length; i++) {
     const at = tooDeepAt(records[i], RECORD_MAX_DEPTH, `${pointer}/${i}`);
-    if (at !== undefined) throw invalidField(at, `nests objects and arrays more than ${RECORD_MAX_DEPTH} levels deep (the record itself is level 1)`);
+    if (at !== undefined)
+      throw invalidField(at, `nests objects and arrays more than ${RECORD_MAX_DEPTH} levels deep (the record itself is level 1)`);
   }
 }
 
@@ -327,7 +347,9 @@ export const RecordBody = Type.Object(recordFields);
 export type RecordBody = Static<typeof RecordBody>;
 
 /** Numbers or text: storage's GET gives times as RFC 3339 text, OSDU's Record declares them as numbers. */
-const ServerAssignedTime = Nullable(Type.Union([Type.String({ maxLength: 64 }), Type.Number()], { description: "server-assigned: ignored on write" }));
+const ServerAssignedTime = Nullable(
+  Type.Union([Type.String({ maxLength: 64 }), Type.Number()], { description: "server-assigned: ignored on write" }),
+);
 
 /**
  * A record as `PUT /api/storage/v2/records` takes it: as OSDU's Record reads (Jackson, unknown
@@ -352,7 +374,11 @@ export const RecordInput = Type.Object(
     modifyUser: Nullable(Type.String({ maxLength: 1024, description: "server-assigned: ignored on write" })),
     modifyTime: ServerAssignedTime,
   },
-  { ...OPEN, description: "OSDU Record. A null field is an absent one; version, createUser, createTime, modifyUser, modifyTime and fields not named here are ignored, as OSDU ignores them" },
+  {
+    ...OPEN,
+    description:
+      "OSDU Record. A null field is an absent one; version, createUser, createTime, modifyUser, modifyTime and fields not named here are ignored, as OSDU ignores them",
+  },
 );
 export type RecordInput = Static<typeof RecordInput>;
 

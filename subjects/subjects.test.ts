@@ -74,9 +74,15 @@ describe("subjects", () => {
       either: nullable(Type.Union([Type.String(), Type.Integer()])),
     });
     expect(errorsOf(schema, { list: null, sort: null, either: null })).toBeUndefined();
-    expect(errorsOf(schema, { list: ["abc", "abcd"] })).toEqual([{ pointer: "/body/list/1", message: "expected string length less or equal to 3" }]);
-    expect(errorsOf(schema, { list: ["a", "b", "c"] })).toEqual([{ pointer: "/body/list", message: "expected array length to be less or equal to 2" }]);
-    expect(errorsOf(schema, { sort: { field: ["abcd"] } })).toEqual([{ pointer: "/body/sort/field/0", message: "expected string length less or equal to 3" }]);
+    expect(errorsOf(schema, { list: ["abc", "abcd"] })).toEqual([
+      { pointer: "/body/list/1", message: "expected string length less or equal to 3" },
+    ]);
+    expect(errorsOf(schema, { list: ["a", "b", "c"] })).toEqual([
+      { pointer: "/body/list", message: "expected array length to be less or equal to 2" },
+    ]);
+    expect(errorsOf(schema, { sort: { field: ["abcd"] } })).toEqual([
+      { pointer: "/body/sort/field/0", message: "expected string length less or equal to 3" },
+    ]);
     expect(errorsOf(schema, { list: 5 })).toEqual([{ pointer: "/body/list", message: "expected array" }]);
     expect(errorsOf(schema, { either: true })).toEqual([{ pointer: "/body/either", message: "expected union value" }]);
   });
@@ -85,7 +91,24 @@ describe("subjects", () => {
 describe("device subjects", () => {
   it("subjects - a device may be granted its own subjects, never derrick's, JetStream's, other inboxes or a leading wildcard", () => {
     expect(() => checkDeviceSubjects(["slbapps.AppA.DataIn", "slbapps.AppA.*", "plant.line-1.>"], "/subscribe")).not.toThrow();
-    for (const bad of ["derrick.>", "derrick.twins.put", "$JS.API.>", "$KV.other.>", "_INBOX.x", "_INBOX_AppB.>", "_R_.>", "_R_.x.y", "_anything", ">", "*.AppA", "a..b", "a.>.b", "a b", "a.b*", ""]) {
+    for (const bad of [
+      "derrick.>",
+      "derrick.twins.put",
+      "$JS.API.>",
+      "$KV.other.>",
+      "_INBOX.x",
+      "_INBOX_AppB.>",
+      "_R_.>",
+      "_R_.x.y",
+      "_anything",
+      ">",
+      "*.AppA",
+      "a..b",
+      "a.>.b",
+      "a b",
+      "a.b*",
+      "",
+    ]) {
       let error: unknown;
       try {
         checkDeviceSubjects(["slbapps.ok", bad], "/publish");
@@ -100,14 +123,31 @@ describe("device subjects", () => {
 
   it("validation - a value outside its pattern is quoted (shortened) next to its pointer", () => {
     const schema = Type.Object({ group: Type.String({ pattern: "^[a-z]+$" }) });
-    expect(errorsOf(schema, { group: "bad group" })).toEqual([{ pointer: "/body/group", message: `"bad group" does not match '^[a-z]+$'` }]);
-    const long = "x".repeat(30) + " " + "y".repeat(100);
+    expect(errorsOf(schema, { group: "bad group" })).toEqual([
+      { pointer: "/body/group", message: `"bad group" does not match '^[a-z]+$'` },
+    ]);
+    const long = `${"x".repeat(30)} ${"y".repeat(100)}`;
     expect(errorsOf(schema, { group: long })![0]!.message).toBe(`"${long.slice(0, 40)}…" does not match '^[a-z]+$'`);
     expect(() => checkToken("a.b", "/params/organization")).toThrow(/"a\.b" does not match/);
   });
 
   it("subjects - two grants overlap when some subject matches both", () => {
-    for (const [a, b] of [["a.b", "a.b"], ["a.*", "a.b"], ["a.>", "a.b.c"], ["slbapps.>", "slbapps.AppB.DataIn"], ["*.x", "a.*"], ["a.>", "*.b"]]) expect(subjectsOverlap(a!, b!), `${a} ${b}`).toBe(true);
-    for (const [a, b] of [["a.b", "a.c"], ["a.*", "a.b.c"], ["a.>", "a"], ["a.b", "a.b.c"], ["slbapps.AppA.>", "slbapps.AppB.DataIn"]]) expect(subjectsOverlap(a!, b!), `${a} ${b}`).toBe(false);
+    for (const [a, b] of [
+      ["a.b", "a.b"],
+      ["a.*", "a.b"],
+      ["a.>", "a.b.c"],
+      ["slbapps.>", "slbapps.AppB.DataIn"],
+      ["*.x", "a.*"],
+      ["a.>", "*.b"],
+    ])
+      expect(subjectsOverlap(a!, b!), `${a} ${b}`).toBe(true);
+    for (const [a, b] of [
+      ["a.b", "a.c"],
+      ["a.*", "a.b.c"],
+      ["a.>", "a"],
+      ["a.b", "a.b.c"],
+      ["slbapps.AppA.>", "slbapps.AppB.DataIn"],
+    ])
+      expect(subjectsOverlap(a!, b!), `${a} ${b}`).toBe(false);
   });
 });

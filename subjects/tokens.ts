@@ -10,6 +10,7 @@ export function isToken(value: string): boolean {
 
 /** Returns the value when it is a safe token, else throws a 400 naming where it came from. */
 export function checkToken(value: string, pointer: string): string {
-  if (!isToken(value)) throw invalidField(pointer, `${quoteValue(value)} does not match ${TOKEN_PATTERN.source} (letters, digits, "_" or "-", at most 128)`);
+  if (!isToken(value))
+    throw invalidField(pointer, `${quoteValue(value)} does not match ${TOKEN_PATTERN.source} (letters, digits, "_" or "-", at most 128)`);
   return value;
 }

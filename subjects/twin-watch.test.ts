@@ -17,7 +17,9 @@ function rounds(count: number, firstRevision = 1): TwinEntry[] {
     const values = Object.fromEntries(NAMES.map((n) => [n, `r${round}`]));
     out.push(entry(twinCommitKey("g"), JSON.stringify({ state: "pending", names: NAMES, values, version: 0, at: "2026-11-24T00:00:00Z" })));
     for (const name of NAMES) out.push(entry(twinKey("g", "desired", name), `r${round}`));
-    out.push(entry(twinCommitKey("g"), JSON.stringify({ state: "committed", names: NAMES, version: revision - 1, at: "2026-11-24T00:00:00Z" })));
+    out.push(
+      entry(twinCommitKey("g"), JSON.stringify({ state: "committed", names: NAMES, version: revision - 1, at: "2026-11-24T00:00:00Z" })),
+    );
   }
   return out;
 }
@@ -60,7 +62,9 @@ describe("twin watch view", () => {
     // The gate alone shows round 2's values one by one.
     const gate = new TwinCommitGate();
     const seen = new Map<string, string>();
-    const gateStates = replay.flatMap((e) => gate.feed(e).map((v) => (seen.set(v.key.split("/").at(-1)!, v.value), NAMES.map((n) => seen.get(n) ?? "-"))));
+    const gateStates = replay.flatMap((e) =>
+      gate.feed(e).map((v) => (seen.set(v.key.split("/").at(-1)!, v.value), NAMES.map((n) => seen.get(n) ?? "-"))),
+    );
     expect(torn(gateStates).length).toBeGreaterThan(0);
 
     const w = watcher(() => all.at(-1)!.revision);

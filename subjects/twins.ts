@@ -49,8 +49,10 @@ export function isTwinName(value: string): boolean {
 
 /** Returns the name when it fits the key alphabet, else a 400 naming the pointer (never rewritten). */
 export function checkTwinName(value: string, pointer: string): string {
-  if (RESERVED_TWIN_NAMES.has(value)) throw invalidField(pointer, `"${value}" is reserved (${[...RESERVED_TWIN_NAMES].join(", ")} are no twin names)`);
-  if (!isTwinName(value)) throw invalidField(pointer, `must match ${TWIN_NAME_PATTERN} (letters, digits, "_", "=" or "-"; no ".", "/", "*", ">" or spaces)`);
+  if (RESERVED_TWIN_NAMES.has(value))
+    throw invalidField(pointer, `"${value}" is reserved (${[...RESERVED_TWIN_NAMES].join(", ")} are no twin names)`);
+  if (!isTwinName(value))
+    throw invalidField(pointer, `must match ${TWIN_NAME_PATTERN} (letters, digits, "_", "=" or "-"; no ".", "/", "*", ">" or spaces)`);
   return value;
 }
 
@@ -71,13 +73,18 @@ export function twinBucket(address: TwinAddress): string {
   return `${TWIN_BUCKET_PREFIX}${digest.slice(0, 32)}`;
 }
 
-export const twinBucketDescription = (address: TwinAddress) => `derrick twin ${address.organization}/${address.environment}/${address.twinId}`;
+export const twinBucketDescription = (address: TwinAddress) =>
+  `derrick twin ${address.organization}/${address.environment}/${address.twinId}`;
 
 /**
  * Options every creator of a twin bucket uses (actor and SDK), so creating twice is idempotent.
  * History 2: a reader can still show a key's previous value while a newer one awaits its commit.
  */
-export const twinBucketOptions = (address: TwinAddress, maxBytes = TWIN_BUCKET_MAX_BYTES) => ({ history: 2, max_bytes: maxBytes, description: twinBucketDescription(address) });
+export const twinBucketOptions = (address: TwinAddress, maxBytes = TWIN_BUCKET_MAX_BYTES) => ({
+  history: 2,
+  max_bytes: maxBytes,
+  description: twinBucketDescription(address),
+});
 
 /**
  * What one twin's bucket may hold on the server, history included (DERRICK_TWIN_MAX_BYTES): a device
@@ -387,8 +394,21 @@ export function parseIfMatch(header: string | null | undefined): number | undefi
 }
 
 /** A nats.js KV entry as a TwinEntry (structural, so this module needs no KV import). */
-export function toTwinEntry(entry: { key: string; revision: number; operation: "PUT" | "DEL" | "PURGE"; created: Date; length: number; string(): string }): TwinEntry {
-  return { key: entry.key, revision: entry.revision, operation: entry.operation, created: entry.created, value: entry.operation === "PUT" && entry.length > 0 ? entry.string() : "" };
+export function toTwinEntry(entry: {
+  key: string;
+  revision: number;
+  operation: "PUT" | "DEL" | "PURGE";
+  created: Date;
+  length: number;
+  string(): string;
+}): TwinEntry {
+  return {
+    key: entry.key,
+    revision: entry.revision,
+    operation: entry.operation,
+    created: entry.created,
+    value: entry.operation === "PUT" && entry.length > 0 ? entry.string() : "",
+  };
 }
 
 // ---- per-device NATS permissions -------------------------------------------------------------
@@ -405,11 +425,18 @@ export const deviceInboxPrefix = (appName: string) => `_INBOX_${appName}`;
 export function checkDeviceSubjects(subjectList: readonly string[], pointer: string): void {
   subjectList.forEach((subject, i) => {
     const tokens = subject.split(".");
-    const valid = subject.length <= 255 && tokens.every((t, j) => t.length > 0 && !/[\s]/.test(t) && (t === "*" || t === ">" || !/[*>]/.test(t)) && (t !== ">" || j === tokens.length - 1));
+    const valid =
+      subject.length <= 255 &&
+      tokens.every(
+        (t, j) => t.length > 0 && !/[\s]/.test(t) && (t === "*" || t === ">" || !/[*>]/.test(t)) && (t !== ">" || j === tokens.length - 1),
+      );
     if (!valid) throw invalidField(`${pointer}/${i}`, `"${subject}" is not a NATS subject`);
     const first = tokens[0]!;
     if (!/^[A-Za-z0-9]/.test(first) || first === "derrick") {
-      throw invalidField(`${pointer}/${i}`, `"${subject}" reaches subjects reserved for derrick, JetStream, NATS or other clients' replies; start it with your own name (e.g. slbapps.<App>.…)`);
+      throw invalidField(
+        `${pointer}/${i}`,
+        `"${subject}" reaches subjects reserved for derrick, JetStream, NATS or other clients' replies; start it with your own name (e.g. slbapps.<App>.…)`,
+      );
     }
   });
 }
@@ -451,7 +478,12 @@ export function deviceTwinImports(twin: TwinAddress): { services: DeviceTwinServ
   const api = (remote: string) => ({ remote: `$JS.API.${remote}`, local: `${DEVICE_JS_API}.${remote}` });
   return {
     // nats.js prefixes KV writes with the JetStream API prefix when there is one.
-    services: [api(`DIRECT.GET.${stream}`), api(`DIRECT.GET.${stream}.>`), api(`STREAM.INFO.${stream}`), { remote: `$KV.${bucket}.>`, local: `${DEVICE_JS_API}.$KV.${bucket}.>` }],
+    services: [
+      api(`DIRECT.GET.${stream}`),
+      api(`DIRECT.GET.${stream}.>`),
+      api(`STREAM.INFO.${stream}`),
+      { remote: `$KV.${bucket}.>`, local: `${DEVICE_JS_API}.$KV.${bucket}.>` },
+    ],
     streams: [`$KV.${bucket}.>`],
   };
 }
@@ -473,7 +505,11 @@ export type DevicePermissionInput = {
  * account was given. Slash keys are one subject token, so within its bucket a device can write any
  * key (desired included): the isolation is between devices and derrick, not between sides of a twin.
  */
-export function deviceUserPermissions(input: DevicePermissionInput): { publish: { allow: string[] }; subscribe: { allow: string[] }; allow_responses: boolean } {
+export function deviceUserPermissions(input: DevicePermissionInput): {
+  publish: { allow: string[] };
+  subscribe: { allow: string[] };
+  allow_responses: boolean;
+} {
   const imports = deviceTwinImports(input.twin);
   return {
     publish: { allow: [...imports.services.map((s) => s.local), ...input.publish] },

@@ -43,7 +43,13 @@ function* nullableBranches(errors: Iterable<ValueError>): Iterable<ValueError> {
   for (const error of errors) {
     const variants = (error.schema as { anyOf?: TSchema[] }).anyOf;
     const other = variants?.length === 2 ? variants.findIndex((v) => v[Kind] !== "Null") : -1;
-    if (error.type === ValueErrorType.Union && error.value !== null && other >= 0 && variants![1 - other]![Kind] === "Null" && error.errors?.[other]) {
+    if (
+      error.type === ValueErrorType.Union &&
+      error.value !== null &&
+      other >= 0 &&
+      variants![1 - other]![Kind] === "Null" &&
+      error.errors?.[other]
+    ) {
       const inner = [...nullableBranches(error.errors[other]!)];
       if (inner.length > 0) {
         yield* inner;
@@ -77,14 +83,17 @@ function describe(error: ValueError): string {
   const schema = (error.schema ?? {}) as Record<string, unknown>;
   if (error.message?.startsWith("Unexpected property")) return "is not a known field";
   // The value next to the rule it breaks: `"bad group" does not match '^[A-Za-z0-9_=-]{1,128}$'`.
-  if (typeof schema.pattern === "string" && typeof error.value === "string" && /match/i.test(error.message ?? "")) return `${quoteValue(error.value)} does not match '${schema.pattern}'`;
+  if (typeof schema.pattern === "string" && typeof error.value === "string" && /match/i.test(error.message ?? ""))
+    return `${quoteValue(error.value)} does not match '${schema.pattern}'`;
   if (schema.format && typeof error.value === "string") return `must be a valid ${schema.format}`;
   return (error.message ?? "is not valid").replace(/^Expected/, "expected");
 }
 
 export function validationError(errors: FieldError[], what = "request"): DerrickError {
   const first = errors[0];
-  const detail = first ? `${first.pointer}: ${first.message}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""}` : `invalid ${what}`;
+  const detail = first
+    ? `${first.pointer}: ${first.message}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""}`
+    : `invalid ${what}`;
   return new DerrickError(400, detail, { type: "validation", title: "Bad Request", errors });
 }
 

@@ -35,7 +35,8 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
   const registry = await openRegistry(nc, options.storage, { log, onRecreated: () => restore() });
   const key = await loadOrCreateSigningKey(cfg.dataDir);
   const seed = async () => {
-    if (cfg.demoClient && (await seedClient(cfg.demoClient, { registry }))) log.info({ client: cfg.demoClient.client_id }, "created the demo client");
+    if (cfg.demoClient && (await seedClient(cfg.demoClient, { registry })))
+      log.info({ client: cfg.demoClient.client_id }, "created the demo client");
     if (!cfg.clients) return;
     const { written, removed } = await seedClients(cfg.clients, { registry, tokenTtlSeconds: cfg.auth.tokenTtlSeconds });
     if (written || removed.length) log.info({ written, removed }, "seeded clients from DERRICK_CLIENTS");
@@ -61,10 +62,25 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
       name: "identity",
       description: "embedded OAuth 2.0 issuer and app registry",
       endpoints: [
-        endpoint({ name: "token", subject: names.token(), input: TokenRequest, handler: (input, ctx) => issueToken(input, deps, ctx.deadline) }),
+        endpoint({
+          name: "token",
+          subject: names.token(),
+          input: TokenRequest,
+          handler: (input, ctx) => issueToken(input, deps, ctx.deadline),
+        }),
         endpoint({ name: "jwks", subject: names.jwks(), handler: () => publishedJwks(deps) }),
-        endpoint({ name: "appkey-verify", subject: names["appkey.verify"](), input: AppkeyCheck, handler: (input) => verifyAppkey(input, deps) }),
-        endpoint({ name: "apps-create", subject: names["apps.create"](), input: AppCreate, handler: async (input) => reply(await createApp(input, deps), 201) }),
+        endpoint({
+          name: "appkey-verify",
+          subject: names["appkey.verify"](),
+          input: AppkeyCheck,
+          handler: (input) => verifyAppkey(input, deps),
+        }),
+        endpoint({
+          name: "apps-create",
+          subject: names["apps.create"](),
+          input: AppCreate,
+          handler: async (input) => reply(await createApp(input, deps), 201),
+        }),
         endpoint({ name: "apps-list", subject: names["apps.list"](), handler: () => listApps(deps) }),
         endpoint({
           name: "apps-delete",
@@ -78,7 +94,12 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
           },
         }),
         endpoint({ name: "keys-list", subject: names["keys.list"](), handler: () => listKeys(deps) }),
-        endpoint({ name: "keys-revoke", subject: names["keys.revoke"](), input: KeyRevoke, handler: async (input) => reply(await revokeKey(input, deps), 204) }),
+        endpoint({
+          name: "keys-revoke",
+          subject: names["keys.revoke"](),
+          input: KeyRevoke,
+          handler: async (input) => reply(await revokeKey(input, deps), 204),
+        }),
       ],
     },
     options,
@@ -102,7 +123,11 @@ const FORGET_IDLE_MS = 10 * 60_000;
  * client's subscriptions are not confirmed removed, else every 10 min. One pass at a time. A
  * notifications actor that does not answer is logged once per client (warn), not at every pass.
  */
-function keepForgettingDeletedClients(nc: NatsConnection, registry: Registry, log: Logger): { now(waitMs: number): Promise<void>; stop(): void } {
+function keepForgettingDeletedClients(
+  nc: NatsConnection,
+  registry: Registry,
+  log: Logger,
+): { now(waitMs: number): Promise<void>; stop(): void } {
   const bus = new Bus(nc, { timeoutMs: FORGET_WAIT_MS });
   const forget = (request: ClientForget) => bus.request(subjects.notifications["client.forget"](), request);
   const warned = new Set<string>();
@@ -119,7 +144,10 @@ function keepForgettingDeletedClients(nc: NatsConnection, registry: Registry, lo
         for (const { client_id, error } of pass.failed) {
           if (warned.has(client_id)) continue;
           warned.add(client_id);
-          log.warn({ err: error, client_id }, "a deleted client's notification subscriptions are not removed yet (the notifications actor did not answer); retrying every 5 s");
+          log.warn(
+            { err: error, client_id },
+            "a deleted client's notification subscriptions are not removed yet (the notifications actor did not answer); retrying every 5 s",
+          );
         }
         const failing = new Set(pass.failed.map((f) => f.client_id));
         for (const client_id of warned) if (!failing.has(client_id)) warned.delete(client_id);
@@ -155,7 +183,11 @@ function keepForgettingDeletedClients(nc: NatsConnection, registry: Registry, lo
  * are followed on their tombstones (never overwritten, unlike the key's entry a heartbeat may put
  * back), and checked again at every heartbeat in case the watch missed one (a reconnect).
  */
-async function keepSigningKey(deps: IdentityDeps, dataDir: string, log: Logger): Promise<{ publish(): Promise<void>; stop(): Promise<void> }> {
+async function keepSigningKey(
+  deps: IdentityDeps,
+  dataDir: string,
+  log: Logger,
+): Promise<{ publish(): Promise<void>; stop(): Promise<void> }> {
   let stopped = false;
   let chain: Promise<void> = Promise.resolve();
   let retry: ReturnType<typeof setTimeout> | undefined;

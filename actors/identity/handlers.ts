@@ -1,6 +1,19 @@
 /** The embedded OAuth 2.0 issuer (client credentials) and the app registry operations. */
 import { DerrickError, conflict, gatewayTimeout, notFound, unauthorized } from "../../subjects/index.ts";
-import { APPKEY_CACHE_MS, type AppCreate, type AppCredentials, type AppDelete, type AppList, type AppkeyCheck, type AppkeyCheckReply, type Jwks, type KeyRevoke, type SigningKeyList, type TokenRequest, type TokenResponse } from "../../subjects/identity.ts";
+import {
+  APPKEY_CACHE_MS,
+  type AppCreate,
+  type AppCredentials,
+  type AppDelete,
+  type AppList,
+  type AppkeyCheck,
+  type AppkeyCheckReply,
+  type Jwks,
+  type KeyRevoke,
+  type SigningKeyList,
+  type TokenRequest,
+  type TokenResponse,
+} from "../../subjects/identity.ts";
 import type { ClientForget } from "../../subjects/notifications.ts";
 import type { ClientSeed } from "../../config/index.ts";
 import { SUBJECT_TOKEN_PATTERN } from "../../config/schema.ts";
@@ -61,10 +74,16 @@ export async function issueToken(input: TokenRequest, deps: IdentityDeps, deadli
   const failureKey = `${input.client_id}\u0000${input.remote_address ?? ""}`;
   const locked = deps.guard.failures.retryAfter(failureKey);
   if (locked) {
-    throw tokenProblem(429, "slow_down", `too many failed authentications for this client id from this address; retry after ${locked} s`, locked);
+    throw tokenProblem(
+      429,
+      "slow_down",
+      `too many failed authentications for this client id from this address; retry after ${locked} s`,
+      locked,
+    );
   }
   const checked = deps.guard.checks.tryRun(async () => {
-    if (deadline !== undefined && deadline <= Date.now()) throw gatewayTimeout("the caller's deadline passed while the token request waited for a secret check");
+    if (deadline !== undefined && deadline <= Date.now())
+      throw gatewayTimeout("the caller's deadline passed while the token request waited for a secret check");
     // An id that cannot be a registered one (registry keys are subject tokens) is an unknown client.
     const client = CLIENT_ID.test(input.client_id) ? await deps.registry.getClient(input.client_id) : undefined;
     // Verify even for unknown clients so timing does not reveal which ids exist.
@@ -105,7 +124,8 @@ export async function listKeys(deps: Pick<IdentityDeps, "registry" | "tokenTtlSe
 
 /** Withdraws a key from the JWKS at once; the issuer using it switches to a new key (identity actor). */
 export async function revokeKey(input: KeyRevoke, deps: Pick<IdentityDeps, "registry">): Promise<void> {
-  if (!(await deps.registry.publishedKeys()).some((k) => k.jwk.kid === input.kid) || (await deps.registry.isRevoked(input.kid))) throw notFound(`no signing key ${input.kid} is published`);
+  if (!(await deps.registry.publishedKeys()).some((k) => k.jwk.kid === input.kid) || (await deps.registry.isRevoked(input.kid)))
+    throw notFound(`no signing key ${input.kid} is published`);
   await deps.registry.revokeKey(input.kid);
 }
 
@@ -117,11 +137,20 @@ export async function verifyAppkey(input: AppkeyCheck, deps: Pick<IdentityDeps, 
 
 export async function createApp(input: AppCreate, deps: Pick<IdentityDeps, "registry">): Promise<AppCredentials> {
   if (input.client_id) await refuseRecentlyDeleted(input.client_id, deps);
-  const client_id = input.client_id ?? `app-${newCredential("").slice(0, 12).replace(/[^A-Za-z0-9]/g, "x")}`;
+  const client_id =
+    input.client_id ??
+    `app-${newCredential("")
+      .slice(0, 12)
+      .replace(/[^A-Za-z0-9]/g, "x")}`;
   const client_secret = newCredential("");
   const appkey = newCredential("ak_");
   const groups = input.groups ?? [];
-  const created = await deps.registry.createClient({ client_id, secret_hash: await hashSecret(client_secret), groups, created_at: new Date().toISOString() });
+  const created = await deps.registry.createClient({
+    client_id,
+    secret_hash: await hashSecret(client_secret),
+    groups,
+    created_at: new Date().toISOString(),
+  });
   if (!created) throw conflict(`client ${client_id} already exists`);
   await deps.registry.putAppkey(appkeyDigest(appkey), client_id);
   return { client_id, client_secret, appkey, groups };
@@ -136,10 +165,14 @@ async function refuseRecentlyDeleted(clientId: string, deps: Pick<IdentityDeps, 
   const deleted = await deps.registry.getDeletedClient(clientId);
   if (!deleted) return;
   if (!deleted.forgotten_at) {
-    throw conflict(`client ${clientId} was deleted at ${deleted.deleted_at} and its notification subscriptions are not removed yet (no notifications actor has answered); its id can be reused once they are, and not before ${deleted.reusable_at}`);
+    throw conflict(
+      `client ${clientId} was deleted at ${deleted.deleted_at} and its notification subscriptions are not removed yet (no notifications actor has answered); its id can be reused once they are, and not before ${deleted.reusable_at}`,
+    );
   }
   if (now < Date.parse(deleted.reusable_at)) {
-    throw conflict(`client ${clientId} was deleted at ${deleted.deleted_at}; tokens issued to it are valid until ${deleted.reusable_at}, so its id cannot be reused before then`);
+    throw conflict(
+      `client ${clientId} was deleted at ${deleted.deleted_at}; tokens issued to it are valid until ${deleted.reusable_at}, so its id cannot be reused before then`,
+    );
   }
 }
 
@@ -166,7 +199,11 @@ export const FORGET_GRACE_MS = APPKEY_CACHE_MS + 30_000;
  */
 async function removeClient(clientId: string, deps: Pick<IdentityDeps, "registry" | "tokenTtlSeconds">, now = Date.now()): Promise<void> {
   const reusable = now + Math.max(deps.tokenTtlSeconds * 1000, FORGET_GRACE_MS);
-  await deps.registry.putDeletedClient({ client_id: clientId, deleted_at: new Date(now).toISOString(), reusable_at: new Date(reusable).toISOString() });
+  await deps.registry.putDeletedClient({
+    client_id: clientId,
+    deleted_at: new Date(now).toISOString(),
+    reusable_at: new Date(reusable).toISOString(),
+  });
   await deps.registry.deleteAppkeysOf(clientId);
   await deps.registry.deleteClient(clientId);
 }
@@ -215,16 +252,29 @@ export async function forgetDeletedClients(deps: ForgetDeps): Promise<ForgetPass
     }
     // Asked before the grace ended: the client might still have made one since; ask again later.
     if (startedAt < createdBefore) pass.pending++;
-    else if (!(await deps.registry.updateDeletedClient({ ...deleted, forgotten_at: new Date(startedAt).toISOString() } satisfies DeletedClient, revision))) pass.pending++;
+    else if (
+      !(await deps.registry.updateDeletedClient(
+        { ...deleted, forgotten_at: new Date(startedAt).toISOString() } satisfies DeletedClient,
+        revision,
+      ))
+    )
+      pass.pending++;
   }
   return pass;
 }
 
 /** Writes one seeded client and its appkey unless they are stored as given; true when written. */
-export async function seedClient(seed: ClientSeed, deps: Pick<IdentityDeps, "registry">, appkeys?: Array<{ digest: string; clientId: string }>): Promise<boolean> {
+export async function seedClient(
+  seed: ClientSeed,
+  deps: Pick<IdentityDeps, "registry">,
+  appkeys?: Array<{ digest: string; clientId: string }>,
+): Promise<boolean> {
   const groups = [...(seed.groups ?? [])];
   const existing = await deps.registry.getClient(seed.client_id);
-  const same = existing?.seeded === true && JSON.stringify(existing.groups) === JSON.stringify(groups) && (await verifySecret(seed.client_secret, existing.secret_hash));
+  const same =
+    existing?.seeded === true &&
+    JSON.stringify(existing.groups) === JSON.stringify(groups) &&
+    (await verifySecret(seed.client_secret, existing.secret_hash));
   if (!same) {
     await deps.registry.putClient({
       client_id: seed.client_id,
@@ -249,7 +299,10 @@ export async function seedClient(seed: ClientSeed, deps: Pick<IdentityDeps, "reg
  * list then takes them over). A listed id that was deleted a moment ago is seeded all the same (the
  * operator asked for it); only the subscriptions made before its deletion are removed.
  */
-export async function seedClients(seeds: readonly ClientSeed[], deps: Pick<IdentityDeps, "registry" | "tokenTtlSeconds">): Promise<{ written: number; removed: string[] }> {
+export async function seedClients(
+  seeds: readonly ClientSeed[],
+  deps: Pick<IdentityDeps, "registry" | "tokenTtlSeconds">,
+): Promise<{ written: number; removed: string[] }> {
   let written = 0;
   const appkeys = await deps.registry.listAppkeys();
   // Every listed appkey, by digest: one that moved from a client to another is reassigned, never dropped.

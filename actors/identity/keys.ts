@@ -66,7 +66,12 @@ async function toSigningKey(privateJwk: JWK): Promise<SigningKey> {
 export type TokenClaims = { sub: string; client_id: string; groups: string[]; scope?: string };
 
 export async function mintToken(key: SigningKey, claims: TokenClaims, audience: string, ttlSeconds: number): Promise<string> {
-  return new SignJWT({ client_id: claims.client_id, azp: claims.client_id, groups: claims.groups, ...(claims.scope ? { scope: claims.scope } : {}) })
+  return new SignJWT({
+    client_id: claims.client_id,
+    azp: claims.client_id,
+    groups: claims.groups,
+    ...(claims.scope ? { scope: claims.scope } : {}),
+  })
     .setProtectedHeader({ alg: SIGNING_ALG, kid: key.kid, typ: "JWT" })
     .setSubject(claims.sub)
     .setIssuer(EMBEDDED_ISSUER)

@@ -63,7 +63,6 @@ export interface Registry {
   watchRevocations(onRevoked: (kid: string) => void, log: Logger): Promise<() => Promise<void>>;
 }
 
-
 /** `seen_at` is absent on keys published before it existed. */
 export type PublishedKey = { jwk: JWK; seen_at?: string };
 
@@ -81,7 +80,9 @@ export async function openRegistry(
   const kvm = new Kvm(nc);
   const bucketConfig = bucketOptions(policy, { history: 1 });
   const kv = await kvm.create(REGISTRY_BUCKET, bucketConfig);
-  const recovery = recreatingBucket(await jetstreamManager(nc), kvm, REGISTRY_BUCKET, bucketConfig, options.log, { after: options.onRecreated });
+  const recovery = recreatingBucket(await jetstreamManager(nc), kvm, REGISTRY_BUCKET, bucketConfig, options.log, {
+    after: options.onRecreated,
+  });
   const advisories = recreateOnDeletion(nc, { [REGISTRY_BUCKET]: recovery }, options.log);
   return Object.assign(new KvRegistry(guardedKv(kv, recovery.guard), recovery.guard), { close: () => advisories.unsubscribe() });
 }
@@ -97,7 +98,9 @@ class KvRegistry implements Registry {
   }
 
   private async values<T>(prefix: string): Promise<Array<{ key: string; value: T }>> {
-    return (await this.guard(() => readKv(this.kv, { key: `${prefix}.>` }))).filter(isLive).map((entry) => ({ key: entry.key, value: entry.json<T>() }));
+    return (await this.guard(() => readKv(this.kv, { key: `${prefix}.>` })))
+      .filter(isLive)
+      .map((entry) => ({ key: entry.key, value: entry.json<T>() }));
   }
 
   getClient(clientId: string) {
@@ -135,7 +138,10 @@ class KvRegistry implements Registry {
   }
 
   async listAppkeys() {
-    return (await this.values<{ client_id: string }>("appkeys")).map((e) => ({ digest: e.key.slice("appkeys.".length), clientId: e.value.client_id }));
+    return (await this.values<{ client_id: string }>("appkeys")).map((e) => ({
+      digest: e.key.slice("appkeys.".length),
+      clientId: e.value.client_id,
+    }));
   }
 
   async deleteAppkey(digest: string) {
@@ -155,7 +161,9 @@ class KvRegistry implements Registry {
   }
 
   async listDeletedClients() {
-    return (await this.guard(() => readKv(this.kv, { key: "deleted_clients.>" }))).filter(isLive).map((entry) => ({ value: entry.json<DeletedClient>(), revision: entry.revision }));
+    return (await this.guard(() => readKv(this.kv, { key: "deleted_clients.>" })))
+      .filter(isLive)
+      .map((entry) => ({ value: entry.json<DeletedClient>(), revision: entry.revision }));
   }
 
   updateDeletedClient(record: DeletedClient, revision: number) {
@@ -175,7 +183,10 @@ class KvRegistry implements Registry {
   }
 
   async publishedKeys() {
-    return (await this.values<JWK & { seen_at?: string }>("jwks")).map(({ value: { seen_at, ...jwk } }) => ({ jwk, ...(seen_at ? { seen_at } : {}) }));
+    return (await this.values<JWK & { seen_at?: string }>("jwks")).map(({ value: { seen_at, ...jwk } }) => ({
+      jwk,
+      ...(seen_at ? { seen_at } : {}),
+    }));
   }
 
   async revokeKey(kid: string) {

@@ -40,7 +40,11 @@ const caller = (ctx: RequestContext): Caller => ({ principal: requirePrincipal(c
 
 export async function startNotificationsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "notifications" });
-  const deps: NotificationDeps = { store: await SubscriptionStore.open(nc, options.storage, log), journal: await openJournal(nc, options.storage, log), policy: callbackPolicy(cfg.delivery) };
+  const deps: NotificationDeps = {
+    store: await SubscriptionStore.open(nc, options.storage, log),
+    journal: await openJournal(nc, options.storage, log),
+    policy: callbackPolicy(cfg.delivery),
+  };
   const n = subjects.notifications;
   return serveActor(
     nc,
@@ -48,8 +52,17 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
       name: "notifications",
       description: "notification subscriptions, secrets, delivery log and replay; events over HTTP; forgets deleted clients",
       endpoints: [
-        endpoint({ name: "subscription-upsert", subject: n["subscription.upsert"](), input: SubscriptionUpsert, handler: (i, ctx) => upsertSubscription(i.type, i.subscription, caller(ctx), deps) }),
-        endpoint({ name: "subscription-list", subject: n["subscription.list"](), handler: (_i, ctx) => listSubscriptions(caller(ctx), deps) }),
+        endpoint({
+          name: "subscription-upsert",
+          subject: n["subscription.upsert"](),
+          input: SubscriptionUpsert,
+          handler: (i, ctx) => upsertSubscription(i.type, i.subscription, caller(ctx), deps),
+        }),
+        endpoint({
+          name: "subscription-list",
+          subject: n["subscription.list"](),
+          handler: (_i, ctx) => listSubscriptions(caller(ctx), deps),
+        }),
         endpoint({
           name: "subscription-delete",
           subject: n["subscription.delete"](),
@@ -59,9 +72,24 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
             return reply({}, 200);
           },
         }),
-        endpoint({ name: "subscription-secret", subject: n["subscription.secret"](), input: SubscriptionRef, handler: (i, ctx) => getSecret(i.subscription_id, caller(ctx), deps) }),
-        endpoint({ name: "subscription-secret-rotate", subject: n["subscription.secret.rotate"](), input: SubscriptionRef, handler: (i, ctx) => rotateSecret(i.subscription_id, caller(ctx), deps) }),
-        endpoint({ name: "subscription-deliveries", subject: n["subscription.deliveries"](), input: SubscriptionRef, handler: (i, ctx) => listDeliveries(i.subscription_id, caller(ctx), deps) }),
+        endpoint({
+          name: "subscription-secret",
+          subject: n["subscription.secret"](),
+          input: SubscriptionRef,
+          handler: (i, ctx) => getSecret(i.subscription_id, caller(ctx), deps),
+        }),
+        endpoint({
+          name: "subscription-secret-rotate",
+          subject: n["subscription.secret.rotate"](),
+          input: SubscriptionRef,
+          handler: (i, ctx) => rotateSecret(i.subscription_id, caller(ctx), deps),
+        }),
+        endpoint({
+          name: "subscription-deliveries",
+          subject: n["subscription.deliveries"](),
+          input: SubscriptionRef,
+          handler: (i, ctx) => listDeliveries(i.subscription_id, caller(ctx), deps),
+        }),
         endpoint({
           name: "subscription-retry",
           subject: n["subscription.retry"](),
@@ -96,13 +124,21 @@ export async function startDispatcherActor(nc: NatsConnection, cfg: Config, opti
   const cache = new SubscriptionCache(store, log);
   await cache.start();
   const progress = await DispatcherProgress.open(nc, options.storage);
-  const dispatcher = await startDispatcher(journal, cache, progress, { delaysMs: cfg.delivery.scheduleMs, jitter: cfg.delivery.scheduleJitter }, log);
+  const dispatcher = await startDispatcher(
+    journal,
+    cache,
+    progress,
+    { delaysMs: cfg.delivery.scheduleMs, jitter: cfg.delivery.scheduleJitter },
+    log,
+  );
   const served = await serveActor(
     nc,
     {
       name: "dispatcher",
       description: "fans events out to per-subscription delivery jobs",
-      endpoints: [endpoint({ name: "stats", subject: subjects.notifications["dispatcher.stats"](), handler: () => ({ ...dispatcher.stats }) })],
+      endpoints: [
+        endpoint({ name: "stats", subject: subjects.notifications["dispatcher.stats"](), handler: () => ({ ...dispatcher.stats }) }),
+      ],
     },
     options,
   );
@@ -140,7 +176,9 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
     {
       name: "deliverer",
       description: "delivers notifications to callbacks (signed, retried, dead-lettered)",
-      endpoints: [endpoint({ name: "stats", subject: subjects.notifications["deliverer.stats"](), handler: () => ({ ...deliverer.stats }) })],
+      endpoints: [
+        endpoint({ name: "stats", subject: subjects.notifications["deliverer.stats"](), handler: () => ({ ...deliverer.stats }) }),
+      ],
     },
     options,
   );

@@ -7,10 +7,25 @@ describe("notifications callback policy", () => {
 
   it("notifications - loopback, private and metadata addresses are refused by default", () => {
     const v6Forms = ["::127.0.0.1", "::ffff:0:127.0.0.1", "::ffff:0:a00:1", "2001:0:4136:e378:8000:63bf:3fff:fdd2"]; // IPv4-compatible, SIIT, Teredo
-    for (const address of ["127.0.0.1", "10.0.0.1", "172.20.1.1", "192.168.0.1", "169.254.169.254", "100.100.1.1", "0.0.0.0", "::1", "fe80::1", "fd12::1", "::ffff:127.0.0.1", "ff02::1", ...v6Forms]) {
+    for (const address of [
+      "127.0.0.1",
+      "10.0.0.1",
+      "172.20.1.1",
+      "192.168.0.1",
+      "169.254.169.254",
+      "100.100.1.1",
+      "0.0.0.0",
+      "::1",
+      "fe80::1",
+      "fd12::1",
+      "::ffff:127.0.0.1",
+      "ff02::1",
+      ...v6Forms,
+    ]) {
       expect(refuseAddress(strict, address), address).toBeDefined();
     }
-    for (const address of ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"]) expect(refuseAddress(strict, address), address).toBeUndefined();
+    for (const address of ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"])
+      expect(refuseAddress(strict, address), address).toBeUndefined();
   });
 
   it("notifications - an allowed CIDR opens exactly that range", () => {
@@ -39,7 +54,9 @@ describe("notifications callback policy", () => {
     ];
     const refusal = await resolveCallback(strict, "https://db.internal.example/x", internal).catch((e: unknown) => e);
     expect(refusal).toBeInstanceOf(CallbackRefused);
-    expect((refusal as CallbackRefused).message).toBe("callback refused: db.internal.example resolves to an address callbacks may not reach");
+    expect((refusal as CallbackRefused).message).toBe(
+      "callback refused: db.internal.example resolves to an address callbacks may not reach",
+    );
     expect((refusal as CallbackRefused).message).not.toContain("10.1.2.3");
     expect((refusal as CallbackRefused).detail).toContain("10.1.2.3");
     const publicOnly: Resolver = async () => [{ address: "93.184.216.34", family: 4 }];

@@ -44,7 +44,8 @@ const BLOCKED_V6: Array<[string, number]> = [
   ["fd00:ec2::254", 128], // AWS metadata over IPv6
 ];
 /** Names that always mean this machine or a metadata service, whatever DNS says. */
-const LOCAL_NAMES = /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopback|metadata|metadata\.google\.internal|instance-data)\.?$|\.localhost\.?$/i;
+const LOCAL_NAMES =
+  /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopback|metadata|metadata\.google\.internal|instance-data)\.?$|\.localhost\.?$/i;
 
 export type CallbackPolicy = {
   allowHttp: boolean;
@@ -77,7 +78,8 @@ export function refuseAddress(policy: CallbackPolicy, address: string): string |
   // IPv4-mapped IPv6 (::ffff:a.b.c.d) is judged as the IPv4 address it carries.
   const mapped = family === 6 ? /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] : undefined;
   if (mapped) return refuseAddress(policy, mapped);
-  if (policy.blocked.check(address, type)) return `${address} is a loopback, private, link-local, CGNAT, multicast, reserved or metadata address (a deployment allows ranges with DERRICK_CALLBACK_ALLOW_CIDRS, e.g. 127.0.0.0/8 for a receiver on its own machine)`;
+  if (policy.blocked.check(address, type))
+    return `${address} is a loopback, private, link-local, CGNAT, multicast, reserved or metadata address (a deployment allows ranges with DERRICK_CALLBACK_ALLOW_CIDRS, e.g. 127.0.0.0/8 for a receiver on its own machine)`;
   return undefined;
 }
 
@@ -116,7 +118,8 @@ export function refuseCallbackUri(policy: CallbackPolicy, uri: string): string |
     return "must be an absolute URI";
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") return "must be an http(s) URI";
-  if (url.protocol === "http:" && !policy.allowHttp) return "must use https (a deployment allows plain http with DERRICK_CALLBACK_ALLOW_HTTP=true, e.g. for a local receiver)";
+  if (url.protocol === "http:" && !policy.allowHttp)
+    return "must use https (a deployment allows plain http with DERRICK_CALLBACK_ALLOW_HTTP=true, e.g. for a local receiver)";
   if (url.username || url.password) return "must not carry credentials; use callback_headers";
   if (url.hash) return "must not have a fragment";
   const written = writtenProblem(uri);
@@ -126,7 +129,9 @@ export function refuseCallbackUri(policy: CallbackPolicy, uri: string): string |
   if (net.isIP(host)) return refuseAddress(policy, host);
   if (LOCAL_NAMES.test(host)) {
     // A local name is refused unless loopback itself is allowed.
-    return refuseAddress(policy, "127.0.0.1") ? `${host} names this machine or a metadata service (a deployment allows it with DERRICK_CALLBACK_ALLOW_CIDRS=127.0.0.0/8)` : undefined;
+    return refuseAddress(policy, "127.0.0.1")
+      ? `${host} names this machine or a metadata service (a deployment allows it with DERRICK_CALLBACK_ALLOW_CIDRS=127.0.0.0/8)`
+      : undefined;
   }
   return undefined;
 }
@@ -164,7 +169,8 @@ export async function resolveCallback(policy: CallbackPolicy, uri: string, resol
   // Every answer must pass: otherwise a rebinding name could pass on one answer and connect on another.
   for (const answer of answers) {
     const why = refuseAddress(policy, answer.address);
-    if (why) throw new CallbackRefused(`callback refused: ${host} resolves to an address callbacks may not reach`, `${host} resolves to ${why}`);
+    if (why)
+      throw new CallbackRefused(`callback refused: ${host} resolves to an address callbacks may not reach`, `${host} resolves to ${why}`);
   }
   const first = answers[0]!;
   return { url, address: first.address, family: first.family as 4 | 6 };

@@ -29,7 +29,17 @@ import type { CarriedEvent, DeliveryBatch, DeliveryJob } from "../../subjects/no
 import { subjects } from "../../subjects/index.ts";
 import { Slots } from "../runtime/slots.ts";
 import { CallbackRefused, resolveCallback, type CallbackPolicy, type ResolvedTarget } from "./callback-policy.ts";
-import { CONSUMERS, STREAMS, carriedPart, fromCarried, letterEvent, type AttemptRecord, type DurableConsumer, type Journal, type StoredEvent } from "./journal.ts";
+import {
+  CONSUMERS,
+  STREAMS,
+  carriedPart,
+  fromCarried,
+  letterEvent,
+  type AttemptRecord,
+  type DurableConsumer,
+  type Journal,
+  type StoredEvent,
+} from "./journal.ts";
 import { cloudEvent } from "./matching.ts";
 import { delayBefore, honourRetryAfter, parseRetryAfter, type Schedule } from "./schedule.ts";
 import { webhookHeaders } from "./signing.ts";
@@ -44,7 +54,15 @@ export type DelivererOptions = {
   policy: CallbackPolicy;
 };
 
-export type DelivererStats = { attempts: number; succeeded: number; failed: number; dead: number; overflowed: number; parked: number; inFlight: number };
+export type DelivererStats = {
+  attempts: number;
+  succeeded: number;
+  failed: number;
+  dead: number;
+  overflowed: number;
+  parked: number;
+  inFlight: number;
+};
 export type Deliverer = { stats: DelivererStats; stop(): Promise<void> };
 
 type Lane = "deliveries" | "retries";
@@ -116,14 +134,32 @@ const PULL_EXPIRES_MS = 5_000;
 const PULL_RETRY_MAX_MS = 2_000;
 const decoder = new TextDecoder();
 
-export async function startDeliverer(journal: Journal, store: SubscriptionStore, cache: SubscriptionCache, options: DelivererOptions, log: Logger): Promise<Deliverer> {
+export async function startDeliverer(
+  journal: Journal,
+  store: SubscriptionStore,
+  cache: SubscriptionCache,
+  options: DelivererOptions,
+  log: Logger,
+): Promise<Deliverer> {
   // The ack wait covers one attempt plus recording; a held message is kept alive while it waits.
   const ackWaitMs = options.timeoutMs + 3_000;
   // Work of saturated subscriptions and retries waits in the consumers (nak with delay, retries for up
   // to a day): no bound on how much may wait there (-1). Memory here is bounded by `concurrency`.
   const consumers: Record<Lane, DurableConsumer> = {
-    deliveries: { stream: STREAMS.deliveries, name: CONSUMERS.deliverer, filter: subjects.notifications.allDeliveries(), ackWaitMs, maxAckPending: -1 },
-    retries: { stream: STREAMS.deliveries, name: CONSUMERS.retries, filter: subjects.notifications.allRetries(), ackWaitMs, maxAckPending: -1 },
+    deliveries: {
+      stream: STREAMS.deliveries,
+      name: CONSUMERS.deliverer,
+      filter: subjects.notifications.allDeliveries(),
+      ackWaitMs,
+      maxAckPending: -1,
+    },
+    retries: {
+      stream: STREAMS.deliveries,
+      name: CONSUMERS.retries,
+      filter: subjects.notifications.allRetries(),
+      ackWaitMs,
+      maxAckPending: -1,
+    },
   };
   const stats: DelivererStats = { attempts: 0, succeeded: 0, failed: 0, dead: 0, overflowed: 0, parked: 0, inFlight: 0 };
   /** A warning per failed attempt, at most one a minute per subscription (with the count held back). */
@@ -134,7 +170,10 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   // capacity: enough to keep one busy receiver saturated, bounded so a slow one cannot take it all.
   const queueLimit = Math.max(options.perSubscription, Math.floor(options.concurrency / 4));
   const events = new BoundedCache<number, Promise<StoredEvent | undefined>>(EVENT_CACHE_SIZE, EVENT_CACHE_BYTES);
-  const bodies = new BoundedCache<number, { id: string; partition: string; time: string; body: string }>(EVENT_CACHE_SIZE, EVENT_CACHE_BYTES);
+  const bodies = new BoundedCache<number, { id: string; partition: string; time: string; body: string }>(
+    EVENT_CACHE_SIZE,
+    EVENT_CACHE_BYTES,
+  );
   const targets = new Map<string, { at: number; target: Promise<Target> }>();
   // Messages sent away by booking (stream sequence → items and their gate), counted back on return.
   const away = new Map<number, { gate: Gate; n: number }>();
@@ -147,7 +186,10 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       events.set(seq, found, 0);
       const entry = found;
       // Weighed once read; an event that is not there is not kept.
-      void read.then((sized) => (sized ? events.weigh(seq, entry, sized.bytes) : events.delete(seq, entry)), () => events.delete(seq, entry));
+      void read.then(
+        (sized) => (sized ? events.weigh(seq, entry, sized.bytes) : events.delete(seq, entry)),
+        () => events.delete(seq, entry),
+      );
     }
     return found;
   }
@@ -208,7 +250,16 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       const value = JSON.parse(decoder.decode(msg.data)) as DeliveryJob | DeliveryBatch;
       if ("events" in value && Array.isArray(value.events)) {
         const { events: list, ...batch } = value;
-        const items = list.map((e): Item => ({ ...e, partition: batch.partition, type: batch.type, subscription_id: batch.subscription_id, attempt: 1, due_at: batch.due_at }));
+        const items = list.map(
+          (e): Item => ({
+            ...e,
+            partition: batch.partition,
+            type: batch.type,
+            subscription_id: batch.subscription_id,
+            attempt: 1,
+            due_at: batch.due_at,
+          }),
+        );
         return { subscriptionId: batch.subscription_id, dueAt: batch.due_at, manual: false, items };
       }
       const job = value as DeliveryJob;
@@ -221,7 +272,22 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
 
   function gateOf(id: string): Gate {
     let gate = gates.get(id);
-    if (!gate) gates.set(id, (gate = { active: 0, held: 0, waiting: [], parked: [], parkedItems: 0, away: 0, pace: INITIAL_PACE, completed: 0, windowStart: Date.now(), usedAt: 0 }));
+    if (!gate)
+      gates.set(
+        id,
+        (gate = {
+          active: 0,
+          held: 0,
+          waiting: [],
+          parked: [],
+          parkedItems: 0,
+          away: 0,
+          pace: INITIAL_PACE,
+          completed: 0,
+          windowStart: Date.now(),
+          usedAt: 0,
+        }),
+      );
     gate.usedAt = Date.now();
     return gate;
   }
@@ -242,7 +308,8 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
 
   function leave(gate: Gate): void {
     const next = gate.waiting.shift();
-    if (next) next(); // the slot passes to the next waiter
+    if (next)
+      next(); // the slot passes to the next waiter
     else gate.active--;
   }
 
@@ -252,7 +319,8 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     const now = Date.now();
     const elapsed = now - gate.windowStart;
     if (elapsed < PACE_WINDOW_MS) return;
-    if (gate.held >= options.perSubscription || gate.away > 0 || gate.parkedItems > 0) gate.pace += (gate.completed / elapsed - gate.pace) / 2;
+    if (gate.held >= options.perSubscription || gate.away > 0 || gate.parkedItems > 0)
+      gate.pace += (gate.completed / elapsed - gate.pace) / 2;
     gate.completed = 0;
     gate.windowStart = now;
   }
@@ -289,7 +357,8 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   // Forget the pace of subscriptions not seen for a while (bounded memory).
   const sweep = setInterval(() => {
     const idleSince = Date.now() - 5 * 60_000;
-    for (const [id, gate] of gates) if (gate.held === 0 && gate.away === 0 && gate.parked.length === 0 && gate.usedAt < idleSince) gates.delete(id);
+    for (const [id, gate] of gates)
+      if (gate.held === 0 && gate.away === 0 && gate.parked.length === 0 && gate.usedAt < idleSince) gates.delete(id);
   }, 60_000);
   sweep.unref?.();
 
@@ -301,11 +370,14 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   // receivers that fill the concurrency that can take longer than the ack wait, after which JetStream
   // would hand them over again (delivered twice). Renewed on entering, every tick and on leaving.
   const waitingForRoom = new Set<JsMsg>();
-  const renewal = setInterval(() => {
-    for (const msg of waitingForRoom) renew(msg);
-    if (parkedItems === 0) return;
-    for (const gate of gates.values()) for (const p of gate.parked) renew(p.msg);
-  }, Math.max(500, Math.floor(ackWaitMs / 2)));
+  const renewal = setInterval(
+    () => {
+      for (const msg of waitingForRoom) renew(msg);
+      if (parkedItems === 0) return;
+      for (const gate of gates.values()) for (const p of gate.parked) renew(p.msg);
+    },
+    Math.max(500, Math.floor(ackWaitMs / 2)),
+  );
   renewal.unref?.();
 
   /** Takes room for `n` items of the message in the process, keeping the message ours while it waits. */
@@ -361,7 +433,9 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
         return;
       }
       if (subscription.paused_at && !work.manual) {
-        await Promise.all(work.items.map(async (item) => pausedAway(item, subscription, `subscription paused: ${subscription.paused_reason ?? "paused"}`)));
+        await Promise.all(
+          work.items.map(async (item) => pausedAway(item, subscription, `subscription paused: ${subscription.paused_reason ?? "paused"}`)),
+        );
         msg.ack();
         return;
       }
@@ -473,7 +547,19 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     stats.failed++;
     const heldBack = failureLog.take(subscription.subscription_id);
     if (heldBack !== undefined) {
-      log.warn({ subscription: subscription.subscription_id, partition: job.partition, eventId: job.event_id, attempt: job.attempt, statusCode: outcome.status, error: outcome.error, durationMs: record.duration_ms, failedAttemptsNotLogged: heldBack }, "a delivery attempt failed");
+      log.warn(
+        {
+          subscription: subscription.subscription_id,
+          partition: job.partition,
+          eventId: job.event_id,
+          attempt: job.attempt,
+          statusCode: outcome.status,
+          error: outcome.error,
+          durationMs: record.duration_ms,
+          failedAttemptsNotLogged: heldBack,
+        },
+        "a delivery attempt failed",
+      );
     }
     if (!event) return eventGone(job, subscription, record);
     if (outcome.status === 410) return receiverGone(job, subscription, record, event);
@@ -482,7 +568,11 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   }
 
   /** One HTTP call; its status (and Retry-After) or why there was none. */
-  async function call(subscription: SubscriptionRecord, eventId: string, event: StoredEvent): Promise<{ status?: number; retryAfter?: number; error?: string }> {
+  async function call(
+    subscription: SubscriptionRecord,
+    eventId: string,
+    event: StoredEvent,
+  ): Promise<{ status?: number; retryAfter?: number; error?: string }> {
     try {
       const response = await post(subscription, eventId, event);
       return { status: response.status, retryAfter: parseRetryAfter(response.retryAfter) };
@@ -517,7 +607,15 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
    */
   async function pausedAway(job: Item, subscription: SubscriptionRecord, reason: string): Promise<void> {
     if (job.attempt > 1) {
-      await journal.recordAttempt(job.partition, job.subscription_id, { event_id: job.event_id, event_seq: job.event_seq, attempt: job.attempt, state: "dead", error: reason, duration_ms: 0, attempted_at: new Date().toISOString() });
+      await journal.recordAttempt(job.partition, job.subscription_id, {
+        event_id: job.event_id,
+        event_seq: job.event_seq,
+        attempt: job.attempt,
+        state: "dead",
+        error: reason,
+        duration_ms: 0,
+        attempted_at: new Date().toISOString(),
+      });
     }
     await bury(job, subscription, reason, await eventOf(job));
   }
@@ -535,12 +633,20 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
    * is dead. Svix's rule for disabling: only a message that exhausted its retries pauses the
    * subscription, and only when the subscription's failures began longer ago than the pause window.
    */
-  async function failed(job: Item, subscription: SubscriptionRecord, record: AttemptRecord, event: StoredEvent, finished: number, retryAfter: number | undefined): Promise<void> {
+  async function failed(
+    job: Item,
+    subscription: SubscriptionRecord,
+    record: AttemptRecord,
+    event: StoredEvent,
+    finished: number,
+    retryAfter: number | undefined,
+  ): Promise<void> {
     const failingSince = await firstFailure(subscription, finished);
     const scheduled = delayBefore(options.schedule, job.attempt + 1);
     if (scheduled === undefined) {
       await journal.recordAttempt(job.partition, job.subscription_id, { ...record, state: "dead" });
-      if (finished - failingSince >= options.pauseAfterMs) await pause(subscription, `failing without a success since ${new Date(failingSince).toISOString()}`);
+      if (finished - failingSince >= options.pauseAfterMs)
+        await pause(subscription, `failing without a success since ${new Date(failingSince).toISOString()}`);
       await bury(job, subscription, "retry schedule exhausted", event);
       return;
     }
@@ -560,11 +666,17 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
     const live = (since: number | undefined): since is number => since !== undefined && now - since < 2 * options.pauseAfterMs;
     if (live(subscription.failing_since)) return subscription.failing_since;
     // The cached copy may lag: KV decides, and a concurrent failure that started a streak wins.
-    const current = await store.modify(subscription.subscription_id, (r) => (live(r.failing_since) ? undefined : { ...r, failing_since: now }));
+    const current = await store.modify(subscription.subscription_id, (r) =>
+      live(r.failing_since) ? undefined : { ...r, failing_since: now },
+    );
     return live(current?.failing_since) ? current.failing_since : now;
   }
 
-  async function post(subscription: SubscriptionRecord, eventId: string, event: StoredEvent): Promise<{ status: number; retryAfter: string | null }> {
+  async function post(
+    subscription: SubscriptionRecord,
+    eventId: string,
+    event: StoredEvent,
+  ): Promise<{ status: number; retryAfter: string | null }> {
     const target = await targetOf(subscription.callback_uri);
     const body = bodyOf(eventId, event);
     const secrets = [subscription.secret];
@@ -589,7 +701,9 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   }
 
   async function pause(subscription: SubscriptionRecord, reason: string): Promise<void> {
-    await store.modify(subscription.subscription_id, (r) => (r.paused_at ? undefined : { ...r, paused_at: new Date().toISOString(), paused_reason: reason }));
+    await store.modify(subscription.subscription_id, (r) =>
+      r.paused_at ? undefined : { ...r, paused_at: new Date().toISOString(), paused_reason: reason },
+    );
     log.warn({ subscription: subscription.subscription_id, reason }, "subscription paused");
   }
 
@@ -597,7 +711,12 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
   async function bury(job: Item, subscription: SubscriptionRecord, reason: string, event: StoredEvent | undefined): Promise<void> {
     stats.dead++;
     const { event: _carried, dead_seq: _d, ...letter } = job;
-    await journal.deadLetter({ ...letter, subscription_id: subscription.subscription_id, reason, ...(event ? { event: carriedPart(event) } : {}) });
+    await journal.deadLetter({
+      ...letter,
+      subscription_id: subscription.subscription_id,
+      reason,
+      ...(event ? { event: carriedPart(event) } : {}),
+    });
   }
 
   /**
@@ -636,17 +755,21 @@ export async function startDeliverer(journal: Journal, store: SubscriptionStore,
       unstarted++;
       queued.add(msg);
       waitingForRoom.add(msg);
-      line = line.then(async () => {
-        if (!queued.has(msg)) return; // given back by stop()
-        await admit.acquire(n);
-        if (!queued.has(msg)) return admit.release(n);
-        queued.delete(msg);
-        waitingForRoom.delete(msg);
-        unstarted--;
-        wake?.();
-        renew(msg); // handle()'s own renewal starts half an ack wait from now
-        launch(msg, work, lane);
-      }).catch((error: unknown) => log.error({ err: error, subject: msg.subject, lane }, "starting delivery work failed; it comes back after the ack wait"));
+      line = line
+        .then(async () => {
+          if (!queued.has(msg)) return; // given back by stop()
+          await admit.acquire(n);
+          if (!queued.has(msg)) return admit.release(n);
+          queued.delete(msg);
+          waitingForRoom.delete(msg);
+          unstarted--;
+          wake?.();
+          renew(msg); // handle()'s own renewal starts half an ack wait from now
+          launch(msg, work, lane);
+        })
+        .catch((error: unknown) =>
+          log.error({ err: error, subject: msg.subject, lane }, "starting delivery work failed; it comes back after the ack wait"),
+        );
     };
     const loop = (async () => {
       let failures = 0;
@@ -785,7 +908,11 @@ class BoundedCache<K, V> {
 }
 
 /** A checked callback as fetch wants it: the URL of the checked address, the Host header, TLS names. */
-type Target = { connect: string; host: string; tls?: { serverName: string; checkServerIdentity: (name: string, cert: PeerCertificate) => Error | undefined } };
+type Target = {
+  connect: string;
+  host: string;
+  tls?: { serverName: string; checkServerIdentity: (name: string, cert: PeerCertificate) => Error | undefined };
+};
 
 /** Connect to the address that was checked; the Host header (and TLS server name) keep the name. */
 function prepare(target: ResolvedTarget): Target {
@@ -795,7 +922,9 @@ function prepare(target: ResolvedTarget): Target {
   return {
     connect: connect.href,
     host: target.url.host,
-    ...(target.url.protocol === "https:" ? { tls: { serverName, checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(serverName, cert) } } : {}),
+    ...(target.url.protocol === "https:"
+      ? { tls: { serverName, checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(serverName, cert) } }
+      : {}),
   };
 }
 

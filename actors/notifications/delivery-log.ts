@@ -12,7 +12,9 @@ import type { AttemptRecord } from "./journal.ts";
  * record is an attempt that ended, so it is listed `failed`.
  */
 export function deliveryLog(records: readonly AttemptRecord[], limit: number): DeliveryAttempt[] {
-  const made = records.map(({ event_seq: _s, ...attempt }): DeliveryAttempt => (attempt.state === "pending" ? { ...attempt, state: "failed" } : attempt));
+  const made = records.map(
+    ({ event_seq: _s, ...attempt }): DeliveryAttempt => (attempt.state === "pending" ? { ...attempt, state: "failed" } : attempt),
+  );
   // Per event, the index of its highest attempt (the later record on a tie: a crash can repeat one).
   const last = new Map<string, number>();
   made.forEach((entry, i) => {

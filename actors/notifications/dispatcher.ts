@@ -29,7 +29,16 @@ import type { Logger } from "../../platform/logger.ts";
 import type { CarriedEvent, DeliveryBatch } from "../../subjects/notifications.ts";
 import type { Schedule } from "./schedule.ts";
 import { delayBefore } from "./schedule.ts";
-import { CONSUMERS, EVENTS_MESSAGE_BYTES, STREAMS, carriedPart, decodeEvent, type DurableConsumer, type Journal, type StoredEvent } from "./journal.ts";
+import {
+  CONSUMERS,
+  EVENTS_MESSAGE_BYTES,
+  STREAMS,
+  carriedPart,
+  decodeEvent,
+  type DurableConsumer,
+  type Journal,
+  type StoredEvent,
+} from "./journal.ts";
 import { matches } from "./matching.ts";
 import type { DispatcherProgress, EventsProgress } from "./progress.ts";
 import type { SubscriptionCache, SubscriptionRecord } from "./store.ts";
@@ -110,7 +119,13 @@ export async function startDispatcher(
   timing: DispatcherTiming = DISPATCHER_TIMING,
   limits: DispatcherLimits = DISPATCHER_LIMITS,
 ): Promise<Dispatcher> {
-  const durable: DurableConsumer = { stream: STREAMS.events, name: CONSUMERS.dispatcher, filter: subjects.notifications.allEvents(), ackWaitMs: timing.ackWaitMs, maxAckPending: 10_000 };
+  const durable: DurableConsumer = {
+    stream: STREAMS.events,
+    name: CONSUMERS.dispatcher,
+    filter: subjects.notifications.allEvents(),
+    ackWaitMs: timing.ackWaitMs,
+    maxAckPending: 10_000,
+  };
   const stats: DispatcherStats = { events: 0, jobs: 0, batches: 0, dropped: 0, failures: 0, ackFloor: 0, storedFloor: 0 };
   /** The EVENTS stream the ack floor was read on (its creation time): a stream created again starts over. */
   let eventsStream = "";
@@ -139,7 +154,10 @@ export async function startDispatcher(
     // stream restored from an older backup under the same creation time, the events stored after
     // them would get sequences at or below that floor, and be skipped): start after its last event.
     if (events && floor > events.state.last_seq) {
-      log.warn({ ackFloor: floor, lastSeq: events.state.last_seq }, "the dispatcher's ack floor is past EVENTS' last event: starting after its last event");
+      log.warn(
+        { ackFloor: floor, lastSeq: events.state.last_seq },
+        "the dispatcher's ack floor is past EVENTS' last event: starting after its last event",
+      );
       floor = events.state.last_seq;
       stats.ackFloor = Math.min(stats.ackFloor, floor);
     }
@@ -147,7 +165,10 @@ export async function startDispatcher(
     await journal.ensureConsumer(resume ? { ...durable, startSeq: floor + 1 } : durable);
     let after = await eventsCreated();
     if (resume && after !== before) {
-      log.warn({ ackFloor: floor }, "EVENTS was created again while the dispatcher's consumer was being opened: starting at its first event");
+      log.warn(
+        { ackFloor: floor },
+        "EVENTS was created again while the dispatcher's consumer was being opened: starting at its first event",
+      );
       await journal.jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher).catch(() => undefined);
       await journal.ensureConsumer(durable);
       after = await eventsCreated();
@@ -190,11 +211,15 @@ export async function startDispatcher(
     try {
       const stored = await progress.advance(next, eventsCreated);
       // What is stored now may be another dispatcher's higher floor, or another stream's progress.
-      if (eventsStream === next.events_created && stored.events_created === next.events_created) stats.storedFloor = Math.max(stats.storedFloor, stored.ack_floor);
+      if (eventsStream === next.events_created && stored.events_created === next.events_created)
+        stats.storedFloor = Math.max(stats.storedFloor, stored.ack_floor);
     } catch (error) {
       if (Date.now() - progressWarnedAt < PROGRESS_WARN_EVERY_MS) return;
       progressWarnedAt = Date.now();
-      log.warn({ err: error, ackFloor: next.ack_floor }, "storing the dispatcher's progress failed; trying again at the next ack floor read");
+      log.warn(
+        { err: error, ackFloor: next.ack_floor },
+        "storing the dispatcher's progress failed; trying again at the next ack floor read",
+      );
     }
   }
 
@@ -255,10 +280,22 @@ export async function startDispatcher(
   function take(msg: JsMsg): Pending | undefined {
     // Checked as the HTTP door checks (an event published on NATS was not): an invalid one would
     // become an invalid CloudEvent. It is skipped (terminated, never delivered), logged and counted.
-    const decoded = decodeEvent({ subject: msg.subject, seq: msg.seq, data: msg.data, header: msg.headers, time: new Date(Math.floor(msg.info.timestampNanos / 1e6)) }, true);
+    const decoded = decodeEvent(
+      {
+        subject: msg.subject,
+        seq: msg.seq,
+        data: msg.data,
+        header: msg.headers,
+        time: new Date(Math.floor(msg.info.timestampNanos / 1e6)),
+      },
+      true,
+    );
     if (!("event" in decoded)) {
       stats.dropped++;
-      log.warn({ subject: msg.subject, seq: msg.seq, reason: decoded.problem, dropped: stats.dropped }, "event skipped: it is not a valid {data_source?, object_type?, data}");
+      log.warn(
+        { subject: msg.subject, seq: msg.seq, reason: decoded.problem, dropped: stats.dropped },
+        "event skipped: it is not a valid {data_source?, object_type?, data}",
+      );
       settle(msg, () => msg.term(`invalid event: ${decoded.problem}`.slice(0, 256)));
       return undefined;
     }
@@ -286,7 +323,11 @@ export async function startDispatcher(
         type: first.type,
         subscription_id: subscription.subscription_id,
         due_at: dueAt,
-        events: current.map((p) => ({ event_id: p.event.event_id, event_seq: p.event.event_seq, ...(p.carried ? { event: p.carried } : {}) })),
+        events: current.map((p) => ({
+          event_id: p.event.event_id,
+          event_seq: p.event.event_seq,
+          ...(p.carried ? { event: p.carried } : {}),
+        })),
       };
       const seqs = current.map((p) => p.event.event_seq);
       // The first event's store time tells an EVENTS stream created again (its sequences start over)
@@ -410,7 +451,10 @@ export async function startDispatcher(
       clearInterval(ackFloorReads);
       // The floor with this dispatcher's last acks, so a restart repeats as little as it can; not
       // waited for beyond STOP_STORE_MS (a server out of reach would hold the shutdown for its timeouts).
-      await Promise.race([(async () => (await floorTick, await tickAckFloor()))(), new Promise((resolve) => setTimeout(resolve, STOP_STORE_MS).unref?.())]);
+      await Promise.race([
+        (async () => (await floorTick, await tickAckFloor()))(),
+        new Promise((resolve) => setTimeout(resolve, STOP_STORE_MS).unref?.()),
+      ]);
     },
   };
 }

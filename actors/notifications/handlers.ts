@@ -81,7 +81,8 @@ const HEADER_VALUE = /^(?:[\x21-\x7E\xA0-\xFF](?:[\t\x20-\x7E\xA0-\xFF]*[\x21-\x
 const ATTEMPTS_SCANNED = 1000;
 
 export function checkType(type: string, pointer = "/params/subscritpionType"): NotificationType {
-  if (!(NOTIFICATION_TYPES as readonly string[]).includes(type)) throw invalidField(pointer, `${quoteValue(type)} is not a notification type; use one of ${NOTIFICATION_TYPES.join(", ")}`);
+  if (!(NOTIFICATION_TYPES as readonly string[]).includes(type))
+    throw invalidField(pointer, `${quoteValue(type)} is not a notification type; use one of ${NOTIFICATION_TYPES.join(", ")}`);
   return type as NotificationType;
 }
 
@@ -98,7 +99,8 @@ export function validateSubscription(body: unknown, type: NotificationType, poli
   errors.push(...headerErrors(input.callback_headers ?? {}));
   const seen = new Set<string>();
   (input.drill_plan_object_types ?? []).forEach((value, i) => {
-    if (!DRILL_TYPES.has(value)) errors.push({ pointer: `/body/drill_plan_object_types/${i}`, message: `"${value}" is not a supported drill plan object type` });
+    if (!DRILL_TYPES.has(value))
+      errors.push({ pointer: `/body/drill_plan_object_types/${i}`, message: `"${value}" is not a supported drill plan object type` });
     else if (seen.has(value)) errors.push({ pointer: `/body/drill_plan_object_types/${i}`, message: `"${value}" is listed twice` });
     seen.add(value);
   });
@@ -121,7 +123,11 @@ function headerErrors(headers: Record<string, string>): FieldError[] {
       errors.push({ pointer, message: `would override a delivery header; ${name} cannot be set` });
     } else if (twin !== undefined) errors.push({ pointer, message: `is the same header as ${twin} (names are case-insensitive)` });
     else if (!HEADER_VALUE.test(value)) {
-      errors.push({ pointer, message: "must be visible ASCII or Latin-1 characters with inner spaces or tabs only (no control characters, nothing beyond U+00FF, no surrounding whitespace)" });
+      errors.push({
+        pointer,
+        message:
+          "must be visible ASCII or Latin-1 characters with inner spaces or tabs only (no control characters, nothing beyond U+00FF, no surrounding whitespace)",
+      });
     }
   }
   return errors;
@@ -144,7 +150,9 @@ export function publicForm(record: SubscriptionRecord): Subscription {
 }
 
 export function newSubscriptionId(): string {
-  return `sub_${randomBytes(16).toString("base64url").replace(/[^A-Za-z0-9]/g, "x")}`;
+  return `sub_${randomBytes(16)
+    .toString("base64url")
+    .replace(/[^A-Za-z0-9]/g, "x")}`;
 }
 
 /** Create or update: one subscription per (partition, client, type), kept under concurrent posts. */
@@ -256,7 +264,10 @@ export async function forgetClient(input: ClientForget, deps: Pick<NotificationD
  */
 export async function retryDelivery(id: string, eventId: string, caller: Caller, deps: NotificationDeps): Promise<EventAccepted> {
   const record = await ownSubscription(id, caller, deps);
-  const [dead, attempts] = await Promise.all([deps.journal.findDead(caller.partition, id, eventId), deps.journal.listAttempts(caller.partition, id, ATTEMPTS_SCANNED)]);
+  const [dead, attempts] = await Promise.all([
+    deps.journal.findDead(caller.partition, id, eventId),
+    deps.journal.listAttempts(caller.partition, id, ATTEMPTS_SCANNED),
+  ]);
   const last = attempts.findLast((a) => a.event_id === eventId);
   if (!dead && !last) throw notFound(`no delivery of event ${eventId} is known for subscription ${id}`);
   const eventSeq = dead?.letter.event_seq ?? last!.event_seq;
@@ -281,7 +292,13 @@ export async function retryDelivery(id: string, eventId: string, caller: Caller,
 }
 
 /** The HTTP door for events: group check by the caller of this function, size and shape here. */
-export async function publishEvent(rawType: string, body: unknown, caller: Caller, deps: Pick<NotificationDeps, "journal">, eventId: string): Promise<EventAccepted> {
+export async function publishEvent(
+  rawType: string,
+  body: unknown,
+  caller: Caller,
+  deps: Pick<NotificationDeps, "journal">,
+  eventId: string,
+): Promise<EventAccepted> {
   const type = checkType(rawType, "/params/type");
   const size = Buffer.byteLength(JSON.stringify(body ?? null));
   if (size > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`);

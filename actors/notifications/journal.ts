@@ -105,9 +105,30 @@ export type Journal = {
 export async function ensureStreams(jsm: JetStreamManager, policy: StoragePolicy = SINGLE_NODE): Promise<void> {
   const n = subjects.notifications;
   const specs = [
-    { name: STREAMS.events, subjects: [n.allEvents()], retention: RetentionPolicy.Limits, max_age: 7 * DAY_NS, max_msg_size: EVENTS_MESSAGE_BYTES, duplicate_window: 120 * 1e9 },
-    { name: STREAMS.deliveries, subjects: [n.allDeliveries(), n.allRetries()], retention: RetentionPolicy.Workqueue, max_age: 0, max_msg_size: 64 * 1024, duplicate_window: 120 * 1e9 },
-    { name: STREAMS.dead, subjects: [n.allDead()], retention: RetentionPolicy.Limits, max_age: 30 * DAY_NS, max_msg_size: DEAD_MESSAGE_BYTES, duplicate_window: 120 * 1e9 },
+    {
+      name: STREAMS.events,
+      subjects: [n.allEvents()],
+      retention: RetentionPolicy.Limits,
+      max_age: 7 * DAY_NS,
+      max_msg_size: EVENTS_MESSAGE_BYTES,
+      duplicate_window: 120 * 1e9,
+    },
+    {
+      name: STREAMS.deliveries,
+      subjects: [n.allDeliveries(), n.allRetries()],
+      retention: RetentionPolicy.Workqueue,
+      max_age: 0,
+      max_msg_size: 64 * 1024,
+      duplicate_window: 120 * 1e9,
+    },
+    {
+      name: STREAMS.dead,
+      subjects: [n.allDead()],
+      retention: RetentionPolicy.Limits,
+      max_age: 30 * DAY_NS,
+      max_msg_size: DEAD_MESSAGE_BYTES,
+      duplicate_window: 120 * 1e9,
+    },
     {
       name: STREAMS.attempts,
       subjects: [n.allAttempts()],
@@ -124,7 +145,12 @@ export async function ensureStreams(jsm: JetStreamManager, policy: StoragePolicy
       await jsm.streams.info(spec.name);
       await jsm.streams.update(spec.name, config);
     } catch (error) {
-      if (!String((error as Error).message).toLowerCase().includes("not found")) throw error;
+      if (
+        !String((error as Error).message)
+          .toLowerCase()
+          .includes("not found")
+      )
+        throw error;
       try {
         await jsm.streams.add(config);
       } catch (addError) {
@@ -153,7 +179,9 @@ export async function ensureConsumer(jsm: JetStreamManager, spec: DurableConsume
     durable_name: name,
     filter_subject: spec.filter,
     ack_policy: AckPolicy.Explicit,
-    ...(spec.startSeq ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: spec.startSeq } : { deliver_policy: DeliverPolicy.All }),
+    ...(spec.startSeq
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: spec.startSeq }
+      : { deliver_policy: DeliverPolicy.All }),
     ack_wait: spec.ackWaitMs * MS_NS,
     max_deliver: -1,
     max_ack_pending: spec.maxAckPending,
@@ -186,7 +214,8 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
   });
   // A message by sequence: from any replica when there is one, else from the stream leader (a
   // follower may not have a message yet that a dispatcher just stored).
-  const messageAt = (stream: string, seq: number) => (directReads(policy) ? jsm.direct.getMessage(stream, { seq }) : jsm.streams.getMessage(stream, { seq }));
+  const messageAt = (stream: string, seq: number) =>
+    directReads(policy) ? jsm.direct.getMessage(stream, { seq }) : jsm.streams.getMessage(stream, { seq });
   const n = subjects.notifications;
   const json = (value: unknown) => encoder.encode(JSON.stringify(value));
 
@@ -230,14 +259,20 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
     },
     publishEvent(partition, type, eventId, body) {
       // EVENTS deleted (and the advisory not acted on yet): the streams are made again, then it is published there.
-      return withStream(jsm, STREAMS.events, () => ensureStreams(jsm, policy), async () => (await js.publish(subjects.events(partition, type), json(body), { msgID: eventId })).seq);
+      return withStream(
+        jsm,
+        STREAMS.events,
+        () => ensureStreams(jsm, policy),
+        async () => (await js.publish(subjects.events(partition, type), json(body), { msgID: eventId })).seq,
+      );
     },
     async readEvent(seq) {
       return (await readSizedEvent(seq))?.event;
     },
     readSizedEvent,
     async enqueue(job, lane, dedupe) {
-      const subject = lane === "deliveries" ? n.deliveries(job.partition, job.subscription_id) : n.retries(job.partition, job.subscription_id);
+      const subject =
+        lane === "deliveries" ? n.deliveries(job.partition, job.subscription_id) : n.retries(job.partition, job.subscription_id);
       // The id makes a re-sent job (a dispatcher redelivered after a crash) a no-op within the window.
       const msgID = `${lane}:${job.event_id}:${job.subscription_id}:${job.attempt}${job.manual ? `:m${job.due_at}` : ""}${dedupe ? `:${dedupe}` : ""}`;
       await js.publish(subject, json(job), { msgID });
@@ -348,7 +383,8 @@ export function storedEvent(msg: EventsMessage): StoredEvent | undefined {
 export function decodeEvent(msg: EventsMessage, strict: boolean): { event: StoredEvent } | { problem: string } {
   const [, , partition, type] = msg.subject.split(".");
   if (!partition || !type) return { problem: "not on an events subject" };
-  if (strict && msg.data.length > EVENT_MAX_BYTES) return { problem: `the event is ${msg.data.length} bytes; the limit is ${EVENT_MAX_BYTES}` };
+  if (strict && msg.data.length > EVENT_MAX_BYTES)
+    return { problem: `the event is ${msg.data.length} bytes; the limit is ${EVENT_MAX_BYTES}` };
   let body: EventBody;
   try {
     body = JSON.parse(decoder.decode(msg.data)) as EventBody;
@@ -365,7 +401,16 @@ export function decodeEvent(msg: EventsMessage, strict: boolean): { event: Store
   }
   if (!("data" in body) || body.data === undefined) return { problem: "/data: is required" };
   const id = msg.header?.get("Nats-Msg-Id");
-  return { event: { ...body, event_id: id && EVENT_ID.test(id) ? id : `evt_${msg.seq}`, event_seq: msg.seq, partition, type, time: msg.time.toISOString() } };
+  return {
+    event: {
+      ...body,
+      event_id: id && EVENT_ID.test(id) ? id : `evt_${msg.seq}`,
+      event_seq: msg.seq,
+      partition,
+      type,
+      time: msg.time.toISOString(),
+    },
+  };
 }
 
 /**

@@ -3,8 +3,16 @@ import type { StoredEvent } from "./journal.ts";
 import type { SubscriptionRecord } from "./store.ts";
 
 /** Same partition and type (the caller's lookup), then the subscription's filters. */
-export function matches(subscription: Pick<SubscriptionRecord, "subscription_type" | "data_source" | "drill_plan_object_types">, event: Pick<StoredEvent, "data_source" | "object_type">): boolean {
-  if (subscription.subscription_type === "PublishData" && subscription.data_source != null && subscription.data_source !== event.data_source) return false;
+export function matches(
+  subscription: Pick<SubscriptionRecord, "subscription_type" | "data_source" | "drill_plan_object_types">,
+  event: Pick<StoredEvent, "data_source" | "object_type">,
+): boolean {
+  if (
+    subscription.subscription_type === "PublishData" &&
+    subscription.data_source != null &&
+    subscription.data_source !== event.data_source
+  )
+    return false;
   const kinds = subscription.drill_plan_object_types;
   if (kinds && kinds.length > 0 && (event.object_type == null || !kinds.includes(event.object_type))) return false;
   return true;

@@ -45,7 +45,14 @@ export function supersedes(next: EventsProgress, current: EventsProgress | undef
 /** A stored value this module could have written; anything else (a hand edit) counts as nothing stored. */
 function isProgress(value: unknown): value is EventsProgress {
   const v = value as EventsProgress;
-  return !!v && typeof v === "object" && typeof v.events_created === "string" && v.events_created !== "" && Number.isSafeInteger(v.ack_floor) && v.ack_floor >= 0;
+  return (
+    !!v &&
+    typeof v === "object" &&
+    typeof v.events_created === "string" &&
+    v.events_created !== "" &&
+    Number.isSafeInteger(v.ack_floor) &&
+    v.ack_floor >= 0
+  );
 }
 
 export class DispatcherProgress {
@@ -77,7 +84,8 @@ export class DispatcherProgress {
     for (let tries = 0; tries < 10; tries++) {
       const current = await this.entry();
       const otherStream = current?.value !== undefined && current.value.events_created !== next.events_created;
-      if (current?.value && !supersedes(next, current.value, otherStream && (await currentEvents()) === next.events_created)) return current.value;
+      if (current?.value && !supersedes(next, current.value, otherStream && (await currentEvents()) === next.events_created))
+        return current.value;
       if (await this.guard(() => casPut(this.kv, KEY, next, current?.revision ?? 0))) return next;
     }
     throw new Error("the dispatcher's progress kept changing under its writes; gave up");

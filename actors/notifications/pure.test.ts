@@ -70,7 +70,15 @@ describe("notifications pure parts", () => {
   });
 
   it("notifications - the CloudEvent carries id, source, type, subject and partitionid", () => {
-    const ce = cloudEvent("evt_9", { event_id: "x", event_seq: 1, partition: "opendes", type: "PlanShared", time: "2026-01-01T00:00:00.000Z", object_type: "/well/api/wells", data: { a: 1 } });
+    const ce = cloudEvent("evt_9", {
+      event_id: "x",
+      event_seq: 1,
+      partition: "opendes",
+      type: "PlanShared",
+      time: "2026-01-01T00:00:00.000Z",
+      object_type: "/well/api/wells",
+      data: { a: 1 },
+    });
     expect(ce).toEqual({
       specversion: "1.0",
       id: "evt_9",
@@ -124,14 +132,21 @@ describe("notifications delivery log", () => {
       ["a", 2, "pending"],
       ["a", 1, "failed"],
     ]);
-    expect(deliveryLog([made("a", 1, "failed", 9)], 100)[0]).toEqual({ event_id: "a", attempt: 2, state: "pending", next_attempt_at: at(9) });
+    expect(deliveryLog([made("a", 1, "failed", 9)], 100)[0]).toEqual({
+      event_id: "a",
+      attempt: 2,
+      state: "pending",
+      next_attempt_at: at(9),
+    });
     expect(rows(deliveryLog([made("a", 1, "failed", 9), made("a", 2, "failed", 19), made("a", 3, "dead")], 100))).toEqual([
       ["a", 3, "dead"],
       ["a", 2, "failed"],
       ["a", 1, "failed"],
     ]);
     // Interleaved events: each pending entry sits just above its event's last attempt; a manual failure books nothing.
-    expect(rows(deliveryLog([made("a", 1, "failed", 9), made("b", 1, "failed", 9), made("a", 2, "succeeded"), made("c", 4, "failed")], 100))).toEqual([
+    expect(
+      rows(deliveryLog([made("a", 1, "failed", 9), made("b", 1, "failed", 9), made("a", 2, "succeeded"), made("c", 4, "failed")], 100)),
+    ).toEqual([
       ["c", 4, "failed"],
       ["a", 2, "succeeded"],
       ["b", 2, "pending"],
@@ -167,7 +182,12 @@ describe("notifications handlers without servers", () => {
     const store = { indexOf: async () => undefined, create: async () => false } as unknown as SubscriptionStore;
     const deps = { store, journal: {} as Journal, policy: callbackPolicy({ allowHttp: false }) };
     const caller = { principal: { clientId: "alpha", subject: "alpha", groups: [], kind: "service" as const }, partition: "opendes" };
-    const error = await upsertSubscription("PublishData", { subscriber: "s", callback_uri: "https://example.com/hook" }, caller, deps).catch((e: unknown) => e);
+    const error = await upsertSubscription(
+      "PublishData",
+      { subscriber: "s", callback_uri: "https://example.com/hook" },
+      caller,
+      deps,
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DerrickError);
     expect((error as DerrickError).status).toBe(503);
     expect(Number((error as DerrickError).headers["Retry-After"])).toBeGreaterThan(0);

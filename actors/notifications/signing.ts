@@ -32,7 +32,9 @@ const hasher = typeof Bun !== "undefined" ? Bun.CryptoHasher : undefined;
 export function signature(secret: string, id: string, timestampSeconds: number, body: string): string {
   const key = keyOf(secret);
   const content = `${id}.${timestampSeconds}.${body}`;
-  const mac = hasher ? new hasher("sha256", key).update(content).digest("base64") : createHmac("sha256", key).update(content).digest("base64");
+  const mac = hasher
+    ? new hasher("sha256", key).update(content).digest("base64")
+    : createHmac("sha256", key).update(content).digest("base64");
   return `v1,${mac}`;
 }
 

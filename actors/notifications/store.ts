@@ -35,7 +35,6 @@ export type SubscriptionRecord = Subscription & {
 
 export type Versioned<T> = { value: T; revision: number };
 
-
 export const subKey = (id: string) => `sub.${id}`;
 export const indexKey = (partition: string, clientId: string, type: string) => `idx.${partition}.${clientId}.${type}`;
 
@@ -74,7 +73,10 @@ export class SubscriptionStore {
   async create(record: SubscriptionRecord): Promise<boolean> {
     await this.kv.create(subKey(record.subscription_id), encodeJson(record));
     try {
-      await this.kv.create(indexKey(record.partition, record.client_id, record.subscription_type), encodeJson({ subscription_id: record.subscription_id }));
+      await this.kv.create(
+        indexKey(record.partition, record.client_id, record.subscription_type),
+        encodeJson({ subscription_id: record.subscription_id }),
+      );
       return true;
     } catch (error) {
       await this.kv.purge(subKey(record.subscription_id)).catch(() => undefined);
@@ -89,7 +91,10 @@ export class SubscriptionStore {
   }
 
   /** Applies `change` with compare-and-set until it sticks; undefined when the record is gone. */
-  async modify(id: string, change: (record: SubscriptionRecord) => SubscriptionRecord | undefined): Promise<SubscriptionRecord | undefined> {
+  async modify(
+    id: string,
+    change: (record: SubscriptionRecord) => SubscriptionRecord | undefined,
+  ): Promise<SubscriptionRecord | undefined> {
     for (let tries = 0; tries < 20; tries++) {
       const current = await this.get(id);
       if (!current) return undefined;
@@ -120,7 +125,6 @@ export class SubscriptionStore {
     await this.kv.purge(subKey(record.subscription_id));
   }
 }
-
 
 /**
  * A watched copy of every subscription, indexed by partition and type. `freshAsOf(t)` waits until the
@@ -161,7 +165,12 @@ export class SubscriptionCache {
       this.syncedAt = 0;
     };
     this.created = (await this.store.kv.status()).streamInfo.created;
-    this.watch = await followBucket(this.store.kv, { what: "subscriptions", onRecreated, nc: this.store.nc, ...this.options }, (entry) => this.see(entry), this.log);
+    this.watch = await followBucket(
+      this.store.kv,
+      { what: "subscriptions", onRecreated, nc: this.store.nc, ...this.options },
+      (entry) => this.see(entry),
+      this.log,
+    );
     try {
       // The first replay of a large bucket may take a while.
       await this.freshAsOf(Date.now(), 60_000);
@@ -199,7 +208,8 @@ export class SubscriptionCache {
     this.byId.delete(id);
     if (entry.operation !== "PUT" || entry.length === 0) return;
     const record = entry.json<SubscriptionRecord>();
-    if (typeof record?.partition !== "string" || typeof record.subscription_type !== "string") throw new Error(`${entry.key} holds no subscription record`);
+    if (typeof record?.partition !== "string" || typeof record.subscription_type !== "string")
+      throw new Error(`${entry.key} holds no subscription record`);
     this.byId.set(id, record);
     const key = route(record.partition, record.subscription_type);
     let group = this.byRoute.get(key);

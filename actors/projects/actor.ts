@@ -5,7 +5,17 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
-import { CatalogListRequest, CatalogPutRequest, ContentRef, ContentRequest, MemberRequest, PartRef, ProjectPutRequest, ProjectRef, TaskRef } from "../../subjects/projects.ts";
+import {
+  CatalogListRequest,
+  CatalogPutRequest,
+  ContentRef,
+  ContentRequest,
+  MemberRequest,
+  PartRef,
+  ProjectPutRequest,
+  ProjectRef,
+  TaskRef,
+} from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
 import { createLogger, type Logger } from "../../platform/logger.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -31,7 +41,11 @@ import { catalogStore, contentStore, openStores, projectStore, taskQueue, taskSt
  * `log` gets the follow's warnings (a re-opened watch, an unreadable entry); without one they go to
  * a logger of the configured level.
  */
-export async function followCatalog(cfg: Config, stores: Stores, log: Logger = createLogger(cfg.logLevel)): Promise<{ catalog: Catalog; stop(): Promise<void> }> {
+export async function followCatalog(
+  cfg: Config,
+  stores: Stores,
+  log: Logger = createLogger(cfg.logLevel),
+): Promise<{ catalog: Catalog; stop(): Promise<void> }> {
   const catalog = catalogFrom(readCatalogFile(cfg.content.catalogFile));
   const stop = await catalogStore(stores.catalog, stores.guard.catalog).follow(
     (kind, item, revision) => catalog[kind]?.apply(item, revision),
@@ -65,16 +79,66 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
       name: "projects",
       description: "display items and key parameters: catalog, projects, membership, content requests and results",
       endpoints: [
-        endpoint({ name: "catalog-list", subject: names["catalog.list"](), input: CatalogListRequest, handler: (input) => listCatalog(input, deps) }),
-        endpoint({ name: "catalog-put", subject: names["catalog.put"](), input: CatalogPutRequest, handler: (input, ctx) => putCatalogItem(input, ctx, deps) }),
-        endpoint({ name: "project-put", subject: names["project.put"](), input: ProjectPutRequest, handler: (input, ctx) => putProject(input, ctx, deps) }),
-        endpoint({ name: "project-get", subject: names["project.get"](), input: ProjectRef, handler: (input, ctx) => getProject(input, ctx, deps) }),
-        endpoint({ name: "project-delete", subject: names["project.delete"](), input: ProjectRef, handler: (input, ctx) => deleteProject(input, ctx, deps) }),
-        endpoint({ name: "member-put", subject: names["member.put"](), input: MemberRequest, handler: (input, ctx) => putMember(input, ctx, deps) }),
-        endpoint({ name: "member-delete", subject: names["member.delete"](), input: MemberRequest, handler: (input, ctx) => deleteMember(input, ctx, deps) }),
-        endpoint({ name: "content-request", subject: names["content.request"](), input: ContentRequest, handler: (input, ctx) => requestContent(input, ctx, deps) }),
-        endpoint({ name: "content-get", subject: names["content.get"](), input: ContentRef, handler: (input, ctx) => getContent(input, ctx, deps) }),
-        endpoint({ name: "content-part", subject: names["content.part"](), input: PartRef, handler: (input, ctx) => getContentPart(input, ctx, deps) }),
+        endpoint({
+          name: "catalog-list",
+          subject: names["catalog.list"](),
+          input: CatalogListRequest,
+          handler: (input) => listCatalog(input, deps),
+        }),
+        endpoint({
+          name: "catalog-put",
+          subject: names["catalog.put"](),
+          input: CatalogPutRequest,
+          handler: (input, ctx) => putCatalogItem(input, ctx, deps),
+        }),
+        endpoint({
+          name: "project-put",
+          subject: names["project.put"](),
+          input: ProjectPutRequest,
+          handler: (input, ctx) => putProject(input, ctx, deps),
+        }),
+        endpoint({
+          name: "project-get",
+          subject: names["project.get"](),
+          input: ProjectRef,
+          handler: (input, ctx) => getProject(input, ctx, deps),
+        }),
+        endpoint({
+          name: "project-delete",
+          subject: names["project.delete"](),
+          input: ProjectRef,
+          handler: (input, ctx) => deleteProject(input, ctx, deps),
+        }),
+        endpoint({
+          name: "member-put",
+          subject: names["member.put"](),
+          input: MemberRequest,
+          handler: (input, ctx) => putMember(input, ctx, deps),
+        }),
+        endpoint({
+          name: "member-delete",
+          subject: names["member.delete"](),
+          input: MemberRequest,
+          handler: (input, ctx) => deleteMember(input, ctx, deps),
+        }),
+        endpoint({
+          name: "content-request",
+          subject: names["content.request"](),
+          input: ContentRequest,
+          handler: (input, ctx) => requestContent(input, ctx, deps),
+        }),
+        endpoint({
+          name: "content-get",
+          subject: names["content.get"](),
+          input: ContentRef,
+          handler: (input, ctx) => getContent(input, ctx, deps),
+        }),
+        endpoint({
+          name: "content-part",
+          subject: names["content.part"](),
+          input: PartRef,
+          handler: (input, ctx) => getContentPart(input, ctx, deps),
+        }),
         endpoint({ name: "task-get", subject: names["task.get"](), input: TaskRef, handler: (input, ctx) => getTask(input, ctx, deps) }),
       ],
     },

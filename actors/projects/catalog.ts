@@ -30,7 +30,10 @@ export function readCatalogFile(path: string = DEFAULT_CATALOG_FILE): CatalogFil
   const first = Value.Errors(CatalogFile, parsed).First();
   if (first) throw new Error(`catalog ${path}: ${first.path || "/"} ${first.message}`);
   const file = parsed as CatalogFile;
-  for (const [list, items] of [["displayItems", file.displayItems], ["keyParameters", file.keyParameters]] as const) {
+  for (const [list, items] of [
+    ["displayItems", file.displayItems],
+    ["keyParameters", file.keyParameters],
+  ] as const) {
     const seen = new Set<string>();
     for (const item of items) {
       if (seen.has(item.id)) throw new Error(`catalog ${path}: /${list} has the id "${item.id}" twice`);
@@ -80,7 +83,10 @@ export class CatalogList {
   all(): CatalogItem[] {
     if (!this.ordered) {
       const fromFile = [...this.base.keys()].map((id) => this.get(id)!);
-      const extra = [...this.added.keys()].filter((id) => !this.base.has(id)).sort().map((id) => this.added.get(id)!.item);
+      const extra = [...this.added.keys()]
+        .filter((id) => !this.base.has(id))
+        .sort()
+        .map((id) => this.added.get(id)!.item);
       this.ordered = [...fromFile, ...extra];
     }
     return this.ordered;
@@ -90,7 +96,10 @@ export class CatalogList {
 export type Catalog = Record<CatalogKind, CatalogList>;
 
 export function catalogFrom(file: CatalogFile): Catalog {
-  return { [CatalogKind.displayItems]: new CatalogList(file.displayItems), [CatalogKind.keyParameters]: new CatalogList(file.keyParameters) };
+  return {
+    [CatalogKind.displayItems]: new CatalogList(file.displayItems),
+    [CatalogKind.keyParameters]: new CatalogList(file.keyParameters),
+  };
 }
 
 function nonNegativeInteger(raw: string | undefined, pointer: string, fallback: number, max?: number, min = 0): number {

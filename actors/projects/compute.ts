@@ -4,7 +4,14 @@
  * in-process baseline and the worker run exactly the same code.
  */
 import { invalidField, type Principal } from "../../subjects/index.ts";
-import { CatalogKind, PART_MAX_BYTES, type CatalogItem, type ContentItem, type Project, type ProjectValues } from "../../subjects/projects.ts";
+import {
+  CatalogKind,
+  PART_MAX_BYTES,
+  type CatalogItem,
+  type ContentItem,
+  type Project,
+  type ProjectValues,
+} from "../../subjects/projects.ts";
 import type { Catalog, CatalogList } from "./catalog.ts";
 
 const MAX_STRING = 4096;
@@ -61,7 +68,8 @@ function tableProblem(value: unknown): string | undefined {
     const cells = Object.entries(row);
     if (cells.length > MAX_TABLE_COLUMNS) return `row ${i} has more than ${MAX_TABLE_COLUMNS} columns`;
     for (const [column, cell] of cells) {
-      if (cell !== null && !["string", "number", "boolean"].includes(typeof cell)) return `row ${i} column ${column} must be a string, number, boolean or null`;
+      if (cell !== null && !["string", "number", "boolean"].includes(typeof cell))
+        return `row ${i} column ${column} must be a string, number, boolean or null`;
       if (typeof cell === "number" && !Number.isFinite(cell)) return `row ${i} column ${column} must be finite`;
     }
   }
@@ -72,7 +80,10 @@ function tableProblem(value: unknown): string | undefined {
 export function checkValues(values: ProjectValues | undefined, catalog: Catalog): Project["values"] {
   // Keyed by item ids, which callers choose: null-prototype maps, so an id such as `__proto__` is a
   // key like any other (on a plain object that assignment would set the prototype, and be lost).
-  const out: Project["values"] = { displayItems: Object.create(null) as Record<string, unknown>, keyParameters: Object.create(null) as Record<string, unknown> };
+  const out: Project["values"] = {
+    displayItems: Object.create(null) as Record<string, unknown>,
+    keyParameters: Object.create(null) as Record<string, unknown>,
+  };
   for (const kind of Object.values(CatalogKind)) {
     const field = VALUE_FIELD[kind];
     for (const [id, value] of Object.entries(values?.[field] ?? {})) {

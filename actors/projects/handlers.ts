@@ -113,7 +113,11 @@ async function loadProject(deps: ProjectsDeps, partition: string, projectId: str
 }
 
 /** The project, when the caller is a member (admins too must be members here). */
-async function memberProject(deps: ProjectsDeps, ctx: RequestContext, projectId: string): Promise<{ project: ProjectRecord; partition: string; principal: Principal }> {
+async function memberProject(
+  deps: ProjectsDeps,
+  ctx: RequestContext,
+  projectId: string,
+): Promise<{ project: ProjectRecord; partition: string; principal: Principal }> {
   const { principal, partition } = caller(ctx);
   const { value: project } = await loadProject(deps, partition, projectId);
   if (!isMember(project, principal)) throw forbidden(`the caller is not a member of project ${projectId}`);
@@ -126,7 +130,8 @@ function projectView({ incarnation: _incarnation, ...project }: ProjectRecord): 
 }
 
 /** Whether a task was accepted for this incarnation of its project. */
-const ofIncarnation = (task: TaskRecord, project: ProjectRecord) => task.projectId === project.projectId && task.projectIncarnation === project.incarnation;
+const ofIncarnation = (task: TaskRecord, project: ProjectRecord) =>
+  task.projectId === project.projectId && task.projectIncarnation === project.incarnation;
 
 // ---- catalog ---------------------------------------------------------------------------------
 
@@ -147,13 +152,19 @@ export async function putCatalogItem(input: CatalogPutRequest, ctx: RequestConte
   // Projects hold values checked against the item's type, and tasks compute by it: a new type would
   // leave those values unreadable. A new item id is the way to a different type.
   if (held && held.dataType !== item.dataType) {
-    throw new DerrickError(409, `/body/dataType: item ${itemId} has the type ${held.dataType}; the type of an existing item cannot change`, {
-      errors: [{ pointer: "/body/dataType", message: `cannot change from ${held.dataType}` }],
-    });
+    throw new DerrickError(
+      409,
+      `/body/dataType: item ${itemId} has the type ${held.dataType}; the type of an existing item cannot change`,
+      {
+        errors: [{ pointer: "/body/dataType", message: `cannot change from ${held.dataType}` }],
+      },
+    );
   }
   // Every projects and content-worker process holds the whole catalog in memory: bounded like the file.
   if (!held && list.size >= MAX_CATALOG_ITEMS) {
-    throw new DerrickError(409, `the catalog holds ${MAX_CATALOG_ITEMS} items, its limit; no item can be added`, { errors: [{ pointer: "/params/itemId", message: "cannot be added: the catalog is full" }] });
+    throw new DerrickError(409, `the catalog holds ${MAX_CATALOG_ITEMS} items, its limit; no item can be added`, {
+      errors: [{ pointer: "/params/itemId", message: "cannot be added: the catalog is full" }],
+    });
   }
   const existed = held !== undefined;
   const revision = await deps.catalogStore.put(input.kind, item);
@@ -168,7 +179,8 @@ export async function putProject(input: ProjectPutRequest, ctx: RequestContext, 
   requireAdmin(principal);
   const projectId = checkToken(input.projectId, "/params/projectId");
   const body = check(ProjectBody, input.body);
-  if (body.projectId !== undefined && body.projectId !== projectId) throw invalidField("/body/projectId", "differs from the id in the path");
+  if (body.projectId !== undefined && body.projectId !== projectId)
+    throw invalidField("/body/projectId", "differs from the id in the path");
   const values = checkValues(body.values, deps.catalog);
   for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
     const existing = await deps.projects.get(partition, projectId);
@@ -203,7 +215,12 @@ export async function deleteProject(input: ProjectRef, ctx: RequestContext, deps
   return reply(undefined, 204);
 }
 
-async function changeMembers(input: MemberRequest, ctx: RequestContext, deps: ProjectsDeps, change: (members: string[]) => string[]): Promise<Reply<undefined>> {
+async function changeMembers(
+  input: MemberRequest,
+  ctx: RequestContext,
+  deps: ProjectsDeps,
+  change: (members: string[]) => string[],
+): Promise<Reply<undefined>> {
   const { principal, partition } = caller(ctx);
   requireAdmin(principal);
   const memberId = checkToken(input.memberId, "/params/memberId");
@@ -219,11 +236,13 @@ async function changeMembers(input: MemberRequest, ctx: RequestContext, deps: Pr
 
 export const putMember = (input: MemberRequest, ctx: RequestContext, deps: ProjectsDeps) =>
   changeMembers(input, ctx, deps, (others) => {
-    if (others.length >= MAX_MEMBERS) throw invalidField("/params/memberId", `cannot be added: a project has at most ${MAX_MEMBERS} members`);
+    if (others.length >= MAX_MEMBERS)
+      throw invalidField("/params/memberId", `cannot be added: a project has at most ${MAX_MEMBERS} members`);
     return [...others, input.memberId];
   });
 
-export const deleteMember = (input: MemberRequest, ctx: RequestContext, deps: ProjectsDeps) => changeMembers(input, ctx, deps, (others) => others);
+export const deleteMember = (input: MemberRequest, ctx: RequestContext, deps: ProjectsDeps) =>
+  changeMembers(input, ctx, deps, (others) => others);
 
 // ---- content requests and tasks ---------------------------------------------------------------
 
@@ -245,7 +264,11 @@ export async function requestContent(input: ContentRequest, ctx: RequestContext,
   const body = check(ContentRequestBody, input.body === undefined ? {} : input.body);
   const list = deps.catalog[input.kind];
   body.ids?.forEach((id, i) => {
-    if (!list.has(id)) throw invalidField(`/body/ids/${i}`, `${quoteValue(id)} is not a known ${input.kind === CatalogKind.displayItems ? "display item" : "key parameter"}`);
+    if (!list.has(id))
+      throw invalidField(
+        `/body/ids/${i}`,
+        `${quoteValue(id)} is not a known ${input.kind === CatalogKind.displayItems ? "display item" : "key parameter"}`,
+      );
   });
   const suffix = nuid.next();
   const task: TaskRecord = {
@@ -269,11 +292,19 @@ export async function requestContent(input: ContentRequest, ctx: RequestContext,
       // Refused, so never queued: the task goes too (a refused request leaves nothing behind to read).
       await deps.tasks.remove(partition, task.taskId).catch(() => undefined);
       throw error.limit === "perRequester"
-        ? tooManyRequests(`you have ${deps.queueLimits?.perRequester ?? "the most"} content tasks queued or running in partition ${partition}, the most one requester may have; request more once some have completed`, QUEUE_FULL_RETRY_S)
+        ? tooManyRequests(
+            `you have ${deps.queueLimits?.perRequester ?? "the most"} content tasks queued or running in partition ${partition}, the most one requester may have; request more once some have completed`,
+            QUEUE_FULL_RETRY_S,
+          )
         : unavailable("the content task queue is full; try again shortly", QUEUE_FULL_RETRY_S);
     }
     // Not queued means never run: say so on the task rather than leave it queued forever.
-    await deps.tasks.update({ ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error: "the task could not be queued" }, (await deps.tasks.get(partition, task.taskId))?.revision ?? 0).catch(() => false);
+    await deps.tasks
+      .update(
+        { ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error: "the task could not be queued" },
+        (await deps.tasks.get(partition, task.taskId))?.revision ?? 0,
+      )
+      .catch(() => false);
     throw new DerrickError(503, "the task queue is not available; try again shortly", { headers: { "Retry-After": "1" }, cause: error });
   }
   return reply({ taskId: task.taskId, contentId: task.contentId }, 202, { Location: taskLocation(project.projectId, task.taskId) });
@@ -331,18 +362,36 @@ async function requeueIfLost(deps: ProjectsDeps, task: TaskRecord): Promise<void
  * state is read on every result read: a run writes the content before it marks the task succeeded,
  * and a rerun after a crash may produce a different result, so only a succeeded task's is final.
  */
-async function readableTask(deps: ProjectsDeps, partition: string, project: ProjectRecord, kind: CatalogKind, id: string, what: string): Promise<TaskRecord> {
+async function readableTask(
+  deps: ProjectsDeps,
+  partition: string,
+  project: ProjectRecord,
+  kind: CatalogKind,
+  id: string,
+  what: string,
+): Promise<TaskRecord> {
   const suffix = ids.suffixOf(id);
   const task = suffix ? (await deps.tasks.get(partition, ids.task(suffix)))?.value : undefined;
   if (!task || !ofIncarnation(task, project) || task.kind !== kind) throw notFound(`${what} ${id} does not exist`);
   const about = { taskId: task.taskId, state: task.state };
   if (task.state === TaskState.queued || task.state === TaskState.running) {
     await requeueIfLost(deps, task);
-    throw new DerrickError(409, `${what} ${id} is not ready: task ${task.taskId} is ${task.state}`, { type: "task-not-complete", extensions: about, headers: { Location: taskLocation(project.projectId, task.taskId) } });
+    throw new DerrickError(409, `${what} ${id} is not ready: task ${task.taskId} is ${task.state}`, {
+      type: "task-not-complete",
+      extensions: about,
+      headers: { Location: taskLocation(project.projectId, task.taskId) },
+    });
   }
-  if (task.state === TaskState.failed) throw new DerrickError(404, `${what} ${id} was not produced: task ${task.taskId} failed: ${task.error ?? "unknown error"}`, { extensions: { ...about, error: task.error } });
+  if (task.state === TaskState.failed)
+    throw new DerrickError(404, `${what} ${id} was not produced: task ${task.taskId} failed: ${task.error ?? "unknown error"}`, {
+      extensions: { ...about, error: task.error },
+    });
   if (!task.expiresAt || Date.parse(task.expiresAt) <= nowOf(deps).getTime()) {
-    throw new DerrickError(404, `${what} ${id} expired at ${task.expiresAt ?? "completion + 60 s"}; results are kept 60 s after the task completes`, { type: "content-expired", extensions: { ...about, expiresAt: task.expiresAt } });
+    throw new DerrickError(
+      404,
+      `${what} ${id} expired at ${task.expiresAt ?? "completion + 60 s"}; results are kept 60 s after the task completes`,
+      { type: "content-expired", extensions: { ...about, expiresAt: task.expiresAt } },
+    );
   }
   return task;
 }
@@ -353,7 +402,10 @@ const ofSucceededRun = (stored: { run?: number }, task: TaskRecord) => stored.ru
 export async function getContent(input: ContentRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Content> {
   const { partition, project } = await memberProject(deps, ctx, input.projectId);
   const contentId = checkToken(input.contentId, "/params/contentId");
-  const [task, stored] = await Promise.all([readableTask(deps, partition, project, input.kind, contentId, "content"), deps.content.get(partition, contentId)]);
+  const [task, stored] = await Promise.all([
+    readableTask(deps, partition, project, input.kind, contentId, "content"),
+    deps.content.get(partition, contentId),
+  ]);
   if (stored && stored.taskId === task.taskId && stored.kind === input.kind && ofSucceededRun(stored, task)) {
     const { run: _run, ...content } = stored;
     return content;
@@ -364,7 +416,10 @@ export async function getContent(input: ContentRef, ctx: RequestContext, deps: P
 export async function getContentPart(input: PartRef, ctx: RequestContext, deps: ProjectsDeps): Promise<ContentPart> {
   const { partition, project } = await memberProject(deps, ctx, input.projectId);
   const partId = checkToken(input.contentPartId, "/params/contentPartId");
-  const [task, stored] = await Promise.all([readableTask(deps, partition, project, input.kind, partId, "content part"), deps.content.part(partition, partId)]);
+  const [task, stored] = await Promise.all([
+    readableTask(deps, partition, project, input.kind, partId, "content part"),
+    deps.content.part(partition, partId),
+  ]);
   // An absent part of a readable task is not one of its content's parts; nor is one an overtaken run
   // left (it cut a different result into more parts).
   if (stored && stored.contentId === task.contentId && stored.kind === input.kind && ofSucceededRun(stored, task)) {
@@ -409,7 +464,12 @@ export type Delivery = {
 export type Outcome = "completed" | "failed" | "skipped" | "superseded";
 
 /** Compare-and-set a task transition, re-reading on a lost race; undefined when the task is already terminal. */
-async function transition(deps: WorkerDeps, partition: string, taskId: string, next: (task: TaskRecord) => TaskRecord | undefined): Promise<Versioned<TaskRecord> | undefined> {
+async function transition(
+  deps: WorkerDeps,
+  partition: string,
+  taskId: string,
+  next: (task: TaskRecord) => TaskRecord | undefined,
+): Promise<Versioned<TaskRecord> | undefined> {
   for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
     const current = await deps.tasks.get(partition, taskId);
     if (!current) return undefined;
@@ -445,7 +505,13 @@ export async function failTask(deps: WorkerDeps, message: TaskMessage, error: st
  * Ends a run by compare-and-set, only while it is still the task's newest run (`attempts` as it
  * started it): an overtaken run neither completes nor fails the task, the newer run decides.
  */
-async function finishRun(deps: WorkerDeps, message: TaskMessage, run: number, finished: (task: TaskRecord) => TaskRecord, outcome: Outcome): Promise<Outcome> {
+async function finishRun(
+  deps: WorkerDeps,
+  message: TaskMessage,
+  run: number,
+  finished: (task: TaskRecord) => TaskRecord,
+  outcome: Outcome,
+): Promise<Outcome> {
   let overtaken = false;
   const done = await transition(deps, message.partition, message.taskId, (task) => {
     overtaken = !terminal(task) && task.attempts !== run;
@@ -475,7 +541,13 @@ export async function runContentTask(message: TaskMessage, deps: WorkerDeps, del
   const started = await transition(deps, partition, taskId, (task) => {
     if (terminal(task)) return undefined;
     const unfinished = unfinishedRuns(task);
-    if (unfinished >= MAX_RUNS) return { ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error: `the task could not be completed: ${unfinished} runs ended without finishing (their workers crashed or stalled)` };
+    if (unfinished >= MAX_RUNS)
+      return {
+        ...task,
+        state: TaskState.failed,
+        completedAt: nowOf(deps).toISOString(),
+        error: `the task could not be completed: ${unfinished} runs ended without finishing (their workers crashed or stalled)`,
+      };
     return { ...task, state: TaskState.running, startedAt: task.startedAt ?? nowOf(deps).toISOString(), attempts: task.attempts + 1 };
   });
   if (!started) return "skipped";
@@ -487,7 +559,9 @@ export async function runContentTask(message: TaskMessage, deps: WorkerDeps, del
     // This run ends with a word: recorded while it is still the newest run, so it does not count
     // against MAX_RUNS. When even that cannot be written (the tasks bucket away too), it counts as a
     // run that never finished: the bound stays conservative.
-    await transition(deps, partition, taskId, (task) => (terminal(task) || task.attempts !== run ? undefined : { ...task, erroredRuns: (task.erroredRuns ?? 0) + 1 })).catch(() => undefined);
+    await transition(deps, partition, taskId, (task) =>
+      terminal(task) || task.attempts !== run ? undefined : { ...task, erroredRuns: (task.erroredRuns ?? 0) + 1 },
+    ).catch(() => undefined);
     throw error;
   }
 }
@@ -498,8 +572,10 @@ async function runStarted(message: TaskMessage, deps: WorkerDeps, delivery: Deli
   if (deps.delayMs > 0) await delivery.hold(deps.delayMs);
 
   const project = (await deps.projects.get(partition, task.projectId))?.value;
-  if (!project || project.incarnation !== task.projectIncarnation) return failRun(deps, message, task.attempts, `project ${task.projectId} was deleted after the request was accepted`);
-  if (!isMember(project, task.requestedBy)) return failRun(deps, message, task.attempts, `${task.requestedBy.clientId} is no longer a member of project ${task.projectId}`);
+  if (!project || project.incarnation !== task.projectIncarnation)
+    return failRun(deps, message, task.attempts, `project ${task.projectId} was deleted after the request was accepted`);
+  if (!isMember(project, task.requestedBy))
+    return failRun(deps, message, task.attempts, `${task.requestedBy.clientId} is no longer a member of project ${task.projectId}`);
   let items;
   try {
     items = computeContent(project, deps.catalog[task.kind], task.kind, task.ids);
@@ -543,5 +619,11 @@ async function runStarted(message: TaskMessage, deps: WorkerDeps, delivery: Deli
   if (!current || terminal(current)) return "skipped";
   if (current.attempts !== task.attempts) return "superseded";
   if (!(await deps.content.write(partition, content, parts, task.attempts))) return "superseded";
-  return finishRun(deps, message, task.attempts, (current) => ({ ...current, state: TaskState.succeeded, completedAt: completedAt.toISOString(), expiresAt }), "completed");
+  return finishRun(
+    deps,
+    message,
+    task.attempts,
+    (current) => ({ ...current, state: TaskState.succeeded, completedAt: completedAt.toISOString(), expiresAt }),
+    "completed",
+  );
 }

@@ -31,4 +31,3 @@ export class TaskQueueFull extends Error {
     this.name = "TaskQueueFull";
   }
 }
-

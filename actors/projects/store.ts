@@ -21,14 +21,47 @@ import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry, type KvOptions } from "@nats-io/kv";
 import { casPut, encodeJson, isLive, isWrongRevision, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { followBucket, type FollowOptions } from "../runtime/follow.ts";
-import { onStreamDeleted, recreateDelay, recreateOnDeletion, recreatingBucket, unguarded, withStream, type Guard, type RecreatingBucket } from "../runtime/recreate.ts";
+import {
+  onStreamDeleted,
+  recreateDelay,
+  recreateOnDeletion,
+  recreatingBucket,
+  unguarded,
+  withStream,
+  type Guard,
+  type RecreatingBucket,
+} from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
-import { AckPolicy, DeliverPolicy, DiscardPolicy, JetStreamApiError, RetentionPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiError,
+  RetentionPolicy,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
 import { NO_QUEUE_LIMITS, TaskQueueFull, requesterQueue, type QueueLimits } from "./queue.ts";
-import { CONTENT_TTL_MS, TaskState, type CatalogItem, type CatalogKind, type Content, type ContentPart, type ProjectRecord, type TaskRecord } from "../../subjects/projects.ts";
+import {
+  CONTENT_TTL_MS,
+  TaskState,
+  type CatalogItem,
+  type CatalogKind,
+  type Content,
+  type ContentPart,
+  type ProjectRecord,
+  type TaskRecord,
+} from "../../subjects/projects.ts";
 
-export const BUCKETS = { catalog: "derrick_catalog", projects: "derrick_projects", tasks: "derrick_tasks", content: "derrick_content" } as const;
+export const BUCKETS = {
+  catalog: "derrick_catalog",
+  projects: "derrick_projects",
+  tasks: "derrick_tasks",
+  content: "derrick_content",
+} as const;
 export const TASK_STREAM = "CONTENT_TASKS";
 export const WORKER_CONSUMER = "content-workers";
 /**
@@ -41,7 +74,6 @@ export const WORKER_CONSUMER = "content-workers";
  */
 export const GIVE_UP_AFTER_DELIVERIES = 20;
 const TASK_RETENTION_MS = 7 * 86_400_000;
-
 
 type BucketName = keyof typeof BUCKETS;
 
@@ -69,10 +101,22 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   };
   const names = Object.keys(BUCKETS) as BucketName[];
   const [catalog, projects, tasks, content] = await Promise.all(names.map((name) => kvm.create(BUCKETS[name], options[name])));
-  const recovery = Object.fromEntries(names.map((name) => [name, recreatingBucket(jsm, kvm, BUCKETS[name], options[name], log)])) as Record<BucketName, RecreatingBucket>;
+  const recovery = Object.fromEntries(names.map((name) => [name, recreatingBucket(jsm, kvm, BUCKETS[name], options[name], log)])) as Record<
+    BucketName,
+    RecreatingBucket
+  >;
   const advisories = recreateOnDeletion(nc, Object.fromEntries(names.map((name) => [BUCKETS[name], recovery[name]])), log);
   const guard = Object.fromEntries(names.map((name) => [name, recovery[name].guard])) as Record<BucketName, Guard>;
-  return { catalog: catalog!, projects: projects!, tasks: tasks!, content: content!, js: jetstream(nc), jsm, guard, close: () => advisories.unsubscribe() };
+  return {
+    catalog: catalog!,
+    projects: projects!,
+    tasks: tasks!,
+    content: content!,
+    js: jetstream(nc),
+    jsm,
+    guard,
+    close: () => advisories.unsubscribe(),
+  };
 }
 
 /** The stream settings that carry the limits (discard new: a full queue refuses, it never drops). */
@@ -102,7 +146,12 @@ function queueRefusal(error: unknown): unknown {
  * The work-queue stream and the one durable consumer every worker process shares, made when
  * missing. True when this call made the stream (it was not there before).
  */
-export async function ensureTaskQueue(nc: NatsConnection, ackWaitMs: number, policy: StoragePolicy = SINGLE_NODE, limits: QueueLimits = NO_QUEUE_LIMITS): Promise<boolean> {
+export async function ensureTaskQueue(
+  nc: NatsConnection,
+  ackWaitMs: number,
+  policy: StoragePolicy = SINGLE_NODE,
+  limits: QueueLimits = NO_QUEUE_LIMITS,
+): Promise<boolean> {
   const jsm = await jetstreamManager(nc);
   let created = false;
   const info = await streamInfoIfAny(jsm, TASK_STREAM);
@@ -111,7 +160,9 @@ export async function ensureTaskQueue(nc: NatsConnection, ackWaitMs: number, pol
     // (messages already over a new limit stay queued; only new ones are refused).
     const wanted = limitSettings(limits);
     const current = info.config;
-    const differs = (Object.keys(wanted) as Array<keyof typeof wanted>).some((k) => (current[k] ?? (k === "discard_new_per_subject" ? false : undefined)) !== wanted[k]);
+    const differs = (Object.keys(wanted) as Array<keyof typeof wanted>).some(
+      (k) => (current[k] ?? (k === "discard_new_per_subject" ? false : undefined)) !== wanted[k],
+    );
     if (differs) await jsm.streams.update(TASK_STREAM, { ...current, ...wanted });
   } else {
     created = await jsm.streams.add(taskStreamConfig(policy, limits)).then(
@@ -171,7 +222,11 @@ export type TaskQueue = {
 
 export type TaskQueueOptions = { ackWaitMs: number; limits?: QueueLimits; policy?: StoragePolicy; log: Logger };
 
-export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js" | "jsm" | "guard">, options: TaskQueueOptions): TaskQueue {
+export function taskQueue(
+  nc: NatsConnection,
+  stores: Pick<Stores, "tasks" | "js" | "jsm" | "guard">,
+  options: TaskQueueOptions,
+): TaskQueue {
   const { ackWaitMs, limits = NO_QUEUE_LIMITS, policy = SINGLE_NODE, log } = options;
   const publishOn = (queue: string, partition: string, taskId: string, msgID = taskId) =>
     // The task id as message id: a retried publish inside the duplicate window is stored once.
@@ -187,11 +242,18 @@ export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js
       try {
         const count = await requeueUnfinished(stores, publish);
         // A first start makes the stream too, with nothing to queue again: not worth a warning.
-        if (count > 0) log.warn({ stream: TASK_STREAM, count }, `work-queue stream ${TASK_STREAM} was missing and is made again; ${count} unfinished tasks queued again`);
+        if (count > 0)
+          log.warn(
+            { stream: TASK_STREAM, count },
+            `work-queue stream ${TASK_STREAM} was missing and is made again; ${count} unfinished tasks queued again`,
+          );
         return;
       } catch (error) {
         if (attempt >= REQUEUE_RETRY_MS.length) {
-          log.error({ err: error, stream: TASK_STREAM }, "the unfinished tasks could not be queued again; they stay queued until the stream is made again");
+          log.error(
+            { err: error, stream: TASK_STREAM },
+            "the unfinished tasks could not be queued again; they stay queued until the stream is made again",
+          );
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, REQUEUE_RETRY_MS[attempt]));
@@ -206,7 +268,13 @@ export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js
     enqueue(partition, taskId, requester) {
       // A publish to a deleted stream has no stream to answer it: it is made again, then published there.
       const queue = requesterQueue(requester);
-      return withStream(stores.jsm, TASK_STREAM, ensure, () => publishOn(queue, partition, taskId), (error) => error instanceof TaskQueueFull);
+      return withStream(
+        stores.jsm,
+        TASK_STREAM,
+        ensure,
+        () => publishOn(queue, partition, taskId),
+        (error) => error instanceof TaskQueueFull,
+      );
     },
     requeue: (partition, taskId) => publish(partition, taskId, `${taskId}:${nuid.next()}`),
     empty: async () => (await streamInfoIfAny(stores.jsm, TASK_STREAM))?.state.messages === 0,
@@ -217,7 +285,12 @@ export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js
           if (onDeleted) return onDeleted();
           void recreateDelay()
             .then(ensure)
-            .catch((err: unknown) => log.warn({ err, stream: TASK_STREAM }, "the deleted work-queue stream could not be made again yet; the next request or worker does"));
+            .catch((err: unknown) =>
+              log.warn(
+                { err, stream: TASK_STREAM },
+                "the deleted work-queue stream could not be made again yet; the next request or worker does",
+              ),
+            );
         },
         TASK_STREAM,
       );
@@ -233,10 +306,17 @@ export function taskQueue(nc: NatsConnection, stores: Pick<Stores, "tasks" | "js
  * already is stored once (same message id, inside the duplicate window); one run twice is safe (the
  * runner is idempotent, a terminal task is skipped, an overtaken run writes nothing).
  */
-export async function requeueUnfinished(stores: Pick<Stores, "tasks" | "guard">, publish: (partition: string, taskId: string) => Promise<void>): Promise<number> {
+export async function requeueUnfinished(
+  stores: Pick<Stores, "tasks" | "guard">,
+  publish: (partition: string, taskId: string) => Promise<void>,
+): Promise<number> {
   const entries = await stores.guard.tasks(() => readKv(stores.tasks));
-  const unfinished = entries.filter(isLive).map((entry) => entry.json<TaskRecord>()).filter((task) => task.state === TaskState.queued || task.state === TaskState.running);
-  for (let i = 0; i < unfinished.length; i += 256) await Promise.all(unfinished.slice(i, i + 256).map((task) => publish(task.partition, task.taskId)));
+  const unfinished = entries
+    .filter(isLive)
+    .map((entry) => entry.json<TaskRecord>())
+    .filter((task) => task.state === TaskState.queued || task.state === TaskState.running);
+  for (let i = 0; i < unfinished.length; i += 256)
+    await Promise.all(unfinished.slice(i, i + 256).map((task) => publish(task.partition, task.taskId)));
   return unfinished.length;
 }
 
@@ -245,7 +325,6 @@ export const projectKey = (partition: string, projectId: string) => `${partition
 export const taskKey = (partition: string, taskId: string) => `${partition}.${taskId}`;
 export const contentKey = (partition: string, contentId: string) => `${partition}.c.${contentId}`;
 export const partKey = (partition: string, partId: string) => `${partition}.p.${partId}`;
-
 
 export type ProjectStore = {
   get(partition: string, projectId: string): Promise<Versioned<ProjectRecord> | undefined>;
@@ -346,7 +425,11 @@ export type CatalogStore = {
    * An item may come more than once (the load and the watch overlap; a re-opened watch may repeat
    * one): apply it by revision. One that cannot be read is logged and skipped.
    */
-  follow(onItem: (kind: CatalogKind, item: CatalogItem, revision: number) => void, log: Logger, options?: Pick<FollowOptions, "onRecreated" | "checkEveryMs">): Promise<() => Promise<void>>;
+  follow(
+    onItem: (kind: CatalogKind, item: CatalogItem, revision: number) => void,
+    log: Logger,
+    options?: Pick<FollowOptions, "onRecreated" | "checkEveryMs">,
+  ): Promise<() => Promise<void>>;
 };
 
 export function catalogStore(kv: KV, guard: Guard = unguarded): CatalogStore {
@@ -359,7 +442,8 @@ export function catalogStore(kv: KV, guard: Guard = unguarded): CatalogStore {
         if (entry.operation !== "PUT" || entry.length === 0) return;
         const dot = entry.key.indexOf(".");
         const item = entry.json<CatalogItem>();
-        if (typeof item?.id !== "string" || item.id !== entry.key.slice(dot + 1)) throw new Error(`catalog entry ${entry.key} holds no item of that id`);
+        if (typeof item?.id !== "string" || item.id !== entry.key.slice(dot + 1))
+          throw new Error(`catalog entry ${entry.key} holds no item of that id`);
         onItem(entry.key.slice(0, dot) as CatalogKind, item, entry.revision);
       };
       // Watch first, then load: an update landing between the two is applied either way, and

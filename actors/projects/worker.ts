@@ -21,7 +21,16 @@ import { consumeForever } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { followCatalog } from "./actor.ts";
 import { failTask, runContentTask, type Delivery, type WorkerDeps } from "./handlers.ts";
-import { GIVE_UP_AFTER_DELIVERIES, TASK_STREAM, WORKER_CONSUMER, contentStore, openStores, projectStore, taskQueue, taskStore } from "./store.ts";
+import {
+  GIVE_UP_AFTER_DELIVERIES,
+  TASK_STREAM,
+  WORKER_CONSUMER,
+  contentStore,
+  openStores,
+  projectStore,
+  taskQueue,
+  taskStore,
+} from "./store.ts";
 
 /** Backoff before a task whose run hit an infrastructure error is tried again. */
 const RETRY_DELAYS_MS = [1_000, 2_000, 5_000, 10_000];
@@ -91,7 +100,6 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
     },
   };
 }
-
 
 function delivery(msg: JsMsg, ackWaitMs: number): Delivery {
   const attempt = msg.info.deliveryCount;

@@ -4,7 +4,13 @@ import { prospectModel, scenarioAggregation } from "./aggregate.ts";
 
 const model = (id: string, probability: number, mean: number) =>
   prospectModel(
-    { prospectAnalysisId: id, prospect: { id: "p", name: "P" }, segmentAnalysisIds: [`${id}-s`], dependency: { model: "independent" }, simulation: { trials: 10_000, seed: 1 } },
+    {
+      prospectAnalysisId: id,
+      prospect: { id: "p", name: "P" },
+      segmentAnalysisIds: [`${id}-s`],
+      dependency: { model: "independent" },
+      simulation: { trials: 10_000, seed: 1 },
+    },
     [{ segmentAnalysisId: `${id}-s`, name: "S", riskFactors: [{ name: "trap", probability }], volumes: { oil: { unit: "MMbbl", mean } } }],
   );
 
@@ -15,7 +21,15 @@ describe("reporting aggregate - multiple scenarios", () => {
       { scenario: { scenarioId: "a", name: "A", probability: 0.5, prospectAnalysisId: "pa-a" }, model: model("pa-a", 1, 10) },
       { scenario: { scenarioId: "b", name: "B", probability: 0.5, prospectAnalysisId: "pa-b" }, model: model("pa-b", 0.01, 1000) },
     ];
-    const result = scenarioAggregation({ multipleScenarioAnalysisId: "m", prospectId: "p", scenarios: scenarios.map((s) => s.scenario), simulation: { trials: 10_000, seed: 1 } }, scenarios);
+    const result = scenarioAggregation(
+      {
+        multipleScenarioAnalysisId: "m",
+        prospectId: "p",
+        scenarios: scenarios.map((s) => s.scenario),
+        simulation: { trials: 10_000, seed: 1 },
+      },
+      scenarios,
+    );
     const oil = result.results.resources.products.oil!;
     expect(result.results.chanceOfSuccess.pgAtLeastOne).toBeCloseTo(0.505, 12);
     expect(oil.riskedMean).toBeCloseTo(0.5 * 10 + 0.005 * 1000, 9);

@@ -4,15 +4,44 @@
  * and success-case means, segment percentiles, outcome trees up to 16 segments); seeded Monte Carlo
  * (math/monte-carlo.ts) for the percentiles of sums and the commercial chance.
  */
-import { PRODUCTS, type FullCycleAnalysis, type Level, type License, type MultipleScenarioAnalysis, type Product, type ProspectAnalysis, type SegmentAnalysis, type Simulation as SimulationSpec } from "../../subjects/reporting.ts";
+import {
+  PRODUCTS,
+  type FullCycleAnalysis,
+  type Level,
+  type License,
+  type MultipleScenarioAnalysis,
+  type Product,
+  type ProspectAnalysis,
+  type SegmentAnalysis,
+  type Simulation as SimulationSpec,
+} from "../../subjects/reporting.ts";
 import { chanceOfSuccess, productOf, riskedMean, type Chance } from "./math/chance.ts";
 import { volumeModel, type VolumeModel } from "./math/lognormal.ts";
-import { apportion, concatSimulations, exceedanceFraction, simulate, successCasePercentiles, successCaseSummary, type ExceedancePoint, type Simulation } from "./math/monte-carlo.ts";
+import {
+  apportion,
+  concatSimulations,
+  exceedanceFraction,
+  simulate,
+  successCasePercentiles,
+  successCaseSummary,
+  type ExceedancePoint,
+  type Simulation,
+} from "./math/monte-carlo.ts";
 import { MAX_TREE_OUTCOMES, allotOutcomes, outcomeBound, outcomeTree } from "./math/outcome-tree.ts";
 import { prospectiveResources } from "./math/prms.ts";
 import { segmentEntitlement } from "./math/entitlement.ts";
 import { cashFlows, priceAt, productionProfile, type CashFlowRow, type Fiscal } from "./math/cashflow.ts";
-import { breakevenPg, breakevenPrice, emv, irr, maxExposure, npv, payoutYear, profitToInvestment, type YearValue } from "./math/indicators.ts";
+import {
+  breakevenPg,
+  breakevenPrice,
+  emv,
+  irr,
+  maxExposure,
+  npv,
+  payoutYear,
+  profitToInvestment,
+  type YearValue,
+} from "./math/indicators.ts";
 import { areaKm2, bbox, type PolygonGeometry } from "./math/polygon.ts";
 import { basisOfSegments, unitsOf } from "./consistency.ts";
 
@@ -67,7 +96,14 @@ export function prospectModel(pa: Analysis, segments: Segment[]): ProspectModel 
 const meansOf = (m: ProspectModel, product: Product | undefined) => m.volumes.map((v) => (product && v[product] ? v[product]!.mean : 0));
 
 export function simulateProspect(m: ProspectModel, trials = m.pa.simulation.trials, seed = m.pa.simulation.seed): Simulation {
-  return simulate({ model: m.pa.dependency.model, pc: m.pc, segments: m.ps.map((ps, i) => ({ ps, volumes: m.volumes[i]! })), products: m.products, trials, seed });
+  return simulate({
+    model: m.pa.dependency.model,
+    pc: m.pc,
+    segments: m.ps.map((ps, i) => ({ ps, volumes: m.volumes[i]! })),
+    products: m.products,
+    trials,
+    seed,
+  });
 }
 
 type ProductResult = {
@@ -79,24 +115,43 @@ type ProductResult = {
   riskedExceedance: ExceedancePoint[];
 };
 
-function productResults(m: ProspectModel, sim: Simulation, pgAtLeastOne: number, weight?: { riskedMean: (p: Product) => number; givenCommon: (p: Product) => number }) {
+function productResults(
+  m: ProspectModel,
+  sim: Simulation,
+  pgAtLeastOne: number,
+  weight?: { riskedMean: (p: Product) => number; givenCommon: (p: Product) => number },
+) {
   const out: Partial<Record<Product, ProductResult>> = {};
   for (const p of m.products) {
     const risked = weight ? weight.riskedMean(p) : riskedMean(m.chance.pg, meansOf(m, p));
     const givenCommon = weight ? weight.givenCommon(p) : riskedMean(m.ps, meansOf(m, p));
     const { percentiles, riskedExceedance } = successCaseSummary(sim, p);
-    out[p] = { unit: m.units[p]!, successCase: { ...percentiles, mean: pgAtLeastOne > 0 ? risked / pgAtLeastOne : 0 }, successCaseGivenCommonSuccess: { mean: givenCommon }, riskedMean: risked, riskedExceedance };
+    out[p] = {
+      unit: m.units[p]!,
+      successCase: { ...percentiles, mean: pgAtLeastOne > 0 ? risked / pgAtLeastOne : 0 },
+      successCaseGivenCommonSuccess: { mean: givenCommon },
+      riskedMean: risked,
+      riskedExceedance,
+    };
   }
   return out;
 }
 
 function segmentSummary(m: ProspectModel, i: number) {
   const s = m.segments[i]!;
-  const products: Record<string, { unit: string; basis: string; successCase: { p90: number; p50: number; p10: number; mean: number }; riskedMean: number }> = {};
+  const products: Record<
+    string,
+    { unit: string; basis: string; successCase: { p90: number; p50: number; p10: number; mean: number }; riskedMean: number }
+  > = {};
   for (const p of m.products) {
     const v = m.volumes[i]![p];
     if (!v) continue;
-    products[p] = { unit: s.volumes[p]!.unit, basis: s.volumes[p]!.basis ?? "recoverable", successCase: { p90: v.p90, p50: v.p50, p10: v.p10, mean: v.mean }, riskedMean: m.chance.pg[i]! * v.mean };
+    products[p] = {
+      unit: s.volumes[p]!.unit,
+      basis: s.volumes[p]!.basis ?? "recoverable",
+      successCase: { p90: v.p90, p50: v.p50, p10: v.p10, mean: v.mean },
+      riskedMean: m.chance.pg[i]! * v.mean,
+    };
   }
   const primary = m.primary && products[m.primary] ? m.primary : (Object.keys(products)[0] as Product | undefined);
   return { s, products, primary };
@@ -111,7 +166,8 @@ export function prospectAggregation(m: ProspectModel, licenses: Array<{ licenseI
   let pCommercial: number | undefined;
   if (pa.mefs) {
     // The handlers refuse an MEFS in a unit no product has (consistency.ts).
-    const product = m.products.find((p) => p === m.primary && m.units[p] === pa.mefs!.unit) ?? m.products.find((p) => m.units[p] === pa.mefs!.unit);
+    const product =
+      m.products.find((p) => p === m.primary && m.units[p] === pa.mefs!.unit) ?? m.products.find((p) => m.units[p] === pa.mefs!.unit);
     pCommercial = product ? exceedanceFraction(sim, product, pa.mefs.value) : 0;
   }
   const primary = m.primary ? resources[m.primary] : undefined;
@@ -133,7 +189,15 @@ export function prospectAggregation(m: ProspectModel, licenses: Array<{ licenseI
     resources: { basis: m.basis, primaryProduct: m.primary ?? null, products: resources },
     prmsCategory: {
       ...prospectiveResources(),
-      ...(primary ? { product: m.primary, unit: primary.unit, lowValue: primary.successCase.p90, bestValue: primary.successCase.p50, highValue: primary.successCase.p10 } : {}),
+      ...(primary
+        ? {
+            product: m.primary,
+            unit: primary.unit,
+            lowValue: primary.successCase.p90,
+            bestValue: primary.successCase.p50,
+            highValue: primary.successCase.p10,
+          }
+        : {}),
     },
     ...(pa.entitlement && primary
       ? {
@@ -169,13 +233,19 @@ export function prospectAggregation(m: ProspectModel, licenses: Array<{ licenseI
 // ---- details ----------------------------------------------------------------------------------
 
 export function prospectDetails(m: ProspectModel) {
-  const common = (m.pa.dependency.commonFactors ?? []).map((f) => ({ name: f.name, group: "common", probability: f.probability, shared: true }));
+  const common = (m.pa.dependency.commonFactors ?? []).map((f) => ({
+    name: f.name,
+    group: "common",
+    probability: f.probability,
+    shared: true,
+  }));
   return {
     prospectAnalysisId: m.pa.prospectAnalysisId,
     segments: m.segments.map((_, i) => {
       const { s, products, primary } = segmentSummary(m, i);
       const byBasis: Record<string, Record<string, unknown>> = {};
-      for (const [p, r] of Object.entries(products)) (byBasis[r.basis] ??= {})[p] = { unit: r.unit, successCase: r.successCase, riskedMean: r.riskedMean };
+      for (const [p, r] of Object.entries(products))
+        (byBasis[r.basis] ??= {})[p] = { unit: r.unit, successCase: r.successCase, riskedMean: r.riskedMean };
       const main = primary ? products[primary]! : undefined;
       return {
         segmentAnalysisId: s.segmentAnalysisId,
@@ -183,12 +253,21 @@ export function prospectDetails(m: ProspectModel) {
         status: s.status,
         ...(s.prospectId ? { prospectId: s.prospectId } : {}),
         properties: s.properties ?? [],
-        riskFactors: [...common, ...s.riskFactors.map((f) => ({ name: f.name, group: "segment", probability: f.probability, shared: false }))],
+        riskFactors: [
+          ...common,
+          ...s.riskFactors.map((f) => ({ name: f.name, group: "segment", probability: f.probability, shared: false })),
+        ],
         pg: m.chance.pg[i]!,
         pgConditionalOnCommon: m.ps[i]!,
         volumes: s.volumes,
         results: byBasis,
-        entitlement: main ? segmentEntitlement(s.entitlement ?? [], main.successCase.mean, main.riskedMean).map((e) => ({ ...e, product: primary, unit: main.unit })) : [],
+        entitlement: main
+          ? segmentEntitlement(s.entitlement ?? [], main.successCase.mean, main.riskedMean).map((e) => ({
+              ...e,
+              product: primary,
+              unit: main.unit,
+            }))
+          : [],
       };
     }),
   };
@@ -197,13 +276,23 @@ export function prospectDetails(m: ProspectModel) {
 // ---- license aggregation ----------------------------------------------------------------------
 
 /** An analysis linked through its prospect: its model, or what is missing to build one. */
-export type LinkedAnalysis = { model: ProspectModel; version: number } | { broken: { pa: ProspectAnalysis & { prospectAnalysisId: string }; version: number; missingSegmentAnalysisIds: string[] } };
+export type LinkedAnalysis =
+  | { model: ProspectModel; version: number }
+  | { broken: { pa: ProspectAnalysis & { prospectAnalysisId: string }; version: number; missingSegmentAnalysisIds: string[] } };
 
 function linkedSummary(linked: LinkedAnalysis) {
   if ("broken" in linked) {
     const { pa, version, missingSegmentAnalysisIds } = linked.broken;
     // Still listed: a license view should show the analysis and why it has no chance of success.
-    return { prospectAnalysisId: pa.prospectAnalysisId, status: pa.status, version: pa.version ?? version, pg: null, pgAll: null, dependencyModel: pa.dependency.model, missingSegmentAnalysisIds };
+    return {
+      prospectAnalysisId: pa.prospectAnalysisId,
+      status: pa.status,
+      version: pa.version ?? version,
+      pg: null,
+      pgAll: null,
+      dependencyModel: pa.dependency.model,
+      missingSegmentAnalysisIds,
+    };
   }
   const { model, version } = linked;
   return {
@@ -263,7 +352,13 @@ export type FullCycleInput = { fc: Stored<FullCycleAnalysis> & { fullCycleAnalys
  * success case unless given), the production profile, cash flows per level and indicators with
  * the prospect's Pg. `workingInterest` overrides the analysis's when the request names a company.
  */
-export function fullCycle(input: FullCycleInput, m: ProspectModel, sim: Simulation | undefined, levels: readonly Level[], workingInterestOverride: number | undefined) {
+export function fullCycle(
+  input: FullCycleInput,
+  m: ProspectModel,
+  sim: Simulation | undefined,
+  levels: readonly Level[],
+  workingInterestOverride: number | undefined,
+) {
   const { fc } = input;
   const wi = workingInterestOverride ?? fc.assumptions.workingInterest;
   const pg = m.chance.pgAtLeastOne;
@@ -279,7 +374,12 @@ export function fullCycle(input: FullCycleInput, m: ProspectModel, sim: Simulati
     const product = (prod.product ?? "oil") as Product;
     const unit = m.units[product] ?? m.units.oilEquivalent ?? "";
     const value = prod.recoverable ?? resourceCaseVolume(m, sim, m.units[product] ? product : "oilEquivalent", fc.resourceCase ?? "mean");
-    recoverable = { product, unit, value, source: prod.recoverable !== undefined ? "given" : `prospect ${fc.resourceCase ?? "mean"} success case` };
+    recoverable = {
+      product,
+      unit,
+      value,
+      source: prod.recoverable !== undefined ? "given" : `prospect ${fc.resourceCase ?? "mean"} success case`,
+    };
     const profile = productionProfile({
       firstYear: prod.firstYear,
       recoverable: value,
@@ -297,7 +397,12 @@ export function fullCycle(input: FullCycleInput, m: ProspectModel, sim: Simulati
     const produced = new Map(profile.map((p) => [p.year, p.volume]));
     const years = [...new Set([...capexByYear.keys(), ...produced.keys()])].sort((a, b) => a - b);
     const unitKey = `unit${product[0]!.toUpperCase()}${product.slice(1)}`;
-    hydrocarbonFlows = profile.map(({ year, volume }) => ({ year, [product]: volume, [unitKey]: unit, ...(gor !== undefined ? { gas: volume * gor, unitGas: prod.gasUnit ?? "gas units" } : {}) }));
+    hydrocarbonFlows = profile.map(({ year, volume }) => ({
+      year,
+      [product]: volume,
+      [unitKey]: unit,
+      ...(gor !== undefined ? { gas: volume * gor, unitGas: prod.gasUnit ?? "gas units" } : {}),
+    }));
     cumulativeProduction[product] = profile.reduce((a, p) => a + p.volume, 0);
     if (gor !== undefined) cumulativeProduction.gas = cumulativeProduction[product]! * gor;
     const mainSeries = price(product)!;
@@ -313,7 +418,11 @@ export function fullCycle(input: FullCycleInput, m: ProspectModel, sim: Simulati
     const levelFlows = cashFlows(rows, fc.assumptions.fiscal as Fiscal, wi);
     flows = levelFlows;
     const npvAtFlatPrice = (level: Level, flat: number) => {
-      const series = cashFlows(rowsAt(() => flat), fc.assumptions.fiscal as Fiscal, wi)[level].map((r) => ({ year: r.year, value: r.netCashFlow }));
+      const series = cashFlows(
+        rowsAt(() => flat),
+        fc.assumptions.fiscal as Fiscal,
+        wi,
+      )[level].map((r) => ({ year: r.year, value: r.netCashFlow }));
       return npv(series, fc.setup.discountRate, fc.setup.npvYear, fc.setup.discounting ?? "endOfYear");
     };
     breakevenPriceOf = (level) => breakevenPrice((flat) => npvAtFlatPrice(level, flat), Math.max(1, ...mainSeries.map((p) => p.value)));
@@ -323,14 +432,21 @@ export function fullCycle(input: FullCycleInput, m: ProspectModel, sim: Simulati
     const given = fc.cashFlows!;
     const contractor = given.contractor;
     const assumed = fc.assumptions.workingInterest;
-    const scaled = (rows: ReadonlyArray<{ year: number; netCashFlow: number }>, factor: number) => rows.map((r) => ({ year: r.year, netCashFlow: r.netCashFlow * factor }));
+    const scaled = (rows: ReadonlyArray<{ year: number; netCashFlow: number }>, factor: number) =>
+      rows.map((r) => ({ year: r.year, netCashFlow: r.netCashFlow * factor }));
     // Explicit working-interest flows are the analysis's own interest: for a company holding
     // another, the contractor's flows × its interest, else those flows rescaled (they answered
     // unchanged while the dry-hole cost and the echoed interest were the company's).
     let workingInterest = given.workingInterest;
-    if (!workingInterest || wi !== assumed) workingInterest = contractor ? scaled(contractor, wi) : workingInterest && assumed > 0 ? scaled(workingInterest, wi / assumed) : undefined;
+    if (!workingInterest || wi !== assumed)
+      workingInterest = contractor
+        ? scaled(contractor, wi)
+        : workingInterest && assumed > 0
+          ? scaled(workingInterest, wi / assumed)
+          : undefined;
     flows = { project: given.project, contractor, workingInterest };
-    for (const level of ["project", "contractor", "workingInterest"] as const) investment[level] = -(flows[level] ?? []).reduce((a, r) => a + Math.min(0, r.netCashFlow), 0);
+    for (const level of ["project", "contractor", "workingInterest"] as const)
+      investment[level] = -(flows[level] ?? []).reduce((a, r) => a + Math.min(0, r.netCashFlow), 0);
   }
   const indicators: Partial<Record<Level, LevelIndicators | null>> = {};
   const cashFlowsOut: Partial<Record<Level, unknown[] | null>> = {};
@@ -355,7 +471,9 @@ export function fullCycle(input: FullCycleInput, m: ProspectModel, sim: Simulati
       breakevenPg: breakevenPg(value, dry),
       breakevenPrice: breakevenPriceOf(level),
       ...(fc.setup.requiredIrr !== undefined ? { meetsRequiredIrr: rate === null ? null : rate >= fc.setup.requiredIrr } : {}),
-      ...(level !== "project" && rows.length && "governmentTake" in rows[0]! ? { governmentTake: (rows as CashFlowRow[]).reduce((a, r) => a + r.governmentTake, 0) } : {}),
+      ...(level !== "project" && rows.length && "governmentTake" in rows[0]!
+        ? { governmentTake: (rows as CashFlowRow[]).reduce((a, r) => a + r.governmentTake, 0) }
+        : {}),
     };
   }
   return {
@@ -383,7 +501,6 @@ function resourceCaseVolume(m: ProspectModel, sim: Simulation | undefined, produ
   return pct[resourceCase as "p90" | "p50" | "p10"];
 }
 
-
 // ---- multiple scenario aggregation ------------------------------------------------------------
 
 export type ScenarioInput = { scenario: MultipleScenarioAnalysis["scenarios"][number]; model: ProspectModel };
@@ -391,7 +508,10 @@ export type ScenarioInput = { scenario: MultipleScenarioAnalysis["scenarios"][nu
 /** Seeds of the scenarios' simulations: distinct, derived from the analysis seed. */
 const scenarioSeed = (seed: number, index: number) => (seed + Math.imul(index + 1, 0x9e3779b9)) >>> 0;
 
-export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { multipleScenarioAnalysisId: string; simulation: SimulationSpec }, scenarios: ScenarioInput[]) {
+export function scenarioAggregation(
+  msa: Stored<MultipleScenarioAnalysis> & { multipleScenarioAnalysisId: string; simulation: SimulationSpec },
+  scenarios: ScenarioInput[],
+) {
   const { trials, seed } = msa.simulation;
   const products = PRODUCTS.filter((p) => scenarios.some((s) => s.model.units[p]));
   const primary = products.includes("oilEquivalent") ? "oilEquivalent" : products[0];
@@ -406,7 +526,12 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
     dependencyModel: model.pa.dependency.model,
     segmentAnalysisIds: model.segments.map((s) => s.segmentAnalysisId),
     pg: model.chance.pgAtLeastOne,
-    chanceOfSuccess: { pgAtLeastOne: model.chance.pgAtLeastOne, pgAll: model.chance.pgAll, pCommonSuccess: model.chance.pCommonSuccess, expectedSuccessfulSegments: model.chance.expectedSuccessfulSegments },
+    chanceOfSuccess: {
+      pgAtLeastOne: model.chance.pgAtLeastOne,
+      pgAll: model.chance.pgAll,
+      pCommonSuccess: model.chance.pCommonSuccess,
+      expectedSuccessfulSegments: model.chance.expectedSuccessfulSegments,
+    },
     resources: { basis: model.basis, products: productResults(model, sim, model.chance.pgAtLeastOne) },
   });
   // Overall: exact mixtures of the means; percentiles from a stratified mixture of the scenarios'
@@ -418,7 +543,10 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
   // copy). Holding every run until the mixture took 50 × trials × products Float64s: 20 scenarios
   // of 6 products at 1,000,000 trials peaked at 1.9 GB.
   const parts: Array<Omit<Simulation, "pSuccess">> = [];
-  const takes = apportion(scenarios.map(({ scenario, model }) => scenario.probability * model.chance.pgAtLeastOne), trials);
+  const takes = apportion(
+    scenarios.map(({ scenario, model }) => scenario.probability * model.chance.pgAtLeastOne),
+    trials,
+  );
   const byScenario = scenarios.map(({ scenario, model }, i) => {
     const sim = simulateProspect(model, trials, scenarioSeed(seed, i));
     const take = takes[i]!;
@@ -435,7 +563,13 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
     const risked = scenarios.reduce((a, s) => a + s.scenario.probability * riskedMean(s.model.chance.pg, meansOf(s.model, p)), 0);
     const givenCommon = scenarios.reduce((a, s) => a + s.scenario.probability * riskedMean(s.model.ps, meansOf(s.model, p)), 0);
     const { percentiles, riskedExceedance } = successCaseSummary(mixture, p);
-    overall[p] = { unit: units[p]!, successCase: { ...percentiles, mean: pgAtLeastOne > 0 ? risked / pgAtLeastOne : 0 }, successCaseGivenCommonSuccess: { mean: givenCommon }, riskedMean: risked, riskedExceedance };
+    overall[p] = {
+      unit: units[p]!,
+      successCase: { ...percentiles, mean: pgAtLeastOne > 0 ? risked / pgAtLeastOne : 0 },
+      successCaseGivenCommonSuccess: { mean: givenCommon },
+      riskedMean: risked,
+      riskedExceedance,
+    };
   }
 
   // Outcome tree: root → scenarios → [common failure | common success] → segment combinations.
@@ -446,19 +580,51 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
   let method: "exact" | "MonteCarlo" = "exact";
   // One budget of outcomes for the whole tree (outcome-tree.ts): a scenario beyond its share keeps
   // its most likely outcomes and folds the rest into one `otherOutcomes` node.
-  const treeInputs = scenarios.map(({ model }, i) => ({ model: model.pa.dependency.model, pc: model.pc, ps: model.ps, means: meansOf(model, primary), trials, seed: scenarioSeed(seed, i) }));
-  const allotted = allotOutcomes(treeInputs.map((input, i) => (scenarios[i]!.scenario.probability > 0 ? outcomeBound(input) : 0)), MAX_TREE_OUTCOMES);
+  const treeInputs = scenarios.map(({ model }, i) => ({
+    model: model.pa.dependency.model,
+    pc: model.pc,
+    ps: model.ps,
+    means: meansOf(model, primary),
+    trials,
+    seed: scenarioSeed(seed, i),
+  }));
+  const allotted = allotOutcomes(
+    treeInputs.map((input, i) => (scenarios[i]!.scenario.probability > 0 ? outcomeBound(input) : 0)),
+    MAX_TREE_OUTCOMES,
+  );
   scenarios.forEach(({ scenario, model }, i) => {
     if (!(scenario.probability > 0)) return;
     const scenarioNode = id();
-    nodes.push({ nodeId: scenarioNode, parentId: "n0", kind: "scenario", scenarioId: scenario.scenarioId, name: scenario.name, branchProbability: scenario.probability, jointProbability: scenario.probability });
+    nodes.push({
+      nodeId: scenarioNode,
+      parentId: "n0",
+      kind: "scenario",
+      scenarioId: scenario.scenarioId,
+      name: scenario.name,
+      branchProbability: scenario.probability,
+      jointProbability: scenario.probability,
+    });
     const tree = outcomeTree(treeInputs[i]!, allotted[i]!);
     if (tree.method === "MonteCarlo") method = "MonteCarlo";
     let parent = scenarioNode;
-    if (tree.commonFailure !== undefined) nodes.push({ nodeId: id(), parentId: scenarioNode, kind: "commonFailure", branchProbability: tree.commonFailure, jointProbability: scenario.probability * tree.commonFailure, volume: { mean: 0, unit: primary ? units[primary] : null } });
+    if (tree.commonFailure !== undefined)
+      nodes.push({
+        nodeId: id(),
+        parentId: scenarioNode,
+        kind: "commonFailure",
+        branchProbability: tree.commonFailure,
+        jointProbability: scenario.probability * tree.commonFailure,
+        volume: { mean: 0, unit: primary ? units[primary] : null },
+      });
     if (tree.commonSuccess !== undefined) {
       parent = id();
-      nodes.push({ nodeId: parent, parentId: scenarioNode, kind: "commonSuccess", branchProbability: tree.commonSuccess, jointProbability: scenario.probability * tree.commonSuccess });
+      nodes.push({
+        nodeId: parent,
+        parentId: scenarioNode,
+        kind: "commonSuccess",
+        branchProbability: tree.commonSuccess,
+        jointProbability: scenario.probability * tree.commonSuccess,
+      });
     }
     for (const leaf of tree.leaves) {
       const segmentStates: Record<string, boolean> = {};
@@ -490,7 +656,11 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
     prospectId: msa.prospectId,
     ...(msa.name ? { name: msa.name } : {}),
     setup: {
-      scenarios: scenarios.map(({ scenario, model }) => ({ ...scenario, segmentAnalysisIds: model.segments.map((s) => s.segmentAnalysisId), dependency: { model: model.pa.dependency.model, commonFactors: model.pa.dependency.commonFactors ?? [] } })),
+      scenarios: scenarios.map(({ scenario, model }) => ({
+        ...scenario,
+        segmentAnalysisIds: model.segments.map((s) => s.segmentAnalysisId),
+        dependency: { model: model.pa.dependency.model, commonFactors: model.pa.dependency.commonFactors ?? [] },
+      })),
       simulation: { method: "MonteCarlo", trials, seed, generator: GENERATOR },
     },
     results: {
@@ -504,7 +674,9 @@ export function scenarioAggregation(msa: Stored<MultipleScenarioAnalysis> & { mu
 }
 
 function polygonOut(polygon: NonNullable<MultipleScenarioAnalysis["polygon"]>) {
-  const geometry = (polygon.type === "Feature" ? polygon.geometry : { type: polygon.type, coordinates: polygon.coordinates }) as PolygonGeometry;
+  const geometry = (
+    polygon.type === "Feature" ? polygon.geometry : { type: polygon.type, coordinates: polygon.coordinates }
+  ) as PolygonGeometry;
   const given = polygon.type === "Feature" && polygon.properties ? polygon.properties : {};
   return {
     type: "Feature",

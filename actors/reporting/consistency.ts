@@ -25,7 +25,12 @@ export function unitsOf(segments: readonly Pick<SegmentVolumes, "volumes">[]): P
 }
 
 /** Problems of one analysis's segments; `at(i)` points at the i-th enrolled segment. */
-export function analysisProblems(segments: readonly SegmentVolumes[], mefs: { unit: string } | undefined, at: (i: number) => string, mefsAt: string): Problem[] {
+export function analysisProblems(
+  segments: readonly SegmentVolumes[],
+  mefs: { unit: string } | undefined,
+  at: (i: number) => string,
+  mefsAt: string,
+): Problem[] {
   const problems: Problem[] = [];
   const units = new Map<string, { unit: string; from: string }>();
   let basis: { basis: string; from: string } | undefined;
@@ -33,27 +38,49 @@ export function analysisProblems(segments: readonly SegmentVolumes[], mefs: { un
     for (const [product, v] of Object.entries(s.volumes)) {
       if (!v) continue;
       const seen = units.get(product);
-      if (seen && seen.unit !== v.unit) problems.push({ pointer: at(i), message: `${product} of segment analysis ${s.segmentAnalysisId} is in ${v.unit}, but in ${seen.unit} in ${seen.from}: volumes of a product must share a unit` });
+      if (seen && seen.unit !== v.unit)
+        problems.push({
+          pointer: at(i),
+          message: `${product} of segment analysis ${s.segmentAnalysisId} is in ${v.unit}, but in ${seen.unit} in ${seen.from}: volumes of a product must share a unit`,
+        });
       else if (!seen) units.set(product, { unit: v.unit, from: s.segmentAnalysisId });
-      if (basis && basis.basis !== basisOf(v)) problems.push({ pointer: at(i), message: `${product} of segment analysis ${s.segmentAnalysisId} is ${basisOf(v)}, but ${basis.from} is ${basis.basis}: the volumes of an analysis share one basis` });
+      if (basis && basis.basis !== basisOf(v))
+        problems.push({
+          pointer: at(i),
+          message: `${product} of segment analysis ${s.segmentAnalysisId} is ${basisOf(v)}, but ${basis.from} is ${basis.basis}: the volumes of an analysis share one basis`,
+        });
       else basis ??= { basis: basisOf(v), from: s.segmentAnalysisId };
     }
   });
   if (mefs && segments.length > 0 && ![...units.values()].some((u) => u.unit === mefs.unit)) {
-    problems.push({ pointer: mefsAt, message: `no enrolled volume is in ${mefs.unit}; the MEFS must be in the unit of one of the products (${[...new Set([...units.values()].map((u) => u.unit))].join(", ") || "none"})` });
+    problems.push({
+      pointer: mefsAt,
+      message: `no enrolled volume is in ${mefs.unit}; the MEFS must be in the unit of one of the products (${[...new Set([...units.values()].map((u) => u.unit))].join(", ") || "none"})`,
+    });
   }
   return problems;
 }
 
 /** Problems across scenarios: a product in different units or bases cannot be weighted together. */
-export function scenarioProblems(scenarios: ReadonlyArray<{ scenarioId: string; units: Partial<Record<Product, string>>; basis: string }>, at: (i: number) => string): Problem[] {
+export function scenarioProblems(
+  scenarios: ReadonlyArray<{ scenarioId: string; units: Partial<Record<Product, string>>; basis: string }>,
+  at: (i: number) => string,
+): Problem[] {
   const problems: Problem[] = [];
   const units = new Map<string, { unit: string; from: string }>();
   scenarios.forEach((s, i) => {
-    if (i > 0 && s.basis !== scenarios[0]!.basis) problems.push({ pointer: at(i), message: `scenario ${s.scenarioId} is ${s.basis}, but scenario ${scenarios[0]!.scenarioId} is ${scenarios[0]!.basis}` });
+    if (i > 0 && s.basis !== scenarios[0]!.basis)
+      problems.push({
+        pointer: at(i),
+        message: `scenario ${s.scenarioId} is ${s.basis}, but scenario ${scenarios[0]!.scenarioId} is ${scenarios[0]!.basis}`,
+      });
     for (const [product, unit] of Object.entries(s.units)) {
       const seen = units.get(product);
-      if (seen && seen.unit !== unit) problems.push({ pointer: at(i), message: `${product} of scenario ${s.scenarioId} is in ${unit}, but in ${seen.unit} in scenario ${seen.from}` });
+      if (seen && seen.unit !== unit)
+        problems.push({
+          pointer: at(i),
+          message: `${product} of scenario ${s.scenarioId} is in ${unit}, but in ${seen.unit} in scenario ${seen.from}`,
+        });
       else if (!seen) units.set(product, { unit: unit!, from: s.scenarioId });
     }
   });
@@ -65,14 +92,27 @@ export function scenarioProblems(scenarios: ReadonlyArray<{ scenarioId: string; 
  * production model's pointer). In-place volumes are not produced: without a recovery factor they
  * overstate every flow, so the model must then give its recoverable volume.
  */
-export function productionProblem(production: { product?: string; recoverable?: number } | undefined, units: Partial<Record<Product, string>>, basis: string, at: string): Problem | undefined {
+export function productionProblem(
+  production: { product?: string; recoverable?: number } | undefined,
+  units: Partial<Record<Product, string>>,
+  basis: string,
+  at: string,
+): Problem | undefined {
   if (!production || production.recoverable !== undefined) return undefined;
   const product = (production.product ?? "oil") as Product;
   if (!units[product] && !units.oilEquivalent) {
     const held = Object.keys(units);
-    return { pointer: `${at}/product`, message: `the prospect analysis has no ${product} (nor oilEquivalent) volume to produce${held.length ? `; it has ${held.join(", ")}` : ""}: name one of those, or give production.recoverable` };
+    return {
+      pointer: `${at}/product`,
+      message: `the prospect analysis has no ${product} (nor oilEquivalent) volume to produce${held.length ? `; it has ${held.join(", ")}` : ""}: name one of those, or give production.recoverable`,
+    };
   }
-  if (basis === "inPlace") return { pointer: `${at}/recoverable`, message: "is required: the prospect analysis's volumes are in place, not recoverable, and in-place volumes are not what a field produces" };
+  if (basis === "inPlace")
+    return {
+      pointer: `${at}/recoverable`,
+      message:
+        "is required: the prospect analysis's volumes are in place, not recoverable, and in-place volumes are not what a field produces",
+    };
   return undefined;
 }
 
@@ -95,5 +135,8 @@ export function scenarioWorkProblem(segmentsPerScenario: readonly number[], tria
   const segments = segmentsPerScenario.reduce((a, n) => a + n, 0);
   if (segments * trials <= SCENARIO_WORK_MAX) return undefined;
   const most = Math.floor(SCENARIO_WORK_MAX / segments);
-  return { pointer: at, message: `the scenarios enroll ${segments} segments in all; ${segments} × ${trials} trials is more simulation than one aggregation may take (${SCENARIO_WORK_MAX.toLocaleString("en")} segment-trials): at most ${most.toLocaleString("en")} trials for these scenarios` };
+  return {
+    pointer: at,
+    message: `the scenarios enroll ${segments} segments in all; ${segments} × ${trials} trials is more simulation than one aggregation may take (${SCENARIO_WORK_MAX.toLocaleString("en")} segment-trials): at most ${most.toLocaleString("en")} trials for these scenarios`,
+  };
 }

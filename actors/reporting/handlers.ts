@@ -4,7 +4,17 @@
  * callers meet them too: PUT and DELETE need the group `assessments.editors`, reads any caller.
  */
 import { createHash } from "node:crypto";
-import { DerrickError, EncodedJson, check, checkToken, conflict, notFound, reply, type FieldError, type Reply } from "../../subjects/index.ts";
+import {
+  DerrickError,
+  EncodedJson,
+  check,
+  checkToken,
+  conflict,
+  notFound,
+  reply,
+  type FieldError,
+  type Reply,
+} from "../../subjects/index.ts";
 import {
   EDITORS_GROUP,
   FullCycleAggregationBody,
@@ -26,7 +36,17 @@ import {
 } from "../../subjects/reporting.ts";
 import { requireGroup, requirePartition, requirePrincipal, type RequestContext } from "../runtime/context.ts";
 import { encodeJson } from "../runtime/kv.ts";
-import { fullCycle, licenseAggregation, prospectAggregation, prospectDetails, prospectModel, scenarioAggregation, simulateProspect, type LinkedAnalysis, type ProspectModel } from "./aggregate.ts";
+import {
+  fullCycle,
+  licenseAggregation,
+  prospectAggregation,
+  prospectDetails,
+  prospectModel,
+  scenarioAggregation,
+  simulateProspect,
+  type LinkedAnalysis,
+  type ProspectModel,
+} from "./aggregate.ts";
 import { entityKey, indexKey, resultKey, type AssessmentStore, type Envelope, type Tracker } from "./store.ts";
 import { checkMergedLicense, validateEntity } from "./validate.ts";
 import { analysisProblems, basisOfSegments, productionProblem, scenarioProblems, scenarioWorkProblem, unitsOf } from "./consistency.ts";
@@ -41,7 +61,10 @@ type Analysis = ProspectAnalysis & { prospectAnalysisId: string; simulation: Sim
 
 function fieldError(errors: FieldError[]): DerrickError {
   const first = errors[0]!;
-  return new DerrickError(400, `${first.pointer}: ${first.message}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""}`, { type: "validation", errors });
+  return new DerrickError(400, `${first.pointer}: ${first.message}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""}`, {
+    type: "validation",
+    errors,
+  });
 }
 
 const etag = (version: number) => ({ ETag: `"${version}"` });
@@ -73,7 +96,8 @@ export async function getEntity(input: EntityRef, ctx: RequestContext, deps: Rep
   const partition = requirePartition(ctx);
   const id = checkToken(input.id, "/params/id");
   if (input.version !== undefined) {
-    if (!/^[1-9][0-9]{0,9}$/.test(input.version)) throw fieldError([{ pointer: "/query/version", message: "must be a positive whole number" }]);
+    if (!/^[1-9][0-9]{0,9}$/.test(input.version))
+      throw fieldError([{ pointer: "/query/version", message: "must be a positive whole number" }]);
     if (!(await deps.store.get(partition, input.collection, id))) throw notFound(`${input.collection}/${id} does not exist`);
     const old = await deps.store.version<Record<string, unknown>>(partition, input.collection, id, Number(input.version));
     if (!old) throw notFound(`version ${input.version} of ${input.collection}/${id} does not exist or is no longer kept`);
@@ -114,7 +138,12 @@ function mergeLicense(body: License, stored: License | undefined): License {
 }
 
 /** References checked downward only: what this entity points at must exist (else 400). */
-async function checkReferences(deps: ReportingDeps, partition: string, collection: Collection, entity: Record<string, unknown>): Promise<void> {
+async function checkReferences(
+  deps: ReportingDeps,
+  partition: string,
+  collection: Collection,
+  entity: Record<string, unknown>,
+): Promise<void> {
   const errors: FieldError[] = [];
   if (collection === "prospectanalyses") {
     const pa = entity as ProspectAnalysis;
@@ -123,36 +152,66 @@ async function checkReferences(deps: ReportingDeps, partition: string, collectio
     segments.forEach((found, i) => {
       if (!found) return errors.push({ pointer: pointer(i), message: `segment analysis ${pa.segmentAnalysisIds[i]} does not exist` });
       const s = found.entity;
-      if (s.prospectId && s.prospectId !== pa.prospect.id) errors.push({ pointer: pointer(i), message: `segment analysis ${s.segmentAnalysisId} belongs to prospect ${s.prospectId}, not ${pa.prospect.id}` });
+      if (s.prospectId && s.prospectId !== pa.prospect.id)
+        errors.push({
+          pointer: pointer(i),
+          message: `segment analysis ${s.segmentAnalysisId} belongs to prospect ${s.prospectId}, not ${pa.prospect.id}`,
+        });
     });
     const present = segments.flatMap((found, i) => (found ? [{ i, s: found.entity }] : []));
-    errors.push(...analysisProblems(present.map((p) => p.s), pa.mefs, (k) => pointer(present[k]!.i), "/body/mefs/unit"));
+    errors.push(
+      ...analysisProblems(
+        present.map((p) => p.s),
+        pa.mefs,
+        (k) => pointer(present[k]!.i),
+        "/body/mefs/unit",
+      ),
+    );
   } else if (collection === "fullcycleanalyses") {
     const fc = entity as FullCycleAnalysis;
     const pa = await deps.store.get<Analysis>(partition, "prospectanalyses", fc.prospectAnalysisId);
     if (!pa) errors.push({ pointer: "/body/prospectAnalysisId", message: `prospect analysis ${fc.prospectAnalysisId} does not exist` });
     else if (fc.production) {
-      const segments = await Promise.all(pa.entity.segmentAnalysisIds.map((sid) => deps.store.get<Segment>(partition, "segmentanalyses", sid)));
+      const segments = await Promise.all(
+        pa.entity.segmentAnalysisIds.map((sid) => deps.store.get<Segment>(partition, "segmentanalyses", sid)),
+      );
       const present = segments.flatMap((s) => (s ? [s.entity] : []));
       const problem = productionProblem(fc.production, unitsOf(present), basisOfSegments(present), "/body/production");
       if (problem) errors.push(problem);
     }
   } else if (collection === "multiplescenarioanalyses") {
     const msa = entity as MultipleScenarioAnalysis;
-    const found = await Promise.all(msa.scenarios.map((s) => deps.store.get<Analysis>(partition, "prospectanalyses", s.prospectAnalysisId)));
+    const found = await Promise.all(
+      msa.scenarios.map((s) => deps.store.get<Analysis>(partition, "prospectanalyses", s.prospectAnalysisId)),
+    );
     found.forEach((pa, i) => {
       const pointer = `/body/scenarios/${i}/prospectAnalysisId`;
       if (!pa) errors.push({ pointer, message: `prospect analysis ${msa.scenarios[i]!.prospectAnalysisId} does not exist` });
-      else if (pa.entity.prospect.id !== msa.prospectId) errors.push({ pointer, message: `prospect analysis ${pa.entity.prospectAnalysisId} is of prospect ${pa.entity.prospect.id}, not ${msa.prospectId}` });
+      else if (pa.entity.prospect.id !== msa.prospectId)
+        errors.push({
+          pointer,
+          message: `prospect analysis ${pa.entity.prospectAnalysisId} is of prospect ${pa.entity.prospect.id}, not ${msa.prospectId}`,
+        });
     });
-    const work = scenarioWorkProblem(found.map((pa) => pa?.entity.segmentAnalysisIds.length ?? 0), (msa.simulation ?? DEFAULT_SIMULATION).trials, "/body/simulation/trials");
+    const work = scenarioWorkProblem(
+      found.map((pa) => pa?.entity.segmentAnalysisIds.length ?? 0),
+      (msa.simulation ?? DEFAULT_SIMULATION).trials,
+      "/body/simulation/trials",
+    );
     if (work) errors.push(work);
   }
   if (errors.length) throw fieldError(errors);
 }
 
 /** Keeps the by-prospect and by-analysis indexes in step; returns the index keys that changed. */
-async function updateIndexes(deps: ReportingDeps, partition: string, collection: Collection, id: string, now: Record<string, unknown> | undefined, before: Record<string, unknown> | undefined): Promise<string[]> {
+async function updateIndexes(
+  deps: ReportingDeps,
+  partition: string,
+  collection: Collection,
+  id: string,
+  now: Record<string, unknown> | undefined,
+  before: Record<string, unknown> | undefined,
+): Promise<string[]> {
   const changes: Array<Promise<string | undefined>> = [];
   const move = (kind: "byprospect" | "byanalysis", from: string | undefined, to: string | undefined) => {
     if (from && from !== to) changes.push(deps.store.updateIndex(partition, kind, from, id, false));
@@ -160,27 +219,48 @@ async function updateIndexes(deps: ReportingDeps, partition: string, collection:
     // index short, and the client's retry of the same write must repair it (a no-op otherwise).
     if (to) changes.push(deps.store.updateIndex(partition, kind, to, id, true));
   };
-  if (collection === "prospectanalyses") move("byprospect", (before as ProspectAnalysis | undefined)?.prospect.id, (now as ProspectAnalysis | undefined)?.prospect.id);
-  if (collection === "fullcycleanalyses") move("byanalysis", (before as FullCycleAnalysis | undefined)?.prospectAnalysisId, (now as FullCycleAnalysis | undefined)?.prospectAnalysisId);
+  if (collection === "prospectanalyses")
+    move("byprospect", (before as ProspectAnalysis | undefined)?.prospect.id, (now as ProspectAnalysis | undefined)?.prospect.id);
+  if (collection === "fullcycleanalyses")
+    move(
+      "byanalysis",
+      (before as FullCycleAnalysis | undefined)?.prospectAnalysisId,
+      (now as FullCycleAnalysis | undefined)?.prospectAnalysisId,
+    );
   return (await Promise.all(changes)).filter((k): k is string => k !== undefined);
 }
 
 // ---- loading inputs (tracked) ------------------------------------------------------------------
 
-async function loadModel(tracker: Tracker, partition: string, paId: string, pointer: string): Promise<{ model: ProspectModel; version: number }> {
+async function loadModel(
+  tracker: Tracker,
+  partition: string,
+  paId: string,
+  pointer: string,
+): Promise<{ model: ProspectModel; version: number }> {
   const found = await tracker.get<Envelope<Analysis>>(entityKey(partition, "prospectanalyses", paId));
   if (!found) throw notFound(`prospect analysis ${paId} does not exist (${pointer})`);
   const pa = found.entity;
-  const segments = await Promise.all(pa.segmentAnalysisIds.map((sid) => tracker.get<Envelope<Segment>>(entityKey(partition, "segmentanalyses", sid))));
+  const segments = await Promise.all(
+    pa.segmentAnalysisIds.map((sid) => tracker.get<Envelope<Segment>>(entityKey(partition, "segmentanalyses", sid))),
+  );
   const missing = pa.segmentAnalysisIds.filter((_, i) => !segments[i]);
-  if (missing.length) throw conflict(`prospect analysis ${paId} enrolls segment analyses that were deleted: ${missing.join(", ")}`, { missing });
-  return { model: prospectModel(pa, segments.map((s) => s!.entity)), version: found.version };
+  if (missing.length)
+    throw conflict(`prospect analysis ${paId} enrolls segment analyses that were deleted: ${missing.join(", ")}`, { missing });
+  return {
+    model: prospectModel(
+      pa,
+      segments.map((s) => s!.entity),
+    ),
+    version: found.version,
+  };
 }
 
 /** 409 when the analysis's volumes cannot be added up (units, basis, MEFS unit: consistency.ts). */
 function requireComparableVolumes(model: ProspectModel): void {
   const problems = analysisProblems(model.segments, model.pa.mefs, (i) => `/segmentAnalysisIds/${i}`, "/mefs/unit");
-  if (problems.length) throw conflict(`prospect analysis ${model.pa.prospectAnalysisId} cannot be aggregated: ${problems[0]!.message}`, { errors: problems });
+  if (problems.length)
+    throw conflict(`prospect analysis ${model.pa.prospectAnalysisId} cannot be aggregated: ${problems[0]!.message}`, { errors: problems });
 }
 
 /**
@@ -188,7 +268,12 @@ function requireComparableVolumes(model: ProspectModel): void {
  * revisions). `echo`: request fields answered as given, added to the reply after the cache so they
  * are not part of its key.
  */
-async function cachedOrComputed(deps: ReportingDeps, key: string, compute: (tracker: Tracker) => Promise<unknown>, echo?: Record<string, string>): Promise<Reply<unknown>> {
+async function cachedOrComputed(
+  deps: ReportingDeps,
+  key: string,
+  compute: (tracker: Tracker) => Promise<unknown>,
+  echo?: Record<string, string>,
+): Promise<Reply<unknown>> {
   const cached = await deps.store.cached(key);
   if (cached.value !== undefined) return reply(new EncodedJson(withFields(cached.value, echo)), 200, { [CACHE_HEADER]: "hit" });
   const tracker = deps.store.tracker();
@@ -225,7 +310,9 @@ export async function prospectAggregate(input: AggregationRef, ctx: RequestConte
   return cachedOrComputed(deps, resultKey(partition, "prospect", id), async (tracker) => {
     const { model, version } = await loadModel(tracker, partition, id, "/params/id");
     requireComparableVolumes(model);
-    const licenses = await Promise.all((model.pa.licenseIds ?? []).map((lid) => tracker.get<Envelope<License>>(entityKey(partition, "licenses", lid))));
+    const licenses = await Promise.all(
+      (model.pa.licenseIds ?? []).map((lid) => tracker.get<Envelope<License>>(entityKey(partition, "licenses", lid))),
+    );
     const linked = licenses.flatMap((l, i) => (l ? [{ licenseId: model.pa.licenseIds![i]!, name: l.entity.name }] : []));
     return prospectAggregation(model, linked, version);
   });
@@ -234,7 +321,9 @@ export async function prospectAggregate(input: AggregationRef, ctx: RequestConte
 export async function prospectAggregateDetails(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
   const partition = callerPartition(ctx);
   const id = checkToken(input.id, "/params/id");
-  return cachedOrComputed(deps, resultKey(partition, "details", id), async (tracker) => prospectDetails((await loadModel(tracker, partition, id, "/params/id")).model));
+  return cachedOrComputed(deps, resultKey(partition, "details", id), async (tracker) =>
+    prospectDetails((await loadModel(tracker, partition, id, "/params/id")).model),
+  );
 }
 
 export async function licenseAggregate(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
@@ -249,7 +338,10 @@ export async function licenseAggregate(input: AggregationRef, ctx: RequestContex
       prospectIds.map(async (prospectId) => {
         const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byprospect", prospectId));
         const linked = await Promise.all((index?.ids ?? []).map((paId) => linkedAnalysis(tracker, partition, paId)));
-        analysesByProspect.set(prospectId, linked.filter((m): m is LinkedAnalysis => m !== undefined));
+        analysesByProspect.set(
+          prospectId,
+          linked.filter((m): m is LinkedAnalysis => m !== undefined),
+        );
       }),
     );
     return licenseAggregation(found.entity, analysesByProspect);
@@ -266,7 +358,13 @@ async function linkedAnalysis(tracker: Tracker, partition: string, paId: string)
     if (error.status !== 409) throw error;
     const found = await tracker.get<Envelope<Analysis>>(entityKey(partition, "prospectanalyses", paId));
     if (!found) return undefined;
-    return { broken: { pa: found.entity, version: found.version, missingSegmentAnalysisIds: (error.extensions.missing as string[] | undefined) ?? [] } };
+    return {
+      broken: {
+        pa: found.entity,
+        version: found.version,
+        missingSegmentAnalysisIds: (error.extensions.missing as string[] | undefined) ?? [],
+      },
+    };
   }
 }
 
@@ -278,30 +376,57 @@ export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx
   // by the order of levels), any caller could fill the cache and the inputs' dependents lists
   // without end, one cold computation per currency code.
   const levels = LEVELS.filter((level) => !body.levels || body.levels.includes(level));
-  const params = createHash("sha1").update(JSON.stringify([levels, body.companyId ?? null])).digest("hex").slice(0, 16);
+  const params = createHash("sha1")
+    .update(JSON.stringify([levels, body.companyId ?? null]))
+    .digest("hex")
+    .slice(0, 16);
   const echo = body.currency ? { currency: body.currency } : undefined;
-  return cachedOrComputed(deps, resultKey(partition, "fullcycle", body.prospectAnalysisId, params), async (tracker) => {
-    const { model } = await loadModel(tracker, partition, body.prospectAnalysisId, "/body/prospectAnalysisId");
-    requireComparableVolumes(model);
-    const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byanalysis", body.prospectAnalysisId));
-    const analyses = (await Promise.all((index?.ids ?? []).map((fid) => tracker.get<Envelope<FullCycleAnalysis & { fullCycleAnalysisId: string }>>(entityKey(partition, "fullcycleanalyses", fid))))).filter((f) => f !== undefined);
-    const unproducible = analyses.flatMap((a) => {
-      const problem = productionProblem(a.entity.production, model.units, model.basis, `/fullcycleanalyses/${a.entity.fullCycleAnalysisId}/production`);
-      return problem ? [problem] : [];
-    });
-    if (unproducible.length) throw conflict(`a full cycle analysis of ${body.prospectAnalysisId} cannot be computed: ${unproducible[0]!.message}`, { errors: unproducible });
-    let workingInterest: number | undefined;
-    if (body.companyId) workingInterest = await companyInterest(tracker, partition, model, body.companyId);
-    const needsSimulation = analyses.some((a) => a.entity.production && a.entity.production.recoverable === undefined && a.entity.resourceCase && a.entity.resourceCase !== "mean");
-    const sim = needsSimulation ? simulateProspect(model) : undefined;
-    return {
-      prospectAnalysisId: body.prospectAnalysisId,
-      ...(body.companyId ? { companyId: body.companyId, workingInterest } : {}),
-      levels,
-      pg: model.chance.pgAtLeastOne,
-      fullCycleAnalyses: analyses.sort((a, b) => a.entity.fullCycleAnalysisId.localeCompare(b.entity.fullCycleAnalysisId)).map((a) => fullCycle({ fc: a.entity, version: a.version }, model, sim, levels, workingInterest)),
-    };
-  }, echo);
+  return cachedOrComputed(
+    deps,
+    resultKey(partition, "fullcycle", body.prospectAnalysisId, params),
+    async (tracker) => {
+      const { model } = await loadModel(tracker, partition, body.prospectAnalysisId, "/body/prospectAnalysisId");
+      requireComparableVolumes(model);
+      const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byanalysis", body.prospectAnalysisId));
+      const analyses = (
+        await Promise.all(
+          (index?.ids ?? []).map((fid) =>
+            tracker.get<Envelope<FullCycleAnalysis & { fullCycleAnalysisId: string }>>(entityKey(partition, "fullcycleanalyses", fid)),
+          ),
+        )
+      ).filter((f) => f !== undefined);
+      const unproducible = analyses.flatMap((a) => {
+        const problem = productionProblem(
+          a.entity.production,
+          model.units,
+          model.basis,
+          `/fullcycleanalyses/${a.entity.fullCycleAnalysisId}/production`,
+        );
+        return problem ? [problem] : [];
+      });
+      if (unproducible.length)
+        throw conflict(`a full cycle analysis of ${body.prospectAnalysisId} cannot be computed: ${unproducible[0]!.message}`, {
+          errors: unproducible,
+        });
+      let workingInterest: number | undefined;
+      if (body.companyId) workingInterest = await companyInterest(tracker, partition, model, body.companyId);
+      const needsSimulation = analyses.some(
+        (a) =>
+          a.entity.production && a.entity.production.recoverable === undefined && a.entity.resourceCase && a.entity.resourceCase !== "mean",
+      );
+      const sim = needsSimulation ? simulateProspect(model) : undefined;
+      return {
+        prospectAnalysisId: body.prospectAnalysisId,
+        ...(body.companyId ? { companyId: body.companyId, workingInterest } : {}),
+        levels,
+        pg: model.chance.pgAtLeastOne,
+        fullCycleAnalyses: analyses
+          .sort((a, b) => a.entity.fullCycleAnalysisId.localeCompare(b.entity.fullCycleAnalysisId))
+          .map((a) => fullCycle({ fc: a.entity, version: a.version }, model, sim, levels, workingInterest)),
+      };
+    },
+    echo,
+  );
 }
 
 /** The company's working interest: the prospect analysis's entitlement, else its share in the latest version of a linked license. */
@@ -313,32 +438,51 @@ async function companyInterest(tracker: Tracker, partition: string, model: Prosp
     const held = latest?.licensees.find((l) => l.companyId === companyId);
     if (held) return held.interest;
   }
-  throw fieldError([{ pointer: "/body/companyId", message: `company ${companyId} holds no interest in prospect analysis ${model.pa.prospectAnalysisId} (entitlement or linked licenses)` }]);
+  throw fieldError([
+    {
+      pointer: "/body/companyId",
+      message: `company ${companyId} holds no interest in prospect analysis ${model.pa.prospectAnalysisId} (entitlement or linked licenses)`,
+    },
+  ]);
 }
 
 export async function scenarioAggregate(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
   const partition = callerPartition(ctx);
   const id = checkToken(input.id, "/params/id");
   return cachedOrComputed(deps, resultKey(partition, "scenarios", id), async (tracker) => {
-    const found = await tracker.get<Envelope<MultipleScenarioAnalysis & { multipleScenarioAnalysisId: string; simulation: Simulation }>>(entityKey(partition, "multiplescenarioanalyses", id));
+    const found = await tracker.get<Envelope<MultipleScenarioAnalysis & { multipleScenarioAnalysisId: string; simulation: Simulation }>>(
+      entityKey(partition, "multiplescenarioanalyses", id),
+    );
     if (!found) throw notFound(`multiple scenario analysis ${id} does not exist`);
     const msa = found.entity;
     const scenarios = await Promise.all(
       msa.scenarios.map(async (scenario, i) => {
         try {
-          return { scenario, model: (await loadModel(tracker, partition, scenario.prospectAnalysisId, `/scenarios/${i}/prospectAnalysisId`)).model };
+          return {
+            scenario,
+            model: (await loadModel(tracker, partition, scenario.prospectAnalysisId, `/scenarios/${i}/prospectAnalysisId`)).model,
+          };
         } catch (error) {
-          if (error instanceof DerrickError && error.status === 404) throw conflict(`scenario ${scenario.scenarioId} names prospect analysis ${scenario.prospectAnalysisId}, which was deleted`);
+          if (error instanceof DerrickError && error.status === 404)
+            throw conflict(`scenario ${scenario.scenarioId} names prospect analysis ${scenario.prospectAnalysisId}, which was deleted`);
           throw error;
         }
       }),
     );
     for (const { model } of scenarios) requireComparableVolumes(model);
     // Checked on write too; an enrolled prospect analysis may have gained segments since.
-    const work = scenarioWorkProblem(scenarios.map(({ model }) => model.segments.length), msa.simulation.trials, "/simulation/trials");
+    const work = scenarioWorkProblem(
+      scenarios.map(({ model }) => model.segments.length),
+      msa.simulation.trials,
+      "/simulation/trials",
+    );
     if (work) throw conflict(`${id} cannot be aggregated: ${work.message}`, { errors: [work] });
-    const problems = scenarioProblems(scenarios.map(({ scenario, model }) => ({ scenarioId: scenario.scenarioId, units: model.units, basis: model.basis })), (i) => `/scenarios/${i}`);
-    if (problems.length) throw conflict(`the scenarios of ${id} cannot be weighted together: ${problems[0]!.message}`, { errors: problems });
+    const problems = scenarioProblems(
+      scenarios.map(({ scenario, model }) => ({ scenarioId: scenario.scenarioId, units: model.units, basis: model.basis })),
+      (i) => `/scenarios/${i}`,
+    );
+    if (problems.length)
+      throw conflict(`the scenarios of ${id} cannot be weighted together: ${problems[0]!.message}`, { errors: problems });
     return scenarioAggregation(msa, scenarios);
   });
 }

@@ -11,7 +11,11 @@ export const SEED_PRINCIPAL: Principal = { clientId: "derrick-seed", subject: "d
 
 export async function seedDemo(bus: Bus, partition: string): Promise<Array<{ item: DemoItem; status: number }>> {
   return loadDemo(async (item) => {
-    const reply = await bus.request(subjects.reporting["entity.put"](), { collection: item.collection, id: item.id, body: item.body }, { principal: SEED_PRINCIPAL, partition });
+    const reply = await bus.request(
+      subjects.reporting["entity.put"](),
+      { collection: item.collection, id: item.id, body: item.body },
+      { principal: SEED_PRINCIPAL, partition },
+    );
     return reply.status;
   });
 }

@@ -60,7 +60,6 @@ export const ENTITY_HISTORY = 16;
 export const MAX_DEPENDENTS = 1_000;
 const CAS_ATTEMPTS = 20;
 
-
 export type Envelope<T> = { entity: T; version: number; createdAt: string; updatedAt: string };
 export type IndexKind = "byprospect" | "byanalysis";
 
@@ -74,7 +73,8 @@ export const indexKey = (partition: string, kind: IndexKind, id: string) => `x.$
  * until their inputs' next write deletes them, or a purge of the cache bucket.
  */
 export const RESULTS_FORMAT = 2;
-export const resultKey = (partition: string, aggregation: string, id: string, params?: string) => `r${RESULTS_FORMAT}.${partition}.${aggregation}.${id}${params ? `.${params}` : ""}`;
+export const resultKey = (partition: string, aggregation: string, id: string, params?: string) =>
+  `r${RESULTS_FORMAT}.${partition}.${aggregation}.${id}${params ? `.${params}` : ""}`;
 const dependentsKey = (inputKey: string) => `d.${inputKey}`;
 
 /**
@@ -147,7 +147,10 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   const emptyCache = () => jsm.streams.purge(`KV_${BUCKETS.cache}`).catch(() => undefined);
   if (!(await streamInfoIfAny(jsm, `KV_${BUCKETS.entities}`))) await emptyCache();
   const [entities, cache] = await Promise.all([kvm.create(BUCKETS.entities, options.entities), kvm.create(BUCKETS.cache, options.cache)]);
-  const recovery = { entities: recreatingBucket(jsm, kvm, BUCKETS.entities, options.entities, log, { before: emptyCache }), cache: recreatingBucket(jsm, kvm, BUCKETS.cache, options.cache, log) };
+  const recovery = {
+    entities: recreatingBucket(jsm, kvm, BUCKETS.entities, options.entities, log, { before: emptyCache }),
+    cache: recreatingBucket(jsm, kvm, BUCKETS.cache, options.cache, log),
+  };
   const advisories = recreateOnDeletion(nc, { [BUCKETS.entities]: recovery.entities, [BUCKETS.cache]: recovery.cache }, log);
   return {
     entities: guardedKv(entities, recovery.entities.guard),
@@ -157,7 +160,6 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
     maxValueBytes: () => (nc.info?.max_payload ? nc.info.max_payload - KV_HEADER_ROOM : undefined),
   };
 }
-
 
 /** Reads inputs and remembers the revision of each key read. */
 export class Tracker {
@@ -198,7 +200,8 @@ export function assessmentStore(stores: Stores, options: StoreOptions = {}) {
 
   /** Replaces what `read` saw; false when the key changed since. An empty record is deleted. */
   function saveDependents(inputKey: string, value: Dependents, read: Read<Dependents>): Promise<boolean> {
-    if (value.keys.length === 0 && !value.writing?.length) return read.live ? deleteAt(cache, dependentsKey(inputKey), read.revision) : Promise.resolve(true);
+    if (value.keys.length === 0 && !value.writing?.length)
+      return read.live ? deleteAt(cache, dependentsKey(inputKey), read.revision) : Promise.resolve(true);
     return putAt(cache, dependentsKey(inputKey), value, read.revision);
   }
 
@@ -305,20 +308,34 @@ export function assessmentStore(stores: Stores, options: StoreOptions = {}) {
      * Writes an entity: `build` gets the stored envelope (if any) and returns the new entity;
      * retried when another writer got there first. Returns the new envelope and the previous one.
      */
-    async put<T>(partition: string, collection: Collection, id: string, build: (previous: Envelope<T> | undefined) => T, now: string): Promise<{ stored: Envelope<T>; previous?: Envelope<T> }> {
+    async put<T>(
+      partition: string,
+      collection: Collection,
+      id: string,
+      build: (previous: Envelope<T> | undefined) => T,
+      now: string,
+    ): Promise<{ stored: Envelope<T>; previous?: Envelope<T> }> {
       const key = entityKey(partition, collection, id);
       for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
         const { value, revision } = await readEntry(key);
         const previous = value as Envelope<T> | undefined;
-        const stored: Envelope<T> = { entity: build(previous), version: (previous?.version ?? 0) + 1, createdAt: previous?.createdAt ?? now, updatedAt: now };
-        if (await writeInput(key, revision, () => putAt(entities, key, stored, revision))) return { stored, ...(previous ? { previous } : {}) };
+        const stored: Envelope<T> = {
+          entity: build(previous),
+          version: (previous?.version ?? 0) + 1,
+          createdAt: previous?.createdAt ?? now,
+          updatedAt: now,
+        };
+        if (await writeInput(key, revision, () => putAt(entities, key, stored, revision)))
+          return { stored, ...(previous ? { previous } : {}) };
       }
       throw new Error(`could not write ${key}: too many concurrent writers`);
     },
 
     /** An earlier (or the current) version of an entity, while the bucket's history still holds it. */
     async version<T>(partition: string, collection: Collection, id: string, version: number): Promise<Envelope<T> | undefined> {
-      const history = await (stores.guard ?? unguarded)(() => readKv(entities, { key: entityKey(partition, collection, id), history: true }));
+      const history = await (stores.guard ?? unguarded)(() =>
+        readKv(entities, { key: entityKey(partition, collection, id), history: true }),
+      );
       let found: Envelope<T> | undefined;
       for (const entry of history) {
         if (!isLive(entry)) continue;
@@ -377,7 +394,9 @@ export function assessmentStore(stores: Stores, options: StoreOptions = {}) {
       if (limit !== undefined && bytes.length > limit) return false;
       const registered = await Promise.all([...tracker.revisions.keys()].map((inputKey) => register(inputKey, key)));
       if (!registered.every(Boolean)) return false;
-      const now = await Promise.all([...tracker.revisions].map(async ([inputKey, revision]) => (await inputRevision(inputKey)) === revision));
+      const now = await Promise.all(
+        [...tracker.revisions].map(async ([inputKey, revision]) => (await inputRevision(inputKey)) === revision),
+      );
       if (!now.every(Boolean)) return false;
       // Expected last revision 0 = no message at all under the key (nats.js' `create` would also
       // overwrite a delete marker, which is exactly the invalidation this must not overwrite).

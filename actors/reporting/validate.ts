@@ -32,7 +32,10 @@ class Problems {
   throwIfAny() {
     if (!this.list.length) return;
     const first = this.list[0]!;
-    throw new DerrickError(400, `${first.pointer}: ${first.message}${this.list.length > 1 ? ` (and ${this.list.length - 1} more)` : ""}`, { type: "validation", errors: this.list });
+    throw new DerrickError(400, `${first.pointer}: ${first.message}${this.list.length > 1 ? ` (and ${this.list.length - 1} more)` : ""}`, {
+      type: "validation",
+      errors: this.list,
+    });
   }
 }
 
@@ -50,15 +53,18 @@ function checkVolumes(problems: Problems, volumes: Volumes, base: string) {
     const at = `${base}/${product}`;
     const spread = v.p90 !== undefined || v.p10 !== undefined;
     if (spread && v.mean !== undefined) problems.add(at, "give either p90 and p10 (lognormal) or mean (fixed), not both");
-    else if (spread && (v.p90 === undefined || v.p10 === undefined)) problems.add(`${at}/${v.p90 === undefined ? "p90" : "p10"}`, "is required with the other percentile");
+    else if (spread && (v.p90 === undefined || v.p10 === undefined))
+      problems.add(`${at}/${v.p90 === undefined ? "p90" : "p10"}`, "is required with the other percentile");
     else if (spread && !(v.p90! < v.p10!)) problems.add(`${at}/p10`, "must be greater than p90 (p90 is the low case)");
-    else if (spread && !Number.isFinite(fitLognormal(v.p90!, v.p10!).mean)) problems.add(`${at}/p10`, "is too far above p90: the fitted lognormal has no finite mean");
+    else if (spread && !Number.isFinite(fitLognormal(v.p90!, v.p10!).mean))
+      problems.add(`${at}/p10`, "is too far above p90: the fitted lognormal has no finite mean");
     else if (!spread && v.mean === undefined) problems.add(at, "needs p90 and p10, or mean");
   }
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const validDate = (v: string) => DATE.test(v) && !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v);
+const validDate = (v: string) =>
+  DATE.test(v) && !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v);
 
 function checkSegment(problems: Problems, s: SegmentAnalysis) {
   if (Object.values(s.volumes).every((v) => v === undefined)) problems.add("/body/volumes", "needs at least one product");
@@ -67,12 +73,24 @@ function checkSegment(problems: Problems, s: SegmentAnalysis) {
     const at = `/body/properties/${i}/value`;
     if (p.type === "float" && typeof p.value !== "number") problems.add(at, "must be a number for type float");
     if (p.type === "integer" && !Number.isInteger(p.value)) problems.add(at, "must be an integer for type integer");
-    if (p.type === "date" && (typeof p.value !== "string" || !validDate(p.value))) problems.add(at, "must be a date (YYYY-MM-DD) for type date");
-    if (["text", "closedList", "openList"].includes(p.type) && typeof p.value !== "string") problems.add(at, `must be a string for type ${p.type}`);
+    if (p.type === "date" && (typeof p.value !== "string" || !validDate(p.value)))
+      problems.add(at, "must be a date (YYYY-MM-DD) for type date");
+    if (["text", "closedList", "openList"].includes(p.type) && typeof p.value !== "string")
+      problems.add(at, `must be a string for type ${p.type}`);
   });
-  uniqueIds(problems, s.riskFactors.map((f) => f.name), (i) => `/body/riskFactors/${i}/name`, "risk factor");
+  uniqueIds(
+    problems,
+    s.riskFactors.map((f) => f.name),
+    (i) => `/body/riskFactors/${i}/name`,
+    "risk factor",
+  );
   if (s.entitlement) {
-    uniqueIds(problems, s.entitlement.map((e) => e.companyId), (i) => `/body/entitlement/${i}/companyId`, "company");
+    uniqueIds(
+      problems,
+      s.entitlement.map((e) => e.companyId),
+      (i) => `/body/entitlement/${i}/companyId`,
+      "company",
+    );
     const total = s.entitlement.reduce((a, e) => a + e.share, 0);
     if (total > 1 + SUM_TOLERANCE) problems.add("/body/entitlement", `shares sum to ${total}, more than 1`);
   }
@@ -81,7 +99,13 @@ function checkSegment(problems: Problems, s: SegmentAnalysis) {
 function checkProspectAnalysis(problems: Problems, pa: ProspectAnalysis) {
   uniqueIds(problems, pa.segmentAnalysisIds, (i) => `/body/segmentAnalysisIds/${i}`, "segment analysis");
   if (pa.licenseIds) uniqueIds(problems, pa.licenseIds, (i) => `/body/licenseIds/${i}`, "license");
-  pa.dependency.commonFactors && uniqueIds(problems, pa.dependency.commonFactors.map((f) => f.name), (i) => `/body/dependency/commonFactors/${i}/name`, "common factor");
+  pa.dependency.commonFactors &&
+    uniqueIds(
+      problems,
+      pa.dependency.commonFactors.map((f) => f.name),
+      (i) => `/body/dependency/commonFactors/${i}/name`,
+      "common factor",
+    );
 }
 
 function checkLicenseVersions(problems: Problems, versions: readonly LicenseVersion[], pointerOf: (i: number) => string) {
@@ -96,8 +120,18 @@ function checkLicenseVersions(problems: Problems, versions: readonly LicenseVers
     if (Math.abs(total - 1) > SUM_TOLERANCE) problems.add(`${at}/licensees`, `interests sum to ${total}, not 1`);
     const operators = v.licensees.filter((l) => l.isOperator).length;
     if (operators !== 1) problems.add(`${at}/licensees`, `needs exactly one operator (found ${operators})`);
-    uniqueIds(problems, v.licensees.map((l) => l.companyId), (k) => `${at}/licensees/${k}/companyId`, "licensee");
-    uniqueIds(problems, v.blocks.map((b) => b.blockId), (k) => `${at}/blocks/${k}/blockId`, "block");
+    uniqueIds(
+      problems,
+      v.licensees.map((l) => l.companyId),
+      (k) => `${at}/licensees/${k}/companyId`,
+      "licensee",
+    );
+    uniqueIds(
+      problems,
+      v.blocks.map((b) => b.blockId),
+      (k) => `${at}/blocks/${k}/blockId`,
+      "block",
+    );
     uniqueIds(problems, v.prospectIds, (k) => `${at}/prospectIds/${k}`, "prospect");
   });
   // Versions must not overlap in time: sort by validFrom, each must end (validTo) before the next starts.
@@ -105,12 +139,21 @@ function checkLicenseVersions(problems: Problems, versions: readonly LicenseVers
   for (let k = 1; k < order.length; k++) {
     const prev = order[k - 1]!;
     const next = order[k]!;
-    if (!prev.v.validTo || prev.v.validTo > next.v.validFrom) problems.add(`${pointerOf(next.i)}/validFrom`, `overlaps version ${prev.v.versionNumber} (valid ${prev.v.validFrom} to ${prev.v.validTo ?? "open"})`);
+    if (!prev.v.validTo || prev.v.validTo > next.v.validFrom)
+      problems.add(
+        `${pointerOf(next.i)}/validFrom`,
+        `overlaps version ${prev.v.versionNumber} (valid ${prev.v.validFrom} to ${prev.v.validTo ?? "open"})`,
+      );
   }
 }
 
 function checkLicense(problems: Problems, license: License) {
-  uniqueIds(problems, license.versions.map((v) => String(v.versionNumber)), (i) => `/body/versions/${i}/versionNumber`, "version number");
+  uniqueIds(
+    problems,
+    license.versions.map((v) => String(v.versionNumber)),
+    (i) => `/body/versions/${i}/versionNumber`,
+    "version number",
+  );
   checkLicenseVersions(problems, license.versions, (i) => `/body/versions/${i}`);
 }
 
@@ -127,23 +170,59 @@ export function checkMergedLicense(merged: readonly LicenseVersion[], bodyIndexO
 function checkFullCycle(problems: Problems, fc: FullCycleAnalysis) {
   const hasModel = fc.production !== undefined;
   const hasFlows = fc.cashFlows !== undefined;
-  if (hasModel === hasFlows) problems.add(hasModel ? "/body/cashFlows" : "/body/production", "give either a production model (production, costs) or explicit cashFlows, exactly one");
+  if (hasModel === hasFlows)
+    problems.add(
+      hasModel ? "/body/cashFlows" : "/body/production",
+      "give either a production model (production, costs) or explicit cashFlows, exactly one",
+    );
   if (hasModel && !fc.costs) problems.add("/body/costs", "is required with a production model");
   if (hasFlows && fc.costs) problems.add("/body/costs", "applies only to a production model");
   if (fc.assumptions.fiscal.type === "psc") {
-    if (fc.assumptions.fiscal.costRecoveryCeiling === undefined) problems.add("/body/assumptions/fiscal/costRecoveryCeiling", "is required for a psc");
-    if (fc.assumptions.fiscal.contractorProfitShare === undefined) problems.add("/body/assumptions/fiscal/contractorProfitShare", "is required for a psc");
+    if (fc.assumptions.fiscal.costRecoveryCeiling === undefined)
+      problems.add("/body/assumptions/fiscal/costRecoveryCeiling", "is required for a psc");
+    if (fc.assumptions.fiscal.contractorProfitShare === undefined)
+      problems.add("/body/assumptions/fiscal/contractorProfitShare", "is required for a psc");
   }
-  uniqueIds(problems, fc.assumptions.prices.map((p) => p.product), (i) => `/body/assumptions/prices/${i}/product`, "price of product");
-  fc.assumptions.prices.forEach((p, i) => uniqueIds(problems, p.series.map((s) => String(s.year)), (k) => `/body/assumptions/prices/${i}/series/${k}/year`, "year"));
-  if (hasModel && !fc.assumptions.prices.some((p) => p.product === (fc.production!.product ?? "oil"))) problems.add("/body/assumptions/prices", `needs a price for the produced product ${fc.production!.product ?? "oil"}`);
-  if (hasModel && fc.production!.gasOilRatio !== undefined && !fc.assumptions.prices.some((p) => p.product === "gas")) problems.add("/body/assumptions/prices", "needs a price for gas: production.gasOilRatio gives associated gas (price it 0 if it is not sold)");
-  if (fc.costs) uniqueIds(problems, fc.costs.capex.map((c) => String(c.year)), (i) => `/body/costs/capex/${i}/year`, "year");
+  uniqueIds(
+    problems,
+    fc.assumptions.prices.map((p) => p.product),
+    (i) => `/body/assumptions/prices/${i}/product`,
+    "price of product",
+  );
+  fc.assumptions.prices.forEach((p, i) =>
+    uniqueIds(
+      problems,
+      p.series.map((s) => String(s.year)),
+      (k) => `/body/assumptions/prices/${i}/series/${k}/year`,
+      "year",
+    ),
+  );
+  if (hasModel && !fc.assumptions.prices.some((p) => p.product === (fc.production!.product ?? "oil")))
+    problems.add("/body/assumptions/prices", `needs a price for the produced product ${fc.production!.product ?? "oil"}`);
+  if (hasModel && fc.production!.gasOilRatio !== undefined && !fc.assumptions.prices.some((p) => p.product === "gas"))
+    problems.add(
+      "/body/assumptions/prices",
+      "needs a price for gas: production.gasOilRatio gives associated gas (price it 0 if it is not sold)",
+    );
+  if (fc.costs)
+    uniqueIds(
+      problems,
+      fc.costs.capex.map((c) => String(c.year)),
+      (i) => `/body/costs/capex/${i}/year`,
+      "year",
+    );
   for (const level of ["project", "contractor", "workingInterest"] as const) {
     const rows = fc.cashFlows?.[level];
-    if (rows) uniqueIds(problems, rows.map((r) => String(r.year)), (i) => `/body/cashFlows/${level}/${i}/year`, "year");
+    if (rows)
+      uniqueIds(
+        problems,
+        rows.map((r) => String(r.year)),
+        (i) => `/body/cashFlows/${level}/${i}/year`,
+        "year",
+      );
   }
-  if (hasFlows && !fc.cashFlows!.project && !fc.cashFlows!.contractor && !fc.cashFlows!.workingInterest) problems.add("/body/cashFlows", "needs at least one level");
+  if (hasFlows && !fc.cashFlows!.project && !fc.cashFlows!.contractor && !fc.cashFlows!.workingInterest)
+    problems.add("/body/cashFlows", "needs at least one level");
 }
 
 function checkPolygon(problems: Problems, polygon: NonNullable<MultipleScenarioAnalysis["polygon"]>) {
@@ -155,7 +234,8 @@ function checkPolygon(problems: Problems, polygon: NonNullable<MultipleScenarioA
     geometry = polygon.geometry;
     at = `${base}/geometry`;
   } else {
-    if (polygon.geometry !== undefined || polygon.properties !== undefined) problems.add(`${base}/${polygon.geometry !== undefined ? "geometry" : "properties"}`, "only a Feature has this member");
+    if (polygon.geometry !== undefined || polygon.properties !== undefined)
+      problems.add(`${base}/${polygon.geometry !== undefined ? "geometry" : "properties"}`, "only a Feature has this member");
     geometry = { type: polygon.type, coordinates: polygon.coordinates };
   }
   const g = geometry as { type?: unknown; coordinates?: unknown } | null;
@@ -182,7 +262,12 @@ function shapeProblem(value: unknown, depth: number, pointer: string): FieldErro
 function checkScenarios(problems: Problems, m: MultipleScenarioAnalysis) {
   const total = m.scenarios.reduce((a, s) => a + s.probability, 0);
   if (Math.abs(total - 1) > SUM_TOLERANCE) problems.add("/body/scenarios", `probabilities sum to ${total}, not 1`);
-  uniqueIds(problems, m.scenarios.map((s) => s.scenarioId), (i) => `/body/scenarios/${i}/scenarioId`, "scenario");
+  uniqueIds(
+    problems,
+    m.scenarios.map((s) => s.scenarioId),
+    (i) => `/body/scenarios/${i}/scenarioId`,
+    "scenario",
+  );
   if (m.polygon) checkPolygon(problems, m.polygon);
 }
 

@@ -83,20 +83,36 @@ const DEFAULT_MAX_RETRY_MS = 10_000;
 const AFTER_DELETION_CHECK_MS = 250;
 const AFTER_DELETION_CHECKS = 40;
 
-export async function followBucket(kv: Pick<KV, "watch" | "status">, options: FollowOptions, onEntry: (entry: KvEntry) => void | Promise<void>, log: Logger): Promise<FollowedBucket> {
+export async function followBucket(
+  kv: Pick<KV, "watch" | "status">,
+  options: FollowOptions,
+  onEntry: (entry: KvEntry) => void | Promise<void>,
+  log: Logger,
+): Promise<FollowedBucket> {
   const key = options.key ?? ">";
   // The next revision to deliver; 0 = none known yet. "updates" starts after the bucket's last
   // message, so a watch re-opened before the first update still misses none.
   const status = (await kv.status()).streamInfo;
   let resumeAt = options.from === "updates" ? status.state.last_seq + 1 : 0;
   let created = status.created;
-  const open = () => kv.watch({ key, ...(resumeAt > 0 ? { resumeFromRevision: resumeAt } : options.from === "history" ? { include: KvWatchInclude.AllHistory } : {}) });
+  const open = () =>
+    kv.watch({
+      key,
+      ...(resumeAt > 0 ? { resumeFromRevision: resumeAt } : options.from === "history" ? { include: KvWatchInclude.AllHistory } : {}),
+    });
   /** The stream's creation time now; undefined while it cannot be told (no stream yet, JetStream away). */
-  const createdNow = () => kv.status().then((s) => s.streamInfo.created, () => undefined);
+  const createdNow = () =>
+    kv.status().then(
+      (s) => s.streamInfo.created,
+      () => undefined,
+    );
   const reopen = async () => {
     const now = await createdNow();
     if (now !== undefined && now !== created) {
-      log.warn({ follow: options.what, created: now, before: created, resumeAt }, `KV watch of ${options.what}: the bucket was deleted and made again; starting over from its beginning`);
+      log.warn(
+        { follow: options.what, created: now, before: created, resumeAt },
+        `KV watch of ${options.what}: the bucket was deleted and made again; starting over from its beginning`,
+      );
       created = now;
       resumeAt = 0;
       options.onRecreated?.(now);
@@ -114,7 +130,10 @@ export async function followBucket(kv: Pick<KV, "watch" | "status">, options: Fo
       try {
         await onEntry(entry);
       } catch (error) {
-        log.error({ err: error, follow: options.what, key: entry.key, revision: entry.revision }, "a KV entry could not be handled; skipped");
+        log.error(
+          { err: error, follow: options.what, key: entry.key, revision: entry.revision },
+          "a KV entry could not be handled; skipped",
+        );
       }
       resumeAt = entry.revision + 1;
     },
@@ -187,7 +206,10 @@ export async function consumeForever(
       try {
         await onMessage(msg);
       } catch (error) {
-        log.error({ err: error, consumer: options.what, subject: msg.subject, seq: msg.seq }, "a message could not be handled; it comes back after the ack wait");
+        log.error(
+          { err: error, consumer: options.what, subject: msg.subject, seq: msg.seq },
+          "a message could not be handled; it comes back after the ack wait",
+        );
       }
     },
     position: () => ({}),
@@ -267,7 +289,10 @@ function supervise<I extends AsyncIterable<E>, E>(loop: Supervised<I, E>): Super
       }
       current = undefined;
       if (stopped) return;
-      log.warn({ ...(thrown ? { err: thrown } : {}), ...loop.position() }, `${what} ended ${thrown ? "with an error" : "by itself (nats.js gave it up)"} while still needed; re-opening it`);
+      log.warn(
+        { ...(thrown ? { err: thrown } : {}), ...loop.position() },
+        `${what} ended ${thrown ? "with an error" : "by itself (nats.js gave it up)"} while still needed; re-opening it`,
+      );
       await pause(Math.min(maxRetryMs, retryMs * 2 ** failures++));
     }
   })();

@@ -30,7 +30,10 @@ export async function readVersioned<T>(kv: KV, key: string): Promise<Versioned<T
 /** nats-server's answers to a create/update whose expected revision no longer holds. */
 export function isWrongRevision(error: unknown): boolean {
   const text = String((error as Error)?.message ?? error);
-  return /wrong last sequence|key exists|10071|10164/i.test(text) || (error as { api_error?: { err_code?: number } })?.api_error?.err_code === 10071;
+  return (
+    /wrong last sequence|key exists|10071|10164/i.test(text) ||
+    (error as { api_error?: { err_code?: number } })?.api_error?.err_code === 10071
+  );
 }
 
 /**
@@ -111,7 +114,13 @@ export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEnt
  * last-per-subject delivery nats-server 2.9 reports nothing pending while keys rewritten during the
  * read still have their new messages to come (measured: keys missing).
  */
-function readPass(kv: Bucket, filter: string, headersOnly: boolean | undefined, startSeq: number, add: (entry: KvEntry) => void): Promise<number> {
+function readPass(
+  kv: Bucket,
+  filter: string,
+  headersOnly: boolean | undefined,
+  startSeq: number,
+  add: (entry: KvEntry) => void,
+): Promise<number> {
   return readStream(kv.js, kv.stream, { filter, startSeq, headersOnly }, (msg) => add(kvEntryOf(kv, msg)));
 }
 
@@ -122,7 +131,8 @@ function kvEntryOf(kv: Bucket, msg: JsMsg): KvEntry {
   const rawKey = msg.subject.slice(kv.prefixLen);
   const value = kv.codec.value.decode(msg.data);
   const size = msg.headers?.get("Nats-Msg-Size");
-  const operation = msg.headers?.get("Nats-Marker-Reason") === "MaxAge" ? "PURGE" : ((msg.headers?.get("KV-Operation") || "PUT") as KvEntry["operation"]);
+  const operation =
+    msg.headers?.get("Nats-Marker-Reason") === "MaxAge" ? "PURGE" : ((msg.headers?.get("KV-Operation") || "PUT") as KvEntry["operation"]);
   return {
     bucket: kv.bucket,
     key: kv.decodeKey(rawKey),

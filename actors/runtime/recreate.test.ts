@@ -3,7 +3,8 @@ import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@na
 import type { Kvm } from "@nats-io/kv";
 import { recreatingBucket } from "./recreate.ts";
 
-const streamNotFound = () => new JetStreamApiError({ code: 404, err_code: JetStreamApiCodes.StreamNotFound, description: "stream not found" });
+const streamNotFound = () =>
+  new JetStreamApiError({ code: 404, err_code: JetStreamApiCodes.StreamNotFound, description: "stream not found" });
 
 /** A JetStreamManager whose stream lookups answer, in turn, from `answers` ("gone" or "there"), then "there". */
 function jsmAnswering(answers: Array<"gone" | "there">) {

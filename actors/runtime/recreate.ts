@@ -53,7 +53,13 @@ export type RecreatingBucket = { guard: Guard; recreate(): Promise<unknown> };
  * own answer (`isOwn`: a conflict, a full queue) are thrown without a lookup; any other failure while
  * the stream is there (NATS away, a timeout) is thrown too.
  */
-export async function withStream<T>(jsm: JetStreamManager, stream: string, make: () => Promise<unknown>, op: () => Promise<T>, isOwn: (error: unknown) => boolean = () => false): Promise<T> {
+export async function withStream<T>(
+  jsm: JetStreamManager,
+  stream: string,
+  make: () => Promise<unknown>,
+  op: () => Promise<T>,
+  isOwn: (error: unknown) => boolean = () => false,
+): Promise<T> {
   try {
     return await op();
   } catch (error) {
@@ -75,7 +81,9 @@ export function recreateOnDeletion(nc: NatsConnection, buckets: Record<string, R
   return onStreamDeleted(nc, (stream) => {
     const bucket = stream.startsWith("KV_") ? stream.slice(3) : undefined;
     const recovery = bucket === undefined ? undefined : buckets[bucket];
-    recovery?.recreate().catch((err: unknown) => log?.warn({ err, bucket }, "a deleted bucket could not be made again yet; its next use tries again"));
+    recovery
+      ?.recreate()
+      .catch((err: unknown) => log?.warn({ err, bucket }, "a deleted bucket could not be made again yet; its next use tries again"));
   });
 }
 
@@ -136,7 +144,14 @@ export type RecreationHooks = { before?: () => Promise<unknown>; after?: () => P
  * opened at start keeps working on the new bucket: it names the stream, it holds nothing of it.
  * Concurrent re-creations share one.
  */
-export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string, options: Partial<KvOptions>, log?: Logger, hooks: RecreationHooks = {}): RecreatingBucket {
+export function recreatingBucket(
+  jsm: JetStreamManager,
+  kvm: Kvm,
+  bucket: string,
+  options: Partial<KvOptions>,
+  log?: Logger,
+  hooks: RecreationHooks = {},
+): RecreatingBucket {
   let pending: Promise<unknown> | undefined;
   /** Re-creations finished: an operation that failed while one ran is tried again, not thrown. */
   let generation = 0;
@@ -146,7 +161,11 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
       pending = pause(RECREATE_DELAY_MS)
         .then(hooks.before)
         // Another process making it at the same moment can fail this create ("subjects overlap"): made is made.
-        .then(() => kvm.create(bucket, options).catch(async (error: unknown) => { if (!(await streamInfoIfAny(jsm, `KV_${bucket}`).catch(() => undefined))) throw error; }))
+        .then(() =>
+          kvm.create(bucket, options).catch(async (error: unknown) => {
+            if (!(await streamInfoIfAny(jsm, `KV_${bucket}`).catch(() => undefined))) throw error;
+          }),
+        )
         .then(() => generation++)
         .finally(() => (pending = undefined));
       // Outside `pending`: `after` may use the bucket, whose guarded operations wait for `pending`.
@@ -161,7 +180,10 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
   /** One stream lookup at a time for the bucket, shared by the operations waiting on it; a failed lookup (NATS away) is "not gone". */
   const gone = () =>
     (probing ??= streamInfoIfAny(jsm, `KV_${bucket}`)
-      .then((info) => info === undefined, () => false)
+      .then(
+        (info) => info === undefined,
+        () => false,
+      )
       .finally(() => (probing = undefined)));
   return {
     recreate,
@@ -192,4 +214,3 @@ export function recreatingBucket(jsm: JetStreamManager, kvm: Kvm, bucket: string
     },
   };
 }
-

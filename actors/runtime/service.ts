@@ -87,7 +87,12 @@ const encoder = new TextEncoder();
  * Serves an actor. `release` frees what the actor holds beside its service (watchers, timers,
  * files): it runs once the service has stopped and answered what it held, or at once if serving fails.
  */
-export async function serveActor(nc: NatsConnection, spec: ActorSpec, options: RuntimeOptions, release?: () => void | Promise<void>): Promise<ServedActor> {
+export async function serveActor(
+  nc: NatsConnection,
+  spec: ActorSpec,
+  options: RuntimeOptions,
+  release?: () => void | Promise<void>,
+): Promise<ServedActor> {
   let served: ServedActor;
   try {
     served = await serve(nc, spec, options);
@@ -115,8 +120,14 @@ async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOption
     metadata: { actor: spec.name },
   });
   const limiter = new InFlightLimiter(options.concurrency, options.queue);
-  const refused = summarizedWarning(log, "refused a message not sent as a request to this endpoint (a JetStream delivery aimed at an actor subject)");
-  const shed = summarizedWarning(log, "overloaded: refused requests with 503 because the queue for a free slot is full (DERRICK_ACTOR_QUEUE, DERRICK_ACTOR_QUEUE_BYTES)");
+  const refused = summarizedWarning(
+    log,
+    "refused a message not sent as a request to this endpoint (a JetStream delivery aimed at an actor subject)",
+  );
+  const shed = summarizedWarning(
+    log,
+    "overloaded: refused requests with 503 because the queue for a free slot is full (DERRICK_ACTOR_QUEUE, DERRICK_ACTOR_QUEUE_BYTES)",
+  );
   for (const ep of spec.endpoints) {
     service.addEndpoint(ep.name, {
       subject: ep.subject,
@@ -131,7 +142,11 @@ async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOption
         if (limiter.run(() => handleMessage(msg, ep, log, nc), msg.data.length)) return;
         const { running, waiting, waitingBytes } = limiter.load;
         shed({ endpoint: ep.name, running, waiting, waitingBytes });
-        respondProblem(msg, unavailable(`the ${spec.name} actor is overloaded (${running} requests running, ${waiting} waiting); retry shortly`), readRequestMeta(msg).requestId);
+        respondProblem(
+          msg,
+          unavailable(`the ${spec.name} actor is overloaded (${running} requests running, ${waiting} waiting); retry shortly`),
+          readRequestMeta(msg).requestId,
+        );
       },
     });
   }
@@ -242,7 +257,8 @@ function chunkSize(maxPayload: number | undefined): number {
  * documented limits and may pass an external server's 1 MB max_payload.
  */
 function respondInChunks(msg: ServiceMsg, payload: Uint8Array, first: Map<string, string>, chunkBytes: number): void {
-  if (payload.length > MAX_REPLY_BYTES) throw new Error(`the reply is ${payload.length} bytes, over the ${MAX_REPLY_BYTES} a reply may take`);
+  if (payload.length > MAX_REPLY_BYTES)
+    throw new Error(`the reply is ${payload.length} bytes, over the ${MAX_REPLY_BYTES} a reply may take`);
   const count = Math.ceil(payload.length / chunkBytes);
   for (let i = 0; i < count; i++) {
     const h = i === 0 ? new Map(first) : new Map<string, string>();

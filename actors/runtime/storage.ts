@@ -42,7 +42,8 @@ export function streamOptions(policy: StoragePolicy): { num_replicas: number; al
 }
 
 /** Whether a JetStream API call failed because its stream does not exist. */
-export const isStreamNotFound = (error: unknown): boolean => error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
+export const isStreamNotFound = (error: unknown): boolean =>
+  error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
 
 /** A stream's info; undefined when there is no such stream. Any other failure throws. */
 export async function streamInfoIfAny(jsm: JetStreamManager, stream: string): Promise<StreamInfo | undefined> {

@@ -61,7 +61,12 @@ function replicationOf(js: JetStreamClient, stream: string): boolean | "asking" 
  * catching up: it does not stop at the count that matched, because a message removed while the read
  * runs (a rewritten KV key, a limit reached) is replaced by later ones.
  */
-export async function readStream(js: JetStreamClient, stream: string, options: StreamReadOptions, onMessage: (msg: JsMsg) => void): Promise<number> {
+export async function readStream(
+  js: JetStreamClient,
+  stream: string,
+  options: StreamReadOptions,
+  onMessage: (msg: JsMsg) => void,
+): Promise<number> {
   const startSeq = options.startSeq ?? 0;
   const consumer = await makeReadConsumer(js, stream, {
     filter_subjects: options.filter,
@@ -78,7 +83,10 @@ export async function readStream(js: JetStreamClient, stream: string, options: S
     let caughtUp = false;
     while (!caughtUp && received < limit) {
       let fetched = 0;
-      for await (const msg of await consumer.fetch({ max_messages: Math.min(limit - received, READ_FETCH_MAX), expires: READ_EXPIRES_MS })) {
+      for await (const msg of await consumer.fetch({
+        max_messages: Math.min(limit - received, READ_FETCH_MAX),
+        expires: READ_EXPIRES_MS,
+      })) {
         fetched++;
         received++;
         last = msg.seq;

@@ -74,7 +74,13 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
       const { following, restarts, skipped } = replica.health();
       return { following, appliedSeq: backend.appliedSeq(), restarts, skipped };
     },
-    status: () => ({ ...replica.health(), appliedSeq: backend.appliedSeq(), records: backend.recordCount(), indexFile: file, indexing: backend.indexing }),
+    status: () => ({
+      ...replica.health(),
+      appliedSeq: backend.appliedSeq(),
+      records: backend.recordCount(),
+      indexFile: file,
+      indexing: backend.indexing,
+    }),
   };
   const names = subjects.search;
   return serveActor(
@@ -84,8 +90,18 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
       description: "OSDU Search v2: Lucene queries, ranges, geo filters, aggregations and cursors over a local index of the RECORDS stream",
       endpoints: [
         endpoint({ name: "query", subject: names.query(), input: SearchQueryMessage, handler: (input, ctx) => query(input, ctx, deps) }),
-        endpoint({ name: "cursor-query", subject: names["cursor.query"](), input: SearchQueryMessage, handler: (input, ctx) => cursorQuery(input, ctx, deps) }),
-        endpoint({ name: "cursor-delete", subject: names["cursor.delete"](), input: CursorRef, handler: (input, ctx) => deleteCursor(input, ctx, deps) }),
+        endpoint({
+          name: "cursor-query",
+          subject: names["cursor.query"](),
+          input: SearchQueryMessage,
+          handler: (input, ctx) => cursorQuery(input, ctx, deps),
+        }),
+        endpoint({
+          name: "cursor-delete",
+          subject: names["cursor.delete"](),
+          input: CursorRef,
+          handler: (input, ctx) => deleteCursor(input, ctx, deps),
+        }),
         endpoint({ name: "info", subject: names.info(), handler: () => info(deps) }),
         endpoint({ name: "status", subject: names.status(), handler: () => status(deps) }),
         endpoint({ name: "health", subject: names.health(), handler: () => health(deps) }),

@@ -39,7 +39,10 @@ export class DecodePipeline {
   }
 
   /** A running decode worker, or why there is none. */
-  static async start(onDecoded: (batch: DecodedBatch) => void, module = new URL("./decoder.ts", import.meta.url)): Promise<DecodePipeline | string> {
+  static async start(
+    onDecoded: (batch: DecodedBatch) => void,
+    module = new URL("./decoder.ts", import.meta.url),
+  ): Promise<DecodePipeline | string> {
     let worker: Worker;
     try {
       worker = new Worker(module);
@@ -47,7 +50,8 @@ export class DecodePipeline {
       return String(error);
     }
     return new Promise((resolve) => {
-      worker.onmessage = (event: MessageEvent<DecodeReply>) => resolve(event.data.type === "ready" ? new DecodePipeline(worker, onDecoded) : "unexpected reply");
+      worker.onmessage = (event: MessageEvent<DecodeReply>) =>
+        resolve(event.data.type === "ready" ? new DecodePipeline(worker, onDecoded) : "unexpected reply");
       worker.onerror = (event) => {
         worker.terminate();
         resolve(event.message || "the decode worker did not start");
@@ -93,7 +97,9 @@ export class DecodePipeline {
 
   /** Settles once fewer than MAX_IN_FLIGHT batches are out (undefined when that is already so). */
   room(): Promise<void> | undefined {
-    return this.inFlight.length < MAX_IN_FLIGHT || this.failure !== undefined ? undefined : this.waitFor(() => this.inFlight.length < MAX_IN_FLIGHT);
+    return this.inFlight.length < MAX_IN_FLIGHT || this.failure !== undefined
+      ? undefined
+      : this.waitFor(() => this.inFlight.length < MAX_IN_FLIGHT);
   }
 
   /** Settles once every batch sent came back (or the worker failed). */

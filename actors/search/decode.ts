@@ -2,7 +2,14 @@
  * A RECORDS stream message as an index change (or why it cannot be one), with nothing of NATS but the
  * message's fields: used on the actor's thread and in the decode worker (decoder.ts).
  */
-import { RECORD_DELETE, RECORD_MAX_DEPTH, RECORD_OPERATION_HEADER, recordKey, tooDeepAt, type StoredRecord } from "../../subjects/search.ts";
+import {
+  RECORD_DELETE,
+  RECORD_MAX_DEPTH,
+  RECORD_OPERATION_HEADER,
+  recordKey,
+  tooDeepAt,
+  type StoredRecord,
+} from "../../subjects/search.ts";
 import type { RecordChange } from "./backend.ts";
 import { toIndexedDoc } from "./documents.ts";
 
@@ -10,7 +17,13 @@ const decoder = new TextDecoder();
 
 export const errorText = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
-export type StreamMsg = { subject: string; data: Uint8Array; headers?: { get(name: string): string } | undefined; seq: number; timestampMs?: number };
+export type StreamMsg = {
+  subject: string;
+  data: Uint8Array;
+  headers?: { get(name: string): string } | undefined;
+  seq: number;
+  timestampMs?: number;
+};
 
 /** A stream message as it crosses threads: its delete header as a flag. */
 export type RawMessage = { subject: string; data: Uint8Array; deleted: boolean; seq: number; timestampMs?: number };
@@ -67,4 +80,3 @@ export function decodeRaw(msg: RawMessage): RecordChange | { op: "skip"; reason:
     return { op: "skip", reason: `cannot be indexed: ${errorText(error)}` };
   }
 }
-

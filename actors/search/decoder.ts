@@ -14,7 +14,15 @@ import type { LookupPart } from "./lookup.ts";
 
 declare const self: Worker;
 
-export type DecodeRequest = { type: "decode"; subjects: string[]; seqs: number[]; deleted: boolean[]; timestamps: number[]; ends: number[]; bytes: Uint8Array };
+export type DecodeRequest = {
+  type: "decode";
+  subjects: string[];
+  seqs: number[];
+  deleted: boolean[];
+  timestamps: number[];
+  ends: number[];
+  bytes: Uint8Array;
+};
 export type DecodedChange = RecordChange | { op: "skip"; reason: string };
 /**
  * The changes as the JSON of a DecodedChange[] (cheaper on both sides than structured clone of their
@@ -34,7 +42,13 @@ self.onmessage = (event: MessageEvent<{ type: "ping" } | DecodeRequest>) => {
   let start = 0;
   for (let i = 0; i < request.seqs.length; i++) {
     const end = request.ends[i]!;
-    const change = decodeRaw({ subject: request.subjects[i]!, data: request.bytes.subarray(start, end), deleted: request.deleted[i]!, seq: request.seqs[i]!, timestampMs: request.timestamps[i]! });
+    const change = decodeRaw({
+      subject: request.subjects[i]!,
+      data: request.bytes.subarray(start, end),
+      deleted: request.deleted[i]!,
+      seq: request.seqs[i]!,
+      timestampMs: request.timestamps[i]!,
+    });
     start = end;
     if (change.op !== "upsert") {
       changes[i] = change;
@@ -49,5 +63,10 @@ self.onmessage = (event: MessageEvent<{ type: "ping" } | DecodeRequest>) => {
       changes[i] = { op: "skip", reason: `cannot be indexed: ${errorText(error)}` };
     }
   }
-  postMessage({ type: "decoded", changes: JSON.stringify(changes), docs, parts: { json: JSON.stringify(parts), paths: table.paths } } satisfies DecodeReply);
+  postMessage({
+    type: "decoded",
+    changes: JSON.stringify(changes),
+    docs,
+    parts: { json: JSON.stringify(parts), paths: table.paths },
+  } satisfies DecodeReply);
 };

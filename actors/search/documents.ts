@@ -42,7 +42,13 @@ const ASCII = /^[\x00-\x7f]*$/;
 export function tokenize(text: string): string[] {
   // ASCII text (most values) needs no Unicode normalization: same tokens, several times faster.
   if (ASCII.test(text)) return text.toLowerCase().match(/[a-z0-9_]+/g) ?? [];
-  return text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
+  return (
+    text
+      .normalize("NFD")
+      .replace(/\p{M}/gu, "")
+      .toLowerCase()
+      .match(/[\p{L}\p{N}_]+/gu) ?? []
+  );
 }
 
 /**
@@ -154,7 +160,12 @@ export function toIndexedDoc(partition: string, key: string, record: StoredRecor
     switch (typeof value) {
       case "string": {
         const { tokens, date } = analyzed(value);
-        leaves.push({ path, t: date !== undefined ? LeafType.date : LeafType.string, str: value.length <= KEYWORD_MAX ? value : null, num: date ?? null });
+        leaves.push({
+          path,
+          t: date !== undefined ? LeafType.date : LeafType.string,
+          str: value.length <= KEYWORD_MAX ? value : null,
+          num: date ?? null,
+        });
         fieldText.push({ path, tokens, searchable });
         return;
       }
@@ -186,7 +197,8 @@ export function toIndexedDoc(partition: string, key: string, record: StoredRecor
   }
   // ACL entries are keyword values (`acl.viewers:"data.x.viewers@…"`), never text or dates.
   for (const role of ["viewers", "owners"] as const) {
-    for (const group of (record.acl?.[role] ?? []).map(String)) leaves.push({ path: `acl.${role}`, t: LeafType.string, str: group.length <= KEYWORD_MAX ? group : null, num: null });
+    for (const group of (record.acl?.[role] ?? []).map(String))
+      leaves.push({ path: `acl.${role}`, t: LeafType.string, str: group.length <= KEYWORD_MAX ? group : null, num: null });
   }
   const out: IndexedDoc["shapes"] = [];
   for (const [path, shape] of shapes) {

@@ -13,13 +13,16 @@ import { lookupFileOf } from "./lookup.ts";
 import { SqliteBackend } from "./sqlite.ts";
 import { testRecord as record, testRequest } from "./testing.ts";
 
-
 const request = testRequest;
 
 /** An upsert of test record `i` (key `k<i>`) with these data fields ({N: i} by default). */
-const upsert = (i: number, data: Record<string, unknown> = { N: i }) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, data)) });
+const upsert = (i: number, data: Record<string, unknown> = { N: i }) => ({
+  op: "upsert" as const,
+  doc: toIndexedDoc("opendes", `k${i}`, record(i, data)),
+});
 /** Upserts of records from, from + 1, …, each with `data(i)` ({N: i} by default). */
-const upserts = (from: number, n: number, data?: (i: number) => Record<string, unknown>) => Array.from({ length: n }, (_, j) => upsert(from + j, data?.(from + j)));
+const upserts = (from: number, n: number, data?: (i: number) => Record<string, unknown>) =>
+  Array.from({ length: n }, (_, j) => upsert(from + j, data?.(from + j)));
 
 /** An index file in a directory of its own, and the removal of both. */
 function tempIndex(prefix: string): { file: string; remove: () => void } {
@@ -60,8 +63,24 @@ describe("search engine pieces", () => {
     const up = (i: number, words: string) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { Name: words })) });
     backend.apply([up(1, "alpha one"), up(2, "beta two")], 1);
     // In one batch: 1 (indexed before) updated twice, 3 new and updated, 4 new and deleted, 2 deleted and written again.
-    backend.apply([up(1, "gamma"), up(1, "delta"), up(3, "epsilon"), up(3, "zeta"), up(4, "eta"), { op: "delete", partition: "opendes", key: "k4" }, { op: "delete", partition: "opendes", key: "k2" }, up(2, "theta")], 2);
-    const ids = (q: string) => backend.search(request({ query: parseQuery(q), access: { all: true } })).hits.map((h) => h.doc.id).sort();
+    backend.apply(
+      [
+        up(1, "gamma"),
+        up(1, "delta"),
+        up(3, "epsilon"),
+        up(3, "zeta"),
+        up(4, "eta"),
+        { op: "delete", partition: "opendes", key: "k4" },
+        { op: "delete", partition: "opendes", key: "k2" },
+        up(2, "theta"),
+      ],
+      2,
+    );
+    const ids = (q: string) =>
+      backend
+        .search(request({ query: parseQuery(q), access: { all: true } }))
+        .hits.map((h) => h.doc.id)
+        .sort();
     expect(ids("alpha")).toEqual([]);
     expect(ids("gamma")).toEqual([]);
     expect(ids("delta")).toEqual(["opendes:well:1"]);
@@ -87,7 +106,11 @@ describe("search engine pieces", () => {
       3,
     );
     const all = { access: { all: true } } as const;
-    const ids = (q: string) => backend.search(request({ query: parseQuery(q), ...all })).hits.map((h) => h.doc.id).sort();
+    const ids = (q: string) =>
+      backend
+        .search(request({ query: parseQuery(q), ...all }))
+        .hits.map((h) => h.doc.id)
+        .sort();
     expect(ids("_exists_:data.Loc")).toEqual(["opendes:well:1"]); // not data.Locx; data.Loc. is the child "" of nothing here
     expect(ids("_exists_:data.Loc.y")).toEqual(["opendes:well:1"]);
     expect(ids("_exists_:data.Other")).toEqual([]);
@@ -98,7 +121,11 @@ describe("search engine pieces", () => {
     expect(ids("al*h*")).toEqual(["opendes:well:1", "opendes:well:2"]);
     expect(ids("w*ll")).toEqual([]); // the id and kind are not free text
     expect(ids("q*")).toEqual(["opendes:well:2"]);
-    expect(backend.search(request({ ...all, sort: [{ field: "data.N", order: "asc" }] })).hits.map((h) => h.doc.id)).toEqual(["opendes:well:2", "opendes:well:3", "opendes:well:1"]);
+    expect(backend.search(request({ ...all, sort: [{ field: "data.N", order: "asc" }] })).hits.map((h) => h.doc.id)).toEqual([
+      "opendes:well:2",
+      "opendes:well:3",
+      "opendes:well:1",
+    ]);
     expect(backend.search(request({ ...all, sort: [{ field: "data.Nope", order: "asc" }] })).hits).toHaveLength(3);
     expect(backend.search(request({ ...all, aggregateBy: "data.Name" })).aggregations).toEqual([
       { key: "alpha", count: 1 },
@@ -123,7 +150,10 @@ describe("search engine pieces", () => {
     const { file, remove } = tempIndex("derrick-engine-indexing");
     const indexes = () => {
       const db = new Database(lookupFileOf(file), { readonly: true });
-      const names = db.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'vals_%'").all().map((r) => r.name);
+      const names = db
+        .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'vals_%'")
+        .all()
+        .map((r) => r.name);
       db.close();
       return names.sort();
     };
@@ -166,7 +196,11 @@ describe("search engine pieces", () => {
   it("engine - when the index builder worker cannot run, the indexes are built on this thread and a warning says so", async () => {
     const { file, remove } = tempIndex("derrick-engine-indexing-fallback");
     const warnings: string[] = [];
-    const backend = new SqliteBackend({ file, onWarning: (m) => warnings.push(m), indexBuilder: new URL("./no-such-builder.ts", import.meta.url) });
+    const backend = new SqliteBackend({
+      file,
+      onWarning: (m) => warnings.push(m),
+      indexBuilder: new URL("./no-such-builder.ts", import.meta.url),
+    });
     await backend.reset("stream-1");
     await backend.bulkLoad(true);
     backend.apply(upserts(0, 100), 100);
@@ -174,7 +208,11 @@ describe("search engine pieces", () => {
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/writing the lookup file and building its indexes on the query thread/);
     const db = new Database(lookupFileOf(file), { readonly: true });
-    expect(db.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND name IN ('vals_str', 'vals_num')").get()!.n).toBe(2);
+    expect(
+      db
+        .query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND name IN ('vals_str', 'vals_num')")
+        .get()!.n,
+    ).toBe(2);
     db.close();
     backend.close();
     remove();
@@ -198,7 +236,7 @@ describe("search engine pieces", () => {
 
   it("engine - a file whose bulk load never finished is emptied on open (rebuilt from the stream); a finished one is kept", async () => {
     const { file, remove } = tempIndex("derrick-engine-bulk");
-        let backend = new SqliteBackend({ file });
+    let backend = new SqliteBackend({ file });
     await backend.reset("stream-1");
     backend.apply(upserts(0, 20), 20);
     await backend.bulkLoad(true);
@@ -275,7 +313,10 @@ describe("search engine pieces", () => {
 
   it("engine - a lookup writer that fails a batch stops the load: the next apply throws and the index asks to be rebuilt; reset empties both files", async () => {
     const { file, remove } = tempIndex("derrick-engine-writer-fails");
-    const backend = new SqliteBackend({ file, indexBuilder: new URL("../../test/search/fixtures/failing-index-builder.ts", import.meta.url) });
+    const backend = new SqliteBackend({
+      file,
+      indexBuilder: new URL("../../test/search/fixtures/failing-index-builder.ts", import.meta.url),
+    });
     await backend.reset("stream-1");
     await backend.bulkLoad(true);
     const batch = (from: number) => upserts(from, 10, (i) => ({ N: i - from }));
@@ -295,16 +336,33 @@ describe("search engine pieces", () => {
     let backend = new SqliteBackend({ file });
     const words = ["alpha", "beta", "gamma", "delta"];
     const doc = (i: number, v: number) => {
-      const r = record(i, { Text: Array.from({ length: 1 + ((i * 7 + v) % 9) }, (_, j) => words[(i + j * v) % words.length]).join(" "), Name: `n${i % 5}`, N: i });
+      const r = record(i, {
+        Text: Array.from({ length: 1 + ((i * 7 + v) % 9) }, (_, j) => words[(i + j * v) % words.length]).join(" "),
+        Name: `n${i % 5}`,
+        N: i,
+      });
       if (i % 3 === 0) r.acl = { viewers: ["data.b.viewers@opendes.example.com"], owners: ["data.b.owners@opendes.example.com"] };
       if (i % 4 === 0) r.kind = "osdu:wks:master-data--Other:1.0.0";
       return toIndexedDoc("opendes", `k${i}`, r);
     };
-    backend.apply(Array.from({ length: 60 }, (_, i) => ({ op: "upsert" as const, doc: doc(i, 1) })), 60);
-    backend.apply([...Array.from({ length: 10 }, (_, i) => ({ op: "upsert" as const, doc: doc(i * 3, 2) })), { op: "delete", partition: "opendes", key: "k7" }], 71);
+    backend.apply(
+      Array.from({ length: 60 }, (_, i) => ({ op: "upsert" as const, doc: doc(i, 1) })),
+      60,
+    );
+    backend.apply(
+      [
+        ...Array.from({ length: 10 }, (_, i) => ({ op: "upsert" as const, doc: doc(i * 3, 2) })),
+        { op: "delete", partition: "opendes", key: "k7" },
+      ],
+      71,
+    );
     const compare = (b: SqliteBackend) => {
       for (const query of ["alpha", "gamma", "delta AND data.N:[5 TO 40]", "beta AND NOT data.Name:n1"]) {
-        for (const access of [{ all: true } as const, { all: false, groups: ["data.a.viewers"], asOwner: false }, { all: false, groups: ["data.b.owners"], asOwner: true }]) {
+        for (const access of [
+          { all: true } as const,
+          { all: false, groups: ["data.a.viewers"], asOwner: false },
+          { all: false, groups: ["data.b.owners"], asOwner: true },
+        ]) {
           for (const kinds of [["*:*:*:*"], ["osdu:wks:master-data--well:1.0.0"]]) {
             const fast = b.search(request({ query: parseQuery(query), access, kinds, limit: 100 }));
             // An aggregation takes the SQL path, ranked by FTS5's own bm25().
@@ -328,9 +386,17 @@ describe("search engine pieces", () => {
 
   it("engine - points found by spatial filters follow updates and deletes, and survive a reopen", () => {
     const { file, remove } = tempIndex("derrick-engine");
-    const at = (i: number, lon: number, lat: number) => ({ op: "upsert" as const, doc: toIndexedDoc("opendes", `k${i}`, record(i, { Location: { latitude: lat, longitude: lon } })) });
-    const box = (west: number, south: number) => ({ field: "data.Location", relation: "within" as const, area: { type: "box" as const, box: { minX: west, maxX: west + 1, minY: south, maxY: south + 1 } } });
-    const ids = (b: SqliteBackend, west: number, south: number) => b.search(request({ spatial: box(west, south), limit: 100 })).hits.map((h) => h.doc.id);
+    const at = (i: number, lon: number, lat: number) => ({
+      op: "upsert" as const,
+      doc: toIndexedDoc("opendes", `k${i}`, record(i, { Location: { latitude: lat, longitude: lon } })),
+    });
+    const box = (west: number, south: number) => ({
+      field: "data.Location",
+      relation: "within" as const,
+      area: { type: "box" as const, box: { minX: west, maxX: west + 1, minY: south, maxY: south + 1 } },
+    });
+    const ids = (b: SqliteBackend, west: number, south: number) =>
+      b.search(request({ spatial: box(west, south), limit: 100 })).hits.map((h) => h.doc.id);
     let backend = new SqliteBackend({ file });
     backend.apply([at(1, 0.5, 0.5), at(2, 0.2, 0.8), at(3, 5.5, 5.5)], 3);
     expect(ids(backend, 0, 0)).toEqual(["opendes:well:1", "opendes:well:2"]);
@@ -340,7 +406,9 @@ describe("search engine pieces", () => {
     backend.close();
     backend = new SqliteBackend({ file });
     expect(ids(backend, 5, 5)).toEqual(["opendes:well:2", "opendes:well:3"]);
-    expect(backend.search(request({ spatial: box(5, 5), access: { all: false, groups: ["data.b.viewers"], asOwner: false } })).total).toBe(0);
+    expect(backend.search(request({ spatial: box(5, 5), access: { all: false, groups: ["data.b.viewers"], asOwner: false } })).total).toBe(
+      0,
+    );
     // Back and forth between cells: listed once, found where it is now.
     backend.apply([at(2, 0.3, 0.3)], 6);
     backend.apply([at(2, 5.3, 5.3)], 7);
@@ -355,7 +423,19 @@ describe("search engine pieces", () => {
     const b = new SqliteBackend({ file: ":memory:" });
     b.apply(
       [
-        { op: "upsert", doc: toIndexedDoc("opendes", "k1", record(1, { Items: [{ code: "b", flag: 1 }, { code: "B", flag: 2 }] })) },
+        {
+          op: "upsert",
+          doc: toIndexedDoc(
+            "opendes",
+            "k1",
+            record(1, {
+              Items: [
+                { code: "b", flag: 1 },
+                { code: "B", flag: 2 },
+              ],
+            }),
+          ),
+        },
         { op: "upsert", doc: toIndexedDoc("opendes", "k2", record(2, { Items: [{ code: "x", n: 10 }] })) },
       ],
       1,
@@ -385,26 +465,89 @@ describe("search engine pieces", () => {
   });
 
   it("engine - WITHIN a concave polygon fails when an edge leaves it although every vertex is inside", () => {
-    const u = [[[0, 0], [3, 0], [3, 3], [2, 3], [2, 1], [1, 1], [1, 3], [0, 3], [0, 0]]] as Array<Array<[number, number]>>;
-    const line: Shape = { points: [], lines: [[[0.5, 2], [2.5, 2]]], polygons: [] };
+    const u = [
+      [
+        [0, 0],
+        [3, 0],
+        [3, 3],
+        [2, 3],
+        [2, 1],
+        [1, 1],
+        [1, 3],
+        [0, 3],
+        [0, 0],
+      ],
+    ] as Array<Array<[number, number]>>;
+    const line: Shape = {
+      points: [],
+      lines: [
+        [
+          [0.5, 2],
+          [2.5, 2],
+        ],
+      ],
+      polygons: [],
+    };
     expect(within(line, { type: "polygon", polygon: u })).toBe(false);
-    const inside: Shape = { points: [], lines: [[[0.5, 0.5], [2.5, 0.5]]], polygons: [] };
+    const inside: Shape = {
+      points: [],
+      lines: [
+        [
+          [0.5, 0.5],
+          [2.5, 0.5],
+        ],
+      ],
+      polygons: [],
+    };
     expect(within(inside, { type: "polygon", polygon: u })).toBe(true);
-    const square = [[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]] as Array<Array<[number, number]>>;
-    expect(intersects({ points: [], lines: [], polygons: [[[[0.5, 0.5], [2, 0.5], [2, 2], [0.5, 2], [0.5, 0.5]]]] }, [square])).toBe(true);
+    const square = [
+      [
+        [0, 0],
+        [1, 0],
+        [1, 1],
+        [0, 1],
+        [0, 0],
+      ],
+    ] as Array<Array<[number, number]>>;
+    expect(
+      intersects(
+        {
+          points: [],
+          lines: [],
+          polygons: [
+            [
+              [
+                [0.5, 0.5],
+                [2, 0.5],
+                [2, 2],
+                [0.5, 2],
+                [0.5, 0.5],
+              ],
+            ],
+          ],
+        },
+        [square],
+      ),
+    ).toBe(true);
     expect(intersects({ points: [[5, 5]], lines: [], polygons: [] }, [square])).toBe(false);
   });
 
   it("engine - stream messages: a tombstone deletes; a key that is not the id's SHA-1 is skipped", () => {
     const id = "opendes:well:1";
-    const data = new TextEncoder().encode(JSON.stringify({ id, kind: "osdu:wks:w:1.0.0", acl: { viewers: ["a"], owners: ["a"] }, data: {} }));
+    const data = new TextEncoder().encode(
+      JSON.stringify({ id, kind: "osdu:wks:w:1.0.0", acl: { viewers: ["a"], owners: ["a"] }, data: {} }),
+    );
     const good = changeOf({ subject: `derrick.records.opendes.${recordKey(id)}`, data, headers: undefined, seq: 7 });
     expect(good).toMatchObject({ op: "upsert", doc: { id, key: recordKey(id), doc: { version: 7 } } });
     expect(changeOf({ subject: "derrick.records.opendes.abc", data, headers: undefined, seq: 8 })).toBeUndefined();
     expect(changeOf({ subject: `derrick.records.other.${recordKey(id)}`, data, headers: undefined, seq: 9 })).toBeUndefined();
     const h = natsHeaders();
     h.set("Derrick-Record-Operation", "delete");
-    expect(changeOf({ subject: "derrick.records.opendes.abc", data: new Uint8Array(0), headers: h, seq: 10 })).toEqual({ op: "delete", partition: "opendes", key: "abc" });
+    expect(changeOf({ subject: "derrick.records.opendes.abc", data: new Uint8Array(0), headers: h, seq: 10 })).toEqual({
+      op: "delete",
+      partition: "opendes",
+      key: "abc",
+    });
   });
 
   it("engine - stream messages that cannot be indexed are skipped with their reason, never thrown", () => {
@@ -412,9 +555,16 @@ describe("search engine pieces", () => {
     const subject = `derrick.records.opendes.${recordKey(id)}`;
     const raw = (text: string) => ({ subject, data: new TextEncoder().encode(text), headers: undefined, seq: 11 });
     const acl = JSON.stringify({ viewers: ["a"], owners: ["a"] });
-    const nested = (levels: number) => raw(`{"id":"${id}","kind":"osdu:wks:w:1.0.0","acl":${acl},"data":{"x":${"[".repeat(levels)}${"]".repeat(levels)}}}`);
-    expect(decodeChange(raw(`{"id":"${id}","kind":"osdu:wks:w:1.0.0","acl":{"viewers":[1],"owners":["a"]},"data":{}}`))).toEqual({ op: "skip", reason: "acl.viewers and acl.owners are required, as arrays of strings" });
-    expect(decodeChange(nested(30_000))).toEqual({ op: "skip", reason: expect.stringMatching(/^nests objects and arrays more than 64 levels deep \(at \/data\/x(\/0)+\)$/) });
+    const nested = (levels: number) =>
+      raw(`{"id":"${id}","kind":"osdu:wks:w:1.0.0","acl":${acl},"data":{"x":${"[".repeat(levels)}${"]".repeat(levels)}}}`);
+    expect(decodeChange(raw(`{"id":"${id}","kind":"osdu:wks:w:1.0.0","acl":{"viewers":[1],"owners":["a"]},"data":{}}`))).toEqual({
+      op: "skip",
+      reason: "acl.viewers and acl.owners are required, as arrays of strings",
+    });
+    expect(decodeChange(nested(30_000))).toEqual({
+      op: "skip",
+      reason: expect.stringMatching(/^nests objects and arrays more than 64 levels deep \(at \/data\/x(\/0)+\)$/),
+    });
     expect(decodeChange(nested(62))).toMatchObject({ op: "upsert" }); // 64 levels: the record, data, 62 arrays
     expect(decodeChange(nested(63))).toMatchObject({ op: "skip" });
     expect(decodeChange(raw("[1]"))).toEqual({ op: "skip", reason: "not an object" });

@@ -23,7 +23,10 @@ export function typedTerm(node: TermNode): { number?: number; dates?: Required<B
   const number = parseNumber(value);
   // At least a full day, as record values are detected as dates: `2017` stays a number and a word.
   const lower = parseDate(value, { minimal: "day" });
-  return { ...(number !== undefined ? { number } : {}), ...(lower !== undefined ? { dates: { lower, upper: parseDate(value, { minimal: "day", roundUp: true })! } } : {}) };
+  return {
+    ...(number !== undefined ? { number } : {}),
+    ...(lower !== undefined ? { dates: { lower, upper: parseDate(value, { minimal: "day", roundUp: true })! } } : {}),
+  };
 }
 
 /**
@@ -37,9 +40,19 @@ export function typedBounds(node: RangeNode, now = Date.now()): { numbers?: Boun
   const lowerDate = node.lower === undefined ? undefined : parseDateBound(node.lower, { roundUp: !node.includeLower, now });
   const upperDate = node.upper === undefined ? undefined : parseDateBound(node.upper, { roundUp: node.includeUpper, now });
   const dated = (node.lower === undefined || lowerDate !== undefined) && (node.upper === undefined || upperDate !== undefined);
-  const bounds = (lower: number | undefined, upper: number | undefined): Bounds => ({ ...(lower !== undefined ? { lower } : {}), ...(upper !== undefined ? { upper } : {}) });
+  const bounds = (lower: number | undefined, upper: number | undefined): Bounds => ({
+    ...(lower !== undefined ? { lower } : {}),
+    ...(upper !== undefined ? { upper } : {}),
+  });
   return {
-    ...(numeric ? { numbers: bounds(node.lower === undefined ? undefined : Number(node.lower), node.upper === undefined ? undefined : Number(node.upper)) } : {}),
+    ...(numeric
+      ? {
+          numbers: bounds(
+            node.lower === undefined ? undefined : Number(node.lower),
+            node.upper === undefined ? undefined : Number(node.upper),
+          ),
+        }
+      : {}),
     ...(dated ? { dates: bounds(lowerDate, upperDate) } : {}),
   };
 }
@@ -113,7 +126,9 @@ function termMatches(node: TermNode, values: unknown[], exact: "no" | "case" | "
   const strings = scalars.map(String);
   if (exact !== "no") {
     if (node.kind === "prefix" || node.kind === "wildcard") {
-      const matches = compileGlob(node.kind === "prefix" ? `${node.value.replace(/[\\*?]/g, "\\$&")}*` : node.value, { ignoreCase: exact === "lower" });
+      const matches = compileGlob(node.kind === "prefix" ? `${node.value.replace(/[\\*?]/g, "\\$&")}*` : node.value, {
+        ignoreCase: exact === "lower",
+      });
       return strings.some(matches);
     }
     if (node.value === "null" && node.kind === "word") return values.some((v) => v === null);
@@ -149,7 +164,14 @@ function rangeMatches(node: RangeNode, values: unknown[], exact: "no" | "case" |
   const lower = node.lower === undefined ? undefined : norm(node.lower);
   const upper = node.upper === undefined ? undefined : norm(node.upper);
   return values.some((v) => {
-    const text = typeof v === "string" ? (v.length <= KEYWORD_MAX ? v : undefined) : exact !== "no" && (typeof v === "number" || typeof v === "boolean") ? String(v) : undefined;
+    const text =
+      typeof v === "string"
+        ? v.length <= KEYWORD_MAX
+          ? v
+          : undefined
+        : exact !== "no" && (typeof v === "number" || typeof v === "boolean")
+          ? String(v)
+          : undefined;
     if (text === undefined) return false;
     const x = norm(text);
     if (lower !== undefined && (node.includeLower ? compareCodePoints(x, lower) < 0 : compareCodePoints(x, lower) <= 0)) return false;

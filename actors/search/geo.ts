@@ -11,7 +11,17 @@ export type Position = [number, number];
 export type Shape = { points: Position[]; lines: Position[][]; polygons: Position[][][] };
 export type BBox = { minX: number; minY: number; maxX: number; maxY: number };
 
-const GEOJSON_TYPES = new Set(["Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection", "Feature", "FeatureCollection"]);
+const GEOJSON_TYPES = new Set([
+  "Point",
+  "MultiPoint",
+  "LineString",
+  "MultiLineString",
+  "Polygon",
+  "MultiPolygon",
+  "GeometryCollection",
+  "Feature",
+  "FeatureCollection",
+]);
 
 export const emptyShape = (): Shape => ({ points: [], lines: [], polygons: [] });
 export const isEmpty = (s: Shape) => s.points.length + s.lines.length + s.polygons.length === 0;
@@ -23,7 +33,12 @@ const isPos = (v: unknown): v is Position => Array.isArray(v) && v.length >= 2 &
 export function isGeometry(value: unknown): boolean {
   if (!value || typeof value !== "object" || Array.isArray(value)) return false;
   const o = value as Record<string, unknown>;
-  if (typeof o.type === "string" && GEOJSON_TYPES.has(o.type) && ("coordinates" in o || "geometries" in o || "features" in o || "geometry" in o)) return true;
+  if (
+    typeof o.type === "string" &&
+    GEOJSON_TYPES.has(o.type) &&
+    ("coordinates" in o || "geometries" in o || "features" in o || "geometry" in o)
+  )
+    return true;
   return (isNum(o.latitude) && isNum(o.longitude)) || (isNum(o.lat) && isNum(o.lon));
 }
 
@@ -48,7 +63,8 @@ export function collectShape(value: unknown, into: Shape): void {
       if (Array.isArray(c)) for (const l of c) if (Array.isArray(l) && l.every(isPos)) into.lines.push(l.map((p) => [p[0], p[1]]));
       break;
     case "Polygon":
-      if (Array.isArray(c) && c.every((r) => Array.isArray(r) && r.every(isPos))) into.polygons.push((c as Position[][]).map((r) => r.map((p) => [p[0], p[1]] as Position)));
+      if (Array.isArray(c) && c.every((r) => Array.isArray(r) && r.every(isPos)))
+        into.polygons.push((c as Position[][]).map((r) => r.map((p) => [p[0], p[1]] as Position)));
       break;
     case "MultiPolygon":
       if (Array.isArray(c)) for (const poly of c) collectShape({ type: "Polygon", coordinates: poly }, into);
@@ -134,7 +150,13 @@ function onRingBoundary(p: Position, ring: Position[]): boolean {
 const cross = (o: Position, a: Position, b: Position) => (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
 
 function onSegment(p: Position, a: Position, b: Position): boolean {
-  return Math.abs(cross(a, b, p)) < 1e-12 && Math.min(a[0], b[0]) - 1e-12 <= p[0] && p[0] <= Math.max(a[0], b[0]) + 1e-12 && Math.min(a[1], b[1]) - 1e-12 <= p[1] && p[1] <= Math.max(a[1], b[1]) + 1e-12;
+  return (
+    Math.abs(cross(a, b, p)) < 1e-12 &&
+    Math.min(a[0], b[0]) - 1e-12 <= p[0] &&
+    p[0] <= Math.max(a[0], b[0]) + 1e-12 &&
+    Math.min(a[1], b[1]) - 1e-12 <= p[1] &&
+    p[1] <= Math.max(a[1], b[1]) + 1e-12
+  );
 }
 
 /** Proper crossing (touching endpoints do not count: a shape sharing a border is still within). */
@@ -189,14 +211,24 @@ export type Spend = (units: number) => void;
 const free: Spend = () => {};
 
 /** A query polygon prepared once for every candidate: its rings with their boxes, its edges, its size. */
-export type PreparedPolygon = { rings: Array<{ ring: Position[]; box: BBox }>; box: BBox; edges: Array<[Position, Position]>; vertices: Position[] };
+export type PreparedPolygon = {
+  rings: Array<{ ring: Position[]; box: BBox }>;
+  box: BBox;
+  edges: Array<[Position, Position]>;
+  vertices: Position[];
+};
 /** A WITHIN area prepared once per query. */
-export type PreparedArea = { type: "box"; box: BBox } | { type: "circle"; center: Position; radiusM: number } | { type: "polygon"; polygon: PreparedPolygon };
+export type PreparedArea =
+  | { type: "box"; box: BBox }
+  | { type: "circle"; center: Position; radiusM: number }
+  | { type: "polygon"; polygon: PreparedPolygon };
 
 /** Beyond the tolerance of onSegment (1e-12): a point farther than this outside a box is off everything in it. */
 const BOX_SLACK = 1e-9;
-const outside = (p: Position, b: BBox) => p[0] < b.minX - BOX_SLACK || p[0] > b.maxX + BOX_SLACK || p[1] < b.minY - BOX_SLACK || p[1] > b.maxY + BOX_SLACK;
-const disjoint = (a: BBox, b: BBox) => a.maxX < b.minX - BOX_SLACK || a.minX > b.maxX + BOX_SLACK || a.maxY < b.minY - BOX_SLACK || a.minY > b.maxY + BOX_SLACK;
+const outside = (p: Position, b: BBox) =>
+  p[0] < b.minX - BOX_SLACK || p[0] > b.maxX + BOX_SLACK || p[1] < b.minY - BOX_SLACK || p[1] > b.maxY + BOX_SLACK;
+const disjoint = (a: BBox, b: BBox) =>
+  a.maxX < b.minX - BOX_SLACK || a.minX > b.maxX + BOX_SLACK || a.maxY < b.minY - BOX_SLACK || a.minY > b.maxY + BOX_SLACK;
 
 export function preparePolygon(polygon: Position[][]): PreparedPolygon {
   const shape: Shape = { points: [], lines: [], polygons: [polygon] };

@@ -25,7 +25,32 @@ function formerRegExp(pattern: string, flags: string): RegExp {
 
 // Letters whose case folds unevenly (ß, ſ, the Kelvin sign, µ, dotless ı), line terminators, a
 // surrogate pair's halves, and the pattern's own metacharacters.
-const TEXT_UNITS = ["a", "A", "b", "s", "S", "ß", "ſ", "k", "K", "\u212a", "µ", "μ", "Μ", "i", "I", "ı", "é", "É", ".", "\n", "\r", "\u2028", "\ud83d", "\ude00"];
+const TEXT_UNITS = [
+  "a",
+  "A",
+  "b",
+  "s",
+  "S",
+  "ß",
+  "ſ",
+  "k",
+  "K",
+  "\u212a",
+  "µ",
+  "μ",
+  "Μ",
+  "i",
+  "I",
+  "ı",
+  "é",
+  "É",
+  ".",
+  "\n",
+  "\r",
+  "\u2028",
+  "\ud83d",
+  "\ude00",
+];
 const PATTERN_UNITS = [...TEXT_UNITS, "*", "*", "?", "?", "\\"];
 const stringOf = (units: string[], maxLength: number) => fc.array(fc.constantFrom(...units), { maxLength }).map((u) => u.join(""));
 
@@ -40,7 +65,9 @@ describe("glob patterns from callers", () => {
     fc.assert(
       fc.property(stringOf(PATTERN_UNITS, 8), stringOf(TEXT_UNITS, 10), fc.boolean(), fc.boolean(), (pattern, text, ignoreCase, dotAll) => {
         const flags = `${ignoreCase ? "i" : ""}${dotAll ? "s" : ""}`;
-        expect(compileGlob(pattern, { ignoreCase, dotAll })(text), JSON.stringify({ pattern, text, flags })).toBe(formerRegExp(pattern, flags).test(text));
+        expect(compileGlob(pattern, { ignoreCase, dotAll })(text), JSON.stringify({ pattern, text, flags })).toBe(
+          formerRegExp(pattern, flags).test(text),
+        );
       }),
       { numRuns: 20_000 },
     );
@@ -48,7 +75,14 @@ describe("glob patterns from callers", () => {
 
   it("glob - texts built to match a pattern match it, however the stars and question marks fall", () => {
     // Random texts rarely match a random pattern; these do by construction (each `*` gets a random run).
-    const pieces = fc.array(fc.oneof(fc.constant({ p: "*" }), fc.constant({ p: "?" }), fc.constantFrom(...TEXT_UNITS.filter((u) => !/[\n\r\u2028\u2029]/.test(u))).map((c) => ({ p: c }))), { maxLength: 10 });
+    const pieces = fc.array(
+      fc.oneof(
+        fc.constant({ p: "*" }),
+        fc.constant({ p: "?" }),
+        fc.constantFrom(...TEXT_UNITS.filter((u) => !/[\n\r\u2028\u2029]/.test(u))).map((c) => ({ p: c })),
+      ),
+      { maxLength: 10 },
+    );
     fc.assert(
       fc.property(pieces, fc.array(stringOf(["a", "b", "*", "?", "."], 4), { minLength: 10, maxLength: 10 }), (parts, fills) => {
         const pattern = parts.map((x) => x.p).join("");
@@ -80,7 +114,8 @@ describe("glob patterns from callers", () => {
       ["a*", "a\nb", false], // as `.` in a RegExp: no line terminator
       ["a*", "A", false],
     ];
-    for (const [pattern, text, expected] of cases) expect(compileGlob(pattern)(text), `${pattern} ~ ${JSON.stringify(text)}`).toBe(expected);
+    for (const [pattern, text, expected] of cases)
+      expect(compileGlob(pattern)(text), `${pattern} ~ ${JSON.stringify(text)}`).toBe(expected);
     expect(compileGlob("a*", { dotAll: true })("a\nb")).toBe(true);
     expect(compileGlob("a\nb")("a\nb")).toBe(true);
     expect(compileGlob("DATA.*", { ignoreCase: true })("data.Name")).toBe(true);

@@ -48,7 +48,15 @@ function canonicalTable(): Uint16Array {
  * takes one more character. Earlier stars never need to take more: whatever the pattern after the
  * last star must match can start anywhere that star reaches.
  */
-function matchRun(parts: Int32Array, pFrom: number, pTo: number, text: string, tFrom: number, tTo: number, canon: Uint16Array | undefined): boolean {
+function matchRun(
+  parts: Int32Array,
+  pFrom: number,
+  pTo: number,
+  text: string,
+  tFrom: number,
+  tTo: number,
+  canon: Uint16Array | undefined,
+): boolean {
   let p = pFrom;
   let t = tFrom;
   let star = -1;

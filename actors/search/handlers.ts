@@ -52,10 +52,22 @@ const NO_ROLE = missingGroupDetail("searching", SEARCH_ROLES);
 const NO_DATA_GROUP = `${NOT_AUTHORIZED}: searching needs a data group (data.*) or ${DATA_ROOT_GROUP}`;
 /** OSDU's words; `errors` names the cursor the request gave (`/body/cursor` or `/params/cursor`), as every 400 names its field. */
 const cursorNotFound = (pointer: string) =>
-  new DerrickError(400, "The given cursor is invalid or expired", { title: "Can't find the given cursor", type: "cursor-not-found", errors: [{ pointer, message: "is invalid or expired" }] });
-const cursorForbidden = () => new DerrickError(403, "cursor sharing is forbidden", { title: "cursor issuer doesn't match the cursor consumer", type: "cursor-forbidden" });
+  new DerrickError(400, "The given cursor is invalid or expired", {
+    title: "Can't find the given cursor",
+    type: "cursor-not-found",
+    errors: [{ pointer, message: "is invalid or expired" }],
+  });
+const cursorForbidden = () =>
+  new DerrickError(403, "cursor sharing is forbidden", {
+    title: "cursor issuer doesn't match the cursor consumer",
+    type: "cursor-forbidden",
+  });
 /** OSDU's answer when too many cursors are open; the same whether the partition's or the caller's limit was reached. */
-const tooManyCursors = () => new DerrickError(429, "Too many cursor requests, please re-try after some time.", { title: "Too many requests", headers: { "Retry-After": "10" } });
+const tooManyCursors = () =>
+  new DerrickError(429, "Too many cursor requests, please re-try after some time.", {
+    title: "Too many requests",
+    headers: { "Retry-After": "10" },
+  });
 
 /** OSDU's entitlements check fails for a caller in no data.* group ("no data group found"), answered as 401 like a missing role. */
 const hasDataGroup = (p: Principal) => p.groups.some((g) => aclGroup(g) === DATA_ROOT_GROUP || aclGroup(g).startsWith("data."));
@@ -117,7 +129,10 @@ export async function cursorQuery(input: SearchQueryMessage, ctx: RequestContext
 
   const { plan, ast } = planSearch(body, true);
   const issuer = principalId(principal);
-  const [open, owned] = await Promise.all([deps.cursors.count(partition, deps.cursorLimit), deps.cursors.countOwned(partition, issuer, deps.cursorPrincipalLimit)]);
+  const [open, owned] = await Promise.all([
+    deps.cursors.count(partition, deps.cursorLimit),
+    deps.cursors.countOwned(partition, issuer, deps.cursorPrincipalLimit),
+  ]);
   if (open >= deps.cursorLimit || owned >= deps.cursorPrincipalLimit) throw tooManyCursors();
   const found = deps.backend.search({ ...requestOf(plan, ast, partition, accessOf(principal, plan.queryAsOwner)), keyset: {} });
   if (found.hits.length === 0) return { results: [], totalCount: found.total };
@@ -151,7 +166,11 @@ async function nextPage(cursor: string, principal: Principal, partition: string,
     await deps.cursors.delete(partition, cursor, state.principal);
     return { results: [], totalCount: state.totalCount };
   }
-  await deps.cursors.put(partition, cursor, { ...state, after: found.hits[found.hits.length - 1]!.position, exhausted: found.hits.length < state.plan.limit });
+  await deps.cursors.put(partition, cursor, {
+    ...state,
+    after: found.hits[found.hits.length - 1]!.position,
+    exhausted: found.hits.length < state.plan.limit,
+  });
   return { cursor, results: results(found.hits, state.plan, ast), totalCount: state.totalCount };
 }
 

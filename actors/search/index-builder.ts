@@ -65,7 +65,13 @@ self.onmessage = (event: MessageEvent<BuilderRequest>) => {
         return;
       case "batch": {
         for (const [path, id] of request.newPaths) pathIds.set(path, id);
-        const batch: LookupBatch = { seq: request.seq, rids: request.rids, partOf: request.partOf, parts: JSON.parse(request.parts) as LookupPart[], paths: request.paths };
+        const batch: LookupBatch = {
+          seq: request.seq,
+          rids: request.rids,
+          partOf: request.partOf,
+          parts: JSON.parse(request.parts) as LookupPart[],
+          paths: request.paths,
+        };
         db!.transaction(() => writer!.write(batch))();
         reply({ type: "applied", seq: batch.seq });
         return;

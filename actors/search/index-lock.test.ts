@@ -22,7 +22,9 @@ describe("search index file lock", () => {
     try {
       const lock = lockIndexFile(file);
       expect(() => lockIndexFile(file)).toThrow(IndexFileInUse);
-      expect(() => lockIndexFile(file)).toThrow(`the search index file ${file} is in use by another search process; give each search process its own DERRICK_DATA_DIR or DERRICK_SEARCH_INDEX_FILE`);
+      expect(() => lockIndexFile(file)).toThrow(
+        `the search index file ${file} is in use by another search process; give each search process its own DERRICK_DATA_DIR or DERRICK_SEARCH_INDEX_FILE`,
+      );
       expect(tryFromAnotherProcess(file)).toBe("IndexFileInUse");
       // Another file is another lock.
       lockIndexFile(join(dir, "other.sqlite")).release();

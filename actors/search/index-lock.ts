@@ -12,7 +12,9 @@ import { dirname } from "node:path";
 
 export class IndexFileInUse extends Error {
   constructor(readonly file: string) {
-    super(`the search index file ${file} is in use by another search process; give each search process its own DERRICK_DATA_DIR or DERRICK_SEARCH_INDEX_FILE`);
+    super(
+      `the search index file ${file} is in use by another search process; give each search process its own DERRICK_DATA_DIR or DERRICK_SEARCH_INDEX_FILE`,
+    );
     this.name = "IndexFileInUse";
   }
 }

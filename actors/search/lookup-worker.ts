@@ -48,7 +48,15 @@ export class LookupWorker {
     this.queued++;
     // The parts as one JSON string: structured clone of their arrays cost the actor's thread several
     // times more and left the worker's heap holding every string of the load (RSS 2.7 GB at 200k records).
-    this.worker.postMessage({ type: "batch", seq: batch.seq, rids: batch.rids, partOf: batch.partOf, newPaths, paths: batch.paths, parts } satisfies BuilderRequest);
+    this.worker.postMessage({
+      type: "batch",
+      seq: batch.seq,
+      rids: batch.rids,
+      partOf: batch.partOf,
+      newPaths,
+      paths: batch.paths,
+      parts,
+    } satisfies BuilderRequest);
   }
 
   /** Undefined while at most `max` batches wait; else settles once at most half of them do (or it failed). */

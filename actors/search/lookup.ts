@@ -43,14 +43,22 @@ export const dropValueIndexes = (q: string) => `DROP INDEX IF EXISTS ${q}vals_st
  * µs per record with automerge, 11.0 + 3.4 µs without and one `optimize`).
  */
 export const bulkTextOff = (q: string) => `INSERT INTO ${q}fts(fts, rank) VALUES('automerge', 0);`;
-export const bulkTextEnd = (q: string) => `INSERT INTO ${q}fts(fts) VALUES('optimize'); INSERT INTO ${q}fts(fts, rank) VALUES('automerge', 4);`;
+export const bulkTextEnd = (q: string) =>
+  `INSERT INTO ${q}fts(fts) VALUES('optimize'); INSERT INTO ${q}fts(fts, rank) VALUES('automerge', 4);`;
 
 /**
  * One record's rows in the lookup file: its free text, its field-prefixed text, and its leaves as
  * parallel arrays (path, as an index in its batch's `paths`; type; exact string; finite number or
  * null). Made by prepareRecord.
  */
-export type LookupPart = [body: string, fielded: string, paths: number[], types: number[], strs: Array<string | null>, nums: Array<number | null>];
+export type LookupPart = [
+  body: string,
+  fielded: string,
+  paths: number[],
+  types: number[],
+  strs: Array<string | null>,
+  nums: Array<number | null>,
+];
 
 /** What one batch of record changes does to the lookup file, in order. */
 export type LookupBatch = {
@@ -136,7 +144,9 @@ export class LookupWriter {
       const n = Math.min(LEAF_ROWS, count - start);
       let stmt = this.leafInserts[n];
       if (!stmt) {
-        stmt = this.db.query(`INSERT INTO ${this.q}vals(rid, path, seq, t, str, num) VALUES ${Array.from({ length: n }, () => "(?, ?, ?, ?, ?, ?)").join(", ")}`);
+        stmt = this.db.query(
+          `INSERT INTO ${this.q}vals(rid, path, seq, t, str, num) VALUES ${Array.from({ length: n }, () => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
+        );
         this.leafInserts[n] = stmt;
       }
       const params: SQLQueryBindings[] = new Array(n * 6);

@@ -68,7 +68,6 @@ export function changeOf(msg: StreamMsg, log?: Logger): RecordChange | undefined
   return undefined;
 }
 
-
 /**
  * Whether an error of the index write is about the record written (skip it) rather than the file or
  * the machine (restart, skip nothing). SQLite says which: constraint, size and type failures belong
@@ -88,7 +87,11 @@ export async function followRecords(
   nc: NatsConnection,
   backend: SearchBackend,
   log: Logger,
-  options: { backoff?: RestartBackoff; storage?: StoragePolicy; /** The decode worker's module (tests point it elsewhere). */ decoder?: URL } = {},
+  options: {
+    backoff?: RestartBackoff;
+    storage?: StoragePolicy /** The decode worker's module (tests point it elsewhere). */;
+    decoder?: URL;
+  } = {},
 ): Promise<Replica> {
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
@@ -124,7 +127,10 @@ export async function followRecords(
       await backend.bulkLoad?.(true);
       bulk = true;
     }
-    const consumer = await js.consumers.get(RECORDS_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: backend.appliedSeq() + 1 });
+    const consumer = await js.consumers.get(RECORDS_STREAM, {
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: backend.appliedSeq() + 1,
+    });
     return consumer.consume({ max_messages: BATCH * 2 });
   };
 
@@ -144,7 +150,10 @@ export async function followRecords(
     const applyBatch = (items: Buffered[], upTo: number) => {
       if (upTo === backend.appliedSeq()) return;
       try {
-        backend.apply(items.map((b) => b.change), upTo);
+        backend.apply(
+          items.map((b) => b.change),
+          upTo,
+        );
       } catch (error) {
         if (!isRecordError(error)) throw error;
         // One change broke the batch: apply them one by one to find it (the batch was rolled back).
@@ -235,7 +244,13 @@ export async function followRecords(
     try {
       for await (const msg of messages) {
         if (failure) break;
-        const raw = { subject: msg.subject, data: msg.data, deleted: isDeletion(msg.headers), seq: msg.seq, timestampMs: Math.floor(msg.info.timestampNanos / 1e6) };
+        const raw = {
+          subject: msg.subject,
+          data: msg.data,
+          deleted: isDeletion(msg.headers),
+          seq: msg.seq,
+          timestampMs: Math.floor(msg.info.timestampNanos / 1e6),
+        };
         if (decoding) decoding.add(raw);
         else {
           const change = decodeRaw(raw);
@@ -298,7 +313,10 @@ export async function followRecords(
   const deletions = onStreamDeleted(
     nc,
     () => {
-      log.warn({ stream: RECORDS_STREAM, appliedSeq: backend.appliedSeq() }, "the RECORDS stream was deleted; the index is rebuilt from the stream made in its place");
+      log.warn(
+        { stream: RECORDS_STREAM, appliedSeq: backend.appliedSeq() },
+        "the RECORDS stream was deleted; the index is rebuilt from the stream made in its place",
+      );
       void recreateDelay().then(() => messages?.close().catch(() => undefined));
     },
     RECORDS_STREAM,
@@ -312,7 +330,10 @@ export async function followRecords(
   const checkIdentity = async () => {
     const info = await streamInfoIfAny(jsm, RECORDS_STREAM).catch(() => null);
     if (info === null || info?.created === backend.streamIdentity() || stopping) return;
-    log.warn({ stream: RECORDS_STREAM, appliedSeq: backend.appliedSeq() }, "the RECORDS stream is not the one the index was built from; the index is rebuilt from the stream there is now");
+    log.warn(
+      { stream: RECORDS_STREAM, appliedSeq: backend.appliedSeq() },
+      "the RECORDS stream is not the one the index was built from; the index is rebuilt from the stream there is now",
+    );
     await messages?.close().catch(() => undefined);
   };
   const identityCheck = setInterval(() => void checkIdentity(), IDENTITY_CHECK_MS);
@@ -344,7 +365,10 @@ export async function followRecords(
         await follow(messages);
       } catch (error) {
         if (stopping) {
-          log.error({ err: error, appliedSeq: backend.appliedSeq() }, "search replica failed while stopping; the rest is applied on the next start");
+          log.error(
+            { err: error, appliedSeq: backend.appliedSeq() },
+            "search replica failed while stopping; the rest is applied on the next start",
+          );
           break;
         }
         health.following = false;
@@ -352,7 +376,10 @@ export async function followRecords(
         health.lastError = errorText(error);
         if (Date.now() - started >= HEALTHY_RUN_MS) attempt = 0;
         const delay = Math.min(backoff.maxMs, backoff.firstMs * 2 ** attempt++);
-        log.error({ err: error, appliedSeq: backend.appliedSeq(), retryInMs: delay }, "search replica stopped following the RECORDS stream; restarting after the last applied sequence");
+        log.error(
+          { err: error, appliedSeq: backend.appliedSeq(), retryInMs: delay },
+          "search replica stopped following the RECORDS stream; restarting after the last applied sequence",
+        );
         await messages?.close().catch(() => undefined);
         messages = undefined;
         await pause(delay);

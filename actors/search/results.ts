@@ -34,7 +34,11 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
  * filters: a matched path keeps its whole subtree; arrays do not add to the path, so
  * `data.Items.name` keeps `name` in every element of `data.Items`; what is left empty goes.
  */
-function pick(value: unknown, path: string, includes: ReadonlyArray<{ matches(path: string): boolean; below(path: string): boolean }>): unknown {
+function pick(
+  value: unknown,
+  path: string,
+  includes: ReadonlyArray<{ matches(path: string): boolean; below(path: string): boolean }>,
+): unknown {
   if (Array.isArray(value)) {
     const kept = value.map((item) => pick(item, path, includes)).filter((item) => item !== undefined);
     return kept.length ? kept : undefined;
@@ -145,7 +149,11 @@ export class Highlighter {
   private words(path: string): Words | undefined {
     if (this.wordsOf.has(path)) return this.wordsOf.get(path);
     this.spend(GLOB_UNITS * this.globField.length);
-    const terms = [...this.unfielded, ...(this.exactField.get(path) ?? []), ...this.globField.filter((g) => g.matches(path)).map((g) => g.term)];
+    const terms = [
+      ...this.unfielded,
+      ...(this.exactField.get(path) ?? []),
+      ...this.globField.filter((g) => g.matches(path)).map((g) => g.term),
+    ];
     const exact = new Set<string>();
     const prefixes: string[] = [];
     for (const t of terms) {

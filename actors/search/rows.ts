@@ -99,11 +99,17 @@ export class RowFacts {
    * groups, owners only with queryAsOwner).
    */
   visibility(partition: string, kinds: string[], access: Access): (rid: number) => boolean {
-    const patterns = kinds.map((k) => ({ exact: k.includes("*") ? undefined : k, matches: k.includes("*") ? kindPattern(k) : undefined, anyAuthority: k.split(":")[0] === "*" }));
+    const patterns = kinds.map((k) => ({
+      exact: k.includes("*") ? undefined : k,
+      matches: k.includes("*") ? kindPattern(k) : undefined,
+      anyAuthority: k.split(":")[0] === "*",
+    }));
     const kindOk = new Uint8Array(this.kinds.length);
     this.kinds.forEach((k, i) => {
       if (k.partition !== partition) return;
-      const ok = patterns.some((p) => (p.exact !== undefined ? p.exact === k.kind : p.matches!(k.kind) && (!p.anyAuthority || k.authority !== "system-meta-data")));
+      const ok = patterns.some((p) =>
+        p.exact !== undefined ? p.exact === k.kind : p.matches!(k.kind) && (!p.anyAuthority || k.authority !== "system-meta-data"),
+      );
       kindOk[i] = ok ? 1 : 0;
     });
     const aclOk = new Uint8Array(this.acls.length);
@@ -154,10 +160,17 @@ export function idf(rows: number, hits: number): number {
  * checking the current coordinates, and a record listed twice in one cell is reported once.
  * Lines and polygons stay in the R*Tree.
  */
-type PathPoints = { xs: Float64Array; ys: Float64Array; cells: Map<number, { rids: Int32Array; n: number }>; seen: Uint32Array; generation: number };
+type PathPoints = {
+  xs: Float64Array;
+  ys: Float64Array;
+  cells: Map<number, { rids: Int32Array; n: number }>;
+  seen: Uint32Array;
+  generation: number;
+};
 
 /** The 1° cell of a point; coordinates out of range share the edge cells. */
-const cellOf = (x: number, y: number) => (Math.min(90, Math.max(-90, Math.floor(y))) + 90) * 361 + (Math.min(180, Math.max(-180, Math.floor(x))) + 180);
+const cellOf = (x: number, y: number) =>
+  (Math.min(90, Math.max(-90, Math.floor(y))) + 90) * 361 + (Math.min(180, Math.max(-180, Math.floor(x))) + 180);
 
 export class PointIndex {
   private readonly paths = new Map<string, PathPoints>();
@@ -168,7 +181,17 @@ export class PointIndex {
 
   set(path: string, rid: number, x: number, y: number): void {
     let p = this.paths.get(path);
-    if (!p) this.paths.set(path, (p = { xs: new Float64Array(1024).fill(NaN), ys: new Float64Array(1024).fill(NaN), cells: new Map(), seen: new Uint32Array(1024), generation: 0 }));
+    if (!p)
+      this.paths.set(
+        path,
+        (p = {
+          xs: new Float64Array(1024).fill(NaN),
+          ys: new Float64Array(1024).fill(NaN),
+          cells: new Map(),
+          seen: new Uint32Array(1024),
+          generation: 0,
+        }),
+      );
     if (rid >= p.xs.length) {
       p.xs = covering(p.xs, rid, NaN);
       p.ys = covering(p.ys, rid, NaN);

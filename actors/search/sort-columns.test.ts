@@ -24,7 +24,13 @@ describe("sorting from in-memory columns", () => {
     const col = column({ 1: [5], 2: [1, 9], 3: [5], 5: [3] }); // rid 4 has no value
     const asc = sortedPage(rids, [{ field: "x", order: "asc" }], [col], { offset: 0, limit: 10 }, idsOf);
     expect(asc.rids).toEqual([2, 5, 3, 1, 4]); // 1 (min of 1,9), 3, 5 (ids c < e), missing
-    expect(asc.positions).toEqual([[1, "d"], [3, "a"], [5, "c"], [5, "e"], [null, "b"]]);
+    expect(asc.positions).toEqual([
+      [1, "d"],
+      [3, "a"],
+      [5, "c"],
+      [5, "e"],
+      [null, "b"],
+    ]);
     const desc = sortedPage(rids, [{ field: "x", order: "desc" }], [col], { offset: 0, limit: 10 }, idsOf);
     expect(desc.rids).toEqual([2, 3, 1, 5, 4]); // 9 (max of 1,9), 5 c, 5 e, 3, missing
     const explicitMin = sortedPage(rids, [{ field: "x", order: "desc", mode: "min" }], [col], { offset: 0, limit: 10 }, idsOf);
@@ -42,9 +48,15 @@ describe("sorting from in-memory columns", () => {
       if (i % 5) a[i] = [i % 13];
       if (i % 3) b[i] = [(i * 31) % 17, (i * 17) % 23];
     }
-    const keys: SortKey[] = [{ field: "a", order: "asc" }, { field: "b", order: "desc" }];
+    const keys: SortKey[] = [
+      { field: "a", order: "asc" },
+      { field: "b", order: "desc" },
+    ];
     const cols = [column(a), column(b)];
-    const grow = (c: NumericColumn) => ({ min: Float64Array.from({ length: n }, (_, i) => c.min[i] ?? Number.NaN), max: Float64Array.from({ length: n }, (_, i) => c.max[i] ?? Number.NaN) });
+    const grow = (c: NumericColumn) => ({
+      min: Float64Array.from({ length: n }, (_, i) => c.min[i] ?? Number.NaN),
+      max: Float64Array.from({ length: n }, (_, i) => c.max[i] ?? Number.NaN),
+    });
     const full = sortedPage(rids, keys, cols.map(grow), { offset: 0, limit: n }, idsOf);
     expect(full.rids).toHaveLength(n);
     expect(sortedPage(rids, keys, cols.map(grow), { offset: 40, limit: 25 }, idsOf).rids).toEqual(full.rids.slice(40, 65));
@@ -116,7 +128,10 @@ describe("sorting from in-memory columns", () => {
       fast.apply(changes, round * 1000 + ids.length);
       sql.apply(changes, round * 1000 + ids.length);
     };
-    load(0, Array.from({ length: 400 }, (_, i) => i));
+    load(
+      0,
+      Array.from({ length: 400 }, (_, i) => i),
+    );
     const request = (sort: SortKey[], query = "", extra: Partial<SearchRequest> = {}): SearchRequest => ({
       partition: "opendes",
       kinds: ["*:*:*:*"],
@@ -132,7 +147,10 @@ describe("sorting from in-memory columns", () => {
       [{ field: "data.N", order: "asc" }],
       [{ field: "data.N", order: "desc" }],
       [{ field: "data.N", order: "asc", mode: "max" }],
-      [{ field: "data.D", order: "desc" }, { field: "data.N", order: "asc" }],
+      [
+        { field: "data.D", order: "desc" },
+        { field: "data.N", order: "asc" },
+      ],
       [{ field: "data.S", order: "asc" }], // strings: the SQL path on both
       [{ field: "data.M", order: "asc" }], // one string among numbers: the SQL path on both
     ];
@@ -161,14 +179,30 @@ describe("sorting from in-memory columns", () => {
         "common AND data.X:[5 TO 20]", // numbers and dates: SQL
         "common AND data.X:[2010-03-01 TO 2010-06-01]",
       ];
-      for (const query of ["word1 common", 'data.S:"s3"', '"word2 common" AND data.G:odd', ...ranges, ...ranges.map((q) => q.replace(/^common AND /, "data.G:even AND common AND "))]) {
-        for (const window of [{ offset: 0, limit: 25 }, { offset: 30, limit: 50 }, { offset: 0, limit: 0 }]) {
+      for (const query of [
+        "word1 common",
+        'data.S:"s3"',
+        '"word2 common" AND data.G:odd',
+        ...ranges,
+        ...ranges.map((q) => q.replace(/^common AND /, "data.G:even AND common AND ")),
+      ]) {
+        for (const window of [
+          { offset: 0, limit: 25 },
+          { offset: 30, limit: 50 },
+          { offset: 0, limit: 0 },
+        ]) {
           const r = request([], query, window);
           expect(fast.search(r)).toEqual(sql.search(r));
         }
       }
       for (const sort of sorts) {
-        for (const [query, window] of [["", { offset: 0, limit: 25 }], ["", { offset: 180, limit: 40 }], ["data.G:odd AND common", { offset: 5, limit: 10 }], ["word1", { offset: 0, limit: 1000 }], ["common AND data.N:[10 TO 30]", { offset: 0, limit: 50 }]] as const) {
+        for (const [query, window] of [
+          ["", { offset: 0, limit: 25 }],
+          ["", { offset: 180, limit: 40 }],
+          ["data.G:odd AND common", { offset: 5, limit: 10 }],
+          ["word1", { offset: 0, limit: 1000 }],
+          ["common AND data.N:[10 TO 30]", { offset: 0, limit: 50 }],
+        ] as const) {
           same(request(sort, query, window));
         }
         // Keyset pages (what cursors do) through every match, SQL-driven and text-driven.
@@ -190,7 +224,10 @@ describe("sorting from in-memory columns", () => {
     // Range checks load columns too: X (numbers and dates) is held, its ranges still go to SQL.
     expect(fast.columnarSortFields().sort()).toEqual(["data.D", "data.N", "data.X"]);
     // Updates move values (and put a string into N for one record: N goes back to SQL), deletes remove rows.
-    load(1, Array.from({ length: 400 }, (_, i) => i).filter((i) => i % 3 === 0));
+    load(
+      1,
+      Array.from({ length: 400 }, (_, i) => i).filter((i) => i % 3 === 0),
+    );
     const deletes = [5, 6, 50, 51, 399].map((i) => ({ op: "delete" as const, partition: "opendes", key: `k${i}` }));
     fast.apply(deletes, 5000);
     sql.apply(deletes, 5000);

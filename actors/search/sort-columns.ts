@@ -218,7 +218,11 @@ export function sortedPage(
     }
     return 0;
   };
-  const compare = (x: number, y: number) => compareKeys((k) => keyOf(x, k), (k) => keyOf(y, k));
+  const compare = (x: number, y: number) =>
+    compareKeys(
+      (k) => keyOf(x, k),
+      (k) => keyOf(y, k),
+    );
 
   let candidates: number[] = [];
   const after = window.after;

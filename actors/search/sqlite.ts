@@ -18,7 +18,7 @@
  *   meta     last applied stream sequence and the stream's identity
  * The AST compiles to one SQL statement; text parts that FTS5 can express become one MATCH.
  */
-import { Database, type SQLQueryBindings, type Statement } from "bun:sqlite";
+import { Database, type SQLQueryBindings } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Aggregation } from "../../subjects/search.ts";
@@ -28,10 +28,34 @@ import { matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.t
 import { compileGlob } from "./glob.ts";
 import { bm25, idf, PointIndex, RowFacts } from "./rows.ts";
 import { fieldPrefix, leavesOf, PathTable, prepareRecord, SHAPE_SLOTS, type PreparedParts, type PreparedRecord } from "./prepared.ts";
-import { DATES, FAIL, NUMBERS, PASS, SortColumns, UNDECIDED, rangeVerdict, sortedPage, type ColumnSource, type NumericColumn, type NumericRange } from "./sort-columns.ts";
+import {
+  DATES,
+  FAIL,
+  NUMBERS,
+  PASS,
+  SortColumns,
+  UNDECIDED,
+  rangeVerdict,
+  sortedPage,
+  type ColumnSource,
+  type NumericColumn,
+  type NumericRange,
+} from "./sort-columns.ts";
 import { areaBBox, intersectsPrepared, prepareArea, preparePolygon, withinPrepared, type BBox, type Shape } from "./geo.ts";
 import { invalidParameters } from "./validate.ts";
-import { bulkTextEnd, bulkTextOff, dropValueIndexes, emptyLookupBatch, LOOKUP, lookupFileOf, lookupSchema, LookupWriter, valueIndexes, type LookupBatch, type LookupPart } from "./lookup.ts";
+import {
+  bulkTextEnd,
+  bulkTextOff,
+  dropValueIndexes,
+  emptyLookupBatch,
+  LOOKUP,
+  lookupFileOf,
+  lookupSchema,
+  LookupWriter,
+  valueIndexes,
+  type LookupBatch,
+  type LookupPart,
+} from "./lookup.ts";
 import { LookupWorker } from "./lookup-worker.ts";
 import { matchAll, positivePart, type NestedNode, type QueryNode, type RangeNode, type TermNode } from "./query/ast.ts";
 
@@ -116,8 +140,6 @@ function luceneToGlob(pattern: string, lower: boolean): string {
   return out;
 }
 
-type Sql = { text: string; params: SQLQueryBindings[] };
-
 export type SqliteOptions = {
   file: string;
   /** Told when something degrades without failing (e.g. the index builder worker could not run). */
@@ -161,10 +183,17 @@ export class SqliteBackend implements SearchBackend {
     // lookup file's lock for a moment: wait for it rather than fail the open (seen under load in tests
     // that reopen at once). The page size of a new file (an existing one keeps its own) is set before
     // WAL mode, which fixes it.
-    this.db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}; PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912;`);
+    this.db.exec(
+      `PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}; PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912;`,
+    );
     this.db.query(`ATTACH DATABASE ? AS ${LOOKUP}`).run(options.file === ":memory:" ? ":memory:" : lookupFileOf(options.file));
-    this.db.exec(`PRAGMA ${LOOKUP}.page_size = ${PAGE_SIZE}; PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = 536870912;`);
-    const compile = this.db.query<{ compile_options: string }, []>("PRAGMA compile_options").all().map((r) => r.compile_options);
+    this.db.exec(
+      `PRAGMA ${LOOKUP}.page_size = ${PAGE_SIZE}; PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = 536870912;`,
+    );
+    const compile = this.db
+      .query<{ compile_options: string }, []>("PRAGMA compile_options")
+      .all()
+      .map((r) => r.compile_options);
     for (const needed of ["ENABLE_FTS5", "ENABLE_RTREE"]) {
       if (!compile.includes(needed)) throw new Error(`this SQLite lacks ${needed}: search needs FTS5 and R*Tree (Bun on Linux ships both)`);
     }
@@ -180,7 +209,9 @@ export class SqliteBackend implements SearchBackend {
     });
     this.lookupWriter = new LookupWriter(this.db, `${LOOKUP}.`, (path) => this.pathId(path, true));
     this.stmts = {
-      ridOf: this.db.query<{ rid: number; shapes: number }, [string, string]>("SELECT rid, shapes FROM records WHERE partition = ? AND key = ?"),
+      ridOf: this.db.query<{ rid: number; shapes: number }, [string, string]>(
+        "SELECT rid, shapes FROM records WHERE partition = ? AND key = ?",
+      ),
       // run()'s lastInsertRowid, not RETURNING: the returned row cost ~15% of a bulk build's writes.
       insertRecord: this.db.query<unknown, [string, string, string, string, string, number, string, number]>(
         "INSERT INTO records(partition, key, id, kind, authority, shapes, acl, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -196,7 +227,9 @@ export class SqliteBackend implements SearchBackend {
       deleteGeo: this.db.query("DELETE FROM geo WHERE gid = ?"),
       insertPoint: this.db.query("INSERT INTO points(gid, rid, path, x, y) VALUES (?, ?, ?, ?, ?)"),
       deletePoint: this.db.query("DELETE FROM points WHERE gid = ?"),
-      docsOf: this.db.query<{ rid: number; doc: string }, [string]>("SELECT rid, doc FROM docs WHERE rid IN (SELECT value FROM json_each(?))"),
+      docsOf: this.db.query<{ rid: number; doc: string }, [string]>(
+        "SELECT rid, doc FROM docs WHERE rid IN (SELECT value FROM json_each(?))",
+      ),
       idsOf: this.db.query<[number, string], [string]>("SELECT rid, id FROM records WHERE rid IN (SELECT value FROM json_each(?))"),
       ftsRows: this.db.query<[number], [string]>("SELECT rowid FROM fts WHERE fts MATCH ?"),
       ftsRanked: this.db.query<[number, number], [string]>("SELECT rowid, rank FROM fts WHERE fts MATCH ?"),
@@ -212,13 +245,18 @@ export class SqliteBackend implements SearchBackend {
   /** The in-memory copies of what the file holds: facts, points, path ids (on open, and after a rolled-back batch). */
   private loadFacts(): void {
     this.pathIds.clear();
-    for (const [id, path] of this.db.query<[number, string], []>("SELECT id, path FROM paths").values() as Array<[number, string]>) this.pathIds.set(path, id);
+    for (const [id, path] of this.db.query<[number, string], []>("SELECT id, path FROM paths").values() as Array<[number, string]>)
+      this.pathIds.set(path, id);
     this.facts.clear();
     this.sortColumns.clear();
-    const rows = this.db.query<[number, string, string, string, string, number], []>("SELECT rid, partition, kind, authority, acl, tokens FROM records").values() as Array<[number, string, string, string, string, number]>;
+    const rows = this.db
+      .query<[number, string, string, string, string, number], []>("SELECT rid, partition, kind, authority, acl, tokens FROM records")
+      .values() as Array<[number, string, string, string, string, number]>;
     for (const [rid, partition, kind, authority, acl, tokens] of rows) this.facts.set(rid, partition, kind, authority, acl, tokens);
     this.points.clear();
-    const points = this.db.query<[number, string, number, number], []>("SELECT rid, path, x, y FROM points").values() as Array<[number, string, number, number]>;
+    const points = this.db.query<[number, string, number, number], []>("SELECT rid, path, x, y FROM points").values() as Array<
+      [number, string, number, number]
+    >;
     for (const [rid, path, x, y] of points) this.points.set(path, rid, x, y);
   }
 
@@ -231,8 +269,16 @@ export class SqliteBackend implements SearchBackend {
   private migrate(): void {
     const state = (schema: string) => {
       const has = this.db.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${schema}.sqlite_master WHERE name = 'meta'`).get()!.n > 0;
-      const meta = new Map(has ? (this.db.query<[string, string], []>(`SELECT k, v FROM ${schema}.meta`).values() as Array<[string, string]>) : []);
-      return { has, schema: meta.get("schema"), bulk: meta.get("bulk") === "1", build: meta.get("build"), seq: meta.get("applied_seq") ?? "0" };
+      const meta = new Map(
+        has ? (this.db.query<[string, string], []>(`SELECT k, v FROM ${schema}.meta`).values() as Array<[string, string]>) : [],
+      );
+      return {
+        has,
+        schema: meta.get("schema"),
+        bulk: meta.get("bulk") === "1",
+        build: meta.get("build"),
+        seq: meta.get("applied_seq") ?? "0",
+      };
     };
     const main = state("main");
     const lookup = state(LOOKUP);
@@ -306,7 +352,9 @@ export class SqliteBackend implements SearchBackend {
         this.stmts.setMeta.run("bulk", "1");
         this.stmts.setLookupMeta.run("bulk", "1");
       })();
-      this.db.exec(`PRAGMA main.synchronous = OFF; PRAGMA ${LOOKUP}.synchronous = OFF; ${dropValueIndexes(`${LOOKUP}.`)} ${bulkTextOff(`${LOOKUP}.`)}`);
+      this.db.exec(
+        `PRAGMA main.synchronous = OFF; PRAGMA ${LOOKUP}.synchronous = OFF; ${dropValueIndexes(`${LOOKUP}.`)} ${bulkTextOff(`${LOOKUP}.`)}`,
+      );
       this.sortColumns.clear();
       this.bulk = true;
       await this.startWorker();
@@ -337,9 +385,15 @@ export class SqliteBackend implements SearchBackend {
    */
   private async startWorker(): Promise<void> {
     if (this.options.file === ":memory:") return;
-    const worker = await LookupWorker.start(this.options.indexBuilder ?? new URL("./index-builder.ts", import.meta.url), lookupFileOf(this.options.file), [...this.pathIds]);
+    const worker = await LookupWorker.start(
+      this.options.indexBuilder ?? new URL("./index-builder.ts", import.meta.url),
+      lookupFileOf(this.options.file),
+      [...this.pathIds],
+    );
     if (typeof worker === "string") {
-      this.options.onWarning?.(`the lookup writer worker did not start (${worker}); writing the lookup file and building its indexes on the query thread`);
+      this.options.onWarning?.(
+        `the lookup writer worker did not start (${worker}); writing the lookup file and building its indexes on the query thread`,
+      );
       return;
     }
     if (this.closed) return worker.terminate();
@@ -536,14 +590,17 @@ export class SqliteBackend implements SearchBackend {
     const kindParts: string[] = [];
     for (const kind of request.kinds) {
       if (!kind.includes("*")) kindParts.push(`r.kind = ${p(kind)}`);
-      else if (kind.split(":")[0] === "*") kindParts.push(`(r.kind GLOB ${p(escapeGlob(kind).replace(/\[\*\]/g, "*"))} AND r.authority <> 'system-meta-data')`);
+      else if (kind.split(":")[0] === "*")
+        kindParts.push(`(r.kind GLOB ${p(escapeGlob(kind).replace(/\[\*\]/g, "*"))} AND r.authority <> 'system-meta-data')`);
       else kindParts.push(`r.kind GLOB ${p(escapeGlob(kind).replace(/\[\*\]/g, "*"))}`);
     }
     where.push(kindParts.length === 1 ? kindParts[0]! : `(${kindParts.join(" OR ")})`);
 
     if (!request.access.all) {
       if (request.access.groups.length === 0) return { hits: [], total: 0, aggregations: [] };
-      where.push(`EXISTS (SELECT 1 FROM acl a WHERE a.rid = r.rid AND a.grp IN (${request.access.groups.map((g) => p(g)).join(", ")})${request.access.asOwner ? " AND a.owner = 1" : ""})`);
+      where.push(
+        `EXISTS (SELECT 1 FROM acl a WHERE a.rid = r.rid AND a.grp IN (${request.access.groups.map((g) => p(g)).join(", ")})${request.access.asOwner ? " AND a.owner = 1" : ""})`,
+      );
     }
 
     const registerNested = (node: NestedNode) => {
@@ -554,7 +611,11 @@ export class SqliteBackend implements SearchBackend {
     };
     // The driving set: the text matches when the query requires text, else the spatial hits. The
     // join order is forced (CROSS JOIN): the planner has no statistics to prefer it by itself.
-    const probe = new Compiler(this, () => "?", () => 0);
+    const probe = new Compiler(
+      this,
+      () => "?",
+      () => 0,
+    );
     const { driverText, rest } = splitDriver(request.query, (node) => probe.ftsOf(node));
     if (driverText === "") return { hits: [], total: 0, aggregations: [] };
     const single = driverText === undefined ? undefined : /^body : \("([^"*]+)"\)$/.exec(driverText)?.[1];
@@ -562,7 +623,8 @@ export class SqliteBackend implements SearchBackend {
     if (single !== undefined && relevance) return this.rankedTerm(request, single, rest, registerNested);
     if (driverText !== undefined && relevance && !this.options.sqlOnly) return this.rankedText(request, driverText, rest, registerNested);
     let from = "records r";
-    if (driverText !== undefined) from = `(SELECT rowid AS rid, rank AS score FROM fts WHERE fts MATCH ${p(driverText)}) d CROSS JOIN records r ON r.rid = d.rid`;
+    if (driverText !== undefined)
+      from = `(SELECT rowid AS rid, rank AS score FROM fts WHERE fts MATCH ${p(driverText)}) d CROSS JOIN records r ON r.rid = d.rid`;
     // The exact spatial hits, once: both the SQL path and the in-memory one below start from them.
     const spatialHits = request.spatial ? this.spatialRids(request) : [];
     if (request.spatial) {
@@ -586,12 +648,18 @@ export class SqliteBackend implements SearchBackend {
       const rids = (
         visible
           ? spatialHits.filter(visible)
-          : (this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number]>).map((row) => row[0])
+          : (
+              this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<
+                [number]
+              >
+            ).map((row) => row[0])
       ).sort((x, y) => x - y);
       return {
         hits: this.page(rids.slice(request.offset, request.offset + request.limit)),
         total: request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP),
-        aggregations: request.aggregateBy ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams) : [],
+        aggregations: request.aggregateBy
+          ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams)
+          : [],
       };
     }
 
@@ -602,16 +670,33 @@ export class SqliteBackend implements SearchBackend {
       // memory (as one-word relevance queries do), any other predicate in SQL on the survivors.
       const rids =
         driverText !== undefined && !request.spatial
-          ? this.visibleOf(request, (this.stmts.ftsRows.values(driverText) as Array<[number]>).map((row) => row[0]), rest, registerNested)
-          : (this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number]>).map((row) => row[0]);
+          ? this.visibleOf(
+              request,
+              (this.stmts.ftsRows.values(driverText) as Array<[number]>).map((row) => row[0]),
+              rest,
+              registerNested,
+            )
+          : (
+              this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<
+                [number]
+              >
+            ).map((row) => row[0]);
       const total = request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP);
-      const aggregations: Aggregation[] = request.aggregateBy ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams) : [];
+      const aggregations: Aggregation[] = request.aggregateBy
+        ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams)
+        : [];
       if (request.limit === 0) return { hits: [], total, aggregations };
-      const page = sortedPage(rids, request.sort, columns, { offset: request.offset, limit: request.limit, after: request.keyset?.after }, (list) => {
-        const ids = new Map<number, string>();
-        for (const [rid, id] of this.stmts.idsOf.values(JSON.stringify(list)) as Array<[number, string]>) ids.set(rid, id);
-        return ids;
-      });
+      const page = sortedPage(
+        rids,
+        request.sort,
+        columns,
+        { offset: request.offset, limit: request.limit, after: request.keyset?.after },
+        (list) => {
+          const ids = new Map<number, string>();
+          for (const [rid, id] of this.stmts.idsOf.values(JSON.stringify(list)) as Array<[number, string]>) ids.set(rid, id);
+          return ids;
+        },
+      );
       const docs = this.documents(page.rids);
       return { hits: page.rids.map((rid, i) => ({ doc: docs.get(rid)!, position: page.positions[i]! })), total, aggregations };
     }
@@ -620,9 +705,13 @@ export class SqliteBackend implements SearchBackend {
     let total = 0;
     if (!request.skipCount) {
       const cap = request.trackTotalCount ? -1 : TOTAL_CAP;
-      total = this.db.query<{ n: number }, SQLQueryBindings[]>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${from} WHERE ${whereSql} LIMIT ${cap})`).get(...baseParams)!.n;
+      total = this.db
+        .query<{ n: number }, SQLQueryBindings[]>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${from} WHERE ${whereSql} LIMIT ${cap})`)
+        .get(...baseParams)!.n;
     }
-    const aggregations: Aggregation[] = request.aggregateBy ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams) : [];
+    const aggregations: Aggregation[] = request.aggregateBy
+      ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams)
+      : [];
     if (request.limit === 0) return { hits: [], total, aggregations };
 
     // Ordering: explicit sort keys, then the id (cursors) or insertion order.
@@ -631,7 +720,9 @@ export class SqliteBackend implements SearchBackend {
     request.sort.forEach((key, i) => {
       const agg = (key.mode ?? (key.order === "asc" ? "min" : "max")) === "min" ? "min" : "max";
       const path = key.field.replace(/\.keyword$/, "");
-      selectKeys.push(`(SELECT ${agg}(coalesce(v.num, v.str)) FROM vals v WHERE v.rid = r.rid AND v.path = ${p(this.pathId(path))} AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry})) AS s${i}`);
+      selectKeys.push(
+        `(SELECT ${agg}(coalesce(v.num, v.str)) FROM vals v WHERE v.rid = r.rid AND v.path = ${p(this.pathId(path))} AND v.t NOT IN (${LeafType.null}, ${LeafType.geometry})) AS s${i}`,
+      );
       orderBy.push(`s${i} IS NULL`, `s${i} ${key.order === "asc" ? "ASC" : "DESC"}`);
     });
     const stable = request.keyset !== undefined || request.sort.length > 0;
@@ -648,7 +739,10 @@ export class SqliteBackend implements SearchBackend {
     const rows = this.db.query<Record<string, SortValue> & { rid: number; id: string }, SQLQueryBindings[]>(sql).all(...params);
     // Documents are read for the page only: carrying them through the sort would read every match's JSON.
     const docs = this.documents(rows.map((r) => r.rid));
-    const hits = rows.map((row) => ({ doc: docs.get(row.rid)!, position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id] }));
+    const hits = rows.map((row) => ({
+      doc: docs.get(row.rid)!,
+      position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id],
+    }));
     return { hits, total, aggregations };
   }
 
@@ -664,7 +758,8 @@ export class SqliteBackend implements SearchBackend {
   /** The result documents of a page's rows, in one read. */
   private documents(rids: number[]): Map<number, Record<string, unknown>> {
     const docs = new Map<number, Record<string, unknown>>();
-    if (rids.length) for (const row of this.stmts.docsOf.all(JSON.stringify(rids))) docs.set(row.rid, JSON.parse(row.doc) as Record<string, unknown>);
+    if (rids.length)
+      for (const row of this.stmts.docsOf.all(JSON.stringify(rids))) docs.set(row.rid, JSON.parse(row.doc) as Record<string, unknown>);
     return docs;
   }
 
@@ -705,7 +800,12 @@ export class SqliteBackend implements SearchBackend {
    * predicate in SQL on the survivors — the SQL path joined every match with records and the ACL
    * table twice (count, then page): 55 → ~20 ms for a 15k-row phrase at 300k records.
    */
-  private rankedText(request: SearchRequest, driverText: string, rest: QueryNode, registerNested: (node: NestedNode) => number): SearchResult {
+  private rankedText(
+    request: SearchRequest,
+    driverText: string,
+    rest: QueryNode,
+    registerNested: (node: NestedNode) => number,
+  ): SearchResult {
     const ranked = this.stmts.ftsRanked.values(driverText) as Array<[number, number]>;
     const score = new Map<number, number>();
     for (const [rid, rank] of ranked) score.set(rid, rank);
@@ -799,7 +899,9 @@ export class SqliteBackend implements SearchBackend {
     const numbers = count("SELECT count(*) AS n FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL");
     const withText = count("SELECT count(*) AS n FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NOT NULL");
     if (withText > numbers) return { numbers: [], hasOtherValues: true };
-    const rows = this.db.query<[number, number, number], [number]>("SELECT rid, num, t FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL").values(id) as Array<[number, number, number]>;
+    const rows = this.db
+      .query<[number, number, number], [number]>("SELECT rid, num, t FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL")
+      .values(id) as Array<[number, number, number]>;
     return { numbers: rows.map(([rid, num, t]) => [rid, num, t === LeafType.date] as [number, number, boolean]), hasOtherValues: false };
   }
 
@@ -809,7 +911,9 @@ export class SqliteBackend implements SearchBackend {
    * query with a range used to check the range in SQL on every visible text match, a `vals` lookup
    * each (thousands for a frequent word at 1M records: p95 16 ms through the edge).
    */
-  private rangesInMemory(rest: QueryNode): { ranges: Array<{ column: NumericColumn; range: NumericRange | null }>; rest: QueryNode } | undefined {
+  private rangesInMemory(
+    rest: QueryNode,
+  ): { ranges: Array<{ column: NumericColumn; range: NumericRange | null }>; rest: QueryNode } | undefined {
     if (this.bulk || this.options.sqlOnly) return undefined;
     const clauses = rest.type === "range" ? [rest] : rest.type === "bool" ? rest.must : [];
     const ranges: Array<{ column: NumericColumn; range: NumericRange | null }> = [];
@@ -871,9 +975,15 @@ export class SqliteBackend implements SearchBackend {
     const box: BBox =
       filter.relation === "within"
         ? areaBBox(filter.area)
-        : filter.polygons
-            .flat(2)
-            .reduce<BBox>((b, [x, y]) => ({ minX: Math.min(b.minX, x), maxX: Math.max(b.maxX, x), minY: Math.min(b.minY, y), maxY: Math.max(b.maxY, y) }), { minX: Infinity, maxX: -Infinity, minY: Infinity, maxY: -Infinity });
+        : filter.polygons.flat(2).reduce<BBox>(
+            (b, [x, y]) => ({
+              minX: Math.min(b.minX, x),
+              maxX: Math.max(b.maxX, x),
+              minY: Math.min(b.minY, y),
+              maxY: Math.max(b.maxY, y),
+            }),
+            { minX: Infinity, maxX: -Infinity, minY: Infinity, maxY: -Infinity },
+          );
     const visible = this.facts.visibility(request.partition, request.kinds, request.access);
     const prepared = filter.relation === "within" ? prepareArea(filter.area) : undefined;
     const polygons = filter.relation === "intersects" ? filter.polygons.map(preparePolygon) : [];
@@ -935,7 +1045,10 @@ export function splitDriver(query: QueryNode, ftsOf: (node: QueryNode) => string
   const index = query.must.findIndex((m) => ftsOf(m) !== undefined);
   if (index < 0) return { rest: query };
   const must = query.must.filter((_, i) => i !== index);
-  return { driverText: ftsOf(query.must[index]!), rest: { type: "bool", must, should: must.length ? query.should : [], mustNot: query.mustNot } };
+  return {
+    driverText: ftsOf(query.must[index]!),
+    rest: { type: "bool", must, should: must.length ? query.should : [], mustNot: query.mustNot },
+  };
 }
 
 /** AST → SQL boolean expression over `r` (records), with FTS5 MATCH where text allows it. */
@@ -1032,7 +1145,8 @@ class Compiler {
     if (words.length === 0) return "";
     const phrase = (prefix: string) => {
       const quoted = words.map((w) => `"${prefix}${w}"`);
-      if (node.kind === "phrase" && node.slop !== undefined && words.length > 1) return `NEAR(${quoted.join(" ")}, ${Math.floor(node.slop)})`;
+      if (node.kind === "phrase" && node.slop !== undefined && words.length > 1)
+        return `NEAR(${quoted.join(" ")}, ${Math.floor(node.slop)})`;
       return `${quoted.join(" + ")}${node.kind === "prefix" ? " *" : ""}`;
     };
     if (!node.field) return `body : (${phrase("")})`;
@@ -1067,7 +1181,10 @@ class Compiler {
   }
 
   private inVals(paths: string[], condition: () => string): string {
-    return this.inValsOf(paths.map((path) => this.backend.pathId(path)).filter((id) => id >= 0), condition);
+    return this.inValsOf(
+      paths.map((path) => this.backend.pathId(path)).filter((id) => id >= 0),
+      condition,
+    );
   }
 
   /**
@@ -1079,7 +1196,9 @@ class Compiler {
     if (ids.length === 0) return "0";
     const pathSql = ids.length === 1 ? `path = ${this.p(ids[0]!)}` : `path IN (${ids.map((x) => this.p(x)).join(", ")})`;
     const where = condition();
-    return this.correlated ? `EXISTS (SELECT 1 FROM vals WHERE rid = r.rid AND ${pathSql} AND ${where})` : `r.rid IN (SELECT rid FROM vals WHERE ${pathSql} AND ${where})`;
+    return this.correlated
+      ? `EXISTS (SELECT 1 FROM vals WHERE rid = r.rid AND ${pathSql} AND ${where})`
+      : `r.rid IN (SELECT rid FROM vals WHERE ${pathSql} AND ${where})`;
   }
 
   private exactTerm(node: TermNode): string {
@@ -1088,15 +1207,24 @@ class Compiler {
       const paths = this.backend.fieldsMatching(keyword.path);
       if (node.kind === "word" && node.value === "null") return this.inVals(paths, () => `t = ${LeafType.null}`);
       if (node.kind === "prefix" || node.kind === "wildcard") {
-        const pattern = node.kind === "prefix" ? `${escapeGlob(keyword.exact === "lower" ? node.value.toLowerCase() : node.value)}*` : luceneToGlob(node.value, keyword.exact === "lower");
+        const pattern =
+          node.kind === "prefix"
+            ? `${escapeGlob(keyword.exact === "lower" ? node.value.toLowerCase() : node.value)}*`
+            : luceneToGlob(node.value, keyword.exact === "lower");
         return this.inVals(paths, () => (keyword.exact === "lower" ? `lower(str) GLOB ${this.p(pattern)}` : `str GLOB ${this.p(pattern)}`));
       }
-      return this.inVals(paths, () => (keyword.exact === "lower" ? `lower(str) = ${this.p(node.value.toLowerCase())}` : `str = ${this.p(node.value)}`));
+      return this.inVals(paths, () =>
+        keyword.exact === "lower" ? `lower(str) = ${this.p(node.value.toLowerCase())}` : `str = ${this.p(node.value)}`,
+      );
     }
     // An analyzed field with an infix wildcard: match the pattern against the lowercased words.
     const glob = luceneToGlob(node.value, true);
     const condition = () => `t IN (${LeafType.string}, ${LeafType.date}) AND (' ' || lower(str) || ' ') GLOB ${this.p(`* ${glob} *`)}`;
-    if (!node.field) return this.inValsOf(this.backend.pathIdsWhere((path) => path.startsWith("data.") || path.startsWith("tags.")), condition);
+    if (!node.field)
+      return this.inValsOf(
+        this.backend.pathIdsWhere((path) => path.startsWith("data.") || path.startsWith("tags.")),
+        condition,
+      );
     return this.inVals(this.backend.fieldsMatching(node.field), condition);
   }
 
@@ -1133,6 +1261,9 @@ class Compiler {
     // The field and everything under it: the path, or one between `base.` and `base/` (as SQLite compared the path text).
     const below = `${base}.`;
     const after = `${base}/`;
-    return this.inValsOf(this.backend.pathIdsWhere((path) => path === base || (path > below && path < after)), () => `t <> ${LeafType.null}`);
+    return this.inValsOf(
+      this.backend.pathIdsWhere((path) => path === base || (path > below && path < after)),
+      () => `t <> ${LeafType.null}`,
+    );
   }
 }

@@ -87,12 +87,24 @@ export type RecordStore = {
 };
 
 /** The server checks `Nats-Expected-Last-Subject-Sequence` (0 = no message yet) atomically with the append. */
-async function publishRecord(js: JetStreamClient, subject: string, payload: Uint8Array, expectedSeq: number | undefined, h?: MsgHdrs): Promise<number> {
+async function publishRecord(
+  js: JetStreamClient,
+  subject: string,
+  payload: Uint8Array,
+  expectedSeq: number | undefined,
+  h?: MsgHdrs,
+): Promise<number> {
   try {
-    const ack = await js.publish(subject, payload, { ...(h ? { headers: h } : {}), ...(expectedSeq !== undefined ? { expect: { lastSubjectSequence: expectedSeq } } : {}) });
+    const ack = await js.publish(subject, payload, {
+      ...(h ? { headers: h } : {}),
+      ...(expectedSeq !== undefined ? { expect: { lastSubjectSequence: expectedSeq } } : {}),
+    });
     return ack.seq;
   } catch (error) {
-    if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+    if (
+      error instanceof JetStreamApiError &&
+      (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+    ) {
       throw new RecordChanged(`${subject} changed after sequence ${expectedSeq}`, { cause: error });
     }
     throw error;
@@ -130,7 +142,13 @@ export async function openRecordStore(nc: NatsConnection, policy: StoragePolicy 
    * Any other failure (NATS away, a timeout) is thrown.
    */
   const withRecords = <T>(op: () => Promise<T>): Promise<T> =>
-    withStream(jsm, RECORDS_STREAM, () => ensureRecordsStream(jsm, policy), op, (error) => error instanceof RecordChanged);
+    withStream(
+      jsm,
+      RECORDS_STREAM,
+      () => ensureRecordsStream(jsm, policy),
+      op,
+      (error) => error instanceof RecordChanged,
+    );
   return {
     js,
     jsm,
@@ -145,9 +163,18 @@ export async function openRecordStore(nc: NatsConnection, policy: StoragePolicy 
         const last = lastVersionIn(stored.data, id);
         return { record: undefined, seq: stored.seq, ...(last ? { deleted: last } : {}) };
       }),
-    put: (partition, record, expectedSeq) => withRecords(() => publishRecord(js, subjects.records(partition, recordKey(record.id)), encodeJson(record), expectedSeq)),
-    remove: (partition, last, expectedSeq) => withRecords(async () => void (await publishRecord(js, subjects.records(partition, recordKey(last.id)), encodeJson(last), expectedSeq, deletionHeaders()))),
-    purge: (partition, id, expectedSeq) => withRecords(async () => void (await publishRecord(js, subjects.records(partition, recordKey(id)), new Uint8Array(0), expectedSeq, deletionHeaders()))),
+    put: (partition, record, expectedSeq) =>
+      withRecords(() => publishRecord(js, subjects.records(partition, recordKey(record.id)), encodeJson(record), expectedSeq)),
+    remove: (partition, last, expectedSeq) =>
+      withRecords(
+        async () =>
+          void (await publishRecord(js, subjects.records(partition, recordKey(last.id)), encodeJson(last), expectedSeq, deletionHeaders())),
+      ),
+    purge: (partition, id, expectedSeq) =>
+      withRecords(
+        async () =>
+          void (await publishRecord(js, subjects.records(partition, recordKey(id)), new Uint8Array(0), expectedSeq, deletionHeaders())),
+      ),
     count: () => withRecords(async () => (await jsm.streams.info(RECORDS_STREAM)).state.messages),
   };
 }
@@ -180,7 +207,12 @@ export type CursorStore = {
 const issuerToken = (principal: string) => createHash("sha256").update(principal).digest("hex").slice(0, 32);
 
 /** `close` stops making the bucket again on deletion advisories. */
-export async function openCursorStore(nc: NatsConnection, ttlMs: number, policy: StoragePolicy = SINGLE_NODE, log?: Logger): Promise<CursorStore & { close(): void }> {
+export async function openCursorStore(
+  nc: NatsConnection,
+  ttlMs: number,
+  policy: StoragePolicy = SINGLE_NODE,
+  log?: Logger,
+): Promise<CursorStore & { close(): void }> {
   const kvm = new Kvm(nc);
   const options = bucketOptions(policy, { history: 1, ttl: ttlMs });
   const kv: KV = await kvm.create(CURSOR_BUCKET, options);
@@ -194,13 +226,20 @@ export async function openCursorStore(nc: NatsConnection, ttlMs: number, policy:
   const key = (partition: string, cursor: string) => `${partition}.${cursor}`;
   // Four tokens: never matched by a partition's `<partition>.*`, whatever the partition is called.
   const issuerKey = (partition: string, principal: string, cursor: string) => `issuers.${partition}.${issuerToken(principal)}.${cursor}`;
-  const live = (pattern: string, max: number) => guard(async () => Math.min((await readKv(kv, { key: pattern, headersOnly: true })).filter((e) => e.operation === "PUT").length, max));
+  const live = (pattern: string, max: number) =>
+    guard(async () => Math.min((await readKv(kv, { key: pattern, headersOnly: true })).filter((e) => e.operation === "PUT").length, max));
   return {
     close: () => advisories.unsubscribe(),
     get: (partition, cursor) => guard(() => readJson<CursorState>(kv, key(partition, cursor))),
     put: (partition, cursor, state) =>
       // Written together, so they expire together; the mark holds the cursor id only.
-      guard(async () => void (await Promise.all([kv.put(issuerKey(partition, state.principal, cursor), cursor), kv.put(key(partition, cursor), encodeJson(state))]))),
+      guard(
+        async () =>
+          void (await Promise.all([
+            kv.put(issuerKey(partition, state.principal, cursor), cursor),
+            kv.put(key(partition, cursor), encodeJson(state)),
+          ])),
+      ),
     delete: (partition, cursor, principal) =>
       // Purge, not delete: a delete marker would count as a key until the bucket's age removes it.
       guard(async () => void (await Promise.all([kv.purge(key(partition, cursor)), kv.purge(issuerKey(partition, principal, cursor))]))),

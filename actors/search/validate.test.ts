@@ -35,17 +35,51 @@ const KIND = "osdu:wks:master-data--Well:1.0.0";
 describe("search request validation", () => {
   it("validate - nested(…) sort and aggregation fields read as the former RegExp read them", () => {
     const space = fc.constantFrom("", " ", "  ", "\n", "\t", "\u00a0");
-    const piece = fc.constantFrom("nested", "NESTED", "nested(", "(", ")", ",", ", ", " ", "\n", "a", "b.c", "x-y", "min", "MAX", "max", "é", "nested(p.q, r)");
+    const piece = fc.constantFrom(
+      "nested",
+      "NESTED",
+      "nested(",
+      "(",
+      ")",
+      ",",
+      ", ",
+      " ",
+      "\n",
+      "a",
+      "b.c",
+      "x-y",
+      "min",
+      "MAX",
+      "max",
+      "é",
+      "nested(p.q, r)",
+    );
     const text = fc
-      .tuple(fc.boolean(), space, space, fc.constantFrom("p", "p.q", "p,q", "(p)", ""), space, fc.boolean(), fc.array(piece, { maxLength: 8 }), fc.boolean(), space)
-      .map(([head, s1, s2, path, s3, comma, rest, close, s4]) => `${head ? `${s1}nested${s2}(${path}${s3}${comma ? "," : ""}` : ""}${rest.join("")}${close ? ")" : ""}${s4}`);
+      .tuple(
+        fc.boolean(),
+        space,
+        space,
+        fc.constantFrom("p", "p.q", "p,q", "(p)", ""),
+        space,
+        fc.boolean(),
+        fc.array(piece, { maxLength: 8 }),
+        fc.boolean(),
+        space,
+      )
+      .map(
+        ([head, s1, s2, path, s3, comma, rest, close, s4]) =>
+          `${head ? `${s1}nested${s2}(${path}${s3}${comma ? "," : ""}` : ""}${rest.join("")}${close ? ")" : ""}${s4}`,
+      );
     fc.assert(
       fc.property(text, (t) => {
         expect(nestedField(t), JSON.stringify(t)).toEqual(formerNestedField(t));
       }),
       { numRuns: 50_000 },
     );
-    expect(nestedField("nested(data.VerticalMeasurements, VerticalMeasurementID, MIN)")).toEqual({ field: "data.VerticalMeasurements.VerticalMeasurementID", mode: "min" });
+    expect(nestedField("nested(data.VerticalMeasurements, VerticalMeasurementID, MIN)")).toEqual({
+      field: "data.VerticalMeasurements.VerticalMeasurementID",
+      mode: "min",
+    });
     expect(nestedField("nested(data.A, nested(data.A.B, C))")).toEqual({ field: "data.A.B.C" });
     expect(nestedField("nested(data.A, B, max )")).toEqual({ field: "data.A.B", mode: "max" });
     expect(nestedField("nested(data.A, B C)")).toBeUndefined();
@@ -66,9 +100,15 @@ describe("search request validation", () => {
       planSearch({ kind: `${" ".repeat(1_000_000)}a` }, false);
     } catch (error) {
       // The kind as given (OSDU), cut at MAX_KIND_LENGTH characters.
-      expect((error as DerrickError).errors).toContainEqual({ pointer: "/body/kind", message: `Not a valid record kind format. Found: ${" ".repeat(MAX_KIND_LENGTH)}…` });
+      expect((error as DerrickError).errors).toContainEqual({
+        pointer: "/body/kind",
+        message: `Not a valid record kind format. Found: ${" ".repeat(MAX_KIND_LENGTH)}…`,
+      });
     }
-    expect(planSearch({ kind: ` ${KIND} ,  ${KIND.replace("Well", "Wellbore")}  ` }, false).plan.kinds).toEqual([KIND.toLowerCase(), KIND.replace("Well", "Wellbore").toLowerCase()]);
+    expect(planSearch({ kind: ` ${KIND} ,  ${KIND.replace("Well", "Wellbore")}  ` }, false).plan.kinds).toEqual([
+      KIND.toLowerCase(),
+      KIND.replace("Well", "Wellbore").toLowerCase(),
+    ]);
   });
 
   it("validate - field paths, sort fields and aggregateBy beyond their lengths are 400 naming the entry; at their lengths they pass", () => {
@@ -87,7 +127,10 @@ describe("search request validation", () => {
     ];
     for (const [body, pointer] of cases) {
       const errors = refusal({ kind: KIND, ...body });
-      expect(errors.map((e) => e.pointer), pointer).toContain(pointer);
+      expect(
+        errors.map((e) => e.pointer),
+        pointer,
+      ).toContain(pointer);
       expect(errors.find((e) => e.pointer === pointer)!.message).toMatch(/length/);
     }
     const atLimit = path(FIELD_PATH_MAX_LENGTH);
@@ -104,6 +147,10 @@ describe("search request validation", () => {
       }),
       false,
     );
-    expect(plan).toMatchObject({ returnedFields: [atLimit], highlightedFields: [atLimit], aggregateBy: `data.A.${"y".repeat(FIELD_EXPRESSION_MAX_LENGTH - 16)}` });
+    expect(plan).toMatchObject({
+      returnedFields: [atLimit],
+      highlightedFields: [atLimit],
+      aggregateBy: `data.A.${"y".repeat(FIELD_EXPRESSION_MAX_LENGTH - 16)}`,
+    });
   });
 });

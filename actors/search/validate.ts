@@ -93,14 +93,20 @@ function kinds(value: unknown, errors: FieldError[]): string[] {
   // prints it: `[a, b]`); cut at MAX_KIND_LENGTH characters so a huge kind is not echoed whole.
   else if (list.some((kind) => !KIND_FORMAT.test(kind))) {
     const given = typeof value === "string" ? value : `[${(value as string[]).join(", ")}]`;
-    errors.push({ pointer, message: `Not a valid record kind format. Found: ${given.length > MAX_KIND_LENGTH ? `${given.slice(0, MAX_KIND_LENGTH)}…` : given}` });
-  } else if (list.join(",").length > MAX_KIND_LENGTH) errors.push({ pointer, message: `The kind length exceeds the maximum of ${MAX_KIND_LENGTH} characters` });
+    errors.push({
+      pointer,
+      message: `Not a valid record kind format. Found: ${given.length > MAX_KIND_LENGTH ? `${given.slice(0, MAX_KIND_LENGTH)}…` : given}`,
+    });
+  } else if (list.join(",").length > MAX_KIND_LENGTH)
+    errors.push({ pointer, message: `The kind length exceeds the maximum of ${MAX_KIND_LENGTH} characters` });
   return [...new Set(list.map((k) => k.toLowerCase()))];
 }
 
 function checkPoint(point: Point, pointer: string, errors: FieldError[]): Position {
-  if (!(point.latitude >= -90 && point.latitude <= 90)) errors.push({ pointer: `${pointer}/latitude`, message: "'latitude' value is out of the range [-90, 90]" });
-  if (!(point.longitude >= -180 && point.longitude <= 180)) errors.push({ pointer: `${pointer}/longitude`, message: "'longitude' value is out of the range [-180, 180]" });
+  if (!(point.latitude >= -90 && point.latitude <= 90))
+    errors.push({ pointer: `${pointer}/latitude`, message: "'latitude' value is out of the range [-90, 90]" });
+  if (!(point.longitude >= -180 && point.longitude <= 180))
+    errors.push({ pointer: `${pointer}/longitude`, message: "'longitude' value is out of the range [-180, 180]" });
   return [point.longitude, point.latitude];
 }
 
@@ -126,7 +132,7 @@ export function javaDouble(n: number): string {
 function spatial(filter: SpatialFilter, errors: FieldError[]): GeoFilter | undefined {
   const base = "/body/spatialFilter";
   const before = errors.length;
-  if (!filter.field || !filter.field.trim()) errors.push({ pointer: `${base}/field`, message: "'spatialFilter.field' can not be null or empty" });
+  if (!filter.field?.trim()) errors.push({ pointer: `${base}/field`, message: "'spatialFilter.field' can not be null or empty" });
   // OSDU checks only these three against each other; byIntersection beside one of them is ignored
   // (its GeoQueryBuilder applies the first of byBoundingBox, byDistance, byGeoPolygon, byIntersection, as below).
   const exclusive = (["byBoundingBox", "byDistance", "byGeoPolygon"] as const).filter((k) => filter[k] != null);
@@ -144,19 +150,27 @@ function spatial(filter: SpatialFilter, errors: FieldError[]): GeoFilter | undef
     const [t, b, l, r] = [top, bottom, left, right].map(javaDouble);
     // Only the first that applies, in this order, as OSDU's SpatialFilterValidator (an else-if chain).
     const corners =
-      top < bottom ? `top corner is below bottom corner: ${t} vs. ${b}`
-      : left > right ? `left corner and right corner are flipped: ${l} vs. ${r}`
-      : top === bottom ? `top latitude cannot be the same as bottom latitude: ${t} == ${b}`
-      : left === right ? `left longitude cannot be the same as right longitude: ${l} == ${r}`
-      : undefined;
+      top < bottom
+        ? `top corner is below bottom corner: ${t} vs. ${b}`
+        : left > right
+          ? `left corner and right corner are flipped: ${l} vs. ${r}`
+          : top === bottom
+            ? `top latitude cannot be the same as bottom latitude: ${t} == ${b}`
+            : left === right
+              ? `left longitude cannot be the same as right longitude: ${l} == ${r}`
+              : undefined;
     if (corners) errors.push({ pointer: p, message: corners });
-    return errors.length > before ? undefined : { field, relation: "within", area: { type: "box", box: { minX: left, maxX: right, minY: bottom, maxY: top } } };
+    return errors.length > before
+      ? undefined
+      : { field, relation: "within", area: { type: "box", box: { minX: left, maxX: right, minY: bottom, maxY: top } } };
   }
   if (filter.byDistance) {
     const p = `${base}/byDistance`;
     const center = checkPoint(filter.byDistance.point, `${p}/point`, errors);
     if (!(filter.byDistance.distance > 0)) errors.push({ pointer: `${p}/distance`, message: "'distance' must be greater than 0" });
-    return errors.length > before ? undefined : { field, relation: "within", area: { type: "circle", center, radiusM: filter.byDistance.distance } };
+    return errors.length > before
+      ? undefined
+      : { field, relation: "within", area: { type: "circle", center, radiusM: filter.byDistance.distance } };
   }
   if (filter.byGeoPolygon) {
     const p = `${base}/byGeoPolygon/points`;
@@ -176,7 +190,8 @@ function spatial(filter: SpatialFilter, errors: FieldError[]): GeoFilter | undef
     const polygons = filter.byIntersection.polygons.map((poly, i) => {
       const ring = poly.points.map((pt, j) => checkPoint(pt, `${p}/${i}/points/${j}`, errors));
       if (ring.length < 4) errors.push({ pointer: `${p}/${i}/points`, message: "Polygons must have at least 4 points" });
-      else if (!samePoint(ring[0]!, ring[ring.length - 1]!)) errors.push({ pointer: `${p}/${i}/points`, message: "The first point must match the last point to close the polygon" });
+      else if (!samePoint(ring[0]!, ring[ring.length - 1]!))
+        errors.push({ pointer: `${p}/${i}/points`, message: "The first point must match the last point to close the polygon" });
       return [ring];
     });
     return errors.length > before ? undefined : { field, relation: "intersects", polygons };
@@ -232,12 +247,14 @@ function sort(value: QueryRequest["sort"], errors: FieldError[]): SortKey[] {
   if (errors.length > before) return [];
   if (fields.length !== orders.length) errors.push({ pointer: base, message: "'sort.field' and 'sort.order' size do not match" });
   fields.forEach((f, i) => {
-    if (!f || !f.trim()) errors.push({ pointer: `${base}/field/${i}`, message: "'sort.field' list can not have null or empty values" });
+    if (!f?.trim()) errors.push({ pointer: `${base}/field/${i}`, message: "'sort.field' list can not have null or empty values" });
   });
   orders.forEach((o, i) => {
-    if (!/^(asc|desc)$/i.test(o ?? "")) errors.push({ pointer: `${base}/order/${i}`, message: "Not a valid order option. It can only be either 'ASC' or 'DESC'" });
+    if (!/^(asc|desc)$/i.test(o ?? ""))
+      errors.push({ pointer: `${base}/order/${i}`, message: "Not a valid order option. It can only be either 'ASC' or 'DESC'" });
   });
-  if (value.filter?.some((f) => f && f.trim())) errors.push({ pointer: `${base}/filter`, message: "sort filters are not supported by this search service" });
+  if (value.filter?.some((f) => f?.trim()))
+    errors.push({ pointer: `${base}/filter`, message: "sort filters are not supported by this search service" });
   if (errors.length > before) return [];
   const keys: SortKey[] = [];
   fields.forEach((raw, i) => {
@@ -274,7 +291,10 @@ export function planSearch(body: QueryRequest | CursorQueryRequest, cursor: bool
   if (rawLimit < 0) errors.push({ pointer: "/body/limit", message: "'limit' must be equal or greater than 0" });
   const limit = rawLimit === 0 ? DEFAULT_LIMIT : Math.min(rawLimit, MAX_LIMIT);
   if (!cursor && offset >= 0 && rawLimit >= 0 && offset + limit > MAX_RESULT_WINDOW) {
-    errors.push({ pointer: "/body/offset", message: "Invalid combination of limit and offset values, offset + limit cannot be greater than 10000" });
+    errors.push({
+      pointer: "/body/offset",
+      message: "Invalid combination of limit and offset values, offset + limit cannot be greater than 10000",
+    });
   }
   const sortKeys = sort(body.sort, errors);
   const geo = body.spatialFilter ? spatial(body.spatialFilter, errors) : undefined;

@@ -24,7 +24,17 @@
  * check never approves a write over a version it did not see.
  */
 import { randomUUID } from "node:crypto";
-import { DerrickError, badRequest, check, conflict, invalidField, reply, unauthorized, type Principal, type Reply } from "../../subjects/index.ts";
+import {
+  DerrickError,
+  badRequest,
+  check,
+  conflict,
+  invalidField,
+  reply,
+  unauthorized,
+  type Principal,
+  type Reply,
+} from "../../subjects/index.ts";
 import {
   DATA_ROOT_GROUP,
   NOT_AUTHORIZED,
@@ -55,17 +65,29 @@ const WRITE_ATTEMPTS = 5;
 let lastVersion = 0;
 
 /** A caller without the role an operation needs: OSDU's 403 "Access denied", naming the groups that would allow it. */
-const missingRole = (action: string, groups: readonly string[]) => new DerrickError(403, missingGroupDetail(action, groups), { title: "Access denied", type: "access-denied" });
+const missingRole = (action: string, groups: readonly string[]) =>
+  new DerrickError(403, missingGroupDetail(action, groups), { title: "Access denied", type: "access-denied" });
 /**
  * OSDU's 403s of the owner and viewer checks, with what would allow the operation. They name the
  * record's ACL fields, never its groups (nor anything else of the record: content, legal, version).
  */
 const notOwnerOnUpdate = () =>
-  new DerrickError(403, "User is not authorized to update records. Replacing a record needs one of the groups in its acl.owners, or users.data.root.", { title: "User Unauthorized" });
+  new DerrickError(
+    403,
+    "User is not authorized to update records. Replacing a record needs one of the groups in its acl.owners, or users.data.root.",
+    { title: "User Unauthorized" },
+  );
 const accessDenied = (action: string, aclFields: string) =>
-  new DerrickError(403, `${NOT_AUTHORIZED}: ${action} needs one of the groups in its ${aclFields}, or ${DATA_ROOT_GROUP}`, { title: "Access denied", type: "access-denied" });
+  new DerrickError(403, `${NOT_AUTHORIZED}: ${action} needs one of the groups in its ${aclFields}, or ${DATA_ROOT_GROUP}`, {
+    title: "Access denied",
+    type: "access-denied",
+  });
 const purgeDenied = () =>
-  new DerrickError(403, `The user is not authorized to purge the record: purging a record needs one of the groups in its acl.owners, or ${DATA_ROOT_GROUP}`, { title: "Access denied", type: "access-denied" });
+  new DerrickError(
+    403,
+    `The user is not authorized to purge the record: purging a record needs one of the groups in its acl.owners, or ${DATA_ROOT_GROUP}`,
+    { title: "Access denied", type: "access-denied" },
+  );
 /** OSDU's 404s for a record that is not there (never written, or deleted): getRecord's, deleteRecord's. */
 const recordNotFound = (id: string) => new DerrickError(404, `The record '${id}' was not found`, { title: "Record not found" });
 const deleteNotFound = (id: string) => new DerrickError(404, `Record with id '${id}' does not exist`, { title: "Record not found" });
@@ -99,7 +121,12 @@ function checkId(id: string, partition: string, pointer: string): string {
  * Runs `attempt` on the version last read; when its conditional write finds that the record changed
  * in between, reads the record again and retries (the attempt repeats its checks on what it reads).
  */
-async function whileUnchanged<T>(id: string, first: RecordRead, reread: () => Promise<RecordRead>, attempt: (current: RecordRead) => Promise<T>): Promise<T> {
+async function whileUnchanged<T>(
+  id: string,
+  first: RecordRead,
+  reread: () => Promise<RecordRead>,
+  attempt: (current: RecordRead) => Promise<T>,
+): Promise<T> {
   let current = first;
   for (let n = 1; ; n++) {
     try {
@@ -133,7 +160,10 @@ export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, 
   checkRecordDepth(body);
   const seen = new Set<string>();
   const ids = body.map((record, i) => {
-    const id = record.id !== undefined ? checkId(record.id, partition, `/body/${i}/id`) : `${partition}:${record.kind.split(":")[2]!.replace(/[^\w\-.]/g, "-")}:${randomUUID().replaceAll("-", "")}`;
+    const id =
+      record.id !== undefined
+        ? checkId(record.id, partition, `/body/${i}/id`)
+        : `${partition}:${record.kind.split(":")[2]!.replace(/[^\w\-.]/g, "-")}:${randomUUID().replaceAll("-", "")}`;
     if (seen.has(id)) throw invalidField(`/body/${i}/id`, "appears more than once in the request");
     seen.add(id);
     return id;
@@ -151,13 +181,18 @@ export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, 
   // this request written before it stay written (JetStream 2.9 has no multi-subject transaction).
   const stored = await Promise.all(
     body.map((record, i) =>
-      whileUnchanged(ids[i]!, reads[i]!, () => deps.records.read(partition, ids[i]!), async (current) => {
-        const previous = previousOf(current);
-        if (!mayReplace(previous)) throw notOwnerOnUpdate();
-        const out = nextStored(record, ids[i]!, previous, principal.subject, now);
-        await deps.records.put(partition, out, current.seq);
-        return out;
-      }),
+      whileUnchanged(
+        ids[i]!,
+        reads[i]!,
+        () => deps.records.read(partition, ids[i]!),
+        async (current) => {
+          const previous = previousOf(current);
+          if (!mayReplace(previous)) throw notOwnerOnUpdate();
+          const out = nextStored(record, ids[i]!, previous, principal.subject, now);
+          await deps.records.put(partition, out, current.seq);
+          return out;
+        },
+      ),
     ),
   );
   return reply(

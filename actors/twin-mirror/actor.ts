@@ -10,7 +10,17 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { Redis } from "ioredis";
 import type { Config } from "../../config/index.ts";
 import { subjects } from "../../subjects/index.ts";
-import { REDIS_KEYSPACE_PREFIX, TWIN_BUCKET_MAX_BYTES, TWIN_KEY_PREFIX, TwinWatchView, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
+import {
+  REDIS_KEYSPACE_PREFIX,
+  TWIN_BUCKET_MAX_BYTES,
+  TWIN_KEY_PREFIX,
+  TwinWatchView,
+  toTwinEntry,
+  twinBucket,
+  twinBucketOptions,
+  type TwinAddress,
+  type TwinEntry,
+} from "../../subjects/twins.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { followBucket, type Loop } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -52,7 +62,11 @@ class TwinMirror {
     for (const connection of [this.redis, this.sub]) {
       let reported = false;
       connection.on("error", (error: Error) => {
-        if (!reported) this.log.warn({ err: error, twin: `${twin.organization}/${twin.environment}/${twin.twinId}` }, "twin mirror: Redis unreachable; retrying");
+        if (!reported)
+          this.log.warn(
+            { err: error, twin: `${twin.organization}/${twin.environment}/${twin.twinId}` },
+            "twin mirror: Redis unreachable; retrying",
+          );
         reported = true;
       });
       connection.on("ready", () => (reported = false));
@@ -70,7 +84,10 @@ class TwinMirror {
     await this.ready();
     // Stopped while waiting for Redis (start is not awaited past MIRROR_START_WAIT_MS): nothing to start.
     if (this.closed) return;
-    const kv = await new Kvm(this.nc).create(twinBucket(this.twin), bucketOptions(this.storage, twinBucketOptions(this.twin, this.maxBytes)));
+    const kv = await new Kvm(this.nc).create(
+      twinBucket(this.twin),
+      bucketOptions(this.storage, twinBucketOptions(this.twin, this.maxBytes)),
+    );
     await this.redis.config("SET", "notify-keyspace-events", "KEA").catch(() => undefined);
     await this.followReported(kv);
     await this.followDesired(kv);
@@ -94,7 +111,8 @@ class TwinMirror {
           for (const entry of visible) this.latest.set(entry.key, entry);
           await this.writeDesired(visible);
         },
-        onError: (error) => this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: the bucket's last revision could not be read; trying again"),
+        onError: (error) =>
+          this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: the bucket's last revision could not be read; trying again"),
       });
       return view;
     };
@@ -149,7 +167,9 @@ class TwinMirror {
     if (before === undefined || this.redis.status !== "ready") return;
     await this.redis
       .eval(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`, 1, entry.key, before)
-      .catch((error: Error) => this.log.warn({ err: error, twin: this.stats.twin, key: entry.key }, "twin mirror: reported delete not copied to Redis"));
+      .catch((error: Error) =>
+        this.log.warn({ err: error, twin: this.stats.twin, key: entry.key }, "twin mirror: reported delete not copied to Redis"),
+      );
   }
 
   /** One MULTI per change set, queued behind earlier ones so Redis never goes back to an older value. */
@@ -221,7 +241,9 @@ class TwinMirror {
       return state.done;
     };
     this.sub.on("pmessage", (_p: string, channel: string) => {
-      void copy(channel.slice(prefix.length)).catch((error: Error) => this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: reported copy failed"));
+      void copy(channel.slice(prefix.length)).catch((error: Error) =>
+        this.log.warn({ err: error, twin: this.stats.twin }, "twin mirror: reported copy failed"),
+      );
     });
     const pattern = `${prefix}${TWIN_KEY_PREFIX}/*`;
     // Catch up on reported values written while the mirror was away (or not yet subscribed).
@@ -273,17 +295,31 @@ class TwinMirror {
 /** How long start-up waits for every mirror's Redis before letting the rest of the process start. */
 const MIRROR_START_WAIT_MS = 2_000;
 
-export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions & { log: Logger }): Promise<ServedActor> {
-  const mirrors = cfg.twinMirrors.map((m) => new TwinMirror(nc, m, m.redis, options.log.child({ actor: "twin-mirror" }), options.storage, cfg.twins.maxBytes));
+export async function startTwinMirrorActor(
+  nc: NatsConnection,
+  cfg: Config,
+  options: RuntimeOptions & { log: Logger },
+): Promise<ServedActor> {
+  const mirrors = cfg.twinMirrors.map(
+    (m) => new TwinMirror(nc, m, m.redis, options.log.child({ actor: "twin-mirror" }), options.storage, cfg.twins.maxBytes),
+  );
   // A mirror starts once its device's Redis is up. Awaited without bound, one Redis down when derrick
   // started held back every actor started after this one and the edge (`derrick start` never served):
   // past MIRROR_START_WAIT_MS the waiting mirrors go on starting in the background.
   const starting = Promise.all(mirrors.map((m) => m.start()));
   try {
-    const outcome = await Promise.race([starting.then(() => "started" as const), new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), MIRROR_START_WAIT_MS))]);
+    const outcome = await Promise.race([
+      starting.then(() => "started" as const),
+      new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), MIRROR_START_WAIT_MS)),
+    ]);
     if (outcome === "waiting") {
-      options.log.warn({ waitedMs: MIRROR_START_WAIT_MS }, "twin mirror: a device's Redis is not reachable yet; its mirror starts when it is, the rest of derrick does not wait");
-      starting.catch((error: unknown) => options.log.error({ err: error }, "twin mirror: could not start after its Redis came up; restart the twin-mirror process"));
+      options.log.warn(
+        { waitedMs: MIRROR_START_WAIT_MS },
+        "twin mirror: a device's Redis is not reachable yet; its mirror starts when it is, the rest of derrick does not wait",
+      );
+      starting.catch((error: unknown) =>
+        options.log.error({ err: error }, "twin mirror: could not start after its Redis came up; restart the twin-mirror process"),
+      );
     }
   } catch (error) {
     await Promise.all(mirrors.map((m) => m.stop()));
@@ -294,7 +330,9 @@ export async function startTwinMirrorActor(nc: NatsConnection, cfg: Config, opti
     {
       name: "twin-mirror",
       description: "copies twin properties between JetStream KV and Redis-backed devices",
-      endpoints: [endpoint({ name: "status", subject: subjects["twin-mirror"].status(), handler: () => ({ mirrors: mirrors.map((m) => m.stats) }) })],
+      endpoints: [
+        endpoint({ name: "status", subject: subjects["twin-mirror"].status(), handler: () => ({ mirrors: mirrors.map((m) => m.stats) }) }),
+      ],
     },
     options,
     async () => {

@@ -28,7 +28,11 @@ export function twinWriter(nc: NatsConnection): TwinWriter & { stop(): void } {
   };
 }
 
-export async function startTwinsActor(nc: NatsConnection, options: RuntimeOptions, limits: TwinLimits = DEFAULT_TWIN_LIMITS): Promise<ServedActor> {
+export async function startTwinsActor(
+  nc: NatsConnection,
+  options: RuntimeOptions,
+  limits: TwinLimits = DEFAULT_TWIN_LIMITS,
+): Promise<ServedActor> {
   const writer = twinWriter(nc);
   const deps: TwinsDeps = { stores: kvTwinStores(nc, options.storage, limits), writer, maxPayload: nc.info?.max_payload };
   const names = subjects.twins;
@@ -40,8 +44,18 @@ export async function startTwinsActor(nc: NatsConnection, options: RuntimeOption
       endpoints: [
         endpoint({ name: "put", subject: names.put(), input: TwinPutRequest, handler: (input, ctx) => putTwins(input, ctx, deps) }),
         endpoint({ name: "get", subject: names.get(), input: TwinGetRequest, handler: (input, ctx) => getTwins(input, ctx, deps) }),
-        endpoint({ name: "delete", subject: names.delete(), input: TwinDeleteRequest, handler: (input, ctx) => deleteTwin(input, ctx, deps) }),
-        endpoint({ name: "ensure", subject: names.ensure(), input: TwinEnsureRequest, handler: (input, ctx) => ensureTwin(input, ctx, deps) }),
+        endpoint({
+          name: "delete",
+          subject: names.delete(),
+          input: TwinDeleteRequest,
+          handler: (input, ctx) => deleteTwin(input, ctx, deps),
+        }),
+        endpoint({
+          name: "ensure",
+          subject: names.ensure(),
+          input: TwinEnsureRequest,
+          handler: (input, ctx) => ensureTwin(input, ctx, deps),
+        }),
       ],
     },
     options,

@@ -93,16 +93,26 @@ export function validatePut(input: Pick<TwinPutRequest, "group" | "twins">): voi
     const size = byteLength(twin.value);
     if (size > TWIN_VALUE_MAX_BYTES) {
       const pointer = `/body/twins/${i}/value`;
-      throw contentTooLarge(`${pointer} is ${size} bytes; a value may hold at most ${TWIN_VALUE_MAX_BYTES}`, [{ pointer, message: `is ${size} bytes of UTF-8; at most ${TWIN_VALUE_MAX_BYTES}` }]);
+      throw contentTooLarge(`${pointer} is ${size} bytes; a value may hold at most ${TWIN_VALUE_MAX_BYTES}`, [
+        { pointer, message: `is ${size} bytes of UTF-8; at most ${TWIN_VALUE_MAX_BYTES}` },
+      ]);
     }
     total += size;
   });
-  if (total > TWIN_REQUEST_MAX_BYTES) throw contentTooLarge(`the values add up to ${total} bytes; one request may hold at most ${TWIN_REQUEST_MAX_BYTES}`);
+  if (total > TWIN_REQUEST_MAX_BYTES)
+    throw contentTooLarge(`the values add up to ${total} bytes; one request may hold at most ${TWIN_REQUEST_MAX_BYTES}`);
 }
 
 /** The claim a PUT writes before its values: it holds them all, so a recovering writer can finish it. */
 function pendingRecord(values: Array<[string, string | null]>, owner: string | undefined, version: number): TwinCommit {
-  return { state: "pending", names: values.map(([n]) => n), values: Object.fromEntries(values), owner, version, at: new Date().toISOString() };
+  return {
+    state: "pending",
+    names: values.map(([n]) => n),
+    values: Object.fromEntries(values),
+    owner,
+    version,
+    at: new Date().toISOString(),
+  };
 }
 
 /** Room for the headers of a compare-and-swap write (expected sequence, message id) beside the record. */
@@ -115,10 +125,16 @@ const RECORD_HEADROOM_BYTES = 1024;
  */
 export function checkClaimSize(input: Pick<TwinPutRequest, "twins">, maxPayload: number | undefined, owner?: string): void {
   if (maxPayload === undefined) return;
-  const record = pendingRecord(input.twins.map((t) => [t.name, t.value]), owner, Number.MAX_SAFE_INTEGER);
+  const record = pendingRecord(
+    input.twins.map((t) => [t.name, t.value]),
+    owner,
+    Number.MAX_SAFE_INTEGER,
+  );
   const size = byteLength(JSON.stringify(record)) + RECORD_HEADROOM_BYTES;
   if (size > maxPayload) {
-    throw contentTooLarge(`/body: this PUT's commit record (names and values, JSON-escaped) would take ${size} bytes; the NATS server takes at most ${maxPayload} per message (max_payload): send fewer or smaller properties per PUT`);
+    throw contentTooLarge(
+      `/body: this PUT's commit record (names and values, JSON-escaped) would take ${size} bytes; the NATS server takes at most ${maxPayload} per message (max_payload): send fewer or smaller properties per PUT`,
+    );
   }
 }
 
@@ -192,7 +208,8 @@ async function commitDesired(
   const alive = new Set<string>();
   for (let attempt = 0; attempt < attempts; attempt++) {
     // Nobody waits for the answer any more: stop queueing behind the group (the lock is held).
-    if (deadline !== undefined && Date.now() > deadline) throw gatewayTimeout(`group ${group} stayed claimed by another writer past the request's deadline`);
+    if (deadline !== undefined && Date.now() > deadline)
+      throw gatewayTimeout(`group ${group} stayed claimed by another writer past the request's deadline`);
     // The record this process's last commit left, if any (always committed); else read it.
     const known = commits.get(lock);
     commits.delete(lock);
@@ -273,7 +290,14 @@ function repairLater(bucket: TwinBucketStore, lock: string, group: string, deps:
  * and read on a miss; a wrong guess is told apart from a takeover by the key's revision: a key newer
  * than the claim was written for it by somebody else. "conflict" when the claim was taken over.
  */
-async function writeValues(bucket: TwinBucketStore, lock: string, group: string, values: Array<[string, string | null]>, claim: number, deps: TwinsDeps): Promise<Map<string, number> | "conflict"> {
+async function writeValues(
+  bucket: TwinBucketStore,
+  lock: string,
+  group: string,
+  values: Array<[string, string | null]>,
+  claim: number,
+  deps: TwinsDeps,
+): Promise<Map<string, number> | "conflict"> {
   const { known } = writerState(deps);
   const write = async (name: string, value: string | null): Promise<number | "conflict"> => {
     const key = twinKey(group, "desired", name);
@@ -315,8 +339,15 @@ async function rollForward(bucket: TwinBucketStore, group: string, claim: TwinCo
     const written = await bucket.swap(key, value, current);
     return written === "conflict" ? writeOnce(key, value) : written;
   };
-  const revisions = await Promise.all(Object.entries(claim.values ?? {}).map(([name, value]) => writeOnce(twinKey(group, "desired", name), value)));
-  const committed: TwinCommit = { state: "committed", names: claim.names, version: Math.max(claim.version, ...revisions), at: new Date().toISOString() };
+  const revisions = await Promise.all(
+    Object.entries(claim.values ?? {}).map(([name, value]) => writeOnce(twinKey(group, "desired", name), value)),
+  );
+  const committed: TwinCommit = {
+    state: "committed",
+    names: claim.names,
+    version: Math.max(claim.version, ...revisions),
+    at: new Date().toISOString(),
+  };
   await bucket.swap(twinCommitKey(group), JSON.stringify(committed), revision);
 }
 
@@ -339,7 +370,10 @@ export async function putTwins(input: TwinPutRequest, ctx: RequestContext, deps:
       ctx.deadline,
     ),
   );
-  const body: TwinPutReply = { group: input.group, twins: input.twins.map((t) => ({ name: t.name, value: t.value, version: revisions.get(t.name)! })) };
+  const body: TwinPutReply = {
+    group: input.group,
+    twins: input.twins.map((t) => ({ name: t.name, value: t.value, version: revisions.get(t.name)! })),
+  };
   return reply(body, 200, { ETag: formatTwinEtag(version) });
 }
 

@@ -6,7 +6,15 @@ import { SINGLE_NODE, bindBucket, bucketOptions, streamInfoIfAny, type StoragePo
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { TWIN_BUCKET_MAX_BYTES, TWIN_BUCKET_PREFIX, toTwinEntry, twinBucket, twinBucketOptions, type TwinAddress, type TwinEntry } from "../../subjects/twins.ts";
+import {
+  TWIN_BUCKET_MAX_BYTES,
+  TWIN_BUCKET_PREFIX,
+  toTwinEntry,
+  twinBucket,
+  twinBucketOptions,
+  type TwinAddress,
+  type TwinEntry,
+} from "../../subjects/twins.ts";
 import { insufficientStorage } from "../../subjects/errors.ts";
 import type { TwinBucketStore, TwinStores } from "./handlers.ts";
 import { readKv } from "../runtime/kv.ts";
@@ -18,7 +26,12 @@ const CACHE_MAX = 10_000;
  * Creates a twin's bucket if it does not exist. Device users may not create streams
  * (subjects/twins.ts), so derrick makes a registered device's bucket before the device needs it.
  */
-export async function ensureTwinBucket(nc: NatsConnection, address: TwinAddress, policy: StoragePolicy = SINGLE_NODE, maxBytes = TWIN_BUCKET_MAX_BYTES): Promise<void> {
+export async function ensureTwinBucket(
+  nc: NatsConnection,
+  address: TwinAddress,
+  policy: StoragePolicy = SINGLE_NODE,
+  maxBytes = TWIN_BUCKET_MAX_BYTES,
+): Promise<void> {
   await new Kvm(nc).create(twinBucket(address), bucketOptions(policy, twinBucketOptions(address, maxBytes)));
 }
 
@@ -34,7 +47,11 @@ export const DEFAULT_TWIN_LIMITS: TwinLimits = { maxTwins: 5000, maxBytes: TWIN_
 /** How long a count of the server's twin streams is trusted before it is taken again. */
 const COUNT_FRESH_MS = 30_000;
 
-export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE, limits: TwinLimits = DEFAULT_TWIN_LIMITS): TwinStores {
+export function kvTwinStores(
+  nc: NatsConnection,
+  policy: StoragePolicy = SINGLE_NODE,
+  limits: TwinLimits = DEFAULT_TWIN_LIMITS,
+): TwinStores {
   const kvm = new Kvm(nc);
   let jsm: Promise<JetStreamManager> | undefined;
   const twinCount = streamCounter(() => (jsm ??= jetstreamManager(nc)), `$KV.${TWIN_BUCKET_PREFIX}*.>`);
@@ -66,7 +83,9 @@ export function kvTwinStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_
   const createNew = async (name: string, address: TwinAddress) => {
     if (limits.maxTwins > 0 && !(await exists(name))) {
       if ((await twinCount.current()) >= limits.maxTwins) {
-        throw insufficientStorage(`this deployment holds its limit of ${limits.maxTwins} twins (DERRICK_TWINS_MAX); no new twin can be created`);
+        throw insufficientStorage(
+          `this deployment holds its limit of ${limits.maxTwins} twins (DERRICK_TWINS_MAX); no new twin can be created`,
+        );
       }
       const kv = await make(name, address);
       twinCount.added();
@@ -129,7 +148,8 @@ function streamCounter(jsm: () => Promise<JetStreamManager>, subject: string) {
 /** The server refused a write because the bucket is at its max_bytes (discard new). */
 const isBucketFull = (error: unknown) => /maximum bytes exceeded/i.test((error as Error)?.message ?? "");
 /** nats-server's answer to a stream whose max bytes its store limit cannot reserve (JetStream error 10047). */
-const isStoreFull = (error: unknown) => error instanceof JetStreamApiError && (error.code === 10047 || /insufficient storage resources/i.test(error.message));
+const isStoreFull = (error: unknown) =>
+  error instanceof JetStreamApiError && (error.code === 10047 || /insufficient storage resources/i.test(error.message));
 
 /** How a bucket handle finds out its stream was deleted, and makes it again. */
 export type TwinBucketRecovery = {
@@ -165,7 +185,10 @@ export class KvTwinBucket implements TwinBucketStore {
     try {
       return await this.run(op);
     } catch (error) {
-      if (isBucketFull(error)) throw insufficientStorage(`this twin holds as much as one twin may (DERRICK_TWIN_MAX_BYTES, history included): delete properties before writing more`);
+      if (isBucketFull(error))
+        throw insufficientStorage(
+          `this twin holds as much as one twin may (DERRICK_TWIN_MAX_BYTES, history included): delete properties before writing more`,
+        );
       if (!this.recovery || !(await this.recovery.gone())) throw error;
       this.kv = await this.recovery.recreate();
       return op(this.kv);
@@ -204,7 +227,10 @@ export class KvTwinBucket implements TwinBucketStore {
         await kv.delete(key, { previousSeq: expectedRevision });
         return (await kv.get(key))?.revision ?? 0;
       } catch (error) {
-        if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+        if (
+          error instanceof JetStreamApiError &&
+          (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+        ) {
           return "conflict";
         }
         throw error;

@@ -11,7 +11,15 @@ import type { ActorName } from "../../config/index.ts";
 
 const [natsUrl, port, dataDir, role = "all"] = process.argv.slice(2);
 const actorNames = (process.env.PEER_ACTORS ?? "system,identity").split(",") as ActorName[];
-const cfg = loadConfig({ NATS_URL: natsUrl, DERRICK_HTTP_PORT: port, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "warn", ACTORS: actorNames.join(","), DERRICK_HTTP_REUSE_PORT: process.env.DERRICK_HTTP_REUSE_PORT, DERRICK_CLIENTS: process.env.DERRICK_CLIENTS });
+const cfg = loadConfig({
+  NATS_URL: natsUrl,
+  DERRICK_HTTP_PORT: port,
+  DERRICK_DATA_DIR: dataDir,
+  DERRICK_LOG_LEVEL: "warn",
+  ACTORS: actorNames.join(","),
+  DERRICK_HTTP_REUSE_PORT: process.env.DERRICK_HTTP_REUSE_PORT,
+  DERRICK_CLIENTS: process.env.DERRICK_CLIENTS,
+});
 const running = await boot({
   cfg,
   natsUrl: natsUrl!,

@@ -13,7 +13,13 @@ async function main() {
   gateway.createService({
     name: "api",
     mixins: [ApiGateway],
-    settings: { port, ip: "127.0.0.1", logRequest: null, logResponse: null, routes: [{ path: "/v1/system", aliases: { "POST echo": "echo.echo" }, bodyParsers: { json: true }, logging: false }] },
+    settings: {
+      port,
+      ip: "127.0.0.1",
+      logRequest: null,
+      logResponse: null,
+      routes: [{ path: "/v1/system", aliases: { "POST echo": "echo.echo" }, bodyParsers: { json: true }, logging: false }],
+    },
   });
   await worker.start();
   await gateway.start();

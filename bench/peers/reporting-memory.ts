@@ -13,7 +13,14 @@ import { EncodedJson, reply, subjects } from "../../subjects/index.ts";
 import { AggregationRef } from "../../subjects/reporting.ts";
 
 const [natsUrl, dataDir, replyFile] = process.argv.slice(2);
-const cfg = loadConfig({ NATS_URL: natsUrl, DERRICK_HTTP_PORT: "0", DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "warn", ACTORS: "identity", DERRICK_CLIENTS: process.env.DERRICK_CLIENTS });
+const cfg = loadConfig({
+  NATS_URL: natsUrl,
+  DERRICK_HTTP_PORT: "0",
+  DERRICK_DATA_DIR: dataDir,
+  DERRICK_LOG_LEVEL: "warn",
+  ACTORS: "identity",
+  DERRICK_CLIENTS: process.env.DERRICK_CLIENTS,
+});
 const log = createLogger(cfg.logLevel);
 const running = await boot({ cfg, natsUrl: natsUrl!, log, edge: true, actors: ["identity"] });
 // Pre-encoded, as the actor's own cache hit is: the peer measures the hop, not a re-serialization.
@@ -23,7 +30,14 @@ const memory = await serveActor(
   {
     name: "reporting",
     description: "bench peer: the cached aggregation from memory",
-    endpoints: [endpoint({ name: "prospect-aggregation", subject: subjects.reporting["prospect.aggregation"](), input: AggregationRef, handler: () => reply(cached, 200, { "x-derrick-cache": "hit" }) })],
+    endpoints: [
+      endpoint({
+        name: "prospect-aggregation",
+        subject: subjects.reporting["prospect.aggregation"](),
+        input: AggregationRef,
+        handler: () => reply(cached, 200, { "x-derrick-cache": "hit" }),
+      }),
+    ],
   },
   { log, concurrency: 64 },
 );

@@ -68,5 +68,10 @@ export function docsPage(title: string): string {
 
 export const docsResponse = (title: string) =>
   new Response(docsPage(title), {
-    headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": DOCS_CONTENT_SECURITY_POLICY, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" },
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy": DOCS_CONTENT_SECURITY_POLICY,
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+    },
   });

@@ -67,8 +67,16 @@ Errors are RFC 9457 \`application/problem+json\` (\`type\`, \`title\`, \`status\
 
 /** One description per tag; a tag an operation uses without one here fails the document test. */
 export const TAGS: ReadonlyArray<{ name: string; description: string }> = [
-  { name: "system", description: "Liveness, readiness, metrics, build information and an echo, all public; `whoami` shows the caller as the edge sees it (token, appkey, partition)." },
-  { name: "auth", description: "derrick's embedded OAuth 2.0 issuer: client-credentials tokens at `/v2/token` and the public keys that verify them (JWKS). Both answer 404 when an external issuer is configured." },
+  {
+    name: "system",
+    description:
+      "Liveness, readiness, metrics, build information and an echo, all public; `whoami` shows the caller as the edge sees it (token, appkey, partition).",
+  },
+  {
+    name: "auth",
+    description:
+      "derrick's embedded OAuth 2.0 issuer: client-credentials tokens at `/v2/token` and the public keys that verify them (JWKS). Both answer 404 when an external issuer is configured.",
+  },
   {
     name: "notifications",
     description:
@@ -79,17 +87,45 @@ export const TAGS: ReadonlyArray<{ name: string; description: string }> = [
     description:
       "Desired and reported configuration of edge devices (device SDK 3.0), by group; a PUT lands all of its properties or none, and the device is notified. Bearer token with `twins.writers` / `twins.readers`; no partition header.",
   },
-  { name: "display-items", description: "The catalog of display items, and content computed from a project's values (asynchronous: a task, then the content or its parts)." },
-  { name: "key-parameters", description: "The catalog of key parameters, and content computed from a project's values (asynchronous: a task, then the content or its parts)." },
-  { name: "projects", description: "Projects: name, members and values of display items and key parameters. Written by `projects.admins`; read by members and admins." },
-  { name: "tasks", description: "Content tasks: `queued` → `running` → `succeeded` (the content is then readable for 60 s) or `failed` (`error` says why)." },
-  { name: "search", description: "OSDU Search v2: queries with Lucene syntax, spatial filters, sorting, aggregation and cursors, over the records written through storage. OSDU's rules and messages." },
-  { name: "storage", description: "OSDU Storage-compatible record writes, reads and deletes; what they write is searchable within a second." },
+  {
+    name: "display-items",
+    description:
+      "The catalog of display items, and content computed from a project's values (asynchronous: a task, then the content or its parts).",
+  },
+  {
+    name: "key-parameters",
+    description:
+      "The catalog of key parameters, and content computed from a project's values (asynchronous: a task, then the content or its parts).",
+  },
+  {
+    name: "projects",
+    description:
+      "Projects: name, members and values of display items and key parameters. Written by `projects.admins`; read by members and admins.",
+  },
+  {
+    name: "tasks",
+    description:
+      "Content tasks: `queued` → `running` → `succeeded` (the content is then readable for 60 s) or `failed` (`error` says why).",
+  },
+  {
+    name: "search",
+    description:
+      "OSDU Search v2: queries with Lucene syntax, spatial filters, sorting, aggregation and cursors, over the records written through storage. OSDU's rules and messages.",
+  },
+  {
+    name: "storage",
+    description: "OSDU Storage-compatible record writes, reads and deletes; what they write is searchable within a second.",
+  },
   {
     name: "assessments",
-    description: "The five inputs of reporting: licenses, segment analyses, prospect analyses, full cycle analyses and multiple scenario analyses. Written by `assessments.editors`; each write is versioned (ETag).",
+    description:
+      "The five inputs of reporting: licenses, segment analyses, prospect analyses, full cycle analyses and multiple scenario analyses. Written by `assessments.editors`; each write is versioned (ETag).",
   },
-  { name: "reporting", description: "Aggregations over the assessments: licenses with their prospects, chance of success and resources, cash flows and economic indicators, scenario trees." },
+  {
+    name: "reporting",
+    description:
+      "Aggregations over the assessments: licenses with their prospects, chance of success and resources, cash flows and economic indicators, scenario trees.",
+  },
 ];
 
 /**
@@ -99,11 +135,22 @@ export const TAGS: ReadonlyArray<{ name: string; description: string }> = [
 export const SECURITY_SCHEMES = {
   oauth2: {
     type: "oauth2",
-    description: "A token from derrick's embedded issuer: OAuth 2.0 client credentials at `/v2/token`. Sent as `Authorization: Bearer <token>`.",
+    description:
+      "A token from derrick's embedded issuer: OAuth 2.0 client credentials at `/v2/token`. Sent as `Authorization: Bearer <token>`.",
     flows: { clientCredentials: { tokenUrl: "/v2/token", scopes: {} } },
   },
-  bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "A JWT of the configured issuer (derrick's own, or `DERRICK_AUTH_ISSUER`), sent as `Authorization: Bearer <token>`." },
-  appkey: { type: "apiKey", in: "header", name: "appkey", description: "The application key registered to the token's client (`client_id`, else `azp`)." },
+  bearer: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description: "A JWT of the configured issuer (derrick's own, or `DERRICK_AUTH_ISSUER`), sent as `Authorization: Bearer <token>`.",
+  },
+  appkey: {
+    type: "apiKey",
+    in: "header",
+    name: "appkey",
+    description: "The application key registered to the token's client (`client_id`, else `azp`).",
+  },
 } as const;
 
 /** The two partition headers, alternatives: either one, both only when equal. */
@@ -124,13 +171,34 @@ const PARTITION_HEADER_DOCS: Record<string, Omit<Parameter, "name" | "in">> = {
 /** Query parameters that take only whole numbers; the schemas say string because the actors parse them (with their own messages). */
 const WHOLE_NUMBER_QUERIES: Record<string, Record<string, Json>> = {
   offset: { catalog: { type: "integer", minimum: 0, default: 0, description: "items to skip" } },
-  limit: { catalog: { type: "integer", minimum: 1, maximum: CATALOG_MAX_LIMIT, default: CATALOG_DEFAULT_LIMIT, description: `items per page (at most ${CATALOG_MAX_LIMIT})` } },
-  version: { entity: { type: "integer", minimum: 1, maximum: 9_999_999_999, description: "an earlier version (the ETag number); the last 16 are kept" } },
+  limit: {
+    catalog: {
+      type: "integer",
+      minimum: 1,
+      maximum: CATALOG_MAX_LIMIT,
+      default: CATALOG_DEFAULT_LIMIT,
+      description: `items per page (at most ${CATALOG_MAX_LIMIT})`,
+    },
+  },
+  version: {
+    entity: {
+      type: "integer",
+      minimum: 1,
+      maximum: 9_999_999_999,
+      description: "an earlier version (the ETag number); the last 16 are kept",
+    },
+  },
 };
-const queryKind = (path: string) => (/^\/v1\/(display-items|key-parameters)$/.test(path) ? "catalog" : /^\/assessments\/v1\/[a-z]+\/\{id\}$/.test(path) ? "entity" : undefined);
+const queryKind = (path: string) =>
+  /^\/v1\/(display-items|key-parameters)$/.test(path) ? "catalog" : /^\/assessments\/v1\/[a-z]+\/\{id\}$/.test(path) ? "entity" : undefined;
 
 /** Operations that never wait on NATS, so never answer 503 or 504. */
-const LOCAL_OPERATIONS = new Set(["GET /healthz", "GET /metrics", "GET /api/search/v2/liveness_check", "GET /api/storage/v2/liveness_check"]);
+const LOCAL_OPERATIONS = new Set([
+  "GET /healthz",
+  "GET /metrics",
+  "GET /api/search/v2/liveness_check",
+  "GET /api/storage/v2/liveness_check",
+]);
 /** Operations that wait on NATS with a bounded wait of their own (a ping), so never answer 504. */
 const NO_TIMEOUT_OPERATIONS = new Set(["GET /readyz"]);
 
@@ -178,7 +246,8 @@ const PROBLEM_EXAMPLE = {
   message: "/body/callback_uri: must be an absolute http(s) URI",
 };
 
-const isProblem = (media: MediaType | undefined) => media?.schema?.$ref === PROBLEM_REF.$ref || media?.schema?.description === Problem.description;
+const isProblem = (media: MediaType | undefined) =>
+  media?.schema?.$ref === PROBLEM_REF.$ref || media?.schema?.description === Problem.description;
 const PROBLEM_HEADERS: Record<string, Json> = {
   "415": { Accept: { description: "The media types the operation reads", schema: { type: "string" } } },
   "429": { "Retry-After": { description: "Seconds to wait before trying again", schema: { type: "integer", minimum: 0 } } },
@@ -209,7 +278,10 @@ export function describeDocument(doc: Document): Document {
   doc.servers = [{ url: "/", description: "This derrick edge (the origin serving this document)" }];
   doc.components ??= {};
   doc.components.securitySchemes = SECURITY_SCHEMES as unknown as Record<string, unknown>;
-  doc.components.schemas = { ...doc.components.schemas, Problem: { ...(JSON.parse(JSON.stringify(Problem)) as Json), example: PROBLEM_EXAMPLE } };
+  doc.components.schemas = {
+    ...doc.components.schemas,
+    Problem: { ...(JSON.parse(JSON.stringify(Problem)) as Json), example: PROBLEM_EXAMPLE },
+  };
   const used = new Set<string>();
   for (const [path, operations] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(operations)) {
@@ -236,7 +308,8 @@ export function describeDocument(doc: Document): Document {
       });
       const body = operation.requestBody;
       if (body?.content) {
-        if (Object.keys(body.content).some((type) => type.includes("json"))) body.description = body.description ? `${body.description}\n\n${JSON_BODY_DESCRIPTION}` : JSON_BODY_DESCRIPTION;
+        if (Object.keys(body.content).some((type) => type.includes("json")))
+          body.description = body.description ? `${body.description}\n\n${JSON_BODY_DESCRIPTION}` : JSON_BODY_DESCRIPTION;
         for (const media of Object.values(body.content)) if (examples?.request !== undefined) media.example = examples.request;
       }
       const responses = (operation.responses ??= {});
@@ -247,7 +320,9 @@ export function describeDocument(doc: Document): Document {
           responses[status] = problemResponse(status);
           continue;
         }
-        if (/^Response for status/.test(response.description ?? "")) response.description = (path === "/v2/token" && OAUTH_DESCRIPTIONS[status]) || SUCCESS_DESCRIPTIONS[status] || response.description;
+        if (/^Response for status/.test(response.description ?? ""))
+          response.description =
+            (path === "/v2/token" && OAUTH_DESCRIPTIONS[status]) || SUCCESS_DESCRIPTIONS[status] || response.description;
         const example = examples?.responses?.[Number(status) as 200];
         if (example !== undefined) for (const media of Object.values(content)) media.example = example;
       }

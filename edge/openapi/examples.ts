@@ -12,11 +12,37 @@ import type { BuildInfo, EchoBody } from "../../subjects/system.ts";
 import type { Jwks, TokenResponse } from "../../subjects/identity.ts";
 import type { DeliveryList, EventAccepted, EventBody, SecretReply, Subscription, SubscriptionBase } from "../../subjects/notifications.ts";
 import type { TwinGetReply, TwinPutReply, TwinUpdateBody } from "../../subjects/twins.ts";
-import type { CatalogItem, CatalogItemBody, CatalogPage, Content, ContentAccepted, ContentPart, ContentRequestBody, Project, ProjectBody, Task } from "../../subjects/projects.ts";
-import type { CursorQueryRequest, CursorQueryResponse, PutRecordsBody, PutRecordsResponse, QueryRequest, QueryResponse, StoredRecord, VersionInfo } from "../../subjects/search.ts";
+import type {
+  CatalogItem,
+  CatalogItemBody,
+  CatalogPage,
+  Content,
+  ContentAccepted,
+  ContentPart,
+  ContentRequestBody,
+  Project,
+  ProjectBody,
+  Task,
+} from "../../subjects/projects.ts";
+import type {
+  CursorQueryRequest,
+  CursorQueryResponse,
+  PutRecordsBody,
+  PutRecordsResponse,
+  QueryRequest,
+  QueryResponse,
+  StoredRecord,
+  VersionInfo,
+} from "../../subjects/search.ts";
 import { ID_FIELD, type Collection, type FullCycleAggregationBody } from "../../subjects/reporting.ts";
 import { DEMO } from "../../subjects/reporting-demo.ts";
-import { FULL_CYCLE_AGGREGATION, LICENSE_AGGREGATION, PROSPECT_AGGREGATION, PROSPECT_DETAILS, SCENARIO_AGGREGATION } from "./reporting-examples.ts";
+import {
+  FULL_CYCLE_AGGREGATION,
+  LICENSE_AGGREGATION,
+  PROSPECT_AGGREGATION,
+  PROSPECT_DETAILS,
+  SCENARIO_AGGREGATION,
+} from "./reporting-examples.ts";
 
 /** What the document shows of one operation beyond its schemas. */
 export type OperationExamples = {
@@ -102,9 +128,17 @@ const keyParameter = {
 const projectBody = {
   name: "Volve F-21 A sidetrack",
   members: ["admin", "alpha"],
-  values: { displayItems: { "well-name": "NO 15/9-F-21 A", "rig-name": "Maersk Inspirer" }, keyParameters: { "total-depth-md": 3550, "planned-days": 48.5 } },
+  values: {
+    displayItems: { "well-name": "NO 15/9-F-21 A", "rig-name": "Maersk Inspirer" },
+    keyParameters: { "total-depth-md": 3550, "planned-days": 48.5 },
+  },
 } satisfies ProjectBody;
-const project = { projectId: "volve-f21a", ...projectBody, createdAt: "2026-11-28T02:39:59.673Z", updatedAt: "2026-11-28T02:39:59.673Z" } satisfies Project;
+const project = {
+  projectId: "volve-f21a",
+  ...projectBody,
+  createdAt: "2026-11-28T02:39:59.673Z",
+  updatedAt: "2026-11-28T02:39:59.673Z",
+} satisfies Project;
 
 /** The catalog, content and task examples of one kind (display items or key parameters). */
 function catalogExamples(kind: "display-items" | "key-parameters"): Record<string, OperationExamples> {
@@ -114,8 +148,22 @@ function catalogExamples(kind: "display-items" | "key-parameters"): Record<strin
   const page = display
     ? ({
         items: [
-          { id: "well-name", name: "Well name", description: "Official name of the well as registered with the regulator.", dataType: "string", category: "well", objectTypes: ["well"] },
-          { id: "well-uwi", name: "Unique well identifier", description: "UWI/API number assigned to the well.", dataType: "string", category: "well", objectTypes: ["well"] },
+          {
+            id: "well-name",
+            name: "Well name",
+            description: "Official name of the well as registered with the regulator.",
+            dataType: "string",
+            category: "well",
+            objectTypes: ["well"],
+          },
+          {
+            id: "well-uwi",
+            name: "Unique well identifier",
+            description: "UWI/API number assigned to the well.",
+            dataType: "string",
+            category: "well",
+            objectTypes: ["well"],
+          },
         ],
         total: 33,
         offset: 0,
@@ -123,8 +171,24 @@ function catalogExamples(kind: "display-items" | "key-parameters"): Record<strin
       } satisfies CatalogPage)
     : ({
         items: [
-          { id: "total-depth-md", name: "Total depth (MD)", description: "Planned measured depth at TD.", unit: "m", dataType: "number", category: "trajectory", objectTypes: ["trajectory", "wellbore"] },
-          { id: "total-depth-tvd", name: "Total depth (TVD)", description: "Planned true vertical depth at TD.", unit: "m", dataType: "number", category: "trajectory", objectTypes: ["trajectory", "wellbore"] },
+          {
+            id: "total-depth-md",
+            name: "Total depth (MD)",
+            description: "Planned measured depth at TD.",
+            unit: "m",
+            dataType: "number",
+            category: "trajectory",
+            objectTypes: ["trajectory", "wellbore"],
+          },
+          {
+            id: "total-depth-tvd",
+            name: "Total depth (TVD)",
+            description: "Planned true vertical depth at TD.",
+            unit: "m",
+            dataType: "number",
+            category: "trajectory",
+            objectTypes: ["trajectory", "wellbore"],
+          },
         ],
         total: 31,
         offset: 0,
@@ -137,8 +201,24 @@ function catalogExamples(kind: "display-items" | "key-parameters"): Record<strin
         { id: "rig-name", name: "Rig", category: "well", dataType: "string", status: "set" as const, value: "Maersk Inspirer" },
       ]
     : [
-        { id: "total-depth-md", name: "Total depth (MD)", category: "trajectory", dataType: "number", unit: "m", status: "set" as const, value: 3550 },
-        { id: "planned-days", name: "Planned duration", category: "schedule", dataType: "number", unit: "d", status: "set" as const, value: 48.5 },
+        {
+          id: "total-depth-md",
+          name: "Total depth (MD)",
+          category: "trajectory",
+          dataType: "number",
+          unit: "m",
+          status: "set" as const,
+          value: 3550,
+        },
+        {
+          id: "planned-days",
+          name: "Planned duration",
+          category: "schedule",
+          dataType: "number",
+          unit: "d",
+          status: "set" as const,
+          value: 48.5,
+        },
       ];
   const content = {
     contentId: CONTENT_ID,
@@ -215,7 +295,20 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
       200: {
         status: "ready",
         nats: "connected",
-        actors: { system: true, identity: true, projects: true, "content-worker": true, twins: true, notifications: true, dispatcher: true, deliverer: true, "twin-mirror": true, search: true, storage: true, reporting: true },
+        actors: {
+          system: true,
+          identity: true,
+          projects: true,
+          "content-worker": true,
+          twins: true,
+          notifications: true,
+          dispatcher: true,
+          deliverer: true,
+          "twin-mirror": true,
+          search: true,
+          storage: true,
+          reporting: true,
+        },
       },
     },
   },
@@ -225,11 +318,27 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
     },
   },
   "GET /v1/system/info": {
-    responses: { 200: { name: "derrick", version: "0.1.0", commit: "0ba44d4ca5d33aae14627ae66f6ab3d4fb5b1688", runtime: "bun 1.4.5", startedAt: "2026-11-28T02:39:57.109Z" } satisfies BuildInfo },
+    responses: {
+      200: {
+        name: "derrick",
+        version: "0.1.0",
+        commit: "0ba44d4ca5d33aae14627ae66f6ab3d4fb5b1688",
+        runtime: "bun 1.4.5",
+        startedAt: "2026-11-28T02:39:57.109Z",
+      } satisfies BuildInfo,
+    },
   },
-  "POST /v1/system/echo": { request: { hello: "derrick", n: 1 } satisfies EchoBody, responses: { 200: { hello: "derrick", n: 1 } satisfies EchoBody } },
+  "POST /v1/system/echo": {
+    request: { hello: "derrick", n: 1 } satisfies EchoBody,
+    responses: { 200: { hello: "derrick", n: 1 } satisfies EchoBody },
+  },
   "GET /v1/system/whoami": {
-    responses: { 200: { principal: { clientId: "alpha", subject: "alpha", groups: ["users.datalake.viewers", "notifications.publishers"], kind: "service" }, partition: "opendes" } },
+    responses: {
+      200: {
+        principal: { clientId: "alpha", subject: "alpha", groups: ["users.datalake.viewers", "notifications.publishers"], kind: "service" },
+        partition: "opendes",
+      },
+    },
   },
 
   // auth
@@ -247,7 +356,17 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
   "GET /.well-known/jwks.json": {
     responses: {
       200: {
-        keys: [{ crv: "P-256", kty: "EC", x: "DkKJgxf5ozkdRGmixGjD0D6EkDK5L1KhG0674MG-eEA", y: "CJq-AakV1qAEhjrE3iVV8Z8DZgP7jr09j5mYplHzkzs", kid: "Do5qr2x2LAty9BFav7JHyqXAN2L_uBM3L4OxCxx4dGU", alg: "ES256", use: "sig" }],
+        keys: [
+          {
+            crv: "P-256",
+            kty: "EC",
+            x: "DkKJgxf5ozkdRGmixGjD0D6EkDK5L1KhG0674MG-eEA",
+            y: "CJq-AakV1qAEhjrE3iVV8Z8DZgP7jr09j5mYplHzkzs",
+            kid: "Do5qr2x2LAty9BFav7JHyqXAN2L_uBM3L4OxCxx4dGU",
+            alg: "ES256",
+            use: "sig",
+          },
+        ],
       } satisfies Jwks,
     },
   },
@@ -256,14 +375,33 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
   "POST /v1/notifications/subscriptions/types/{subscritpionType}": { request: subscriptionBase, responses: { 200: subscription } },
   "GET /v1/notifications/subscriptions": { responses: { 200: [subscription] } },
   "DELETE /v1/notifications/subscriptions/{subscriptionId}": { responses: { 200: {} } },
-  "GET /v1/notifications/subscriptions/{subscriptionId}/secret": { responses: { 200: secret("whsec_DKKexmbtpV9Gp67Fjd49ayuOXMTMlF5Wm95qfn0NEls=") } },
-  "POST /v1/notifications/subscriptions/{subscriptionId}/secret/rotate": { responses: { 200: secret("whsec_H87AsovZ8dTKI86yQEeDhy/Kr9h6ML5ySAFrAOuIzpo=") } },
+  "GET /v1/notifications/subscriptions/{subscriptionId}/secret": {
+    responses: { 200: secret("whsec_DKKexmbtpV9Gp67Fjd49ayuOXMTMlF5Wm95qfn0NEls=") },
+  },
+  "POST /v1/notifications/subscriptions/{subscriptionId}/secret/rotate": {
+    responses: { 200: secret("whsec_H87AsovZ8dTKI86yQEeDhy/Kr9h6ML5ySAFrAOuIzpo=") },
+  },
   "GET /v1/notifications/subscriptions/{subscriptionId}/deliveries": {
     responses: {
       200: {
         deliveries: [
-          { event_id: EVENT_ID, attempt: 2, state: "succeeded", status_code: 204, duration_ms: 12, attempted_at: "2026-11-28T02:40:03.813Z" },
-          { event_id: EVENT_ID, attempt: 1, state: "failed", status_code: 503, duration_ms: 5, attempted_at: "2026-11-28T02:39:58.000Z", next_attempt_at: "2026-11-28T02:40:03.813Z" },
+          {
+            event_id: EVENT_ID,
+            attempt: 2,
+            state: "succeeded",
+            status_code: 204,
+            duration_ms: 12,
+            attempted_at: "2026-11-28T02:40:03.813Z",
+          },
+          {
+            event_id: EVENT_ID,
+            attempt: 1,
+            state: "failed",
+            status_code: 503,
+            duration_ms: 5,
+            attempted_at: "2026-11-28T02:39:58.000Z",
+            next_attempt_at: "2026-11-28T02:40:03.813Z",
+          },
         ],
       } satisfies DeliveryList,
     },
@@ -276,9 +414,21 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
 
   // twin properties
   [`PUT ${twinPath}`]: {
-    request: { group: "config", twins: [{ name: "sampleRateHz", value: "10" }, { name: "thresholds", value: '{"pressureBar":180,"temperatureC":95}' }] } satisfies TwinUpdateBody,
+    request: {
+      group: "config",
+      twins: [
+        { name: "sampleRateHz", value: "10" },
+        { name: "thresholds", value: '{"pressureBar":180,"temperatureC":95}' },
+      ],
+    } satisfies TwinUpdateBody,
     responses: {
-      200: { group: "config", twins: [{ name: "sampleRateHz", value: "10", version: 2 }, { name: "thresholds", value: '{"pressureBar":180,"temperatureC":95}', version: 3 }] } satisfies TwinPutReply,
+      200: {
+        group: "config",
+        twins: [
+          { name: "sampleRateHz", value: "10", version: 2 },
+          { name: "thresholds", value: '{"pressureBar":180,"temperatureC":95}', version: 3 },
+        ],
+      } satisfies TwinPutReply,
     },
   },
   [`GET ${twinPath}`]: {
@@ -327,27 +477,58 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
         branch: "main",
         commitId: "0ba44d4ca5d33aae14627ae66f6ab3d4fb5b1688",
         commitMessage: "search: a record the replica cannot index is skipped and counted",
-        connectedOuterServices: [{ name: "sqlite", version: "3.54.1" }, { name: "nats-server", version: "2.9.10" }],
+        connectedOuterServices: [
+          { name: "sqlite", version: "3.54.1" },
+          { name: "nats-server", version: "2.9.10" },
+        ],
       } satisfies VersionInfo,
     },
   },
   "GET /api/search/v2/liveness_check": { responses: { 200: "Search Service is alive" } },
   "GET /api/search/v2/readiness_check": { responses: { 200: "Search Service is ready" } },
   "POST /api/search/v2/query": {
-    request: { kind: WELL_KIND, query: 'data.FacilityName:"NO 15/9-F-21"', limit: 10, returnedFields: ["id", "kind", "data.FacilityName"], aggregateBy: "kind" } satisfies QueryRequest,
+    request: {
+      kind: WELL_KIND,
+      query: 'data.FacilityName:"NO 15/9-F-21"',
+      limit: 10,
+      returnedFields: ["id", "kind", "data.FacilityName"],
+      aggregateBy: "kind",
+    } satisfies QueryRequest,
     responses: {
-      200: { results: [{ id: RECORD_ID, kind: WELL_KIND, data: { FacilityName: "NO 15/9-F-21" } }], aggregations: [{ key: WELL_KIND, count: 1 }], phraseSuggestions: [], totalCount: 1 } satisfies QueryResponse,
+      200: {
+        results: [{ id: RECORD_ID, kind: WELL_KIND, data: { FacilityName: "NO 15/9-F-21" } }],
+        aggregations: [{ key: WELL_KIND, count: 1 }],
+        phraseSuggestions: [],
+        totalCount: 1,
+      } satisfies QueryResponse,
     },
   },
   "POST /api/search/v2/query_with_cursor": {
     request: { kind: WELL_KIND, limit: 1, returnedFields: ["id", "data.FacilityName"] } satisfies CursorQueryRequest,
-    responses: { 200: { cursor: "89D7BB670FA7420679459DAD9388428A", results: [{ id: RECORD_ID, data: { FacilityName: "NO 15/9-F-21" } }], totalCount: 1 } satisfies CursorQueryResponse },
+    responses: {
+      200: {
+        cursor: "89D7BB670FA7420679459DAD9388428A",
+        results: [{ id: RECORD_ID, data: { FacilityName: "NO 15/9-F-21" } }],
+        totalCount: 1,
+      } satisfies CursorQueryResponse,
+    },
   },
   "PUT /api/storage/v2/records": {
     request: [record] satisfies PutRecordsBody,
-    responses: { 201: { recordCount: 1, recordIds: [RECORD_ID], recordIdVersions: [`${RECORD_ID}:1795833601559000`], skippedRecordIds: [] } satisfies PutRecordsResponse },
+    responses: {
+      201: {
+        recordCount: 1,
+        recordIds: [RECORD_ID],
+        recordIdVersions: [`${RECORD_ID}:1795833601559000`],
+        skippedRecordIds: [],
+      } satisfies PutRecordsResponse,
+    },
   },
-  "GET /api/storage/v2/records/{id}": { responses: { 200: { ...record, version: 1795833601559000, createUser: "writer", createTime: "2026-11-28T02:40:01.559Z" } satisfies StoredRecord } },
+  "GET /api/storage/v2/records/{id}": {
+    responses: {
+      200: { ...record, version: 1795833601559000, createUser: "writer", createTime: "2026-11-28T02:40:01.559Z" } satisfies StoredRecord,
+    },
+  },
 
   // assessments and reporting
   ...entityExamples("licenses"),
@@ -357,10 +538,20 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
   ...entityExamples("multiplescenarioanalyses"),
   "GET /assessments/v1/licenseaggregation/{id}": { responses: { 200: LICENSE_AGGREGATION }, parameters: { id: "pl-123" } },
   "GET /assessments/v1/prospectanalysisaggregation/{id}": { responses: { 200: PROSPECT_AGGREGATION }, parameters: { id: "pa-alpha-oil" } },
-  "GET /assessments/v1/prospectanalysisaggregation/{id}/details": { responses: { 200: PROSPECT_DETAILS }, parameters: { id: "pa-alpha-oil" } },
+  "GET /assessments/v1/prospectanalysisaggregation/{id}/details": {
+    responses: { 200: PROSPECT_DETAILS },
+    parameters: { id: "pa-alpha-oil" },
+  },
   "POST /assessments/v1/fullcycleanalysisaggregation": {
-    request: { prospectAnalysisId: "pa-alpha-oil", levels: ["project", "workingInterest"], currency: "USD" } satisfies FullCycleAggregationBody,
+    request: {
+      prospectAnalysisId: "pa-alpha-oil",
+      levels: ["project", "workingInterest"],
+      currency: "USD",
+    } satisfies FullCycleAggregationBody,
     responses: { 200: FULL_CYCLE_AGGREGATION },
   },
-  "GET /assessments/v1/prospectmultiplescenarioanalysisaggregation/{id}": { responses: { 200: SCENARIO_AGGREGATION }, parameters: { id: "msa-alpha" } },
+  "GET /assessments/v1/prospectmultiplescenarioanalysisaggregation/{id}": {
+    responses: { 200: SCENARIO_AGGREGATION },
+    parameters: { id: "msa-alpha" },
+  },
 };

@@ -35,7 +35,14 @@ export const LICENSE_AGGREGATION = {
           name: "Alpha",
           prospectAnalyses: [
             { prospectAnalysisId: "pa-alpha-gas", status: "test", version: 1, pg: 0.336, pgAll: 0.24, dependencyModel: "fullyDependent" },
-            { prospectAnalysisId: "pa-alpha-oil", status: "approved", version: 1, pg: 0.474, pgAll: 0.036, dependencyModel: "commonFactor" },
+            {
+              prospectAnalysisId: "pa-alpha-oil",
+              status: "approved",
+              version: 1,
+              pg: 0.474,
+              pgAll: 0.036,
+              dependencyModel: "commonFactor",
+            },
           ],
         },
       ],
@@ -65,7 +72,14 @@ export const LICENSE_AGGREGATION = {
           name: "Alpha",
           prospectAnalyses: [
             { prospectAnalysisId: "pa-alpha-gas", status: "test", version: 1, pg: 0.336, pgAll: 0.24, dependencyModel: "fullyDependent" },
-            { prospectAnalysisId: "pa-alpha-oil", status: "approved", version: 1, pg: 0.474, pgAll: 0.036, dependencyModel: "commonFactor" },
+            {
+              prospectAnalysisId: "pa-alpha-oil",
+              status: "approved",
+              version: 1,
+              pg: 0.474,
+              pgAll: 0.036,
+              dependencyModel: "commonFactor",
+            },
           ],
         },
         { prospectId: "p-beta", name: null, prospectAnalyses: [] },
@@ -82,7 +96,13 @@ export const PROSPECT_AGGREGATION = {
   version: 1,
   licenses: [{ licenseId: "pl-123", name: "PL 123" }],
   simulation: { method: "MonteCarlo", trials: 20000, seed: 42, generator: "xoshiro128** (seeded by splitmix32)" },
-  dependency: { model: "commonFactor", commonFactors: [{ name: "source", probability: 0.8 }, { name: "migration", probability: 0.75 }] },
+  dependency: {
+    model: "commonFactor",
+    commonFactors: [
+      { name: "source", probability: 0.8 },
+      { name: "migration", probability: 0.75 },
+    ],
+  },
   chanceOfSuccess: {
     pgAtLeastOne: 0.474,
     pgAll: 0.036,
@@ -100,21 +120,30 @@ export const PROSPECT_AGGREGATION = {
         successCase: { p90: 12.13, p50: 52.67, p10: 166.9, mean: 76.65 },
         successCaseGivenCommonSuccess: { mean: 60.55 },
         riskedMean: 36.33,
-        riskedExceedance: [{ volume: 1.112, probability: 0.474 }, { volume: 4.269, probability: 0.4693 }],
+        riskedExceedance: [
+          { volume: 1.112, probability: 0.474 },
+          { volume: 4.269, probability: 0.4693 },
+        ],
       },
       gas: {
         unit: "Bcf",
         successCase: { p90: 11.23, p50: 29.86, p10: 92.08, mean: 43.2 },
         successCaseGivenCommonSuccess: { mean: 34.13 },
         riskedMean: 20.48,
-        riskedExceedance: [{ volume: 1.006, probability: 0.474 }, { volume: 3.712, probability: 0.4693 }],
+        riskedExceedance: [
+          { volume: 1.006, probability: 0.474 },
+          { volume: 3.712, probability: 0.4693 },
+        ],
       },
       oilEquivalent: {
         unit: "MMboe",
         successCase: { p90: 14.19, p50: 58.2, p10: 182.2, mean: 84.26 },
         successCaseGivenCommonSuccess: { mean: 66.56 },
         riskedMean: 39.94,
-        riskedExceedance: [{ volume: 1.913, probability: 0.474 }, { volume: 5.524, probability: 0.4693 }],
+        riskedExceedance: [
+          { volume: 1.913, probability: 0.474 },
+          { volume: 5.524, probability: 0.4693 },
+        ],
       },
     },
   },
@@ -129,7 +158,14 @@ export const PROSPECT_AGGREGATION = {
     bestValue: 58.2,
     highValue: 182.2,
   },
-  entitlement: { companyId: "c-nordic", workingInterest: 0.4, product: "oilEquivalent", unit: "MMboe", netRiskedMean: 15.97, netSuccessMean: 33.7 },
+  entitlement: {
+    companyId: "c-nordic",
+    workingInterest: 0.4,
+    product: "oilEquivalent",
+    unit: "MMboe",
+    netRiskedMean: 15.97,
+    netSuccessMean: 33.7,
+  },
   segments: [
     {
       segmentAnalysisId: "seg-alpha-rogn",
@@ -144,7 +180,12 @@ export const PROSPECT_AGGREGATION = {
       products: {
         oil: { unit: "MMbbl", basis: "recoverable", successCase: { p90: 20, p50: 60, p10: 180, mean: 86.64 }, riskedMean: 25.99 },
         gas: { unit: "Bcf", basis: "recoverable", successCase: { p90: 10, p50: 30.82, p10: 95, mean: 45.33 }, riskedMean: 13.6 },
-        oilEquivalent: { unit: "MMboe", basis: "recoverable", successCase: { p90: 22, p50: 65.67, p10: 196, mean: 94.5 }, riskedMean: 28.35 },
+        oilEquivalent: {
+          unit: "MMboe",
+          basis: "recoverable",
+          successCase: { p90: 22, p50: 65.67, p10: 196, mean: 94.5 },
+          riskedMean: 28.35,
+        },
       },
     },
     {
@@ -160,7 +201,12 @@ export const PROSPECT_AGGREGATION = {
       products: {
         oil: { unit: "MMbbl", basis: "recoverable", successCase: { p90: 8, p50: 21.91, p10: 60, mean: 29.84 }, riskedMean: 7.162 },
         gas: { unit: "Bcf", basis: "recoverable", successCase: { p90: 5, p50: 14.14, p10: 40, mean: 19.65 }, riskedMean: 4.717 },
-        oilEquivalent: { unit: "MMboe", basis: "recoverable", successCase: { p90: 9, p50: 24.56, p10: 67, mean: 33.37 }, riskedMean: 8.009 },
+        oilEquivalent: {
+          unit: "MMboe",
+          basis: "recoverable",
+          successCase: { p90: 9, p50: 24.56, p10: 67, mean: 33.37 },
+          riskedMean: 8.009,
+        },
       },
     },
   ],
@@ -191,7 +237,9 @@ export const PROSPECT_DETAILS = {
           oilEquivalent: { unit: "MMboe", successCase: { p90: 22, p50: 65.67, p10: 196, mean: 94.5 }, riskedMean: 28.35 },
         },
       },
-      entitlement: [{ companyId: "c-nordic", share: 0.4, netSuccessMean: 37.8, netRiskedMean: 11.34, product: "oilEquivalent", unit: "MMboe" }],
+      entitlement: [
+        { companyId: "c-nordic", share: 0.4, netSuccessMean: 37.8, netRiskedMean: 11.34, product: "oilEquivalent", unit: "MMboe" },
+      ],
     },
   ],
 };
@@ -211,7 +259,14 @@ export const FULL_CYCLE_AGGREGATION = {
       setup: { startYear: 2026, npvYear: 2026, discountRate: 0.08, discounting: "endOfYear", moneyTerms: "real", requiredIrr: 0.12 },
       assumptions: {
         prices: [
-          { product: "oil", unit: "USD/bbl", series: [{ year: 2026, value: 70 }, { year: 2032, value: 72 }] },
+          {
+            product: "oil",
+            unit: "USD/bbl",
+            series: [
+              { year: 2026, value: 70 },
+              { year: 2032, value: 72 },
+            ],
+          },
           { product: "gas", unit: "USD/Mcf", series: [{ year: 2026, value: 8 }] },
         ],
         fiscal: { type: "royaltyTax", royaltyRate: 0, incomeTaxRate: 0.78 },
@@ -277,7 +332,13 @@ export const SCENARIO_AGGREGATION = {
         probability: 0.7,
         prospectAnalysisId: "pa-alpha-oil",
         segmentAnalysisIds: ["seg-alpha-rogn", "seg-alpha-garn"],
-        dependency: { model: "commonFactor", commonFactors: [{ name: "source", probability: 0.8 }, { name: "migration", probability: 0.75 }] },
+        dependency: {
+          model: "commonFactor",
+          commonFactors: [
+            { name: "source", probability: 0.8 },
+            { name: "migration", probability: 0.75 },
+          ],
+        },
       },
       {
         scenarioId: "sc-gas",
@@ -300,21 +361,30 @@ export const SCENARIO_AGGREGATION = {
           successCase: { p90: 0, p50: 34.03, p10: 150.6, mean: 58.79 },
           successCaseGivenCommonSuccess: { mean: 42.39 },
           riskedMean: 25.43,
-          riskedExceedance: [{ volume: 0, probability: 0.4326 }, { volume: 0, probability: 0.4326 }],
+          riskedExceedance: [
+            { volume: 0, probability: 0.4326 },
+            { volume: 0, probability: 0.4326 },
+          ],
         },
         gas: {
           unit: "Bcf",
           successCase: { p90: 12, p50: 42.24, p10: 308.2, mean: 112.8 },
           successCaseGivenCommonSuccess: { mean: 66.96 },
           riskedMean: 48.79,
-          riskedExceedance: [{ volume: 0.9614, probability: 0.4326 }, { volume: 3.811, probability: 0.4283 }],
+          riskedExceedance: [
+            { volume: 0.9614, probability: 0.4326 },
+            { volume: 3.811, probability: 0.4283 },
+          ],
         },
         oilEquivalent: {
           unit: "MMboe",
           successCase: { p90: 14.56, p50: 53.41, p10: 171.7, mean: 78.32 },
           successCaseGivenCommonSuccess: { mean: 54 },
           riskedMean: 33.88,
-          riskedExceedance: [{ volume: 1.832, probability: 0.4326 }, { volume: 5.61, probability: 0.4283 }],
+          riskedExceedance: [
+            { volume: 1.832, probability: 0.4326 },
+            { volume: 5.61, probability: 0.4283 },
+          ],
         },
       },
     },
@@ -336,21 +406,30 @@ export const SCENARIO_AGGREGATION = {
               successCase: { p90: 11.94, p50: 51.64, p10: 170.7, mean: 76.65 },
               successCaseGivenCommonSuccess: { mean: 60.55 },
               riskedMean: 36.33,
-              riskedExceedance: [{ volume: 1.472, probability: 0.474 }, { volume: 3.993, probability: 0.4693 }],
+              riskedExceedance: [
+                { volume: 1.472, probability: 0.474 },
+                { volume: 3.993, probability: 0.4693 },
+              ],
             },
             gas: {
               unit: "Bcf",
               successCase: { p90: 10.86, p50: 29.45, p10: 94.06, mean: 43.2 },
               successCaseGivenCommonSuccess: { mean: 34.13 },
               riskedMean: 20.48,
-              riskedExceedance: [{ volume: 0.9614, probability: 0.474 }, { volume: 3.418, probability: 0.4693 }],
+              riskedExceedance: [
+                { volume: 0.9614, probability: 0.474 },
+                { volume: 3.418, probability: 0.4693 },
+              ],
             },
             oilEquivalent: {
               unit: "MMboe",
               successCase: { p90: 13.97, p50: 57.17, p10: 186.5, mean: 84.26 },
               successCaseGivenCommonSuccess: { mean: 66.56 },
               riskedMean: 39.94,
-              riskedExceedance: [{ volume: 1.832, probability: 0.474 }, { volume: 5.227, probability: 0.4693 }],
+              riskedExceedance: [
+                { volume: 1.832, probability: 0.474 },
+                { volume: 5.227, probability: 0.4693 },
+              ],
             },
           },
         },
@@ -372,14 +451,20 @@ export const SCENARIO_AGGREGATION = {
               successCase: { p90: 100.3, p50: 267.8, p10: 660.3, mean: 341.9 },
               successCaseGivenCommonSuccess: { mean: 143.6 },
               riskedMean: 114.9,
-              riskedExceedance: [{ volume: 4.843, probability: 0.336 }, { volume: 39.02, probability: 0.3326 }],
+              riskedExceedance: [
+                { volume: 4.843, probability: 0.336 },
+                { volume: 39.02, probability: 0.3326 },
+              ],
             },
             oilEquivalent: {
               unit: "MMboe",
               successCase: { p90: 16.85, p50: 45.63, p10: 114.4, mean: 58.79 },
               successCaseGivenCommonSuccess: { mean: 24.69 },
               riskedMean: 19.75,
-              riskedExceedance: [{ volume: 0.7724, probability: 0.336 }, { volume: 6.424, probability: 0.3326 }],
+              riskedExceedance: [
+                { volume: 0.7724, probability: 0.336 },
+                { volume: 6.424, probability: 0.3326 },
+              ],
             },
           },
         },
@@ -406,8 +491,18 @@ export const SCENARIO_AGGREGATION = {
   polygon: {
     type: "Feature",
     bbox: [7.1, 64.1, 7.35, 64.22],
-    geometry: { type: "Polygon", coordinates: [[[7.1, 64.1], [7.35, 64.1], [7.35, 64.22], [7.1, 64.22], [7.1, 64.1]]] },
+    geometry: {
+      type: "Polygon",
+      coordinates: [
+        [
+          [7.1, 64.1],
+          [7.35, 64.1],
+          [7.35, 64.22],
+          [7.1, 64.22],
+          [7.1, 64.1],
+        ],
+      ],
+    },
     properties: { name: "Alpha closure outline, top Rogn Fm", crs: "EPSG:4326", areaKm2: 162 },
   },
 };
-

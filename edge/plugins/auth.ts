@@ -26,8 +26,20 @@ const BEARER_AND_APPKEY = [{ bearer: [], appkey: [] }];
  * the OpenAPI plugin adds these where they went missing (openapi.ts).
  */
 export const PARTITION_PARAMETERS = [
-  { name: "slb-partition-id", in: "header", required: false, description: "Data partition (this or data-partition-id is required; both must agree when both are sent)", schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,128}$" } },
-  { name: "data-partition-id", in: "header", required: false, description: "OSDU name of the partition header", schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,128}$" } },
+  {
+    name: "slb-partition-id",
+    in: "header",
+    required: false,
+    description: "Data partition (this or data-partition-id is required; both must agree when both are sent)",
+    schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,128}$" },
+  },
+  {
+    name: "data-partition-id",
+    in: "header",
+    required: false,
+    description: "OSDU name of the partition header",
+    schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,128}$" },
+  },
 ];
 
 /** Operation extension set on routes that need the partition header; removed from the served document. */
@@ -48,13 +60,23 @@ export function bearerToken(header: string | null | undefined): string {
 
 /** Reads the partition headers (either; both must agree) and checks it is served here. */
 export function partitionOf(headers: Record<string, string | undefined>, known: readonly string[]): string {
-  const given = PARTITION_HEADERS.map((name) => ({ name, value: headers[name]?.trim() })).filter((h): h is { name: (typeof PARTITION_HEADERS)[number]; value: string } => !!h.value);
-  if (given.length === 0) throw badRequest("the header slb-partition-id (or data-partition-id) is required", [{ pointer: "/headers/slb-partition-id", message: "is required" }]);
+  const given = PARTITION_HEADERS.map((name) => ({ name, value: headers[name]?.trim() })).filter(
+    (h): h is { name: (typeof PARTITION_HEADERS)[number]; value: string } => !!h.value,
+  );
+  if (given.length === 0)
+    throw badRequest("the header slb-partition-id (or data-partition-id) is required", [
+      { pointer: "/headers/slb-partition-id", message: "is required" },
+    ]);
   if (given.length === 2 && given[0]!.value !== given[1]!.value) {
-    throw badRequest("slb-partition-id and data-partition-id name different partitions", [{ pointer: "/headers/data-partition-id", message: "differs from slb-partition-id" }]);
+    throw badRequest("slb-partition-id and data-partition-id name different partitions", [
+      { pointer: "/headers/data-partition-id", message: "differs from slb-partition-id" },
+    ]);
   }
   const { name, value: partition } = given[0]!;
-  if (!isToken(partition)) throw badRequest("the partition id must be letters, digits, '_' or '-'", [{ pointer: `/headers/${name}`, message: "is not a valid partition id" }]);
+  if (!isToken(partition))
+    throw badRequest("the partition id must be letters, digits, '_' or '-'", [
+      { pointer: `/headers/${name}`, message: "is not a valid partition id" },
+    ]);
   if (!known.includes(partition)) throw forbidden(`partition ${partition} is not served by this deployment (DERRICK_PARTITIONS)`);
   return partition;
 }
@@ -64,7 +86,8 @@ function appkeyChecker(bus: Bus) {
   return async (appkey: string | undefined, { principal, clientClaimed }: Verified, requestId?: string) => {
     if (!appkey) throw unauthorized("the appkey header is required");
     // The `sub` fallback identifies a caller, not a client: no appkey can belong to such a token.
-    if (!clientClaimed) throw unauthorized("the token names no client (client_id or azp), so no appkey can belong to it", 'Bearer error="invalid_token"');
+    if (!clientClaimed)
+      throw unauthorized("the token names no client (client_id or azp), so no appkey can belong to it", 'Bearer error="invalid_token"');
     const cacheKey = `${principal.clientId}\u0000${appkey}`;
     const until = cache.get(cacheKey);
     if (until && until > Date.now()) return;

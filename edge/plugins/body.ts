@@ -39,7 +39,11 @@ export function effectiveBodyLimit(configured: number, maxPayload: number | unde
 }
 
 const tooLarge = (limitBytes: number, size?: number) =>
-  contentTooLarge(size === undefined ? `the request body is over the limit of ${limitBytes} bytes` : `the request body is ${size} bytes; the limit is ${limitBytes}`);
+  contentTooLarge(
+    size === undefined
+      ? `the request body is over the limit of ${limitBytes} bytes`
+      : `the request body is ${size} bytes; the limit is ${limitBytes}`,
+  );
 
 /**
  * How deeply a request body may nest arrays and objects: twice the deepest body a client may send (a
@@ -115,7 +119,8 @@ export function pointerPastDepth(text: string, limit: number, pointer = ""): str
       }
       i = end;
     } else if (c === 0x5b || c === 0x7b) {
-      if (open.length >= limit) return pointer + open.map((l) => `/${(l.array ? String(l.index) : l.key).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
+      if (open.length >= limit)
+        return pointer + open.map((l) => `/${(l.array ? String(l.index) : l.key).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
       open.push({ array: c === 0x5b, index: 0, key: "", awaitingKey: c === 0x7b });
     } else if (c === 0x5d || c === 0x7d) {
       open.pop();
@@ -128,7 +133,8 @@ export function pointerPastDepth(text: string, limit: number, pointer = ""): str
 }
 
 /** Arrays and objects; buffers (an octet-stream body) hold no nesting. */
-const isContainer = (value: unknown): value is object => value !== null && typeof value === "object" && !(value instanceof ArrayBuffer) && !ArrayBuffer.isView(value);
+const isContainer = (value: unknown): value is object =>
+  value !== null && typeof value === "object" && !(value instanceof ArrayBuffer) && !ArrayBuffer.isView(value);
 
 /**
  * A route's own body limit, below the edge's (an anonymous echo takes 4 KiB), by route pattern:
@@ -137,7 +143,11 @@ const isContainer = (value: unknown): value is object => value !== null && typeo
 export type RouteBodyLimits = Readonly<Record<string, { bytes: number; tooLarge: (size?: number) => DerrickError }>>;
 
 /** Reads a body of unknown length, refusing it once it passes `limitBytes`. */
-export async function readCapped(body: ReadableStream<Uint8Array>, limitBytes: number, refuse: (limitBytes: number) => DerrickError = tooLarge): Promise<Uint8Array> {
+export async function readCapped(
+  body: ReadableStream<Uint8Array>,
+  limitBytes: number,
+  refuse: (limitBytes: number) => DerrickError = tooLarge,
+): Promise<Uint8Array> {
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -228,7 +238,11 @@ export const bodyPlugin = (limitBytes: number, routeLimits: RouteBodyLimits = {}
         return parseJson(await request.text());
       }
       if (!request.body) return;
-      const text = decoder.decode(own && own.bytes < limitBytes ? await readCapped(request.body, own.bytes, () => own.tooLarge()) : await readCapped(request.body, limitBytes));
+      const text = decoder.decode(
+        own && own.bytes < limitBytes
+          ? await readCapped(request.body, own.bytes, () => own.tooLarge())
+          : await readCapped(request.body, limitBytes),
+      );
       if (contentType ? JSON_LIKE.test(contentType) : BODY_METHODS.has(request.method)) return parseJson(text);
       if (contentType && FORM.test(contentType)) return parseForm(text);
       return text;

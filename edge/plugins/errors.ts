@@ -36,12 +36,21 @@ const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0,
 
 /** A message for a problem body, with long quoted values (and the whole text) cut short. */
 export function clip(text: string): string {
-  return cut(text.replace(/(['"`])([^'"`]{41,})\1/g, (_, quote: string, inner: string) => `${quote}${cut(inner, QUOTED_MAX)}${quote}`), TEXT_MAX);
+  return cut(
+    text.replace(/(['"`])([^'"`]{41,})\1/g, (_, quote: string, inner: string) => `${quote}${cut(inner, QUOTED_MAX)}${quote}`),
+    TEXT_MAX,
+  );
 }
 
 /** A JSON pointer built from the request's field names: each name, and the pointer, cut short. */
 export function clipPointer(pointer: string): string {
-  return cut(pointer.split("/").map((name) => cut(name, QUOTED_MAX)).join("/"), TEXT_MAX);
+  return cut(
+    pointer
+      .split("/")
+      .map((name) => cut(name, QUOTED_MAX))
+      .join("/"),
+    TEXT_MAX,
+  );
 }
 
 /** Elysia's ValidationError as far as it is read here: its own getters are not used (see fromValidation). */
@@ -61,7 +70,10 @@ type ElysiaValidation = {
  */
 function fromValidation(error: ElysiaValidation): DerrickError {
   const part = error.type ?? "body";
-  const fields = fieldErrors(validationErrorsOf(error), `/${part}`).map(({ pointer, message }) => ({ pointer: clipPointer(pointer), message: cut(message, TEXT_MAX) }));
+  const fields = fieldErrors(validationErrorsOf(error), `/${part}`).map(({ pointer, message }) => ({
+    pointer: clipPointer(pointer),
+    message: cut(message, TEXT_MAX),
+  }));
   return validationError(fields, part);
 }
 
@@ -93,7 +105,8 @@ export function toEdgeError(code: string | number, error: unknown): DerrickError
     default: {
       const status = (error as { status?: number })?.status;
       if (status === 413) return contentTooLarge("the request body is too large");
-      if (typeof status === "number" && status >= 400 && status < 500) return new DerrickError(status, clip(String((error as Error).message ?? "bad request")));
+      if (typeof status === "number" && status >= 400 && status < 500)
+        return new DerrickError(status, clip(String((error as Error).message ?? "bad request")));
       return internalError(undefined, error);
     }
   }

@@ -60,7 +60,9 @@ export const methodNotAllowedPlugin = (routes: () => readonly RouteLike[]) => {
     const allow = allowedMethods(table(), new URL(request.url).pathname);
     if (allow.length === 0 || allow.includes(request.method)) return;
     set.status = 405;
-    const problem = new DerrickError(405, `this path does not take ${request.method.slice(0, 16)}; it takes ${allow.join(", ")}`, { headers: { allow: allow.join(", ") } });
+    const problem = new DerrickError(405, `this path does not take ${request.method.slice(0, 16)}; it takes ${allow.join(", ")}`, {
+      headers: { allow: allow.join(", ") },
+    });
     return problemResponse(problem, request);
   });
 };

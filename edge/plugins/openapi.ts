@@ -51,7 +51,8 @@ export function completeDocument(doc: unknown, routes: readonly RouteInfo[] = []
   const paths = (doc as { paths?: Record<string, Record<string, Operation>> }).paths ?? {};
   documentRecordDelete(paths);
   const bodies = new Map<string, unknown>();
-  for (const route of routes) if (route.hooks?.body) bodies.set(`${route.method.toLowerCase()} ${route.path.replace(/:([^/]+)/g, "{$1}")}`, route.hooks.body);
+  for (const route of routes)
+    if (route.hooks?.body) bodies.set(`${route.method.toLowerCase()} ${route.path.replace(/:([^/]+)/g, "{$1}")}`, route.hooks.body);
   for (const [path, operations] of Object.entries(paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       if (!operation) continue;
@@ -59,7 +60,8 @@ export function completeDocument(doc: unknown, routes: readonly RouteInfo[] = []
       if (operation.requestBody && Object.keys(operation.requestBody.content ?? {}).length === 0 && body) {
         operation.requestBody.content = Object.fromEntries(JSON_REQUEST_MEDIA_TYPES.map((type) => [type, { schema: body }]));
         // The plugin says `required: true` of every body; a t.Optional one may be left out.
-        if ((body as Record<symbol, unknown>)[OptionalKind] === "Optional") (operation.requestBody as { required?: boolean }).required = false;
+        if ((body as Record<symbol, unknown>)[OptionalKind] === "Optional")
+          (operation.requestBody as { required?: boolean }).required = false;
       }
       const mediaTypes = operation[MEDIA_TYPES_MARK];
       const ok = operation.responses?.["200"]?.content as Record<string, unknown> | undefined;
@@ -91,7 +93,11 @@ function documentRecordDelete(paths: Record<string, Record<string, Operation>>):
   if (!operations) return;
   delete paths[RECORD_ACTION];
   for (const operation of Object.values(operations)) {
-    operation.parameters = operation.parameters?.map((p) => (p.in === "path" && p.name === "action" ? { ...p, name: "id", description: "the record id (it holds colons)", schema: { type: "string", maxLength: 1024 } } : p));
+    operation.parameters = operation.parameters?.map((p) =>
+      p.in === "path" && p.name === "action"
+        ? { ...p, name: "id", description: "the record id (it holds colons)", schema: { type: "string", maxLength: 1024 } }
+        : p,
+    );
   }
   paths[RECORD_DELETE] = operations;
 }
@@ -103,7 +109,11 @@ const encode = (bytes: Uint8Array<ArrayBuffer>, type: string): Encoded => ({ pla
 export function acceptsGzip(header: string | null): boolean {
   let star: number | undefined;
   for (const part of (header ?? "").split(",")) {
-    const [coding, ...params] = part.trim().toLowerCase().split(";").map((t) => t.trim());
+    const [coding, ...params] = part
+      .trim()
+      .toLowerCase()
+      .split(";")
+      .map((t) => t.trim());
     const q = Number(params.find((p) => p.startsWith("q="))?.slice(2) ?? 1);
     if (coding === "gzip" || coding === "x-gzip") return q > 0;
     if (coding === "*") star = q;
@@ -112,7 +122,9 @@ export function acceptsGzip(header: string | null): boolean {
 }
 const send = (request: Request, body: Encoded) => {
   const gzip = acceptsGzip(request.headers.get("accept-encoding"));
-  return new Response(gzip ? body.gzip : body.plain, { headers: { "content-type": body.type, vary: "accept-encoding", ...(gzip ? { "content-encoding": "gzip" } : {}) } });
+  return new Response(gzip ? body.gzip : body.plain, {
+    headers: { "content-type": body.type, vary: "accept-encoding", ...(gzip ? { "content-encoding": "gzip" } : {}) },
+  });
 };
 
 /**
@@ -136,11 +148,20 @@ export const openapiPlugin = (build: BuildInfo, routes: () => readonly RouteInfo
   let script: Encoded | undefined;
   const title = "derrick API";
   return new Elysia({ name: "derrick-openapi" })
-    .onAfterHandle({ as: "global" }, ({ path, request, response }) => (path === "/openapi.json" && typeof response === "object" && response !== null && !(response instanceof Response) ? send(request, complete(response)) : undefined))
+    .onAfterHandle({ as: "global" }, ({ path, request, response }) =>
+      path === "/openapi.json" && typeof response === "object" && response !== null && !(response instanceof Response)
+        ? send(request, complete(response))
+        : undefined,
+    )
     .get("/", ({ redirect }) => redirect("/docs", 302), { detail: { hide: true } })
     .get("/docs", () => docsResponse(title), { detail: { hide: true } })
     .get("/docs/", () => docsResponse(title), { detail: { hide: true } })
-    .get(SCALAR_ASSET_PATH, async ({ request }) => send(request, (script ??= encode(await Bun.file(scalarAssetFile()).bytes(), "text/javascript; charset=utf-8"))), { detail: { hide: true } })
+    .get(
+      SCALAR_ASSET_PATH,
+      async ({ request }) =>
+        send(request, (script ??= encode(await Bun.file(scalarAssetFile()).bytes(), "text/javascript; charset=utf-8"))),
+      { detail: { hide: true } },
+    )
     .use(
       openapi({
         // The page is ours (docs-page.ts): the plugin's pulls Scalar from a CDN by default and puts

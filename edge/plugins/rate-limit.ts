@@ -38,7 +38,10 @@ export function createRateLimiter({ perSecond, burst, now = () => performance.no
       buckets.set(key, bucket);
       if (bucket.tokens < 1) {
         const retryAfter = Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000));
-        throw tooManyRequests(`client ${key} is over its request rate of ${perSecond}/s (burst ${burst}); retry after ${retryAfter} s`, retryAfter);
+        throw tooManyRequests(
+          `client ${key} is over its request rate of ${perSecond}/s (burst ${burst}); retry after ${retryAfter} s`,
+          retryAfter,
+        );
       }
       bucket.tokens -= 1;
     },

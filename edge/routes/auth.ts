@@ -8,7 +8,7 @@
  * remote address send at most DERRICK_TOKEN_IP_RATE of them (token bucket, per edge process) before
  * any reaches NATS; the identity actor bounds the checks it runs and throttles failing client ids.
  */
-import { Elysia, t } from "elysia";
+import { Elysia } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { DerrickError, Problem, notFound, subjects, type Bus } from "../../subjects/index.ts";
 import { Jwks, OAuthError, TokenResponse, type TokenRequest } from "../../subjects/identity.ts";
@@ -28,19 +28,25 @@ function clientCredentials(authorization: string | undefined, form: Record<strin
     try {
       decoded = atob(authorization.slice(6).trim());
     } catch {
-      return oauthError(401, "invalid_client", "the Basic credentials are not valid base64", { "WWW-Authenticate": 'Basic realm="derrick"' });
+      return oauthError(401, "invalid_client", "the Basic credentials are not valid base64", {
+        "WWW-Authenticate": 'Basic realm="derrick"',
+      });
     }
     const colon = decoded.indexOf(":");
-    if (colon < 0) return oauthError(401, "invalid_client", "the Basic credentials must be id:secret", { "WWW-Authenticate": 'Basic realm="derrick"' });
+    if (colon < 0)
+      return oauthError(401, "invalid_client", "the Basic credentials must be id:secret", { "WWW-Authenticate": 'Basic realm="derrick"' });
     let id: string;
     let secret: string;
     try {
       id = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " "));
       secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " "));
     } catch {
-      return oauthError(401, "invalid_client", "the Basic credentials are not form-urlencoded (RFC 6749 §2.3.1)", { "WWW-Authenticate": 'Basic realm="derrick"' });
+      return oauthError(401, "invalid_client", "the Basic credentials are not form-urlencoded (RFC 6749 §2.3.1)", {
+        "WWW-Authenticate": 'Basic realm="derrick"',
+      });
     }
-    if (form.client_id && form.client_id !== id) return oauthError(400, "invalid_request", "client_id in the body differs from the Basic credentials");
+    if (form.client_id && form.client_id !== id)
+      return oauthError(400, "invalid_request", "client_id in the body differs from the Basic credentials");
     return { id, secret };
   }
   return { id: form.client_id, secret: form.client_secret };
@@ -61,7 +67,12 @@ function readForm(request: Request, body: unknown): Record<string, string> | Res
 }
 
 /** RFC 6749 error codes of the problems the token endpoint passes on (RFC 8628's slow_down for 429). */
-const OAUTH_CODES: Record<number, string> = { 429: "slow_down", 500: "server_error", 503: "temporarily_unavailable", 504: "temporarily_unavailable" };
+const OAUTH_CODES: Record<number, string> = {
+  429: "slow_down",
+  500: "server_error",
+  503: "temporarily_unavailable",
+  504: "temporarily_unavailable",
+};
 
 /** The problem with RFC 6749's `error` and `error_description` members, when it has none yet. */
 function withOAuthError(error: DerrickError): DerrickError {
@@ -88,14 +99,26 @@ export const authRoutes = (cfg: Config, bus: Bus) => {
         const form = readForm(request, body);
         if (form instanceof Response) return form;
         if (form.grant_type !== "client_credentials") {
-          return oauthError(400, form.grant_type ? "unsupported_grant_type" : "invalid_request", form.grant_type ? `grant_type ${form.grant_type} is not supported` : "grant_type is required");
+          return oauthError(
+            400,
+            form.grant_type ? "unsupported_grant_type" : "invalid_request",
+            form.grant_type ? `grant_type ${form.grant_type} is not supported` : "grant_type is required",
+          );
         }
         const creds = clientCredentials(request.headers.get("authorization") ?? undefined, form);
         if (creds instanceof Response) return creds;
-        if (!creds.id || !creds.secret) return oauthError(401, "invalid_client", "client_id and client_secret are required", { "WWW-Authenticate": 'Basic realm="derrick"' });
+        if (!creds.id || !creds.secret)
+          return oauthError(401, "invalid_client", "client_id and client_secret are required", {
+            "WWW-Authenticate": 'Basic realm="derrick"',
+          });
         // Without a socket (app.handle in-process) there is no address, and nothing to count.
         const address = server?.requestIP(request)?.address;
-        const tokenRequest: TokenRequest = { client_id: creds.id, client_secret: creds.secret, ...(form.scope ? { scope: form.scope } : {}), ...(address ? { remote_address: address } : {}) };
+        const tokenRequest: TokenRequest = {
+          client_id: creds.id,
+          client_secret: creds.secret,
+          ...(form.scope ? { scope: form.scope } : {}),
+          ...(address ? { remote_address: address } : {}),
+        };
         try {
           // Counted once the request is complete enough to cost a secret check.
           if (address) perAddress.take(address);

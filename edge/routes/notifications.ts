@@ -44,7 +44,12 @@ export const LIST_MEDIA_TYPES = ["application/json", "text/json", "text/plain"] 
 export const notificationBodyLimits: RouteBodyLimits = {
   [`${BASE}/events/:type`]: {
     bytes: EVENT_MAX_BYTES,
-    tooLarge: (size) => contentTooLarge(size === undefined ? `the event is over the limit of ${EVENT_MAX_BYTES} bytes` : `the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`),
+    tooLarge: (size) =>
+      contentTooLarge(
+        size === undefined
+          ? `the event is over the limit of ${EVENT_MAX_BYTES} bytes`
+          : `the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`,
+      ),
   },
 };
 
@@ -55,7 +60,14 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
     .post(
       `${BASE}/subscriptions/types/:subscritpionType`,
       async ({ params, body, set, request, principal, partition }) =>
-        forward<Subscription>(set, await bus.request(n["subscription.upsert"](), { type: params.subscritpionType, subscription: body }, requestMeta(request, principal, partition))),
+        forward<Subscription>(
+          set,
+          await bus.request(
+            n["subscription.upsert"](),
+            { type: params.subscritpionType, subscription: body },
+            requestMeta(request, principal, partition),
+          ),
+        ),
       {
         auth: credentials,
         partition: true,
@@ -84,7 +96,8 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
         detail: {
           tags,
           summary: "The caller's own subscriptions in this partition (full form)",
-          description: "The JSON array is sent as application/json, text/json or text/plain, as the Accept header prefers (default application/json).",
+          description:
+            "The JSON array is sent as application/json, text/json or text/plain, as the Accept header prefers (default application/json).",
           [MEDIA_TYPES_MARK]: LIST_MEDIA_TYPES,
         } as DocumentDecoration,
         response: { 200: SubscriptionList, ...errors },
@@ -93,7 +106,14 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
     .delete(
       `${BASE}/subscriptions/:subscriptionId`,
       async ({ params, set, request, principal, partition }) =>
-        forward(set, await bus.request(n["subscription.delete"](), { subscription_id: params.subscriptionId }, requestMeta(request, principal, partition))),
+        forward(
+          set,
+          await bus.request(
+            n["subscription.delete"](),
+            { subscription_id: params.subscriptionId },
+            requestMeta(request, principal, partition),
+          ),
+        ),
       {
         auth: credentials,
         partition: true,
@@ -105,7 +125,14 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
     .get(
       `${BASE}/subscriptions/:subscriptionId/secret`,
       async ({ params, set, request, principal, partition }) =>
-        forward<SecretReply>(set, await bus.request(n["subscription.secret"](), { subscription_id: params.subscriptionId }, requestMeta(request, principal, partition))),
+        forward<SecretReply>(
+          set,
+          await bus.request(
+            n["subscription.secret"](),
+            { subscription_id: params.subscriptionId },
+            requestMeta(request, principal, partition),
+          ),
+        ),
       {
         auth: credentials,
         partition: true,
@@ -117,7 +144,14 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
     .post(
       `${BASE}/subscriptions/:subscriptionId/secret/rotate`,
       async ({ params, set, request, principal, partition }) =>
-        forward<SecretReply>(set, await bus.request(n["subscription.secret.rotate"](), { subscription_id: params.subscriptionId }, requestMeta(request, principal, partition))),
+        forward<SecretReply>(
+          set,
+          await bus.request(
+            n["subscription.secret.rotate"](),
+            { subscription_id: params.subscriptionId },
+            requestMeta(request, principal, partition),
+          ),
+        ),
       {
         auth: credentials,
         partition: true,
@@ -129,7 +163,14 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
     .get(
       `${BASE}/subscriptions/:subscriptionId/deliveries`,
       async ({ params, set, request, principal, partition }) =>
-        forward<DeliveryList>(set, await bus.request(n["subscription.deliveries"](), { subscription_id: params.subscriptionId }, requestMeta(request, principal, partition))),
+        forward<DeliveryList>(
+          set,
+          await bus.request(
+            n["subscription.deliveries"](),
+            { subscription_id: params.subscriptionId },
+            requestMeta(request, principal, partition),
+          ),
+        ),
       {
         auth: credentials,
         partition: true,
@@ -143,7 +184,11 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
       async ({ params, set, request, principal, partition }) =>
         forward<EventAccepted>(
           set,
-          await bus.request(n["subscription.retry"](), { subscription_id: params.subscriptionId, event_id: params.eventId }, requestMeta(request, principal, partition)),
+          await bus.request(
+            n["subscription.retry"](),
+            { subscription_id: params.subscriptionId, event_id: params.eventId },
+            requestMeta(request, principal, partition),
+          ),
         ),
       {
         auth: credentials,
@@ -152,7 +197,8 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
         detail: {
           tags,
           summary: "Replay one event to the subscription (also from dead letters): one attempt, 202",
-          description: "A dead letter stays until a replay of it succeeds. Unknown event → 404; an event no longer stored (retention passed) → 410.",
+          description:
+            "A dead letter stays until a replay of it succeeds. Unknown event → 404; an event no longer stored (retention passed) → 410.",
         },
         response: { 202: EventAccepted, ...errors, 410: Problem },
       },
@@ -162,7 +208,10 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
       async ({ params, body, set, request, principal, partition }) => {
         const size = Buffer.byteLength(JSON.stringify(body ?? null));
         if (size > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`);
-        return forward<EventAccepted>(set, await bus.request(n["event.publish"](), { type: params.type, event: body }, requestMeta(request, principal, partition)));
+        return forward<EventAccepted>(
+          set,
+          await bus.request(n["event.publish"](), { type: params.type, event: body }, requestMeta(request, principal, partition)),
+        );
       },
       {
         auth: credentials,
@@ -171,13 +220,15 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
         beforeHandle: ({ request }) => {
           // Checked again on the parsed body in the handler (a chunked body has no length).
           const length = Number(request.headers.get("content-length"));
-          if (Number.isFinite(length) && length > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${length} bytes; the limit is ${EVENT_MAX_BYTES}`);
+          if (Number.isFinite(length) && length > EVENT_MAX_BYTES)
+            throw contentTooLarge(`the event is ${length} bytes; the limit is ${EVENT_MAX_BYTES}`);
         },
         body: EventBody,
         detail: {
           tags,
           summary: "Publish an event to notify (group notifications.publishers); durable in EVENTS before the 202",
-          description: "Body {data_source?, object_type?, data}; at most 256 KiB (→ 413). The same body may be published on NATS at derrick.events.<partition>.<type>.",
+          description:
+            "Body {data_source?, object_type?, data}; at most 256 KiB (→ 413). The same body may be published on NATS at derrick.events.<partition>.<type>.",
         },
         response: { 202: EventAccepted, ...errors },
       },

@@ -50,7 +50,10 @@ function kindRoutes(bus: Bus, auth: AuthPlugin, kind: CatalogKind) {
     .put(
       `/v1/${kind}/:itemId`,
       async ({ params, body, set, request, principal, partition }) =>
-        forward<CatalogItem>(set, await bus.request(names["catalog.put"](), { kind, itemId: params.itemId, body }, requestMeta(request, principal, partition))),
+        forward<CatalogItem>(
+          set,
+          await bus.request(names["catalog.put"](), { kind, itemId: params.itemId, body }, requestMeta(request, principal, partition)),
+        ),
       {
         ...credentials,
         params: t.Object({ itemId: id() }),
@@ -62,12 +65,22 @@ function kindRoutes(bus: Bus, auth: AuthPlugin, kind: CatalogKind) {
     .post(
       `/v1/projects/:projectId/${kind}/content/requests`,
       async ({ params, body, set, request, principal, partition }) =>
-        forward<ContentAccepted>(set, await bus.request(names["content.request"](), { projectId: params.projectId, kind, body }, requestMeta(request, principal, partition))),
+        forward<ContentAccepted>(
+          set,
+          await bus.request(
+            names["content.request"](),
+            { projectId: params.projectId, kind, body },
+            requestMeta(request, principal, partition),
+          ),
+        ),
       {
         ...credentials,
         params: t.Object({ projectId: id() }),
         body: t.Optional(ContentRequestBody),
-        detail: { tags, summary: `Request ${label} content of a project: 202 {taskId, contentId}, Location of the task (members only; 429 past the requester's unfinished tasks, 503 when the queue is full, both with Retry-After)` },
+        detail: {
+          tags,
+          summary: `Request ${label} content of a project: 202 {taskId, contentId}, Location of the task (members only; 429 past the requester's unfinished tasks, 503 when the queue is full, both with Retry-After)`,
+        },
         response: { 202: ContentAccepted, 429: Problem, ...errors },
       },
     )
@@ -85,7 +98,10 @@ function kindRoutes(bus: Bus, auth: AuthPlugin, kind: CatalogKind) {
     .get(
       `/v1/projects/:projectId/${kind}/content-parts/:contentPartId`,
       async ({ params, set, request, principal, partition }) =>
-        forward<ContentPart>(set, await bus.request(names["content.part"](), { ...params, kind }, requestMeta(request, principal, partition))),
+        forward<ContentPart>(
+          set,
+          await bus.request(names["content.part"](), { ...params, kind }, requestMeta(request, principal, partition)),
+        ),
       {
         ...credentials,
         params: t.Object({ projectId: id(), contentPartId: id() }),
@@ -103,12 +119,18 @@ export const projectRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
     .put(
       "/v1/projects/:projectId",
       async ({ params, body, set, request, principal, partition }) =>
-        forward<Project>(set, await bus.request(names["project.put"](), { projectId: params.projectId, body }, requestMeta(request, principal, partition))),
+        forward<Project>(
+          set,
+          await bus.request(names["project.put"](), { projectId: params.projectId, body }, requestMeta(request, principal, partition)),
+        ),
       {
         ...credentials,
         params: t.Object({ projectId: id() }),
         body: ProjectBody,
-        detail: { tags: ["projects"], summary: "Create or replace a project: name, members, values (group projects.admins; 201 created, 200 replaced)" },
+        detail: {
+          tags: ["projects"],
+          summary: "Create or replace a project: name, members, values (group projects.admins; 201 created, 200 replaced)",
+        },
         response: { 200: Project, 201: Project, ...errors },
       },
     )
@@ -125,7 +147,8 @@ export const projectRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
     )
     .delete(
       "/v1/projects/:projectId",
-      async ({ params, set, request, principal, partition }) => forward(set, await bus.request(names["project.delete"](), params, requestMeta(request, principal, partition))),
+      async ({ params, set, request, principal, partition }) =>
+        forward(set, await bus.request(names["project.delete"](), params, requestMeta(request, principal, partition))),
       {
         ...credentials,
         params: t.Object({ projectId: id() }),
@@ -135,7 +158,8 @@ export const projectRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
     )
     .put(
       "/v1/projects/:projectId/members/:memberId",
-      async ({ params, set, request, principal, partition }) => forward(set, await bus.request(names["member.put"](), params, requestMeta(request, principal, partition))),
+      async ({ params, set, request, principal, partition }) =>
+        forward(set, await bus.request(names["member.put"](), params, requestMeta(request, principal, partition))),
       {
         ...credentials,
         params: t.Object({ projectId: id(), memberId: id() }),
@@ -145,7 +169,8 @@ export const projectRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
     )
     .delete(
       "/v1/projects/:projectId/members/:memberId",
-      async ({ params, set, request, principal, partition }) => forward(set, await bus.request(names["member.delete"](), params, requestMeta(request, principal, partition))),
+      async ({ params, set, request, principal, partition }) =>
+        forward(set, await bus.request(names["member.delete"](), params, requestMeta(request, principal, partition))),
       {
         ...credentials,
         params: t.Object({ projectId: id(), memberId: id() }),
@@ -155,11 +180,15 @@ export const projectRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
     )
     .get(
       "/v2/projects/:projectId/tasks/:taskId",
-      async ({ params, set, request, principal, partition }) => forward<Task>(set, await bus.request(names["task.get"](), params, requestMeta(request, principal, partition))),
+      async ({ params, set, request, principal, partition }) =>
+        forward<Task>(set, await bus.request(names["task.get"](), params, requestMeta(request, principal, partition))),
       {
         ...credentials,
         params: t.Object({ projectId: id(), taskId: id() }),
-        detail: { tags: ["tasks"], summary: "State of one content task: queued, running, succeeded (expiresAt) or failed (error); members only" },
+        detail: {
+          tags: ["tasks"],
+          summary: "State of one content task: queued, running, succeeded (expiresAt) or failed (error); members only",
+        },
         response: { 200: Task, ...errors },
       },
     );

@@ -9,7 +9,14 @@ import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { Problem, subjects, type Bus } from "../../subjects/index.ts";
 import type { TSchema } from "@sinclair/typebox";
-import { AggregationResult, ENTITY_SCHEMAS, EntityQuery, FullCycleAggregationBody, ID_PATTERN, type Collection } from "../../subjects/reporting.ts";
+import {
+  AggregationResult,
+  ENTITY_SCHEMAS,
+  EntityQuery,
+  FullCycleAggregationBody,
+  ID_PATTERN,
+  type Collection,
+} from "../../subjects/reporting.ts";
 import { forward } from "../forward.ts";
 import type { AuthPlugin, AuthOptions } from "../plugins/auth.ts";
 import { requestMeta } from "../request-state.ts";
@@ -39,25 +46,56 @@ function entityRoutes(bus: Bus, auth: AuthPlugin, collection: Collection) {
     .put(
       path,
       async ({ params, body, set, request, principal, partition }) =>
-        forward<Record<string, unknown>>(set, await bus.request(names["entity.put"](), { collection, id: params.id, body }, requestMeta(request, principal, partition))),
+        forward<Record<string, unknown>>(
+          set,
+          await bus.request(names["entity.put"](), { collection, id: params.id, body }, requestMeta(request, principal, partition)),
+        ),
       {
         ...credentials,
         params,
         body: schema,
-        detail: { tags, summary: `Create or replace a ${LABELS[collection]}; group assessments.editors; 201 created, 200 replaced, ETag = version` },
+        detail: {
+          tags,
+          summary: `Create or replace a ${LABELS[collection]}; group assessments.editors; 201 created, 200 replaced, ETag = version`,
+        },
         response: { 200: entity, 201: entity, ...errors },
       },
     )
     .get(
       path,
       async ({ params, query, set, request, principal, partition }) =>
-        forward<Record<string, unknown>>(set, await bus.request(names["entity.get"](), { collection, id: params.id, ...(query.version !== undefined ? { version: query.version } : {}) }, requestMeta(request, principal, partition))),
-      { ...credentials, params, query: EntityQuery, detail: { tags, summary: `One ${collection.replace(/s$/, "")} as stored (ETag = version); ?version=n for one of the last 16 versions` }, response: { 200: entity, ...errors } },
+        forward<Record<string, unknown>>(
+          set,
+          await bus.request(
+            names["entity.get"](),
+            { collection, id: params.id, ...(query.version !== undefined ? { version: query.version } : {}) },
+            requestMeta(request, principal, partition),
+          ),
+        ),
+      {
+        ...credentials,
+        params,
+        query: EntityQuery,
+        detail: {
+          tags,
+          summary: `One ${collection.replace(/s$/, "")} as stored (ETag = version); ?version=n for one of the last 16 versions`,
+        },
+        response: { 200: entity, ...errors },
+      },
     )
     .delete(
       path,
-      async ({ params, set, request, principal, partition }) => forward(set, await bus.request(names["entity.delete"](), { collection, id: params.id }, requestMeta(request, principal, partition))),
-      { ...credentials, params, detail: { tags, summary: `Delete a ${collection.replace(/s$/, "")} (group assessments.editors) → 204` }, response: { 204: t.Void(), ...errors } },
+      async ({ params, set, request, principal, partition }) =>
+        forward(
+          set,
+          await bus.request(names["entity.delete"](), { collection, id: params.id }, requestMeta(request, principal, partition)),
+        ),
+      {
+        ...credentials,
+        params,
+        detail: { tags, summary: `Delete a ${collection.replace(/s$/, "")} (group assessments.editors) → 204` },
+        response: { 204: t.Void(), ...errors },
+      },
     );
 }
 
@@ -72,32 +110,90 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     .use(entityRoutes(bus, auth, "multiplescenarioanalyses"))
     .get(
       `${BASE}/licenseaggregation/:id`,
-      async ({ params, set, request, principal, partition }) => forward<Record<string, unknown>>(set, await bus.request(names["license.aggregation"](), params, requestMeta(request, principal, partition))),
-      { ...credentials, params, detail: { tags, summary: "A license: every version with blocks, nation, licensees and the linked prospects' analyses with their chance of success" }, response: { 200: AggregationResult, ...errors } },
+      async ({ params, set, request, principal, partition }) =>
+        forward<Record<string, unknown>>(
+          set,
+          await bus.request(names["license.aggregation"](), params, requestMeta(request, principal, partition)),
+        ),
+      {
+        ...credentials,
+        params,
+        detail: {
+          tags,
+          summary:
+            "A license: every version with blocks, nation, licensees and the linked prospects' analyses with their chance of success",
+        },
+        response: { 200: AggregationResult, ...errors },
+      },
     )
     .get(
       `${BASE}/prospectanalysisaggregation/:id`,
-      async ({ params, set, request, principal, partition }) => forward<Record<string, unknown>>(set, await bus.request(names["prospect.aggregation"](), params, requestMeta(request, principal, partition))),
-      { ...credentials, params, detail: { tags, summary: "Chance of success, resources per product (success case, risked), PRMS labels, entitlement, segment risks and volumes" }, response: { 200: AggregationResult, ...errors } },
+      async ({ params, set, request, principal, partition }) =>
+        forward<Record<string, unknown>>(
+          set,
+          await bus.request(names["prospect.aggregation"](), params, requestMeta(request, principal, partition)),
+        ),
+      {
+        ...credentials,
+        params,
+        detail: {
+          tags,
+          summary: "Chance of success, resources per product (success case, risked), PRMS labels, entitlement, segment risks and volumes",
+        },
+        response: { 200: AggregationResult, ...errors },
+      },
     )
     .get(
       `${BASE}/prospectanalysisaggregation/:id/details`,
-      async ({ params, set, request, principal, partition }) => forward<Record<string, unknown>>(set, await bus.request(names["prospect.details"](), params, requestMeta(request, principal, partition))),
-      { ...credentials, params, detail: { tags, summary: "The enrolled segment analyses: name, properties, chance of success, volumes, entitlement ({segments: [...]})" }, response: { 200: AggregationResult, ...errors } },
+      async ({ params, set, request, principal, partition }) =>
+        forward<Record<string, unknown>>(
+          set,
+          await bus.request(names["prospect.details"](), params, requestMeta(request, principal, partition)),
+        ),
+      {
+        ...credentials,
+        params,
+        detail: {
+          tags,
+          summary: "The enrolled segment analyses: name, properties, chance of success, volumes, entitlement ({segments: [...]})",
+        },
+        response: { 200: AggregationResult, ...errors },
+      },
     )
     .post(
       `${BASE}/fullcycleanalysisaggregation`,
-      async ({ body, set, request, principal, partition }) => forward<Record<string, unknown>>(set, await bus.request(names["fullcycle.aggregation"](), { body }, requestMeta(request, principal, partition))),
+      async ({ body, set, request, principal, partition }) =>
+        forward<Record<string, unknown>>(
+          set,
+          await bus.request(names["fullcycle.aggregation"](), { body }, requestMeta(request, principal, partition)),
+        ),
       {
         ...credentials,
         body: FullCycleAggregationBody,
-        detail: { tags, summary: "Flows, cumulative volumes, cash flows and indicators (NPV, IRR, payout, P/I, EMV, break-even Pg) per level for every full cycle analysis of a prospect analysis" },
+        detail: {
+          tags,
+          summary:
+            "Flows, cumulative volumes, cash flows and indicators (NPV, IRR, payout, P/I, EMV, break-even Pg) per level for every full cycle analysis of a prospect analysis",
+        },
         response: { 200: AggregationResult, ...errors },
       },
     )
     .get(
       `${BASE}/prospectmultiplescenarioanalysisaggregation/:id`,
-      async ({ params, set, request, principal, partition }) => forward<Record<string, unknown>>(set, await bus.request(names["scenario.aggregation"](), params, requestMeta(request, principal, partition))),
-      { ...credentials, params, detail: { tags, summary: "Set-up, results overall and per scenario, the outcome tree (exact ≤ 16 segments, Monte Carlo beyond) and the polygon with area and bbox" }, response: { 200: AggregationResult, ...errors } },
+      async ({ params, set, request, principal, partition }) =>
+        forward<Record<string, unknown>>(
+          set,
+          await bus.request(names["scenario.aggregation"](), params, requestMeta(request, principal, partition)),
+        ),
+      {
+        ...credentials,
+        params,
+        detail: {
+          tags,
+          summary:
+            "Set-up, results overall and per scenario, the outcome tree (exact ≤ 16 segments, Monte Carlo beyond) and the polygon with area and bbox",
+        },
+        response: { 200: AggregationResult, ...errors },
+      },
     );
 };

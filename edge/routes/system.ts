@@ -60,58 +60,78 @@ function readinessProbe(cfg: Config, bus: Bus) {
 export const systemBodyLimits: RouteBodyLimits = {
   "/v1/system/echo": {
     bytes: ECHO_MAX_BYTES,
-    tooLarge: (size) => contentTooLarge(`the echo takes at most ${ECHO_MAX_BYTES} bytes${size === undefined ? "" : `; this body is ${size}`}`),
+    tooLarge: (size) =>
+      contentTooLarge(`the echo takes at most ${ECHO_MAX_BYTES} bytes${size === undefined ? "" : `; this body is ${size}`}`),
   },
 };
 
 export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: EdgeMetrics) => {
   const readiness = readinessProbe(cfg, bus);
   const whoamiAuth: AuthOptions = { appkey: true };
-  return new Elysia({ name: "derrick-system-routes" })
-    .use(auth)
-    .get("/healthz", () => ({ status: "ok" }), {
-      detail: { tags: ["system"], summary: "Liveness: the process is up" },
-      response: t.Object({ status: t.String() }),
-    })
-    .get(
-      "/readyz",
-      async ({ set }) => {
-        const state = await readiness();
-        if (!state.ready) {
-          const missing = Object.entries(state.actors).filter(([, up]) => !up).map(([a]) => a);
-          const detail = state.nats !== "connected" ? "not connected to NATS" : `actors not answering: ${missing.join(", ")}`;
-          throw unavailable(detail, 2);
-        }
-        set.headers["cache-control"] = "no-store";
-        return { status: "ready", nats: state.nats, actors: state.actors };
-      },
-      {
-        detail: { tags: ["system"], summary: "Readiness: NATS connected and every configured actor answering a ping" },
-        response: { 200: Readiness, 503: Problem },
-      },
-    )
-    .get(
-      "/metrics",
-      async ({ set }) => {
-        set.headers["content-type"] = metrics.registry.contentType;
-        return metrics.registry.metrics();
-      },
-      { detail: { tags: ["system"], summary: "Prometheus metrics" }, response: t.String({ description: "Prometheus text exposition format" }) },
-    )
-    .get("/v1/system/info", async ({ set, request }) => forward<BuildInfo>(set, await bus.request(subjects.system.info(), undefined, requestMeta(request))), {
-      detail: { tags: ["system"], summary: "Build information, answered by the system actor" },
-      response: BuildInfo,
-    })
-    // Anonymous: its size limit (systemBodyLimits) is checked before the body is read.
-    .post("/v1/system/echo", async ({ body, set, request }) => forward<EchoBody>(set, await bus.request(subjects.system.echo(), body, requestMeta(request))), {
-      body: EchoBody,
-      detail: { tags: ["system"], summary: "Echoes a small JSON object (at most 4 KiB; no credentials needed) through NATS and the system actor (benchmarks, smoke tests)" },
-      response: EchoBody,
-    })
-    .get("/v1/system/whoami", ({ principal, partition }) => ({ principal, partition }), {
-      auth: whoamiAuth,
-      partition: true,
-      detail: { tags: ["system"], summary: "The caller as the edge sees it (token, appkey and partition checked)" },
-      response: t.Object({ principal: Principal, partition: t.String() }),
-    });
+  return (
+    new Elysia({ name: "derrick-system-routes" })
+      .use(auth)
+      .get("/healthz", () => ({ status: "ok" }), {
+        detail: { tags: ["system"], summary: "Liveness: the process is up" },
+        response: t.Object({ status: t.String() }),
+      })
+      .get(
+        "/readyz",
+        async ({ set }) => {
+          const state = await readiness();
+          if (!state.ready) {
+            const missing = Object.entries(state.actors)
+              .filter(([, up]) => !up)
+              .map(([a]) => a);
+            const detail = state.nats !== "connected" ? "not connected to NATS" : `actors not answering: ${missing.join(", ")}`;
+            throw unavailable(detail, 2);
+          }
+          set.headers["cache-control"] = "no-store";
+          return { status: "ready", nats: state.nats, actors: state.actors };
+        },
+        {
+          detail: { tags: ["system"], summary: "Readiness: NATS connected and every configured actor answering a ping" },
+          response: { 200: Readiness, 503: Problem },
+        },
+      )
+      .get(
+        "/metrics",
+        async ({ set }) => {
+          set.headers["content-type"] = metrics.registry.contentType;
+          return metrics.registry.metrics();
+        },
+        {
+          detail: { tags: ["system"], summary: "Prometheus metrics" },
+          response: t.String({ description: "Prometheus text exposition format" }),
+        },
+      )
+      .get(
+        "/v1/system/info",
+        async ({ set, request }) => forward<BuildInfo>(set, await bus.request(subjects.system.info(), undefined, requestMeta(request))),
+        {
+          detail: { tags: ["system"], summary: "Build information, answered by the system actor" },
+          response: BuildInfo,
+        },
+      )
+      // Anonymous: its size limit (systemBodyLimits) is checked before the body is read.
+      .post(
+        "/v1/system/echo",
+        async ({ body, set, request }) => forward<EchoBody>(set, await bus.request(subjects.system.echo(), body, requestMeta(request))),
+        {
+          body: EchoBody,
+          detail: {
+            tags: ["system"],
+            summary:
+              "Echoes a small JSON object (at most 4 KiB; no credentials needed) through NATS and the system actor (benchmarks, smoke tests)",
+          },
+          response: EchoBody,
+        },
+      )
+      .get("/v1/system/whoami", ({ principal, partition }) => ({ principal, partition }), {
+        auth: whoamiAuth,
+        partition: true,
+        detail: { tags: ["system"], summary: "The caller as the edge sees it (token, appkey and partition checked)" },
+        response: t.Object({ principal: Principal, partition: t.String() }),
+      })
+  );
 };

@@ -6,7 +6,15 @@
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
 import { Problem, contentTooLarge, subjects, type Bus } from "../../subjects/index.ts";
-import { TwinGetReply, TwinPath, TwinPutReply, TwinUpdateBody, TWIN_NAME_PATTERN, TWIN_REQUEST_MAX_BYTES, parseIfMatch } from "../../subjects/twins.ts";
+import {
+  TwinGetReply,
+  TwinPath,
+  TwinPutReply,
+  TwinUpdateBody,
+  TWIN_NAME_PATTERN,
+  TWIN_REQUEST_MAX_BYTES,
+  parseIfMatch,
+} from "../../subjects/twins.ts";
 import { forward } from "../forward.ts";
 import type { AuthPlugin } from "../plugins/auth.ts";
 import { requestMeta } from "../request-state.ts";
@@ -17,7 +25,8 @@ const errors = { 400: Problem, 401: Problem, 403: Problem, 409: Problem, 412: Pr
 const writeErrors = { ...errors, 507: Problem };
 
 /** A PUT is at most 1 MiB (docs/contract.md), whatever DERRICK_BODY_LIMIT allows the other routes. */
-const requestTooLarge = (size: number) => contentTooLarge(`the request body is ${size} bytes; a twin properties PUT may hold at most ${TWIN_REQUEST_MAX_BYTES}`);
+const requestTooLarge = (size: number) =>
+  contentTooLarge(`the request body is ${size} bytes; a twin properties PUT may hold at most ${TWIN_REQUEST_MAX_BYTES}`);
 
 export const twinRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
   new Elysia({ name: "derrick-twin-routes", normalize: false })
@@ -52,21 +61,36 @@ export const twinRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) =>
     .get(
       BASE,
       async ({ params, query, set, request, principal }) =>
-        forward<TwinGetReply>(set, await bus.request(subjects.twins.get(), { ...params, ...(query.group !== undefined ? { group: query.group } : {}) }, requestMeta(request, principal))),
+        forward<TwinGetReply>(
+          set,
+          await bus.request(
+            subjects.twins.get(),
+            { ...params, ...(query.group !== undefined ? { group: query.group } : {}) },
+            requestMeta(request, principal),
+          ),
+        ),
       {
         auth: true,
         params: TwinPath,
         query: t.Object({ group: t.Optional(t.String({ pattern: TWIN_NAME_PATTERN })) }),
-        detail: { tags: ["twin-properties"], summary: "Desired and reported twin properties with versions and times (group filter; ETag with a group)" },
+        detail: {
+          tags: ["twin-properties"],
+          summary: "Desired and reported twin properties with versions and times (group filter; ETag with a group)",
+        },
         response: { 200: TwinGetReply, ...errors },
       },
     )
     .delete(
       `${BASE}/:group/:name`,
-      async ({ params, set, request, principal }) => forward(set, await bus.request(subjects.twins.delete(), params, requestMeta(request, principal))),
+      async ({ params, set, request, principal }) =>
+        forward(set, await bus.request(subjects.twins.delete(), params, requestMeta(request, principal))),
       {
         auth: true,
-        params: t.Object({ ...TwinPath.properties, group: t.String({ pattern: TWIN_NAME_PATTERN }), name: t.String({ pattern: TWIN_NAME_PATTERN }) }),
+        params: t.Object({
+          ...TwinPath.properties,
+          group: t.String({ pattern: TWIN_NAME_PATTERN }),
+          name: t.String({ pattern: TWIN_NAME_PATTERN }),
+        }),
         detail: { tags: ["twin-properties"], summary: "Delete one twin property (desired and reported)" },
         response: { 204: t.Void(), ...writeErrors },
       },

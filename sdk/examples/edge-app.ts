@@ -17,7 +17,12 @@ type Settings = { factor: number; input1: string; input2: string; output: string
 
 function settingsOf(config: AppConfig): Settings {
   const app = (config.raw.AppConfig ?? {}) as Record<string, string>;
-  return { factor: Number(app.Factor ?? 1), input1: app.Input1 ?? "Sensor1", input2: app.Input2 ?? "Sensor2", output: app.Output ?? "scaled-average" };
+  return {
+    factor: Number(app.Factor ?? 1),
+    input1: app.Input1 ?? "Sensor1",
+    input2: app.Input2 ?? "Sensor2",
+    output: app.Output ?? "scaled-average",
+  };
 }
 
 /** The app's computation, kept pure so it is easy to test. */
@@ -27,11 +32,18 @@ export function scaledAverage(report: IoDataReport, settings: Settings): IoPoint
   const a = tags[settings.input1]?.value;
   const b = tags[settings.input2]?.value;
   if (a === undefined || b === undefined) return undefined;
-  return { value: ((a + b) / 2) * settings.factor, quality_code: 0, timestamp: Date.now() / 1000, metadata: tags[settings.input1]?.metadata ?? {} };
+  return {
+    value: ((a + b) / 2) * settings.factor,
+    quality_code: 0,
+    timestamp: Date.now() / 1000,
+    metadata: tags[settings.input1]?.metadata ?? {},
+  };
 }
 
 export async function runEdgeApp(configPath: string, print: (line: string) => void = console.log): Promise<DeviceClient> {
-  const client = await DeviceClient.connect(loadAppConfig(configPath), { log: (level, message, data) => print(`${level} ${message} ${data ? JSON.stringify(data) : ""}`) });
+  const client = await DeviceClient.connect(loadAppConfig(configPath), {
+    log: (level, message, data) => print(`${level} ${message} ${data ? JSON.stringify(data) : ""}`),
+  });
   let settings = settingsOf(client.config);
   client.onConfig((config, status) => {
     if (status.ac === 200) settings = settingsOf(config);

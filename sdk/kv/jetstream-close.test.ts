@@ -20,12 +20,21 @@ describe("JetStreamTwinBackend", () => {
   it("sdk jetstream - closing the backend releases its status listener on the app's connection (44b1f37)", async () => {
     const listeners = () => (nc as unknown as { protocol: { listeners: unknown[] } }).protocol.listeners.length;
     const before = listeners();
-    const backend = new JetStreamTwinBackend(nc, { organization: "acme", environment: "prod", twinId: "close-test" }, () => undefined, false);
+    const backend = new JetStreamTwinBackend(
+      nc,
+      { organization: "acme", environment: "prod", twinId: "close-test" },
+      () => undefined,
+      false,
+    );
     await backend.start(() => undefined);
     expect(listeners()).toBeGreaterThan(before);
     await backend.close();
     // The watch's own listener goes once its consumer has stopped (close() does not wait for it); the
     // status listener needs no status event: a `break` alone held it until the connection's next one.
-    await eventually(() => listeners() === before, { timeoutMs: 5_000, intervalMs: 50, what: `listeners back to ${before} (now ${listeners()})` });
+    await eventually(() => listeners() === before, {
+      timeoutMs: 5_000,
+      intervalMs: 50,
+      what: `listeners back to ${before} (now ${listeners()})`,
+    });
   });
 });

@@ -15,10 +15,22 @@
  */
 import { RequestError, type NatsConnection, type Status } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
-import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, jetstream, type JetStreamManager } from "@nats-io/jetstream";
 import { BucketFollower, storedToTwinEntry } from "./follow.ts";
 import { subjects } from "../../subjects/names.ts";
-import { DEVICE_JS_API, TwinCommitGate, TwinWatchView, parseTwinKey, toTwinEntry, twinBucket, twinBucketOptions, twinCommitKey, twinKey, type TwinAddress, type TwinSide } from "../../subjects/twins.ts";
+import {
+  DEVICE_JS_API,
+  TwinCommitGate,
+  TwinWatchView,
+  parseTwinKey,
+  toTwinEntry,
+  twinBucket,
+  twinBucketOptions,
+  twinCommitKey,
+  twinKey,
+  type TwinAddress,
+  type TwinSide,
+} from "../../subjects/twins.ts";
 import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
 
 export class JetStreamTwinBackend implements TwinBackend {
@@ -120,7 +132,11 @@ export class JetStreamTwinBackend implements TwinBackend {
       } catch (error) {
         if (this.closed) throw error;
         if (Date.now() - warned > 30_000) {
-          this.log("warn", "cannot open the twin bucket yet (derrick creates it when the device is registered or its twin is first written); retrying", { bucket: name, error: (error as Error).message });
+          this.log(
+            "warn",
+            "cannot open the twin bucket yet (derrick creates it when the device is registered or its twin is first written); retrying",
+            { bucket: name, error: (error as Error).message },
+          );
           warned = Date.now();
         }
         await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
@@ -203,15 +219,25 @@ export class JetStreamTwinBackend implements TwinBackend {
         for (const entry of visible) {
           const parsed = parseTwinKey(entry.key);
           if (parsed?.kind !== "property") continue;
-          changes.push({ group: parsed.group, side: parsed.side, name: parsed.name, value: entry.operation === "PUT" ? entry.value : null, version: entry.revision });
+          changes.push({
+            group: parsed.group,
+            side: parsed.side,
+            name: parsed.name,
+            value: entry.operation === "PUT" ? entry.value : null,
+            version: entry.revision,
+          });
         }
         try {
           if (changes.length) onChanges(changes);
         } catch (error) {
-          this.log("error", "a twin change could not be handled; skipped", { keys: visible.map((e) => e.key), error: (error as Error).message });
+          this.log("error", "a twin change could not be handled; skipped", {
+            keys: visible.map((e) => e.key),
+            error: (error as Error).message,
+          });
         }
       },
-      onError: (error) => this.log("warn", "twin watch could not read the bucket's last revision; trying again", { error: (error as Error).message }),
+      onError: (error) =>
+        this.log("warn", "twin watch could not read the bucket's last revision; trying again", { error: (error as Error).message }),
     }));
     let warned = 0;
     const follower = new BucketFollower({
@@ -239,7 +265,7 @@ export class JetStreamTwinBackend implements TwinBackend {
    */
   async get(group: string, side: TwinSide, name: string): Promise<TwinValueRead | undefined> {
     const key = twinKey(group, side, name);
-    let entry = await this.kv!.get(key);
+    const entry = await this.kv!.get(key);
     // The commit record is read after the value: a claim made later holds nothing read before it.
     if (entry && side === "desired" && (await this.held(group, entry))) {
       const revision = entry.revision;

@@ -31,7 +31,13 @@ export class RedisTwinBackend implements TwinBackend {
     private readonly log: SdkLog,
   ) {
     // Reconnect forever with a capped exponential backoff (the original SDK's 3.0 behaviour).
-    const common = { host: options.host, port: options.port, password: options.password, retryStrategy: (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6)), maxRetriesPerRequest: null };
+    const common = {
+      host: options.host,
+      port: options.port,
+      password: options.password,
+      retryStrategy: (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6)),
+      maxRetriesPerRequest: null,
+    };
     this.maxWaiting = options.maxWaiting ?? REDIS_MAX_WAITING;
     this.cmd = new Redis(common);
     this.sub = new Redis(common);
@@ -47,7 +53,11 @@ export class RedisTwinBackend implements TwinBackend {
   }
 
   async start(onChanges: (changes: TwinChange[]) => void): Promise<void> {
-    await this.cmd.config("SET", "notify-keyspace-events", "KEA").catch((error: Error) => this.log("warn", "cannot enable keyspace notifications; expecting the server to have them on", { error: error.message }));
+    await this.cmd
+      .config("SET", "notify-keyspace-events", "KEA")
+      .catch((error: Error) =>
+        this.log("warn", "cannot enable keyspace notifications; expecting the server to have them on", { error: error.message }),
+      );
     const prefix = REDIS_KEYSPACE_PREFIX;
     this.sub.on("pmessage", (_pattern: string, channel: string) => {
       const key = channel.slice(prefix.length);
@@ -55,11 +65,18 @@ export class RedisTwinBackend implements TwinBackend {
     });
     const pattern = `${prefix}${TWIN_KEY_PREFIX}/*`;
     await this.sub.psubscribe(pattern);
-    const resync = () => void this.readAll().then(onChanges, (error: Error) => this.log("warn", "twin resync failed", { error: error.message }));
+    const resync = () =>
+      void this.readAll().then(onChanges, (error: Error) => this.log("warn", "twin resync failed", { error: error.message }));
     this.cmd.on("ready", resync);
     // The listening connection may come back after the writer's first writes to a restarted Redis:
     // once subscribed again (acknowledged), re-read, so a change made in between is not missed.
-    this.sub.on("ready", () => void this.sub.psubscribe(pattern).then(resync, (error: Error) => this.log("warn", "twin resubscribe failed", { error: error.message })));
+    this.sub.on(
+      "ready",
+      () =>
+        void this.sub
+          .psubscribe(pattern)
+          .then(resync, (error: Error) => this.log("warn", "twin resubscribe failed", { error: error.message })),
+    );
     onChanges(await this.readAll());
   }
 

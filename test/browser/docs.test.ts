@@ -38,11 +38,14 @@ async function openDocs(path: string): Promise<Page> {
 /** The page's globals this test reads and sets (the project's TypeScript has no DOM library). */
 type PageGlobals = {
   cspViolations?: string[];
-  document: { addEventListener(type: "securitypolicyviolation", listener: (event: { violatedDirective: string; blockedURI: string }) => void): void };
+  document: {
+    addEventListener(type: "securitypolicyviolation", listener: (event: { violatedDirective: string; blockedURI: string }) => void): void;
+  };
 };
 
 /** What the page's Content-Security-Policy refused, besides zod's probe for eval (it falls back without). */
-const violations = (page: Page) => page.evaluate(() => ((globalThis as unknown as PageGlobals).cspViolations ?? []).filter((v) => v !== "script-src eval"));
+const violations = (page: Page) =>
+  page.evaluate(() => ((globalThis as unknown as PageGlobals).cspViolations ?? []).filter((v) => v !== "script-src eval"));
 
 describe.skipIf(skip)("the /docs page in a real browser", () => {
   beforeAll(async () => {
@@ -76,7 +79,9 @@ describe.skipIf(skip)("the /docs page in a real browser", () => {
     });
     await context.addInitScript(() => {
       const page = globalThis as unknown as PageGlobals;
-      page.document.addEventListener("securitypolicyviolation", (event) => (page.cspViolations ??= []).push(`${event.violatedDirective} ${event.blockedURI}`));
+      page.document.addEventListener("securitypolicyviolation", (event) =>
+        (page.cspViolations ??= []).push(`${event.violatedDirective} ${event.blockedURI}`),
+      );
     });
   }, 60_000);
 
@@ -97,7 +102,11 @@ describe.skipIf(skip)("the /docs page in a real browser", () => {
     await page.getByText("OAuth 2.0 client credentials").first().waitFor();
     // No buttons that would send the document or the caller elsewhere.
     const buttons = await page.getByRole("button").allInnerTexts();
-    for (const unwanted of [/ask ai/i, /share/i, /deploy/i, /open api client/i, /generate/i]) expect(buttons.filter((b) => unwanted.test(b)), String(unwanted)).toEqual([]);
+    for (const unwanted of [/ask ai/i, /share/i, /deploy/i, /open api client/i, /generate/i])
+      expect(
+        buttons.filter((b) => unwanted.test(b)),
+        String(unwanted),
+      ).toEqual([]);
     expect(await violations(page)).toEqual([]);
     expect(foreign).toEqual([]);
     expect(pageErrors).toEqual([]);
@@ -109,7 +118,10 @@ describe.skipIf(skip)("the /docs page in a real browser", () => {
   it("docs - Authorize gets a token with client credentials from /v2/token, and Test Request sends it with the appkey and the partition", async () => {
     const page = await openDocs("/docs");
     const field = async (label: string) => {
-      const id = await page.locator("label", { hasText: new RegExp(`^\\s*${label}\\s*$`) }).first().getAttribute("for");
+      const id = await page
+        .locator("label", { hasText: new RegExp(`^\\s*${label}\\s*$`) })
+        .first()
+        .getAttribute("for");
       const target = page.locator(`[id="${id}"]`);
       return (await target.evaluate((e) => e.tagName)) === "INPUT" ? target : target.locator('[contenteditable="true"]');
     };
@@ -127,13 +139,19 @@ describe.skipIf(skip)("the /docs page in a real browser", () => {
     await (await field("Value")).fill(admin.appkey);
 
     const operation = page.locator("section", { has: page.getByRole("heading", { name: /The caller as the edge sees/ }) }).last();
-    await operation.getByRole("button", { name: /Test Request/ }).first().click();
+    await operation
+      .getByRole("button", { name: /Test Request/ })
+      .first()
+      .click();
     // The partition header is there, filled from the document's example; the caller ticks it.
     const partition = page.locator("tr", { hasText: "slb-partition-id" }).last();
     await partition.locator('input[type="checkbox"]').click();
     // The client applies the change a moment later: its code snippet shows the header once it will send it.
-    await page.getByRole("button", { name: /Code Snippet/ }).first().click();
-    await expect.poll(() => page.locator("body").innerText(), { timeout: 10_000 }).toMatch(/slb-partition-id: opendes/);
+    await page
+      .getByRole("button", { name: /Code Snippet/ })
+      .first()
+      .click();
+    await expect.poll(() => page.locator("body").textContent(), { timeout: 10_000 }).toMatch(/slb-partition-id: opendes/);
     const whoamiAnswer = page.waitForResponse((r) => r.url() === `${origin}/v1/system/whoami`);
     await page.getByRole("button", { name: /^Send/ }).first().click();
     const whoami = await whoamiAnswer;

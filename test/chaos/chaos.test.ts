@@ -15,7 +15,19 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { eventually, startTestRedis, type TestRedis } from "../harness/index.ts";
 import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
-import { emptyLoad, missingWrites, latencyPercentile, runLoad, startDeployment, taskProblems, undeliveredEvents, writesAccepted, type Deployment, type LoadResult, type ReceiverMode } from "./deployment.ts";
+import {
+  emptyLoad,
+  missingWrites,
+  latencyPercentile,
+  runLoad,
+  startDeployment,
+  taskProblems,
+  undeliveredEvents,
+  writesAccepted,
+  type Deployment,
+  type LoadResult,
+  type ReceiverMode,
+} from "./deployment.ts";
 
 const FULL = process.env.CHAOS_FULL === "1";
 const LOAD_MS = FULL ? 15_000 : 4_000;
@@ -29,7 +41,19 @@ const READY_WITHIN_MS = 15_000;
 const FAULT_TIMEOUT = FULL ? 240_000 : 60_000;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-type Row = { fault: string; requests: number; accepted: number; tasks: number; lost: number; duplicates: number; during: string; hung: number; server500: number; readyMs: number; p99Ms: number };
+type Row = {
+  fault: string;
+  requests: number;
+  accepted: number;
+  tasks: number;
+  lost: number;
+  duplicates: number;
+  during: string;
+  hung: number;
+  server500: number;
+  readyMs: number;
+  p99Ms: number;
+};
 const rows: Row[] = [];
 
 function statusesOutside(load: LoadResult, allowed: (status: number) => boolean): Record<string, number> {
@@ -58,8 +82,16 @@ describe("chaos", () => {
 
   /** Reads every accepted write back, waits for every accepted event, and records the row. */
   async function verify(fault: string, load: LoadResult, during: LoadResult | undefined, readyMs: number) {
-    const lost = await eventually(async () => ((await missingWrites(d, load)).length === 0 ? [] : undefined), { timeoutMs: 20_000, intervalMs: 500, what: `accepted writes after ${fault}` }).catch(async () => missingWrites(d, load));
-    await eventually(() => undeliveredEvents(d, load).length === 0, { timeoutMs: 30_000, intervalMs: 200, what: `deliveries after ${fault}` }).catch(() => undefined);
+    const lost = await eventually(async () => ((await missingWrites(d, load)).length === 0 ? [] : undefined), {
+      timeoutMs: 20_000,
+      intervalMs: 500,
+      what: `accepted writes after ${fault}`,
+    }).catch(async () => missingWrites(d, load));
+    await eventually(() => undeliveredEvents(d, load).length === 0, {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      what: `deliveries after ${fault}`,
+    }).catch(() => undefined);
     const undelivered = undeliveredEvents(d, load);
     for (const [taskId, contentId] of load.accepted.tasks) allTasks.set(taskId, contentId);
     // Tasks of earlier faults too: still succeeded, never completed a second time.
@@ -164,7 +196,10 @@ describe("chaos", () => {
     async () => {
       const config = parseAppConfig({
         Name: "ChaosDevice",
-        AEA2: { RedisClient: { Server: "127.0.0.1", Port: String(redis.port) }, BusClient: { Server: d.nats().url, Subscriptions: [{ DataIn: ["slbapps.ChaosDevice.DataIn"] }] } },
+        AEA2: {
+          RedisClient: { Server: "127.0.0.1", Port: String(redis.port) },
+          BusClient: { Server: d.nats().url, Subscriptions: [{ DataIn: ["slbapps.ChaosDevice.DataIn"] }] },
+        },
       });
       const device = await DeviceClient.connect(config, { reconnectTimeWaitMs: 100 });
       try {
@@ -188,7 +223,8 @@ describe("chaos", () => {
           for (;;) {
             const res = await d.call(`${DEVICE_TWIN_PATH}?group=setpoints`);
             await count("GET", res);
-            if (res.status === 200) return (await res.json()) as { desired: Record<string, Record<string, { value: string; version: number }>> };
+            if (res.status === 200)
+              return (await res.json()) as { desired: Record<string, Record<string, { value: string; version: number }>> };
             if (res.status !== 504 || failures.length > 5) throw new Error(`reading the twin: ${failures.join("; ")}`);
           }
         };
@@ -202,7 +238,8 @@ describe("chaos", () => {
         const latest = new Map<string, { value: string; version: number }>();
         const deadline = Date.now() + REDIS_OUTAGE_MS;
         for (let i = 1; Date.now() < deadline && i <= 200; i++) {
-          for (const t of await put([{ name: `sp${i % 3}`, value: String(i) }])) latest.set(t.name, { value: String(i), version: t.version });
+          for (const t of await put([{ name: `sp${i % 3}`, value: String(i) }]))
+            latest.set(t.name, { value: String(i), version: t.version });
           const read = await d.call(`${DEVICE_TWIN_PATH}?group=setpoints`);
           await count("GET", read);
           if (read.status === 200) await read.body?.cancel();
@@ -220,35 +257,61 @@ describe("chaos", () => {
         const final = (await readGroup()).desired.setpoints ?? {};
         for (const [name, accepted] of latest) {
           const stored = final[name];
-          expect(stored && stored.version >= accepted.version, `${name}: accepted version ${accepted.version} kept (server has ${JSON.stringify(stored)})`).toBe(true);
+          expect(
+            stored && stored.version >= accepted.version,
+            `${name}: accepted version ${accepted.version} kept (server has ${JSON.stringify(stored)})`,
+          ).toBe(true);
         }
-        for (const [name, stored] of Object.entries(final)) if (name !== "kept") latest.set(name, { value: stored.value, version: stored.version });
-        await eventually(() => [...latest].every(([name, want]) => seen.filter((c) => c.name === name).at(-1)?.version === want.version), { timeoutMs: 15_000, what: "latest desired values on the device" });
+        for (const [name, stored] of Object.entries(final))
+          if (name !== "kept") latest.set(name, { value: stored.value, version: stored.version });
+        await eventually(() => [...latest].every(([name, want]) => seen.filter((c) => c.name === name).at(-1)?.version === want.version), {
+          timeoutMs: 15_000,
+          what: "latest desired values on the device",
+        });
         for (const [name, want] of latest) {
           const versions = seen.filter((c) => c.name === name).map((c) => c.version);
           expect(new Set(versions).size, `${name} delivered twice`).toBe(versions.length);
-          expect([...versions].sort((a, b) => a - b), `${name} out of order`).toEqual(versions);
+          expect(
+            [...versions].sort((a, b) => a - b),
+            `${name} out of order`,
+          ).toEqual(versions);
           expect(seen.filter((c) => c.name === name).at(-1)?.value).toBe(want.value);
         }
         expect(seen.filter((c) => c.name === "kept")).toHaveLength(1);
         // The restarted Redis was empty: the mirror wrote the desired values held before the outage again.
-        await eventually(async () => (await device.getDesired("setpoints", "kept"))?.value === "before", { what: "older desired value back in Redis" });
+        await eventually(async () => (await device.getDesired("setpoints", "kept"))?.value === "before", {
+          what: "older desired value back in Redis",
+        });
         await device.setReported("setpoints", "after", "written after the restart");
-        await eventually(async () => {
-          const state = (await (await d.call(`${DEVICE_TWIN_PATH}?group=setpoints`)).json()) as { reported: Record<string, Record<string, { value: string }>> };
-          return state.reported.setpoints?.state?.value === "written while Redis was down" && state.reported.setpoints?.after?.value === "written after the restart";
-        }, { timeoutMs: 15_000, what: "reported values back in JetStream" });
+        await eventually(
+          async () => {
+            const state = (await (await d.call(`${DEVICE_TWIN_PATH}?group=setpoints`)).json()) as {
+              reported: Record<string, Record<string, { value: string }>>;
+            };
+            return (
+              state.reported.setpoints?.state?.value === "written while Redis was down" &&
+              state.reported.setpoints?.after?.value === "written after the restart"
+            );
+          },
+          { timeoutMs: 15_000, what: "reported values back in JetStream" },
+        );
 
         expect(latest.size, "desired values accepted while Redis was down").toBeGreaterThan(0);
         // Every put and read answered; a lone 504 is the starved-actor case described below.
-        expect(Object.keys(twinStatuses).filter((s) => s !== "200" && s !== "504"), failures.join("\n")).toEqual([]);
+        expect(
+          Object.keys(twinStatuses).filter((s) => s !== "200" && s !== "504"),
+          failures.join("\n"),
+        ).toEqual([]);
         expect(twinStatuses["504"] ?? 0, failures.join("\n")).toBeLessThanOrEqual(1);
         // Redis is no dependency of the edge: the load's twin requests (and everything else) answered as
         // usual. A request that depended on Redis would wait out its timeout (504) for the whole outage;
         // a lone 504 is a CPU-starved actor on a busy 2-core CI machine (seen once in a full-suite run).
         const twinCounts = during.byKind.twin ?? {};
         const twinTotal = Object.values(twinCounts).reduce((a, n) => a + n, 0);
-        expect(Object.keys(twinCounts).filter((s) => !(Number(s) >= 200 && Number(s) < 300) && s !== "504"), JSON.stringify(twinCounts)).toEqual([]);
+        expect(
+          Object.keys(twinCounts).filter((s) => !(Number(s) >= 200 && Number(s) < 300) && s !== "504"),
+          JSON.stringify(twinCounts),
+        ).toEqual([]);
         expect(twinCounts["504"] ?? 0, JSON.stringify(twinCounts)).toBeLessThanOrEqual(Math.max(1, Math.floor(twinTotal * 0.05)));
         expect(twinTotal).toBeGreaterThan(10);
         await verify(`redis down ${REDIS_OUTAGE_MS / 1000} s`, during, undefined, readyMs);

@@ -121,7 +121,12 @@ export async function startDeployment(options: { actorProcesses?: number; env?: 
   };
   const processes: Proc[] = [{ name: "edge", args: ["bin/derrick.ts", "edge"], env, log: "" }];
   for (let i = 1; i <= (options.actorProcesses ?? 2); i++) {
-    processes.push({ name: `actors-${i}`, args: ["bin/derrick.ts", "actor"], env: { ...env, DERRICK_SEARCH_INDEX_FILE: join(dir, `search-${i}.sqlite`) }, log: "" });
+    processes.push({
+      name: `actors-${i}`,
+      args: ["bin/derrick.ts", "actor"],
+      env: { ...env, DERRICK_SEARCH_INDEX_FILE: join(dir, `search-${i}.sqlite`) },
+      log: "",
+    });
   }
   const spawnProc = (proc: Proc) => {
     const child = spawn(BUN, proc.args, { cwd: ROOT, env: { ...process.env, ...proc.env }, stdio: ["ignore", "pipe", "pipe"] });
@@ -145,7 +150,10 @@ export async function startDeployment(options: { actorProcesses?: number; env?: 
       const cached = tokens.get(client);
       if (cached) return cached;
       const c = TEST_CLIENTS[client];
-      const res = await fetch(`${url}/v2/token`, { method: "POST", body: new URLSearchParams({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret }) });
+      const res = await fetch(`${url}/v2/token`, {
+        method: "POST",
+        body: new URLSearchParams({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret }),
+      });
       if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`);
       const token = ((await res.json()) as { access_token: string }).access_token;
       tokens.set(client, token);
@@ -174,7 +182,11 @@ export async function startDeployment(options: { actorProcesses?: number; env?: 
     },
     async waitReady(timeoutMs = 30_000) {
       const started = Date.now();
-      await eventually(async () => (await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) })).status === 200, { timeoutMs, intervalMs: 100, what: "readiness" });
+      await eventually(async () => (await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) })).status === 200, {
+        timeoutMs,
+        intervalMs: 100,
+        what: "readiness",
+      });
       return Date.now() - started;
     },
     async memory() {
@@ -211,10 +223,17 @@ export async function startDeployment(options: { actorProcesses?: number; env?: 
   try {
     for (const proc of processes) spawnProc(proc);
     await deployment.waitReady(60_000);
-    const sub = await deployment.call("/v1/notifications/subscriptions/types/PlanShared", { as: "alpha", method: "POST", body: JSON.stringify({ subscriber: "chaos", callback_uri: receiver.url }) });
+    const sub = await deployment.call("/v1/notifications/subscriptions/types/PlanShared", {
+      as: "alpha",
+      method: "POST",
+      body: JSON.stringify({ subscriber: "chaos", callback_uri: receiver.url }),
+    });
     if (sub.status !== 200) throw new Error(`subscribe: ${sub.status} ${await sub.text()}`);
     deployment.subscriptionId = ((await sub.json()) as { subscription_id: string }).subscription_id;
-    const project = await deployment.call(`/v1/projects/${deployment.contentProject}`, { method: "PUT", body: JSON.stringify({ name: "chaos content", members: ["admin"], values: { displayItems: { "water-depth": 91 } } }) });
+    const project = await deployment.call(`/v1/projects/${deployment.contentProject}`, {
+      method: "PUT",
+      body: JSON.stringify({ name: "chaos content", members: ["admin"], values: { displayItems: { "water-depth": 91 } } }),
+    });
     if (project.status !== 201) throw new Error(`content project: ${project.status} ${await project.text()}`);
   } catch (error) {
     const logs = deployment.logs();
@@ -234,11 +253,25 @@ export type LoadResult = {
   /** Statuses per kind of request (twin, record, segment, project, event, task, read). */
   byKind: Record<string, Record<string, number>>;
   /** Tasks map task id → content id (answered 202). */
-  accepted: { twins: Map<string, string>; records: Set<string>; segments: Set<string>; projects: Set<string>; events: Set<string>; tasks: Map<string, string> };
+  accepted: {
+    twins: Map<string, string>;
+    records: Set<string>;
+    segments: Set<string>;
+    projects: Set<string>;
+    events: Set<string>;
+    tasks: Map<string, string>;
+  };
 };
 
 export function emptyLoad(): LoadResult {
-  return { requests: 0, statuses: {}, hung: 0, latenciesMs: [], byKind: {}, accepted: { twins: new Map(), records: new Set(), segments: new Set(), projects: new Set(), events: new Set(), tasks: new Map() } };
+  return {
+    requests: 0,
+    statuses: {},
+    hung: 0,
+    latenciesMs: [],
+    byKind: {},
+    accepted: { twins: new Map(), records: new Set(), segments: new Set(), projects: new Set(), events: new Set(), tasks: new Map() },
+  };
 }
 
 let sequence = 0;
@@ -249,7 +282,11 @@ const RUN = Math.random().toString(36).slice(2, 8);
  * tasks) and a read,
  * from `concurrency` workers until `durationMs` passes or `maxRequests` are sent; bounded both ways.
  */
-export async function runLoad(d: Deployment, into: LoadResult, options: { durationMs: number; concurrency?: number; maxRequests?: number; timeoutMs?: number }): Promise<LoadResult> {
+export async function runLoad(
+  d: Deployment,
+  into: LoadResult,
+  options: { durationMs: number; concurrency?: number; maxRequests?: number; timeoutMs?: number },
+): Promise<LoadResult> {
   const until = Date.now() + options.durationMs;
   const max = options.maxRequests ?? 1_000_000;
   const call: Deployment["call"] = (path, init = {}) => d.call(path, { timeoutMs: options.timeoutMs ?? 10_000, ...init });
@@ -262,14 +299,37 @@ export async function runLoad(d: Deployment, into: LoadResult, options: { durati
       let send: () => Promise<Response>;
       let accept: (res: Response) => Promise<void> | void = () => {};
       if (kind === 0) {
-        send = () => call("/api/twin-properties/v1/acme/chaos/rig-1/twin-properties", { method: "PUT", body: JSON.stringify({ group: "load", twins: [{ name: `n${key}`, value: String(n) }] }) });
+        send = () =>
+          call("/api/twin-properties/v1/acme/chaos/rig-1/twin-properties", {
+            method: "PUT",
+            body: JSON.stringify({ group: "load", twins: [{ name: `n${key}`, value: String(n) }] }),
+          });
         accept = () => void into.accepted.twins.set(`n${key}`, String(n));
       } else if (kind === 1) {
         const id = `opendes:doc:${key}`;
-        send = () => call("/api/storage/v2/records", { method: "PUT", body: JSON.stringify([{ id, kind: "osdu:wks:doc:1.0.0", acl: { viewers: ["users.datalake.admins"], owners: ["users.datalake.admins"] }, data: { n } }]) });
+        send = () =>
+          call("/api/storage/v2/records", {
+            method: "PUT",
+            body: JSON.stringify([
+              {
+                id,
+                kind: "osdu:wks:doc:1.0.0",
+                acl: { viewers: ["users.datalake.admins"], owners: ["users.datalake.admins"] },
+                data: { n },
+              },
+            ]),
+          });
         accept = () => void into.accepted.records.add(id);
       } else if (kind === 2) {
-        send = () => call(`/assessments/v1/segmentanalyses/s${key}`, { method: "PUT", body: JSON.stringify({ name: `s${n}`, riskFactors: [{ name: "trap", probability: 0.5 }], volumes: { oil: { unit: "MMbbl", p90: 10, p10: 100 } } }) });
+        send = () =>
+          call(`/assessments/v1/segmentanalyses/s${key}`, {
+            method: "PUT",
+            body: JSON.stringify({
+              name: `s${n}`,
+              riskFactors: [{ name: "trap", probability: 0.5 }],
+              volumes: { oil: { unit: "MMbbl", p90: 10, p10: 100 } },
+            }),
+          });
         accept = () => void into.accepted.segments.add(`s${key}`);
       } else if (kind === 3) {
         send = () => call(`/v1/projects/p${key}`, { method: "PUT", body: JSON.stringify({ name: `p${n}`, members: ["admin"] }) });
@@ -310,7 +370,9 @@ export async function runLoad(d: Deployment, into: LoadResult, options: { durati
 /** Every accepted write read back once the system is ready; returns the ones missing. */
 export async function missingWrites(d: Deployment, load: LoadResult): Promise<string[]> {
   const missing: string[] = [];
-  const twins = await (await d.call("/api/twin-properties/v1/acme/chaos/rig-1/twin-properties?group=load")).json() as { desired?: Record<string, Record<string, { value: string }>> };
+  const twins = (await (await d.call("/api/twin-properties/v1/acme/chaos/rig-1/twin-properties?group=load")).json()) as {
+    desired?: Record<string, Record<string, { value: string }>>;
+  };
   for (const [name, value] of load.accepted.twins) if (twins.desired?.load?.[name]?.value !== value) missing.push(`twin ${name}`);
   const reads: Array<[string, string]> = [
     ...[...load.accepted.records].map((id): [string, string] => [`record ${id}`, `/api/storage/v2/records/${id}`]),
@@ -361,12 +423,23 @@ export async function taskProblems(d: Deployment, tasks: Map<string, string>): P
 }
 
 /** Accepted events the receiver has not (yet) received; the receiver dedupes by webhook-id. */
-export const undeliveredEvents = (d: Deployment, load: LoadResult) => [...load.accepted.events].filter((id) => !d.receiver.deliveries.has(id));
+export const undeliveredEvents = (d: Deployment, load: LoadResult) =>
+  [...load.accepted.events].filter((id) => !d.receiver.deliveries.has(id));
 
 /** The p-th percentile of unsorted latencies (0 when there are none). */
 export function latencyPercentile(values: number[], p: number): number {
-  return values.length ? percentile([...values].sort((a, b) => a - b), p) : 0;
+  return values.length
+    ? percentile(
+        [...values].sort((a, b) => a - b),
+        p,
+      )
+    : 0;
 }
 
 export const writesAccepted = (load: LoadResult) =>
-  load.accepted.twins.size + load.accepted.records.size + load.accepted.segments.size + load.accepted.projects.size + load.accepted.events.size + load.accepted.tasks.size;
+  load.accepted.twins.size +
+  load.accepted.records.size +
+  load.accepted.segments.size +
+  load.accepted.projects.size +
+  load.accepted.events.size +
+  load.accepted.tasks.size;

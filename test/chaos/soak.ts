@@ -36,7 +36,9 @@ try {
   while (Date.now() - started < minutes * 60_000) {
     const before = load.requests;
     await runLoad(d, load, { durationMs: Math.min(sliceMs, minutes * 60_000 - (Date.now() - started)), concurrency });
-    console.log(`  ${((Date.now() - started) / 60_000).toFixed(1)} min: ${Math.round((load.requests - before) / (sliceMs / 1000))} req/s, rss ${JSON.stringify(Object.fromEntries(Object.entries(await d.memory()).map(([k, v]) => [k, mib(v)])))} MiB`);
+    console.log(
+      `  ${((Date.now() - started) / 60_000).toFixed(1)} min: ${Math.round((load.requests - before) / (sliceMs / 1000))} req/s, rss ${JSON.stringify(Object.fromEntries(Object.entries(await d.memory()).map(([k, v]) => [k, mib(v)])))} MiB`,
+    );
   }
   const elapsedS = (Date.now() - started) / 1000;
   const memoryEnd = await d.memory();
@@ -57,17 +59,33 @@ try {
     writesLost: missing.length + undelivered.length,
     hung: load.hung,
     errors,
-    memoryMiB: Object.fromEntries(Object.keys(memoryEnd).map((name) => [name, { start: mib(memoryStart[name] ?? 0), end: mib(memoryEnd[name]!) }])),
+    memoryMiB: Object.fromEntries(
+      Object.keys(memoryEnd).map((name) => [name, { start: mib(memoryStart[name] ?? 0), end: mib(memoryEnd[name]!) }]),
+    ),
     memoryBound: `end ≤ ${GROWTH_FACTOR}× start + ${mib(GROWTH_SLACK)} MiB`,
     memoryExceeded: grown.map(([name]) => name),
   };
   console.log("\nsoak result");
-  console.table([{ minutes, "req/s": result.reqPerSec, "p50 ms": result.p50Ms, "p99 ms": result.p99Ms, requests: result.requests, "writes accepted": result.writesAccepted, "writes lost": result.writesLost, hung: result.hung, errors: JSON.stringify(errors) }]);
+  console.table([
+    {
+      minutes,
+      "req/s": result.reqPerSec,
+      "p50 ms": result.p50Ms,
+      "p99 ms": result.p99Ms,
+      requests: result.requests,
+      "writes accepted": result.writesAccepted,
+      "writes lost": result.writesLost,
+      hung: result.hung,
+      errors: JSON.stringify(errors),
+    },
+  ]);
   console.table(Object.entries(result.memoryMiB).map(([process, m]) => ({ process, "start MiB": m.start, "end MiB": m.end })));
   writeFileSync(join(resolve(import.meta.dirname, "../../bench/results"), "soak.json"), `${JSON.stringify(result, null, 2)}\n`);
   const serverErrors = Object.keys(errors).filter((s) => Number(s) >= 500).length;
   if (result.writesLost || result.hung || serverErrors || grown.length) {
-    console.error(`soak FAILED: lost ${result.writesLost}, hung ${result.hung}, 5xx kinds ${serverErrors}, grown ${grown.map(([n]) => n).join(",") || "none"}`);
+    console.error(
+      `soak FAILED: lost ${result.writesLost}, hung ${result.hung}, 5xx kinds ${serverErrors}, grown ${grown.map(([n]) => n).join(",") || "none"}`,
+    );
     if (missing.length) console.error(missing.slice(0, 10));
     exitCode = 1;
   }

@@ -12,9 +12,19 @@ import type { TestNats } from "./nats.ts";
 
 /** Clients every test deployment knows. */
 export const TEST_CLIENTS = {
-  alpha: { client_id: "alpha", client_secret: "alpha-secret-1", appkey: "alpha-appkey-1", groups: ["users.datalake.viewers", "notifications.publishers"] },
+  alpha: {
+    client_id: "alpha",
+    client_secret: "alpha-secret-1",
+    appkey: "alpha-appkey-1",
+    groups: ["users.datalake.viewers", "notifications.publishers"],
+  },
   beta: { client_id: "beta", client_secret: "beta-secret-1", appkey: "beta-appkey-1", groups: ["users.datalake.viewers"] },
-  admin: { client_id: "admin", client_secret: "admin-secret-1", appkey: "admin-appkey-1", groups: ["users.datalake.admins", "twins.writers", "projects.admins", "assessments.editors", "users.datalake.editors"] },
+  admin: {
+    client_id: "admin",
+    client_secret: "admin-secret-1",
+    appkey: "admin-appkey-1",
+    groups: ["users.datalake.admins", "twins.writers", "projects.admins", "assessments.editors", "users.datalake.editors"],
+  },
 } as const;
 export type TestClient = keyof typeof TEST_CLIENTS;
 
@@ -72,7 +82,10 @@ export type TestDerrick = Booted &
     cleanup(): Promise<void>;
   };
 
-export async function startDerrick(nats: Pick<TestNats, "url">, options: { env?: Record<string, string>; actors?: ActorName[]; edge?: boolean; dataDir?: string } = {}): Promise<TestDerrick> {
+export async function startDerrick(
+  nats: Pick<TestNats, "url">,
+  options: { env?: Record<string, string>; actors?: ActorName[]; edge?: boolean; dataDir?: string } = {},
+): Promise<TestDerrick> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "derrick-data-"));
   const cfg = loadConfig({
     NATS_URL: nats.url,

@@ -9,7 +9,9 @@ import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts"
 
 export type TestNats = NatsServer & { dir: string; cleanup(): Promise<void> };
 
-export async function startTestNats(options: { port?: number; dir?: string; extraConfig?: string; maxFileStore?: string } = {}): Promise<TestNats> {
+export async function startTestNats(
+  options: { port?: number; dir?: string; extraConfig?: string; maxFileStore?: string } = {},
+): Promise<TestNats> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "derrick-nats-"));
   const { port, dir: _dir, ...rest } = options;
   const server = await startNatsServer({ dir, port: port ?? -1, verbose: !!process.env.DEBUG_NATS, ...rest });

@@ -5,7 +5,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-export type TestRedis = { url: string; port: number; process: ChildProcess; stop(): Promise<void>; cleanup(): Promise<void>; restart(): Promise<void> };
+export type TestRedis = {
+  url: string;
+  port: number;
+  process: ChildProcess;
+  stop(): Promise<void>;
+  cleanup(): Promise<void>;
+  restart(): Promise<void>;
+};
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -38,7 +45,11 @@ export async function startTestRedis(): Promise<TestRedis> {
   const port = await freePort();
   let child: ChildProcess;
   const launch = async () => {
-    child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--notify-keyspace-events", "KEA"], { stdio: "ignore" });
+    child = spawn(
+      "redis-server",
+      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--notify-keyspace-events", "KEA"],
+      { stdio: "ignore" },
+    );
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);

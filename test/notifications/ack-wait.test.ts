@@ -24,7 +24,13 @@ describe("notifications work held past the ack wait", () => {
     nats = await startTestNats();
     derrick = await startDerrick(nats, {
       actors: ["system", "identity", "notifications", "dispatcher", "deliverer"],
-      env: { ...DELIVERY_ENV, DERRICK_DELIVERY_SCHEDULE: "0", DERRICK_DELIVERY_TIMEOUT: `${TIMEOUT_MS}ms`, DERRICK_DELIVERY_CONCURRENCY: "2", DERRICK_DELIVERY_PER_SUBSCRIPTION: "1" },
+      env: {
+        ...DELIVERY_ENV,
+        DERRICK_DELIVERY_SCHEDULE: "0",
+        DERRICK_DELIVERY_TIMEOUT: `${TIMEOUT_MS}ms`,
+        DERRICK_DELIVERY_CONCURRENCY: "2",
+        DERRICK_DELIVERY_PER_SUBSCRIPTION: "1",
+      },
     });
   });
   afterAll(async () => {
@@ -33,7 +39,9 @@ describe("notifications work held past the ack wait", () => {
     await nats?.cleanup();
   });
 
-  it("notifications ack wait - events that wait for room in the deliverer longer than the ack wait are delivered once", { timeout: 60_000 }, async () => {
+  it("notifications ack wait - events that wait for room in the deliverer longer than the ack wait are delivered once", {
+    timeout: 60_000,
+  }, async () => {
     const slow = receivers.start();
     slow.respond = neverAnswer;
     const slowSub = await subscribe(derrick, "PlanShared", { callback_uri: slow.url }, "alpha");
@@ -49,14 +57,25 @@ describe("notifications work held past the ack wait", () => {
       await publishOnNats(derrick, type, { data: type });
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
-    const firsts = await Promise.all(healthy.map((r) => eventually(() => r.received[0], { what: "a healthy receiver's delivery", timeoutMs: SLOW_EVENTS * TIMEOUT_MS + 10_000 })));
+    const firsts = await Promise.all(
+      healthy.map((r) =>
+        eventually(() => r.received[0], { what: "a healthy receiver's delivery", timeoutMs: SLOW_EVENTS * TIMEOUT_MS + 10_000 }),
+      ),
+    );
     // The situation under test: both events waited in the deliverer past the ack wait.
     for (const first of firsts) expect(first.at - start).toBeGreaterThan(ACK_WAIT_MS);
-    const inFlight = async () => (await derrick.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<{ inFlight: number }>().inFlight;
-    await eventually(async () => slow.received.length === SLOW_EVENTS && (await inFlight()) === 0, { what: "the slow deliveries done", timeoutMs: SLOW_EVENTS * TIMEOUT_MS + 10_000 });
+    const inFlight = async () =>
+      (await derrick.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<{ inFlight: number }>().inFlight;
+    await eventually(async () => slow.received.length === SLOW_EVENTS && (await inFlight()) === 0, {
+      what: "the slow deliveries done",
+      timeoutMs: SLOW_EVENTS * TIMEOUT_MS + 10_000,
+    });
     // A second copy, handed over again after the ack wait, would follow the first at once.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(healthy.map((r) => r.received.map((x) => x.id))).toEqual(firsts.map((f) => [f.id]));
-    await Promise.all([remove(derrick, slowSub.subscription_id, "alpha"), ...others.map((o) => remove(derrick, o.subscription_id, "admin"))]);
+    await Promise.all([
+      remove(derrick, slowSub.subscription_id, "alpha"),
+      ...others.map((o) => remove(derrick, o.subscription_id, "admin")),
+    ]);
   });
 });

@@ -44,10 +44,19 @@ describe("notifications of deleted clients", () => {
   const deleteClient = (client_id: string) => front.bus.request(subjects.identity["apps.delete"](), { client_id });
 
   /** Subscribes `client` to `type` in `partition` over HTTP; answers the subscription id. */
-  async function subscribe(client: { client_id: string; client_secret: string; appkey: string }, type: string, partition: string): Promise<string> {
+  async function subscribe(
+    client: { client_id: string; client_secret: string; appkey: string },
+    type: string,
+    partition: string,
+  ): Promise<string> {
     const res = await fetch(`${front.url}/v1/notifications/subscriptions/types/${type}`, {
       method: "POST",
-      headers: { authorization: `Bearer ${await clientToken(front.url, client)}`, appkey: client.appkey, "slb-partition-id": partition, "content-type": "application/json" },
+      headers: {
+        authorization: `Bearer ${await clientToken(front.url, client)}`,
+        appkey: client.appkey,
+        "slb-partition-id": partition,
+        "content-type": "application/json",
+      },
       body: JSON.stringify({ subscriber: "tests", callback_uri: CALLBACK }),
     });
     if (res.status !== 200) throw new Error(`subscribe: ${res.status} ${await res.text()}`);
@@ -55,7 +64,8 @@ describe("notifications of deleted clients", () => {
   }
 
   /** The client's subscriptions as stored, read from the bucket (whichever actor runs). */
-  const storedOf = async (client_id: string) => (await (await subscriptionStore(front)).listOfClient(client_id)).map((r) => r.subscription_id).sort();
+  const storedOf = async (client_id: string) =>
+    (await (await subscriptionStore(front)).listOfClient(client_id)).map((r) => r.subscription_id).sort();
 
   it("notifications - deleting a client removes its subscriptions in every partition, and its id cannot be taken again while its tokens are valid", async () => {
     const doomed = await createClient("doomed");
@@ -85,19 +95,35 @@ describe("notifications of deleted clients", () => {
     await expect(createClient("orphan")).rejects.toMatchObject({ status: 409 });
 
     await startNotifier();
-    await eventually(async () => (await storedOf("orphan")).length === 0, { timeoutMs: 15_000, intervalMs: 200, what: "the orphaned subscriptions to be removed" });
+    await eventually(async () => (await storedOf("orphan")).length === 0, {
+      timeoutMs: 15_000,
+      intervalMs: 200,
+      what: "the orphaned subscriptions to be removed",
+    });
   });
 
   it("notifications - a client dropped from DERRICK_CLIENTS loses its subscriptions at the next start", async () => {
-    const seeded = { client_id: "seeded-gone", client_secret: "seeded-gone-secret-1", appkey: "seeded-gone-appkey-1", groups: ["users.datalake.viewers"] };
+    const seeded = {
+      client_id: "seeded-gone",
+      client_secret: "seeded-gone-secret-1",
+      appkey: "seeded-gone-appkey-1",
+      groups: ["users.datalake.viewers"],
+    };
     await front.cleanup();
-    front = await startDerrick(nats, { actors: ["system", "identity"], env: { ...DELIVERY_ENV, DERRICK_CLIENTS: JSON.stringify([...Object.values(TEST_CLIENTS), seeded]) } });
+    front = await startDerrick(nats, {
+      actors: ["system", "identity"],
+      env: { ...DELIVERY_ENV, DERRICK_CLIENTS: JSON.stringify([...Object.values(TEST_CLIENTS), seeded]) },
+    });
     const ids = [await subscribe(seeded, "MasterPlanChanged", "opendes"), await subscribe(seeded, "MasterPlanChanged", "other")].sort();
     expect(await storedOf("seeded-gone")).toEqual(ids);
 
     await front.cleanup();
     front = await startDerrick(nats, { actors: ["system", "identity"], env: DELIVERY_ENV });
-    await eventually(async () => (await storedOf("seeded-gone")).length === 0, { timeoutMs: 10_000, intervalMs: 200, what: "the dropped client's subscriptions to be removed" });
+    await eventually(async () => (await storedOf("seeded-gone")).length === 0, {
+      timeoutMs: 10_000,
+      intervalMs: 200,
+      what: "the dropped client's subscriptions to be removed",
+    });
   });
 });
 
@@ -141,7 +167,11 @@ describe("forgetting deleted clients, step by step", () => {
 
   it("notifications - a deleted client is asked for until the notifications actor answered after the grace, and its record is dropped once its id is reusable", async () => {
     const deletedAt = Date.parse("2026-03-01T00:00:00.000Z");
-    await registry.putDeletedClient({ client_id: "step", deleted_at: new Date(deletedAt).toISOString(), reusable_at: new Date(deletedAt + 3_600_000).toISOString() });
+    await registry.putDeletedClient({
+      client_id: "step",
+      deleted_at: new Date(deletedAt).toISOString(),
+      reusable_at: new Date(deletedAt + 3_600_000).toISOString(),
+    });
     const asked: string[] = [];
     let answering = false;
     const forget = async (request: { client_id: string; created_before: string }) => {

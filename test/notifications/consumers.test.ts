@@ -34,9 +34,12 @@ describe("notifications consumers deleted on the server", () => {
     await nats?.cleanup();
   });
 
-  const publishId = async (type: string, data: string) => ((await (await publish(derrick, type, { data })).json()) as Json).event_id as string;
+  const publishId = async (type: string, data: string) =>
+    ((await (await publish(derrick, type, { data })).json()) as Json).event_id as string;
 
-  it("notifications - an event published after the deliverer's consumer was deleted on the server still reaches its callback", { timeout: 15_000 }, async () => {
+  it("notifications - an event published after the deliverer's consumer was deleted on the server still reaches its callback", {
+    timeout: 15_000,
+  }, async () => {
     const r = receivers.start();
     await subscribe(derrick, "PlanShared", { callback_uri: r.url });
     const before = await publishId("PlanShared", "before the deletion");
@@ -46,10 +49,16 @@ describe("notifications consumers deleted on the server", () => {
     const after = await publishId("PlanShared", "after the deletion");
     await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
     const info = await jsm.consumers.info(STREAMS.deliveries, CONSUMERS.deliverer);
-    expect(info.config).toMatchObject({ durable_name: CONSUMERS.deliverer, filter_subject: subjects.notifications.allDeliveries(), ack_wait: DELIVERER_ACK_WAIT_NS });
+    expect(info.config).toMatchObject({
+      durable_name: CONSUMERS.deliverer,
+      filter_subject: subjects.notifications.allDeliveries(),
+      ack_wait: DELIVERER_ACK_WAIT_NS,
+    });
   });
 
-  it("notifications - a retry booked after the deliverer's retry consumer was deleted on the server is still made", { timeout: 15_000 }, async () => {
+  it("notifications - a retry booked after the deliverer's retry consumer was deleted on the server is still made", {
+    timeout: 15_000,
+  }, async () => {
     const r = receivers.start();
     // The first attempt of each event fails: its delivery goes on through the retry lane.
     r.respond = (req) => new Response(null, { status: r.received.filter((x) => x.id === req.id).length === 1 ? 500 : 204 });
@@ -59,21 +68,30 @@ describe("notifications consumers deleted on the server", () => {
     const id = await publishId("ReviewStateChanged", "retried after the deletion");
     await eventually(() => r.received.filter((x) => x.id === id).length >= 2, { what: "the retry made" });
     const info = await jsm.consumers.info(STREAMS.deliveries, CONSUMERS.retries);
-    expect(info.config).toMatchObject({ durable_name: CONSUMERS.retries, filter_subject: subjects.notifications.allRetries(), ack_wait: DELIVERER_ACK_WAIT_NS });
+    expect(info.config).toMatchObject({
+      durable_name: CONSUMERS.retries,
+      filter_subject: subjects.notifications.allRetries(),
+      ack_wait: DELIVERER_ACK_WAIT_NS,
+    });
     await eventually(async () => (await jsm.streams.info(STREAMS.deliveries)).state.messages === 0, { what: "DELIVERIES to drain" });
   });
 
-  it("notifications - an event published after DELIVERIES itself was deleted on the server still reaches its callback", { timeout: 15_000 }, async () => {
+  it("notifications - an event published after DELIVERIES itself was deleted on the server still reaches its callback", {
+    timeout: 15_000,
+  }, async () => {
     const r = receivers.start();
     await subscribe(derrick, "PublishData", { callback_uri: r.url });
     // The deliverer's two consumers go with the stream: both are created again, with the stream.
     expect(await jsm.streams.delete(STREAMS.deliveries)).toBe(true);
     const id = await publishId("PublishData", "after the stream's deletion");
     await eventually(() => r.received.some((x) => x.id === id), { what: "the event delivered" });
-    for (const name of [CONSUMERS.deliverer, CONSUMERS.retries]) expect((await jsm.consumers.info(STREAMS.deliveries, name)).config.ack_wait).toBe(DELIVERER_ACK_WAIT_NS);
+    for (const name of [CONSUMERS.deliverer, CONSUMERS.retries])
+      expect((await jsm.consumers.info(STREAMS.deliveries, name)).config.ack_wait).toBe(DELIVERER_ACK_WAIT_NS);
   });
 
-  it("notifications - an event published after the dispatcher's consumer was deleted on the server still reaches its callback", { timeout: 15_000 }, async () => {
+  it("notifications - an event published after the dispatcher's consumer was deleted on the server still reaches its callback", {
+    timeout: 15_000,
+  }, async () => {
     const r = receivers.start();
     await subscribe(derrick, "ProjectCreated", { callback_uri: r.url });
     const before = await publishId("ProjectCreated", "before the deletion");
@@ -83,7 +101,11 @@ describe("notifications consumers deleted on the server", () => {
     const after = await publishId("ProjectCreated", "after the deletion");
     await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
     const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
-    expect(info.config).toMatchObject({ durable_name: CONSUMERS.dispatcher, filter_subject: subjects.notifications.allEvents(), ack_wait: DISPATCHER_TIMING.ackWaitMs * 1e6 });
+    expect(info.config).toMatchObject({
+      durable_name: CONSUMERS.dispatcher,
+      filter_subject: subjects.notifications.allEvents(),
+      ack_wait: DISPATCHER_TIMING.ackWaitMs * 1e6,
+    });
   });
 });
 
@@ -102,25 +124,33 @@ describe("notifications EVENTS deleted on the server", () => {
     await nats?.cleanup();
   });
 
-  it("notifications - an event published after EVENTS itself was deleted on the server still reaches its callback", { timeout: 15_000 }, async () => {
+  it("notifications - an event published after EVENTS itself was deleted on the server still reaches its callback", {
+    timeout: 15_000,
+  }, async () => {
     const r = receivers.start();
     await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
-    const before = ((await (await publish(derrick, "MasterPlanChanged", { data: "before the stream's deletion" })).json()) as Json).event_id as string;
+    const before = ((await (await publish(derrick, "MasterPlanChanged", { data: "before the stream's deletion" })).json()) as Json)
+      .event_id as string;
     await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
 
     const jsm = await jetstreamManager(derrick.nc);
     expect(await jsm.streams.delete(STREAMS.events)).toBe(true);
     // Publishing fails until the dispatcher has created EVENTS again. The new stream's first event
     // has the sequence the deleted one's first had, dispatched to the same subscription moments ago.
-    const after = await eventually(async () => {
-      const res = await publish(derrick, "MasterPlanChanged", { data: "after the stream's deletion" });
-      return res.status === 202 ? (((await res.json()) as Json).event_id as string) : undefined;
-    }, { what: "EVENTS created again", intervalMs: 100 });
+    const after = await eventually(
+      async () => {
+        const res = await publish(derrick, "MasterPlanChanged", { data: "after the stream's deletion" });
+        return res.status === 202 ? (((await res.json()) as Json).event_id as string) : undefined;
+      },
+      { what: "EVENTS created again", intervalMs: 100 },
+    );
     await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
     expect((await jsm.streams.info(STREAMS.events)).state.first_seq).toBe(1);
   });
 
-  it("notifications - on an EVENTS stream created again, an event at a sequence the old stream used is delivered with its own content, not the old event's", { timeout: 15_000 }, async () => {
+  it("notifications - on an EVENTS stream created again, an event at a sequence the old stream used is delivered with its own content, not the old event's", {
+    timeout: 15_000,
+  }, async () => {
     const [theirs, ours] = [receivers.start(), receivers.start()];
     await subscribe(derrick, "PlanShared", { callback_uri: theirs.url }, "beta", "other");
     await subscribe(derrick, "PlanShared", { callback_uri: ours.url }, "beta", "opendes");
@@ -135,8 +165,12 @@ describe("notifications EVENTS deleted on the server", () => {
     await eventually(() => theirs.received.length === 2, { what: "the old stream's events delivered" });
 
     expect(await jsm.streams.delete(STREAMS.events)).toBe(true);
-    await eventually(async () => (await publish(derrick, "ReviewStateChanged", { data: "filler" })).status === 202, { what: "EVENTS created again", intervalMs: 100 });
-    while ((await jsm.streams.info(STREAMS.events)).state.last_seq < oldSeq - 1) await publish(derrick, "ReviewStateChanged", { data: "filler" });
+    await eventually(async () => (await publish(derrick, "ReviewStateChanged", { data: "filler" })).status === 202, {
+      what: "EVENTS created again",
+      intervalMs: 100,
+    });
+    while ((await jsm.streams.info(STREAMS.events)).state.last_seq < oldSeq - 1)
+      await publish(derrick, "ReviewStateChanged", { data: "filler" });
     const res = await publish(derrick, "PlanShared", large("ours"), "opendes");
     const eventId = ((await res.json()) as Json).event_id as string;
     expect((await jsm.streams.info(STREAMS.events)).state.last_seq).toBe(oldSeq);
@@ -146,7 +180,9 @@ describe("notifications EVENTS deleted on the server", () => {
 
     const got = await eventually(() => ours.received.find((x) => x.id === eventId), { what: "the new stream's event delivered" });
     expect(JSON.parse(got.body)).toMatchObject({ id: eventId, source: "/partitions/opendes", data: { what: "ours" } });
-    const small = await eventually(() => ours.received.find((x) => x.id === `evt_${smallSeq}`), { what: "the new stream's small event delivered" });
+    const small = await eventually(() => ours.received.find((x) => x.id === `evt_${smallSeq}`), {
+      what: "the new stream's small event delivered",
+    });
     expect(JSON.parse(small.body)).toMatchObject({ source: "/partitions/opendes", data: { what: "our small one" } });
   });
 });
@@ -156,7 +192,10 @@ describe("notifications dispatcher consumer deleted while no dispatcher runs", (
   const receivers = receiverPool();
   const started: TestDerrick[] = [];
   const start = async () => {
-    const derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher", "deliverer"], env: DELIVERY_ENV });
+    const derrick = await startDerrick(nats, {
+      actors: ["system", "identity", "notifications", "dispatcher", "deliverer"],
+      env: DELIVERY_ENV,
+    });
     started.push(derrick);
     return derrick;
   };
@@ -169,11 +208,14 @@ describe("notifications dispatcher consumer deleted while no dispatcher runs", (
     await nats?.cleanup();
   });
 
-  it("notifications - a dispatcher restarted after its consumer was deleted delivers the events published since, not the earlier ones again", { timeout: 40_000 }, async () => {
+  it("notifications - a dispatcher restarted after its consumer was deleted delivers the events published since, not the earlier ones again", {
+    timeout: 40_000,
+  }, async () => {
     const r = receivers.start();
     const first = await start();
     await subscribe(first, "PlanShared", { callback_uri: r.url });
-    const publishId = async (derrick: TestDerrick, data: string) => ((await (await publish(derrick, "PlanShared", { data })).json()) as Json).event_id as string;
+    const publishId = async (derrick: TestDerrick, data: string) =>
+      ((await (await publish(derrick, "PlanShared", { data })).json()) as Json).event_id as string;
     const before: string[] = [];
     for (let i = 0; i < 3; i++) before.push(await publishId(first, `before ${i}`));
     await eventually(() => before.every((id) => r.received.some((x) => x.id === id)), { what: "the first events delivered" });
@@ -181,25 +223,37 @@ describe("notifications dispatcher consumer deleted while no dispatcher runs", (
     const lastSeq = (await jsm.streams.info(STREAMS.events)).state.last_seq;
     // Stored at the dispatcher's floor reads (every 5 s) and when it stops.
     const progress = await DispatcherProgress.open(first.nc);
-    await eventually(async () => ((await progress.read())?.ack_floor ?? 0) >= lastSeq, { what: "the dispatcher's progress stored", timeoutMs: 20_000 });
+    await eventually(async () => ((await progress.read())?.ack_floor ?? 0) >= lastSeq, {
+      what: "the dispatcher's progress stored",
+      timeoutMs: 20_000,
+    });
     await first.cleanup();
 
     // While nothing runs: the consumer goes, and an event is published (as by another service).
     const nc = await connect({ servers: nats.url });
     try {
       expect(await (await jetstreamManager(nc)).consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
-      await jetstream(nc).publish(subjects.events("opendes", "PlanShared"), JSON.stringify({ data: "while stopped" }), { msgID: "evt_while_stopped" });
+      await jetstream(nc).publish(subjects.events("opendes", "PlanShared"), JSON.stringify({ data: "while stopped" }), {
+        msgID: "evt_while_stopped",
+      });
     } finally {
       await nc.close();
     }
     const second = await start();
     const after = await publishId(second, "after the restart");
-    await eventually(() => r.received.some((x) => x.id === after) && r.received.some((x) => x.id === "evt_while_stopped"), { what: "the events published since delivered" });
-    await eventually(async () => {
-      const info = await (await jetstreamManager(second.nc)).consumers.info(STREAMS.events, CONSUMERS.dispatcher);
-      return info.num_pending === 0 && info.num_ack_pending === 0;
-    }, { what: "every event dispatched" });
-    await eventually(async () => (await (await jetstreamManager(second.nc)).streams.info(STREAMS.deliveries)).state.messages === 0, { what: "DELIVERIES to drain" });
+    await eventually(() => r.received.some((x) => x.id === after) && r.received.some((x) => x.id === "evt_while_stopped"), {
+      what: "the events published since delivered",
+    });
+    await eventually(
+      async () => {
+        const info = await (await jetstreamManager(second.nc)).consumers.info(STREAMS.events, CONSUMERS.dispatcher);
+        return info.num_pending === 0 && info.num_ack_pending === 0;
+      },
+      { what: "every event dispatched" },
+    );
+    await eventually(async () => (await (await jetstreamManager(second.nc)).streams.info(STREAMS.deliveries)).state.messages === 0, {
+      what: "DELIVERIES to drain",
+    });
     // Each event once: before the fix the restarted dispatcher sent the first three again.
     expect(r.received.map((x) => x.id).toSorted()).toEqual([...before, "evt_while_stopped", after].toSorted());
   });

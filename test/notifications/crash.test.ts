@@ -55,7 +55,10 @@ describe("notifications delivery under failure", () => {
       await subscribe(derrick, "PlanShared", { callback_uri: r.url });
       // Published together, the events reach the deliverer as one batch (or a few).
       const ids = await Promise.all(
-        Array.from({ length: 5 }, async (_, i) => ((await (await publish(derrick, "PlanShared", { data: `must arrive ${i}` })).json()) as Json).event_id as string),
+        Array.from(
+          { length: 5 },
+          async (_, i) => ((await (await publish(derrick, "PlanShared", { data: `must arrive ${i}` })).json()) as Json).event_id as string,
+        ),
       );
       await eventually(() => r.received.length >= 1, { what: "first attempt in flight" });
       const first = r.received[0]!.id;
@@ -63,7 +66,10 @@ describe("notifications delivery under failure", () => {
       await deliverer.kill();
       const before = r.received.length;
       await deliverer.takeOver();
-      await eventually(() => r.received.slice(before).some((x) => x.id === first), { what: "redelivery by the other deliverer", timeoutMs: 15_000 });
+      await eventually(() => r.received.slice(before).some((x) => x.id === first), {
+        what: "redelivery by the other deliverer",
+        timeoutMs: 15_000,
+      });
       const redelivered = r.received.slice(before).find((x) => x.id === first)!;
       expect(JSON.parse(redelivered.body).data).toMatch(/^must arrive \d$/);
       await eventually(() => ids.every((id) => r.received.some((x) => x.id === id)), { what: "every event delivered" });
@@ -93,7 +99,10 @@ describe("notifications delivery under failure", () => {
       await deliverer.kill();
       answer = "ok";
       await deliverer.takeOver();
-      const replayed = await eventually(() => r.received.slice(4).find((x) => x.id === "survives-1"), { what: "the replay by the other deliverer", timeoutMs: 15_000 });
+      const replayed = await eventually(() => r.received.slice(4).find((x) => x.id === "survives-1"), {
+        what: "the replay by the other deliverer",
+        timeoutMs: 15_000,
+      });
       expect(JSON.parse(replayed.body).data).toBe("survives");
       await eventually(async () => (await deadLetters(sub.subscription_id)) === 0, { what: "the dead letter forgotten after the success" });
       await remove(derrick, sub.subscription_id);
@@ -148,15 +157,20 @@ describe("notifications delivery under failure", () => {
       const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
       const js = jetstream(derrick.nc);
       const total = 1500;
-      await Promise.all(Array.from({ length: total }, (_, i) => js.publish(subjects.events("opendes", "MasterPlanChanged"), JSON.stringify({ data: i }))));
+      await Promise.all(
+        Array.from({ length: total }, (_, i) => js.publish(subjects.events("opendes", "MasterPlanChanged"), JSON.stringify({ data: i }))),
+      );
       await eventually(() => new Set(r.received.map((x) => x.id)).size === total, { what: "every event delivered", timeoutMs: 20_000 });
       const stats = (await derrick.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<Json>();
       expect(stats.overflowed).toBeGreaterThan(0);
       expect(stats.parked).toBeGreaterThan(0);
-      const log = await eventually(async () => {
-        const list = await deliveries(derrick, sub.subscription_id);
-        return list.length === 100 ? list : undefined;
-      }, { what: "attempt log" });
+      const log = await eventually(
+        async () => {
+          const list = await deliveries(derrick, sub.subscription_id);
+          return list.length === 100 ? list : undefined;
+        },
+        { what: "attempt log" },
+      );
       expect(log.every((d: Json) => d.state === "succeeded" && d.attempt === 1)).toBe(true);
       await remove(derrick, sub.subscription_id);
     } finally {
@@ -175,11 +189,16 @@ describe("notifications delivery under failure", () => {
       const sub = await subscribe(derrick, "PublishData", { callback_uri: r.url });
       const js = jetstream(derrick.nc);
       const total = 600;
-      await Promise.all(Array.from({ length: total }, (_, i) => js.publish(subjects.events("opendes", "PublishData"), JSON.stringify({ data: i }))));
-      const parked = await eventually(async () => {
-        const stats = (await first.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<Json>();
-        return stats.parked > 0 ? stats.parked : undefined;
-      }, { what: "work parked in the first deliverer" });
+      await Promise.all(
+        Array.from({ length: total }, (_, i) => js.publish(subjects.events("opendes", "PublishData"), JSON.stringify({ data: i }))),
+      );
+      const parked = await eventually(
+        async () => {
+          const stats = (await first.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<Json>();
+          return stats.parked > 0 ? stats.parked : undefined;
+        },
+        { what: "work parked in the first deliverer" },
+      );
       expect(parked).toBeGreaterThan(0);
       await first.cleanup();
       expect(new Set(r.received.map((x) => x.id)).size).toBeLessThan(total);
@@ -197,7 +216,11 @@ describe("notifications delivery under failure", () => {
     const slow = startReceiver();
     const fast = startReceiver();
     slow.respond = () => new Promise<Response>((resolve) => setTimeout(() => resolve(new Response(null, { status: 200 })), 900));
-    const deliverer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: { ...DELIVERY_ENV, DERRICK_DELIVERY_PER_SUBSCRIPTION: "2" } });
+    const deliverer = await startDerrick(nats, {
+      actors: ["deliverer"],
+      edge: false,
+      env: { ...DELIVERY_ENV, DERRICK_DELIVERY_PER_SUBSCRIPTION: "2" },
+    });
     try {
       await subscribe(derrick, "ProjectCreated", { callback_uri: slow.url }, "beta");
       await subscribe(derrick, "ProjectCreated", { callback_uri: fast.url }, "admin");

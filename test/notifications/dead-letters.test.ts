@@ -20,7 +20,10 @@ describe("notifications dead letters, replay and pausing", () => {
   beforeAll(async () => {
     nats = await startTestNats();
     // A one-hour pause window: the tests set a subscription's first failure in the past instead of waiting.
-    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher", "deliverer"], env: { ...DELIVERY_ENV, DERRICK_DELIVERY_PAUSE_AFTER: "1h" } });
+    derrick = await startDerrick(nats, {
+      actors: ["system", "identity", "notifications", "dispatcher", "deliverer"],
+      env: { ...DELIVERY_ENV, DERRICK_DELIVERY_PAUSE_AFTER: "1h" },
+    });
     jsm = await jetstreamManager(derrick.nc);
     store = await subscriptionStore(derrick);
   });
@@ -31,10 +34,13 @@ describe("notifications dead letters, replay and pausing", () => {
   });
 
   const dead = (id: string, eventId: string) =>
-    eventually(async () => {
-      const list = await deliveries(derrick, id);
-      return list.find((d: Json) => d.event_id === eventId)?.state === "dead" ? list : undefined;
-    }, { what: `${eventId} dead` });
+    eventually(
+      async () => {
+        const list = await deliveries(derrick, id);
+        return list.find((d: Json) => d.event_id === eventId)?.state === "dead" ? list : undefined;
+      },
+      { what: `${eventId} dead` },
+    );
   const failingSince = async (id: string, at: number) => {
     await store.modify(id, (r) => ({ ...r, failing_since: at }));
   };
@@ -51,8 +57,14 @@ describe("notifications dead letters, replay and pausing", () => {
     // ~100 KB on NATS; written out (1e20 as 21 digits) ~440 KB: more than a dead letter may hold.
     const h = natsHeaders();
     h.set("Nats-Msg-Id", "grows-1");
-    await jetstream(derrick.nc).publish(subjects.events("opendes", "PlanShared"), `{"data":[${Array(20_000).fill("1e20").join(",")}]}`, { headers: h });
-    await eventually(async () => (await deliveries(derrick, sub.subscription_id, "beta")).find((d: Json) => d.event_id === "grows-1" && d.state === "dead"), { what: "grows-1 dead" });
+    await jetstream(derrick.nc).publish(subjects.events("opendes", "PlanShared"), `{"data":[${Array(20_000).fill("1e20").join(",")}]}`, {
+      headers: h,
+    });
+    await eventually(
+      async () =>
+        (await deliveries(derrick, sub.subscription_id, "beta")).find((d: Json) => d.event_id === "grows-1" && d.state === "dead"),
+      { what: "grows-1 dead" },
+    );
     // The schedule has three attempts; a letter that could not be stored made the last one repeat every second.
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     expect(r.received).toHaveLength(3);
@@ -82,7 +94,9 @@ describe("notifications dead letters, replay and pausing", () => {
     const replayed = await eventually(() => r.received[4], { what: "the second manual attempt" });
     expect(replayed.id).toBe("keep-me-1");
     expect(JSON.parse(replayed.body).data).toBe("keep me");
-    await eventually(async () => (await deliveries(derrick, sub.subscription_id))[0]?.state === "succeeded", { what: "the success recorded" });
+    await eventually(async () => (await deliveries(derrick, sub.subscription_id))[0]?.state === "succeeded", {
+      what: "the success recorded",
+    });
     expect((await deliveries(derrick, sub.subscription_id))[0].attempt).toBe(5);
     // Delivered: the dead letter is gone, and so is the event.
     expect((await retry(derrick, sub.subscription_id, "keep-me-1")).status).toBe(410);
@@ -137,19 +151,25 @@ describe("notifications dead letters, replay and pausing", () => {
     // Its last failure streak began 1.5 h ago (beyond the 1 h window) and no success since.
     await failingSince(sub.subscription_id, Date.now() - 1.5 * HOUR);
     const { event_id } = (await (await publish(derrick, "PlanShared", { data: "hiccup" })).json()) as Json;
-    const log = await eventually(async () => {
-      const list = await deliveries(derrick, sub.subscription_id);
-      return list[0]?.state === "succeeded" ? list : undefined;
-    }, { what: "delivered on the retry" });
+    const log = await eventually(
+      async () => {
+        const list = await deliveries(derrick, sub.subscription_id);
+        return list[0]?.state === "succeeded" ? list : undefined;
+      },
+      { what: "delivered on the retry" },
+    );
     expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
       [2, "succeeded"],
       [1, "failed"],
     ]);
     expect(r.received.map((x) => x.id)).toEqual([event_id, event_id]);
-    const record = await eventually(async () => {
-      const value = (await store.get(sub.subscription_id))?.value;
-      return value && value.failing_since === undefined ? value : undefined;
-    }, { what: "the failure streak cleared by the success" });
+    const record = await eventually(
+      async () => {
+        const value = (await store.get(sub.subscription_id))?.value;
+        return value && value.failing_since === undefined ? value : undefined;
+      },
+      { what: "the failure streak cleared by the success" },
+    );
     expect(record.paused_at).toBeUndefined();
     await remove(derrick, sub.subscription_id);
   });
@@ -173,10 +193,13 @@ describe("notifications dead letters, replay and pausing", () => {
     const { event_id: second } = (await (await publish(derrick, "PublishData", { data: 2 })).json()) as Json;
     await eventually(async () => (await retry(derrick, sub.subscription_id, second)).status === 202, { what: "the second event in DEAD" });
     await eventually(() => r.received.some((x) => x.id === second), { what: "the replay" });
-    const attempts = await eventually(async () => {
-      const list = (await deliveries(derrick, sub.subscription_id)).filter((d: Json) => d.event_id === second);
-      return list.length > 0 ? list : undefined;
-    }, { what: "the replay's attempt" });
+    const attempts = await eventually(
+      async () => {
+        const list = (await deliveries(derrick, sub.subscription_id)).filter((d: Json) => d.event_id === second);
+        return list.length > 0 ? list : undefined;
+      },
+      { what: "the replay's attempt" },
+    );
     expect(attempts.map((d: Json) => d.state)).toEqual(["failed"]); // the replay only
     expect(r.received.filter((x) => x.id === second)).toHaveLength(1);
     await remove(derrick, sub.subscription_id);
@@ -186,14 +209,29 @@ describe("notifications dead letters, replay and pausing", () => {
     const r = receiver();
     r.respond = async (_req, count) => {
       // The first attempt fails; while its retry waits (300 ms), the subscription is paused.
-      if (count === 1) await store.modify(sub.subscription_id, (rec) => ({ ...rec, paused_at: new Date().toISOString(), paused_reason: "paused by the test" }));
+      if (count === 1)
+        await store.modify(sub.subscription_id, (rec) => ({
+          ...rec,
+          paused_at: new Date().toISOString(),
+          paused_reason: "paused by the test",
+        }));
       return new Response(null, { status: 500 });
     };
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "beta");
     await publishOnNats(derrick, "ProjectCreated", { data: "paused while waiting" }, "paused-wait-1");
     // The retry goes to DEAD without an attempt; its outcome is recorded before the letter is stored.
-    const letter = await eventually(() => jsm.streams.getMessage(STREAMS.dead, { last_by_subj: subjects.notifications.dead("opendes", sub.subscription_id) }).catch(() => undefined), { what: "the dead letter" });
-    expect(JSON.parse(new TextDecoder().decode(letter.data))).toMatchObject({ event_id: "paused-wait-1", attempt: 2, reason: "subscription paused: paused by the test" });
+    const letter = await eventually(
+      () =>
+        jsm.streams
+          .getMessage(STREAMS.dead, { last_by_subj: subjects.notifications.dead("opendes", sub.subscription_id) })
+          .catch(() => undefined),
+      { what: "the dead letter" },
+    );
+    expect(JSON.parse(new TextDecoder().decode(letter.data))).toMatchObject({
+      event_id: "paused-wait-1",
+      attempt: 2,
+      reason: "subscription paused: paused by the test",
+    });
     const log = await deliveries(derrick, sub.subscription_id, "beta");
     expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
       [2, "dead"],
@@ -212,7 +250,9 @@ describe("notifications dead letters, replay and pausing", () => {
     const stale = Date.now() - 3 * HOUR;
     await failingSince(sub.subscription_id, stale);
     const { event_id } = (await (await publish(derrick, "PlanShared", { data: 1 })).json()) as Json;
-    await eventually(async () => (await deliveries(derrick, sub.subscription_id, "beta"))[0]?.state === "dead", { what: `${event_id} dead` });
+    await eventually(async () => (await deliveries(derrick, sub.subscription_id, "beta"))[0]?.state === "dead", {
+      what: `${event_id} dead`,
+    });
     const record = (await store.get(sub.subscription_id))!.value;
     expect(record.paused_at).toBeUndefined();
     // The streak starts over at this event's first failure.

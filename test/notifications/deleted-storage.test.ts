@@ -32,7 +32,9 @@ describe("notifications after their storage was deleted", () => {
     return ((await res.json()) as Json).event_id as string;
   };
 
-  it("subscriptions - a deleted subscriptions bucket is made again: its subscriptions are gone, new ones are listed and delivered to", { timeout: 20_000 }, async () => {
+  it("subscriptions - a deleted subscriptions bucket is made again: its subscriptions are gone, new ones are listed and delivered to", {
+    timeout: 20_000,
+  }, async () => {
     const before = receivers.start();
     await subscribe(derrick, "ProjectCreated", { callback_uri: before.url });
     expect(await jsm.streams.delete(`KV_${SUBSCRIPTIONS_BUCKET}`)).toBe(true);
@@ -47,13 +49,18 @@ describe("notifications after their storage was deleted", () => {
     expect(before.received).toEqual([]);
   });
 
-  it("events - a deleted EVENTS stream (and the delivery streams) are made again: an event published then is accepted and delivered", { timeout: 30_000 }, async () => {
+  it("events - a deleted EVENTS stream (and the delivery streams) are made again: an event published then is accepted and delivered", {
+    timeout: 30_000,
+  }, async () => {
     const r = receivers.start();
     await subscribe(derrick, "PlanShared", { callback_uri: r.url });
     expect(await published("PlanShared", "before")).toBeTruthy();
     await eventually(() => r.received.length === 1, { timeoutMs: 10_000, what: "the first delivery" });
     for (const stream of [STREAMS.events, STREAMS.deliveries]) expect(await jsm.streams.delete(stream)).toBe(true);
     const eventId = await published("PlanShared", "after the streams were made again");
-    await eventually(() => r.received.find((x) => x.id === eventId), { timeoutMs: 20_000, what: "delivery of the event published after the deletion" });
+    await eventually(() => r.received.find((x) => x.id === eventId), {
+      timeoutMs: 20_000,
+      what: "delivery of the event published after the deletion",
+    });
   });
 });

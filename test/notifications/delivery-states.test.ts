@@ -64,10 +64,13 @@ describe("notifications delivery states", () => {
     expect(log[0].next_attempt_at).toBe(log[1].next_attempt_at);
 
     release.get(3)!();
-    log = await eventually(async () => {
-      const list = await deliveries(derrick, sub.subscription_id);
-      return list[0]?.state === "succeeded" ? list : undefined;
-    }, { what: "the success recorded" });
+    log = await eventually(
+      async () => {
+        const list = await deliveries(derrick, sub.subscription_id);
+        return list[0]?.state === "succeeded" ? list : undefined;
+      },
+      { what: "the success recorded" },
+    );
     expect(rows(log)).toEqual([
       [3, "succeeded", 200],
       [2, "failed", 503],
@@ -84,10 +87,13 @@ describe("notifications delivery states", () => {
     r.respond = () => new Response(null, { status: 500 });
     const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url }, "beta");
     const { event_id } = (await (await publish(derrick, "MasterPlanChanged", { data: "doomed" }, "opendes", "alpha")).json()) as Json;
-    const log = await eventually(async () => {
-      const list = await deliveries(derrick, sub.subscription_id, "beta");
-      return list[0]?.state === "dead" ? list : undefined;
-    }, { what: "the delivery dead" });
+    const log = await eventually(
+      async () => {
+        const list = await deliveries(derrick, sub.subscription_id, "beta");
+        return list[0]?.state === "dead" ? list : undefined;
+      },
+      { what: "the delivery dead" },
+    );
     expect(rows(log)).toEqual([
       [3, "dead", 500],
       [2, "failed", 500],

@@ -24,8 +24,12 @@ describe("notifications delivery", () => {
 
   it("notifications - an event is delivered as a signed CloudEvent that standardwebhooks verifies", async () => {
     const r = receiver();
-    const sub = await subscribe(derrick, "PlanShared", { callback_uri: `${r.url}/hook`, callback_headers: { Authorization: "Bearer receiver-token", appkey: "k-1", "x-site": "Zürich" } });
-    const secret = ((await (await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/secret`)).json()) as Json).key as string;
+    const sub = await subscribe(derrick, "PlanShared", {
+      callback_uri: `${r.url}/hook`,
+      callback_headers: { Authorization: "Bearer receiver-token", appkey: "k-1", "x-site": "Zürich" },
+    });
+    const secret = ((await (await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/secret`)).json()) as Json)
+      .key as string;
     expect(secret).toMatch(/^whsec_/);
     const res = await publish(derrick, "PlanShared", { object_type: "/well/api/wells", data: { plan: 7 } });
     expect(res.status).toBe(202);
@@ -36,9 +40,20 @@ describe("notifications delivery", () => {
     expect(got.headers.appkey).toBe("k-1");
     expect(got.headers["x-site"]).toBe("Zürich"); // Latin-1 travels as is
     const payload = new Webhook(secret).verify(got.body, got.headers) as Json;
-    expect(payload).toMatchObject({ specversion: "1.0", id: event_id, source: "/partitions/opendes", type: "PlanShared", subject: "/well/api/wells", partitionid: "opendes", data: { plan: 7 } });
+    expect(payload).toMatchObject({
+      specversion: "1.0",
+      id: event_id,
+      source: "/partitions/opendes",
+      type: "PlanShared",
+      subject: "/well/api/wells",
+      partitionid: "opendes",
+      data: { plan: 7 },
+    });
     expect(Date.parse(payload.time)).not.toBeNaN();
-    await eventually(async () => (await deliveries(derrick, sub.subscription_id)).find((d: Json) => d.event_id === event_id && d.state === "succeeded"), { what: "attempt log" });
+    await eventually(
+      async () => (await deliveries(derrick, sub.subscription_id)).find((d: Json) => d.event_id === event_id && d.state === "succeeded"),
+      { what: "attempt log" },
+    );
     await remove(derrick, sub.subscription_id);
   });
 
@@ -53,16 +68,27 @@ describe("notifications delivery", () => {
     const e2 = await id(await publish(derrick, "PublishData", { data_source: "rigs", data: 2 }));
     const e3 = await id(await publish(derrick, "PublishData", { data: 3 }, "other"));
     const e4 = await id(await publish(derrick, "PlanShared", { data: 4 }));
-    await eventually(() => b.received.length >= 2 && c.received.length >= 1 && a.received.length >= 1 && d.received.length >= 1, { what: "deliveries" });
+    await eventually(() => b.received.length >= 2 && c.received.length >= 1 && a.received.length >= 1 && d.received.length >= 1, {
+      what: "deliveries",
+    });
     // A later marker event proves nothing else is still on its way to the others.
-    const marker = await id(await publish(derrick, "PublishData", { data_source: "wells", object_type: "/zone/api/zones", data: "marker" }));
-    await eventually(() => a.received.some((x) => x.id === marker) && d.received.some((x) => x.id === marker) && b.received.some((x) => x.id === marker));
+    const marker = await id(
+      await publish(derrick, "PublishData", { data_source: "wells", object_type: "/zone/api/zones", data: "marker" }),
+    );
+    await eventually(
+      () => a.received.some((x) => x.id === marker) && d.received.some((x) => x.id === marker) && b.received.some((x) => x.id === marker),
+    );
     expect(a.received.map((x) => x.id)).toEqual([e1, marker]);
     expect(b.received.map((x) => x.id).sort()).toEqual([e1, e2, marker].sort());
     expect(c.received.map((x) => x.id)).toEqual([e3]);
     expect(d.received.map((x) => x.id)).toEqual([e1, marker]);
     expect([a, b, c, d].some((r) => r.received.some((x) => x.id === e4))).toBe(false);
-    await Promise.all([remove(derrick, wells.subscription_id), remove(derrick, any.subscription_id, "beta"), remove(derrick, other.subscription_id, "alpha", "other"), remove(derrick, zones.subscription_id, "admin")]);
+    await Promise.all([
+      remove(derrick, wells.subscription_id),
+      remove(derrick, any.subscription_id, "beta"),
+      remove(derrick, other.subscription_id, "alpha", "other"),
+      remove(derrick, zones.subscription_id, "admin"),
+    ]);
   });
 
   it("notifications - an event published on NATS is delivered too", async () => {
@@ -70,7 +96,9 @@ describe("notifications delivery", () => {
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url });
     const h = natsHeaders();
     h.set("Nats-Msg-Id", "nats-event-1");
-    await jetstream(derrick.nc).publish(subjects.events("opendes", "ProjectCreated"), JSON.stringify({ data: { project: "p1" } }), { headers: h });
+    await jetstream(derrick.nc).publish(subjects.events("opendes", "ProjectCreated"), JSON.stringify({ data: { project: "p1" } }), {
+      headers: h,
+    });
     const got = await eventually(() => r.received[0], { what: "delivery" });
     expect(got.id).toBe("nats-event-1");
     expect(JSON.parse(got.body).data).toEqual({ project: "p1" });
@@ -119,14 +147,18 @@ describe("notifications delivery", () => {
     expect(payload.length).toBeLessThan(4096);
     const h = natsHeaders();
     const js = jetstream(derrick.nc);
-    const seqs = await Promise.all(Array.from({ length: 8 }, () => js.publish(subjects.events("opendes", "ProjectCreated"), payload, { headers: h }).then((a) => a.seq)));
+    const seqs = await Promise.all(
+      Array.from({ length: 8 }, () => js.publish(subjects.events("opendes", "ProjectCreated"), payload, { headers: h }).then((a) => a.seq)),
+    );
     await eventually(() => r.received.length >= 8, { what: "eight deliveries", timeoutMs: 8_000 });
     expect(new Set(r.received.map((x) => x.id))).toEqual(new Set(seqs.map((s) => `evt_${s}`)));
     expect(JSON.parse(r.received[0]!.body).data).toHaveLength(790);
     await remove(derrick, sub.subscription_id, "admin");
   });
 
-  it("notifications - a burst of large events does not stay in the deliverer's memory after it is delivered", { timeout: 60_000 }, async () => {
+  it("notifications - a burst of large events does not stay in the deliverer's memory after it is delivered", {
+    timeout: 60_000,
+  }, async () => {
     const r = receiver();
     let delivered = 0;
     r.respond = (req) => {
@@ -140,7 +172,9 @@ describe("notifications delivery", () => {
     const before = heap();
     // 500 events of 200 KB (100 MB): read from EVENTS one by one, as events over 4 KiB are.
     for (let i = 0; i < 500; i += 25) {
-      await Promise.all(Array.from({ length: 25 }, (_, j) => publish(derrick, "MasterPlanChanged", { data: String(i + j).padEnd(200_000, "x") })));
+      await Promise.all(
+        Array.from({ length: 25 }, (_, j) => publish(derrick, "MasterPlanChanged", { data: String(i + j).padEnd(200_000, "x") })),
+      );
     }
     await eventually(() => delivered >= 500, { what: "500 deliveries", timeoutMs: 45_000 });
     // The caches kept each event and its body (2048 of each): about 200 MB retained here.
@@ -154,11 +188,15 @@ describe("notifications delivery", () => {
     expect((await publish(derrick, "PlanShared", { data: 1, extra: true })).status).toBe(400);
     const misplaced = await publish(derrick, "ReviewStateChanged", { data: 1, data_source: "wells" });
     expect(misplaced.status).toBe(400);
-    expect(((await misplaced.json()) as Json).errors).toEqual([{ pointer: "/body/data_source", message: "applies only to PublishData events; send null or omit it for ReviewStateChanged" }]);
+    expect(((await misplaced.json()) as Json).errors).toEqual([
+      { pointer: "/body/data_source", message: "applies only to PublishData events; send null or omit it for ReviewStateChanged" },
+    ]);
     expect((await publish(derrick, "ReviewStateChanged", { data: 1, data_source: null })).status).toBe(202);
     expect((await publish(derrick, "Nope", { data: 1 })).status).toBe(400);
     expect((await publish(derrick, "PlanShared", { data: "x".repeat(256 * 1024) })).status).toBe(413);
-    expect((await derrick.call("/v1/notifications/events/PlanShared", { method: "POST", body: JSON.stringify({ data: 1 }), as: null })).status).toBe(401);
+    expect(
+      (await derrick.call("/v1/notifications/events/PlanShared", { method: "POST", body: JSON.stringify({ data: 1 }), as: null })).status,
+    ).toBe(401);
   });
 
   it("notifications - a failing receiver is retried on schedule with the same webhook-id until it succeeds", async () => {
@@ -203,10 +241,13 @@ describe("notifications delivery", () => {
       );
     const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url }, "alpha");
     await publish(derrick, "ReviewStateChanged", { data: "endless" });
-    const [attempt] = await eventually(async () => {
-      const list = await deliveries(derrick, sub.subscription_id);
-      return list.length > 0 ? list : undefined;
-    }, { what: "the attempt" });
+    const [attempt] = await eventually(
+      async () => {
+        const list = await deliveries(derrick, sub.subscription_id);
+        return list.length > 0 ? list : undefined;
+      },
+      { what: "the attempt" },
+    );
     expect(attempt).toMatchObject({ state: "succeeded", status_code: 200 });
     await eventually(() => cancelled, { what: "the body cancelled" });
     // Reading it all until the 1 s timeout would pull hundreds of MiB on loopback; a few socket buffers is the bound.
@@ -231,21 +272,36 @@ describe("notifications delivery", () => {
     r.respond = () => new Response(null, { status: healthy ? 200 : 500 });
     const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
     const { event_id } = (await (await publish(derrick, "MasterPlanChanged", { data: "important" })).json()) as Json;
-    const log = await eventually(async () => {
-      const list = await deliveries(derrick, sub.subscription_id);
-      return list[0]?.state === "dead" ? list : undefined;
-    }, { what: "dead letter" });
+    const log = await eventually(
+      async () => {
+        const list = await deliveries(derrick, sub.subscription_id);
+        return list[0]?.state === "dead" ? list : undefined;
+      },
+      { what: "dead letter" },
+    );
     expect(log).toHaveLength(3);
     expect(r.received).toHaveLength(3);
     healthy = true;
-    const replay = await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/${event_id}/retry`, { method: "POST" });
+    const replay = await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/${event_id}/retry`, {
+      method: "POST",
+    });
     expect(replay.status).toBe(202);
     expect(await replay.json()).toEqual({ event_id });
     await eventually(() => r.received.length === 4, { what: "replayed delivery" });
     expect(r.received[3]!.id).toBe(event_id);
     expect(JSON.parse(r.received[3]!.body).data).toBe("important");
-    expect((await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/evt_unknown/retry`, { method: "POST" })).status).toBe(404);
-    expect((await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/${event_id}/retry`, { method: "POST", as: "beta" })).status).toBe(404);
+    expect(
+      (await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/evt_unknown/retry`, { method: "POST" }))
+        .status,
+    ).toBe(404);
+    expect(
+      (
+        await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/${event_id}/retry`, {
+          method: "POST",
+          as: "beta",
+        })
+      ).status,
+    ).toBe(404);
     await remove(derrick, sub.subscription_id);
   });
 
@@ -262,9 +318,18 @@ describe("notifications delivery", () => {
     gone = false;
     const { event_id: second } = (await (await publish(derrick, "PlanShared", { data: 2 })).json()) as Json;
     // Paused: the second event is dead-lettered without an attempt; replay works.
-    await eventually(async () => (await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/${second}/retry`, { method: "POST", as: "beta" })).status === 202, {
-      what: "second event in DEAD",
-    });
+    await eventually(
+      async () =>
+        (
+          await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/deliveries/${second}/retry`, {
+            method: "POST",
+            as: "beta",
+          })
+        ).status === 202,
+      {
+        what: "second event in DEAD",
+      },
+    );
     await eventually(() => r.received.some((x) => x.id === second), { what: "replayed delivery" });
     expect(r.received).toHaveLength(2);
     await subscribe(derrick, "PlanShared", body, "beta");

@@ -71,7 +71,15 @@ describe("notifications dispatcher", () => {
     };
     const cache = new SubscriptionCache(await SubscriptionStore.open(nc), createLogger("silent"));
     await cache.start();
-    probe.dispatcher = await startDispatcher(journal, cache, await DispatcherProgress.open(nc), { delaysMs: [0], jitter: false }, createLogger("silent"), timing, limits);
+    probe.dispatcher = await startDispatcher(
+      journal,
+      cache,
+      await DispatcherProgress.open(nc),
+      { delaysMs: [0], jitter: false },
+      createLogger("silent"),
+      timing,
+      limits,
+    );
     probes.push(probe);
     return probe;
   }
@@ -79,10 +87,13 @@ describe("notifications dispatcher", () => {
   const waitMs = (ms: number) => () => new Promise<void>((r) => setTimeout(r, ms));
   const consumerIdle = async () => {
     const jsm = await jetstreamManager(derrick.nc);
-    return eventually(async () => {
-      const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
-      return info.num_pending === 0 && info.num_ack_pending === 0;
-    }, { what: "every event acked", timeoutMs: 15_000 });
+    return eventually(
+      async () => {
+        const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
+        return info.num_pending === 0 && info.num_ack_pending === 0;
+      },
+      { what: "every event acked", timeoutMs: 15_000 },
+    );
   };
 
   it("notifications dispatcher - a subscription copy whose watch does not move fails freshAsOf after its wait instead of hanging the round", async () => {
@@ -115,7 +126,9 @@ describe("notifications dispatcher", () => {
     }
   });
 
-  it("notifications dispatcher - the events held at once are bounded by bytes as well as by count: large events wait on the server while the held ones are stored", { timeout: 30_000 }, async () => {
+  it("notifications dispatcher - the events held at once are bounded by bytes as well as by count: large events wait on the server while the held ones are stored", {
+    timeout: 30_000,
+  }, async () => {
     // In a partition of its own: the other tests count every batch written for their types in opendes.
     await subscribe(derrick, "PublishData", { callback_uri: "http://127.0.0.1:9/bytes" }, "beta", "other");
     const budget = 1024 * 1024;
@@ -134,7 +147,10 @@ describe("notifications dispatcher", () => {
     expect(info.num_ack_pending).toBeLessThanOrEqual(Math.floor(budget / 100_000));
     expect(info.num_pending).toBeGreaterThan(0);
     open();
-    await eventually(() => ids.every((id) => held.written.includes(id)), { what: "every event dispatched once the writes go on", timeoutMs: 15_000 });
+    await eventually(() => ids.every((id) => held.written.includes(id)), {
+      what: "every event dispatched once the writes go on",
+      timeoutMs: 15_000,
+    });
     await consumerIdle();
     await held.dispatcher.stop();
   });
@@ -163,7 +179,10 @@ describe("notifications dispatcher", () => {
     await eventually(() => ids.every((id) => doomed.written.includes(id)), { what: "the doomed dispatcher holding the events" });
     await doomed.nc.close();
     const rescuer = await dispatcherProbe(FAST);
-    await eventually(() => ids.every((id) => rescuer.written.includes(id)), { what: "the events redelivered to another dispatcher", timeoutMs: 10_000 });
+    await eventually(() => ids.every((id) => rescuer.written.includes(id)), {
+      what: "the events redelivered to another dispatcher",
+      timeoutMs: 10_000,
+    });
     await consumerIdle();
     await rescuer.dispatcher.stop();
   });
@@ -182,7 +201,10 @@ describe("notifications dispatcher", () => {
     await new Promise((r) => setTimeout(r, Math.max(0, takenAt + 2_000 - Date.now())));
     expect(other.written.filter((id) => ids.includes(id))).toEqual([]);
     // … and soon after it, plus one ack wait.
-    await eventually(() => ids.every((id) => other.written.includes(id)), { what: "the stuck round's events at another dispatcher", timeoutMs: 12_000 });
+    await eventually(() => ids.every((id) => other.written.includes(id)), {
+      what: "the stuck round's events at another dispatcher",
+      timeoutMs: 12_000,
+    });
     await consumerIdle();
     // The stuck one pulled nothing more: its own redeliveries went elsewhere.
     expect(stuck.written.filter((id) => ids.includes(id))).toEqual(ids);
@@ -193,7 +215,9 @@ describe("notifications dispatcher", () => {
     await subscribe(derrick, "ReviewStateChanged", { callback_uri: "http://127.0.0.1:9/deleted" });
     const probe = await dispatcherProbe(FAST);
     const dispatchedSeq = await publishOnNats(derrick, "ReviewStateChanged", { data: "dispatched" }, "deleted-dispatched");
-    await eventually(() => probe.dispatcher.stats.ackFloor >= dispatchedSeq, { what: "the dispatched event acked, and the ack floor read" });
+    await eventually(() => probe.dispatcher.stats.ackFloor >= dispatchedSeq, {
+      what: "the dispatched event acked, and the ack floor read",
+    });
     // The next event's first write waits: it is held, not acked, when the consumer goes.
     let release: () => void = () => undefined;
     const held = new Promise<void>((r) => (release = r));
@@ -209,7 +233,9 @@ describe("notifications dispatcher", () => {
     await publishOnNats(derrick, "ReviewStateChanged", { data: "after" }, "deleted-after");
     // The held event comes back through the new consumer, the one published since arrives, and no
     // event dispatched before (this file's earlier ones included) is dispatched again.
-    await eventually(() => probe.written.includes("deleted-after") && probe.written.filter((id) => id === "deleted-held").length === 2, { what: "the held and the new event through the new consumer" });
+    await eventually(() => probe.written.includes("deleted-after") && probe.written.filter((id) => id === "deleted-held").length === 2, {
+      what: "the held and the new event through the new consumer",
+    });
     await consumerIdle();
     expect(probe.written.toSorted()).toEqual(["deleted-after", "deleted-dispatched", "deleted-held", "deleted-held"]);
     const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
@@ -261,7 +287,9 @@ describe("notifications dispatcher", () => {
     expect(await publishOnNats(derrick, "PublishData", { data: "new" }, "raced-new-2")).toBe(2);
     probe.opening = async () => undefined;
     release();
-    await eventually(() => probe.written.includes("raced-new-1") && probe.written.includes("raced-new-2"), { what: "the new stream's events dispatched" });
+    await eventually(() => probe.written.includes("raced-new-1") && probe.written.includes("raced-new-2"), {
+      what: "the new stream's events dispatched",
+    });
     await consumerIdle();
     expect(probe.written).toEqual(["raced-old-0", "raced-old-1", "raced-old-2", "raced-new-1", "raced-new-2"]);
     await probe.dispatcher.stop();
@@ -296,10 +324,13 @@ describe("notifications dispatcher", () => {
     const jsm = await jetstreamManager(derrick.nc);
     const oldStream = (await jsm.streams.info(STREAMS.events)).created;
     const progress = await DispatcherProgress.open(derrick.nc);
-    await eventually(async () => {
-      const stored = await progress.read();
-      return stored?.events_created === oldStream && stored.ack_floor >= oldSeq;
-    }, { what: "the old stream's ack floor stored" });
+    await eventually(
+      async () => {
+        const stored = await progress.read();
+        return stored?.events_created === oldStream && stored.ack_floor >= oldSeq;
+      },
+      { what: "the old stream's ack floor stored" },
+    );
     await first.dispatcher.stop();
     // While no dispatcher runs, EVENTS is deleted, created again (as by an actor starting) and written:
     // sequences 1 and 2, below the old stream's stored floor.
@@ -314,10 +345,13 @@ describe("notifications dispatcher", () => {
     expect(second.written).toEqual(["restarted-recreated-new-1", "restarted-recreated-new-2"]);
     // The progress now belongs to the new stream.
     const newStream = (await jsm.streams.info(STREAMS.events)).created;
-    await eventually(async () => {
-      const stored = await progress.read();
-      return stored?.events_created === newStream && stored.ack_floor === 2;
-    }, { what: "the new stream's ack floor stored" });
+    await eventually(
+      async () => {
+        const stored = await progress.read();
+        return stored?.events_created === newStream && stored.ack_floor === 2;
+      },
+      { what: "the new stream's ack floor stored" },
+    );
     await second.dispatcher.stop();
   });
 });

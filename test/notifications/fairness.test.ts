@@ -22,7 +22,13 @@ describe("notifications fairness", () => {
     nats = await startTestNats();
     derrick = await startDerrick(nats, {
       actors: ["system", "identity", "notifications", "dispatcher", "deliverer"],
-      env: { ...DELIVERY_ENV, DERRICK_DELIVERY_SCHEDULE: "0", DERRICK_DELIVERY_TIMEOUT: `${TIMEOUT_MS}ms`, DERRICK_DELIVERY_CONCURRENCY: "8", DERRICK_DELIVERY_PER_SUBSCRIPTION: "2" },
+      env: {
+        ...DELIVERY_ENV,
+        DERRICK_DELIVERY_SCHEDULE: "0",
+        DERRICK_DELIVERY_TIMEOUT: `${TIMEOUT_MS}ms`,
+        DERRICK_DELIVERY_CONCURRENCY: "8",
+        DERRICK_DELIVERY_PER_SUBSCRIPTION: "2",
+      },
     });
   });
   afterAll(async () => {
@@ -50,18 +56,29 @@ describe("notifications fairness", () => {
     const got = await eventually(() => healthy.received[0], { what: "the healthy receiver's delivery", timeoutMs: 4 * TIMEOUT_MS + 5_000 });
     const waited = got.at - start;
     // Nothing of this run left in the deliverer for the next: every slow attempt made and timed out.
-    const inFlight = async () => (await derrick.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<{ inFlight: number }>().inFlight;
-    await eventually(async () => slow.every((r) => r.received.length === 4) && (await inFlight()) === 0, { what: "the slow deliveries done", timeoutMs: 4 * TIMEOUT_MS + 5_000 });
-    await Promise.all([...subs.map((s, i) => remove(derrick, s.subscription_id, slowClients[i])), remove(derrick, other.subscription_id, "admin")]);
+    const inFlight = async () =>
+      (await derrick.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<{ inFlight: number }>().inFlight;
+    await eventually(async () => slow.every((r) => r.received.length === 4) && (await inFlight()) === 0, {
+      what: "the slow deliveries done",
+      timeoutMs: 4 * TIMEOUT_MS + 5_000,
+    });
+    await Promise.all([
+      ...subs.map((s, i) => remove(derrick, s.subscription_id, slowClients[i])),
+      remove(derrick, other.subscription_id, "admin"),
+    ]);
     return waited;
   }
 
-  it("notifications fairness - one slow receiver holds its share only: another subscription is delivered at once", { timeout: 30_000 }, async () => {
+  it("notifications fairness - one slow receiver holds its share only: another subscription is delivered at once", {
+    timeout: 30_000,
+  }, async () => {
     // Held behind the slow receiver it would wait out a delivery timeout; the margin is for a loaded machine.
     expect(await delayOfOthers(["alpha"], "PlanShared")).toBeLessThan(TIMEOUT_MS);
   });
 
-  it("notifications fairness - slow receivers that together fill the deliverer delay the others until a message of theirs is done: up to its deliveries / perSubscription timeouts", { timeout: 30_000 }, async () => {
+  it("notifications fairness - slow receivers that together fill the deliverer delay the others until a message of theirs is done: up to its deliveries / perSubscription timeouts", {
+    timeout: 30_000,
+  }, async () => {
     const waited = await delayOfOthers(["alpha", "beta"], "ReviewStateChanged");
     // Four deliveries per message, two at a time: the first message's slots come free after two
     // timeouts. Only the lower bound is asserted (an upper one would be a timing bet on a shared

@@ -1,6 +1,5 @@
 /** Shared steps of the notifications delivery tests. */
 import { jetstream } from "@nats-io/jetstream";
-import { Kvm } from "@nats-io/kv";
 import { headers as natsHeaders } from "@nats-io/nats-core";
 import { SUBSCRIPTIONS_BUCKET, SubscriptionStore } from "../../actors/notifications/store.ts";
 import { subjects } from "../../subjects/index.ts";
@@ -17,13 +16,30 @@ export const DELIVERY_ENV = {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Json = any;
 
-export async function subscribe(derrick: TestDerrick, type: string, body: Record<string, unknown>, as: TestClient = "alpha", partition = "opendes"): Promise<Json> {
-  const res = await derrick.call(`/v1/notifications/subscriptions/types/${type}`, { method: "POST", body: JSON.stringify({ subscriber: "tests", ...body }), as, partition });
+export async function subscribe(
+  derrick: TestDerrick,
+  type: string,
+  body: Record<string, unknown>,
+  as: TestClient = "alpha",
+  partition = "opendes",
+): Promise<Json> {
+  const res = await derrick.call(`/v1/notifications/subscriptions/types/${type}`, {
+    method: "POST",
+    body: JSON.stringify({ subscriber: "tests", ...body }),
+    as,
+    partition,
+  });
   if (res.status !== 200) throw new Error(`subscribe: ${res.status} ${await res.text()}`);
   return res.json();
 }
 
-export async function publish(derrick: TestDerrick, type: string, event: unknown, partition = "opendes", as: TestClient = "alpha"): Promise<Response> {
+export async function publish(
+  derrick: TestDerrick,
+  type: string,
+  event: unknown,
+  partition = "opendes",
+  as: TestClient = "alpha",
+): Promise<Response> {
   return derrick.call(`/v1/notifications/events/${type}`, { method: "POST", body: JSON.stringify(event), partition, as });
 }
 
@@ -37,12 +53,24 @@ export async function remove(derrick: TestDerrick, id: string, as: TestClient = 
   await derrick.call(`/v1/notifications/subscriptions/${id}`, { method: "DELETE", as, partition });
 }
 
-export async function retry(derrick: TestDerrick, id: string, eventId: string, as: TestClient = "alpha", partition = "opendes"): Promise<Response> {
+export async function retry(
+  derrick: TestDerrick,
+  id: string,
+  eventId: string,
+  as: TestClient = "alpha",
+  partition = "opendes",
+): Promise<Response> {
   return derrick.call(`/v1/notifications/subscriptions/${id}/deliveries/${eventId}/retry`, { method: "POST", as, partition });
 }
 
 /** Publishes on NATS as a service would (optionally choosing the id); answers the event's EVENTS sequence. */
-export async function publishOnNats(derrick: TestDerrick, type: string, event: unknown, msgId?: string, partition = "opendes"): Promise<number> {
+export async function publishOnNats(
+  derrick: TestDerrick,
+  type: string,
+  event: unknown,
+  msgId?: string,
+  partition = "opendes",
+): Promise<number> {
   const h = natsHeaders();
   if (msgId) h.set("Nats-Msg-Id", msgId);
   return (await jetstream(derrick.nc).publish(subjects.events(partition, type), JSON.stringify(event), { headers: h })).seq;

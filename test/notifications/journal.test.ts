@@ -7,7 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { deadLetterId, isDeadLetterOf, openJournal, STREAMS, type AttemptRecord, type Journal } from "../../actors/notifications/journal.ts";
+import {
+  deadLetterId,
+  isDeadLetterOf,
+  openJournal,
+  STREAMS,
+  type AttemptRecord,
+  type Journal,
+} from "../../actors/notifications/journal.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { DeadLetter } from "../../subjects/notifications.ts";
 import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
@@ -101,6 +108,8 @@ describe("notifications journal reads", () => {
     expect(listed.map((a) => a.event_seq)).toEqual(Array.from({ length: 25 }, (_, i) => n - 25 + i));
     expect((await journal.listAttempts("opendes", sub, 1000)).length).toBe(n);
     expect(await journal.listAttempts("opendes", "sub-none", 10)).toEqual([]);
-    await eventually(async () => (await jsm.consumers.list(STREAMS.attempts).next()).length === 0, { what: "no consumer left on ATTEMPTS" });
+    await eventually(async () => (await jsm.consumers.list(STREAMS.attempts).next()).length === 0, {
+      what: "no consumer left on ATTEMPTS",
+    });
   });
 });

@@ -11,7 +11,10 @@ describe("notifications media types", () => {
   beforeAll(async () => {
     nats = await startTestNats();
     derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications"] });
-    const res = await derrick.call(`${TYPES}/PlanShared`, { method: "POST", body: JSON.stringify({ subscriber: "Rig ops", callback_uri: "https://hooks.example.com/derrick" }) });
+    const res = await derrick.call(`${TYPES}/PlanShared`, {
+      method: "POST",
+      body: JSON.stringify({ subscriber: "Rig ops", callback_uri: "https://hooks.example.com/derrick" }),
+    });
     expect(res.status).toBe(200);
   });
   afterAll(async () => {
@@ -32,7 +35,10 @@ describe("notifications media types", () => {
       expect(res.status, accept).toBe(200);
       expect(res.headers.get("content-type")?.split(";")[0], accept).toBe(type);
       const list = JSON.parse(await res.text()) as Array<{ subscription_type: string }>;
-      expect(list.map((s) => s.subscription_type), accept).toEqual(["PlanShared"]);
+      expect(
+        list.map((s) => s.subscription_type),
+        accept,
+      ).toEqual(["PlanShared"]);
     }
     const none = await derrick.call(LIST);
     expect(none.headers.get("content-type")?.split(";")[0]).toBe("application/json");
@@ -40,19 +46,32 @@ describe("notifications media types", () => {
 
   it("notifications - /openapi.json lists the seed's media types of the upsert body and the list response", async () => {
     const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as {
-      paths: Record<string, Record<string, { requestBody?: { content: Record<string, unknown>; required?: boolean }; responses: Record<string, { content?: Record<string, unknown> }> }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            requestBody?: { content: Record<string, unknown>; required?: boolean };
+            responses: Record<string, { content?: Record<string, unknown> }>;
+          }
+        >
+      >;
     };
     const upsert = doc.paths["/v1/notifications/subscriptions/types/{subscritpionType}"]!.post!;
     // Concrete media types (a generator cannot send a pattern); the description says any +json type is read too.
     expect(Object.keys(upsert.requestBody!.content).sort()).toEqual(["application/cloudevents+json", "application/json", "text/json"]);
     expect((upsert.requestBody as { description?: string }).description).toMatch(/application\/<subtype>\+json/);
-    expect((upsert.requestBody!.content["text/json"] as { schema: { required: string[] } }).schema.required).toEqual(["subscriber", "callback_uri"]);
+    expect((upsert.requestBody!.content["text/json"] as { schema: { required: string[] } }).schema.required).toEqual([
+      "subscriber",
+      "callback_uri",
+    ]);
     // A body the route may go without is documented as optional (content requests: absent = every item).
     expect(doc.paths["/v1/projects/{projectId}/display-items/content/requests"]!.post!.requestBody).toMatchObject({ required: false });
     expect(upsert.requestBody).toMatchObject({ required: true });
     // Every documented request body names its media types and schema (they used to come out empty).
     for (const [path, ops] of Object.entries(doc.paths)) {
-      for (const [method, op] of Object.entries(ops)) if (op.requestBody) expect(Object.keys(op.requestBody.content).length, `${method} ${path}`).toBeGreaterThan(0);
+      for (const [method, op] of Object.entries(ops))
+        if (op.requestBody) expect(Object.keys(op.requestBody.content).length, `${method} ${path}`).toBeGreaterThan(0);
     }
     const list = doc.paths["/v1/notifications/subscriptions"]!.get!;
     expect(Object.keys(list.responses["200"]!.content!).sort()).toEqual(["application/json", "text/json", "text/plain"]);

@@ -18,7 +18,14 @@ describe("notifications nullable fields", () => {
   });
 
   it("notifications - explicit nulls in the base form are accepted on every type and read back as null", async () => {
-    const base = { subscriber: "Rig ops", callback_uri: "https://hooks.example.com/derrick", data_source: null, callback_headers: null, drill_plan_object_types: null, contact_email: null };
+    const base = {
+      subscriber: "Rig ops",
+      callback_uri: "https://hooks.example.com/derrick",
+      data_source: null,
+      callback_headers: null,
+      drill_plan_object_types: null,
+      contact_email: null,
+    };
     for (const type of ["PublishData", "ReviewStateChanged", "PlanShared", "ProjectCreated", "MasterPlanChanged"]) {
       const res = await derrick.call(`${TYPES}/${type}`, { method: "POST", body: JSON.stringify(base) });
       expect(res.status, type).toBe(200);
@@ -26,16 +33,34 @@ describe("notifications nullable fields", () => {
     }
     const list = (await (await derrick.call(LIST)).json()) as Array<Record<string, unknown>>;
     expect(list).toHaveLength(5);
-    for (const sub of list) expect(sub).toMatchObject({ data_source: null, callback_headers: null, drill_plan_object_types: null, contact_email: null });
+    for (const sub of list)
+      expect(sub).toMatchObject({ data_source: null, callback_headers: null, drill_plan_object_types: null, contact_email: null });
     // Setting a field and then null again clears it.
-    const set = await derrick.call(`${TYPES}/PublishData`, { method: "POST", body: JSON.stringify({ ...base, data_source: "wells", contact_email: "ops@example.com", drill_plan_object_types: ["reporting"], callback_headers: { appkey: "k" } }) });
+    const set = await derrick.call(`${TYPES}/PublishData`, {
+      method: "POST",
+      body: JSON.stringify({
+        ...base,
+        data_source: "wells",
+        contact_email: "ops@example.com",
+        drill_plan_object_types: ["reporting"],
+        callback_headers: { appkey: "k" },
+      }),
+    });
     expect(await set.json()).toMatchObject({ data_source: "wells", contact_email: "ops@example.com" });
     const cleared = await derrick.call(`${TYPES}/PublishData`, { method: "POST", body: JSON.stringify(base) });
-    expect(await cleared.json()).toMatchObject({ data_source: null, callback_headers: null, drill_plan_object_types: null, contact_email: null });
+    expect(await cleared.json()).toMatchObject({
+      data_source: null,
+      callback_headers: null,
+      drill_plan_object_types: null,
+      contact_email: null,
+    });
   });
 
   it("notifications - subscriber and callback_uri are not nullable", async () => {
-    for (const body of [{ subscriber: null, callback_uri: "https://hooks.example.com/derrick" }, { subscriber: "x", callback_uri: null }]) {
+    for (const body of [
+      { subscriber: null, callback_uri: "https://hooks.example.com/derrick" },
+      { subscriber: "x", callback_uri: null },
+    ]) {
       expect((await derrick.call(`${TYPES}/PlanShared`, { method: "POST", body: JSON.stringify(body) })).status).toBe(400);
     }
   });

@@ -23,7 +23,14 @@ afterAll(() => {
 async function derrick(args: string[], extra: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
   dirs.push(dataDir);
-  const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(await freePort()), DERRICK_NATS_PORT: String(await freePort()), DERRICK_LOG_LEVEL: "silent", ...extra };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DERRICK_DATA_DIR: dataDir,
+    DERRICK_HTTP_PORT: String(await freePort()),
+    DERRICK_NATS_PORT: String(await freePort()),
+    DERRICK_LOG_LEVEL: "silent",
+    ...extra,
+  };
   if (!("NATS_URL" in extra)) delete env.NATS_URL;
   const out = spawnSync(process.execPath, [CLI, ...args], { env, encoding: "utf8", timeout: 20_000, killSignal: "SIGKILL" });
   return { status: out.status, stdout: out.stdout, stderr: out.stderr, dataDir };
@@ -39,7 +46,10 @@ describe("derrick CLI usage errors", () => {
   });
 
   it("cli usage - `derrick edge` and `derrick config` with an argument refuse with exit 2", async () => {
-    for (const args of [["edge", "extra"], ["config", "--json"]]) {
+    for (const args of [
+      ["edge", "extra"],
+      ["config", "--json"],
+    ]) {
       const out = await derrick(args, { NATS_URL: `nats://127.0.0.1:${await freePort()}` });
       expect(out.status, `${args.join(" ")}: ${out.stderr}`).toBe(2);
       expect(out.stderr).toContain("takes no arguments");
@@ -131,7 +141,10 @@ describe("derrick start on a port another process holds", () => {
 describe("npm start and a stop signal sent to npm", () => {
   /** A process's descendants (pgrep -P, recursively). */
   const descendants = (pid: number): number[] => {
-    const children = spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
+    const children = spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" })
+      .stdout.split("\n")
+      .filter(Boolean)
+      .map(Number);
     return children.flatMap((child) => [child, ...descendants(child)]);
   };
 
@@ -140,22 +153,38 @@ describe("npm start and a stop signal sent to npm", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-npm-start-"));
     dirs.push(dataDir);
     const httpPort = await freePort();
-    const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(await freePort()), DERRICK_LOG_LEVEL: "info" };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DERRICK_DATA_DIR: dataDir,
+      DERRICK_HTTP_PORT: String(httpPort),
+      DERRICK_NATS_PORT: String(await freePort()),
+      DERRICK_LOG_LEVEL: "info",
+    };
     delete env.NATS_URL;
     // --ignore-scripts: the start script alone (the prestart setup installs packages; not what is tested here).
     const npm = spawn("npm", ["start", "--ignore-scripts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     let log = "";
     npm.stdout.on("data", (d) => (log += d));
     npm.stderr.on("data", (d) => (log += d));
-    const healthz = () => fetch(`http://127.0.0.1:${httpPort}/healthz`).then((r) => r.status === 200, () => false);
-    const serverRuns = () => spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim() !== "";
+    const healthz = () =>
+      fetch(`http://127.0.0.1:${httpPort}/healthz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+    const serverRuns = () =>
+      spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim() !== "";
     await eventually(healthz, { timeoutMs: 30_000, what: `healthz (log: ${log.slice(-500)})` });
     const started = descendants(npm.pid!);
     expect(serverRuns()).toBe(true);
     return {
       npm,
       log: () => log,
-      stopped: () => eventually(async () => !serverRuns() && !(await healthz()), { timeoutMs: 20_000, intervalMs: 100, what: `derrick and its nats-server to stop (log: ${log.slice(-500)})` }),
+      stopped: () =>
+        eventually(async () => !serverRuns() && !(await healthz()), {
+          timeoutMs: 20_000,
+          intervalMs: 100,
+          what: `derrick and its nats-server to stop (log: ${log.slice(-500)})`,
+        }),
       cleanup() {
         for (const pid of [npm.pid!, ...started]) {
           try {
@@ -209,7 +238,16 @@ describe("derrick start with NATS_USER but no NATS_URL", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
     dirs.push(dataDir);
     const httpPort = await freePort();
-    const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(await freePort()), DERRICK_LOG_LEVEL: "warn", ACTORS: "system", NATS_USER: "alice", NATS_PASSWORD: "alice-password" };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DERRICK_DATA_DIR: dataDir,
+      DERRICK_HTTP_PORT: String(httpPort),
+      DERRICK_NATS_PORT: String(await freePort()),
+      DERRICK_LOG_LEVEL: "warn",
+      ACTORS: "system",
+      NATS_USER: "alice",
+      NATS_PASSWORD: "alice-password",
+    };
     delete env.NATS_URL;
     const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
     let log = "";
@@ -217,7 +255,10 @@ describe("derrick start with NATS_USER but no NATS_URL", () => {
     child.stderr.on("data", (d) => (log += d));
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
-      await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200 || child.exitCode !== null, { timeoutMs: 20_000, what: "readyz or an exit" });
+      await eventually(
+        async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200 || child.exitCode !== null,
+        { timeoutMs: 20_000, what: "readyz or an exit" },
+      );
       expect(child.exitCode, log).toBeNull();
       expect(log).toContain("NATS_USER is set but NATS_URL is not");
       child.kill("SIGTERM");
@@ -241,14 +282,23 @@ describe("derrick token", () => {
   });
 
   const whoami = (token: string) =>
-    fetch(`${running.url}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" } });
+    fetch(`${running.url}/v1/system/whoami`, {
+      headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" },
+    });
 
   it("cli usage - `derrick token --user` with the identity actor's data dir mints a user token the edge accepts", async () => {
-    const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha", "--groups", "a,b"], { DERRICK_DATA_DIR: running.dataDir });
+    const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha", "--groups", "a,b"], {
+      DERRICK_DATA_DIR: running.dataDir,
+    });
     expect(out.status, out.stderr).toBe(0);
     const res = await whoami(out.stdout.trim());
     expect(res.status).toBe(200);
-    expect(((await res.json()) as { principal: unknown }).principal).toEqual({ clientId: "alpha", subject: "alice@example.com", groups: ["a", "b"], kind: "user" });
+    expect(((await res.json()) as { principal: unknown }).principal).toEqual({
+      clientId: "alpha",
+      subject: "alice@example.com",
+      groups: ["a", "b"],
+      kind: "user",
+    });
   });
 
   it("cli usage - `derrick token` in a data dir without the issuer's key refuses (exit 2) instead of signing with a key no edge knows", async () => {
@@ -260,7 +310,9 @@ describe("derrick token", () => {
   });
 
   it("cli usage - `derrick token --ttl 0` refuses (exit 2) instead of printing a token that has already expired", async () => {
-    const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha", "--ttl", "0"], { DERRICK_DATA_DIR: running.dataDir });
+    const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha", "--ttl", "0"], {
+      DERRICK_DATA_DIR: running.dataDir,
+    });
     expect(out.status, out.stdout).toBe(2);
     expect(out.stderr).toContain("--ttl");
   });
@@ -271,7 +323,14 @@ describe("derrick start when its embedded nats-server dies", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
     dirs.push(dataDir);
     const httpPort = await freePort();
-    const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(await freePort()), DERRICK_LOG_LEVEL: "info", ACTORS: "system" };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DERRICK_DATA_DIR: dataDir,
+      DERRICK_HTTP_PORT: String(httpPort),
+      DERRICK_NATS_PORT: String(await freePort()),
+      DERRICK_LOG_LEVEL: "info",
+      ACTORS: "system",
+    };
     delete env.NATS_URL;
     const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
     let log = "";
@@ -279,11 +338,17 @@ describe("derrick start when its embedded nats-server dies", () => {
     child.stderr.on("data", (d) => (log += d));
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
-      await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `readyz (log: ${log.slice(-500)})` });
+      await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, {
+        timeoutMs: 20_000,
+        what: `readyz (log: ${log.slice(-500)})`,
+      });
       const server = spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim();
       expect(server).toMatch(/^\d+$/);
       process.kill(Number(server), "SIGKILL");
-      const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000))]);
+      const code = await Promise.race([
+        exited,
+        new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000)),
+      ]);
       expect(code, log.slice(-1000)).toBe(1);
       expect(log).toContain("the embedded nats-server exited");
     } finally {
@@ -328,17 +393,29 @@ describe("a stop signal while start-up still waits", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
     dirs.push(dataDir);
     const mirrors = JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: `redis://127.0.0.1:${await freePort()}` }]);
-    const env: NodeJS.ProcessEnv = { ...process.env, NATS_URL: nats.url, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "info", DERRICK_TWIN_MIRRORS: mirrors };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      NATS_URL: nats.url,
+      DERRICK_DATA_DIR: dataDir,
+      DERRICK_LOG_LEVEL: "info",
+      DERRICK_TWIN_MIRRORS: mirrors,
+    };
     const child = spawn(process.execPath, [CLI, "actor", "twin-mirror"], { env, stdio: ["ignore", "pipe", "pipe"] });
     let log = "";
     child.stdout.on("data", (d) => (log += d));
     child.stderr.on("data", (d) => (log += d));
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
-      await eventually(() => log.includes("Redis unreachable"), { timeoutMs: 15_000, what: `the mirror waiting for Redis (log: ${log.slice(-500)})` });
+      await eventually(() => log.includes("Redis unreachable"), {
+        timeoutMs: 15_000,
+        what: `the mirror waiting for Redis (log: ${log.slice(-500)})`,
+      });
       expect(log).not.toContain("derrick is up");
       child.kill("SIGTERM");
-      const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 12_000))]);
+      const code = await Promise.race([
+        exited,
+        new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 12_000)),
+      ]);
       expect(code, log.slice(-800)).toBe(0);
     } finally {
       child.kill("SIGKILL");
@@ -360,7 +437,13 @@ async function actorOnSilentNats() {
   const port = (silent.address() as { port: number }).port;
   const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
   dirs.push(dataDir);
-  const env: NodeJS.ProcessEnv = { ...process.env, NATS_URL: `nats://127.0.0.1:${port}`, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "info", ACTORS: "system" };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NATS_URL: `nats://127.0.0.1:${port}`,
+    DERRICK_DATA_DIR: dataDir,
+    DERRICK_LOG_LEVEL: "info",
+    ACTORS: "system",
+  };
   const child = spawn(process.execPath, [CLI, "actor"], { env, stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   child.stdout.on("data", (d) => (log += d));
@@ -387,7 +470,10 @@ describe("a stop signal while start-up waits for a NATS that does not answer", (
     try {
       const signalled = performance.now();
       child.kill("SIGTERM");
-      const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000))]);
+      const code = await Promise.race([
+        exited,
+        new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000)),
+      ]);
       expect(code, log().slice(-800)).toBe(0);
       // Within the 5 s start-up grace (plus process exit), well before nats.js's 20 s connect timeout.
       expect(performance.now() - signalled).toBeLessThan(14_000);
@@ -405,11 +491,17 @@ describe("a second stop signal", () => {
       // One Ctrl-C under npm start: from the terminal and forwarded by npm, back to back. The second is ignored.
       child.kill("SIGINT");
       child.kill("SIGINT");
-      await eventually(() => log().includes("shutting down: draining"), { timeoutMs: 5_000, what: `the first signal taken (log: ${log().slice(-300)})` });
+      await eventually(() => log().includes("shutting down: draining"), {
+        timeoutMs: 5_000,
+        what: `the first signal taken (log: ${log().slice(-300)})`,
+      });
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(child.exitCode, log().slice(-500)).toBeNull();
       child.kill("SIGINT"); // a second Ctrl-C: now
-      const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 3_000))]);
+      const code = await Promise.race([
+        exited,
+        new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 3_000)),
+      ]);
       expect(code, log().slice(-500)).toBe(130);
       expect(log()).toContain("second signal: exiting now");
     } finally {
@@ -424,7 +516,14 @@ describe("derrick start with a device Redis down", () => {
     dirs.push(dataDir);
     const httpPort = await freePort();
     const mirrors = JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: `redis://127.0.0.1:${await freePort()}` }]);
-    const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(await freePort()), DERRICK_LOG_LEVEL: "info", DERRICK_TWIN_MIRRORS: mirrors };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DERRICK_DATA_DIR: dataDir,
+      DERRICK_HTTP_PORT: String(httpPort),
+      DERRICK_NATS_PORT: String(await freePort()),
+      DERRICK_LOG_LEVEL: "info",
+      DERRICK_TWIN_MIRRORS: mirrors,
+    };
     delete env.NATS_URL;
     delete env.ACTORS;
     const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
@@ -433,10 +532,17 @@ describe("derrick start with a device Redis down", () => {
     child.stderr.on("data", (d) => (log += d));
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
-      await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, { timeoutMs: 25_000, intervalMs: 200, what: `readyz (log: ${log.slice(-600)})` });
+      await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, {
+        timeoutMs: 25_000,
+        intervalMs: 200,
+        what: `readyz (log: ${log.slice(-600)})`,
+      });
       expect(log).toContain("Redis is not reachable yet");
       child.kill("SIGTERM");
-      const code = await Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000))]);
+      const code = await Promise.race([
+        exited,
+        new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000)),
+      ]);
       expect(code, log.slice(-800)).toBe(0);
     } finally {
       child.kill("SIGKILL");

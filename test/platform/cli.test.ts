@@ -26,7 +26,13 @@ async function startEnv(prefix: string, extra: Record<string, string>) {
   const dataDir = mkdtempSync(join(tmpdir(), prefix));
   dirs.push(dataDir);
   const [httpPort, natsPort] = [await freePort(), await freePort()];
-  const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), ...extra };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DERRICK_DATA_DIR: dataDir,
+    DERRICK_HTTP_PORT: String(httpPort),
+    DERRICK_NATS_PORT: String(natsPort),
+    ...extra,
+  };
   delete env.NATS_URL;
   return { dataDir, httpPort, natsPort, env };
 }
@@ -43,7 +49,10 @@ function runStart(env: NodeJS.ProcessEnv, options: { preload?: string; detached?
 
 /** Waits until a started derrick answers /healthz (its log tail names what went wrong otherwise). */
 const untilHealthy = (base: string, run: { log(): string }) =>
-  eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `healthz (log: ${run.log().slice(-500)})` });
+  eventually(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, {
+    timeoutMs: 20_000,
+    what: `healthz (log: ${run.log().slice(-500)})`,
+  });
 
 /** A connection as the embedded server's internal user (from the data dir), as derrick's own processes connect. */
 function internalConnection(dataDir: string, natsPort: number): Promise<NatsConnection> {
@@ -71,35 +80,66 @@ describe("derrick CLI", () => {
   it("cli - `derrick help` prints every command and exits 0; an unknown command prints the same to stderr and exits 2; `derrick config` masks URL credentials", () => {
     const help = spawnSync(process.execPath, [CLI, "--help"], { encoding: "utf8" });
     expect(help.status).toBe(0);
-    for (const command of ["start", "edge", "actor", "apps create", "keys list", "devices add", "token --user", "sdk migrate", "seed", "config"]) expect(help.stdout).toContain(command);
+    for (const command of [
+      "start",
+      "edge",
+      "actor",
+      "apps create",
+      "keys list",
+      "devices add",
+      "token --user",
+      "sdk migrate",
+      "seed",
+      "config",
+    ])
+      expect(help.stdout).toContain(command);
     const unknown = spawnSync(process.execPath, [CLI, "strat"], { encoding: "utf8" });
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toContain("usage: derrick");
     const mirrors = JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: "redis://:redis-pass@127.0.0.1:6379" }]);
-    const config = spawnSync(process.execPath, [CLI, "config"], { env: { ...process.env, DERRICK_TWIN_MIRRORS: mirrors, DERRICK_LOG_LEVEL: "" }, encoding: "utf8" });
+    const config = spawnSync(process.execPath, [CLI, "config"], {
+      env: { ...process.env, DERRICK_TWIN_MIRRORS: mirrors, DERRICK_LOG_LEVEL: "" },
+      encoding: "utf8",
+    });
     expect(config.status, config.stderr).toBe(0);
     expect(config.stdout).not.toContain("redis-pass");
     expect(JSON.parse(config.stdout)).toMatchObject({ logLevel: "info", twinMirrors: [{ redis: "redis://***@127.0.0.1:6379" }] });
   });
 
   it("cli - `derrick start` runs embedded NATS, every actor and the edge, and SIGTERM stops them all", async () => {
-    const { dataDir, httpPort, natsPort, env } = await startEnv("derrick-cli-", { DERRICK_CLIENTS: JSON.stringify([TEST_CLIENTS.alpha]), DERRICK_LOG_LEVEL: "info" });
+    const { dataDir, httpPort, env } = await startEnv("derrick-cli-", {
+      DERRICK_CLIENTS: JSON.stringify([TEST_CLIENTS.alpha]),
+      DERRICK_LOG_LEVEL: "info",
+    });
     const run = runStart(env);
     const { child, exited } = run;
     try {
       const base = `http://127.0.0.1:${httpPort}`;
-      await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, { timeoutMs: 20_000, what: `readyz (log: ${run.log().slice(-500)})` });
+      await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, {
+        timeoutMs: 20_000,
+        what: `readyz (log: ${run.log().slice(-500)})`,
+      });
       const res = await fetch(`${base}/v2/token`, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ grant_type: "client_credentials", client_id: "alpha", client_secret: TEST_CLIENTS.alpha.client_secret }),
+        body: new URLSearchParams({
+          grant_type: "client_credentials",
+          client_id: "alpha",
+          client_secret: TEST_CLIENTS.alpha.client_secret,
+        }),
       });
       const { access_token } = (await res.json()) as { access_token: string };
-      const who = await fetch(`${base}/v1/system/whoami`, { headers: { authorization: `Bearer ${access_token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" } });
+      const who = await fetch(`${base}/v1/system/whoami`, {
+        headers: { authorization: `Bearer ${access_token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" },
+      });
       expect(who.status).toBe(200);
       expect(existsSync(join(dataDir, "nats", "jetstream"))).toBe(true);
       expect(existsSync(join(dataDir, "issuer", "signing-key.jwk.json"))).toBe(true);
-      const serverPids = spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean).map(Number);
+      const serverPids = spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" })
+        .stdout.trim()
+        .split("\n")
+        .filter(Boolean)
+        .map(Number);
       expect(serverPids.length).toBe(1);
       child.kill("SIGTERM");
       expect(await exited).toBe(0);
@@ -113,7 +153,11 @@ describe("derrick CLI", () => {
 
 describe("derrick start and the terminal's Ctrl-C", () => {
   it("cli - a SIGINT to the whole process group (Ctrl-C) still lets a request in flight finish: the embedded server stops last", async () => {
-    const { dataDir, httpPort, natsPort, env } = await startEnv("derrick-cli-int-", { ACTORS: "identity", DERRICK_REQUEST_TIMEOUT: "10s", DERRICK_LOG_LEVEL: "info" });
+    const { dataDir, httpPort, natsPort, env } = await startEnv("derrick-cli-int-", {
+      ACTORS: "identity",
+      DERRICK_REQUEST_TIMEOUT: "10s",
+      DERRICK_LOG_LEVEL: "info",
+    });
     // The system actor comes from this test (slow), so derrick runs the identity actor only.
     // Its own process group, like a shell job: a signal to -pid reaches everything in it.
     const run = runStart(env, { detached: true });
@@ -124,7 +168,21 @@ describe("derrick start and the terminal's Ctrl-C", () => {
       const base = `http://127.0.0.1:${httpPort}`;
       await untilHealthy(base, run);
       nc = await internalConnection(dataDir, natsPort);
-      slow = await serveActor(nc, { name: "system", description: "slow", endpoints: [endpoint({ name: "info", subject: subjects.system.info(), handler: async () => (await new Promise((r) => setTimeout(r, 1_500)), { version: "slow" }) })] }, { log: createLogger("silent"), concurrency: 4 });
+      slow = await serveActor(
+        nc,
+        {
+          name: "system",
+          description: "slow",
+          endpoints: [
+            endpoint({
+              name: "info",
+              subject: subjects.system.info(),
+              handler: async () => (await new Promise((r) => setTimeout(r, 1_500)), { version: "slow" }),
+            }),
+          ],
+        },
+        { log: createLogger("silent"), concurrency: 4 },
+      );
       const inFlight = fetch(`${base}/v1/system/info`).then((r) => r.status);
       await new Promise((r) => setTimeout(r, 300));
       process.kill(-child.pid!, "SIGINT");
@@ -141,9 +199,17 @@ describe("derrick start and the terminal's Ctrl-C", () => {
 
 describe("derrick start and an error nobody caught", () => {
   const FAIL_ON_SIGNAL = join(ROOT, "test", "platform", "fixtures", "fail-on-signal.ts");
-  for (const [failAs, kind] of [["rejection", "unhandledRejection"], ["exception", "uncaughtException"]] as const) {
+  for (const [failAs, kind] of [
+    ["rejection", "unhandledRejection"],
+    ["exception", "uncaughtException"],
+  ] as const) {
     it(`cli - an ${kind} in a background task is logged with its stack, the request in flight is still answered, and derrick exits 1 after draining`, async () => {
-      const { dataDir, httpPort, natsPort, env } = await startEnv(`derrick-cli-${failAs}-`, { ACTORS: "identity", DERRICK_REQUEST_TIMEOUT: "10s", DERRICK_LOG_LEVEL: "info", FAIL_AS: failAs });
+      const { dataDir, httpPort, natsPort, env } = await startEnv(`derrick-cli-${failAs}-`, {
+        ACTORS: "identity",
+        DERRICK_REQUEST_TIMEOUT: "10s",
+        DERRICK_LOG_LEVEL: "info",
+        FAIL_AS: failAs,
+      });
       // As in the Ctrl-C test: the slow system actor comes from this test, derrick runs identity only.
       // The fixture makes SIGUSR2 fail a background task inside derrick, with nothing to catch it.
       const run = runStart(env, { preload: FAIL_ON_SIGNAL });
@@ -161,13 +227,21 @@ describe("derrick start and an error nobody caught", () => {
           await new Promise((r) => setTimeout(r, 1_500));
           return { version: "slow" };
         };
-        slow = await serveActor(nc, { name: "system", description: "slow", endpoints: [endpoint({ name: "info", subject: subjects.system.info(), handler })] }, { log: createLogger("silent"), concurrency: 4 });
+        slow = await serveActor(
+          nc,
+          { name: "system", description: "slow", endpoints: [endpoint({ name: "info", subject: subjects.system.info(), handler })] },
+          { log: createLogger("silent"), concurrency: 4 },
+        );
         const inFlight = fetch(`${base}/v1/system/info`).then((r) => r.status);
         await reached;
         process.kill(child.pid!, "SIGUSR2");
         expect(await inFlight).toBe(200);
         expect(await exited).toBe(1);
-        const lines = run.log().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as { level: number; msg: string; kind?: string; err?: { stack?: string }; exitCode?: number });
+        const lines = run
+          .log()
+          .split("\n")
+          .filter((line) => line.startsWith("{"))
+          .map((line) => JSON.parse(line) as { level: number; msg: string; kind?: string; err?: { stack?: string }; exitCode?: number });
         const fatal = lines.find((line) => line.level === 60 && line.kind === kind);
         expect(fatal?.msg).toMatch(/stopping \(drain\)/);
         expect(fatal?.err?.stack).toMatch(/injected: .*\n\s+at /);
@@ -185,9 +259,18 @@ describe("derrick start and an error nobody caught", () => {
 describe("derrick start after a crash", () => {
   it("cli - a server left running by a derrick killed with SIGKILL is stopped by the next start in the same data dir", async () => {
     const { dataDir, httpPort, env } = await startEnv("derrick-cli-kill-", { ACTORS: "system,identity", DERRICK_LOG_LEVEL: "info" });
-    const serverPids = () => spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean).map(Number);
+    const serverPids = () =>
+      spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" })
+        .stdout.trim()
+        .split("\n")
+        .filter(Boolean)
+        .map(Number);
     const start = () => runStart(env);
-    const ready = (run: ReturnType<typeof start>) => eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, { timeoutMs: 20_000, what: `readyz (log: ${run.log().slice(-500)})` });
+    const ready = (run: ReturnType<typeof start>) =>
+      eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, {
+        timeoutMs: 20_000,
+        what: `readyz (log: ${run.log().slice(-500)})`,
+      });
     const first = start();
     const second = { run: undefined as ReturnType<typeof start> | undefined };
     try {
@@ -222,8 +305,12 @@ describe("embedded nats-server users", () => {
     const { jetstream } = await import("@nats-io/jetstream");
     const { DEVICE_JS_API } = await import("../../subjects/twins.ts");
     // A device account reaches its twin through the JetStream API derrick's account exports to it.
-    const deviceKv = (nc: Parameters<typeof jetstream>[0], bucket: string) => new Kvm(jetstream(nc, { apiPrefix: DEVICE_JS_API, checkAPI: false })).open(bucket, { allow_direct: true });
-    const { dataDir, httpPort, natsPort, env } = await startEnv("derrick-cli-auth-", { DERRICK_CLIENTS: JSON.stringify([TEST_CLIENTS.admin]), DERRICK_LOG_LEVEL: "warn" });
+    const deviceKv = (nc: Parameters<typeof jetstream>[0], bucket: string) =>
+      new Kvm(jetstream(nc, { apiPrefix: DEVICE_JS_API, checkAPI: false })).open(bucket, { allow_direct: true });
+    const { dataDir, httpPort, natsPort, env } = await startEnv("derrick-cli-auth-", {
+      DERRICK_CLIENTS: JSON.stringify([TEST_CLIENTS.admin]),
+      DERRICK_LOG_LEVEL: "warn",
+    });
     const { child, exited } = runStart(env);
     const base = `http://127.0.0.1:${httpPort}`;
     const natsUrl = `nats://127.0.0.1:${natsPort}`;
@@ -232,7 +319,19 @@ describe("embedded nats-server users", () => {
       await expect(connect({ servers: natsUrl, reconnect: false, timeout: 2000 })).rejects.toThrow(/Authorization/i);
 
       // Desired values for two twins, through the REST API.
-      const token = ((await (await fetch(`${base}/v2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "client_credentials", client_id: "admin", client_secret: TEST_CLIENTS.admin.client_secret }) })).json()) as { access_token: string }).access_token;
+      const token = (
+        (await (
+          await fetch(`${base}/v2/token`, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+            body: new URLSearchParams({
+              grant_type: "client_credentials",
+              client_id: "admin",
+              client_secret: TEST_CLIENTS.admin.client_secret,
+            }),
+          })
+        ).json()) as { access_token: string }
+      ).access_token;
       for (const twinId of ["dev-a", "dev-b"]) {
         const res = await fetch(`${base}/api/twin-properties/v1/acme/prod/${twinId}/twin-properties`, {
           method: "PUT",
@@ -242,21 +341,42 @@ describe("embedded nats-server users", () => {
         expect(res.status).toBe(200);
       }
 
-      const added = spawnSync(process.execPath, [CLI, "devices", "add", "acme", "prod", "dev-a", "--name", "AppA", "--subscribe", "slbapps.AppA.DataIn", "--json"], { env, encoding: "utf8" });
+      const added = spawnSync(
+        process.execPath,
+        [CLI, "devices", "add", "acme", "prod", "dev-a", "--name", "AppA", "--subscribe", "slbapps.AppA.DataIn", "--json"],
+        { env, encoding: "utf8" },
+      );
       expect(added.status).toBe(0);
       const creds = JSON.parse(added.stdout) as { user: string; password: string; inboxPrefix: string; reloaded: boolean };
       // Subjects that would reach derrick's actors, JetStream or other inboxes are refused, nothing written.
-      const refused = spawnSync(process.execPath, [CLI, "devices", "add", "acme", "prod", "dev-x", "--name", "AppX", "--subscribe", "derrick.>", "--json"], { env, encoding: "utf8" });
+      const refused = spawnSync(
+        process.execPath,
+        [CLI, "devices", "add", "acme", "prod", "dev-x", "--name", "AppX", "--subscribe", "derrick.>", "--json"],
+        { env, encoding: "utf8" },
+      );
       expect(refused.status).not.toBe(0);
       expect(refused.stderr).toMatch(/\/subscribe\/0.*reserved/);
       expect(JSON.parse(readFileSync(join(dataDir, "nats", "users.json"), "utf8")).devices.AppX).toBeUndefined();
       expect(creds.reloaded).toBe(true);
-      const device = await eventually(() => connect({ servers: natsUrl, user: creds.user, pass: creds.password, inboxPrefix: creds.inboxPrefix, reconnect: false, timeout: 2000 }), { what: "device login after reload" });
+      const device = await eventually(
+        () =>
+          connect({
+            servers: natsUrl,
+            user: creds.user,
+            pass: creds.password,
+            inboxPrefix: creds.inboxPrefix,
+            reconnect: false,
+            timeout: 2000,
+          }),
+        { what: "device login after reload" },
+      );
       try {
         const { twinBucket } = await import("../../subjects/twins.ts");
         const own = await deviceKv(device, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-a" }));
         expect((await own.get("twin_properties/g/desired/p"))?.string()).toBe("for-dev-a");
-        const other = await deviceKv(device, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-b" })).catch((e: Error) => e);
+        const other = await deviceKv(device, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-b" })).catch(
+          (e: Error) => e,
+        );
         if (!(other instanceof Error)) {
           await expect(other.get("twin_properties/g/desired/p")).rejects.toThrow();
         }
@@ -265,11 +385,25 @@ describe("embedded nats-server users", () => {
         await device.close();
       }
       // A device whose twin was never written: `devices add` creates its bucket (devices may not).
-      const addedC = spawnSync(process.execPath, [CLI, "devices", "add", "acme", "prod", "dev-c", "--name", "AppC", "--json"], { env, encoding: "utf8" });
+      const addedC = spawnSync(process.execPath, [CLI, "devices", "add", "acme", "prod", "dev-c", "--name", "AppC", "--json"], {
+        env,
+        encoding: "utf8",
+      });
       expect(addedC.status, addedC.stderr).toBe(0);
       const credsC = JSON.parse(addedC.stdout) as { user: string; password: string; inboxPrefix: string; bucketCreated: boolean };
       expect(credsC.bucketCreated, addedC.stderr).toBe(true);
-      const deviceC = await eventually(() => connect({ servers: natsUrl, user: credsC.user, pass: credsC.password, inboxPrefix: credsC.inboxPrefix, reconnect: false, timeout: 2000 }), { what: "device C login" });
+      const deviceC = await eventually(
+        () =>
+          connect({
+            servers: natsUrl,
+            user: credsC.user,
+            pass: credsC.password,
+            inboxPrefix: credsC.inboxPrefix,
+            reconnect: false,
+            timeout: 2000,
+          }),
+        { what: "device C login" },
+      );
       try {
         const { twinBucket } = await import("../../subjects/twins.ts");
         const bucket = twinBucket({ organization: "acme", environment: "prod", twinId: "dev-c" });
@@ -278,7 +412,10 @@ describe("embedded nats-server users", () => {
         await deviceC.close();
       }
       // derrick's own processes work on with the internal user once the restarted server is back
-      await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, { timeoutMs: 20_000, what: "readyz after the restarts" });
+      await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, {
+        timeoutMs: 20_000,
+        what: "readyz after the restarts",
+      });
       child.kill("SIGTERM");
       expect(await exited).toBe(0);
     } finally {

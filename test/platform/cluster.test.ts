@@ -29,7 +29,11 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
       const dir = mkdtempSync(join(tmpdir(), `derrick-cluster-${i}-`));
       dirs.push(dir);
       const peers = routes.filter((_, j) => j !== i).map((p) => `"nats-route://127.0.0.1:${p}"`);
-      return startNatsServer({ dir, port: -1, extraConfig: `server_name: n${i}\ncluster { name: derrick-test, listen: "127.0.0.1:${route}", routes: [${peers.join(", ")}] }` });
+      return startNatsServer({
+        dir,
+        port: -1,
+        extraConfig: `server_name: n${i}\ncluster { name: derrick-test, listen: "127.0.0.1:${route}", routes: [${peers.join(", ")}] }`,
+      });
     });
     servers.push(...(await Promise.all(started)));
     nc = await connect({ servers: servers[0]!.url });
@@ -38,7 +42,10 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
     await eventually(async () => !!(await jsm.getAccountInfo()), { timeoutMs: 30_000, intervalMs: 250, what: "the cluster's JetStream" });
     // ACTORS too, so /readyz expects exactly the actors this process runs. Only servers[0]'s URL, as an
     // operator may give one: nats.js learns the others from the cluster (the last test needs them).
-    derrick = await startDerrick({ url: servers[0]!.url }, { actors: [...ACTORS], env: { ACTORS: ACTORS.join(","), DERRICK_JETSTREAM_REPLICAS: "3" } });
+    derrick = await startDerrick(
+      { url: servers[0]!.url },
+      { actors: [...ACTORS], env: { ACTORS: ACTORS.join(","), DERRICK_JETSTREAM_REPLICAS: "3" } },
+    );
   }, 90_000);
   afterAll(async () => {
     await derrick?.cleanup();
@@ -48,7 +55,12 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
   });
 
   it("cluster - every stream and bucket derrick made has three replicas and no direct gets; a twin PUT reads back at once", async () => {
-    const put = await derrick.call("/api/twin-properties/v1/acme/prod/dev-r3/twin-properties", { method: "PUT", as: "admin", partition: null, body: JSON.stringify({ group: "g", twins: [{ name: "p", value: "v1" }] }) });
+    const put = await derrick.call("/api/twin-properties/v1/acme/prod/dev-r3/twin-properties", {
+      method: "PUT",
+      as: "admin",
+      partition: null,
+      body: JSON.stringify({ group: "g", twins: [{ name: "p", value: "v1" }] }),
+    });
     expect(put.status, await put.clone().text()).toBe(200);
     const got = await derrick.call("/api/twin-properties/v1/acme/prod/dev-r3/twin-properties?group=g", { as: "admin", partition: null });
     expect(((await got.json()) as { desired: Record<string, Record<string, { value: string }>> }).desired.g?.p?.value).toBe("v1");
@@ -60,7 +72,20 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
     // Identity's registry, the notifications journal and subscriptions, reporting's and projects' buckets,
     // the content task queue, the record stream, the twin's bucket.
     expect(names).toEqual(
-      expect.arrayContaining(["KV_derrick_registry", "EVENTS", "DELIVERIES", "DEAD", "ATTEMPTS", "KV_derrick_notifications", "KV_derrick_assessments", "KV_derrick_assessment_cache", "KV_derrick_projects", "KV_derrick_tasks", "CONTENT_TASKS", "RECORDS"]),
+      expect.arrayContaining([
+        "KV_derrick_registry",
+        "EVENTS",
+        "DELIVERIES",
+        "DEAD",
+        "ATTEMPTS",
+        "KV_derrick_notifications",
+        "KV_derrick_assessments",
+        "KV_derrick_assessment_cache",
+        "KV_derrick_projects",
+        "KV_derrick_tasks",
+        "CONTENT_TASKS",
+        "RECORDS",
+      ]),
     );
     expect(names.some((n) => n.startsWith("KV_twin-"))).toBe(true);
     for (const info of streams) {
@@ -72,14 +97,23 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
   // Kills a server: the last test of the file, the cluster stays one server short afterwards.
   it("cluster - when the server derrick is attached to dies, derrick reconnects to a survivor; what was written before reads back, and twins, subscriptions, projects and readiness keep working", async () => {
     const lossTwin = "/api/twin-properties/v1/acme/prod/dev-loss/twin-properties";
-    const putTwin = (value: string) => derrick.call(lossTwin, { method: "PUT", as: "admin", partition: null, body: JSON.stringify({ group: "g", twins: [{ name: "p", value }] }) });
+    const putTwin = (value: string) =>
+      derrick.call(lossTwin, {
+        method: "PUT",
+        as: "admin",
+        partition: null,
+        body: JSON.stringify({ group: "g", twins: [{ name: "p", value }] }),
+      });
     const twinValue = async () => {
       const res = await derrick.call(`${lossTwin}?group=g`, { as: "admin", partition: null });
       if (res.status !== 200) return `${res.status}: ${await res.text()}`;
       return ((await res.json()) as { desired: Record<string, Record<string, { value: string }>> }).desired.g?.p?.value;
     };
     const subscribe = (type: string) =>
-      derrick.call(`/v1/notifications/subscriptions/types/${type}`, { method: "POST", body: JSON.stringify({ subscriber: "cluster", callback_uri: "https://hooks.example.com/derrick" }) });
+      derrick.call(`/v1/notifications/subscriptions/types/${type}`, {
+        method: "POST",
+        body: JSON.stringify({ subscriber: "cluster", callback_uri: "https://hooks.example.com/derrick" }),
+      });
     const listedIds = async () => {
       const res = await derrick.call("/v1/notifications/subscriptions");
       if (res.status !== 200) return `${res.status}: ${await res.text()}`;
@@ -92,7 +126,15 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
     const before = await subscribe("PlanShared");
     expect(before.status).toBe(200);
     const beforeId = ((await before.json()) as { subscription_id: string }).subscription_id;
-    expect((await derrick.call("/v1/projects/plan-before", { method: "PUT", as: "admin", body: JSON.stringify({ name: "Before the loss", members: ["alpha"] }) })).status).toBe(201);
+    expect(
+      (
+        await derrick.call("/v1/projects/plan-before", {
+          method: "PUT",
+          as: "admin",
+          body: JSON.stringify({ name: "Before the loss", members: ["alpha"] }),
+        })
+      ).status,
+    ).toBe(201);
     expect(await ready()).toBe(200);
 
     // derrick was given only servers[0]'s URL: the others it learned from the cluster's INFO.
@@ -112,16 +154,22 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
     // Streams the lost server led elect a new leader among their two other replicas (raft election
     // timeouts are seconds). A stream that had no replica elsewhere (replicas 1) never does: this fails.
     const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: 1_000 });
-    const streams = await eventually(async () => {
-      const names: string[] = [];
-      for await (const name of jsm.streams.names()) names.push(name);
-      return names;
-    }, { timeoutMs: 15_000, intervalMs: 250, what: "the stream names" });
+    const streams = await eventually(
+      async () => {
+        const names: string[] = [];
+        for await (const name of jsm.streams.names()) names.push(name);
+        return names;
+      },
+      { timeoutMs: 15_000, intervalMs: 250, what: "the stream names" },
+    );
     for (const name of streams) {
-      await eventually(async () => {
-        const leader = (await jsm.streams.info(name)).cluster?.leader;
-        return leader !== undefined && leader !== "n0";
-      }, { timeoutMs: 15_000, intervalMs: 250, what: `a leader for stream ${name} on a survivor` });
+      await eventually(
+        async () => {
+          const leader = (await jsm.streams.info(name)).cluster?.leader;
+          return leader !== undefined && leader !== "n0";
+        },
+        { timeoutMs: 15_000, intervalMs: 250, what: `a leader for stream ${name} on a survivor` },
+      );
     }
 
     // After: with every stream led again, each request answers at once (no retries here). Reads run
@@ -134,10 +182,15 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
     const after = await subscribe("ProjectCreated");
     expect(after.status, await after.clone().text()).toBe(200);
     const afterId = ((await after.json()) as { subscription_id: string }).subscription_id;
-    for (const ids of await Promise.all(Array.from({ length: 10 }, listedIds))) expect(ids).toEqual(expect.arrayContaining([beforeId, afterId]));
+    for (const ids of await Promise.all(Array.from({ length: 10 }, listedIds)))
+      expect(ids).toEqual(expect.arrayContaining([beforeId, afterId]));
 
     expect((await derrick.call("/v1/projects/plan-before", { as: "alpha" })).status).toBe(200);
-    const project = await derrick.call("/v1/projects/plan-after", { method: "PUT", as: "admin", body: JSON.stringify({ name: "After the loss", members: ["alpha"] }) });
+    const project = await derrick.call("/v1/projects/plan-after", {
+      method: "PUT",
+      as: "admin",
+      body: JSON.stringify({ name: "After the loss", members: ["alpha"] }),
+    });
     expect(project.status, await project.clone().text()).toBe(201);
     const read = await derrick.call("/v1/projects/plan-after", { as: "alpha" });
     expect(await read.json()).toMatchObject({ projectId: "plan-after", name: "After the loss", members: ["alpha"] });

@@ -21,14 +21,27 @@ describe("identity after its registry was deleted", () => {
   });
 
   const whoami = (token: string) =>
-    fetch(`${derrick.url}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "data-partition-id": "opendes" } });
+    fetch(`${derrick.url}/v1/system/whoami`, {
+      headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "data-partition-id": "opendes" },
+    });
 
-  it("registry - made again with the seed clients and the signing key: new tokens are issued and accepted with their appkey", { timeout: 20_000 }, async () => {
+  it("registry - made again with the seed clients and the signing key: new tokens are issued and accepted with their appkey", {
+    timeout: 20_000,
+  }, async () => {
     expect((await whoami(await clientToken(derrick.url, TEST_CLIENTS.alpha))).status).toBe(200);
     expect(await (await jetstreamManager(derrick.nc)).streams.delete(`KV_${REGISTRY_BUCKET}`)).toBe(true);
-    const token = await eventually(async () => clientToken(derrick.url, TEST_CLIENTS.alpha).catch(() => undefined), { timeoutMs: 10_000, what: "a token after the registry was made again" });
-    await eventually(async () => (await whoami(token)).status === 200, { timeoutMs: 10_000, what: "the new token and the appkey accepted" });
+    const token = await eventually(async () => clientToken(derrick.url, TEST_CLIENTS.alpha).catch(() => undefined), {
+      timeoutMs: 10_000,
+      what: "a token after the registry was made again",
+    });
+    await eventually(async () => (await whoami(token)).status === 200, {
+      timeoutMs: 10_000,
+      what: "the new token and the appkey accepted",
+    });
     // The issuer's public key is published again (the JWKS other verifiers fetch).
-    await eventually(async () => ((await (await fetch(`${derrick.url}/.well-known/jwks.json`)).json()) as { keys: unknown[] }).keys.length > 0, { timeoutMs: 10_000, what: "the signing key published again" });
+    await eventually(
+      async () => ((await (await fetch(`${derrick.url}/.well-known/jwks.json`)).json()) as { keys: unknown[] }).keys.length > 0,
+      { timeoutMs: 10_000, what: "the signing key published again" },
+    );
   });
 });

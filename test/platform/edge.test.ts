@@ -42,17 +42,30 @@ describe("edge", () => {
   describe("token endpoint", () => {
     it("auth - client credentials in the form return a bearer token with the documented claims", async () => {
       const c = TEST_CLIENTS.alpha;
-      const res = await fetch(`${derrick.url}/v2/token`, form({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret }));
+      const res = await fetch(
+        `${derrick.url}/v2/token`,
+        form({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret }),
+      );
       expect(res.status).toBe(200);
       expect(res.headers.get("cache-control")).toBe("no-store");
       const body = (await res.json()) as { access_token: string; token_type: string; expires_in: number };
       expect(body.token_type).toBe("Bearer");
       expect(body.expires_in).toBe(3600);
       const claims = JSON.parse(Buffer.from(body.access_token.split(".")[1]!, "base64url").toString());
-      expect(claims).toMatchObject({ sub: "alpha", client_id: "alpha", azp: "alpha", iss: EMBEDDED_ISSUER, aud: "derrick", groups: c.groups });
+      expect(claims).toMatchObject({
+        sub: "alpha",
+        client_id: "alpha",
+        azp: "alpha",
+        iss: EMBEDDED_ISSUER,
+        aud: "derrick",
+        groups: c.groups,
+      });
       expect(claims.exp - claims.iat).toBe(3600);
       // RFC 6749 §3.2, not derrick's strict bodies (docs/contract.md): unknown parameters are ignored.
-      const extra = await fetch(`${derrick.url}/v2/token`, form({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret, audience: "x", resource: "y" }));
+      const extra = await fetch(
+        `${derrick.url}/v2/token`,
+        form({ grant_type: "client_credentials", client_id: c.client_id, client_secret: c.client_secret, audience: "x", resource: "y" }),
+      );
       expect(extra.status).toBe(200);
     });
 
@@ -60,7 +73,10 @@ describe("edge", () => {
       const c = TEST_CLIENTS.beta;
       const res = await fetch(`${derrick.url}/v2/token`, {
         ...form({ grant_type: "client_credentials" }),
-        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`${c.client_id}:${c.client_secret}`)}` },
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          authorization: `Basic ${btoa(`${c.client_id}:${c.client_secret}`)}`,
+        },
       });
       expect(res.status).toBe(200);
     });
@@ -117,8 +133,12 @@ describe("edge", () => {
       const unsigned = new UnsecuredJWT({ ...claims }).encode();
       const key = await loadOrCreateSigningKey(derrick.dataDir);
       const sign = (mutate: (j: SignJWT) => SignJWT) =>
-        mutate(new SignJWT({ client_id: "alpha", groups: [] }).setProtectedHeader({ alg: "ES256", kid: key.kid }).setSubject("alpha")).sign(key.privateKey);
-      const expired = await sign((j) => j.setIssuer(EMBEDDED_ISSUER).setAudience("derrick").setIssuedAt(1_700_000_000).setExpirationTime(1_700_000_600));
+        mutate(new SignJWT({ client_id: "alpha", groups: [] }).setProtectedHeader({ alg: "ES256", kid: key.kid }).setSubject("alpha")).sign(
+          key.privateKey,
+        );
+      const expired = await sign((j) =>
+        j.setIssuer(EMBEDDED_ISSUER).setAudience("derrick").setIssuedAt(1_700_000_000).setExpirationTime(1_700_000_600),
+      );
       const wrongAudience = await sign((j) => j.setIssuer(EMBEDDED_ISSUER).setAudience("someone-else").setExpirationTime("5m"));
       const wrongIssuer = await sign((j) => j.setIssuer("https://evil.example").setAudience("derrick").setExpirationTime("5m"));
       const cases: Array<[string, string, RegExp]> = [
@@ -142,7 +162,9 @@ describe("edge", () => {
       const token = await mintToken(key, { sub: "alice@example.com", client_id: "alpha", groups: ["g1"] }, "derrick", 300);
       const res = await derrick.call("/v1/system/whoami", { headers: { authorization: `Bearer ${token}` } });
       expect(res.status).toBe(200);
-      expect(await res.json()).toMatchObject({ principal: { clientId: "alpha", subject: "alice@example.com", groups: ["g1"], kind: "user" } });
+      expect(await res.json()).toMatchObject({
+        principal: { clientId: "alpha", subject: "alice@example.com", groups: ["g1"], kind: "user" },
+      });
     });
   });
 
@@ -161,11 +183,17 @@ describe("edge", () => {
       let body = await expectProblem(await derrick.call("/v1/system/whoami", { partition: null }), 400);
       expect(body.errors).toEqual([{ pointer: "/headers/slb-partition-id", message: "is required" }]);
       await expectProblem(await derrick.call("/v1/system/whoami", { partition: "nobodys" }), 403);
-      body = await expectProblem(await derrick.call("/v1/system/whoami", { headers: { "slb-partition-id": "opendes", "data-partition-id": "other" } }), 400);
+      body = await expectProblem(
+        await derrick.call("/v1/system/whoami", { headers: { "slb-partition-id": "opendes", "data-partition-id": "other" } }),
+        400,
+      );
       body = await expectProblem(await derrick.call("/v1/system/whoami", { partition: "bad.partition" }), 400);
       expect(body.errors).toEqual([{ pointer: "/headers/slb-partition-id", message: "is not a valid partition id" }]);
       // The header at fault is the one named, OSDU's as well as the seeds'.
-      body = await expectProblem(await derrick.call("/v1/system/whoami", { partition: null, headers: { "data-partition-id": "bad.partition" } }), 400);
+      body = await expectProblem(
+        await derrick.call("/v1/system/whoami", { partition: null, headers: { "data-partition-id": "bad.partition" } }),
+        400,
+      );
       expect(body.errors).toEqual([{ pointer: "/headers/data-partition-id", message: "is not a valid partition id" }]);
     });
 
@@ -184,26 +212,42 @@ describe("edge", () => {
     });
 
     it("errors - a body of the wrong shape is 400 with a JSON pointer, not Elysia's 422", async () => {
-      const res = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "[1,2]" });
+      const res = await fetch(`${derrick.url}/v1/system/echo`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "[1,2]",
+      });
       const body = await expectProblem(res, 400);
       expect((body.errors as Array<{ pointer: string }>)[0]!.pointer).toBe("/body");
     });
 
     it("errors - unparseable JSON is 400", async () => {
-      const res = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{oops" });
+      const res = await fetch(`${derrick.url}/v1/system/echo`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{oops",
+      });
       await expectProblem(res, 400);
     });
 
     it("bodies - text/json and application/*+json are parsed as JSON", async () => {
       for (const type of ["text/json", "application/vnd.derrick+json", "application/json; charset=utf-8"]) {
-        const res = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": type }, body: JSON.stringify({ hello: type }) });
+        const res = await fetch(`${derrick.url}/v1/system/echo`, {
+          method: "POST",
+          headers: { "content-type": type },
+          body: JSON.stringify({ hello: type }),
+        });
         expect(res.status).toBe(200);
         expect(await res.json()).toEqual({ hello: type });
       }
     });
 
     it("bodies - a body over the limit is 413 problem+json", async () => {
-      const res = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ big: "x".repeat(5000) }) });
+      const res = await fetch(`${derrick.url}/v1/system/echo`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ big: "x".repeat(5000) }),
+      });
       await expectProblem(res, 413);
     });
 
@@ -217,12 +261,23 @@ describe("edge", () => {
             controller.close();
           },
         });
-      const post = (path: string, type: string, body: ReadableStream<Uint8Array>) => fetch(`${derrick.url}${path}`, { method: "POST", headers: { "content-type": type }, body });
+      const post = (path: string, type: string, body: ReadableStream<Uint8Array>) =>
+        fetch(`${derrick.url}${path}`, { method: "POST", headers: { "content-type": type }, body });
       // Under the limit: parsed like any body.
       let res = await post("/v1/system/echo", "application/json", chunked(JSON.stringify({ small: "y".repeat(1000) })));
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ small: "y".repeat(1000) });
-      res = await post("/v2/token", "application/x-www-form-urlencoded", chunked(new URLSearchParams({ grant_type: "client_credentials", client_id: "alpha", client_secret: TEST_CLIENTS.alpha.client_secret }).toString()));
+      res = await post(
+        "/v2/token",
+        "application/x-www-form-urlencoded",
+        chunked(
+          new URLSearchParams({
+            grant_type: "client_credentials",
+            client_id: "alpha",
+            client_secret: TEST_CLIENTS.alpha.client_secret,
+          }).toString(),
+        ),
+      );
       expect(res.status).toBe(200);
       // Over it: refused once the limit is passed, with a problem body.
       res = await post("/v1/system/echo", "application/json", chunked(JSON.stringify({ big: "x".repeat(20_000) }), 20));
@@ -272,19 +327,44 @@ describe("edge", () => {
       expect(verdict.valid).toBe(true);
       expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v2/token", "/.well-known/jwks.json", "/readyz", "/v1/system/echo"]));
       // The token endpoint takes a form, and says so (and what its errors look like).
-      const tokenOp = (doc.paths["/v2/token"] as { post: { requestBody?: { content: Record<string, { schema: { required: string[] } }> }; responses: Record<string, unknown> } }).post;
+      const tokenOp = (
+        doc.paths["/v2/token"] as {
+          post: { requestBody?: { content: Record<string, { schema: { required: string[] } }> }; responses: Record<string, unknown> };
+        }
+      ).post;
       expect(tokenOp.requestBody?.content["application/x-www-form-urlencoded"]?.schema.required).toEqual(["grant_type"]);
       expect(Object.keys(tokenOp.responses)).toEqual(expect.arrayContaining(["200", "400", "401"]));
       // Every route that needs the partition header documents it, path or query parameters or not, and
       // every problem answer has the media type it is sent with.
-      type Operation = { security?: Array<Record<string, unknown>>; parameters?: Array<{ name: string; in: string }>; responses: Record<string, { content?: Record<string, unknown> }> };
-      const operations = Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })));
-      const partitioned = operations.filter(({ name, op }) => op.security?.some((s) => "appkey" in s) || / \/api\/(search\/v2\/query|storage\/v2\/records)/.test(name));
+      type Operation = {
+        security?: Array<Record<string, unknown>>;
+        parameters?: Array<{ name: string; in: string }>;
+        responses: Record<string, { content?: Record<string, unknown> }>;
+      };
+      const operations = Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, ops]) =>
+        Object.entries(ops).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })),
+      );
+      const partitioned = operations.filter(
+        ({ name, op }) => op.security?.some((s) => "appkey" in s) || / \/api\/(search\/v2\/query|storage\/v2\/records)/.test(name),
+      );
       const headerNames = (op: Operation) => (op.parameters ?? []).filter((p) => p.in === "header").map((p) => p.name);
       expect(partitioned.length).toBeGreaterThan(40);
-      for (const { name, op } of partitioned) expect(headerNames(op), name).toEqual(expect.arrayContaining(["slb-partition-id", "data-partition-id"]));
-      expect(partitioned.map(({ name }) => name)).toEqual(expect.arrayContaining(["DELETE /api/search/v2/query_with_cursor/{cursor}", "GET /api/storage/v2/records/{id}", "DELETE /v1/notifications/subscriptions/{subscriptionId}"]));
-      expect(headerNames((doc.paths as Record<string, Record<string, Operation>>)["/api/twin-properties/v1/{organization}/{environment}/{twinId}/twin-properties"]!.put!)).not.toContain("slb-partition-id");
+      for (const { name, op } of partitioned)
+        expect(headerNames(op), name).toEqual(expect.arrayContaining(["slb-partition-id", "data-partition-id"]));
+      expect(partitioned.map(({ name }) => name)).toEqual(
+        expect.arrayContaining([
+          "DELETE /api/search/v2/query_with_cursor/{cursor}",
+          "GET /api/storage/v2/records/{id}",
+          "DELETE /v1/notifications/subscriptions/{subscriptionId}",
+        ]),
+      );
+      expect(
+        headerNames(
+          (doc.paths as Record<string, Record<string, Operation>>)[
+            "/api/twin-properties/v1/{organization}/{environment}/{twinId}/twin-properties"
+          ]!.put!,
+        ),
+      ).not.toContain("slb-partition-id");
       for (const { name, op } of operations) {
         for (const [status, response] of Object.entries(op.responses ?? {})) {
           if (Number(status) < 400 || !response.content || (name === "POST /v2/token" && ["400", "401", "404"].includes(status))) continue;
@@ -313,14 +393,26 @@ describe("edge", () => {
     });
 
     it("ops - /metrics counts requests by route and status and times NATS requests", async () => {
-      const echo = await fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": "echo-1" }, body: "{}" });
+      const echo = await fetch(`${derrick.url}/v1/system/echo`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": "echo-1" },
+        body: "{}",
+      });
       expect(echo.headers.get("x-request-id")).toBe("echo-1");
       // An actor's non-200 answer (a created entity, a refusal) keeps its status in the reply, the request id and the metrics.
       const segment = { name: "metrics", riskFactors: [{ name: "trap", probability: 0.5 }], volumes: { oil: { unit: "MMbbl", mean: 10 } } };
-      const created = await derrick.call("/assessments/v1/segmentanalyses/metrics-seg", { as: "admin", method: "PUT", body: JSON.stringify(segment), headers: { "x-request-id": "created-1" } });
+      const created = await derrick.call("/assessments/v1/segmentanalyses/metrics-seg", {
+        as: "admin",
+        method: "PUT",
+        body: JSON.stringify(segment),
+        headers: { "x-request-id": "created-1" },
+      });
       expect(created.status).toBe(201);
       expect(created.headers.get("x-request-id")).toBe("created-1");
-      const missing = await derrick.call("/assessments/v1/licenses/no-such-license", { as: "admin", headers: { "x-request-id": "missing-1" } });
+      const missing = await derrick.call("/assessments/v1/licenses/no-such-license", {
+        as: "admin",
+        headers: { "x-request-id": "missing-1" },
+      });
       expect(missing.status).toBe(404);
       expect(missing.headers.get("x-request-id")).toBe("missing-1");
       // No route at all: counted as unmatched with the status it got.
@@ -354,18 +446,28 @@ describe("edge on a NATS server with the default max_payload (1 MB)", () => {
 
   it("bodies - a body the bus cannot carry is 413 (no retry helps), not 503 with Retry-After; smaller ones pass", async () => {
     const echo = (size: number) =>
-      fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ pad: "x".repeat(size) }) });
+      fetch(`${derrick.url}/v1/system/echo`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ pad: "x".repeat(size) }),
+      });
     const refused = await echo(1_048_500 - 11);
     await expectProblem(refused, 413);
     expect(refused.headers.get("retry-after")).toBeNull();
     // A body within the limit crosses the bus: 14 twin values of 60 KB in one PUT (~840 KB).
     const twins = Array.from({ length: 14 }, (_, i) => ({ name: `p${i}`, value: "v".repeat(60_000) }));
-    const put = await derrick.call("/api/twin-properties/v1/acme/prod/dev-1mb/twin-properties", { as: "admin", partition: null, method: "PUT", body: JSON.stringify({ group: "big", twins }) });
+    const put = await derrick.call("/api/twin-properties/v1/acme/prod/dev-1mb/twin-properties", {
+      as: "admin",
+      partition: null,
+      method: "PUT",
+      body: JSON.stringify({ group: "big", twins }),
+    });
     expect(put.status, await put.clone().text()).toBe(200);
   });
 
   it("bodies - the echo needs no credentials, so it refuses more than 4 KiB before any NATS work", async () => {
-    const echo = (body: string) => fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const echo = (body: string) =>
+      fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body });
     const small = JSON.stringify({ pad: "x".repeat(4000) });
     expect((await echo(small)).status).toBe(200);
     const problem = await expectProblem(await echo(JSON.stringify({ pad: "x".repeat(5000) })), 413);

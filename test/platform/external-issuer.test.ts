@@ -26,7 +26,11 @@ describe("external identity service", () => {
     jwksServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json(jwks) });
     nats = await startTestNats();
     derrick = await startDerrick(nats, {
-      env: { DERRICK_AUTH_ISSUER: ISSUER, DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`, DERRICK_AUTH_AUDIENCE: "derrick-api" },
+      env: {
+        DERRICK_AUTH_ISSUER: ISSUER,
+        DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`,
+        DERRICK_AUTH_AUDIENCE: "derrick-api",
+      },
     });
   });
   afterAll(async () => {
@@ -36,7 +40,9 @@ describe("external identity service", () => {
   });
 
   const whoami = (token: string) =>
-    fetch(`${derrick.url}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" } });
+    fetch(`${derrick.url}/v1/system/whoami`, {
+      headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" },
+    });
 
   it("external issuer - its tokens are verified against its JWKS", async () => {
     const res = await whoami(await sign({}));
@@ -56,7 +62,12 @@ describe("external identity service", () => {
   });
 
   it("external issuer - a token without an expiry is refused, however well signed", async () => {
-    const forever = await new SignJWT({ client_id: "alpha", groups: ["g"] }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer(ISSUER).setAudience("derrick-api").setSubject("alpha").sign(key);
+    const forever = await new SignJWT({ client_id: "alpha", groups: ["g"] })
+      .setProtectedHeader({ alg: "RS256", kid: "k1" })
+      .setIssuer(ISSUER)
+      .setAudience("derrick-api")
+      .setSubject("alpha")
+      .sign(key);
     const res = await whoami(forever);
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toContain("invalid_token");
@@ -69,7 +80,11 @@ describe("external identity service", () => {
   });
 
   it("external issuer - the embedded token endpoint is closed", async () => {
-    const res = await fetch(`${derrick.url}/v2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "grant_type=client_credentials&client_id=alpha&client_secret=x" });
+    const res = await fetch(`${derrick.url}/v2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=client_credentials&client_id=alpha&client_secret=x",
+    });
     expect(res.status).toBe(404);
   });
 });
@@ -84,12 +99,25 @@ describe("external identity service unreachable", () => {
   let jwksServer: ReturnType<typeof Bun.serve>;
   const started: TestDerrick[] = [];
   const sign = () =>
-    new SignJWT({ client_id: "alpha", groups: ["g"], jti: crypto.randomUUID() }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer(ISSUER).setAudience("derrick-api").setSubject("alpha").setExpirationTime("5m").sign(key);
+    new SignJWT({ client_id: "alpha", groups: ["g"], jti: crypto.randomUUID() })
+      .setProtectedHeader({ alg: "RS256", kid: "k1" })
+      .setIssuer(ISSUER)
+      .setAudience("derrick-api")
+      .setSubject("alpha")
+      .setExpirationTime("5m")
+      .sign(key);
   const whoami = (derrick: TestDerrick, token: string) =>
-    fetch(`${derrick.url}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" } });
+    fetch(`${derrick.url}/v1/system/whoami`, {
+      headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" },
+    });
   const start = async () => {
     const derrick = await startDerrick(nats, {
-      env: { DERRICK_AUTH_ISSUER: ISSUER, DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`, DERRICK_AUTH_AUDIENCE: "derrick-api", DERRICK_AUTH_JWKS_MAX_AGE: "1s" },
+      env: {
+        DERRICK_AUTH_ISSUER: ISSUER,
+        DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`,
+        DERRICK_AUTH_AUDIENCE: "derrick-api",
+        DERRICK_AUTH_JWKS_MAX_AGE: "1s",
+      },
     });
     started.push(derrick);
     return derrick;
@@ -99,7 +127,11 @@ describe("external identity service unreachable", () => {
     const pair = await generateKeyPair("RS256", { extractable: true });
     key = pair.privateKey;
     jwks = { keys: [{ ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" }] };
-    jwksServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => (hang ? new Promise<Response>(() => undefined) : up ? Response.json(jwks) : new Response("down", { status: 503 })) });
+    jwksServer = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () => (hang ? new Promise<Response>(() => undefined) : up ? Response.json(jwks) : new Response("down", { status: 503 })),
+    });
     nats = await startTestNats();
   });
   afterAll(async () => {

@@ -32,7 +32,13 @@ describe("first run", () => {
   it("first run - `derrick start` with no clients prints a demo client whose token works, and keeps it across restarts; admin commands find the instance without its port", async () => {
     const dataDir = tempDir();
     const [httpPort, natsPort] = [await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = { ...process.env, DERRICK_DATA_DIR: dataDir, DERRICK_HTTP_PORT: String(httpPort), DERRICK_NATS_PORT: String(natsPort), DERRICK_LOG_LEVEL: "warn" };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DERRICK_DATA_DIR: dataDir,
+      DERRICK_HTTP_PORT: String(httpPort),
+      DERRICK_NATS_PORT: String(natsPort),
+      DERRICK_LOG_LEVEL: "warn",
+    };
     delete env.NATS_URL;
     delete env.DERRICK_CLIENTS;
     const base = `http://127.0.0.1:${httpPort}`;
@@ -47,15 +53,21 @@ describe("first run", () => {
     let secret: string;
     let appkey: string;
     try {
-      await eventually(() => /client secret:/.test(first.out()), { timeoutMs: 30_000, what: `the demo client (log: ${first.out().slice(-400)})` });
+      await eventually(() => /client secret:/.test(first.out()), {
+        timeoutMs: 30_000,
+        what: `the demo client (log: ${first.out().slice(-400)})`,
+      });
       secret = /client secret: (\S+)/.exec(first.out())![1]!;
       appkey = /appkey: +(\S+)/.exec(first.out())![1]!;
       expect(first.out()).toContain(`${base}/docs`);
       // The printed curl works as printed.
       const curl = /(curl -s -d grant_type=client_credentials .*)/.exec(first.out())![1]!;
       const form = new URLSearchParams(curl.match(/-d (\S+)/g)!.map((d) => d.slice(3).split("=") as [string, string]));
-      const token = ((await (await fetch(`${base}/v2/token`, { method: "POST", body: form })).json()) as { access_token: string }).access_token;
-      const whoami = await fetch(`${base}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey, "slb-partition-id": "opendes" } });
+      const token = ((await (await fetch(`${base}/v2/token`, { method: "POST", body: form })).json()) as { access_token: string })
+        .access_token;
+      const whoami = await fetch(`${base}/v1/system/whoami`, {
+        headers: { authorization: `Bearer ${token}`, appkey, "slb-partition-id": "opendes" },
+      });
       expect(whoami.status).toBe(200);
       expect(((await whoami.json()) as { principal: { groups: string[] } }).principal.groups.sort()).toEqual([...ALL_GROUPS].sort());
       // An admin command with only the data dir: the embedded server's port is found there.
@@ -84,6 +96,10 @@ describe("first run", () => {
     expect(demoClient(loadConfig(base))?.groups).toEqual([...ALL_GROUPS]);
     expect(demoClient(loadConfig({ ...base, DERRICK_CLIENTS: "[]" }))).toBeUndefined();
     expect(demoClient(loadConfig({ ...base, DERRICK_HTTP_HOST: "0.0.0.0" }))).toBeUndefined();
-    expect(demoClient(loadConfig({ ...base, DERRICK_AUTH_ISSUER: "https://login.example.com", DERRICK_AUTH_JWKS_URL: "https://login.example.com/jwks" }))).toBeUndefined();
+    expect(
+      demoClient(
+        loadConfig({ ...base, DERRICK_AUTH_ISSUER: "https://login.example.com", DERRICK_AUTH_JWKS_URL: "https://login.example.com/jwks" }),
+      ),
+    ).toBeUndefined();
   });
 });

@@ -97,7 +97,12 @@ describe("background loops that outlive their iterators", () => {
       const { log, lines } = capture();
       const seen: string[] = [];
       let recreated = 0;
-      const loop = await followBucket(kv, { what: "test", from, retryMs: 20, checkEveryMs: 100, onRecreated: () => recreated++ }, (entry) => void seen.push(show(entry)), log);
+      const loop = await followBucket(
+        kv,
+        { what: "test", from, retryMs: 20, checkEveryMs: 100, onRecreated: () => recreated++ },
+        (entry) => void seen.push(show(entry)),
+        log,
+      );
       loops.push(loop);
       await kv.put("a", "6");
       await eventually(() => seen.at(-1) === "a=6@6", { what: `the last value in the old bucket (${from})` });
@@ -106,7 +111,10 @@ describe("background loops that outlive their iterators", () => {
       await again.put("b", "1");
       await again.put("a", "2");
       // Revisions 1 and 2 of the new bucket, both below the old bucket's 6.
-      await eventually(() => seen.includes("b=1@1") && seen.includes("a=2@2"), { what: `the new bucket's entries (${from})`, timeoutMs: 5_000 });
+      await eventually(() => seen.includes("b=1@1") && seen.includes("a=2@2"), {
+        what: `the new bucket's entries (${from})`,
+        timeoutMs: 5_000,
+      });
       expect(recreated).toBe(1);
       expect(lines.some((l) => /deleted and made again/.test(l.msg))).toBe(true);
     }
@@ -131,7 +139,9 @@ describe("background loops that outlive their iterators", () => {
     await kv.put("later", "z");
     await eventually(() => seen.length === 2, { what: "the entries after the bad one" });
     expect(seen).toEqual(["good", "later"]);
-    expect(lines.filter((l) => l.level === 50)).toMatchObject([{ key: "bad", msg: expect.stringMatching(/could not be handled; skipped/) }]);
+    expect(lines.filter((l) => l.level === 50)).toMatchObject([
+      { key: "bad", msg: expect.stringMatching(/could not be handled; skipped/) },
+    ]);
     expect(loop.restarts).toBe(0);
   });
 

@@ -25,7 +25,10 @@ async function latencyRelay(port: number, ms: number): Promise<{ url: string; cl
     upstream.on("close", end).on("error", end);
   });
   await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
-  return { url: `nats://127.0.0.1:${(relay.address() as { port: number }).port}`, close: () => (sockets.forEach((s) => s.destroy()), relay.close()) };
+  return {
+    url: `nats://127.0.0.1:${(relay.address() as { port: number }).port}`,
+    close: () => (sockets.forEach((s) => s.destroy()), relay.close()),
+  };
 }
 
 describe("kv read", () => {
@@ -68,7 +71,10 @@ describe("kv read", () => {
   it("kv read - leaves no consumer on the server", async () => {
     const jsm = await jetstreamManager(nc);
     for (let i = 0; i < 20; i++) await readKv(kv, { history: i % 2 === 0 });
-    await eventually(async () => (await jsm.streams.info("KV_reads")).state.consumer_count === 0, { timeoutMs: 3_000, what: "no consumers left" });
+    await eventually(async () => (await jsm.streams.info("KV_reads")).state.consumer_count === 0, {
+      timeoutMs: 3_000,
+      what: "no consumers left",
+    });
   });
 
   /** Three writers rewriting keys k0…k4 of a bucket without pause while `work` runs. */
@@ -111,7 +117,8 @@ describe("kv read", () => {
   it("kv read - a bucket larger than one fetch is read whole", async () => {
     const large = await new Kvm(nc).create("large", { history: 1 });
     const n = READ_FETCH_MAX + 2_500;
-    for (let i = 0; i < n; i += 1_000) await Promise.all(Array.from({ length: Math.min(1_000, n - i) }, (_, j) => large.put(`k${i + j}`, "v")));
+    for (let i = 0; i < n; i += 1_000)
+      await Promise.all(Array.from({ length: Math.min(1_000, n - i) }, (_, j) => large.put(`k${i + j}`, "v")));
     const entries = await readKv(large, { headersOnly: true });
     expect(entries).toHaveLength(n);
     expect(new Set(entries.map((e) => e.key)).size).toBe(n);

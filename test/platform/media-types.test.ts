@@ -13,7 +13,8 @@ describe("request media types", () => {
     await derrick?.cleanup();
     await nats?.cleanup();
   });
-  const echo = (body: string | Blob, headers: Record<string, string> = {}) => fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers, body });
+  const echo = (body: string | Blob, headers: Record<string, string> = {}) =>
+    fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers, body });
 
   it("media types - a form body on a JSON route (what `curl -d` sends by default) is 415 naming the JSON types, not read as JSON", async () => {
     const res = await echo('{"a":1}', { "content-type": "application/x-www-form-urlencoded" });
@@ -45,9 +46,22 @@ describe("request media types", () => {
       },
     });
     // Chunked: read and parsed here. With a length, Elysia's own form parser reads it (linear) and the token endpoint refuses it.
-    const res = await fetch(`${derrick.url}/v2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: chunked, duplex: "half" } as RequestInit);
+    const res = await fetch(`${derrick.url}/v2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: chunked,
+      duplex: "half",
+    } as RequestInit);
     expect(res.status).toBe(400);
     expect(await res.text()).toMatch(/more than 256 parameters/);
-    expect((await fetch(`${derrick.url}/v2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: flood })).status).toBe(400);
+    expect(
+      (
+        await fetch(`${derrick.url}/v2/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: flood,
+        })
+      ).status,
+    ).toBe(400);
   });
 });

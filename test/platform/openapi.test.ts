@@ -66,7 +66,10 @@ function violations(schema: Schema | undefined, value: unknown): string[] {
 }
 
 const isJson = (type: string) => /json/.test(type);
-const fill = (path: string, op: Operation) => path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(String(op.parameters?.find((p) => p.name === name)?.example ?? "x")));
+const fill = (path: string, op: Operation) =>
+  path.replace(/\{([^}]+)\}/g, (_, name: string) =>
+    encodeURIComponent(String(op.parameters?.find((p) => p.name === name)?.example ?? "x")),
+  );
 
 beforeAll(async () => {
   nats = await startTestNats();
@@ -133,7 +136,8 @@ describe("the API document", () => {
     for (const { key, op } of operations) {
       for (const parameter of op.parameters ?? []) {
         if (parameter.in === "path") expect(parameter.example, `${key} ${parameter.name}`).toBeDefined();
-        if (parameter.example !== undefined) invalid.push(...violations(parameter.schema, parameter.example).map((v) => `${key} ${parameter.name}: ${v}`));
+        if (parameter.example !== undefined)
+          invalid.push(...violations(parameter.schema, parameter.example).map((v) => `${key} ${parameter.name}: ${v}`));
       }
     }
     expect(invalid).toEqual([]);
@@ -165,7 +169,10 @@ describe("the API document", () => {
       ]),
     );
     // Nothing else is public: the OSDU health checks of storage, at most, join the list.
-    for (const key of publicOps) expect(key).toMatch(/^(GET \/(healthz|readyz|metrics|v1\/system\/info|\.well-known\/jwks\.json|api\/(search|storage)\/v2\/(info|liveness_check|readiness_check))|POST \/(v1\/system\/echo|v2\/token))$/);
+    for (const key of publicOps)
+      expect(key).toMatch(
+        /^(GET \/(healthz|readyz|metrics|v1\/system\/info|\.well-known\/jwks\.json|api\/(search|storage)\/v2\/(info|liveness_check|readiness_check))|POST \/(v1\/system\/echo|v2\/token))$/,
+      );
     for (const { key, op } of operations) {
       expect(op.security, key).toBeDefined();
       if (publicOps.includes(key)) continue;
@@ -216,7 +223,8 @@ describe("the API document", () => {
   });
 
   it("openapi - query parameters that take only whole numbers are integers", async () => {
-    const query = (key: string, name: string) => operations.find((o) => o.key === key)!.op.parameters!.find((p) => p.in === "query" && p.name === name)!.schema!;
+    const query = (key: string, name: string) =>
+      operations.find((o) => o.key === key)!.op.parameters!.find((p) => p.in === "query" && p.name === name)!.schema!;
     for (const kind of ["display-items", "key-parameters"]) {
       expect(query(`GET /v1/${kind}`, "offset")).toMatchObject({ type: "integer", minimum: 0 });
       expect(query(`GET /v1/${kind}`, "limit")).toMatchObject({ type: "integer", minimum: 1, maximum: 500, default: 50 });
@@ -258,11 +266,13 @@ describe("the API document", () => {
       const body = await res.text();
       if (!(String(res.status) in op.responses)) undocumented.push(`${key} (${what}): ${res.status} ${body.slice(0, 120)}`);
       if (expected !== undefined && res.status !== expected) undocumented.push(`${key} (${what}): ${res.status}, expected ${expected}`);
-      if (res.status >= 400 && !key.endsWith(" /v2/token")) expect(res.headers.get("content-type"), `${key} (${what})`).toMatch(/^application\/problem\+json/);
+      if (res.status >= 400 && !key.endsWith(" /v2/token"))
+        expect(res.headers.get("content-type"), `${key} (${what})`).toMatch(/^application\/problem\+json/);
     };
     for (const { key, method, path, op } of operations) {
       const url = `${derrick.url}${fill(path, op)}`;
-      const send = (headers: Record<string, string>, body?: string) => fetch(url, { method: method.toUpperCase(), headers, body, redirect: "manual" });
+      const send = (headers: Record<string, string>, body?: string) =>
+        fetch(url, { method: method.toUpperCase(), headers, body, redirect: "manual" });
       const secured = (op.security ?? []).length > 0;
       const partitioned = (op.parameters ?? []).some((p) => p.name === "slb-partition-id");
       if (secured) await expectDocumented(key, op, "no credentials", await send({ "slb-partition-id": "opendes" }), 401);
@@ -271,9 +281,21 @@ describe("the API document", () => {
         await expectDocumented(key, op, "unserved partition", await send({ ...admin, "slb-partition-id": "unserved" }), 403);
       }
       if (op.requestBody) {
-        await expectDocumented(key, op, "body over the limit", await send({ ...admin, "slb-partition-id": "opendes", "content-type": "application/json" }, "x".repeat(BODY_LIMIT + 1)), 413);
+        await expectDocumented(
+          key,
+          op,
+          "body over the limit",
+          await send({ ...admin, "slb-partition-id": "opendes", "content-type": "application/json" }, "x".repeat(BODY_LIMIT + 1)),
+          413,
+        );
         if (Object.keys(op.requestBody.content).some(isJson)) {
-          await expectDocumented(key, op, "text/plain body", await send({ ...admin, "slb-partition-id": "opendes", "content-type": "text/plain" }, "{}"), 415);
+          await expectDocumented(
+            key,
+            op,
+            "text/plain body",
+            await send({ ...admin, "slb-partition-id": "opendes", "content-type": "text/plain" }, "{}"),
+            415,
+          );
         }
       }
     }
@@ -292,14 +314,22 @@ describe("methods a path does not have", () => {
     expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
     expect(await res.json()).toMatchObject({ status: 405, code: 405, title: "Method Not Allowed", instance: "/v1/display-items" });
     // The metrics count it as the 405 it is.
-    expect(await (await fetch(`${derrick.url}/metrics`)).text()).toMatch(/derrick_http_requests_total\{route="unmatched",method="DELETE",status="405"\} 1\n/);
+    expect(await (await fetch(`${derrick.url}/metrics`)).text()).toMatch(
+      /derrick_http_requests_total\{route="unmatched",method="DELETE",status="405"\} 1\n/,
+    );
   });
 
   it("openapi - every documented path answers a method it lacks with 405 and an Allow naming its documented methods; unknown paths stay 404", async () => {
     for (const [path, ops] of Object.entries(doc.paths)) {
-      const documented = Object.keys(ops).filter((m) => METHODS.includes(m)).map((m) => m.toUpperCase());
+      const documented = Object.keys(ops)
+        .filter((m) => METHODS.includes(m))
+        .map((m) => m.toUpperCase());
       const op = Object.values(ops)[0]!;
-      const res = await fetch(`${derrick.url}${fill(path, op)}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: "{}" });
+      const res = await fetch(`${derrick.url}${fill(path, op)}`, {
+        method: "PATCH",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
       expect(res.status, path).toBe(405);
       const allow = res.headers.get("allow")?.split(", ") ?? [];
       expect(allow, path).toEqual(expect.arrayContaining(documented));
@@ -327,7 +357,14 @@ describe("the docs page", () => {
       const html = await res.text();
       expect(html).not.toMatch(/https?:\/\//);
       const configuration = JSON.parse(/data-configuration='([^']*)'/.exec(html)![1]!) as Record<string, unknown>;
-      expect(configuration).toMatchObject({ url: "/openapi.json", withDefaultFonts: false, hideClientButton: true, telemetry: false, showDeveloperTools: "never", agent: { disabled: true } });
+      expect(configuration).toMatchObject({
+        url: "/openapi.json",
+        withDefaultFonts: false,
+        hideClientButton: true,
+        telemetry: false,
+        showDeveloperTools: "never",
+        agent: { disabled: true },
+      });
       expect(configuration).not.toHaveProperty("proxyUrl");
     }
   });
@@ -341,14 +378,31 @@ describe("the OpenAPI linter", () => {
       writeFileSync(file, JSON.stringify(doc));
       writeFileSync(join(dir, "redocly.yaml"), "extends:\n  - recommended\ntelemetry: off\n");
       const cli = createRequire(import.meta.url).resolve("@redocly/cli/bin/cli.js");
-      const env = { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true", REDOCLY_SUPPRESS_NOTIFICATIONS: "true", NO_COLOR: "1" };
+      const env = {
+        ...process.env,
+        REDOCLY_TELEMETRY: "off",
+        REDOCLY_SUPPRESS_UPDATE_NOTICE: "true",
+        REDOCLY_SUPPRESS_NOTIFICATIONS: "true",
+        NO_COLOR: "1",
+      };
       // Exit code 1 when it finds errors: the report on stdout says which.
-      const { stdout } = await promisify(execFile)("node", [cli, "lint", file, "--config", join(dir, "redocly.yaml"), "--format=json"], { cwd: dir, env, maxBuffer: 64 * 1024 * 1024 }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? "" }));
-      const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; severity: string; message: string; location: Array<{ pointer: string }> }> };
-      const errors = report.problems.filter((p) => p.severity === "error").map((p) => `${p.ruleId} ${p.location[0]?.pointer}: ${p.message}`);
+      const { stdout } = await promisify(execFile)("node", [cli, "lint", file, "--config", join(dir, "redocly.yaml"), "--format=json"], {
+        cwd: dir,
+        env,
+        maxBuffer: 64 * 1024 * 1024,
+      }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? "" }));
+      const report = JSON.parse(stdout) as {
+        totals: { errors: number; warnings: number };
+        problems: Array<{ ruleId: string; severity: string; message: string; location: Array<{ pointer: string }> }>;
+      };
+      const errors = report.problems
+        .filter((p) => p.severity === "error")
+        .map((p) => `${p.ruleId} ${p.location[0]?.pointer}: ${p.message}`);
       const warnings = new Map<string, number>();
       for (const p of report.problems) if (p.severity !== "error") warnings.set(p.ruleId, (warnings.get(p.ruleId) ?? 0) + 1);
-      console.log(`redocly lint: ${report.totals.errors} errors, ${report.totals.warnings} warnings (${[...warnings].map(([rule, n]) => `${rule} ${n}`).join(", ")})`);
+      console.log(
+        `redocly lint: ${report.totals.errors} errors, ${report.totals.warnings} warnings (${[...warnings].map(([rule, n]) => `${rule} ${n}`).join(", ")})`,
+      );
       expect(errors).toEqual([]);
       expect(report.totals.errors).toBe(0);
     } finally {

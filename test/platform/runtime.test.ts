@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Svcm } from "@nats-io/services";
-import { startDerrick, startTestNats, eventually, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { startDerrick, startTestNats, eventually, type TestNats } from "../harness/index.ts";
 import { connectNats } from "../../platform/nats.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { serveActor, endpoint } from "../../actors/runtime/service.ts";
@@ -46,7 +46,12 @@ describe("actor runtime", () => {
     let ran = 0;
     const slow = await serveActor(
       nc,
-      { name: "system", version: "0.0.0", description: "slow", endpoints: [endpoint({ name: "echo", subject: subjects.system.echo(), handler: async (b) => (ran++, await sleep(400), b) })] },
+      {
+        name: "system",
+        version: "0.0.0",
+        description: "slow",
+        endpoints: [endpoint({ name: "echo", subject: subjects.system.echo(), handler: async (b) => (ran++, await sleep(400), b) })],
+      },
       { log: silent, concurrency: 1 },
     );
     try {
@@ -71,11 +76,22 @@ describe("actor runtime", () => {
     const ran: number[] = [];
     const actor = await serveActor(
       nc,
-      { name: "busy", version: "1.0.0", description: "holds every request until released", endpoints: [endpoint({ name: "work", subject: "test.busy.work", handler: async (b) => (ran.push((b as { i: number }).i), await gate, b) })] },
+      {
+        name: "busy",
+        version: "1.0.0",
+        description: "holds every request until released",
+        endpoints: [
+          endpoint({ name: "work", subject: "test.busy.work", handler: async (b) => (ran.push((b as { i: number }).i), await gate, b) }),
+        ],
+      },
       { log: silent, concurrency: 1, queue: { requests: 2, bytes: 1000 } },
     );
     const bus = new Bus(nc, { timeoutMs: 5000 });
-    const send = (i: number, pad = 0) => bus.request<{ i: number }>("test.busy.work", { i, pad: "x".repeat(pad) }).then((r) => r.body.i, (e: DerrickError) => e);
+    const send = (i: number, pad = 0) =>
+      bus.request<{ i: number }>("test.busy.work", { i, pad: "x".repeat(pad) }).then(
+        (r) => r.body.i,
+        (e: DerrickError) => e,
+      );
     try {
       const running = send(0);
       await eventually(() => ran.length === 1, { what: "the first request running" });
@@ -112,8 +128,20 @@ describe("actor runtime", () => {
         version: "1.0.0",
         description: "fails",
         endpoints: [
-          endpoint({ name: "conflict", subject: "test.failing.conflict", handler: () => { throw new DerrickError(409, "busy", { extensions: { state: "running" } }); } }),
-          endpoint({ name: "crash", subject: "test.failing.crash", handler: () => { throw new Error("secret internals"); } }),
+          endpoint({
+            name: "conflict",
+            subject: "test.failing.conflict",
+            handler: () => {
+              throw new DerrickError(409, "busy", { extensions: { state: "running" } });
+            },
+          }),
+          endpoint({
+            name: "crash",
+            subject: "test.failing.crash",
+            handler: () => {
+              throw new Error("secret internals");
+            },
+          }),
         ],
       },
       { log: silent, concurrency: 4 },
@@ -142,10 +170,13 @@ describe("actor runtime", () => {
     try {
       await eventually(async () => (await fetch(`${edge.url}/readyz`)).status === 200, { what: "ready" });
       await system.cleanup();
-      const res = await eventually(async () => {
-        const r = await fetch(`${edge.url}/readyz`);
-        return r.status === 503 ? r : undefined;
-      }, { what: "not ready" });
+      const res = await eventually(
+        async () => {
+          const r = await fetch(`${edge.url}/readyz`);
+          return r.status === 503 ? r : undefined;
+        },
+        { what: "not ready" },
+      );
       expect(res.headers.get("retry-after")).toBeTruthy();
       expect(((await res.json()) as { detail: string }).detail).toContain("system");
       system = await startDerrick(nats, { edge: false, actors: ["system"] });
@@ -178,7 +209,13 @@ describe("actor runtime", () => {
 
   it("runtime - a stopped actor leaves no subscription or status listener on the connection it was given", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-stop-"));
-    const cfg = loadConfig({ NATS_URL: nats.url, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "silent", DERRICK_PARTITIONS: "opendes", DERRICK_CLIENTS: JSON.stringify(Object.values(TEST_CLIENTS)) });
+    const cfg = loadConfig({
+      NATS_URL: nats.url,
+      DERRICK_DATA_DIR: dataDir,
+      DERRICK_LOG_LEVEL: "silent",
+      DERRICK_PARTITIONS: "opendes",
+      DERRICK_CLIENTS: JSON.stringify(Object.values(TEST_CLIENTS)),
+    });
     const nc = await connectNats(nats.url, "stop-release");
     // The connection's shared request inbox lives as long as the connection: made before counting.
     await nc.request("$JS.API.INFO", undefined, { timeout: 2_000 });

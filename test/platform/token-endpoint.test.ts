@@ -20,10 +20,20 @@ function requestTokenFrom(derrick: TestDerrick, localAddress: string, client_id:
   const url = new URL(`${derrick.url}/v2/token`);
   const body = new URLSearchParams({ grant_type: "client_credentials", client_id, client_secret }).toString();
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: "POST", localAddress, headers: { "content-type": "application/x-www-form-urlencoded" } }, (res) => {
-      res.resume();
-      res.on("end", () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: "POST",
+        localAddress,
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -79,7 +89,11 @@ describe("token endpoint under abuse", () => {
     // Other clients are not affected.
     expect((await requestToken(derrick, TEST_CLIENTS.beta.client_id, TEST_CLIENTS.beta.client_secret)).status).toBe(200);
     // Once the window has passed the right secret works again, and a success clears the count.
-    await eventually(async () => (await requestToken(derrick, alpha.client_id, alpha.client_secret)).status === 200, { timeoutMs: 6_000, intervalMs: 250, what: "the lock of alpha to end" });
+    await eventually(async () => (await requestToken(derrick, alpha.client_id, alpha.client_secret)).status === 200, {
+      timeoutMs: 6_000,
+      intervalMs: 250,
+      what: "the lock of alpha to end",
+    });
     for (let i = 0; i < 2; i++) expect((await requestToken(derrick, alpha.client_id, "wrong-secret")).status).toBe(401);
     expect((await requestToken(derrick, alpha.client_id, alpha.client_secret)).status).toBe(200);
   });
@@ -88,7 +102,10 @@ describe("token endpoint under abuse", () => {
     const admin = TEST_CLIENTS.admin;
     const answers = await Promise.all(Array.from({ length: 24 }, () => requestToken(derrick, admin.client_id, admin.client_secret)));
     const statuses = answers.map((res) => res.status);
-    expect(statuses.every((status) => status === 200 || status === 503), statuses.join(",")).toBe(true);
+    expect(
+      statuses.every((status) => status === 200 || status === 503),
+      statuses.join(","),
+    ).toBe(true);
     // One check at a time and two waiting: most of a burst of 24 cannot be taken.
     expect(statuses.filter((status) => status === 200).length).toBeGreaterThanOrEqual(1);
     expect(statuses.filter((status) => status === 503).length).toBeGreaterThanOrEqual(12);
@@ -105,7 +122,10 @@ describe("token endpoint per remote address", () => {
   let derrick: TestDerrick;
   beforeAll(async () => {
     nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["system", "identity"], env: { DERRICK_TOKEN_IP_RATE: "1/m", DERRICK_TOKEN_IP_BURST: "3" } });
+    derrick = await startDerrick(nats, {
+      actors: ["system", "identity"],
+      env: { DERRICK_TOKEN_IP_RATE: "1/m", DERRICK_TOKEN_IP_BURST: "3" },
+    });
   });
   afterAll(async () => {
     await derrick?.cleanup();
@@ -120,7 +140,11 @@ describe("token endpoint per remote address", () => {
     const retryAfter = await expectRetryLater(await requestToken(derrick, beta.client_id, beta.client_secret), 429, "slow_down");
     expect(retryAfter).toBeGreaterThan(1); // one request a minute: the next is tens of seconds away
     // Requests the edge refuses by itself (a malformed form) cost no secret check and are not counted.
-    const malformed = await fetch(`${derrick.url}/v2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "grant_type=password" });
+    const malformed = await fetch(`${derrick.url}/v2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=password",
+    });
     expect(malformed.status).toBe(400);
   });
 });

@@ -6,21 +6,34 @@ import { endKvWatches, eventually, startDerrick, startTestNats, type TestDerrick
 import { BUCKETS, catalogStore } from "../../actors/projects/store.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { CatalogList, catalogFrom, pageCatalog, readCatalogFile } from "../../actors/projects/catalog.ts";
-import { checkValues, computeContent, splitUtf8, summarizeTable, valueProblem }  from "../../actors/projects/compute.ts";
+import { checkValues, computeContent, splitUtf8, summarizeTable, valueProblem } from "../../actors/projects/compute.ts";
 import { DerrickError } from "../../subjects/index.ts";
 import { CatalogKind, type CatalogItem, type CatalogPage, type Project } from "../../subjects/projects.ts";
 import { ADMIN_GROUP, MAX_CATALOG_ITEMS, putCatalogItem, type ProjectsDeps } from "../../actors/projects/handlers.ts";
 import type { RequestContext } from "../../actors/runtime/context.ts";
 
-const item = (id: string, category = "well"): CatalogItem => ({ id, name: id, description: "", dataType: "number", category, objectTypes: ["well"] });
+const item = (id: string, category = "well"): CatalogItem => ({
+  id,
+  name: id,
+  description: "",
+  dataType: "number",
+  category,
+  objectTypes: ["well"],
+});
 
 describe("catalog and content computation (pure)", () => {
   it("catalog - an addition beyond the catalog's limit is refused; a replacement of a held item is not", async () => {
     const full = new CatalogList(Array.from({ length: MAX_CATALOG_ITEMS }, (_, i) => item(`item-${i}`)));
     const catalog = { [CatalogKind.displayItems]: full, [CatalogKind.keyParameters]: new CatalogList([]) };
     const written: string[] = [];
-    const deps = { catalog, catalogStore: { put: async (_kind: string, it: CatalogItem) => (written.push(it.id), written.length) } } as unknown as ProjectsDeps;
-    const ctx = { principal: { clientId: "admin", subject: "admin", groups: [ADMIN_GROUP], kind: "service" }, partition: "opendes" } as unknown as RequestContext;
+    const deps = {
+      catalog,
+      catalogStore: { put: async (_kind: string, it: CatalogItem) => (written.push(it.id), written.length) },
+    } as unknown as ProjectsDeps;
+    const ctx = {
+      principal: { clientId: "admin", subject: "admin", groups: [ADMIN_GROUP], kind: "service" },
+      partition: "opendes",
+    } as unknown as RequestContext;
     const put = (itemId: string) => putCatalogItem({ kind: CatalogKind.displayItems, itemId, body: { ...item(itemId) } }, ctx, deps);
     const refused = await put("one-more").catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(DerrickError);
@@ -39,10 +52,17 @@ describe("catalog and content computation (pure)", () => {
     const items = Array.from({ length: 120 }, (_, i) => item(`i${i}`, i % 3 === 0 ? "cost" : "well"));
     expect(pageCatalog(items, {})).toMatchObject({ total: 120, offset: 0, limit: 50 });
     expect(pageCatalog(items, {}).items).toHaveLength(50);
-    expect(pageCatalog(items, { offset: "110", limit: "20" }).items.map((i) => i.id)).toEqual(Array.from({ length: 10 }, (_, i) => `i${110 + i}`));
+    expect(pageCatalog(items, { offset: "110", limit: "20" }).items.map((i) => i.id)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `i${110 + i}`),
+    );
     expect(pageCatalog(items, { category: "cost", limit: "500" })).toMatchObject({ total: 40, limit: 500 });
     expect(pageCatalog(items, { offset: "500" }).items).toEqual([]);
-    for (const [query, pointer] of [[{ limit: "501" }, "/query/limit"], [{ limit: "0" }, "/query/limit"], [{ offset: "-1" }, "/query/offset"], [{ limit: "ten" }, "/query/limit"]] as const) {
+    for (const [query, pointer] of [
+      [{ limit: "501" }, "/query/limit"],
+      [{ limit: "0" }, "/query/limit"],
+      [{ offset: "-1" }, "/query/offset"],
+      [{ limit: "ten" }, "/query/limit"],
+    ] as const) {
       try {
         pageCatalog(items, query);
         expect.unreachable();
@@ -64,8 +84,22 @@ describe("catalog and content computation (pure)", () => {
   it("content - values are checked against the catalog and a table is summarized per numeric column", () => {
     const catalog = catalogFrom(readCatalogFile());
     expect(() => checkValues({ keyParameters: { "casing-string-count": 4.5 } }, catalog)).toThrow(/keyParameters\/casing-string-count/);
-    const values = checkValues({ displayItems: { "casing-scheme": [{ name: "Surface", shoeMd: 1200 }, { name: "Production", shoeMd: 3550 }] }, keyParameters: { "h2s-expected": true } }, catalog);
-    expect(summarizeTable(values.displayItems["casing-scheme"] as Array<Record<string, unknown>>)).toEqual({ rows: 2, columns: { shoeMd: { min: 1200, max: 3550, mean: 2375, count: 2 } } });
+    const values = checkValues(
+      {
+        displayItems: {
+          "casing-scheme": [
+            { name: "Surface", shoeMd: 1200 },
+            { name: "Production", shoeMd: 3550 },
+          ],
+        },
+        keyParameters: { "h2s-expected": true },
+      },
+      catalog,
+    );
+    expect(summarizeTable(values.displayItems["casing-scheme"] as Array<Record<string, unknown>>)).toEqual({
+      rows: 2,
+      columns: { shoeMd: { min: 1200, max: 3550, mean: 2375, count: 2 } },
+    });
     const project: Project = { projectId: "p", name: "p", members: [], values, createdAt: "", updatedAt: "" };
     const items = computeContent(project, catalog["key-parameters"], "key-parameters", ["h2s-expected", "total-cost"]);
     expect(items).toEqual([
@@ -77,10 +111,27 @@ describe("catalog and content computation (pure)", () => {
   it("content - a date value must name a day that exists (RFC 3339), not one Date.parse rolls over", () => {
     const spud = readCatalogFile().displayItems.find((i) => i.id === "spud-date")!;
     expect(spud.dataType).toBe("date");
-    for (const v of ["2026-02-30", "2026-04-31", "2026-02-31T10:00:00Z", "2025-02-29", "2026-13-01", "2026-00-10", "2026-01-01T24:00:00Z", "2026-01-01T10:60:00Z", "2026-01-01T10:00:00+24:00"]) {
+    for (const v of [
+      "2026-02-30",
+      "2026-04-31",
+      "2026-02-31T10:00:00Z",
+      "2025-02-29",
+      "2026-13-01",
+      "2026-00-10",
+      "2026-01-01T24:00:00Z",
+      "2026-01-01T10:60:00Z",
+      "2026-01-01T10:00:00+24:00",
+    ]) {
       expect(valueProblem(spud, v), v).toMatch(/RFC 3339/);
     }
-    for (const v of ["2026-02-28", "2028-02-29", "2026-04-30T23:59:59.123Z", "2026-12-31T00:00:00+05:30", "2016-12-31T23:59:60Z", "0099-01-01"]) {
+    for (const v of [
+      "2026-02-28",
+      "2028-02-29",
+      "2026-04-30T23:59:59.123Z",
+      "2026-12-31T00:00:00+05:30",
+      "2016-12-31T23:59:60Z",
+      "0099-01-01",
+    ]) {
       expect(valueProblem(spud, v), v).toBeUndefined();
     }
   });
@@ -89,11 +140,13 @@ describe("catalog and content computation (pure)", () => {
     const rows = JSON.parse('[{"__proto__": 1, "md": 2}, {"__proto__": 3, "md": 4}]') as Array<Record<string, unknown>>;
     const summary = summarizeTable(rows);
     expect(Object.keys(summary.columns)).toEqual(["__proto__", "md"]);
+    // biome-ignore lint/suspicious/noProto: the test is about a key named __proto__
     expect(JSON.parse(JSON.stringify(summary)).columns.__proto__).toEqual({ min: 1, max: 3, mean: 2, count: 2 });
     const catalog = catalogFrom(readCatalogFile());
     catalog["key-parameters"].apply({ ...item("__proto__"), dataType: "table" }, 1);
     const values = checkValues(JSON.parse('{"keyParameters": {"__proto__": [{"md": 1}]}}'), catalog);
     expect(Object.keys(values.keyParameters)).toEqual(["__proto__"]);
+    // biome-ignore lint/suspicious/noProto: the test is about a key named __proto__
     expect(JSON.parse(JSON.stringify(values)).keyParameters.__proto__).toEqual([{ md: 1 }]);
   });
 
@@ -149,7 +202,11 @@ describe("catalog routes", () => {
   });
 
   it("catalog - bad paging gets a 400 naming the parameter; credentials are required", async () => {
-    for (const [query, pointer] of [["limit=501", "/query/limit"], ["offset=x", "/query/offset"], ["limit=0", "/query/limit"]]) {
+    for (const [query, pointer] of [
+      ["limit=501", "/query/limit"],
+      ["offset=x", "/query/offset"],
+      ["limit=0", "/query/limit"],
+    ]) {
       const res = await derrick.call(`/v1/display-items?${query}`);
       expect(res.status).toBe(400);
       expect(((await res.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe(pointer);
@@ -162,26 +219,60 @@ describe("catalog routes", () => {
   it("catalog - an admin extends the catalog and every process serves the new item", async () => {
     // A second edge + projects actor, already running: it learns of additions through the KV watch.
     second = await startDerrick(nats, { actors: ["projects"] });
-    const body = { name: "Riser margin", description: "Whether the well keeps riser margin.", dataType: "boolean", category: "well", objectTypes: ["well"] };
-    expect((await derrick.call("/v1/key-parameters/riser-margin", { as: "alpha", method: "PUT", body: JSON.stringify(body) })).status).toBe(403);
-    const bad = await derrick.call("/v1/key-parameters/riser-margin", { as: "admin", method: "PUT", body: JSON.stringify({ ...body, dataType: "blob" }) });
+    const body = {
+      name: "Riser margin",
+      description: "Whether the well keeps riser margin.",
+      dataType: "boolean",
+      category: "well",
+      objectTypes: ["well"],
+    };
+    expect((await derrick.call("/v1/key-parameters/riser-margin", { as: "alpha", method: "PUT", body: JSON.stringify(body) })).status).toBe(
+      403,
+    );
+    const bad = await derrick.call("/v1/key-parameters/riser-margin", {
+      as: "admin",
+      method: "PUT",
+      body: JSON.stringify({ ...body, dataType: "blob" }),
+    });
     expect(bad.status).toBe(400);
-    expect((await derrick.call("/v1/key-parameters/riser-margin", { as: "admin", method: "PUT", body: JSON.stringify({ ...body, id: "other" }) })).status).toBe(400);
+    expect(
+      (
+        await derrick.call("/v1/key-parameters/riser-margin", {
+          as: "admin",
+          method: "PUT",
+          body: JSON.stringify({ ...body, id: "other" }),
+        })
+      ).status,
+    ).toBe(400);
     const created = await derrick.call("/v1/key-parameters/riser-margin", { as: "admin", method: "PUT", body: JSON.stringify(body) });
     expect(created.status).toBe(201);
     expect(await created.json()).toMatchObject({ id: "riser-margin", dataType: "boolean" });
-    expect((await derrick.call("/v1/key-parameters/riser-margin", { as: "admin", method: "PUT", body: JSON.stringify({ ...body, name: "Riser margin kept" }) })).status).toBe(200);
+    expect(
+      (
+        await derrick.call("/v1/key-parameters/riser-margin", {
+          as: "admin",
+          method: "PUT",
+          body: JSON.stringify({ ...body, name: "Riser margin kept" }),
+        })
+      ).status,
+    ).toBe(200);
     // Projects hold values of the item's type: an existing item (shipped or added) keeps its type.
-    for (const [path, dataType] of [["/v1/key-parameters/riser-margin", "number"], ["/v1/display-items/well-name", "table"]] as const) {
+    for (const [path, dataType] of [
+      ["/v1/key-parameters/riser-margin", "number"],
+      ["/v1/display-items/well-name", "table"],
+    ] as const) {
       const retyped = await derrick.call(path, { as: "admin", method: "PUT", body: JSON.stringify({ ...body, dataType }) });
       expect(retyped.status, path).toBe(409);
       expect(((await retyped.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe("/body/dataType");
     }
 
-    await eventually(async () => {
-      const listed = (await (await second!.call("/v1/key-parameters?category=well&limit=500")).json()) as CatalogPage;
-      return listed.items.find((i) => i.id === "riser-margin")?.name === "Riser margin kept";
-    }, { what: "the other process to serve the replacement" });
+    await eventually(
+      async () => {
+        const listed = (await (await second!.call("/v1/key-parameters?category=well&limit=500")).json()) as CatalogPage;
+        return listed.items.find((i) => i.id === "riser-margin")?.name === "Riser margin kept";
+      },
+      { what: "the other process to serve the replacement" },
+    );
     // A process started afterwards loads it at start.
     const third = await startDerrick(nats, { actors: ["projects"] });
     try {
@@ -192,13 +283,24 @@ describe("catalog routes", () => {
     }
 
     // Values and content requests accept it at once.
-    const put = await derrick.call("/v1/projects/p-ext", { as: "admin", method: "PUT", body: JSON.stringify({ name: "ext", members: ["alpha"], values: { keyParameters: { "riser-margin": true } } }) });
+    const put = await derrick.call("/v1/projects/p-ext", {
+      as: "admin",
+      method: "PUT",
+      body: JSON.stringify({ name: "ext", members: ["alpha"], values: { keyParameters: { "riser-margin": true } } }),
+    });
     expect(put.status).toBe(201);
-    const req = await derrick.call("/v1/projects/p-ext/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["riser-margin"] }) });
+    const req = await derrick.call("/v1/projects/p-ext/key-parameters/content/requests", {
+      method: "POST",
+      body: JSON.stringify({ ids: ["riser-margin"] }),
+    });
     expect(req.status).toBe(202);
     const { taskId, contentId } = (await req.json()) as { taskId: string; contentId: string };
-    await eventually(async () => ((await (await derrick.call(`/v2/projects/p-ext/tasks/${taskId}`)).json()) as { state: string }).state === "succeeded");
-    const content = (await (await derrick.call(`/v1/projects/p-ext/key-parameters/content/${contentId}`)).json()) as { items: Array<{ name: string; value: unknown }> };
+    await eventually(
+      async () => ((await (await derrick.call(`/v2/projects/p-ext/tasks/${taskId}`)).json()) as { state: string }).state === "succeeded",
+    );
+    const content = (await (await derrick.call(`/v1/projects/p-ext/key-parameters/content/${contentId}`)).json()) as {
+      items: Array<{ name: string; value: unknown }>;
+    };
     expect(content.items).toEqual([expect.objectContaining({ name: "Riser margin kept", value: true })]);
   });
 

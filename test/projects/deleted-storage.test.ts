@@ -39,18 +39,27 @@ describe("content storage deleted at runtime", () => {
   });
 
   const request = async () => {
-    const res = await derrick.call("/v1/projects/p-deleted/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["total-depth-md"] }) });
+    const res = await derrick.call("/v1/projects/p-deleted/key-parameters/content/requests", {
+      method: "POST",
+      body: JSON.stringify({ ids: ["total-depth-md"] }),
+    });
     expect(res.status, await res.clone().text()).toBe(202);
     return (await res.json()) as { taskId: string; contentId: string };
   };
-  const task = async (taskId: string) => (await (await derrick.call(`/v2/projects/p-deleted/tasks/${taskId}`)).json()) as { state: string; error?: string };
+  const task = async (taskId: string) =>
+    (await (await derrick.call(`/v2/projects/p-deleted/tasks/${taskId}`)).json()) as { state: string; error?: string };
   const settled = (taskId: string) =>
-    eventually(async () => {
-      const t = await task(taskId);
-      return t.state === "succeeded" || t.state === "failed" ? t : undefined;
-    }, { timeoutMs: 20_000, what: `task ${taskId} to finish` });
+    eventually(
+      async () => {
+        const t = await task(taskId);
+        return t.state === "succeeded" || t.state === "failed" ? t : undefined;
+      },
+      { timeoutMs: 20_000, what: `task ${taskId} to finish` },
+    );
 
-  it("storage - a task requested after the content bucket was deleted succeeds: the bucket is made again as it started", { timeout: 30_000 }, async () => {
+  it("storage - a task requested after the content bucket was deleted succeeds: the bucket is made again as it started", {
+    timeout: 30_000,
+  }, async () => {
     await startWorker();
     expect(await settled((await request()).taskId)).toMatchObject({ state: "succeeded" });
     expect(await jsm.streams.delete(`KV_${BUCKETS.content}`)).toBe(true);
@@ -70,22 +79,31 @@ describe("content storage deleted at runtime", () => {
     // Within the edge's request timeout (it answered 504 to every request while the bucket was gone).
     const accepted = await request();
     expect(await settled(accepted.taskId)).toMatchObject({ state: "succeeded" });
-    expect((await jsm.streams.info(`KV_${BUCKETS.tasks}`)).config).toMatchObject({ max_msgs_per_subject: 8, max_age: 7 * 86_400_000 * 1_000_000 });
+    expect((await jsm.streams.info(`KV_${BUCKETS.tasks}`)).config).toMatchObject({
+      max_msgs_per_subject: 8,
+      max_age: 7 * 86_400_000 * 1_000_000,
+    });
     // The tasks stored in the deleted bucket are gone with it.
     expect((await derrick.call(`/v2/projects/p-deleted/tasks/${before.taskId}`)).status).toBe(404);
   });
 
-  it("storage - a project written after the projects bucket was deleted is stored in a bucket made again", { timeout: 30_000 }, async () => {
+  it("storage - a project written after the projects bucket was deleted is stored in a bucket made again", {
+    timeout: 30_000,
+  }, async () => {
     expect(await jsm.streams.delete(`KV_${BUCKETS.projects}`)).toBe(true);
     // Made again on the server's deletion advisory (a read sent before that waits out the request
     // timeout: no stream answers it), with the options it started with.
-    const made = await eventually(() => jsm.streams.info(`KV_${BUCKETS.projects}`).catch(() => undefined), { what: "the projects bucket to be made again" });
+    const made = await eventually(() => jsm.streams.info(`KV_${BUCKETS.projects}`).catch(() => undefined), {
+      what: "the projects bucket to be made again",
+    });
     expect(made.config).toMatchObject({ max_msgs_per_subject: 1, allow_direct: true });
     expect((await putProject(derrick, "p-deleted")).status).toBe(201);
     expect((await derrick.call("/v1/projects/p-deleted")).status).toBe(200);
   });
 
-  it("storage - tasks accepted before the work-queue stream was deleted are queued again when a worker makes it again, and complete", { timeout: 30_000 }, async () => {
+  it("storage - tasks accepted before the work-queue stream was deleted are queued again when a worker makes it again, and complete", {
+    timeout: 30_000,
+  }, async () => {
     await stopWorker();
     const queued = await request();
     expect((await task(queued.taskId)).state).toBe("queued");
@@ -97,7 +115,9 @@ describe("content storage deleted at runtime", () => {
     expect((await jsm.consumers.info(TASK_STREAM, WORKER_CONSUMER)).config.ack_wait).toBe(ACK_WAIT_MS * 1_000_000);
   });
 
-  it("storage - a request after the work-queue stream was deleted makes it again, and the tasks accepted before are queued again", { timeout: 30_000 }, async () => {
+  it("storage - a request after the work-queue stream was deleted makes it again, and the tasks accepted before are queued again", {
+    timeout: 30_000,
+  }, async () => {
     await stopWorker();
     const queued = await request();
     expect(await jsm.streams.delete(TASK_STREAM)).toBe(true);
@@ -110,17 +130,22 @@ describe("content storage deleted at runtime", () => {
     await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, { what: "the queue to drain" });
   });
 
-  it("storage - a task whose message was purged from a work queue that stayed is queued again by a read once it is older than the ack wait", { timeout: 30_000 }, async () => {
+  it("storage - a task whose message was purged from a work queue that stayed is queued again by a read once it is older than the ack wait", {
+    timeout: 30_000,
+  }, async () => {
     await stopWorker();
     const queued = await request();
     expect((await jsm.streams.purge(TASK_STREAM)).purged).toBe(1);
     // Reads (the task, or its content answering 409) look once the task is older than the ack wait:
     // the queue holds no message at all, so the task has lost its own, and it is published again.
-    await eventually(async () => {
-      const res = await derrick.call(`/v1/projects/p-deleted/key-parameters/content/${queued.contentId}`);
-      expect(res.status).toBe(409);
-      return (await jsm.streams.info(TASK_STREAM)).state.messages === 1;
-    }, { timeoutMs: 10_000, intervalMs: 250, what: "a read to queue the task again" });
+    await eventually(
+      async () => {
+        const res = await derrick.call(`/v1/projects/p-deleted/key-parameters/content/${queued.contentId}`);
+        expect(res.status).toBe(409);
+        return (await jsm.streams.info(TASK_STREAM)).state.messages === 1;
+      },
+      { timeoutMs: 10_000, intervalMs: 250, what: "a read to queue the task again" },
+    );
     // Further reads add nothing while its message waits.
     await task(queued.taskId);
     expect((await jsm.streams.info(TASK_STREAM)).state.messages).toBe(1);
@@ -129,10 +154,16 @@ describe("content storage deleted at runtime", () => {
     await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, { what: "the queue to drain" });
   });
 
-  it("storage - a running worker whose work-queue stream is deleted makes it again and runs the tasks whose messages went with it", { timeout: 30_000 }, async () => {
+  it("storage - a running worker whose work-queue stream is deleted makes it again and runs the tasks whose messages went with it", {
+    timeout: 30_000,
+  }, async () => {
     await stopWorker();
     // One task at a time, each held 2 s: the first is running, the second waits in the queue.
-    worker = await startDerrick(nats, { actors: ["content-worker"], edge: false, env: { ...env, DERRICK_CONTENT_CONCURRENCY: "1", DERRICK_CONTENT_TASK_DELAY: "2s" } });
+    worker = await startDerrick(nats, {
+      actors: ["content-worker"],
+      edge: false,
+      env: { ...env, DERRICK_CONTENT_CONCURRENCY: "1", DERRICK_CONTENT_TASK_DELAY: "2s" },
+    });
     const running = await request();
     await eventually(async () => (await task(running.taskId)).state === "running", { what: "the first task to start" });
     const waiting = await request();
@@ -165,10 +196,23 @@ describe("content storage deleted at runtime, the advisory missed", () => {
     const jsm = await jetstreamManager(nc);
     expect(await jsm.streams.delete(`KV_${BUCKETS.tasks}`)).toBe(true);
     const now = new Date().toISOString();
-    const task: TaskRecord = { taskId: "tsk_guarded", projectId: "p", kind: "key-parameters", state: TaskState.queued, createdAt: now, contentId: "cnt_guarded", partition: "opendes", requestedBy: { clientId: "alpha", subject: "alpha" }, attempts: 0 };
+    const task: TaskRecord = {
+      taskId: "tsk_guarded",
+      projectId: "p",
+      kind: "key-parameters",
+      state: TaskState.queued,
+      createdAt: now,
+      contentId: "cnt_guarded",
+      partition: "opendes",
+      requestedBy: { clientId: "alpha", subject: "alpha" },
+      attempts: 0,
+    };
     await tasks.create(task);
     expect((await tasks.get("opendes", "tsk_guarded"))?.value).toEqual(task);
-    expect((await jsm.streams.info(`KV_${BUCKETS.tasks}`)).config).toMatchObject({ max_msgs_per_subject: 8, max_age: 7 * 86_400_000 * 1_000_000 });
+    expect((await jsm.streams.info(`KV_${BUCKETS.tasks}`)).config).toMatchObject({
+      max_msgs_per_subject: 8,
+      max_age: 7 * 86_400_000 * 1_000_000,
+    });
     // Without a guard the same write fails: the stream is gone.
     expect(await jsm.streams.delete(`KV_${BUCKETS.tasks}`)).toBe(true);
     await expect(taskStore(stores.tasks).create(task)).rejects.toThrow();

@@ -17,10 +17,17 @@ describe("content expiry", () => {
 
   it("expiry - content and parts are readable until about expiresAt and gone (404) within 2 s after it", { timeout: 90_000 }, async () => {
     await putProject(derrick, "p-exp", { values: drillingPlanValues(6000) });
-    const res = await derrick.call("/v1/projects/p-exp/display-items/content/requests", { method: "POST", body: JSON.stringify({ ids: ["trajectory-survey"] }) });
+    const res = await derrick.call("/v1/projects/p-exp/display-items/content/requests", {
+      method: "POST",
+      body: JSON.stringify({ ids: ["trajectory-survey"] }),
+    });
     const { taskId, contentId } = (await res.json()) as { taskId: string; contentId: string };
     const task = await eventually(async () => {
-      const t = (await (await derrick.call(`/v2/projects/p-exp/tasks/${taskId}`)).json()) as { state: string; completedAt?: string; expiresAt?: string };
+      const t = (await (await derrick.call(`/v2/projects/p-exp/tasks/${taskId}`)).json()) as {
+        state: string;
+        completedAt?: string;
+        expiresAt?: string;
+      };
       return t.state === "succeeded" ? t : undefined;
     });
     const expiresAt = Date.parse(task.expiresAt!);
@@ -47,6 +54,9 @@ describe("content expiry", () => {
     expect(gone.at).toBeLessThanOrEqual(expiresAt + 2_000);
     expect((await derrick.call(partPath)).status).toBe(404);
     // The task itself stays, saying when its result went away.
-    expect(await (await derrick.call(`/v2/projects/p-exp/tasks/${taskId}`)).json()).toMatchObject({ state: "succeeded", expiresAt: task.expiresAt });
+    expect(await (await derrick.call(`/v2/projects/p-exp/tasks/${taskId}`)).json()).toMatchObject({
+      state: "succeeded",
+      expiresAt: task.expiresAt,
+    });
   });
 });

@@ -14,7 +14,16 @@ import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
 import { subjects } from "../../subjects/index.ts";
 import { TaskState, type ProjectRecord, type TaskRecord, type WorkerStats } from "../../subjects/projects.ts";
 import { encodeJson } from "../../actors/runtime/kv.ts";
-import { TASK_STREAM, WORKER_CONSUMER, contentStore, ensureTaskQueue, openStores, projectStore, taskStore, type Stores } from "../../actors/projects/store.ts";
+import {
+  TASK_STREAM,
+  WORKER_CONSUMER,
+  contentStore,
+  ensureTaskQueue,
+  openStores,
+  projectStore,
+  taskStore,
+  type Stores,
+} from "../../actors/projects/store.ts";
 import { getContent, getContentPart, ids, runContentTask, type WorkerDeps } from "../../actors/projects/handlers.ts";
 import type { RequestContext } from "../../actors/runtime/context.ts";
 import { handleTask } from "../../actors/projects/worker.ts";
@@ -34,7 +43,13 @@ describe("content runs overtaken by a redelivery", () => {
     nc = await connect({ servers: nats.url });
     stores = await openStores(nc);
     await ensureTaskQueue(nc, ACK_WAIT_MS);
-    base = { catalog: catalogFrom(readCatalogFile()), projects: projectStore(stores.projects), tasks: taskStore(stores.tasks), content: contentStore(stores.content), delayMs: 0 };
+    base = {
+      catalog: catalogFrom(readCatalogFile()),
+      projects: projectStore(stores.projects),
+      tasks: taskStore(stores.tasks),
+      content: contentStore(stores.content),
+      delayMs: 0,
+    };
   });
   afterAll(async () => {
     await nc?.close();
@@ -49,12 +64,34 @@ describe("content runs overtaken by a redelivery", () => {
   async function acceptedTask(projectId: string): Promise<TaskRecord> {
     const now = new Date().toISOString();
     const incarnation = nuid.next();
-    const project: ProjectRecord = { projectId, name: projectId, members: ["alpha"], values: { displayItems: {}, keyParameters: { "total-depth-md": 3550 } }, createdAt: now, updatedAt: now, incarnation };
+    const project: ProjectRecord = {
+      projectId,
+      name: projectId,
+      members: ["alpha"],
+      values: { displayItems: {}, keyParameters: { "total-depth-md": 3550 } },
+      createdAt: now,
+      updatedAt: now,
+      incarnation,
+    };
     expect(await base.projects.write("opendes", project, 0)).toBe(true);
     const suffix = nuid.next();
-    const task: TaskRecord = { taskId: ids.task(suffix), projectId, kind: "key-parameters", state: TaskState.queued, createdAt: now, contentId: ids.content(suffix), partition: "opendes", ids: ["total-depth-md"], requestedBy: { clientId: "alpha", subject: "alpha" }, attempts: 0, projectIncarnation: incarnation };
+    const task: TaskRecord = {
+      taskId: ids.task(suffix),
+      projectId,
+      kind: "key-parameters",
+      state: TaskState.queued,
+      createdAt: now,
+      contentId: ids.content(suffix),
+      partition: "opendes",
+      ids: ["total-depth-md"],
+      requestedBy: { clientId: "alpha", subject: "alpha" },
+      attempts: 0,
+      projectIncarnation: incarnation,
+    };
     await base.tasks.create(task);
-    await stores.js.publish(subjects.content.tasks("opendes", task.taskId), encodeJson({ partition: "opendes", taskId: task.taskId }), { msgID: task.taskId });
+    await stores.js.publish(subjects.content.tasks("opendes", task.taskId), encodeJson({ partition: "opendes", taskId: task.taskId }), {
+      msgID: task.taskId,
+    });
     return task;
   }
 
@@ -70,7 +107,10 @@ describe("content runs overtaken by a redelivery", () => {
     // Worker A starts the run (attempt 1), then stalls on its project read, past the ack wait.
     let resumeA!: () => void;
     const stall = new Promise<void>((resolve) => (resumeA = resolve));
-    const workerA: WorkerDeps = { ...base, projects: { ...base.projects, get: async (...args) => (await stall, base.projects.get(...args)) } };
+    const workerA: WorkerDeps = {
+      ...base,
+      projects: { ...base.projects, get: async (...args) => (await stall, base.projects.get(...args)) },
+    };
     const first = (await nextDelivery())!;
     const runA = handleTask(first, workerA, ACK_WAIT_MS, stats(), log);
     await eventually(async () => (await stored(task.taskId)).attempts === 1, { what: "the first run to start" });
@@ -98,7 +138,9 @@ describe("content runs overtaken by a redelivery", () => {
     await handleTask(third!, base, ACK_WAIT_MS, statsC, log);
     expect(statsC.completed).toBe(1);
     expect(await stored(task.taskId)).toMatchObject({ state: "succeeded", attempts: 3 });
-    await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, { what: "the acked message to leave the work queue" });
+    await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, {
+      what: "the acked message to leave the work queue",
+    });
   });
 
   it("worker - a run overtaken by a newer run does not fail the task either: the newer run decides", async () => {
@@ -106,7 +148,11 @@ describe("content runs overtaken by a redelivery", () => {
     const message = { partition: "opendes", taskId: task.taskId };
     let resume!: () => void;
     const stall = new Promise<void>((resolve) => (resume = resolve));
-    const stale = runContentTask(message, { ...base, projects: { ...base.projects, get: async (...args) => (await stall, base.projects.get(...args)) } }, { attempt: 1, last: false, working: () => undefined, hold: async () => undefined });
+    const stale = runContentTask(
+      message,
+      { ...base, projects: { ...base.projects, get: async (...args) => (await stall, base.projects.get(...args)) } },
+      { attempt: 1, last: false, working: () => undefined, hold: async () => undefined },
+    );
     await eventually(async () => (await stored(task.taskId)).attempts === 1, { what: "the first run to start" });
     // A newer run starts meanwhile; then the requester leaves the project.
     const current = (await base.tasks.get("opendes", task.taskId))!;
@@ -132,7 +178,13 @@ describe("content runs overtaken by a redelivery", () => {
         ...base.content,
         async write(...args) {
           const project = (await base.projects.get("opendes", "p-overtaken-write"))!;
-          expect(await base.projects.write("opendes", { ...project.value, values: { displayItems: {}, keyParameters: { "total-depth-md": 4100 } } }, project.revision)).toBe(true);
+          expect(
+            await base.projects.write(
+              "opendes",
+              { ...project.value, values: { displayItems: {}, keyParameters: { "total-depth-md": 4100 } } },
+              project.revision,
+            ),
+          ).toBe(true);
           outcomeB = await runContentTask(message, base, delivery(2));
           return base.content.write(...args);
         },
@@ -151,9 +203,21 @@ describe("content runs overtaken by a redelivery", () => {
   it("worker - a content or part written by a run other than the one that completed the task is not served", async () => {
     const task = await acceptedTask("p-overtaken-read");
     const message = { partition: "opendes", taskId: task.taskId };
-    expect(await runContentTask(message, base, { attempt: 1, last: false, working: () => undefined, hold: async () => undefined })).toBe("completed");
-    const deps = { catalog: base.catalog, catalogStore: undefined as never, projects: base.projects, tasks: base.tasks, content: base.content, enqueue: async () => undefined };
-    const ctx = { principal: { clientId: "alpha", subject: "alpha", groups: [], kind: "service" }, partition: "opendes" } as unknown as RequestContext;
+    expect(await runContentTask(message, base, { attempt: 1, last: false, working: () => undefined, hold: async () => undefined })).toBe(
+      "completed",
+    );
+    const deps = {
+      catalog: base.catalog,
+      catalogStore: undefined as never,
+      projects: base.projects,
+      tasks: base.tasks,
+      content: base.content,
+      enqueue: async () => undefined,
+    };
+    const ctx = {
+      principal: { clientId: "alpha", subject: "alpha", groups: [], kind: "service" },
+      partition: "opendes",
+    } as unknown as RequestContext;
     const ref = { projectId: "p-overtaken-read", kind: "key-parameters" as const, contentId: task.contentId };
     const served = await getContent(ref, ctx, deps);
     expect(served).not.toHaveProperty("run");
@@ -164,7 +228,21 @@ describe("content runs overtaken by a redelivery", () => {
     await kv.put(`opendes.c.${task.contentId}`, JSON.stringify({ ...served, run: 7 }));
     await expect(getContent(ref, ctx, deps)).rejects.toMatchObject({ status: 404 });
     const partId = `prt_${task.contentId.slice(4)}_0`;
-    await kv.put(`opendes.p.${partId}`, JSON.stringify({ contentPartId: partId, contentId: task.contentId, projectId: "p-overtaken-read", kind: "key-parameters", index: 0, count: 1, data: "[]", run: 7 }));
-    await expect(getContentPart({ projectId: "p-overtaken-read", kind: "key-parameters", contentPartId: partId }, ctx, deps)).rejects.toMatchObject({ status: 404 });
+    await kv.put(
+      `opendes.p.${partId}`,
+      JSON.stringify({
+        contentPartId: partId,
+        contentId: task.contentId,
+        projectId: "p-overtaken-read",
+        kind: "key-parameters",
+        index: 0,
+        count: 1,
+        data: "[]",
+        run: 7,
+      }),
+    );
+    await expect(
+      getContentPart({ projectId: "p-overtaken-read", kind: "key-parameters", contentPartId: partId }, ctx, deps),
+    ).rejects.toMatchObject({ status: 404 });
   });
 });

@@ -38,7 +38,12 @@ describe("projects and membership", () => {
   it("projects - an admin creates a project (201), replaces it (200) and members read it", async () => {
     const created = await putProject(derrick, "plan-a");
     expect(created.status).toBe(201);
-    const project = (await created.json()) as { projectId: string; members: string[]; values: { keyParameters: Record<string, unknown> }; createdAt: string };
+    const project = (await created.json()) as {
+      projectId: string;
+      members: string[];
+      values: { keyParameters: Record<string, unknown> };
+      createdAt: string;
+    };
     expect(project).toMatchObject({ projectId: "plan-a", members: ["alpha"] });
     expect(project.values.keyParameters["total-depth-md"]).toBe(3550);
 
@@ -54,7 +59,11 @@ describe("projects and membership", () => {
 
   it("projects - a PUT without values keeps the values held", async () => {
     await putProject(derrick, "plan-keep");
-    const res = await derrick.call("/v1/projects/plan-keep", { as: "admin", method: "PUT", body: JSON.stringify({ name: "Keep", members: ["alpha", "beta"] }) });
+    const res = await derrick.call("/v1/projects/plan-keep", {
+      as: "admin",
+      method: "PUT",
+      body: JSON.stringify({ name: "Keep", members: ["alpha", "beta"] }),
+    });
     expect(res.status).toBe(200);
     const project = (await res.json()) as { members: string[]; values: { displayItems: Record<string, unknown> } };
     expect(project.members).toEqual(["alpha", "beta"]);
@@ -69,16 +78,26 @@ describe("projects and membership", () => {
       [{ projectId: "other", name: "x", members: [] }, "/body/projectId"],
       [{ name: "x", members: [], values: { displayItems: { "no-such-item": 1 } } }, "/body/values/displayItems/no-such-item"],
       [{ name: "x", members: [], values: { keyParameters: { "total-depth-md": "deep" } } }, "/body/values/keyParameters/total-depth-md"],
-      [{ name: "x", members: [], values: { displayItems: { "trajectory-survey": [{ md: [1] }] } } }, "/body/values/displayItems/trajectory-survey"],
+      [
+        { name: "x", members: [], values: { displayItems: { "trajectory-survey": [{ md: [1] }] } } },
+        "/body/values/displayItems/trajectory-survey",
+      ],
       [{ name: "x", members: [], values: { displayItems: { "spud-date": "next week" } } }, "/body/values/displayItems/spud-date"],
     ];
     for (const [body, pointer] of cases) {
       const res = await derrick.call("/v1/projects/plan-bad", { as: "admin", method: "PUT", body: JSON.stringify(body) });
       expect(res.status, JSON.stringify(body)).toBe(400);
       const problem = (await res.json()) as { errors: Array<{ pointer: string }> };
-      expect(problem.errors.map((e) => e.pointer), JSON.stringify(body)).toContain(pointer);
+      expect(
+        problem.errors.map((e) => e.pointer),
+        JSON.stringify(body),
+      ).toContain(pointer);
     }
-    const badPath = await derrick.call("/v1/projects/bad.id", { as: "admin", method: "PUT", body: JSON.stringify({ name: "x", members: [] }) });
+    const badPath = await derrick.call("/v1/projects/bad.id", {
+      as: "admin",
+      method: "PUT",
+      body: JSON.stringify({ name: "x", members: [] }),
+    });
     expect(badPath.status).toBe(400);
     expect((await derrick.call("/v1/projects/plan-bad", { as: "admin" })).status).toBe(404);
   });
@@ -105,7 +124,10 @@ describe("projects and membership", () => {
 
   it("projects - every project route answers 404 for an unknown project", async () => {
     for (const route of memberRoutes("plan-none")) expect((await send(route, "beta")).status, `${route.method} ${route.path}`).toBe(404);
-    for (const route of [...adminRoutes("plan-none").filter((r) => r.method !== "PUT" || r.path.includes("/members/")), { method: "GET", path: "/v1/projects/plan-none" }]) {
+    for (const route of [
+      ...adminRoutes("plan-none").filter((r) => r.method !== "PUT" || r.path.includes("/members/")),
+      { method: "GET", path: "/v1/projects/plan-none" },
+    ]) {
       expect((await send(route, "admin")).status, `${route.method} ${route.path}`).toBe(404);
     }
   });
@@ -119,10 +141,15 @@ describe("projects and membership", () => {
 
   it("projects - a member beyond the project's limit is a 400 naming the member", async () => {
     const members = Array.from({ length: 1000 }, (_, i) => `m${i}`);
-    expect((await derrick.call("/v1/projects/plan-full", { as: "admin", method: "PUT", body: JSON.stringify({ name: "Full", members }) })).status).toBe(201);
+    expect(
+      (await derrick.call("/v1/projects/plan-full", { as: "admin", method: "PUT", body: JSON.stringify({ name: "Full", members }) }))
+        .status,
+    ).toBe(201);
     const res = await derrick.call("/v1/projects/plan-full/members/one-more", { as: "admin", method: "PUT" });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { errors: Array<{ pointer: string; message: string }> }).errors).toEqual([{ pointer: "/params/memberId", message: expect.stringMatching(/at most 1000/) }]);
+    expect(((await res.json()) as { errors: Array<{ pointer: string; message: string }> }).errors).toEqual([
+      { pointer: "/params/memberId", message: expect.stringMatching(/at most 1000/) },
+    ]);
     // One already there is no addition.
     expect((await derrick.call("/v1/projects/plan-full/members/m7", { as: "admin", method: "PUT" })).status).toBe(204);
   });
@@ -133,7 +160,16 @@ describe("projects and membership", () => {
     const userToken = await mintToken(key, { sub: "jane-doe", client_id: "beta", groups: [] }, derrick.cfg.auth.audience, 600);
     const asJane = { authorization: `Bearer ${userToken}`, appkey: TEST_CLIENTS.beta.appkey };
     await putProject(derrick, "plan-sub", { members: ["jane-doe"] });
-    expect((await derrick.call("/v1/projects/plan-sub/display-items/content/requests", { as: null, headers: asJane, method: "POST", body: "{}" })).status).toBe(202);
+    expect(
+      (
+        await derrick.call("/v1/projects/plan-sub/display-items/content/requests", {
+          as: null,
+          headers: asJane,
+          method: "POST",
+          body: "{}",
+        })
+      ).status,
+    ).toBe(202);
     expect((await derrick.call("/v1/projects/plan-sub", { as: "beta" })).status).toBe(403);
     await putProject(derrick, "plan-client", { members: ["beta"] });
     expect((await derrick.call("/v1/projects/plan-client", { as: null, headers: asJane })).status).toBe(200);

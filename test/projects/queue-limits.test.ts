@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Kvm } from "@nats-io/kv";
 import { RetentionPolicy, jetstreamManager } from "@nats-io/jetstream";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { BUCKETS, TASK_STREAM } from "../../actors/projects/store.ts";
@@ -22,7 +21,11 @@ describe("content work-queue limits", () => {
     nats = await startTestNats();
     // A stream from a version without limits: the projects actor applies the configured ones at start.
     const nc = await connectNats(nats.url, "queue-limits-test");
-    await (await jetstreamManager(nc)).streams.add({ name: TASK_STREAM, subjects: [subjects.content.allTasks()], retention: RetentionPolicy.Workqueue });
+    await (await jetstreamManager(nc)).streams.add({
+      name: TASK_STREAM,
+      subjects: [subjects.content.allTasks()],
+      retention: RetentionPolicy.Workqueue,
+    });
     await nc.close();
     // No content worker yet: every accepted task stays unfinished.
     derrick = await startDerrick(nats, {
@@ -38,7 +41,11 @@ describe("content work-queue limits", () => {
   });
 
   const request = (as: "alpha" | "beta" | "admin") =>
-    derrick.call("/v1/projects/p-limits/key-parameters/content/requests", { as, method: "POST", body: JSON.stringify({ ids: ["total-depth-md"] }) });
+    derrick.call("/v1/projects/p-limits/key-parameters/content/requests", {
+      as,
+      method: "POST",
+      body: JSON.stringify({ ids: ["total-depth-md"] }),
+    });
   const storedTasks = async () => {
     let n = 0;
     for await (const _ of await (await openBucket(derrick.nc, BUCKETS.tasks)).keys()) n++;
@@ -47,7 +54,12 @@ describe("content work-queue limits", () => {
 
   it("limits - a stream made without limits gets the configured ones at start", async () => {
     const info = await (await jetstreamManager(derrick.nc)).streams.info(TASK_STREAM);
-    expect(info.config).toMatchObject({ max_msgs: TOTAL, max_msgs_per_subject: PER_REQUESTER, discard: "new", discard_new_per_subject: true });
+    expect(info.config).toMatchObject({
+      max_msgs: TOTAL,
+      max_msgs_per_subject: PER_REQUESTER,
+      discard: "new",
+      discard_new_per_subject: true,
+    });
   });
 
   it("limits - past its unfinished tasks a requester gets 429 with Retry-After and leaves no task behind; others are not held by it", async () => {
@@ -72,7 +84,10 @@ describe("content work-queue limits", () => {
   it("limits - once its tasks completed, a requester is admitted again", { timeout: 20_000 }, async () => {
     worker = await startDerrick(nats, { actors: ["content-worker"], edge: false });
     const jsm = await jetstreamManager(derrick.nc);
-    await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, { timeoutMs: 15_000, what: "the queue to drain" });
+    await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, {
+      timeoutMs: 15_000,
+      what: "the queue to drain",
+    });
     expect((await request("alpha")).status).toBe(202);
   });
 });

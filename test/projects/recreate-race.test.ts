@@ -39,7 +39,8 @@ describe("a bucket made again by another process", () => {
             try {
               return await value.apply(receiver, args);
             } catch (error) {
-              if (!(await jsm.streams.info(`KV_${BUCKETS.tasks}`).catch(() => undefined))) await new Kvm(other).create(BUCKETS.tasks, { history: 8 });
+              if (!(await jsm.streams.info(`KV_${BUCKETS.tasks}`).catch(() => undefined)))
+                await new Kvm(other).create(BUCKETS.tasks, { history: 8 });
               throw error;
             }
           };
@@ -48,7 +49,17 @@ describe("a bucket made again by another process", () => {
       stores.guard.tasks,
     );
     const now = new Date().toISOString();
-    const task: TaskRecord = { taskId: "tsk_raced", projectId: "p", kind: "key-parameters", state: TaskState.queued, createdAt: now, contentId: "cnt_raced", partition: "opendes", requestedBy: { clientId: "alpha", subject: "alpha" }, attempts: 0 };
+    const task: TaskRecord = {
+      taskId: "tsk_raced",
+      projectId: "p",
+      kind: "key-parameters",
+      state: TaskState.queued,
+      createdAt: now,
+      contentId: "cnt_raced",
+      partition: "opendes",
+      requestedBy: { clientId: "alpha", subject: "alpha" },
+      attempts: 0,
+    };
     await tasks.create(task);
     expect((await tasks.get("opendes", "tsk_raced"))?.value).toEqual(task);
   });

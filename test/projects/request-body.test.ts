@@ -17,7 +17,10 @@ describe("content request bodies", () => {
   });
 
   const post = (body?: string, contentType = "application/json") =>
-    derrick.call("/v1/projects/p-body/key-parameters/content/requests", { method: "POST", ...(body === undefined ? {} : { body, headers: { "content-type": contentType } }) });
+    derrick.call("/v1/projects/p-body/key-parameters/content/requests", {
+      method: "POST",
+      ...(body === undefined ? {} : { body, headers: { "content-type": contentType } }),
+    });
 
   it("tasks - a body that is not JSON is a 400 problem, not a request for every item", async () => {
     for (const body of ["{", '{"ids": ["total-cost"', "not json", '{"ids":["total-cost"]} trailing']) {

@@ -3,15 +3,39 @@ import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNat
 import { subjects } from "../../subjects/index.ts";
 import type { WorkerStats } from "../../subjects/projects.ts";
 import { drillingPlanValues, putProject } from "./fixtures.ts";
-import { Kvm } from "@nats-io/kv";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { BUCKETS, TASK_STREAM, WORKER_CONSUMER, contentStore, openStores, projectStore, taskStore } from "../../actors/projects/store.ts";
 import { MAX_RUNS, runContentTask, type WorkerDeps } from "../../actors/projects/handlers.ts";
 import { catalogFrom, readCatalogFile } from "../../actors/projects/catalog.ts";
 
-type TaskBody = { taskId: string; projectId: string; kind: string; state: string; createdAt: string; startedAt?: string; completedAt?: string; expiresAt?: string; contentId?: string; error?: string };
-type ContentItem = { id: string; status: string; value: unknown; unit?: string; summary?: { rows: number; columns: Record<string, { min: number; max: number }> } };
-type ContentBody = { contentId: string; taskId: string; itemCount: number; setCount: number; size: number; items?: ContentItem[]; parts?: string[] };
+type TaskBody = {
+  taskId: string;
+  projectId: string;
+  kind: string;
+  state: string;
+  createdAt: string;
+  startedAt?: string;
+  completedAt?: string;
+  expiresAt?: string;
+  contentId?: string;
+  error?: string;
+};
+type ContentItem = {
+  id: string;
+  status: string;
+  value: unknown;
+  unit?: string;
+  summary?: { rows: number; columns: Record<string, { min: number; max: number }> };
+};
+type ContentBody = {
+  contentId: string;
+  taskId: string;
+  itemCount: number;
+  setCount: number;
+  size: number;
+  items?: ContentItem[];
+  parts?: string[];
+};
 
 describe("content tasks", () => {
   let nats: TestNats;
@@ -28,29 +52,44 @@ describe("content tasks", () => {
     await nats?.cleanup();
   });
 
-  const startWorker = (delay = "0") => startDerrick(nats, { actors: ["content-worker"], edge: false, env: { DERRICK_CONTENT_TASK_DELAY: delay } });
+  const startWorker = (delay = "0") =>
+    startDerrick(nats, { actors: ["content-worker"], edge: false, env: { DERRICK_CONTENT_TASK_DELAY: delay } });
   const request = async (projectId: string, kind = "display-items", body: unknown = {}) => {
     const res = await derrick.call(`/v1/projects/${projectId}/${kind}/content/requests`, { method: "POST", body: JSON.stringify(body) });
     expect(res.status, await res.clone().text()).toBe(202);
     return { ...((await res.json()) as { taskId: string; contentId: string }), location: res.headers.get("location") };
   };
-  const storedTask = async (taskId: string) => (await (await openBucket(derrick.nc, BUCKETS.tasks)).get(`opendes.${taskId}`))?.json<TaskBody>();
-  const task = async (projectId: string, taskId: string) => (await (await derrick.call(`/v2/projects/${projectId}/tasks/${taskId}`)).json()) as TaskBody;
+  const storedTask = async (taskId: string) =>
+    (await (await openBucket(derrick.nc, BUCKETS.tasks)).get(`opendes.${taskId}`))?.json<TaskBody>();
+  const task = async (projectId: string, taskId: string) =>
+    (await (await derrick.call(`/v2/projects/${projectId}/tasks/${taskId}`)).json()) as TaskBody;
   const settled = (projectId: string, taskId: string) =>
-    eventually(async () => {
-      const t = await task(projectId, taskId);
-      return t.state === "succeeded" || t.state === "failed" ? t : undefined;
-    }, { timeoutMs: 15_000, what: `task ${taskId} to finish` });
+    eventually(
+      async () => {
+        const t = await task(projectId, taskId);
+        return t.state === "succeeded" || t.state === "failed" ? t : undefined;
+      },
+      { timeoutMs: 15_000, what: `task ${taskId} to finish` },
+    );
 
   it("tasks - a request for unknown items is refused at once with a 400 naming the id", async () => {
     await putProject(derrick, "p-unknown");
-    const res = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["total-depth-md", "no-such-parameter"] }) });
+    const res = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", {
+      method: "POST",
+      body: JSON.stringify({ ids: ["total-depth-md", "no-such-parameter"] }),
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe("/body/ids/1");
-    const strict = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["total-depth-md"], format: "csv" }) });
+    const strict = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", {
+      method: "POST",
+      body: JSON.stringify({ ids: ["total-depth-md"], format: "csv" }),
+    });
     expect(strict.status).toBe(400);
     // A display item id is not a key parameter.
-    const crossed = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["trajectory-survey"] }) });
+    const crossed = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", {
+      method: "POST",
+      body: JSON.stringify({ ids: ["trajectory-survey"] }),
+    });
     expect(crossed.status).toBe(400);
   });
 
@@ -59,13 +98,22 @@ describe("content tasks", () => {
     const accepted = await request("p-life");
     expect(accepted.location).toBe(`/v2/projects/p-life/tasks/${accepted.taskId}`);
     const queued = await task("p-life", accepted.taskId);
-    expect(queued).toMatchObject({ taskId: accepted.taskId, projectId: "p-life", kind: "display-items", state: "queued", contentId: accepted.contentId });
+    expect(queued).toMatchObject({
+      taskId: accepted.taskId,
+      projectId: "p-life",
+      kind: "display-items",
+      state: "queued",
+      contentId: accepted.contentId,
+    });
     const early = await derrick.call(`/v1/projects/p-life/display-items/content/${accepted.contentId}`);
     expect(early.status).toBe(409);
     expect(await early.json()).toMatchObject({ taskId: accepted.taskId, state: "queued" });
 
     worker = await startWorker("800ms");
-    const running = await eventually(async () => ((await task("p-life", accepted.taskId)).state === "running" ? task("p-life", accepted.taskId) : undefined), { what: "running" });
+    const running = await eventually(
+      async () => ((await task("p-life", accepted.taskId)).state === "running" ? task("p-life", accepted.taskId) : undefined),
+      { what: "running" },
+    );
     expect(running.startedAt).toBeTruthy();
     const during = await derrick.call(`/v1/projects/p-life/display-items/content/${accepted.contentId}`);
     expect(during.status).toBe(409);
@@ -81,7 +129,12 @@ describe("content tasks", () => {
     expect(res.status).toBe(200);
     const content = (await res.json()) as ContentBody;
     const values = drillingPlanValues();
-    expect(content).toMatchObject({ contentId: accepted.contentId, taskId: accepted.taskId, itemCount: 33, setCount: Object.keys(values.displayItems).length });
+    expect(content).toMatchObject({
+      contentId: accepted.contentId,
+      taskId: accepted.taskId,
+      itemCount: 33,
+      setCount: Object.keys(values.displayItems).length,
+    });
     const byId = new Map(content.items!.map((i) => [i.id, i]));
     expect(byId.get("well-name")).toMatchObject({ status: "set", value: "NO 15/9-F-21 A" });
     expect(byId.get("water-depth")).toMatchObject({ status: "set", value: 91, unit: "m" });
@@ -121,10 +174,13 @@ describe("content tasks", () => {
     expect((await derrick.call("/v1/projects/p-left/members/alpha", { as: "admin", method: "DELETE" })).status).toBe(204);
     worker = await startWorker();
     // The left project still exists: its task is read by a remaining member.
-    const leftTask = await eventually(async () => {
-      const t = (await (await derrick.call(`/v2/projects/p-left/tasks/${left.taskId}`, { as: "beta" })).json()) as TaskBody;
-      return t.state === "failed" ? t : undefined;
-    }, { what: "p-left task to fail" });
+    const leftTask = await eventually(
+      async () => {
+        const t = (await (await derrick.call(`/v2/projects/p-left/tasks/${left.taskId}`, { as: "beta" })).json()) as TaskBody;
+        return t.state === "failed" ? t : undefined;
+      },
+      { what: "p-left task to fail" },
+    );
     expect(leftTask.error).toMatch(/no longer a member/);
     expect(leftTask.completedAt).toBeTruthy();
     expect(leftTask.expiresAt).toBeUndefined();
@@ -133,8 +189,10 @@ describe("content tasks", () => {
     expect(await content.json()).toMatchObject({ taskId: left.taskId, state: "failed" });
     // The deleted project answers 404 on every route, task included; its task failed in storage.
     expect((await derrick.call(`/v2/projects/p-gone/tasks/${gone.taskId}`)).status).toBe(404);
-    await eventually(async () => (await derrick.bus.request<WorkerStats>(subjects.content.stats(), undefined)).body.failed === 2, { what: "both tasks run" });
-    expect((await storedTask(gone.taskId))).toMatchObject({ state: "failed", error: expect.stringMatching(/deleted/) });
+    await eventually(async () => (await derrick.bus.request<WorkerStats>(subjects.content.stats(), undefined)).body.failed === 2, {
+      what: "both tasks run",
+    });
+    expect(await storedTask(gone.taskId)).toMatchObject({ state: "failed", error: expect.stringMatching(/deleted/) });
     // The id taken again is a new project: the old task is not its.
     await putProject(derrick, "p-gone");
     expect((await derrick.call(`/v2/projects/p-gone/tasks/${gone.taskId}`)).status).toBe(404);
@@ -151,15 +209,22 @@ describe("content tasks", () => {
     expect((await derrick.call("/v1/projects/p-again", { as: "admin", method: "DELETE" })).status).toBe(204);
     await putProject(derrick, "p-again", { members: ["beta"], values: { keyParameters: { "total-cost": 1 } } });
     // beta was never a member of the first project: nothing of it is readable through the second.
-    for (const path of [`/v2/projects/p-again/tasks/${done.taskId}`, `/v1/projects/p-again/key-parameters/content/${done.contentId}`, `/v2/projects/p-again/tasks/${queued.taskId}`]) {
+    for (const path of [
+      `/v2/projects/p-again/tasks/${done.taskId}`,
+      `/v1/projects/p-again/key-parameters/content/${done.contentId}`,
+      `/v2/projects/p-again/tasks/${queued.taskId}`,
+    ]) {
       expect((await derrick.call(path, { as: "beta" })).status, path).toBe(404);
     }
     // The task queued for the first project fails rather than compute from the second one's values.
     worker = await startWorker();
-    const failed = await eventually(async () => {
-      const t = await storedTask(queued.taskId);
-      return t?.state === "failed" ? t : undefined;
-    }, { what: "the old project's queued task to fail" });
+    const failed = await eventually(
+      async () => {
+        const t = await storedTask(queued.taskId);
+        return t?.state === "failed" ? t : undefined;
+      },
+      { what: "the old project's queued task to fail" },
+    );
     expect(failed.error).toMatch(/deleted/);
   });
 
@@ -170,7 +235,21 @@ describe("content tasks", () => {
     const accepted = await request("p-early", "key-parameters", { ids: ["total-cost"] });
     // What a run leaves when it crashed between writing the content and marking the task succeeded.
     const kv = await openBucket(derrick.nc, BUCKETS.content);
-    await kv.put(`opendes.c.${accepted.contentId}`, JSON.stringify({ contentId: accepted.contentId, taskId: accepted.taskId, projectId: "p-early", kind: "key-parameters", createdAt: new Date().toISOString(), expiresAt: new Date(Date.now() + 60_000).toISOString(), itemCount: 1, setCount: 1, size: 2, items: [] }));
+    await kv.put(
+      `opendes.c.${accepted.contentId}`,
+      JSON.stringify({
+        contentId: accepted.contentId,
+        taskId: accepted.taskId,
+        projectId: "p-early",
+        kind: "key-parameters",
+        createdAt: new Date().toISOString(),
+        expiresAt: new Date(Date.now() + 60_000).toISOString(),
+        itemCount: 1,
+        setCount: 1,
+        size: 2,
+        items: [],
+      }),
+    );
     const early = await derrick.call(`/v1/projects/p-early/key-parameters/content/${accepted.contentId}`);
     expect(early.status).toBe(409);
     expect(await early.json()).toMatchObject({ taskId: accepted.taskId, state: "queued" });
@@ -184,7 +263,11 @@ describe("content tasks", () => {
     // Five runs started and none came back (workers killed mid-run): the count is in the task.
     const kv = await openBucket(derrick.nc, BUCKETS.tasks);
     const entry = (await kv.get(`opendes.${accepted.taskId}`))!;
-    await kv.update(`opendes.${accepted.taskId}`, JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS }), entry.revision);
+    await kv.update(
+      `opendes.${accepted.taskId}`,
+      JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS }),
+      entry.revision,
+    );
     // A consumer from an older version capped deliveries (JetStream then stops redelivering silently).
     const jsm = await jetstreamManager(derrick.nc);
     await jsm.consumers.update(TASK_STREAM, WORKER_CONSUMER, { max_deliver: 5 });
@@ -200,13 +283,20 @@ describe("content tasks", () => {
     await putProject(derrick, "p-outage");
     const accepted = await request("p-outage", "key-parameters", { ids: ["total-cost"] });
     const stores = await openStores(derrick.nc);
-    const deps: WorkerDeps = { catalog: catalogFrom(readCatalogFile()), projects: projectStore(stores.projects), tasks: taskStore(stores.tasks), content: contentStore(stores.content), delayMs: 0 };
+    const deps: WorkerDeps = {
+      catalog: catalogFrom(readCatalogFile()),
+      projects: projectStore(stores.projects),
+      tasks: taskStore(stores.tasks),
+      content: contentStore(stores.content),
+      delayMs: 0,
+    };
     // The content bucket cannot be written for a while: each run throws, the wiring naks with backoff.
     const away: WorkerDeps = { ...deps, content: { ...deps.content, write: () => Promise.reject(new Error("storage away")) } };
     const message = { partition: "opendes", taskId: accepted.taskId };
     const delivery = (attempt: number) => ({ attempt, last: false, working: () => undefined, hold: async () => undefined });
     const outage = 2 * MAX_RUNS;
-    for (let attempt = 1; attempt <= outage; attempt++) await expect(runContentTask(message, away, delivery(attempt))).rejects.toThrow(/storage away/);
+    for (let attempt = 1; attempt <= outage; attempt++)
+      await expect(runContentTask(message, away, delivery(attempt))).rejects.toThrow(/storage away/);
     expect(await storedTask(accepted.taskId)).toMatchObject({ state: "running", attempts: outage, erroredRuns: outage });
     // Storage is back: the next delivery completes the task.
     expect(await runContentTask(message, deps, delivery(outage + 1))).toBe("completed");
@@ -222,11 +312,31 @@ describe("content tasks", () => {
     // Eight runs started, three of them reported an infrastructure error: five never finished.
     const kv = await openBucket(derrick.nc, BUCKETS.tasks);
     const entry = (await kv.get(`opendes.${accepted.taskId}`))!;
-    await kv.update(`opendes.${accepted.taskId}`, JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS + 3, erroredRuns: 3 }), entry.revision);
+    await kv.update(
+      `opendes.${accepted.taskId}`,
+      JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS + 3, erroredRuns: 3 }),
+      entry.revision,
+    );
     const stores = await openStores(derrick.nc);
-    const deps: WorkerDeps = { catalog: catalogFrom(readCatalogFile()), projects: projectStore(stores.projects), tasks: taskStore(stores.tasks), content: contentStore(stores.content), delayMs: 0 };
-    expect(await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, { attempt: 9, last: false, working: () => undefined, hold: async () => undefined })).toBe("failed");
-    expect(await task("p-mixed", accepted.taskId)).toMatchObject({ state: "failed", error: expect.stringMatching(/5 runs ended without finishing/) });
+    const deps: WorkerDeps = {
+      catalog: catalogFrom(readCatalogFile()),
+      projects: projectStore(stores.projects),
+      tasks: taskStore(stores.tasks),
+      content: contentStore(stores.content),
+      delayMs: 0,
+    };
+    expect(
+      await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, {
+        attempt: 9,
+        last: false,
+        working: () => undefined,
+        hold: async () => undefined,
+      }),
+    ).toBe("failed");
+    expect(await task("p-mixed", accepted.taskId)).toMatchObject({
+      state: "failed",
+      error: expect.stringMatching(/5 runs ended without finishing/),
+    });
   });
 
   it("tasks - a run overtaken by a newer run of its task writes nothing", async () => {
@@ -236,7 +346,13 @@ describe("content tasks", () => {
     const accepted = await request("p-overtaken", "key-parameters", { ids: ["total-cost"] });
     const stores = await openStores(derrick.nc);
     const tasks = taskStore(stores.tasks);
-    const deps = { catalog: catalogFrom(readCatalogFile()), projects: projectStore(stores.projects), tasks, content: contentStore(stores.content), delayMs: 1 };
+    const deps = {
+      catalog: catalogFrom(readCatalogFile()),
+      projects: projectStore(stores.projects),
+      tasks,
+      content: contentStore(stores.content),
+      delayMs: 1,
+    };
     const outcome = await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, {
       attempt: 1,
       last: false,

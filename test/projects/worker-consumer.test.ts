@@ -25,16 +25,24 @@ describe("content worker consumer", () => {
 
   /** Requests a key parameter's content and waits for its task to finish; the finished task. */
   const requestAndSettle = async () => {
-    const res = await derrick.call("/v1/projects/p-consumer/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["total-depth-md"] }) });
+    const res = await derrick.call("/v1/projects/p-consumer/key-parameters/content/requests", {
+      method: "POST",
+      body: JSON.stringify({ ids: ["total-depth-md"] }),
+    });
     expect(res.status, await res.clone().text()).toBe(202);
     const { taskId } = (await res.json()) as { taskId: string };
-    return eventually(async () => {
-      const t = (await (await derrick.call(`/v2/projects/p-consumer/tasks/${taskId}`)).json()) as { taskId: string; state: string };
-      return t.state === "succeeded" || t.state === "failed" ? t : undefined;
-    }, { timeoutMs: 10_000, what: `task ${taskId} to finish` });
+    return eventually(
+      async () => {
+        const t = (await (await derrick.call(`/v2/projects/p-consumer/tasks/${taskId}`)).json()) as { taskId: string; state: string };
+        return t.state === "succeeded" || t.state === "failed" ? t : undefined;
+      },
+      { timeoutMs: 10_000, what: `task ${taskId} to finish` },
+    );
   };
 
-  it("worker - a task submitted after the workers' durable consumer was deleted on the server still completes", { timeout: 15_000 }, async () => {
+  it("worker - a task submitted after the workers' durable consumer was deleted on the server still completes", {
+    timeout: 15_000,
+  }, async () => {
     expect(await requestAndSettle()).toMatchObject({ state: "succeeded" });
     // Someone (an operator, a tool, a stream restored from backup) removes the consumer every worker
     // shares: the running worker must take tasks again, through a consumer of the same configuration.

@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { subjects } from "../../subjects/index.ts";
@@ -35,14 +34,30 @@ describe("content worker failure", () => {
     await putProject(derrick, "p-kill");
     // A separate worker process that holds each task 20 s: it will be mid-task when killed.
     child = spawn(process.execPath, [CLI, "actor", "content-worker"], {
-      env: { ...process.env, NATS_URL: nats.url, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "silent", DERRICK_CONTENT_ACK_WAIT: ACK_WAIT, DERRICK_CONTENT_TASK_DELAY: "20s" },
+      env: {
+        ...process.env,
+        NATS_URL: nats.url,
+        DERRICK_DATA_DIR: dataDir,
+        DERRICK_LOG_LEVEL: "silent",
+        DERRICK_CONTENT_ACK_WAIT: ACK_WAIT,
+        DERRICK_CONTENT_TASK_DELAY: "20s",
+      },
       stdio: "ignore",
     });
-    await eventually(async () => (await derrick.bus.request<WorkerStats>(subjects.content.stats(), undefined)).body, { what: "the child worker", timeoutMs: 15_000 });
+    await eventually(async () => (await derrick.bus.request<WorkerStats>(subjects.content.stats(), undefined)).body, {
+      what: "the child worker",
+      timeoutMs: 15_000,
+    });
 
-    const res = await derrick.call("/v1/projects/p-kill/key-parameters/content/requests", { method: "POST", body: JSON.stringify({ ids: ["total-depth-md"] }) });
+    const res = await derrick.call("/v1/projects/p-kill/key-parameters/content/requests", {
+      method: "POST",
+      body: JSON.stringify({ ids: ["total-depth-md"] }),
+    });
     const { taskId, contentId } = (await res.json()) as { taskId: string; contentId: string };
-    await eventually(async () => ((await (await derrick.call(`/v2/projects/p-kill/tasks/${taskId}`)).json()) as { state: string }).state === "running", { what: "the child to start the task" });
+    await eventually(
+      async () => ((await (await derrick.call(`/v2/projects/p-kill/tasks/${taskId}`)).json()) as { state: string }).state === "running",
+      { what: "the child to start the task" },
+    );
     // Held past several ack waits thanks to working(): the child is alive and the task is not taken from it.
     await new Promise((resolve) => setTimeout(resolve, 2 * 1500 + 500));
     expect(((await (await derrick.call(`/v2/projects/p-kill/tasks/${taskId}`)).json()) as { state: string }).state).toBe("running");
@@ -52,12 +67,17 @@ describe("content worker failure", () => {
     await exited;
     worker = await startDerrick(nats, { actors: ["content-worker"], edge: false, env: { DERRICK_CONTENT_ACK_WAIT: ACK_WAIT } });
 
-    const done = await eventually(async () => {
-      const t = (await (await derrick.call(`/v2/projects/p-kill/tasks/${taskId}`)).json()) as { state: string };
-      return t.state === "succeeded" ? t : undefined;
-    }, { what: "the redelivered task to succeed", timeoutMs: 15_000 });
+    const done = await eventually(
+      async () => {
+        const t = (await (await derrick.call(`/v2/projects/p-kill/tasks/${taskId}`)).json()) as { state: string };
+        return t.state === "succeeded" ? t : undefined;
+      },
+      { what: "the redelivered task to succeed", timeoutMs: 15_000 },
+    );
     expect(done).toMatchObject({ taskId, state: "succeeded" });
-    const content = (await (await derrick.call(`/v1/projects/p-kill/key-parameters/content/${contentId}`)).json()) as { items: Array<{ id: string; value: unknown }> };
+    const content = (await (await derrick.call(`/v1/projects/p-kill/key-parameters/content/${contentId}`)).json()) as {
+      items: Array<{ id: string; value: unknown }>;
+    };
     expect(content.items).toEqual([expect.objectContaining({ id: "total-depth-md", value: 3550 })]);
 
     // Exactly once: the stored history of the task shows one completion after two runs, and the
@@ -67,7 +87,9 @@ describe("content worker failure", () => {
     for await (const entry of await kv.history({ key: `opendes.${taskId}` })) states.push(entry.json<TaskRecord>());
     expect(states.map((s) => s.state)).toEqual(["queued", "running", "running", "succeeded"]);
     expect(states.at(-1)!.attempts).toBe(2);
-    await eventually(async () => (await derrick.bus.request<WorkerStats>(subjects.content.stats(), undefined)).body.completed === 1, { what: "one completion" });
+    await eventually(async () => (await derrick.bus.request<WorkerStats>(subjects.content.stats(), undefined)).body.completed === 1, {
+      what: "one completion",
+    });
     const jsm = await (await import("@nats-io/jetstream")).jetstreamManager(derrick.nc);
     await eventually(async () => (await jsm.streams.info("CONTENT_TASKS")).state.messages === 0, { what: "the queue to drain" });
   });

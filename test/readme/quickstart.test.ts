@@ -60,9 +60,16 @@ describe("README quickstart", () => {
     const exited = new Promise((r) => derrick.once("exit", r));
     let session: ReturnType<typeof spawn> | undefined;
     try {
-      await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, { timeoutMs: 60_000, what: `derrick ready (log: ${derrickOut.slice(-400)})` });
+      await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, {
+        timeoutMs: 60_000,
+        what: `derrick ready (log: ${derrickOut.slice(-400)})`,
+      });
       // Files the blocks write (receiver.log, app.log) go to a temporary folder; paths in the blocks are the repository's.
-      const script = ["set -euo pipefail", `cd ${JSON.stringify(ROOT)}`, ...blocks.map((b) => b.replace(/\b9000\b/g, String(receiverPort)).replace(/\b(receiver|app)\.log\b/g, (f) => join(work, f)))].join("\n");
+      const script = [
+        "set -euo pipefail",
+        `cd ${JSON.stringify(ROOT)}`,
+        ...blocks.map((b) => b.replace(/\b9000\b/g, String(receiverPort)).replace(/\b(receiver|app)\.log\b/g, (f) => join(work, f))),
+      ].join("\n");
       session = spawn("bash", ["-c", script], { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
       let out = "";
       session.stdout!.on("data", (d) => (out += d));

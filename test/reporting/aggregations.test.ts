@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { connect } from "@nats-io/transport-node";
-import { Kvm } from "@nats-io/kv";
 import { BUCKETS, RESULTS_FORMAT, resultKey } from "../../actors/reporting/store.ts";
 import { demoBody, json, loadDemoOver, put, segment } from "./helpers.ts";
 
@@ -23,17 +22,31 @@ describe("reporting aggregations", () => {
   });
 
   const get = (path: string) => derrick.call(`/assessments/v1/${path}`);
-  const fullCycle = (body: unknown) => derrick.call("/assessments/v1/fullcycleanalysisaggregation", { method: "POST", body: JSON.stringify(body) });
+  const fullCycle = (body: unknown) =>
+    derrick.call("/assessments/v1/fullcycleanalysisaggregation", { method: "POST", body: JSON.stringify(body) });
 
   it("G3 - through the API: Pg_i, risked mean 47.4 under every model, P(≥1) and success-case mean per model", async () => {
     const ps = [0.5, 0.4, 0.3];
     const means = [100, 50, 30];
-    for (const [i, p] of ps.entries()) await put(derrick, "segmentanalyses", `g3-s${i}`, { name: `G3 ${i}`, riskFactors: [{ name: "specific", probability: p }], volumes: { oil: { unit: "MMbbl", mean: means[i] } } });
+    for (const [i, p] of ps.entries())
+      await put(derrick, "segmentanalyses", `g3-s${i}`, {
+        name: `G3 ${i}`,
+        riskFactors: [{ name: "specific", probability: p }],
+        volumes: { oil: { unit: "MMbbl", mean: means[i] } },
+      });
     const expected = { independent: [0.56376, 84.078], commonFactor: [0.474, 100.0], fullyDependent: [0.3, 158.0] } as const;
     for (const [model, [pAtLeastOne, successMean]] of Object.entries(expected)) {
-      await put(derrick, "prospectanalyses", `g3-${model}`, { prospect: { id: "p-g3", name: "G3" }, segmentAnalysisIds: ["g3-s0", "g3-s1", "g3-s2"], dependency: { model, commonFactors: [{ name: "charge", probability: 0.6 }] } });
+      await put(derrick, "prospectanalyses", `g3-${model}`, {
+        prospect: { id: "p-g3", name: "G3" },
+        segmentAnalysisIds: ["g3-s0", "g3-s1", "g3-s2"],
+        dependency: { model, commonFactors: [{ name: "charge", probability: 0.6 }] },
+      });
       const body = await json(await get(`prospectanalysisaggregation/g3-${model}`));
-      expect(body.segments.map((s: { pg: number }) => s.pg)).toEqual([expect.closeTo(0.3, 12), expect.closeTo(0.24, 12), expect.closeTo(0.18, 12)]);
+      expect(body.segments.map((s: { pg: number }) => s.pg)).toEqual([
+        expect.closeTo(0.3, 12),
+        expect.closeTo(0.24, 12),
+        expect.closeTo(0.18, 12),
+      ]);
       expect(body.chanceOfSuccess.pgAtLeastOne).toBeCloseTo(pAtLeastOne, 10);
       expect(body.chanceOfSuccess.pCommonSuccess).toBeCloseTo(0.6, 12);
       expect(body.chanceOfSuccess.expectedSuccessfulSegments).toBeCloseTo(0.72, 12);
@@ -45,7 +58,12 @@ describe("reporting aggregations", () => {
 
   it("prospect aggregation - the demo prospect: G4 segment figures, p90 ≤ p50 ≤ p10, PRMS labels, entitlement, commercial chance", async () => {
     const body = await json(await get("prospectanalysisaggregation/pa-alpha-oil"));
-    expect(body).toMatchObject({ prospectAnalysisId: "pa-alpha-oil", prospect: { id: "p-alpha", name: "Alpha" }, licenses: [{ licenseId: "pl-123", name: "PL 123" }], simulation: { trials: 20000, seed: 42 } });
+    expect(body).toMatchObject({
+      prospectAnalysisId: "pa-alpha-oil",
+      prospect: { id: "p-alpha", name: "Alpha" },
+      licenses: [{ licenseId: "pl-123", name: "PL 123" }],
+      simulation: { trials: 20000, seed: 42 },
+    });
     const rogn = body.segments[0].products.oil.successCase;
     expect(rogn.p50).toBeCloseTo(60, 9);
     expect(rogn.mean).toBeCloseTo(86.642, 3);
@@ -93,7 +111,13 @@ describe("reporting aggregations", () => {
   });
 
   it("caching - an upsert invalidates exactly the aggregations that read it", async () => {
-    const paths = ["prospectanalysisaggregation/pa-alpha-oil", "prospectanalysisaggregation/pa-alpha-oil/details", "prospectanalysisaggregation/pa-alpha-gas", "licenseaggregation/pl-123", "prospectmultiplescenarioanalysisaggregation/msa-alpha"];
+    const paths = [
+      "prospectanalysisaggregation/pa-alpha-oil",
+      "prospectanalysisaggregation/pa-alpha-oil/details",
+      "prospectanalysisaggregation/pa-alpha-gas",
+      "licenseaggregation/pl-123",
+      "prospectmultiplescenarioanalysisaggregation/msa-alpha",
+    ];
     const warm = async () => {
       for (const path of paths) await get(path);
       const states: Record<string, string | null> = {};
@@ -141,7 +165,11 @@ describe("reporting aggregations", () => {
     expect(v2.prospects.find((p: { prospectId: string }) => p.prospectId === "p-beta").prospectAnalyses).toEqual([]);
 
     await put(derrick, "segmentanalyses", "seg-beta-1", segment("Beta 1", 0.25, 10, 90, { prospectId: "p-beta" }));
-    await put(derrick, "prospectanalyses", "pa-beta-1", { prospect: { id: "p-beta", name: "Beta" }, segmentAnalysisIds: ["seg-beta-1"], dependency: { model: "independent" } });
+    await put(derrick, "prospectanalyses", "pa-beta-1", {
+      prospect: { id: "p-beta", name: "Beta" },
+      segmentAnalysisIds: ["seg-beta-1"],
+      dependency: { model: "independent" },
+    });
     const after = await get("licenseaggregation/pl-123");
     expect(after.headers.get("x-derrick-cache")).toBe("miss");
     const beta = (await json(after)).versions[1].prospects.find((p: { prospectId: string }) => p.prospectId === "p-beta");
@@ -151,11 +179,18 @@ describe("reporting aggregations", () => {
 
   it("details - the enrolled segments with name, properties, chance of success, volumes and entitlement", async () => {
     const body = await json(await get("prospectanalysisaggregation/pa-alpha-oil/details"));
-    expect(body.segments.map((s: { name: string }) => s.name)).toEqual(["Alpha Upper Jurassic (Rogn Fm)", "Alpha Middle Jurassic (Garn Fm)", "Alpha Lower Jurassic (Tilje Fm)"]);
+    expect(body.segments.map((s: { name: string }) => s.name)).toEqual([
+      "Alpha Upper Jurassic (Rogn Fm)",
+      "Alpha Middle Jurassic (Garn Fm)",
+      "Alpha Lower Jurassic (Tilje Fm)",
+    ]);
     const rogn = body.segments[0];
     expect(rogn.properties).toContainEqual({ name: "Water depth", type: "float", value: 350, unit: "m" });
     expect(rogn.pg).toBeCloseTo(0.3, 12);
-    expect(rogn.riskFactors.filter((f: { shared: boolean }) => f.shared).map((f: { name: string }) => f.name)).toEqual(["source", "migration"]);
+    expect(rogn.riskFactors.filter((f: { shared: boolean }) => f.shared).map((f: { name: string }) => f.name)).toEqual([
+      "source",
+      "migration",
+    ]);
     expect(rogn.results.recoverable.oil.successCase).toMatchObject({ p90: 20, p10: 180 });
     expect(sum(rogn.entitlement.map((e: { share: number }) => e.share))).toBeCloseTo(1, 12);
     expect(rogn.entitlement[0].netRiskedMean).toBeCloseTo(0.4 * rogn.results.recoverable.oilEquivalent.riskedMean, 10);
@@ -163,14 +198,28 @@ describe("reporting aggregations", () => {
   });
 
   it("G13 and G9 - explicit cash flows through the API: NPV10 137.236, IRR 15.238%, payout, EMV and break-even Pg at each level", async () => {
-    await put(derrick, "segmentanalyses", "g13-s", { name: "G13", riskFactors: [{ name: "all", probability: 0.8 }], volumes: { oil: { unit: "MMbbl", mean: 10 } } });
-    await put(derrick, "prospectanalyses", "g13-pa", { prospect: { id: "p-g13", name: "G13" }, segmentAnalysisIds: ["g13-s"], dependency: { model: "independent" }, entitlement: { companyId: "c-g13", workingInterest: 0.5 } });
+    await put(derrick, "segmentanalyses", "g13-s", {
+      name: "G13",
+      riskFactors: [{ name: "all", probability: 0.8 }],
+      volumes: { oil: { unit: "MMbbl", mean: 10 } },
+    });
+    await put(derrick, "prospectanalyses", "g13-pa", {
+      prospect: { id: "p-g13", name: "G13" },
+      segmentAnalysisIds: ["g13-s"],
+      dependency: { model: "independent" },
+      entitlement: { companyId: "c-g13", workingInterest: 0.5 },
+    });
     const flows = [{ year: 2026, netCashFlow: -1000 }, ...[1, 2, 3, 4, 5].map((k) => ({ year: 2026 + k, netCashFlow: 300 }))];
     const fc = {
       prospectAnalysisId: "g13-pa",
       name: "G13",
       setup: { startYear: 2026, npvYear: 2026, discountRate: 0.1 },
-      assumptions: { prices: [], fiscal: { type: "royaltyTax", royaltyRate: 0, incomeTaxRate: 0 }, workingInterest: 0.25, dryHoleCost: 100 },
+      assumptions: {
+        prices: [],
+        fiscal: { type: "royaltyTax", royaltyRate: 0, incomeTaxRate: 0 },
+        workingInterest: 0.25,
+        dryHoleCost: 100,
+      },
       cashFlows: { project: flows, contractor: flows },
     };
     expect((await put(derrick, "fullcycleanalyses", "g13-fc", fc)).status).toBe(201);
@@ -189,22 +238,53 @@ describe("reporting aggregations", () => {
     expect(workingInterest.irr).toBeCloseTo(0.15238, 5);
     expect(workingInterest.emv).toBeCloseTo(0.8 * 0.25 * project.npv - 0.2 * 25, 9);
     // Levels filter, and a company's interest from the prospect's entitlement.
-    const filtered = (await json(await fullCycle({ prospectAnalysisId: "g13-pa", levels: ["workingInterest"], companyId: "c-g13" }))).fullCycleAnalyses[0];
+    const filtered = (await json(await fullCycle({ prospectAnalysisId: "g13-pa", levels: ["workingInterest"], companyId: "c-g13" })))
+      .fullCycleAnalyses[0];
     expect(Object.keys(filtered.indicators)).toEqual(["workingInterest"]);
     expect(filtered.indicators.workingInterest.npv).toBeCloseTo(0.5 * 137.236, 3);
   });
 
   it("full cycle - explicit working-interest flows answer for the company asked for: its interest, not the analysis's", async () => {
-    await put(derrick, "segmentanalyses", "g13w-s", { name: "G13w", riskFactors: [{ name: "all", probability: 0.8 }], volumes: { oil: { unit: "MMbbl", mean: 10 } } });
-    await put(derrick, "prospectanalyses", "g13w-pa", { prospect: { id: "p-g13w", name: "G13w" }, segmentAnalysisIds: ["g13w-s"], dependency: { model: "independent" }, entitlement: { companyId: "c-half", workingInterest: 0.5 } });
-    const flows = (share: number) => [{ year: 2026, netCashFlow: -1000 * share }, ...[1, 2, 3, 4, 5].map((k) => ({ year: 2026 + k, netCashFlow: 300 * share }))];
-    const base = { name: "G13w", setup: { startYear: 2026, npvYear: 2026, discountRate: 0.1 }, assumptions: { prices: [], fiscal: { type: "royaltyTax", royaltyRate: 0, incomeTaxRate: 0 }, workingInterest: 0.25, dryHoleCost: 100 } };
+    await put(derrick, "segmentanalyses", "g13w-s", {
+      name: "G13w",
+      riskFactors: [{ name: "all", probability: 0.8 }],
+      volumes: { oil: { unit: "MMbbl", mean: 10 } },
+    });
+    await put(derrick, "prospectanalyses", "g13w-pa", {
+      prospect: { id: "p-g13w", name: "G13w" },
+      segmentAnalysisIds: ["g13w-s"],
+      dependency: { model: "independent" },
+      entitlement: { companyId: "c-half", workingInterest: 0.5 },
+    });
+    const flows = (share: number) => [
+      { year: 2026, netCashFlow: -1000 * share },
+      ...[1, 2, 3, 4, 5].map((k) => ({ year: 2026 + k, netCashFlow: 300 * share })),
+    ];
+    const base = {
+      name: "G13w",
+      setup: { startYear: 2026, npvYear: 2026, discountRate: 0.1 },
+      assumptions: {
+        prices: [],
+        fiscal: { type: "royaltyTax", royaltyRate: 0, incomeTaxRate: 0 },
+        workingInterest: 0.25,
+        dryHoleCost: 100,
+      },
+    };
     // The analysis's own working interest is 0.25: its explicit working-interest flows are 0.25 × the contractor's.
-    await put(derrick, "fullcycleanalyses", "g13w-both", { ...base, prospectAnalysisId: "g13w-pa", cashFlows: { contractor: flows(1), workingInterest: flows(0.25) } });
-    await put(derrick, "fullcycleanalyses", "g13w-only", { ...base, prospectAnalysisId: "g13w-pa", cashFlows: { workingInterest: flows(0.25) } });
+    await put(derrick, "fullcycleanalyses", "g13w-both", {
+      ...base,
+      prospectAnalysisId: "g13w-pa",
+      cashFlows: { contractor: flows(1), workingInterest: flows(0.25) },
+    });
+    await put(derrick, "fullcycleanalyses", "g13w-only", {
+      ...base,
+      prospectAnalysisId: "g13w-pa",
+      cashFlows: { workingInterest: flows(0.25) },
+    });
     const own = (await json(await fullCycle({ prospectAnalysisId: "g13w-pa", levels: ["workingInterest"] }))).fullCycleAnalyses;
     for (const fc of own) expect(fc.indicators.workingInterest.npv).toBeCloseTo(0.25 * 137.236, 3);
-    const half = (await json(await fullCycle({ prospectAnalysisId: "g13w-pa", levels: ["workingInterest"], companyId: "c-half" }))).fullCycleAnalyses;
+    const half = (await json(await fullCycle({ prospectAnalysisId: "g13w-pa", levels: ["workingInterest"], companyId: "c-half" })))
+      .fullCycleAnalyses;
     expect(half.map((fc: { fullCycleAnalysisId: string }) => fc.fullCycleAnalysisId)).toEqual(["g13w-both", "g13w-only"]);
     for (const fc of half) {
       expect(fc.assumptions.workingInterest).toBe(0.5);
@@ -243,7 +323,8 @@ describe("reporting aggregations", () => {
   });
 
   it("caching - a full cycle result is cached once for the levels in any order and any currency; the currency is echoed", async () => {
-    const ask = (levels: string[], currency?: string) => fullCycle({ prospectAnalysisId: "pa-alpha-oil", levels, companyId: "c-fjord", ...(currency ? { currency } : {}) });
+    const ask = (levels: string[], currency?: string) =>
+      fullCycle({ prospectAnalysisId: "pa-alpha-oil", levels, companyId: "c-fjord", ...(currency ? { currency } : {}) });
     const first = await ask(["workingInterest", "project"], "USD");
     expect(first.status).toBe(200);
     const firstText = await first.text();
@@ -272,7 +353,9 @@ describe("reporting aggregations", () => {
     expect(demo.indicators.project.breakevenPrice).toBeLessThan(breakeven);
     const body = demoBody("fc-alpha-mean");
     const oil = body.assumptions.prices.find((p: { product: string }) => p.product === "oil");
-    body.assumptions.prices = body.assumptions.prices.map((p: { product: string }) => (p === oil ? { ...oil, series: [{ year: body.setup.startYear, value: breakeven }] } : p));
+    body.assumptions.prices = body.assumptions.prices.map((p: { product: string }) =>
+      p === oil ? { ...oil, series: [{ year: body.setup.startYear, value: breakeven }] } : p,
+    );
     expect((await put(derrick, "fullcycleanalyses", "fc-at-breakeven", body)).status).toBe(201);
     const all = (await json(await fullCycle({ prospectAnalysisId: "pa-alpha-oil" }))).fullCycleAnalyses;
     const flat = all.find((f: { fullCycleAnalysisId: string }) => f.fullCycleAnalysisId === "fc-at-breakeven");
@@ -293,10 +376,16 @@ describe("reporting aggregations", () => {
     const terminal = tree.nodes.filter((n: { kind: string }) => n.kind === "outcome" || n.kind === "commonFailure");
     expect(sum(terminal.map((n: { jointProbability: number }) => n.jointProbability))).toBeCloseTo(1, 12);
     const risked = body.results.resources.products.oilEquivalent.riskedMean;
-    expect(sum(terminal.map((n: { jointProbability: number; volume: { mean: number } }) => n.jointProbability * n.volume.mean))).toBeCloseTo(risked, 9);
+    expect(
+      sum(terminal.map((n: { jointProbability: number; volume: { mean: number } }) => n.jointProbability * n.volume.mean)),
+    ).toBeCloseTo(risked, 9);
     // Oil case: common failure + common success with 2^3 combinations; gas case fully dependent: 3 nested outcomes.
-    expect(terminal.filter((n: { segmentStates?: Record<string, boolean> }) => n.segmentStates && "seg-alpha-rogn" in n.segmentStates)).toHaveLength(8);
-    expect(terminal.filter((n: { segmentStates?: Record<string, boolean> }) => n.segmentStates && "seg-alpha-gas-upper" in n.segmentStates)).toHaveLength(3);
+    expect(
+      terminal.filter((n: { segmentStates?: Record<string, boolean> }) => n.segmentStates && "seg-alpha-rogn" in n.segmentStates),
+    ).toHaveLength(8);
+    expect(
+      terminal.filter((n: { segmentStates?: Record<string, boolean> }) => n.segmentStates && "seg-alpha-gas-upper" in n.segmentStates),
+    ).toHaveLength(3);
     expect(tree.nodes.every((n: { jointProbability: number }) => n.jointProbability > 0)).toBe(true);
     expect(body.polygon.type).toBe("Feature");
     expect(body.polygon.bbox).toEqual([7.1, 64.1, 7.35, 64.22]);
@@ -309,10 +398,22 @@ describe("reporting aggregations", () => {
     const ids: string[] = [];
     for (let i = 0; i < 17; i++) {
       ids.push(`big-s${i}`);
-      await put(derrick, "segmentanalyses", `big-s${i}`, { name: `Big ${i}`, riskFactors: [{ name: "trap", probability: i === 0 ? 1 : 0.1 }], volumes: { oil: { unit: "MMbbl", mean: 1 + i } } });
+      await put(derrick, "segmentanalyses", `big-s${i}`, {
+        name: `Big ${i}`,
+        riskFactors: [{ name: "trap", probability: i === 0 ? 1 : 0.1 }],
+        volumes: { oil: { unit: "MMbbl", mean: 1 + i } },
+      });
     }
-    await put(derrick, "prospectanalyses", "pa-big", { prospect: { id: "p-big", name: "Big" }, segmentAnalysisIds: ids, dependency: { model: "commonFactor", commonFactors: [{ name: "charge", probability: 1 }] } });
-    await put(derrick, "multiplescenarioanalyses", "msa-big", { prospectId: "p-big", scenarios: [{ scenarioId: "only", name: "Only", probability: 1, prospectAnalysisId: "pa-big" }], simulation: { trials: 2000, seed: 3 } });
+    await put(derrick, "prospectanalyses", "pa-big", {
+      prospect: { id: "p-big", name: "Big" },
+      segmentAnalysisIds: ids,
+      dependency: { model: "commonFactor", commonFactors: [{ name: "charge", probability: 1 }] },
+    });
+    await put(derrick, "multiplescenarioanalyses", "msa-big", {
+      prospectId: "p-big",
+      scenarios: [{ scenarioId: "only", name: "Only", probability: 1, prospectAnalysisId: "pa-big" }],
+      simulation: { trials: 2000, seed: 3 },
+    });
     const body = await json(await get("prospectmultiplescenarioanalysisaggregation/msa-big"));
     expect(body.outcomeTree.method).toBe("MonteCarlo");
     const outcomes = body.outcomeTree.nodes.filter((n: { kind: string }) => n.kind === "outcome");
@@ -327,10 +428,22 @@ describe("reporting aggregations", () => {
     const ids: string[] = [];
     for (let i = 0; i < 16; i++) {
       ids.push(`wide-s${i}`);
-      await put(derrick, "segmentanalyses", `wide-s${i}`, { name: `Wide ${i}`, riskFactors: [{ name: "trap", probability: 0.5 }], volumes: { oil: { unit: "MMbbl", mean: 1 + i } } });
+      await put(derrick, "segmentanalyses", `wide-s${i}`, {
+        name: `Wide ${i}`,
+        riskFactors: [{ name: "trap", probability: 0.5 }],
+        volumes: { oil: { unit: "MMbbl", mean: 1 + i } },
+      });
     }
-    await put(derrick, "prospectanalyses", "pa-wide", { prospect: { id: "p-wide", name: "Wide" }, segmentAnalysisIds: ids, dependency: { model: "commonFactor", commonFactors: [{ name: "charge", probability: 0.5 }] } });
-    await put(derrick, "multiplescenarioanalyses", "msa-wide", { prospectId: "p-wide", scenarios: [{ scenarioId: "only", name: "Only", probability: 1, prospectAnalysisId: "pa-wide" }], simulation: { trials: 1000, seed: 3 } });
+    await put(derrick, "prospectanalyses", "pa-wide", {
+      prospect: { id: "p-wide", name: "Wide" },
+      segmentAnalysisIds: ids,
+      dependency: { model: "commonFactor", commonFactors: [{ name: "charge", probability: 0.5 }] },
+    });
+    await put(derrick, "multiplescenarioanalyses", "msa-wide", {
+      prospectId: "p-wide",
+      scenarios: [{ scenarioId: "only", name: "Only", probability: 1, prospectAnalysisId: "pa-wide" }],
+      simulation: { trials: 1000, seed: 3 },
+    });
     for (const expected of ["miss", "miss"]) {
       const res = await get("prospectmultiplescenarioanalysisaggregation/msa-wide");
       expect(res.status).toBe(200);
@@ -349,10 +462,26 @@ describe("reporting aggregations", () => {
     const ids: string[] = [];
     for (let i = 0; i < 16; i++) {
       ids.push(`twin-s${i}`);
-      await put(derrick, "segmentanalyses", `twin-s${i}`, { name: `Twin ${i}`, riskFactors: [{ name: "trap", probability: 0.3 + i / 40 }], volumes: { oil: { unit: "MMbbl", mean: 1 + i } } });
+      await put(derrick, "segmentanalyses", `twin-s${i}`, {
+        name: `Twin ${i}`,
+        riskFactors: [{ name: "trap", probability: 0.3 + i / 40 }],
+        volumes: { oil: { unit: "MMbbl", mean: 1 + i } },
+      });
     }
-    for (const model of ["commonFactor", "independent"]) await put(derrick, "prospectanalyses", `pa-twin-${model}`, { prospect: { id: "p-twin", name: "Twin" }, segmentAnalysisIds: ids, dependency: { model, commonFactors: [{ name: "charge", probability: 0.8 }] } });
-    await put(derrick, "multiplescenarioanalyses", "msa-twin", { prospectId: "p-twin", scenarios: [{ scenarioId: "a", name: "A", probability: 0.6, prospectAnalysisId: "pa-twin-commonFactor" }, { scenarioId: "b", name: "B", probability: 0.4, prospectAnalysisId: "pa-twin-independent" }], simulation: { trials: 1000, seed: 3 } });
+    for (const model of ["commonFactor", "independent"])
+      await put(derrick, "prospectanalyses", `pa-twin-${model}`, {
+        prospect: { id: "p-twin", name: "Twin" },
+        segmentAnalysisIds: ids,
+        dependency: { model, commonFactors: [{ name: "charge", probability: 0.8 }] },
+      });
+    await put(derrick, "multiplescenarioanalyses", "msa-twin", {
+      prospectId: "p-twin",
+      scenarios: [
+        { scenarioId: "a", name: "A", probability: 0.6, prospectAnalysisId: "pa-twin-commonFactor" },
+        { scenarioId: "b", name: "B", probability: 0.4, prospectAnalysisId: "pa-twin-independent" },
+      ],
+      simulation: { trials: 1000, seed: 3 },
+    });
     const res = await get("prospectmultiplescenarioanalysisaggregation/msa-twin");
     expect(res.status).toBe(200);
     const body = await json(res);
@@ -365,33 +494,81 @@ describe("reporting aggregations", () => {
     expect(sum(outcomes.map((n) => n.outcomes ?? 1))).toBe(2 * 2 ** 16);
     const terminal = nodes.filter((n) => n.kind === "outcome" || n.kind === "otherOutcomes" || n.kind === "commonFailure");
     expect(sum(terminal.map((n) => n.jointProbability))).toBeCloseTo(1, 9);
-    expect(sum(terminal.map((n) => n.jointProbability * (n.volume?.mean ?? 0)))).toBeCloseTo(body.results.resources.products.oil.riskedMean, 6);
+    expect(sum(terminal.map((n) => n.jointProbability * (n.volume?.mean ?? 0)))).toBeCloseTo(
+      body.results.resources.products.oil.riskedMean,
+      6,
+    );
   }, 60_000);
 
   it("limits - a multiple scenario analysis takes at most 64,000,000 segment-trials: more is 400 on write naming the trials, and 409 when an enrolled analysis grew past it (before anything is computed)", async () => {
     const ids: string[] = [];
     for (let i = 0; i < 17; i++) {
       ids.push(`work-s${i}`);
-      await put(derrick, "segmentanalyses", `work-s${i}`, { name: `Work ${i}`, riskFactors: [{ name: "trap", probability: 0.5 }], volumes: { oil: { unit: "MMbbl", mean: 10 } } });
+      await put(derrick, "segmentanalyses", `work-s${i}`, {
+        name: `Work ${i}`,
+        riskFactors: [{ name: "trap", probability: 0.5 }],
+        volumes: { oil: { unit: "MMbbl", mean: 10 } },
+      });
     }
-    await put(derrick, "prospectanalyses", "pa-work", { prospect: { id: "p-work", name: "Work" }, segmentAnalysisIds: ids.slice(0, 16), dependency: { model: "independent" } });
-    const scenarios = (n: number) => Array.from({ length: n }, (_, i) => ({ scenarioId: `w${i}`, name: `W${i}`, probability: 1 / n, prospectAnalysisId: "pa-work" }));
+    await put(derrick, "prospectanalyses", "pa-work", {
+      prospect: { id: "p-work", name: "Work" },
+      segmentAnalysisIds: ids.slice(0, 16),
+      dependency: { model: "independent" },
+    });
+    const scenarios = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ scenarioId: `w${i}`, name: `W${i}`, probability: 1 / n, prospectAnalysisId: "pa-work" }));
     // 4 scenarios × 16 segments × 1,000,000 trials: exactly the budget.
-    expect((await put(derrick, "multiplescenarioanalyses", "msa-work", { prospectId: "p-work", scenarios: scenarios(4), simulation: { trials: 1_000_000, seed: 1 } })).status).toBe(201);
-    const over = await put(derrick, "multiplescenarioanalyses", "msa-over", { prospectId: "p-work", scenarios: scenarios(5), simulation: { trials: 1_000_000, seed: 1 } });
+    expect(
+      (
+        await put(derrick, "multiplescenarioanalyses", "msa-work", {
+          prospectId: "p-work",
+          scenarios: scenarios(4),
+          simulation: { trials: 1_000_000, seed: 1 },
+        })
+      ).status,
+    ).toBe(201);
+    const over = await put(derrick, "multiplescenarioanalyses", "msa-over", {
+      prospectId: "p-work",
+      scenarios: scenarios(5),
+      simulation: { trials: 1_000_000, seed: 1 },
+    });
     expect(over.status).toBe(400);
-    expect((await json(over)).errors).toEqual([{ pointer: "/body/simulation/trials", message: expect.stringContaining("at most 800,000 trials") }]);
-    expect((await put(derrick, "multiplescenarioanalyses", "msa-over", { prospectId: "p-work", scenarios: scenarios(5), simulation: { trials: 800_000, seed: 1 } })).status).toBe(201);
+    expect((await json(over)).errors).toEqual([
+      { pointer: "/body/simulation/trials", message: expect.stringContaining("at most 800,000 trials") },
+    ]);
+    expect(
+      (
+        await put(derrick, "multiplescenarioanalyses", "msa-over", {
+          prospectId: "p-work",
+          scenarios: scenarios(5),
+          simulation: { trials: 800_000, seed: 1 },
+        })
+      ).status,
+    ).toBe(201);
     // The enrolled analysis gains a segment: 4 × 17 × 1,000,000 is past the budget.
-    expect((await put(derrick, "prospectanalyses", "pa-work", { prospect: { id: "p-work", name: "Work" }, segmentAnalysisIds: ids, dependency: { model: "independent" } })).status).toBe(200);
+    expect(
+      (
+        await put(derrick, "prospectanalyses", "pa-work", {
+          prospect: { id: "p-work", name: "Work" },
+          segmentAnalysisIds: ids,
+          dependency: { model: "independent" },
+        })
+      ).status,
+    ).toBe(200);
     const grown = await get("prospectmultiplescenarioanalysisaggregation/msa-work");
     expect(grown.status).toBe(409);
-    expect((await json(grown)).errors).toEqual([{ pointer: "/simulation/trials", message: expect.stringContaining("at most 941,176 trials") }]);
+    expect((await json(grown)).errors).toEqual([
+      { pointer: "/simulation/trials", message: expect.stringContaining("at most 941,176 trials") },
+    ]);
   });
 
   it("references - an aggregation whose inputs were deleted answers 409 (segments) or 404 (the analysis itself); the license view lists what is missing", async () => {
     await put(derrick, "segmentanalyses", "gone-s", segment("Gone", 0.5, 10, 90));
-    await put(derrick, "prospectanalyses", "pa-gone", { prospect: { id: "p-gone", name: "Gone" }, segmentAnalysisIds: ["gone-s"], dependency: { model: "independent" } });
+    await put(derrick, "prospectanalyses", "pa-gone", {
+      prospect: { id: "p-gone", name: "Gone" },
+      segmentAnalysisIds: ["gone-s"],
+      dependency: { model: "independent" },
+    });
     expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(200);
     expect((await derrick.call("/assessments/v1/segmentanalyses/gone-s", { as: "admin", method: "DELETE" })).status).toBe(204);
     expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(409);
@@ -400,7 +577,11 @@ describe("reporting aggregations", () => {
     license.versions[0].prospectIds = ["p-gone"];
     expect((await put(derrick, "licenses", "pl-gone", license)).status).toBe(201);
     const listed = (await json(await get("licenseaggregation/pl-gone"))).versions[0].prospects[0];
-    expect(listed).toMatchObject({ prospectId: "p-gone", name: "Gone", prospectAnalyses: [{ prospectAnalysisId: "pa-gone", pg: null, missingSegmentAnalysisIds: ["gone-s"] }] });
+    expect(listed).toMatchObject({
+      prospectId: "p-gone",
+      name: "Gone",
+      prospectAnalyses: [{ prospectAnalysisId: "pa-gone", pg: null, missingSegmentAnalysisIds: ["gone-s"] }],
+    });
     expect((await derrick.call("/assessments/v1/prospectanalyses/pa-gone", { as: "admin", method: "DELETE" })).status).toBe(204);
     expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(404);
     expect((await json(await get("licenseaggregation/pl-gone"))).versions[0].prospects[0].prospectAnalyses).toEqual([]);

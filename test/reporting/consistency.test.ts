@@ -32,9 +32,19 @@ describe("reporting consistency across processes", () => {
   const probability = (round: number) => 0.3 + round * 0.05;
 
   it("consistency - a write through one process is seen by the next read through the other, with the older result cached in both", async () => {
-    const writeThrough = (via: TestDerrick, round: number) => put(via, "segmentanalyses", "ryw-s1", segment("RYW", probability(round), 10, 100, { prospectId: "p-ryw" }));
+    const writeThrough = (via: TestDerrick, round: number) =>
+      put(via, "segmentanalyses", "ryw-s1", segment("RYW", probability(round), 10, 100, { prospectId: "p-ryw" }));
     expect((await writeThrough(a, 0)).status).toBe(201);
-    expect((await put(a, "prospectanalyses", "pa-ryw", { prospect: { id: "p-ryw", name: "RYW" }, segmentAnalysisIds: ["ryw-s1"], dependency: { model: "independent" }, simulation: { trials: 200, seed: 1 } })).status).toBe(201);
+    expect(
+      (
+        await put(a, "prospectanalyses", "pa-ryw", {
+          prospect: { id: "p-ryw", name: "RYW" },
+          segmentAnalysisIds: ["ryw-s1"],
+          dependency: { model: "independent" },
+          simulation: { trials: 200, seed: 1 },
+        })
+      ).status,
+    ).toBe(201);
     for (let round = 1; round <= ROUNDS; round++) {
       const [writer, reader] = round % 2 ? [a, b] : [b, a];
       // Both processes answer the current result, the second time from the cache.
@@ -52,7 +62,12 @@ describe("reporting consistency across processes", () => {
 
   it("consistency - a delete through one process is seen by the next read through the other", async () => {
     await put(a, "segmentanalyses", "ryw-d1", segment("RYW delete", 0.5, 10, 100, { prospectId: "p-ryw-d" }));
-    await put(a, "prospectanalyses", "pa-ryw-d", { prospect: { id: "p-ryw-d", name: "RYW delete" }, segmentAnalysisIds: ["ryw-d1"], dependency: { model: "independent" }, simulation: { trials: 200, seed: 1 } });
+    await put(a, "prospectanalyses", "pa-ryw-d", {
+      prospect: { id: "p-ryw-d", name: "RYW delete" },
+      segmentAnalysisIds: ["ryw-d1"],
+      dependency: { model: "independent" },
+      simulation: { trials: 200, seed: 1 },
+    });
     for (const via of [a, b, b]) await aggregation(via, "prospectanalysisaggregation/pa-ryw-d");
     expect((await a.call("/assessments/v1/segmentanalyses/ryw-d1", { as: "admin", method: "DELETE" })).status).toBe(204);
     const res = await b.call("/assessments/v1/prospectanalysisaggregation/pa-ryw-d");

@@ -21,7 +21,8 @@ describe("reporting after its storage was deleted", () => {
     await nats?.cleanup();
   });
 
-  const deleteBucket = async (bucket: string) => expect(await (await jetstreamManager(derrick.nc)).streams.delete(`KV_${bucket}`)).toBe(true);
+  const deleteBucket = async (bucket: string) =>
+    expect(await (await jetstreamManager(derrick.nc)).streams.delete(`KV_${bucket}`)).toBe(true);
 
   it("cache - a deleted result cache is made again: the aggregation is computed again, then served from the new cache", async () => {
     const path = "/assessments/v1/prospectanalysisaggregation/pa-alpha-oil";

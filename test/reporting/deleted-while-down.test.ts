@@ -21,7 +21,9 @@ describe("reporting after its entities were deleted while it was down", () => {
     await nats?.cleanup();
   });
 
-  it("entities - a bucket deleted while the actor was down is made again at start, and no result cached from the old one is served", { timeout: 20_000 }, async () => {
+  it("entities - a bucket deleted while the actor was down is made again at start, and no result cached from the old one is served", {
+    timeout: 20_000,
+  }, async () => {
     const aggregation = "/assessments/v1/prospectanalysisaggregation/pa-alpha-oil";
     derrick = await startDerrick(nats, { actors: ["identity", "reporting"] });
     await loadDemoOver(derrick);

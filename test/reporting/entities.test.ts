@@ -24,7 +24,10 @@ describe("reporting entities", () => {
     const res = await put(derrick, collection, id, body);
     const problem = await json<Problem>(res);
     expect(res.status, `${pointer}: ${JSON.stringify(problem)}`).toBe(400);
-    expect(problem.errors?.map((e) => e.pointer), JSON.stringify(problem)).toContain(pointer);
+    expect(
+      problem.errors?.map((e) => e.pointer),
+      JSON.stringify(problem),
+    ).toContain(pointer);
   }
 
   it("entities - an editor creates (201) and replaces (200) a segment analysis; the version counts upserts; readers read it", async () => {
@@ -58,7 +61,10 @@ describe("reporting entities", () => {
     expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x", { partition: "unknown" })).status).toBe(403);
     // Partitions are separate stores.
     expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x", { partition: "other" })).status).toBe(404);
-    const viaDataPartition = await derrick.call("/assessments/v1/segmentanalyses/seg-x", { partition: null, headers: { "data-partition-id": "opendes" } });
+    const viaDataPartition = await derrick.call("/assessments/v1/segmentanalyses/seg-x", {
+      partition: null,
+      headers: { "data-partition-id": "opendes" },
+    });
     expect(viaDataPartition.status).toBe(200);
   });
 
@@ -95,10 +101,18 @@ describe("reporting entities", () => {
     const body = { prospect: { id: "p-beta", name: "Beta" }, segmentAnalysisIds: ["seg-crash"], dependency: { model: "independent" } };
     // The actor wrote the entity and died before the by-prospect index: the entity alone is stored.
     const store = assessmentStore(await openStores(derrick.nc));
-    await store.put("opendes", "prospectanalyses", "pa-crash", () => validateEntity("prospectanalyses", "pa-crash", "prospectAnalysisId", structuredClone(body)), new Date().toISOString());
+    await store.put(
+      "opendes",
+      "prospectanalyses",
+      "pa-crash",
+      () => validateEntity("prospectanalyses", "pa-crash", "prospectAnalysisId", structuredClone(body)),
+      new Date().toISOString(),
+    );
     const analysesOfBeta = async () => {
       const license = await json(await derrick.call("/assessments/v1/licenseaggregation/pl-123"));
-      return license.versions[1].prospects.find((p: { prospectId: string }) => p.prospectId === "p-beta").prospectAnalyses.map((a: { prospectAnalysisId: string }) => a.prospectAnalysisId);
+      return license.versions[1].prospects
+        .find((p: { prospectId: string }) => p.prospectId === "p-beta")
+        .prospectAnalyses.map((a: { prospectAnalysisId: string }) => a.prospectAnalysisId);
     };
     expect(await analysesOfBeta()).not.toContain("pa-crash");
     // The client retries the same PUT: the entity is unchanged, the index is repaired.
@@ -120,7 +134,16 @@ describe("reporting entities", () => {
       [{ ...s, status: "draft" }, "/body/status"],
       [{ ...s, riskFactors: [{ name: "trap", probability: 1.2 }] }, "/body/riskFactors/0/probability"],
       [{ ...s, riskFactors: [{ name: "trap", probability: -0.1 }] }, "/body/riskFactors/0/probability"],
-      [{ ...s, riskFactors: [{ name: "trap", probability: 0.5 }, { name: "trap", probability: 0.5 }] }, "/body/riskFactors/1/name"],
+      [
+        {
+          ...s,
+          riskFactors: [
+            { name: "trap", probability: 0.5 },
+            { name: "trap", probability: 0.5 },
+          ],
+        },
+        "/body/riskFactors/1/name",
+      ],
       [{ ...s, volumes: { oil: { unit: "MMbbl", p90: 90, p10: 10 } } }, "/body/volumes/oil/p10"],
       [{ ...s, volumes: { oil: { unit: "MMbbl", p90: 50, p10: 50 } } }, "/body/volumes/oil/p10"],
       [{ ...s, volumes: { oil: { unit: "MMbbl", p90: 10 } } }, "/body/volumes/oil/p10"],
@@ -136,7 +159,16 @@ describe("reporting entities", () => {
       [{ ...s, properties: [{ name: "Drilled", type: "date", value: "2023-02-30" }] }, "/body/properties/0/value"],
       [{ ...s, properties: [{ name: "Age", type: "closedList", value: 3 }] }, "/body/properties/0/value"],
       [{ ...s, properties: [{ name: "Age", type: "list", value: "x" }] }, "/body/properties/0/type"],
-      [{ ...s, entitlement: [{ companyId: "a", share: 0.7 }, { companyId: "b", share: 0.6 }] }, "/body/entitlement"],
+      [
+        {
+          ...s,
+          entitlement: [
+            { companyId: "a", share: 0.7 },
+            { companyId: "b", share: 0.6 },
+          ],
+        },
+        "/body/entitlement",
+      ],
     ];
     for (const [body, pointer] of cases) await rejects("segmentanalyses", "seg-bad", body, pointer);
     expect((await derrick.call("/assessments/v1/segmentanalyses/seg-bad")).status).toBe(404);
@@ -146,7 +178,11 @@ describe("reporting entities", () => {
     const pa = demoBody("pa-alpha-oil");
     await put(derrick, "segmentanalyses", "seg-elsewhere", segment("Elsewhere", 0.5, 10, 90, { prospectId: "p-other" }));
     await put(derrick, "segmentanalyses", "seg-in-m3", { name: "m3", riskFactors: [], volumes: { oil: { unit: "Mm3", mean: 5 } } });
-    await put(derrick, "segmentanalyses", "seg-in-place", { name: "in place", riskFactors: [], volumes: { oil: { unit: "MMbbl", mean: 100, basis: "inPlace" } } });
+    await put(derrick, "segmentanalyses", "seg-in-place", {
+      name: "in place",
+      riskFactors: [],
+      volumes: { oil: { unit: "MMbbl", mean: 100, basis: "inPlace" } },
+    });
     const cases: Array<[unknown, string]> = [
       [{ ...pa, segmentAnalysisIds: ["seg-alpha-rogn", "seg-missing"] }, "/body/segmentAnalysisIds/1"],
       [{ ...pa, segmentAnalysisIds: ["seg-alpha-rogn", "seg-alpha-rogn"] }, "/body/segmentAnalysisIds/1"],
@@ -154,7 +190,10 @@ describe("reporting entities", () => {
       [{ ...pa, segmentAnalysisIds: ["seg-elsewhere"] }, "/body/segmentAnalysisIds/0"],
       [{ ...pa, segmentAnalysisIds: ["seg-alpha-rogn", "seg-in-m3"] }, "/body/segmentAnalysisIds/1"],
       [{ ...pa, dependency: { model: "partial" } }, "/body/dependency/model"],
-      [{ ...pa, dependency: { model: "commonFactor", commonFactors: [{ name: "source", probability: 1.5 }] } }, "/body/dependency/commonFactors/0/probability"],
+      [
+        { ...pa, dependency: { model: "commonFactor", commonFactors: [{ name: "source", probability: 1.5 }] } },
+        "/body/dependency/commonFactors/0/probability",
+      ],
       [{ ...pa, simulation: { trials: 10, seed: 1 } }, "/body/simulation/trials"],
       [{ ...pa, simulation: { trials: 1000, seed: -1 } }, "/body/simulation/seed"],
       [{ ...pa, entitlement: { companyId: "c-nordic", workingInterest: 1.4 } }, "/body/entitlement/workingInterest"],
@@ -177,12 +216,24 @@ describe("reporting entities", () => {
       [withVersion({ licensees: licensees.map((l, i) => (i === 0 ? { ...l, interest: 0.3 } : l)) }), "/body/versions/0/licensees"],
       [withVersion({ licensees: licensees.map((l) => ({ ...l, isOperator: true })) }), "/body/versions/0/licensees"],
       [withVersion({ licensees: licensees.map((l) => ({ ...l, isOperator: false })) }), "/body/versions/0/licensees"],
-      [withVersion({ licensees: licensees.map((l, i) => (i === 0 ? { ...l, interest: 1.4 } : l)) }), "/body/versions/0/licensees/0/interest"],
+      [
+        withVersion({ licensees: licensees.map((l, i) => (i === 0 ? { ...l, interest: 1.4 } : l)) }),
+        "/body/versions/0/licensees/0/interest",
+      ],
       [withVersion({ validFrom: "2023-02-30" }), "/body/versions/0/validFrom"],
       [withVersion({ validFrom: "2023-01-01", validTo: "2022-01-01" }), "/body/versions/0/validTo"],
       [withVersion({ validFrom: "1 Jan 2023" }), "/body/versions/0/validFrom"],
       [{ ...base, versions: [version, { ...version }] }, "/body/versions/1/versionNumber"],
-      [{ ...base, versions: [{ ...version, versionNumber: 1, validFrom: "2020-01-01", validTo: null }, { ...version, versionNumber: 2, validFrom: "2021-01-01" }] }, "/body/versions/1/validFrom"],
+      [
+        {
+          ...base,
+          versions: [
+            { ...version, versionNumber: 1, validFrom: "2020-01-01", validTo: null },
+            { ...version, versionNumber: 2, validFrom: "2021-01-01" },
+          ],
+        },
+        "/body/versions/1/validFrom",
+      ],
       [{ ...base, versions: [] }, "/body/versions"],
       [{ ...base, nation: { code: "no", name: "Norway" } }, "/body/nation/code"],
     ];
@@ -191,15 +242,29 @@ describe("reporting entities", () => {
 
   it("entities - full cycle analysis rules and references each name the field", async () => {
     const fc = demoBody("fc-alpha-mean");
-    const flows = { contractor: [{ year: 2026, netCashFlow: -1000 }, { year: 2027, netCashFlow: 300 }] };
+    const flows = {
+      contractor: [
+        { year: 2026, netCashFlow: -1000 },
+        { year: 2027, netCashFlow: 300 },
+      ],
+    };
     const cases: Array<[unknown, string]> = [
       [{ ...fc, prospectAnalysisId: "pa-missing" }, "/body/prospectAnalysisId"],
       [{ ...fc, cashFlows: flows }, "/body/cashFlows"],
       [{ ...fc, production: undefined, costs: undefined }, "/body/production"],
       [{ ...fc, costs: undefined }, "/body/costs"],
       [{ ...fc, production: undefined, cashFlows: flows }, "/body/costs"],
-      [{ ...fc, assumptions: { ...fc.assumptions, fiscal: { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3 } } }, "/body/assumptions/fiscal/costRecoveryCeiling"],
-      [{ ...fc, assumptions: { ...fc.assumptions, fiscal: { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3, costRecoveryCeiling: 0.4 } } }, "/body/assumptions/fiscal/contractorProfitShare"],
+      [
+        { ...fc, assumptions: { ...fc.assumptions, fiscal: { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3 } } },
+        "/body/assumptions/fiscal/costRecoveryCeiling",
+      ],
+      [
+        {
+          ...fc,
+          assumptions: { ...fc.assumptions, fiscal: { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3, costRecoveryCeiling: 0.4 } },
+        },
+        "/body/assumptions/fiscal/contractorProfitShare",
+      ],
       [{ ...fc, assumptions: { ...fc.assumptions, prices: [fc.assumptions.prices[1]] } }, "/body/assumptions/prices"],
       // Associated gas (gasOilRatio) with no gas price was sold for nothing, silently.
       [{ ...fc, assumptions: { ...fc.assumptions, prices: [fc.assumptions.prices[0]] } }, "/body/assumptions/prices"],
@@ -207,34 +272,97 @@ describe("reporting entities", () => {
       [{ ...fc, setup: { ...fc.setup, discountRate: 2 } }, "/body/setup/discountRate"],
       [{ ...fc, setup: { ...fc.setup, discounting: "continuous" } }, "/body/setup/discounting"],
       [{ ...fc, production: { ...fc.production, declineRate: 1 } }, "/body/production/declineRate"],
-      [{ ...fc, production: undefined, costs: undefined, cashFlows: { contractor: [{ year: 2026, netCashFlow: 1 }, { year: 2026, netCashFlow: 2 }] } }, "/body/cashFlows/contractor/1/year"],
+      [
+        {
+          ...fc,
+          production: undefined,
+          costs: undefined,
+          cashFlows: {
+            contractor: [
+              { year: 2026, netCashFlow: 1 },
+              { year: 2026, netCashFlow: 2 },
+            ],
+          },
+        },
+        "/body/cashFlows/contractor/1/year",
+      ],
     ];
-    await put(derrick, "segmentanalyses", "seg-gas-only", { name: "gas only", riskFactors: [], volumes: { gas: { unit: "Bcf", mean: 100 } } });
-    await put(derrick, "prospectanalyses", "pa-gas-only", { prospect: { id: "p-gas", name: "Gas" }, segmentAnalysisIds: ["seg-gas-only"], dependency: { model: "independent" } });
+    await put(derrick, "segmentanalyses", "seg-gas-only", {
+      name: "gas only",
+      riskFactors: [],
+      volumes: { gas: { unit: "Bcf", mean: 100 } },
+    });
+    await put(derrick, "prospectanalyses", "pa-gas-only", {
+      prospect: { id: "p-gas", name: "Gas" },
+      segmentAnalysisIds: ["seg-gas-only"],
+      dependency: { model: "independent" },
+    });
     // A production model of oil on a gas-only prospect produced nothing and reported only the capex.
     await rejects("fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-gas-only" }, "/body/production/product");
-    expect((await put(derrick, "fullcycleanalyses", "fc-gas", { ...fc, prospectAnalysisId: "pa-gas-only", production: { ...fc.production, product: "gas" } })).status).toBe(201);
+    expect(
+      (
+        await put(derrick, "fullcycleanalyses", "fc-gas", {
+          ...fc,
+          prospectAnalysisId: "pa-gas-only",
+          production: { ...fc.production, product: "gas" },
+        })
+      ).status,
+    ).toBe(201);
     // In-place volumes are not produced (no recovery factor): the model must give its recoverable volume.
-    await put(derrick, "segmentanalyses", "seg-in-place-only", { name: "in place only", riskFactors: [], volumes: { oil: { unit: "MMbbl", mean: 100, basis: "inPlace" } } });
-    await put(derrick, "prospectanalyses", "pa-in-place", { prospect: { id: "p-in-place", name: "In place" }, segmentAnalysisIds: ["seg-in-place-only"], dependency: { model: "independent" } });
+    await put(derrick, "segmentanalyses", "seg-in-place-only", {
+      name: "in place only",
+      riskFactors: [],
+      volumes: { oil: { unit: "MMbbl", mean: 100, basis: "inPlace" } },
+    });
+    await put(derrick, "prospectanalyses", "pa-in-place", {
+      prospect: { id: "p-in-place", name: "In place" },
+      segmentAnalysisIds: ["seg-in-place-only"],
+      dependency: { model: "independent" },
+    });
     await rejects("fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-in-place" }, "/body/production/recoverable");
-    expect((await put(derrick, "fullcycleanalyses", "fc-in-place", { ...fc, prospectAnalysisId: "pa-in-place", production: { ...fc.production, recoverable: 30 } })).status).toBe(201);
+    expect(
+      (
+        await put(derrick, "fullcycleanalyses", "fc-in-place", {
+          ...fc,
+          prospectAnalysisId: "pa-in-place",
+          production: { ...fc.production, recoverable: 30 },
+        })
+      ).status,
+    ).toBe(201);
     for (const [body, pointer] of cases) await rejects("fullcycleanalyses", "fc-bad", body, pointer);
   });
 
   it("entities - an aggregation whose inputs stopped being comparable after the analysis was written answers 409 naming the segment", async () => {
     await put(derrick, "segmentanalyses", "seg-u1", segment("U1", 0.5, 10, 90, { prospectId: "p-units" }));
     await put(derrick, "segmentanalyses", "seg-u2", segment("U2", 0.5, 10, 90, { prospectId: "p-units" }));
-    expect((await put(derrick, "prospectanalyses", "pa-units", { prospect: { id: "p-units", name: "Units" }, segmentAnalysisIds: ["seg-u1", "seg-u2"], dependency: { model: "independent" } })).status).toBe(201);
+    expect(
+      (
+        await put(derrick, "prospectanalyses", "pa-units", {
+          prospect: { id: "p-units", name: "Units" },
+          segmentAnalysisIds: ["seg-u1", "seg-u2"],
+          dependency: { model: "independent" },
+        })
+      ).status,
+    ).toBe(201);
     expect((await derrick.call("/assessments/v1/prospectanalysisaggregation/pa-units")).status).toBe(200);
     // The second segment is re-upserted in another unit: adding MMbbl and Mm3 would be meaningless.
-    expect((await put(derrick, "segmentanalyses", "seg-u2", { ...segment("U2", 0.5, 10, 90, { prospectId: "p-units" }), volumes: { oil: { unit: "Mm3", p90: 2, p10: 14 } } })).status).toBe(200);
+    expect(
+      (
+        await put(derrick, "segmentanalyses", "seg-u2", {
+          ...segment("U2", 0.5, 10, 90, { prospectId: "p-units" }),
+          volumes: { oil: { unit: "Mm3", p90: 2, p10: 14 } },
+        })
+      ).status,
+    ).toBe(200);
     const res = await derrick.call("/assessments/v1/prospectanalysisaggregation/pa-units");
     expect(res.status).toBe(409);
     expect((await json<Problem>(res)).errors?.map((e) => e.pointer)).toEqual(["/segmentAnalysisIds/1"]);
     // The details list each segment in its own unit (no sum), and the license view needs no volumes.
     const details = await json(await derrick.call("/assessments/v1/prospectanalysisaggregation/pa-units/details"));
-    expect(details.segments.map((s: { results: { recoverable: { oil: { unit: string } } } }) => s.results.recoverable.oil.unit)).toEqual(["MMbbl", "Mm3"]);
+    expect(details.segments.map((s: { results: { recoverable: { oil: { unit: string } } } }) => s.results.recoverable.oil.unit)).toEqual([
+      "MMbbl",
+      "Mm3",
+    ]);
   });
 
   it("entities - multiple scenario rules, references and GeoJSON validity each name the field", async () => {
@@ -243,7 +371,11 @@ describe("reporting entities", () => {
     const ring = msa.polygon.geometry.coordinates[0];
     const feature = (geometry: unknown) => ({ ...msa, polygon: { type: "Feature", geometry } });
     await put(derrick, "segmentanalyses", "seg-beta", segment("Beta", 0.5, 10, 90));
-    await put(derrick, "prospectanalyses", "pa-beta", { prospect: { id: "p-beta", name: "Beta" }, segmentAnalysisIds: ["seg-beta"], dependency: { model: "independent" } });
+    await put(derrick, "prospectanalyses", "pa-beta", {
+      prospect: { id: "p-beta", name: "Beta" },
+      segmentAnalysisIds: ["seg-beta"],
+      dependency: { model: "independent" },
+    });
     const cases: Array<[unknown, string]> = [
       [{ ...msa, scenarios: [{ ...oil, probability: 0.6 }, gas] }, "/body/scenarios"],
       [{ ...msa, scenarios: [oil, { ...gas, prospectAnalysisId: "pa-missing" }] }, "/body/scenarios/1/prospectAnalysisId"],
@@ -252,9 +384,18 @@ describe("reporting entities", () => {
       [{ ...msa, scenarios: [{ ...oil, probability: 1.7 }, gas] }, "/body/scenarios/0/probability"],
       [feature({ type: "Polygon", coordinates: [ring.slice(0, 4)] }), "/body/polygon/geometry/coordinates/0"],
       [feature({ type: "Polygon", coordinates: [[ring[0], ring[1], ring[0]]] }), "/body/polygon/geometry/coordinates/0"],
-      [feature({ type: "Polygon", coordinates: [ring.map((p: number[], i: number) => (i === 1 ? [200, p[1]] : p))] }), "/body/polygon/geometry/coordinates/0/1/0"],
-      [feature({ type: "Polygon", coordinates: [ring.map((p: number[], i: number) => (i === 2 ? [p[0], 95] : p))] }), "/body/polygon/geometry/coordinates/0/2/1"],
-      [feature({ type: "Polygon", coordinates: [ring.map((p: number[], i: number) => (i === 2 ? [p[0], "64"] : p))] }), "/body/polygon/geometry/coordinates/0/2/1"],
+      [
+        feature({ type: "Polygon", coordinates: [ring.map((p: number[], i: number) => (i === 1 ? [200, p[1]] : p))] }),
+        "/body/polygon/geometry/coordinates/0/1/0",
+      ],
+      [
+        feature({ type: "Polygon", coordinates: [ring.map((p: number[], i: number) => (i === 2 ? [p[0], 95] : p))] }),
+        "/body/polygon/geometry/coordinates/0/2/1",
+      ],
+      [
+        feature({ type: "Polygon", coordinates: [ring.map((p: number[], i: number) => (i === 2 ? [p[0], "64"] : p))] }),
+        "/body/polygon/geometry/coordinates/0/2/1",
+      ],
       [feature({ type: "Point", coordinates: [7, 64] }), "/body/polygon/geometry/type"],
       [feature(undefined), "/body/polygon/geometry"],
       [{ ...msa, polygon: { type: "Polygon", coordinates: [ring], geometry: {} } }, "/body/polygon/geometry"],
@@ -263,6 +404,8 @@ describe("reporting entities", () => {
     ];
     for (const [body, pointer] of cases) await rejects("multiplescenarioanalyses", "msa-bad", body, pointer);
     // A bare Polygon geometry is accepted too.
-    expect((await put(derrick, "multiplescenarioanalyses", "msa-bare", { ...msa, polygon: { type: "Polygon", coordinates: [ring] } })).status).toBe(201);
+    expect(
+      (await put(derrick, "multiplescenarioanalyses", "msa-bare", { ...msa, polygon: { type: "Polygon", coordinates: [ring] } })).status,
+    ).toBe(201);
   });
 });

@@ -38,7 +38,12 @@ function seam(kv: KV, hooks: Hooks): KV {
 }
 
 const WRITES = new Set(["put", "create", "update", "delete"]);
-const ctx: RequestContext = { principal: { clientId: "editor", subject: "editor", groups: [EDITORS_GROUP], kind: "service" } as RequestContext["principal"], partition: "opendes", requestId: "r", log: createLogger("silent") };
+const ctx: RequestContext = {
+  principal: { clientId: "editor", subject: "editor", groups: [EDITORS_GROUP], kind: "service" } as RequestContext["principal"],
+  partition: "opendes",
+  requestId: "r",
+  log: createLogger("silent"),
+};
 const demo = (id: string) => structuredClone(DEMO.find((d) => d.id === id)!.body) as Record<string, any>;
 
 describe("reporting writes that fail half-way", () => {
@@ -71,7 +76,9 @@ describe("reporting writes that fail half-way", () => {
     });
     writer = { store: assessmentStore({ entities, cache }) };
     reader = { store: assessmentStore(await openStores(readerNc)) };
-    await loadDemo(async (item) => (await putEntity({ collection: item.collection, id: item.id, body: structuredClone(item.body) }, ctx, writer)).status);
+    await loadDemo(
+      async (item) => (await putEntity({ collection: item.collection, id: item.id, body: structuredClone(item.body) }, ctx, writer)).status,
+    );
   });
   afterAll(async () => {
     await writerNc?.close();
@@ -84,8 +91,13 @@ describe("reporting writes that fail half-way", () => {
     const body = res.body instanceof EncodedJson ? JSON.parse(new TextDecoder().decode(res.body.bytes)) : res.body;
     return { cache: res.headers[CACHE_HEADER], body: body as { segments: Array<{ segmentAnalysisId: string; pg: number }> } };
   };
-  const status = (promise: Promise<unknown>) => promise.then(() => 200, (error) => (error instanceof DerrickError ? error.status : 500));
-  const pgOf = (body: { segments: Array<{ segmentAnalysisId: string; pg: number }> }, segmentId: string) => body.segments.find((s) => s.segmentAnalysisId === segmentId)!.pg;
+  const status = (promise: Promise<unknown>) =>
+    promise.then(
+      () => 200,
+      (error) => (error instanceof DerrickError ? error.status : 500),
+    );
+  const pgOf = (body: { segments: Array<{ segmentAnalysisId: string; pg: number }> }, segmentId: string) =>
+    body.segments.find((s) => s.segmentAnalysisId === segmentId)!.pg;
   const reset = () => {
     cacheDown = false;
     beforeEntityWrite = () => undefined;

@@ -2,8 +2,14 @@
 import type { TestDerrick } from "../harness/index.ts";
 import { DEMO, loadDemo, type DemoItem } from "../../subjects/reporting-demo.ts";
 
-export const put = (derrick: TestDerrick, collection: string, id: string, body: unknown, as: "admin" | "alpha" | "beta" = "admin", partition = "opendes") =>
-  derrick.call(`/assessments/v1/${collection}/${id}`, { as, partition, method: "PUT", body: JSON.stringify(body) });
+export const put = (
+  derrick: TestDerrick,
+  collection: string,
+  id: string,
+  body: unknown,
+  as: "admin" | "alpha" | "beta" = "admin",
+  partition = "opendes",
+) => derrick.call(`/assessments/v1/${collection}/${id}`, { as, partition, method: "PUT", body: JSON.stringify(body) });
 
 export async function json<T = Record<string, any>>(res: Response): Promise<T> {
   return (await res.json()) as T;

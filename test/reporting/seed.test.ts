@@ -22,7 +22,17 @@ describe("derrick seed", () => {
   /** Runs the CLI without blocking this process: the actor answering it lives here. */
   const seed = (...args: string[]) =>
     new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [CLI, "seed", ...args], { env: { ...process.env, NATS_URL: nats.url, DERRICK_PARTITIONS: "opendes,other", DERRICK_DATA_DIR: derrick.dataDir, DERRICK_LOG_LEVEL: "silent" }, stdio: ["ignore", "pipe", "pipe"], timeout: 30_000 });
+      const child = spawn(process.execPath, [CLI, "seed", ...args], {
+        env: {
+          ...process.env,
+          NATS_URL: nats.url,
+          DERRICK_PARTITIONS: "opendes,other",
+          DERRICK_DATA_DIR: derrick.dataDir,
+          DERRICK_LOG_LEVEL: "silent",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+        timeout: 30_000,
+      });
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d) => (stdout += d));
@@ -39,7 +49,12 @@ describe("derrick seed", () => {
     expect(license.versions).toHaveLength(2);
     const prospect = await json(await derrick.call("/assessments/v1/prospectanalysisaggregation/pa-alpha-oil"));
     expect(prospect.segments).toHaveLength(3);
-    const fc = await json(await derrick.call("/assessments/v1/fullcycleanalysisaggregation", { method: "POST", body: JSON.stringify({ prospectAnalysisId: "pa-alpha-oil" }) }));
+    const fc = await json(
+      await derrick.call("/assessments/v1/fullcycleanalysisaggregation", {
+        method: "POST",
+        body: JSON.stringify({ prospectAnalysisId: "pa-alpha-oil" }),
+      }),
+    );
     expect(fc.fullCycleAnalyses).toHaveLength(1);
     const msa = await json(await derrick.call("/assessments/v1/prospectmultiplescenarioanalysisaggregation/msa-alpha"));
     expect(msa.results.byScenario).toHaveLength(2);

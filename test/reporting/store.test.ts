@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { startTestNats, type TestNats } from "../harness/index.ts";
-import { MAX_DEPENDENTS, assessmentStore, entityKey, openStores, resultKey, type AssessmentStore, type Stores } from "../../actors/reporting/store.ts";
+import {
+  MAX_DEPENDENTS,
+  assessmentStore,
+  entityKey,
+  openStores,
+  resultKey,
+  type AssessmentStore,
+  type Stores,
+} from "../../actors/reporting/store.ts";
 
 describe("reporting store", () => {
   let nats: TestNats;
@@ -118,7 +126,9 @@ describe("reporting store", () => {
   });
 
   it("store - versions count upserts, concurrent writers all land, and a delete then re-create starts at version 1", async () => {
-    const writes = await Promise.all(Array.from({ length: 10 }, (_, i) => store.put("p", "segmentanalyses", "busy", () => ({ name: `w${i}` }), now())));
+    const writes = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => store.put("p", "segmentanalyses", "busy", () => ({ name: `w${i}` }), now())),
+    );
     expect(writes.map((w) => w.stored.version).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(await store.delete("p", "segmentanalyses", "busy")).toBe(true);
     expect(await store.delete("p", "segmentanalyses", "busy")).toBe(false);

@@ -37,7 +37,13 @@ describe("search replica bulk load", () => {
     await ensureRecordsStream(await jetstreamManager(nc));
     const js = jetstream(nc);
     const subject = (i: number) => subjects.records("opendes", recordKey(`opendes:well:bulk-${i}`));
-    const record = (i: number, word: string) => JSON.stringify({ id: `opendes:well:bulk-${i}`, kind: WELL, acl: i % 2 ? SOUTH_ACL : NORTH_ACL, data: { Name: `${word} n${i % 10}`, Depth: i, Location: { latitude: (i % 80) + 0.5, longitude: (i % 170) + 0.5 } } });
+    const record = (i: number, word: string) =>
+      JSON.stringify({
+        id: `opendes:well:bulk-${i}`,
+        kind: WELL,
+        acl: i % 2 ? SOUTH_ACL : NORTH_ACL,
+        data: { Name: `${word} n${i % 10}`, Depth: i, Location: { latitude: (i % 80) + 0.5, longitude: (i % 170) + 0.5 } },
+      });
     const window: Array<Promise<{ seq: number }>> = [];
     const push = async (p: Promise<{ seq: number }>) => {
       window.push(p);
@@ -92,11 +98,18 @@ describe("search replica bulk load", () => {
     expect(count(index, "data.Depth:[1000 TO 1499]")).toBe(0);
     expect(count(index, "data.Name:n3 AND data.Depth:[20000 TO *]")).toBe((RECORDS - 20_000) / 10);
     const lookup = new Database(lookupFileOf(index.options.file), { readonly: true });
-    expect(lookup.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'vals_%' ORDER BY name").all().map((r) => r.name)).toEqual(["vals_num", "vals_str"]);
+    expect(
+      lookup
+        .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'vals_%' ORDER BY name")
+        .all()
+        .map((r) => r.name),
+    ).toEqual(["vals_num", "vals_str"]);
     lookup.close();
   };
 
-  it("replica - a backlog past 20,000 messages is decoded in a worker and written to both files in parallel; updates, deletes and a broken message come out as one by one would", { timeout: 120_000 }, async () => {
+  it("replica - a backlog past 20,000 messages is decoded in a worker and written to both files in parallel; updates, deletes and a broken message come out as one by one would", {
+    timeout: 120_000,
+  }, async () => {
     const { index, replica, logged } = await load(join(dir, "workers", "index.sqlite"));
     try {
       expectLoaded(index);
@@ -113,19 +126,32 @@ describe("search replica bulk load", () => {
     reopened.close();
   });
 
-  it("replica - a decode worker that dies mid-load loses nothing: the consumer restarts after what was applied and the load ends the same", { timeout: 120_000 }, async () => {
-    const { index, replica, logged } = await load(join(dir, "crash", "index.sqlite"), new URL("./fixtures/crashing-decoder.ts", import.meta.url));
+  it("replica - a decode worker that dies mid-load loses nothing: the consumer restarts after what was applied and the load ends the same", {
+    timeout: 120_000,
+  }, async () => {
+    const { index, replica, logged } = await load(
+      join(dir, "crash", "index.sqlite"),
+      new URL("./fixtures/crashing-decoder.ts", import.meta.url),
+    );
     try {
       expectLoaded(index);
       expect(replica.health().restarts).toBeGreaterThanOrEqual(1);
-      expect(logged).toContainEqual(expect.objectContaining({ level: 50, msg: expect.stringContaining("restarting after the last applied sequence"), err: expect.objectContaining({ message: expect.stringContaining("the decode worker failed") }) }));
+      expect(logged).toContainEqual(
+        expect.objectContaining({
+          level: 50,
+          msg: expect.stringContaining("restarting after the last applied sequence"),
+          err: expect.objectContaining({ message: expect.stringContaining("the decode worker failed") }),
+        }),
+      );
     } finally {
       await replica.stop();
       index.close();
     }
   });
 
-  it("replica - a failure that ends the consumer between two batches loses nothing: a flush timer left behind does not mark what the decode worker held as applied", { timeout: 120_000 }, async () => {
+  it("replica - a failure that ends the consumer between two batches loses nothing: a flush timer left behind does not mark what the decode worker held as applied", {
+    timeout: 120_000,
+  }, async () => {
     // The 3,001st message's wait check throws: the loop ends with messages still in the decode batch
     // being filled and in flight, and a flush timer armed for them.
     let calls = 0;
@@ -152,11 +178,15 @@ describe("search replica bulk load", () => {
     }
   });
 
-  it("replica - when the decode worker cannot start, the bulk load decodes on the actor's thread, says so, and ends the same", { timeout: 120_000 }, async () => {
+  it("replica - when the decode worker cannot start, the bulk load decodes on the actor's thread, says so, and ends the same", {
+    timeout: 120_000,
+  }, async () => {
     const { index, replica, logged } = await load(join(dir, "inline", "index.sqlite"), new URL("./no-such-decoder.ts", import.meta.url));
     try {
       expectLoaded(index);
-      expect(logged).toContainEqual(expect.objectContaining({ level: 40, msg: "the decode worker did not start; decoding on the actor's thread" }));
+      expect(logged).toContainEqual(
+        expect.objectContaining({ level: 40, msg: "the decode worker did not start; decoding on the actor's thread" }),
+      );
     } finally {
       await replica.stop();
       index.close();

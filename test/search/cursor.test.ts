@@ -3,7 +3,6 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eventually, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
-import { Kvm } from "@nats-io/kv";
 import { subjects } from "../../subjects/index.ts";
 import { CURSOR_BUCKET } from "../../actors/search/store.ts";
 import { readKv } from "../../actors/runtime/kv.ts";
@@ -29,7 +28,11 @@ async function cursorCall(derrick: TestDerrick, body: Record<string, unknown>, a
   return { status: res.status, body: (await res.json()) as Page & { reason?: string; message?: string } };
 }
 
-async function pageAll(derrick: TestDerrick, first: Record<string, unknown>, as: "writer" | "north" = "writer"): Promise<{ pages: Page[]; rows: Array<Record<string, any>> }> {
+async function pageAll(
+  derrick: TestDerrick,
+  first: Record<string, unknown>,
+  as: "writer" | "north" = "writer",
+): Promise<{ pages: Page[]; rows: Array<Record<string, any>> }> {
   const pages: Page[] = [];
   let res = await cursorCall(derrick, first, as);
   for (let i = 0; i < 100; i++) {
@@ -53,7 +56,10 @@ describe("search cursors", () => {
     });
     const all = records(TOTAL, "p");
     for (let i = 0; i < all.length; i += 500) await putRecords(derrick, all.slice(i, i + 500));
-    await eventually(async () => (await searchOk(derrick, { trackTotalCount: true })).totalCount === TOTAL, { timeoutMs: 20_000, what: "2,500 records indexed" });
+    await eventually(async () => (await searchOk(derrick, { trackTotalCount: true })).totalCount === TOTAL, {
+      timeoutMs: 20_000,
+      what: "2,500 records indexed",
+    });
   }, 60_000);
   afterAll(async () => {
     await derrick?.cleanup();
@@ -72,7 +78,12 @@ describe("search cursors", () => {
   });
 
   it("cursor - sorted paging keeps the order across pages, ties and missing values included", async () => {
-    const { rows } = await pageAll(derrick, { kind: WELL, limit: 400, sort: { field: ["data.Group"], order: ["DESC"] }, returnedFields: ["id", "data.Group"] });
+    const { rows } = await pageAll(derrick, {
+      kind: WELL,
+      limit: 400,
+      sort: { field: ["data.Group"], order: ["DESC"] },
+      returnedFields: ["id", "data.Group"],
+    });
     expect(rows.length).toBe(TOTAL);
     expect(new Set(rows.map((r) => r.id)).size).toBe(TOTAL);
     const groups = rows.map((r) => (r.data?.Group as number | undefined) ?? null);
@@ -93,7 +104,10 @@ describe("search cursors", () => {
     const cursor = first.body.cursor!;
     const stolen = await cursorCall(derrick, { cursor }, "north");
     expect(stolen.status).toBe(403);
-    expect(stolen.body).toMatchObject({ reason: "cursor issuer doesn't match the cursor consumer", message: "cursor sharing is forbidden" });
+    expect(stolen.body).toMatchObject({
+      reason: "cursor issuer doesn't match the cursor consumer",
+      message: "cursor sharing is forbidden",
+    });
     const unknown = await cursorCall(derrick, { cursor: "0123456789ABCDEF0123456789ABCDEF" });
     expect(unknown.status).toBe(400);
     expect(unknown.body).toMatchObject({ reason: "Can't find the given cursor", message: "The given cursor is invalid or expired" });
@@ -102,7 +116,10 @@ describe("search cursors", () => {
     expect((await cursorCall(derrick, { cursor: "not-a-cursor" })).status).toBe(400);
     const unknownDelete = await api(derrick, "/api/search/v2/query_with_cursor/0123456789ABCDEF0123456789ABCDEF", { method: "DELETE" });
     expect(unknownDelete.status).toBe(400);
-    expect(await unknownDelete.json()).toMatchObject({ message: "The given cursor is invalid or expired", errors: [{ pointer: "/params/cursor" }] });
+    expect(await unknownDelete.json()).toMatchObject({
+      message: "The given cursor is invalid or expired",
+      errors: [{ pointer: "/params/cursor" }],
+    });
 
     expect((await api(derrick, `/api/search/v2/query_with_cursor/${cursor}`, { as: "north", method: "DELETE" })).status).toBe(403);
     const closed = await api(derrick, `/api/search/v2/query_with_cursor/${cursor}`, { method: "DELETE" });
@@ -127,7 +144,10 @@ describe("search cursors", () => {
     expect(opened.length).toBe(CURSOR_LIMIT);
     const refused = await cursorCall(derrick, { kind: WELL, limit: 1 }, "south");
     expect(refused.status).toBe(429);
-    expect(refused.body).toMatchObject({ reason: "Too many requests", message: "Too many cursor requests, please re-try after some time." });
+    expect(refused.body).toMatchObject({
+      reason: "Too many requests",
+      message: "Too many cursor requests, please re-try after some time.",
+    });
     expect((await api(derrick, `/api/search/v2/query_with_cursor/${opened[3]![0]}`, { as: "north", method: "DELETE" })).status).toBe(200);
     const again = await cursorCall(derrick, { kind: WELL, limit: 1 }, "south");
     expect(again.status).toBe(200);
@@ -146,7 +166,10 @@ describe("search cursors", () => {
     const refused = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, limit: 1 } });
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("10");
-    expect(await refused.json()).toMatchObject({ reason: "Too many requests", message: "Too many cursor requests, please re-try after some time." });
+    expect(await refused.json()).toMatchObject({
+      reason: "Too many requests",
+      message: "Too many cursor requests, please re-try after some time.",
+    });
     const other = await cursorCall(derrick, { kind: WELL, limit: 1 }, "north");
     expect(other.status).toBe(200);
 
@@ -168,9 +191,14 @@ describe("search cursors", () => {
     const first = await cursorCall(derrick, { kind: WELL, limit: 5 });
     // Watch the bucket, not the API: every use of a cursor restarts its time to live.
     const kv = await openBucket(derrick.nc, CURSOR_BUCKET);
-    const marks = async () => (await readKv(kv, { key: `issuers.opendes.*.${first.body.cursor}`, headersOnly: true })).filter((e) => e.operation === "PUT").length;
+    const marks = async () =>
+      (await readKv(kv, { key: `issuers.opendes.*.${first.body.cursor}`, headersOnly: true })).filter((e) => e.operation === "PUT").length;
     expect(await marks()).toBe(1);
-    await eventually(async () => (await kv.get(`opendes.${first.body.cursor}`))?.operation !== "PUT", { timeoutMs: 8_000, intervalMs: 250, what: "cursor expired" });
+    await eventually(async () => (await kv.get(`opendes.${first.body.cursor}`))?.operation !== "PUT", {
+      timeoutMs: 8_000,
+      intervalMs: 250,
+      what: "cursor expired",
+    });
     await eventually(async () => (await marks()) === 0, { timeoutMs: 2_000, intervalMs: 100, what: "issuer's mark expired" });
     expect((await cursorCall(derrick, { cursor: first.body.cursor! })).status).toBe(400);
   }, 15_000);

@@ -5,7 +5,13 @@ import { RECORDS_STREAM } from "../../subjects/search.ts";
 import { CURSOR_BUCKET } from "../../actors/search/store.ts";
 import { NORTH_ACL, WELL, api, putRecords, searchOk, startSearchDerrick } from "./helpers.ts";
 
-const record = (id: string, name: string) => ({ id, kind: WELL, acl: NORTH_ACL, legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] }, data: { Name: name } });
+const record = (id: string, name: string) => ({
+  id,
+  kind: WELL,
+  acl: NORTH_ACL,
+  legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] },
+  data: { Name: name },
+});
 
 /**
  * Storage deleted at runtime (an operator, a tool, a lost store) is made again, as every other store of
@@ -24,15 +30,22 @@ describe("search and storage after their storage was deleted", () => {
     await nats?.cleanup();
   });
 
-  it("records - a deleted RECORDS stream is made again: writes succeed at once, the old records are gone, and new ones become searchable", { timeout: 20_000 }, async () => {
+  it("records - a deleted RECORDS stream is made again: writes succeed at once, the old records are gone, and new ones become searchable", {
+    timeout: 20_000,
+  }, async () => {
     await putRecords(derrick, [record("opendes:well:before-delete", "alpha")]);
-    await eventually(async () => (await searchOk(derrick, { query: "alpha" })).totalCount === 1, { what: "the first record to be searchable" });
+    await eventually(async () => (await searchOk(derrick, { query: "alpha" })).totalCount === 1, {
+      what: "the first record to be searchable",
+    });
 
     expect(await (await jetstreamManager(derrick.nc)).streams.delete(RECORDS_STREAM)).toBe(true);
 
     // The first write after the deletion already succeeds (storage makes the stream again).
     await putRecords(derrick, [record("opendes:well:after-delete", "bravo")]);
-    await eventually(async () => (await searchOk(derrick, { query: "bravo" })).totalCount === 1, { timeoutMs: 10_000, what: "the record written after the deletion to be searchable" });
+    await eventually(async () => (await searchOk(derrick, { query: "bravo" })).totalCount === 1, {
+      timeoutMs: 10_000,
+      what: "the record written after the deletion to be searchable",
+    });
     // What the deleted stream held is gone from storage and, once rebuilt, from the index.
     expect((await api(derrick, `/api/storage/v2/records/${encodeURIComponent("opendes:well:before-delete")}`)).status).toBe(404);
     expect((await searchOk(derrick, { query: "alpha" })).totalCount).toBe(0);
@@ -40,7 +53,9 @@ describe("search and storage after their storage was deleted", () => {
 
   it("cursors - a deleted cursor bucket is made again: cursor queries keep working", { timeout: 20_000 }, async () => {
     await putRecords(derrick, [record("opendes:well:c1", "charlie"), record("opendes:well:c2", "charlie")]);
-    await eventually(async () => (await searchOk(derrick, { query: "charlie" })).totalCount === 2, { what: "the records to be searchable" });
+    await eventually(async () => (await searchOk(derrick, { query: "charlie" })).totalCount === 2, {
+      what: "the records to be searchable",
+    });
     expect(await (await jetstreamManager(derrick.nc)).streams.delete(`KV_${CURSOR_BUCKET}`)).toBe(true);
     const first = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, query: "charlie", limit: 1 } });
     expect(first.status, await first.clone().text()).toBe(200);
@@ -50,8 +65,12 @@ describe("search and storage after their storage was deleted", () => {
     expect(((await second.json()) as { results: unknown[] }).results).toHaveLength(1);
   });
 
-  it("cursors - a cursor continued first after its bucket was deleted is answered at once as unknown, not after the request timed out", { timeout: 20_000 }, async () => {
-    await eventually(async () => (await searchOk(derrick, { query: "charlie" })).totalCount === 2, { what: "the records to be searchable" });
+  it("cursors - a cursor continued first after its bucket was deleted is answered at once as unknown, not after the request timed out", {
+    timeout: 20_000,
+  }, async () => {
+    await eventually(async () => (await searchOk(derrick, { query: "charlie" })).totalCount === 2, {
+      what: "the records to be searchable",
+    });
     const first = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, query: "charlie", limit: 1 } });
     expect(first.status, await first.clone().text()).toBe(200);
     const { cursor } = (await first.json()) as { cursor: string };

@@ -3,25 +3,82 @@ import { TEST_CLIENTS, clientToken, startDerrick, type TestDerrick, type TestNat
 
 /** Clients with distinct data groups (ACL tests) besides the harness's alpha/beta/admin. */
 export const SEARCH_CLIENTS = {
-  writer: { client_id: "writer", client_secret: "writer-secret-1", appkey: "writer-appkey-1", groups: ["users.datalake.editors", "users.datalake.viewers", "data.north.owners", "data.south.owners", "data.north.viewers", "data.south.viewers"] },
-  north: { client_id: "north", client_secret: "north-secret-1", appkey: "north-appkey-1", groups: ["users.datalake.viewers", "data.north.viewers"] },
-  south: { client_id: "south", client_secret: "south-secret-1", appkey: "south-appkey-1", groups: ["users.datalake.viewers", "data.south.viewers"] },
-  southOwner: { client_id: "southOwner", client_secret: "southowner-secret-1", appkey: "southowner-appkey-1", groups: ["users.datalake.editors", "data.south.owners"] },
-  root: { client_id: "root", client_secret: "root-secret-1", appkey: "root-appkey-1", groups: ["users.datalake.viewers", "users.data.root"] },
+  writer: {
+    client_id: "writer",
+    client_secret: "writer-secret-1",
+    appkey: "writer-appkey-1",
+    groups: [
+      "users.datalake.editors",
+      "users.datalake.viewers",
+      "data.north.owners",
+      "data.south.owners",
+      "data.north.viewers",
+      "data.south.viewers",
+    ],
+  },
+  north: {
+    client_id: "north",
+    client_secret: "north-secret-1",
+    appkey: "north-appkey-1",
+    groups: ["users.datalake.viewers", "data.north.viewers"],
+  },
+  south: {
+    client_id: "south",
+    client_secret: "south-secret-1",
+    appkey: "south-appkey-1",
+    groups: ["users.datalake.viewers", "data.south.viewers"],
+  },
+  southOwner: {
+    client_id: "southOwner",
+    client_secret: "southowner-secret-1",
+    appkey: "southowner-appkey-1",
+    groups: ["users.datalake.editors", "data.south.owners"],
+  },
+  root: {
+    client_id: "root",
+    client_secret: "root-secret-1",
+    appkey: "root-appkey-1",
+    groups: ["users.datalake.viewers", "users.data.root"],
+  },
   norole: { client_id: "norole", client_secret: "norole-secret-1", appkey: "norole-appkey-1", groups: ["data.north.viewers"] },
   /** A search role and no data.* group: OSDU refuses such a caller (401), it does not answer empty. */
   nodata: { client_id: "nodata", client_secret: "nodata-secret-1", appkey: "nodata-appkey-1", groups: ["users.datalake.viewers"] },
   /** An editor in users.data.root: may replace records it does not own. */
-  rootEditor: { client_id: "rootEditor", client_secret: "rooteditor-secret-1", appkey: "rooteditor-appkey-1", groups: ["users.datalake.editors", "users.data.root"] },
+  rootEditor: {
+    client_id: "rootEditor",
+    client_secret: "rooteditor-secret-1",
+    appkey: "rooteditor-appkey-1",
+    groups: ["users.datalake.editors", "users.data.root"],
+  },
   /** Groups as OSDU's entitlements service names them in tokens: `<group>@<partition>.<domain>`. */
-  northEmail: { client_id: "northEmail", client_secret: "northemail-secret-1", appkey: "northemail-appkey-1", groups: ["users.datalake.viewers@opendes.example.com", "data.north.viewers@opendes.example.com"] },
-  rootEmail: { client_id: "rootEmail", client_secret: "rootemail-secret-1", appkey: "rootemail-appkey-1", groups: ["users.datalake.editors@opendes.example.com", "users.data.root@opendes.example.com"] },
+  northEmail: {
+    client_id: "northEmail",
+    client_secret: "northemail-secret-1",
+    appkey: "northemail-appkey-1",
+    groups: ["users.datalake.viewers@opendes.example.com", "data.north.viewers@opendes.example.com"],
+  },
+  rootEmail: {
+    client_id: "rootEmail",
+    client_secret: "rootemail-secret-1",
+    appkey: "rootemail-appkey-1",
+    groups: ["users.datalake.editors@opendes.example.com", "users.data.root@opendes.example.com"],
+  },
   /** An editor owning OSDU's default data groups, as the OSDU SDK's examples write records. */
-  sdk: { client_id: "sdk", client_secret: "sdk-secret-1", appkey: "sdk-appkey-1", groups: ["users.datalake.editors", "data.default.owners", "data.default.viewers"] },
+  sdk: {
+    client_id: "sdk",
+    client_secret: "sdk-secret-1",
+    appkey: "sdk-appkey-1",
+    groups: ["users.datalake.editors", "data.default.owners", "data.default.viewers"],
+  },
   /** users.datalake.ops holds OSDU's service.storage.admin: it may purge records it owns. */
   ops: { client_id: "ops", client_secret: "ops-secret-1", appkey: "ops-appkey-1", groups: ["users.datalake.ops", "data.default.owners"] },
   /** users.datalake.ops owning other records than the default ones. */
-  opsNorth: { client_id: "opsNorth", client_secret: "opsnorth-secret-1", appkey: "opsnorth-appkey-1", groups: ["users.datalake.ops", "data.north.owners"] },
+  opsNorth: {
+    client_id: "opsNorth",
+    client_secret: "opsnorth-secret-1",
+    appkey: "opsnorth-appkey-1",
+    groups: ["users.datalake.ops", "data.north.owners"],
+  },
 } as const;
 export type SearchClient = keyof typeof SEARCH_CLIENTS;
 
@@ -51,16 +108,29 @@ export async function tokenOf(derrick: TestDerrick, client: SearchClient): Promi
 }
 
 /** Calls the edge as one of the search clients (bearer token only, OSDU partition header). */
-export async function api(derrick: TestDerrick, path: string, options: { as?: SearchClient | null; method?: string; body?: unknown; partition?: string | null } = {}): Promise<Response> {
+export async function api(
+  derrick: TestDerrick,
+  path: string,
+  options: { as?: SearchClient | null; method?: string; body?: unknown; partition?: string | null } = {},
+): Promise<Response> {
   const headers: Record<string, string> = {};
   const as = options.as === undefined ? "writer" : options.as;
   if (as) headers.authorization = `Bearer ${await tokenOf(derrick, as)}`;
   if (options.partition !== null) headers["data-partition-id"] = options.partition ?? "opendes";
   if (options.body !== undefined) headers["content-type"] = "application/json";
-  return fetch(`${derrick.url}${path}`, { method: options.method ?? (options.body !== undefined ? "POST" : "GET"), headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+  return fetch(`${derrick.url}${path}`, {
+    method: options.method ?? (options.body !== undefined ? "POST" : "GET"),
+    headers,
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+  });
 }
 
-export type Page = { results: Array<Record<string, any>>; totalCount: number; aggregations?: Array<{ key: string; count: number }>; cursor?: string };
+export type Page = {
+  results: Array<Record<string, any>>;
+  totalCount: number;
+  aggregations?: Array<{ key: string; count: number }>;
+  cursor?: string;
+};
 
 export async function searchOk(derrick: TestDerrick, body: Record<string, unknown>, as: SearchClient = "writer"): Promise<Page> {
   const res = await api(derrick, "/api/search/v2/query", { as, body: { kind: "*:*:*:*", ...body } });
@@ -68,7 +138,11 @@ export async function searchOk(derrick: TestDerrick, body: Record<string, unknow
   return (await res.json()) as Page;
 }
 
-export async function putRecords(derrick: TestDerrick, records: unknown[], as: SearchClient = "writer"): Promise<{ recordIds: string[]; recordIdVersions: string[]; recordCount: number }> {
+export async function putRecords(
+  derrick: TestDerrick,
+  records: unknown[],
+  as: SearchClient = "writer",
+): Promise<{ recordIds: string[]; recordIdVersions: string[]; recordCount: number }> {
   const res = await api(derrick, "/api/storage/v2/records", { as, method: "PUT", body: records });
   if (res.status !== 201) throw new Error(`put records: ${res.status} ${await res.text()}`);
   return (await res.json()) as { recordIds: string[]; recordIdVersions: string[]; recordCount: number };

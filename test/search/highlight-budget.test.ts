@@ -24,9 +24,17 @@ import type { QueryResponse } from "../../subjects/search.ts";
 function run(docs: Array<Record<string, unknown>>, body: Record<string, unknown>): { response: QueryResponse; requests: SearchRequest[] } {
   const requests: SearchRequest[] = [];
   const backend = {
-    search: (request: SearchRequest) => (requests.push(request), { hits: docs.slice(0, request.limit).map((doc) => ({ doc, position: [] })), total: docs.length, aggregations: [] }),
+    search: (request: SearchRequest) => (
+      requests.push(request),
+      { hits: docs.slice(0, request.limit).map((doc) => ({ doc, position: [] })), total: docs.length, aggregations: [] }
+    ),
   } as unknown as SearchBackend;
-  const ctx = { principal: { clientId: "c", subject: "s", groups: ["users.datalake.viewers", "data.north.viewers"] }, partition: "opendes", requestId: "r", log: console } as unknown as RequestContext;
+  const ctx = {
+    principal: { clientId: "c", subject: "s", groups: ["users.datalake.viewers", "data.north.viewers"] },
+    partition: "opendes",
+    requestId: "r",
+    log: console,
+  } as unknown as RequestContext;
   const response = query({ body: { kind: "*:*:*:*", ...body } }, ctx, { backend } as unknown as SearchDeps);
   return { response, requests };
 }
@@ -59,7 +67,10 @@ describe("search - highlighting work is bounded", () => {
   });
 
   it("search - repeated highlightedFields entries are kept once in the plan (and in a cursor's plan)", () => {
-    expect(planSearch({ kind: "*:*:*:*", highlightedFields: ["data.a", "*", " data.a", "*"] }, true).plan.highlightedFields).toEqual(["data.a", "*"]);
+    expect(planSearch({ kind: "*:*:*:*", highlightedFields: ["data.a", "*", " data.a", "*"] }, true).plan.highlightedFields).toEqual([
+      "data.a",
+      "*",
+    ]);
     expect(planSearch({ kind: "*:*:*:*", highlightedFields: Array(100).fill("*") }, false).plan.highlightedFields).toEqual(["*"]);
     const { response } = run([doc(1, { a: "x y" })], { query: "x", highlightedFields: ["data.a", "*", "data.a"] });
     expect(response.results[0]!.highlight).toEqual({ "data.a": ["<em>x</em> y"] });
@@ -91,6 +102,8 @@ describe("search - highlighting work is bounded", () => {
     // 4,001 characters × 1,001 ≈ 4M units: not even the first document is highlighted.
     expect(response.results.filter((r) => r.highlight)).toHaveLength(0);
     // With one prefix, every document is.
-    expect(run(docs, { limit: 100, query: "p1* OR zzz", highlightedFields: ["data.Text"] }).response.results.filter((r) => r.highlight)).toHaveLength(100);
+    expect(
+      run(docs, { limit: 100, query: "p1* OR zzz", highlightedFields: ["data.Text"] }).response.results.filter((r) => r.highlight),
+    ).toHaveLength(100);
   });
 });

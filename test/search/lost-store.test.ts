@@ -5,7 +5,13 @@ import { eventually, startTestNats, type TestDerrick, type TestNats } from "../h
 import { RECORDS_STREAM } from "../../subjects/search.ts";
 import { NORTH_ACL, WELL, api, putRecords, searchOk, startSearchDerrick } from "./helpers.ts";
 
-const record = (id: string, name: string) => ({ id, kind: WELL, acl: NORTH_ACL, legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] }, data: { Name: name } });
+const record = (id: string, name: string) => ({
+  id,
+  kind: WELL,
+  acl: NORTH_ACL,
+  legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] },
+  data: { Name: name },
+});
 
 /**
  * A RECORDS stream that went without a deletion advisory (a store lost while nats-server was down; an
@@ -24,9 +30,13 @@ describe("search after its RECORDS stream was lost without an advisory", () => {
     await nats?.cleanup();
   });
 
-  it("records - the stream lost with the server's store is made again and followed: a record written after is searchable, the old ones are not", { timeout: 40_000 }, async () => {
+  it("records - the stream lost with the server's store is made again and followed: a record written after is searchable, the old ones are not", {
+    timeout: 40_000,
+  }, async () => {
     await putRecords(derrick, [record("opendes:well:lost-1", "alpha")]);
-    await eventually(async () => (await searchOk(derrick, { query: "alpha" })).totalCount === 1, { what: "the first record to be searchable" });
+    await eventually(async () => (await searchOk(derrick, { query: "alpha" })).totalCount === 1, {
+      what: "the first record to be searchable",
+    });
     const first = nats;
     await first.stop();
     const streamDir = join(first.dir, "jetstream", "jetstream", "$G", "streams", RECORDS_STREAM);
@@ -34,8 +44,15 @@ describe("search after its RECORDS stream was lost without an advisory", () => {
     rmSync(streamDir, { recursive: true, force: true });
     const restarted = await startTestNats({ port: first.port, dir: first.dir });
     nats = { ...restarted, cleanup: async () => (await restarted.stop(), await first.cleanup()) };
-    await eventually(async () => putRecords(derrick, [record("opendes:well:lost-2", "bravo")]).catch(() => undefined), { timeoutMs: 15_000, intervalMs: 200, what: "a write after the restart" });
-    await eventually(async () => (await searchOk(derrick, { query: "bravo" })).totalCount === 1, { timeoutMs: 15_000, what: "the record written after the restart to be searchable" });
+    await eventually(async () => putRecords(derrick, [record("opendes:well:lost-2", "bravo")]).catch(() => undefined), {
+      timeoutMs: 15_000,
+      intervalMs: 200,
+      what: "a write after the restart",
+    });
+    await eventually(async () => (await searchOk(derrick, { query: "bravo" })).totalCount === 1, {
+      timeoutMs: 15_000,
+      what: "the record written after the restart to be searchable",
+    });
     expect((await api(derrick, `/api/storage/v2/records/${encodeURIComponent("opendes:well:lost-1")}`)).status).toBe(404);
     expect((await searchOk(derrick, { query: "alpha" })).totalCount).toBe(0);
   });

@@ -23,10 +23,17 @@ const deepRecordJson = (id: string, levels: number) =>
 /** Nested arrays under `data.x` that make the record exactly `depth` levels deep (record 1, data 2, x 3). */
 const arraysForDepth = (depth: number) => depth - 2;
 
-async function putRaw(derrick: TestDerrick, body: string): Promise<{ status: number; problem: { errors?: Array<{ pointer: string; message: string }>; detail?: string } }> {
+async function putRaw(
+  derrick: TestDerrick,
+  body: string,
+): Promise<{ status: number; problem: { errors?: Array<{ pointer: string; message: string }>; detail?: string } }> {
   const res = await fetch(`${derrick.url}/api/storage/v2/records`, {
     method: "PUT",
-    headers: { authorization: `Bearer ${await tokenOf(derrick, "writer")}`, "data-partition-id": "opendes", "content-type": "application/json" },
+    headers: {
+      authorization: `Bearer ${await tokenOf(derrick, "writer")}`,
+      "data-partition-id": "opendes",
+      "content-type": "application/json",
+    },
     body,
   });
   return { status: res.status, problem: (await res.json()) as { errors?: Array<{ pointer: string; message: string }>; detail?: string } };
@@ -52,7 +59,10 @@ describe("search records that cannot be indexed", () => {
     const atLimit = await putRaw(derrick, `[${deepRecordJson("opendes:well:at-limit", arraysForDepth(64))}]`);
     expect(atLimit.status).toBe(201);
     // One level more, in the second record of the request: 400 naming the first container too deep, and the first record is not written either.
-    const over = await putRaw(derrick, `[{"id":"opendes:well:beside-deep","kind":"${WELL}","acl":${JSON.stringify(NORTH_ACL)},"data":{"Name":"Beside"}},${deepRecordJson("opendes:well:over-limit", arraysForDepth(65))}]`);
+    const over = await putRaw(
+      derrick,
+      `[{"id":"opendes:well:beside-deep","kind":"${WELL}","acl":${JSON.stringify(NORTH_ACL)},"data":{"Name":"Beside"}},${deepRecordJson("opendes:well:over-limit", arraysForDepth(65))}]`,
+    );
     expect(over.status).toBe(400);
     const pointer = `/body/1/data/x${"/0".repeat(arraysForDepth(65) - 1)}`;
     expect(over.problem.errors).toEqual([{ pointer, message: expect.stringContaining("more than 64 levels deep") }]);
@@ -62,8 +72,11 @@ describe("search records that cannot be indexed", () => {
       expect(deep.status, `${levels} levels`).toBe(400);
       expect(deep.problem.errors?.[0]?.pointer, `${levels} levels`).toMatch(/^\/body\/0\/data\/x(\/0)+$/);
     }
-    for (const id of ["opendes:well:beside-deep", "opendes:well:over-limit", "opendes:well:very-deep"]) expect((await api(derrick, `/api/storage/v2/records/${id}`)).status, id).toBe(404);
-    await eventually(async () => (await searchOk(derrick, { query: "id:opendes\\:well\\:at\\-limit" })).totalCount === 1, { what: "the record at the limit indexed" });
+    for (const id of ["opendes:well:beside-deep", "opendes:well:over-limit", "opendes:well:very-deep"])
+      expect((await api(derrick, `/api/storage/v2/records/${id}`)).status, id).toBe(404);
+    await eventually(async () => (await searchOk(derrick, { query: "id:opendes\\:well\\:at\\-limit" })).totalCount === 1, {
+      what: "the record at the limit indexed",
+    });
   });
 
   it("storage - the storage actor refuses a record too deep from NATS callers too, before reading or writing anything", async () => {
@@ -74,10 +87,25 @@ describe("search records that cannot be indexed", () => {
       purge: () => Promise.reject(new Error("purge")),
       count: () => Promise.reject(new Error("count")),
     };
-    const ctx = { requestId: "deep", log: createLogger("silent"), partition: "opendes", principal: { clientId: "writer", subject: "writer", groups: ["users.datalake.editors", "data.north.owners"], kind: "service" as const } };
+    const ctx = {
+      requestId: "deep",
+      log: createLogger("silent"),
+      partition: "opendes",
+      principal: {
+        clientId: "writer",
+        subject: "writer",
+        groups: ["users.datalake.editors", "data.north.owners"],
+        kind: "service" as const,
+      },
+    };
     const body = JSON.parse(`[${deepRecordJson("opendes:well:deep-nats", 100)}]`) as unknown;
     const attempt = putRecordsHandler({ body }, ctx, { records: untouched });
-    await expect(attempt).rejects.toMatchObject({ status: 400, errors: [{ pointer: `/body/0/data/x${"/0".repeat(arraysForDepth(65) - 1)}`, message: expect.stringContaining("more than 64 levels deep") }] } satisfies Partial<DerrickError>);
+    await expect(attempt).rejects.toMatchObject({
+      status: 400,
+      errors: [
+        { pointer: `/body/0/data/x${"/0".repeat(arraysForDepth(65) - 1)}`, message: expect.stringContaining("more than 64 levels deep") },
+      ],
+    } satisfies Partial<DerrickError>);
   });
 
   it("replica - a message it cannot index is skipped with a warning and counted, and records published after it are searchable", async () => {
@@ -86,17 +114,37 @@ describe("search records that cannot be indexed", () => {
     const publish = (id: string, raw: string) => js.publish(subjects.records("opendes", recordKey(id)), raw);
     // A non-string ACL entry (a TypeError in the indexer before), 30,000 nested arrays (a stack
     // overflow before), and a body that is not JSON: each stopped every replica for good, or was skipped.
-    await publish("opendes:well:poison-acl", JSON.stringify({ id: "opendes:well:poison-acl", kind: WELL, acl: { viewers: [1], owners: ["data.north.owners"] }, data: { Name: "Poison" } }));
+    await publish(
+      "opendes:well:poison-acl",
+      JSON.stringify({
+        id: "opendes:well:poison-acl",
+        kind: WELL,
+        acl: { viewers: [1], owners: ["data.north.owners"] },
+        data: { Name: "Poison" },
+      }),
+    );
     await publish("opendes:well:poison-deep", deepRecordJson("opendes:well:poison-deep", 30_000));
     await publish("opendes:well:poison-json", "{not json");
-    const last = await publish("opendes:well:after-poison", JSON.stringify({ id: "opendes:well:after-poison", kind: WELL, acl: NORTH_ACL, data: { Name: "Survivor" } }));
-    await eventually(async () => (await searchOk(derrick, { query: "survivor" })).totalCount === 1, { what: "the record after the poison messages indexed" });
+    const last = await publish(
+      "opendes:well:after-poison",
+      JSON.stringify({ id: "opendes:well:after-poison", kind: WELL, acl: NORTH_ACL, data: { Name: "Survivor" } }),
+    );
+    await eventually(async () => (await searchOk(derrick, { query: "survivor" })).totalCount === 1, {
+      what: "the record after the poison messages indexed",
+    });
     const after = await status();
     expect(after).toMatchObject({ following: true, restarts: 0, appliedSeq: last.seq });
     expect(after.skipped - before.skipped).toBe(3);
-    expect(after.lastSkipped).toEqual({ subject: subjects.records("opendes", recordKey("opendes:well:poison-json")), seq: last.seq - 1, reason: "not JSON" });
+    expect(after.lastSkipped).toEqual({
+      subject: subjects.records("opendes", recordKey("opendes:well:poison-json")),
+      seq: last.seq - 1,
+      reason: "not JSON",
+    });
     // Still following: a record put through storage afterwards is searchable too.
-    const later = await putRaw(derrick, `[{"id":"opendes:well:later","kind":"${WELL}","acl":${JSON.stringify(NORTH_ACL)},"data":{"Name":"Latecomer"}}]`);
+    const later = await putRaw(
+      derrick,
+      `[{"id":"opendes:well:later","kind":"${WELL}","acl":${JSON.stringify(NORTH_ACL)},"data":{"Name":"Latecomer"}}]`,
+    );
     expect(later.status).toBe(201);
     await eventually(async () => (await searchOk(derrick, { query: "latecomer" })).totalCount === 1, { what: "a later record indexed" });
   });
@@ -144,10 +192,17 @@ describe("search replica failures", () => {
     nats = await startTestNats();
     nc = await connect({ servers: nats.url });
     real = new SqliteBackend({ file: ":memory:" });
-    replica = await followRecords(nc, withFaults(real, () => fault), loggedTo(logged), { backoff: { firstMs: 20, maxMs: 200 } });
+    replica = await followRecords(
+      nc,
+      withFaults(real, () => fault),
+      loggedTo(logged),
+      { backoff: { firstMs: 20, maxMs: 200 } },
+    );
     // An edge without a search actor; this replica answers its health subject, as a search actor would.
     edge = await startDerrick(nats, { actors: ["identity"] });
-    nc.subscribe(subjects.search.health(), { callback: (_, msg) => void msg.respond(JSON.stringify({ ...replica.health(), appliedSeq: real.appliedSeq() })) });
+    nc.subscribe(subjects.search.health(), {
+      callback: (_, msg) => void msg.respond(JSON.stringify({ ...replica.health(), appliedSeq: real.appliedSeq() })),
+    });
     await nc.flush();
   }, 60_000);
   afterAll(async () => {
@@ -159,9 +214,19 @@ describe("search replica failures", () => {
   });
 
   const js = () => jetstream(nc);
-  const publish = (id: string, name: string) => js().publish(subjects.records("opendes", recordKey(id)), JSON.stringify({ id, kind: WELL, acl: NORTH_ACL, data: { Name: name } }));
+  const publish = (id: string, name: string) =>
+    js().publish(subjects.records("opendes", recordKey(id)), JSON.stringify({ id, kind: WELL, acl: NORTH_ACL, data: { Name: name } }));
   const found = (word: string, index = real) =>
-    index.search({ partition: "opendes", kinds: ["*:*:*:*"], query: parseQuery(word), access: { all: true }, sort: [], offset: 0, limit: 10, trackTotalCount: true }).total;
+    index.search({
+      partition: "opendes",
+      kinds: ["*:*:*:*"],
+      query: parseQuery(word),
+      access: { all: true },
+      sort: [],
+      offset: 0,
+      limit: 10,
+      trackTotalCount: true,
+    }).total;
   const readiness = async () => (await fetch(`${edge.url}/api/search/v2/readiness_check`)).status;
 
   it("replica - a follow loop that fails restarts after the last applied sequence with backoff, and is not ready meanwhile", async () => {
@@ -185,7 +250,13 @@ describe("search replica failures", () => {
     expect(found("recovered")).toBe(1);
     expect(failures).toBeGreaterThanOrEqual(2);
     expect(replica.health()).toMatchObject({ following: true, skipped: skippedBefore });
-    expect(logged).toContainEqual(expect.objectContaining({ level: 50, appliedSeq: appliedBefore, msg: expect.stringContaining("restarting after the last applied sequence") }));
+    expect(logged).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        appliedSeq: appliedBefore,
+        msg: expect.stringContaining("restarting after the last applied sequence"),
+      }),
+    );
     await eventually(async () => (await readiness()) === 200, { what: "ready again" });
   });
 
@@ -196,14 +267,23 @@ describe("search replica failures", () => {
     const refused = await publish("opendes:well:refused", "Refused");
     const last = await publish("opendes:well:accepted", "Accepted");
     await eventually(() => replica.health().restarts > restarts, { what: "held back" });
-    fault = (changes) => (changes.some((c) => c.op === "upsert" && c.doc.id === "opendes:well:refused") ? sqliteError("SQLITE_CONSTRAINT_CHECK", "CHECK constraint failed") : undefined);
+    fault = (changes) =>
+      changes.some((c) => c.op === "upsert" && c.doc.id === "opendes:well:refused")
+        ? sqliteError("SQLITE_CONSTRAINT_CHECK", "CHECK constraint failed")
+        : undefined;
     await eventually(() => real.appliedSeq() >= last.seq, { what: "both applied" });
     fault = () => undefined;
     expect(found("accepted")).toBe(1);
     expect(found("refused")).toBe(0);
     const subject = subjects.records("opendes", recordKey("opendes:well:refused"));
-    expect(replica.health()).toMatchObject({ following: true, skipped: skipped + 1, lastSkipped: { subject, seq: refused.seq, reason: expect.stringContaining("CHECK constraint failed") } });
-    expect(logged).toContainEqual(expect.objectContaining({ level: 40, subject, seq: refused.seq, reason: expect.stringContaining("CHECK constraint failed") }));
+    expect(replica.health()).toMatchObject({
+      following: true,
+      skipped: skipped + 1,
+      lastSkipped: { subject, seq: refused.seq, reason: expect.stringContaining("CHECK constraint failed") },
+    });
+    expect(logged).toContainEqual(
+      expect.objectContaining({ level: 40, subject, seq: refused.seq, reason: expect.stringContaining("CHECK constraint failed") }),
+    );
   });
 
   it("replica - a write that fails when the flush timer applies a partial batch restarts the consumer after the last applied sequence; nothing is skipped and nothing escapes to the process", async () => {
@@ -231,16 +311,31 @@ describe("search replica failures", () => {
     const onUncaught = (error: unknown) => void escaped.push(error);
     process.on("uncaughtException", onUncaught);
     const slowLogged: Array<Record<string, unknown>> = [];
-    const slow = await followRecords(slowNc, withFaults(index, () => timerFault), loggedTo(slowLogged), { backoff: { firstMs: 20, maxMs: 200 } });
+    const slow = await followRecords(
+      slowNc,
+      withFaults(index, () => timerFault),
+      loggedTo(slowLogged),
+      { backoff: { firstMs: 20, maxMs: 200 } },
+    );
     try {
       await eventually(() => index.appliedSeq() >= last, { what: "the slow replica caught up" });
       expect(escaped).toEqual([]);
       expect(found("burst", index), "burst records searchable").toBe(burst.length);
       expect(timerApplies.length, "applies by the flush timer").toBeGreaterThanOrEqual(2);
       expect(failedAfter).toBeGreaterThan(0);
-      expect(slow.health()).toMatchObject({ following: true, skipped: 0, lastError: expect.stringContaining("disk I/O error from the timer") });
+      expect(slow.health()).toMatchObject({
+        following: true,
+        skipped: 0,
+        lastError: expect.stringContaining("disk I/O error from the timer"),
+      });
       expect(slow.health().restarts).toBeGreaterThanOrEqual(1);
-      expect(slowLogged).toContainEqual(expect.objectContaining({ level: 50, appliedSeq: failedAfter, msg: expect.stringContaining("restarting after the last applied sequence") }));
+      expect(slowLogged).toContainEqual(
+        expect.objectContaining({
+          level: 50,
+          appliedSeq: failedAfter,
+          msg: expect.stringContaining("restarting after the last applied sequence"),
+        }),
+      );
     } finally {
       process.off("uncaughtException", onUncaught);
       await slow.stop();
@@ -276,7 +371,15 @@ describe("search processes and their index files", () => {
     const first = await startSearchDerrick(nats, {}, dataDir);
     let last: TestDerrick | undefined;
     try {
-      await putRecords(first, [{ id: "opendes:well:shared-1", kind: WELL, acl: NORTH_ACL, legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] }, data: { Name: "Shared" } }]);
+      await putRecords(first, [
+        {
+          id: "opendes:well:shared-1",
+          kind: WELL,
+          acl: NORTH_ACL,
+          legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] },
+          data: { Name: "Shared" },
+        },
+      ]);
       await eventually(async () => (await searchOk(first, { query: "shared" })).totalCount === 1, { what: "the record searchable" });
       // Sharing the file would let each process skip what the other applied: queries would silently miss records.
       await expect(startDerrick(nats, { edge: false, actors: ["search"], dataDir })).rejects.toThrow(

@@ -36,10 +36,24 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
           ],
         },
       },
-      { id: R2, kind: WELL, acl: NORTH_ACL, data: { FacilityName: "Drilling Bravo", Depth: 5, Neg: 5, SpudDate: "2018-06-15T00:00:00Z", Reviewed: "2020-01-01T00:00:00Z", Items: [{ name: "a1", val: 2 }] } },
+      {
+        id: R2,
+        kind: WELL,
+        acl: NORTH_ACL,
+        data: {
+          FacilityName: "Drilling Bravo",
+          Depth: 5,
+          Neg: 5,
+          SpudDate: "2018-06-15T00:00:00Z",
+          Reviewed: "2020-01-01T00:00:00Z",
+          Items: [{ name: "a1", val: 2 }],
+        },
+      },
       { id: R3, kind: WELL, acl: SOUTH_ACL, data: { FacilityName: "Spillpath", Depth: 800, SpudDate: "2019-01-10", Label: "5 stars" } },
     ]);
-    versions = Object.fromEntries(put.recordIdVersions.map((v) => [v.slice(0, v.lastIndexOf(":")), Number(v.slice(v.lastIndexOf(":") + 1))]));
+    versions = Object.fromEntries(
+      put.recordIdVersions.map((v) => [v.slice(0, v.lastIndexOf(":")), Number(v.slice(v.lastIndexOf(":") + 1))]),
+    );
     await eventually(async () => (await searchOk(derrick, {})).totalCount === 3, { what: "records indexed" });
   });
   afterAll(async () => {
@@ -106,7 +120,15 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
   });
 
   it("unknown fields - a range, keyword, wildcard or comparison on a field no record holds is 200 with nothing (ES: unmapped field), not a 500", async () => {
-    for (const query of ["data.NoSuchField:[1 TO 2]", "data.NoSuchField:>1", "data.NoSuchField:[a TO b]", "data.NoSuchField.keyword:x", "data.NoSuchField.keywordLower:ab*", "data.NoSuchField:x*y", "data.SpudDate.year:[2017 TO 2018]"]) {
+    for (const query of [
+      "data.NoSuchField:[1 TO 2]",
+      "data.NoSuchField:>1",
+      "data.NoSuchField:[a TO b]",
+      "data.NoSuchField.keyword:x",
+      "data.NoSuchField.keywordLower:ab*",
+      "data.NoSuchField:x*y",
+      "data.SpudDate.year:[2017 TO 2018]",
+    ]) {
       await expectIds(query, []);
     }
     await expectIds("data.NoSuchField:[1 TO 2] OR data.Depth:5", [R2]);
@@ -116,7 +138,10 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
   it("returnedFields - a path into an array of objects keeps that field of every element (ES _source includes)", async () => {
     const page = await searchOk(derrick, { query: `id:${R1.replaceAll(":", "\\:")}`, returnedFields: ["id", "data.Items.name"] });
     expect(page.results).toEqual([{ id: R1, data: { Items: [{ name: "a1" }, { name: "b2" }] } }]);
-    const wildcard = await searchOk(derrick, { query: `id:${R2.replaceAll(":", "\\:")}`, returnedFields: ["data.It*.val", "data.Nothing"] });
+    const wildcard = await searchOk(derrick, {
+      query: `id:${R2.replaceAll(":", "\\:")}`,
+      returnedFields: ["data.It*.val", "data.Nothing"],
+    });
     expect(wildcard.results).toEqual([{ data: { Items: [{ val: 2 }] } }]);
   });
 
@@ -125,10 +150,17 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
     const id = "other:well:sem-long";
     const notes = `${"lorem ".repeat(40)}needle ${"ipsum ".repeat(40)}`;
     const token = `zz${"q".repeat(400)}`;
-    const put = await api(derrick, "/api/storage/v2/records", { method: "PUT", partition: "other", body: [{ id, kind: WELL, acl: NORTH_ACL, data: { Notes: notes, Token: `${"dolor ".repeat(20)}${token}` } }] });
+    const put = await api(derrick, "/api/storage/v2/records", {
+      method: "PUT",
+      partition: "other",
+      body: [{ id, kind: WELL, acl: NORTH_ACL, data: { Notes: notes, Token: `${"dolor ".repeat(20)}${token}` } }],
+    });
     expect(put.status).toBe(201);
     const query = async (q: string, field: string) => {
-      const res = await api(derrick, "/api/search/v2/query", { partition: "other", body: { kind: WELL, query: q, highlightedFields: [field], returnedFields: ["id"] } });
+      const res = await api(derrick, "/api/search/v2/query", {
+        partition: "other",
+        body: { kind: WELL, query: q, highlightedFields: [field], returnedFields: ["id"] },
+      });
       expect(res.status).toBe(200);
       return ((await res.json()) as { results: Array<{ highlight?: Record<string, string[]> }> }).results[0]?.highlight?.[field];
     };
@@ -148,15 +180,23 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
       method: "PUT",
       partition: "other",
       body: [
-        { id: "other:well:agg-1", kind: WELL, acl: NORTH_ACL, data: { Items: [{ name: "x" }, { name: "x" }, { name: "y" }], Tags: ["t", "t"] } },
+        {
+          id: "other:well:agg-1",
+          kind: WELL,
+          acl: NORTH_ACL,
+          data: { Items: [{ name: "x" }, { name: "x" }, { name: "y" }], Tags: ["t", "t"] },
+        },
         { id: "other:well:agg-2", kind: WELL, acl: NORTH_ACL, data: { Items: [{ name: "x" }], Tags: ["t"] } },
       ],
     });
     expect(put.status).toBe(201);
     const aggregate = async (aggregateBy: string) => {
-      const res = await api(derrick, "/api/search/v2/query", { partition: "other", body: { kind: WELL, query: "id:other\\:well\\:agg*", aggregateBy, returnedFields: ["id"] } });
+      const res = await api(derrick, "/api/search/v2/query", {
+        partition: "other",
+        body: { kind: WELL, query: "id:other\\:well\\:agg*", aggregateBy, returnedFields: ["id"] },
+      });
       expect(res.status).toBe(200);
-      return ((await res.json()) as { aggregations: Array<{ key: string; count: number }>; totalCount: number });
+      return (await res.json()) as { aggregations: Array<{ key: string; count: number }>; totalCount: number };
     };
     await eventually(async () => (await aggregate("data.Tags")).totalCount === 2, { what: "records indexed" });
     expect((await aggregate("nested(data.Items, name)")).aggregations).toEqual([
@@ -167,21 +207,34 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
   });
 
   it("highlight - a result has no highlight member when none of its highlighted fields holds a query term", async () => {
-    const page = await searchOk(derrick, { query: "data.Depth:5 OR ocean", highlightedFields: ["data.FacilityName"], sort: { field: ["id"], order: ["ASC"] } });
+    const page = await searchOk(derrick, {
+      query: "data.Depth:5 OR ocean",
+      highlightedFields: ["data.FacilityName"],
+      sort: { field: ["id"], order: ["ASC"] },
+    });
     expect(page.results.map((r) => r.id)).toEqual([R1, R2]);
     expect(page.results[0]!.highlight).toEqual({ "data.FacilityName": ["<em>Ocean</em> Drilling Alpha"] });
     expect(page.results[1]).not.toHaveProperty("highlight");
   });
 
   it("highlight - a term on a field's .keyword subfield does not highlight the analyzed field (ES require_field_match defaults to true)", async () => {
-    const exact = await searchOk(derrick, { query: 'data.FacilityName.keyword:"Ocean Drilling Alpha"', highlightedFields: ["data.FacilityName"] });
+    const exact = await searchOk(derrick, {
+      query: 'data.FacilityName.keyword:"Ocean Drilling Alpha"',
+      highlightedFields: ["data.FacilityName"],
+    });
     expect(exact.results.map((r) => r.id)).toEqual([R1]);
     expect(exact.results[0]).not.toHaveProperty("highlight");
-    const lower = await searchOk(derrick, { query: 'data.FacilityName.keywordLower:"ocean drilling alpha"', highlightedFields: ["data.FacilityName"] });
+    const lower = await searchOk(derrick, {
+      query: 'data.FacilityName.keywordLower:"ocean drilling alpha"',
+      highlightedFields: ["data.FacilityName"],
+    });
     expect(lower.results.map((r) => r.id)).toEqual([R1]);
     expect(lower.results[0]).not.toHaveProperty("highlight");
     // A term on the field itself still highlights it, next to a .keyword term.
-    const both = await searchOk(derrick, { query: 'data.FacilityName.keyword:"Ocean Drilling Alpha" AND data.FacilityName:alpha', highlightedFields: ["data.FacilityName"] });
+    const both = await searchOk(derrick, {
+      query: 'data.FacilityName.keyword:"Ocean Drilling Alpha" AND data.FacilityName:alpha',
+      highlightedFields: ["data.FacilityName"],
+    });
     expect(both.results[0]!.highlight).toEqual({ "data.FacilityName": ["Ocean Drilling <em>Alpha</em>"] });
   });
 });

@@ -17,10 +17,17 @@ import { DerrickError } from "../../subjects/index.ts";
 const POINTS = 3000;
 /** A closed ring of n vertices (n + 1 points): a circle around every test point. */
 const circle = (n: number): Position[] => {
-  const ring = Array.from({ length: n }, (_, i): Position => [10 + 30 * Math.cos((2 * Math.PI * i) / n), 55 + 20 * Math.sin((2 * Math.PI * i) / n)]);
+  const ring = Array.from(
+    { length: n },
+    (_, i): Position => [10 + 30 * Math.cos((2 * Math.PI * i) / n), 55 + 20 * Math.sin((2 * Math.PI * i) / n)],
+  );
   return [...ring, ring[0]!];
 };
-const polygonFilter = (n: number): GeoFilter => ({ field: "data.Location", relation: "within", area: { type: "polygon", polygon: [circle(n)] } });
+const polygonFilter = (n: number): GeoFilter => ({
+  field: "data.Location",
+  relation: "within",
+  area: { type: "polygon", polygon: [circle(n)] },
+});
 const location = (i: number) => ({ Location: { latitude: 50 + (i % 1000) / 100, longitude: (i / 1000) % 20 } });
 const SEES_A = { all: false as const, groups: ["data.a.viewers"], asOwner: false };
 const WELLS = ["osdu:wks:master-data--well:1.0.0"];
@@ -35,7 +42,9 @@ beforeAll(() => {
     // ...3000 it may not see in opendes, 3000 it may see in another partition, 3000 of another kind.
     ...Array.from({ length: POINTS }, (_, i) => toIndexedDoc("opendes", `b${i}`, other(100 + i, ["data.b.viewers@opendes.example.com"]))),
     ...Array.from({ length: POINTS }, (_, i) => toIndexedDoc("other", `c${i}`, testRecord(100 + i, location(i)))),
-    ...Array.from({ length: POINTS }, (_, i) => toIndexedDoc("opendes", `d${i}`, { ...testRecord(5000 + i, location(i)), kind: "osdu:wks:master-data--Wellbore:1.0.0" })),
+    ...Array.from({ length: POINTS }, (_, i) =>
+      toIndexedDoc("opendes", `d${i}`, { ...testRecord(5000 + i, location(i)), kind: "osdu:wks:master-data--Wellbore:1.0.0" }),
+    ),
   ].map((doc) => ({ op: "upsert" as const, doc }));
   backend.apply(changes, changes.length);
 });
@@ -56,9 +65,13 @@ describe("search - spatial filter work is bounded", () => {
     // users.data.root sees the 3,010 opendes wells: 3,010 × 10,001 edges is past the budget.
     const error = refusal(() => backend.search(testRequest({ access: { all: true }, kinds: WELLS, spatial: polygonFilter(10_000) })));
     expect(error.status).toBe(400);
-    expect(error.errors).toEqual([{ pointer: "/body/spatialFilter", message: expect.stringContaining(`more than ${SPATIAL_WORK_MAX} vertex comparisons`) }]);
+    expect(error.errors).toEqual([
+      { pointer: "/body/spatialFilter", message: expect.stringContaining(`more than ${SPATIAL_WORK_MAX} vertex comparisons`) },
+    ]);
     // A 1,000-vertex polygon over the same records is within it (3,010 × 1,001 ≈ 3M) and exact.
-    expect(backend.search(testRequest({ access: { all: true }, kinds: WELLS, spatial: polygonFilter(1000), trackTotalCount: true })).total).toBe(POINTS + 10);
+    expect(
+      backend.search(testRequest({ access: { all: true }, kinds: WELLS, spatial: polygonFilter(1000), trackTotalCount: true })).total,
+    ).toBe(POINTS + 10);
   });
 
   it("search - only records the caller may see in the request's partition and kinds are tested: the same polygon is answered for a viewer of 10", () => {
@@ -67,9 +80,14 @@ describe("search - spatial filter work is bounded", () => {
     expect(page.total).toBe(10);
     expect(page.hits.map((h) => h.doc.id).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `opendes:well:${i}`).sort());
     // A caller who sees nothing costs nothing.
-    expect(backend.search(testRequest({ access: { all: false, groups: ["data.nobody"], asOwner: false }, spatial: polygonFilter(10_000) })).total).toBe(0);
+    expect(
+      backend.search(testRequest({ access: { all: false, groups: ["data.nobody"], asOwner: false }, spatial: polygonFilter(10_000) }))
+        .total,
+    ).toBe(0);
     // While root, or the viewer over every kind (3,000 wellbores it may see), are refused.
-    expect(refusal(() => backend.search(testRequest({ access: { all: true }, kinds: WELLS, spatial: polygonFilter(10_000) }))).status).toBe(400);
+    expect(refusal(() => backend.search(testRequest({ access: { all: true }, kinds: WELLS, spatial: polygonFilter(10_000) }))).status).toBe(
+      400,
+    );
     expect(refusal(() => backend.search(testRequest({ access: SEES_A, spatial: polygonFilter(10_000) }))).status).toBe(400);
   });
 

@@ -46,10 +46,21 @@ type Deployment = {
 async function embedded(): Promise<Deployment> {
   const dataDir = mkdtempSync(join(tmpdir(), "derrick-accounts-"));
   const users = ensureNatsUsers(dataDir);
-  const devicePassword = await addDeviceUser(dataDir, { name: "AppA", twin: twinA, subscribe: ["slbapps.AppA.DataIn", "slbapps.AppA.RequestIn"], publish: ["slbapps.AppA.DataOut"] });
+  const devicePassword = await addDeviceUser(dataDir, {
+    name: "AppA",
+    twin: twinA,
+    subscribe: ["slbapps.AppA.DataIn", "slbapps.AppA.RequestIn"],
+    publish: ["slbapps.AppA.DataOut"],
+  });
   await addDeviceUser(dataDir, { name: "AppB", twin: twinB, subscribe: ["slbapps.AppB.DataIn"], publish: ["slbapps.AppB.DataOut"] });
   const server = await startNatsServer({ dir: join(dataDir, "nats"), port: -1, authorization: accountsBlock(ensureNatsUsers(dataDir)) });
-  return { server, internal: { user: users.internal.user, pass: users.internal.password }, devicePassword, api: DEVICE_JS_API, cleanup: async () => (await server.stop(), rmSync(dataDir, { recursive: true, force: true })) };
+  return {
+    server,
+    internal: { user: users.internal.user, pass: users.internal.password },
+    devicePassword,
+    api: DEVICE_JS_API,
+    cleanup: async () => (await server.stop(), rmSync(dataDir, { recursive: true, force: true })),
+  };
 }
 
 /** An external server configured as docs/security.md says: the example accounts file included. */
@@ -57,7 +68,13 @@ async function external(): Promise<Deployment> {
   const dir = mkdtempSync(join(tmpdir(), "derrick-accounts-ext-"));
   copyFileSync(EXAMPLE, join(dir, "accounts.conf"));
   const server = await startNatsServer({ dir, port: -1, extraConfig: `include "accounts.conf"` });
-  return { server, internal: { user: EXAMPLE_INTERNAL.user, pass: EXAMPLE_INTERNAL.password }, devicePassword: EXAMPLE_DEVICES[0]!.password, api: DEVICE_JS_API, cleanup: async () => (await server.stop(), rmSync(dir, { recursive: true, force: true })) };
+  return {
+    server,
+    internal: { user: EXAMPLE_INTERNAL.user, pass: EXAMPLE_INTERNAL.password },
+    devicePassword: EXAMPLE_DEVICES[0]!.password,
+    api: DEVICE_JS_API,
+    cleanup: async () => (await server.stop(), rmSync(dir, { recursive: true, force: true })),
+  };
 }
 
 describe("device grants", () => {
@@ -66,8 +83,12 @@ describe("device grants", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-grants-"));
     try {
       for (const subject of ["_R_.>", "_R_.abc.def", "_INBOX.>", "$KV.x.>", "derrick.>", ">"]) {
-        await expect(addDeviceUser(dataDir, { name: "AppA", twin: twinA, subscribe: [subject], publish: [] }), subject).rejects.toThrow(/reserved/);
-        await expect(addDeviceUser(dataDir, { name: "AppA", twin: twinA, subscribe: [], publish: [subject] }), subject).rejects.toThrow(/reserved/);
+        await expect(addDeviceUser(dataDir, { name: "AppA", twin: twinA, subscribe: [subject], publish: [] }), subject).rejects.toThrow(
+          /reserved/,
+        );
+        await expect(addDeviceUser(dataDir, { name: "AppA", twin: twinA, subscribe: [], publish: [subject] }), subject).rejects.toThrow(
+          /reserved/,
+        );
       }
       expect(ensureNatsUsers(dataDir).devices).toEqual({});
     } finally {
@@ -77,8 +98,16 @@ describe("device grants", () => {
 
   it("security - a device's Subscription or Target that can meet another device's Subscription is refused (wildcards included)", () => {
     const a = (subscribe: string[], publish: string[] = []) => ({ user: "AppA", password: "x", twin: twinA, subscribe, publish });
-    for (const [subscribe, publish] of [[["slbapps.>"], []], [["slbapps.*.DataIn"], []], [["slbapps.AppB.DataOut"], []], [[], ["slbapps.AppB.DataIn"]], [[], ["slbapps.AppB.*"]]] as const) {
-      expect(() => accountsConfig(EXAMPLE_INTERNAL, [b, a([...subscribe], [...publish])]), JSON.stringify({ subscribe, publish })).toThrow(/AppB/);
+    for (const [subscribe, publish] of [
+      [["slbapps.>"], []],
+      [["slbapps.*.DataIn"], []],
+      [["slbapps.AppB.DataOut"], []],
+      [[], ["slbapps.AppB.DataIn"]],
+      [[], ["slbapps.AppB.*"]],
+    ] as const) {
+      expect(() => accountsConfig(EXAMPLE_INTERNAL, [b, a([...subscribe], [...publish])]), JSON.stringify({ subscribe, publish })).toThrow(
+        /AppB/,
+      );
     }
     expect(() => accountsConfig(EXAMPLE_INTERNAL, [b, a(["slbapps.AppA.>"], ["slbapps.AppA.DataOut"])])).not.toThrow();
   });
@@ -111,8 +140,23 @@ describe.each([
   beforeAll(async () => {
     deployment = await deploy();
     const url = deployment.server.url;
-    const cfg = loadConfig({ NATS_URL: url, NATS_USER: deployment.internal.user, NATS_PASSWORD: deployment.internal.pass, DERRICK_HTTP_PORT: "0", DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "silent" });
-    derrick = await boot({ cfg, natsUrl: url, natsAuth: deployment.internal, log: createLogger("silent"), edge: false, actors: ["identity", "twins", "storage"], processMetrics: false });
+    const cfg = loadConfig({
+      NATS_URL: url,
+      NATS_USER: deployment.internal.user,
+      NATS_PASSWORD: deployment.internal.pass,
+      DERRICK_HTTP_PORT: "0",
+      DERRICK_DATA_DIR: dataDir,
+      DERRICK_LOG_LEVEL: "silent",
+    });
+    derrick = await boot({
+      cfg,
+      natsUrl: url,
+      natsAuth: deployment.internal,
+      log: createLogger("silent"),
+      edge: false,
+      actors: ["identity", "twins", "storage"],
+      processMetrics: false,
+    });
     admin = await connect({ servers: url, ...deployment.internal });
     const kvm = new Kvm(admin);
     kvA = await kvm.create(bucketA, { history: 2, allow_direct: true });
@@ -144,13 +188,31 @@ describe.each([
     return names.sort();
   };
   /** Where a carrier would deliver: another twin, an actor, the registry, the JetStream API. */
-  const TARGETS = [`$KV.${bucketB}.${twinKey("g", "desired", "p")}`, subjects.twins.put(), `$KV.${REGISTRY_BUCKET}.jwks.devkid`, `$KV.${REGISTRY_BUCKET}.appkeys.deadbeef`, `$KV.${REGISTRY_BUCKET}.revoked_keys.devkid`, `$JS.API.STREAM.DELETE.${RECORDS_STREAM}`, `$JS.API.STREAM.DELETE.KV_${bucketB}`];
+  const TARGETS = [
+    `$KV.${bucketB}.${twinKey("g", "desired", "p")}`,
+    subjects.twins.put(),
+    `$KV.${REGISTRY_BUCKET}.jwks.devkid`,
+    `$KV.${REGISTRY_BUCKET}.appkeys.deadbeef`,
+    `$KV.${REGISTRY_BUCKET}.revoked_keys.devkid`,
+    `$JS.API.STREAM.DELETE.${RECORDS_STREAM}`,
+    `$JS.API.STREAM.DELETE.KV_${bucketB}`,
+  ];
 
   it("security - the device works on its own twin through the SDK: reads desired, writes reported, gets changes", async () => {
     await kvA.put(twinKey("g", "desired", "p"), "for A");
     app = await DeviceClient.connect(
       parseAppConfig(
-        { Name: "AppA", AEA2: { Twin: { Organization: "acme", Environment: "prod", Id: "dev-a" }, BusClient: { Server: deployment.server.url, Subscriptions: [{ DataIn: ["slbapps.AppA.DataIn"] }], Targets: [{ DataOut: ["slbapps.AppA.DataOut"] }] } } },
+        {
+          Name: "AppA",
+          AEA2: {
+            Twin: { Organization: "acme", Environment: "prod", Id: "dev-a" },
+            BusClient: {
+              Server: deployment.server.url,
+              Subscriptions: [{ DataIn: ["slbapps.AppA.DataIn"] }],
+              Targets: [{ DataOut: ["slbapps.AppA.DataOut"] }],
+            },
+          },
+        },
         { NATS_USER: "AppA", NATS_PASSWORD: deployment.devicePassword },
       ),
     );
@@ -179,7 +241,9 @@ describe.each([
     const write = `${kvWrites()}.${bucketA}.${twinKey("g", "reported", "carrier")}`;
     for (const target of TARGETS) device.publish(write, "carrier", { reply: target });
     // The carrier itself ran: each write was stored.
-    await eventually(async () => (await kvA.get(twinKey("g", "reported", "carrier")))?.string() === "carrier", { what: "the device's writes" });
+    await eventually(async () => (await kvA.get(twinKey("g", "reported", "carrier")))?.string() === "carrier", {
+      what: "the device's writes",
+    });
     await device.flush();
     await admin.flush();
     await targetsUntouched(before);
@@ -189,8 +253,15 @@ describe.each([
     const before = await streamNames();
     // A stored message with a forged principal, shaped as a twins.put request for B's twin.
     const forged = headers();
-    forged.set(Header.principal, JSON.stringify({ clientId: "x", subject: "x", groups: ["twins.writers", "users.data.root"], kind: "service" }));
-    const ack = await device.request(`${kvWrites()}.${bucketA}.evil`, JSON.stringify({ ...twinB, group: "g", twins: [{ name: "p", value: "PWNED" }] }), { headers: forged, timeout: 5_000 });
+    forged.set(
+      Header.principal,
+      JSON.stringify({ clientId: "x", subject: "x", groups: ["twins.writers", "users.data.root"], kind: "service" }),
+    );
+    const ack = await device.request(
+      `${kvWrites()}.${bucketA}.evil`,
+      JSON.stringify({ ...twinB, group: "g", twins: [{ name: "p", value: "PWNED" }] }),
+      { headers: forged, timeout: 5_000 },
+    );
     const seq = (JSON.parse(ack.string()) as { seq: number }).seq;
     expect(seq).toBeGreaterThan(0);
     // The get itself is answered to the device.
@@ -216,11 +287,15 @@ describe.each([
     };
     const recordsConsumers = await consumersOf(RECORDS_STREAM);
     const aConsumers = await consumersOf(`KV_${bucketA}`);
-    const consumer = (deliver: string) => JSON.stringify({ stream_name: RECORDS_STREAM, config: { deliver_subject: deliver, ack_policy: "none", deliver_policy: "all" } });
+    const consumer = (deliver: string) =>
+      JSON.stringify({ stream_name: RECORDS_STREAM, config: { deliver_subject: deliver, ack_policy: "none", deliver_policy: "all" } });
     const attempts: Array<[string, string]> = [
       [`$JS.API.CONSUMER.CREATE.${RECORDS_STREAM}`, consumer(`${deviceInboxPrefix("AppA")}.records`)],
       [`${deployment.api}.CONSUMER.CREATE.${RECORDS_STREAM}`, consumer(`${deviceInboxPrefix("AppA")}.records`)],
-      [`${deployment.api}.CONSUMER.CREATE.KV_${bucketA}`, JSON.stringify({ stream_name: `KV_${bucketA}`, config: { deliver_subject: subjects.twins.put(), ack_policy: "none" } })],
+      [
+        `${deployment.api}.CONSUMER.CREATE.KV_${bucketA}`,
+        JSON.stringify({ stream_name: `KV_${bucketA}`, config: { deliver_subject: subjects.twins.put(), ack_policy: "none" } }),
+      ],
       [`$JS.API.STREAM.CREATE.KV_${bucketA}`, JSON.stringify({ name: `KV_${bucketA}`, subjects: ["derrick.>"] })],
       [`${deployment.api}.STREAM.DELETE.KV_${bucketB}`, ""],
       [`$JS.API.STREAM.DELETE.KV_${bucketB}`, ""],
@@ -291,7 +366,16 @@ describe("the users file", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-users-race-"));
     try {
       const names = ["AppA", "AppB", "AppC", "AppD"];
-      await Promise.all(names.map((name, i) => addDeviceUser(dataDir, { name, twin: { organization: "acme", environment: "prod", twinId: `d${i}` }, subscribe: [`slbapps.${name}.DataIn`], publish: [] })));
+      await Promise.all(
+        names.map((name, i) =>
+          addDeviceUser(dataDir, {
+            name,
+            twin: { organization: "acme", environment: "prod", twinId: `d${i}` },
+            subscribe: [`slbapps.${name}.DataIn`],
+            publish: [],
+          }),
+        ),
+      );
       expect(Object.keys(ensureNatsUsers(dataDir).devices).sort()).toEqual(names);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });

@@ -54,7 +54,8 @@ async function send(op: Operation, path: string, init: RequestInit): Promise<voi
   if (res.status >= 400 && res.status !== 431) {
     // The token endpoint answers RFC 6749 JSON errors; a body the edge cannot even parse is refused earlier, as problem+json.
     const expected = op.path === "/v2/token" ? /application\/(problem\+)?json/ : /application\/problem\+json/;
-    if (!expected.test(type)) throw new Error(`${op.method} ${path}: ${res.status} answered as ${type || "no content type"}: ${text.slice(0, 200)}`);
+    if (!expected.test(type))
+      throw new Error(`${op.method} ${path}: ${res.status} answered as ${type || "no content type"}: ${text.slice(0, 200)}`);
     JSON.parse(text);
   }
 }
@@ -63,8 +64,12 @@ async function send(op: Operation, path: string, init: RequestInit): Promise<voi
 async function holds<T extends unknown[]>(property: fc.IAsyncProperty<T>, numRuns: number): Promise<void> {
   const result = await fc.check(property, { numRuns, endOnFailure: true });
   if (result.failed) {
-    const example = JSON.stringify(result.counterexample, (_, v) => (typeof v === "string" && v.length > 120 ? `${v.slice(0, 60)}…(${v.length} chars)` : v));
-    throw new Error(`${String((result.errorInstance as Error)?.message ?? result.errorInstance)}\ncounterexample: ${example.slice(0, 1500)} (seed ${result.seed})`);
+    const example = JSON.stringify(result.counterexample, (_, v) =>
+      typeof v === "string" && v.length > 120 ? `${v.slice(0, 60)}…(${v.length} chars)` : v,
+    );
+    throw new Error(
+      `${String((result.errorInstance as Error)?.message ?? result.errorInstance)}\ncounterexample: ${example.slice(0, 1500)} (seed ${result.seed})`,
+    );
   }
 }
 
@@ -79,14 +84,36 @@ const headersFor = (extra: Record<string, string> = {}) => ({
 const nastyText = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.string({ unit: "grapheme", maxLength: 40 }),
-  fc.constantFrom("..", "../..", "%00", "%2e%2e%2f", "\u0000", "a.b", "*", ">", "$SYS", "' OR 1=1 --", "${jndi:x}", "__proto__", "constructor", " ", "a b"),
+  fc.constantFrom(
+    "..",
+    "../..",
+    "%00",
+    "%2e%2e%2f",
+    "\u0000",
+    "a.b",
+    "*",
+    ">",
+    "$SYS",
+    "' OR 1=1 --",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a hostile value, not a template
+    "${jndi:x}",
+    "__proto__",
+    "constructor",
+    " ",
+    "a b",
+  ),
   fc.integer({ min: 129, max: 20_000 }).map((n) => "x".repeat(n)),
 );
 
 /** JSON bodies no route accepts: wrong types, poisoned objects, deep nesting. */
 const malformedJson = fc.oneof(
-  fc.jsonValue({ maxDepth: 3 }).filter((v) => v === null || typeof v !== "object" || Array.isArray(v)).map((v) => JSON.stringify(v)),
-  fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 }).map((o) => JSON.stringify({ ...o, [POISON]: true })),
+  fc
+    .jsonValue({ maxDepth: 3 })
+    .filter((v) => v === null || typeof v !== "object" || Array.isArray(v))
+    .map((v) => JSON.stringify(v)),
+  fc
+    .dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 })
+    .map((o) => JSON.stringify({ ...o, [POISON]: true })),
   fc.integer({ min: 100, max: 5_000 }).map((depth) => `${"[".repeat(depth)}${"]".repeat(depth)}`),
   fc.integer({ min: 100, max: 2_000 }).map((depth) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`),
 );
@@ -126,7 +153,9 @@ describe("hostile input over every OpenAPI route", () => {
     before = await streamSequences();
   });
   afterAll(async () => {
-    console.log(`hostile input: ${tried} requests over ${operations?.length ?? 0} operations; statuses ${JSON.stringify(Object.fromEntries([...outcomes].sort(([a], [b]) => a - b)))}`);
+    console.log(
+      `hostile input: ${tried} requests over ${operations?.length ?? 0} operations; statuses ${JSON.stringify(Object.fromEntries([...outcomes].sort(([a], [b]) => a - b)))}`,
+    );
     await derrick?.cleanup();
     await nats?.cleanup();
   });
@@ -134,7 +163,15 @@ describe("hostile input over every OpenAPI route", () => {
   it("hostile - the OpenAPI document lists the operations of every capability", () => {
     const paths = new Set(operations.map((o) => o.path.split("/").slice(0, 3).join("/")));
     expect(operations.length).toBeGreaterThan(30);
-    for (const prefix of ["/v1/notifications", "/api/twin-properties", "/v1/projects", "/api/search", "/api/storage", "/assessments/v1", "/v2/token"]) {
+    for (const prefix of [
+      "/v1/notifications",
+      "/api/twin-properties",
+      "/v1/projects",
+      "/api/search",
+      "/api/storage",
+      "/assessments/v1",
+      "/v2/token",
+    ]) {
       expect([...paths].some((p) => prefix.startsWith(p) || p.startsWith(prefix))).toBe(true);
     }
   });
@@ -149,7 +186,10 @@ describe("hostile input over every OpenAPI route", () => {
     await holds(
       fc.asyncProperty(fc.constantFrom(...operations), body, contentTypes, async (op, text, contentType) => {
         const path = fill(op, Object.fromEntries(op.params.map((p) => [p, "hostile-1"])));
-        await send(op, path, { headers: headersFor(contentType ? { "content-type": contentType } : {}), body: op.method === "get" ? undefined : text });
+        await send(op, path, {
+          headers: headersFor(contentType ? { "content-type": contentType } : {}),
+          body: op.method === "get" ? undefined : text,
+        });
       }),
       runs(400),
     );
@@ -162,7 +202,9 @@ describe("hostile input over every OpenAPI route", () => {
         fc.array(nastyText, { minLength: 3, maxLength: 3 }),
         fc.boolean(),
         async (op, values, encode) => {
-          const filled = Object.fromEntries(op.params.map((p, i) => [p, encode ? encodeURIComponent(values[i % 3]!) : values[i % 3]!.replace(/[?#]/g, "")]));
+          const filled = Object.fromEntries(
+            op.params.map((p, i) => [p, encode ? encodeURIComponent(values[i % 3]!) : values[i % 3]!.replace(/[?#]/g, "")]),
+          );
           const path = fill(op, filled);
           const body = op.method === "get" || op.method === "delete" ? undefined : JSON.stringify({ [POISON]: 1 });
           await send(op, path, { headers: headersFor({ "content-type": "application/json" }), body });
@@ -174,7 +216,10 @@ describe("hostile input over every OpenAPI route", () => {
 
   it("hostile - query strings of any shape never break a route", async () => {
     const pair = fc.tuple(
-      fc.oneof(fc.constantFrom("limit", "offset", "group", "category", "version", "cursor", "type", "__proto__", "constructor"), fc.string({ maxLength: 12 })),
+      fc.oneof(
+        fc.constantFrom("limit", "offset", "group", "category", "version", "cursor", "type", "__proto__", "constructor"),
+        fc.string({ maxLength: 12 }),
+      ),
       fc.oneof(fc.constantFrom("-1", "1e309", "NaN", "99999999999999999999", "[]", "{}", "0x10", "", "true"), nastyText),
     );
     await holds(
@@ -189,11 +234,21 @@ describe("hostile input over every OpenAPI route", () => {
   });
 
   it("hostile - forged credentials, partitions and odd headers are refused with problem+json", async () => {
-    const headerValue = fc.oneof(fc.stringMatching(/^[\x21-\x7e][\x20-\x7e]{0,200}$/), fc.integer({ min: 1_000, max: 12_000 }).map((n) => "A".repeat(n)));
-    const jwtish = fc.tuple(fc.base64String({ maxLength: 80 }), fc.base64String({ maxLength: 200 }), fc.base64String({ maxLength: 120 })).map((parts) => parts.join("."));
+    const headerValue = fc.oneof(
+      fc.stringMatching(/^[\x21-\x7e][\x20-\x7e]{0,200}$/),
+      fc.integer({ min: 1_000, max: 12_000 }).map((n) => "A".repeat(n)),
+    );
+    const jwtish = fc
+      .tuple(fc.base64String({ maxLength: 80 }), fc.base64String({ maxLength: 200 }), fc.base64String({ maxLength: 120 }))
+      .map((parts) => parts.join("."));
     const headers = fc.record(
       {
-        authorization: fc.oneof(headerValue, jwtish.map((t) => `Bearer ${t}`), fc.constant(`Bearer ${"x".repeat(5000)}`), fc.constantFrom("Basic YTpi", "Bearer", "bearer  ", "Bearer a.b.c")),
+        authorization: fc.oneof(
+          headerValue,
+          jwtish.map((t) => `Bearer ${t}`),
+          fc.constant(`Bearer ${"x".repeat(5000)}`),
+          fc.constantFrom("Basic YTpi", "Bearer", "bearer  ", "Bearer a.b.c"),
+        ),
         appkey: fc.oneof(headerValue, fc.constantFrom(TEST_CLIENTS.alpha.appkey, "")),
         "slb-partition-id": fc.oneof(headerValue, fc.constantFrom("other", "opendes ", "unknown", "OPENDES", "a".repeat(129))),
         "data-partition-id": headerValue,

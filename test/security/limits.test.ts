@@ -39,7 +39,10 @@ describe("edge limits", () => {
     expect((await refused!.json()) as object).toMatchObject({ status: 429 });
     expect((await derrick.call("/v1/system/whoami", { as: "beta" })).status).toBe(200);
     // The bucket refills: alpha is served again.
-    await eventually(async () => (await derrick.call("/v1/system/whoami", { as: "alpha" })).status === 200, { timeoutMs: 3_000, intervalMs: 250 });
+    await eventually(async () => (await derrick.call("/v1/system/whoami", { as: "alpha" })).status === 200, {
+      timeoutMs: 3_000,
+      intervalMs: 250,
+    });
   });
 
   it("limits - a body just over the limit is 413 on every write route, and nothing is written", async () => {
@@ -63,10 +66,13 @@ describe("edge limits", () => {
     ];
     for (const [method, path] of routes) {
       // Admin for the writes; spread the calls over the rate limit of this deployment.
-      const res = await eventually(async () => {
-        const r = await derrick.call(path, { as: "admin", method, body: big });
-        return r.status === 429 ? undefined : r;
-      }, { timeoutMs: 5_000, intervalMs: 200 });
+      const res = await eventually(
+        async () => {
+          const r = await derrick.call(path, { as: "admin", method, body: big });
+          return r.status === 429 ? undefined : r;
+        },
+        { timeoutMs: 5_000, intervalMs: 200 },
+      );
       expect(res.status, `${method} ${path}`).toBe(413);
       expect(res.headers.get("content-type")).toContain("application/problem+json");
     }

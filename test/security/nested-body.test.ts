@@ -36,7 +36,10 @@ async function expectTooDeep(res: Response, what: string): Promise<Problem> {
   expect(res.status, `${what}: ${text.slice(0, 300)}`).toBe(400);
   const problem = await problemOf(res);
   const named = [problem.detail, ...(problem.errors ?? []).map((e) => e.message)];
-  expect(named.some((m) => m.includes(DEPTH_MESSAGE)), `${what}: ${text.slice(0, 300)}`).toBe(true);
+  expect(
+    named.some((m) => m.includes(DEPTH_MESSAGE)),
+    `${what}: ${text.slice(0, 300)}`,
+  ).toBe(true);
   return problem;
 }
 
@@ -52,7 +55,12 @@ async function withProbe(send: () => Promise<Response>): Promise<{ res: Response
 beforeAll(async () => {
   nats = await startTestNats();
   derrick = await startDerrick(nats);
-  headers = { authorization: `Bearer ${await derrick.token("admin")}`, appkey: TEST_CLIENTS.admin.appkey, "slb-partition-id": "opendes", "data-partition-id": "opendes" };
+  headers = {
+    authorization: `Bearer ${await derrick.token("admin")}`,
+    appkey: TEST_CLIENTS.admin.appkey,
+    "slb-partition-id": "opendes",
+    "data-partition-id": "opendes",
+  };
 });
 afterAll(async () => {
   await derrick?.cleanup();
@@ -68,7 +76,9 @@ describe("nested request bodies", () => {
       expect(sent.res.status, shape).toBe(413);
       expect((await problemOf(sent.res)).detail).toMatch(/at most 4096 bytes/);
       expect(sent.health.status).toBe(200);
-      console.log(`nested ${shape}, ${body.length} bytes, echo: ${sent.res.status} in ${sent.ms.toFixed(1)} ms; /healthz sent alongside: ${sent.healthMs.toFixed(1)} ms`);
+      console.log(
+        `nested ${shape}, ${body.length} bytes, echo: ${sent.res.status} in ${sent.ms.toFixed(1)} ms; /healthz sent alongside: ${sent.healthMs.toFixed(1)} ms`,
+      );
       // ...and a chunked one once 4 KiB have arrived.
       const chunked = new ReadableStream<Uint8Array>({
         start(controller) {
@@ -91,13 +101,16 @@ describe("nested request bodies", () => {
         const problem = await expectTooDeep(sent.res, `${shape} ${method} ${path}`);
         expect(problem.errors?.[0]?.pointer).toMatch(new RegExp(`^/body(/(0|a)){${MAX_BODY_DEPTH}}$`));
         expect(sent.health.status).toBe(200);
-        console.log(`nested ${shape}, ${body.length} bytes, ${method} ${path}: ${sent.res.status} in ${sent.ms.toFixed(1)} ms; /healthz sent alongside: ${sent.healthMs.toFixed(1)} ms`);
+        console.log(
+          `nested ${shape}, ${body.length} bytes, ${method} ${path}: ${sent.res.status} in ${sent.ms.toFixed(1)} ms; /healthz sent alongside: ${sent.healthMs.toFixed(1)} ms`,
+        );
       }
     }
   });
 
   it("nesting - the echo takes a body at the limit and refuses one level more, brackets inside strings not counted", async () => {
-    const echo = (body: string) => fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const echo = (body: string) =>
+      fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body });
     let res = await echo(objects(MAX_BODY_DEPTH));
     expect(res.status, await res.clone().text()).toBe(200);
     expect(JSON.stringify(await res.json())).toBe(objects(MAX_BODY_DEPTH));
@@ -136,7 +149,9 @@ describe("nested request bodies", () => {
         .map(([method, op]) => ({ method: method.toUpperCase(), path, types: Object.keys(op.requestBody!.content ?? {}) })),
     );
     expect(operations.length).toBeGreaterThan(15);
-    const jsonTypes = (types: string[]) => [...new Set(["application/json", ...types.filter((t) => /json/i.test(t)).map((t) => t.replace("*", "vnd.fuzz"))])];
+    const jsonTypes = (types: string[]) => [
+      ...new Set(["application/json", ...types.filter((t) => /json/i.test(t)).map((t) => t.replace("*", "vnd.fuzz"))]),
+    ];
     const bodies = {
       "10,000 levels of arrays": arrays(10_000),
       "10,000 levels of objects": objects(10_000),
@@ -150,14 +165,26 @@ describe("nested request bodies", () => {
       for (const type of jsonTypes(op.types)) {
         for (const [name, body] of Object.entries(bodies)) {
           const what = `${op.method} ${op.path} (${type}, ${name})`;
-          const res = await fetch(`${derrick.url}${path}`, { method: op.method, headers: { ...headers, "content-type": type }, body, signal: AbortSignal.timeout(10_000) });
+          const res = await fetch(`${derrick.url}${path}`, {
+            method: op.method,
+            headers: { ...headers, "content-type": type },
+            body,
+            signal: AbortSignal.timeout(10_000),
+          });
           sent++;
           if (own && body.length > own.bytes) {
             // A route with a smaller size limit refuses the body on its length first.
             expect(res.status, what).toBe(413);
             await problemOf(res);
             // Deep again within that limit.
-            await expectTooDeep(await fetch(`${derrick.url}${path}`, { method: op.method, headers: { ...headers, "content-type": type }, body: arrays(Math.floor(own.bytes / 2)) }), `${what}, within the route's limit`);
+            await expectTooDeep(
+              await fetch(`${derrick.url}${path}`, {
+                method: op.method,
+                headers: { ...headers, "content-type": type },
+                body: arrays(Math.floor(own.bytes / 2)),
+              }),
+              `${what}, within the route's limit`,
+            );
           } else {
             await expectTooDeep(res, what);
           }
@@ -166,7 +193,10 @@ describe("nested request bodies", () => {
       const form = new FormData();
       form.set("fuzz", arrays(1_000));
       // Not a JSON body: refused by its media type, never parsed (the token endpoint in RFC 6749's terms).
-      expect((await fetch(`${derrick.url}${path}`, { method: op.method, headers, body: form })).status, `${op.method} ${op.path} (multipart)`).toBe(op.path === "/v2/token" ? 400 : 415);
+      expect(
+        (await fetch(`${derrick.url}${path}`, { method: op.method, headers, body: form })).status,
+        `${op.method} ${op.path} (multipart)`,
+      ).toBe(op.path === "/v2/token" ? 400 : 415);
       sent++;
     }
     console.log(`nesting fuzz: ${sent} deep bodies over ${operations.length} operations with a request body`);

@@ -12,8 +12,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
-import { Kvm } from "@nats-io/kv";
-import { clientToken, endKvWatches, eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
+import {
+  clientToken,
+  endKvWatches,
+  eventually,
+  startDerrick,
+  startTestNats,
+  TEST_CLIENTS,
+  type TestDerrick,
+  type TestNats,
+  openBucket,
+} from "../harness/index.ts";
 import { REGISTRY_BUCKET } from "../../actors/identity/registry.ts";
 
 const ISSUER = "https://login.rotation.test";
@@ -36,7 +45,9 @@ describe("tokens against a rotating external JWKS", () => {
       .setExpirationTime("5m")
       .sign(keys[kid]!.privateKey);
   const whoami = (token: string, partition = "opendes") =>
-    fetch(`${derrick.url}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": partition } });
+    fetch(`${derrick.url}/v1/system/whoami`, {
+      headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": partition },
+    });
 
   beforeAll(async () => {
     for (const kid of ["k1", "k2"]) {
@@ -68,9 +79,15 @@ describe("tokens against a rotating external JWKS", () => {
     // The issuer rotates: k2 published, k1 withdrawn.
     published = [keys.k2!.jwk];
     await eventually(async () => (await whoami(await sign("k2"))).status === 200, { timeoutMs: 5_000, what: "the new key to be accepted" });
-    await eventually(async () => (await whoami(await sign("k1"))).status === 401, { timeoutMs: 5_000, what: "a fresh token of the removed key to be refused" });
+    await eventually(async () => (await whoami(await sign("k1"))).status === 401, {
+      timeoutMs: 5_000,
+      what: "a fresh token of the removed key to be refused",
+    });
     // A token verified before the rotation is trusted no longer than the JWKS it was checked against.
-    await eventually(async () => (await whoami(before)).status === 401, { timeoutMs: 5_000, what: "the cached token of the removed key to be refused" });
+    await eventually(async () => (await whoami(before)).status === 401, {
+      timeoutMs: 5_000,
+      what: "the cached token of the removed key to be refused",
+    });
   });
 
   it("tokens - alg none, HS256 keyed with the public key, and a kid the JWKS never had are refused", async () => {
@@ -102,7 +119,12 @@ describe("tokens and partitions", () => {
   });
 
   it("tokens - a valid token does not open a partition that is not served, nor another partition's records", async () => {
-    const record = { id: "opendes:doc:rel-1", kind: "osdu:wks:doc:1.0.0", acl: { viewers: ["users.datalake.admins"], owners: ["users.datalake.admins"] }, data: { x: 1 } };
+    const record = {
+      id: "opendes:doc:rel-1",
+      kind: "osdu:wks:doc:1.0.0",
+      acl: { viewers: ["users.datalake.admins"], owners: ["users.datalake.admins"] },
+      data: { x: 1 },
+    };
     const put = await derrick.call("/api/storage/v2/records", { as: "admin", method: "PUT", body: JSON.stringify([record]) });
     expect(put.status).toBe(201);
     expect((await derrick.call(`/api/storage/v2/records/${record.id}`, { as: "admin" })).status).toBe(200);
@@ -112,10 +134,20 @@ describe("tokens and partitions", () => {
     expect(other.headers.get("content-type")).toContain("application/problem+json");
     // A partition this deployment does not serve: 403, and a write there is refused too.
     expect((await derrick.call("/v1/system/whoami", { partition: "elsewhere" })).status).toBe(403);
-    const foreign = await derrick.call("/api/storage/v2/records", { as: "admin", partition: "elsewhere", method: "PUT", body: JSON.stringify([{ ...record, id: "elsewhere:doc:rel-1" }]) });
+    const foreign = await derrick.call("/api/storage/v2/records", {
+      as: "admin",
+      partition: "elsewhere",
+      method: "PUT",
+      body: JSON.stringify([{ ...record, id: "elsewhere:doc:rel-1" }]),
+    });
     expect(foreign.status).toBe(403);
     // Writing into one partition with an id naming another is refused.
-    const crossed = await derrick.call("/api/storage/v2/records", { as: "admin", partition: "other", method: "PUT", body: JSON.stringify([record]) });
+    const crossed = await derrick.call("/api/storage/v2/records", {
+      as: "admin",
+      partition: "other",
+      method: "PUT",
+      body: JSON.stringify([record]),
+    });
     expect(crossed.status).toBe(400);
   });
 });
@@ -126,19 +158,24 @@ describe("embedded issuer signing keys", () => {
   let dataDir: string;
   const env = { DERRICK_AUTH_JWKS_MAX_AGE: "1s" };
   const whoami = (token: string) =>
-    fetch(`${derrick.url}/v1/system/whoami`, { headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" } });
+    fetch(`${derrick.url}/v1/system/whoami`, {
+      headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" },
+    });
   const fresh = () => clientToken(derrick.url, TEST_CLIENTS.alpha);
   // Asynchronous: the actors answering the CLI run in this process.
   const cli = (...args: string[]) =>
     new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [fileURLToPath(new URL("../../bin/derrick.ts", import.meta.url)), ...args], { env: { ...process.env, NATS_URL: nats.url, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "silent" } });
+      const child = spawn(process.execPath, [fileURLToPath(new URL("../../bin/derrick.ts", import.meta.url)), ...args], {
+        env: { ...process.env, NATS_URL: nats.url, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "silent" },
+      });
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d) => (stdout += d));
       child.stderr.on("data", (d) => (stderr += d));
       child.once("exit", (status) => resolve({ status, stdout, stderr }));
     });
-  const jwksKids = async () => ((await (await fetch(`${derrick.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid);
+  const jwksKids = async () =>
+    ((await (await fetch(`${derrick.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid);
 
   beforeAll(async () => {
     nats = await startTestNats();
@@ -160,11 +197,17 @@ describe("embedded issuer signing keys", () => {
 
     const out = await cli("keys", "revoke", revoked);
     expect(out.status, out.stderr).toBe(0);
-    await eventually(async () => (await whoami(before)).status === 401, { timeoutMs: 5_000, what: "the revoked key's token to be refused" });
-    const after = await eventually(async () => {
-      const token = await fresh();
-      return decodeProtectedHeader(token).kid !== revoked ? token : undefined;
-    }, { what: "a token signed with a new key" });
+    await eventually(async () => (await whoami(before)).status === 401, {
+      timeoutMs: 5_000,
+      what: "the revoked key's token to be refused",
+    });
+    const after = await eventually(
+      async () => {
+        const token = await fresh();
+        return decodeProtectedHeader(token).kid !== revoked ? token : undefined;
+      },
+      { what: "a token signed with a new key" },
+    );
     expect((await whoami(after)).status).toBe(200);
     expect(await jwksKids()).not.toContain(revoked);
     const listed = JSON.parse((await cli("keys", "list", "--json")).stdout) as { keys: Array<{ kid: string }> };
@@ -192,7 +235,10 @@ describe("embedded issuer signing keys", () => {
     expect(endKvWatches(derrick.nc)).toBeGreaterThanOrEqual(1);
     const out = await cli("keys", "revoke", current);
     expect(out.status, out.stderr).toBe(0);
-    await eventually(async () => decodeProtectedHeader(await fresh()).kid !== current, { timeoutMs: 5_000, what: "a token signed with a new key" });
+    await eventually(async () => decodeProtectedHeader(await fresh()).kid !== current, {
+      timeoutMs: 5_000,
+      what: "a token signed with a new key",
+    });
   });
 
   it("tokens - a key no issuer has republished for a token lifetime plus two heartbeats leaves the JWKS", async () => {
@@ -202,8 +248,14 @@ describe("embedded issuer signing keys", () => {
       const { publicKey } = await generateKeyPair("ES256");
       const jwk = await exportJWK(publicKey);
       const day = 86_400_000;
-      await kv.put("jwks.gone-issuer", JSON.stringify({ ...jwk, kid: "gone-issuer", seen_at: new Date(Date.now() - 2 * day).toISOString() }));
-      await kv.put("jwks.live-issuer", JSON.stringify({ ...jwk, kid: "live-issuer", seen_at: new Date(Date.now() - 60_000).toISOString() }));
+      await kv.put(
+        "jwks.gone-issuer",
+        JSON.stringify({ ...jwk, kid: "gone-issuer", seen_at: new Date(Date.now() - 2 * day).toISOString() }),
+      );
+      await kv.put(
+        "jwks.live-issuer",
+        JSON.stringify({ ...jwk, kid: "live-issuer", seen_at: new Date(Date.now() - 60_000).toISOString() }),
+      );
       const kids = await jwksKids();
       expect(kids).toContain("live-issuer");
       expect(kids).not.toContain("gone-issuer");

@@ -5,7 +5,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { Kvm } from "@nats-io/kv";
 import { eventually, startTestNats, type TestNats, openBucket } from "../harness/index.ts";
 import { twinBucket, twinKey, type TwinAddress } from "../../subjects/twins.ts";
 import { putTwins, type TwinBucketStore, type TwinStores, type TwinsDeps } from "../../actors/twins/handlers.ts";
@@ -13,10 +12,18 @@ import { kvTwinStores } from "../../actors/twins/store.ts";
 import { twinWriter } from "../../actors/twins/actor.ts";
 import { createLogger } from "../../platform/logger.ts";
 
-const ctx = { requestId: "t", log: createLogger("silent"), principal: { clientId: "admin", subject: "admin", groups: ["twins.writers"], kind: "service" as const } };
+const ctx = {
+  requestId: "t",
+  log: createLogger("silent"),
+  principal: { clientId: "admin", subject: "admin", groups: ["twins.writers"], kind: "service" as const },
+};
 
 /** Real stores, with a hook in front of every desired-value write, and optionally every read (fault injection). */
-function hooked(stores: TwinStores, beforeValueWrite: (key: string) => Promise<void>, beforeValueRead: (key: string) => Promise<void> = async () => {}): TwinStores {
+function hooked(
+  stores: TwinStores,
+  beforeValueWrite: (key: string) => Promise<void>,
+  beforeValueRead: (key: string) => Promise<void> = async () => {},
+): TwinStores {
   return {
     async open(address, create) {
       const bucket = await stores.open(address, create);
@@ -65,7 +72,8 @@ describe("twin commits left unfinished", () => {
   };
   let twin = 0;
   const nextTwin = (): TwinAddress => ({ organization: "acme", environment: "commit", twinId: `t${++twin}` });
-  const desired = async (nc: NatsConnection, address: TwinAddress, name: string) => (await (await openBucket(nc, twinBucket(address))).get(twinKey("g", "desired", name)))?.string();
+  const desired = async (nc: NatsConnection, address: TwinAddress, name: string) =>
+    (await (await openBucket(nc, twinBucket(address))).get(twinKey("g", "desired", name)))?.string();
 
   beforeAll(async () => {
     nats = await startTestNats();
@@ -82,8 +90,22 @@ describe("twin commits left unfinished", () => {
     let release!: () => void;
     const stalled = new Promise<void>((r) => (release = r));
     // A claims the group, writes x, stops before z; then its connection goes (kill -9).
-    const depsA: TwinsDeps = { stores: hooked(kvTwinStores(a), async (key) => void (key.endsWith("/z") && (await stalled))), writer: writerA };
-    const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }, { name: "z", value: "from A" }] }, ctx, depsA).catch((e: Error) => e);
+    const depsA: TwinsDeps = {
+      stores: hooked(kvTwinStores(a), async (key) => void (key.endsWith("/z") && (await stalled))),
+      writer: writerA,
+    };
+    const first = putTwins(
+      {
+        ...address,
+        group: "g",
+        twins: [
+          { name: "x", value: "from A" },
+          { name: "z", value: "from A" },
+        ],
+      },
+      ctx,
+      depsA,
+    ).catch((e: Error) => e);
     await eventually(async () => (await desired(b, address, "x")) === "from A", { what: "A's first value" });
     await a.close();
     release();
@@ -110,9 +132,17 @@ describe("twin commits left unfinished", () => {
     const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }] }, ctx, depsA);
     await stall.reached; // A holds its claim
     const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 12 };
-    await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from B" }] }, ctx, depsB)).rejects.toMatchObject({ status: 409 });
+    await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from B" }] }, ctx, depsB)).rejects.toMatchObject({
+      status: 409,
+    });
     // Waiting stops at the request's deadline (the edge has answered 504 by then): 504, not the 409 of attempts run out.
-    await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from B" }] }, { ...ctx, deadline: Date.now() + 300 }, { ...depsB, attempts: 50 })).rejects.toMatchObject({ status: 504 });
+    await expect(
+      putTwins(
+        { ...address, group: "g", twins: [{ name: "x", value: "from B" }] },
+        { ...ctx, deadline: Date.now() + 300 },
+        { ...depsB, attempts: 50 },
+      ),
+    ).rejects.toMatchObject({ status: 504 });
     stall.release();
     expect((await first).status).toBe(200);
     expect(await desired(b, address, "x")).toBe("from A");
@@ -129,7 +159,9 @@ describe("twin commits left unfinished", () => {
       writer: twinWriter(a),
       repairEveryMs: 100,
     };
-    await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }] }, ctx, depsA)).rejects.toThrow("connection lost");
+    await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }] }, ctx, depsA)).rejects.toThrow(
+      "connection lost",
+    );
     // B's process: A is alive (answers), so B may only wait; A's repair must finish the claim.
     // Generous attempts (each waits at most 200 ms): B returns as soon as A's repair lands, however busy the machine.
     const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 100 };
@@ -137,23 +169,31 @@ describe("twin commits left unfinished", () => {
     expect(await desired(b, address, "x")).toBe("from A");
   });
 
-  it.each(["writing", "reading the revision it writes from"])("twins - a writer stalled before %s that wakes after its claim was taken over cannot overwrite the later commit", async (where) => {
-    const address = nextTwin();
-    const [a, b] = [await process(), await process()];
-    const stall = stallPoint();
-    const none = async () => {};
-    const depsA: TwinsDeps = { stores: where === "writing" ? hooked(kvTwinStores(a), stall.hook) : hooked(kvTwinStores(a), none, stall.hook), writer: twinWriter(a) };
-    const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "old" }] }, ctx, depsA).catch((e: { status?: number }) => e);
-    await stall.reached; // A holds its claim
-    // B takes over by the lease (A is alive but stalled), then writes a newer value.
-    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), leaseMs: 300 };
-    expect((await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "b" }] }, ctx, depsB)).status).toBe(200);
-    expect(await desired(b, address, "x")).toBe("old"); // rolled forward
-    expect((await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "new" }] }, ctx, depsB)).status).toBe(200);
-    stall.release();
-    expect(await first).toMatchObject({ status: 409 });
-    expect(await desired(b, address, "x")).toBe("new");
-  });
+  it.each(["writing", "reading the revision it writes from"])(
+    "twins - a writer stalled before %s that wakes after its claim was taken over cannot overwrite the later commit",
+    async (where) => {
+      const address = nextTwin();
+      const [a, b] = [await process(), await process()];
+      const stall = stallPoint();
+      const none = async () => {};
+      const depsA: TwinsDeps = {
+        stores: where === "writing" ? hooked(kvTwinStores(a), stall.hook) : hooked(kvTwinStores(a), none, stall.hook),
+        writer: twinWriter(a),
+      };
+      const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "old" }] }, ctx, depsA).catch(
+        (e: { status?: number }) => e,
+      );
+      await stall.reached; // A holds its claim
+      // B takes over by the lease (A is alive but stalled), then writes a newer value.
+      const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), leaseMs: 300 };
+      expect((await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "b" }] }, ctx, depsB)).status).toBe(200);
+      expect(await desired(b, address, "x")).toBe("old"); // rolled forward
+      expect((await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "new" }] }, ctx, depsB)).status).toBe(200);
+      stall.release();
+      expect(await first).toMatchObject({ status: 409 });
+      expect(await desired(b, address, "x")).toBe("new");
+    },
+  );
 
   it("twins - writers in two processes taking turns on one key both succeed (a stale remembered revision is not a takeover)", async () => {
     const address = nextTwin();
@@ -161,7 +201,10 @@ describe("twin commits left unfinished", () => {
     const depsA: TwinsDeps = { stores: kvTwinStores(a), writer: twinWriter(a) };
     const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b) };
     for (let round = 0; round < 3; round++) {
-      for (const [name, deps] of [["A", depsA], ["B", depsB]] as const) {
+      for (const [name, deps] of [
+        ["A", depsA],
+        ["B", depsB],
+      ] as const) {
         const res = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: `${name}${round}` }] }, ctx, deps);
         expect(res.status).toBe(200);
       }
@@ -175,13 +218,15 @@ describe("twin commits left unfinished", () => {
     const depsA: TwinsDeps = { stores: kvTwinStores(a), writer: twinWriter(a) };
     const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b) };
     const version = (res: { headers: Record<string, string> }) => Number(JSON.parse(res.headers.ETag!));
-    const first = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "a" }] }, ctx, depsA);
+    const _first = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "a" }] }, ctx, depsA);
     const second = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "b" }] }, ctx, depsB);
     // A remembers the version of its own commit; the group has moved on since.
     const third = await putTwins({ ...address, group: "g", ifMatch: version(second), twins: [{ name: "x", value: "c" }] }, ctx, depsA);
     expect(third.status).toBe(200);
     await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "d" }] }, ctx, depsB);
-    await expect(putTwins({ ...address, group: "g", ifMatch: version(third), twins: [{ name: "x", value: "stale" }] }, ctx, depsA)).rejects.toMatchObject({ status: 412 });
+    await expect(
+      putTwins({ ...address, group: "g", ifMatch: version(third), twins: [{ name: "x", value: "stale" }] }, ctx, depsA),
+    ).rejects.toMatchObject({ status: 412 });
     expect(await desired(b, address, "x")).toBe("d");
   });
 });

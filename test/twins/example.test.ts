@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { runEdgeApp } from "../../sdk/examples/edge-app.ts";
-import { KvWatchInclude, Kvm } from "@nats-io/kv";
+import { KvWatchInclude } from "@nats-io/kv";
 import { twinBucket } from "../../subjects/twins.ts";
 import type { DeviceClient, IoDataReport } from "../../sdk/index.ts";
 
@@ -34,7 +34,9 @@ describe("sdk example edge app", () => {
 
   it("sdk example - reads IoPoints, publishes the scaled average, and applies a config change it reports", async () => {
     const outputs: number[] = [];
-    peer.subscribe("slbapps.scaler.DataOut", { callback: (_e, m) => void outputs.push((m.json() as IoDataReport).device[0]!.tags["scaled-average"]!.value!) });
+    peer.subscribe("slbapps.scaler.DataOut", {
+      callback: (_e, m) => void outputs.push((m.json() as IoDataReport).device[0]!.tags["scaled-average"]!.value!),
+    });
     await peer.flush();
     const input = app.dataReport({ Sensor1: { value: 10 }, Sensor2: { value: 30 } });
     peer.publish("slbapps.scaler.DataIn", JSON.stringify(input));
@@ -50,7 +52,12 @@ describe("sdk example edge app", () => {
     void (async () => {
       for await (const entry of watch) if (entry.string() === next) acks.push(applied);
     })();
-    await derrick.call("/api/twin-properties/v1/acme/prod/rig-7/twin-properties", { method: "PUT", body: JSON.stringify({ group: "config", twins: [{ name: "scaler", value: next }] }), as: "admin", partition: null });
+    await derrick.call("/api/twin-properties/v1/acme/prod/rig-7/twin-properties", {
+      method: "PUT",
+      body: JSON.stringify({ group: "config", twins: [{ name: "scaler", value: next }] }),
+      as: "admin",
+      partition: null,
+    });
     await eventually(async () => (await app.getReported("config", "scaler"))?.value === next, { what: "reported config" });
     await eventually(() => acks.length === 1, { what: "the acknowledgement through a watch" });
     watch.stop();
@@ -63,9 +70,15 @@ describe("sdk example edge app", () => {
 
   it("sdk example - a malformed DataIn message is skipped and the next one is still processed", async () => {
     const outputs: number[] = [];
-    const sub = peer.subscribe("slbapps.scaler.DataOut", { callback: (_e, m) => void outputs.push((m.json() as IoDataReport).device[0]!.tags["scaled-average"]!.value!) });
+    const sub = peer.subscribe("slbapps.scaler.DataOut", {
+      callback: (_e, m) => void outputs.push((m.json() as IoDataReport).device[0]!.tags["scaled-average"]!.value!),
+    });
     await peer.flush();
-    const report = (meta?: Record<string, unknown>) => JSON.stringify({ header: {}, device: [{ id: "x", tags: { Sensor1: { value: 1, ...(meta ? { metadata: meta } : {}) }, Sensor2: { value: 3 } } }] });
+    const report = (meta?: Record<string, unknown>) =>
+      JSON.stringify({
+        header: {},
+        device: [{ id: "x", tags: { Sensor1: { value: 1, ...(meta ? { metadata: meta } : {}) }, Sensor2: { value: 3 } } }],
+      });
     // Not JSON at all, then a point whose metadata value is not a string (the output would copy it).
     peer.publish("slbapps.scaler.DataIn", "not json at all");
     peer.publish("slbapps.scaler.DataIn", report({ uom: "temperature:degC", scale: 2 }));

@@ -11,7 +11,10 @@ describe("twin storage limits", () => {
   let derrick: TestDerrick;
   beforeAll(async () => {
     nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "twins"], env: { DERRICK_TWINS_MAX: "3", DERRICK_TWIN_MAX_BYTES: String(256 * 1024) } });
+    derrick = await startDerrick(nats, {
+      actors: ["identity", "twins"],
+      env: { DERRICK_TWINS_MAX: "3", DERRICK_TWIN_MAX_BYTES: String(256 * 1024) },
+    });
   });
   afterAll(async () => {
     await derrick?.cleanup();
@@ -28,16 +31,27 @@ describe("twin storage limits", () => {
     expect(refused.headers.get("content-type")).toContain("application/problem+json");
     expect(((await refused.json()) as { detail: string }).detail).toMatch(/DERRICK_TWINS_MAX/);
     const jsm = await jetstreamManager(derrick.nc);
-    await expect(jsm.streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-4" })}`)).rejects.toThrow(/not found/);
+    await expect(jsm.streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-4" })}`)).rejects.toThrow(
+      /not found/,
+    );
     expect((await put("dev-2", [{ name: "p", value: "2" }])).status).toBe(200);
   });
 
   it("twins - when JetStream cannot reserve a new twin's bytes (its store limit is taken) a PUT that would create one is 507 naming DERRICK_TWIN_MAX_BYTES, not 500; existing twins still take writes", async () => {
     // A server of its own with a small store limit: each twin's stream reserves 256 KiB of it.
     const own = await startTestNats({ maxFileStore: "1MB" });
-    const small = await startDerrick(own, { actors: ["identity", "twins"], env: { DERRICK_TWINS_MAX: "0", DERRICK_TWIN_MAX_BYTES: String(256 * 1024) } });
+    const small = await startDerrick(own, {
+      actors: ["identity", "twins"],
+      env: { DERRICK_TWINS_MAX: "0", DERRICK_TWIN_MAX_BYTES: String(256 * 1024) },
+    });
     try {
-      const putTo = (twin: string) => small.call(path(twin), { method: "PUT", body: JSON.stringify({ group: "g", twins: [{ name: "p", value: "1" }] }), as: "admin", partition: null });
+      const putTo = (twin: string) =>
+        small.call(path(twin), {
+          method: "PUT",
+          body: JSON.stringify({ group: "g", twins: [{ name: "p", value: "1" }] }),
+          as: "admin",
+          partition: null,
+        });
       const statuses: number[] = [];
       for (let i = 0; i < 10 && statuses.at(-1) !== 507; i++) statuses.push((await putTo(`full-${i}`)).status);
       expect(statuses.at(-1)).toBe(507);
@@ -60,7 +74,12 @@ describe("twin storage limits", () => {
     const capped = await startDerrick(own, { actors: ["identity", "twins"], env: { DERRICK_TWINS_MAX: "3" } });
     try {
       const putTo = (twin: string, group: string) =>
-        capped.call(path(twin), { method: "PUT", body: JSON.stringify({ group, twins: [{ name: "p", value: "1" }] }), as: "admin", partition: null });
+        capped.call(path(twin), {
+          method: "PUT",
+          body: JSON.stringify({ group, twins: [{ name: "p", value: "1" }] }),
+          as: "admin",
+          partition: null,
+        });
       expect((await putTo("fresh-1", "g")).status).toBe(200);
       const together = await Promise.all(["a", "b", "c", "d"].map((group) => putTo("fresh-2", group)));
       expect(together.map((r) => r.status)).toEqual([200, 200, 200, 200]);

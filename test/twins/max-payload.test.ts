@@ -33,7 +33,9 @@ describe("twin properties on a server with max_payload 1 MB", () => {
     const problem = (await res.json()) as { status: number; detail: string };
     expect(problem.status).toBe(413);
     expect(problem.detail).toMatch(/^\/body: .*max_payload/);
-    const state = (await (await derrick.call(`${path("dev-big")}?group=big`, { as: "admin", partition: null })).json()) as { desired: object };
+    const state = (await (await derrick.call(`${path("dev-big")}?group=big`, { as: "admin", partition: null })).json()) as {
+      desired: object;
+    };
     expect(state.desired).toEqual({});
     expect((await put("dev-big", twins.slice(0, 500))).status).toBe(200);
   });

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis } from "../harness/index.ts";
+import {
+  eventually,
+  startDerrick,
+  startTestNats,
+  startTestRedis,
+  type TestDerrick,
+  type TestNats,
+  type TestRedis,
+} from "../harness/index.ts";
 import { twinKey } from "../../subjects/twins.ts";
 
 // A twin bucket keeps two revisions per key, so after a few PUTs it holds values of an older PUT whose

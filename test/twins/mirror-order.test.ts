@@ -1,8 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { Kvm, type KV } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
 import { Redis } from "ioredis";
-import { eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis, openBucket } from "../harness/index.ts";
+import {
+  eventually,
+  startDerrick,
+  startTestNats,
+  startTestRedis,
+  type TestDerrick,
+  type TestNats,
+  type TestRedis,
+  openBucket,
+} from "../harness/index.ts";
 import { twinBucket } from "../../subjects/twins.ts";
 
 // The twin mirror copies a reported value Redis → JetStream on each keyspace notification. Copies of
@@ -37,7 +46,9 @@ describe("twin mirror: reported values keep per-key order", () => {
     await nats?.cleanup();
   });
 
-  it("twin mirror - rapid writes of one reported key (toggling values and deletes) leave JetStream with the device's last value", { timeout: 60_000 }, async () => {
+  it("twin mirror - rapid writes of one reported key (toggling values and deletes) leave JetStream with the device's last value", {
+    timeout: 60_000,
+  }, async () => {
     await device.set("twin_properties/state/reported/first", "1");
     await eventually(async () => (await kv.get("twin_properties/state/reported/first"))?.string() === "1", { what: "a single copy" });
     // Three bursts of 40 keys × 40 writes: on the unserialized copies at least one key of one burst
@@ -50,22 +61,27 @@ describe("twin mirror: reported values keep per-key order", () => {
       // All keys at once, one connection per key so their writes interleave.
       const writers = keys.map(() => new Redis(redis.url));
       try {
-        await Promise.all(keys.map(async (key, k) => {
-          const writer = writers[k]!;
-          for (let round = 0; round < rounds; round++) {
-            await writer.set(key, round % 2 === 0 ? "on" : "off");
-            if (round % 7 === 3) await writer.del(key);
-          }
-        }));
+        await Promise.all(
+          keys.map(async (key, k) => {
+            const writer = writers[k]!;
+            for (let round = 0; round < rounds; round++) {
+              await writer.set(key, round % 2 === 0 ? "on" : "off");
+              if (round % 7 === 3) await writer.del(key);
+            }
+          }),
+        );
       } finally {
         for (const writer of writers) writer.disconnect();
       }
       // The last value equals earlier ones (on, off, on, …): a copy comparing it with JetStream may find it there already.
       const last = keys.map(() => ((rounds - 1) % 2 === 0 ? "on" : "off"));
-      const inJetStream = async () => Promise.all(keys.map(async (key) => {
-        const entry = await kv.get(key);
-        return entry?.operation === "PUT" ? entry.string() : null;
-      }));
+      const inJetStream = async () =>
+        Promise.all(
+          keys.map(async (key) => {
+            const entry = await kv.get(key);
+            return entry?.operation === "PUT" ? entry.string() : null;
+          }),
+        );
       // Give the copies time to finish, then compare (a lost order never heals by itself).
       const deadline = Date.now() + 5_000;
       let current = await inJetStream();

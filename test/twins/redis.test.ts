@@ -1,8 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
-import { Kvm } from "@nats-io/kv";
 import { Redis } from "ioredis";
-import { endKvWatches, eventually, startDerrick, startTestNats, startTestRedis, type TestDerrick, type TestNats, type TestRedis, openBucket } from "../harness/index.ts";
+import {
+  endKvWatches,
+  eventually,
+  startDerrick,
+  startTestNats,
+  startTestRedis,
+  type TestDerrick,
+  type TestNats,
+  type TestRedis,
+  openBucket,
+} from "../harness/index.ts";
 import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
 import { twinBucket } from "../../subjects/twins.ts";
 import { RedisTwinBackend } from "../../sdk/kv/redis.ts";
@@ -29,17 +38,24 @@ describe("device SDK over Redis with the twin mirror", () => {
     await nats?.cleanup();
   });
 
-  const put = (group: string, twins: Array<{ name: string; value: string }>) => derrick.call(twinPath, { method: "PUT", body: JSON.stringify({ group, twins }), as: "admin", partition: null });
+  const put = (group: string, twins: Array<{ name: string; value: string }>) =>
+    derrick.call(twinPath, { method: "PUT", body: JSON.stringify({ group, twins }), as: "admin", partition: null });
 
   it("sdk redis - a REST PUT reaches the device's callback through Redis with the value and the version", async () => {
     const config = parseAppConfig({
       Name: "RApp",
-      AEA2: { RedisClient: { Server: "127.0.0.1", Port: String(redis.port) }, BusClient: { Server: nats.url, Subscriptions: [{ DataIn: ["slbapps.RApp.DataIn"] }] } },
+      AEA2: {
+        RedisClient: { Server: "127.0.0.1", Port: String(redis.port) },
+        BusClient: { Server: nats.url, Subscriptions: [{ DataIn: ["slbapps.RApp.DataIn"] }] },
+      },
     });
     device = await DeviceClient.connect(config, { reconnectTimeWaitMs: 100 });
     const seen: TwinChange[] = [];
     device.observe("setpoints", undefined, (c) => seen.push(c));
-    const res = await put("setpoints", [{ name: "a", value: "1" }, { name: "b", value: "2" }]);
+    const res = await put("setpoints", [
+      { name: "a", value: "1" },
+      { name: "b", value: "2" },
+    ]);
     const body = (await res.json()) as { twins: Array<{ name: string; version: number }> };
     await eventually(() => seen.length === 2, { what: "both values via Redis" });
     expect(seen.map((c) => [c.name, c.value, c.version]).sort()).toEqual([
@@ -53,21 +69,37 @@ describe("device SDK over Redis with the twin mirror", () => {
 
   it("sdk redis - a reported value written on the device reaches JetStream (the REST GET)", async () => {
     await device!.setReported("setpoints", "a", "3");
-    await eventually(async () => {
-      const state = (await (await derrick.call(twinPath, { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> };
-      return state.reported.setpoints?.a?.value === "3";
-    }, { what: "reported copied back" });
+    await eventually(
+      async () => {
+        const state = (await (await derrick.call(twinPath, { as: "admin", partition: null })).json()) as {
+          reported: Record<string, Record<string, { value: string }>>;
+        };
+        return state.reported.setpoints?.a?.value === "3";
+      },
+      { what: "reported copied back" },
+    );
   });
 
   it("sdk redis - a config twin is applied on a Redis-backed device and acknowledged back to JetStream", async () => {
-    const next = { Name: "RApp", AEA2: { RedisClient: { Server: "127.0.0.1", Port: String(redis.port) }, BusClient: { Server: nats.url, Subscriptions: [{ DataIn: ["slbapps.RApp.Other"] }] } } };
+    const next = {
+      Name: "RApp",
+      AEA2: {
+        RedisClient: { Server: "127.0.0.1", Port: String(redis.port) },
+        BusClient: { Server: nats.url, Subscriptions: [{ DataIn: ["slbapps.RApp.Other"] }] },
+      },
+    };
     const text = JSON.stringify(next);
     await put("config", [{ name: "RApp", value: text }]);
     await eventually(() => device!.config.bus.subscriptions.DataIn[0] === "slbapps.RApp.Other", { what: "reload" });
-    await eventually(async () => {
-      const state = (await (await derrick.call(`${twinPath}?group=config`, { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> };
-      return state.reported.config?.RApp?.value === text;
-    }, { what: "ack in JetStream" });
+    await eventually(
+      async () => {
+        const state = (await (await derrick.call(`${twinPath}?group=config`, { as: "admin", partition: null })).json()) as {
+          reported: Record<string, Record<string, { value: string }>>;
+        };
+        return state.reported.config?.RApp?.value === text;
+      },
+      { what: "ack in JetStream" },
+    );
   });
   it("sdk redis - after Redis restarts empty, values put while it was down reach the callback once and in order, older ones are back, and a reported value written meanwhile reaches JetStream", async () => {
     const seen: TwinChange[] = [];
@@ -93,10 +125,15 @@ describe("device SDK over Redis with the twin mirror", () => {
     // The restarted (memory-only) Redis lost everything: the mirror wrote the desired values again.
     await eventually(async () => (await device!.getDesired("restart", "keep"))?.value === "k", { what: "older desired value rewritten" });
     expect(seen.filter((c) => c.name === "keep")).toHaveLength(1);
-    await eventually(async () => {
-      const state = (await (await derrick.call(`${twinPath}?group=restart`, { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> };
-      return state.reported.restart?.r?.value === "written while down";
-    }, { what: "reported value copied back" });
+    await eventually(
+      async () => {
+        const state = (await (await derrick.call(`${twinPath}?group=restart`, { as: "admin", partition: null })).json()) as {
+          reported: Record<string, Record<string, { value: string }>>;
+        };
+        return state.reported.restart?.r?.value === "written while down";
+      },
+      { what: "reported value copied back" },
+    );
   });
 
   it("sdk redis - a commit record the device wrote with names that are no list stops neither the twin mirror nor the GET: later PUTs still reach the device", async () => {
@@ -110,7 +147,9 @@ describe("device SDK over Redis with the twin mirror", () => {
     }
     const res = await put("setpoints", [{ name: "a", value: "after a bad commit record" }]);
     expect(res.status).toBe(200);
-    await eventually(async () => (await device!.getDesired("setpoints", "a"))?.value === "after a bad commit record", { what: "the PUT through the mirror" });
+    await eventually(async () => (await device!.getDesired("setpoints", "a"))?.value === "after a bad commit record", {
+      what: "the PUT through the mirror",
+    });
     expect((await derrick.call(twinPath, { as: "admin", partition: null })).status).toBe(200);
   });
 
@@ -119,7 +158,9 @@ describe("device SDK over Redis with the twin mirror", () => {
     expect(endKvWatches(derrick.nc)).toBeGreaterThanOrEqual(1);
     const res = await put("setpoints", [{ name: "a", value: "after the watch ended" }]);
     expect(res.status).toBe(200);
-    await eventually(async () => (await device!.getDesired("setpoints", "a"))?.value === "after the watch ended", { what: "the PUT through the re-opened watch" });
+    await eventually(async () => (await device!.getDesired("setpoints", "a"))?.value === "after the watch ended", {
+      what: "the PUT through the re-opened watch",
+    });
   });
 
   it("sdk redis - desired values put while the device's Redis is down are not queued one by one: once it is back the mirror writes the latest values, not every PUT", async () => {
@@ -145,7 +186,10 @@ describe("device SDK over Redis with the twin mirror", () => {
   it("sdk redis - a desired value deleted while the device's Redis is down reaches the callback as a delete once Redis is back", async () => {
     const seen: TwinChange[] = [];
     device!.observe("gone", undefined, (c) => seen.push(c));
-    await put("gone", [{ name: "p", value: "1" }, { name: "q", value: "1" }]);
+    await put("gone", [
+      { name: "p", value: "1" },
+      { name: "q", value: "1" },
+    ]);
     await eventually(() => seen.length === 2, { what: "both values before the outage" });
     await redis.stop();
     expect((await derrick.call(`${twinPath}/gone/p`, { method: "DELETE", as: "admin", partition: null })).status).toBe(204);
@@ -157,7 +201,12 @@ describe("device SDK over Redis with the twin mirror", () => {
 
   it("sdk redis - a REST DELETE of a reported value deletes it in the device's Redis too, so the mirror does not copy it back", async () => {
     await device!.setReported("deleted", "r", "1");
-    const reportedR = async () => ((await (await derrick.call(`${twinPath}?group=deleted`, { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> }).reported.deleted?.r?.value;
+    const reportedR = async () =>
+      (
+        (await (await derrick.call(`${twinPath}?group=deleted`, { as: "admin", partition: null })).json()) as {
+          reported: Record<string, Record<string, { value: string }>>;
+        }
+      ).reported.deleted?.r?.value;
     await eventually(async () => (await reportedR()) === "1", { what: "the reported value in JetStream" });
     expect((await derrick.call(`${twinPath}/deleted/r`, { method: "DELETE", as: "admin", partition: null })).status).toBe(204);
     await eventually(async () => (await device!.getReported("deleted", "r")) === undefined, { what: "the reported value gone from Redis" });

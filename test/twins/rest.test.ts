@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { KvWatchInclude, Kvm } from "@nats-io/kv";
+import { KvWatchInclude } from "@nats-io/kv";
 import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { TwinCommitGate, TwinWatchView, toTwinEntry, twinBucket, type TwinEntry } from "../../subjects/twins.ts";
@@ -27,10 +27,22 @@ describe("twin properties REST", () => {
   });
 
   const put = (twin: string, body: unknown, init: { as?: "alpha" | "beta" | "admin" | null; headers?: Record<string, string> } = {}) =>
-    derrick.call(path(twin), { method: "PUT", body: json(body), as: init.as === undefined ? "admin" : init.as, partition: null, headers: init.headers });
+    derrick.call(path(twin), {
+      method: "PUT",
+      body: json(body),
+      as: init.as === undefined ? "admin" : init.as,
+      partition: null,
+      headers: init.headers,
+    });
 
   it("twins - a PUT stores every property under twin_properties/<group>/desired/<name> and answers versions", async () => {
-    const res = await put("dev-1", { group: "config", twins: [{ name: "MyApp", value: '{"Name":"MyApp"}' }, { name: "rate", value: "5" }] });
+    const res = await put("dev-1", {
+      group: "config",
+      twins: [
+        { name: "MyApp", value: '{"Name":"MyApp"}' },
+        { name: "rate", value: "5" },
+      ],
+    });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { group: string; twins: Array<{ name: string; value: string; version: number }> };
     expect(body.group).toBe("config");
@@ -52,7 +64,10 @@ describe("twin properties REST", () => {
     const all = await derrick.call(path("dev-2"), { as: "admin", partition: null });
     expect(all.status).toBe(200);
     expect(all.headers.get("etag")).toBeNull();
-    const body = (await all.json()) as { desired: Record<string, Record<string, { value: string; version: number; updated_at: string }>>; reported: Record<string, unknown> };
+    const body = (await all.json()) as {
+      desired: Record<string, Record<string, { value: string; version: number; updated_at: string }>>;
+      reported: Record<string, unknown>;
+    };
     expect(Object.keys(body.desired).sort()).toEqual(["g1", "g2"]);
     expect(body.desired.g1!.a).toMatchObject({ value: "1" });
     expect(body.desired.g1!.a!.updated_at).toMatch(/Z$/);
@@ -69,7 +84,10 @@ describe("twin properties REST", () => {
     for (let i = 0; i < 10; i++) expect((await derrick.call(path("dev-reads"), { as: "admin", partition: null })).status).toBe(200);
     const jsm = await jetstreamManager(nc);
     const stream = `KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-reads" })}`;
-    await eventually(async () => (await jsm.streams.info(stream)).state.consumer_count === 0, { timeoutMs: 3_000, what: "the GETs' consumers gone" });
+    await eventually(async () => (await jsm.streams.info(stream)).state.consumer_count === 0, {
+      timeoutMs: 3_000,
+      what: "the GETs' consumers gone",
+    });
   });
 
   it("twins - writes need twins.writers, reads need a twins group, and a token is required", async () => {
@@ -85,7 +103,16 @@ describe("twin properties REST", () => {
       [{ group: "g", twins: [] }, "/body/twins"],
       [{ group: "g", twins: [{ name: "a", value: 1 }] }, "/body/twins/0/value"],
       [{ group: "g", twins: [{ name: "a", value: "1", extra: true }] }, "/body/twins/0/extra"],
-      [{ group: "g", twins: [{ name: "a", value: "1" }, { name: "a", value: "2" }] }, "/body/twins/1/name"],
+      [
+        {
+          group: "g",
+          twins: [
+            { name: "a", value: "1" },
+            { name: "a", value: "2" },
+          ],
+        },
+        "/body/twins/1/name",
+      ],
       [{ group: "__proto__", twins: [{ name: "a", value: "1" }] }, "/body/group"],
       [{ group: "g", twins: [{ name: "constructor", value: "1" }] }, "/body/twins/0/name"],
     ];
@@ -95,13 +122,28 @@ describe("twin properties REST", () => {
       const problem = (await res.json()) as { errors?: Array<{ pointer: string }> };
       expect(problem.errors?.map((e) => e.pointer)).toContain(pointer);
     }
-    expect((await derrick.call(`/api/twin-properties/v1/acme/prod/bad.twin/twin-properties`, { method: "PUT", body: json({ group: "g", twins: [{ name: "a", value: "1" }] }), as: "admin", partition: null })).status).toBe(400);
+    expect(
+      (
+        await derrick.call(`/api/twin-properties/v1/acme/prod/bad.twin/twin-properties`, {
+          method: "PUT",
+          body: json({ group: "g", twins: [{ name: "a", value: "1" }] }),
+          as: "admin",
+          partition: null,
+        })
+      ).status,
+    ).toBe(400);
     // The DELETE path names its group and name as /params/… like every path field (README: /body, /query, /params, /headers).
-    for (const [suffix, pointer] of [["__proto__/a", "/params/group"], ["g/constructor", "/params/name"]]) {
+    for (const [suffix, pointer] of [
+      ["__proto__/a", "/params/group"],
+      ["g/constructor", "/params/name"],
+    ]) {
       const res = await derrick.call(`${path("dev-4")}/${suffix}`, { method: "DELETE", as: "admin", partition: null });
       expect(res.status, suffix).toBe(400);
       const problem = (await res.json()) as { errors?: Array<{ pointer: string }> };
-      expect(problem.errors?.map((e) => e.pointer), suffix).toEqual([pointer]);
+      expect(
+        problem.errors?.map((e) => e.pointer),
+        suffix,
+      ).toEqual([pointer]);
     }
   });
 
@@ -124,7 +166,13 @@ describe("twin properties REST", () => {
 
   it("twins - the commit gate takes a commit record that is none (names no list of twin names, not JSON, an unknown state) as no record, and never throws on it", () => {
     const at = new Date().toISOString();
-    const entry = (key: string, value: string, revision: number): TwinEntry => ({ key, value, revision, operation: "PUT", created: new Date() });
+    const entry = (key: string, value: string, revision: number): TwinEntry => ({
+      key,
+      value,
+      revision,
+      operation: "PUT",
+      created: new Date(),
+    });
     const claim = entry("twin_commits/g", json({ state: "pending", names: ["a"], values: { a: "1" }, version: 0, at }), 1);
     const held = entry("twin_properties/g/desired/a", "1", 2);
     const invalid = [
@@ -173,11 +221,20 @@ describe("twin properties REST", () => {
   });
 
   it("twins - a value over 64 KiB or a request over the body limit is 413 and nothing is written", async () => {
-    const big = await put("dev-5", { group: "g", twins: [{ name: "ok", value: "1" }, { name: "big", value: "x".repeat(64 * 1024 + 1) }] });
+    const big = await put("dev-5", {
+      group: "g",
+      twins: [
+        { name: "ok", value: "1" },
+        { name: "big", value: "x".repeat(64 * 1024 + 1) },
+      ],
+    });
     expect(big.status).toBe(413);
     // The problem names the offending value like every field error (RFC 9457 body, JSON pointer).
     expect(((await big.json()) as { errors?: Array<{ pointer: string }> }).errors?.map((e) => e.pointer)).toEqual(["/body/twins/1/value"]);
-    const huge = await put("dev-5", { group: "g", twins: Array.from({ length: 20 }, (_, i) => ({ name: `n${i}`, value: "y".repeat(60 * 1024) })) });
+    const huge = await put("dev-5", {
+      group: "g",
+      twins: Array.from({ length: 20 }, (_, i) => ({ name: `n${i}`, value: "y".repeat(60 * 1024) })),
+    });
     expect(huge.status).toBe(413);
     const state = (await (await derrick.call(path("dev-5"), { as: "admin", partition: null })).json()) as { desired: object };
     expect(state.desired).toEqual({});
@@ -189,7 +246,11 @@ describe("twin properties REST", () => {
     await put("dev-6", { group: "g", twins: [{ name: "a", value: "2" }] });
     expect((await put("dev-6", { group: "g", twins: [{ name: "a", value: "3" }] }, { headers: { "if-match": etag } })).status).toBe(412);
     const current = (await derrick.call(`${path("dev-6")}?group=g`, { as: "admin", partition: null })).headers.get("etag")!;
-    const ok = await put("dev-6", { group: "g", twins: [{ name: "a", value: "3" }] }, { headers: { "if-match": current.replaceAll('"', "") } });
+    const ok = await put(
+      "dev-6",
+      { group: "g", twins: [{ name: "a", value: "3" }] },
+      { headers: { "if-match": current.replaceAll('"', "") } },
+    );
     expect(ok.status).toBe(200);
     expect((await put("dev-6", { group: "g", twins: [{ name: "a", value: "4" }] }, { headers: { "if-match": "nope" } })).status).toBe(400);
   });
@@ -198,23 +259,37 @@ describe("twin properties REST", () => {
     const res = await put("dev-never", { group: "g", twins: [{ name: "a", value: "1" }] }, { headers: { "if-match": '"7"' } });
     expect(res.status).toBe(412);
     const jsm = await jetstreamManager(nc);
-    await expect(jsm.streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-never" })}`)).rejects.toThrow(/not found/);
+    await expect(jsm.streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-never" })}`)).rejects.toThrow(
+      /not found/,
+    );
     // "0" is the version of a group with nothing yet: that PUT creates the twin.
-    expect((await put("dev-never", { group: "g", twins: [{ name: "a", value: "1" }] }, { headers: { "if-match": '"0"' } })).status).toBe(200);
+    expect((await put("dev-never", { group: "g", twins: [{ name: "a", value: "1" }] }, { headers: { "if-match": '"0"' } })).status).toBe(
+      200,
+    );
   });
 
   it("twins - the OpenAPI document lists 507 (the twin or the deployment is full) among the answers of PUT and DELETE", async () => {
-    const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
     const base = "/api/twin-properties/v1/{organization}/{environment}/{twinId}/twin-properties";
     expect(Object.keys(doc.paths[base]!.put!.responses)).toContain("507");
     expect(Object.keys(doc.paths[`${base}/{group}/{name}`]!.delete!.responses)).toContain("507");
   });
 
   it("twins - DELETE removes one property and answers 204", async () => {
-    await put("dev-7", { group: "g", twins: [{ name: "a", value: "1" }, { name: "b", value: "2" }] });
+    await put("dev-7", {
+      group: "g",
+      twins: [
+        { name: "a", value: "1" },
+        { name: "b", value: "2" },
+      ],
+    });
     const res = await derrick.call(`${path("dev-7")}/g/a`, { method: "DELETE", as: "admin", partition: null });
     expect(res.status).toBe(204);
-    const state = (await (await derrick.call(path("dev-7"), { as: "admin", partition: null })).json()) as { desired: Record<string, object> };
+    const state = (await (await derrick.call(path("dev-7"), { as: "admin", partition: null })).json()) as {
+      desired: Record<string, object>;
+    };
     expect(Object.keys(state.desired.g!)).toEqual(["b"]);
     expect((await derrick.call(`${path("dev-7")}/g/a`, { method: "DELETE", as: "alpha", partition: null })).status).toBe(403);
   });
@@ -250,7 +325,13 @@ describe("twin properties REST", () => {
     expect(released.filter((e) => e.key === "twin_properties/g/desired/a")).toEqual([]);
     expect(heldEntries()).toBe(1);
     // The claim committed: the newest value is released, and nothing stays held.
-    const commit = { key: "twin_commits/g", revision: written + 2, operation: "PUT" as const, value: json({ state: "committed", names: ["a"], version: written, at: new Date().toISOString() }), created: new Date() };
+    const commit = {
+      key: "twin_commits/g",
+      revision: written + 2,
+      operation: "PUT" as const,
+      value: json({ state: "committed", names: ["a"], version: written, at: new Date().toISOString() }),
+      created: new Date(),
+    };
     expect(gate.feed(commit).map((e) => [e.key, e.value])).toEqual([["twin_properties/g/desired/a", "199"]]);
     expect(heldEntries()).toBe(0);
   });
@@ -298,7 +379,9 @@ describe("twin properties REST", () => {
     await put("dev-8", { group: "g", twins: [{ name: "seed", value: "0" }] });
     const names = ["a", "b", "c", "d", "e"];
     const watcher = await watchTwin("dev-8", names);
-    const rounds = Array.from({ length: 12 }, (_, round) => put("dev-8", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) }));
+    const rounds = Array.from({ length: 12 }, (_, round) =>
+      put("dev-8", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) }),
+    );
     const answers = await Promise.all(rounds);
     expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200));
     // The PUT committed last holds the highest version (ETag) of the group.
@@ -313,7 +396,8 @@ describe("twin properties REST", () => {
     const seeded = await put("dev-8b", { group: "g", twins: [{ name: "seed", value: "0" }] });
     const from = Number((seeded.headers.get("etag") ?? "").replaceAll('"', "")) + 1;
     const names = ["a", "b", "c", "d", "e"];
-    for (let round = 0; round < 6; round++) expect((await put("dev-8b", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) })).status).toBe(200);
+    for (let round = 0; round < 6; round++)
+      expect((await put("dev-8b", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) })).status).toBe(200);
     // Resumed where a watcher stalled after the seed: each key and the commit record kept two revisions.
     const watcher = await watchTwin("dev-8b", names, from);
     await eventually(() => names.every((n) => watcher.visible.get(n) === "r5"), { what: "the last PUT's values" });
@@ -325,18 +409,32 @@ describe("twin properties REST", () => {
   it("twins - a commit left pending by a dead writer is rolled forward by the next writer", async () => {
     const address = { organization: "acme", environment: "prod", twinId: "dev-9" };
     const deps = { stores: kvTwinStores(nc), leaseMs: 50 };
-    const ctx = { requestId: "t", log: createLogger("silent"), principal: { clientId: "admin", subject: "admin", groups: ["twins.writers"], kind: "service" as const } };
+    const ctx = {
+      requestId: "t",
+      log: createLogger("silent"),
+      principal: { clientId: "admin", subject: "admin", groups: ["twins.writers"], kind: "service" as const },
+    };
     await putTwins({ ...address, group: "g", twins: [{ name: "a", value: "0" }] }, ctx, deps);
     const kv = await openBucket(nc, twinBucket(address));
     const record = await kv.get("twin_commits/g");
     // A writer claimed the group, wrote one of two keys, and died.
-    const pending = { state: "pending", names: ["a", "b"], values: { a: "1", b: "1" }, version: record!.revision, at: new Date(Date.now() - 60_000).toISOString() };
+    const pending = {
+      state: "pending",
+      names: ["a", "b"],
+      values: { a: "1", b: "1" },
+      version: record!.revision,
+      at: new Date(Date.now() - 60_000).toISOString(),
+    };
     await kv.update("twin_commits/g", JSON.stringify(pending), record!.revision);
     await kv.put("twin_properties/g/desired/a", "1");
-    const hidden = (await (await derrick.call(path("dev-9"), { as: "admin", partition: null })).json()) as { desired: Record<string, Record<string, { value: string }>> };
+    const hidden = (await (await derrick.call(path("dev-9"), { as: "admin", partition: null })).json()) as {
+      desired: Record<string, Record<string, { value: string }>>;
+    };
     expect(hidden.desired.g!.a!.value).toBe("0");
     await putTwins({ ...address, group: "g", twins: [{ name: "c", value: "2" }] }, ctx, deps);
-    const state = (await (await derrick.call(path("dev-9"), { as: "admin", partition: null })).json()) as { desired: Record<string, Record<string, { value: string }>> };
+    const state = (await (await derrick.call(path("dev-9"), { as: "admin", partition: null })).json()) as {
+      desired: Record<string, Record<string, { value: string }>>;
+    };
     expect(Object.fromEntries(Object.entries(state.desired.g!).map(([k, v]) => [k, v.value]))).toEqual({ a: "1", b: "1", c: "2" });
   });
 
@@ -356,7 +454,9 @@ describe("twin properties REST", () => {
       expect({ i, status: res.status }).toEqual({ i, status: 200 });
     }
     expect((await jsm.streams.info(stream)).state.messages).toBeGreaterThan(0);
-    const state = (await (await derrick.call(`${path(twin)}?group=g`, { as: "admin", partition: null })).json()) as { desired: Record<string, Record<string, { value: string }>> };
+    const state = (await (await derrick.call(`${path(twin)}?group=g`, { as: "admin", partition: null })).json()) as {
+      desired: Record<string, Record<string, { value: string }>>;
+    };
     expect(state.desired.g!.rate!.value).toBe("8");
   });
 });
@@ -382,11 +482,26 @@ describe("twin properties REST with DERRICK_BODY_LIMIT above 1 MiB", () => {
     expect(res.status).toBe(413);
     expect(res.headers.get("content-type")).toContain("application/problem+json");
     // Sent chunked (no Content-Length), it is refused all the same.
-    const chunked = await derrick.call(path("dev-wide"), { method: "PUT", body: new Blob([body]).stream(), as: "admin", partition: null, duplex: "half" } as RequestInit);
+    const chunked = await derrick.call(path("dev-wide"), {
+      method: "PUT",
+      body: new Blob([body]).stream(),
+      as: "admin",
+      partition: null,
+      duplex: "half",
+    } as RequestInit);
     expect(chunked.status).toBe(413);
     const state = (await (await derrick.call(path("dev-wide"), { as: "admin", partition: null })).json()) as { desired: object };
     expect(state.desired).toEqual({});
     // Within 1 MiB the same kind of PUT lands.
-    expect((await derrick.call(path("dev-wide"), { method: "PUT", body: json({ group: "g", twins: twins.slice(0, 8) }), as: "admin", partition: null })).status).toBe(200);
+    expect(
+      (
+        await derrick.call(path("dev-wide"), {
+          method: "PUT",
+          body: json({ group: "g", twins: twins.slice(0, 8) }),
+          as: "admin",
+          partition: null,
+        })
+      ).status,
+    ).toBe(200);
   });
 });

@@ -10,10 +10,14 @@ import { DeviceClient, parseAppConfig } from "../../sdk/index.ts";
 // the twins actor (derrick.twins.ensure), and creates it itself only when no twins actor answers.
 const document = (name: string, twinId: string, server: string) => ({
   Name: name,
-  AEA2: { Twin: { Organization: "acme", Environment: "prod", Id: twinId }, BusClient: { Server: server, Subscriptions: [{ DataIn: [`slbapps.${name}.DataIn`] }] } },
+  AEA2: {
+    Twin: { Organization: "acme", Environment: "prod", Id: twinId },
+    BusClient: { Server: server, Subscriptions: [{ DataIn: [`slbapps.${name}.DataIn`] }] },
+  },
 });
 
-const streamOf = async (nc: NatsConnection, twinId: string) => (await jetstreamManager(nc)).streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId })}`);
+const streamOf = async (nc: NatsConnection, twinId: string) =>
+  (await jetstreamManager(nc)).streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId })}`);
 
 describe("device SDK: who makes a missing twin bucket", () => {
   const MAX_BYTES = 3 * 1024 * 1024;
@@ -26,7 +30,11 @@ describe("device SDK: who makes a missing twin bucket", () => {
   beforeAll(async () => {
     nats = await startTestNats();
     bare = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["twins"], edge: false, env: { DERRICK_TWIN_MAX_BYTES: String(MAX_BYTES), DERRICK_TWINS_MAX: "1" } });
+    derrick = await startDerrick(nats, {
+      actors: ["twins"],
+      edge: false,
+      env: { DERRICK_TWIN_MAX_BYTES: String(MAX_BYTES), DERRICK_TWINS_MAX: "1" },
+    });
     peer = await connect({ servers: nats.url });
     barePeer = await connect({ servers: bare.url });
   });
@@ -40,7 +48,9 @@ describe("device SDK: who makes a missing twin bucket", () => {
   });
 
   it("sdk bucket - a missing twin bucket is made by the twins actor with the deployment's DERRICK_TWIN_MAX_BYTES, not the SDK's defaults", async () => {
-    devices.push(await DeviceClient.connect(parseAppConfig(document("BucketApp", "made-by-derrick", nats.url)), { reconnectTimeWaitMs: 100 }));
+    devices.push(
+      await DeviceClient.connect(parseAppConfig(document("BucketApp", "made-by-derrick", nats.url)), { reconnectTimeWaitMs: 100 }),
+    );
     const info = await streamOf(peer, "made-by-derrick");
     expect(info.config.max_bytes).toBe(MAX_BYTES);
     expect(info.config.num_replicas).toBe(derrick.cfg.jetstreamReplicas);
@@ -50,7 +60,10 @@ describe("device SDK: who makes a missing twin bucket", () => {
 
   it("sdk bucket - past DERRICK_TWINS_MAX the actor refuses (507) and the SDK does not create the bucket behind its back: it waits", async () => {
     // The first test made this deployment's one twin.
-    const connecting = DeviceClient.connect(parseAppConfig(document("OverApp", "over-the-limit", nats.url)), { reconnectTimeWaitMs: 100, signal: AbortSignal.timeout(1_500) });
+    const connecting = DeviceClient.connect(parseAppConfig(document("OverApp", "over-the-limit", nats.url)), {
+      reconnectTimeWaitMs: 100,
+      signal: AbortSignal.timeout(1_500),
+    });
     await expect(connecting).rejects.toThrow(/abort|timeout|timed out/i);
     await expect(streamOf(peer, "over-the-limit")).rejects.toThrow(/stream not found/);
   });

@@ -5,12 +5,30 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kvm } from "@nats-io/kv";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { eventually, freePort, startDerrick, startSlowLink, startTestNats, type SlowLink, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
+import {
+  eventually,
+  freePort,
+  startDerrick,
+  startSlowLink,
+  startTestNats,
+  type SlowLink,
+  type TestDerrick,
+  type TestNats,
+  openBucket,
+} from "../harness/index.ts";
 import { twinBucket, twinBucketOptions, twinKey } from "../../subjects/twins.ts";
 import { accountsConfig } from "../../platform/nats-users.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
 import { JetStreamTwinBackend } from "../../sdk/kv/jetstream.ts";
-import { DeviceClient, parseAppConfig, configStatusName, type AppConfig, type InboundMessage, type SdkLog, type TwinChange } from "../../sdk/index.ts";
+import {
+  DeviceClient,
+  parseAppConfig,
+  configStatusName,
+  type AppConfig,
+  type InboundMessage,
+  type SdkLog,
+  type TwinChange,
+} from "../../sdk/index.ts";
 
 const twinPath = (twin: string) => `/api/twin-properties/v1/acme/prod/${twin}/twin-properties`;
 
@@ -22,7 +40,10 @@ function appDocument(name: string, twin: string, server: string, bus: { sub?: st
       BusClient: {
         Server: server,
         Subscriptions: [{ DataIn: bus.sub ?? [`slbapps.${name}.DataIn`] }, { RequestIn: [`slbapps.${name}.RequestIn`] }],
-        Targets: [{ DataOut: bus.out ?? [`slbapps.${name}.DataOut`, "slbapps.events.DataIn"] }, { RequestOut: [`slbapps.${name}.RequestOut`] }],
+        Targets: [
+          { DataOut: bus.out ?? [`slbapps.${name}.DataOut`, "slbapps.events.DataIn"] },
+          { RequestOut: [`slbapps.${name}.RequestOut`] },
+        ],
       },
     },
     AppConfig: { Factor: "0.5" },
@@ -60,13 +81,20 @@ describe("device SDK over JetStream KV", () => {
     const device = await start(parseAppConfig(appDocument("App1", "dev-a", nats.url)));
     const seen: TwinChange[] = [];
     device.observe("setpoints", undefined, (change) => seen.push(change));
-    const res = await put("dev-a", "setpoints", [{ name: "rate", value: "5" }, { name: "limit", value: '{"max":9}' }]);
+    const res = await put("dev-a", "setpoints", [
+      { name: "rate", value: "5" },
+      { name: "limit", value: '{"max":9}' },
+    ]);
     const body = (await res.json()) as { twins: Array<{ name: string; version: number }> };
     await eventually(() => seen.length === 2, { what: "both properties" });
-    expect(seen.map((c) => [c.name, c.value, c.version])).toEqual(body.twins.map((t) => [t.name, t.name === "rate" ? "5" : '{"max":9}', t.version]));
+    expect(seen.map((c) => [c.name, c.value, c.version])).toEqual(
+      body.twins.map((t) => [t.name, t.name === "rate" ? "5" : '{"max":9}', t.version]),
+    );
     expect(await device.getDesired("setpoints", "rate")).toEqual({ value: "5", version: body.twins[0]!.version });
     await device.setReported("setpoints", "rate", "5");
-    const state = (await (await derrick.call(twinPath("dev-a"), { as: "admin", partition: null })).json()) as { reported: Record<string, Record<string, { value: string }>> };
+    const state = (await (await derrick.call(twinPath("dev-a"), { as: "admin", partition: null })).json()) as {
+      reported: Record<string, Record<string, { value: string }>>;
+    };
     expect(state.reported.setpoints!.rate!.value).toBe("5");
     // Readers ignore reserved names, so the SDK refuses to write them.
     await expect(device.setReported("__proto__", "rate", "5")).rejects.toThrow(/reserved/);
@@ -80,7 +108,16 @@ describe("device SDK over JetStream KV", () => {
 
   it("sdk - a device starting on a twin with history gets each property's current value once: no value a later PUT replaced comes first", async () => {
     const names = ["a", "b", "c"];
-    for (let round = 0; round < 4; round++) expect((await put("dev-hist", "g", names.map((name) => ({ name, value: `r${round}` })))).status).toBe(200);
+    for (let round = 0; round < 4; round++)
+      expect(
+        (
+          await put(
+            "dev-hist",
+            "g",
+            names.map((name) => ({ name, value: `r${round}` })),
+          )
+        ).status,
+      ).toBe(200);
     // The bucket keeps round 2's values but not its claim records: a watch that handed on what it
     // received at once would give r2 first, one property at a time.
     const backend = new JetStreamTwinBackend(peer, { organization: "acme", environment: "prod", twinId: "dev-hist" }, () => undefined);
@@ -101,8 +138,15 @@ describe("device SDK over JetStream KV", () => {
     process.on("unhandledRejection", onUnhandled);
     try {
       const errors: string[] = [];
-      const device = await start(parseAppConfig(appDocument("AppThrows", "dev-throws", nats.url)), (level, message, data) => void (level === "error" && errors.push(`${message}: ${String(data?.error)}`)));
-      await put("dev-throws", "setpoints", [{ name: "a", value: "bad" }, { name: "b", value: "2" }, { name: "c", value: "3" }]);
+      const device = await start(
+        parseAppConfig(appDocument("AppThrows", "dev-throws", nats.url)),
+        (level, message, data) => void (level === "error" && errors.push(`${message}: ${String(data?.error)}`)),
+      );
+      await put("dev-throws", "setpoints", [
+        { name: "a", value: "bad" },
+        { name: "b", value: "2" },
+        { name: "c", value: "3" },
+      ]);
       const first: string[] = [];
       device.observe("setpoints", undefined, (c) => void first.push(c.name));
       await eventually(() => first.length === 3, { what: "the values" });
@@ -143,7 +187,10 @@ describe("device SDK over JetStream KV", () => {
 
   it("sdk - an observer registered while a batch is delivered never gets an older value after a newer one", async () => {
     const device = await start(parseAppConfig(appDocument("AppOrder", "dev-order", nats.url)));
-    await put("dev-order", "g", [{ name: "a", value: "a0" }, { name: "b", value: "b0" }]);
+    await put("dev-order", "g", [
+      { name: "a", value: "a0" },
+      { name: "b", value: "b0" },
+    ]);
     const seenA: string[] = [];
     const seenB: string[] = [];
     device.observe("g", "a", (c) => {
@@ -152,7 +199,10 @@ describe("device SDK over JetStream KV", () => {
       if (c.value === "a1") device.observe("g", "b", (b) => void seenB.push(`${b.value}@${b.version}`));
     });
     await eventually(() => seenA.length === 1, { what: "a0" });
-    const res = await put("dev-order", "g", [{ name: "a", value: "a1" }, { name: "b", value: "b1" }]);
+    const res = await put("dev-order", "g", [
+      { name: "a", value: "a1" },
+      { name: "b", value: "b1" },
+    ]);
     const versionB = ((await res.json()) as { twins: Array<{ name: string; version: number }> }).twins.find((t) => t.name === "b")!.version;
     await eventually(() => seenB.length >= 1, { what: "b for the new observer" });
     // A marker change after the batch: once it has arrived, any replay has run.
@@ -176,7 +226,9 @@ describe("device SDK over JetStream KV", () => {
   });
 
   it("sdk - close() ends the messages() iterators: what was queued is still read, then a for-await loop over them finishes", async () => {
-    const device = await DeviceClient.connect(parseAppConfig(appDocument("AppClosing", "dev-closing", nats.url)), { reconnectTimeWaitMs: 100 });
+    const device = await DeviceClient.connect(parseAppConfig(appDocument("AppClosing", "dev-closing", nats.url)), {
+      reconnectTimeWaitMs: 100,
+    });
     const messages = device.messages("DataIn");
     let arrived = 0;
     device.on("DataIn", () => void arrived++);
@@ -211,7 +263,9 @@ describe("device SDK over JetStream KV", () => {
     for (let k = 1; k <= 3; k++) {
       const doc = { ...appDocument("AppKeep", "dev-keep", nats.url), AppConfig: { Factor: String(k) } };
       await put("dev-keep", "config", [{ name: "AppKeep", value: JSON.stringify(doc) }]);
-      await eventually(async () => (await device.getReported("config", "AppKeep"))?.value === JSON.stringify(doc), { what: `config ${k} acknowledged` });
+      await eventually(async () => (await device.getReported("config", "AppKeep"))?.value === JSON.stringify(doc), {
+        what: `config ${k} acknowledged`,
+      });
     }
     running = false;
     await publishing;
@@ -267,9 +321,13 @@ describe("device SDK over JetStream KV", () => {
     await eventually(() => outs.length === 2);
     expect(outs.sort()).toEqual(["slbapps.App2.DataOut", "slbapps.events.DataIn"]);
 
-    peer.subscribe("slbapps.App2.RequestOut", { callback: (_e, m) => void m.respond(JSON.stringify({ ok: (JSON.parse(m.string()) as { q: number }).q + 1 })) });
+    peer.subscribe("slbapps.App2.RequestOut", {
+      callback: (_e, m) => void m.respond(JSON.stringify({ ok: (JSON.parse(m.string()) as { q: number }).q + 1 })),
+    });
     await peer.flush();
-    expect(await device.sendRequest({ q: 1 }, { timeoutMs: 2_000 })).toEqual([{ subject: "slbapps.App2.RequestOut", ok: true, data: { ok: 2 } }]);
+    expect(await device.sendRequest({ q: 1 }, { timeoutMs: 2_000 })).toEqual([
+      { subject: "slbapps.App2.RequestOut", ok: true, data: { ok: 2 } },
+    ]);
 
     device.on("RequestIn", (m) => m.respond?.({ pong: m.data }));
     const reply = await peer.request("slbapps.App2.RequestIn", JSON.stringify("hi"), { timeout: 2_000 });
@@ -323,7 +381,9 @@ describe("device SDK over JetStream KV", () => {
 
   it("sdk - a config twin whose new subscriptions the broker refuses is not acknowledged as applied: ac 403 and the old subscriptions stay", async () => {
     const twin = { organization: "acme", environment: "prod", twinId: "dev-perm" };
-    const accounts = accountsConfig({ user: "admin", password: "pw" }, [{ user: "AppPerm", password: "AppPerm-pw", twin, subscribe: ["slbapps.AppPerm.DataIn"], publish: ["slbapps.AppPerm.DataOut"] }]);
+    const accounts = accountsConfig({ user: "admin", password: "pw" }, [
+      { user: "AppPerm", password: "AppPerm-pw", twin, subscribe: ["slbapps.AppPerm.DataIn"], publish: ["slbapps.AppPerm.DataOut"] },
+    ]);
     const dir = mkdtempSync(join(tmpdir(), "derrick-sdk-perm-"));
     let server: NatsServer | undefined;
     let admin: NatsConnection | undefined;
@@ -332,15 +392,26 @@ describe("device SDK over JetStream KV", () => {
       const url = server.url;
       admin = await connect({ servers: url, user: "admin", pass: "pw" });
       const kv = await new Kvm(admin).create(twinBucket(twin), twinBucketOptions(twin));
-      const doc = (sub: string) => ({ Name: "AppPerm", AEA2: { Twin: { Organization: "acme", Environment: "prod", Id: "dev-perm" }, BusClient: { Server: url, Subscriptions: [{ DataIn: [sub] }], Targets: [{ DataOut: ["slbapps.AppPerm.DataOut"] }] } } });
+      const doc = (sub: string) => ({
+        Name: "AppPerm",
+        AEA2: {
+          Twin: { Organization: "acme", Environment: "prod", Id: "dev-perm" },
+          BusClient: { Server: url, Subscriptions: [{ DataIn: [sub] }], Targets: [{ DataOut: ["slbapps.AppPerm.DataOut"] }] },
+        },
+      });
       const device = await start(parseAppConfig(doc("slbapps.AppPerm.DataIn"), { NATS_USER: "AppPerm", NATS_PASSWORD: "AppPerm-pw" }));
       const got: string[] = [];
       device.on("DataIn", (m) => void got.push(m.subject));
       const statuses: number[] = [];
       device.onConfig((_c, status) => void statuses.push(status.ac));
       await kv.put(twinKey("config", "desired", "AppPerm"), JSON.stringify(doc("slbapps.AppPerm.Forbidden")));
-      await eventually(async () => (await kv.get(twinKey("config", "reported", configStatusName("AppPerm"))))?.string(), { what: "the config status" });
-      const status = JSON.parse((await kv.get(twinKey("config", "reported", configStatusName("AppPerm"))))!.string()) as { ac: number; ad: string };
+      await eventually(async () => (await kv.get(twinKey("config", "reported", configStatusName("AppPerm"))))?.string(), {
+        what: "the config status",
+      });
+      const status = JSON.parse((await kv.get(twinKey("config", "reported", configStatusName("AppPerm"))))!.string()) as {
+        ac: number;
+        ad: string;
+      };
       expect(status.ac).toBe(403);
       expect(status.ad).toContain("slbapps.AppPerm.Forbidden");
       expect(statuses).toEqual([403]);
@@ -378,19 +449,32 @@ describe("device SDK over JetStream KV", () => {
     // A writer claimed the group for two properties, wrote one of them, and has not committed yet.
     const record = (await kv.get("twin_commits/config"))!;
     const version = (JSON.parse(record.string()) as { version: number }).version;
-    const claim = { state: "pending", names: ["AppHeld", "Other"], values: { AppHeld: v2, Other: "x" }, version, at: new Date().toISOString(), owner: "busy-writer" };
+    const claim = {
+      state: "pending",
+      names: ["AppHeld", "Other"],
+      values: { AppHeld: v2, Other: "x" },
+      version,
+      at: new Date().toISOString(),
+      owner: "busy-writer",
+    };
     const claimed = await kv.update("twin_commits/config", JSON.stringify(claim), record.revision);
     await kv.put(twinKey("config", "desired", "AppHeld"), v2);
     const device = await start(parseAppConfig(appDocument("AppHeld", "dev-held", nats.url)));
     // The REST GET shows v1 as the desired value while the claim is pending; so does the device.
-    const shown = (await (await derrick.call(`${twinPath("dev-held")}?group=config`, { as: "admin", partition: null })).json()) as { desired: Record<string, Record<string, { value: string }>> };
+    const shown = (await (await derrick.call(`${twinPath("dev-held")}?group=config`, { as: "admin", partition: null })).json()) as {
+      desired: Record<string, Record<string, { value: string }>>;
+    };
     expect(shown.desired.config!.AppHeld!.value).toBe(v1);
     expect(device.config.bus.targets.DataOut).toEqual(["slbapps.AppHeld.FromV1"]);
     expect((await device.getDesired("config", "AppHeld"))?.value).toBe(v1);
     expect((await device.getReported("config", "AppHeld"))?.value).not.toBe(v2);
     // The commit releases v2 (with the other property of the same PUT).
     await kv.put(twinKey("config", "desired", "Other"), "x");
-    await kv.update("twin_commits/config", JSON.stringify({ state: "committed", names: claim.names, version: claimed + 2, at: new Date().toISOString() }), claimed);
+    await kv.update(
+      "twin_commits/config",
+      JSON.stringify({ state: "committed", names: claim.names, version: claimed + 2, at: new Date().toISOString() }),
+      claimed,
+    );
     await eventually(() => device.config.bus.targets.DataOut[0] === "slbapps.AppHeld.FromV2", { what: "v2 applied at the commit" });
     expect((await device.getDesired("config", "AppHeld"))?.value).toBe(v2);
   });
@@ -453,7 +537,11 @@ describe("device SDK over JetStream KV", () => {
     // The restarted server shares the first one's directory: stop it, then let the first clean up.
     nats = { ...restarted, cleanup: async () => (await restarted.stop(), await first.cleanup()) };
     expect(await reconnected).toBe(true);
-    await eventually(async () => (await put("dev-e", "g", [{ name: "p", value: "v2" }])).status === 200, { timeoutMs: 20_000, intervalMs: 200, what: "PUT after restart" });
+    await eventually(async () => (await put("dev-e", "g", [{ name: "p", value: "v2" }])).status === 200, {
+      timeoutMs: 20_000,
+      intervalMs: 200,
+      what: "PUT after restart",
+    });
     await eventually(() => seen.some(([v]) => v === "v2"), { timeoutMs: 15_000, what: "v2 after reconnect" });
     expect(seen.map(([v]) => v)).toEqual(["v1", "v2"]);
     expect(seen[1]![1]).toBeGreaterThan(seen[0]![1]);
@@ -472,11 +560,16 @@ describe("device SDK over JetStream KV", () => {
     for (let i = 1; i <= 5; i++) expect((await put("dev-recreated", "setpoints", [{ name: "rate", value: String(i) }])).status).toBe(200);
     await eventually(() => seen.at(-1)?.startsWith("5@") === true, { what: "the fifth value" });
     const operator = await connect({ servers: nats.url });
-    await (await jetstreamManager(operator)).streams.delete(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-recreated" })}`);
+    await (await jetstreamManager(operator)).streams.delete(
+      `KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-recreated" })}`,
+    );
     await operator.close();
     // The twins actor makes the bucket again on this PUT; its revisions are below every one delivered.
     expect((await put("dev-recreated", "setpoints", [{ name: "rate", value: "6" }])).status).toBe(200);
-    await eventually(() => seen.some((s) => s.startsWith("6@")), { what: "the value written after the bucket was made again", timeoutMs: 10_000 });
+    await eventually(() => seen.some((s) => s.startsWith("6@")), {
+      what: "the value written after the bucket was made again",
+      timeoutMs: 10_000,
+    });
     expect((await put("dev-recreated", "setpoints", [{ name: "rate", value: "7" }])).status).toBe(200);
     await eventually(() => seen.some((s) => s.startsWith("7@")), { what: "the next value" });
     expect(logs.some((l) => l.level === "warn" && /deleted and made again/.test(l.message))).toBe(true);
@@ -502,7 +595,9 @@ describe("device SDK start-up", () => {
   it("sdk - connect waits for a broker that is not up yet instead of failing", async () => {
     const broker = await brokerLater();
     let settled = false;
-    const connecting = DeviceClient.connect(parseAppConfig(appDocument("Late", "dev-late", broker.url)), { reconnectTimeWaitMs: 100 }).finally(() => (settled = true));
+    const connecting = DeviceClient.connect(parseAppConfig(appDocument("Late", "dev-late", broker.url)), {
+      reconnectTimeWaitMs: 100,
+    }).finally(() => (settled = true));
     await new Promise((r) => setTimeout(r, 600));
     expect(settled).toBe(false);
     try {
@@ -526,7 +621,12 @@ describe("device SDK start-up", () => {
   it("sdk - a connect whose signal aborts before the broker is up rejects and leaves no client behind", async () => {
     const broker = await brokerLater();
     const started = Date.now();
-    await expect(DeviceClient.connect(parseAppConfig(appDocument("Ghost", "dev-ghost", broker.url)), { reconnectTimeWaitMs: 100, signal: AbortSignal.timeout(400) })).rejects.toThrow(/timed out|timeout|abort/i);
+    await expect(
+      DeviceClient.connect(parseAppConfig(appDocument("Ghost", "dev-ghost", broker.url)), {
+        reconnectTimeWaitMs: 100,
+        signal: AbortSignal.timeout(400),
+      }),
+    ).rejects.toThrow(/timed out|timeout|abort/i);
     expect(Date.now() - started).toBeLessThan(3_000);
     try {
       const server = await broker.start();

@@ -114,7 +114,16 @@ export function cashFlows(years: readonly YearInputs[], fiscal: Fiscal, workingI
       const income = revenue - royalty - opex - capex - lossCarried;
       const tax = fiscal.incomeTaxRate * Math.max(0, income);
       lossCarried = Math.max(0, -income);
-      contractor.push({ year, revenue, royalty, opex, capex, tax, governmentTake: royalty + tax, netCashFlow: revenue - royalty - opex - capex - tax });
+      contractor.push({
+        year,
+        revenue,
+        royalty,
+        opex,
+        capex,
+        tax,
+        governmentTake: royalty + tax,
+        netCashFlow: revenue - royalty - opex - capex - tax,
+      });
     }
   }
   return { project, contractor, workingInterest: contractor.map((row) => scaleRow(row, workingInterest)) };
@@ -122,7 +131,8 @@ export function cashFlows(years: readonly YearInputs[], fiscal: Fiscal, workingI
 
 export function scaleRow(row: CashFlowRow, factor: number): CashFlowRow {
   const out = { ...row };
-  for (const key of Object.keys(out) as Array<keyof CashFlowRow>) if (key !== "year" && typeof out[key] === "number") (out[key] as number) *= factor;
+  for (const key of Object.keys(out) as Array<keyof CashFlowRow>)
+    if (key !== "year" && typeof out[key] === "number") (out[key] as number) *= factor;
   return out;
 }
 

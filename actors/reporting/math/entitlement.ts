@@ -5,5 +5,10 @@ export const netVolume = (gross: number, share: number) => gross * share;
 
 /** Per company: net success-case mean and net risked mean of one segment. */
 export function segmentEntitlement(shares: readonly Share[], successMean: number, riskedMean: number) {
-  return shares.map(({ companyId, share }) => ({ companyId, share, netSuccessMean: netVolume(successMean, share), netRiskedMean: netVolume(riskedMean, share) }));
+  return shares.map(({ companyId, share }) => ({
+    companyId,
+    share,
+    netSuccessMean: netVolume(successMean, share),
+    netRiskedMean: netVolume(riskedMean, share),
+  }));
 }

@@ -11,7 +11,7 @@ export type Discounting = "endOfYear" | "midYear";
 export function npv(flows: readonly YearValue[], rate: number, npvYear: number, discounting: Discounting = "endOfYear"): number {
   const shift = discounting === "midYear" ? 0.5 : 0;
   let total = 0;
-  for (const { year, value } of flows) total += value / Math.pow(1 + rate, year - npvYear - shift);
+  for (const { year, value } of flows) total += value / (1 + rate) ** (year - npvYear - shift);
   return total;
 }
 

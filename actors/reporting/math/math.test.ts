@@ -30,7 +30,11 @@ describe("reporting math - chance of success", () => {
   });
 
   it("G3 - Pg_i, the risked mean under every model, P(≥1) and the success-case mean per model", () => {
-    const expected = { independent: { p: 0.56376, mean: 84.078 }, commonFactor: { p: 0.474, mean: 100.0 }, fullyDependent: { p: 0.3, mean: 158.0 } };
+    const expected = {
+      independent: { p: 0.56376, mean: 84.078 },
+      commonFactor: { p: 0.474, mean: 100.0 },
+      fullyDependent: { p: 0.3, mean: 158.0 },
+    };
     for (const model of MODELS) {
       const chance = chanceOfSuccess({ model, pc: G3.pc, ps: G3.ps });
       chance.pg.forEach((p, i) => expect(p).toBeCloseTo([0.3, 0.24, 0.18][i]!, 12));
@@ -98,7 +102,14 @@ describe("reporting math - volumes", () => {
   });
 
   it("G4 - sampled percentiles of the fitted lognormal land within 2% of P90, P50 and P10", () => {
-    const sim = simulate({ model: "independent", pc: 1, segments: [{ ps: 1, volumes: { oil: volumeModel({ p90: 20, p10: 180 }) } }], products: ["oil"], trials: 100_000, seed: 3 });
+    const sim = simulate({
+      model: "independent",
+      pc: 1,
+      segments: [{ ps: 1, volumes: { oil: volumeModel({ p90: 20, p10: 180 }) } }],
+      products: ["oil"],
+      trials: 100_000,
+      seed: 3,
+    });
     const p = successCasePercentiles(sim, "oil");
     expect(Math.abs(p.p90 - 20) / 20).toBeLessThan(0.02);
     expect(Math.abs(p.p50 - 60) / 60).toBeLessThan(0.02);
@@ -109,7 +120,14 @@ describe("reporting math - volumes", () => {
     // Drawn unconditionally, ~2 of the trials succeed (none, about one run in seven): the success case was 2 values, or all 0 with a mean of 86.6.
     for (const model of MODELS)
       for (const seed of [1, 2, 3]) {
-        const sim = simulate({ model, pc: 0.01, segments: [{ ps: 0.01, volumes: { oil: volumeModel({ p90: 20, p10: 180 }) } }], products: ["oil"], trials: 20_000, seed });
+        const sim = simulate({
+          model,
+          pc: 0.01,
+          segments: [{ ps: 0.01, volumes: { oil: volumeModel({ p90: 20, p10: 180 }) } }],
+          products: ["oil"],
+          trials: 20_000,
+          seed,
+        });
         const p = successCasePercentiles(sim, "oil");
         expect(Math.abs(p.p90 - 20) / 20).toBeLessThan(0.03);
         expect(Math.abs(p.p50 - 60) / 60).toBeLessThan(0.03);
@@ -238,7 +256,10 @@ describe("reporting math - outcome trees", () => {
     expect(tree.method).toBe("MonteCarlo");
     // Tens of thousands of leaves of Pc × count / trials: rounding of the sum only.
     expect(sumOf(tree.leaves.map((l) => l.probability)) + (tree.commonFailure ?? 0)).toBeCloseTo(1, 10);
-    const exact = riskedMean(ps.map((p) => 0.7 * p), means);
+    const exact = riskedMean(
+      ps.map((p) => 0.7 * p),
+      means,
+    );
     expect(Math.abs(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) - exact) / exact).toBeLessThan(0.02);
     // The common branch is known exactly: only the combinations under it are sampled (all trials of them).
     expect(tree.commonFailure).toBe(1 - 0.7);
@@ -253,7 +274,13 @@ describe("reporting math - outcome trees", () => {
     const tree = outcomeTree({ model: "fullyDependent", pc: 0.7, ps, means, trials: 1000, seed: 2 });
     expect(tree.method).toBe("exact");
     expect(tree.leaves).toHaveLength(10); // 9 distinct chances + none
-    expect(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean))).toBeCloseTo(riskedMean(ps.map((p) => 0.7 * p), means), 10);
+    expect(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean))).toBeCloseTo(
+      riskedMean(
+        ps.map((p) => 0.7 * p),
+        means,
+      ),
+      10,
+    );
   });
 });
 
@@ -268,7 +295,10 @@ describe("reporting math - outcome tree size", () => {
     const kept = Math.min(...tree.leaves.map((l) => l.probability));
     expect(tree.other!.probability / 5).toBeLessThanOrEqual(kept);
     expect(sumOf(tree.leaves.map((l) => l.probability)) + tree.other!.probability + tree.commonFailure!).toBeCloseTo(1, 12);
-    expect(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) + tree.other!.probability * tree.other!.volumeMean).toBeCloseTo(47.4, 10);
+    expect(sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) + tree.other!.probability * tree.other!.volumeMean).toBeCloseTo(
+      47.4,
+      10,
+    );
     expect(sumOf(tree.leaves.map((l) => l.branchProbability)) + tree.other!.branchProbability).toBeCloseTo(1, 12);
     expect(outcomeTree({ model: "commonFactor", pc: G3.pc, ps: G3.ps, means: G3.means, trials: 0, seed: 1 }, 8).other).toBeUndefined();
   });
@@ -282,14 +312,22 @@ describe("reporting math - outcome tree size", () => {
     expect(tree.leaves.length).toBeLessThan(1000);
     expect(sumOf(tree.leaves.map((l) => l.probability)) + (tree.other?.probability ?? 0)).toBeCloseTo(1, 12);
     const exact = riskedMean(ps, means);
-    const sampled = sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) + (tree.other?.probability ?? 0) * (tree.other?.volumeMean ?? 0);
+    const sampled =
+      sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) + (tree.other?.probability ?? 0) * (tree.other?.volumeMean ?? 0);
     expect(Math.abs(sampled - exact) / exact).toBeLessThan(0.02);
   });
 
   it("trees - the outcome budget is shared across scenarios: small trees keep all theirs, the rest split what is left", () => {
     expect(allotOutcomes([8, 100, 100], 100)).toEqual([8, 46, 46]);
     expect(allotOutcomes([8, 10], 100)).toEqual([8, 10]);
-    expect(sumOf(allotOutcomes(Array.from({ length: 50 }, () => 2 ** 16), 2 ** 16))).toBeLessThanOrEqual(2 ** 16);
+    expect(
+      sumOf(
+        allotOutcomes(
+          Array.from({ length: 50 }, () => 2 ** 16),
+          2 ** 16,
+        ),
+      ),
+    ).toBeLessThanOrEqual(2 ** 16);
   });
 });
 
@@ -310,27 +348,66 @@ describe("reporting math - economics", () => {
   });
 
   it("indicators - IRR and payout are null when the flows never change sign or never pay out", () => {
-    expect(irr([{ year: 2026, value: -10 }, { year: 2027, value: -5 }])).toBeNull();
+    expect(
+      irr([
+        { year: 2026, value: -10 },
+        { year: 2027, value: -5 },
+      ]),
+    ).toBeNull();
     expect(irr([{ year: 2026, value: 10 }])).toBeNull();
     // All-zero flows: NPV is 0 at every rate, no rate is "the" IRR (not the scan's first rate, −99%).
-    expect(irr([{ year: 2026, value: 0 }, { year: 2027, value: 0 }])).toBeNull();
-    expect(payoutYear([{ year: 2026, value: -10 }, { year: 2027, value: 5 }])).toBeNull();
+    expect(
+      irr([
+        { year: 2026, value: 0 },
+        { year: 2027, value: 0 },
+      ]),
+    ).toBeNull();
+    expect(
+      payoutYear([
+        { year: 2026, value: -10 },
+        { year: 2027, value: 5 },
+      ]),
+    ).toBeNull();
   });
 
   it("indicators - IRR finds two roots closer than the scan's step, the lowest first, and rates beyond 10,000%", () => {
     // NPV(r) = −1 + 2.21/(1+r) − 1.221016/(1+r)²: roots at 10.2% and 10.8%, NPV < 0 on both sides.
-    const close = [{ year: 2026, value: -1 }, { year: 2027, value: 2.21 }, { year: 2028, value: -1.221016 }];
+    const close = [
+      { year: 2026, value: -1 },
+      { year: 2027, value: 2.21 },
+      { year: 2028, value: -1.221016 },
+    ];
     expect(irr(close)!).toBeCloseTo(0.102, 9);
     expect(npv(close, irr(close)!, 2026)).toBeCloseTo(0, 12);
-    expect(irr([{ year: 2026, value: -1 }, { year: 2027, value: 200 }])!).toBeCloseTo(199, 6);
+    expect(
+      irr([
+        { year: 2026, value: -1 },
+        { year: 2027, value: 200 },
+      ])!,
+    ).toBeCloseTo(199, 6);
     // A dip that stays below zero is not a root.
-    expect(irr([{ year: 2026, value: -1 }, { year: 2027, value: 2.2 }, { year: 2028, value: -1.3 }])).toBeNull();
+    expect(
+      irr([
+        { year: 2026, value: -1 },
+        { year: 2027, value: 2.2 },
+        { year: 2028, value: -1.3 },
+      ]),
+    ).toBeNull();
   });
 
   it("indicators - payout is the year cumulative NCF turns positive: exactly 0 has not paid out", () => {
-    const flows = [{ year: 2026, value: -100 }, { year: 2027, value: 100 }, { year: 2028, value: 50 }];
+    const flows = [
+      { year: 2026, value: -100 },
+      { year: 2027, value: 100 },
+      { year: 2028, value: 50 },
+    ];
     expect(payoutYear(flows)).toBe(2028);
-    expect(payoutYear([{ year: 2026, value: -100 }, { year: 2027, value: 100 }])).toBeNull();
+    expect(
+      payoutYear([
+        { year: 2026, value: -100 },
+        { year: 2027, value: 100 },
+      ]),
+    ).toBeNull();
   });
 
   it("indicators - break-even Pg is null when the success case is worth nothing or less (no Pg in [0, 1] breaks even)", () => {
@@ -354,7 +431,17 @@ describe("reporting math - economics", () => {
   });
 
   it("cash flows - the production profile builds up, holds the plateau, declines and produces exactly the recoverable volume", () => {
-    const profile = productionProfile({ firstYear: 2030, recoverable: 100, wellsPerYear: 2, wellRatePerYear: 3, plateauFraction: 0.13, declineStartRemaining: 0.5, declineRate: 0.18, economicLimit: 0, maxYears: 200 });
+    const profile = productionProfile({
+      firstYear: 2030,
+      recoverable: 100,
+      wellsPerYear: 2,
+      wellRatePerYear: 3,
+      plateauFraction: 0.13,
+      declineStartRemaining: 0.5,
+      declineRate: 0.18,
+      economicLimit: 0,
+      maxYears: 200,
+    });
     expect(profile[0]).toEqual({ year: 2030, volume: 6 });
     expect(profile[2]!.volume).toBeCloseTo(13, 12);
     const total = profile.reduce((a, p) => a + p.volume, 0);
@@ -364,7 +451,16 @@ describe("reporting math - economics", () => {
   });
 
   it("cash flows - decline from the start (declineStartRemaining 1) declines from the first year's rate, as 0.99 does, instead of producing nothing", () => {
-    const model = { firstYear: 2030, recoverable: 100, wellsPerYear: 2, wellRatePerYear: 3, plateauFraction: 0.13, declineRate: 0.18, economicLimit: 0, maxYears: 200 };
+    const model = {
+      firstYear: 2030,
+      recoverable: 100,
+      wellsPerYear: 2,
+      wellRatePerYear: 3,
+      plateauFraction: 0.13,
+      declineRate: 0.18,
+      economicLimit: 0,
+      maxYears: 200,
+    };
     const all = productionProfile({ ...model, declineStartRemaining: 1 });
     expect(all.slice(0, 3).map((p) => p.volume)).toEqual([6, expect.closeTo(4.92, 12), expect.closeTo(4.0344, 12)]);
     expect(all).toEqual(productionProfile({ ...model, declineStartRemaining: 0.99 }));
@@ -372,10 +468,30 @@ describe("reporting math - economics", () => {
 
   it("cash flows - the economic limit ends the decline, not the build-up: a first year below it still ramps up (domain note §3)", () => {
     // One well a year at 0.4: 0.4, 0.8, 1.2, … — a limit of 0.5 ended the field before its first year.
-    const profile = productionProfile({ firstYear: 2030, recoverable: 100, wellsPerYear: 1, wellRatePerYear: 0.4, plateauFraction: 0.1, declineStartRemaining: 0.5, declineRate: 0.18, economicLimit: 0.5, maxYears: 200 });
+    const profile = productionProfile({
+      firstYear: 2030,
+      recoverable: 100,
+      wellsPerYear: 1,
+      wellRatePerYear: 0.4,
+      plateauFraction: 0.1,
+      declineStartRemaining: 0.5,
+      declineRate: 0.18,
+      economicLimit: 0.5,
+      maxYears: 200,
+    });
     expect(profile.slice(0, 3).map((p) => p.volume)).toEqual([0.4, 0.8, expect.closeTo(1.2, 12)]);
     // In decline the limit still ends production: a fast decline stops once the rate falls below it.
-    const fast = productionProfile({ firstYear: 2030, recoverable: 100, wellsPerYear: 10, wellRatePerYear: 1, plateauFraction: 0.1, declineStartRemaining: 0.9, declineRate: 0.5, economicLimit: 2, maxYears: 200 });
+    const fast = productionProfile({
+      firstYear: 2030,
+      recoverable: 100,
+      wellsPerYear: 10,
+      wellRatePerYear: 1,
+      plateauFraction: 0.1,
+      declineStartRemaining: 0.9,
+      declineRate: 0.5,
+      economicLimit: 2,
+      maxYears: 200,
+    });
     expect(fast.map((p) => p.volume)).toEqual([10, 5, 2.5]);
   });
 
@@ -391,20 +507,51 @@ describe("reporting math - economics", () => {
     expect(tax.contractor[1]!.tax).toBe(0);
     expect(tax.contractor[2]!.tax).toBeCloseTo(36, 9);
     expect(tax.workingInterest[2]!.netCashFlow).toBeCloseTo(0.4 * tax.contractor[2]!.netCashFlow, 12);
-    const psc = cashFlows(years, { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3, costRecoveryCeiling: 0.45, contractorProfitShare: 0.35 }, 1);
+    const psc = cashFlows(
+      years,
+      { type: "psc", royaltyRate: 0.1, incomeTaxRate: 0.3, costRecoveryCeiling: 0.45, contractorProfitShare: 0.35 },
+      1,
+    );
     for (let i = 0; i < 3; i++) {
       const row = psc.contractor[i]!;
       expect(row.netCashFlow).toBeLessThanOrEqual(psc.project[i]!.netCashFlow + 1e-9);
       expect(row.revenue - row.opex - row.capex).toBeCloseTo(row.netCashFlow + row.governmentTake, 9);
     }
     expect(psc.contractor[1]!.costRecovery).toBeCloseTo(0.45 * 360, 9);
-    expect(priceAt([{ year: 2026, value: 60 }, { year: 2030, value: 70 }], 2029)).toBe(60);
-    expect(priceAt([{ year: 2026, value: 60 }, { year: 2030, value: 70 }], 2040)).toBe(70);
+    expect(
+      priceAt(
+        [
+          { year: 2026, value: 60 },
+          { year: 2030, value: 70 },
+        ],
+        2029,
+      ),
+    ).toBe(60);
+    expect(
+      priceAt(
+        [
+          { year: 2026, value: 60 },
+          { year: 2030, value: 70 },
+        ],
+        2040,
+      ),
+    ).toBe(70);
   });
 });
 
 describe("reporting math - polygons", () => {
-  const square = { type: "Polygon" as const, coordinates: [[[2.1, 60.1], [2.3, 60.1], [2.3, 60.2], [2.1, 60.2], [2.1, 60.1]]] };
+  const square = {
+    type: "Polygon" as const,
+    coordinates: [
+      [
+        [2.1, 60.1],
+        [2.3, 60.1],
+        [2.3, 60.2],
+        [2.1, 60.2],
+        [2.1, 60.1],
+      ],
+    ],
+  };
 
   it("polygons - area of a 0.2° × 0.1° cell at 60°N is about 124 km², bbox is its corners", () => {
     // 0.2° lon × cos(60.15°) × 111.32 km × 0.1° lat × 111.2 km ≈ 123.5 km².
@@ -415,18 +562,89 @@ describe("reporting math - polygons", () => {
   });
 
   it("polygons - open rings, short rings and out-of-range positions are named", () => {
-    expect(geometryProblems({ type: "Polygon", coordinates: [[[0, 0], [1, 0], [1, 1], [0, 1]]] })[0]!.pointer).toBe("/coordinates/0");
+    expect(
+      geometryProblems({
+        type: "Polygon",
+        coordinates: [
+          [
+            [0, 0],
+            [1, 0],
+            [1, 1],
+            [0, 1],
+          ],
+        ],
+      })[0]!.pointer,
+    ).toBe("/coordinates/0");
     // A hole must lie inside the exterior ring; a valid hole reduces the area, and the area never goes negative.
-    const outer = [[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]];
-    const hole = [[0.25, 0.25], [0.75, 0.25], [0.75, 0.75], [0.25, 0.75], [0.25, 0.25]];
-    const farHole = [[10, 10], [12, 10], [12, 12], [10, 12], [10, 10]];
+    const outer = [
+      [0, 0],
+      [1, 0],
+      [1, 1],
+      [0, 1],
+      [0, 0],
+    ];
+    const hole = [
+      [0.25, 0.25],
+      [0.75, 0.25],
+      [0.75, 0.75],
+      [0.25, 0.75],
+      [0.25, 0.25],
+    ];
+    const farHole = [
+      [10, 10],
+      [12, 10],
+      [12, 12],
+      [10, 12],
+      [10, 10],
+    ];
     expect(geometryProblems({ type: "Polygon", coordinates: [outer, hole] })).toEqual([]);
-    expect(areaKm2({ type: "Polygon", coordinates: [outer, hole] })).toBeCloseTo(areaKm2({ type: "Polygon", coordinates: [outer] }) * 0.75, 0);
-    expect(geometryProblems({ type: "Polygon", coordinates: [outer, farHole] })).toEqual([{ pointer: "/coordinates/1/0", message: "a hole (interior ring) must lie inside the exterior ring" }]);
+    expect(areaKm2({ type: "Polygon", coordinates: [outer, hole] })).toBeCloseTo(
+      areaKm2({ type: "Polygon", coordinates: [outer] }) * 0.75,
+      0,
+    );
+    expect(geometryProblems({ type: "Polygon", coordinates: [outer, farHole] })).toEqual([
+      { pointer: "/coordinates/1/0", message: "a hole (interior ring) must lie inside the exterior ring" },
+    ]);
     expect(areaKm2({ type: "Polygon", coordinates: [outer, farHole] })).toBe(0);
     // A hole touching the exterior at a vertex is inside.
-    expect(geometryProblems({ type: "Polygon", coordinates: [outer, [[0, 0], [0.5, 0.1], [0.1, 0.5], [0, 0]]] })).toEqual([]);
-    expect(geometryProblems({ type: "Polygon", coordinates: [[[0, 0], [1, 0], [0, 0]]] })[0]!.pointer).toBe("/coordinates/0");
-    expect(geometryProblems({ type: "Polygon", coordinates: [[[0, 0], [200, 0], [1, 1], [0, 0]]] })[0]!.pointer).toBe("/coordinates/0/1/0");
+    expect(
+      geometryProblems({
+        type: "Polygon",
+        coordinates: [
+          outer,
+          [
+            [0, 0],
+            [0.5, 0.1],
+            [0.1, 0.5],
+            [0, 0],
+          ],
+        ],
+      }),
+    ).toEqual([]);
+    expect(
+      geometryProblems({
+        type: "Polygon",
+        coordinates: [
+          [
+            [0, 0],
+            [1, 0],
+            [0, 0],
+          ],
+        ],
+      })[0]!.pointer,
+    ).toBe("/coordinates/0");
+    expect(
+      geometryProblems({
+        type: "Polygon",
+        coordinates: [
+          [
+            [0, 0],
+            [200, 0],
+            [1, 1],
+            [0, 0],
+          ],
+        ],
+      })[0]!.pointer,
+    ).toBe("/coordinates/0/1/0");
   });
 });

@@ -24,7 +24,14 @@ export type SimSegment = {
   volumes: Partial<Record<string, VolumeModel>>;
 };
 
-export type SimInput = { model: DependencyModel; pc: number; segments: readonly SimSegment[]; products: readonly string[]; trials: number; seed: number };
+export type SimInput = {
+  model: DependencyModel;
+  pc: number;
+  segments: readonly SimSegment[];
+  products: readonly string[];
+  trials: number;
+  seed: number;
+};
 
 export type Simulation = {
   trials: number;
@@ -80,14 +87,21 @@ function atLeastOneFrom(chances: readonly number[]): Float64Array {
  * segment i succeeds with q_i / P(≥1 among i..n) — afterwards with q_i. For fullyDependent the one
  * uniform is uniform below the largest ps_i. `pSuccess` is P(≥1).
  */
-export function successCaseDrawer(model: DependencyModel, pc: number, ps: readonly number[]): { pSuccess: number; draw: (rng: Random, out: Uint8Array) => void } {
+export function successCaseDrawer(
+  model: DependencyModel,
+  pc: number,
+  ps: readonly number[],
+): { pSuccess: number; draw: (rng: Random, out: Uint8Array) => void } {
   const n = ps.length;
   if (model === DependencyModel.fullyDependent) {
     const top = n ? Math.max(...ps) : 0;
-    return { pSuccess: pc * top, draw: (rng, out) => {
-      const v = rng.uniform() * top;
-      for (let i = 0; i < n; i++) out[i] = v < ps[i]! ? 1 : 0;
-    } };
+    return {
+      pSuccess: pc * top,
+      draw: (rng, out) => {
+        const v = rng.uniform() * top;
+        for (let i = 0; i < n; i++) out[i] = v < ps[i]! ? 1 : 0;
+      },
+    };
   }
   const q = model === DependencyModel.independent ? ps.map((p) => pc * p) : [...ps];
   const rest = atLeastOneFrom(q);
@@ -97,14 +111,17 @@ export function successCaseDrawer(model: DependencyModel, pc: number, ps: readon
   const whileNone = new Float64Array(n);
   const after = Float64Array.from(q);
   for (let i = 0; i < n; i++) whileNone[i] = rest[i + 1]! > 0 ? q[i]! / rest[i]! : q[i]! > 0 ? 1 : 0;
-  return { pSuccess, draw: (rng, out) => {
-    let chance = whileNone;
-    for (let i = 0; i < n; i++) {
-      const success = rng.uniform() < chance[i]! ? 1 : 0;
-      out[i] = success;
-      if (success) chance = after;
-    }
-  } };
+  return {
+    pSuccess,
+    draw: (rng, out) => {
+      let chance = whileNone;
+      for (let i = 0; i < n; i++) {
+        const success = rng.uniform() < chance[i]! ? 1 : 0;
+        out[i] = success;
+        if (success) chance = after;
+      }
+    },
+  };
 }
 
 export function simulate(input: SimInput): Simulation {
@@ -176,7 +193,10 @@ export type ExceedancePoint = { volume: number; probability: number };
  * successful trials reaching v (it starts at the chance of success, not at 1), from one sort of the
  * successful trials.
  */
-export function successCaseSummary(sim: Pick<Simulation, "anySuccess" | "totals" | "pSuccess">, product: string): { percentiles: Percentiles; riskedExceedance: ExceedancePoint[] } {
+export function successCaseSummary(
+  sim: Pick<Simulation, "anySuccess" | "totals" | "pSuccess">,
+  product: string,
+): { percentiles: Percentiles; riskedExceedance: ExceedancePoint[] } {
   const column = sim.totals[product]!;
   let count = 0;
   for (let t = 0; t < column.length; t++) count += sim.anySuccess[t]!;
@@ -206,7 +226,11 @@ function lowerBound(values: Float64Array, x: number): number {
 }
 
 /** P(total of the product ≥ `threshold`) (risked): pSuccess × the fraction of successful trials reaching it. */
-export function exceedanceFraction(sim: Pick<Simulation, "totals" | "anySuccess" | "pSuccess">, product: string, threshold: number): number {
+export function exceedanceFraction(
+  sim: Pick<Simulation, "totals" | "anySuccess" | "pSuccess">,
+  product: string,
+  threshold: number,
+): number {
   const column = sim.totals[product]!;
   let hits = 0;
   let count = 0;
@@ -230,7 +254,9 @@ export function apportion(weights: readonly number[], total: number): number[] {
   const exact = weights.map((w) => (Math.max(0, w) / sum) * total);
   const counts = exact.map(Math.floor);
   let left = total - counts.reduce((a, c) => a + c, 0);
-  const byRemainder = [...exact.keys()].filter((i) => exact[i]! > 0).sort((a, b) => exact[b]! - counts[b]! - (exact[a]! - counts[a]!) || a - b);
+  const byRemainder = [...exact.keys()]
+    .filter((i) => exact[i]! > 0)
+    .sort((a, b) => exact[b]! - counts[b]! - (exact[a]! - counts[a]!) || a - b);
   for (let k = 0; left > 0 && k < byRemainder.length; k++, left--) counts[byRemainder[k]!]!++;
   return counts;
 }
@@ -239,7 +265,11 @@ export function apportion(weights: readonly number[], total: number): number[] {
  * Concatenates simulations (stratified scenario mixtures): totals and success flags side by side;
  * `pSuccess` is the mixture's (the parts' trials must be in proportion to their weight in it).
  */
-export function concatSimulations(parts: readonly Omit<Simulation, "pSuccess">[], products: readonly string[], pSuccess: number): Simulation {
+export function concatSimulations(
+  parts: readonly Omit<Simulation, "pSuccess">[],
+  products: readonly string[],
+  pSuccess: number,
+): Simulation {
   const trials = parts.reduce((acc, p) => acc + p.trials, 0);
   const anySuccess = new Uint8Array(trials);
   const totals: Record<string, Float64Array> = {};

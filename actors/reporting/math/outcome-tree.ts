@@ -49,9 +49,17 @@ export type ProspectTree = {
 /** Outcomes folded together: how many, their summed probabilities and their mean volume. */
 export type FoldedLeaves = { outcomes: number; branchProbability: number; probability: number; volumeMean: number };
 
-export type TreeInput = { model: DependencyModel; pc: number; ps: readonly number[]; means: readonly number[]; trials: number; seed: number };
+export type TreeInput = {
+  model: DependencyModel;
+  pc: number;
+  ps: readonly number[];
+  means: readonly number[];
+  trials: number;
+  seed: number;
+};
 
-const volumeOf = (states: readonly boolean[], means: readonly number[]) => states.reduce((acc, s, i) => (s ? acc + (means[i] ?? 0) : acc), 0);
+const volumeOf = (states: readonly boolean[], means: readonly number[]) =>
+  states.reduce((acc, s, i) => (s ? acc + (means[i] ?? 0) : acc), 0);
 
 /**
  * How many outcomes a tree can have at most (before folding): 2^k for the k segments whose outcome
@@ -183,7 +191,12 @@ function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeave
   const keep = sorted.length > maxLeaves ? Math.max(0, maxLeaves - 1) : sorted.length;
   for (const [key, count] of sorted.slice(0, keep)) {
     const states = [...key].map((c) => c === "1");
-    leaves.push({ states, branchProbability: count / commonSuccessTrials, probability: (parent * count) / trials, volumeMean: volumeOf(states, means) });
+    leaves.push({
+      states,
+      branchProbability: count / commonSuccessTrials,
+      probability: (parent * count) / trials,
+      volumeMean: volumeOf(states, means),
+    });
   }
   let other: FoldedLeaves | undefined;
   if (keep < sorted.length) {
@@ -194,7 +207,12 @@ function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeave
       folded += count;
       for (let i = 0; i < n; i++) if (key.charCodeAt(i) === 49) weighted += count * (means[i] ?? 0);
     }
-    other = { outcomes: sorted.length - keep, branchProbability: folded / commonSuccessTrials, probability: (parent * folded) / trials, volumeMean: weighted / folded };
+    other = {
+      outcomes: sorted.length - keep,
+      branchProbability: folded / commonSuccessTrials,
+      probability: (parent * folded) / trials,
+      volumeMean: weighted / folded,
+    };
   }
   return { method: "MonteCarlo", ...(common ? commonNodes(pc) : {}), leaves, ...(other ? { other } : {}) };
 }

@@ -21,13 +21,17 @@ export function geometryProblems(geometry: PolygonGeometry): Array<{ pointer: st
       if (ring.length < 4) problems.push({ pointer: `${base}/${r}`, message: "a linear ring needs at least 4 positions" });
       ring.forEach((pos, i) => {
         const [lon, lat] = pos;
-        if (pos.length < 2 || pos.length > 3) problems.push({ pointer: `${base}/${r}/${i}`, message: "a position is [longitude, latitude] (optionally altitude)" });
-        else if (!(lon! >= -180 && lon! <= 180)) problems.push({ pointer: `${base}/${r}/${i}/0`, message: "longitude must be within [-180, 180]" });
-        else if (!(lat! >= -90 && lat! <= 90)) problems.push({ pointer: `${base}/${r}/${i}/1`, message: "latitude must be within [-90, 90]" });
+        if (pos.length < 2 || pos.length > 3)
+          problems.push({ pointer: `${base}/${r}/${i}`, message: "a position is [longitude, latitude] (optionally altitude)" });
+        else if (!(lon! >= -180 && lon! <= 180))
+          problems.push({ pointer: `${base}/${r}/${i}/0`, message: "longitude must be within [-180, 180]" });
+        else if (!(lat! >= -90 && lat! <= 90))
+          problems.push({ pointer: `${base}/${r}/${i}/1`, message: "latitude must be within [-90, 90]" });
       });
       const first = ring[0];
       const last = ring[ring.length - 1];
-      if (ring.length >= 4 && first && last && (first[0] !== last[0] || first[1] !== last[1])) problems.push({ pointer: `${base}/${r}`, message: "a linear ring must be closed (first position equals the last)" });
+      if (ring.length >= 4 && first && last && (first[0] !== last[0] || first[1] !== last[1]))
+        problems.push({ pointer: `${base}/${r}`, message: "a linear ring must be closed (first position equals the last)" });
     });
     // RFC 7946: interior rings bound holes within the surface. Checked on the lon/lat plane (vertices
     // only: a hole crossing the exterior between two vertices is not caught), enough for outlines
@@ -36,7 +40,8 @@ export function geometryProblems(geometry: PolygonGeometry): Array<{ pointer: st
     if (exterior && exterior.length >= 4 && problems.length === 0) {
       rings.slice(1).forEach((hole, h) => {
         const outside = hole.findIndex((pos) => !insideOrOnRing(pos, exterior));
-        if (outside >= 0) problems.push({ pointer: `${base}/${h + 1}/${outside}`, message: "a hole (interior ring) must lie inside the exterior ring" });
+        if (outside >= 0)
+          problems.push({ pointer: `${base}/${h + 1}/${outside}`, message: "a hole (interior ring) must lie inside the exterior ring" });
       });
     }
   });
@@ -77,7 +82,11 @@ export function areaKm2(geometry: PolygonGeometry): number {
   const polygons = geometry.type === "Polygon" ? [geometry.coordinates] : geometry.coordinates;
   let m2 = 0;
   // Holes never take more than their polygon's area (validation keeps them inside it).
-  for (const rings of polygons) m2 += Math.max(0, rings.reduce((acc, ring, r) => acc + (r === 0 ? ringArea(ring) : -ringArea(ring)), 0));
+  for (const rings of polygons)
+    m2 += Math.max(
+      0,
+      rings.reduce((acc, ring, r) => acc + (r === 0 ? ringArea(ring) : -ringArea(ring)), 0),
+    );
   return m2 / 1e6;
 }
 

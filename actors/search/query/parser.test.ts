@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { parseDateMath } from "./date-math.ts";
 import { parseQuery, QuerySyntaxError } from "./parser.ts";
 
-const term = (value: string, field?: string, kind = "word") => expect.objectContaining({ type: "term", value, kind, ...(field ? { field } : {}) });
+const term = (value: string, field?: string, kind = "word") =>
+  expect.objectContaining({ type: "term", value, kind, ...(field ? { field } : {}) });
 
 describe("search query parser", () => {
   it("parser - a blank query matches everything", () => {
@@ -64,8 +65,13 @@ describe("search query parser", () => {
     expect(() => parseQuery("data.Name:?ell")).toThrow(/leading wildcard/);
   });
 
-  it("parser - wildcards in field names (data.ValueList.\\*:(A B), data.Well\\*:\"…\")", () => {
-    expect(parseQuery("data.ValueList.\\*:(A B)")).toEqual({ type: "bool", must: [], mustNot: [], should: [term("A", "data.ValueList.*"), term("B", "data.ValueList.*")] });
+  it('parser - wildcards in field names (data.ValueList.\\*:(A B), data.Well\\*:"…")', () => {
+    expect(parseQuery("data.ValueList.\\*:(A B)")).toEqual({
+      type: "bool",
+      must: [],
+      mustNot: [],
+      should: [term("A", "data.ValueList.*"), term("B", "data.ValueList.*")],
+    });
     expect(parseQuery('data.Well\\*:"Ocean"')).toEqual(term("Ocean", "data.Well*", "phrase"));
   });
 
@@ -74,21 +80,27 @@ describe("search query parser", () => {
     expect(parseQuery("data.Status:*")).toEqual(expect.objectContaining({ type: "exists", field: "data.Status" }));
   });
 
-  it("parser - keyword subfields and explicit null (data.name.keyword:\"Spillpath DA no.109\", data.X.keyword:null)", () => {
+  it('parser - keyword subfields and explicit null (data.name.keyword:"Spillpath DA no.109", data.X.keyword:null)', () => {
     expect(parseQuery('data.name.keyword:"Spillpath DA no.109"')).toEqual(term("Spillpath DA no.109", "data.name.keyword", "phrase"));
     expect(parseQuery("data.X.keyword:null")).toEqual(term("null", "data.X.keyword"));
     expect(parseQuery('data.X.keyword:""')).toEqual(term("", "data.X.keyword", "phrase"));
   });
 
   it("parser - ranges on numbers, dates and strings, inclusive, exclusive, mixed and open", () => {
-    expect(parseQuery("data.Depth:[100 TO 200]")).toEqual(expect.objectContaining({ type: "range", field: "data.Depth", lower: "100", upper: "200", includeLower: true, includeUpper: true }));
+    expect(parseQuery("data.Depth:[100 TO 200]")).toEqual(
+      expect.objectContaining({ type: "range", field: "data.Depth", lower: "100", upper: "200", includeLower: true, includeUpper: true }),
+    );
     expect(parseQuery("data.Depth:{100 TO 200}")).toEqual(expect.objectContaining({ includeLower: false, includeUpper: false }));
     expect(parseQuery("data.Depth:[100 TO 200}")).toEqual(expect.objectContaining({ includeLower: true, includeUpper: false }));
     const open = parseQuery("data.Depth:[100 TO *]");
     expect(open).toEqual(expect.objectContaining({ lower: "100" }));
     expect(open).not.toHaveProperty("upper");
-    expect(parseQuery("data.Spud:[2017-01-01T00:00:00 TO 2018-12-31]")).toEqual(expect.objectContaining({ lower: "2017-01-01T00:00:00", upper: "2018-12-31" }));
-    expect(parseQuery("tags.jobStatus:{IN_PROGRESS TO SUCCESS}")).toEqual(expect.objectContaining({ lower: "IN_PROGRESS", upper: "SUCCESS" }));
+    expect(parseQuery("data.Spud:[2017-01-01T00:00:00 TO 2018-12-31]")).toEqual(
+      expect.objectContaining({ lower: "2017-01-01T00:00:00", upper: "2018-12-31" }),
+    );
+    expect(parseQuery("tags.jobStatus:{IN_PROGRESS TO SUCCESS}")).toEqual(
+      expect.objectContaining({ lower: "IN_PROGRESS", upper: "SUCCESS" }),
+    );
   });
 
   it("parser - >10-style comparisons become ranges (field:>10, field:(>=10 AND <20))", () => {
@@ -99,7 +111,9 @@ describe("search query parser", () => {
       should: [],
       mustNot: [],
     });
-    expect(parseQuery("data.Spud:<=2020-01-01T10:00:00")).toEqual(expect.objectContaining({ upper: "2020-01-01T10:00:00", includeUpper: true }));
+    expect(parseQuery("data.Spud:<=2020-01-01T10:00:00")).toEqual(
+      expect.objectContaining({ upper: "2020-01-01T10:00:00", includeUpper: true }),
+    );
   });
 
   it("parser - escaping keeps reserved characters literal", () => {
@@ -116,7 +130,12 @@ describe("search query parser", () => {
       query: {
         type: "bool",
         must: [
-          { type: "bool", must: [], mustNot: [], should: [term("12", "data.NestedTest.NumberTest"), term("34", "data.NestedTest.NumberTest")] },
+          {
+            type: "bool",
+            must: [],
+            mustNot: [],
+            should: [term("12", "data.NestedTest.NumberTest"), term("34", "data.NestedTest.NumberTest")],
+          },
           term("test", "data.NestedTest.StringTest", "phrase"),
         ],
         should: [],
@@ -134,7 +153,12 @@ describe("search query parser", () => {
           type: "nested",
           path: "data.NestedTest",
           pos: 0,
-          query: { type: "nested", path: "data.NestedTest.NestedInnerTest", pos: 24, query: expect.objectContaining({ type: "range", field: "data.NestedTest.NestedInnerTest.NumberInnerTest", lower: "12" }) },
+          query: {
+            type: "nested",
+            path: "data.NestedTest.NestedInnerTest",
+            pos: 24,
+            query: expect.objectContaining({ type: "range", field: "data.NestedTest.NestedInnerTest.NumberInnerTest", lower: "12" }),
+          },
         },
         term("well", "data.Kind"),
       ],
@@ -183,7 +207,11 @@ describe("search query parser", () => {
     expect(parseDateMath("2017-01-31||+1M")).toBe(Date.UTC(2017, 1, 28));
     expect(parseDateMath("2016-02-29T12:00:00Z||+1y")).toBe(Date.UTC(2017, 1, 28, 12));
     expect(parseDateMath("2017-01-01")).toBeUndefined(); // a plain date is not date math
-    for (const [query, position] of [["d:[now-1x TO now]", 3], ["d:>now+d", 3], ["d:[* TO abc||+1d]", 8]] as const) {
+    for (const [query, position] of [
+      ["d:[now-1x TO now]", 3],
+      ["d:>now+d", 3],
+      ["d:[* TO abc||+1d]", 8],
+    ] as const) {
       expect(() => parseQuery(query), query).toThrow(QuerySyntaxError);
       try {
         parseQuery(query);

@@ -80,23 +80,33 @@ class Parser {
   private keyword(word: string): boolean {
     if (!this.s.startsWith(word, this.i)) return false;
     const after = this.s[this.i + word.length];
-    return after === undefined || isSpace(after) || after === "(" || after === '"' || after === "+" || after === "-" || after === "!" || after === "[" || after === "{";
+    return (
+      after === undefined ||
+      isSpace(after) ||
+      after === "(" ||
+      after === '"' ||
+      after === "+" ||
+      after === "-" ||
+      after === "!" ||
+      after === "[" ||
+      after === "{"
+    );
   }
 
   private conjunction(): Conj {
-    if (this.keyword("AND")) return (this.i += 3), Conj.and;
-    if (this.keyword("OR")) return (this.i += 2), Conj.or;
-    if (this.s.startsWith("&&", this.i)) return (this.i += 2), Conj.and;
-    if (this.s.startsWith("||", this.i)) return (this.i += 2), Conj.or;
+    if (this.keyword("AND")) return ((this.i += 3), Conj.and);
+    if (this.keyword("OR")) return ((this.i += 2), Conj.or);
+    if (this.s.startsWith("&&", this.i)) return ((this.i += 2), Conj.and);
+    if (this.s.startsWith("||", this.i)) return ((this.i += 2), Conj.or);
     return Conj.none;
   }
 
   private modifier(): Mod {
     const c = this.peek();
-    if (c === "+") return this.i++, Mod.req;
-    if (c === "-") return this.i++, Mod.not;
-    if (c === "!" && this.peek(1) !== "=") return this.i++, Mod.not;
-    if (this.keyword("NOT")) return (this.i += 3), Mod.not;
+    if (c === "+") return (this.i++, Mod.req);
+    if (c === "-") return (this.i++, Mod.not);
+    if (c === "!" && this.peek(1) !== "=") return (this.i++, Mod.not);
+    if (this.keyword("NOT")) return ((this.i += 3), Mod.not);
     return Mod.none;
   }
 
@@ -112,14 +122,18 @@ class Parser {
       }
       const conjAt = this.i;
       const conj = clauses.length > 0 ? this.conjunction() : Conj.none;
-      if (clauses.length === 0 && (this.keyword("AND") || this.keyword("OR") || this.s.startsWith("&&", this.i) || this.s.startsWith("||", this.i))) {
+      if (
+        clauses.length === 0 &&
+        (this.keyword("AND") || this.keyword("OR") || this.s.startsWith("&&", this.i) || this.s.startsWith("||", this.i))
+      ) {
         throw this.error(`Malformed query: an operator has no left-hand side, at position: ${this.i}`, this.i);
       }
       this.skipWs();
       const mods = this.modifier();
       this.skipWs();
       if (this.i >= this.s.length || this.peek() === ")") {
-        if (conj !== Conj.none || mods !== Mod.none) throw this.error(`Malformed query: an operator has no right-hand side, at position: ${conjAt}`, conjAt);
+        if (conj !== Conj.none || mods !== Mod.none)
+          throw this.error(`Malformed query: an operator has no right-hand side, at position: ${conjAt}`, conjAt);
         continue;
       }
       const node = this.clause(field, nestedPath);
@@ -134,12 +148,14 @@ class Parser {
     if (clauses.length === 0) return matchAll;
     if (clauses.length === 1 && clauses[0]!.occur !== Occur.mustNot) return clauses[0]!.node;
     const bool: BoolNode = { type: "bool", must: [], should: [], mustNot: [] };
-    for (const { occur, node } of clauses) (occur === Occur.must ? bool.must : occur === Occur.should ? bool.should : bool.mustNot).push(node);
+    for (const { occur, node } of clauses)
+      (occur === Occur.must ? bool.must : occur === Occur.should ? bool.should : bool.mustNot).push(node);
     return bool;
   }
 
   private countClause(pos: number): void {
-    if (++this.clauses > this.maxClauses) throw this.error(`Malformed query: more than ${this.maxClauses} clauses, at position: ${pos}`, pos);
+    if (++this.clauses > this.maxClauses)
+      throw this.error(`Malformed query: more than ${this.maxClauses} clauses, at position: ${pos}`, pos);
   }
 
   private resolve(field: string, nestedPath: string | undefined): string {
@@ -159,7 +175,7 @@ class Parser {
       if (!name) throw this.error(`Malformed query: empty field name, at position: ${start}`, start);
       if (name === "_exists_") {
         const target = this.readTerm();
-        if (!target || !target.text) throw this.error(`Malformed query: _exists_ needs a field name, at position: ${this.i}`, this.i);
+        if (!target?.text) throw this.error(`Malformed query: _exists_ needs a field name, at position: ${this.i}`, this.i);
         this.countClause(start);
         return { type: "exists", field: this.resolve(target.pattern.replace(/\\\*/g, "*"), nestedPath), pos: start };
       }
@@ -175,7 +191,8 @@ class Parser {
     const open = this.i;
     this.i++;
     const node = this.clauseList(field, nestedPath, true);
-    if (this.peek() !== ")") throw this.error(`Malformed parentheses in query part: ${this.s}, 1 of closing brackets missing (opened at position: ${open})`, open);
+    if (this.peek() !== ")")
+      throw this.error(`Malformed parentheses in query part: ${this.s}, 1 of closing brackets missing (opened at position: ${open})`, open);
     this.i++;
     this.suffixes();
     return node;
@@ -199,7 +216,11 @@ class Parser {
     else if (this.peek() === "(") query = this.group(undefined, path);
     else throw this.error(`Malformed nested query: expected '(' or nested( after the path, at position: ${this.i}`, this.i);
     this.skipWs();
-    if (this.peek() !== ")") throw this.error(`Malformed parentheses in query part: ${this.s}, 1 of closing brackets missing (opened at position: ${start})`, start);
+    if (this.peek() !== ")")
+      throw this.error(
+        `Malformed parentheses in query part: ${this.s}, 1 of closing brackets missing (opened at position: ${start})`,
+        start,
+      );
     this.i++;
     this.countClause(start);
     return { type: "nested", path, query, pos: start };
@@ -229,7 +250,14 @@ class Parser {
       const text = this.readQuoted();
       const slop = this.suffixes();
       this.countClause(start);
-      return { type: "term", ...(field ? { field } : {}), value: text, kind: "phrase", ...(slop !== undefined ? { slop } : {}), pos: start };
+      return {
+        type: "term",
+        ...(field ? { field } : {}),
+        value: text,
+        kind: "phrase",
+        ...(slop !== undefined ? { slop } : {}),
+        pos: start,
+      };
     }
     if (c === "[" || c === "{") return this.range(field);
     if (c === ">" || c === "<") return this.comparison(field);
@@ -238,13 +266,14 @@ class Parser {
     const operator = ["AND", "OR", "NOT"].find((word) => this.keyword(word)) ?? ["&&", "||"].find((op) => this.s.startsWith(op, this.i));
     if (operator) throw this.error(`Malformed query: unexpected operator '${operator}' where a term belongs, at position: ${start}`, start);
     const token = this.readTerm();
-    if (!token || !token.text) throw this.error(`Malformed query: unexpected '${c}', at position: ${start}`, start);
+    if (!token?.text) throw this.error(`Malformed query: unexpected '${c}', at position: ${start}`, start);
     this.countClause(start);
     if (token.pattern === "*") {
       this.suffixes();
       return field ? { type: "exists", field, pos: start } : matchAll;
     }
-    if (token.wildcard && token.leadingWildcard) throw this.error(`Malformed query: leading wildcard is not allowed in '${token.text}', at position: ${start}`, start);
+    if (token.wildcard && token.leadingWildcard)
+      throw this.error(`Malformed query: leading wildcard is not allowed in '${token.text}', at position: ${start}`, start);
     const fuzzy = this.suffixes();
     let kind: TermKind = "word";
     let value = token.text;
@@ -253,7 +282,14 @@ class Parser {
       kind = token.pattern.endsWith("*") && !/(^|[^\\])[*?]/.test(body) ? "prefix" : "wildcard";
       value = kind === "prefix" ? unescapePattern(body) : token.pattern;
     }
-    return { type: "term", ...(field ? { field } : {}), value, kind, ...(fuzzy !== undefined && kind === "word" ? { fuzzy } : {}), pos: start };
+    return {
+      type: "term",
+      ...(field ? { field } : {}),
+      value,
+      kind,
+      ...(fuzzy !== undefined && kind === "word" ? { fuzzy } : {}),
+      pos: start,
+    };
   }
 
   private readQuoted(): string {
@@ -335,7 +371,8 @@ class Parser {
 
   /** A bound meant as ES date math (`now…`, `…||…`) must be valid: a typo would compare as a string and silently match nothing. */
   private checkDateMath(value: string, pos: number): void {
-    if (looksLikeDateMath(value) && !isValidDateMath(value)) throw this.error(`Malformed query: invalid date math '${value}', at position: ${pos}`, pos);
+    if (looksLikeDateMath(value) && !isValidDateMath(value))
+      throw this.error(`Malformed query: invalid date math '${value}', at position: ${pos}`, pos);
   }
 
   private range(field: string | undefined): QueryNode {
@@ -354,7 +391,15 @@ class Parser {
     this.suffixes();
     this.countClause(start);
     if (!field) throw this.error(`Malformed range: a range needs a field, at position: ${start}`, start);
-    return { type: "range", field, ...(lower.value !== undefined ? { lower: lower.value } : {}), ...(upper.value !== undefined ? { upper: upper.value } : {}), includeLower, includeUpper: close === "]", pos: start };
+    return {
+      type: "range",
+      field,
+      ...(lower.value !== undefined ? { lower: lower.value } : {}),
+      ...(upper.value !== undefined ? { upper: upper.value } : {}),
+      includeLower,
+      includeUpper: close === "]",
+      pos: start,
+    };
   }
 
   private comparison(field: string | undefined): QueryNode {
