@@ -1,7 +1,7 @@
 /**
  * Twin properties: the one place that spells the twin bucket and key names, the REST/NATS message
- * shapes, and the commit protocol that makes one PUT visible all at once. The twins actor, the
- * twin-mirror actor and the device SDK all import this module, so they cannot disagree.
+ * shapes and the commit record's shape. The twins actor, the twin-mirror actor and the device SDK all
+ * import this module, so they cannot disagree; the commit protocol itself is platform/twin-commit.ts.
  *
  * Storage: one JetStream KV bucket per twin (`twin-<32 hex>`, see twinBucket), keys exactly
  * `twin_properties/<group>/desired|reported/<name>` (the original SDK's Redis layout), plus one
@@ -9,7 +9,6 @@
  */
 import { createHash } from "node:crypto";
 import { Type, type Static } from "@sinclair/typebox";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
 import { invalidField } from "./errors.ts";
 
@@ -119,7 +118,7 @@ export function parseTwinKey(key: string): ParsedTwinKey | undefined {
   return undefined;
 }
 
-// ---- the commit protocol ---------------------------------------------------------------------
+// ---- the commit record (the protocol itself: platform/twin-commit.ts) ------------------------
 
 /**
  * One record per group, `twin_commits/<group>`, moved by compare-and-swap:
@@ -143,179 +142,6 @@ export const TwinCommit = Type.Object({
   owner: Type.Optional(Type.String()),
 });
 export type TwinCommit = Static<typeof TwinCommit>;
-
-const twinCommitCheck = TypeCompiler.Compile(TwinCommit);
-
-/**
- * A commit record's value as a TwinCommit, or undefined when it is none: not JSON, not of the
- * TwinCommit shape (e.g. `names` not an array of strings), or naming a property that is no twin
- * name. derrick's writers always write valid records; an invalid one was written by a device (it may
- * write any key of its own bucket) or by hand, and counts as no record at all, for readers and
- * writers alike: nothing is pending in that group, and the next PUT claims the group over it
- * (docs/twins.md). Readers must never throw on it: a watch loop replays it after every restart.
- */
-export function parseTwinCommit(value: string): TwinCommit | undefined {
-  let record: unknown;
-  try {
-    record = JSON.parse(value);
-  } catch {
-    return undefined;
-  }
-  if (!twinCommitCheck.Check(record)) return undefined;
-  if (!record.names.every(isTwinName)) return undefined;
-  if (record.values && !Object.keys(record.values).every(isTwinName)) return undefined;
-  return record;
-}
-
-/** A KV entry as the gate needs it (JetStream or a mirror). */
-export type TwinEntry = { key: string; revision: number; operation: "PUT" | "DEL" | "PURGE"; value: string; created: Date };
-
-/**
- * Applies the commit protocol to a stream of entries in revision order: returns the entries that
- * are visible now (including held ones a commit releases), hiding commit records themselves.
- * While a claim is pending only the newest entry of each claimed name is held: a commit makes the
- * claim's values visible at once, so what a name held before its newest value is never seen, and a
- * gate that follows a bucket for months (the twin mirror) must not keep every rewrite of a key
- * under a claim nobody commits (a device may write any key of its own bucket, claims included).
- */
-export class TwinCommitGate {
-  private readonly pending = new Map<string, { revision: number; names: Set<string> }>();
-  /** Per group, the newest held entry of each claimed name. */
-  private readonly held = new Map<string, Map<string, TwinEntry>>();
-
-  feed(entry: TwinEntry): TwinEntry[] {
-    const parsed = parseTwinKey(entry.key);
-    if (!parsed) return [];
-    if (parsed.kind === "commit") {
-      // An invalid record is no record (parseTwinCommit): like a deleted one, it releases the group.
-      const record = entry.operation === "PUT" ? parseTwinCommit(entry.value) : undefined;
-      // Claims are made by compare-and-swap on this record, one after another: any record after a
-      // claim, a new claim included, means that claim was finished (by its writer or a taker-over).
-      // A watcher that missed the commit in between (TwinWatchView) still releases what it held.
-      const released = [...(this.held.get(parsed.group)?.values() ?? [])].sort((a, b) => a.revision - b.revision);
-      this.held.delete(parsed.group);
-      if (record?.state === "pending") this.pending.set(parsed.group, { revision: entry.revision, names: new Set(record.names) });
-      else this.pending.delete(parsed.group);
-      return released;
-    }
-    if (parsed.side === "desired") {
-      const pending = this.pending.get(parsed.group);
-      if (pending && entry.revision > pending.revision && pending.names.has(parsed.name)) {
-        let names = this.held.get(parsed.group);
-        if (!names) this.held.set(parsed.group, (names = new Map()));
-        names.set(parsed.name, entry);
-        return [];
-      }
-    }
-    return [entry];
-  }
-}
-
-/**
- * What a watcher of a whole twin bucket hands on: the commit gate's output, safe against messages the
- * watcher never receives.
- *
- * A bucket keeps two revisions per key, so JetStream removes a message once its key was written twice
- * more. A watcher behind the writers (its consumer stalled on a busy server, a watch resumed after an
- * outage, a replay of the bucket's history) never receives such a message; when it is a claim's
- * pending record, the gate cannot tell that claim's values from direct writes and would show them one
- * by one: part of a PUT. Seen on nats-server 2.9 with both cores busy: a live watcher missed from 1 to
- * 52 messages in 4 to 7 of 400 runs of 12 concurrent PUTs.
- *
- * So the view hands on each visible entry at once only while the revisions it receives follow each
- * other without a hole (nothing was missed). From the start of a watch (a replay may have holes) and
- * after a hole, it collects the visible changes, newest per key, until it has caught up with the
- * bucket (its last revision received is the stream's last sequence); what it received up to there ends
- * with each group's latest commit record and each key's latest value, which are never removed, so the
- * state there is a committed one, and the net change is handed on. The consumer's own count of
- * pending messages cannot tell this: nats-server 2.9 was seen to count one pending after the last message.
- */
-export class TwinWatchView {
-  private readonly gate = new TwinCommitGate();
-  /** Visible entries not handed on yet, the newest per key (bounded by the twin's keys). */
-  private readonly changed = new Map<string, TwinEntry>();
-  private last = 0;
-  /** No hole since the last point where the view caught up. */
-  private contiguous = false;
-  private holes = 0;
-  private timer?: ReturnType<typeof setTimeout>;
-  private checking = false;
-  private stopped = false;
-
-  constructor(
-    private readonly options: {
-      /** The bucket's stream's last sequence now. */
-      lastSeq: () => Promise<number>;
-      /** Gets the visible entries in revision order; calls are made in order (an async one is not awaited by the next). */
-      emit: (entries: TwinEntry[]) => void | Promise<void>;
-      /** A failed look at the stream (it is tried again). */
-      onError?: (error: unknown) => void;
-      /** How long the view waits after an entry with more pending before it looks whether it caught up. */
-      settleMs?: number;
-      /** Pause before looking again while not caught up. */
-      retryMs?: number;
-    },
-  ) {}
-
-  /** The next entry the watch delivered; `pending` is the KV entry's delta (a hint: 0 looks at once). */
-  async feed(entry: TwinEntry, pending?: number): Promise<void> {
-    if (this.last > 0 && entry.revision !== this.last + 1) {
-      this.contiguous = false;
-      this.holes++;
-    }
-    this.last = entry.revision;
-    for (const visible of this.gate.feed(entry)) {
-      this.changed.delete(visible.key);
-      this.changed.set(visible.key, visible);
-    }
-    if (this.contiguous) return this.flush();
-    this.schedule(pending === 0 ? 0 : (this.options.settleMs ?? 50));
-  }
-
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
-  }
-
-  private schedule(ms: number): void {
-    clearTimeout(this.timer);
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      void this.check();
-    }, ms);
-    this.timer.unref?.();
-  }
-
-  private async check(): Promise<void> {
-    if (this.checking || this.stopped || this.contiguous) return;
-    this.checking = true;
-    const holes = this.holes;
-    let caughtUp = false;
-    try {
-      // Caught up when asked; entries fed since followed without a hole, so they are handed on too.
-      caughtUp = (await this.options.lastSeq()) <= this.last && this.holes === holes;
-    } catch (error) {
-      this.options.onError?.(error);
-    } finally {
-      this.checking = false;
-    }
-    if (this.stopped) return;
-    if (caughtUp) {
-      this.contiguous = true;
-      return this.flush();
-    }
-    // An entry fed meanwhile has its own look scheduled already.
-    if (this.timer === undefined) this.schedule(this.options.retryMs ?? 250);
-  }
-
-  private async flush(): Promise<void> {
-    if (this.changed.size === 0) return;
-    const out = [...this.changed.values()].sort((a, b) => a.revision - b.revision);
-    this.changed.clear();
-    await this.options.emit(out);
-  }
-}
 
 // ---- messages --------------------------------------------------------------------------------
 
@@ -391,24 +217,6 @@ export function parseIfMatch(header: string | null | undefined): number | undefi
   const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header);
   if (!match) throw invalidField("/headers/if-match", 'must be a version such as "12"');
   return Number(match[1]);
-}
-
-/** A nats.js KV entry as a TwinEntry (structural, so this module needs no KV import). */
-export function toTwinEntry(entry: {
-  key: string;
-  revision: number;
-  operation: "PUT" | "DEL" | "PURGE";
-  created: Date;
-  length: number;
-  string(): string;
-}): TwinEntry {
-  return {
-    key: entry.key,
-    revision: entry.revision,
-    operation: entry.operation,
-    created: entry.created,
-    value: entry.operation === "PUT" && entry.length > 0 ? entry.string() : "",
-  };
 }
 
 // ---- per-device NATS permissions -------------------------------------------------------------

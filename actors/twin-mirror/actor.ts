@@ -14,13 +14,11 @@ import {
   REDIS_KEYSPACE_PREFIX,
   TWIN_BUCKET_MAX_BYTES,
   TWIN_KEY_PREFIX,
-  TwinWatchView,
-  toTwinEntry,
   twinBucket,
   twinBucketOptions,
   type TwinAddress,
-  type TwinEntry,
 } from "../../subjects/twins.ts";
+import { TwinWatchView, toTwinEntry, type TwinEntry } from "../../platform/twin-commit.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { followBucket, type Loop } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";

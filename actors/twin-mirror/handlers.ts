@@ -2,7 +2,8 @@
  * What the twin mirror writes, as plain data: one Redis transaction per visible JetStream change set
  * (a whole commit at once, so a device reading on a keyspace notification never sees half a PUT).
  */
-import { REDIS_KEYSPACE_PREFIX, REDIS_TWIN_VERSIONS, parseTwinKey, type TwinEntry } from "../../subjects/twins.ts";
+import { REDIS_KEYSPACE_PREFIX, REDIS_TWIN_VERSIONS, parseTwinKey } from "../../subjects/twins.ts";
+import type { TwinEntry } from "../../platform/twin-commit.ts";
 
 export type RedisOp =
   | { op: "set"; key: string; value: string }

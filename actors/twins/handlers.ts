@@ -7,10 +7,8 @@ import { conflict, contentTooLarge, gatewayTimeout, invalidField, preconditionFa
 import {
   TWIN_REQUEST_MAX_BYTES,
   TWIN_VALUE_MAX_BYTES,
-  TwinCommitGate,
   checkTwinName,
   formatTwinEtag,
-  parseTwinCommit,
   parseTwinKey,
   twinBucket,
   twinCommitKey,
@@ -20,13 +18,13 @@ import {
   type TwinDeleteRequest,
   type TwinEnsureReply,
   type TwinEnsureRequest,
-  type TwinEntry,
   type TwinGetReply,
   type TwinGetRequest,
   type TwinPutReply,
   type TwinPutRequest,
   type TwinValue,
 } from "../../subjects/twins.ts";
+import { TwinCommitGate, parseTwinCommit, type TwinEntry } from "../../platform/twin-commit.ts";
 import { requireGroup, type RequestContext } from "../runtime/context.ts";
 
 /** One twin's bucket. */

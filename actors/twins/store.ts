@@ -6,15 +6,8 @@ import { SINGLE_NODE, bindBucket, bucketOptions, streamInfoIfAny, type StoragePo
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import {
-  TWIN_BUCKET_MAX_BYTES,
-  TWIN_BUCKET_PREFIX,
-  toTwinEntry,
-  twinBucket,
-  twinBucketOptions,
-  type TwinAddress,
-  type TwinEntry,
-} from "../../subjects/twins.ts";
+import { TWIN_BUCKET_MAX_BYTES, TWIN_BUCKET_PREFIX, twinBucket, twinBucketOptions, type TwinAddress } from "../../subjects/twins.ts";
+import { toTwinEntry, type TwinEntry } from "../../platform/twin-commit.ts";
 import { insufficientStorage } from "../../subjects/errors.ts";
 import type { TwinBucketStore, TwinStores } from "./handlers.ts";
 import { readKv } from "../runtime/kv.ts";

@@ -9,7 +9,7 @@
  */
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
-import type { TwinEntry } from "../../subjects/twins.ts";
+import type { TwinEntry } from "../../platform/twin-commit.ts";
 
 const DEFAULT_POLL_MS = 2_000;
 

@@ -20,10 +20,7 @@ import { BucketFollower, storedToTwinEntry } from "./follow.ts";
 import { subjects } from "../../subjects/names.ts";
 import {
   DEVICE_JS_API,
-  TwinCommitGate,
-  TwinWatchView,
   parseTwinKey,
-  toTwinEntry,
   twinBucket,
   twinBucketOptions,
   twinCommitKey,
@@ -31,6 +28,7 @@ import {
   type TwinAddress,
   type TwinSide,
 } from "../../subjects/twins.ts";
+import { TwinCommitGate, TwinWatchView, toTwinEntry } from "../../platform/twin-commit.ts";
 import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
 
 export class JetStreamTwinBackend implements TwinBackend {

@@ -4,7 +4,8 @@
  * sequence is a function the test sets.
  */
 import { describe, expect, it } from "vitest";
-import { TwinCommitGate, TwinWatchView, twinCommitKey, twinKey, type TwinEntry } from "./twins.ts";
+import { twinCommitKey, twinKey } from "../subjects/twins.ts";
+import { TwinCommitGate, TwinWatchView, type TwinEntry } from "./twin-commit.ts";
 
 const NAMES = ["a", "b", "c"];
 
