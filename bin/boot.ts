@@ -6,7 +6,7 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { withoutCredentials, type ActorName, type Config } from "../config/index.ts";
-import { Bus } from "../subjects/index.ts";
+import { Bus } from "../platform/transport/index.ts";
 import { connectNats, type NatsAuth } from "../platform/nats.ts";
 import type { Logger } from "../platform/logger.ts";
 import { startActors, type RunningActors } from "../actors/index.ts";

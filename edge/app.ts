@@ -4,7 +4,7 @@
  */
 import { Elysia } from "elysia";
 import type { Config } from "../config/index.ts";
-import type { Bus } from "../subjects/index.ts";
+import type { Bus } from "../platform/transport/index.ts";
 import type { Logger } from "../platform/logger.ts";
 import { buildInfo } from "../platform/build-info.ts";
 import { assignRequestId, requestIdOf, startOf } from "./request-state.ts";

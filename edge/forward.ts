@@ -3,7 +3,7 @@
  * pass through untouched (no parse and re-serialize on the edge): the actor built them from its
  * schema-checked result. The route's response schema documents the shape in OpenAPI.
  */
-import type { BusReply } from "../subjects/index.ts";
+import type { BusReply } from "../platform/transport/index.ts";
 
 type SetLike = { status?: number | string; headers: Record<string, string | number> };
 

@@ -13,16 +13,8 @@ import {
   type JWTVerifyGetKey,
 } from "jose";
 import type { Config } from "../config/index.ts";
-import {
-  subjects,
-  toDerrickError,
-  unauthorized,
-  unavailable,
-  type Bus,
-  type Principal,
-  TokenKind,
-  DerrickError,
-} from "../subjects/index.ts";
+import { subjects, toDerrickError, unauthorized, unavailable, type Principal, TokenKind, DerrickError } from "../subjects/index.ts";
+import type { Bus } from "../platform/transport/index.ts";
 import { EMBEDDED_ISSUER, type Jwks } from "../subjects/identity.ts";
 
 const CACHE_MAX = 10_000;

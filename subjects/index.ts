@@ -5,6 +5,5 @@ export * from "./tokens.ts";
 export * from "./headers.ts";
 export * from "./principal.ts";
 export * from "./reply.ts";
-export * from "./bus.ts";
 export * from "./validation.ts";
 export * from "./delivery.ts";

@@ -1,6 +1,7 @@
 /** Wiring of the `identity` actor: signing key, registry bucket, seed clients, deleted clients' cleanup, endpoints. */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { Bus, subjects } from "../../subjects/index.ts";
+import { subjects } from "../../subjects/index.ts";
+import { Bus } from "../../platform/transport/index.ts";
 import { AppCreate, AppDelete, AppkeyCheck, KeyRevoke, TokenRequest } from "../../subjects/identity.ts";
 import type { ClientForget } from "../../subjects/notifications.ts";
 import type { Config } from "../../config/index.ts";

@@ -3,7 +3,8 @@
  * internal caller holding `assessments.editors`, into one partition. Idempotent: a second run
  * replaces the entities (200) and the license keeps its two versions.
  */
-import { subjects, type Bus, type Principal } from "../../subjects/index.ts";
+import { subjects, type Principal } from "../../subjects/index.ts";
+import type { Bus } from "../../platform/transport/index.ts";
 import { EDITORS_GROUP } from "../../subjects/reporting.ts";
 import { DEMO, loadDemo, type DemoItem } from "../../subjects/reporting-demo.ts";
 

@@ -25,7 +25,6 @@ import {
   EncodedJson,
   Reply,
   check,
-  readRequestMeta,
   gatewayTimeout,
   badRequest,
   unavailable,
@@ -34,6 +33,7 @@ import {
   toDerrickError,
   type DerrickError,
 } from "../../subjects/index.ts";
+import { readRequestMeta } from "../../platform/transport/index.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { buildInfo } from "../../platform/build-info.ts";
 import { InFlightLimiter, type QueueBound } from "./limiter.ts";

@@ -8,7 +8,8 @@
  */
 import { Elysia, type DocumentDecoration } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { badRequest, forbidden, isToken, subjects, unauthorized, type Bus, type Principal } from "../../subjects/index.ts";
+import { badRequest, forbidden, isToken, subjects, unauthorized, type Principal } from "../../subjects/index.ts";
+import type { Bus } from "../../platform/transport/index.ts";
 import { APPKEY_CACHE_MS } from "../../subjects/identity.ts";
 import type { Verified, Verifier } from "../verifier.ts";
 import { createRateLimiter } from "./rate-limit.ts";

@@ -10,7 +10,8 @@
  */
 import { Elysia } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { DerrickError, Problem, notFound, subjects, type Bus } from "../../subjects/index.ts";
+import { DerrickError, Problem, notFound, subjects } from "../../subjects/index.ts";
+import type { Bus } from "../../platform/transport/index.ts";
 import { Jwks, OAuthError, TokenResponse, type TokenRequest } from "../../subjects/identity.ts";
 import { requestMeta } from "../request-state.ts";
 import { createRateLimiter } from "../plugins/rate-limit.ts";

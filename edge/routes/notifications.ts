@@ -13,7 +13,8 @@
  */
 import { Elysia, t, type DocumentDecoration } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { Problem, contentTooLarge, subjects, type Bus } from "../../subjects/index.ts";
+import { Problem, contentTooLarge, subjects } from "../../subjects/index.ts";
+import type { Bus } from "../../platform/transport/index.ts";
 import {
   DeliveryList,
   EVENT_ID_PATTERN,

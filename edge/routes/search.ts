@@ -6,7 +6,8 @@
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { Problem, notFound, subjects, unavailable, type Bus, type DerrickError } from "../../subjects/index.ts";
+import { Problem, notFound, subjects, unavailable, type DerrickError } from "../../subjects/index.ts";
+import type { Bus } from "../../platform/transport/index.ts";
 import {
   CursorQueryRequest,
   CursorQueryResponse,

@@ -2,7 +2,8 @@
 import { Elysia, t } from "elysia";
 import { Svcm } from "@nats-io/services";
 import type { Config } from "../../config/index.ts";
-import { Problem, contentTooLarge, serviceName, subjects, unavailable, type Bus } from "../../subjects/index.ts";
+import { Problem, contentTooLarge, serviceName, subjects, unavailable } from "../../subjects/index.ts";
+import type { Bus } from "../../platform/transport/index.ts";
 import { BuildInfo, ECHO_MAX_BYTES, EchoBody } from "../../subjects/system.ts";
 import { Principal } from "../../subjects/principal.ts";
 import type { EdgeMetrics } from "../metrics.ts";

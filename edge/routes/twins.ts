@@ -5,7 +5,8 @@
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { Problem, contentTooLarge, subjects, type Bus } from "../../subjects/index.ts";
+import { Problem, contentTooLarge, subjects } from "../../subjects/index.ts";
+import type { Bus } from "../../platform/transport/index.ts";
 import {
   TwinGetReply,
   TwinPath,

@@ -13,17 +13,15 @@ import { join } from "node:path";
 import { startTestNats, type TestNats } from "../harness/index.ts";
 import { startNatsServer } from "../../platform/nats-server.ts";
 import { connectNats } from "../../platform/nats.ts";
+import { DerrickError, Header, type RequestMeta } from "../../subjects/index.ts";
 import {
   Bus,
-  DerrickError,
-  Header,
   decodeRequestMeta,
   encodeRequestMeta,
   parseHeaderBlock,
   rawHeaderBlock,
   readRequestMeta,
-  type RequestMeta,
-} from "../../subjects/index.ts";
+} from "../../platform/transport/index.ts";
 
 const encoder = new TextEncoder();
 const meta: RequestMeta = {

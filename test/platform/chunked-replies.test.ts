@@ -3,7 +3,8 @@ import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "..
 import { connectNats } from "../../platform/nats.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { serveActor, endpoint } from "../../actors/runtime/service.ts";
-import { Bus, DerrickError, Header, reply } from "../../subjects/index.ts";
+import { DerrickError, Header, reply } from "../../subjects/index.ts";
+import { Bus } from "../../platform/transport/index.ts";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/nats-core";
 
 const silent = createLogger("silent");

@@ -4,7 +4,8 @@ import { startDerrick, startTestNats, eventually, type TestNats } from "../harne
 import { connectNats } from "../../platform/nats.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { serveActor, endpoint } from "../../actors/runtime/service.ts";
-import { Bus, subjects, serviceName, DerrickError } from "../../subjects/index.ts";
+import { subjects, serviceName, DerrickError } from "../../subjects/index.ts";
+import { Bus } from "../../platform/transport/index.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

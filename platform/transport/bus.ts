@@ -5,8 +5,18 @@
  */
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Status, type Subscription } from "@nats-io/nats-core";
 import { ServiceError } from "@nats-io/services";
-import { DerrickError, badGateway, contentTooLarge, gatewayTimeout, unavailable, type Problem } from "./errors.ts";
-import { Header, MAX_REPLY_BYTES, encodeRequestMeta, type RequestMeta } from "./headers.ts";
+import {
+  DerrickError,
+  Header,
+  MAX_REPLY_BYTES,
+  badGateway,
+  contentTooLarge,
+  gatewayTimeout,
+  unavailable,
+  type Problem,
+  type RequestMeta,
+} from "../../subjects/index.ts";
+import { encodeRequestMeta } from "./request-meta.ts";
 
 export type BusReply<T> = {
   status: number;

@@ -1,0 +1,3 @@
+/** The NATS request/reply transport shared by the edge, the actors and the tools: the Bus and the request metadata codec. */
+export * from "./bus.ts";
+export * from "./request-meta.ts";
