@@ -12,7 +12,7 @@ import { ClientForget, EventPublish, SubscriptionRef, SubscriptionUpsert } from 
 import type { Config } from "../../config/index.ts";
 import { reply } from "../../subjects/reply.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
-import { requireGroup, requirePartition, requirePrincipal, type RequestContext } from "../runtime/context.ts";
+import { caller, requireGroup } from "../runtime/context.ts";
 import { callbackPolicy } from "./callback-policy.ts";
 import { startDeliverer } from "./deliverer.ts";
 import { startDispatcher } from "./dispatcher.ts";
@@ -26,7 +26,6 @@ import {
   retryDelivery,
   rotateSecret,
   upsertSubscription,
-  type Caller,
   type NotificationDeps,
 } from "./handlers.ts";
 import { openJournal } from "./journal.ts";
@@ -35,8 +34,6 @@ import { SubscriptionCache, SubscriptionStore } from "./store.ts";
 
 /** The group allowed to post events over HTTP. */
 export const PUBLISHERS_GROUP = "notifications.publishers";
-
-const caller = (ctx: RequestContext): Caller => ({ principal: requirePrincipal(ctx), partition: requirePartition(ctx) });
 
 export async function startNotificationsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "notifications" });

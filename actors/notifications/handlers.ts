@@ -13,7 +13,6 @@ import {
   unavailable,
   validationError,
   type FieldError,
-  type Principal,
 } from "../../subjects/index.ts";
 import {
   DRILL_PLAN_OBJECT_TYPES,
@@ -34,8 +33,7 @@ import { deliveryLog } from "./delivery-log.ts";
 import { newSecret } from "./signing.ts";
 import type { SubscriptionRecord, SubscriptionStore } from "./store.ts";
 import { letterEvent, type Journal } from "./journal.ts";
-
-export type Caller = { principal: Principal; partition: string };
+import type { Caller } from "../runtime/context.ts";
 
 export type NotificationDeps = {
   store: SubscriptionStore;

@@ -10,7 +10,7 @@ import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/stora
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Subscription } from "../../subjects/notifications.ts";
-import { casPut, encodeJson, isLive, readJson, readKv, readVersioned } from "../runtime/kv.ts";
+import { casPut, encodeJson, isLive, readJson, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { followBucket, type FollowedBucket } from "../runtime/follow.ts";
 import { guardedKv, recreateOnDeletion, recreatingBucket, unguarded, type Guard } from "../runtime/recreate.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -32,8 +32,6 @@ export type SubscriptionRecord = Subscription & {
   /** Epoch ms of the first failure since the last success. */
   failing_since?: number;
 };
-
-export type Versioned<T> = { value: T; revision: number };
 
 export const subKey = (id: string) => `sub.${id}`;
 export const indexKey = (partition: string, clientId: string, type: string) => `idx.${partition}.${clientId}.${type}`;

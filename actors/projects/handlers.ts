@@ -13,7 +13,6 @@
 import { nuid } from "@nats-io/nats-core";
 import {
   DerrickError,
-  badRequest,
   check,
   checkToken,
   conflict,
@@ -23,7 +22,6 @@ import {
   notFound,
   reply,
   tooManyRequests,
-  unauthorized,
   unavailable,
   type Principal,
   type Reply,
@@ -57,7 +55,7 @@ import {
   type TaskRecord,
   type TaskRef,
 } from "../../subjects/projects.ts";
-import type { RequestContext } from "../runtime/context.ts";
+import { caller, type RequestContext } from "../runtime/context.ts";
 import { pageCatalog, type Catalog } from "./catalog.ts";
 import { checkValues, computeContent, isMember, splitUtf8, utf8Length } from "./compute.ts";
 import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./store.ts";
@@ -92,12 +90,6 @@ export type ProjectsDeps = {
 };
 
 const nowOf = (deps: { now?: () => Date }) => (deps.now ? deps.now() : new Date());
-
-function caller(ctx: RequestContext): { principal: Principal; partition: string } {
-  if (!ctx.principal) throw unauthorized("this operation needs an authenticated caller");
-  if (!ctx.partition) throw badRequest("this operation needs a partition");
-  return { principal: ctx.principal, partition: ctx.partition };
-}
 
 const isAdmin = (principal: Principal) => principal.groups.includes(ADMIN_GROUP);
 

@@ -19,9 +19,18 @@ export function requirePrincipal(ctx: RequestContext): Principal {
   return ctx.principal;
 }
 
-export function requirePartition(ctx: RequestContext): string {
-  if (!ctx.partition) throw badRequest("this operation needs a partition");
+/** The partition, or a 400 with `detail` (OSDU services word it their own way). */
+export function requirePartition(ctx: RequestContext, detail = "this operation needs a partition"): string {
+  if (!ctx.partition) throw badRequest(detail);
   return ctx.partition;
+}
+
+/** Who asks, and in which partition. */
+export type Caller = { principal: Principal; partition: string };
+
+/** The caller and its partition: 401 without a caller, then 400 (with `missingPartition`) without a partition. */
+export function caller(ctx: RequestContext, missingPartition?: string): Caller {
+  return { principal: requirePrincipal(ctx), partition: requirePartition(ctx, missingPartition) };
 }
 
 /** 403 unless the caller holds one of the groups. */

@@ -23,7 +23,7 @@ import {
   type SearchStatus,
   type VersionInfo,
 } from "../../subjects/search.ts";
-import type { RequestContext } from "../runtime/context.ts";
+import { caller, type Caller, type RequestContext } from "../runtime/context.ts";
 import type { Access, SearchBackend, SearchHit, SearchRequest } from "./backend.ts";
 import { aclGroup, holdsGroup } from "./documents.ts";
 import { Highlighter, project } from "./results.ts";
@@ -72,13 +72,12 @@ const tooManyCursors = () =>
 /** OSDU's entitlements check fails for a caller in no data.* group ("no data group found"), answered as 401 like a missing role. */
 const hasDataGroup = (p: Principal) => p.groups.some((g) => aclGroup(g) === DATA_ROOT_GROUP || aclGroup(g).startsWith("data."));
 
-function caller(ctx: RequestContext): { principal: Principal; partition: string } {
+function searchCaller(ctx: RequestContext): Caller {
   // OSDU answers a missing role (and a missing token) with 401 "Access denied".
   const principal = ctx.principal;
   if (!principal || !SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role))) throw accessDenied(NO_ROLE);
   if (!hasDataGroup(principal)) throw accessDenied(NO_DATA_GROUP);
-  if (!ctx.partition) throw new DerrickError(400, "invalid or empty data partition provided");
-  return { principal, partition: ctx.partition };
+  return caller(ctx, "invalid or empty data partition provided");
 }
 
 const principalId = (p: Principal) => `${p.clientId}/${p.subject}`;
@@ -114,7 +113,7 @@ function results(hits: SearchHit[], plan: SearchPlan, ast: QueryNode): Array<Rec
 }
 
 export function query(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): QueryResponse {
-  const { principal, partition } = caller(ctx);
+  const { principal, partition } = searchCaller(ctx);
   const body = decodeSearchBody(QueryRequest, input.body);
   const { plan, ast } = planSearch(body, false);
   const found = deps.backend.search(requestOf(plan, ast, partition, accessOf(principal, plan.queryAsOwner)));
@@ -122,7 +121,7 @@ export function query(input: SearchQueryMessage, ctx: RequestContext, deps: Sear
 }
 
 export async function cursorQuery(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): Promise<CursorQueryResponse> {
-  const { principal, partition } = caller(ctx);
+  const { principal, partition } = searchCaller(ctx);
   const body = decodeSearchBody(CursorQueryRequest, input.body);
   // OSDU: Strings.isNullOrEmpty(cursor) is a first call.
   if (body.cursor) return nextPage(body.cursor, principal, partition, deps);
@@ -175,7 +174,7 @@ async function nextPage(cursor: string, principal: Principal, partition: string,
 }
 
 export async function deleteCursor(input: CursorRef, ctx: RequestContext, deps: SearchDeps): Promise<Reply<undefined>> {
-  const { principal, partition } = caller(ctx);
+  const { principal, partition } = searchCaller(ctx);
   if (!CURSOR_FORMAT.test(input.cursor)) throw cursorNotFound("/params/cursor");
   const state = await deps.cursors.get(partition, input.cursor);
   if (!state) throw cursorNotFound("/params/cursor");

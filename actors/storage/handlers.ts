@@ -24,17 +24,7 @@
  * check never approves a write over a version it did not see.
  */
 import { randomUUID } from "node:crypto";
-import {
-  DerrickError,
-  badRequest,
-  check,
-  conflict,
-  invalidField,
-  reply,
-  unauthorized,
-  type Principal,
-  type Reply,
-} from "../../subjects/index.ts";
+import { DerrickError, check, conflict, invalidField, reply, type Principal, type Reply } from "../../subjects/index.ts";
 import {
   DATA_ROOT_GROUP,
   NOT_AUTHORIZED,
@@ -53,7 +43,7 @@ import {
   type StorageHealth,
   type StoredRecord,
 } from "../../subjects/search.ts";
-import type { RequestContext } from "../runtime/context.ts";
+import { caller, type RequestContext } from "../runtime/context.ts";
 import { aclGroup, holdsGroup } from "../search/documents.ts";
 import { RecordChanged, type RecordRead, type RecordStore } from "../search/store.ts";
 
@@ -98,11 +88,8 @@ function nextVersion(now: Date): number {
   return lastVersion;
 }
 
-function caller(ctx: RequestContext): { principal: Principal; partition: string } {
-  if (!ctx.principal) throw unauthorized("this operation needs an authenticated caller");
-  if (!ctx.partition) throw badRequest("invalid or empty data partition provided");
-  return { principal: ctx.principal, partition: ctx.partition };
-}
+/** OSDU's words for a request without a partition. */
+const storageCaller = (ctx: RequestContext) => caller(ctx, "invalid or empty data partition provided");
 
 function canSee(principal: Principal, record: StoredRecord, asOwner: boolean): boolean {
   if (holdsGroup(principal.groups, DATA_ROOT_GROUP)) return true;
@@ -152,7 +139,7 @@ function nextStored(record: RecordBody, id: string, previous: StoredRecord | und
 }
 
 export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, deps: StorageDeps): Promise<Reply<PutRecordsResponse>> {
-  const { principal, partition } = caller(ctx);
+  const { principal, partition } = storageCaller(ctx);
   if (!holdsGroup(principal.groups, STORAGE_WRITER_GROUP)) throw missingRole("writing records", [STORAGE_WRITER_GROUP]);
   // Only what a record holds is kept: nulls, server-assigned and unknown fields go here.
   const body = check(PutRecordsBody, input.body).map(recordBodyOf);
@@ -207,7 +194,7 @@ export async function putRecords(input: RecordsPutMessage, ctx: RequestContext, 
 }
 
 export async function getRecord(input: RecordRef, ctx: RequestContext, deps: StorageDeps): Promise<StoredRecord> {
-  const { principal, partition } = caller(ctx);
+  const { principal, partition } = storageCaller(ctx);
   if (!SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role))) throw missingRole("reading records", SEARCH_ROLES);
   const id = checkId(input.id, partition, "/params/id");
   const { record } = await deps.records.read(partition, id);
@@ -218,7 +205,7 @@ export async function getRecord(input: RecordRef, ctx: RequestContext, deps: Sto
 }
 
 export async function deleteRecord(input: RecordRef, ctx: RequestContext, deps: StorageDeps): Promise<Reply<undefined>> {
-  const { principal, partition } = caller(ctx);
+  const { principal, partition } = storageCaller(ctx);
   if (!holdsGroup(principal.groups, STORAGE_WRITER_GROUP)) throw missingRole("deleting records", [STORAGE_WRITER_GROUP]);
   const id = checkId(input.id, partition, "/params/id");
   const now = deps.now?.() ?? new Date();
@@ -234,7 +221,7 @@ export async function deleteRecord(input: RecordRef, ctx: RequestContext, deps: 
 
 /** `DELETE /api/storage/v2/records/{id}`: OSDU's purge. A logically deleted record may be purged too. */
 export async function purgeRecord(input: RecordRef, ctx: RequestContext, deps: StorageDeps): Promise<Reply<undefined>> {
-  const { principal, partition } = caller(ctx);
+  const { principal, partition } = storageCaller(ctx);
   if (!holdsGroup(principal.groups, STORAGE_PURGE_GROUP)) throw missingRole("purging records", [STORAGE_PURGE_GROUP]);
   const id = checkId(input.id, partition, "/params/id");
   const read = () => deps.records.read(partition, id);
