@@ -11,6 +11,7 @@
  * make, and the secret checks are themselves bounded (AdmissionGate), so at the default sizes a
  * flood of made-up ids ends windows by time long before it can push a live one out.
  */
+import { BoundedCache } from "../../platform/bounded-cache.ts";
 
 /** Client ids tracked at once; the oldest entry goes first beyond this. */
 const MAX_TRACKED = 50_000;
@@ -18,32 +19,30 @@ const MAX_TRACKED = 50_000;
 export type FailureThrottleOptions = { maxFailures: number; windowMs: number; now?: () => number; maxTracked?: number };
 
 export class FailureThrottle {
-  /** In insertion order: the first entry is the oldest window. */
-  private readonly failures = new Map<string, { count: number; since: number }>();
+  /** Read only with peek, so in insertion order: ended windows lead it and go first when full, then the oldest live one. */
+  private readonly failures: BoundedCache<string, { count: number; since: number }>;
   private readonly now: () => number;
-  private readonly maxTracked: number;
 
   constructor(private readonly options: FailureThrottleOptions) {
     this.now = options.now ?? Date.now;
-    this.maxTracked = options.maxTracked ?? MAX_TRACKED;
+    this.failures = new BoundedCache({ max: options.maxTracked ?? MAX_TRACKED, ttlMs: options.windowMs, now: this.now });
   }
 
   /** Seconds until `key` may try again (≥ 1), or 0 when it may try now. */
   retryAfter(key: string): number {
     if (this.options.maxFailures <= 0) return 0;
-    const entry = this.live(key);
+    const entry = this.failures.peek(key);
     if (!entry || entry.count < this.options.maxFailures) return 0;
     return Math.max(1, Math.ceil((entry.since + this.options.windowMs - this.now()) / 1000));
   }
 
   failed(key: string): void {
     if (this.options.maxFailures <= 0) return;
-    const entry = this.live(key);
+    const entry = this.failures.peek(key);
     if (entry) {
       entry.count++;
       return;
     }
-    if (this.failures.size >= this.maxTracked) this.evict();
     this.failures.set(key, { count: 1, since: this.now() });
   }
 
@@ -55,24 +54,5 @@ export class FailureThrottle {
   /** How many ids are tracked (for tests and stats). */
   get size(): number {
     return this.failures.size;
-  }
-
-  private live(key: string) {
-    const entry = this.failures.get(key);
-    if (entry && this.now() - entry.since >= this.options.windowMs) {
-      this.failures.delete(key);
-      return undefined;
-    }
-    return entry;
-  }
-
-  /** Ended windows first (they lead the map), else the oldest live one. */
-  private evict(): void {
-    const now = this.now();
-    for (const [key, entry] of this.failures) {
-      if (now - entry.since < this.options.windowMs) break;
-      this.failures.delete(key);
-    }
-    if (this.failures.size >= this.maxTracked) this.failures.delete(this.failures.keys().next().value!);
   }
 }

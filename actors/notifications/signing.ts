@@ -4,6 +4,7 @@
  * signatures), so receivers can switch keys at their own pace.
  */
 import { createHmac, randomBytes } from "node:crypto";
+import { BoundedCache } from "../../platform/bounded-cache.ts";
 
 const PREFIX = "whsec_";
 
@@ -12,15 +13,16 @@ export function newSecret(): string {
   return PREFIX + randomBytes(32).toString("base64");
 }
 
-/** Decoded keys by secret: a deliverer signs with the same few secrets thousands of times a second. */
-const keys = new Map<string, Buffer>();
-const KEYS_CACHED = 4096;
+/**
+ * Decoded keys by secret: a deliverer signs with the same few secrets thousands of times a second.
+ * Read with peek (a hit costs one Map lookup): the secret decoded longest ago goes first when full.
+ */
+const keys = new BoundedCache<string, Buffer>({ max: 4096 });
 
 function keyOf(secret: string): Buffer {
-  let key = keys.get(secret);
+  let key = keys.peek(secret);
   if (!key) {
     key = Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, "base64");
-    if (keys.size >= KEYS_CACHED) keys.clear();
     keys.set(secret, key);
   }
   return key;

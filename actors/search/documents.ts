@@ -6,6 +6,7 @@
  */
 import type { StoredRecord } from "../../subjects/search.ts";
 import { bboxOf, collectShape, emptyShape, isEmpty, isGeometry, type BBox, type Shape } from "./geo.ts";
+import { BoundedCache } from "../../platform/bounded-cache.ts";
 
 /** Leaf value types. */
 export const LeafType = { string: 0, number: 1, date: 2, boolean: 3, null: 4, geometry: 5 } as const;
@@ -125,19 +126,16 @@ export function dateValue(value: string): number | undefined {
 /**
  * The analysis of short string values, per thread: kinds, legal tags, statuses, users and dates
  * repeat across records, and tokenizing and date-parsing them again was a quarter of decoding a
- * record. Bounded: emptied when full. The token arrays are shared and must not be changed.
+ * record. Bounded, read with peek (a hit costs one Map lookup): the value analysed longest ago goes
+ * first when full. The token arrays are shared and must not be changed.
  */
 const ANALYZED_MAX_LENGTH = 64;
-const ANALYZED_MAX_ENTRIES = 10_000;
-const analyzedStrings = new Map<string, { tokens: string[]; date: number | undefined }>();
+const analyzedStrings = new BoundedCache<string, { tokens: string[]; date: number | undefined }>({ max: 10_000 });
 
 function analyzed(value: string): { tokens: string[]; date: number | undefined } {
   if (value.length > ANALYZED_MAX_LENGTH) return { tokens: tokenize(value), date: dateValue(value) };
-  let known = analyzedStrings.get(value);
-  if (known === undefined) {
-    if (analyzedStrings.size >= ANALYZED_MAX_ENTRIES) analyzedStrings.clear();
-    analyzedStrings.set(value, (known = { tokens: tokenize(value), date: dateValue(value) }));
-  }
+  let known = analyzedStrings.peek(value);
+  if (known === undefined) analyzedStrings.set(value, (known = { tokens: tokenize(value), date: dateValue(value) }));
   return known;
 }
 

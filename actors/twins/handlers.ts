@@ -25,6 +25,7 @@ import {
   type TwinValue,
 } from "../../subjects/twins.ts";
 import { TwinCommitGate, parseTwinCommit, type TwinEntry } from "../../platform/twin-commit.ts";
+import { BoundedCache } from "../../platform/bounded-cache.ts";
 import { requireGroup, type RequestContext } from "../runtime/context.ts";
 
 /** One twin's bucket. */
@@ -149,21 +150,20 @@ function readCommit(entry: TwinEntry | undefined): TwinCommit | undefined {
  * a write from a stale one fails its compare-and-swap and is retried from a fresh read.
  */
 type KnownCommit = { revision: number; commit: TwinCommit };
-type WriterState = { locks: Map<string, Promise<unknown>>; known: Map<string, number>; commits: Map<string, KnownCommit> };
+type WriterState = {
+  locks: Map<string, Promise<unknown>>;
+  known: BoundedCache<string, number>;
+  commits: BoundedCache<string, KnownCommit>;
+};
 const writerStates = new WeakMap<TwinsDeps, WriterState>();
+const REVISION_CACHE_MAX = 100_000;
 function writerState(deps: TwinsDeps): WriterState {
   let state = writerStates.get(deps);
-  if (!state) writerStates.set(deps, (state = { locks: new Map(), known: new Map(), commits: new Map() }));
+  if (!state) {
+    const max = REVISION_CACHE_MAX;
+    writerStates.set(deps, (state = { locks: new Map(), known: new BoundedCache({ max }), commits: new BoundedCache({ max }) }));
+  }
   return state;
-}
-
-const REVISION_CACHE_MAX = 100_000;
-
-/** Sets a bounded cache entry, the newest last (the oldest goes first when full). */
-function remember<T>(cache: Map<string, T>, key: string, value: T): void {
-  cache.delete(key);
-  if (cache.size >= REVISION_CACHE_MAX) cache.delete(cache.keys().next().value!);
-  cache.set(key, value);
 }
 
 /** The lock of one group of one twin. */
@@ -237,7 +237,7 @@ async function commitDesired(
       const committed: TwinCommit = { state: "committed", names: pending.names, version, at: new Date().toISOString() };
       // A conflict here: a taker-over already committed these very values.
       const revision = await bucket.swap(commitKey, JSON.stringify(committed), claimed);
-      if (revision !== "conflict") remember(commits, lock, { revision, commit: committed });
+      if (revision !== "conflict") commits.set(lock, { revision, commit: committed });
       return { revisions: written, version };
     } catch (error) {
       // Say, NATS went away mid-commit: finish the claim as soon as it can be, so the group is not
@@ -321,7 +321,7 @@ async function writeValues(
   };
   const written = await Promise.all(values.map(async ([name, value]) => [name, await write(name, value)] as const));
   if (written.some(([, revision]) => revision === "conflict")) return "conflict";
-  for (const [name, revision] of written) remember(known, `${lock}/${name}`, revision as number);
+  for (const [name, revision] of written) known.set(`${lock}/${name}`, revision as number);
   return new Map(written as Array<readonly [string, number]>);
 }
 

@@ -10,6 +10,7 @@ import { TWIN_BUCKET_MAX_BYTES, TWIN_BUCKET_PREFIX, twinBucket, twinBucketOption
 import { toTwinEntry, type TwinEntry } from "../../platform/twin-commit.ts";
 import { insufficientStorage } from "../../subjects/errors.ts";
 import type { TwinBucketStore, TwinStores } from "./handlers.ts";
+import { BoundedCache } from "../../platform/bounded-cache.ts";
 import { readKv } from "../runtime/kv.ts";
 import { unlessGone } from "../runtime/recreate.ts";
 
@@ -48,11 +49,10 @@ export function kvTwinStores(
   const kvm = new Kvm(nc);
   let jsm: Promise<JetStreamManager> | undefined;
   const twinCount = streamCounter(() => (jsm ??= jetstreamManager(nc)), `$KV.${TWIN_BUCKET_PREFIX}*.>`);
-  const open = new Map<string, Promise<KV>>();
+  const open = new BoundedCache<string, Promise<KV>>({ max: CACHE_MAX });
   const remember = (name: string, kv: Promise<KV>) => {
-    if (open.size >= CACHE_MAX) open.delete(open.keys().next().value!);
     open.set(name, kv);
-    kv.catch(() => open.get(name) === kv && open.delete(name));
+    kv.catch(() => open.deleteIfHolds(name, kv));
     return kv;
   };
   const make = (name: string, address: TwinAddress) =>
