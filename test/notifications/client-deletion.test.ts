@@ -5,38 +5,43 @@
  * client cannot take the id while the old one's tokens are valid. The identity and notifications
  * actors run in separate processes' worth of connections so one can stop while the other runs.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { clientToken, eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { afterAll, describe, expect } from "vitest";
+import { clientToken, eventually, startDerrick, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { AppCredentials } from "../../subjects/identity.ts";
+import type { Subscription } from "../../subjects/notifications.ts";
 import { DELIVERY_ENV, subscriptionStore } from "./helpers.ts";
 import { forgetClient } from "../../actors/notifications/handlers.ts";
 import { SubscriptionStore, type SubscriptionRecord } from "../../actors/notifications/store.ts";
-import { openRegistry, type Registry } from "../../actors/identity/registry.ts";
+import { openRegistry } from "../../actors/identity/registry.ts";
 import { FORGET_GRACE_MS, forgetDeletedClients } from "../../actors/identity/handlers.ts";
 
 const CALLBACK = "https://hooks.example.com/derrick";
 
+// The identity side restarts within a test: its derricks are started by the tests, not by a fixture.
+const withRestarts = natsTest();
+const withRegistry = natsTest().extend("registry", { scope: "file" }, async ({ nc }) => openRegistry(nc));
+
 describe("notifications of deleted clients", () => {
-  let nats: TestNats;
+  const it = withRestarts;
   let front: TestDerrick; // edge, system, identity
   let notifier: TestDerrick | undefined; // the notifications actor alone
-  const startNotifier = async () => (notifier = await startDerrick(nats, { edge: false, actors: ["notifications"], env: DELIVERY_ENV }));
+  const startNotifier = async (nats: TestNats) =>
+    (notifier = await startDerrick(nats, { edge: false, actors: ["notifications"], env: DELIVERY_ENV }));
   const stopNotifier = async () => {
     await notifier?.cleanup();
     notifier = undefined;
   };
 
-  beforeAll(async () => {
-    nats = await startTestNats();
+  it.beforeAll(async ({ nats }) => {
     front = await startDerrick(nats, { actors: ["system", "identity"], env: DELIVERY_ENV });
-    await startNotifier();
+    await startNotifier(nats);
   });
   afterAll(async () => {
     await stopNotifier();
     await front?.cleanup();
-    await nats?.cleanup();
   });
 
   const createClient = async (client_id: string) =>
@@ -60,7 +65,7 @@ describe("notifications of deleted clients", () => {
       body: JSON.stringify({ subscriber: "tests", callback_uri: CALLBACK }),
     });
     if (res.status !== 200) throw new Error(`subscribe: ${res.status} ${await res.text()}`);
-    return ((await res.json()) as { subscription_id: string }).subscription_id;
+    return (await json<Subscription>(res)).subscription_id;
   }
 
   /** The client's subscriptions as stored, read from the bucket (whichever actor runs). */
@@ -84,7 +89,7 @@ describe("notifications of deleted clients", () => {
     await expect(createClient("doomed")).rejects.toMatchObject({ status: 409 });
   });
 
-  it("notifications - a client deleted while no notifications actor runs loses its subscriptions once one is back", async () => {
+  it("notifications - a client deleted while no notifications actor runs loses its subscriptions once one is back", async ({ nats }) => {
     const orphan = await createClient("orphan");
     const ids = [await subscribe(orphan, "PlanShared", "opendes"), await subscribe(orphan, "PlanShared", "other")].sort();
     await stopNotifier();
@@ -94,7 +99,7 @@ describe("notifications of deleted clients", () => {
     // Its id stays taken until the subscriptions are gone.
     await expect(createClient("orphan")).rejects.toMatchObject({ status: 409 });
 
-    await startNotifier();
+    await startNotifier(nats);
     await eventually(async () => (await storedOf("orphan")).length === 0, {
       timeoutMs: 15_000,
       intervalMs: 200,
@@ -102,7 +107,7 @@ describe("notifications of deleted clients", () => {
     });
   });
 
-  it("notifications - a client dropped from DERRICK_CLIENTS loses its subscriptions at the next start", async () => {
+  it("notifications - a client dropped from DERRICK_CLIENTS loses its subscriptions at the next start", async ({ nats }) => {
     const seeded = {
       client_id: "seeded-gone",
       client_secret: "seeded-gone-secret-1",
@@ -128,20 +133,8 @@ describe("notifications of deleted clients", () => {
 });
 
 describe("forgetting deleted clients, step by step", () => {
-  let nats: TestNats;
-  let nc: NatsConnection;
-  let registry: Registry;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    nc = await connect({ servers: nats.url });
-    registry = await openRegistry(nc);
-  });
-  afterAll(async () => {
-    await nc?.close();
-    await nats?.cleanup();
-  });
-
-  it("notifications - client.forget removes only the client's subscriptions made before the cutoff, in every partition", async () => {
+  const it = withRegistry;
+  it("notifications - client.forget removes only the client's subscriptions made before the cutoff, in every partition", async ({ nc }) => {
     const store = await SubscriptionStore.open(nc);
     const record = (id: string, client_id: string, partition: string, created_at: string): SubscriptionRecord => ({
       subscription_id: id,
@@ -165,7 +158,9 @@ describe("forgetting deleted clients, step by step", () => {
     expect(await forgetClient({ client_id: "reborn", created_before: "2026-01-01T12:00:00.000Z" }, { store })).toEqual({ removed: 0 });
   });
 
-  it("notifications - a deleted client is asked for until the notifications actor answered after the grace, and its record is dropped once its id is reusable", async () => {
+  it("notifications - a deleted client is asked for until the notifications actor answered after the grace, and its record is dropped once its id is reusable", async ({
+    registry,
+  }) => {
     const deletedAt = Date.parse("2026-03-01T00:00:00.000Z");
     await registry.putDeletedClient({
       client_id: "step",

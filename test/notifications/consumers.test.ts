@@ -4,49 +4,41 @@
  * the actor starts it with, and events go on reaching their callbacks. Deleted while no dispatcher
  * runs, the dispatcher's consumer is created again after the stored progress.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "@nats-io/transport-node";
-import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { afterAll, describe, expect } from "vitest";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { eventually, startDerrick, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
+import type { EventAccepted } from "../../subjects/notifications.ts";
 import { CONSUMERS, STREAMS } from "../../actors/notifications/journal.ts";
 import { DISPATCHER_TIMING } from "../../actors/notifications/dispatcher.ts";
 import { DispatcherProgress } from "../../actors/notifications/progress.ts";
 import { subjects } from "../../subjects/index.ts";
 import { receiverPool } from "./receiver.ts";
-import { DELIVERY_ENV, publish, publishOnNats, subscribe, type Json } from "./helpers.ts";
+import { DELIVERY_ACTORS, DELIVERY_ENV, deliveryTest, publish, publishOnNats, publishedId, subscribe } from "./helpers.ts";
 
 /** DELIVERY_ENV's 1 s delivery timeout plus the deliverer's 3 s for recording, in nanoseconds. */
 const DELIVERER_ACK_WAIT_NS = 4_000 * 1e6;
 
-describe("notifications consumers deleted on the server", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let jsm: JetStreamManager;
-  const receivers = receiverPool();
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher", "deliverer"], env: DELIVERY_ENV });
-    jsm = await jetstreamManager(derrick.nc);
-  });
-  afterAll(async () => {
-    receivers.stopAll();
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+const consumersDeleted = deliveryTest();
+// A server of its own: the stream's sequences start at 1 there, as a young stream's do.
+const eventsDeleted = deliveryTest();
+const dispatcherStopped = natsTest();
 
-  const publishId = async (type: string, data: string) =>
-    ((await (await publish(derrick, type, { data })).json()) as Json).event_id as string;
+describe("notifications consumers deleted on the server", () => {
+  const it = consumersDeleted;
+  const publishId = async (derrick: TestDerrick, type: string, data: string) => publishedId(derrick, type, { data });
 
   it("notifications - an event published after the deliverer's consumer was deleted on the server still reaches its callback", {
     timeout: 15_000,
-  }, async () => {
+  }, async ({ derrick, jsm, receivers }) => {
     const r = receivers.start();
     await subscribe(derrick, "PlanShared", { callback_uri: r.url });
-    const before = await publishId("PlanShared", "before the deletion");
+    const before = await publishId(derrick, "PlanShared", "before the deletion");
     await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
 
     expect(await jsm.consumers.delete(STREAMS.deliveries, CONSUMERS.deliverer)).toBe(true);
-    const after = await publishId("PlanShared", "after the deletion");
+    const after = await publishId(derrick, "PlanShared", "after the deletion");
     await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
     const info = await jsm.consumers.info(STREAMS.deliveries, CONSUMERS.deliverer);
     expect(info.config).toMatchObject({
@@ -58,14 +50,14 @@ describe("notifications consumers deleted on the server", () => {
 
   it("notifications - a retry booked after the deliverer's retry consumer was deleted on the server is still made", {
     timeout: 15_000,
-  }, async () => {
+  }, async ({ derrick, jsm, receivers }) => {
     const r = receivers.start();
     // The first attempt of each event fails: its delivery goes on through the retry lane.
     r.respond = (req) => new Response(null, { status: r.received.filter((x) => x.id === req.id).length === 1 ? 500 : 204 });
     await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url });
 
     expect(await jsm.consumers.delete(STREAMS.deliveries, CONSUMERS.retries)).toBe(true);
-    const id = await publishId("ReviewStateChanged", "retried after the deletion");
+    const id = await publishId(derrick, "ReviewStateChanged", "retried after the deletion");
     await eventually(() => r.received.filter((x) => x.id === id).length >= 2, { what: "the retry made" });
     const info = await jsm.consumers.info(STREAMS.deliveries, CONSUMERS.retries);
     expect(info.config).toMatchObject({
@@ -78,12 +70,12 @@ describe("notifications consumers deleted on the server", () => {
 
   it("notifications - an event published after DELIVERIES itself was deleted on the server still reaches its callback", {
     timeout: 15_000,
-  }, async () => {
+  }, async ({ derrick, jsm, receivers }) => {
     const r = receivers.start();
     await subscribe(derrick, "PublishData", { callback_uri: r.url });
     // The deliverer's two consumers go with the stream: both are created again, with the stream.
     expect(await jsm.streams.delete(STREAMS.deliveries)).toBe(true);
-    const id = await publishId("PublishData", "after the stream's deletion");
+    const id = await publishId(derrick, "PublishData", "after the stream's deletion");
     await eventually(() => r.received.some((x) => x.id === id), { what: "the event delivered" });
     for (const name of [CONSUMERS.deliverer, CONSUMERS.retries])
       expect((await jsm.consumers.info(STREAMS.deliveries, name)).config.ack_wait).toBe(DELIVERER_ACK_WAIT_NS);
@@ -91,14 +83,14 @@ describe("notifications consumers deleted on the server", () => {
 
   it("notifications - an event published after the dispatcher's consumer was deleted on the server still reaches its callback", {
     timeout: 15_000,
-  }, async () => {
+  }, async ({ derrick, jsm, receivers }) => {
     const r = receivers.start();
     await subscribe(derrick, "ProjectCreated", { callback_uri: r.url });
-    const before = await publishId("ProjectCreated", "before the deletion");
+    const before = await publishId(derrick, "ProjectCreated", "before the deletion");
     await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
 
     expect(await jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
-    const after = await publishId("ProjectCreated", "after the deletion");
+    const after = await publishId(derrick, "ProjectCreated", "after the deletion");
     await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
     const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
     expect(info.config).toMatchObject({
@@ -110,27 +102,14 @@ describe("notifications consumers deleted on the server", () => {
 });
 
 describe("notifications EVENTS deleted on the server", () => {
-  // A server of its own: the stream's sequences start at 1 here, as a young stream's do.
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  const receivers = receiverPool();
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher", "deliverer"], env: DELIVERY_ENV });
-  });
-  afterAll(async () => {
-    receivers.stopAll();
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+  const it = eventsDeleted;
 
   it("notifications - an event published after EVENTS itself was deleted on the server still reaches its callback", {
     timeout: 15_000,
-  }, async () => {
+  }, async ({ derrick, receivers }) => {
     const r = receivers.start();
     await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
-    const before = ((await (await publish(derrick, "MasterPlanChanged", { data: "before the stream's deletion" })).json()) as Json)
-      .event_id as string;
+    const before = await publishedId(derrick, "MasterPlanChanged", { data: "before the stream's deletion" });
     await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
 
     const jsm = await jetstreamManager(derrick.nc);
@@ -140,7 +119,7 @@ describe("notifications EVENTS deleted on the server", () => {
     const after = await eventually(
       async () => {
         const res = await publish(derrick, "MasterPlanChanged", { data: "after the stream's deletion" });
-        return res.status === 202 ? (((await res.json()) as Json).event_id as string) : undefined;
+        return res.status === 202 ? (await json<EventAccepted>(res)).event_id : undefined;
       },
       { what: "EVENTS created again", intervalMs: 100 },
     );
@@ -150,7 +129,7 @@ describe("notifications EVENTS deleted on the server", () => {
 
   it("notifications - on an EVENTS stream created again, an event at a sequence the old stream used is delivered with its own content, not the old event's", {
     timeout: 15_000,
-  }, async () => {
+  }, async ({ derrick, receivers }) => {
     const [theirs, ours] = [receivers.start(), receivers.start()];
     await subscribe(derrick, "PlanShared", { callback_uri: theirs.url }, "beta", "other");
     await subscribe(derrick, "PlanShared", { callback_uri: ours.url }, "beta", "opendes");
@@ -171,8 +150,7 @@ describe("notifications EVENTS deleted on the server", () => {
     });
     while ((await jsm.streams.info(STREAMS.events)).state.last_seq < oldSeq - 1)
       await publish(derrick, "ReviewStateChanged", { data: "filler" });
-    const res = await publish(derrick, "PlanShared", large("ours"), "opendes");
-    const eventId = ((await res.json()) as Json).event_id as string;
+    const eventId = await publishedId(derrick, "PlanShared", large("ours"), "opendes");
     expect((await jsm.streams.info(STREAMS.events)).state.last_seq).toBe(oldSeq);
 
     const smallSeq = await publishOnNats(derrick, "PlanShared", { data: { what: "our small one" } }, undefined, "opendes");
@@ -188,34 +166,26 @@ describe("notifications EVENTS deleted on the server", () => {
 });
 
 describe("notifications dispatcher consumer deleted while no dispatcher runs", () => {
-  let nats: TestNats;
+  const it = dispatcherStopped;
   const receivers = receiverPool();
   const started: TestDerrick[] = [];
-  const start = async () => {
-    const derrick = await startDerrick(nats, {
-      actors: ["system", "identity", "notifications", "dispatcher", "deliverer"],
-      env: DELIVERY_ENV,
-    });
+  const start = async (nats: TestNats) => {
+    const derrick = await startDerrick(nats, { actors: [...DELIVERY_ACTORS], env: DELIVERY_ENV });
     started.push(derrick);
     return derrick;
   };
-  beforeAll(async () => {
-    nats = await startTestNats();
-  });
   afterAll(async () => {
     receivers.stopAll();
     for (const derrick of started) await derrick.cleanup().catch(() => undefined);
-    await nats?.cleanup();
   });
 
   it("notifications - a dispatcher restarted after its consumer was deleted delivers the events published since, not the earlier ones again", {
     timeout: 40_000,
-  }, async () => {
+  }, async ({ nats, nc }) => {
     const r = receivers.start();
-    const first = await start();
+    const first = await start(nats);
     await subscribe(first, "PlanShared", { callback_uri: r.url });
-    const publishId = async (derrick: TestDerrick, data: string) =>
-      ((await (await publish(derrick, "PlanShared", { data })).json()) as Json).event_id as string;
+    const publishId = async (derrick: TestDerrick, data: string) => publishedId(derrick, "PlanShared", { data });
     const before: string[] = [];
     for (let i = 0; i < 3; i++) before.push(await publishId(first, `before ${i}`));
     await eventually(() => before.every((id) => r.received.some((x) => x.id === id)), { what: "the first events delivered" });
@@ -230,16 +200,11 @@ describe("notifications dispatcher consumer deleted while no dispatcher runs", (
     await first.cleanup();
 
     // While nothing runs: the consumer goes, and an event is published (as by another service).
-    const nc = await connect({ servers: nats.url });
-    try {
-      expect(await (await jetstreamManager(nc)).consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
-      await jetstream(nc).publish(subjects.events("opendes", "PlanShared"), JSON.stringify({ data: "while stopped" }), {
-        msgID: "evt_while_stopped",
-      });
-    } finally {
-      await nc.close();
-    }
-    const second = await start();
+    expect(await (await jetstreamManager(nc)).consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
+    await jetstream(nc).publish(subjects.events("opendes", "PlanShared"), JSON.stringify({ data: "while stopped" }), {
+      msgID: "evt_while_stopped",
+    });
+    const second = await start(nats);
     const after = await publishId(second, "after the restart");
     await eventually(() => r.received.some((x) => x.id === after) && r.received.some((x) => x.id === "evt_while_stopped"), {
       what: "the events published since delivered",

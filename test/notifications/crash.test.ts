@@ -1,31 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { eventually, startDerrick, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
 import { startReceiver } from "./receiver.ts";
-import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstream, type JetStreamManager } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
 import { STREAMS } from "../../actors/notifications/journal.ts";
 import { SUBSCRIPTIONS_BUCKET } from "../../actors/notifications/store.ts";
-import { DELIVERY_ENV, deliveries, publish, publishOnNats, remove, retry, subscribe, type Json } from "./helpers.ts";
+import { DELIVERY_ENV, deliveries, publish, publishOnNats, publishedId, remove, retry, subscribe, type Json } from "./helpers.ts";
+
+// Edge, subscriptions and dispatcher here; deliverers are started (and killed) by the tests.
+const it = derrickTest({ actors: ["system", "identity", "notifications", "dispatcher"], env: DELIVERY_ENV });
+
+/** How many dead letters the subscription has in DEAD. */
+const deadLetters = async (jsm: JetStreamManager, id: string) => {
+  const subject = subjects.notifications.dead("opendes", id);
+  return (await jsm.streams.info(STREAMS.dead, { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
+};
 
 describe("notifications delivery under failure", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let jsm: JetStreamManager;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    // Edge, subscriptions and dispatcher here; deliverers are started (and killed) by the test.
-    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher"], env: DELIVERY_ENV });
-    jsm = await jetstreamManager(derrick.nc);
-  });
-  /** How many dead letters the subscription has in DEAD. */
-  const deadLetters = async (id: string) => {
-    const subject = subjects.notifications.dead("opendes", id);
-    return (await jsm.streams.info(STREAMS.dead, { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
-  };
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
   /** An answer held until release(), then a 500: keeps one attempt in flight while its deliverer dies. */
   const heldAnswer = () => {
     let release: () => void = () => undefined;
@@ -33,7 +25,7 @@ describe("notifications delivery under failure", () => {
     return { held, release: () => release() };
   };
   /** A deliverer to kill mid-work (its connection dropped, nothing acknowledged) and the one that takes over. */
-  const killableDeliverer = async () => {
+  const killableDeliverer = async (nats: TestNats) => {
     const doomed = await startDerrick(nats, { actors: ["deliverer"], edge: false, env: DELIVERY_ENV });
     let rescuer: TestDerrick | undefined;
     return {
@@ -46,19 +38,19 @@ describe("notifications delivery under failure", () => {
     };
   };
 
-  it("notifications - a deliverer killed mid-delivery loses nothing: another one delivers every event of its batch", async () => {
+  it("notifications - a deliverer killed mid-delivery loses nothing: another one delivers every event of its batch", async ({
+    derrick,
+    nats,
+  }) => {
     const r = startReceiver();
     const { held, release } = heldAnswer();
     r.respond = (_req, count) => (count === 1 ? held : new Response(null, { status: 200 }));
-    const deliverer = await killableDeliverer();
+    const deliverer = await killableDeliverer(nats);
     try {
       await subscribe(derrick, "PlanShared", { callback_uri: r.url });
       // Published together, the events reach the deliverer as one batch (or a few).
       const ids = await Promise.all(
-        Array.from(
-          { length: 5 },
-          async (_, i) => ((await (await publish(derrick, "PlanShared", { data: `must arrive ${i}` })).json()) as Json).event_id as string,
-        ),
+        Array.from({ length: 5 }, async (_, i) => publishedId(derrick, "PlanShared", { data: `must arrive ${i}` })),
       );
       await eventually(() => r.received.length >= 1, { what: "first attempt in flight" });
       const first = r.received[0]!.id;
@@ -80,12 +72,16 @@ describe("notifications delivery under failure", () => {
     }
   }, 30_000);
 
-  it("notifications - a deliverer killed during a replay loses nothing: the dead letter stays until another deliverer delivers it", async () => {
+  it("notifications - a deliverer killed during a replay loses nothing: the dead letter stays until another deliverer delivers it", async ({
+    derrick,
+    nats,
+    jsm,
+  }) => {
     const r = startReceiver();
     const { held, release } = heldAnswer();
     let answer: "fail" | "hold" | "ok" = "fail";
     r.respond = () => (answer === "hold" ? held : new Response(null, { status: answer === "ok" ? 204 : 500 }));
-    const deliverer = await killableDeliverer();
+    const deliverer = await killableDeliverer(nats);
     try {
       const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url });
       const seq = await publishOnNats(derrick, "ReviewStateChanged", { data: "survives" }, "survives-1");
@@ -95,7 +91,7 @@ describe("notifications delivery under failure", () => {
       answer = "hold";
       expect((await retry(derrick, sub.subscription_id, "survives-1")).status).toBe(202);
       await eventually(() => r.received.length >= 4, { what: "the replay in flight" });
-      expect(await deadLetters(sub.subscription_id)).toBe(1);
+      expect(await deadLetters(jsm, sub.subscription_id)).toBe(1);
       await deliverer.kill();
       answer = "ok";
       await deliverer.takeOver();
@@ -104,7 +100,9 @@ describe("notifications delivery under failure", () => {
         timeoutMs: 15_000,
       });
       expect(JSON.parse(replayed.body).data).toBe("survives");
-      await eventually(async () => (await deadLetters(sub.subscription_id)) === 0, { what: "the dead letter forgotten after the success" });
+      await eventually(async () => (await deadLetters(jsm, sub.subscription_id)) === 0, {
+        what: "the dead letter forgotten after the success",
+      });
       await remove(derrick, sub.subscription_id);
     } finally {
       release();
@@ -113,7 +111,11 @@ describe("notifications delivery under failure", () => {
     }
   }, 30_000);
 
-  it("notifications - a resumed subscription gets its events even while a deliverer's watched copy still shows it paused", async () => {
+  it("notifications - a resumed subscription gets its events even while a deliverer's watched copy still shows it paused", async ({
+    derrick,
+    nats,
+    jsm,
+  }) => {
     const r = startReceiver();
     let gone = true;
     r.respond = () => new Response(null, { status: gone ? 410 : 204 });
@@ -129,15 +131,15 @@ describe("notifications delivery under failure", () => {
       await publish(derrick, "PublishData", { data: "answered 410" });
       // The deliverer's copy shows the pause once it buries an event instead of delivering it.
       await publish(derrick, "PublishData", { data: "buried" });
-      await eventually(async () => (await deadLetters(sub.subscription_id)) === 2, { what: "an event buried while paused" });
+      await eventually(async () => (await deadLetters(jsm, sub.subscription_id)) === 2, { what: "an event buried while paused" });
       // The deliverer loses its watch (as on a JetStream leader change): its copy stops following KV
       // until the client notices, seconds later.
       await jsm.consumers.delete(kvStream, watch[0]!);
       gone = false;
       await subscribe(derrick, "PublishData", body, "beta");
-      const { event_id } = (await (await publish(derrick, "PublishData", { data: "after the resume" })).json()) as Json;
+      const event_id = await publishedId(derrick, "PublishData", { data: "after the resume" });
       await eventually(() => r.received.some((x) => x.id === event_id), { what: "delivery after the resume", timeoutMs: 5_000 });
-      expect(await deadLetters(sub.subscription_id)).toBe(2);
+      expect(await deadLetters(jsm, sub.subscription_id)).toBe(2);
       await remove(derrick, sub.subscription_id, "beta");
     } finally {
       r.stop();
@@ -145,7 +147,10 @@ describe("notifications delivery under failure", () => {
     }
   }, 30_000);
 
-  it("notifications - a burst far beyond one subscription's capacity is delivered completely and every attempt is listed", async () => {
+  it("notifications - a burst far beyond one subscription's capacity is delivered completely and every attempt is listed", async ({
+    derrick,
+    nats,
+  }) => {
     const r = startReceiver();
     // A receiver that takes a moment, so the subscription saturates and work is sent away and booked.
     r.respond = () => new Promise<Response>((resolve) => setTimeout(() => resolve(new Response(null, { status: 204 })), 2));
@@ -179,7 +184,7 @@ describe("notifications delivery under failure", () => {
     }
   }, 30_000);
 
-  it("notifications - a deliverer stopped with parked work hands it back: another one delivers every event", async () => {
+  it("notifications - a deliverer stopped with parked work hands it back: another one delivers every event", async ({ derrick, nats }) => {
     const r = startReceiver();
     r.respond = () => new Promise<Response>((resolve) => setTimeout(() => resolve(new Response(null, { status: 204 })), 5));
     const env = { ...DELIVERY_ENV, DERRICK_DELIVERY_PER_SUBSCRIPTION: "2", DERRICK_DELIVERY_CONCURRENCY: "256" };
@@ -212,7 +217,7 @@ describe("notifications delivery under failure", () => {
     }
   }, 40_000);
 
-  it("notifications - one dead receiver does not delay deliveries to others", async () => {
+  it("notifications - one dead receiver does not delay deliveries to others", async ({ derrick, nats }) => {
     const slow = startReceiver();
     const fast = startReceiver();
     slow.respond = () => new Promise<Response>((resolve) => setTimeout(() => resolve(new Response(null, { status: 200 })), 900));

@@ -1,57 +1,44 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { describe, expect } from "vitest";
+import { jetstream } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { STREAMS } from "../../actors/notifications/journal.ts";
 import type { SubscriptionStore } from "../../actors/notifications/store.ts";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { receiverPool, type Receiver } from "./receiver.ts";
-import { DELIVERY_ENV, deliveries, publish, publishOnNats, remove, retry, subscribe, subscriptionStore, type Json } from "./helpers.ts";
+import { eventually, type TestDerrick } from "../harness/index.ts";
+import { expectProblem } from "../harness/json.ts";
+import type { Receiver } from "./receiver.ts";
+import { deliveries, deliveryTest, publishOnNats, publishedId, remove, retry, subscribe, subscriptionStore } from "./helpers.ts";
 
 const HOUR = 3_600_000;
 
+// A one-hour pause window: the tests set a subscription's first failure in the past instead of waiting.
+const it = deliveryTest({ DERRICK_DELIVERY_PAUSE_AFTER: "1h" }).extend("store", { scope: "file" }, async ({ derrick }) =>
+  subscriptionStore(derrick),
+);
+
+const dead = (derrick: TestDerrick, id: string, eventId: string) =>
+  eventually(
+    async () => {
+      const list = await deliveries(derrick, id);
+      return list.find((d) => d.event_id === eventId)?.state === "dead" ? list : undefined;
+    },
+    { what: `${eventId} dead` },
+  );
+const failingSince = async (store: SubscriptionStore, id: string, at: number) => {
+  await store.modify(id, (r) => ({ ...r, failing_since: at }));
+};
+/** A marker event reaching a receiver proves that what was published before it has been handled. */
+const settle = async (derrick: TestDerrick, type: string, ...rs: Receiver[]) => {
+  const event_id = await publishedId(derrick, type, { data: "marker" });
+  await eventually(() => rs.every((r) => r.received.some((x) => x.id === event_id)), { what: "marker" });
+};
+
 describe("notifications dead letters, replay and pausing", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let jsm: JetStreamManager;
-  let store: SubscriptionStore;
-  const receivers = receiverPool();
-  const receiver = receivers.start;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    // A one-hour pause window: the tests set a subscription's first failure in the past instead of waiting.
-    derrick = await startDerrick(nats, {
-      actors: ["system", "identity", "notifications", "dispatcher", "deliverer"],
-      env: { ...DELIVERY_ENV, DERRICK_DELIVERY_PAUSE_AFTER: "1h" },
-    });
-    jsm = await jetstreamManager(derrick.nc);
-    store = await subscriptionStore(derrick);
-  });
-  afterAll(async () => {
-    receivers.stopAll();
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
-
-  const dead = (id: string, eventId: string) =>
-    eventually(
-      async () => {
-        const list = await deliveries(derrick, id);
-        return list.find((d: Json) => d.event_id === eventId)?.state === "dead" ? list : undefined;
-      },
-      { what: `${eventId} dead` },
-    );
-  const failingSince = async (id: string, at: number) => {
-    await store.modify(id, (r) => ({ ...r, failing_since: at }));
-  };
-  /** A marker event reaching a receiver proves that what was published before it has been handled. */
-  const settle = async (type: string, ...rs: Receiver[]) => {
-    const { event_id } = (await (await publish(derrick, type, { data: "marker" })).json()) as Json;
-    await eventually(() => rs.every((r) => r.received.some((x) => x.id === event_id)), { what: "marker" });
-  };
-
-  it("notifications - an event whose JSON grows past DEAD's message limit when re-serialized is still dead-lettered after its last attempt", async () => {
-    const r = receiver();
+  it("notifications - an event whose JSON grows past DEAD's message limit when re-serialized is still dead-lettered after its last attempt", async ({
+    derrick,
+    receivers,
+  }) => {
+    const r = receivers.start();
     r.respond = () => new Response(null, { status: 500 });
     const sub = await subscribe(derrick, "PlanShared", { callback_uri: r.url }, "beta");
     // ~100 KB on NATS; written out (1e20 as 21 digits) ~440 KB: more than a dead letter may hold.
@@ -61,8 +48,7 @@ describe("notifications dead letters, replay and pausing", () => {
       headers: h,
     });
     await eventually(
-      async () =>
-        (await deliveries(derrick, sub.subscription_id, "beta")).find((d: Json) => d.event_id === "grows-1" && d.state === "dead"),
+      async () => (await deliveries(derrick, sub.subscription_id, "beta")).find((d) => d.event_id === "grows-1" && d.state === "dead"),
       { what: "grows-1 dead" },
     );
     // The schedule has three attempts; a letter that could not be stored made the last one repeat every second.
@@ -77,13 +63,17 @@ describe("notifications dead letters, replay and pausing", () => {
     await remove(derrick, sub.subscription_id, "beta");
   });
 
-  it("notifications - a failed manual retry keeps the dead letter, so a later retry still delivers the event after it left EVENTS", async () => {
-    const r = receiver();
+  it("notifications - a failed manual retry keeps the dead letter, so a later retry still delivers the event after it left EVENTS", async ({
+    derrick,
+    jsm,
+    receivers,
+  }) => {
+    const r = receivers.start();
     let healthy = false;
     r.respond = () => new Response(null, { status: healthy ? 204 : 500 });
     const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
     const seq = await publishOnNats(derrick, "MasterPlanChanged", { data: "keep me" }, "keep-me-1");
-    await dead(sub.subscription_id, "keep-me-1");
+    await dead(derrick, sub.subscription_id, "keep-me-1");
     expect((await retry(derrick, sub.subscription_id, "keep-me-1")).status).toBe(202);
     await eventually(async () => (await deliveries(derrick, sub.subscription_id))[0]?.attempt === 4, { what: "the manual attempt" });
     expect((await deliveries(derrick, sub.subscription_id))[0]).toMatchObject({ attempt: 4, state: "failed", status_code: 500 });
@@ -97,32 +87,40 @@ describe("notifications dead letters, replay and pausing", () => {
     await eventually(async () => (await deliveries(derrick, sub.subscription_id))[0]?.state === "succeeded", {
       what: "the success recorded",
     });
-    expect((await deliveries(derrick, sub.subscription_id))[0].attempt).toBe(5);
+    expect((await deliveries(derrick, sub.subscription_id))[0]!.attempt).toBe(5);
     // Delivered: the dead letter is gone, and so is the event.
     expect((await retry(derrick, sub.subscription_id, "keep-me-1")).status).toBe(410);
     await remove(derrick, sub.subscription_id);
   });
 
-  it("notifications - a replay after the event left EVENTS reaches only the replaying subscription, once, with the event's own id", async () => {
-    const [mine, theirs] = [receiver(), receiver()];
+  it("notifications - a replay after the event left EVENTS reaches only the replaying subscription, once, with the event's own id", async ({
+    derrick,
+    jsm,
+    receivers,
+  }) => {
+    const [mine, theirs] = [receivers.start(), receivers.start()];
     let healthy = false;
     mine.respond = () => new Response(null, { status: healthy ? 204 : 500 });
     const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: mine.url });
     const other = await subscribe(derrick, "ReviewStateChanged", { callback_uri: theirs.url }, "beta");
     const seq = await publishOnNats(derrick, "ReviewStateChanged", { data: "once" }, "replay-once-1");
-    await dead(sub.subscription_id, "replay-once-1");
+    await dead(derrick, sub.subscription_id, "replay-once-1");
     expect(theirs.received.map((x) => x.id)).toEqual(["replay-once-1"]);
     await jsm.streams.deleteMessage(STREAMS.events, seq);
     healthy = true;
     expect((await retry(derrick, sub.subscription_id, "replay-once-1")).status).toBe(202);
-    await settle("ReviewStateChanged", mine, theirs);
+    await settle(derrick, "ReviewStateChanged", mine, theirs);
     expect(mine.received.map((x) => x.id).slice(3, -1)).toEqual(["replay-once-1"]);
     expect(theirs.received.map((x) => x.id).slice(0, -1)).toEqual(["replay-once-1"]);
     await Promise.all([remove(derrick, sub.subscription_id), remove(derrick, other.subscription_id, "beta")]);
   });
 
-  it("notifications - an event gone from EVENTS before its retry is dead at once, not delivered empty, and a replay answers 410", async () => {
-    const r = receiver();
+  it("notifications - an event gone from EVENTS before its retry is dead at once, not delivered empty, and a replay answers 410", async ({
+    derrick,
+    jsm,
+    receivers,
+  }) => {
+    const r = receivers.start();
     let seq: number | undefined;
     r.respond = async () => {
       // The first attempt fails, and meanwhile the event passes EVENTS' retention.
@@ -131,26 +129,29 @@ describe("notifications dead letters, replay and pausing", () => {
     };
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url });
     seq = await publishOnNats(derrick, "ProjectCreated", { data: "short-lived" }, "gone-1");
-    const log = await dead(sub.subscription_id, "gone-1");
-    expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
+    const log = await dead(derrick, sub.subscription_id, "gone-1");
+    expect(log.map((d) => [d.attempt, d.state])).toEqual([
       [2, "dead"],
       [1, "failed"],
     ]);
-    expect(log[0].error).toMatch(/no longer stored/);
+    expect(log[0]!.error).toMatch(/no longer stored/);
     expect(r.received).toHaveLength(1);
     const replay = await retry(derrick, sub.subscription_id, "gone-1");
-    expect(replay.status).toBe(410);
-    expect(((await replay.json()) as Json).detail).toMatch(/no longer stored/);
+    expect((await expectProblem(replay, 410)).detail).toMatch(/no longer stored/);
     await remove(derrick, sub.subscription_id);
   });
 
-  it("notifications - a subscription that failed long ago has its next failing event retried, not dead-lettered, and stays active", async () => {
-    const r = receiver();
+  it("notifications - a subscription that failed long ago has its next failing event retried, not dead-lettered, and stays active", async ({
+    derrick,
+    store,
+    receivers,
+  }) => {
+    const r = receivers.start();
     r.respond = (_req, count) => new Response(null, { status: count === 1 ? 503 : 204 });
     const sub = await subscribe(derrick, "PlanShared", { callback_uri: r.url });
     // Its last failure streak began 1.5 h ago (beyond the 1 h window) and no success since.
-    await failingSince(sub.subscription_id, Date.now() - 1.5 * HOUR);
-    const { event_id } = (await (await publish(derrick, "PlanShared", { data: "hiccup" })).json()) as Json;
+    await failingSince(store, sub.subscription_id, Date.now() - 1.5 * HOUR);
+    const event_id = await publishedId(derrick, "PlanShared", { data: "hiccup" });
     const log = await eventually(
       async () => {
         const list = await deliveries(derrick, sub.subscription_id);
@@ -158,7 +159,7 @@ describe("notifications dead letters, replay and pausing", () => {
       },
       { what: "delivered on the retry" },
     );
-    expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
+    expect(log.map((d) => [d.attempt, d.state])).toEqual([
       [2, "succeeded"],
       [1, "failed"],
     ]);
@@ -174,15 +175,19 @@ describe("notifications dead letters, replay and pausing", () => {
     await remove(derrick, sub.subscription_id);
   });
 
-  it("notifications - an exhausted delivery pauses the subscription only when its failures began longer ago than the window", async () => {
-    const r = receiver();
+  it("notifications - an exhausted delivery pauses the subscription only when its failures began longer ago than the window", async ({
+    derrick,
+    store,
+    receivers,
+  }) => {
+    const r = receivers.start();
     r.respond = () => new Response(null, { status: 500 });
     const sub = await subscribe(derrick, "PublishData", { callback_uri: r.url });
-    await failingSince(sub.subscription_id, Date.now() - 1.5 * HOUR);
-    const { event_id: first } = (await (await publish(derrick, "PublishData", { data: 1 })).json()) as Json;
-    const log = await dead(sub.subscription_id, first);
+    await failingSince(store, sub.subscription_id, Date.now() - 1.5 * HOUR);
+    const first = await publishedId(derrick, "PublishData", { data: 1 });
+    const log = await dead(derrick, sub.subscription_id, first);
     // Every attempt of the schedule is made before the subscription is paused.
-    expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
+    expect(log.map((d) => [d.attempt, d.state])).toEqual([
       [3, "dead"],
       [2, "failed"],
       [1, "failed"],
@@ -190,23 +195,28 @@ describe("notifications dead letters, replay and pausing", () => {
     const paused = await eventually(async () => (await store.get(sub.subscription_id))?.value.paused_at, { what: "paused" });
     expect(paused).toBeDefined();
     // Paused: the next event goes to DEAD without an attempt (a replay finds it there).
-    const { event_id: second } = (await (await publish(derrick, "PublishData", { data: 2 })).json()) as Json;
+    const second = await publishedId(derrick, "PublishData", { data: 2 });
     await eventually(async () => (await retry(derrick, sub.subscription_id, second)).status === 202, { what: "the second event in DEAD" });
     await eventually(() => r.received.some((x) => x.id === second), { what: "the replay" });
     const attempts = await eventually(
       async () => {
-        const list = (await deliveries(derrick, sub.subscription_id)).filter((d: Json) => d.event_id === second);
+        const list = (await deliveries(derrick, sub.subscription_id)).filter((d) => d.event_id === second);
         return list.length > 0 ? list : undefined;
       },
       { what: "the replay's attempt" },
     );
-    expect(attempts.map((d: Json) => d.state)).toEqual(["failed"]); // the replay only
+    expect(attempts.map((d) => d.state)).toEqual(["failed"]); // the replay only
     expect(r.received.filter((x) => x.id === second)).toHaveLength(1);
     await remove(derrick, sub.subscription_id);
   });
 
-  it("notifications - a retry dead-lettered because the subscription was paused while it waited is logged dead, not left pending", async () => {
-    const r = receiver();
+  it("notifications - a retry dead-lettered because the subscription was paused while it waited is logged dead, not left pending", async ({
+    derrick,
+    jsm,
+    store,
+    receivers,
+  }) => {
+    const r = receivers.start();
     r.respond = async (_req, count) => {
       // The first attempt fails; while its retry waits (300 ms), the subscription is paused.
       if (count === 1)
@@ -233,23 +243,27 @@ describe("notifications dead letters, replay and pausing", () => {
       reason: "subscription paused: paused by the test",
     });
     const log = await deliveries(derrick, sub.subscription_id, "beta");
-    expect(log.map((d: Json) => [d.attempt, d.state])).toEqual([
+    expect(log.map((d) => [d.attempt, d.state])).toEqual([
       [2, "dead"],
       [1, "failed"],
     ]);
-    expect(log[0].error).toBe("subscription paused: paused by the test");
-    expect(log[0].next_attempt_at).toBeUndefined();
+    expect(log[0]!.error).toBe("subscription paused: paused by the test");
+    expect(log[0]!.next_attempt_at).toBeUndefined();
     expect(r.received).toHaveLength(1);
     await remove(derrick, sub.subscription_id, "beta");
   });
 
-  it("notifications - a first failure older than twice the window has expired: exhausting a delivery then does not pause", async () => {
-    const r = receiver();
+  it("notifications - a first failure older than twice the window has expired: exhausting a delivery then does not pause", async ({
+    derrick,
+    store,
+    receivers,
+  }) => {
+    const r = receivers.start();
     r.respond = () => new Response(null, { status: 500 });
     const sub = await subscribe(derrick, "PlanShared", { callback_uri: r.url }, "beta");
     const stale = Date.now() - 3 * HOUR;
-    await failingSince(sub.subscription_id, stale);
-    const { event_id } = (await (await publish(derrick, "PlanShared", { data: 1 })).json()) as Json;
+    await failingSince(store, sub.subscription_id, stale);
+    const event_id = await publishedId(derrick, "PlanShared", { data: 1 });
     await eventually(async () => (await deliveries(derrick, sub.subscription_id, "beta"))[0]?.state === "dead", {
       what: `${event_id} dead`,
     });

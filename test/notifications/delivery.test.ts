@@ -1,39 +1,27 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { jetstream } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/nats-core";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually } from "../harness/index.ts";
+import { expectProblem, getJson, json } from "../harness/json.ts";
 import { subjects } from "../../subjects/index.ts";
-import { receiverPool } from "./receiver.ts";
-import { DELIVERY_ENV, deliveries, publish, publishOnNats, remove, subscribe, type Json } from "./helpers.ts";
+import type { EventAccepted, SecretReply } from "../../subjects/notifications.ts";
+import { deliveries, deliveryTest, publish, publishOnNats, publishedId, remove, subscribe, type Json } from "./helpers.ts";
+
+const it = deliveryTest();
 
 describe("notifications delivery", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  const receivers = receiverPool();
-  const receiver = receivers.start;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications", "dispatcher", "deliverer"], env: DELIVERY_ENV });
-  });
-  afterAll(async () => {
-    receivers.stopAll();
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
-
-  it("notifications - an event is delivered as a signed CloudEvent that standardwebhooks verifies", async () => {
-    const r = receiver();
+  it("notifications - an event is delivered as a signed CloudEvent that standardwebhooks verifies", async ({ derrick, receivers }) => {
+    const r = receivers.start();
     const sub = await subscribe(derrick, "PlanShared", {
       callback_uri: `${r.url}/hook`,
       callback_headers: { Authorization: "Bearer receiver-token", appkey: "k-1", "x-site": "Zürich" },
     });
-    const secret = ((await (await derrick.call(`/v1/notifications/subscriptions/${sub.subscription_id}/secret`)).json()) as Json)
-      .key as string;
+    const { key: secret } = await getJson<SecretReply>(derrick, `/v1/notifications/subscriptions/${sub.subscription_id}/secret`);
     expect(secret).toMatch(/^whsec_/);
     const res = await publish(derrick, "PlanShared", { object_type: "/well/api/wells", data: { plan: 7 } });
     expect(res.status).toBe(202);
-    const { event_id } = (await res.json()) as Json;
+    const { event_id } = await json<EventAccepted>(res);
     const got = await eventually(() => r.received.find((x) => x.id === event_id), { what: "delivery" });
     expect(got.headers["content-type"]).toBe("application/cloudevents+json");
     expect(got.headers.authorization).toBe("Bearer receiver-token");
@@ -51,19 +39,19 @@ describe("notifications delivery", () => {
     });
     expect(Date.parse(payload.time)).not.toBeNaN();
     await eventually(
-      async () => (await deliveries(derrick, sub.subscription_id)).find((d: Json) => d.event_id === event_id && d.state === "succeeded"),
+      async () => (await deliveries(derrick, sub.subscription_id)).find((d) => d.event_id === event_id && d.state === "succeeded"),
       { what: "attempt log" },
     );
     await remove(derrick, sub.subscription_id);
   });
 
-  it("notifications - events reach only subscriptions of their partition, type and filters", async () => {
-    const [a, b, c, d] = [receiver(), receiver(), receiver(), receiver()];
+  it("notifications - events reach only subscriptions of their partition, type and filters", async ({ derrick, receivers }) => {
+    const [a, b, c, d] = [receivers.start(), receivers.start(), receivers.start(), receivers.start()];
     const wells = await subscribe(derrick, "PublishData", { callback_uri: a.url, data_source: "wells" });
     const any = await subscribe(derrick, "PublishData", { callback_uri: b.url }, "beta");
     const other = await subscribe(derrick, "PublishData", { callback_uri: c.url }, "alpha", "other");
     const zones = await subscribe(derrick, "PublishData", { callback_uri: d.url, drill_plan_object_types: ["/zone/api/zones"] }, "admin");
-    const id = async (res: Response) => ((await res.json()) as Json).event_id as string;
+    const id = async (res: Response) => (await json<EventAccepted>(res)).event_id;
     const e1 = await id(await publish(derrick, "PublishData", { data_source: "wells", object_type: "/zone/api/zones", data: 1 }));
     const e2 = await id(await publish(derrick, "PublishData", { data_source: "rigs", data: 2 }));
     const e3 = await id(await publish(derrick, "PublishData", { data: 3 }, "other"));
@@ -91,8 +79,8 @@ describe("notifications delivery", () => {
     ]);
   });
 
-  it("notifications - an event published on NATS is delivered too", async () => {
-    const r = receiver();
+  it("notifications - an event published on NATS is delivered too", async ({ derrick, receivers }) => {
+    const r = receivers.start();
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url });
     const h = natsHeaders();
     h.set("Nats-Msg-Id", "nats-event-1");
@@ -105,8 +93,11 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id);
   });
 
-  it("notifications - an event published on NATS that the HTTP door would refuse (wrong field types, extra fields, too large) is skipped and counted, and the events after it are delivered", async () => {
-    const r = receiver();
+  it("notifications - an event published on NATS that the HTTP door would refuse (wrong field types, extra fields, too large) is skipped and counted, and the events after it are delivered", async ({
+    derrick,
+    receivers,
+  }) => {
+    const r = receivers.start();
     const sub = await subscribe(derrick, "PublishData", { callback_uri: r.url }, "beta");
     const statsOf = async () => (await derrick.nc.request(subjects.notifications["dispatcher.stats"](), "{}")).json<Json>();
     const droppedBefore = (await statsOf()).dropped as number;
@@ -129,8 +120,11 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id, "beta");
   });
 
-  it("notifications - a Nats-Msg-Id with a dot is not used as the event id: webhook-id must not contain one", async () => {
-    const r = receiver();
+  it("notifications - a Nats-Msg-Id with a dot is not used as the event id: webhook-id must not contain one", async ({
+    derrick,
+    receivers,
+  }) => {
+    const r = receivers.start();
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "beta");
     const seq = await publishOnNats(derrick, "ProjectCreated", { data: "dotted" }, "order.42");
     const got = await eventually(() => r.received[0], { what: "delivery" });
@@ -139,8 +133,11 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id, "beta");
   });
 
-  it("notifications - small events that grow when re-serialized (1e20 is written out as 21 digits) are still delivered", async () => {
-    const r = receiver();
+  it("notifications - small events that grow when re-serialized (1e20 is written out as 21 digits) are still delivered", async ({
+    derrick,
+    receivers,
+  }) => {
+    const r = receivers.start();
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "admin");
     // ~4 KB on NATS, carried in the batch as ~17 KB each: eight of them exceed DELIVERIES' 64 KiB message limit together.
     const payload = `{"data":[${Array(790).fill("1e20").join(",")}]}`;
@@ -158,8 +155,8 @@ describe("notifications delivery", () => {
 
   it("notifications - a burst of large events does not stay in the deliverer's memory after it is delivered", {
     timeout: 60_000,
-  }, async () => {
-    const r = receiver();
+  }, async ({ derrick, receivers }) => {
+    const r = receivers.start();
     let delivered = 0;
     r.respond = (req) => {
       delivered++;
@@ -182,13 +179,12 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id, "admin");
   });
 
-  it("notifications - publishing needs notifications.publishers, a data member and at most 256 KiB", async () => {
+  it("notifications - publishing needs notifications.publishers, a data member and at most 256 KiB", async ({ derrick }) => {
     expect((await publish(derrick, "PlanShared", { data: 1 }, "opendes", "beta")).status).toBe(403);
     expect((await publish(derrick, "PlanShared", { object_type: "x" })).status).toBe(400);
     expect((await publish(derrick, "PlanShared", { data: 1, extra: true })).status).toBe(400);
     const misplaced = await publish(derrick, "ReviewStateChanged", { data: 1, data_source: "wells" });
-    expect(misplaced.status).toBe(400);
-    expect(((await misplaced.json()) as Json).errors).toEqual([
+    expect((await expectProblem(misplaced, 400)).errors).toEqual([
       { pointer: "/body/data_source", message: "applies only to PublishData events; send null or omit it for ReviewStateChanged" },
     ]);
     expect((await publish(derrick, "ReviewStateChanged", { data: 1, data_source: null })).status).toBe(202);
@@ -199,29 +195,35 @@ describe("notifications delivery", () => {
     ).toBe(401);
   });
 
-  it("notifications - a failing receiver is retried on schedule with the same webhook-id until it succeeds", async () => {
-    const r = receiver();
+  it("notifications - a failing receiver is retried on schedule with the same webhook-id until it succeeds", async ({
+    derrick,
+    receivers,
+  }) => {
+    const r = receivers.start();
     r.respond = (_req, count) => new Response("nope", { status: count <= 2 ? 503 : 200 });
     const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url });
-    const { event_id } = (await (await publish(derrick, "ReviewStateChanged", { data: { review: 1 } })).json()) as Json;
+    const event_id = await publishedId(derrick, "ReviewStateChanged", { data: { review: 1 } });
     await eventually(() => r.received.length >= 3, { what: "three attempts" });
     expect(r.received.map((x) => x.id)).toEqual([event_id, event_id, event_id]);
     expect(r.received[1]!.at - r.received[0]!.at).toBeGreaterThanOrEqual(250);
     const log = await eventually(async () => {
       const list = await deliveries(derrick, sub.subscription_id);
-      return list.length === 3 && list[0].state === "succeeded" ? list : undefined;
+      return list.length === 3 && list[0]!.state === "succeeded" ? list : undefined;
     });
-    expect(log.map((d: Json) => [d.attempt, d.state, d.status_code])).toEqual([
+    expect(log.map((d) => [d.attempt, d.state, d.status_code])).toEqual([
       [3, "succeeded", 200],
       [2, "failed", 503],
       [1, "failed", 503],
     ]);
-    expect(log[1].next_attempt_at).toBeDefined();
+    expect(log[1]!.next_attempt_at).toBeDefined();
     await remove(derrick, sub.subscription_id);
   });
 
-  it("notifications - a receiver answering with an endless body: the attempt succeeds and the body is cut off after 64 KiB", async () => {
-    const r = receiver();
+  it("notifications - a receiver answering with an endless body: the attempt succeeds and the body is cut off after 64 KiB", async ({
+    derrick,
+    receivers,
+  }) => {
+    const r = receivers.start();
     let sent = 0;
     let cancelled = false;
     const chunk = new Uint8Array(16 * 1024);
@@ -255,8 +257,8 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id, "alpha");
   });
 
-  it("notifications - Retry-After postpones the next attempt", async () => {
-    const r = receiver();
+  it("notifications - Retry-After postpones the next attempt", async ({ derrick, receivers }) => {
+    const r = receivers.start();
     r.respond = (_req, count) => new Response(null, { status: count === 1 ? 429 : 204, headers: { "retry-after": "1" } });
     const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url }, "beta");
     await publish(derrick, "ReviewStateChanged", { data: 1 });
@@ -266,12 +268,12 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id, "beta");
   });
 
-  it("notifications - an exhausted schedule dead-letters the delivery and a replay delivers it", async () => {
-    const r = receiver();
+  it("notifications - an exhausted schedule dead-letters the delivery and a replay delivers it", async ({ derrick, receivers }) => {
+    const r = receivers.start();
     let healthy = false;
     r.respond = () => new Response(null, { status: healthy ? 200 : 500 });
     const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
-    const { event_id } = (await (await publish(derrick, "MasterPlanChanged", { data: "important" })).json()) as Json;
+    const event_id = await publishedId(derrick, "MasterPlanChanged", { data: "important" });
     const log = await eventually(
       async () => {
         const list = await deliveries(derrick, sub.subscription_id);
@@ -305,8 +307,8 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id);
   });
 
-  it("notifications - 410 Gone pauses the subscription and re-posting resumes it", async () => {
-    const r = receiver();
+  it("notifications - 410 Gone pauses the subscription and re-posting resumes it", async ({ derrick, receivers }) => {
+    const r = receivers.start();
     let gone = true;
     r.respond = () => new Response(null, { status: gone ? 410 : 200 });
     const body = { callback_uri: r.url };
@@ -316,7 +318,7 @@ describe("notifications delivery", () => {
     await publish(derrick, "PlanShared", { data: 1 });
     await eventually(async () => (await deliveries(derrick, sub.subscription_id, "beta"))[0]?.status_code === 410, { what: "410 attempt" });
     gone = false;
-    const { event_id: second } = (await (await publish(derrick, "PlanShared", { data: 2 })).json()) as Json;
+    const second = await publishedId(derrick, "PlanShared", { data: 2 });
     // Paused: the second event is dead-lettered without an attempt; replay works.
     await eventually(
       async () =>
@@ -333,21 +335,19 @@ describe("notifications delivery", () => {
     await eventually(() => r.received.some((x) => x.id === second), { what: "replayed delivery" });
     expect(r.received).toHaveLength(2);
     await subscribe(derrick, "PlanShared", body, "beta");
-    const { event_id: third } = (await (await publish(derrick, "PlanShared", { data: 3 })).json()) as Json;
+    const third = await publishedId(derrick, "PlanShared", { data: 3 });
     await eventually(() => r.received.some((x) => x.id === third), { what: "delivery after resume" });
     await remove(derrick, sub.subscription_id, "beta");
   });
 
-  it("notifications - after a secret rotation deliveries carry both signatures", async () => {
-    const r = receiver();
+  it("notifications - after a secret rotation deliveries carry both signatures", async ({ derrick, receivers }) => {
+    const r = receivers.start();
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "beta");
     const path = `/v1/notifications/subscriptions/${sub.subscription_id}/secret`;
-    const old = ((await (await derrick.call(path, { as: "beta" })).json()) as Json).key;
-    const rotated = await derrick.call(`${path}/rotate`, { method: "POST", as: "beta" });
-    expect(rotated.status).toBe(200);
-    const fresh = ((await rotated.json()) as Json).key;
+    const { key: old } = await getJson<SecretReply>(derrick, path, { as: "beta" });
+    const { key: fresh } = await getJson<SecretReply>(derrick, `${path}/rotate`, { method: "POST", as: "beta" });
     expect(fresh).not.toBe(old);
-    expect(((await (await derrick.call(path, { as: "beta" })).json()) as Json).key).toBe(fresh);
+    expect((await getJson<SecretReply>(derrick, path, { as: "beta" })).key).toBe(fresh);
     expect((await derrick.call(`${path}/rotate`, { method: "POST" })).status).toBe(404);
     await eventually(async () => {
       await publish(derrick, "ProjectCreated", { data: "rotated" });

@@ -4,16 +4,17 @@
  * dispatcher that dies, or whose round is stuck, gives them back after the ack wait. Dispatchers run
  * here on their own connections with a journal whose batch writes the test holds back.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { jetstreamManager } from "@nats-io/jetstream";
+import type { JetStreamManager } from "@nats-io/jetstream";
 import { startDispatcher, type Dispatcher, type DispatcherLimits, type DispatcherTiming } from "../../actors/notifications/dispatcher.ts";
 import { CONSUMERS, STREAMS, ensureStreams, openJournal, type Journal } from "../../actors/notifications/journal.ts";
 import { DispatcherProgress } from "../../actors/notifications/progress.ts";
 import { SUBSCRIPTIONS_BUCKET, SubscriptionCache, SubscriptionStore } from "../../actors/notifications/store.ts";
 import { createLogger } from "../../platform/logger.ts";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, type TestNats } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
 import { DELIVERY_ENV, publishOnNats, subscribe } from "./helpers.ts";
 
 /** A two-second ack wait keeps the tests short (and survives a stalled event loop on a busy machine); renewal six times within it. */
@@ -30,73 +31,74 @@ type Probe = {
   opening: () => Promise<void>;
 };
 
-describe("notifications dispatcher", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  const probes: Probe[] = [];
-  beforeAll(async () => {
-    nats = await startTestNats();
-    // Subscriptions through the edge; no dispatcher and no deliverer: the test runs its own dispatchers.
-    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications"], env: DELIVERY_ENV });
-  });
-  // Each test's dispatchers go with it (a stuck or killed one included): a dispatcher left running
-  // would re-open the shared consumer in a later test with its own view of the ack floor.
-  afterEach(async () => {
-    for (const p of probes.splice(0)) {
-      p.gate = async () => undefined;
-      await Promise.race([p.dispatcher.stop(), new Promise((r) => setTimeout(r, 2_000))]).catch(() => undefined);
-      await p.nc.close().catch(() => undefined);
-    }
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
-
-  async function dispatcherProbe(timing: DispatcherTiming, limits?: DispatcherLimits): Promise<Probe> {
-    const nc = await connect({ servers: nats.url });
-    const real = await openJournal(nc);
-    const probe = { nc, written: [] as string[], gate: async () => undefined, opening: async () => undefined } as Probe;
-    const journal: Journal = {
-      ...real,
-      async ensureConsumer(spec) {
-        await probe.opening();
-        return real.ensureConsumer(spec);
-      },
-      async enqueueBatch(batch, msgID) {
-        probe.written.push(...batch.events.map((e) => e.event_id));
-        await probe.gate();
-        return real.enqueueBatch(batch, msgID);
-      },
+// Subscriptions through the edge; no dispatcher and no deliverer: the tests run their own dispatchers.
+const it = derrickTest({ actors: ["system", "identity", "notifications"], env: DELIVERY_ENV }).extend(
+  "dispatcherProbe",
+  async ({ nats }, { onCleanup }) => {
+    const probes: Probe[] = [];
+    // Each test's dispatchers go with it (a stuck or killed one included): a dispatcher left running
+    // would re-open the shared consumer in a later test with its own view of the ack floor.
+    onCleanup(async () => {
+      for (const p of probes.splice(0)) {
+        p.gate = async () => undefined;
+        await Promise.race([p.dispatcher.stop(), new Promise((r) => setTimeout(r, 2_000))]).catch(() => undefined);
+        await p.nc.close().catch(() => undefined);
+      }
+    });
+    return async (timing: DispatcherTiming, limits?: DispatcherLimits) => {
+      const probe = await startProbe(nats, timing, limits);
+      probes.push(probe);
+      return probe;
     };
-    const cache = new SubscriptionCache(await SubscriptionStore.open(nc), createLogger("silent"));
-    await cache.start();
-    probe.dispatcher = await startDispatcher(
-      journal,
-      cache,
-      await DispatcherProgress.open(nc),
-      { delaysMs: [0], jitter: false },
-      createLogger("silent"),
-      timing,
-      limits,
-    );
-    probes.push(probe);
-    return probe;
-  }
+  },
+);
+
+async function startProbe(nats: TestNats, timing: DispatcherTiming, limits?: DispatcherLimits): Promise<Probe> {
+  const nc = await connect({ servers: nats.url });
+  const real = await openJournal(nc);
+  const probe = { nc, written: [] as string[], gate: async () => undefined, opening: async () => undefined } as Probe;
+  const journal: Journal = {
+    ...real,
+    async ensureConsumer(spec) {
+      await probe.opening();
+      return real.ensureConsumer(spec);
+    },
+    async enqueueBatch(batch, msgID) {
+      probe.written.push(...batch.events.map((e) => e.event_id));
+      await probe.gate();
+      return real.enqueueBatch(batch, msgID);
+    },
+  };
+  const cache = new SubscriptionCache(await SubscriptionStore.open(nc), createLogger("silent"));
+  await cache.start();
+  probe.dispatcher = await startDispatcher(
+    journal,
+    cache,
+    await DispatcherProgress.open(nc),
+    { delaysMs: [0], jitter: false },
+    createLogger("silent"),
+    timing,
+    limits,
+  );
+  return probe;
+}
+
+describe("notifications dispatcher", () => {
   const never = () => new Promise<void>(() => undefined);
   const waitMs = (ms: number) => () => new Promise<void>((r) => setTimeout(r, ms));
-  const consumerIdle = async () => {
-    const jsm = await jetstreamManager(derrick.nc);
-    return eventually(
+  const consumerIdle = async (jsm: JetStreamManager) =>
+    eventually(
       async () => {
         const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
         return info.num_pending === 0 && info.num_ack_pending === 0;
       },
       { what: "every event acked", timeoutMs: 15_000 },
     );
-  };
 
-  it("notifications dispatcher - a subscription copy whose watch does not move fails freshAsOf after its wait instead of hanging the round", async () => {
+  it("notifications dispatcher - a subscription copy whose watch does not move fails freshAsOf after its wait instead of hanging the round", async ({
+    derrick,
+    nats,
+  }) => {
     await subscribe(derrick, "MasterPlanChanged", { callback_uri: "http://127.0.0.1:9/fresh" });
     const nc = await connect({ servers: nats.url });
     try {
@@ -108,13 +110,15 @@ describe("notifications dispatcher", () => {
     }
   });
 
-  it("notifications dispatcher - a bucket whose last message was removed from the stream does not keep the copy from being fresh (a barrier write is)", async () => {
+  it("notifications dispatcher - a bucket whose last message was removed from the stream does not keep the copy from being fresh (a barrier write is)", async ({
+    nats,
+    jsm,
+  }) => {
     const nc = await connect({ servers: nats.url });
     try {
       const store = await SubscriptionStore.open(nc);
       // The bucket's last sequence now names a message no watch can deliver.
       const seq = await store.kv.put("probe.removed", "x");
-      const jsm = await jetstreamManager(nc);
       await jsm.streams.deleteMessage(`KV_${SUBSCRIPTIONS_BUCKET}`, seq);
       const cache = new SubscriptionCache(store, createLogger("silent"));
       // Waited 60 s for that revision and failed before; now the barrier comes in about a second.
@@ -128,7 +132,7 @@ describe("notifications dispatcher", () => {
 
   it("notifications dispatcher - the events held at once are bounded by bytes as well as by count: large events wait on the server while the held ones are stored", {
     timeout: 30_000,
-  }, async () => {
+  }, async ({ derrick, jsm, dispatcherProbe }) => {
     // In a partition of its own: the other tests count every batch written for their types in opendes.
     await subscribe(derrick, "PublishData", { callback_uri: "http://127.0.0.1:9/bytes" }, "beta", "other");
     const budget = 1024 * 1024;
@@ -140,7 +144,6 @@ describe("notifications dispatcher", () => {
     const ids = Array.from({ length: 30 }, (_, i) => `bytes-${i}`);
     for (const id of ids) await publishOnNats(derrick, "PublishData", { data: "x".repeat(100_000) }, id, "other");
     await eventually(() => held.written.length > 0, { what: "the dispatcher holding the first events" });
-    const jsm = await jetstreamManager(derrick.nc);
     // Give it time to pull more if it would; then at most the budget's worth (10 events of 100 KB) is held.
     await new Promise((r) => setTimeout(r, 1_000));
     const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
@@ -151,11 +154,15 @@ describe("notifications dispatcher", () => {
       what: "every event dispatched once the writes go on",
       timeoutMs: 15_000,
     });
-    await consumerIdle();
+    await consumerIdle(jsm);
     await held.dispatcher.stop();
   });
 
-  it("notifications dispatcher - events held longer than the ack wait are renewed: no other dispatcher takes them", async () => {
+  it("notifications dispatcher - events held longer than the ack wait are renewed: no other dispatcher takes them", async ({
+    derrick,
+    jsm,
+    dispatcherProbe,
+  }) => {
     await subscribe(derrick, "MasterPlanChanged", { callback_uri: "http://127.0.0.1:9/renewed" });
     const slow = await dispatcherProbe(FAST);
     slow.gate = waitMs(5_000);
@@ -163,14 +170,18 @@ describe("notifications dispatcher", () => {
     for (const id of ids) await publishOnNats(derrick, "MasterPlanChanged", { data: id }, id);
     await eventually(() => ids.every((id) => slow.written.includes(id)), { what: "the slow dispatcher holding the events" });
     const other = await dispatcherProbe(FAST);
-    await consumerIdle();
+    await consumerIdle(jsm);
     // Two and a half ack waits passed while the slow one held them; a redelivery would have reached the other.
     expect(other.written.filter((id) => ids.includes(id))).toEqual([]);
     await slow.dispatcher.stop();
     await other.dispatcher.stop();
   });
 
-  it("notifications dispatcher - a dispatcher killed while holding events gives them back after the ack wait", async () => {
+  it("notifications dispatcher - a dispatcher killed while holding events gives them back after the ack wait", async ({
+    derrick,
+    jsm,
+    dispatcherProbe,
+  }) => {
     await subscribe(derrick, "PlanShared", { callback_uri: "http://127.0.0.1:9/killed" });
     const doomed = await dispatcherProbe(FAST);
     doomed.gate = never;
@@ -183,11 +194,15 @@ describe("notifications dispatcher", () => {
       what: "the events redelivered to another dispatcher",
       timeoutMs: 10_000,
     });
-    await consumerIdle();
+    await consumerIdle(jsm);
     await rescuer.dispatcher.stop();
   });
 
-  it("notifications dispatcher - a stuck round is renewed only for a while: its events then go to another dispatcher", async () => {
+  it("notifications dispatcher - a stuck round is renewed only for a while: its events then go to another dispatcher", async ({
+    derrick,
+    jsm,
+    dispatcherProbe,
+  }) => {
     await subscribe(derrick, "ProjectCreated", { callback_uri: "http://127.0.0.1:9/stuck" });
     const stuck = await dispatcherProbe({ ...FAST, renewForMs: 3_000 });
     stuck.gate = never;
@@ -205,13 +220,17 @@ describe("notifications dispatcher", () => {
       what: "the stuck round's events at another dispatcher",
       timeoutMs: 12_000,
     });
-    await consumerIdle();
+    await consumerIdle(jsm);
     // The stuck one pulled nothing more: its own redeliveries went elsewhere.
     expect(stuck.written.filter((id) => ids.includes(id))).toEqual(ids);
     await other.dispatcher.stop();
   });
 
-  it("notifications dispatcher - a consumer deleted on the server is created again after the events already dispatched: those held or published since are dispatched, earlier ones not again", async () => {
+  it("notifications dispatcher - a consumer deleted on the server is created again after the events already dispatched: those held or published since are dispatched, earlier ones not again", async ({
+    derrick,
+    jsm,
+    dispatcherProbe,
+  }) => {
     await subscribe(derrick, "ReviewStateChanged", { callback_uri: "http://127.0.0.1:9/deleted" });
     const probe = await dispatcherProbe(FAST);
     const dispatchedSeq = await publishOnNats(derrick, "ReviewStateChanged", { data: "dispatched" }, "deleted-dispatched");
@@ -228,7 +247,6 @@ describe("notifications dispatcher", () => {
     await publishOnNats(derrick, "ReviewStateChanged", { data: "held" }, "deleted-held");
     await eventually(() => probe.written.includes("deleted-held"), { what: "the event held" });
 
-    const jsm = await jetstreamManager(derrick.nc);
     expect(await jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
     await publishOnNats(derrick, "ReviewStateChanged", { data: "after" }, "deleted-after");
     // The held event comes back through the new consumer, the one published since arrives, and no
@@ -236,7 +254,7 @@ describe("notifications dispatcher", () => {
     await eventually(() => probe.written.includes("deleted-after") && probe.written.filter((id) => id === "deleted-held").length === 2, {
       what: "the held and the new event through the new consumer",
     });
-    await consumerIdle();
+    await consumerIdle(jsm);
     expect(probe.written.toSorted()).toEqual(["deleted-after", "deleted-dispatched", "deleted-held", "deleted-held"]);
     const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
     expect(info.config).toMatchObject({ ack_wait: FAST.ackWaitMs * 1e6, max_ack_pending: 10_000, opt_start_seq: dispatchedSeq + 1 });
@@ -244,7 +262,11 @@ describe("notifications dispatcher", () => {
     await probe.dispatcher.stop();
   });
 
-  it("notifications dispatcher - on an EVENTS stream created again, a consumer created again starts at the new stream's first event, not after the old one's ack floor", async () => {
+  it("notifications dispatcher - on an EVENTS stream created again, a consumer created again starts at the new stream's first event, not after the old one's ack floor", async ({
+    derrick,
+    jsm,
+    dispatcherProbe,
+  }) => {
     await subscribe(derrick, "PublishData", { callback_uri: "http://127.0.0.1:9/recreated" });
     const probe = await dispatcherProbe(FAST);
     const oldSeq = await publishOnNats(derrick, "PublishData", { data: "old stream" }, "recreated-old");
@@ -254,17 +276,20 @@ describe("notifications dispatcher", () => {
     let release: () => void = () => undefined;
     const opening = new Promise<void>((r) => (release = r));
     probe.opening = () => opening;
-    const jsm = await jetstreamManager(derrick.nc);
     expect(await jsm.streams.delete(STREAMS.events)).toBe(true);
     await ensureStreams(jsm);
     expect(await publishOnNats(derrick, "PublishData", { data: "new stream" }, "recreated-new")).toBe(1);
     release();
     await eventually(() => probe.written.includes("recreated-new"), { what: "the new stream's event dispatched" });
-    await consumerIdle();
+    await consumerIdle(jsm);
     expect(probe.written).toEqual(["recreated-old", "recreated-new"]);
     await probe.dispatcher.stop();
   });
-  it("notifications dispatcher - EVENTS created again while a re-opening is between its stream check and the consumer's creation: the new stream's events are not skipped", async () => {
+  it("notifications dispatcher - EVENTS created again while a re-opening is between its stream check and the consumer's creation: the new stream's events are not skipped", async ({
+    derrick,
+    jsm,
+    dispatcherProbe,
+  }) => {
     await subscribe(derrick, "PublishData", { callback_uri: "http://127.0.0.1:9/raced" });
     const probe = await dispatcherProbe(FAST);
     let oldSeq = 0;
@@ -277,7 +302,6 @@ describe("notifications dispatcher", () => {
     const reached = new Promise<void>((r) => (entered = r));
     const held = new Promise<void>((r) => (release = r));
     probe.opening = () => (entered(), held);
-    const jsm = await jetstreamManager(derrick.nc);
     await jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher);
     await reached;
     // Meanwhile EVENTS is deleted, created again and written: sequences 1 and 2, below the old floor.
@@ -290,11 +314,15 @@ describe("notifications dispatcher", () => {
     await eventually(() => probe.written.includes("raced-new-1") && probe.written.includes("raced-new-2"), {
       what: "the new stream's events dispatched",
     });
-    await consumerIdle();
+    await consumerIdle(jsm);
     expect(probe.written).toEqual(["raced-old-0", "raced-old-1", "raced-old-2", "raced-new-1", "raced-new-2"]);
     await probe.dispatcher.stop();
   });
-  it("notifications dispatcher - a dispatcher that starts while its consumer is missing resumes after the stored progress: events dispatched before the restart are not dispatched again", async () => {
+  it("notifications dispatcher - a dispatcher that starts while its consumer is missing resumes after the stored progress: events dispatched before the restart are not dispatched again", async ({
+    derrick,
+    jsm,
+    dispatcherProbe,
+  }) => {
     await subscribe(derrick, "PlanShared", { callback_uri: "http://127.0.0.1:9/restarted" });
     const first = await dispatcherProbe(FAST);
     let lastSeq = 0;
@@ -303,25 +331,27 @@ describe("notifications dispatcher", () => {
     await eventually(async () => ((await progress.read())?.ack_floor ?? 0) >= lastSeq, { what: "the dispatched events' ack floor stored" });
     await first.dispatcher.stop();
     // The consumer goes while no dispatcher runs (as by an operator, or a stream restored from backup).
-    const jsm = await jetstreamManager(derrick.nc);
     expect(await jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
     const second = await dispatcherProbe(FAST);
     expect(second.dispatcher.stats.ackFloor).toBe(lastSeq);
     await publishOnNats(derrick, "PlanShared", { data: "new" }, "restarted-new");
     await eventually(() => second.written.includes("restarted-new"), { what: "the new event dispatched" });
-    await consumerIdle();
+    await consumerIdle(jsm);
     // Not this file's earlier events, nor the three dispatched before the restart: only the new one.
     expect(second.written).toEqual(["restarted-new"]);
     expect((await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher)).config.opt_start_seq).toBe(lastSeq + 1);
     await second.dispatcher.stop();
   });
 
-  it("notifications dispatcher - a dispatcher that starts after EVENTS was created again dispatches the new stream's events from its first one: the old stream's stored progress is ignored", async () => {
+  it("notifications dispatcher - a dispatcher that starts after EVENTS was created again dispatches the new stream's events from its first one: the old stream's stored progress is ignored", async ({
+    derrick,
+    jsm,
+    dispatcherProbe,
+  }) => {
     await subscribe(derrick, "ProjectCreated", { callback_uri: "http://127.0.0.1:9/restarted-recreated" });
     const first = await dispatcherProbe(FAST);
     let oldSeq = 0;
     for (let i = 0; i < 4; i++) oldSeq = await publishOnNats(derrick, "ProjectCreated", { data: i }, `restarted-recreated-old-${i}`);
-    const jsm = await jetstreamManager(derrick.nc);
     const oldStream = (await jsm.streams.info(STREAMS.events)).created;
     const progress = await DispatcherProgress.open(derrick.nc);
     await eventually(
@@ -341,7 +371,7 @@ describe("notifications dispatcher", () => {
     expect(await publishOnNats(derrick, "ProjectCreated", { data: "new" }, "restarted-recreated-new-2")).toBe(2);
     const second = await dispatcherProbe(FAST);
     await eventually(() => second.written.length >= 2, { what: "the new stream's events dispatched" });
-    await consumerIdle();
+    await consumerIdle(jsm);
     expect(second.written).toEqual(["restarted-recreated-new-1", "restarted-recreated-new-2"]);
     // The progress now belongs to the new stream.
     const newStream = (await jsm.streams.info(STREAMS.events)).created;

@@ -3,8 +3,12 @@ import { jetstream } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/nats-core";
 import { SUBSCRIPTIONS_BUCKET, SubscriptionStore } from "../../actors/notifications/store.ts";
 import { subjects } from "../../subjects/index.ts";
+import type { DeliveryAttempt, DeliveryList, EventAccepted, Subscription } from "../../subjects/notifications.ts";
 import type { TestClient, TestDerrick } from "../harness/index.ts";
 import { openBucket } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { getJson, json } from "../harness/json.ts";
+import { receiverPool } from "./receiver.ts";
 
 export const DELIVERY_ENV = {
   DERRICK_CALLBACK_ALLOW_HTTP: "true",
@@ -13,7 +17,27 @@ export const DELIVERY_ENV = {
   DERRICK_DELIVERY_TIMEOUT: "1s",
 };
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+/** The edge, the subscriptions, the dispatcher and the deliverer: the whole path of an event. */
+export const DELIVERY_ACTORS = ["system", "identity", "notifications", "dispatcher", "deliverer"] as const;
+
+/**
+ * A file's derrick running the whole delivery path with DELIVERY_ENV (plus `env`), and `receivers`:
+ * the file's webhook receivers, stopped after its last test.
+ */
+export function deliveryTest(env: Record<string, string> = {}) {
+  return derrickTest({ actors: [...DELIVERY_ACTORS], env: { ...DELIVERY_ENV, ...env } }).extend(
+    "receivers",
+    { scope: "file" },
+    // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern; there are none.
+    async ({}, { onCleanup }) => {
+      const receivers = receiverPool();
+      onCleanup(() => receivers.stopAll());
+      return receivers;
+    },
+  );
+}
+
+/** A JSON value a test reads without a schema (a received webhook body, a dead letter). */
 export type Json = any;
 
 export async function subscribe(
@@ -22,15 +46,13 @@ export async function subscribe(
   body: Record<string, unknown>,
   as: TestClient = "alpha",
   partition = "opendes",
-): Promise<Json> {
-  const res = await derrick.call(`/v1/notifications/subscriptions/types/${type}`, {
+): Promise<Subscription> {
+  return getJson<Subscription>(derrick, `/v1/notifications/subscriptions/types/${type}`, {
     method: "POST",
     body: JSON.stringify({ subscriber: "tests", ...body }),
     as,
     partition,
   });
-  if (res.status !== 200) throw new Error(`subscribe: ${res.status} ${await res.text()}`);
-  return res.json();
 }
 
 export async function publish(
@@ -43,10 +65,20 @@ export async function publish(
   return derrick.call(`/v1/notifications/events/${type}`, { method: "POST", body: JSON.stringify(event), partition, as });
 }
 
-export async function deliveries(derrick: TestDerrick, id: string, as: TestClient = "alpha", partition = "opendes"): Promise<Json[]> {
-  const res = await derrick.call(`/v1/notifications/subscriptions/${id}/deliveries`, { as, partition });
-  if (res.status !== 200) throw new Error(`deliveries: ${res.status} ${await res.text()}`);
-  return ((await res.json()) as Json).deliveries;
+/** Publishes through the edge as `publish` does, expecting 202; answers the event's id. */
+export async function publishedId(...args: Parameters<typeof publish>): Promise<string> {
+  const res = await publish(...args);
+  if (res.status !== 202) throw new Error(`publish: ${res.status} ${await res.text()}`);
+  return (await json<EventAccepted>(res)).event_id;
+}
+
+export async function deliveries(
+  derrick: TestDerrick,
+  id: string,
+  as: TestClient = "alpha",
+  partition = "opendes",
+): Promise<DeliveryAttempt[]> {
+  return (await getJson<DeliveryList>(derrick, `/v1/notifications/subscriptions/${id}/deliveries`, { as, partition })).deliveries;
 }
 
 export async function remove(derrick: TestDerrick, id: string, as: TestClient = "alpha", partition = "opendes"): Promise<void> {

@@ -3,21 +3,15 @@
  * however many letters the subscription has, by its message id alone; attempt listings give the
  * newest records; no read leaves a consumer behind.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "@nats-io/transport-node";
-import type { NatsConnection } from "@nats-io/nats-core";
-import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import {
-  deadLetterId,
-  isDeadLetterOf,
-  openJournal,
-  STREAMS,
-  type AttemptRecord,
-  type Journal,
-} from "../../actors/notifications/journal.ts";
+import { describe, expect } from "vitest";
+import { jetstream } from "@nats-io/jetstream";
+import { deadLetterId, isDeadLetterOf, openJournal, STREAMS, type AttemptRecord } from "../../actors/notifications/journal.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { DeadLetter } from "../../subjects/notifications.ts";
-import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
+import { eventually } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
+
+const it = natsTest().extend("journal", { scope: "file" }, async ({ nc }) => openJournal(nc));
 
 const letter = (eventId: string, subscriptionId: string, attempt = 3): DeadLetter => ({
   event_id: eventId,
@@ -33,21 +27,6 @@ const letter = (eventId: string, subscriptionId: string, attempt = 3): DeadLette
 const attempt = (n: number): AttemptRecord => ({ event_id: `e-${n}`, attempt: 1, state: "failed", status_code: 500, event_seq: n });
 
 describe("notifications journal reads", () => {
-  let nats: TestNats;
-  let nc: NatsConnection;
-  let jsm: JetStreamManager;
-  let journal: Journal;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    nc = await connect({ servers: nats.url });
-    jsm = await jetstreamManager(nc);
-    journal = await openJournal(nc);
-  });
-  afterAll(async () => {
-    await nc?.close();
-    await nats?.cleanup();
-  });
-
   it("notifications journal - a dead letter's message id names its event and subscription, whatever the event id holds", () => {
     const id = deadLetterId({ event_id: "a:b", subscription_id: "sub-1", attempt: 12 });
     expect(id).toBe("dead:a:b:sub-1:12");
@@ -59,7 +38,11 @@ describe("notifications journal reads", () => {
     expect(isDeadLetterOf("dead:a:sub-1:", "a", "sub-1")).toBe(false);
   });
 
-  it("notifications journal - the oldest of 10,050 dead letters is found, and so is the newest; a deleted letter is not", async () => {
+  it("notifications journal - the oldest of 10,050 dead letters is found, and so is the newest; a deleted letter is not", async ({
+    nc,
+    jsm,
+    journal,
+  }) => {
     const sub = "sub-many";
     const js = jetstream(nc);
     const total = 10_050;
@@ -84,7 +67,9 @@ describe("notifications journal reads", () => {
     await eventually(async () => (await jsm.consumers.list(STREAMS.dead).next()).length === 0, { what: "no consumer left on DEAD" });
   });
 
-  it("notifications journal - the latest letter of an event wins when it died twice, and another subscription's letters are not seen", async () => {
+  it("notifications journal - the latest letter of an event wins when it died twice, and another subscription's letters are not seen", async ({
+    journal,
+  }) => {
     await journal.deadLetter(letter("twice", "sub-a", 3));
     await journal.deadLetter(letter("twice", "sub-b", 5));
     await journal.deadLetter(letter("twice", "sub-a", 7));
@@ -93,7 +78,10 @@ describe("notifications journal reads", () => {
     expect(await journal.findDead("opendes", "sub-c", "twice")).toBeUndefined();
   });
 
-  it("notifications journal - attempt listings give the newest records, oldest first, across grouped messages", async () => {
+  it("notifications journal - attempt listings give the newest records, oldest first, across grouped messages", async ({
+    jsm,
+    journal,
+  }) => {
     const sub = "sub-attempts";
     // 40 turns of 1 to 5 records each: records written in one turn share a message.
     let n = 0;

@@ -1,23 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { derrickTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
+import type { Subscription } from "../../subjects/notifications.ts";
 
 const TYPES = "/v1/notifications/subscriptions/types";
 const LIST = "/v1/notifications/subscriptions";
 
-/** Seed document 1 §2: data_source, callback_headers, drill_plan_object_types and contact_email are nullable. */
-describe("notifications nullable fields", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["system", "identity", "notifications"] });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+const it = derrickTest({ actors: ["system", "identity", "notifications"] });
 
-  it("notifications - explicit nulls in the base form are accepted on every type and read back as null", async () => {
+/** data_source, callback_headers, drill_plan_object_types and contact_email are nullable; subscriber and callback_uri are not. */
+describe("notifications nullable fields", () => {
+  it("notifications - explicit nulls in the base form are accepted on every type and read back as null", async ({ derrick }) => {
     const base = {
       subscriber: "Rig ops",
       callback_uri: "https://hooks.example.com/derrick",
@@ -31,7 +24,7 @@ describe("notifications nullable fields", () => {
       expect(res.status, type).toBe(200);
       expect(await res.json(), type).toMatchObject({ ...base, subscription_type: type });
     }
-    const list = (await (await derrick.call(LIST)).json()) as Array<Record<string, unknown>>;
+    const list = await json<Subscription[]>(await derrick.call(LIST));
     expect(list).toHaveLength(5);
     for (const sub of list)
       expect(sub).toMatchObject({ data_source: null, callback_headers: null, drill_plan_object_types: null, contact_email: null });
@@ -56,7 +49,7 @@ describe("notifications nullable fields", () => {
     });
   });
 
-  it("notifications - subscriber and callback_uri are not nullable", async () => {
+  it("notifications - subscriber and callback_uri are not nullable", async ({ derrick }) => {
     for (const body of [
       { subscriber: null, callback_uri: "https://hooks.example.com/derrick" },
       { subscriber: "x", callback_uri: null },

@@ -4,12 +4,10 @@
  * floor of another stream replaces it only when that stream is EVENTS now, and a bucket deleted on
  * the server reads as nothing stored and is created again by the next write.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "@nats-io/transport-node";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { describe, expect } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { DispatcherProgress, PROGRESS_BUCKET } from "../../actors/notifications/progress.ts";
-import { startTestNats, type TestNats } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 
 const OLD = "2026-11-20T10:00:00.123456789Z";
 const NEW = "2026-11-21T08:30:00.5Z";
@@ -17,19 +15,13 @@ const NEW = "2026-11-21T08:30:00.5Z";
 let events = OLD;
 const currentEvents = async () => events;
 
-describe("notifications dispatcher progress", () => {
-  let nats: TestNats;
-  const connections: NatsConnection[] = [];
-  beforeAll(async () => {
-    nats = await startTestNats();
-    for (let i = 0; i < 2; i++) connections.push(await connect({ servers: nats.url }));
-  });
-  afterAll(async () => {
-    for (const nc of connections) await nc.close().catch(() => undefined);
-    await nats?.cleanup();
-  });
+/** Two connections: the progress of dispatchers in two processes. */
+const it = natsTest().extend("connections", { scope: "file" }, async ({ connection }) => Promise.all([connection(), connection()]));
 
-  it("notifications - dispatchers writing their floors at once leave the highest, and a lower floor written late does not replace it", async () => {
+describe("notifications dispatcher progress", () => {
+  it("notifications - dispatchers writing their floors at once leave the highest, and a lower floor written late does not replace it", async ({
+    connections,
+  }) => {
     const [a, b] = await Promise.all(connections.map((nc) => DispatcherProgress.open(nc)));
     expect(await a!.read()).toBeUndefined();
     // Interleaved, out of order, from two connections: every write races the others' compare-and-set.
@@ -40,7 +32,9 @@ describe("notifications dispatcher progress", () => {
     expect(await b!.read()).toEqual({ events_created: OLD, ack_floor: 40 });
   });
 
-  it("notifications - the floor of an EVENTS stream created again replaces the old stream's, and the old one's does not come back", async () => {
+  it("notifications - the floor of an EVENTS stream created again replaces the old stream's, and the old one's does not come back", async ({
+    connections,
+  }) => {
     const [a, b] = await Promise.all(connections.map((nc) => DispatcherProgress.open(nc)));
     await a!.advance({ events_created: OLD, ack_floor: 50 }, currentEvents);
     // Not before the new stream exists: a floor of a stream that is not EVENTS now does not replace the stored one.
@@ -52,7 +46,9 @@ describe("notifications dispatcher progress", () => {
     expect(await a!.read()).toEqual({ events_created: NEW, ack_floor: 2 });
   });
 
-  it("notifications - the progress bucket deleted on the server reads as nothing stored, and the next write creates it again", async () => {
+  it("notifications - the progress bucket deleted on the server reads as nothing stored, and the next write creates it again", async ({
+    connections,
+  }) => {
     events = NEW;
     const progress = await DispatcherProgress.open(connections[0]!);
     await progress.advance({ events_created: NEW, ack_floor: 8 }, currentEvents);

@@ -31,10 +31,10 @@ export function startReceiver(): Receiver {
   return receiver;
 }
 
-/** Receivers started by one test file, all stopped by `stopAll()` in its afterAll. */
 /** A `respond` that never answers: each attempt to it ends with the delivery timeout. */
 export const neverAnswer = (): Promise<Response> => new Promise<Response>(() => undefined);
 
+/** Receivers started by one test file, all stopped by `stopAll()` after its last test. */
 export function receiverPool(): { start(): Receiver; stopAll(): void } {
   const started: Receiver[] = [];
   return {
