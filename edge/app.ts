@@ -18,7 +18,7 @@ import type { EdgeMetrics } from "./metrics.ts";
 import { systemBodyLimits, systemRoutes } from "./routes/system.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { notificationBodyLimits, notificationRoutes } from "./routes/notifications.ts";
-import { twinRoutes } from "./routes/twins.ts";
+import { twinBodyLimits, twinRoutes } from "./routes/twins.ts";
 import { projectRoutes } from "./routes/projects.ts";
 import { searchBadRequestFraming, searchRoutes } from "./routes/search.ts";
 import { reportingRoutes } from "./routes/reporting.ts";
@@ -29,7 +29,7 @@ export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetric
 const TOKEN_ROUTES: ReadonlySet<string> = new Set(["/v2/token"]);
 
 /** Routes whose own body limit is below DERRICK_BODY_LIMIT, checked before their body is read. */
-export const routeBodyLimits: RouteBodyLimits = { ...systemBodyLimits, ...notificationBodyLimits };
+export const routeBodyLimits: RouteBodyLimits = { ...systemBodyLimits, ...notificationBodyLimits, ...twinBodyLimits };
 
 export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
   const verifier = createVerifier(cfg, bus);

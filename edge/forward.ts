@@ -5,7 +5,7 @@
  */
 import type { BusReply } from "../platform/transport/index.ts";
 
-type SetLike = { status?: number | string; headers: Record<string, string | number> };
+export type SetLike = { status?: number | string; headers: Record<string, string | number> };
 
 /**
  * The media type to answer with, of those a route `offers` (the first is the default), by the
@@ -36,7 +36,7 @@ export function negotiate(accept: string | null, offers: readonly [string, ...st
   return best;
 }
 
-export function forward<T>(set: SetLike, reply: BusReply<T>, contentType = "application/json"): T {
+export function forward<_Transitional = unknown>(set: SetLike, reply: BusReply<unknown>, contentType = "application/json"): Response {
   // A plain record: Bun builds the response headers from it directly (cheaper than a Headers object).
   const headers: Record<string, string> = {};
   for (const name in set.headers) headers[name] = String(set.headers[name]);
@@ -46,9 +46,8 @@ export function forward<T>(set: SetLike, reply: BusReply<T>, contentType = "appl
   // edge's CPU on the echo bench). Metrics read the status from the Response (app.ts).
   set.headers = {};
   set.status = 200;
-  if (reply.status === 204 || reply.raw.length === 0) return new Response(null, { status: reply.status, headers }) as unknown as T;
+  if (reply.status === 204 || reply.raw.length === 0) return new Response(null, { status: reply.status, headers });
   // A success body goes out in the negotiated type (one route offers several); anything else as before.
   headers["content-type"] = reply.status < 300 ? contentType : "application/json";
-  // Typed as the body the route documents; Elysia sends a Response as it is.
-  return new Response(reply.raw, { status: reply.status, headers }) as unknown as T;
+  return new Response(reply.raw, { status: reply.status, headers });
 }

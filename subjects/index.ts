@@ -7,3 +7,4 @@ export * from "./principal.ts";
 export * from "./reply.ts";
 export * from "./validation.ts";
 export * from "./delivery.ts";
+export * from "./operation.ts";

@@ -13,6 +13,8 @@ export const reply = <T>(body: T, status = 200, headers: Record<string, string> 
  * A body that is already JSON bytes, sent on as they are: a stored result (a KV value) need not be
  * parsed only to be serialized again on the way out.
  */
-export class EncodedJson {
+export class EncodedJson<T = unknown> {
+  /** The type the bytes hold, for the compiler only. */
+  declare readonly _shape?: T;
   constructor(readonly bytes: Uint8Array) {}
 }

@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { Type, type Static } from "@sinclair/typebox";
 import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
 import { invalidField } from "./errors.ts";
+import { NoContent, operation } from "./operation.ts";
 
 /** Names and groups: a KV key segment with no `.`, `/`, `*`, `>` or space (docs/contract.md). */
 export const TWIN_NAME_PATTERN = "^[A-Za-z0-9_=-]{1,128}$";
@@ -157,7 +158,7 @@ export const TwinProperty = Type.Object(
 );
 export type TwinProperty = Static<typeof TwinProperty>;
 
-/** The PUT body: the seed's twin property update. */
+/** The PUT body: one group's property update. */
 export const TwinUpdateBody = Type.Object(
   {
     group: Type.String({ pattern: TWIN_NAME_PATTERN }),
@@ -170,15 +171,11 @@ export type TwinUpdateBody = Static<typeof TwinUpdateBody>;
 export const TwinPath = Type.Object({ organization: PathToken, environment: PathToken, twinId: PathToken });
 export type TwinPath = Static<typeof TwinPath>;
 
-/** edge → actor: write desired properties. */
+/** edge → actor: write desired properties: the path, the PUT body and the `If-Match` version when sent. */
 export const TwinPutRequest = Type.Composite([
   TwinPath,
-  Type.Object({
-    group: Type.String(),
-    twins: Type.Array(Type.Object({ name: Type.String(), value: Type.String() })),
-    /** The `If-Match` version, when sent. */
-    ifMatch: Type.Optional(Type.Integer({ minimum: 0 })),
-  }),
+  TwinUpdateBody,
+  Type.Object({ ifMatch: Type.Optional(Type.Integer({ minimum: 0 })) }),
 ]);
 export type TwinPutRequest = Static<typeof TwinPutRequest>;
 
@@ -205,8 +202,17 @@ export type TwinEnsureRequest = Static<typeof TwinEnsureRequest>;
 export const TwinEnsureReply = Type.Object({ bucket: Type.String() });
 export type TwinEnsureReply = Static<typeof TwinEnsureReply>;
 
-export const TwinDeleteRequest = Type.Composite([TwinPath, Type.Object({ group: Type.String(), name: Type.String() })]);
+export const TwinPropertyPath = Type.Composite([
+  TwinPath,
+  Type.Object({ group: Type.String({ pattern: TWIN_NAME_PATTERN }), name: Type.String({ pattern: TWIN_NAME_PATTERN }) }),
+]);
+export const TwinDeleteRequest = TwinPropertyPath;
 export type TwinDeleteRequest = Static<typeof TwinDeleteRequest>;
+
+export const twinsPut = operation("twins", "put", { request: TwinPutRequest, reply: TwinPutReply });
+export const twinsGet = operation("twins", "get", { request: TwinGetRequest, reply: TwinGetReply });
+export const twinsDelete = operation("twins", "delete", { request: TwinDeleteRequest, reply: NoContent });
+export const twinsEnsure = operation("twins", "ensure", { request: TwinEnsureRequest, reply: TwinEnsureReply });
 
 /** `ETag: "<n>"` and `If-Match: "<n>"` (quotes optional). */
 export const formatTwinEtag = (version: number) => `"${version}"`;

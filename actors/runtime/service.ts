@@ -32,6 +32,10 @@ import {
   serviceName,
   toDerrickError,
   type DerrickError,
+  type Operation,
+  type ReplyOf,
+  type RequestOf,
+  NoRequest,
 } from "../../subjects/index.ts";
 import { readRequestMeta } from "../../platform/transport/index.ts";
 import type { Logger } from "../../platform/logger.ts";
@@ -39,21 +43,44 @@ import { buildInfo } from "../../platform/build-info.ts";
 import { InFlightLimiter, type QueueBound } from "./limiter.ts";
 import type { RequestContext } from "./context.ts";
 
-export type Handler<I, O> = (input: I, ctx: RequestContext) => Promise<O | Reply<O>> | O | Reply<O>;
+/** What a handler may answer: the reply itself, its JSON already encoded, or either with a status and headers. */
+export type HandlerResult<O> = O | EncodedJson<O> | Reply<O | EncodedJson<O>>;
+export type Handler<I, O> = (input: I, ctx: RequestContext) => Promise<HandlerResult<O>> | HandlerResult<O>;
 
-export type EndpointSpec<S extends TSchema = TSchema> = {
+/** One endpoint as the runtime serves it: built by `endpoint(op, handler)`. */
+export type EndpointSpec = {
   /** Endpoint name shown by $SRV.INFO. */
   name: string;
   subject: string;
-  /** Request body schema; absent = any JSON (or none). */
-  input?: S;
-  handler: Handler<Static<S>, unknown>;
+  /** Request body schema; every request is checked against it before the handler runs. */
+  input: TSchema;
+  handler: Handler<unknown, unknown>;
   description?: string;
 };
 
-/** Keeps the input type of a spec tied to its schema at the definition site. */
-export function endpoint<S extends TSchema>(spec: EndpointSpec<S>): EndpointSpec {
-  return spec as unknown as EndpointSpec;
+/** Serves an operation: the handler takes what its request schema decodes and must answer its reply type. */
+export function endpoint<O extends Operation>(op: O, handler: Handler<RequestOf<O>, ReplyOf<O>>): EndpointSpec;
+/** @deprecated transitional: an endpoint not yet declared as an operation. */
+export function endpoint<S extends TSchema>(spec: {
+  name: string;
+  subject: string;
+  input?: S;
+  handler: Handler<Static<S>, unknown>;
+  description?: string;
+}): EndpointSpec;
+// biome-ignore lint/suspicious/noExplicitAny: the overloads above type both forms
+export function endpoint(
+  op: Operation | (Omit<EndpointSpec, "input" | "handler"> & { input?: TSchema; handler: Handler<any, any> }),
+  handler?: Handler<any, any>,
+): EndpointSpec {
+  if (!("request" in op)) return { ...op, input: op.input ?? NoRequest } as EndpointSpec;
+  return {
+    name: op.endpoint,
+    subject: op.subject,
+    input: op.request,
+    handler: handler as Handler<unknown, unknown>,
+    ...(op.summary ? { description: op.summary } : {}),
+  };
 }
 
 export type ActorSpec = {
@@ -221,7 +248,7 @@ function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
       throw badRequest("the request body is not valid JSON");
     }
   }
-  return ep.input ? check(ep.input, body) : body;
+  return check(ep.input, body);
 }
 
 /** A plain result goes out as its JSON alone; a Reply adds its status and headers. */

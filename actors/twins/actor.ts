@@ -1,7 +1,7 @@
 /** Wiring of the `twins` actor: per-twin KV buckets and the put/get/delete/ensure endpoints. */
 import { nuid, RequestError, type NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
-import { TwinDeleteRequest, TwinEnsureRequest, TwinGetRequest, TwinPutRequest } from "../../subjects/twins.ts";
+import { twinsDelete, twinsEnsure, twinsGet, twinsPut } from "../../subjects/twins.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { deleteTwin, ensureTwin, getTwins, putTwins, type TwinWriter, type TwinsDeps } from "./handlers.ts";
 import { DEFAULT_TWIN_LIMITS, kvTwinStores, type TwinLimits } from "./store.ts";
@@ -35,27 +35,16 @@ export async function startTwinsActor(
 ): Promise<ServedActor> {
   const writer = twinWriter(nc);
   const deps: TwinsDeps = { stores: kvTwinStores(nc, options.storage, limits), writer, maxPayload: nc.info?.max_payload };
-  const names = subjects.twins;
   return serveActor(
     nc,
     {
       name: "twins",
       description: "device twin properties (desired/reported) in per-twin JetStream KV buckets",
       endpoints: [
-        endpoint({ name: "put", subject: names.put(), input: TwinPutRequest, handler: (input, ctx) => putTwins(input, ctx, deps) }),
-        endpoint({ name: "get", subject: names.get(), input: TwinGetRequest, handler: (input, ctx) => getTwins(input, ctx, deps) }),
-        endpoint({
-          name: "delete",
-          subject: names.delete(),
-          input: TwinDeleteRequest,
-          handler: (input, ctx) => deleteTwin(input, ctx, deps),
-        }),
-        endpoint({
-          name: "ensure",
-          subject: names.ensure(),
-          input: TwinEnsureRequest,
-          handler: (input, ctx) => ensureTwin(input, ctx, deps),
-        }),
+        endpoint(twinsPut, (input, ctx) => putTwins(input, ctx, deps)),
+        endpoint(twinsGet, (input, ctx) => getTwins(input, ctx, deps)),
+        endpoint(twinsDelete, (input, ctx) => deleteTwin(input, ctx, deps)),
+        endpoint(twinsEnsure, (input, ctx) => ensureTwin(input, ctx, deps)),
       ],
     },
     options,

@@ -13,7 +13,10 @@ import {
   contentTooLarge,
   gatewayTimeout,
   unavailable,
+  type Operation,
   type Problem,
+  type ReplyOf,
+  type RequestOf,
   type RequestMeta,
 } from "../../subjects/index.ts";
 import { encodeRequestMeta } from "./request-meta.ts";
@@ -127,12 +130,17 @@ export class Bus {
     this.failAll(gatewayTimeout("the message bus client was closed after the request was sent: whether it was carried out is unknown"));
   }
 
-  async request<T = unknown>(
-    subject: string,
+  /** Calls an operation: the compiler checks the input against its request schema and types the reply. */
+  request<O extends Operation>(op: O, input: RequestOf<O>, meta?: RequestMeta, timeoutMs?: number): Promise<BusReply<ReplyOf<O>>>;
+  /** A request to a subject that is not a declared operation (tools, tests, foreign responders). */
+  request<T = unknown>(subject: string, body: unknown, meta?: RequestMeta, timeoutMs?: number): Promise<BusReply<T>>;
+  async request(
+    target: string | Operation,
     body: unknown,
     meta: RequestMeta = {},
     timeoutMs = this.options.timeoutMs,
-  ): Promise<BusReply<T>> {
+  ): Promise<BusReply<unknown>> {
+    const subject = typeof target === "string" ? target : target.subject;
     const started = performance.now();
     let outcome = "ok";
     try {
@@ -152,7 +160,7 @@ export class Bus {
         }
         throw DerrickError.fromProblem(problem, replyHeaders(msg.headers?.get(Header.replyHeaders)));
       }
-      return lazyReply<T>(
+      return lazyReply(
         msg.headers ? Number(msg.headers.get(Header.status)) || 200 : 200,
         msg.data,
         msg.headers ? replyHeaders(msg.headers.get(Header.replyHeaders)) : {},

@@ -1,0 +1,25 @@
+/**
+ * The edge's one way to call an actor: an HTTP request becomes a typed operation's request (the
+ * compiler checks the input against the operation's request schema), the actor's reply becomes
+ * the HTTP response (forward.ts).
+ */
+import { Problem, type Operation, type Principal, type RequestOf } from "../subjects/index.ts";
+import type { Bus } from "../platform/transport/index.ts";
+import { forward, type SetLike } from "./forward.ts";
+import { requestMeta } from "./request-state.ts";
+
+/** What a route handler's context must offer: Elysia's `set` and `request`, and the caller when the route checked one. */
+export type RelayContext = { set: SetLike; request: Request; principal?: Principal; partition?: string };
+
+export type Relay = <O extends Operation>(c: RelayContext, op: O, input: RequestOf<O>, contentType?: string) => Promise<Response>;
+
+/** A relay on one Bus: `relay(c, op, input)` in a route handler. */
+export function relayOn(bus: Bus): Relay {
+  return async (c, op, input, contentType) =>
+    forward(c.set, await bus.request(op, input, requestMeta(c.request, c.principal, c.partition)), contentType);
+}
+
+/** The problem+json responses a group of routes documents, by status. */
+export function problems<const S extends readonly number[]>(...statuses: S): { [K in S[number]]: typeof Problem } {
+  return Object.fromEntries(statuses.map((status) => [status, Problem])) as { [K in S[number]]: typeof Problem };
+}
