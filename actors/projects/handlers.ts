@@ -1,7 +1,7 @@
 /**
  * Handlers of the `projects` actor (catalog, projects, members, content requests, task/content/part
- * reads) and the task runner of the `content-worker` actor. Plain functions over the stores in
- * store.ts; access rules live here so NATS callers meet them too:
+ * reads); the task runner of the `content-worker` actor is content-task.ts. Plain functions over the
+ * stores in store.ts; access rules live here so NATS callers meet them too:
  *   - project admin routes (PUT/DELETE project, members): group `projects.admins`;
  *   - GET project: admins or members;
  *   - content requests, tasks, contents, parts: members only (admins included);
@@ -27,12 +27,10 @@ import {
   type Reply,
 } from "../../subjects/index.ts";
 import {
-  CONTENT_TTL_MS,
   CatalogItemBody,
   CatalogKind,
   ContentRequestBody,
   MAX_MEMBERS,
-  PART_MAX_BYTES,
   ProjectBody,
   TaskState,
   type CatalogItem,
@@ -51,15 +49,15 @@ import {
   type ProjectRecord,
   type ProjectRef,
   type Task,
-  type TaskMessage,
   type TaskRecord,
   type TaskRef,
 } from "../../subjects/projects.ts";
 import { caller, type RequestContext } from "../runtime/context.ts";
 import { pageCatalog, type Catalog } from "./catalog.ts";
-import { checkValues, computeContent, isMember, splitUtf8, utf8Length } from "./compute.ts";
+import { checkValues, isMember } from "./compute.ts";
 import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./store.ts";
 import { TaskQueueFull, type QueueLimits } from "./queue.ts";
+import { CAS_ATTEMPTS, ids, nowOf, terminal } from "./content-task.ts";
 import type { Versioned } from "../runtime/kv.ts";
 
 export const ADMIN_GROUP = "projects.admins";
@@ -67,8 +65,6 @@ export const ADMIN_GROUP = "projects.admins";
 export const MAX_CATALOG_ITEMS = 10_000;
 /** Retry-After of a content request refused by a work-queue limit. */
 const QUEUE_FULL_RETRY_S = 5;
-/** How often a write that lost a compare-and-set race is tried again. */
-const CAS_ATTEMPTS = 5;
 
 export type ProjectsDeps = {
   catalog: Catalog;
@@ -88,8 +84,6 @@ export type ProjectsDeps = {
   lost?: { lostAfterMs: number; queueEmpty(): Promise<boolean>; requeue(partition: string, taskId: string): Promise<void> };
   now?: () => Date;
 };
-
-const nowOf = (deps: { now?: () => Date }) => (deps.now ? deps.now() : new Date());
 
 const isAdmin = (principal: Principal) => principal.groups.includes(ADMIN_GROUP);
 
@@ -237,16 +231,6 @@ export const deleteMember = (input: MemberRequest, ctx: RequestContext, deps: Pr
   changeMembers(input, ctx, deps, (others) => others);
 
 // ---- content requests and tasks ---------------------------------------------------------------
-
-/** Task, content and part ids share one random suffix, so a content or part id leads to its task. */
-export const ids = {
-  task: (suffix: string) => `tsk_${suffix}`,
-  content: (suffix: string) => `cnt_${suffix}`,
-  part: (suffix: string, index: number) => `prt_${suffix}_${index}`,
-  suffixOf(id: string): string | undefined {
-    return /^(?:tsk|cnt)_([A-Za-z0-9]+)$/.exec(id)?.[1] ?? /^prt_([A-Za-z0-9]+)_\d+$/.exec(id)?.[1];
-  },
-};
 
 export const taskLocation = (projectId: string, taskId: string) => `/v2/projects/${projectId}/tasks/${taskId}`;
 
@@ -419,203 +403,4 @@ export async function getContentPart(input: PartRef, ctx: RequestContext, deps: 
     return part;
   }
   throw notFound(`content part ${partId} does not exist`);
-}
-
-// ---- the worker's side ------------------------------------------------------------------------
-
-export type WorkerDeps = {
-  catalog: Catalog;
-  projects: ProjectStore;
-  tasks: TaskStore;
-  content: ContentStore;
-  /** Extra hold before completing (drills); the runner keeps the message alive meanwhile. */
-  delayMs: number;
-  now?: () => Date;
-};
-
-export type Delivery = {
-  /** 1 on the first delivery. */
-  attempt: number;
-  /** Whether no further delivery will come after this one. */
-  last: boolean;
-  /** Tells JetStream the task is still being worked on (resets the ack wait). */
-  working(): void;
-  /** Waits, telling JetStream the task is alive meanwhile. */
-  hold(ms: number): Promise<void>;
-};
-
-/**
- * What the wiring does with the message once the runner returns: `completed`, `failed` and
- * `skipped` (the task was already terminal, or is gone) are acked. `superseded` is left alone: a
- * newer run of the task started (a redelivery after this run's ack wait), and that run's delivery
- * is the same stream message. JetStream settles a message by its stream sequence, not by delivery:
- * an ack from this run would delete the message from the work queue under the newer run (if that
- * run's worker then died, nothing would redeliver it and the task would stay `running`), and a nak
- * would hand it out again at once, overtaking the newer run in turn.
- */
-export type Outcome = "completed" | "failed" | "skipped" | "superseded";
-
-/** Compare-and-set a task transition, re-reading on a lost race; undefined when the task is already terminal. */
-async function transition(
-  deps: WorkerDeps,
-  partition: string,
-  taskId: string,
-  next: (task: TaskRecord) => TaskRecord | undefined,
-): Promise<Versioned<TaskRecord> | undefined> {
-  for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-    const current = await deps.tasks.get(partition, taskId);
-    if (!current) return undefined;
-    const updated = next(current.value);
-    if (!updated) return undefined;
-    if (await deps.tasks.update(updated, current.revision)) return { value: updated, revision: current.revision + 1 };
-  }
-  throw new Error(`task ${taskId} kept changing under the worker`);
-}
-
-/**
- * Runs of a task that may end without a word (their worker crashed, or stalled past the ack wait and
- * was overtaken); the next delivery after the last fails the task. A run that ends in an
- * infrastructure error says so (`erroredRuns`) and is not counted here: those are retried with
- * backoff up to GIVE_UP_AFTER_DELIVERIES (store.ts), so a storage outage does not use up this bound.
- */
-export const MAX_RUNS = 5;
-
-/** Runs started that never ended with a word: crashed or overtaken (see MAX_RUNS). */
-export const unfinishedRuns = (task: TaskRecord) => task.attempts - (task.erroredRuns ?? 0);
-
-const terminal = (task: TaskRecord) => task.state === TaskState.succeeded || task.state === TaskState.failed;
-
-/** Marks a task failed for good (no retry changes the outcome). */
-export async function failTask(deps: WorkerDeps, message: TaskMessage, error: string): Promise<Outcome> {
-  await transition(deps, message.partition, message.taskId, (task) =>
-    terminal(task) ? undefined : { ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error },
-  );
-  return "failed";
-}
-
-/**
- * Ends a run by compare-and-set, only while it is still the task's newest run (`attempts` as it
- * started it): an overtaken run neither completes nor fails the task, the newer run decides.
- */
-async function finishRun(
-  deps: WorkerDeps,
-  message: TaskMessage,
-  run: number,
-  finished: (task: TaskRecord) => TaskRecord,
-  outcome: Outcome,
-): Promise<Outcome> {
-  let overtaken = false;
-  const done = await transition(deps, message.partition, message.taskId, (task) => {
-    overtaken = !terminal(task) && task.attempts !== run;
-    return terminal(task) || overtaken ? undefined : finished(task);
-  });
-  if (done) return outcome;
-  return overtaken ? "superseded" : "skipped";
-}
-
-const failRun = (deps: WorkerDeps, message: TaskMessage, run: number, error: string) =>
-  finishRun(deps, message, run, (task) => ({ ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error }), "failed");
-
-/**
- * Runs one task: queued → running → succeeded (content and parts stored, then the task) or failed.
- * Safe to run again after a crash at any point: the content is keyed by the task, the state
- * change is a compare-and-set, and a terminal task is never touched again. A run overtaken by a
- * newer run of the task (it outlived its ack wait and the message went to another worker) changes
- * nothing and returns `superseded`. Infrastructure errors are thrown for the wiring to retry,
- * after the run is recorded as one that ended in an error (not counted against MAX_RUNS).
- */
-export async function runContentTask(message: TaskMessage, deps: WorkerDeps, delivery: Delivery): Promise<Outcome> {
-  const { partition, taskId } = message;
-  // Runs are counted when they start, so runs that crashed the worker (and never came back to say
-  // so) count too: a task that keeps killing workers fails here instead of being redelivered forever.
-  // A run that ended in an infrastructure error is taken off that count (below): it is the wiring's
-  // retry budget, not this one, that bounds those.
-  const started = await transition(deps, partition, taskId, (task) => {
-    if (terminal(task)) return undefined;
-    const unfinished = unfinishedRuns(task);
-    if (unfinished >= MAX_RUNS)
-      return {
-        ...task,
-        state: TaskState.failed,
-        completedAt: nowOf(deps).toISOString(),
-        error: `the task could not be completed: ${unfinished} runs ended without finishing (their workers crashed or stalled)`,
-      };
-    return { ...task, state: TaskState.running, startedAt: task.startedAt ?? nowOf(deps).toISOString(), attempts: task.attempts + 1 };
-  });
-  if (!started) return "skipped";
-  if (started.value.state === TaskState.failed) return "failed";
-  const run = started.value.attempts;
-  try {
-    return await runStarted(message, deps, delivery, started.value);
-  } catch (error) {
-    // This run ends with a word: recorded while it is still the newest run, so it does not count
-    // against MAX_RUNS. When even that cannot be written (the tasks bucket away too), it counts as a
-    // run that never finished: the bound stays conservative.
-    await transition(deps, partition, taskId, (task) =>
-      terminal(task) || task.attempts !== run ? undefined : { ...task, erroredRuns: (task.erroredRuns ?? 0) + 1 },
-    ).catch(() => undefined);
-    throw error;
-  }
-}
-
-/** The rest of a run, once the start step counted it. */
-async function runStarted(message: TaskMessage, deps: WorkerDeps, delivery: Delivery, task: TaskRecord): Promise<Outcome> {
-  const { partition, taskId } = message;
-  if (deps.delayMs > 0) await delivery.hold(deps.delayMs);
-
-  const project = (await deps.projects.get(partition, task.projectId))?.value;
-  if (!project || project.incarnation !== task.projectIncarnation)
-    return failRun(deps, message, task.attempts, `project ${task.projectId} was deleted after the request was accepted`);
-  if (!isMember(project, task.requestedBy))
-    return failRun(deps, message, task.attempts, `${task.requestedBy.clientId} is no longer a member of project ${task.projectId}`);
-  let items;
-  try {
-    items = computeContent(project, deps.catalog[task.kind], task.kind, task.ids);
-  } catch (error) {
-    return failRun(deps, message, task.attempts, (error as Error).message);
-  }
-  delivery.working();
-
-  const completedAt = nowOf(deps);
-  const expiresAt = new Date(completedAt.getTime() + CONTENT_TTL_MS).toISOString();
-  const text = JSON.stringify(items);
-  const size = utf8Length(text);
-  const suffix = ids.suffixOf(task.contentId)!;
-  const slices = size > PART_MAX_BYTES ? splitUtf8(text, PART_MAX_BYTES) : [];
-  const parts: ContentPart[] = slices.map((data, index) => ({
-    contentPartId: ids.part(suffix, index),
-    contentId: task.contentId,
-    projectId: task.projectId,
-    kind: task.kind,
-    index,
-    count: slices.length,
-    data,
-  }));
-  const content: Content = {
-    contentId: task.contentId,
-    taskId,
-    projectId: task.projectId,
-    kind: task.kind,
-    createdAt: completedAt.toISOString(),
-    expiresAt,
-    itemCount: items.length,
-    setCount: items.filter((item) => item.status === "set").length,
-    size,
-    ...(parts.length ? { parts: parts.map((p) => p.contentPartId) } : { items }),
-  };
-  // A run that outlived its ack wait may have been overtaken by a redelivered one: only the newest
-  // run of a task still going writes, so a finished task's result is not replaced. The re-read is
-  // the cheap check; the writes themselves are compare-and-sets over older runs' results only, for a
-  // run that stalls after this check (a newer run may start, write and complete meanwhile).
-  const current = (await deps.tasks.get(partition, taskId))?.value;
-  if (!current || terminal(current)) return "skipped";
-  if (current.attempts !== task.attempts) return "superseded";
-  if (!(await deps.content.write(partition, content, parts, task.attempts))) return "superseded";
-  return finishRun(
-    deps,
-    message,
-    task.attempts,
-    (current) => ({ ...current, state: TaskState.succeeded, completedAt: completedAt.toISOString(), expiresAt }),
-    "completed",
-  );
 }

@@ -20,7 +20,7 @@ import { Slots } from "../runtime/slots.ts";
 import { consumeForever } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { followCatalog } from "./actor.ts";
-import { failTask, runContentTask, type Delivery, type WorkerDeps } from "./handlers.ts";
+import { failTask, runContentTask, type Delivery, type WorkerDeps } from "./content-task.ts";
 import {
   GIVE_UP_AFTER_DELIVERIES,
   TASK_STREAM,

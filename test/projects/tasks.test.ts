@@ -5,7 +5,7 @@ import type { WorkerStats } from "../../subjects/projects.ts";
 import { drillingPlanValues, putProject } from "./fixtures.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { BUCKETS, TASK_STREAM, WORKER_CONSUMER, contentStore, openStores, projectStore, taskStore } from "../../actors/projects/store.ts";
-import { MAX_RUNS, runContentTask, type WorkerDeps } from "../../actors/projects/handlers.ts";
+import { MAX_RUNS, runContentTask, type WorkerDeps } from "../../actors/projects/content-task.ts";
 import { catalogFrom, readCatalogFile } from "../../actors/projects/catalog.ts";
 
 type TaskBody = {
