@@ -1,7 +1,6 @@
 /**
  * Worker: decodes and prepares the RECORDS messages of a bulk load (decode.ts, prepared.ts) off the
- * actor's thread, which then only writes them — at 1M records decoding and preparing were ~20 µs of
- * the ~55 µs a record cost that thread.
+ * actor's thread, which then only writes them (docs/search.md#work-across-threads-in-a-bulk-load).
  *
  * In: `{type: "ping"}` → `{type: "ready"}`; a DecodeRequest (the messages' payloads in one transferred
  * buffer) → a DecodeReply with one change per message, in order. Never fails on a message: one that
@@ -25,10 +24,8 @@ export type DecodeRequest = {
 };
 export type DecodedChange = RecordChange | { op: "skip"; reason: string };
 /**
- * The changes as the JSON of a DecodedChange[] (cheaper on both sides than structured clone of their
- * objects) without their documents' JSON, which comes as `docs` (one per prepared change, in order:
- * as a string inside the changes' JSON it cost the actor's thread ~15 µs a record to parse), and
- * their lookup rows apart (PreparedParts), which the actor's thread does not read.
+ * The changes as JSON, their documents' JSON apart as `docs` (one per prepared change, in order) and their
+ * lookup rows apart, unread by the actor's thread: the cheapest transport measured (docs/search.md#work-across-threads-in-a-bulk-load).
  */
 export type DecodeReply = { type: "ready" } | { type: "decoded"; changes: string; docs: string[]; parts: PreparedParts };
 

@@ -1,17 +1,8 @@
 /**
- * Glob patterns from callers — Lucene wildcard terms inside `nested(…)`, `returnedFields` and
- * `highlightedFields` patterns, wildcard field names in the query, kind patterns — matched without
- * a RegExp. A backtracking regex built from them (`*` → `.*`, `?` → `.`) takes exponential time on
- * patterns such as `*?*?*?…!`: 25 characters against a 46-character field path held the actor's
- * thread for minutes. This matcher backtracks only to the last `*` it passed (a later `*` can take
- * over whatever an earlier one would have taken), so one match costs at most pattern × text steps.
- *
- * The meaning is that of the anchored RegExp it replaces, so answers do not change: `*` is any run
- * of characters and `?` any one (UTF-16 code units), neither crossing a line terminator unless
- * `dotAll`; `\x` is x itself (a trailing `\` is a backslash); `ignoreCase` compares as a RegExp's
- * `i` flag without `u` does (ECMAScript Canonicalize: each code unit's one-unit upper case; tested
- * against the RegExp on every code unit, which differs only on a few letters added in Unicode 16,
- * e.g. U+A7CB, that Bun's RegExp tables do not know yet and `toUpperCase` does).
+ * Glob patterns from callers matched without a RegExp, which takes exponential time on patterns such as
+ * `*?*?*?…!`: backtracking only to the last `*`, at most pattern × text steps (docs/search.md#patterns-from-callers).
+ * The meaning is the anchored RegExp's: `*` any run and `?` any one UTF-16 code unit, neither crossing a line
+ * terminator unless `dotAll`; `\x` is x; `ignoreCase` as the RegExp `i` flag without `u`.
  */
 
 export type GlobOptions = {

@@ -55,9 +55,8 @@ self.onmessage = (event: MessageEvent<BuilderRequest>) => {
       case "open":
         db = new Database(request.file, { strict: true });
         // The caller's bulk-load marker makes an interrupted load a rebuild from the stream: no fsync here.
-        // One sorter helper thread for the index build at the end (the actor's thread is idle by then) with
-        // half the page cache: the memory of one 64 MB cache as before, vals_str built 3.4 → 2.6 s at 300k
-        // records. (Two helpers with a 64 MB cache had raised the peak RSS at 1M records 1,277 → 1,459 MB.)
+        // One sorter helper thread with half the page cache: faster, in the memory one cache took before
+        // (docs/search.md#work-across-threads-in-a-bulk-load).
         db.exec("PRAGMA synchronous = OFF; PRAGMA cache_size = -32768; PRAGMA threads = 1; PRAGMA busy_timeout = 30000;");
         for (const [path, id] of request.paths) pathIds.set(path, id);
         writer = new LookupWriter(db, "", pathId);

@@ -1,15 +1,7 @@
 /**
- * The lookup half of a search replica: the typed values (`vals`) and the text index (`fts`), kept in
- * a second SQLite file beside the documents (`index.sqlite` → `index.lookup.sqlite`). SQLite allows
- * one writer per file; two files let a bulk load write with two threads — the actor's thread writes
- * records, documents, ACLs and geometry, a worker (index-builder.ts) writes the values and the text
- * and then builds their indexes. At 1M records that halves the single-writer time the build was
- * bound by. Out of a bulk load the actor's own connection (the file ATTACHed as `lookup`) writes
- * both files in one transaction.
- *
- * What goes to the lookup file is described per batch as a LookupBatch (row ids, and each record's
- * LookupPart, which travels to the worker as JSON) and written by LookupWriter, the same code on
- * either connection.
+ * The lookup half of a search replica: the typed values (`vals`) and the text index (`fts`), in a second
+ * SQLite file so that a bulk load writes with two threads (docs/search.md#work-across-threads-in-a-bulk-load).
+ * A batch's rows are described as a LookupBatch and written by LookupWriter, the same code on either connection.
  */
 import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
 
@@ -37,10 +29,8 @@ CREATE INDEX IF NOT EXISTS ${q}vals_num ON vals(path, num) WHERE num IS NOT NULL
 export const dropValueIndexes = (q: string) => `DROP INDEX IF EXISTS ${q}vals_str; DROP INDEX IF EXISTS ${q}vals_num;`;
 
 /**
- * FTS5 merges segments as they accumulate (automerge, 4 per level by default): during a bulk load
- * it does not, and the segments are merged into one at its end, with the value indexes — fewer
- * passes over the text index than the incremental merges (standalone, 300k bench records: 15.5–20.9
- * µs per record with automerge, 11.0 + 3.4 µs without and one `optimize`).
+ * During a bulk load FTS5 does not merge its segments, which are merged into one at its end: fewer passes
+ * over the text index than the incremental merges (docs/search.md#work-across-threads-in-a-bulk-load).
  */
 export const bulkTextOff = (q: string) => `INSERT INTO ${q}fts(fts, rank) VALUES('automerge', 0);`;
 export const bulkTextEnd = (q: string) =>
@@ -89,10 +79,8 @@ export class LookupWriter {
   /** Multi-row INSERTs into vals, by row count. */
   private readonly leafInserts: Array<Statement | undefined> = [];
   /**
-   * The text rows of the batch, written after its other rows: FTS5 writes its pending terms out as
-   * a new segment whenever a later statement of the transaction opens a statement savepoint (every
-   * multi-row INSERT into vals does), so interleaved, each record became a segment of its own and
-   * FTS5 spent the build merging them.
+   * The text rows of the batch, written after its other rows: interleaved with the `vals` inserts, each
+   * record became an FTS5 segment of its own (docs/search.md#the-index-replica).
    */
   private readonly pendingText = new Map<number, [body: string, fielded: string]>();
   /** The ids of the batch's paths, by their index. */

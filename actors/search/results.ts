@@ -72,26 +72,15 @@ export function project(doc: Record<string, unknown>, fields: readonly string[])
 }
 
 /**
- * Most highlight work one request may ask for (`highlightedFields`), in units of roughly 0.1 µs
- * on the development VM (2 shared cores), so the whole budget is 0.1–0.15 s of the actor's thread
- * at worst (measured on the shapes that cost most per unit):
- * - PATH_UNITS per returned document and per path it holds (flattening, matching the patterns), and
- *   again per highlighted path of a document (reading its values);
- * - VALUE_UNITS per value highlighted plus one per character of it, times 1 + the prefix words
- *   (`drill*`) that apply to the path (each compared with every word of the value);
- * - GLOB_UNITS per highlighted-field pattern and per wildcard-field term (`data.*Name:x`) matched
- *   against a path not seen before in the request (each is compiled once per request).
- * 1000 results with 20 short fields each, highlighted on `*`, take about 1.5M. Past the budget the
- * remaining results (the one that crossed it too) come without `highlight`: OSDU adds `highlight`
- * only to a result where something matched, so clients read it as optional; and the cost depends
- * on the stored records, not the request alone, so a 400 would fail a query that passed
- * yesterday. Before, nothing bounded it: 1000 fielded terms with `highlightedFields: ["*" ×100]`
- * compiled a glob per document × path × term × entry and held the actor's thread (shared with
- * the edge and every actor of `derrick start`) for minutes.
+ * Most highlight work one request may ask for, in units of roughly 0.1 µs; past it the remaining results
+ * come without `highlight`, which clients already read as optional (docs/search.md#limits-and-known-differences-from-osdu-on-elasticsearch).
  */
 export const HIGHLIGHT_WORK_MAX = 2_000_000;
+/** Per returned document and per path it holds, and again per highlighted path of a document. */
 const PATH_UNITS = 16;
+/** Per value highlighted (plus one per character, times 1 + the prefix words that apply to its path). */
 const VALUE_UNITS = 4;
+/** Per highlighted-field pattern and wildcard-field term matched against a path new to the request. */
 const GLOB_UNITS = 2;
 
 type Words = { exact: Set<string>; prefixes: string[] };

@@ -1,13 +1,7 @@
 /**
- * What the hot query paths check for every candidate record, kept in memory beside the SQLite
- * replica: which (partition, kind) and which ACL each record has, and its token count (BM25's
- * document length). A lookup in SQLite costs 1–2 µs per candidate (a B-tree seek each), which at
- * thousands of candidates per query was most of a text or geo query; here it is an array read.
- *
- * Records share few distinct kinds and ACLs, so each record holds the id of its interned
- * (partition, kind, authority) and of its interned ACL; a query first decides which kind ids and
- * ACL ids it may see (a handful), then tests candidates with two array reads. Rebuilt from the
- * `records` table when the index opens (about a second at 1M records).
+ * What the hot query paths check for every candidate record, kept in memory beside the SQLite replica:
+ * the ids of its interned (partition, kind, authority) and ACL, and its token count — an array read
+ * instead of a B-tree seek per candidate (docs/search.md#in-memory-facts-and-sort-columns).
  */
 import type { Access } from "./backend.ts";
 import { compileGlob, type GlobMatcher } from "./glob.ts";

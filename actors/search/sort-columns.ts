@@ -1,18 +1,7 @@
 /**
- * Sorting by numbers and dates without a SQLite lookup per match. A sorted query used to fetch each
- * match's sort value with a correlated subquery on `vals` (~2–3 µs per match: +37 ms for 15k matches,
- * +205 ms for 10k text matches at 300k records). Here the values of a sorted field live in memory, one
- * column per field path: the smallest and the largest number of each record (ES sorts a multi-valued
- * field by its min ascending and its max descending), NaN where the record has none. The matching
- * rows come in as row ids, the page is picked with a bounded heap, and ids are read for its rows only.
- *
- * Only fields whose every value is a number or a date are kept here: SQLite orders mixed values as
- * numbers before strings, which the SQL path keeps doing. Columns are loaded on the first sort by a
- * field, kept current by every upsert and delete, and at most MAX_COLUMNS are held (the least
- * recently used goes): 16 bytes per record each, 16 MB at 1M records.
- *
- * The same columns check number and date ranges of text queries (`rangeVerdict`): a record's min and
- * max decide, except when they straddle the range, which SQL then checks.
+ * Sorting by numbers and dates without a SQLite lookup per match: per field path of numbers or dates only,
+ * each record's smallest and largest value in memory (ES sorts by min ascending, max descending), the
+ * page picked with a bounded heap; the same columns check ranges (docs/search.md#in-memory-facts-and-sort-columns).
  */
 import type { SortKey, SortValue } from "./backend.ts";
 import { LeafType, type Leaf } from "./documents.ts";

@@ -1,22 +1,6 @@
 /**
  * The embedded search backend: one `bun:sqlite` index per search actor, a rebuildable replica of the
- * RECORDS stream, in two files (`vals` and `fts` in the lookup file, see lookup.ts). Tables:
- *   records  one row per record (partition, id, lowercased kind, number of shapes) — kept narrow so
- *            the per-candidate kind check stays in cache
- *   docs     the result document of each record as JSON (read for the returned page only)
- *   acl      (rid, group, owner) — the ACL filter joins here, so results, counts and aggregations
- *            see only what the caller may see
- *   vals     typed leaves (path id, type, exact string ≤ 256 chars, number or epoch ms) — keyword
- *            matches, ranges, _exists_, sort, aggregations
- *   paths    the field paths seen, each with the small integer `vals` names it by (a path's text in
- *            every row and in both value indexes was ~30% of the table and of what their build sorts)
- *   fts      FTS5 (contentless): `body` = analyzed text of data/tags values (free text), `fielded` =
- *            the same tokens prefixed per field path (field search, phrases and prefixes per field)
- *   geo      R*Tree of bounding boxes of lines and polygons, with the record, path and exact geometry
- *            (JSON) as auxiliary columns, checked in JS
- *   points   lone points (record, path, x, y), scanned in memory (rows.ts PointIndex)
- *   meta     last applied stream sequence and the stream's identity
- * The AST compiles to one SQL statement; text parts that FTS5 can express become one MATCH.
+ * RECORDS stream in two files; its tables and why they are shaped so: docs/search.md#the-index-replica.
  */
 import { Database, type SQLQueryBindings } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
@@ -66,16 +50,8 @@ const TOTAL_CAP = 10_000;
 const SCHEMA_VERSION = "8";
 const AGGREGATION_SIZE = 1000;
 /**
- * Most exact-geometry work one spatial filter may take, in units of one vertex or edge of the query
- * geometry compared with one vertex or segment of a candidate record's shape (a candidate costs 1
- * more; a point against a box or circle costs 1). Only candidates the caller may see in the
- * request's partition and kinds are tested, and a point or shape outside a query ring's box is
- * rejected without reading its edges, so the work is about (visible records in the query's box) ×
- * (query vertices). 20,000,000 is 0.1–0.2 s of the actor's thread on the 2-core VM: a
- * 10-vertex polygon over 1M visible points, 100 vertices over 200,000, or 10,000 over 2,000
- * pass. Beyond it the
- * query is refused with 400 naming /body/spatialFilter (there is no partial answer to give:
- * results, count and aggregations all come from the exact hits).
+ * Most exact-geometry work one spatial filter may take, in vertex comparisons (a candidate costs 1 more):
+ * beyond it a 400, as results, count and aggregations all come from the exact hits (docs/search.md#spatial-filters).
  */
 export const SPATIAL_WORK_MAX = 20_000_000;
 const spatialTooCostly = () =>
@@ -117,12 +93,7 @@ function escapeGlob(text: string): string {
   return text.replace(/[*?[]/g, (c) => `[${c}]`);
 }
 
-/**
- * 16 KiB pages instead of SQLite's 4 KiB, for both files: fewer pages to write, split and map during
- * a bulk load. 1M-record builds end to end (.scratch e2e, interleaved): 55.0 / 57.2 / 55.9 s against
- * 59.3 / 61.7 / 59.1 / 61.6 / 53.9 s with 4 KiB, peak RSS 724–847 against 1,010–1,063 MB; 8 KiB: 57.0 s.
- * Files made with another page size keep it (SQLite changes it only with a VACUUM).
- */
+/** 16 KiB pages for both files: fewer pages to write, split and map in a bulk load (docs/search.md#page-size-and-memory-maps). */
 const PAGE_SIZE = 16_384;
 
 /** How long a statement waits for another connection's lock on a file before SQLITE_BUSY. */
@@ -177,12 +148,9 @@ export class SqliteBackend implements SearchBackend {
   constructor(readonly options: SqliteOptions) {
     if (options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
     this.db = new Database(options.file, { create: true, strict: true });
-    // Memory-mapped reads, 512 MB per file: mapped pages count in the process RSS, and the 1 GB the single
-    // file had is the budget of the two (one 1 GB map each took the 1M-record build to a 2.3 GB peak).
-    // A lookup writer worker of a backend closed just before (terminated, not waited for) may hold the
-    // lookup file's lock for a moment: wait for it rather than fail the open (seen under load in tests
-    // that reopen at once). The page size of a new file (an existing one keeps its own) is set before
-    // WAL mode, which fixes it.
+    // Maps of 512 MB per file (mapped pages count in the RSS); a busy timeout, as a worker just terminated
+    // may hold the lookup file's lock; the page size before WAL mode, which fixes it
+    // (docs/search.md#page-size-and-memory-maps).
     this.db.exec(
       `PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}; PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912;`,
     );
@@ -261,10 +229,8 @@ export class SqliteBackend implements SearchBackend {
   }
 
   /**
-   * Files from another schema version are emptied and rebuilt from the stream (they are only a
-   * replica), as are files whose bulk load never finished, and a pair whose halves do not belong
-   * together: another build (one file deleted or replaced) or another applied sequence (a crash
-   * between the two files' commits — a transaction over attached WAL files is atomic per file only).
+   * Files of another schema, of an unfinished bulk load, or whose halves do not belong together (another
+   * build or applied sequence) are emptied and rebuilt from the stream (docs/search.md#the-index-replica).
    */
   private migrate(): void {
     const state = (schema: string) => {
@@ -335,12 +301,8 @@ export class SqliteBackend implements SearchBackend {
   }
 
   /**
-   * Bulk loading (a rebuild or a long backlog): the value indexes are dropped and rebuilt once at
-   * the end — sorting once is several times cheaper than inserting into them row by row — commits
-   * skip fsync (the files are a rebuildable replica), and a worker writes the lookup file while this
-   * thread writes the documents file. Queries still work meanwhile, slower, on what both have
-   * written. Ending it waits for the worker, which then builds the indexes, so queries keep being
-   * answered while it runs; nothing may be applied until the returned promise settles.
+   * Bulk loading (a rebuild or a long backlog): value indexes built once at the end, no fsync, a worker
+   * writing the lookup file (docs/search.md#the-index-replica). Nothing may be applied until it settles.
    */
   async bulkLoad(on: boolean): Promise<void> {
     if (on === this.bulk || this.building) return;
@@ -764,11 +726,8 @@ export class SqliteBackend implements SearchBackend {
   }
 
   /**
-   * A query whose required text is one word, ranked by relevance (the most common search): the
-   * word's instances in the free-text column come from the index in one read (fts5vocab), the
-   * partition/kind/ACL checks from memory, and BM25 is computed here from the same inputs as
-   * FTS5's rank — FTS5 would look up every match's length in its B-tree to rank it, which was most
-   * of the time of a frequent word. Any other predicate is checked on the candidates in one SQL statement.
+   * A query whose required text is one word, ranked by relevance: BM25 computed here from the word's
+   * instances (one fts5vocab read), not FTS5's rank, which looks up every match's length (docs/search.md#the-index-replica).
    */
   private rankedTerm(request: SearchRequest, term: string, rest: QueryNode, registerNested: (node: NestedNode) => number): SearchResult {
     const instances = this.stmts.bodyInstances.values(term) as Array<[number]>;
@@ -795,10 +754,8 @@ export class SqliteBackend implements SearchBackend {
   }
 
   /**
-   * A relevance query whose required text is more than one word (phrases, `field:"value"`, several
-   * terms): FTS5 ranks its rows, partition, kind and ACL are checked in memory and any other
-   * predicate in SQL on the survivors — the SQL path joined every match with records and the ACL
-   * table twice (count, then page): 55 → ~20 ms for a 15k-row phrase at 300k records.
+   * A relevance query whose required text is more than one word: FTS5 ranks its rows, partition, kind and
+   * ACL are checked in memory, the rest in SQL on the survivors (docs/search.md#the-index-replica).
    */
   private rankedText(
     request: SearchRequest,
@@ -907,9 +864,7 @@ export class SqliteBackend implements SearchBackend {
 
   /**
    * The number and date ranges among `rest`'s required clauses that the in-memory columns can check
-   * (a field of numbers only or of dates only), and what is left of `rest` without them. A text
-   * query with a range used to check the range in SQL on every visible text match, a `vals` lookup
-   * each (thousands for a frequent word at 1M records: p95 16 ms through the edge).
+   * (a field of numbers only or of dates only), and what is left of `rest` without them.
    */
   private rangesInMemory(
     rest: QueryNode,

@@ -206,10 +206,8 @@ const LINE_TERMINATOR = /[\n\r\u2028\u2029]/;
 
 /**
  * `nested(path, field[, min|max])` (sort) or `nested(path, field)` / `nested(p1, nested(p2, field))`
- * (aggregation). After the head, read by hand in one pass: the RegExp this replaces,
- * `(.+?)\s*(?:,\s*(min|max)\s*)?\)$`, took cubic time when the `)` was missing (2,000 spaces: 5 s).
- * Same reading: the inner part is the shortest that leaves only `, min|max` and spaces before the
- * closing `)` (that RegExp's lazy match), on one line.
+ * (aggregation), read by hand in one pass as the lazy RegExp it replaces read it, without its cubic time
+ * (docs/search.md#patterns-from-callers).
  */
 export function nestedField(text: string): { field: string; mode?: "min" | "max" } | undefined {
   const s = text.trim();
