@@ -539,9 +539,8 @@ export function scenarioAggregation(
   // first share·N trials of its N-trial run, split by largest remainder so they add up to N).
   const pgAtLeastOne = scenarios.reduce((a, s) => a + s.scenario.probability * s.model.chance.pgAtLeastOne, 0);
   const expectedSuccessfulSegments = scenarios.reduce((a, s) => a + s.scenario.probability * s.model.chance.expectedSuccessfulSegments, 0);
-  // One scenario's run at a time: its results, then only the prefix the mixture takes is kept (a
-  // copy). Holding every run until the mixture took 50 × trials × products Float64s: 20 scenarios
-  // of 6 products at 1,000,000 trials peaked at 1.9 GB.
+  // One scenario's run at a time: only the prefix the mixture takes is kept (a copy), so memory
+  // does not grow with the scenarios (docs/reporting.md#how-the-numbers-are-computed).
   const parts: Array<Omit<Simulation, "pSuccess">> = [];
   const takes = apportion(
     scenarios.map(({ scenario, model }) => scenario.probability * model.chance.pgAtLeastOne),

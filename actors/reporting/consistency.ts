@@ -121,12 +121,8 @@ export const basisOfSegments = (segments: readonly Pick<SegmentVolumes, "volumes
   segments.flatMap((s) => Object.values(s.volumes)).find((v) => v?.basis)?.basis ?? "recoverable";
 
 /**
- * The most simulation work one multiple scenario aggregation may take: Σ over its scenarios of
- * segments × trials (each scenario is simulated with the analysis's own trials, and its outcome tree
- * built). 64,000,000 is the largest prospect analysis the limits allow (64 segments × 1,000,000
- * trials): ~2 s for a prospect aggregation and ~4.5 s, ~700 MB for one such scenario on the 2-core
- * development machine. Without it, 50 scenarios of 64 segments at 1,000,000 trials held the actor
- * for minutes on every GET (the result is too large to cache).
+ * The most simulation work one multiple scenario aggregation may take, Σ over its scenarios of segments ×
+ * trials: that of the largest prospect analysis the limits allow (docs/reporting.md#limits).
  */
 export const SCENARIO_WORK_MAX = 64_000_000;
 

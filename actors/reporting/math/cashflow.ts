@@ -38,7 +38,7 @@ export function productionProfile(m: ProductionModel): Array<{ year: number; vol
     // earliest (declineStartRemaining 1 declined from 0 and produced nothing).
     if (!declining && out.length > 0 && cumulative >= (1 - m.declineStartRemaining) * m.recoverable) declining = true;
     const rate = declining ? previous * (1 - m.declineRate) : Math.min((k + 1) * m.wellsPerYear * m.wellRatePerYear, plateau);
-    // The economic limit ends the decline (domain note §3), not the build-up: a first well's
+    // The economic limit ends the decline, not the build-up: a first well's
     // rate below it ramps up with the next wells (it ended the field before its first year).
     if (rate <= 0 || (declining && rate < m.economicLimit)) break;
     const volume = Math.min(rate, m.recoverable - cumulative);

@@ -52,7 +52,7 @@ export function chanceOfSuccess({ model, pc, ps }: ChanceInput): Chance {
 export const riskedMean = (pg: readonly number[], means: readonly number[]) => pg.reduce((acc, p, i) => acc + p * (means[i] ?? 0), 0);
 
 /**
- * Partial dependency between two outcomes (the shared-uniform mixture, domain note §1.3.5): with
+ * Partial dependency between two outcomes (the shared-uniform mixture): with
  * probability d the second outcome reuses the first's uniform. d = 0 independent, d = 1 nested.
  */
 export function jointProbabilityPartial(pA: number, pB: number, d: number): { both: number; atLeastOne: number; bGivenA: number } {

@@ -1,16 +1,8 @@
 /**
- * Seeded Monte Carlo of a prospect's success case: per trial, draw which segments succeed (by the
- * dependency model) *given that at least one does*, then a success-case volume for each successful
- * segment, and sum per product. Every trial is a success-case trial, whatever the chance of success:
- * the chance itself is exact (`pSuccess`), and what is risked (the exceedance curve, the commercial
- * chance) is `pSuccess` × the success-case fraction (P(V ≥ v) = Pg · S(v), domain note §1.2). Drawn
- * unconditionally, as before a review pass, only about Pg × trials trials were successes: at Pg
- * 1e-4 and 20,000 trials the success-case percentiles came from ~2 values, or were all 0. Typed arrays
- * hold one total per trial and product; the generator is prng.ts (xoshiro128**), so a given seed
- * and trial count give the same numbers every time. Volumes of different segments are drawn
- * independently (the contract has no volume correlation input); the products of one segment share
- * one normal draw (fully correlated: a larger trap holds more oil and more gas), which also halves
- * the cost of a trial.
+ * Seeded Monte Carlo of a prospect's success case: every trial draws the segments' outcomes *given that at
+ * least one succeeds*, so the percentiles never rest on the few successes a low chance leaves; what is
+ * risked is the exact `pSuccess` × the success-case fraction (docs/reporting.md#how-the-numbers-are-computed).
+ * The products of one segment share one normal draw: a larger trap holds more oil and more gas.
  */
 import { DependencyModel } from "./chance.ts";
 import type { VolumeModel } from "./lognormal.ts";
@@ -244,9 +236,8 @@ export function exceedanceFraction(
 
 /**
  * Splits `total` trials in proportion to `weights` (Hamilton's largest remainder): the counts sum to
- * `total` exactly and each is its floor share or one more; ties go to the earlier part, and zero
- * weights (or all zero) get nothing. Rounding each share on its own added up to more or fewer than
- * `total` (three equal scenarios of 100 trials took 99; two of 101 took 102).
+ * `total` exactly, unlike shares rounded each on its own, and each is its floor share or one more; ties go
+ * to the earlier part, and zero weights (or all zero) get nothing.
  */
 export function apportion(weights: readonly number[], total: number): number[] {
   const sum = weights.reduce((a, w) => a + Math.max(0, w), 0);

@@ -10,13 +10,8 @@
  *                    likely segments succeed") of ps_i.
  * A leaf's volume is the sum of the success-case means of its successful segments, so
  * Σ joint × volume = the risked mean exactly (under enumeration).
- *
- * Size: a tree keeps at most the outcomes allotted to it (`maxLeaves`; MAX_TREE_OUTCOMES is shared
- * by all the scenarios of an analysis, allotOutcomes): its most likely outcomes stay, the rest are
- * folded into one `other` (their count, summed probabilities, and their probability-weighted mean
- * volume), so both invariants still hold. Without it a sampled tree had up to one outcome per
- * trial (64 segments, 1,000,000 trials: a million leaves, ~1 GB of JSON), and 50 scenarios of 16
- * segments 50 × 2^16 exact ones.
+ * A tree keeps at most the outcomes allotted to it (`maxLeaves`, allotOutcomes); the rest are folded into one
+ * `other`, so both invariants hold and the answer stays bounded (docs/reporting.md#how-the-numbers-are-computed).
  */
 import { DependencyModel } from "./chance.ts";
 import { drawSuccesses } from "./monte-carlo.ts";
@@ -160,12 +155,9 @@ function commonNodes(pc: number): Pick<ProspectTree, "commonFailure" | "commonSu
 }
 
 /**
- * Beyond the exact limit (independent, commonFactor): distinct outcomes seen in `trials` draws,
- * with their frequencies. The common branch of commonFactor is exact (Pc): every trial draws the
- * combinations under common success (before, the common factors were drawn too, so 1 − Pc was
- * sampled and that share of the trials was spent on it). Only the `maxLeaves` most frequent become
- * leaves (foldRarest folds the rest); the others are folded here already, from their keys, so a
- * million distinct outcomes never become a million objects.
+ * Beyond the exact limit (independent, commonFactor): distinct outcomes seen in `trials` draws, with
+ * their frequencies; commonFactor's common branch stays exact, so every draw goes to the combinations
+ * under it. Outcomes past `maxLeaves` are folded from their keys: a million never become a million objects.
  */
 function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeaves: number): ProspectTree {
   const common = model !== DependencyModel.independent;
