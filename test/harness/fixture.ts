@@ -19,6 +19,8 @@ export type DerrickTestOptions = Omit<StartOptions, "env"> & {
   env?: Record<string, string> | ((servers: { redis: TestRedis }) => Record<string, string>);
   /** Options of the file's nats-server (max_payload, a small file store). */
   nats?: NatsOptions;
+  /** Runs on the file's nats-server before derrick boots (to leave what an older version made). */
+  prepare?: (nats: TestNats) => Promise<void>;
 };
 
 /**
@@ -68,8 +70,9 @@ export function natsTest(options: NatsOptions = {}) {
  * first test's) bounds the boot and a failed boot fails there.
  */
 export function derrickTest(options: DerrickTestOptions = {}) {
-  const { env, nats: natsOptions, ...rest } = options;
+  const { env, nats: natsOptions, prepare, ...rest } = options;
   const boot = async (nats: TestNats, settings: Record<string, string> | undefined, onCleanup: (fn: () => Promise<void>) => void) => {
+    await prepare?.(nats);
     const derrick = await startDerrick(nats, { ...rest, ...(settings ? { env: settings } : {}) });
     onCleanup(() => derrick.cleanup());
     return derrick;

@@ -1,8 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "@nats-io/transport-node";
+import { afterAll, describe, expect, it } from "vitest";
 import { Kvm } from "@nats-io/kv";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { endKvWatches, eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
+import { endKvWatches, eventually, startDerrick, type TestDerrick, openBucket } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { expectProblem, getJson } from "../harness/json.ts";
+import { contentOf, requestContent, taskIn } from "./helpers.ts";
 import { BUCKETS, catalogStore } from "../../actors/projects/store.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { CatalogList, catalogFrom, pageCatalog, readCatalogFile } from "../../actors/projects/catalog.ts";
@@ -160,63 +162,51 @@ describe("catalog and content computation (pure)", () => {
   });
 });
 
+const routes = derrickTest({ actors: ["identity", "projects", "content-worker"] });
+
 describe("catalog routes", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
+  const it = routes;
   let second: TestDerrick | undefined;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "projects", "content-worker"] });
-  });
   afterAll(async () => {
     await second?.cleanup();
-    await derrick?.cleanup();
-    await nats?.cleanup();
   });
 
-  const page = async (path: string) => {
-    const res = await derrick.call(path);
-    expect(res.status, await res.clone().text()).toBe(200);
-    return (await res.json()) as CatalogPage;
-  };
-
-  it("catalog - display items and key parameters page with offset and limit", async () => {
-    const all = await page("/v1/display-items?limit=500");
+  it("catalog - display items and key parameters page with offset and limit", async ({ derrick }) => {
+    const all = await getJson<CatalogPage>(derrick, "/v1/display-items?limit=500");
     expect(all.total).toBe(all.items.length);
     expect(all.items[0]).toMatchObject({ id: "well-name", name: "Well name", dataType: "string", category: "well", objectTypes: ["well"] });
-    const first = await page("/v1/display-items?limit=10");
-    const second = await page("/v1/display-items?offset=10&limit=10");
+    const first = await getJson<CatalogPage>(derrick, "/v1/display-items?limit=10");
+    const second = await getJson<CatalogPage>(derrick, "/v1/display-items?offset=10&limit=10");
     expect(first).toMatchObject({ offset: 0, limit: 10, total: all.total });
     expect([...first.items, ...second.items].map((i) => i.id)).toEqual(all.items.slice(0, 20).map((i) => i.id));
-    expect((await page("/v1/key-parameters")).limit).toBe(50);
-    expect((await page("/v1/key-parameters?limit=5")).items.every((i) => i.id && i.dataType)).toBe(true);
+    expect((await getJson<CatalogPage>(derrick, "/v1/key-parameters")).limit).toBe(50);
+    expect((await getJson<CatalogPage>(derrick, "/v1/key-parameters?limit=5")).items.every((i) => i.id && i.dataType)).toBe(true);
   });
 
-  it("catalog - the category filter narrows the items and the total", async () => {
-    const cost = await page("/v1/key-parameters?category=cost");
+  it("catalog - the category filter narrows the items and the total", async ({ derrick }) => {
+    const cost = await getJson<CatalogPage>(derrick, "/v1/key-parameters?category=cost");
     expect(cost.total).toBeGreaterThan(0);
     expect(cost.items.every((i) => i.category === "cost")).toBe(true);
     expect(cost.items.map((i) => i.id)).toContain("total-cost");
-    expect((await page("/v1/display-items?category=trajectory&limit=2")).items).toHaveLength(2);
-    expect(await page("/v1/display-items?category=nothing")).toMatchObject({ items: [], total: 0 });
+    expect((await getJson<CatalogPage>(derrick, "/v1/display-items?category=trajectory&limit=2")).items).toHaveLength(2);
+    expect(await getJson<CatalogPage>(derrick, "/v1/display-items?category=nothing")).toMatchObject({ items: [], total: 0 });
   });
 
-  it("catalog - bad paging gets a 400 naming the parameter; credentials are required", async () => {
+  it("catalog - bad paging gets a 400 naming the parameter; credentials are required", async ({ derrick }) => {
     for (const [query, pointer] of [
       ["limit=501", "/query/limit"],
       ["offset=x", "/query/offset"],
       ["limit=0", "/query/limit"],
     ]) {
       const res = await derrick.call(`/v1/display-items?${query}`);
-      expect(res.status).toBe(400);
-      expect(((await res.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe(pointer);
+      expect((await expectProblem(res, 400)).errors![0]!.pointer).toBe(pointer);
     }
     expect((await derrick.call("/v1/display-items", { as: null })).status).toBe(401);
     expect((await derrick.call("/v1/display-items", { headers: { appkey: "beta-appkey-1" } })).status).toBe(401);
     expect((await derrick.call("/v1/display-items", { partition: null })).status).toBe(400);
   });
 
-  it("catalog - an admin extends the catalog and every process serves the new item", async () => {
+  it("catalog - an admin extends the catalog and every process serves the new item", async ({ derrick, nats }) => {
     // A second edge + projects actor, already running: it learns of additions through the KV watch.
     second = await startDerrick(nats, { actors: ["projects"] });
     const body = {
@@ -263,12 +253,12 @@ describe("catalog routes", () => {
     ] as const) {
       const retyped = await derrick.call(path, { as: "admin", method: "PUT", body: JSON.stringify({ ...body, dataType }) });
       expect(retyped.status, path).toBe(409);
-      expect(((await retyped.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe("/body/dataType");
+      expect((await expectProblem(retyped, 409)).errors![0]!.pointer).toBe("/body/dataType");
     }
 
     await eventually(
       async () => {
-        const listed = (await (await second!.call("/v1/key-parameters?category=well&limit=500")).json()) as CatalogPage;
+        const listed = await getJson<CatalogPage>(second!, "/v1/key-parameters?category=well&limit=500");
         return listed.items.find((i) => i.id === "riser-margin")?.name === "Riser margin kept";
       },
       { what: "the other process to serve the replacement" },
@@ -276,7 +266,7 @@ describe("catalog routes", () => {
     // A process started afterwards loads it at start.
     const third = await startDerrick(nats, { actors: ["projects"] });
     try {
-      const listed = (await (await third.call("/v1/key-parameters?category=well&limit=500")).json()) as CatalogPage;
+      const listed = await getJson<CatalogPage>(third, "/v1/key-parameters?category=well&limit=500");
       expect(listed.items.find((i) => i.id === "riser-margin")).toMatchObject({ name: "Riser margin kept" });
     } finally {
       await third.cleanup();
@@ -289,64 +279,51 @@ describe("catalog routes", () => {
       body: JSON.stringify({ name: "ext", members: ["alpha"], values: { keyParameters: { "riser-margin": true } } }),
     });
     expect(put.status).toBe(201);
-    const req = await derrick.call("/v1/projects/p-ext/key-parameters/content/requests", {
-      method: "POST",
-      body: JSON.stringify({ ids: ["riser-margin"] }),
-    });
-    expect(req.status).toBe(202);
-    const { taskId, contentId } = (await req.json()) as { taskId: string; contentId: string };
-    await eventually(
-      async () => ((await (await derrick.call(`/v2/projects/p-ext/tasks/${taskId}`)).json()) as { state: string }).state === "succeeded",
-    );
-    const content = (await (await derrick.call(`/v1/projects/p-ext/key-parameters/content/${contentId}`)).json()) as {
-      items: Array<{ name: string; value: unknown }>;
-    };
+    const { taskId, contentId } = await requestContent(derrick, "p-ext", "key-parameters", { ids: ["riser-margin"] });
+    await taskIn(derrick, "p-ext", taskId, { states: ["succeeded"], timeoutMs: 10_000 });
+    const content = await contentOf(derrick, "p-ext", "key-parameters", contentId);
     expect(content.items).toEqual([expect.objectContaining({ name: "Riser margin kept", value: true })]);
   });
 
-  it("catalog - a catalog follow whose watch ended by itself, and that met an entry that is no item, still gets the additions made afterwards", async () => {
+  it("catalog - a catalog follow whose watch ended by itself, and that met an entry that is no item, still gets the additions made afterwards", async ({
+    connection,
+  }) => {
     // A connection of its own: the follow's watch is the only one ended.
-    const nc = await connect({ servers: nats.url });
+    const nc = await connection();
+    const kv = await openBucket(nc, BUCKETS.catalog);
+    const seen: string[] = [];
+    const stop = await catalogStore(kv).follow((_kind, added) => void seen.push(added.id), createLogger("silent"));
     try {
-      const kv = await openBucket(nc, BUCKETS.catalog);
-      const seen: string[] = [];
-      const stop = await catalogStore(kv).follow((_kind, added) => void seen.push(added.id), createLogger("silent"));
-      try {
-        // nats.js gives a quiet watch up after about two minutes without JetStream: here at once.
-        expect(endKvWatches(nc)).toBe(1);
-        await kv.put("key-parameters.not-json", "{");
-        await catalogStore(kv).put(CatalogKind.keyParameters, item("mud-window"));
-        await eventually(() => seen.includes("mud-window"), { what: "the addition made after the watch ended" });
-      } finally {
-        await stop();
-      }
+      // nats.js gives a quiet watch up after about two minutes without JetStream: here at once.
+      expect(endKvWatches(nc)).toBe(1);
+      await kv.put("key-parameters.not-json", "{");
+      await catalogStore(kv).put(CatalogKind.keyParameters, item("mud-window"));
+      await eventually(() => seen.includes("mud-window"), { what: "the addition made after the watch ended" });
     } finally {
-      await nc.close();
+      await stop();
     }
   });
-  it("catalog - a catalog bucket deleted and made again is followed from its start: its items replace the old bucket's, though their revisions start over", async () => {
-    const nc = await connect({ servers: nats.url });
+  it("catalog - a catalog bucket deleted and made again is followed from its start: its items replace the old bucket's, though their revisions start over", async ({
+    connection,
+  }) => {
+    const nc = await connection();
+    const kvm = new Kvm(nc);
+    const kv = await kvm.create("catalog_made_again", { history: 1 });
+    const catalog = catalogFrom({ displayItems: [], keyParameters: [] });
+    for (const name of ["v1", "v2", "v3"]) await catalogStore(kv).put(CatalogKind.displayItems, { ...item("depth"), name });
+    const stop = await catalogStore(kv).follow((kind, added, revision) => catalog[kind].apply(added, revision), createLogger("silent"), {
+      onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()),
+      checkEveryMs: 200,
+    });
     try {
-      const kvm = new Kvm(nc);
-      const kv = await kvm.create("catalog_made_again", { history: 1 });
-      const catalog = catalogFrom({ displayItems: [], keyParameters: [] });
-      for (const name of ["v1", "v2", "v3"]) await catalogStore(kv).put(CatalogKind.displayItems, { ...item("depth"), name });
-      const stop = await catalogStore(kv).follow((kind, added, revision) => catalog[kind].apply(added, revision), createLogger("silent"), {
-        onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()),
-        checkEveryMs: 200,
-      });
-      try {
-        expect(catalog[CatalogKind.displayItems].get("depth")?.name).toBe("v3");
-        expect(await (await jetstreamManager(nc)).streams.delete("KV_catalog_made_again")).toBe(true);
-        const again = await kvm.create("catalog_made_again", { history: 1 });
-        // Revision 1 of the new bucket, below the 3 held from the old one.
-        expect(await catalogStore(again).put(CatalogKind.displayItems, { ...item("depth"), name: "fresh" })).toBe(1);
-        await eventually(() => catalog[CatalogKind.displayItems].get("depth")?.name === "fresh", { what: "the new bucket's item applied" });
-      } finally {
-        await stop();
-      }
+      expect(catalog[CatalogKind.displayItems].get("depth")?.name).toBe("v3");
+      expect(await (await jetstreamManager(nc)).streams.delete("KV_catalog_made_again")).toBe(true);
+      const again = await kvm.create("catalog_made_again", { history: 1 });
+      // Revision 1 of the new bucket, below the 3 held from the old one.
+      expect(await catalogStore(again).put(CatalogKind.displayItems, { ...item("depth"), name: "fresh" })).toBe(1);
+      await eventually(() => catalog[CatalogKind.displayItems].get("depth")?.name === "fresh", { what: "the new bucket's item applied" });
     } finally {
-      await nc.close();
+      await stop();
     }
   });
 });

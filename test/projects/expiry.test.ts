@@ -1,39 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { eventually } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
 import { drillingPlanValues, putProject } from "./fixtures.ts";
+import { contentOf, requestContent, taskIn, taskOf } from "./helpers.ts";
+
+const it = derrickTest({ actors: ["identity", "projects", "content-worker"] });
 
 // The one test that waits for real: results live 60 s after completion (the content bucket's max age).
 describe("content expiry", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "projects", "content-worker"] });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
-
-  it("expiry - content and parts are readable until about expiresAt and gone (404) within 2 s after it", { timeout: 90_000 }, async () => {
+  it("expiry - content and parts are readable until about expiresAt and gone (404) within 2 s after it", { timeout: 90_000 }, async ({
+    derrick,
+  }) => {
     await putProject(derrick, "p-exp", { values: drillingPlanValues(6000) });
-    const res = await derrick.call("/v1/projects/p-exp/display-items/content/requests", {
-      method: "POST",
-      body: JSON.stringify({ ids: ["trajectory-survey"] }),
-    });
-    const { taskId, contentId } = (await res.json()) as { taskId: string; contentId: string };
-    const task = await eventually(async () => {
-      const t = (await (await derrick.call(`/v2/projects/p-exp/tasks/${taskId}`)).json()) as {
-        state: string;
-        completedAt?: string;
-        expiresAt?: string;
-      };
-      return t.state === "succeeded" ? t : undefined;
-    });
+    const { taskId, contentId } = await requestContent(derrick, "p-exp", "display-items", { ids: ["trajectory-survey"] });
+    const task = await taskIn(derrick, "p-exp", taskId, { states: ["succeeded"], timeoutMs: 10_000 });
     const expiresAt = Date.parse(task.expiresAt!);
     expect(expiresAt - Date.parse(task.completedAt!)).toBe(60_000);
-    const content = (await (await derrick.call(`/v1/projects/p-exp/display-items/content/${contentId}`)).json()) as { parts: string[] };
-    const partPath = `/v1/projects/p-exp/display-items/content-parts/${content.parts[0]}`;
+    const content = await contentOf(derrick, "p-exp", "display-items", contentId);
+    const partPath = `/v1/projects/p-exp/display-items/content-parts/${content.parts![0]}`;
 
     let lastReadable = Date.now();
     const gone = await eventually(
@@ -44,7 +29,7 @@ describe("content expiry", () => {
           lastReadable = now;
           return undefined;
         }
-        return { at: now, status: r.status, body: (await r.json()) as Record<string, unknown> };
+        return { at: now, status: r.status, body: await json(r) };
       },
       { timeoutMs: 70_000, intervalMs: 200, what: "the content to expire" },
     );
@@ -54,7 +39,7 @@ describe("content expiry", () => {
     expect(gone.at).toBeLessThanOrEqual(expiresAt + 2_000);
     expect((await derrick.call(partPath)).status).toBe(404);
     // The task itself stays, saying when its result went away.
-    expect(await (await derrick.call(`/v2/projects/p-exp/tasks/${taskId}`)).json()).toMatchObject({
+    expect(await taskOf(derrick, "p-exp", taskId)).toMatchObject({
       state: "succeeded",
       expiresAt: task.expiresAt,
     });

@@ -6,55 +6,34 @@
  * wait; their stalls and deaths are project reads that wait on the test, so the timing is set by
  * the test, not by sleeps.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nuid, type NatsConnection } from "@nats-io/nats-core";
-import { connect } from "@nats-io/transport-node";
-import { jetstreamManager, type JsMsg } from "@nats-io/jetstream";
-import { eventually, startTestNats, type TestNats } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { nuid } from "@nats-io/nats-core";
+import type { JsMsg } from "@nats-io/jetstream";
+import { eventually } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
+import { workerDeps } from "./helpers.ts";
 import { subjects } from "../../subjects/index.ts";
 import { TaskState, type ProjectRecord, type TaskRecord, type WorkerStats } from "../../subjects/projects.ts";
 import { encodeJson } from "../../actors/runtime/kv.ts";
-import {
-  TASK_STREAM,
-  WORKER_CONSUMER,
-  contentStore,
-  ensureTaskQueue,
-  openStores,
-  projectStore,
-  taskStore,
-  type Stores,
-} from "../../actors/projects/store.ts";
+import { TASK_STREAM, WORKER_CONSUMER, ensureTaskQueue, openStores, type Stores } from "../../actors/projects/store.ts";
 import { getContent, getContentPart } from "../../actors/projects/handlers.ts";
 import { ids, runContentTask, type WorkerDeps } from "../../actors/projects/content-task.ts";
 import type { RequestContext } from "../../actors/runtime/context.ts";
 import { handleTask } from "../../actors/projects/worker.ts";
-import { catalogFrom, readCatalogFile } from "../../actors/projects/catalog.ts";
 import { createLogger } from "../../platform/logger.ts";
 
 const ACK_WAIT_MS = 400;
 const never = () => new Promise<never>(() => undefined);
 
+const it = natsTest();
+
 describe("content runs overtaken by a redelivery", () => {
-  let nats: TestNats;
-  let nc: NatsConnection;
   let stores: Stores;
   let base: WorkerDeps;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    nc = await connect({ servers: nats.url });
+  it.beforeAll(async ({ nc }) => {
     stores = await openStores(nc);
     await ensureTaskQueue(nc, ACK_WAIT_MS);
-    base = {
-      catalog: catalogFrom(readCatalogFile()),
-      projects: projectStore(stores.projects),
-      tasks: taskStore(stores.tasks),
-      content: contentStore(stores.content),
-      delayMs: 0,
-    };
-  });
-  afterAll(async () => {
-    await nc?.close();
-    await nats?.cleanup();
+    base = workerDeps(stores);
   });
 
   const log = createLogger("silent");
@@ -103,7 +82,9 @@ describe("content runs overtaken by a redelivery", () => {
     return undefined;
   }
 
-  it("worker - a run overtaken by a redelivery leaves the message to it: when the newer run's worker dies too, the task is redelivered and completes", async () => {
+  it("worker - a run overtaken by a redelivery leaves the message to it: when the newer run's worker dies too, the task is redelivered and completes", async ({
+    jsm,
+  }) => {
     const task = await acceptedTask("p-overtaken-ack");
     // Worker A starts the run (attempt 1), then stalls on its project read, past the ack wait.
     let resumeA!: () => void;
@@ -128,7 +109,6 @@ describe("content runs overtaken by a redelivery", () => {
     // `running` with nothing to redeliver it.
     resumeA();
     await runA;
-    const jsm = await jetstreamManager(nc);
     expect((await jsm.streams.info(TASK_STREAM)).state.messages).toBe(1);
     expect(await stores.content.get(`opendes.c.${task.contentId}`)).toBeNull();
 

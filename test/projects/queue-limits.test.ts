@@ -1,6 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import { RetentionPolicy, jetstreamManager } from "@nats-io/jetstream";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
+import { eventually, startDerrick, type TestDerrick, openBucket } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { expectProblem } from "../harness/json.ts";
 import { BUCKETS, TASK_STREAM } from "../../actors/projects/store.ts";
 import { subjects } from "../../subjects/index.ts";
 import { connectNats } from "../../platform/nats.ts";
@@ -13,13 +15,12 @@ const TOTAL = 3;
  * The work queue's limits: unfinished tasks per requester (429) and in all (503), held by the
  * CONTENT_TASKS stream itself (discard new), so a member cannot fill the queue and the KV with tasks.
  */
-describe("content work-queue limits", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let worker: TestDerrick | undefined;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    // A stream from a version without limits: the projects actor applies the configured ones at start.
+// No content worker yet: every accepted task stays unfinished.
+const it = derrickTest({
+  actors: ["identity", "projects"],
+  env: { DERRICK_CONTENT_MAX_UNFINISHED: String(PER_REQUESTER), DERRICK_CONTENT_QUEUE_MAX: String(TOTAL) },
+  // A stream from a version without limits: the projects actor applies the configured ones at start.
+  prepare: async (nats) => {
     const nc = await connectNats(nats.url, "queue-limits-test");
     await (await jetstreamManager(nc)).streams.add({
       name: TASK_STREAM,
@@ -27,33 +28,32 @@ describe("content work-queue limits", () => {
       retention: RetentionPolicy.Workqueue,
     });
     await nc.close();
-    // No content worker yet: every accepted task stays unfinished.
-    derrick = await startDerrick(nats, {
-      actors: ["identity", "projects"],
-      env: { DERRICK_CONTENT_MAX_UNFINISHED: String(PER_REQUESTER), DERRICK_CONTENT_QUEUE_MAX: String(TOTAL) },
-    });
+  },
+});
+
+describe("content work-queue limits", () => {
+  let worker: TestDerrick | undefined;
+  it.beforeAll(async ({ derrick }) => {
     expect((await putProject(derrick, "p-limits", { members: ["alpha", "beta", "admin"] })).status).toBe(201);
   });
   afterAll(async () => {
     await worker?.cleanup();
-    await derrick?.cleanup();
-    await nats?.cleanup();
   });
 
-  const request = (as: "alpha" | "beta" | "admin") =>
+  const request = (derrick: TestDerrick, as: "alpha" | "beta" | "admin") =>
     derrick.call("/v1/projects/p-limits/key-parameters/content/requests", {
       as,
       method: "POST",
       body: JSON.stringify({ ids: ["total-depth-md"] }),
     });
-  const storedTasks = async () => {
+  const storedTasks = async (derrick: TestDerrick) => {
     let n = 0;
     for await (const _ of await (await openBucket(derrick.nc, BUCKETS.tasks)).keys()) n++;
     return n;
   };
 
-  it("limits - a stream made without limits gets the configured ones at start", async () => {
-    const info = await (await jetstreamManager(derrick.nc)).streams.info(TASK_STREAM);
+  it("limits - a stream made without limits gets the configured ones at start", async ({ jsm }) => {
+    const info = await jsm.streams.info(TASK_STREAM);
     expect(info.config).toMatchObject({
       max_msgs: TOTAL,
       max_msgs_per_subject: PER_REQUESTER,
@@ -62,32 +62,31 @@ describe("content work-queue limits", () => {
     });
   });
 
-  it("limits - past its unfinished tasks a requester gets 429 with Retry-After and leaves no task behind; others are not held by it", async () => {
-    for (let i = 0; i < PER_REQUESTER; i++) expect((await request("alpha")).status).toBe(202);
-    const refused = await request("alpha");
-    expect(refused.status).toBe(429);
-    expect(refused.headers.get("content-type")).toContain("application/problem+json");
+  it("limits - past its unfinished tasks a requester gets 429 with Retry-After and leaves no task behind; others are not held by it", async ({
+    derrick,
+  }) => {
+    for (let i = 0; i < PER_REQUESTER; i++) expect((await request(derrick, "alpha")).status).toBe(202);
+    const refused = await request(derrick, "alpha");
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(((await refused.json()) as { detail: string }).detail).toContain(`${PER_REQUESTER} content tasks queued or running`);
-    expect(await storedTasks()).toBe(PER_REQUESTER);
+    expect((await expectProblem(refused, 429)).detail).toContain(`${PER_REQUESTER} content tasks queued or running`);
+    expect(await storedTasks(derrick)).toBe(PER_REQUESTER);
     // Another member has a limit of their own.
-    expect((await request("beta")).status).toBe(202);
+    expect((await request(derrick, "beta")).status).toBe(202);
   });
 
-  it("limits - past the queue's total everyone gets 503 with Retry-After", async () => {
-    const refused = await request("admin");
+  it("limits - past the queue's total everyone gets 503 with Retry-After", async ({ derrick }) => {
+    const refused = await request(derrick, "admin");
     expect(refused.status).toBe(503);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(await storedTasks()).toBe(TOTAL);
+    expect(await storedTasks(derrick)).toBe(TOTAL);
   });
 
-  it("limits - once its tasks completed, a requester is admitted again", { timeout: 20_000 }, async () => {
+  it("limits - once its tasks completed, a requester is admitted again", { timeout: 20_000 }, async ({ derrick, nats, jsm }) => {
     worker = await startDerrick(nats, { actors: ["content-worker"], edge: false });
-    const jsm = await jetstreamManager(derrick.nc);
     await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, {
       timeoutMs: 15_000,
       what: "the queue to drain",
     });
-    expect((await request("alpha")).status).toBe(202);
+    expect((await request(derrick, "alpha")).status).toBe(202);
   });
 });

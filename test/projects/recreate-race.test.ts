@@ -1,29 +1,19 @@
 /** A write that found no stream while another process was making the bucket again (no responders) runs once more there. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/nats-core";
-import { connect } from "@nats-io/transport-node";
-import { startTestNats, type TestNats } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 import { BUCKETS, openStores, taskStore } from "../../actors/projects/store.ts";
 import { TaskState, type TaskRecord } from "../../subjects/projects.ts";
 
-describe("a bucket made again by another process", () => {
-  let nats: TestNats;
-  let nc: NatsConnection;
-  let other: NatsConnection;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    nc = await connect({ servers: nats.url });
-    other = await connect({ servers: nats.url });
-  });
-  afterAll(async () => {
-    await nc?.close();
-    await other?.close();
-    await nats?.cleanup();
-  });
+const it = natsTest();
 
-  it("storage - a write that found no stream while another process was making the bucket again is done there, not failed", async () => {
+describe("a bucket made again by another process", () => {
+  it("storage - a write that found no stream while another process was making the bucket again is done there, not failed", async ({
+    nc,
+    connection,
+  }) => {
+    const other = await connection("other process");
     const stores = await openStores(nc);
     stores.close();
     const jsm = await jetstreamManager(nc);

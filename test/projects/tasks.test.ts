@@ -1,85 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { eventually, type TestDerrick, openBucket } from "../harness/index.ts";
+import { expectProblem, json } from "../harness/json.ts";
 import { subjects } from "../../subjects/index.ts";
-import type { WorkerStats } from "../../subjects/projects.ts";
+import type { ContentItem, ContentPart, Task, WorkerStats } from "../../subjects/projects.ts";
 import { drillingPlanValues, putProject } from "./fixtures.ts";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { BUCKETS, TASK_STREAM, WORKER_CONSUMER, contentStore, openStores, projectStore, taskStore } from "../../actors/projects/store.ts";
+import { contentOf, contentTest, requestContent, taskIn, taskOf, workerDeps } from "./helpers.ts";
+import { BUCKETS, TASK_STREAM, WORKER_CONSUMER, openStores } from "../../actors/projects/store.ts";
 import { MAX_RUNS, runContentTask, type WorkerDeps } from "../../actors/projects/content-task.ts";
-import { catalogFrom, readCatalogFile } from "../../actors/projects/catalog.ts";
 
-type TaskBody = {
-  taskId: string;
-  projectId: string;
-  kind: string;
-  state: string;
-  createdAt: string;
-  startedAt?: string;
-  completedAt?: string;
-  expiresAt?: string;
-  contentId?: string;
-  error?: string;
-};
-type ContentItem = {
-  id: string;
-  status: string;
-  value: unknown;
-  unit?: string;
-  summary?: { rows: number; columns: Record<string, { min: number; max: number }> };
-};
-type ContentBody = {
-  contentId: string;
-  taskId: string;
-  itemCount: number;
-  setCount: number;
-  size: number;
-  items?: ContentItem[];
-  parts?: string[];
-};
+/** A table item's summary: its row count and each numeric column's range. */
+type TableSummary = { rows: number; columns: Record<string, { min: number; max: number }> };
+
+// The edge and the projects actor only: tasks stay queued until a test starts a worker.
+const it = contentTest({ actors: ["identity", "projects"] });
+
+const storedTask = async (derrick: TestDerrick, taskId: string) =>
+  (await (await openBucket(derrick.nc, BUCKETS.tasks)).get(`opendes.${taskId}`))?.json<Task>();
 
 describe("content tasks", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let worker: TestDerrick | undefined;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    // The edge and the projects actor only: tasks stay queued until a test starts a worker.
-    derrick = await startDerrick(nats, { actors: ["identity", "projects"] });
-  });
-  afterAll(async () => {
-    await worker?.cleanup();
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
-
-  const startWorker = (delay = "0") =>
-    startDerrick(nats, { actors: ["content-worker"], edge: false, env: { DERRICK_CONTENT_TASK_DELAY: delay } });
-  const request = async (projectId: string, kind = "display-items", body: unknown = {}) => {
-    const res = await derrick.call(`/v1/projects/${projectId}/${kind}/content/requests`, { method: "POST", body: JSON.stringify(body) });
-    expect(res.status, await res.clone().text()).toBe(202);
-    return { ...((await res.json()) as { taskId: string; contentId: string }), location: res.headers.get("location") };
-  };
-  const storedTask = async (taskId: string) =>
-    (await (await openBucket(derrick.nc, BUCKETS.tasks)).get(`opendes.${taskId}`))?.json<TaskBody>();
-  const task = async (projectId: string, taskId: string) =>
-    (await (await derrick.call(`/v2/projects/${projectId}/tasks/${taskId}`)).json()) as TaskBody;
-  const settled = (projectId: string, taskId: string) =>
-    eventually(
-      async () => {
-        const t = await task(projectId, taskId);
-        return t.state === "succeeded" || t.state === "failed" ? t : undefined;
-      },
-      { timeoutMs: 15_000, what: `task ${taskId} to finish` },
-    );
-
-  it("tasks - a request for unknown items is refused at once with a 400 naming the id", async () => {
+  it("tasks - a request for unknown items is refused at once with a 400 naming the id", async ({ derrick }) => {
     await putProject(derrick, "p-unknown");
     const res = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", {
       method: "POST",
       body: JSON.stringify({ ids: ["total-depth-md", "no-such-parameter"] }),
     });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe("/body/ids/1");
+    expect((await expectProblem(res, 400)).errors![0]!.pointer).toBe("/body/ids/1");
     const strict = await derrick.call("/v1/projects/p-unknown/key-parameters/content/requests", {
       method: "POST",
       body: JSON.stringify({ ids: ["total-depth-md"], format: "csv" }),
@@ -93,11 +38,14 @@ describe("content tasks", () => {
     expect(crossed.status).toBe(400);
   });
 
-  it("tasks - a task goes queued → running → succeeded and its content is computed from the project's values", async () => {
+  it("tasks - a task goes queued → running → succeeded and its content is computed from the project's values", async ({
+    derrick,
+    worker,
+  }) => {
     await putProject(derrick, "p-life");
-    const accepted = await request("p-life");
+    const accepted = await requestContent(derrick, "p-life");
     expect(accepted.location).toBe(`/v2/projects/p-life/tasks/${accepted.taskId}`);
-    const queued = await task("p-life", accepted.taskId);
+    const queued = await taskOf(derrick, "p-life", accepted.taskId);
     expect(queued).toMatchObject({
       taskId: accepted.taskId,
       projectId: "p-life",
@@ -109,25 +57,19 @@ describe("content tasks", () => {
     expect(early.status).toBe(409);
     expect(await early.json()).toMatchObject({ taskId: accepted.taskId, state: "queued" });
 
-    worker = await startWorker("800ms");
-    const running = await eventually(
-      async () => ((await task("p-life", accepted.taskId)).state === "running" ? task("p-life", accepted.taskId) : undefined),
-      { what: "running" },
-    );
+    await worker.start({ DERRICK_CONTENT_TASK_DELAY: "800ms" });
+    const running = await taskIn(derrick, "p-life", accepted.taskId, { states: ["running"], timeoutMs: 10_000 });
     expect(running.startedAt).toBeTruthy();
     const during = await derrick.call(`/v1/projects/p-life/display-items/content/${accepted.contentId}`);
     expect(during.status).toBe(409);
     expect(await during.json()).toMatchObject({ taskId: accepted.taskId, state: "running" });
 
-    const done = await settled("p-life", accepted.taskId);
+    const done = await taskIn(derrick, "p-life", accepted.taskId);
     expect(done.state).toBe("succeeded");
     expect(Date.parse(done.expiresAt!) - Date.parse(done.completedAt!)).toBe(60_000);
-    await worker.cleanup();
-    worker = undefined;
+    await worker.stop();
 
-    const res = await derrick.call(`/v1/projects/p-life/display-items/content/${accepted.contentId}`);
-    expect(res.status).toBe(200);
-    const content = (await res.json()) as ContentBody;
+    const content = await contentOf(derrick, "p-life", "display-items", accepted.contentId);
     const values = drillingPlanValues();
     expect(content).toMatchObject({
       contentId: accepted.contentId,
@@ -139,18 +81,18 @@ describe("content tasks", () => {
     expect(byId.get("well-name")).toMatchObject({ status: "set", value: "NO 15/9-F-21 A" });
     expect(byId.get("water-depth")).toMatchObject({ status: "set", value: 91, unit: "m" });
     expect(byId.get("afe-number")).toMatchObject({ status: "missing", value: null });
-    const survey = byId.get("trajectory-survey")!;
-    expect(survey.summary!.rows).toBe(120);
-    expect(survey.summary!.columns.md).toMatchObject({ min: 0, max: 119 * 30 });
-    expect(survey.summary!.columns.inc!.max).toBe(60);
+    const summary = byId.get("trajectory-survey")!.summary as TableSummary;
+    expect(summary.rows).toBe(120);
+    expect(summary.columns.md).toMatchObject({ min: 0, max: 119 * 30 });
+    expect(summary.columns.inc!.max).toBe(60);
   });
 
-  it("tasks - a key-parameters request returns just the requested parameters, in the order asked", async () => {
+  it("tasks - a key-parameters request returns just the requested parameters, in the order asked", async ({ derrick, worker }) => {
     await putProject(derrick, "p-kp");
-    worker ??= await startWorker();
-    const accepted = await request("p-kp", "key-parameters", { ids: ["total-cost", "total-depth-md", "contingency"] });
-    expect((await settled("p-kp", accepted.taskId)).state).toBe("succeeded");
-    const content = (await (await derrick.call(`/v1/projects/p-kp/key-parameters/content/${accepted.contentId}`)).json()) as ContentBody;
+    await worker.start();
+    const accepted = await requestContent(derrick, "p-kp", "key-parameters", { ids: ["total-cost", "total-depth-md", "contingency"] });
+    expect((await taskIn(derrick, "p-kp", accepted.taskId)).state).toBe("succeeded");
+    const content = await contentOf(derrick, "p-kp", "key-parameters", accepted.contentId);
     expect(content.items!.map((i) => [i.id, i.status, i.value])).toEqual([
       ["total-cost", "set", 38_500_000],
       ["total-depth-md", "set", 3550],
@@ -163,24 +105,17 @@ describe("content tasks", () => {
     expect((await derrick.call(`/v2/projects/p-kp-other/tasks/${accepted.taskId}`)).status).toBe(404);
   });
 
-  it("tasks - a task whose project is deleted or whose requester left fails with an error", async () => {
-    await worker?.cleanup();
-    worker = undefined;
+  it("tasks - a task whose project is deleted or whose requester left fails with an error", async ({ derrick, worker }) => {
+    await worker.stop();
     await putProject(derrick, "p-gone");
     await putProject(derrick, "p-left", { members: ["alpha", "beta"] });
-    const gone = await request("p-gone");
-    const left = await request("p-left", "key-parameters");
+    const gone = await requestContent(derrick, "p-gone");
+    const left = await requestContent(derrick, "p-left", "key-parameters");
     expect((await derrick.call("/v1/projects/p-gone", { as: "admin", method: "DELETE" })).status).toBe(204);
     expect((await derrick.call("/v1/projects/p-left/members/alpha", { as: "admin", method: "DELETE" })).status).toBe(204);
-    worker = await startWorker();
+    await worker.start();
     // The left project still exists: its task is read by a remaining member.
-    const leftTask = await eventually(
-      async () => {
-        const t = (await (await derrick.call(`/v2/projects/p-left/tasks/${left.taskId}`, { as: "beta" })).json()) as TaskBody;
-        return t.state === "failed" ? t : undefined;
-      },
-      { what: "p-left task to fail" },
-    );
+    const leftTask = await taskIn(derrick, "p-left", left.taskId, { states: ["failed"], as: "beta", timeoutMs: 10_000 });
     expect(leftTask.error).toMatch(/no longer a member/);
     expect(leftTask.completedAt).toBeTruthy();
     expect(leftTask.expiresAt).toBeUndefined();
@@ -192,20 +127,22 @@ describe("content tasks", () => {
     await eventually(async () => (await derrick.bus.request<WorkerStats>(subjects.content.stats(), undefined)).body.failed === 2, {
       what: "both tasks run",
     });
-    expect(await storedTask(gone.taskId)).toMatchObject({ state: "failed", error: expect.stringMatching(/deleted/) });
+    expect(await storedTask(derrick, gone.taskId)).toMatchObject({ state: "failed", error: expect.stringMatching(/deleted/) });
     // The id taken again is a new project: the old task is not its.
     await putProject(derrick, "p-gone");
     expect((await derrick.call(`/v2/projects/p-gone/tasks/${gone.taskId}`)).status).toBe(404);
   });
 
-  it("tasks - a project deleted and created again under its id is new: old tasks and results are not its, queued ones fail", async () => {
-    worker ??= await startWorker();
+  it("tasks - a project deleted and created again under its id is new: old tasks and results are not its, queued ones fail", async ({
+    derrick,
+    worker,
+  }) => {
+    await worker.start();
     await putProject(derrick, "p-again", { members: ["alpha"] });
-    const done = await request("p-again", "key-parameters", { ids: ["total-cost"] });
-    expect((await settled("p-again", done.taskId)).state).toBe("succeeded");
-    await worker.cleanup();
-    worker = undefined;
-    const queued = await request("p-again", "key-parameters", { ids: ["total-cost"] });
+    const done = await requestContent(derrick, "p-again", "key-parameters", { ids: ["total-cost"] });
+    expect((await taskIn(derrick, "p-again", done.taskId)).state).toBe("succeeded");
+    await worker.stop();
+    const queued = await requestContent(derrick, "p-again", "key-parameters", { ids: ["total-cost"] });
     expect((await derrick.call("/v1/projects/p-again", { as: "admin", method: "DELETE" })).status).toBe(204);
     await putProject(derrick, "p-again", { members: ["beta"], values: { keyParameters: { "total-cost": 1 } } });
     // beta was never a member of the first project: nothing of it is readable through the second.
@@ -217,10 +154,10 @@ describe("content tasks", () => {
       expect((await derrick.call(path, { as: "beta" })).status, path).toBe(404);
     }
     // The task queued for the first project fails rather than compute from the second one's values.
-    worker = await startWorker();
+    await worker.start();
     const failed = await eventually(
       async () => {
-        const t = await storedTask(queued.taskId);
+        const t = await storedTask(derrick, queued.taskId);
         return t?.state === "failed" ? t : undefined;
       },
       { what: "the old project's queued task to fail" },
@@ -228,11 +165,10 @@ describe("content tasks", () => {
     expect(failed.error).toMatch(/deleted/);
   });
 
-  it("tasks - a stored result is not served before its task succeeded", async () => {
-    await worker?.cleanup();
-    worker = undefined;
+  it("tasks - a stored result is not served before its task succeeded", async ({ derrick, worker }) => {
+    await worker.stop();
     await putProject(derrick, "p-early");
-    const accepted = await request("p-early", "key-parameters", { ids: ["total-cost"] });
+    const accepted = await requestContent(derrick, "p-early", "key-parameters", { ids: ["total-cost"] });
     // What a run leaves when it crashed between writing the content and marking the task succeeded.
     const kv = await openBucket(derrick.nc, BUCKETS.content);
     await kv.put(
@@ -255,11 +191,14 @@ describe("content tasks", () => {
     expect(await early.json()).toMatchObject({ taskId: accepted.taskId, state: "queued" });
   });
 
-  it("tasks - a task whose runs keep dying is failed on the next delivery, and the queue redelivers without a silent cap", async () => {
-    await worker?.cleanup();
-    worker = undefined;
+  it("tasks - a task whose runs keep dying is failed on the next delivery, and the queue redelivers without a silent cap", async ({
+    derrick,
+    jsm,
+    worker,
+  }) => {
+    await worker.stop();
     await putProject(derrick, "p-crashy");
-    const accepted = await request("p-crashy", "key-parameters", { ids: ["total-cost"] });
+    const accepted = await requestContent(derrick, "p-crashy", "key-parameters", { ids: ["total-cost"] });
     // Five runs started and none came back (workers killed mid-run): the count is in the task.
     const kv = await openBucket(derrick.nc, BUCKETS.tasks);
     const entry = (await kv.get(`opendes.${accepted.taskId}`))!;
@@ -269,27 +208,21 @@ describe("content tasks", () => {
       entry.revision,
     );
     // A consumer from an older version capped deliveries (JetStream then stops redelivering silently).
-    const jsm = await jetstreamManager(derrick.nc);
     await jsm.consumers.update(TASK_STREAM, WORKER_CONSUMER, { max_deliver: 5 });
-    worker = await startWorker();
+    await worker.start();
     expect((await jsm.consumers.info(TASK_STREAM, WORKER_CONSUMER)).config.max_deliver).toBe(-1);
-    const failed = await settled("p-crashy", accepted.taskId);
+    const failed = await taskIn(derrick, "p-crashy", accepted.taskId);
     expect(failed).toMatchObject({ state: "failed", error: expect.stringMatching(/5 runs/) });
   });
 
-  it("tasks - runs that end in an infrastructure error do not count against the crash bound: a storage outage longer than five runs does not fail the task", async () => {
-    await worker?.cleanup();
-    worker = undefined;
+  it("tasks - runs that end in an infrastructure error do not count against the crash bound: a storage outage longer than five runs does not fail the task", async ({
+    derrick,
+    worker,
+  }) => {
+    await worker.stop();
     await putProject(derrick, "p-outage");
-    const accepted = await request("p-outage", "key-parameters", { ids: ["total-cost"] });
-    const stores = await openStores(derrick.nc);
-    const deps: WorkerDeps = {
-      catalog: catalogFrom(readCatalogFile()),
-      projects: projectStore(stores.projects),
-      tasks: taskStore(stores.tasks),
-      content: contentStore(stores.content),
-      delayMs: 0,
-    };
+    const accepted = await requestContent(derrick, "p-outage", "key-parameters", { ids: ["total-cost"] });
+    const deps = workerDeps(await openStores(derrick.nc));
     // The content bucket cannot be written for a while: each run throws, the wiring naks with backoff.
     const away: WorkerDeps = { ...deps, content: { ...deps.content, write: () => Promise.reject(new Error("storage away")) } };
     const message = { partition: "opendes", taskId: accepted.taskId };
@@ -297,18 +230,17 @@ describe("content tasks", () => {
     const outage = 2 * MAX_RUNS;
     for (let attempt = 1; attempt <= outage; attempt++)
       await expect(runContentTask(message, away, delivery(attempt))).rejects.toThrow(/storage away/);
-    expect(await storedTask(accepted.taskId)).toMatchObject({ state: "running", attempts: outage, erroredRuns: outage });
+    expect(await storedTask(derrick, accepted.taskId)).toMatchObject({ state: "running", attempts: outage, erroredRuns: outage });
     // Storage is back: the next delivery completes the task.
     expect(await runContentTask(message, deps, delivery(outage + 1))).toBe("completed");
-    expect(await task("p-outage", accepted.taskId)).toMatchObject({ state: "succeeded" });
+    expect(await taskOf(derrick, "p-outage", accepted.taskId)).toMatchObject({ state: "succeeded" });
     expect((await derrick.call(`/v1/projects/p-outage/key-parameters/content/${accepted.contentId}`)).status).toBe(200);
   });
 
-  it("tasks - runs that never finished still count when mixed with reported errors", async () => {
-    await worker?.cleanup();
-    worker = undefined;
+  it("tasks - runs that never finished still count when mixed with reported errors", async ({ derrick, worker }) => {
+    await worker.stop();
     await putProject(derrick, "p-mixed");
-    const accepted = await request("p-mixed", "key-parameters", { ids: ["total-cost"] });
+    const accepted = await requestContent(derrick, "p-mixed", "key-parameters", { ids: ["total-cost"] });
     // Eight runs started, three of them reported an infrastructure error: five never finished.
     const kv = await openBucket(derrick.nc, BUCKETS.tasks);
     const entry = (await kv.get(`opendes.${accepted.taskId}`))!;
@@ -317,14 +249,7 @@ describe("content tasks", () => {
       JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS + 3, erroredRuns: 3 }),
       entry.revision,
     );
-    const stores = await openStores(derrick.nc);
-    const deps: WorkerDeps = {
-      catalog: catalogFrom(readCatalogFile()),
-      projects: projectStore(stores.projects),
-      tasks: taskStore(stores.tasks),
-      content: contentStore(stores.content),
-      delayMs: 0,
-    };
+    const deps = workerDeps(await openStores(derrick.nc));
     expect(
       await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, {
         attempt: 9,
@@ -333,26 +258,19 @@ describe("content tasks", () => {
         hold: async () => undefined,
       }),
     ).toBe("failed");
-    expect(await task("p-mixed", accepted.taskId)).toMatchObject({
+    expect(await taskOf(derrick, "p-mixed", accepted.taskId)).toMatchObject({
       state: "failed",
       error: expect.stringMatching(/5 runs ended without finishing/),
     });
   });
 
-  it("tasks - a run overtaken by a newer run of its task writes nothing", async () => {
-    await worker?.cleanup();
-    worker = undefined;
+  it("tasks - a run overtaken by a newer run of its task writes nothing", async ({ derrick, worker }) => {
+    await worker.stop();
     await putProject(derrick, "p-overtaken");
-    const accepted = await request("p-overtaken", "key-parameters", { ids: ["total-cost"] });
+    const accepted = await requestContent(derrick, "p-overtaken", "key-parameters", { ids: ["total-cost"] });
     const stores = await openStores(derrick.nc);
-    const tasks = taskStore(stores.tasks);
-    const deps = {
-      catalog: catalogFrom(readCatalogFile()),
-      projects: projectStore(stores.projects),
-      tasks,
-      content: contentStore(stores.content),
-      delayMs: 1,
-    };
+    const deps = workerDeps(stores, 1);
+    const { tasks } = deps;
     const outcome = await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, {
       attempt: 1,
       last: false,
@@ -365,10 +283,10 @@ describe("content tasks", () => {
     });
     expect(outcome).toBe("superseded");
     expect(await stores.content.get(`opendes.c.${accepted.contentId}`)).toBeNull();
-    expect((await task("p-overtaken", accepted.taskId)).state).toBe("running");
+    expect((await taskOf(derrick, "p-overtaken", accepted.taskId)).state).toBe("running");
   });
 
-  it("tasks - a JSON null body is not the request object", async () => {
+  it("tasks - a JSON null body is not the request object", async ({ derrick }) => {
     await putProject(derrick, "p-null");
     const res = await derrick.call("/v1/projects/p-null/key-parameters/content/requests", { method: "POST", body: "null" });
     expect(res.status).toBe(400);
@@ -376,14 +294,16 @@ describe("content tasks", () => {
     expect(absent.status, await absent.clone().text()).toBe(202);
   });
 
-  it("tasks - a large content is split into parts of at most 256 KiB that reassemble to the whole", async () => {
-    worker ??= await startWorker();
+  it("tasks - a large content is split into parts of at most 256 KiB that reassemble to the whole", async ({ derrick, worker }) => {
+    await worker.start();
     const values = drillingPlanValues(6000);
     const put = await putProject(derrick, "p-large", { values });
     expect(put.status).toBe(201);
-    const accepted = await request("p-large", "display-items", { ids: ["well-name", "trajectory-survey", "casing-scheme"] });
-    expect((await settled("p-large", accepted.taskId)).state).toBe("succeeded");
-    const content = (await (await derrick.call(`/v1/projects/p-large/display-items/content/${accepted.contentId}`)).json()) as ContentBody;
+    const accepted = await requestContent(derrick, "p-large", "display-items", {
+      ids: ["well-name", "trajectory-survey", "casing-scheme"],
+    });
+    expect((await taskIn(derrick, "p-large", accepted.taskId)).state).toBe("succeeded");
+    const content = await contentOf(derrick, "p-large", "display-items", accepted.contentId);
     expect(content.items).toBeUndefined();
     expect(content.size).toBeGreaterThan(256 * 1024);
     expect(content.parts!.length).toBeGreaterThanOrEqual(2);
@@ -391,7 +311,7 @@ describe("content tasks", () => {
     for (const [index, partId] of content.parts!.entries()) {
       const res = await derrick.call(`/v1/projects/p-large/display-items/content-parts/${partId}`);
       expect(res.status).toBe(200);
-      const part = (await res.json()) as { contentPartId: string; contentId: string; index: number; count: number; data: string };
+      const part = await json<ContentPart>(res);
       expect(part).toMatchObject({ contentPartId: partId, contentId: accepted.contentId, index, count: content.parts!.length });
       expect(new TextEncoder().encode(part.data).length).toBeLessThanOrEqual(256 * 1024);
       text += part.data;
@@ -400,17 +320,16 @@ describe("content tasks", () => {
     const items = JSON.parse(text) as ContentItem[];
     expect(items.map((i) => i.id)).toEqual(["well-name", "trajectory-survey", "casing-scheme"]);
     expect(items[1]!.value).toEqual(values.displayItems["trajectory-survey"]);
-    expect(items[1]!.summary!.rows).toBe(6000);
+    expect((items[1]!.summary as TableSummary).rows).toBe(6000);
     // Parts are served only under their own kind.
     expect((await derrick.call(`/v1/projects/p-large/key-parameters/content-parts/${content.parts![0]}`)).status).toBe(404);
     expect((await derrick.call(`/v1/projects/p-large/display-items/content-parts/${content.parts![0]}9`)).status).toBe(404);
   });
 
-  it("tasks - parts of a content not yet produced answer 409 with the task state", async () => {
-    await worker?.cleanup();
-    worker = undefined;
+  it("tasks - parts of a content not yet produced answer 409 with the task state", async ({ derrick, worker }) => {
+    await worker.stop();
     await putProject(derrick, "p-wait");
-    const accepted = await request("p-wait");
+    const accepted = await requestContent(derrick, "p-wait");
     const partId = `prt_${accepted.contentId.slice(4)}_0`;
     const res = await derrick.call(`/v1/projects/p-wait/display-items/content-parts/${partId}`);
     expect(res.status).toBe(409);

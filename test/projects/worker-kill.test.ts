@@ -3,34 +3,34 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
+import { afterAll, describe, expect } from "vitest";
+import { eventually, startDerrick, type TestDerrick, openBucket } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { TaskRecord, WorkerStats } from "../../subjects/projects.ts";
 import { putProject } from "./fixtures.ts";
+import { contentOf, requestContent, taskIn, taskOf } from "./helpers.ts";
 
 const CLI = fileURLToPath(new URL("../../bin/derrick.ts", import.meta.url));
 const ACK_WAIT = "1500ms";
 
+const it = derrickTest({ actors: ["identity", "projects"], env: { DERRICK_CONTENT_ACK_WAIT: ACK_WAIT } });
+
 describe("content worker failure", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
   let worker: TestDerrick | undefined;
   let child: ChildProcess | undefined;
   const dataDir = mkdtempSync(join(tmpdir(), "derrick-worker-"));
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "projects"], env: { DERRICK_CONTENT_ACK_WAIT: ACK_WAIT } });
-  });
   afterAll(async () => {
     if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     await worker?.cleanup();
-    await derrick?.cleanup();
-    await nats?.cleanup();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("worker - a task whose worker process is killed mid-task is redelivered and completes exactly once", { timeout: 30_000 }, async () => {
+  it("worker - a task whose worker process is killed mid-task is redelivered and completes exactly once", { timeout: 30_000 }, async ({
+    derrick,
+    nats,
+    jsm,
+  }) => {
     await putProject(derrick, "p-kill");
     // A separate worker process that holds each task 20 s: it will be mid-task when killed.
     child = spawn(process.execPath, [CLI, "actor", "content-worker"], {
@@ -49,35 +49,20 @@ describe("content worker failure", () => {
       timeoutMs: 15_000,
     });
 
-    const res = await derrick.call("/v1/projects/p-kill/key-parameters/content/requests", {
-      method: "POST",
-      body: JSON.stringify({ ids: ["total-depth-md"] }),
-    });
-    const { taskId, contentId } = (await res.json()) as { taskId: string; contentId: string };
-    await eventually(
-      async () => ((await (await derrick.call(`/v2/projects/p-kill/tasks/${taskId}`)).json()) as { state: string }).state === "running",
-      { what: "the child to start the task" },
-    );
+    const { taskId, contentId } = await requestContent(derrick, "p-kill", "key-parameters", { ids: ["total-depth-md"] });
+    await taskIn(derrick, "p-kill", taskId, { states: ["running"] });
     // Held past several ack waits thanks to working(): the child is alive and the task is not taken from it.
     await new Promise((resolve) => setTimeout(resolve, 2 * 1500 + 500));
-    expect(((await (await derrick.call(`/v2/projects/p-kill/tasks/${taskId}`)).json()) as { state: string }).state).toBe("running");
+    expect((await taskOf(derrick, "p-kill", taskId)).state).toBe("running");
 
     const exited = new Promise((resolve) => child!.once("exit", resolve));
     child.kill("SIGKILL");
     await exited;
     worker = await startDerrick(nats, { actors: ["content-worker"], edge: false, env: { DERRICK_CONTENT_ACK_WAIT: ACK_WAIT } });
 
-    const done = await eventually(
-      async () => {
-        const t = (await (await derrick.call(`/v2/projects/p-kill/tasks/${taskId}`)).json()) as { state: string };
-        return t.state === "succeeded" ? t : undefined;
-      },
-      { what: "the redelivered task to succeed", timeoutMs: 15_000 },
-    );
+    const done = await taskIn(derrick, "p-kill", taskId, { states: ["succeeded"] });
     expect(done).toMatchObject({ taskId, state: "succeeded" });
-    const content = (await (await derrick.call(`/v1/projects/p-kill/key-parameters/content/${contentId}`)).json()) as {
-      items: Array<{ id: string; value: unknown }>;
-    };
+    const content = await contentOf(derrick, "p-kill", "key-parameters", contentId);
     expect(content.items).toEqual([expect.objectContaining({ id: "total-depth-md", value: 3550 })]);
 
     // Exactly once: the stored history of the task shows one completion after two runs, and the
@@ -90,7 +75,6 @@ describe("content worker failure", () => {
     await eventually(async () => (await derrick.bus.request<WorkerStats>(subjects.content.stats(), undefined)).body.completed === 1, {
       what: "one completion",
     });
-    const jsm = await (await import("@nats-io/jetstream")).jetstreamManager(derrick.nc);
     await eventually(async () => (await jsm.streams.info("CONTENT_TASKS")).state.messages === 0, { what: "the queue to drain" });
   });
 });
