@@ -276,7 +276,8 @@ class RecordsFollower implements ReplicaState {
 
   private async checkIdentity(): Promise<void> {
     const info = await streamInfoIfAny(this.jsm, RECORDS_STREAM).catch(() => null);
-    if (!streamReplaced(info, this.backend.streamIdentity()) || this.stopping) return;
+    // Not a word to the index once stopping (it may be closed), nor when the check could not tell.
+    if (info === null || this.stopping || !streamReplaced(info, this.backend.streamIdentity())) return;
     this.log.warn(
       { stream: RECORDS_STREAM, appliedSeq: this.backend.appliedSeq() },
       "the RECORDS stream is not the one the index was built from; the index is rebuilt from the stream there is now",
