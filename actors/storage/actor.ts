@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { RecordRef, RecordsPutMessage } from "../../subjects/search.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
-import { openRecordStore } from "../search/store.ts";
+import { openRecordStore } from "./store.ts";
 import { deleteRecord, getRecord, purgeRecord, putRecords, storageHealth, type StorageDeps } from "./handlers.ts";
 
 export async function startStorageActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {

@@ -45,7 +45,7 @@ import {
 } from "../../subjects/search.ts";
 import { caller, type RequestContext } from "../runtime/context.ts";
 import { aclGroup, holdsGroup } from "../search/documents.ts";
-import { RecordChanged, type RecordRead, type RecordStore } from "../search/store.ts";
+import { RecordChanged, type RecordRead, type RecordStore } from "./store.ts";
 
 export type StorageDeps = { records: Pick<RecordStore, "read" | "put" | "remove" | "purge" | "count">; now?: () => Date };
 

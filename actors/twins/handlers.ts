@@ -1,6 +1,6 @@
 /**
  * Twin-properties logic: validate a whole PUT before touching storage, then write it through the
- * commit protocol of subjects/twins.ts (claim the group, write the keys, commit), so a device never
+ * commit protocol of platform/twin-commit.ts (claim the group, write the keys, commit), so a device never
  * sees half of one PUT. No NATS imports: storage comes in as a TwinStores.
  */
 import { conflict, contentTooLarge, gatewayTimeout, invalidField, preconditionFailed, reply, type Reply } from "../../subjects/index.ts";
@@ -27,21 +27,7 @@ import {
 import { TwinCommitGate, parseTwinCommit, type TwinEntry } from "../../platform/twin-commit.ts";
 import { BoundedCache } from "../../platform/bounded-cache.ts";
 import { requireGroup, type RequestContext } from "../runtime/context.ts";
-
-/** One twin's bucket. */
-export interface TwinBucketStore {
-  get(key: string): Promise<TwinEntry | undefined>;
-  /** Every stored revision of every key, in revision order. */
-  entries(): Promise<TwinEntry[]>;
-  put(key: string, value: string): Promise<number>;
-  /** Deletes (a marker); returns the marker's revision. */
-  remove(key: string): Promise<number>;
-  /**
-   * Compare-and-swap: writes `value` (null = a delete marker) only if the key's latest revision,
-   * markers included, is `expectedRevision` (0 = the key was never written). Returns the new revision.
-   */
-  swap(key: string, value: string | null, expectedRevision: number): Promise<number | "conflict">;
-}
+import type { TwinBucketStore, TwinStores } from "./store.ts";
 
 /** This process as a writer of commit claims, and how it tells whether another writer is gone. */
 export type TwinWriter = {
@@ -49,11 +35,6 @@ export type TwinWriter = {
   /** True only when certainly gone (nobody answers for it); false while alive or unknown. */
   isGone(id: string): Promise<boolean>;
 };
-
-export interface TwinStores {
-  /** The twin's bucket; created when `create`, else undefined when it does not exist. */
-  open(address: TwinAddress, create: boolean): Promise<TwinBucketStore | undefined>;
-}
 
 export type TwinsDeps = {
   stores: TwinStores;

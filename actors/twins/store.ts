@@ -9,10 +9,29 @@ import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamM
 import { TWIN_BUCKET_MAX_BYTES, TWIN_BUCKET_PREFIX, twinBucket, twinBucketOptions, type TwinAddress } from "../../subjects/twins.ts";
 import { toTwinEntry, type TwinEntry } from "../../platform/twin-commit.ts";
 import { insufficientStorage } from "../../subjects/errors.ts";
-import type { TwinBucketStore, TwinStores } from "./handlers.ts";
 import { BoundedCache } from "../../platform/bounded-cache.ts";
 import { readKv } from "../runtime/kv.ts";
 import { unlessGone } from "../runtime/recreate.ts";
+
+/** One twin's bucket. */
+export interface TwinBucketStore {
+  get(key: string): Promise<TwinEntry | undefined>;
+  /** Every stored revision of every key, in revision order. */
+  entries(): Promise<TwinEntry[]>;
+  put(key: string, value: string): Promise<number>;
+  /** Deletes (a marker); returns the marker's revision. */
+  remove(key: string): Promise<number>;
+  /**
+   * Compare-and-swap: writes `value` (null = a delete marker) only if the key's latest revision,
+   * markers included, is `expectedRevision` (0 = the key was never written). Returns the new revision.
+   */
+  swap(key: string, value: string | null, expectedRevision: number): Promise<number | "conflict">;
+}
+
+export interface TwinStores {
+  /** The twin's bucket; created when `create`, else undefined when it does not exist. */
+  open(address: TwinAddress, create: boolean): Promise<TwinBucketStore | undefined>;
+}
 
 const CACHE_MAX = 10_000;
 

@@ -14,7 +14,7 @@ import { followRecords } from "../../actors/search/replica.ts";
 import type { SearchBackend } from "../../actors/search/backend.ts";
 import { SqliteBackend } from "../../actors/search/sqlite.ts";
 import { lookupFileOf } from "../../actors/search/lookup.ts";
-import { ensureRecordsStream } from "../../actors/search/store.ts";
+import { ensureRecordsStream } from "../../actors/storage/store.ts";
 import { parseQuery } from "../../actors/search/query/parser.ts";
 import { NORTH_ACL, SOUTH_ACL, WELL } from "./helpers.ts";
 
@@ -131,7 +131,7 @@ describe("search replica bulk load", () => {
   }, async () => {
     const { index, replica, logged } = await load(
       join(dir, "crash", "index.sqlite"),
-      new URL("./fixtures/crashing-decoder.ts", import.meta.url),
+      new URL("./fixtures/crashing-decode-worker.ts", import.meta.url),
     );
     try {
       expectLoaded(index);

@@ -4,7 +4,7 @@ import { eventually, startTestNats, type TestDerrick, type TestNats } from "../h
 import { subjects, type DerrickError } from "../../subjects/index.ts";
 import { FIELD_EXPRESSION_MAX_LENGTH, FIELD_PATH_MAX_LENGTH, recordKey, type StoredRecord } from "../../subjects/search.ts";
 import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
-import { RecordChanged, openRecordStore } from "../../actors/search/store.ts";
+import { RecordChanged, openRecordStore } from "../../actors/storage/store.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { NORTH_ACL, SOUTH_ACL, WELL, WELLBORE, api, ids, putRecords, searchOk, startSearchDerrick, tokenOf, type Page } from "./helpers.ts";
 

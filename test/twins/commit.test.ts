@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { eventually, startTestNats, type TestNats, openBucket } from "../harness/index.ts";
 import { twinBucket, twinKey, type TwinAddress } from "../../subjects/twins.ts";
-import { putTwins, type TwinBucketStore, type TwinStores, type TwinsDeps } from "../../actors/twins/handlers.ts";
-import { kvTwinStores } from "../../actors/twins/store.ts";
+import { putTwins, type TwinsDeps } from "../../actors/twins/handlers.ts";
+import { kvTwinStores, type TwinBucketStore, type TwinStores } from "../../actors/twins/store.ts";
 import { twinWriter } from "../../actors/twins/actor.ts";
 import { createLogger } from "../../platform/logger.ts";
 
