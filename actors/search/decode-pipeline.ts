@@ -1,10 +1,10 @@
 /**
- * The replica's side of the decode worker (decoder.ts) during a bulk load: collects stream messages
+ * The replica's side of the decode worker (decode-worker.ts) during a bulk load: collects stream messages
  * into batches, posts each with its payloads in one transferred buffer, and hands the prepared
  * changes back in order (`onDecoded`). The replica waits while MAX_IN_FLIGHT batches are out (`room()`), so
  * the memory of a load stays bounded however far the worker falls behind.
  */
-import type { DecodedChange, DecodeReply, DecodeRequest } from "./decoder.ts";
+import type { DecodedChange, DecodeReply, DecodeRequest } from "./decode-worker.ts";
 import type { PreparedParts } from "./prepared.ts";
 import type { RawMessage } from "./decode.ts";
 
@@ -41,7 +41,7 @@ export class DecodePipeline {
   /** A running decode worker, or why there is none. */
   static async start(
     onDecoded: (batch: DecodedBatch) => void,
-    module = new URL("./decoder.ts", import.meta.url),
+    module = new URL("./decode-worker.ts", import.meta.url),
   ): Promise<DecodePipeline | string> {
     let worker: Worker;
     try {

@@ -1,6 +1,6 @@
 /**
  * A RECORDS stream message as an index change (or why it cannot be one), with nothing of NATS but the
- * message's fields: used on the actor's thread and in the decode worker (decoder.ts).
+ * message's fields: used on the actor's thread and in the decode worker (decode-worker.ts).
  */
 import {
   RECORD_DELETE,

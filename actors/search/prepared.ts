@@ -1,7 +1,7 @@
 /**
  * An indexed document as the SQLite backend writes it: what the documents file holds (the result
  * JSON, the ACL key, the shapes) and what the lookup file holds (the FTS5 row and the leaves, a
- * LookupPart). Plain data, so a bulk load prepares records in the decode worker (decoder.ts), the
+ * LookupPart). Plain data, so a bulk load prepares records in the decode worker (decode-worker.ts), the
  * actor's thread writes the documents file and passes the parts on to the lookup writer unread.
  */
 import type { BBox } from "./geo.ts";
