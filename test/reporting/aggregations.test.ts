@@ -1,31 +1,25 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
-import { connect } from "@nats-io/transport-node";
+import { describe, expect } from "vitest";
+import { type TestDerrick, openBucket } from "../harness/index.ts";
+import { json } from "../harness/json.ts";
 import { BUCKETS, RESULTS_FORMAT, resultKey } from "../../actors/reporting/store.ts";
-import { demoBody, json, loadDemoOver, put, segment } from "./helpers.ts";
+import { demoBody, loadDemoOver, put, reportingTest, segment } from "./helpers.ts";
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
+// The 2^16-outcome trees below take ~1 s on an idle machine and over 5 s (the edge's default
+// deadline, answered 504) on a busy one: what bounds these tests is their own timeout.
+const it = reportingTest({ DERRICK_REQUEST_TIMEOUT: "50s" });
+
 describe("reporting aggregations", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    // The 2^16-outcome trees below take ~1 s on an idle machine and over 5 s (the edge's default
-    // deadline, answered 504) on a busy one: what bounds these tests is their own timeout.
-    derrick = await startDerrick(nats, { actors: ["identity", "reporting"], env: { DERRICK_REQUEST_TIMEOUT: "50s" } });
+  it.beforeAll(async ({ derrick }) => {
     await loadDemoOver(derrick);
   });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
 
-  const get = (path: string) => derrick.call(`/assessments/v1/${path}`);
-  const fullCycle = (body: unknown) =>
+  const get = (derrick: TestDerrick, path: string) => derrick.call(`/assessments/v1/${path}`);
+  const fullCycle = (derrick: TestDerrick, body: unknown) =>
     derrick.call("/assessments/v1/fullcycleanalysisaggregation", { method: "POST", body: JSON.stringify(body) });
 
-  it("G3 - through the API: Pg_i, risked mean 47.4 under every model, P(≥1) and success-case mean per model", async () => {
+  it("G3 - through the API: Pg_i, risked mean 47.4 under every model, P(≥1) and success-case mean per model", async ({ derrick }) => {
     const ps = [0.5, 0.4, 0.3];
     const means = [100, 50, 30];
     for (const [i, p] of ps.entries())
@@ -41,7 +35,7 @@ describe("reporting aggregations", () => {
         segmentAnalysisIds: ["g3-s0", "g3-s1", "g3-s2"],
         dependency: { model, commonFactors: [{ name: "charge", probability: 0.6 }] },
       });
-      const body = await json(await get(`prospectanalysisaggregation/g3-${model}`));
+      const body = await json(await get(derrick, `prospectanalysisaggregation/g3-${model}`));
       expect(body.segments.map((s: { pg: number }) => s.pg)).toEqual([
         expect.closeTo(0.3, 12),
         expect.closeTo(0.24, 12),
@@ -56,8 +50,10 @@ describe("reporting aggregations", () => {
     }
   });
 
-  it("prospect aggregation - the demo prospect: G4 segment figures, p90 ≤ p50 ≤ p10, PRMS labels, entitlement, commercial chance", async () => {
-    const body = await json(await get("prospectanalysisaggregation/pa-alpha-oil"));
+  it("prospect aggregation - the demo prospect: G4 segment figures, p90 ≤ p50 ≤ p10, PRMS labels, entitlement, commercial chance", async ({
+    derrick,
+  }) => {
+    const body = await json(await get(derrick, "prospectanalysisaggregation/pa-alpha-oil"));
     expect(body).toMatchObject({
       prospectAnalysisId: "pa-alpha-oil",
       prospect: { id: "p-alpha", name: "Alpha" },
@@ -80,37 +76,35 @@ describe("reporting aggregations", () => {
     expect(body.chanceOfSuccess.pCommercial).toBeLessThanOrEqual(body.chanceOfSuccess.pgAtLeastOne);
   });
 
-  it("caching - a repeated GET is served from KV; the same seed recomputes the same numbers after an invalidation", async () => {
-    const first = await get("prospectanalysisaggregation/pa-alpha-gas");
+  it("caching - a repeated GET is served from KV; the same seed recomputes the same numbers after an invalidation", async ({ derrick }) => {
+    const first = await get(derrick, "prospectanalysisaggregation/pa-alpha-gas");
     const firstBody = await first.text();
-    const again = await get("prospectanalysisaggregation/pa-alpha-gas");
+    const again = await get(derrick, "prospectanalysisaggregation/pa-alpha-gas");
     expect(again.headers.get("x-derrick-cache")).toBe("hit");
     // A hit is the stored bytes sent on unparsed: same body, same media type as the miss.
     expect(again.headers.get("content-type")).toBe(first.headers.get("content-type"));
     expect(await again.text()).toBe(firstBody);
     // Re-upserting an input (same content) invalidates; recomputation gives identical numbers.
     await put(derrick, "segmentanalyses", "seg-alpha-gas-lower", demoBody("seg-alpha-gas-lower"));
-    const recomputed = await get("prospectanalysisaggregation/pa-alpha-gas");
+    const recomputed = await get(derrick, "prospectanalysisaggregation/pa-alpha-gas");
     expect(recomputed.headers.get("x-derrick-cache")).toBe("miss");
     expect(await recomputed.text()).toBe(firstBody);
   });
 
-  it("caching - a result cached by a release with other formulas (an older key format) is not served: the GET computes", async () => {
-    const nc = await connect({ servers: nats.url });
-    try {
-      const cache = await openBucket(nc, BUCKETS.cache);
-      // What the release before RESULTS_FORMAT 2 left for this aggregation.
-      await cache.put("r.opendes.prospect.pa-alpha-oil", JSON.stringify({ stale: true }));
-      const res = await get("prospectanalysisaggregation/pa-alpha-oil");
-      expect(res.status).toBe(200);
-      expect(await json(res)).not.toHaveProperty("stale");
-      expect(resultKey("opendes", "prospect", "pa-alpha-oil")).toBe(`r${RESULTS_FORMAT}.opendes.prospect.pa-alpha-oil`);
-    } finally {
-      await nc.close();
-    }
+  it("caching - a result cached by a release with other formulas (an older key format) is not served: the GET computes", async ({
+    derrick,
+    nc,
+  }) => {
+    const cache = await openBucket(nc, BUCKETS.cache);
+    // What the release before RESULTS_FORMAT 2 left for this aggregation.
+    await cache.put("r.opendes.prospect.pa-alpha-oil", JSON.stringify({ stale: true }));
+    const res = await get(derrick, "prospectanalysisaggregation/pa-alpha-oil");
+    expect(res.status).toBe(200);
+    expect(await json(res)).not.toHaveProperty("stale");
+    expect(resultKey("opendes", "prospect", "pa-alpha-oil")).toBe(`r${RESULTS_FORMAT}.opendes.prospect.pa-alpha-oil`);
   });
 
-  it("caching - an upsert invalidates exactly the aggregations that read it", async () => {
+  it("caching - an upsert invalidates exactly the aggregations that read it", async ({ derrick }) => {
     const paths = [
       "prospectanalysisaggregation/pa-alpha-oil",
       "prospectanalysisaggregation/pa-alpha-oil/details",
@@ -119,14 +113,14 @@ describe("reporting aggregations", () => {
       "prospectmultiplescenarioanalysisaggregation/msa-alpha",
     ];
     const warm = async () => {
-      for (const path of paths) await get(path);
+      for (const path of paths) await get(derrick, path);
       const states: Record<string, string | null> = {};
-      for (const path of paths) states[path] = (await get(path)).headers.get("x-derrick-cache");
+      for (const path of paths) states[path] = (await get(derrick, path)).headers.get("x-derrick-cache");
       return states;
     };
     const states = async () => {
       const out: Record<string, string | null> = {};
-      for (const path of paths) out[path] = (await get(path)).headers.get("x-derrick-cache");
+      for (const path of paths) out[path] = (await get(derrick, path)).headers.get("x-derrick-cache");
       return out;
     };
     expect(Object.values(await warm()).every((s) => s === "hit")).toBe(true);
@@ -151,8 +145,10 @@ describe("reporting aggregations", () => {
     });
   });
 
-  it("license aggregation - every version with blocks, nation, licensees and the linked prospects' analyses; a new analysis of a linked prospect appears", async () => {
-    const body = await json(await get("licenseaggregation/pl-123"));
+  it("license aggregation - every version with blocks, nation, licensees and the linked prospects' analyses; a new analysis of a linked prospect appears", async ({
+    derrick,
+  }) => {
+    const body = await json(await get(derrick, "licenseaggregation/pl-123"));
     expect(body).toMatchObject({ licenseId: "pl-123", name: "PL 123", nation: { code: "NO", name: "Norway" } });
     expect(body.versions).toHaveLength(2);
     const [v1, v2] = body.versions;
@@ -170,15 +166,15 @@ describe("reporting aggregations", () => {
       segmentAnalysisIds: ["seg-beta-1"],
       dependency: { model: "independent" },
     });
-    const after = await get("licenseaggregation/pl-123");
+    const after = await get(derrick, "licenseaggregation/pl-123");
     expect(after.headers.get("x-derrick-cache")).toBe("miss");
     const beta = (await json(after)).versions[1].prospects.find((p: { prospectId: string }) => p.prospectId === "p-beta");
     expect(beta).toMatchObject({ name: "Beta", prospectAnalyses: [{ prospectAnalysisId: "pa-beta-1", pg: 0.25 }] });
-    expect((await get("licenseaggregation/pl-missing")).status).toBe(404);
+    expect((await get(derrick, "licenseaggregation/pl-missing")).status).toBe(404);
   });
 
-  it("details - the enrolled segments with name, properties, chance of success, volumes and entitlement", async () => {
-    const body = await json(await get("prospectanalysisaggregation/pa-alpha-oil/details"));
+  it("details - the enrolled segments with name, properties, chance of success, volumes and entitlement", async ({ derrick }) => {
+    const body = await json(await get(derrick, "prospectanalysisaggregation/pa-alpha-oil/details"));
     expect(body.segments.map((s: { name: string }) => s.name)).toEqual([
       "Alpha Upper Jurassic (Rogn Fm)",
       "Alpha Middle Jurassic (Garn Fm)",
@@ -194,10 +190,12 @@ describe("reporting aggregations", () => {
     expect(rogn.results.recoverable.oil.successCase).toMatchObject({ p90: 20, p10: 180 });
     expect(sum(rogn.entitlement.map((e: { share: number }) => e.share))).toBeCloseTo(1, 12);
     expect(rogn.entitlement[0].netRiskedMean).toBeCloseTo(0.4 * rogn.results.recoverable.oilEquivalent.riskedMean, 10);
-    expect((await get("prospectanalysisaggregation/pa-missing/details")).status).toBe(404);
+    expect((await get(derrick, "prospectanalysisaggregation/pa-missing/details")).status).toBe(404);
   });
 
-  it("G13 and G9 - explicit cash flows through the API: NPV10 137.236, IRR 15.238%, payout, EMV and break-even Pg at each level", async () => {
+  it("G13 and G9 - explicit cash flows through the API: NPV10 137.236, IRR 15.238%, payout, EMV and break-even Pg at each level", async ({
+    derrick,
+  }) => {
     await put(derrick, "segmentanalyses", "g13-s", {
       name: "G13",
       riskFactors: [{ name: "all", probability: 0.8 }],
@@ -223,7 +221,7 @@ describe("reporting aggregations", () => {
       cashFlows: { project: flows, contractor: flows },
     };
     expect((await put(derrick, "fullcycleanalyses", "g13-fc", fc)).status).toBe(201);
-    const res = await fullCycle({ prospectAnalysisId: "g13-pa" });
+    const res = await fullCycle(derrick, { prospectAnalysisId: "g13-pa" });
     expect(res.status).toBe(200);
     const [analysis] = (await json(res)).fullCycleAnalyses;
     const { project, contractor, workingInterest } = analysis.indicators;
@@ -238,13 +236,16 @@ describe("reporting aggregations", () => {
     expect(workingInterest.irr).toBeCloseTo(0.15238, 5);
     expect(workingInterest.emv).toBeCloseTo(0.8 * 0.25 * project.npv - 0.2 * 25, 9);
     // Levels filter, and a company's interest from the prospect's entitlement.
-    const filtered = (await json(await fullCycle({ prospectAnalysisId: "g13-pa", levels: ["workingInterest"], companyId: "c-g13" })))
-      .fullCycleAnalyses[0];
+    const filtered = (
+      await json(await fullCycle(derrick, { prospectAnalysisId: "g13-pa", levels: ["workingInterest"], companyId: "c-g13" }))
+    ).fullCycleAnalyses[0];
     expect(Object.keys(filtered.indicators)).toEqual(["workingInterest"]);
     expect(filtered.indicators.workingInterest.npv).toBeCloseTo(0.5 * 137.236, 3);
   });
 
-  it("full cycle - explicit working-interest flows answer for the company asked for: its interest, not the analysis's", async () => {
+  it("full cycle - explicit working-interest flows answer for the company asked for: its interest, not the analysis's", async ({
+    derrick,
+  }) => {
     await put(derrick, "segmentanalyses", "g13w-s", {
       name: "G13w",
       riskFactors: [{ name: "all", probability: 0.8 }],
@@ -281,9 +282,9 @@ describe("reporting aggregations", () => {
       prospectAnalysisId: "g13w-pa",
       cashFlows: { workingInterest: flows(0.25) },
     });
-    const own = (await json(await fullCycle({ prospectAnalysisId: "g13w-pa", levels: ["workingInterest"] }))).fullCycleAnalyses;
+    const own = (await json(await fullCycle(derrick, { prospectAnalysisId: "g13w-pa", levels: ["workingInterest"] }))).fullCycleAnalyses;
     for (const fc of own) expect(fc.indicators.workingInterest.npv).toBeCloseTo(0.25 * 137.236, 3);
-    const half = (await json(await fullCycle({ prospectAnalysisId: "g13w-pa", levels: ["workingInterest"], companyId: "c-half" })))
+    const half = (await json(await fullCycle(derrick, { prospectAnalysisId: "g13w-pa", levels: ["workingInterest"], companyId: "c-half" })))
       .fullCycleAnalyses;
     expect(half.map((fc: { fullCycleAnalysisId: string }) => fc.fullCycleAnalysisId)).toEqual(["g13w-both", "g13w-only"]);
     for (const fc of half) {
@@ -294,13 +295,15 @@ describe("reporting aggregations", () => {
     }
   });
 
-  it("full cycle - the demo's production model: flows sum to the mean success case, cash flows and indicators at every level, company interest from the license", async () => {
-    const res = await fullCycle({ prospectAnalysisId: "pa-alpha-oil", companyId: "c-fjord", currency: "USD" });
+  it("full cycle - the demo's production model: flows sum to the mean success case, cash flows and indicators at every level, company interest from the license", async ({
+    derrick,
+  }) => {
+    const res = await fullCycle(derrick, { prospectAnalysisId: "pa-alpha-oil", companyId: "c-fjord", currency: "USD" });
     expect(res.status).toBe(200);
     const body = await json(res);
     expect(body).toMatchObject({ prospectAnalysisId: "pa-alpha-oil", companyId: "c-fjord", workingInterest: 0.35, currency: "USD" });
     const [fc] = body.fullCycleAnalyses;
-    const oilMean = (await json(await get("prospectanalysisaggregation/pa-alpha-oil"))).resources.products.oil.successCase.mean;
+    const oilMean = (await json(await get(derrick, "prospectanalysisaggregation/pa-alpha-oil"))).resources.products.oil.successCase.mean;
     expect(fc.cumulativeProduction.oil).toBeCloseTo(oilMean, 9);
     expect(sum(fc.hydrocarbonFlows.map((f: { oil: number }) => f.oil))).toBeCloseTo(oilMean, 9);
     expect(fc.hydrocarbonFlows[0]).toMatchObject({ year: 2030, unitOil: "MMbbl", unitGas: "Bcf" });
@@ -314,17 +317,19 @@ describe("reporting aggregations", () => {
     expect(fc.indicators.contractor.npv).toBeLessThan(fc.indicators.project.npv);
     expect(fc.indicators.contractor.governmentTake).toBeGreaterThan(0);
 
-    expect((await fullCycle({ prospectAnalysisId: "pa-alpha-oil", companyId: "c-nobody" })).status).toBe(400);
-    expect((await fullCycle({ prospectAnalysisId: "pa-missing" })).status).toBe(404);
-    const bad = await fullCycle({ prospectAnalysisId: "pa-alpha-oil", levels: ["government"] });
+    expect((await fullCycle(derrick, { prospectAnalysisId: "pa-alpha-oil", companyId: "c-nobody" })).status).toBe(400);
+    expect((await fullCycle(derrick, { prospectAnalysisId: "pa-missing" })).status).toBe(404);
+    const bad = await fullCycle(derrick, { prospectAnalysisId: "pa-alpha-oil", levels: ["government"] });
     expect(bad.status).toBe(400);
     expect((await json(bad)).errors[0].pointer).toMatch(/^\/body\/levels/);
-    expect((await fullCycle({ prospectAnalysisId: "pa-alpha-oil", extra: 1 })).status).toBe(400);
+    expect((await fullCycle(derrick, { prospectAnalysisId: "pa-alpha-oil", extra: 1 })).status).toBe(400);
   });
 
-  it("caching - a full cycle result is cached once for the levels in any order and any currency; the currency is echoed", async () => {
+  it("caching - a full cycle result is cached once for the levels in any order and any currency; the currency is echoed", async ({
+    derrick,
+  }) => {
     const ask = (levels: string[], currency?: string) =>
-      fullCycle({ prospectAnalysisId: "pa-alpha-oil", levels, companyId: "c-fjord", ...(currency ? { currency } : {}) });
+      fullCycle(derrick, { prospectAnalysisId: "pa-alpha-oil", levels, companyId: "c-fjord", ...(currency ? { currency } : {}) });
     const first = await ask(["workingInterest", "project"], "USD");
     expect(first.status).toBe(200);
     const firstText = await first.text();
@@ -345,8 +350,8 @@ describe("reporting aggregations", () => {
     expect(await hit.text()).toBe(await recomputed.text());
   });
 
-  it("full cycle - break-even price: a copy of the analysis at that flat oil price has NPV 0 at that level", async () => {
-    const [demo] = (await json(await fullCycle({ prospectAnalysisId: "pa-alpha-oil" }))).fullCycleAnalyses;
+  it("full cycle - break-even price: a copy of the analysis at that flat oil price has NPV 0 at that level", async ({ derrick }) => {
+    const [demo] = (await json(await fullCycle(derrick, { prospectAnalysisId: "pa-alpha-oil" }))).fullCycleAnalyses;
     const breakeven = demo.indicators.contractor.breakevenPrice as number;
     expect(breakeven).toBeGreaterThan(0);
     // Pre-tax flows need a lower price than after-tax ones.
@@ -357,15 +362,17 @@ describe("reporting aggregations", () => {
       p === oil ? { ...oil, series: [{ year: body.setup.startYear, value: breakeven }] } : p,
     );
     expect((await put(derrick, "fullcycleanalyses", "fc-at-breakeven", body)).status).toBe(201);
-    const all = (await json(await fullCycle({ prospectAnalysisId: "pa-alpha-oil" }))).fullCycleAnalyses;
+    const all = (await json(await fullCycle(derrick, { prospectAnalysisId: "pa-alpha-oil" }))).fullCycleAnalyses;
     const flat = all.find((f: { fullCycleAnalysisId: string }) => f.fullCycleAnalysisId === "fc-at-breakeven");
     expect(Math.abs(flat.indicators.contractor.npv)).toBeLessThan(1e-6 * Math.abs(demo.indicators.contractor.npv) + 1e-6);
     expect(flat.indicators.contractor.breakevenPrice).toBeCloseTo(breakeven, 6);
     await derrick.call("/assessments/v1/fullcycleanalyses/fc-at-breakeven", { as: "admin", method: "DELETE" });
   });
 
-  it("multiple scenarios - set-up, results per scenario, the outcome tree (Σ joint = 1, Σ joint × volume = risked mean) and the polygon", async () => {
-    const res = await get("prospectmultiplescenarioanalysisaggregation/msa-alpha");
+  it("multiple scenarios - set-up, results per scenario, the outcome tree (Σ joint = 1, Σ joint × volume = risked mean) and the polygon", async ({
+    derrick,
+  }) => {
+    const res = await get(derrick, "prospectmultiplescenarioanalysisaggregation/msa-alpha");
     expect(res.status).toBe(200);
     const body = await json(res);
     expect(body.setup.scenarios.map((s: { scenarioId: string }) => s.scenarioId)).toEqual(["sc-oil", "sc-gas"]);
@@ -394,7 +401,9 @@ describe("reporting aggregations", () => {
     expect(body.polygon.properties.name).toBe("Alpha closure outline, top Rogn Fm");
   });
 
-  it("multiple scenarios - beyond 16 segments the outcome tree is sampled; branches with zero probability are pruned", async () => {
+  it("multiple scenarios - beyond 16 segments the outcome tree is sampled; branches with zero probability are pruned", async ({
+    derrick,
+  }) => {
     const ids: string[] = [];
     for (let i = 0; i < 17; i++) {
       ids.push(`big-s${i}`);
@@ -414,7 +423,7 @@ describe("reporting aggregations", () => {
       scenarios: [{ scenarioId: "only", name: "Only", probability: 1, prospectAnalysisId: "pa-big" }],
       simulation: { trials: 2000, seed: 3 },
     });
-    const body = await json(await get("prospectmultiplescenarioanalysisaggregation/msa-big"));
+    const body = await json(await get(derrick, "prospectmultiplescenarioanalysisaggregation/msa-big"));
     expect(body.outcomeTree.method).toBe("MonteCarlo");
     const outcomes = body.outcomeTree.nodes.filter((n: { kind: string }) => n.kind === "outcome");
     expect(sum(outcomes.map((n: { jointProbability: number }) => n.jointProbability))).toBeCloseTo(1, 12);
@@ -423,7 +432,9 @@ describe("reporting aggregations", () => {
     expect(body.polygon).toBeNull();
   });
 
-  it("limits - a result larger than the NATS payload limit is answered (uncached), not a 500: 16 segments give 2^16 outcomes", async () => {
+  it("limits - a result larger than the NATS payload limit is answered (uncached), not a 500: 16 segments give 2^16 outcomes", async ({
+    derrick,
+  }) => {
     // ~65,000 outcome nodes, ~28 MB: the KV put of the cache entry exceeded max_payload and failed the GET.
     const ids: string[] = [];
     for (let i = 0; i < 16; i++) {
@@ -445,7 +456,7 @@ describe("reporting aggregations", () => {
       simulation: { trials: 1000, seed: 3 },
     });
     for (const expected of ["miss", "miss"]) {
-      const res = await get("prospectmultiplescenarioanalysisaggregation/msa-wide");
+      const res = await get(derrick, "prospectmultiplescenarioanalysisaggregation/msa-wide");
       expect(res.status).toBe(200);
       expect(res.headers.get("x-derrick-cache")).toBe(expected);
       const body = await json(res);
@@ -454,11 +465,13 @@ describe("reporting aggregations", () => {
       expect(sum(outcomes.map((n: { jointProbability: number }) => n.jointProbability)) + 0.5).toBeCloseTo(1, 9);
     }
     // An ordinary result is still cached.
-    await get("prospectanalysisaggregation/pa-wide");
-    expect((await get("prospectanalysisaggregation/pa-wide")).headers.get("x-derrick-cache")).toBe("hit");
+    await get(derrick, "prospectanalysisaggregation/pa-wide");
+    expect((await get(derrick, "prospectanalysisaggregation/pa-wide")).headers.get("x-derrick-cache")).toBe("hit");
   }, 60_000);
 
-  it("limits - the outcome tree has at most 2^16 outcomes in all: two 16-segment scenarios fold their least likely outcomes, invariants kept", async () => {
+  it("limits - the outcome tree has at most 2^16 outcomes in all: two 16-segment scenarios fold their least likely outcomes, invariants kept", async ({
+    derrick,
+  }) => {
     const ids: string[] = [];
     for (let i = 0; i < 16; i++) {
       ids.push(`twin-s${i}`);
@@ -482,7 +495,7 @@ describe("reporting aggregations", () => {
       ],
       simulation: { trials: 1000, seed: 3 },
     });
-    const res = await get("prospectmultiplescenarioanalysisaggregation/msa-twin");
+    const res = await get(derrick, "prospectmultiplescenarioanalysisaggregation/msa-twin");
     expect(res.status).toBe(200);
     const body = await json(res);
     const nodes = body.outcomeTree.nodes as Array<{ kind: string; jointProbability: number; outcomes?: number; volume?: { mean: number } }>;
@@ -500,7 +513,9 @@ describe("reporting aggregations", () => {
     );
   }, 60_000);
 
-  it("limits - a multiple scenario analysis takes at most 64,000,000 segment-trials: more is 400 on write naming the trials, and 409 when an enrolled analysis grew past it (before anything is computed)", async () => {
+  it("limits - a multiple scenario analysis takes at most 64,000,000 segment-trials: more is 400 on write naming the trials, and 409 when an enrolled analysis grew past it (before anything is computed)", async ({
+    derrick,
+  }) => {
     const ids: string[] = [];
     for (let i = 0; i < 17; i++) {
       ids.push(`work-s${i}`);
@@ -555,36 +570,38 @@ describe("reporting aggregations", () => {
         })
       ).status,
     ).toBe(200);
-    const grown = await get("prospectmultiplescenarioanalysisaggregation/msa-work");
+    const grown = await get(derrick, "prospectmultiplescenarioanalysisaggregation/msa-work");
     expect(grown.status).toBe(409);
     expect((await json(grown)).errors).toEqual([
       { pointer: "/simulation/trials", message: expect.stringContaining("at most 941,176 trials") },
     ]);
   });
 
-  it("references - an aggregation whose inputs were deleted answers 409 (segments) or 404 (the analysis itself); the license view lists what is missing", async () => {
+  it("references - an aggregation whose inputs were deleted answers 409 (segments) or 404 (the analysis itself); the license view lists what is missing", async ({
+    derrick,
+  }) => {
     await put(derrick, "segmentanalyses", "gone-s", segment("Gone", 0.5, 10, 90));
     await put(derrick, "prospectanalyses", "pa-gone", {
       prospect: { id: "p-gone", name: "Gone" },
       segmentAnalysisIds: ["gone-s"],
       dependency: { model: "independent" },
     });
-    expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(200);
+    expect((await get(derrick, "prospectanalysisaggregation/pa-gone")).status).toBe(200);
     expect((await derrick.call("/assessments/v1/segmentanalyses/gone-s", { as: "admin", method: "DELETE" })).status).toBe(204);
-    expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(409);
+    expect((await get(derrick, "prospectanalysisaggregation/pa-gone")).status).toBe(409);
     // A license linking the prospect still lists the analysis, with no Pg and what is missing.
     const license = demoBody("pl-123", 1);
     license.versions[0].prospectIds = ["p-gone"];
     expect((await put(derrick, "licenses", "pl-gone", license)).status).toBe(201);
-    const listed = (await json(await get("licenseaggregation/pl-gone"))).versions[0].prospects[0];
+    const listed = (await json(await get(derrick, "licenseaggregation/pl-gone"))).versions[0].prospects[0];
     expect(listed).toMatchObject({
       prospectId: "p-gone",
       name: "Gone",
       prospectAnalyses: [{ prospectAnalysisId: "pa-gone", pg: null, missingSegmentAnalysisIds: ["gone-s"] }],
     });
     expect((await derrick.call("/assessments/v1/prospectanalyses/pa-gone", { as: "admin", method: "DELETE" })).status).toBe(204);
-    expect((await get("prospectanalysisaggregation/pa-gone")).status).toBe(404);
-    expect((await json(await get("licenseaggregation/pl-gone"))).versions[0].prospects[0].prospectAnalyses).toEqual([]);
-    expect((await get("prospectmultiplescenarioanalysisaggregation/msa-missing")).status).toBe(404);
+    expect((await get(derrick, "prospectanalysisaggregation/pa-gone")).status).toBe(404);
+    expect((await json(await get(derrick, "licenseaggregation/pl-gone"))).versions[0].prospects[0].prospectAnalyses).toEqual([]);
+    expect((await get(derrick, "prospectmultiplescenarioanalysisaggregation/msa-missing")).status).toBe(404);
   });
 });

@@ -3,27 +3,21 @@
  * actor and NATS connection) on one nats-server. A write acknowledged through one must be seen by
  * the very next read through the other, even when both had the older result cached.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { json, put, segment } from "./helpers.ts";
+import { describe, expect } from "vitest";
+import { startDerrick, type TestDerrick } from "../harness/index.ts";
+import { json } from "../harness/json.ts";
+import { put, reportingTest, segment } from "./helpers.ts";
 
 const ROUNDS = 12;
 
-describe("reporting consistency across processes", () => {
-  let nats: TestNats;
-  let a: TestDerrick;
-  let b: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    a = await startDerrick(nats, { actors: ["identity", "reporting"] });
-    b = await startDerrick(nats, { actors: ["identity", "reporting"] });
-  });
-  afterAll(async () => {
-    await a?.cleanup();
-    await b?.cleanup();
-    await nats?.cleanup();
-  });
+/** `derrick` and `other`: two deployments on the file's server. */
+const it = reportingTest().extend("other", { scope: "file", auto: true }, async ({ nats }, { onCleanup }) => {
+  const other = await startDerrick(nats, { actors: ["identity", "reporting"] });
+  onCleanup(() => other.cleanup());
+  return other;
+});
 
+describe("reporting consistency across processes", () => {
   const aggregation = async (via: TestDerrick, path: string) => {
     const res = await via.call(`/assessments/v1/${path}`);
     expect(res.status).toBe(200);
@@ -31,7 +25,10 @@ describe("reporting consistency across processes", () => {
   };
   const probability = (round: number) => 0.3 + round * 0.05;
 
-  it("consistency - a write through one process is seen by the next read through the other, with the older result cached in both", async () => {
+  it("consistency - a write through one process is seen by the next read through the other, with the older result cached in both", async ({
+    derrick: a,
+    other: b,
+  }) => {
     const writeThrough = (via: TestDerrick, round: number) =>
       put(via, "segmentanalyses", "ryw-s1", segment("RYW", probability(round), 10, 100, { prospectId: "p-ryw" }));
     expect((await writeThrough(a, 0)).status).toBe(201);
@@ -60,7 +57,7 @@ describe("reporting consistency across processes", () => {
     }
   });
 
-  it("consistency - a delete through one process is seen by the next read through the other", async () => {
+  it("consistency - a delete through one process is seen by the next read through the other", async ({ derrick: a, other: b }) => {
     await put(a, "segmentanalyses", "ryw-d1", segment("RYW delete", 0.5, 10, 100, { prospectId: "p-ryw-d" }));
     await put(a, "prospectanalyses", "pa-ryw-d", {
       prospect: { id: "p-ryw-d", name: "RYW delete" },

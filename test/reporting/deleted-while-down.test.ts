@@ -1,9 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { connectNats } from "../../platform/nats.ts";
+import { afterAll, describe, expect } from "vitest";
+import { startDerrick, type TestDerrick } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 import { BUCKETS } from "../../actors/reporting/store.ts";
 import { loadDemoOver } from "./helpers.ts";
+
+// The reporting actor stops and starts within the test: its derricks are the test's own.
+const it = natsTest();
 
 /**
  * The entities bucket deleted while no reporting actor runs is made again by the next one to start:
@@ -11,19 +13,14 @@ import { loadDemoOver } from "./helpers.ts";
  * KV read, with no look at the inputs).
  */
 describe("reporting after its entities were deleted while it was down", () => {
-  let nats: TestNats;
   let derrick: TestDerrick | undefined;
-  beforeAll(async () => {
-    nats = await startTestNats();
-  });
   afterAll(async () => {
     await derrick?.cleanup();
-    await nats?.cleanup();
   });
 
   it("entities - a bucket deleted while the actor was down is made again at start, and no result cached from the old one is served", {
     timeout: 20_000,
-  }, async () => {
+  }, async ({ nats, jsm }) => {
     const aggregation = "/assessments/v1/prospectanalysisaggregation/pa-alpha-oil";
     derrick = await startDerrick(nats, { actors: ["identity", "reporting"] });
     await loadDemoOver(derrick);
@@ -31,9 +28,7 @@ describe("reporting after its entities were deleted while it was down", () => {
     expect((await derrick.call(aggregation)).headers.get("x-derrick-cache")).toBe("hit");
     await derrick.cleanup();
     derrick = undefined;
-    const nc = await connectNats(nats.url, "deleted-while-down");
-    expect(await (await jetstreamManager(nc)).streams.delete(`KV_${BUCKETS.entities}`)).toBe(true);
-    await nc.close();
+    expect(await jsm.streams.delete(`KV_${BUCKETS.entities}`)).toBe(true);
     derrick = await startDerrick(nats, { actors: ["identity", "reporting"] });
     expect((await derrick.call("/assessments/v1/prospectanalyses/pa-alpha-oil")).status).toBe(404);
     expect((await derrick.call(aggregation)).status).toBe(404);

@@ -1,36 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { demoBody, json, loadDemoOver, put, segment } from "./helpers.ts";
+import { describe, expect } from "vitest";
+import type { TestDerrick } from "../harness/index.ts";
+import { expectProblem, json } from "../harness/json.ts";
+import { demoBody, loadDemoOver, put, reportingTest, segment } from "./helpers.ts";
 import { assessmentStore, openStores } from "../../actors/reporting/store.ts";
 import { validateEntity } from "../../actors/reporting/validate.ts";
+import type { Problem } from "../../subjects/errors.ts";
 
-type Problem = { status: number; errors?: Array<{ pointer: string; message: string }> };
+const it = reportingTest();
+
+/** PUT, expect 400 and the pointer among the named fields. */
+async function rejects(derrick: TestDerrick, collection: string, id: string, body: unknown, pointer: string) {
+  const problem = await expectProblem(await put(derrick, collection, id, body), 400);
+  expect(
+    problem.errors?.map((e) => e.pointer),
+    JSON.stringify(problem),
+  ).toContain(pointer);
+}
 
 describe("reporting entities", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "reporting"] });
+  it.beforeAll(async ({ derrick }) => {
     await loadDemoOver(derrick);
   });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
 
-  /** PUT, expect 400 and the pointer among the named fields. */
-  async function rejects(collection: string, id: string, body: unknown, pointer: string) {
-    const res = await put(derrick, collection, id, body);
-    const problem = await json<Problem>(res);
-    expect(res.status, `${pointer}: ${JSON.stringify(problem)}`).toBe(400);
-    expect(
-      problem.errors?.map((e) => e.pointer),
-      JSON.stringify(problem),
-    ).toContain(pointer);
-  }
-
-  it("entities - an editor creates (201) and replaces (200) a segment analysis; the version counts upserts; readers read it", async () => {
+  it("entities - an editor creates (201) and replaces (200) a segment analysis; the version counts upserts; readers read it", async ({
+    derrick,
+  }) => {
     const created = await put(derrick, "segmentanalyses", "seg-x", segment("X", 0.5, 10, 90));
     expect(created.status).toBe(201);
     expect(created.headers.get("etag")).toBe('"1"');
@@ -52,7 +46,7 @@ describe("reporting entities", () => {
     expect((await json<Problem>(bad)).errors?.[0]?.pointer).toBe("/query/version");
   });
 
-  it("entities - writes need the group assessments.editors; reads need a token, an appkey and a partition", async () => {
+  it("entities - writes need the group assessments.editors; reads need a token, an appkey and a partition", async ({ derrick }) => {
     expect((await put(derrick, "segmentanalyses", "seg-y", segment("Y", 0.5, 10, 90), "alpha")).status).toBe(403);
     expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x", { as: "beta", method: "DELETE" })).status).toBe(403);
     expect((await derrick.call("/assessments/v1/segmentanalyses/seg-x", { as: null })).status).toBe(401);
@@ -68,7 +62,7 @@ describe("reporting entities", () => {
     expect(viaDataPartition.status).toBe(200);
   });
 
-  it("entities - DELETE answers 204, then the entity is gone (404) and a second DELETE is 404", async () => {
+  it("entities - DELETE answers 204, then the entity is gone (404) and a second DELETE is 404", async ({ derrick }) => {
     await put(derrick, "segmentanalyses", "seg-del", segment("Del", 0.5, 10, 90));
     expect((await derrick.call("/assessments/v1/segmentanalyses/seg-del", { as: "admin", method: "DELETE" })).status).toBe(204);
     expect((await derrick.call("/assessments/v1/segmentanalyses/seg-del")).status).toBe(404);
@@ -77,7 +71,7 @@ describe("reporting entities", () => {
     expect((await put(derrick, "segmentanalyses", "seg-del", segment("Del", 0.5, 10, 90))).status).toBe(201);
   });
 
-  it("entities - a license keeps every version: upserts merge by versionNumber", async () => {
+  it("entities - a license keeps every version: upserts merge by versionNumber", async ({ derrick }) => {
     const license = await json(await derrick.call("/assessments/v1/licenses/pl-123"));
     expect(license.versions.map((v: { versionNumber: number }) => v.versionNumber)).toEqual([1, 2]);
     // Re-sending version 2 alone replaces it and keeps version 1.
@@ -93,10 +87,10 @@ describe("reporting entities", () => {
     // A new version overlapping a stored one is named.
     const v3 = demoBody("pl-123", 1);
     v3.versions[0] = { ...v3.versions[0], versionNumber: 3, validFrom: "2022-06-01" };
-    await rejects("licenses", "pl-123", v3, "/body/versions/0/validFrom");
+    await rejects(derrick, "licenses", "pl-123", v3, "/body/versions/0/validFrom");
   });
 
-  it("entities - retrying a write repairs the prospect index a crash between the entity and its index left short", async () => {
+  it("entities - retrying a write repairs the prospect index a crash between the entity and its index left short", async ({ derrick }) => {
     expect((await put(derrick, "segmentanalyses", "seg-crash", segment("Crash", 0.5, 10, 90, { prospectId: "p-beta" }))).status).toBe(201);
     const body = { prospect: { id: "p-beta", name: "Beta" }, segmentAnalysisIds: ["seg-crash"], dependency: { model: "independent" } };
     // The actor wrote the entity and died before the by-prospect index: the entity alone is stored.
@@ -120,13 +114,19 @@ describe("reporting entities", () => {
     expect(await analysesOfBeta()).toContain("pa-crash");
   });
 
-  it("entities - ids: a body id that differs from the path, or a path id with bad characters, is a 400", async () => {
-    await rejects("segmentanalyses", "seg-x", { ...segment("X", 0.5, 10, 90), segmentAnalysisId: "other" }, "/body/segmentAnalysisId");
+  it("entities - ids: a body id that differs from the path, or a path id with bad characters, is a 400", async ({ derrick }) => {
+    await rejects(
+      derrick,
+      "segmentanalyses",
+      "seg-x",
+      { ...segment("X", 0.5, 10, 90), segmentAnalysisId: "other" },
+      "/body/segmentAnalysisId",
+    );
     const res = await put(derrick, "segmentanalyses", "bad.id", segment("X", 0.5, 10, 90));
     expect(res.status).toBe(400);
   });
 
-  it("entities - segment analysis rules each name the field", async () => {
+  it("entities - segment analysis rules each name the field", async ({ derrick }) => {
     const s = segment("S", 0.5, 10, 90);
     const cases: Array<[unknown, string]> = [
       [{ ...s, extra: 1 }, "/body/extra"],
@@ -170,11 +170,11 @@ describe("reporting entities", () => {
         "/body/entitlement",
       ],
     ];
-    for (const [body, pointer] of cases) await rejects("segmentanalyses", "seg-bad", body, pointer);
+    for (const [body, pointer] of cases) await rejects(derrick, "segmentanalyses", "seg-bad", body, pointer);
     expect((await derrick.call("/assessments/v1/segmentanalyses/seg-bad")).status).toBe(404);
   });
 
-  it("entities - prospect analysis rules and references each name the field", async () => {
+  it("entities - prospect analysis rules and references each name the field", async ({ derrick }) => {
     const pa = demoBody("pa-alpha-oil");
     await put(derrick, "segmentanalyses", "seg-elsewhere", segment("Elsewhere", 0.5, 10, 90, { prospectId: "p-other" }));
     await put(derrick, "segmentanalyses", "seg-in-m3", { name: "m3", riskFactors: [], volumes: { oil: { unit: "Mm3", mean: 5 } } });
@@ -204,10 +204,10 @@ describe("reporting entities", () => {
       // In-place and recoverable volumes are not added together.
       [{ ...pa, segmentAnalysisIds: ["seg-alpha-rogn", "seg-in-place"] }, "/body/segmentAnalysisIds/1"],
     ];
-    for (const [body, pointer] of cases) await rejects("prospectanalyses", "pa-bad", body, pointer);
+    for (const [body, pointer] of cases) await rejects(derrick, "prospectanalyses", "pa-bad", body, pointer);
   });
 
-  it("entities - license rules each name the field", async () => {
+  it("entities - license rules each name the field", async ({ derrick }) => {
     const base = demoBody("pl-123", 1);
     const version = base.versions[0];
     const withVersion = (patch: Record<string, unknown>) => ({ ...base, versions: [{ ...version, ...patch }] });
@@ -237,10 +237,10 @@ describe("reporting entities", () => {
       [{ ...base, versions: [] }, "/body/versions"],
       [{ ...base, nation: { code: "no", name: "Norway" } }, "/body/nation/code"],
     ];
-    for (const [body, pointer] of cases) await rejects("licenses", "pl-bad", body, pointer);
+    for (const [body, pointer] of cases) await rejects(derrick, "licenses", "pl-bad", body, pointer);
   });
 
-  it("entities - full cycle analysis rules and references each name the field", async () => {
+  it("entities - full cycle analysis rules and references each name the field", async ({ derrick }) => {
     const fc = demoBody("fc-alpha-mean");
     const flows = {
       contractor: [
@@ -298,7 +298,7 @@ describe("reporting entities", () => {
       dependency: { model: "independent" },
     });
     // A production model of oil on a gas-only prospect produced nothing and reported only the capex.
-    await rejects("fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-gas-only" }, "/body/production/product");
+    await rejects(derrick, "fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-gas-only" }, "/body/production/product");
     expect(
       (
         await put(derrick, "fullcycleanalyses", "fc-gas", {
@@ -319,7 +319,7 @@ describe("reporting entities", () => {
       segmentAnalysisIds: ["seg-in-place-only"],
       dependency: { model: "independent" },
     });
-    await rejects("fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-in-place" }, "/body/production/recoverable");
+    await rejects(derrick, "fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-in-place" }, "/body/production/recoverable");
     expect(
       (
         await put(derrick, "fullcycleanalyses", "fc-in-place", {
@@ -329,10 +329,12 @@ describe("reporting entities", () => {
         })
       ).status,
     ).toBe(201);
-    for (const [body, pointer] of cases) await rejects("fullcycleanalyses", "fc-bad", body, pointer);
+    for (const [body, pointer] of cases) await rejects(derrick, "fullcycleanalyses", "fc-bad", body, pointer);
   });
 
-  it("entities - an aggregation whose inputs stopped being comparable after the analysis was written answers 409 naming the segment", async () => {
+  it("entities - an aggregation whose inputs stopped being comparable after the analysis was written answers 409 naming the segment", async ({
+    derrick,
+  }) => {
     await put(derrick, "segmentanalyses", "seg-u1", segment("U1", 0.5, 10, 90, { prospectId: "p-units" }));
     await put(derrick, "segmentanalyses", "seg-u2", segment("U2", 0.5, 10, 90, { prospectId: "p-units" }));
     expect(
@@ -365,7 +367,7 @@ describe("reporting entities", () => {
     ]);
   });
 
-  it("entities - multiple scenario rules, references and GeoJSON validity each name the field", async () => {
+  it("entities - multiple scenario rules, references and GeoJSON validity each name the field", async ({ derrick }) => {
     const msa = demoBody("msa-alpha");
     const [oil, gas] = msa.scenarios;
     const ring = msa.polygon.geometry.coordinates[0];
@@ -402,7 +404,7 @@ describe("reporting entities", () => {
       [{ ...msa, polygon: { type: "LineString", coordinates: ring } }, "/body/polygon/type"],
       [{ ...msa, polygon: { ...msa.polygon, crs: { type: "name" } } }, "/body/polygon/crs"],
     ];
-    for (const [body, pointer] of cases) await rejects("multiplescenarioanalyses", "msa-bad", body, pointer);
+    for (const [body, pointer] of cases) await rejects(derrick, "multiplescenarioanalyses", "msa-bad", body, pointer);
     // A bare Polygon geometry is accepted too.
     expect(
       (await put(derrick, "multiplescenarioanalyses", "msa-bare", { ...msa, polygon: { type: "Polygon", coordinates: [ring] } })).status,

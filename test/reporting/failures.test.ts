@@ -4,14 +4,13 @@
  * a seam that can hold a call or make the cache bucket fail, the reader's are plain. The KV calls
  * themselves are real; only when they fail is decided by the test.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "@nats-io/transport-node";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { describe, expect } from "vitest";
 import type { KV } from "@nats-io/kv";
-import { startTestNats, type TestNats } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 import { assessmentStore, entityKey, openStores, type Stores } from "../../actors/reporting/store.ts";
 import { CACHE_HEADER, deleteEntity, prospectAggregate, putEntity, type ReportingDeps } from "../../actors/reporting/handlers.ts";
-import { DEMO, loadDemo } from "../../subjects/reporting-demo.ts";
+import { loadDemo } from "../../subjects/reporting-demo.ts";
+import { demoBody } from "./helpers.ts";
 import { EDITORS_GROUP } from "../../subjects/reporting.ts";
 import { DerrickError, EncodedJson, type Reply } from "../../subjects/index.ts";
 import type { RequestContext } from "../../actors/runtime/context.ts";
@@ -44,12 +43,13 @@ const ctx: RequestContext = {
   requestId: "r",
   log: createLogger("silent"),
 };
-const demo = (id: string) => structuredClone(DEMO.find((d) => d.id === id)!.body) as Record<string, any>;
+
+/** The part of a prospect aggregation these tests read. */
+type Aggregate = { segments: Array<{ segmentAnalysisId: string; pg: number }> };
+
+const it = natsTest();
 
 describe("reporting writes that fail half-way", () => {
-  let nats: TestNats;
-  let writerNc: NatsConnection;
-  let readerNc: NatsConnection;
   let plain: Stores;
   let writer: ReportingDeps;
   let reader: ReportingDeps;
@@ -60,11 +60,8 @@ describe("reporting writes that fail half-way", () => {
   /** Called after the writer's entity writes landed. */
   let afterEntityWrite: (key: string) => void = () => undefined;
 
-  beforeAll(async () => {
-    nats = await startTestNats();
-    writerNc = await connect({ servers: nats.url });
-    readerNc = await connect({ servers: nats.url });
-    plain = await openStores(writerNc);
+  it.beforeAll(async ({ connection }) => {
+    plain = await openStores(await connection("writer"));
     const entities = seam(plain.entities, {
       before: (method, key) => (WRITES.has(method) ? beforeEntityWrite(key) : undefined),
       after: (method, key) => (WRITES.has(method) ? afterEntityWrite(key) : undefined),
@@ -75,29 +72,24 @@ describe("reporting writes that fail half-way", () => {
       },
     });
     writer = { store: assessmentStore({ entities, cache }) };
-    reader = { store: assessmentStore(await openStores(readerNc)) };
+    reader = { store: assessmentStore(await openStores(await connection("reader"))) };
     await loadDemo(
       async (item) => (await putEntity({ collection: item.collection, id: item.id, body: structuredClone(item.body) }, ctx, writer)).status,
     );
   });
-  afterAll(async () => {
-    await writerNc?.close();
-    await readerNc?.close();
-    await nats?.cleanup();
-  });
 
   const read = async (id: string) => {
     const res: Reply<unknown> = await prospectAggregate({ id }, ctx, reader);
-    const body = res.body instanceof EncodedJson ? JSON.parse(new TextDecoder().decode(res.body.bytes)) : res.body;
-    return { cache: res.headers[CACHE_HEADER], body: body as { segments: Array<{ segmentAnalysisId: string; pg: number }> } };
+    const body: Aggregate =
+      res.body instanceof EncodedJson ? JSON.parse(new TextDecoder().decode(res.body.bytes)) : (res.body as Aggregate);
+    return { cache: res.headers[CACHE_HEADER], body };
   };
   const status = (promise: Promise<unknown>) =>
     promise.then(
       () => 200,
       (error) => (error instanceof DerrickError ? error.status : 500),
     );
-  const pgOf = (body: { segments: Array<{ segmentAnalysisId: string; pg: number }> }, segmentId: string) =>
-    body.segments.find((s) => s.segmentAnalysisId === segmentId)!.pg;
+  const pgOf = (body: Aggregate, segmentId: string) => body.segments.find((s) => s.segmentAnalysisId === segmentId)!.pg;
   const reset = () => {
     cacheDown = false;
     beforeEntityWrite = () => undefined;
@@ -123,7 +115,7 @@ describe("reporting writes that fail half-way", () => {
     const before = await read("pa-alpha-gas");
     await read("pa-alpha-gas");
     const oldPg = pgOf(before.body, "seg-alpha-gas-lower");
-    const changed = demo("seg-alpha-gas-lower");
+    const changed = demoBody("seg-alpha-gas-lower");
     changed.riskFactors = changed.riskFactors.map((f: { name: string; probability: number }) => ({ ...f, probability: f.probability / 2 }));
     // The writer's segment write is held on the wire; once it lands, the cache bucket is down.
     const target = entityKey("opendes", "segmentanalyses", "seg-alpha-gas-lower");
@@ -169,7 +161,7 @@ describe("reporting writes that fail half-way", () => {
 
   it("failures - a write that never landed leaves the aggregations that read its input uncached, never stale, until the input is written again", async () => {
     // The analysis the first test deleted, again.
-    await putEntity({ collection: "prospectanalyses", id: "pa-alpha-oil", body: demo("pa-alpha-oil") }, ctx, writer);
+    await putEntity({ collection: "prospectanalyses", id: "pa-alpha-oil", body: demoBody("pa-alpha-oil") }, ctx, writer);
     const target = entityKey("opendes", "segmentanalyses", "seg-alpha-rogn");
     const pg = pgOf((await read("pa-alpha-oil")).body, "seg-alpha-rogn");
     expect((await read("pa-alpha-oil")).cache).toBe("hit");
@@ -178,7 +170,7 @@ describe("reporting writes that fail half-way", () => {
     beforeEntityWrite = (key) => {
       if (key === target) throw new Error("TIMEOUT (injected: the write was never sent)");
     };
-    const changed = demo("seg-alpha-rogn");
+    const changed = demoBody("seg-alpha-rogn");
     changed.riskFactors = [{ name: "reservoir", probability: 0.2 }];
     expect(await status(putEntity({ collection: "segmentanalyses", id: "seg-alpha-rogn", body: changed }, ctx, writer))).toBe(500);
     reset();

@@ -1,6 +1,10 @@
-/** Shared helpers of the reporting tests: PUT as the editor, read JSON, the demo set. */
+/** Shared helpers of the reporting tests: the file's derrick, PUT as the editor, the demo set. */
 import type { TestDerrick } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
 import { DEMO, loadDemo, type DemoItem } from "../../subjects/reporting-demo.ts";
+
+/** A file's derrick serving the reporting API (with `env` added to its settings). */
+export const reportingTest = (env: Record<string, string> = {}) => derrickTest({ actors: ["identity", "reporting"], env });
 
 export const put = (
   derrick: TestDerrick,
@@ -10,10 +14,6 @@ export const put = (
   as: "admin" | "alpha" | "beta" = "admin",
   partition = "opendes",
 ) => derrick.call(`/assessments/v1/${collection}/${id}`, { as, partition, method: "PUT", body: JSON.stringify(body) });
-
-export async function json<T = Record<string, any>>(res: Response): Promise<T> {
-  return (await res.json()) as T;
-}
 
 export async function loadDemoOver(derrick: TestDerrick, partition = "opendes") {
   return loadDemo(async (item: DemoItem) => {

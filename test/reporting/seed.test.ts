@@ -1,26 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { json } from "./helpers.ts";
+import type { TestDerrick, TestNats } from "../harness/index.ts";
+import { json } from "../harness/json.ts";
+import { reportingTest } from "./helpers.ts";
 
 const CLI = join(fileURLToPath(new URL("../..", import.meta.url)), "bin", "derrick.ts");
 
-describe("derrick seed", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "reporting"] });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+const it = reportingTest();
 
+describe("derrick seed", () => {
   /** Runs the CLI without blocking this process: the actor answering it lives here. */
-  const seed = (...args: string[]) =>
+  const seed = ({ nats, derrick }: { nats: TestNats; derrick: TestDerrick }, ...args: string[]) =>
     new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
       const child = spawn(process.execPath, [CLI, "seed", ...args], {
         env: {
@@ -40,8 +32,11 @@ describe("derrick seed", () => {
       child.on("close", (status) => resolve({ status, stdout, stderr }));
     });
 
-  it("seed - loads the demo set over NATS: a license with two versions, three segments, a full cycle and a two-scenario analysis", async () => {
-    const out = await seed();
+  it("seed - loads the demo set over NATS: a license with two versions, three segments, a full cycle and a two-scenario analysis", async ({
+    derrick,
+    nats,
+  }) => {
+    const out = await seed({ nats, derrick });
     expect(out.status, out.stderr).toBe(0);
     expect(out.stdout).toContain("201 PUT /assessments/v1/licenses/pl-123");
     expect(out.stdout).toContain("200 PUT /assessments/v1/licenses/pl-123");
@@ -59,14 +54,14 @@ describe("derrick seed", () => {
     const msa = await json(await derrick.call("/assessments/v1/prospectmultiplescenarioanalysisaggregation/msa-alpha"));
     expect(msa.results.byScenario).toHaveLength(2);
     // Seeding again replaces (200) and the license still holds both versions.
-    const again = await seed("--partition", "opendes");
+    const again = await seed({ nats, derrick }, "--partition", "opendes");
     expect(again.status, again.stderr).toBe(0);
     expect(again.stdout).not.toContain("201 PUT");
     expect((await json(await derrick.call("/assessments/v1/licenses/pl-123"))).versions).toHaveLength(2);
   });
 
-  it("seed - a partition that is not served is refused", async () => {
-    const out = await seed("--partition", "nowhere");
+  it("seed - a partition that is not served is refused", async ({ derrick, nats }) => {
+    const out = await seed({ nats, derrick }, "--partition", "nowhere");
     expect(out.status).toBe(2);
     expect(out.stderr).toContain("nowhere");
   });

@@ -1,36 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "@nats-io/transport-node";
-import type { NatsConnection } from "@nats-io/nats-core";
-import { startTestNats, type TestNats } from "../harness/index.ts";
-import {
-  MAX_DEPENDENTS,
-  assessmentStore,
-  entityKey,
-  openStores,
-  resultKey,
-  type AssessmentStore,
-  type Stores,
-} from "../../actors/reporting/store.ts";
+import { describe, expect } from "vitest";
+import { natsTest } from "../harness/fixture.ts";
+import { MAX_DEPENDENTS, assessmentStore, entityKey, openStores, resultKey } from "../../actors/reporting/store.ts";
+
+const it = natsTest()
+  .extend("stores", { scope: "file" }, async ({ nc }) => openStores(nc))
+  .extend("store", { scope: "file" }, async ({ stores }) => assessmentStore(stores));
 
 describe("reporting store", () => {
-  let nats: TestNats;
-  let nc: NatsConnection;
-  let stores: Stores;
-  let store: AssessmentStore;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    nc = await connect({ servers: nats.url });
-    stores = await openStores(nc);
-    store = assessmentStore(stores);
-  });
-  afterAll(async () => {
-    await nc?.close();
-    await nats?.cleanup();
-  });
-
   const now = () => new Date().toISOString();
 
-  it("store - a result computed from an input that changed before it was registered is dropped", async () => {
+  it("store - a result computed from an input that changed before it was registered is dropped", async ({ store }) => {
     await store.put("p", "segmentanalyses", "s1", () => ({ name: "v1" }), now());
     const key = resultKey("p", "prospect", "race");
     const miss = await store.cached(key);
@@ -43,7 +22,7 @@ describe("reporting store", () => {
     expect((await store.cached(key)).value).toBeUndefined();
   });
 
-  it("store - a registered result is deleted by the next write of any of its inputs, and only that one", async () => {
+  it("store - a registered result is deleted by the next write of any of its inputs, and only that one", async ({ store }) => {
     await store.put("p", "segmentanalyses", "a", () => ({ name: "a" }), now());
     await store.put("p", "segmentanalyses", "b", () => ({ name: "b" }), now());
     const fromA = store.tracker();
@@ -58,7 +37,7 @@ describe("reporting store", () => {
     expect(JSON.parse(new TextDecoder().decode((await store.cached(resultKey("p", "prospect", "from-b"))).value))).toEqual({ b: 1 });
   });
 
-  it("store - an absent input that appears later invalidates results computed without it", async () => {
+  it("store - an absent input that appears later invalidates results computed without it", async ({ store }) => {
     const tracker = store.tracker();
     expect(await tracker.get(entityKey("p", "licenses", "later"))).toBeUndefined();
     expect(await store.remember(resultKey("p", "prospect", "without"), { x: 1 }, tracker, 0)).toBe(true);
@@ -67,7 +46,9 @@ describe("reporting store", () => {
     expect((await store.cached(resultKey("p", "prospect", "without"))).value).toBeUndefined();
   });
 
-  it("store - a result is written only if its key is as the miss saw it: an invalidation meanwhile wins over the slower reader", async () => {
+  it("store - a result is written only if its key is as the miss saw it: an invalidation meanwhile wins over the slower reader", async ({
+    store,
+  }) => {
     await store.put("p", "segmentanalyses", "slow", () => ({ name: "v1" }), now());
     const key = resultKey("p", "prospect", "slow");
     const input = entityKey("p", "segmentanalyses", "slow");
@@ -94,7 +75,10 @@ describe("reporting store", () => {
     expect(JSON.parse(new TextDecoder().decode((await store.cached(key)).value))).toEqual({ from: "a" });
   });
 
-  it("store - an input lists a bounded number of dependents: the oldest registrations are evicted and their results deleted", async () => {
+  it("store - an input lists a bounded number of dependents: the oldest registrations are evicted and their results deleted", async ({
+    stores,
+    nc,
+  }) => {
     const small = assessmentStore(stores, { maxDependents: 3 });
     await small.put("p", "segmentanalyses", "popular", () => ({ name: "v1" }), now());
     const input = entityKey("p", "segmentanalyses", "popular");
@@ -125,7 +109,7 @@ describe("reporting store", () => {
     expect(MAX_DEPENDENTS * (longest.length + 3)).toBeLessThan(nc.info!.max_payload);
   });
 
-  it("store - versions count upserts, concurrent writers all land, and a delete then re-create starts at version 1", async () => {
+  it("store - versions count upserts, concurrent writers all land, and a delete then re-create starts at version 1", async ({ store }) => {
     const writes = await Promise.all(
       Array.from({ length: 10 }, (_, i) => store.put("p", "segmentanalyses", "busy", () => ({ name: `w${i}` }), now())),
     );
