@@ -6,6 +6,7 @@
  * cannot say (sums, orderings, references, GeoJSON validity).
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { NoContent, operation } from "./operation.ts";
 
 export const ID_PATTERN = "^[A-Za-z0-9_-]{1,128}$";
 const Id = (description?: string) => Type.String({ pattern: ID_PATTERN, ...(description ? { description } : {}) });
@@ -287,18 +288,26 @@ export type Entity = License | SegmentAnalysis | ProspectAnalysis | FullCycleAna
 export const EDITORS_GROUP = "assessments.editors";
 
 // ---- actor requests ---------------------------------------------------------------------------
+// The messages mirror the HTTP request (path id, body under `body`): devices and tools send them as they are.
 
-export const EntityPutRequest = Type.Object({ collection: CollectionSchema, id: Type.String(), body: Type.Unknown() });
+/** `{id}` of every entity and aggregation path. */
+export const IdPath = Type.Object({ id: Id() });
+const InCollection = Type.Object({ collection: CollectionSchema });
+
+/** The body stays open here: the actor checks it against its collection's schema and rules (validate.ts). */
+export const EntityPutRequest = Type.Composite([IdPath, InCollection, Type.Object({ body: Type.Unknown() })]);
 export type EntityPutRequest = Static<typeof EntityPutRequest>;
-export const EntityRef = Type.Object({ collection: CollectionSchema, id: Type.String(), version: Type.Optional(Type.String()) });
-export type EntityRef = Static<typeof EntityRef>;
 /** `GET …/{collection}/{id}?version=n`: an earlier version, while the bucket's history holds it. */
 export const EntityQuery = Type.Object({
   version: Type.Optional(
     Type.String({ pattern: "^[1-9][0-9]{0,9}$", description: "an earlier version (the ETag number); the last 16 are kept" }),
   ),
 });
-export const AggregationRef = Type.Object({ id: Type.String() });
+export const EntityRef = Type.Composite([IdPath, InCollection, EntityQuery]);
+export type EntityRef = Static<typeof EntityRef>;
+export const EntityDeleteRequest = Type.Composite([IdPath, InCollection]);
+export type EntityDeleteRequest = Static<typeof EntityDeleteRequest>;
+export const AggregationRef = IdPath;
 export type AggregationRef = Static<typeof AggregationRef>;
 
 export const Level = Type.Union([Type.Literal("project"), Type.Literal("contractor"), Type.Literal("workingInterest")]);
@@ -312,8 +321,32 @@ export const FullCycleAggregationBody = Strict({
   currency: Type.Optional(Type.String({ pattern: "^[A-Z]{3}$" })),
 });
 export type FullCycleAggregationBody = Static<typeof FullCycleAggregationBody>;
-export const FullCycleAggregationRequest = Type.Object({ body: Type.Unknown() });
+export const FullCycleAggregationRequest = Type.Object({ body: FullCycleAggregationBody });
 export type FullCycleAggregationRequest = Static<typeof FullCycleAggregationRequest>;
 
 /** Aggregation replies are documented loosely: their names follow docs/reporting.md. */
 export const AggregationResult = Type.Record(Type.String(), Type.Unknown(), { description: "see docs/reporting.md" });
+export type AggregationResult = Static<typeof AggregationResult>;
+/** An entity as stored (the PUT body with its id and defaults), documented as loosely as the aggregations. */
+export const StoredEntity = AggregationResult;
+
+export const reportingEntityPut = operation("reporting", "entity.put", { request: EntityPutRequest, reply: StoredEntity });
+export const reportingEntityGet = operation("reporting", "entity.get", { request: EntityRef, reply: StoredEntity });
+export const reportingEntityDelete = operation("reporting", "entity.delete", { request: EntityDeleteRequest, reply: NoContent });
+export const reportingLicenseAggregation = operation("reporting", "license.aggregation", {
+  request: AggregationRef,
+  reply: AggregationResult,
+});
+export const reportingProspectAggregation = operation("reporting", "prospect.aggregation", {
+  request: AggregationRef,
+  reply: AggregationResult,
+});
+export const reportingProspectDetails = operation("reporting", "prospect.details", { request: AggregationRef, reply: AggregationResult });
+export const reportingFullcycleAggregation = operation("reporting", "fullcycle.aggregation", {
+  request: FullCycleAggregationRequest,
+  reply: AggregationResult,
+});
+export const reportingScenarioAggregation = operation("reporting", "scenario.aggregation", {
+  request: AggregationRef,
+  reply: AggregationResult,
+});

@@ -4,25 +4,16 @@
  * callers meet them too: PUT and DELETE need the group `assessments.editors`, reads any caller.
  */
 import { createHash } from "node:crypto";
-import {
-  DerrickError,
-  EncodedJson,
-  check,
-  checkToken,
-  conflict,
-  notFound,
-  reply,
-  type FieldError,
-  type Reply,
-} from "../../subjects/index.ts";
+import { DerrickError, EncodedJson, checkToken, conflict, notFound, reply, type FieldError, type Reply } from "../../subjects/index.ts";
 import {
   EDITORS_GROUP,
-  FullCycleAggregationBody,
   ID_FIELD,
   DEFAULT_SIMULATION,
   LEVELS,
   type AggregationRef,
+  type AggregationResult,
   type Collection,
+  type EntityDeleteRequest,
   type EntityPutRequest,
   type EntityRef,
   type FullCycleAggregationRequest,
@@ -71,7 +62,7 @@ const etag = (version: number) => ({ ETag: `"${version}"` });
 
 // ---- entities ---------------------------------------------------------------------------------
 
-export async function putEntity(input: EntityPutRequest, ctx: RequestContext, deps: ReportingDeps): Promise<Reply<unknown>> {
+export async function putEntity(input: EntityPutRequest, ctx: RequestContext, deps: ReportingDeps): Promise<Reply<AggregationResult>> {
   requireGroup(ctx, EDITORS_GROUP);
   const partition = requirePartition(ctx);
   const id = checkToken(input.id, "/params/id");
@@ -91,7 +82,7 @@ export async function putEntity(input: EntityPutRequest, ctx: RequestContext, de
   return reply(stored.entity, previous ? 200 : 201, etag(stored.version));
 }
 
-export async function getEntity(input: EntityRef, ctx: RequestContext, deps: ReportingDeps): Promise<Reply<unknown>> {
+export async function getEntity(input: EntityRef, ctx: RequestContext, deps: ReportingDeps): Promise<Reply<AggregationResult>> {
   requirePrincipal(ctx);
   const partition = requirePartition(ctx);
   const id = checkToken(input.id, "/params/id");
@@ -108,7 +99,7 @@ export async function getEntity(input: EntityRef, ctx: RequestContext, deps: Rep
   return reply(found.entity, 200, etag(found.version));
 }
 
-export async function deleteEntity(input: EntityRef, ctx: RequestContext, deps: ReportingDeps): Promise<Reply<undefined>> {
+export async function deleteEntity(input: EntityDeleteRequest, ctx: RequestContext, deps: ReportingDeps): Promise<Reply<undefined>> {
   requireGroup(ctx, EDITORS_GROUP);
   const partition = requirePartition(ctx);
   const id = checkToken(input.id, "/params/id");
@@ -271,15 +262,16 @@ function requireComparableVolumes(model: ProspectModel): void {
 async function cachedOrComputed(
   deps: ReportingDeps,
   key: string,
-  compute: (tracker: Tracker) => Promise<unknown>,
+  compute: (tracker: Tracker) => Promise<AggregationResult>,
   echo?: Record<string, string>,
-): Promise<Reply<unknown>> {
+): Promise<Reply<AggregationResult | EncodedJson<AggregationResult>>> {
   const cached = await deps.store.cached(key);
-  if (cached.value !== undefined) return reply(new EncodedJson(withFields(cached.value, echo)), 200, { [CACHE_HEADER]: "hit" });
+  if (cached.value !== undefined)
+    return reply(new EncodedJson<AggregationResult>(withFields(cached.value, echo)), 200, { [CACHE_HEADER]: "hit" });
   const tracker = deps.store.tracker();
   const result = await compute(tracker);
   await deps.store.remember(key, result, tracker, cached.revision);
-  return reply(echo ? new EncodedJson(withFields(encodeJson(result), echo)) : result, 200, { [CACHE_HEADER]: "miss" });
+  return reply(echo ? new EncodedJson<AggregationResult>(withFields(encodeJson(result), echo)) : result, 200, { [CACHE_HEADER]: "miss" });
 }
 
 /**
@@ -370,7 +362,7 @@ async function linkedAnalysis(tracker: Tracker, partition: string, paId: string)
 
 export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx: RequestContext, deps: ReportingDeps) {
   const partition = callerPartition(ctx);
-  const body = check(FullCycleAggregationBody, input.body);
+  const body = input.body;
   // The key holds only what the result depends on: the levels as a set (answered in LEVELS order)
   // and the company. The currency is only echoed, so it is added after the cache: keyed by it (and
   // by the order of levels), any caller could fill the cache and the inputs' dependents lists

@@ -3,9 +3,9 @@
  * internal caller holding `assessments.editors`, into one partition. Idempotent: a second run
  * replaces the entities (200) and the license keeps its two versions.
  */
-import { subjects, type Principal } from "../../subjects/index.ts";
+import type { Principal } from "../../subjects/index.ts";
 import type { Bus } from "../../platform/transport/index.ts";
-import { EDITORS_GROUP } from "../../subjects/reporting.ts";
+import { EDITORS_GROUP, reportingEntityPut } from "../../subjects/reporting.ts";
 import { DEMO, loadDemo, type DemoItem } from "../../subjects/reporting-demo.ts";
 
 export const SEED_PRINCIPAL: Principal = { clientId: "derrick-seed", subject: "derrick-seed", groups: [EDITORS_GROUP], kind: "service" };
@@ -13,7 +13,7 @@ export const SEED_PRINCIPAL: Principal = { clientId: "derrick-seed", subject: "d
 export async function seedDemo(bus: Bus, partition: string): Promise<Array<{ item: DemoItem; status: number }>> {
   return loadDemo(async (item) => {
     const reply = await bus.request(
-      subjects.reporting["entity.put"](),
+      reportingEntityPut,
       { collection: item.collection, id: item.id, body: item.body },
       { principal: SEED_PRINCIPAL, partition },
     );

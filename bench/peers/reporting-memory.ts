@@ -9,8 +9,8 @@ import { loadConfig } from "../../config/index.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { boot } from "../../bin/boot.ts";
 import { endpoint, serveActor } from "../../actors/runtime/service.ts";
-import { EncodedJson, reply, subjects } from "../../subjects/index.ts";
-import { AggregationRef } from "../../subjects/reporting.ts";
+import { EncodedJson, reply } from "../../subjects/index.ts";
+import { reportingProspectAggregation, type AggregationResult } from "../../subjects/reporting.ts";
 
 const [natsUrl, dataDir, replyFile] = process.argv.slice(2);
 const cfg = loadConfig({
@@ -24,20 +24,13 @@ const cfg = loadConfig({
 const log = createLogger(cfg.logLevel);
 const running = await boot({ cfg, natsUrl: natsUrl!, log, edge: true, actors: ["identity"] });
 // Pre-encoded, as the actor's own cache hit is: the peer measures the hop, not a re-serialization.
-const cached = new EncodedJson(new Uint8Array(readFileSync(replyFile!)));
+const cached = new EncodedJson<AggregationResult>(new Uint8Array(readFileSync(replyFile!)));
 const memory = await serveActor(
   running.nc,
   {
     name: "reporting",
     description: "bench peer: the cached aggregation from memory",
-    endpoints: [
-      endpoint({
-        name: "prospect-aggregation",
-        subject: subjects.reporting["prospect.aggregation"](),
-        input: AggregationRef,
-        handler: () => reply(cached, 200, { "x-derrick-cache": "hit" }),
-      }),
-    ],
+    endpoints: [endpoint(reportingProspectAggregation, () => reply(cached, 200, { "x-derrick-cache": "hit" }))],
   },
   { log, concurrency: 64 },
 );

@@ -7,25 +7,29 @@
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { Problem, subjects } from "../../subjects/index.ts";
 import type { Bus } from "../../platform/transport/index.ts";
 import type { TSchema } from "@sinclair/typebox";
 import {
-  AggregationResult,
   ENTITY_SCHEMAS,
   EntityQuery,
   FullCycleAggregationBody,
-  ID_PATTERN,
+  IdPath,
+  reportingEntityDelete,
+  reportingEntityGet,
+  reportingEntityPut,
+  reportingFullcycleAggregation,
+  reportingLicenseAggregation,
+  reportingProspectAggregation,
+  reportingProspectDetails,
+  reportingScenarioAggregation,
   type Collection,
 } from "../../subjects/reporting.ts";
-import { forward } from "../forward.ts";
-import type { AuthPlugin, AuthOptions } from "../plugins/auth.ts";
-import { requestMeta } from "../request-state.ts";
+import type { AuthPlugin } from "../plugins/auth.ts";
+import { problems, relayOn, type Relay } from "../relay.ts";
 
-const errors = { 400: Problem, 401: Problem, 403: Problem, 404: Problem, 409: Problem, 413: Problem, 503: Problem, 504: Problem };
-const credentials = { auth: { appkey: true } as AuthOptions, partition: true } as const;
-const params = t.Object({ id: t.String({ pattern: ID_PATTERN }) });
-const names = subjects.reporting;
+const errors = problems(400, 401, 403, 404, 409, 413, 503, 504);
+/** Every route: bearer token, appkey and partition header. */
+const credentials = { auth: { appkey: true }, partition: true } as const;
 const BASE = "/assessments/v1";
 
 const LABELS: Record<Collection, string> = {
@@ -36,165 +40,95 @@ const LABELS: Record<Collection, string> = {
   multiplescenarioanalyses: "multiple scenario analysis (its scenarios' prospect analyses must exist)",
 };
 
-function entityRoutes(bus: Bus, auth: AuthPlugin, collection: Collection) {
-  const tags = ["assessments"];
+function entityRoutes(relay: Relay, auth: AuthPlugin, collection: Collection) {
   // One route group per collection: the body schema differs, the shape of the handlers does not.
   const schema = ENTITY_SCHEMAS[collection] as TSchema;
-  const entity = AggregationResult;
   const path: string = `${BASE}/${collection}/:id`;
   return new Elysia({ name: `derrick-reporting-${collection}`, normalize: false })
     .use(auth)
-    .put(
-      path,
-      async ({ params, body, set, request, principal, partition }) =>
-        forward<Record<string, unknown>>(
-          set,
-          await bus.request(names["entity.put"](), { collection, id: params.id, body }, requestMeta(request, principal, partition)),
-        ),
-      {
-        ...credentials,
-        params,
-        body: schema,
-        detail: {
-          tags,
-          summary: `Create or replace a ${LABELS[collection]}; group assessments.editors; 201 created, 200 replaced, ETag = version`,
-        },
-        response: { 200: entity, 201: entity, ...errors },
-      },
-    )
-    .get(
-      path,
-      async ({ params, query, set, request, principal, partition }) =>
-        forward<Record<string, unknown>>(
-          set,
-          await bus.request(
-            names["entity.get"](),
-            { collection, id: params.id, ...(query.version !== undefined ? { version: query.version } : {}) },
-            requestMeta(request, principal, partition),
-          ),
-        ),
-      {
-        ...credentials,
-        params,
-        query: EntityQuery,
-        detail: {
-          tags,
-          summary: `One ${collection.replace(/s$/, "")} as stored (ETag = version); ?version=n for one of the last 16 versions`,
-        },
-        response: { 200: entity, ...errors },
-      },
-    )
-    .delete(
-      path,
-      async ({ params, set, request, principal, partition }) =>
-        forward(
-          set,
-          await bus.request(names["entity.delete"](), { collection, id: params.id }, requestMeta(request, principal, partition)),
-        ),
-      {
-        ...credentials,
-        params,
-        detail: { tags, summary: `Delete a ${collection.replace(/s$/, "")} (group assessments.editors) → 204` },
-        response: { 204: t.Void(), ...errors },
-      },
+    .guard({ ...credentials, detail: { tags: ["assessments"] } }, (app) =>
+      app
+        .put(path, (c) => relay(c, reportingEntityPut, { collection, id: c.params.id, body: c.body }), {
+          params: IdPath,
+          body: schema,
+          detail: {
+            summary: `Create or replace a ${LABELS[collection]}; group assessments.editors; 201 created, 200 replaced, ETag = version`,
+          },
+          response: { 200: reportingEntityPut.reply, 201: reportingEntityPut.reply, ...errors },
+        })
+        .get(
+          path,
+          (c) =>
+            relay(c, reportingEntityGet, {
+              collection,
+              id: c.params.id,
+              ...(c.query.version !== undefined ? { version: c.query.version } : {}),
+            }),
+          {
+            params: IdPath,
+            query: EntityQuery,
+            detail: {
+              summary: `One ${collection.replace(/s$/, "")} as stored (ETag = version); ?version=n for one of the last 16 versions`,
+            },
+            response: { 200: reportingEntityGet.reply, ...errors },
+          },
+        )
+        .delete(path, (c) => relay(c, reportingEntityDelete, { collection, id: c.params.id }), {
+          params: IdPath,
+          detail: { summary: `Delete a ${collection.replace(/s$/, "")} (group assessments.editors) → 204` },
+          response: { 204: t.Void(), ...errors },
+        }),
     );
 }
 
 export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
-  const tags = ["reporting"];
+  const relay = relayOn(bus);
   return new Elysia({ name: "derrick-reporting-routes", normalize: false })
     .use(auth)
-    .use(entityRoutes(bus, auth, "licenses"))
-    .use(entityRoutes(bus, auth, "segmentanalyses"))
-    .use(entityRoutes(bus, auth, "prospectanalyses"))
-    .use(entityRoutes(bus, auth, "fullcycleanalyses"))
-    .use(entityRoutes(bus, auth, "multiplescenarioanalyses"))
-    .get(
-      `${BASE}/licenseaggregation/:id`,
-      async ({ params, set, request, principal, partition }) =>
-        forward<Record<string, unknown>>(
-          set,
-          await bus.request(names["license.aggregation"](), params, requestMeta(request, principal, partition)),
-        ),
-      {
-        ...credentials,
-        params,
-        detail: {
-          tags,
-          summary:
-            "A license: every version with blocks, nation, licensees and the linked prospects' analyses with their chance of success",
-        },
-        response: { 200: AggregationResult, ...errors },
-      },
-    )
-    .get(
-      `${BASE}/prospectanalysisaggregation/:id`,
-      async ({ params, set, request, principal, partition }) =>
-        forward<Record<string, unknown>>(
-          set,
-          await bus.request(names["prospect.aggregation"](), params, requestMeta(request, principal, partition)),
-        ),
-      {
-        ...credentials,
-        params,
-        detail: {
-          tags,
-          summary: "Chance of success, resources per product (success case, risked), PRMS labels, entitlement, segment risks and volumes",
-        },
-        response: { 200: AggregationResult, ...errors },
-      },
-    )
-    .get(
-      `${BASE}/prospectanalysisaggregation/:id/details`,
-      async ({ params, set, request, principal, partition }) =>
-        forward<Record<string, unknown>>(
-          set,
-          await bus.request(names["prospect.details"](), params, requestMeta(request, principal, partition)),
-        ),
-      {
-        ...credentials,
-        params,
-        detail: {
-          tags,
-          summary: "The enrolled segment analyses: name, properties, chance of success, volumes, entitlement ({segments: [...]})",
-        },
-        response: { 200: AggregationResult, ...errors },
-      },
-    )
-    .post(
-      `${BASE}/fullcycleanalysisaggregation`,
-      async ({ body, set, request, principal, partition }) =>
-        forward<Record<string, unknown>>(
-          set,
-          await bus.request(names["fullcycle.aggregation"](), { body }, requestMeta(request, principal, partition)),
-        ),
-      {
-        ...credentials,
-        body: FullCycleAggregationBody,
-        detail: {
-          tags,
-          summary:
-            "Flows, cumulative volumes, cash flows and indicators (NPV, IRR, payout, P/I, EMV, break-even Pg) per level for every full cycle analysis of a prospect analysis",
-        },
-        response: { 200: AggregationResult, ...errors },
-      },
-    )
-    .get(
-      `${BASE}/prospectmultiplescenarioanalysisaggregation/:id`,
-      async ({ params, set, request, principal, partition }) =>
-        forward<Record<string, unknown>>(
-          set,
-          await bus.request(names["scenario.aggregation"](), params, requestMeta(request, principal, partition)),
-        ),
-      {
-        ...credentials,
-        params,
-        detail: {
-          tags,
-          summary:
-            "Set-up, results overall and per scenario, the outcome tree (exact ≤ 16 segments, Monte Carlo beyond) and the polygon with area and bbox",
-        },
-        response: { 200: AggregationResult, ...errors },
-      },
+    .use(entityRoutes(relay, auth, "licenses"))
+    .use(entityRoutes(relay, auth, "segmentanalyses"))
+    .use(entityRoutes(relay, auth, "prospectanalyses"))
+    .use(entityRoutes(relay, auth, "fullcycleanalyses"))
+    .use(entityRoutes(relay, auth, "multiplescenarioanalyses"))
+    .guard({ ...credentials, detail: { tags: ["reporting"] } }, (app) =>
+      app
+        .get(`${BASE}/licenseaggregation/:id`, (c) => relay(c, reportingLicenseAggregation, c.params), {
+          params: IdPath,
+          detail: {
+            summary:
+              "A license: every version with blocks, nation, licensees and the linked prospects' analyses with their chance of success",
+          },
+          response: { 200: reportingLicenseAggregation.reply, ...errors },
+        })
+        .get(`${BASE}/prospectanalysisaggregation/:id`, (c) => relay(c, reportingProspectAggregation, c.params), {
+          params: IdPath,
+          detail: {
+            summary: "Chance of success, resources per product (success case, risked), PRMS labels, entitlement, segment risks and volumes",
+          },
+          response: { 200: reportingProspectAggregation.reply, ...errors },
+        })
+        .get(`${BASE}/prospectanalysisaggregation/:id/details`, (c) => relay(c, reportingProspectDetails, c.params), {
+          params: IdPath,
+          detail: {
+            summary: "The enrolled segment analyses: name, properties, chance of success, volumes, entitlement ({segments: [...]})",
+          },
+          response: { 200: reportingProspectDetails.reply, ...errors },
+        })
+        .post(`${BASE}/fullcycleanalysisaggregation`, (c) => relay(c, reportingFullcycleAggregation, { body: c.body }), {
+          body: FullCycleAggregationBody,
+          detail: {
+            summary:
+              "Flows, cumulative volumes, cash flows and indicators (NPV, IRR, payout, P/I, EMV, break-even Pg) per level for every full cycle analysis of a prospect analysis",
+          },
+          response: { 200: reportingFullcycleAggregation.reply, ...errors },
+        })
+        .get(`${BASE}/prospectmultiplescenarioanalysisaggregation/:id`, (c) => relay(c, reportingScenarioAggregation, c.params), {
+          params: IdPath,
+          detail: {
+            summary:
+              "Set-up, results overall and per scenario, the outcome tree (exact ≤ 16 segments, Monte Carlo beyond) and the polygon with area and bbox",
+          },
+          response: { 200: reportingScenarioAggregation.reply, ...errors },
+        }),
     );
 };
