@@ -5,6 +5,7 @@
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
+import { NoRequest, operation } from "./operation.ts";
 
 /** The seed's NotificationType enumeration. */
 export const NOTIFICATION_TYPES = ["PublishData", "ReviewStateChanged", "PlanShared", "ProjectCreated", "MasterPlanChanged"] as const;
@@ -142,8 +143,8 @@ export type Subscription = Static<typeof Subscription>;
 export const SubscriptionList = Type.Array(Subscription);
 export type SubscriptionList = Static<typeof SubscriptionList>;
 
-/** Upsert request on NATS: the path type plus the base-form body. */
-export const SubscriptionUpsert = Type.Object({ type: Type.String(), subscription: Type.Unknown() }, { additionalProperties: false });
+/** Upsert request on NATS: the type from the path beside the base-form body (nested, as the actor has always received it). */
+export const SubscriptionUpsert = Type.Object({ type: NotificationType, subscription: SubscriptionBase }, { additionalProperties: false });
 export type SubscriptionUpsert = Static<typeof SubscriptionUpsert>;
 
 /**
@@ -153,12 +154,20 @@ export type SubscriptionUpsert = Static<typeof SubscriptionUpsert>;
  */
 export const EVENT_ID_PATTERN = "^[A-Za-z0-9_:-]{1,128}$";
 
-/** Any operation addressing one subscription (and optionally one event of it). */
+// Not the path's pattern: an id of another form is answered 404, as an unknown one is.
+const subscriptionId = Type.String({ minLength: 1, maxLength: 128 });
+const eventId = Type.String({ pattern: EVENT_ID_PATTERN });
+
+/** Any operation addressing one subscription (an event id, when sent, is accepted and unused). */
 export const SubscriptionRef = Type.Object(
-  { subscription_id: Type.String({ minLength: 1, maxLength: 128 }), event_id: Type.Optional(Type.String({ pattern: EVENT_ID_PATTERN })) },
+  { subscription_id: subscriptionId, event_id: Type.Optional(eventId) },
   { additionalProperties: false },
 );
 export type SubscriptionRef = Static<typeof SubscriptionRef>;
+
+/** `subscription.retry`: one event of one subscription. */
+export const DeliveryRef = Type.Object({ subscription_id: subscriptionId, event_id: eventId }, { additionalProperties: false });
+export type DeliveryRef = Static<typeof DeliveryRef>;
 
 /**
  * `client.forget`: a client was deleted from the app registry; its subscriptions in every partition
@@ -188,8 +197,8 @@ export const EventBody = Type.Object(
 );
 export type EventBody = Static<typeof EventBody>;
 
-/** Publish request on NATS (the HTTP door): type from the path plus the body. */
-export const EventPublish = Type.Object({ type: Type.String(), event: Type.Unknown() }, { additionalProperties: false });
+/** Publish request on NATS (the HTTP door): the type from the path beside the event body. */
+export const EventPublish = Type.Object({ type: NotificationType, event: EventBody }, { additionalProperties: false });
 export type EventPublish = Static<typeof EventPublish>;
 
 export const EventAccepted = Type.Object({ event_id: Type.String() });
@@ -213,6 +222,72 @@ export type DeliveryAttempt = Static<typeof DeliveryAttempt>;
 
 export const DeliveryList = Type.Object({ deliveries: Type.Array(DeliveryAttempt) });
 export type DeliveryList = Static<typeof DeliveryList>;
+
+const counter = Type.Integer({ minimum: 0 });
+/** `dispatcher.stats`: what one dispatcher did since it started, and the ack floor it last read and stored. */
+export const DispatcherStatsReply = Type.Object({
+  events: counter,
+  jobs: counter,
+  batches: counter,
+  dropped: counter,
+  failures: counter,
+  ackFloor: counter,
+  storedFloor: counter,
+});
+export type DispatcherStatsReply = Static<typeof DispatcherStatsReply>;
+/** `deliverer.stats`: what one deliverer did since it started, and the attempts running now. */
+export const DelivererStatsReply = Type.Object({
+  attempts: counter,
+  succeeded: counter,
+  failed: counter,
+  dead: counter,
+  overflowed: counter,
+  parked: counter,
+  inFlight: counter,
+});
+export type DelivererStatsReply = Static<typeof DelivererStatsReply>;
+
+export const notificationsSubscriptionUpsert = operation("notifications", "subscription.upsert", {
+  request: SubscriptionUpsert,
+  reply: Subscription,
+});
+export const notificationsSubscriptionList = operation("notifications", "subscription.list", {
+  request: NoRequest,
+  reply: SubscriptionList,
+});
+export const notificationsSubscriptionDelete = operation("notifications", "subscription.delete", {
+  request: SubscriptionRef,
+  reply: Type.Object({}),
+});
+export const notificationsSubscriptionSecret = operation("notifications", "subscription.secret", {
+  request: SubscriptionRef,
+  reply: SecretReply,
+});
+export const notificationsSubscriptionSecretRotate = operation("notifications", "subscription.secret.rotate", {
+  request: SubscriptionRef,
+  reply: SecretReply,
+});
+export const notificationsSubscriptionDeliveries = operation("notifications", "subscription.deliveries", {
+  request: SubscriptionRef,
+  reply: DeliveryList,
+});
+export const notificationsSubscriptionRetry = operation("notifications", "subscription.retry", {
+  request: DeliveryRef,
+  reply: EventAccepted,
+});
+export const notificationsEventPublish = operation("notifications", "event.publish", { request: EventPublish, reply: EventAccepted });
+export const notificationsClientForget = operation("notifications", "client.forget", { request: ClientForget, reply: ClientForgotten });
+// Both keep the $SRV endpoint name they were first served under.
+export const notificationsDispatcherStats = operation("notifications", "dispatcher.stats", {
+  request: NoRequest,
+  reply: DispatcherStatsReply,
+  endpoint: "stats",
+});
+export const notificationsDelivererStats = operation("notifications", "deliverer.stats", {
+  request: NoRequest,
+  reply: DelivererStatsReply,
+  endpoint: "stats",
+});
 
 /** A unit of delivery work (DELIVERIES stream): one event for one subscription, one attempt. */
 export type DeliveryJob = {

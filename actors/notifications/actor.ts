@@ -7,8 +7,19 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { nuid } from "@nats-io/nats-core";
-import { subjects } from "../../subjects/index.ts";
-import { ClientForget, EventPublish, SubscriptionRef, SubscriptionUpsert } from "../../subjects/notifications.ts";
+import {
+  notificationsClientForget,
+  notificationsDelivererStats,
+  notificationsDispatcherStats,
+  notificationsEventPublish,
+  notificationsSubscriptionDelete,
+  notificationsSubscriptionDeliveries,
+  notificationsSubscriptionList,
+  notificationsSubscriptionRetry,
+  notificationsSubscriptionSecret,
+  notificationsSubscriptionSecretRotate,
+  notificationsSubscriptionUpsert,
+} from "../../subjects/notifications.ts";
 import type { Config } from "../../config/index.ts";
 import { reply } from "../../subjects/reply.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -42,68 +53,30 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
     journal: await openJournal(nc, options.storage, log),
     policy: callbackPolicy(cfg.delivery),
   };
-  const n = subjects.notifications;
   return serveActor(
     nc,
     {
       name: "notifications",
       description: "notification subscriptions, secrets, delivery log and replay; events over HTTP; forgets deleted clients",
       endpoints: [
-        endpoint({
-          name: "subscription-upsert",
-          subject: n["subscription.upsert"](),
-          input: SubscriptionUpsert,
-          handler: (i, ctx) => upsertSubscription(i.type, i.subscription, caller(ctx), deps),
+        endpoint(notificationsSubscriptionUpsert, (i, ctx) => upsertSubscription(i.type, i.subscription, caller(ctx), deps)),
+        endpoint(notificationsSubscriptionList, (_i, ctx) => listSubscriptions(caller(ctx), deps)),
+        endpoint(notificationsSubscriptionDelete, async (i, ctx) => {
+          await deleteSubscription(i.subscription_id, caller(ctx), deps);
+          return reply({}, 200);
         }),
-        endpoint({
-          name: "subscription-list",
-          subject: n["subscription.list"](),
-          handler: (_i, ctx) => listSubscriptions(caller(ctx), deps),
-        }),
-        endpoint({
-          name: "subscription-delete",
-          subject: n["subscription.delete"](),
-          input: SubscriptionRef,
-          handler: async (i, ctx) => {
-            await deleteSubscription(i.subscription_id, caller(ctx), deps);
-            return reply({}, 200);
-          },
-        }),
-        endpoint({
-          name: "subscription-secret",
-          subject: n["subscription.secret"](),
-          input: SubscriptionRef,
-          handler: (i, ctx) => getSecret(i.subscription_id, caller(ctx), deps),
-        }),
-        endpoint({
-          name: "subscription-secret-rotate",
-          subject: n["subscription.secret.rotate"](),
-          input: SubscriptionRef,
-          handler: (i, ctx) => rotateSecret(i.subscription_id, caller(ctx), deps),
-        }),
-        endpoint({
-          name: "subscription-deliveries",
-          subject: n["subscription.deliveries"](),
-          input: SubscriptionRef,
-          handler: (i, ctx) => listDeliveries(i.subscription_id, caller(ctx), deps),
-        }),
-        endpoint({
-          name: "subscription-retry",
-          subject: n["subscription.retry"](),
-          input: SubscriptionRef,
-          handler: async (i, ctx) => reply(await retryDelivery(i.subscription_id, i.event_id ?? "", caller(ctx), deps), 202),
-        }),
-        endpoint({
-          name: "event-publish",
-          subject: n["event.publish"](),
-          input: EventPublish,
-          handler: async (i, ctx) => {
-            requireGroup(ctx, PUBLISHERS_GROUP);
-            return reply(await publishEvent(i.type, i.event, caller(ctx), deps, `evt_${nuid.next()}`), 202);
-          },
+        endpoint(notificationsSubscriptionSecret, (i, ctx) => getSecret(i.subscription_id, caller(ctx), deps)),
+        endpoint(notificationsSubscriptionSecretRotate, (i, ctx) => rotateSecret(i.subscription_id, caller(ctx), deps)),
+        endpoint(notificationsSubscriptionDeliveries, (i, ctx) => listDeliveries(i.subscription_id, caller(ctx), deps)),
+        endpoint(notificationsSubscriptionRetry, async (i, ctx) =>
+          reply(await retryDelivery(i.subscription_id, i.event_id, caller(ctx), deps), 202),
+        ),
+        endpoint(notificationsEventPublish, async (i, ctx) => {
+          requireGroup(ctx, PUBLISHERS_GROUP);
+          return reply(await publishEvent(i.type, i.event, caller(ctx), deps, `evt_${nuid.next()}`), 202);
         }),
         // Sent by the identity actor when it deletes a client; NATS is the trust boundary (README).
-        endpoint({ name: "client-forget", subject: n["client.forget"](), input: ClientForget, handler: (i) => forgetClient(i, deps) }),
+        endpoint(notificationsClientForget, (i) => forgetClient(i, deps)),
       ],
     },
     options,
@@ -133,9 +106,7 @@ export async function startDispatcherActor(nc: NatsConnection, cfg: Config, opti
     {
       name: "dispatcher",
       description: "fans events out to per-subscription delivery jobs",
-      endpoints: [
-        endpoint({ name: "stats", subject: subjects.notifications["dispatcher.stats"](), handler: () => ({ ...dispatcher.stats }) }),
-      ],
+      endpoints: [endpoint(notificationsDispatcherStats, () => ({ ...dispatcher.stats }))],
     },
     options,
   );
@@ -173,9 +144,7 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
     {
       name: "deliverer",
       description: "delivers notifications to callbacks (signed, retried, dead-lettered)",
-      endpoints: [
-        endpoint({ name: "stats", subject: subjects.notifications["deliverer.stats"](), handler: () => ({ ...deliverer.stats }) }),
-      ],
+      endpoints: [endpoint(notificationsDelivererStats, () => ({ ...deliverer.stats }))],
     },
     options,
   );

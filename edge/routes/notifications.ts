@@ -13,28 +13,31 @@
  */
 import { Elysia, t, type DocumentDecoration } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { Problem, contentTooLarge, subjects } from "../../subjects/index.ts";
+import { contentTooLarge } from "../../subjects/index.ts";
 import type { Bus } from "../../platform/transport/index.ts";
 import {
-  DeliveryList,
   EVENT_ID_PATTERN,
   EVENT_MAX_BYTES,
-  EventAccepted,
   EventBody,
   NotificationType,
-  SecretReply,
-  Subscription,
   SubscriptionBase,
-  SubscriptionList,
+  notificationsEventPublish,
+  notificationsSubscriptionDelete,
+  notificationsSubscriptionDeliveries,
+  notificationsSubscriptionList,
+  notificationsSubscriptionRetry,
+  notificationsSubscriptionSecret,
+  notificationsSubscriptionSecretRotate,
+  notificationsSubscriptionUpsert,
 } from "../../subjects/notifications.ts";
-import { forward, negotiate } from "../forward.ts";
+import { negotiate } from "../forward.ts";
 import type { AuthOptions, AuthPlugin } from "../plugins/auth.ts";
 import type { RouteBodyLimits } from "../plugins/body.ts";
 import { MEDIA_TYPES_MARK } from "../plugins/openapi.ts";
-import { requestMeta } from "../request-state.ts";
+import { problems, relayOn } from "../relay.ts";
 
 const BASE = "/v1/notifications";
-const errors = { 400: Problem, 401: Problem, 403: Problem, 404: Problem, 413: Problem, 503: Problem, 504: Problem };
+const errors = problems(400, 401, 403, 404, 413, 503, 504);
 const credentials: AuthOptions = { appkey: true };
 const SubscriptionPath = t.Object({ subscriptionId: t.String({ pattern: "^[A-Za-z0-9_-]{1,128}$" }) });
 const tags = ["notifications"];
@@ -55,183 +58,110 @@ export const notificationBodyLimits: RouteBodyLimits = {
 };
 
 export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
-  const n = subjects.notifications;
+  const relay = relayOn(bus);
   return new Elysia({ name: "derrick-notification-routes", normalize: false })
     .use(auth)
-    .post(
-      `${BASE}/subscriptions/types/:subscritpionType`,
-      async ({ params, body, set, request, principal, partition }) =>
-        forward<Subscription>(
-          set,
-          await bus.request(
-            n["subscription.upsert"](),
-            { type: params.subscritpionType, subscription: body },
-            requestMeta(request, principal, partition),
-          ),
+    .guard({ auth: credentials, partition: true, detail: { tags } }, (app) =>
+      app
+        .post(
+          `${BASE}/subscriptions/types/:subscritpionType`,
+          (c) => relay(c, notificationsSubscriptionUpsert, { type: c.params.subscritpionType, subscription: c.body }),
+          {
+            params: t.Object({ subscritpionType: NotificationType }),
+            body: SubscriptionBase,
+            detail: {
+              summary: "Create or update the caller's subscription of one type (one per partition, client and type; the id stays)",
+              description:
+                "Body: the seed's base form; unknown fields, non-http(s) or unsafe callback URIs, reserved callback headers or header values fetch cannot send (beyond Latin-1, control characters, surrounding whitespace), unknown drill_plan_object_types and data_source on a type other than PublishData are 400 naming the field. Accepts application/json, text/json and application/*+json.",
+            },
+            response: { 200: notificationsSubscriptionUpsert.reply, ...errors },
+          },
+        )
+        .get(
+          `${BASE}/subscriptions`,
+          (c) => relay(c, notificationsSubscriptionList, undefined, negotiate(c.request.headers.get("accept"), LIST_MEDIA_TYPES)),
+          {
+            detail: {
+              summary: "The caller's own subscriptions in this partition (full form)",
+              description:
+                "The JSON array is sent as application/json, text/json or text/plain, as the Accept header prefers (default application/json).",
+              [MEDIA_TYPES_MARK]: LIST_MEDIA_TYPES,
+            } as DocumentDecoration,
+            response: { 200: notificationsSubscriptionList.reply, ...errors },
+          },
+        )
+        .delete(
+          `${BASE}/subscriptions/:subscriptionId`,
+          (c) => relay(c, notificationsSubscriptionDelete, { subscription_id: c.params.subscriptionId }),
+          {
+            params: SubscriptionPath,
+            detail: { summary: "Delete one of the caller's subscriptions (200); another client's or an unknown id → 404" },
+            response: { 200: notificationsSubscriptionDelete.reply, ...errors },
+          },
+        )
+        .get(
+          `${BASE}/subscriptions/:subscriptionId/secret`,
+          (c) => relay(c, notificationsSubscriptionSecret, { subscription_id: c.params.subscriptionId }),
+          {
+            params: SubscriptionPath,
+            detail: { summary: "The Standard Webhooks signing secret of a subscription (owner only)" },
+            response: { 200: notificationsSubscriptionSecret.reply, ...errors },
+          },
+        )
+        .post(
+          `${BASE}/subscriptions/:subscriptionId/secret/rotate`,
+          (c) => relay(c, notificationsSubscriptionSecretRotate, { subscription_id: c.params.subscriptionId }),
+          {
+            params: SubscriptionPath,
+            detail: { summary: "Rotate the signing secret; deliveries carry both signatures for 24 h" },
+            response: { 200: notificationsSubscriptionSecretRotate.reply, ...errors },
+          },
+        )
+        .get(
+          `${BASE}/subscriptions/:subscriptionId/deliveries`,
+          (c) => relay(c, notificationsSubscriptionDeliveries, { subscription_id: c.params.subscriptionId }),
+          {
+            params: SubscriptionPath,
+            detail: { summary: "Recent delivery attempts of a subscription, newest first (last 100)" },
+            response: { 200: notificationsSubscriptionDeliveries.reply, ...errors },
+          },
+        )
+        .post(
+          `${BASE}/subscriptions/:subscriptionId/deliveries/:eventId/retry`,
+          (c) => relay(c, notificationsSubscriptionRetry, { subscription_id: c.params.subscriptionId, event_id: c.params.eventId }),
+          {
+            params: t.Object({ ...SubscriptionPath.properties, eventId: t.String({ pattern: EVENT_ID_PATTERN }) }),
+            detail: {
+              summary: "Replay one event to the subscription (also from dead letters): one attempt, 202",
+              description:
+                "A dead letter stays until a replay of it succeeds. Unknown event → 404; an event no longer stored (retention passed) → 410.",
+            },
+            response: { 202: notificationsSubscriptionRetry.reply, ...errors, ...problems(410) },
+          },
+        )
+        .post(
+          `${BASE}/events/:type`,
+          (c) => {
+            const size = Buffer.byteLength(JSON.stringify(c.body ?? null));
+            if (size > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`);
+            return relay(c, notificationsEventPublish, { type: c.params.type, event: c.body });
+          },
+          {
+            params: t.Object({ type: NotificationType }),
+            beforeHandle: ({ request }) => {
+              // Checked again on the parsed body in the handler (a chunked body has no length).
+              const length = Number(request.headers.get("content-length"));
+              if (Number.isFinite(length) && length > EVENT_MAX_BYTES)
+                throw contentTooLarge(`the event is ${length} bytes; the limit is ${EVENT_MAX_BYTES}`);
+            },
+            body: EventBody,
+            detail: {
+              summary: "Publish an event to notify (group notifications.publishers); durable in EVENTS before the 202",
+              description:
+                "Body {data_source?, object_type?, data}; at most 256 KiB (→ 413). The same body may be published on NATS at derrick.events.<partition>.<type>.",
+            },
+            response: { 202: notificationsEventPublish.reply, ...errors },
+          },
         ),
-      {
-        auth: credentials,
-        partition: true,
-        params: t.Object({ subscritpionType: NotificationType }),
-        body: SubscriptionBase,
-        detail: {
-          tags,
-          summary: "Create or update the caller's subscription of one type (one per partition, client and type; the id stays)",
-          description:
-            "Body: the seed's base form; unknown fields, non-http(s) or unsafe callback URIs, reserved callback headers or header values fetch cannot send (beyond Latin-1, control characters, surrounding whitespace), unknown drill_plan_object_types and data_source on a type other than PublishData are 400 naming the field. Accepts application/json, text/json and application/*+json.",
-        },
-        response: { 200: Subscription, ...errors },
-      },
-    )
-    .get(
-      `${BASE}/subscriptions`,
-      async ({ set, request, principal, partition }) =>
-        forward<SubscriptionList>(
-          set,
-          await bus.request(n["subscription.list"](), undefined, requestMeta(request, principal, partition)),
-          negotiate(request.headers.get("accept"), LIST_MEDIA_TYPES),
-        ),
-      {
-        auth: credentials,
-        partition: true,
-        detail: {
-          tags,
-          summary: "The caller's own subscriptions in this partition (full form)",
-          description:
-            "The JSON array is sent as application/json, text/json or text/plain, as the Accept header prefers (default application/json).",
-          [MEDIA_TYPES_MARK]: LIST_MEDIA_TYPES,
-        } as DocumentDecoration,
-        response: { 200: SubscriptionList, ...errors },
-      },
-    )
-    .delete(
-      `${BASE}/subscriptions/:subscriptionId`,
-      async ({ params, set, request, principal, partition }) =>
-        forward(
-          set,
-          await bus.request(
-            n["subscription.delete"](),
-            { subscription_id: params.subscriptionId },
-            requestMeta(request, principal, partition),
-          ),
-        ),
-      {
-        auth: credentials,
-        partition: true,
-        params: SubscriptionPath,
-        detail: { tags, summary: "Delete one of the caller's subscriptions (200); another client's or an unknown id → 404" },
-        response: { 200: t.Object({}), ...errors },
-      },
-    )
-    .get(
-      `${BASE}/subscriptions/:subscriptionId/secret`,
-      async ({ params, set, request, principal, partition }) =>
-        forward<SecretReply>(
-          set,
-          await bus.request(
-            n["subscription.secret"](),
-            { subscription_id: params.subscriptionId },
-            requestMeta(request, principal, partition),
-          ),
-        ),
-      {
-        auth: credentials,
-        partition: true,
-        params: SubscriptionPath,
-        detail: { tags, summary: "The Standard Webhooks signing secret of a subscription (owner only)" },
-        response: { 200: SecretReply, ...errors },
-      },
-    )
-    .post(
-      `${BASE}/subscriptions/:subscriptionId/secret/rotate`,
-      async ({ params, set, request, principal, partition }) =>
-        forward<SecretReply>(
-          set,
-          await bus.request(
-            n["subscription.secret.rotate"](),
-            { subscription_id: params.subscriptionId },
-            requestMeta(request, principal, partition),
-          ),
-        ),
-      {
-        auth: credentials,
-        partition: true,
-        params: SubscriptionPath,
-        detail: { tags, summary: "Rotate the signing secret; deliveries carry both signatures for 24 h" },
-        response: { 200: SecretReply, ...errors },
-      },
-    )
-    .get(
-      `${BASE}/subscriptions/:subscriptionId/deliveries`,
-      async ({ params, set, request, principal, partition }) =>
-        forward<DeliveryList>(
-          set,
-          await bus.request(
-            n["subscription.deliveries"](),
-            { subscription_id: params.subscriptionId },
-            requestMeta(request, principal, partition),
-          ),
-        ),
-      {
-        auth: credentials,
-        partition: true,
-        params: SubscriptionPath,
-        detail: { tags, summary: "Recent delivery attempts of a subscription, newest first (last 100)" },
-        response: { 200: DeliveryList, ...errors },
-      },
-    )
-    .post(
-      `${BASE}/subscriptions/:subscriptionId/deliveries/:eventId/retry`,
-      async ({ params, set, request, principal, partition }) =>
-        forward<EventAccepted>(
-          set,
-          await bus.request(
-            n["subscription.retry"](),
-            { subscription_id: params.subscriptionId, event_id: params.eventId },
-            requestMeta(request, principal, partition),
-          ),
-        ),
-      {
-        auth: credentials,
-        partition: true,
-        params: t.Object({ ...SubscriptionPath.properties, eventId: t.String({ pattern: EVENT_ID_PATTERN }) }),
-        detail: {
-          tags,
-          summary: "Replay one event to the subscription (also from dead letters): one attempt, 202",
-          description:
-            "A dead letter stays until a replay of it succeeds. Unknown event → 404; an event no longer stored (retention passed) → 410.",
-        },
-        response: { 202: EventAccepted, ...errors, 410: Problem },
-      },
-    )
-    .post(
-      `${BASE}/events/:type`,
-      async ({ params, body, set, request, principal, partition }) => {
-        const size = Buffer.byteLength(JSON.stringify(body ?? null));
-        if (size > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`);
-        return forward<EventAccepted>(
-          set,
-          await bus.request(n["event.publish"](), { type: params.type, event: body }, requestMeta(request, principal, partition)),
-        );
-      },
-      {
-        auth: credentials,
-        partition: true,
-        params: t.Object({ type: NotificationType }),
-        beforeHandle: ({ request }) => {
-          // Checked again on the parsed body in the handler (a chunked body has no length).
-          const length = Number(request.headers.get("content-length"));
-          if (Number.isFinite(length) && length > EVENT_MAX_BYTES)
-            throw contentTooLarge(`the event is ${length} bytes; the limit is ${EVENT_MAX_BYTES}`);
-        },
-        body: EventBody,
-        detail: {
-          tags,
-          summary: "Publish an event to notify (group notifications.publishers); durable in EVENTS before the 202",
-          description:
-            "Body {data_source?, object_type?, data}; at most 256 KiB (→ 413). The same body may be published on NATS at derrick.events.<partition>.<type>.",
-        },
-        response: { 202: EventAccepted, ...errors },
-      },
     );
 };
