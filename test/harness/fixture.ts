@@ -4,6 +4,9 @@
  * what it uses from its context: `it("…", async ({ derrick, nats, nc }) => …)`; unused ones never start.
  * Each call of natsTest/derrickTest has servers of its own, so a file's describe blocks can differ.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -25,8 +28,8 @@ export type DerrickTestOptions = Omit<StartOptions, "env"> & {
 
 /**
  * A nats-server (`nats`), a client connection to it (`nc`) with its JetStream manager (`jsm`), a way to
- * open more (`connection()`), and a redis-server (`redis`), each started when a test or another fixture
- * first uses it.
+ * open more (`connection()`), a redis-server (`redis`) and a data directory (`dataDir`), each made
+ * when a test or another fixture first uses it.
  */
 export function natsTest(options: NatsOptions = {}) {
   return (
@@ -60,6 +63,13 @@ export function natsTest(options: NatsOptions = {}) {
         const redis = await startTestRedis();
         onCleanup(() => redis.cleanup());
         return redis;
+      })
+      /** A data directory the tests' own derricks share across restarts; removed after the file. */
+      // biome-ignore lint/correctness/noEmptyPattern: as above.
+      .extend("dataDir", { scope: "file" }, async ({}, { onCleanup }) => {
+        const dir = mkdtempSync(join(tmpdir(), "derrick-test-data-"));
+        onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+        return dir;
       })
   );
 }

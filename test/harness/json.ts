@@ -3,9 +3,11 @@ import { expect } from "vitest";
 import { PROBLEM_CONTENT_TYPE, type Problem } from "../../subjects/errors.ts";
 import type { CallInit, EdgeClient } from "./derrick.ts";
 
-/** The JSON body of an answer as the type the test expects. */
-export async function json<T = Record<string, any>>(res: Response): Promise<T> {
-  return (await res.json()) as T;
+/** The JSON body of an answer as the type the test expects; with `status`, the answer must have it (else fails with the body). */
+export async function json<T = Record<string, any>>(res: Response, status?: number): Promise<T> {
+  const text = await res.text();
+  if (status !== undefined) expect(res.status, text).toBe(status);
+  return JSON.parse(text) as T;
 }
 
 /** Calls the edge as a test client; the JSON body of an answer with `status` (200 unless given), else fails with the body. */
@@ -15,18 +17,13 @@ export async function getJson<T = Record<string, any>>(
   init: CallInit & { status?: number } = {},
 ): Promise<T> {
   const { status = 200, ...rest } = init;
-  const res = await client.call(path, rest);
-  const text = await res.text();
-  expect(res.status, `${rest.method ?? "GET"} ${path}: ${text}`).toBe(status);
-  return JSON.parse(text) as T;
+  return json<T>(await client.call(path, rest), status);
 }
 
 /** An RFC 9457 problem answer with `status`: its media type, and OSDU's aliases agreeing with the RFC's fields. */
 export async function expectProblem(res: Response, status: number): Promise<Problem> {
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
+  const body = await json<Problem>(res, status);
   expect(res.headers.get("content-type")).toContain(PROBLEM_CONTENT_TYPE);
-  const body = JSON.parse(text) as Problem;
   expect(body).toMatchObject({ status, code: status });
   expect(typeof body.title).toBe("string");
   expect(body.reason).toBe(body.title);

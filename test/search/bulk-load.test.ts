@@ -1,13 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { headers as natsHeaders } from "@nats-io/nats-core";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect } from "vitest";
+import { headers as natsHeaders, type NatsConnection } from "@nats-io/nats-core";
+import { jetstream } from "@nats-io/jetstream";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { pino } from "pino";
-import { startTestNats, type TestNats } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 import { subjects } from "../../subjects/index.ts";
 import { RECORD_DELETE, RECORD_OPERATION_HEADER, recordKey } from "../../subjects/search.ts";
 import { followRecords } from "../../actors/search/replica.ts";
@@ -23,18 +20,14 @@ const RECORDS = 24_000;
 const UPDATED = 1_000;
 const DELETED = 500;
 
+const it = natsTest();
+
 describe("search replica bulk load", () => {
-  let nats: TestNats;
-  let nc: NatsConnection;
-  let dir: string;
   let lastSeq = 0;
   let notJsonSeq = 0;
 
-  beforeAll(async () => {
-    nats = await startTestNats();
-    nc = await connect({ servers: nats.url });
-    dir = mkdtempSync(join(tmpdir(), "derrick-bulk-load-"));
-    await ensureRecordsStream(await jetstreamManager(nc));
+  it.beforeAll(async ({ nc, jsm }) => {
+    await ensureRecordsStream(jsm);
     const js = jetstream(nc);
     const subject = (i: number) => subjects.records("opendes", recordKey(`opendes:well:bulk-${i}`));
     const record = (i: number, word: string) =>
@@ -59,11 +52,6 @@ describe("search replica bulk load", () => {
     notJsonSeq = (await js.publish(subjects.records("opendes", recordKey("opendes:well:broken")), "{not json")).seq;
     lastSeq = notJsonSeq;
   }, 120_000);
-  afterAll(async () => {
-    await nc?.close();
-    await nats?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   const count = (index: SqliteBackend, query: string, access: "all" | "north" = "all") =>
     index.search({
@@ -77,7 +65,12 @@ describe("search replica bulk load", () => {
       trackTotalCount: true,
     }).total;
 
-  const load = async (file: string, decoder?: URL, wrap: (index: SqliteBackend) => SearchBackend = (index) => index) => {
+  const load = async (
+    nc: NatsConnection,
+    file: string,
+    decoder?: URL,
+    wrap: (index: SqliteBackend) => SearchBackend = (index) => index,
+  ) => {
     const logged: Array<Record<string, unknown>> = [];
     const index = new SqliteBackend({ file });
     const log = pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
@@ -109,8 +102,8 @@ describe("search replica bulk load", () => {
 
   it("replica - a backlog past 20,000 messages is decoded in a worker and written to both files in parallel; updates, deletes and a broken message come out as one by one would", {
     timeout: 120_000,
-  }, async () => {
-    const { index, replica, logged } = await load(join(dir, "workers", "index.sqlite"));
+  }, async ({ nc, dataDir }) => {
+    const { index, replica, logged } = await load(nc, join(dataDir, "workers", "index.sqlite"));
     try {
       expectLoaded(index);
       expect(replica.health()).toMatchObject({ following: true, skipped: 1, lastSkipped: { seq: notJsonSeq, reason: "not JSON" } });
@@ -128,9 +121,10 @@ describe("search replica bulk load", () => {
 
   it("replica - a decode worker that dies mid-load loses nothing: the consumer restarts after what was applied and the load ends the same", {
     timeout: 120_000,
-  }, async () => {
+  }, async ({ nc, dataDir }) => {
     const { index, replica, logged } = await load(
-      join(dir, "crash", "index.sqlite"),
+      nc,
+      join(dataDir, "crash", "index.sqlite"),
       new URL("./fixtures/crashing-decode-worker.ts", import.meta.url),
     );
     try {
@@ -151,7 +145,7 @@ describe("search replica bulk load", () => {
 
   it("replica - a failure that ends the consumer between two batches loses nothing: a flush timer left behind does not mark what the decode worker held as applied", {
     timeout: 120_000,
-  }, async () => {
+  }, async ({ nc, dataDir }) => {
     // The 3,001st message's wait check throws: the loop ends with messages still in the decode batch
     // being filled and in flight, and a flush timer armed for them.
     let calls = 0;
@@ -167,7 +161,7 @@ describe("search replica bulk load", () => {
           return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
         },
       });
-    const { index, replica } = await load(join(dir, "between", "index.sqlite"), undefined, throwing);
+    const { index, replica } = await load(nc, join(dataDir, "between", "index.sqlite"), undefined, throwing);
     try {
       expect(calls).toBeGreaterThan(3_001);
       expect(replica.health()).toMatchObject({ lastError: expect.stringContaining("injected failure between batches") });
@@ -180,8 +174,12 @@ describe("search replica bulk load", () => {
 
   it("replica - when the decode worker cannot start, the bulk load decodes on the actor's thread, says so, and ends the same", {
     timeout: 120_000,
-  }, async () => {
-    const { index, replica, logged } = await load(join(dir, "inline", "index.sqlite"), new URL("./no-such-decoder.ts", import.meta.url));
+  }, async ({ nc, dataDir }) => {
+    const { index, replica, logged } = await load(
+      nc,
+      join(dataDir, "inline", "index.sqlite"),
+      new URL("./no-such-decoder.ts", import.meta.url),
+    );
     try {
       expectLoaded(index);
       expect(logged).toContainEqual(

@@ -1,13 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { eventually, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { existsSync, rmSync } from "node:fs";
+import { eventually, type TestDerrick, openBucket } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
 import { subjects } from "../../subjects/index.ts";
 import { CURSOR_BUCKET } from "../../actors/search/store.ts";
 import { readKv } from "../../actors/runtime/kv.ts";
 import type { SearchStatus } from "../../subjects/search.ts";
-import { NORTH_ACL, SOUTH_ACL, WELL, api, putRecords, searchOk, startSearchDerrick, type Page } from "./helpers.ts";
+import { NORTH_ACL, SOUTH_ACL, WELL, api, putRecords, searchOk, searchTest, startSearchDerrick, type Page } from "./helpers.ts";
 
 const TOTAL = 2500;
 const CURSOR_LIMIT = 5;
@@ -25,7 +25,7 @@ function records(count: number, prefix: string) {
 
 async function cursorCall(derrick: TestDerrick, body: Record<string, unknown>, as: "writer" | "north" | "south" = "writer") {
   const res = await api(derrick, "/api/search/v2/query_with_cursor", { as, body });
-  return { status: res.status, body: (await res.json()) as Page & { reason?: string; message?: string } };
+  return { status: res.status, body: await json<Page & { reason?: string; message?: string }>(res) };
 }
 
 async function pageAll(
@@ -44,16 +44,16 @@ async function pageAll(
   return { pages, rows: pages.flatMap((p) => p.results) };
 }
 
+const cursors = searchTest({
+  DERRICK_SEARCH_CURSOR_LIMIT: String(CURSOR_LIMIT),
+  DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT: String(PRINCIPAL_CURSOR_LIMIT),
+  DERRICK_SEARCH_CURSOR_TTL: "3s",
+});
+const replica = natsTest();
+
 describe("search cursors", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startSearchDerrick(nats, {
-      DERRICK_SEARCH_CURSOR_LIMIT: String(CURSOR_LIMIT),
-      DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT: String(PRINCIPAL_CURSOR_LIMIT),
-      DERRICK_SEARCH_CURSOR_TTL: "3s",
-    });
+  const it = cursors;
+  it.beforeAll(async ({ derrick }) => {
     const all = records(TOTAL, "p");
     for (let i = 0; i < all.length; i += 500) await putRecords(derrick, all.slice(i, i + 500));
     await eventually(async () => (await searchOk(derrick, { trackTotalCount: true })).totalCount === TOTAL, {
@@ -61,12 +61,8 @@ describe("search cursors", () => {
       what: "2,500 records indexed",
     });
   }, 60_000);
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
 
-  it("cursor - pages over 2,500 records without duplicates or gaps; the last page is empty without a cursor", async () => {
+  it("cursor - pages over 2,500 records without duplicates or gaps; the last page is empty without a cursor", async ({ derrick }) => {
     const { pages, rows } = await pageAll(derrick, { kind: WELL, limit: 300, returnedFields: ["id"] });
     expect(pages.length).toBe(10); // 8 full pages, a short one, then the empty closing page
     expect(pages[0]!.cursor).toMatch(/^[0-9A-F]{32}$/);
@@ -77,7 +73,7 @@ describe("search cursors", () => {
     expect(ids).toEqual([...ids].sort());
   });
 
-  it("cursor - sorted paging keeps the order across pages, ties and missing values included", async () => {
+  it("cursor - sorted paging keeps the order across pages, ties and missing values included", async ({ derrick }) => {
     const { rows } = await pageAll(derrick, {
       kind: WELL,
       limit: 400,
@@ -92,14 +88,14 @@ describe("search cursors", () => {
     expect(groups.slice(present.length).every((g) => g === null)).toBe(true); // missing last
   });
 
-  it("cursor - the ACL applies on every page: a viewer pages over only what it may see", async () => {
+  it("cursor - the ACL applies on every page: a viewer pages over only what it may see", async ({ derrick }) => {
     const { rows, pages } = await pageAll(derrick, { kind: WELL, limit: 1000, query: "paged", returnedFields: ["id", "acl"] }, "north");
     expect(pages[0]!.totalCount).toBe(TOTAL / 2);
     expect(rows.length).toBe(TOTAL / 2);
     expect(rows.every((r) => r.acl.viewers[0] === NORTH_ACL.viewers[0])).toBe(true);
   });
 
-  it("cursor - another principal's cursor is 403; an unknown one is 400; a closed one is gone", async () => {
+  it("cursor - another principal's cursor is 403; an unknown one is 400; a closed one is gone", async ({ derrick }) => {
     const first = await cursorCall(derrick, { kind: WELL, limit: 10 });
     const cursor = first.body.cursor!;
     const stolen = await cursorCall(derrick, { cursor }, "north");
@@ -128,12 +124,12 @@ describe("search cursors", () => {
     expect((await cursorCall(derrick, { cursor })).status).toBe(400);
   });
 
-  it("cursor - a query with no results opens no cursor", async () => {
+  it("cursor - a query with no results opens no cursor", async ({ derrick }) => {
     const res = await cursorCall(derrick, { kind: WELL, query: "nothingmatchesthis" });
     expect(res).toEqual({ status: 200, body: { results: [], totalCount: 0 } });
   });
 
-  it("cursor - open cursors are capped per partition (429), and closing one makes room", async () => {
+  it("cursor - open cursors are capped per partition (429), and closing one makes room", async ({ derrick }) => {
     // Two principals fill the partition (each within its own limit); a third, with none open, is refused.
     const opened: Array<[string, "writer" | "north" | "south"]> = [];
     for (const as of ["writer", "writer", "writer", "north", "north"] as const) {
@@ -155,7 +151,7 @@ describe("search cursors", () => {
     for (const [c, as] of opened) await api(derrick, `/api/search/v2/query_with_cursor/${c}`, { as, method: "DELETE" });
   });
 
-  it("cursor - open cursors are capped per principal too (429): one caller cannot take the partition's quota", async () => {
+  it("cursor - open cursors are capped per principal too (429): one caller cannot take the partition's quota", async ({ derrick }) => {
     const mine: string[] = [];
     for (let i = 0; i < PRINCIPAL_CURSOR_LIMIT; i++) {
       const res = await cursorCall(derrick, { kind: WELL, limit: 1 });
@@ -187,7 +183,7 @@ describe("search cursors", () => {
     await api(derrick, `/api/search/v2/query_with_cursor/${other.body.cursor}`, { as: "north", method: "DELETE" });
   });
 
-  it("cursor - a cursor expires after its time to live without use, and its issuer's count with it", async () => {
+  it("cursor - a cursor expires after its time to live without use, and its issuer's count with it", async ({ derrick }) => {
     const first = await cursorCall(derrick, { kind: WELL, limit: 5 });
     // Watch the bucket, not the API: every use of a cursor restarts its time to live.
     const kv = await openBucket(derrick.nc, CURSOR_BUCKET);
@@ -205,20 +201,14 @@ describe("search cursors", () => {
 });
 
 describe("search index replica", () => {
-  let nats: TestNats;
-  let dataDir: string;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    dataDir = mkdtempSync(join(tmpdir(), "derrick-search-replica-"));
-  });
-  afterAll(async () => {
-    await nats?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const it = replica;
 
   const status = async (derrick: TestDerrick) => (await derrick.bus.request<SearchStatus>(subjects.search.status(), undefined)).body;
 
-  it("replica - resumes from its last applied sequence after a restart, and is rebuilt from the stream when its file is lost", async () => {
+  it("replica - resumes from its last applied sequence after a restart, and is rebuilt from the stream when its file is lost", async ({
+    nats,
+    dataDir,
+  }) => {
     let derrick = await startSearchDerrick(nats, {}, dataDir);
     await putRecords(derrick, records(300, "r"));
     await eventually(async () => (await searchOk(derrick, { trackTotalCount: true })).totalCount === 300, { what: "indexed" });

@@ -1,17 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { eventually } from "../harness/index.ts";
+import { json } from "../harness/json.ts";
 import { RECORDS_STREAM } from "../../subjects/search.ts";
 import { CURSOR_BUCKET } from "../../actors/search/store.ts";
-import { NORTH_ACL, WELL, api, putRecords, searchOk, startSearchDerrick } from "./helpers.ts";
+import { WELL, api, northWell as record, putRecords, searchOk, searchTest, type Page } from "./helpers.ts";
 
-const record = (id: string, name: string) => ({
-  id,
-  kind: WELL,
-  acl: NORTH_ACL,
-  legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] },
-  data: { Name: name },
-});
+const it = searchTest();
 
 /**
  * Storage deleted at runtime (an operator, a tool, a lost store) is made again, as every other store of
@@ -19,26 +13,15 @@ const record = (id: string, name: string) => ({
  * Before, every record write answered 500 until a restart, and the replica never followed again.
  */
 describe("search and storage after their storage was deleted", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startSearchDerrick(nats);
-  }, 60_000);
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
-
   it("records - a deleted RECORDS stream is made again: writes succeed at once, the old records are gone, and new ones become searchable", {
     timeout: 20_000,
-  }, async () => {
+  }, async ({ derrick, jsm }) => {
     await putRecords(derrick, [record("opendes:well:before-delete", "alpha")]);
     await eventually(async () => (await searchOk(derrick, { query: "alpha" })).totalCount === 1, {
       what: "the first record to be searchable",
     });
 
-    expect(await (await jetstreamManager(derrick.nc)).streams.delete(RECORDS_STREAM)).toBe(true);
+    expect(await jsm.streams.delete(RECORDS_STREAM)).toBe(true);
 
     // The first write after the deletion already succeeds (storage makes the stream again).
     await putRecords(derrick, [record("opendes:well:after-delete", "bravo")]);
@@ -51,30 +34,27 @@ describe("search and storage after their storage was deleted", () => {
     expect((await searchOk(derrick, { query: "alpha" })).totalCount).toBe(0);
   });
 
-  it("cursors - a deleted cursor bucket is made again: cursor queries keep working", { timeout: 20_000 }, async () => {
+  it("cursors - a deleted cursor bucket is made again: cursor queries keep working", { timeout: 20_000 }, async ({ derrick, jsm }) => {
     await putRecords(derrick, [record("opendes:well:c1", "charlie"), record("opendes:well:c2", "charlie")]);
     await eventually(async () => (await searchOk(derrick, { query: "charlie" })).totalCount === 2, {
       what: "the records to be searchable",
     });
-    expect(await (await jetstreamManager(derrick.nc)).streams.delete(`KV_${CURSOR_BUCKET}`)).toBe(true);
+    expect(await jsm.streams.delete(`KV_${CURSOR_BUCKET}`)).toBe(true);
     const first = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, query: "charlie", limit: 1 } });
-    expect(first.status, await first.clone().text()).toBe(200);
-    const { cursor } = (await first.json()) as { cursor: string };
+    const { cursor } = await json<Page>(first, 200);
     const second = await api(derrick, "/api/search/v2/query_with_cursor", { body: { cursor } });
-    expect(second.status, await second.clone().text()).toBe(200);
-    expect(((await second.json()) as { results: unknown[] }).results).toHaveLength(1);
+    expect((await json<Page>(second, 200)).results).toHaveLength(1);
   });
 
   it("cursors - a cursor continued first after its bucket was deleted is answered at once as unknown, not after the request timed out", {
     timeout: 20_000,
-  }, async () => {
+  }, async ({ derrick, jsm }) => {
     await eventually(async () => (await searchOk(derrick, { query: "charlie" })).totalCount === 2, {
       what: "the records to be searchable",
     });
     const first = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, query: "charlie", limit: 1 } });
-    expect(first.status, await first.clone().text()).toBe(200);
-    const { cursor } = (await first.json()) as { cursor: string };
-    expect(await (await jetstreamManager(derrick.nc)).streams.delete(`KV_${CURSOR_BUCKET}`)).toBe(true);
+    const { cursor } = await json<Page>(first, 200);
+    expect(await jsm.streams.delete(`KV_${CURSOR_BUCKET}`)).toBe(true);
     // The cursor went with its bucket: the continuation is the 400 of an expired cursor.
     const second = await api(derrick, "/api/search/v2/query_with_cursor", { body: { cursor } });
     expect(second.status, await second.clone().text()).toBe(400);

@@ -1,5 +1,7 @@
 /** Shared pieces of the search tests: clients with data groups, record fixtures, HTTP helpers. */
 import { TEST_CLIENTS, clientToken, startDerrick, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import type { ActorName } from "../../config/index.ts";
 
 /** Clients with distinct data groups (ACL tests) besides the harness's alpha/beta/admin. */
 export const SEARCH_CLIENTS = {
@@ -87,13 +89,28 @@ export const SOUTH_ACL = { viewers: ["data.south.viewers@opendes.example.com"], 
 export const WELL = "osdu:wks:master-data--Well:1.0.0";
 export const WELLBORE = "osdu:wks:master-data--Wellbore:1.0.0";
 
+/** A well the north group may read, with a legal tag, named `name`. */
+export const northWell = (id: string, name: string) => ({
+  id,
+  kind: WELL,
+  acl: NORTH_ACL,
+  legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] },
+  data: { Name: name },
+});
+
+/** Storage and search behind the edge, with the search clients seeded besides the harness's. */
+const SEARCH_ACTORS: ActorName[] = ["identity", "storage", "search"];
+const searchEnv = (env: Record<string, string>) => ({
+  DERRICK_CLIENTS: JSON.stringify([...Object.values(TEST_CLIENTS), ...Object.values(SEARCH_CLIENTS)]),
+  ...env,
+});
+
 export function startSearchDerrick(nats: TestNats, env: Record<string, string> = {}, dataDir?: string): Promise<TestDerrick> {
-  return startDerrick(nats, {
-    actors: ["identity", "storage", "search"],
-    env: { DERRICK_CLIENTS: JSON.stringify([...Object.values(TEST_CLIENTS), ...Object.values(SEARCH_CLIENTS)]), ...env },
-    ...(dataDir ? { dataDir } : {}),
-  });
+  return startDerrick(nats, { actors: SEARCH_ACTORS, env: searchEnv(env), ...(dataDir ? { dataDir } : {}) });
 }
+
+/** A file's derrick as startSearchDerrick starts one. */
+export const searchTest = (env: Record<string, string> = {}) => derrickTest({ actors: SEARCH_ACTORS, env: searchEnv(env) });
 
 const tokens = new WeakMap<TestDerrick, Map<string, string>>();
 

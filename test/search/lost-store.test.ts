@@ -1,17 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually } from "../harness/index.ts";
 import { RECORDS_STREAM } from "../../subjects/search.ts";
-import { NORTH_ACL, WELL, api, putRecords, searchOk, startSearchDerrick } from "./helpers.ts";
+import { api, northWell as record, putRecords, searchOk, searchTest } from "./helpers.ts";
 
-const record = (id: string, name: string) => ({
-  id,
-  kind: WELL,
-  acl: NORTH_ACL,
-  legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] },
-  data: { Name: name },
-});
+const it = searchTest({ DERRICK_SEARCH_RECHECK: "500ms" });
 
 /**
  * A RECORDS stream that went without a deletion advisory (a store lost while nats-server was down; an
@@ -19,31 +13,18 @@ const record = (id: string, name: string) => ({
  * same: the replica rebuilds from the stream made in its place.
  */
 describe("search after its RECORDS stream was lost without an advisory", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startSearchDerrick(nats, { DERRICK_SEARCH_RECHECK: "500ms" });
-  }, 60_000);
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
-
   it("records - the stream lost with the server's store is made again and followed: a record written after is searchable, the old ones are not", {
     timeout: 40_000,
-  }, async () => {
+  }, async ({ derrick, nats }) => {
     await putRecords(derrick, [record("opendes:well:lost-1", "alpha")]);
     await eventually(async () => (await searchOk(derrick, { query: "alpha" })).totalCount === 1, {
       what: "the first record to be searchable",
     });
-    const first = nats;
-    await first.stop();
-    const streamDir = join(first.dir, "jetstream", "jetstream", "$G", "streams", RECORDS_STREAM);
-    expect(existsSync(streamDir)).toBe(true);
-    rmSync(streamDir, { recursive: true, force: true });
-    const restarted = await startTestNats({ port: first.port, dir: first.dir });
-    nats = { ...restarted, cleanup: async () => (await restarted.stop(), await first.cleanup()) };
+    await nats.restart(() => {
+      const streamDir = join(nats.dir, "jetstream", "jetstream", "$G", "streams", RECORDS_STREAM);
+      expect(existsSync(streamDir)).toBe(true);
+      rmSync(streamDir, { recursive: true, force: true });
+    });
     await eventually(async () => putRecords(derrick, [record("opendes:well:lost-2", "bravo")]).catch(() => undefined), {
       timeoutMs: 15_000,
       intervalMs: 200,

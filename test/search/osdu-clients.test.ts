@@ -5,12 +5,12 @@
  * GET and DELETE included). OSDU reads bodies with Jackson set to ignore unknown properties: a null is
  * an absent field, unknown and server-assigned fields are ignored, only what OSDU refuses is a 400.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { describe, expect } from "vitest";
+import { readFileSync } from "node:fs";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, startDerrick, type TestDerrick } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
 import { subjects } from "../../subjects/index.ts";
 import { RECORDS_STREAM, SEARCH_ROLES, recordKey, type StoredRecord } from "../../subjects/search.ts";
 import {
@@ -21,6 +21,7 @@ import {
   ids,
   putRecords,
   searchOk,
+  searchTest,
   startSearchDerrick,
   tokenOf,
   type Page,
@@ -45,12 +46,6 @@ async function sdkCall(derrick: TestDerrick, method: string, path: string, body?
   return fetch(`${derrick.url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
 }
 
-async function json<T = Record<string, any>>(res: Response, status: number): Promise<T> {
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
-  return JSON.parse(text) as T;
-}
-
 /** A fixture body with some fields set, serialized as the SDK does (the fixture's key order kept). */
 const withFields = (body: string, fields: Record<string, unknown>) =>
   JSON.stringify({ ...(JSON.parse(body) as object), ...fields }, null, 4);
@@ -67,12 +62,12 @@ async function streamMessages(derrick: TestDerrick, id: string) {
   };
 }
 
+const unchanged = searchTest();
+const purge = natsTest();
+
 describe("OSDU clients, unchanged", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startSearchDerrick(nats);
+  const it = unchanged;
+  it.beforeAll(async ({ derrick }) => {
     await putRecords(derrick, [
       { id: "opendes:well:n1", kind: WELL, acl: DEFAULT_ACL, data: { FacilityName: "Default One", Depth: 100 } },
       { id: "opendes:well:n2", kind: WELL, acl: DEFAULT_ACL, data: { FacilityName: "Default Two", Depth: 200 } },
@@ -81,12 +76,10 @@ describe("OSDU clients, unchanged", () => {
     ]);
     await eventually(async () => (await searchOk(derrick, {}, "root")).totalCount === 4, { what: "records indexed" });
   });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
 
-  it("search - SearchClient.query_records' body (cursor, from, returnHighlightedFields and every unset field null) answers 200 as the plain query", async () => {
+  it("search - SearchClient.query_records' body (cursor, from, returnHighlightedFields and every unset field null) answers 200 as the plain query", async ({
+    derrick,
+  }) => {
     const expected = await searchOk(derrick, { kind: WELL, query: "*" }, "sdk");
     expect(ids(expected)).toEqual(["opendes:well:n1", "opendes:well:n2", "opendes:well:n3"]);
     const page = await json<Page>(await sdkCall(derrick, "POST", "/api/search/v2/query", SDK_QUERY), 200);
@@ -112,7 +105,9 @@ describe("OSDU clients, unchanged", () => {
     expect(sorted).toMatchObject({ totalCount: 3, aggregations: [{ key: WELL, count: 3 }] });
   });
 
-  it("search - query_with_cursor's body (aggregateBy and from present, null) pages through every result, also with the generated client's ?search_after=false", async () => {
+  it("search - query_with_cursor's body (aggregateBy and from present, null) pages through every result, also with the generated client's ?search_after=false", async ({
+    derrick,
+  }) => {
     for (const path of ["/api/search/v2/query_with_cursor", "/api/search/v2/query_with_cursor?search_after=false"]) {
       const seen: string[] = [];
       let body = SDK_CURSOR_QUERY;
@@ -128,7 +123,9 @@ describe("OSDU clients, unchanged", () => {
     }
   });
 
-  it("storage - RecordClient.create_update_records' body (version, ancestry and meta null; one id null) is 201, and nothing null is stored", async () => {
+  it("storage - RecordClient.create_update_records' body (version, ancestry and meta null; one id null) is 201, and nothing null is stored", async ({
+    derrick,
+  }) => {
     const created = await json<{ recordCount: number; recordIds: string[]; recordIdVersions: string[] }>(
       await sdkCall(derrick, "PUT", "/api/storage/v2/records", SDK_RECORDS),
       201,
@@ -153,7 +150,9 @@ describe("OSDU clients, unchanged", () => {
     });
   });
 
-  it("storage - a record read with GET and sent back with PUT (version, createUser, createTime, modifyUser, modifyTime, unknown fields) is written; the server's values stay and nothing unknown is kept", async () => {
+  it("storage - a record read with GET and sent back with PUT (version, createUser, createTime, modifyUser, modifyTime, unknown fields) is written; the server's values stay and nothing unknown is kept", async ({
+    derrick,
+  }) => {
     const id = "opendes:well:round-trip";
     await putRecords(derrick, [{ id, kind: WELL, acl: DEFAULT_ACL, data: { FacilityName: "Round Trip", Step: 0 } }], "sdk");
     const first = await json<StoredRecord>(await sdkCall(derrick, "GET", `/api/storage/v2/records/${id}`), 200);
@@ -201,7 +200,9 @@ describe("OSDU clients, unchanged", () => {
     expect(hit.acl).toEqual(DEFAULT_ACL);
   });
 
-  it("bodies - unknown fields are ignored at every level and null is absent; values OSDU refuses are still 400 naming the field", async () => {
+  it("bodies - unknown fields are ignored at every level and null is absent; values OSDU refuses are still 400 naming the field", async ({
+    derrick,
+  }) => {
     const box = { topLeft: { latitude: 90, longitude: -180, altitude: 1 }, bottomRight: { latitude: -90, longitude: 180 }, crs: "WGS84" };
     const lenient = {
       kind: WELL,
@@ -266,7 +267,9 @@ describe("OSDU clients, unchanged", () => {
     }
   });
 
-  it("storage - purge (RecordClient.delete_record, DELETE /records/{id}) is 204: the record and every version are gone from GET, the stream and search", async () => {
+  it("storage - purge (RecordClient.delete_record, DELETE /records/{id}) is 204: the record and every version are gone from GET, the stream and search", async ({
+    derrick,
+  }) => {
     const id = "opendes:well:purged";
     await putRecords(derrick, [{ id, kind: WELL, acl: DEFAULT_ACL, data: { FacilityName: "Purge Candidate", Step: 1 } }], "sdk");
     await putRecords(derrick, [{ id, kind: WELL, acl: DEFAULT_ACL, data: { FacilityName: "Purge Candidate", Step: 2 } }], "sdk");
@@ -297,7 +300,9 @@ describe("OSDU clients, unchanged", () => {
     expect(reborn).not.toHaveProperty("modifyUser");
   });
 
-  it("storage - a logically deleted record keeps its owners until purged: only they may purge it or write it again", async () => {
+  it("storage - a logically deleted record keeps its owners until purged: only they may purge it or write it again", async ({
+    derrick,
+  }) => {
     const id = "opendes:well:deleted-then-purged";
     await putRecords(derrick, [{ id, kind: WELL, acl: DEFAULT_ACL, data: { FacilityName: "Deleted First" } }], "sdk");
     const created = await json<StoredRecord>(await sdkCall(derrick, "GET", `/api/storage/v2/records/${id}`), 200);
@@ -336,7 +341,7 @@ describe("OSDU clients, unchanged", () => {
     expect(await streamMessages(derrick, id)).toEqual({ count: 1, last: { bytes: 0, text: "" } });
   });
 
-  it("health - storage answers OSDU's liveness and readiness checks, public, as search does", async () => {
+  it("health - storage answers OSDU's liveness and readiness checks, public, as search does", async ({ derrick }) => {
     for (const [path, text] of [
       ["/api/storage/v2/liveness_check", "Storage service is alive."],
       ["/api/storage/v2/readiness_check", "Storage service is ready."],
@@ -352,7 +357,9 @@ describe("OSDU clients, unchanged", () => {
     }
   });
 
-  it("access - every refusal for a missing group names the groups that would allow it, with OSDU's statuses (401 on search, 403 on storage)", async () => {
+  it("access - every refusal for a missing group names the groups that would allow it, with OSDU's statuses (401 on search, 403 on storage)", async ({
+    derrick,
+  }) => {
     const problem = async (res: Response, status: number) => json<{ reason: string; message: string; detail: string }>(res, status);
     const roles = `${SEARCH_ROLES.slice(0, -1).join(", ")} or ${SEARCH_ROLES.at(-1)}`;
     for (const route of ["query", "query_with_cursor"]) {
@@ -415,18 +422,12 @@ describe("OSDU clients, unchanged", () => {
 });
 
 describe("OSDU purge and the search replicas", () => {
-  let nats: TestNats;
-  let dataDir: string;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    dataDir = mkdtempSync(join(tmpdir(), "derrick-purge-replica-"));
-  });
-  afterAll(async () => {
-    await nats?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const it = purge;
 
-  it("replica - a search replica stopped while a record was purged drops it when it catches up", { timeout: 60_000 }, async () => {
+  it("replica - a search replica stopped while a record was purged drops it when it catches up", { timeout: 60_000 }, async ({
+    nats,
+    dataDir,
+  }) => {
     const id = "opendes:well:purged-while-away";
     let derrick = await startSearchDerrick(nats, {}, dataDir);
     await putRecords(

@@ -1,7 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, describe, expect } from "vitest";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
-import { eventually, startDerrick, startSlowLink, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, startDerrick, startSlowLink, type TestDerrick } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
 import { subjects, type DerrickError } from "../../subjects/index.ts";
 import { RECORD_MAX_DEPTH, recordKey, type SearchStatus } from "../../subjects/search.ts";
 import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
@@ -11,9 +14,8 @@ import { SqliteBackend } from "../../actors/search/sqlite.ts";
 import { parseQuery } from "../../actors/search/query/parser.ts";
 import { pino } from "pino";
 import { createLogger } from "../../platform/logger.ts";
-import { NORTH_ACL, WELL, api, putRecords, searchOk, startSearchDerrick, tokenOf } from "./helpers.ts";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { NORTH_ACL, WELL, api, northWell, putRecords, searchOk, searchTest, startSearchDerrick, tokenOf } from "./helpers.ts";
+import type { Problem } from "../../subjects/errors.ts";
 import { join } from "node:path";
 
 /** A record whose `data.x` holds `levels` nested arrays, as raw JSON (JSON.stringify itself overflows on deep values). */
@@ -23,10 +25,7 @@ const deepRecordJson = (id: string, levels: number) =>
 /** Nested arrays under `data.x` that make the record exactly `depth` levels deep (record 1, data 2, x 3). */
 const arraysForDepth = (depth: number) => depth - 2;
 
-async function putRaw(
-  derrick: TestDerrick,
-  body: string,
-): Promise<{ status: number; problem: { errors?: Array<{ pointer: string; message: string }>; detail?: string } }> {
+async function putRaw(derrick: TestDerrick, body: string): Promise<{ status: number; problem: Partial<Problem> }> {
   const res = await fetch(`${derrick.url}/api/storage/v2/records`, {
     method: "PUT",
     headers: {
@@ -36,24 +35,21 @@ async function putRaw(
     },
     body,
   });
-  return { status: res.status, problem: (await res.json()) as { errors?: Array<{ pointer: string; message: string }>; detail?: string } };
+  return { status: res.status, problem: await json<Partial<Problem>>(res) };
 }
 
+const unindexable = searchTest();
+const replicaFailures = natsTest();
+const indexFiles = natsTest();
+
+const status = async (derrick: TestDerrick) => (await derrick.bus.request<SearchStatus>(subjects.search.status(), undefined)).body;
+
 describe("search records that cannot be indexed", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startSearchDerrick(nats);
-  }, 60_000);
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+  const it = unindexable;
 
-  const status = async () => (await derrick.bus.request<SearchStatus>(subjects.search.status(), undefined)).body;
-
-  it("storage - a record nested deeper than 64 levels is refused with 400 naming the field, and nothing of the request is stored", async () => {
+  it("storage - a record nested deeper than 64 levels is refused with 400 naming the field, and nothing of the request is stored", async ({
+    derrick,
+  }) => {
     expect(RECORD_MAX_DEPTH).toBe(64);
     // Exactly at the limit: stored.
     const atLimit = await putRaw(derrick, `[${deepRecordJson("opendes:well:at-limit", arraysForDepth(64))}]`);
@@ -108,9 +104,11 @@ describe("search records that cannot be indexed", () => {
     } satisfies Partial<DerrickError>);
   });
 
-  it("replica - a message it cannot index is skipped with a warning and counted, and records published after it are searchable", async () => {
+  it("replica - a message it cannot index is skipped with a warning and counted, and records published after it are searchable", async ({
+    derrick,
+  }) => {
     const js = jetstream(derrick.nc);
-    const before = await status();
+    const before = await status(derrick);
     const publish = (id: string, raw: string) => js.publish(subjects.records("opendes", recordKey(id)), raw);
     // A non-string ACL entry (a TypeError in the indexer before), 30,000 nested arrays (a stack
     // overflow before), and a body that is not JSON: each stopped every replica for good, or was skipped.
@@ -132,7 +130,7 @@ describe("search records that cannot be indexed", () => {
     await eventually(async () => (await searchOk(derrick, { query: "survivor" })).totalCount === 1, {
       what: "the record after the poison messages indexed",
     });
-    const after = await status();
+    const after = await status(derrick);
     expect(after).toMatchObject({ following: true, restarts: 0, appliedSeq: last.seq });
     expect(after.skipped - before.skipped).toBe(3);
     expect(after.lastSkipped).toEqual({
@@ -178,7 +176,7 @@ function loggedTo(logged: Array<Record<string, unknown>>) {
 }
 
 describe("search replica failures", () => {
-  let nats: TestNats;
+  const it = replicaFailures;
   let nc: NatsConnection;
   let edge: TestDerrick;
   let real: SqliteBackend;
@@ -188,9 +186,8 @@ describe("search replica failures", () => {
   const logged: Array<Record<string, unknown>> = [];
   const sqliteError = (code: string, message: string) => Object.assign(new Error(message), { name: "SQLiteError", code });
 
-  beforeAll(async () => {
-    nats = await startTestNats();
-    nc = await connect({ servers: nats.url });
+  it.beforeAll(async ({ nats, nc: connection }) => {
+    nc = connection;
     real = new SqliteBackend({ file: ":memory:" });
     replica = await followRecords(
       nc,
@@ -209,8 +206,6 @@ describe("search replica failures", () => {
     await edge?.cleanup();
     await replica?.stop();
     real?.close();
-    await nc?.close();
-    await nats?.cleanup();
   });
 
   const js = () => jetstream(nc);
@@ -286,7 +281,9 @@ describe("search replica failures", () => {
     );
   });
 
-  it("replica - a write that fails when the flush timer applies a partial batch restarts the consumer after the last applied sequence; nothing is skipped and nothing escapes to the process", async () => {
+  it("replica - a write that fails when the flush timer applies a partial batch restarts the consumer after the last applied sequence; nothing is skipped and nothing escapes to the process", async ({
+    nats,
+  }) => {
     const burst = Array.from({ length: 40 }, (_, i) => `opendes:well:burst-${i}`);
     let last = 0;
     for (const [i, id] of burst.entries()) last = (await publish(id, `Burst ${i}`)).seq;
@@ -357,29 +354,16 @@ describe("search replica failures", () => {
 });
 
 describe("search processes and their index files", () => {
-  let nats: TestNats;
-  const dataDir = mkdtempSync(join(tmpdir(), "derrick-shared-index-"));
-  beforeAll(async () => {
-    nats = await startTestNats();
-  });
-  afterAll(async () => {
-    await nats?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const it = indexFiles;
 
-  it("search - a second search process on the same index file refuses to start, naming the settings; the first keeps answering, and the file is free once it stops", async () => {
+  it("search - a second search process on the same index file refuses to start, naming the settings; the first keeps answering, and the file is free once it stops", async ({
+    nats,
+    dataDir,
+  }) => {
     const first = await startSearchDerrick(nats, {}, dataDir);
     let last: TestDerrick | undefined;
     try {
-      await putRecords(first, [
-        {
-          id: "opendes:well:shared-1",
-          kind: WELL,
-          acl: NORTH_ACL,
-          legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] },
-          data: { Name: "Shared" },
-        },
-      ]);
+      await putRecords(first, [northWell("opendes:well:shared-1", "Shared")]);
       await eventually(async () => (await searchOk(first, { query: "shared" })).totalCount === 1, { what: "the record searchable" });
       // Sharing the file would let each process skip what the other applied: queries would silently miss records.
       await expect(startDerrick(nats, { edge: false, actors: ["search"], dataDir })).rejects.toThrow(

@@ -1,12 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { jetstream } from "@nats-io/jetstream";
-import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually } from "../harness/index.ts";
+import { expectProblem } from "../harness/json.ts";
 import { subjects, type DerrickError } from "../../subjects/index.ts";
 import { FIELD_EXPRESSION_MAX_LENGTH, FIELD_PATH_MAX_LENGTH, recordKey, type StoredRecord } from "../../subjects/search.ts";
 import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
 import { RecordChanged, openRecordStore } from "../../actors/storage/store.ts";
 import { createLogger } from "../../platform/logger.ts";
-import { NORTH_ACL, SOUTH_ACL, WELL, WELLBORE, api, ids, putRecords, searchOk, startSearchDerrick, tokenOf, type Page } from "./helpers.ts";
+import { NORTH_ACL, SOUTH_ACL, WELL, WELLBORE, api, ids, putRecords, searchOk, searchTest, tokenOf, type Page } from "./helpers.ts";
 
 const W1 = "opendes:well:w1";
 const W2 = "opendes:well:w2";
@@ -105,21 +106,15 @@ const FIXTURES = [
   },
 ];
 
+const it = searchTest();
+
 describe("search over records put through storage", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startSearchDerrick(nats);
+  it.beforeAll(async ({ derrick }) => {
     await putRecords(derrick, FIXTURES);
     await eventually(async () => (await searchOk(derrick, {})).totalCount === FIXTURES.length, { what: "fixtures indexed" });
   });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
 
-  it("search - /info is public and names the build (OSDU VersionInfo)", async () => {
+  it("search - /info is public and names the build (OSDU VersionInfo)", async ({ derrick }) => {
     for (const path of ["/api/search/v2/info", "/api/search/v2/info/"]) {
       const res = await api(derrick, path, { as: null, partition: null });
       expect(res.status, path).toBe(200);
@@ -132,7 +127,7 @@ describe("search over records put through storage", () => {
     }
   });
 
-  it("search - the OSDU health checks are public and answer 200 while a search actor serves", async () => {
+  it("search - the OSDU health checks are public and answer 200 while a search actor serves", async ({ derrick }) => {
     for (const [path, text] of [
       ["/api/search/v2/liveness_check", "Search Service is alive"],
       ["/api/search/v2/readiness_check", "Search Service is ready"],
@@ -145,7 +140,7 @@ describe("search over records put through storage", () => {
     }
   });
 
-  it("search - a query needs a token, a partition, a search role and a data group (401 Access denied as OSDU)", async () => {
+  it("search - a query needs a token, a partition, a search role and a data group (401 Access denied as OSDU)", async ({ derrick }) => {
     expect((await api(derrick, "/api/search/v2/query", { as: null, body: { kind: WELL } })).status).toBe(401);
     const missing = await api(derrick, "/api/search/v2/query", { partition: null, body: { kind: WELL } });
     expect(missing.status).toBe(400);
@@ -170,7 +165,7 @@ describe("search over records put through storage", () => {
     }
   });
 
-  it("search - OSDU's documented query examples", async () => {
+  it("search - OSDU's documented query examples", async ({ derrick }) => {
     const cases: Array<[string, string[]]> = [
       ["drilling", [W1, W2]],
       ["data.Basin:Permian", [W1, W3]],
@@ -206,7 +201,7 @@ describe("search over records put through storage", () => {
     }
   });
 
-  it("search - without a sort, text queries come back by relevance (BM25)", async () => {
+  it("search - without a sort, text queries come back by relevance (BM25)", async ({ derrick }) => {
     // W2 holds "drilling" twice in fewer words than W1.
     expect((await searchOk(derrick, { query: "drilling" })).results.map((r) => r.id)).toEqual([W2, W1]);
     expect((await searchOk(derrick, { query: "drilling", sort: { field: ["id"], order: ["ASC"] } })).results.map((r) => r.id)).toEqual([
@@ -215,7 +210,7 @@ describe("search over records put through storage", () => {
     ]);
   });
 
-  it("search - kinds: exact (case-insensitive), lists, arrays, wildcards; an unknown kind is 200 with nothing", async () => {
+  it("search - kinds: exact (case-insensitive), lists, arrays, wildcards; an unknown kind is 200 with nothing", async ({ derrick }) => {
     expect((await searchOk(derrick, { kind: WELLBORE })).totalCount).toBe(2);
     expect((await searchOk(derrick, { kind: WELL.toUpperCase() })).totalCount).toBe(3);
     expect((await searchOk(derrick, { kind: `${WELL}, ${WELLBORE}` })).totalCount).toBe(5);
@@ -230,7 +225,7 @@ describe("search over records put through storage", () => {
     });
   });
 
-  it("search - sort keeps missing values last in both orders; offset and limit slice the sorted list", async () => {
+  it("search - sort keeps missing values last in both orders; offset and limit slice the sorted list", async ({ derrick }) => {
     const desc = await searchOk(derrick, { sort: { field: ["data.Depth"], order: ["DESC"] } });
     expect(desc.results.map((r) => r.id)).toEqual([WB1, W2, W1, W3, WB2]);
     const asc = await searchOk(derrick, { sort: { field: ["data.Depth"], order: ["asc"] } });
@@ -242,7 +237,7 @@ describe("search over records put through storage", () => {
     expect(byName.results.map((r) => r.id)).toEqual([W2, W3, W1]);
   });
 
-  it("search - returnedFields, highlightedFields and the OSDU derived kind attributes", async () => {
+  it("search - returnedFields, highlightedFields and the OSDU derived kind attributes", async ({ derrick }) => {
     const page = await searchOk(derrick, {
       query: "drilling",
       returnedFields: ["id", "data.Depth"],
@@ -267,7 +262,9 @@ describe("search over records put through storage", () => {
     expect(full.results[0]).not.toHaveProperty("x-acl");
   });
 
-  it("search - a highlightedFields or returnedFields pattern built to make a RegExp backtrack is answered, matching nothing", async () => {
+  it("search - a highlightedFields or returnedFields pattern built to make a RegExp backtrack is answered, matching nothing", async ({
+    derrick,
+  }) => {
     // Against the 46-character data.VerticalMeasurements.VerticalMeasurementID this held the actor for minutes as a RegExp.
     const pattern = `${"*?".repeat(12)}!`;
     const page = await searchOk(derrick, {
@@ -279,7 +276,7 @@ describe("search over records put through storage", () => {
     expect(page.results).toEqual([{ id: W1 }, { id: W2 }]);
   });
 
-  it("search - aggregateBy counts terms, count desc then key asc, including nested paths", async () => {
+  it("search - aggregateBy counts terms, count desc then key asc, including nested paths", async ({ derrick }) => {
     expect((await searchOk(derrick, { aggregateBy: "kind" })).aggregations).toEqual([
       { key: WELL, count: 3 },
       { key: WELLBORE, count: 2 },
@@ -294,7 +291,9 @@ describe("search over records put through storage", () => {
     ]);
   });
 
-  it("search - aggregateBy on numbers breaks count ties by numeric key (ES orders a number field's terms by value), keys as text", async () => {
+  it("search - aggregateBy on numbers breaks count ties by numeric key (ES orders a number field's terms by value), keys as text", async ({
+    derrick,
+  }) => {
     expect((await searchOk(derrick, { aggregateBy: "data.Depth" })).aggregations).toEqual([
       { key: "800", count: 1 },
       { key: "1200", count: 1 },
@@ -309,7 +308,7 @@ describe("search over records put through storage", () => {
     ]);
   });
 
-  it("search - ACL: two clients with different data groups see different records, counts and aggregations", async () => {
+  it("search - ACL: two clients with different data groups see different records, counts and aggregations", async ({ derrick }) => {
     const north = await searchOk(derrick, { aggregateBy: "data.Basin" }, "north");
     expect(ids(north)).toEqual([W1, W2, WB2]);
     expect(north.totalCount).toBe(3);
@@ -330,7 +329,9 @@ describe("search over records put through storage", () => {
     expect(ids(await searchOk(derrick, { queryAsOwner: true }, "southOwner"))).toEqual([W3, WB1]);
   });
 
-  it("search - roles and users.data.root are recognised in the email form OSDU's entitlements put in tokens (group@partition.domain), as data groups are", async () => {
+  it("search - roles and users.data.root are recognised in the email form OSDU's entitlements put in tokens (group@partition.domain), as data groups are", async ({
+    derrick,
+  }) => {
     expect(ids(await searchOk(derrick, {}, "northEmail"))).toEqual([W1, W2, WB2]);
     expect((await searchOk(derrick, {}, "rootEmail")).totalCount).toBe(5);
     // users.datalake.editors@… writes, users.data.root@… reads any record.
@@ -338,7 +339,7 @@ describe("search over records put through storage", () => {
     expect(read.status).toBe(200);
   });
 
-  it("search - spatial filters on points: bounding box, distance, polygon, intersection", async () => {
+  it("search - spatial filters on points: bounding box, distance, polygon, intersection", async ({ derrick }) => {
     const field = "data.Location";
     const box = await searchOk(derrick, {
       spatialFilter: { field, byBoundingBox: { topLeft: { latitude: 59, longitude: 2 }, bottomRight: { latitude: 58, longitude: 3.5 } } },
@@ -388,7 +389,7 @@ describe("search over records put through storage", () => {
     expect(ids(combined)).toEqual([W3]);
   });
 
-  it("search - spatial filters on polygons and lines: WITHIN needs the whole shape inside, INTERSECTS any overlap", async () => {
+  it("search - spatial filters on polygons and lines: WITHIN needs the whole shape inside, INTERSECTS any overlap", async ({ derrick }) => {
     const field = "data.Shape";
     const around = await searchOk(derrick, {
       spatialFilter: {
@@ -437,7 +438,7 @@ describe("search over records put through storage", () => {
     expect(ids(crossesLine)).toEqual([WB2]);
   });
 
-  it("search - request validation answers OSDU's messages, naming each field", async () => {
+  it("search - request validation answers OSDU's messages, naming each field", async ({ derrick }) => {
     const cases: Array<[Record<string, unknown>, string, string]> = [
       [{ kind: WELL, limit: -1 }, "/body/limit", "'limit' must be equal or greater than 0"],
       [{ kind: WELL, offset: -1 }, "/body/offset", "'offset' must be equal or greater than 0"],
@@ -600,7 +601,7 @@ describe("search over records put through storage", () => {
     for (const [body, pointer, message] of cases) {
       const res = await api(derrick, "/api/search/v2/query", { body });
       expect(res.status, JSON.stringify(body)).toBe(400);
-      const problem = (await res.json()) as { reason: string; message: string; errors: Array<{ pointer: string; message: string }> };
+      const problem = await expectProblem(res, 400);
       expect(problem.reason).toBe("Bad Request");
       expect(problem.errors, JSON.stringify(body)).toContainEqual({ pointer, message });
     }
@@ -615,7 +616,9 @@ describe("search over records put through storage", () => {
     expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, limit: 5000 } })).status).toBe(200);
   });
 
-  it("search - bounding box messages print coordinates as OSDU does (Java's Double.toString: 10.0, -100.0, 1.0E-4)", async () => {
+  it("search - bounding box messages print coordinates as OSDU does (Java's Double.toString: 10.0, -100.0, 1.0E-4)", async ({
+    derrick,
+  }) => {
     const box = (top: number, left: number, bottom: number, right: number) => ({
       kind: WELL,
       spatialFilter: {
@@ -637,13 +640,13 @@ describe("search over records put through storage", () => {
     for (const [body, message] of cases) {
       const res = await api(derrick, "/api/search/v2/query", { body });
       expect(res.status, message).toBe(400);
-      const problem = (await res.json()) as { message: string; errors: Array<{ pointer: string; message: string }> };
+      const problem = await expectProblem(res, 400);
       expect(problem.message).toBe("Invalid parameters were given on search request");
-      expect(problem.errors.map((e) => e.message)).toContain(message);
+      expect(problem.errors!.map((e) => e.message)).toContain(message);
     }
   });
 
-  it("search - a bounding box gets only the first of OSDU's corner messages, in OSDU's order", async () => {
+  it("search - a bounding box gets only the first of OSDU's corner messages, in OSDU's order", async ({ derrick }) => {
     const box = (top: number, left: number, bottom: number, right: number) => ({
       kind: WELL,
       spatialFilter: {
@@ -660,12 +663,12 @@ describe("search over records put through storage", () => {
     for (const [body, message] of cases) {
       const res = await api(derrick, "/api/search/v2/query", { body });
       expect(res.status, message).toBe(400);
-      const problem = (await res.json()) as { errors: Array<{ pointer: string; message: string }> };
+      const problem = await expectProblem(res, 400);
       expect(problem.errors).toEqual([{ pointer: "/body/spatialFilter/byBoundingBox", message }]);
     }
   });
 
-  it("search - a null entry in sort.order or sort.field answers OSDU's sort message, not a type error", async () => {
+  it("search - a null entry in sort.order or sort.field answers OSDU's sort message, not a type error", async ({ derrick }) => {
     // OSDU's acceptance test (Query.feature, invalid sort field): {"field":["id"],"order":[null]}.
     for (const [sort, pointer, message] of [
       [{ field: ["id"], order: [null] }, "/body/sort/order/0", "Not a valid order option. It can only be either 'ASC' or 'DESC'"],
@@ -674,14 +677,16 @@ describe("search over records put through storage", () => {
       for (const route of ["/query", "/query_with_cursor"]) {
         const res = await api(derrick, `/api/search/v2${route}`, { body: { kind: WELL, sort } });
         expect(res.status, `${route} ${pointer}`).toBe(400);
-        const problem = (await res.json()) as { message: string; errors: Array<{ pointer: string; message: string }> };
+        const problem = await expectProblem(res, 400);
         expect(problem.message).toBe("Invalid parameters were given on search request");
         expect(problem.errors, `${route} ${pointer}`).toEqual([{ pointer, message }]);
       }
     }
   });
 
-  it("search - a kind list with an empty entry is 400 'Not a valid record kind format', naming the kind as given (OSDU)", async () => {
+  it("search - a kind list with an empty entry is 400 'Not a valid record kind format', naming the kind as given (OSDU)", async ({
+    derrick,
+  }) => {
     // OSDU's acceptance test (Query.feature): "A,,B" → "Not a valid record kind format. Found: A,,B".
     for (const [kind, found] of [
       [`${WELL},,${WELLBORE}`, `${WELL},,${WELLBORE}`],
@@ -692,7 +697,7 @@ describe("search over records put through storage", () => {
     ] as const) {
       const res = await api(derrick, "/api/search/v2/query", { body: { kind } });
       expect(res.status, JSON.stringify(kind)).toBe(400);
-      const problem = (await res.json()) as { message: string; errors: Array<{ pointer: string; message: string }> };
+      const problem = await expectProblem(res, 400);
       expect(problem.message).toBe("Invalid parameters were given on search request");
       expect(problem.errors, JSON.stringify(kind)).toEqual([
         { pointer: "/body/kind", message: `Not a valid record kind format. Found: ${found}` },
@@ -702,7 +707,9 @@ describe("search over records put through storage", () => {
     expect((await searchOk(derrick, { kind: `${WELL},` })).totalCount).toBe(3);
   });
 
-  it("search - byWithinPolygon is applied as OSDU's query builder does (not at all), but its points are range-checked as OSDU's validator does", async () => {
+  it("search - byWithinPolygon is applied as OSDU's query builder does (not at all), but its points are range-checked as OSDU's validator does", async ({
+    derrick,
+  }) => {
     const within = (points: Array<{ latitude: number; longitude: number }>) => ({
       kind: WELL,
       spatialFilter: { field: "data.Location", byWithinPolygon: { points } },
@@ -724,12 +731,14 @@ describe("search over records put through storage", () => {
     ] as const) {
       const res = await api(derrick, "/api/search/v2/query", { body: within([...points]) });
       expect(res.status, pointer).toBe(400);
-      expect(((await res.json()) as { errors: Array<{ pointer: string; message: string }> }).errors).toEqual([{ pointer, message }]);
+      expect((await expectProblem(res, 400)).errors!).toEqual([{ pointer, message }]);
     }
     expect((await searchOk(derrick, within([{ latitude: 10.75, longitude: -8.6 }]))).totalCount).toBe(3);
   });
 
-  it("search - a spatialFilter with a field and no criteria filters nothing (OSDU's query builder adds no geo query), it is not a 400", async () => {
+  it("search - a spatialFilter with a field and no criteria filters nothing (OSDU's query builder adds no geo query), it is not a 400", async ({
+    derrick,
+  }) => {
     const all = ids(await searchOk(derrick, { kind: "*:*:*:*" }));
     for (const spatialFilter of [
       { field: "data.Location" },
@@ -741,7 +750,7 @@ describe("search over records put through storage", () => {
     expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, spatialFilter: { field: " " } } })).status).toBe(400);
   });
 
-  it("search - JSON null in an optional field means absent, and a null or empty cursor is a first call (OSDU)", async () => {
+  it("search - JSON null in an optional field means absent, and a null or empty cursor is a first call (OSDU)", async ({ derrick }) => {
     const nulls = {
       query: null,
       offset: null,
@@ -778,7 +787,7 @@ describe("search over records put through storage", () => {
     ]);
   });
 
-  it("search - wrong types are 400 naming the field; unknown fields are ignored, as OSDU ignores them", async () => {
+  it("search - wrong types are 400 naming the field; unknown fields are ignored, as OSDU ignores them", async ({ derrick }) => {
     expect(await searchOk(derrick, { kind: WELL, size: 10, from: 2 })).toEqual(await searchOk(derrick, { kind: WELL }));
     for (const [body, pointer] of [
       [{ kind: 5 }, "/body/kind"],
@@ -786,11 +795,13 @@ describe("search over records put through storage", () => {
     ] as const) {
       const res = await api(derrick, "/api/search/v2/query", { body });
       expect(res.status).toBe(400);
-      expect(((await res.json()) as { errors: Array<{ pointer: string }> }).errors.map((e) => e.pointer)).toContain(pointer);
+      expect((await expectProblem(res, 400)).errors!.map((e) => e.pointer)).toContain(pointer);
     }
   });
 
-  it("search - a body the schema refuses or that is not JSON answers OSDU's message, 'Invalid parameters were given on search request', on both query routes", async () => {
+  it("search - a body the schema refuses or that is not JSON answers OSDU's message, 'Invalid parameters were given on search request', on both query routes", async ({
+    derrick,
+  }) => {
     // OSDU's acceptance test (Query.feature): a number as kind is "Bad Request" / "Invalid parameters were given on search request".
     for (const route of ["/query", "/query_with_cursor"]) {
       for (const [body, pointer] of [
@@ -809,13 +820,13 @@ describe("search over records put through storage", () => {
       ] as const) {
         const res = await api(derrick, `/api/search/v2${route}`, { body });
         expect(res.status, `${route} ${pointer}`).toBe(400);
-        const problem = (await res.json()) as { code: number; reason: string; message: string; errors: Array<{ pointer: string }> };
+        const problem = await expectProblem(res, 400);
         expect(problem, `${route} ${pointer}`).toMatchObject({
           code: 400,
           reason: "Bad Request",
           message: "Invalid parameters were given on search request",
         });
-        expect(problem.errors.map((e) => e.pointer)).toContain(pointer);
+        expect(problem.errors!.map((e) => e.pointer)).toContain(pointer);
       }
       const token = await tokenOf(derrick, "writer");
       const unreadable = await fetch(`${derrick.url}/api/search/v2${route}`, {
@@ -832,7 +843,9 @@ describe("search over records put through storage", () => {
     }
   });
 
-  it("search - field paths, sort fields and aggregateBy beyond their lengths are 400 naming the entry, on both query routes", async () => {
+  it("search - field paths, sort fields and aggregateBy beyond their lengths are 400 naming the entry, on both query routes", async ({
+    derrick,
+  }) => {
     const path = `data.${"x".repeat(FIELD_PATH_MAX_LENGTH)}`;
     const expression = `nested(data.A, ${"y".repeat(FIELD_EXPRESSION_MAX_LENGTH)})`;
     const cases: Array<[string, Record<string, unknown>, string]> = [
@@ -851,13 +864,13 @@ describe("search over records put through storage", () => {
     for (const [route, body, pointer] of cases) {
       const res = await api(derrick, `/api/search/v2${route}`, { body: { kind: WELL, ...body } });
       expect(res.status, pointer).toBe(400);
-      const problem = (await res.json()) as { reason: string; errors: Array<{ pointer: string; message: string }> };
+      const problem = await expectProblem(res, 400);
       expect(problem.reason).toBe("Bad Request");
       expect(problem.errors, pointer).toContainEqual({ pointer, message: expect.stringMatching(/length less or equal to/) });
     }
   });
 
-  it("search - a malformed query is 400 Malformed query with the position", async () => {
+  it("search - a malformed query is 400 Malformed query with the position", async ({ derrick }) => {
     const res = await api(derrick, "/api/search/v2/query", { body: { kind: WELL, query: 'data.Name:"abc' } });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({
@@ -870,7 +883,9 @@ describe("search over records put through storage", () => {
     expect(await leading.json()).toMatchObject({ position: 10 });
   });
 
-  it("search - an operator where a term belongs (a AND AND b, NOT NOT a, field:OR) is 400 Malformed query with its position, as Lucene's parser refuses it", async () => {
+  it("search - an operator where a term belongs (a AND AND b, NOT NOT a, field:OR) is 400 Malformed query with its position, as Lucene's parser refuses it", async ({
+    derrick,
+  }) => {
     for (const [query, position] of [
       ["Ocean AND AND Drilling", 10],
       ["NOT NOT Ocean", 4],
@@ -887,7 +902,7 @@ describe("search over records put through storage", () => {
     expect((await api(derrick, "/api/search/v2/query", { body: { kind: WELL, query: "Ocean \\AND" } })).status).toBe(200);
   });
 
-  it("storage - PUT needs users.datalake.editors and ids in the request's partition", async () => {
+  it("storage - PUT needs users.datalake.editors and ids in the request's partition", async ({ derrick }) => {
     const denied = await api(derrick, "/api/storage/v2/records", {
       as: "north",
       method: "PUT",
@@ -899,13 +914,13 @@ describe("search over records put through storage", () => {
       body: [{ id: "other:well:1", kind: WELL, acl: NORTH_ACL, data: {} }],
     });
     expect(wrongPartition.status).toBe(400);
-    expect(((await wrongPartition.json()) as { errors: Array<{ pointer: string }> }).errors[0]!.pointer).toBe("/body/0/id");
+    expect((await expectProblem(wrongPartition, 400)).errors![0]!.pointer).toBe("/body/0/id");
     const badKind = await api(derrick, "/api/storage/v2/records", { method: "PUT", body: [{ kind: "well", acl: NORTH_ACL, data: {} }] });
     expect(badKind.status).toBe(400);
     // Unknown fields are ignored, as OSDU's Record ignores them: test/search/osdu-clients.test.ts.
   });
 
-  it("storage - a record put is 201 with ids and versions, readable by its viewers and searchable within a second", async () => {
+  it("storage - a record put is 201 with ids and versions, readable by its viewers and searchable within a second", async ({ derrick }) => {
     const started = Date.now();
     const created = await putRecords(derrick, [{ kind: WELL, acl: SOUTH_ACL, data: { FacilityName: "Freshly Generated" } }]);
     expect(created.recordCount).toBe(1);
@@ -925,7 +940,7 @@ describe("search over records put through storage", () => {
     expect((await api(derrick, "/api/storage/v2/records/opendes:well:nothing", { as: "south" })).status).toBe(404);
   });
 
-  it("storage - an update and a delete are reflected in search results", async () => {
+  it("storage - an update and a delete are reflected in search results", async ({ derrick }) => {
     const id = "opendes:well:changing";
     const first = await putRecords(derrick, [{ id, kind: WELL, acl: SOUTH_ACL, data: { FacilityName: "Before Change", Depth: 10 } }]);
     await eventually(async () => (await searchOk(derrick, { query: "data.FacilityName:before" })).totalCount === 1, {
@@ -950,7 +965,9 @@ describe("search over records put through storage", () => {
     });
   });
 
-  it("storage - GET answers as OSDU: 403 Access denied for a record the caller may not read, 404 Record not found for a missing or deleted one; the 403 tells nothing of the record", async () => {
+  it("storage - GET answers as OSDU: 403 Access denied for a record the caller may not read, 404 Record not found for a missing or deleted one; the 403 tells nothing of the record", async ({
+    derrick,
+  }) => {
     // OSDU's storage (QueryServiceImpl) answers these two statuses, so a caller holding a storage
     // role learns whether an id exists, as in OSDU; what a 403 must not carry is anything of the record.
     const id = "opendes:well:north-secret";
@@ -1022,7 +1039,9 @@ describe("search over records put through storage", () => {
     expect(await deleteForbidden.text()).not.toContain("Hidden Treasure");
   });
 
-  it("storage - an existing record is replaced only by an owner of its current ACL (OSDU 403 User Unauthorized); users.data.root may replace any", async () => {
+  it("storage - an existing record is replaced only by an owner of its current ACL (OSDU 403 User Unauthorized); users.data.root may replace any", async ({
+    derrick,
+  }) => {
     const id = "opendes:well:north-owned";
     await putRecords(derrick, [{ id, kind: WELL, acl: NORTH_ACL, data: { FacilityName: "North Owned" } }]);
     // southOwner is an editor but owns nothing in NORTH_ACL: neither the takeover (ACL included) nor the new record beside it is written.
@@ -1056,7 +1075,9 @@ describe("search over records put through storage", () => {
     });
   });
 
-  it("storage - a write is conditioned on the stream sequence its owner check read: an ACL changed in between is checked again", async () => {
+  it("storage - a write is conditioned on the stream sequence its owner check read: an ACL changed in between is checked again", async ({
+    derrick,
+  }) => {
     const store = await openRecordStore(derrick.nc);
     const id = "opendes:well:raced";
     const record = (acl: typeof NORTH_ACL, data: Record<string, unknown>): StoredRecord => ({
@@ -1103,7 +1124,7 @@ describe("search over records put through storage", () => {
     expect(await store.read("opendes", id)).toMatchObject({ record: { acl: NORTH_ACL, data: { Step: "north" } } });
   });
 
-  it("records - a record published straight on NATS (derrick.records.<partition>.<sha1(id)>) is searchable", async () => {
+  it("records - a record published straight on NATS (derrick.records.<partition>.<sha1(id)>) is searchable", async ({ derrick }) => {
     const id = "opendes:well:from-nats";
     const js = jetstream(derrick.nc);
     const record = { id, kind: WELL, acl: NORTH_ACL, data: { FacilityName: "Published Directly" } };
@@ -1119,7 +1140,9 @@ describe("search over records put through storage", () => {
     expect(ids(await searchOk(derrick, { query: "published" }, "north"))).toEqual([id]);
   });
 
-  it("search - a record key named __proto__ is stored, indexed and returned like any other key, with or without returnedFields; no prototype changes", async () => {
+  it("search - a record key named __proto__ is stored, indexed and returned like any other key, with or without returnedFields; no prototype changes", async ({
+    derrick,
+  }) => {
     const before = Object.getOwnPropertyNames(Object.prototype).sort();
     const id = "opendes:well:proto-key";
     // Built by JSON.parse, as a request body is: `__proto__` is an own key (an object literal would set the prototype instead).

@@ -3,22 +3,21 @@
  * negation, field terms on numbers and dates, `version` as a number, `acl.*` as keywords, date math,
  * projection into arrays and the highlight member. Through the edge, on records put through storage.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { NORTH_ACL, SOUTH_ACL, WELL, api, ids, putRecords, searchOk, startSearchDerrick } from "./helpers.ts";
+import { describe, expect } from "vitest";
+import { eventually, type TestDerrick } from "../harness/index.ts";
+import { json } from "../harness/json.ts";
+import { NORTH_ACL, SOUTH_ACL, WELL, api, ids, putRecords, searchOk, searchTest, type Page } from "./helpers.ts";
 
 const R1 = "opendes:well:sem-1";
 const R2 = "opendes:well:sem-2";
 const R3 = "opendes:well:sem-3";
 const HOUR = 3_600_000;
 
+const it = searchTest();
+
 describe("search query semantics (as OSDU on Elasticsearch)", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
   let versions: Record<string, number>;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startSearchDerrick(nats);
+  it.beforeAll(async ({ derrick }) => {
     const put = await putRecords(derrick, [
       {
         id: R1,
@@ -56,70 +55,72 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
     );
     await eventually(async () => (await searchOk(derrick, {})).totalCount === 3, { what: "records indexed" });
   });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
 
-  const expectIds = async (query: string, expected: string[]) => {
+  const expectIds = async (derrick: TestDerrick, query: string, expected: string[]) => {
     const page = await searchOk(derrick, { query });
     expect(ids(page), query).toEqual(expected);
     expect(page.totalCount, query).toBe(expected.length);
   };
 
-  it("nested - a NOT inside nested() is about the element: a record with another element holding the value still matches", async () => {
-    await expectIds("nested(data.Items, (name:a1 AND NOT val:2))", [R1]);
-    await expectIds("nested(data.Items, (NOT name:a1))", [R1]);
-    await expectIds("nested(data.Items, (name:a1 AND val:2))", [R2]);
-    await expectIds("nested(data.Items, (name:a1 AND NOT val:1)) AND data.FacilityName:bravo", [R2]);
+  it("nested - a NOT inside nested() is about the element: a record with another element holding the value still matches", async ({
+    derrick,
+  }) => {
+    await expectIds(derrick, "nested(data.Items, (name:a1 AND NOT val:2))", [R1]);
+    await expectIds(derrick, "nested(data.Items, (NOT name:a1))", [R1]);
+    await expectIds(derrick, "nested(data.Items, (name:a1 AND val:2))", [R2]);
+    await expectIds(derrick, "nested(data.Items, (name:a1 AND NOT val:1)) AND data.FacilityName:bravo", [R2]);
   });
 
-  it("terms - a field term that reads as a number matches numbers by value, and still the words of strings", async () => {
-    await expectIds("data.Depth:5", [R2]);
-    await expectIds("data.Depth:100.5", [R1]);
-    await expectIds('data.Depth:"100.5"', [R1]);
-    await expectIds("data.Neg:\\-5", [R1]);
-    await expectIds("data.Neg:5", [R2]);
-    await expectIds("data.Label:5", [R3]);
+  it("terms - a field term that reads as a number matches numbers by value, and still the words of strings", async ({ derrick }) => {
+    await expectIds(derrick, "data.Depth:5", [R2]);
+    await expectIds(derrick, "data.Depth:100.5", [R1]);
+    await expectIds(derrick, 'data.Depth:"100.5"', [R1]);
+    await expectIds(derrick, "data.Neg:\\-5", [R1]);
+    await expectIds(derrick, "data.Neg:5", [R2]);
+    await expectIds(derrick, "data.Label:5", [R3]);
     // Inside nested() the same rule: val:1 is the element whose value is 1.
-    await expectIds("nested(data.Items, (val:1))", [R1]);
+    await expectIds(derrick, "nested(data.Items, (val:1))", [R1]);
   });
 
-  it("terms - a date term covers its whole day (ES date fields), beside the words of strings", async () => {
-    await expectIds("data.SpudDate:2017-03-01", [R1]);
-    await expectIds('data.SpudDate:"2019-01-10"', [R3]);
-    await expectIds("data.SpudDate:2017-03-02", []);
+  it("terms - a date term covers its whole day (ES date fields), beside the words of strings", async ({ derrick }) => {
+    await expectIds(derrick, "data.SpudDate:2017-03-01", [R1]);
+    await expectIds(derrick, 'data.SpudDate:"2019-01-10"', [R3]);
+    await expectIds(derrick, "data.SpudDate:2017-03-02", []);
   });
 
-  it("version - is a number (OSDU maps it as long): terms and ranges compare numbers", async () => {
-    await expectIds(`version:${versions[R2]}`, [R2]);
-    await expectIds("version:>999", [R1, R2, R3]);
-    await expectIds("version:[1 TO 9]", []);
+  it("version - is a number (OSDU maps it as long): terms and ranges compare numbers", async ({ derrick }) => {
+    await expectIds(derrick, `version:${versions[R2]}`, [R2]);
+    await expectIds(derrick, "version:>999", [R1, R2, R3]);
+    await expectIds(derrick, "version:[1 TO 9]", []);
     const sorted = await searchOk(derrick, { sort: { field: ["version"], order: ["DESC"] }, returnedFields: ["id"] });
     expect(sorted.results.map((r) => r.id)).toEqual([R1, R2, R3].sort((a, b) => versions[b]! - versions[a]!));
   });
 
-  it("acl - acl.viewers and acl.owners are keyword fields that queries match exactly (access control unchanged)", async () => {
-    await expectIds('acl.viewers:"data.north.viewers@opendes.example.com"', [R1, R2]);
-    await expectIds('acl.owners:"data.south.owners@opendes.example.com"', [R3]);
-    await expectIds("acl.owners:data.south.owners*", [R3]);
-    await expectIds("_exists_:acl.viewers", [R1, R2, R3]);
+  it("acl - acl.viewers and acl.owners are keyword fields that queries match exactly (access control unchanged)", async ({ derrick }) => {
+    await expectIds(derrick, 'acl.viewers:"data.north.viewers@opendes.example.com"', [R1, R2]);
+    await expectIds(derrick, 'acl.owners:"data.south.owners@opendes.example.com"', [R3]);
+    await expectIds(derrick, "acl.owners:data.south.owners*", [R3]);
+    await expectIds(derrick, "_exists_:acl.viewers", [R1, R2, R3]);
     expect(ids(await searchOk(derrick, { query: 'acl.owners:"data.south.owners@opendes.example.com"' }, "north"))).toEqual([]);
   });
 
-  it("dates - ranges take ES date math (now, now-1d, now/d, date||+1M); malformed date math is 400 with its position", async () => {
-    await expectIds("data.Reviewed:[now-1d TO now]", [R1]);
-    await expectIds("data.Reviewed:>now-2h", [R1]);
-    await expectIds("data.Reviewed:<now-1d/d", [R2]);
-    await expectIds("data.SpudDate:[2017-02-01||+1M/d TO 2017-03-01||/d]", [R1]);
-    await expectIds("createTime:<now-1d", []);
-    await expectIds("createTime:[now-1h TO *]", [R1, R2, R3]);
+  it("dates - ranges take ES date math (now, now-1d, now/d, date||+1M); malformed date math is 400 with its position", async ({
+    derrick,
+  }) => {
+    await expectIds(derrick, "data.Reviewed:[now-1d TO now]", [R1]);
+    await expectIds(derrick, "data.Reviewed:>now-2h", [R1]);
+    await expectIds(derrick, "data.Reviewed:<now-1d/d", [R2]);
+    await expectIds(derrick, "data.SpudDate:[2017-02-01||+1M/d TO 2017-03-01||/d]", [R1]);
+    await expectIds(derrick, "createTime:<now-1d", []);
+    await expectIds(derrick, "createTime:[now-1h TO *]", [R1, R2, R3]);
     const res = await api(derrick, "/api/search/v2/query", { body: { kind: WELL, query: "data.Reviewed:[now-1x TO now]" } });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ reason: "Malformed query", position: 15, message: expect.stringContaining("now-1x") });
   });
 
-  it("unknown fields - a range, keyword, wildcard or comparison on a field no record holds is 200 with nothing (ES: unmapped field), not a 500", async () => {
+  it("unknown fields - a range, keyword, wildcard or comparison on a field no record holds is 200 with nothing (ES: unmapped field), not a 500", async ({
+    derrick,
+  }) => {
     for (const query of [
       "data.NoSuchField:[1 TO 2]",
       "data.NoSuchField:>1",
@@ -129,13 +130,13 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
       "data.NoSuchField:x*y",
       "data.SpudDate.year:[2017 TO 2018]",
     ]) {
-      await expectIds(query, []);
+      await expectIds(derrick, query, []);
     }
-    await expectIds("data.NoSuchField:[1 TO 2] OR data.Depth:5", [R2]);
-    await expectIds("NOT data.NoSuchField.keyword:x AND data.Depth:5", [R2]);
+    await expectIds(derrick, "data.NoSuchField:[1 TO 2] OR data.Depth:5", [R2]);
+    await expectIds(derrick, "NOT data.NoSuchField.keyword:x AND data.Depth:5", [R2]);
   });
 
-  it("returnedFields - a path into an array of objects keeps that field of every element (ES _source includes)", async () => {
+  it("returnedFields - a path into an array of objects keeps that field of every element (ES _source includes)", async ({ derrick }) => {
     const page = await searchOk(derrick, { query: `id:${R1.replaceAll(":", "\\:")}`, returnedFields: ["id", "data.Items.name"] });
     expect(page.results).toEqual([{ id: R1, data: { Items: [{ name: "a1" }, { name: "b2" }] } }]);
     const wildcard = await searchOk(derrick, {
@@ -145,7 +146,9 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
     expect(wildcard.results).toEqual([{ data: { Items: [{ val: 2 }] } }]);
   });
 
-  it("highlight - a fragment of a long value never cuts a highlighted term or its <em> tags (ES keeps the term whole)", async () => {
+  it("highlight - a fragment of a long value never cuts a highlighted term or its <em> tags (ES keeps the term whole)", async ({
+    derrick,
+  }) => {
     // In the partition `other`, so the records the other tests count stay as they are.
     const id = "other:well:sem-long";
     const notes = `${"lorem ".repeat(40)}needle ${"ipsum ".repeat(40)}`;
@@ -161,8 +164,7 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
         partition: "other",
         body: { kind: WELL, query: q, highlightedFields: [field], returnedFields: ["id"] },
       });
-      expect(res.status).toBe(200);
-      return ((await res.json()) as { results: Array<{ highlight?: Record<string, string[]> }> }).results[0]?.highlight?.[field];
+      return (await json<Page>(res, 200)).results[0]?.highlight?.[field];
     };
     await eventually(async () => (await query("needle", "data.Notes")) !== undefined, { what: "long record indexed" });
     const [fragment] = (await query("needle", "data.Notes"))!;
@@ -174,7 +176,9 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
     expect(whole!.split("<em>").length).toBe(whole!.split("</em>").length);
   });
 
-  it("aggregateBy - nested(path, field) counts the array's elements, as ES's nested aggregation counts nested documents; a plain field counts records", async () => {
+  it("aggregateBy - nested(path, field) counts the array's elements, as ES's nested aggregation counts nested documents; a plain field counts records", async ({
+    derrick,
+  }) => {
     // In the partition `other`, so the records the other tests count stay as they are.
     const put = await api(derrick, "/api/storage/v2/records", {
       method: "PUT",
@@ -195,8 +199,7 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
         partition: "other",
         body: { kind: WELL, query: "id:other\\:well\\:agg*", aggregateBy, returnedFields: ["id"] },
       });
-      expect(res.status).toBe(200);
-      return (await res.json()) as { aggregations: Array<{ key: string; count: number }>; totalCount: number };
+      return json<Page>(res, 200);
     };
     await eventually(async () => (await aggregate("data.Tags")).totalCount === 2, { what: "records indexed" });
     expect((await aggregate("nested(data.Items, name)")).aggregations).toEqual([
@@ -206,7 +209,7 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
     expect((await aggregate("data.Tags")).aggregations).toEqual([{ key: "t", count: 2 }]);
   });
 
-  it("highlight - a result has no highlight member when none of its highlighted fields holds a query term", async () => {
+  it("highlight - a result has no highlight member when none of its highlighted fields holds a query term", async ({ derrick }) => {
     const page = await searchOk(derrick, {
       query: "data.Depth:5 OR ocean",
       highlightedFields: ["data.FacilityName"],
@@ -217,7 +220,9 @@ describe("search query semantics (as OSDU on Elasticsearch)", () => {
     expect(page.results[1]).not.toHaveProperty("highlight");
   });
 
-  it("highlight - a term on a field's .keyword subfield does not highlight the analyzed field (ES require_field_match defaults to true)", async () => {
+  it("highlight - a term on a field's .keyword subfield does not highlight the analyzed field (ES require_field_match defaults to true)", async ({
+    derrick,
+  }) => {
     const exact = await searchOk(derrick, {
       query: 'data.FacilityName.keyword:"Ocean Drilling Alpha"',
       highlightedFields: ["data.FacilityName"],
