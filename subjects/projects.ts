@@ -4,6 +4,7 @@
  * HTTP bodies with these schemas; the `projects` and `content-worker` actors decode with them.
  */
 import { Type, type Static } from "@sinclair/typebox";
+import { NoContent, NoRequest, operation } from "./operation.ts";
 
 /** Path tokens: project ids, member ids, item ids, task/content/part ids. */
 export const ID_PATTERN = "^[A-Za-z0-9_-]{1,128}$";
@@ -13,6 +14,16 @@ const Id = (description?: string) => Type.String({ pattern: ID_PATTERN, ...(desc
 export const CatalogKind = { displayItems: "display-items", keyParameters: "key-parameters" } as const;
 export type CatalogKind = (typeof CatalogKind)[keyof typeof CatalogKind];
 export const CatalogKindSchema = Type.Union([Type.Literal(CatalogKind.displayItems), Type.Literal(CatalogKind.keyParameters)]);
+/** The catalog a request is about: the edge adds it from the route's path (not a path parameter). */
+const OfKind = Type.Object({ kind: CatalogKindSchema });
+
+/** Path parameters of the routes, shared by the edge (which documents them) and the actor's requests. */
+export const ItemPath = Type.Object({ itemId: Id() });
+export const ProjectPath = Type.Object({ projectId: Id() });
+export const MemberPath = Type.Object({ projectId: Id(), memberId: Id() });
+export const TaskPath = Type.Object({ projectId: Id(), taskId: Id() });
+export const ContentPath = Type.Object({ projectId: Id(), contentId: Id() });
+export const PartPath = Type.Object({ projectId: Id(), contentPartId: Id() });
 
 export const DataType = {
   number: "number",
@@ -69,7 +80,7 @@ export const CatalogQuery = Type.Object({
 });
 export type CatalogQuery = Static<typeof CatalogQuery>;
 
-export const CatalogListRequest = Type.Object({ kind: CatalogKindSchema, query: CatalogQuery });
+export const CatalogListRequest = Type.Composite([OfKind, Type.Object({ query: CatalogQuery })]);
 export type CatalogListRequest = Static<typeof CatalogListRequest>;
 
 export const CatalogPage = Type.Object({
@@ -96,7 +107,8 @@ export const CatalogItemBody = Type.Object(
 );
 export type CatalogItemBody = Static<typeof CatalogItemBody>;
 
-export const CatalogPutRequest = Type.Object({ kind: CatalogKindSchema, itemId: Type.String(), body: Type.Unknown() });
+/** edge → actor: the item's path and its PUT body, beside the catalog's kind. */
+export const CatalogPutRequest = Type.Composite([OfKind, ItemPath, Type.Object({ body: CatalogItemBody })]);
 export type CatalogPutRequest = Static<typeof CatalogPutRequest>;
 
 /** Values of one project: item id → value (shape per the item's dataType). */
@@ -143,12 +155,12 @@ export type Project = Static<typeof Project>;
  */
 export type ProjectRecord = Project & { incarnation?: string };
 
-/** Actor envelopes: path parameters beside the (unvalidated) HTTP body. */
-export const ProjectRef = Type.Object({ projectId: Type.String() });
+/** edge → actor: the path parameters, and the HTTP body under `body`. */
+export const ProjectRef = ProjectPath;
 export type ProjectRef = Static<typeof ProjectRef>;
-export const ProjectPutRequest = Type.Object({ projectId: Type.String(), body: Type.Unknown() });
+export const ProjectPutRequest = Type.Composite([ProjectPath, Type.Object({ body: ProjectBody })]);
 export type ProjectPutRequest = Static<typeof ProjectPutRequest>;
-export const MemberRequest = Type.Object({ projectId: Type.String(), memberId: Type.String() });
+export const MemberRequest = MemberPath;
 export type MemberRequest = Static<typeof MemberRequest>;
 
 /** Content request body: which items (absent = every item of the catalog). */
@@ -157,7 +169,16 @@ export const ContentRequestBody = Type.Object(
   { additionalProperties: false },
 );
 export type ContentRequestBody = Static<typeof ContentRequestBody>;
-export const ContentRequest = Type.Object({ projectId: Type.String(), kind: CatalogKindSchema, body: Type.Optional(Type.Unknown()) }); // body absent: every item
+/**
+ * edge → actor: the project, the catalog's kind and the body when one was sent (absent: every item).
+ * A JSON `null` passes the edge's optional body and is refused by the handler, after the membership
+ * checks and under the pointer `/body`, as for any other caller.
+ */
+export const ContentRequest = Type.Composite([
+  ProjectPath,
+  OfKind,
+  Type.Object({ body: Type.Optional(Type.Union([ContentRequestBody, Type.Null()])) }),
+]);
 export type ContentRequest = Static<typeof ContentRequest>;
 
 export const ContentAccepted = Type.Object({ taskId: Type.String(), contentId: Type.String() });
@@ -205,11 +226,11 @@ export type TaskRecord = Task & {
 export const TaskMessage = Type.Object({ partition: Type.String(), taskId: Type.String() });
 export type TaskMessage = Static<typeof TaskMessage>;
 
-export const TaskRef = Type.Object({ projectId: Type.String(), taskId: Type.String() });
+export const TaskRef = TaskPath;
 export type TaskRef = Static<typeof TaskRef>;
-export const ContentRef = Type.Object({ projectId: Type.String(), kind: CatalogKindSchema, contentId: Type.String() });
+export const ContentRef = Type.Composite([ContentPath, OfKind]);
 export type ContentRef = Static<typeof ContentRef>;
-export const PartRef = Type.Object({ projectId: Type.String(), kind: CatalogKindSchema, contentPartId: Type.String() });
+export const PartRef = Type.Composite([PartPath, OfKind]);
 export type PartRef = Static<typeof PartRef>;
 
 /** One computed entry: catalog facts, the project's value and what was derived from it. */
@@ -270,3 +291,20 @@ export const WorkerStats = Type.Object({
   inFlight: Type.Integer(),
 });
 export type WorkerStats = Static<typeof WorkerStats>;
+
+export const projectsCatalogList = operation("projects", "catalog.list", { request: CatalogListRequest, reply: CatalogPage });
+/** 201 when the item is new, 200 when it replaced one. */
+export const projectsCatalogPut = operation("projects", "catalog.put", { request: CatalogPutRequest, reply: CatalogItem });
+/** 201 when the project is new, 200 when it replaced one. */
+export const projectsProjectPut = operation("projects", "project.put", { request: ProjectPutRequest, reply: Project });
+export const projectsProjectGet = operation("projects", "project.get", { request: ProjectRef, reply: Project });
+export const projectsProjectDelete = operation("projects", "project.delete", { request: ProjectRef, reply: NoContent });
+export const projectsMemberPut = operation("projects", "member.put", { request: MemberRequest, reply: NoContent });
+export const projectsMemberDelete = operation("projects", "member.delete", { request: MemberRequest, reply: NoContent });
+/** 202 with the task's Location. */
+export const projectsContentRequest = operation("projects", "content.request", { request: ContentRequest, reply: ContentAccepted });
+export const projectsContentGet = operation("projects", "content.get", { request: ContentRef, reply: Content });
+export const projectsContentPart = operation("projects", "content.part", { request: PartRef, reply: ContentPart });
+export const projectsTaskGet = operation("projects", "task.get", { request: TaskRef, reply: Task });
+/** A content worker's counters (each worker process answers for itself). */
+export const contentStats = operation("content", "stats", { request: NoRequest, reply: WorkerStats });

@@ -4,17 +4,18 @@
  * beyond NATS: start more processes to scale reads and requests.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { subjects } from "../../subjects/index.ts";
 import {
-  CatalogListRequest,
-  CatalogPutRequest,
-  ContentRef,
-  ContentRequest,
-  MemberRequest,
-  PartRef,
-  ProjectPutRequest,
-  ProjectRef,
-  TaskRef,
+  projectsCatalogList,
+  projectsCatalogPut,
+  projectsContentGet,
+  projectsContentPart,
+  projectsContentRequest,
+  projectsMemberDelete,
+  projectsMemberPut,
+  projectsProjectDelete,
+  projectsProjectGet,
+  projectsProjectPut,
+  projectsTaskGet,
 } from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
 import { createLogger, type Logger } from "../../platform/logger.ts";
@@ -72,74 +73,23 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
     queueLimits: cfg.content.queueLimits,
     lost: { lostAfterMs: cfg.content.ackWaitMs, queueEmpty: queue.empty, requeue: queue.requeue },
   };
-  const names = subjects.projects;
   return serveActor(
     nc,
     {
       name: "projects",
       description: "display items and key parameters: catalog, projects, membership, content requests and results",
       endpoints: [
-        endpoint({
-          name: "catalog-list",
-          subject: names["catalog.list"](),
-          input: CatalogListRequest,
-          handler: (input) => listCatalog(input, deps),
-        }),
-        endpoint({
-          name: "catalog-put",
-          subject: names["catalog.put"](),
-          input: CatalogPutRequest,
-          handler: (input, ctx) => putCatalogItem(input, ctx, deps),
-        }),
-        endpoint({
-          name: "project-put",
-          subject: names["project.put"](),
-          input: ProjectPutRequest,
-          handler: (input, ctx) => putProject(input, ctx, deps),
-        }),
-        endpoint({
-          name: "project-get",
-          subject: names["project.get"](),
-          input: ProjectRef,
-          handler: (input, ctx) => getProject(input, ctx, deps),
-        }),
-        endpoint({
-          name: "project-delete",
-          subject: names["project.delete"](),
-          input: ProjectRef,
-          handler: (input, ctx) => deleteProject(input, ctx, deps),
-        }),
-        endpoint({
-          name: "member-put",
-          subject: names["member.put"](),
-          input: MemberRequest,
-          handler: (input, ctx) => putMember(input, ctx, deps),
-        }),
-        endpoint({
-          name: "member-delete",
-          subject: names["member.delete"](),
-          input: MemberRequest,
-          handler: (input, ctx) => deleteMember(input, ctx, deps),
-        }),
-        endpoint({
-          name: "content-request",
-          subject: names["content.request"](),
-          input: ContentRequest,
-          handler: (input, ctx) => requestContent(input, ctx, deps),
-        }),
-        endpoint({
-          name: "content-get",
-          subject: names["content.get"](),
-          input: ContentRef,
-          handler: (input, ctx) => getContent(input, ctx, deps),
-        }),
-        endpoint({
-          name: "content-part",
-          subject: names["content.part"](),
-          input: PartRef,
-          handler: (input, ctx) => getContentPart(input, ctx, deps),
-        }),
-        endpoint({ name: "task-get", subject: names["task.get"](), input: TaskRef, handler: (input, ctx) => getTask(input, ctx, deps) }),
+        endpoint(projectsCatalogList, (input) => listCatalog(input, deps)),
+        endpoint(projectsCatalogPut, (input, ctx) => putCatalogItem(input, ctx, deps)),
+        endpoint(projectsProjectPut, (input, ctx) => putProject(input, ctx, deps)),
+        endpoint(projectsProjectGet, (input, ctx) => getProject(input, ctx, deps)),
+        endpoint(projectsProjectDelete, (input, ctx) => deleteProject(input, ctx, deps)),
+        endpoint(projectsMemberPut, (input, ctx) => putMember(input, ctx, deps)),
+        endpoint(projectsMemberDelete, (input, ctx) => deleteMember(input, ctx, deps)),
+        endpoint(projectsContentRequest, (input, ctx) => requestContent(input, ctx, deps)),
+        endpoint(projectsContentGet, (input, ctx) => getContent(input, ctx, deps)),
+        endpoint(projectsContentPart, (input, ctx) => getContentPart(input, ctx, deps)),
+        endpoint(projectsTaskGet, (input, ctx) => getTask(input, ctx, deps)),
       ],
     },
     options,

@@ -11,8 +11,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { nuid } from "@nats-io/nats-core";
 import type { JsMsg } from "@nats-io/jetstream";
-import { subjects } from "../../subjects/index.ts";
-import { TaskMessage, type WorkerStats } from "../../subjects/projects.ts";
+import { TaskMessage, contentStats, type WorkerStats } from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { check } from "../../subjects/validation.ts";
@@ -82,7 +81,7 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
     {
       name: "content-worker",
       description: "runs content tasks from the CONTENT_TASKS work queue",
-      endpoints: [endpoint({ name: "stats", subject: subjects.content.stats(), handler: () => ({ ...stats }) })],
+      endpoints: [endpoint(contentStats, () => ({ ...stats }))],
     },
     options,
   );
