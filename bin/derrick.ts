@@ -20,9 +20,9 @@ import { connectNats, type NatsAuth } from "../platform/nats.ts";
 import { accountsBlock, ensureNatsUsers, migrateStoreToDerrickAccount, readNatsUsers } from "../platform/nats-users.ts";
 import { devicesCommand } from "./devices.ts";
 import { demoClient, demoWelcome, readDemoClient } from "./demo-client.ts";
-import { DerrickError, subjects } from "../subjects/index.ts";
+import { DerrickError } from "../subjects/index.ts";
 import { Bus } from "../platform/transport/index.ts";
-import type { AppCredentials, AppList, SigningKeyList } from "../subjects/identity.ts";
+import { identityAppsCreate, identityAppsDelete, identityAppsList, identityKeysList, identityKeysRevoke } from "../subjects/identity.ts";
 import { loadSigningKey, mintToken } from "../actors/identity/index.ts";
 import { boot, listenForStop, type StopRequest } from "./boot.ts";
 import { runMigrateCli } from "../sdk/migrate.ts";
@@ -341,7 +341,7 @@ async function apps(cfg: Config, args: string[]): Promise<number> {
         ?.split(",")
         .map((g) => g.trim())
         .filter(Boolean);
-      const reply = await bus.request<AppCredentials>(subjects.identity["apps.create"](), {
+      const reply = await bus.request(identityAppsCreate, {
         ...(values.id ? { client_id: values.id } : {}),
         ...(groups ? { groups } : {}),
       });
@@ -353,12 +353,12 @@ async function apps(cfg: Config, args: string[]): Promise<number> {
       return 0;
     }
     if (action === "list") {
-      const reply = await bus.request<AppList>(subjects.identity["apps.list"](), undefined);
+      const reply = await bus.request(identityAppsList, undefined);
       if (values.json) console.log(JSON.stringify(reply.body));
       else for (const app of reply.body.apps) console.log(`${app.client_id}\t${app.groups.join(",")}\t${app.created_at}`);
       return 0;
     }
-    await bus.request(subjects.identity["apps.delete"](), { client_id: target });
+    await bus.request(identityAppsDelete, { client_id: target! }); // checked above;
     return 0;
   });
 }
@@ -378,11 +378,11 @@ async function keys(cfg: Config, args: string[]): Promise<number> {
   }
   return withBus(cfg, async (bus) => {
     if (action === "revoke") {
-      await bus.request(subjects.identity["keys.revoke"](), { kid });
+      await bus.request(identityKeysRevoke, { kid: kid! }); // checked above;
       console.log(`revoked ${kid}: withdrawn from the JWKS; edges refuse its tokens within DERRICK_AUTH_JWKS_MAX_AGE`);
       return 0;
     }
-    const reply = await bus.request<SigningKeyList>(subjects.identity["keys.list"](), undefined);
+    const reply = await bus.request(identityKeysList, undefined);
     if (values.json) console.log(JSON.stringify(reply.body));
     else for (const key of reply.body.keys) console.log(`${key.kid}\t${key.seen_at ?? "-"}`);
     return 0;

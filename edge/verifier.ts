@@ -13,9 +13,9 @@ import {
   type JWTVerifyGetKey,
 } from "jose";
 import type { Config } from "../config/index.ts";
-import { subjects, toDerrickError, unauthorized, unavailable, type Principal, TokenKind, DerrickError } from "../subjects/index.ts";
+import { toDerrickError, unauthorized, unavailable, type Principal, TokenKind, DerrickError } from "../subjects/index.ts";
 import type { Bus } from "../platform/transport/index.ts";
-import { EMBEDDED_ISSUER, type Jwks } from "../subjects/identity.ts";
+import { EMBEDDED_ISSUER, identityJwks } from "../subjects/identity.ts";
 
 const CACHE_MAX = 10_000;
 const JWKS_REFRESH_MS = 5_000;
@@ -101,11 +101,7 @@ function remoteKeys(url: URL, maxAgeMs: number): KeySource {
 }
 
 function embeddedKeys(bus: Bus, maxAgeMs: number): KeySource {
-  return heldKeys(
-    async () => (await bus.request<Jwks>(subjects.identity.jwks(), undefined)).body as JSONWebKeySet,
-    maxAgeMs,
-    toDerrickError,
-  );
+  return heldKeys(async () => (await bus.request(identityJwks, undefined)).body as JSONWebKeySet, maxAgeMs, toDerrickError);
 }
 
 /**

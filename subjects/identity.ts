@@ -1,6 +1,7 @@
 /** Messages of the `identity` actor: the embedded OAuth issuer and the app registry. */
 import { Type, type Static } from "@sinclair/typebox";
 import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
+import { NoContent, NoRequest, operation } from "./operation.ts";
 
 export const TokenRequest = Type.Object({
   client_id: Type.String({ minLength: 1, maxLength: 256 }),
@@ -81,3 +82,12 @@ export const APPKEY_CACHE_MS = 30_000;
 
 /** The `iss` of tokens minted by derrick's embedded issuer. */
 export const EMBEDDED_ISSUER = "urn:derrick:issuer";
+
+export const identityToken = operation("identity", "token", { request: TokenRequest, reply: TokenResponse });
+export const identityJwks = operation("identity", "jwks", { request: NoRequest, reply: Jwks });
+export const identityAppkeyVerify = operation("identity", "appkey.verify", { request: AppkeyCheck, reply: AppkeyCheckReply });
+export const identityAppsCreate = operation("identity", "apps.create", { request: AppCreate, reply: AppCredentials });
+export const identityAppsList = operation("identity", "apps.list", { request: NoRequest, reply: AppList });
+export const identityAppsDelete = operation("identity", "apps.delete", { request: AppDelete, reply: NoContent });
+export const identityKeysList = operation("identity", "keys.list", { request: NoRequest, reply: SigningKeyList });
+export const identityKeysRevoke = operation("identity", "keys.revoke", { request: KeyRevoke, reply: NoContent });

@@ -1,5 +1,6 @@
 /** Messages of the built-in `system` actor: liveness, build information and an echo for benches. */
 import { Type, type Static } from "@sinclair/typebox";
+import { NoRequest, operation } from "./operation.ts";
 
 export const PingReply = Type.Object({ actor: Type.String(), version: Type.String(), instance: Type.String(), time: Type.String() });
 export type PingReply = Static<typeof PingReply>;
@@ -20,3 +21,7 @@ export type BuildInfo = Static<typeof BuildInfo>;
 export const ECHO_MAX_BYTES = 4096;
 export const EchoBody = Type.Record(Type.String(), Type.Unknown());
 export type EchoBody = Static<typeof EchoBody>;
+
+export const systemPing = operation("system", "ping", { request: NoRequest, reply: PingReply });
+export const systemInfo = operation("system", "info", { request: NoRequest, reply: BuildInfo });
+export const systemEcho = operation("system", "echo", { request: EchoBody, reply: EchoBody });

@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { Type, type Static } from "@sinclair/typebox";
 import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
 import { invalidField } from "./errors.ts";
-import { NoContent, operation } from "./operation.ts";
+import { NoContent, NoRequest, operation } from "./operation.ts";
 
 /** Names and groups: a KV key segment with no `.`, `/`, `*`, `>` or space (docs/contract.md). */
 export const TWIN_NAME_PATTERN = "^[A-Za-z0-9_=-]{1,128}$";
@@ -213,6 +213,14 @@ export const twinsPut = operation("twins", "put", { request: TwinPutRequest, rep
 export const twinsGet = operation("twins", "get", { request: TwinGetRequest, reply: TwinGetReply });
 export const twinsDelete = operation("twins", "delete", { request: TwinDeleteRequest, reply: NoContent });
 export const twinsEnsure = operation("twins", "ensure", { request: TwinEnsureRequest, reply: TwinEnsureReply });
+
+/** What each Redis mirror of a twin has copied since its process started. */
+export const TwinMirrorStats = Type.Object({ twin: Type.String(), desiredCopied: Type.Integer(), reportedCopied: Type.Integer() });
+export type TwinMirrorStats = Static<typeof TwinMirrorStats>;
+export const twinMirrorStatus = operation("twin-mirror", "status", {
+  request: NoRequest,
+  reply: Type.Object({ mirrors: Type.Array(TwinMirrorStats) }),
+});
 
 /** `ETag: "<n>"` and `If-Match: "<n>"` (quotes optional). */
 export const formatTwinEtag = (version: number) => `"${version}"`;

@@ -1,9 +1,17 @@
 /** Wiring of the `identity` actor: signing key, registry bucket, seed clients, deleted clients' cleanup, endpoints. */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { subjects } from "../../subjects/index.ts";
 import { Bus } from "../../platform/transport/index.ts";
-import { AppCreate, AppDelete, AppkeyCheck, KeyRevoke, TokenRequest } from "../../subjects/identity.ts";
-import type { ClientForget } from "../../subjects/notifications.ts";
+import {
+  identityAppkeyVerify,
+  identityAppsCreate,
+  identityAppsDelete,
+  identityAppsList,
+  identityJwks,
+  identityKeysList,
+  identityKeysRevoke,
+  identityToken,
+} from "../../subjects/identity.ts";
+import { notificationsClientForget, type ClientForget } from "../../subjects/notifications.ts";
 import type { Config } from "../../config/index.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import {
@@ -56,51 +64,25 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
     await seed();
     await signing.publish();
   };
-  const names = subjects.identity;
   return serveActor(
     nc,
     {
       name: "identity",
       description: "embedded OAuth 2.0 issuer and app registry",
       endpoints: [
-        endpoint({
-          name: "token",
-          subject: names.token(),
-          input: TokenRequest,
-          handler: (input, ctx) => issueToken(input, deps, ctx.deadline),
+        endpoint(identityToken, (input, ctx) => issueToken(input, deps, ctx.deadline)),
+        endpoint(identityJwks, () => publishedJwks(deps)),
+        endpoint(identityAppkeyVerify, (input) => verifyAppkey(input, deps)),
+        endpoint(identityAppsCreate, async (input) => reply(await createApp(input, deps), 201)),
+        endpoint(identityAppsList, () => listApps(deps)),
+        endpoint(identityAppsDelete, async (input) => {
+          await deleteApp(input, deps);
+          // Usually the subscriptions are gone when this answers; if not, the next passes remove them.
+          await forgetting.now(FORGET_WAIT_MS);
+          return reply(undefined, 204);
         }),
-        endpoint({ name: "jwks", subject: names.jwks(), handler: () => publishedJwks(deps) }),
-        endpoint({
-          name: "appkey-verify",
-          subject: names["appkey.verify"](),
-          input: AppkeyCheck,
-          handler: (input) => verifyAppkey(input, deps),
-        }),
-        endpoint({
-          name: "apps-create",
-          subject: names["apps.create"](),
-          input: AppCreate,
-          handler: async (input) => reply(await createApp(input, deps), 201),
-        }),
-        endpoint({ name: "apps-list", subject: names["apps.list"](), handler: () => listApps(deps) }),
-        endpoint({
-          name: "apps-delete",
-          subject: names["apps.delete"](),
-          input: AppDelete,
-          handler: async (input) => {
-            await deleteApp(input, deps);
-            // Usually the subscriptions are gone when this answers; if not, the next passes remove them.
-            await forgetting.now(FORGET_WAIT_MS);
-            return reply(undefined, 204);
-          },
-        }),
-        endpoint({ name: "keys-list", subject: names["keys.list"](), handler: () => listKeys(deps) }),
-        endpoint({
-          name: "keys-revoke",
-          subject: names["keys.revoke"](),
-          input: KeyRevoke,
-          handler: async (input) => reply(await revokeKey(input, deps), 204),
-        }),
+        endpoint(identityKeysList, () => listKeys(deps)),
+        endpoint(identityKeysRevoke, async (input) => reply(await revokeKey(input, deps), 204)),
       ],
     },
     options,
@@ -130,7 +112,7 @@ function keepForgettingDeletedClients(
   log: Logger,
 ): { now(waitMs: number): Promise<void>; stop(): void } {
   const bus = new Bus(nc, { timeoutMs: FORGET_WAIT_MS });
-  const forget = (request: ClientForget) => bus.request(subjects.notifications["client.forget"](), request);
+  const forget = (request: ClientForget) => bus.request(notificationsClientForget, request);
   const warned = new Set<string>();
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;

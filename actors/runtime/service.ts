@@ -60,7 +60,7 @@ export type EndpointSpec = {
 
 /** Serves an operation: the handler takes what its request schema decodes and must answer its reply type. */
 export function endpoint<O extends Operation>(op: O, handler: Handler<RequestOf<O>, ReplyOf<O>>): EndpointSpec;
-/** @deprecated transitional: an endpoint not yet declared as an operation. */
+/** Serves a subject that is not a declared operation (tests, tools): any JSON body unless `input` says otherwise. */
 export function endpoint<S extends TSchema>(spec: {
   name: string;
   subject: string;
@@ -68,12 +68,12 @@ export function endpoint<S extends TSchema>(spec: {
   handler: Handler<Static<S>, unknown>;
   description?: string;
 }): EndpointSpec;
-// biome-ignore lint/suspicious/noExplicitAny: the overloads above type both forms
 export function endpoint(
-  op: Operation | (Omit<EndpointSpec, "input" | "handler"> & { input?: TSchema; handler: Handler<any, any> }),
-  handler?: Handler<any, any>,
+  op: Operation | (Omit<EndpointSpec, "input" | "handler"> & { input?: TSchema; handler: Handler<never, unknown> }),
+  handler?: Handler<never, unknown>,
 ): EndpointSpec {
-  if (!("request" in op)) return { ...op, input: op.input ?? NoRequest } as EndpointSpec;
+  // The overloads tie each handler to its schema; the runtime checks every input against that schema before the call.
+  if (!("request" in op)) return { ...op, input: op.input ?? NoRequest, handler: op.handler as Handler<unknown, unknown> };
   return {
     name: op.endpoint,
     subject: op.subject,

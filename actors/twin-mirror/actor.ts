@@ -9,14 +9,15 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Redis } from "ioredis";
 import type { Config } from "../../config/index.ts";
-import { subjects } from "../../subjects/index.ts";
 import {
   REDIS_KEYSPACE_PREFIX,
   TWIN_BUCKET_MAX_BYTES,
   TWIN_KEY_PREFIX,
   twinBucket,
   twinBucketOptions,
+  twinMirrorStatus,
   type TwinAddress,
+  type TwinMirrorStats,
 } from "../../subjects/twins.ts";
 import { TwinWatchView, toTwinEntry, type TwinEntry } from "../../platform/twin-commit.ts";
 import type { Logger } from "../../platform/logger.ts";
@@ -24,10 +25,8 @@ import { followBucket, type Loop } from "../runtime/follow.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { desiredToRedis, isReportedKey } from "./handlers.ts";
 
-type MirrorStats = { twin: string; desiredCopied: number; reportedCopied: number };
-
 class TwinMirror {
-  readonly stats: MirrorStats;
+  readonly stats: TwinMirrorStats;
   private readonly redis: Redis;
   private readonly sub: Redis;
   private watcher?: Loop;
@@ -328,9 +327,7 @@ export async function startTwinMirrorActor(
     {
       name: "twin-mirror",
       description: "copies twin properties between JetStream KV and Redis-backed devices",
-      endpoints: [
-        endpoint({ name: "status", subject: subjects["twin-mirror"].status(), handler: () => ({ mirrors: mirrors.map((m) => m.stats) }) }),
-      ],
+      endpoints: [endpoint(twinMirrorStatus, () => ({ mirrors: mirrors.map((m) => m.stats) }))],
     },
     options,
     async () => {

@@ -8,9 +8,9 @@
  */
 import { Elysia, type DocumentDecoration } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { badRequest, forbidden, isToken, subjects, unauthorized, type Principal } from "../../subjects/index.ts";
+import { badRequest, forbidden, isToken, unauthorized, type Principal } from "../../subjects/index.ts";
 import type { Bus } from "../../platform/transport/index.ts";
-import { APPKEY_CACHE_MS } from "../../subjects/identity.ts";
+import { APPKEY_CACHE_MS, identityAppkeyVerify } from "../../subjects/identity.ts";
 import type { Verified, Verifier } from "../verifier.ts";
 import { createRateLimiter } from "./rate-limit.ts";
 
@@ -92,7 +92,7 @@ function appkeyChecker(bus: Bus) {
     const cacheKey = `${principal.clientId}\u0000${appkey}`;
     const until = cache.get(cacheKey);
     if (until && until > Date.now()) return;
-    await bus.request(subjects.identity["appkey.verify"](), { appkey, client_id: principal.clientId }, { requestId });
+    await bus.request(identityAppkeyVerify, { appkey, client_id: principal.clientId }, { requestId });
     if (cache.size >= APPKEY_CACHE_MAX) cache.delete(cache.keys().next().value!);
     cache.set(cacheKey, Date.now() + APPKEY_CACHE_MS);
   };

@@ -10,9 +10,9 @@
  */
 import { Elysia } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { DerrickError, Problem, notFound, subjects } from "../../subjects/index.ts";
+import { DerrickError, Problem, notFound } from "../../subjects/index.ts";
 import type { Bus } from "../../platform/transport/index.ts";
-import { Jwks, OAuthError, TokenResponse, type TokenRequest } from "../../subjects/identity.ts";
+import { Jwks, OAuthError, TokenResponse, identityJwks, identityToken, type TokenRequest } from "../../subjects/identity.ts";
 import { requestMeta } from "../request-state.ts";
 import { createRateLimiter } from "../plugins/rate-limit.ts";
 
@@ -123,7 +123,7 @@ export const authRoutes = (cfg: Config, bus: Bus) => {
         try {
           // Counted once the request is complete enough to cost a secret check.
           if (address) perAddress.take(address);
-          const reply = await bus.request<TokenResponse>(subjects.identity.token(), tokenRequest, requestMeta(request));
+          const reply = await bus.request(identityToken, tokenRequest, requestMeta(request));
           return Response.json(reply.body, { headers: { "cache-control": "no-store", pragma: "no-cache" } });
         } catch (error) {
           if (error instanceof DerrickError && error.status === 401) {
@@ -165,7 +165,7 @@ export const authRoutes = (cfg: Config, bus: Bus) => {
       async ({ set, request }) => {
         if (cfg.auth.issuer) throw notFound(`keys are published by ${cfg.auth.issuer}`);
         set.headers["cache-control"] = "public, max-age=60";
-        return (await bus.request<Jwks>(subjects.identity.jwks(), undefined, requestMeta(request))).body;
+        return (await bus.request(identityJwks, undefined, requestMeta(request))).body;
       },
       { detail: { tags: ["auth"], summary: "Public keys of the embedded issuer (JWKS)" }, response: Jwks },
     );

@@ -2,15 +2,14 @@
 import { Elysia, t } from "elysia";
 import { Svcm } from "@nats-io/services";
 import type { Config } from "../../config/index.ts";
-import { Problem, contentTooLarge, serviceName, subjects, unavailable } from "../../subjects/index.ts";
+import { Problem, contentTooLarge, serviceName, unavailable } from "../../subjects/index.ts";
 import type { Bus } from "../../platform/transport/index.ts";
-import { BuildInfo, ECHO_MAX_BYTES, EchoBody } from "../../subjects/system.ts";
+import { ECHO_MAX_BYTES, EchoBody, systemEcho, systemInfo } from "../../subjects/system.ts";
 import { Principal } from "../../subjects/principal.ts";
 import type { EdgeMetrics } from "../metrics.ts";
-import { forward } from "../forward.ts";
 import type { AuthPlugin, AuthOptions } from "../plugins/auth.ts";
 import type { RouteBodyLimits } from "../plugins/body.ts";
-import { requestMeta } from "../request-state.ts";
+import { relayOn } from "../relay.ts";
 
 const READINESS_TTL_MS = 1_000;
 const PING_WAIT_MS = 500;
@@ -68,6 +67,7 @@ export const systemBodyLimits: RouteBodyLimits = {
 
 export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: EdgeMetrics) => {
   const readiness = readinessProbe(cfg, bus);
+  const relay = relayOn(bus);
   const whoamiAuth: AuthOptions = { appkey: true };
   return (
     new Elysia({ name: "derrick-system-routes" })
@@ -106,28 +106,20 @@ export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: E
           response: t.String({ description: "Prometheus text exposition format" }),
         },
       )
-      .get(
-        "/v1/system/info",
-        async ({ set, request }) => forward<BuildInfo>(set, await bus.request(subjects.system.info(), undefined, requestMeta(request))),
-        {
-          detail: { tags: ["system"], summary: "Build information, answered by the system actor" },
-          response: BuildInfo,
-        },
-      )
+      .get("/v1/system/info", (c) => relay(c, systemInfo, undefined), {
+        detail: { tags: ["system"], summary: "Build information, answered by the system actor" },
+        response: systemInfo.reply,
+      })
       // Anonymous: its size limit (systemBodyLimits) is checked before the body is read.
-      .post(
-        "/v1/system/echo",
-        async ({ body, set, request }) => forward<EchoBody>(set, await bus.request(subjects.system.echo(), body, requestMeta(request))),
-        {
-          body: EchoBody,
-          detail: {
-            tags: ["system"],
-            summary:
-              "Echoes a small JSON object (at most 4 KiB; no credentials needed) through NATS and the system actor (benchmarks, smoke tests)",
-          },
-          response: EchoBody,
+      .post("/v1/system/echo", (c) => relay(c, systemEcho, c.body), {
+        body: EchoBody,
+        detail: {
+          tags: ["system"],
+          summary:
+            "Echoes a small JSON object (at most 4 KiB; no credentials needed) through NATS and the system actor (benchmarks, smoke tests)",
         },
-      )
+        response: systemEcho.reply,
+      })
       .get("/v1/system/whoami", ({ principal, partition }) => ({ principal, partition }), {
         auth: whoamiAuth,
         partition: true,
