@@ -86,6 +86,12 @@ describe("subjects", () => {
     expect(errorsOf(schema, { list: 5 })).toEqual([{ pointer: "/body/list", message: "expected array" }]);
     expect(errorsOf(schema, { either: true })).toEqual([{ pointer: "/body/either", message: "expected union value" }]);
   });
+
+  it("validation - a value outside an enumeration is named with the values that would be accepted", () => {
+    const schema = Type.Object({ kind: Type.Union([Type.Literal("a"), Type.Literal("b")]) });
+    expect(errorsOf(schema, { kind: "c" })).toEqual([{ pointer: "/body/kind", message: '"c" is not one of "a", "b"' }]);
+    expect(errorsOf(schema, { kind: 3 })).toEqual([{ pointer: "/body/kind", message: '3 is not one of "a", "b"' }]);
+  });
 });
 
 describe("device subjects", () => {

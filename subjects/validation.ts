@@ -86,7 +86,21 @@ function describe(error: ValueError): string {
   if (typeof schema.pattern === "string" && typeof error.value === "string" && /match/i.test(error.message ?? ""))
     return `${quoteValue(error.value)} does not match '${schema.pattern}'`;
   if (schema.format && typeof error.value === "string") return `must be a valid ${schema.format}`;
+  const allowed = literalsOf(schema);
+  if (allowed) return `${describeValue(error.value)} is not one of ${allowed}`;
   return (error.message ?? "is not valid").replace(/^Expected/, "expected");
+}
+
+/** The accepted values of an enumeration (a union of literals), listed for a refusal; undefined for any other schema. */
+function literalsOf(schema: Record<string, unknown>): string | undefined {
+  const variants = schema.anyOf as Array<{ const?: unknown }> | undefined;
+  if (!variants?.length || !variants.every((v) => v.const !== undefined)) return undefined;
+  const shown = variants.slice(0, 12).map((v) => JSON.stringify(v.const));
+  return `${shown.join(", ")}${variants.length > shown.length ? `, … (${variants.length} in all)` : ""}`;
+}
+
+function describeValue(value: unknown): string {
+  return typeof value === "string" ? quoteValue(value) : value === undefined ? "nothing" : String(JSON.stringify(value)).slice(0, 40);
 }
 
 export function validationError(errors: FieldError[], what = "request"): DerrickError {
