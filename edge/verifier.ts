@@ -16,6 +16,7 @@ import type { Config } from "../config/index.ts";
 import { toDerrickError, unauthorized, unavailable, type Principal, TokenKind, DerrickError } from "../subjects/index.ts";
 import type { Bus } from "../platform/transport/index.ts";
 import { EMBEDDED_ISSUER, identityJwks } from "../subjects/identity.ts";
+import { BoundedCache } from "../platform/bounded-cache.ts";
 
 const CACHE_MAX = 10_000;
 const JWKS_REFRESH_MS = 5_000;
@@ -47,11 +48,12 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
   const issuer = cfg.auth.issuer ?? EMBEDDED_ISSUER;
   const maxAge = cfg.auth.jwksMaxAgeMs;
   const { keys, fetchedAt } = cfg.auth.jwksUrl ? remoteKeys(new URL(cfg.auth.jwksUrl), maxAge) : embeddedKeys(bus, maxAge);
-  const cache = new Map<string, { verified: Verified; until: number }>();
+  // Read with peek: when full, the token verified longest ago goes first.
+  const cache = new BoundedCache<string, { verified: Verified; until: number }>({ max: CACHE_MAX });
 
   return {
     async verify(token) {
-      const hit = cache.get(token);
+      const hit = cache.peek(token);
       if (hit && hit.until > Date.now()) return hit.verified;
       if (hit) cache.delete(token);
       // Read before the check: keys refreshed while it ran (a key withdrawn) must not lend their
@@ -71,7 +73,6 @@ export function createVerifier(cfg: Config, bus: Bus): Verifier {
         throw unauthorized(describeJoseError(error), 'Bearer error="invalid_token"');
       }
       const verified: Verified = { principal: principalFromClaims(payload), clientClaimed: claimsNameClient(payload) };
-      if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
       // A verified token is trusted no longer than the keys that verified it (rotation, removal):
       // until those keys are due for a refetch, not a full max age from now.
       const until = Math.min(payload.exp! * 1000, keysAsOf + maxAge);

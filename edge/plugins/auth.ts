@@ -13,6 +13,7 @@ import type { Bus } from "../../platform/transport/index.ts";
 import { APPKEY_CACHE_MS, identityAppkeyVerify } from "../../subjects/identity.ts";
 import type { Verified, Verifier } from "../verifier.ts";
 import { createRateLimiter } from "./rate-limit.ts";
+import { BoundedCache } from "../../platform/bounded-cache.ts";
 
 export type AuthOptions = true | { appkey?: boolean };
 
@@ -83,18 +84,17 @@ export function partitionOf(headers: Record<string, string | undefined>, known: 
 }
 
 function appkeyChecker(bus: Bus) {
-  const cache = new Map<string, number>();
+  const cache = new BoundedCache<string, true>({ max: APPKEY_CACHE_MAX, ttlMs: APPKEY_CACHE_MS });
   return async (appkey: string | undefined, { principal, clientClaimed }: Verified, requestId?: string) => {
     if (!appkey) throw unauthorized("the appkey header is required");
     // The `sub` fallback identifies a caller, not a client: no appkey can belong to such a token.
     if (!clientClaimed)
       throw unauthorized("the token names no client (client_id or azp), so no appkey can belong to it", 'Bearer error="invalid_token"');
     const cacheKey = `${principal.clientId}\u0000${appkey}`;
-    const until = cache.get(cacheKey);
-    if (until && until > Date.now()) return;
+    // Read with peek: the oldest check goes first when full, and each lives APPKEY_CACHE_MS from its check.
+    if (cache.peek(cacheKey)) return;
     await bus.request(identityAppkeyVerify, { appkey, client_id: principal.clientId }, { requestId });
-    if (cache.size >= APPKEY_CACHE_MAX) cache.delete(cache.keys().next().value!);
-    cache.set(cacheKey, Date.now() + APPKEY_CACHE_MS);
+    cache.set(cacheKey, true);
   };
 }
 

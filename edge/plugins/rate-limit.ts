@@ -6,8 +6,9 @@
  * bucket. Buckets live in this edge process only: N edges allow N× the rate (documented).
  */
 import { tooManyRequests } from "../../subjects/index.ts";
+import { BoundedCache } from "../../platform/bounded-cache.ts";
 
-/** Idle buckets beyond this many are dropped, oldest first: a full bucket carries no information. */
+/** Idle buckets beyond this many are dropped, least recently used first. */
 const MAX_BUCKETS = 50_000;
 
 export type RateLimiter = {
@@ -20,7 +21,8 @@ export type TokenBucketOptions = { perSecond: number; burst: number; now?: () =>
 /** A limiter of `perSecond` tokens per second with room for `burst`; perSecond 0 lets everything through. */
 export function createRateLimiter({ perSecond, burst, now = () => performance.now() }: TokenBucketOptions): RateLimiter {
   if (perSecond <= 0) return { take() {} };
-  const buckets = new Map<string, { tokens: number; at: number }>();
+  // Least recently used first: an idle bucket is full again, so dropping it loses nothing.
+  const buckets = new BoundedCache<string, { tokens: number; at: number }>({ max: MAX_BUCKETS });
   const perMs = perSecond / 1000;
   return {
     take(key) {
@@ -29,13 +31,10 @@ export function createRateLimiter({ perSecond, burst, now = () => performance.no
       if (bucket) {
         bucket.tokens = Math.min(burst, bucket.tokens + (t - bucket.at) * perMs);
         bucket.at = t;
-        // Re-insert so the Map's order stays least-recently-used first.
-        buckets.delete(key);
       } else {
-        if (buckets.size >= MAX_BUCKETS) buckets.delete(buckets.keys().next().value!);
         bucket = { tokens: burst, at: t };
+        buckets.set(key, bucket);
       }
-      buckets.set(key, bucket);
       if (bucket.tokens < 1) {
         const retryAfter = Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000));
         throw tooManyRequests(
