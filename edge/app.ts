@@ -20,7 +20,7 @@ import { authRoutes } from "./routes/auth.ts";
 import { notificationBodyLimits, notificationRoutes } from "./routes/notifications.ts";
 import { twinBodyLimits, twinRoutes } from "./routes/twins.ts";
 import { projectRoutes } from "./routes/projects.ts";
-import { searchBadRequestFraming, searchRoutes } from "./routes/search.ts";
+import { searchRoutes } from "./routes/search.ts";
 import { reportingRoutes } from "./routes/reporting.ts";
 
 export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
@@ -48,7 +48,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       set.headers["x-request-id"] = assignRequestId(request);
     })
     .use(methodNotAllowedPlugin(() => routeTable.get()))
-    .use(errorsPlugin(log, searchBadRequestFraming))
+    .use(errorsPlugin(log))
     .use(bodyPlugin(bodyLimit, routeBodyLimits, TOKEN_ROUTES))
     .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
       const status = responseStatus(responseValue, set.status);

@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { DerrickError, invalidField, type FieldError } from "./errors.ts";
+import { NoContent, NoRequest, operation } from "./operation.ts";
 
 /** Groups that may query (OSDU: members of service.search.user / service.search.admin). */
 export const SEARCH_ROLES = ["users.datalake.viewers", "users.datalake.editors", "users.datalake.admins", "users.datalake.ops"] as const;
@@ -190,10 +191,14 @@ export const CursorQueryResponse = Type.Object({
 });
 export type CursorQueryResponse = Static<typeof CursorQueryResponse>;
 
-/** NATS request of `derrick.search.query`. */
+/**
+ * NATS request of `derrick.search.query` and `derrick.search.cursor.query`: the HTTP body as received.
+ * The actor checks it itself (QueryRequest, CursorQueryRequest), so that a NATS caller meets OSDU's 400
+ * with `/body/…` pointers too, not the runtime's check of the envelope.
+ */
 export const SearchQueryMessage = Type.Object({ body: Type.Unknown() });
 export type SearchQueryMessage = Static<typeof SearchQueryMessage>;
-/** NATS request of `derrick.storage.records.put`: the HTTP body as received (checked by the actor). */
+/** NATS request of `derrick.storage.records.put`: the HTTP body as received (checked by the actor against PutRecordsBody). */
 export const RecordsPutMessage = Type.Object({ body: Type.Unknown() });
 export type RecordsPutMessage = Static<typeof RecordsPutMessage>;
 /** NATS request of `derrick.search.cursor.delete`. */
@@ -449,3 +454,19 @@ export const RECORD_DELETE = "delete";
 export function recordKey(id: string): string {
   return createHash("sha1").update(id).digest("hex");
 }
+
+// ---- operations -------------------------------------------------------------------------------
+
+export const searchQuery = operation("search", "query", { request: SearchQueryMessage, reply: QueryResponse });
+export const searchCursorQuery = operation("search", "cursor.query", { request: SearchQueryMessage, reply: CursorQueryResponse });
+/** Answers 200 with an empty body (OSDU's). */
+export const searchCursorDelete = operation("search", "cursor.delete", { request: CursorRef, reply: NoContent });
+export const searchInfo = operation("search", "info", { request: NoRequest, reply: VersionInfo });
+export const searchStatus = operation("search", "status", { request: NoRequest, reply: SearchStatus });
+export const searchHealth = operation("search", "health", { request: NoRequest, reply: SearchHealth });
+
+export const storageRecordsPut = operation("storage", "records.put", { request: RecordsPutMessage, reply: PutRecordsResponse });
+export const storageRecordsGet = operation("storage", "records.get", { request: RecordRef, reply: StoredRecord });
+export const storageRecordsDelete = operation("storage", "records.delete", { request: RecordRef, reply: NoContent });
+export const storageRecordsPurge = operation("storage", "records.purge", { request: RecordRef, reply: NoContent });
+export const storageHealth = operation("storage", "health", { request: NoRequest, reply: StorageHealth });

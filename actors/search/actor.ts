@@ -6,8 +6,15 @@
  */
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { subjects } from "../../subjects/index.ts";
-import { CursorRef, SearchQueryMessage, type VersionInfo } from "../../subjects/search.ts";
+import {
+  searchCursorDelete,
+  searchCursorQuery,
+  searchHealth,
+  searchInfo,
+  searchQuery,
+  searchStatus,
+  type VersionInfo,
+} from "../../subjects/search.ts";
 import type { Config } from "../../config/index.ts";
 import { buildInfo, gitOfBuild } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -82,29 +89,18 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
       indexing: backend.indexing,
     }),
   };
-  const names = subjects.search;
   return serveActor(
     nc,
     {
       name: "search",
       description: "OSDU Search v2: Lucene queries, ranges, geo filters, aggregations and cursors over a local index of the RECORDS stream",
       endpoints: [
-        endpoint({ name: "query", subject: names.query(), input: SearchQueryMessage, handler: (input, ctx) => query(input, ctx, deps) }),
-        endpoint({
-          name: "cursor-query",
-          subject: names["cursor.query"](),
-          input: SearchQueryMessage,
-          handler: (input, ctx) => cursorQuery(input, ctx, deps),
-        }),
-        endpoint({
-          name: "cursor-delete",
-          subject: names["cursor.delete"](),
-          input: CursorRef,
-          handler: (input, ctx) => deleteCursor(input, ctx, deps),
-        }),
-        endpoint({ name: "info", subject: names.info(), handler: () => info(deps) }),
-        endpoint({ name: "status", subject: names.status(), handler: () => status(deps) }),
-        endpoint({ name: "health", subject: names.health(), handler: () => health(deps) }),
+        endpoint(searchQuery, (input, ctx) => query(input, ctx, deps)),
+        endpoint(searchCursorQuery, (input, ctx) => cursorQuery(input, ctx, deps)),
+        endpoint(searchCursorDelete, (input, ctx) => deleteCursor(input, ctx, deps)),
+        endpoint(searchInfo, () => info(deps)),
+        endpoint(searchStatus, () => status(deps)),
+        endpoint(searchHealth, () => health(deps)),
       ],
     },
     options,

@@ -112,17 +112,9 @@ export function toEdgeError(code: string | number, error: unknown): DerrickError
   }
 }
 
-/**
- * How a route frames the 400s the edge answers before its handler runs (its schema's failures and a
- * body that is not JSON), by route pattern: OSDU's search routes answer them with OSDU's message.
- */
-export type BadRequestFraming = Readonly<Record<string, (problem: DerrickError) => DerrickError>>;
-
-export const errorsPlugin = (log: Logger, framing: BadRequestFraming = {}) =>
-  new Elysia({ name: "derrick-errors" }).onError({ as: "global" }, ({ code, error, request, route, set }) => {
-    let problem = toEdgeError(code, error);
-    const frame = route && Object.hasOwn(framing, route) ? framing[route] : undefined;
-    if (frame && problem.status === 400 && (code === "VALIDATION" || code === "PARSE")) problem = frame(problem);
+export const errorsPlugin = (log: Logger) =>
+  new Elysia({ name: "derrick-errors" }).onError({ as: "global" }, ({ code, error, request, set }) => {
+    const problem = toEdgeError(code, error);
     if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) {
       log.error({ err: error, requestId: requestIdOf(request), path: new URL(request.url).pathname }, "request failed");
     }

@@ -6,58 +6,64 @@
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { Problem, notFound, subjects, unavailable, type DerrickError } from "../../subjects/index.ts";
+import { notFound, unavailable } from "../../subjects/index.ts";
 import type { Bus } from "../../platform/transport/index.ts";
 import {
   CursorQueryRequest,
-  CursorQueryResponse,
+  CursorRef,
   PutRecordsBody,
-  PutRecordsResponse,
   QueryRequest,
-  QueryResponse,
-  StoredRecord,
-  VersionInfo,
+  RecordRef,
   checkRecordDepth,
   invalidParameters,
-  type SearchHealth,
-  type StorageHealth,
+  searchCursorDelete,
+  searchCursorQuery,
+  searchHealth,
+  searchInfo,
+  searchQuery,
+  storageHealth,
+  storageRecordsDelete,
+  storageRecordsGet,
+  storageRecordsPurge,
+  storageRecordsPut,
 } from "../../subjects/search.ts";
-import { forward } from "../forward.ts";
-import type { BadRequestFraming } from "../plugins/errors.ts";
 import type { AuthPlugin } from "../plugins/auth.ts";
+import { problemResponse, toEdgeError } from "../plugins/errors.ts";
+import { problems, relayOn, type RelayContext } from "../relay.ts";
 import { requestMeta } from "../request-state.ts";
 
-const errors = { 400: Problem, 401: Problem, 403: Problem, 404: Problem, 413: Problem, 429: Problem, 503: Problem, 504: Problem };
-const credentials = { auth: true, partition: true } as const;
-const search = subjects.search;
-const storage = subjects.storage;
+const errors = problems(400, 401, 403, 404, 413, 429, 503, 504);
+const health = { 200: t.String(), ...problems(503, 504) };
 const SEARCH = ["search"];
 const STORAGE = ["storage"];
+/** Every query and record route: bearer token and partition header. */
+const searchGuard = { auth: true as const, partition: true, detail: { tags: SEARCH } };
+const storageGuard = { auth: true as const, partition: true, detail: { tags: STORAGE } };
 
 /**
  * OSDU answers a query body it cannot read (Jackson) or whose types are wrong with the same 400 as
- * its own rules: "Invalid parameters were given on search request". The edge's schema failures on
- * the query routes say so too, each field still named in `errors`.
+ * its own rules: "Invalid parameters were given on search request"; so do the query routes, each
+ * field still named in `errors`. A mapResponse hook, as a route's own onError would run after the
+ * edge's global one, which answers first (docs/search.md, "Endpoints").
  */
-const osduBadRequest = (problem: DerrickError) => invalidParameters(problem.errors);
-export const searchBadRequestFraming: BadRequestFraming = {
-  "/api/search/v2/query": osduBadRequest,
-  "/api/search/v2/query_with_cursor": osduBadRequest,
-};
+function osduBadRequest(c: { request: Request; set: { status?: number | string } }): Response | undefined {
+  // Elysia sets both on the error path only; its hook types do not declare them.
+  const { code, error } = c as { code?: unknown; error?: unknown };
+  if (code !== "VALIDATION" && code !== "PARSE") return undefined;
+  const problem = toEdgeError(code, error);
+  if (problem.status !== 400) return undefined;
+  c.set.status = 400;
+  return problemResponse(invalidParameters(problem.errors), c.request);
+}
 
 export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
-  const info = async ({
-    set,
-    request,
-  }: {
-    set: { status?: number | string; headers: Record<string, string | number> };
-    request: Request;
-  }) => forward<VersionInfo>(set, await bus.request(search.info(), undefined, requestMeta(request)));
+  const relay = relayOn(bus);
+  const info = (c: RelayContext) => relay(c, searchInfo, undefined);
   const alive = () => "Search Service is alive";
   // Ready when a search actor answers (no responders → 503, as every other route would meet) and its
   // replica follows the RECORDS stream: one restarting its consumer answers from a frozen index.
   const ready = async ({ request }: { request: Request }) => {
-    const { body } = await bus.request<SearchHealth>(search.health(), undefined, requestMeta(request));
+    const { body } = await bus.request(searchHealth, undefined, requestMeta(request));
     if (!body.following)
       throw unavailable(
         `the search index is not following the record stream (restarting; results are as of stream sequence ${body.appliedSeq})`,
@@ -65,20 +71,18 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
       );
     return "Search Service is ready";
   };
-  const health = { 200: t.String(), 503: Problem, 504: Problem };
   // Storage holds nothing of its own: ready when a storage actor answers and JetStream answers it for RECORDS.
   const storageAlive = () => "Storage service is alive.";
   const storageReady = async ({ request }: { request: Request }) => {
-    await bus.request<StorageHealth>(storage.health(), undefined, requestMeta(request));
+    await bus.request(storageHealth, undefined, requestMeta(request));
     return "Storage service is ready.";
   };
-  const recordId = t.Object({ id: t.String({ maxLength: 1024 }) });
   return (
     new Elysia({ name: "derrick-search-routes", normalize: false })
       .use(auth)
       .get("/api/search/v2/info", info, {
         detail: { tags: SEARCH, summary: "Build and source-control information of this search service (public)" },
-        response: { 200: VersionInfo, 503: Problem },
+        response: { 200: searchInfo.reply, ...problems(503) },
       })
       .get("/api/search/v2/info/", info, { detail: { hide: true } })
       .get("/api/search/v2/liveness_check", alive, {
@@ -96,69 +100,49 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
       // The paths OSDU's HealthCheckApi maps (under /health) answer the same.
       .get("/api/search/v2/health/liveness_check", alive, { detail: { hide: true } })
       .get("/api/search/v2/health/readiness_check", ready, { detail: { hide: true } })
-      .post(
-        "/api/search/v2/query",
-        async ({ body, set, request, principal, partition }) =>
-          forward<QueryResponse>(set, await bus.request(search.query(), { body }, requestMeta(request, principal, partition))),
-        {
-          ...credentials,
-          body: QueryRequest,
-          detail: {
-            tags: SEARCH,
-            summary: "Query records: Lucene query string, ranges, spatial filter, sort, aggregation (a users.datalake.* role; 401 without)",
-          },
-          response: { 200: QueryResponse, ...errors },
-        },
+      .guard(searchGuard, (app) =>
+        app
+          .post("/api/search/v2/query", (c) => relay(c, searchQuery, { body: c.body }), {
+            body: QueryRequest,
+            mapResponse: osduBadRequest,
+            detail: {
+              summary:
+                "Query records: Lucene query string, ranges, spatial filter, sort, aggregation (a users.datalake.* role; 401 without)",
+            },
+            response: { 200: searchQuery.reply, ...errors },
+          })
+          .post("/api/search/v2/query_with_cursor", (c) => relay(c, searchCursorQuery, { body: c.body }), {
+            body: CursorQueryRequest,
+            mapResponse: osduBadRequest,
+            detail: {
+              summary:
+                "Query with a cursor: first call without cursor, then {cursor} until a page comes back empty without one (cursor lives 90 s after each use)",
+            },
+            response: { 200: searchCursorQuery.reply, ...errors },
+          })
+          .delete("/api/search/v2/query_with_cursor/:cursor", (c) => relay(c, searchCursorDelete, c.params), {
+            params: CursorRef,
+            detail: { summary: "Close a cursor (its issuer only) → 200 with an empty body" },
+            response: { 200: searchCursorDelete.reply, ...errors },
+          }),
       )
-      .post(
-        "/api/search/v2/query_with_cursor",
-        async ({ body, set, request, principal, partition }) =>
-          forward<CursorQueryResponse>(
-            set,
-            await bus.request(search["cursor.query"](), { body }, requestMeta(request, principal, partition)),
-          ),
-        {
-          ...credentials,
-          body: CursorQueryRequest,
-          detail: {
-            tags: SEARCH,
-            summary:
-              "Query with a cursor: first call without cursor, then {cursor} until a page comes back empty without one (cursor lives 90 s after each use)",
+      .guard(storageGuard, (app) =>
+        app.put(
+          "/api/storage/v2/records",
+          (c) => {
+            // Checked here too: a body nested ~45,000 levels deep cannot even be serialized for NATS.
+            checkRecordDepth(c.body);
+            return relay(c, storageRecordsPut, { body: c.body });
           },
-          response: { 200: CursorQueryResponse, ...errors },
-        },
-      )
-      .delete(
-        "/api/search/v2/query_with_cursor/:cursor",
-        async ({ params, set, request, principal, partition }) =>
-          forward<void>(set, await bus.request(search["cursor.delete"](), params, requestMeta(request, principal, partition))),
-        {
-          ...credentials,
-          params: t.Object({ cursor: t.String({ maxLength: 256 }) }),
-          detail: { tags: SEARCH, summary: "Close a cursor (its issuer only) → 200 with an empty body" },
-          response: { 200: t.Void(), ...errors },
-        },
-      )
-      .put(
-        "/api/storage/v2/records",
-        async ({ body, set, request, principal, partition }) => {
-          // Checked here too: a body nested ~45,000 levels deep cannot even be serialized for NATS.
-          checkRecordDepth(body);
-          return forward<PutRecordsResponse>(
-            set,
-            await bus.request(storage["records.put"](), { body }, requestMeta(request, principal, partition)),
-          );
-        },
-        {
-          ...credentials,
-          body: PutRecordsBody,
-          detail: {
-            tags: STORAGE,
-            summary:
-              "Create or update records (group users.datalake.editors) → 201; searchable within a second. Null fields are absent; version, createUser, createTime, modifyUser, modifyTime and unknown fields are ignored (OSDU)",
+          {
+            body: PutRecordsBody,
+            detail: {
+              summary:
+                "Create or update records (group users.datalake.editors) → 201; searchable within a second. Null fields are absent; version, createUser, createTime, modifyUser, modifyTime and unknown fields are ignored (OSDU)",
+            },
+            response: { 201: storageRecordsPut.reply, ...errors },
           },
-          response: { 201: PutRecordsResponse, ...errors },
-        },
+        ),
       )
       .get("/api/storage/v2/liveness_check", storageAlive, {
         detail: { tags: STORAGE, summary: 'OSDU liveness check (public) → 200 "Storage service is alive."' },
@@ -172,49 +156,36 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
         },
         response: health,
       })
-      .get(
-        "/api/storage/v2/records/:id",
-        async ({ params, set, request, principal, partition }) =>
-          forward<StoredRecord>(set, await bus.request(storage["records.get"](), params, requestMeta(request, principal, partition))),
-        {
-          ...credentials,
-          params: recordId,
-          detail: { tags: STORAGE, summary: "The latest version of a record (its ACL must share a group with the caller)" },
-          response: { 200: StoredRecord, ...errors },
-        },
-      )
-      .post(
-        "/api/storage/v2/records/:action",
-        async ({ params, set, request, principal, partition }) => {
-          // OSDU's `{id}:delete`: the id itself holds colons, so the verb is split off here.
-          if (!params.action.endsWith(":delete")) throw notFound("no such route");
-          const id = params.action.slice(0, -":delete".length);
-          return forward(set, await bus.request(storage["records.delete"](), { id }, requestMeta(request, principal, partition)));
-        },
-        {
-          ...credentials,
-          params: t.Object({ action: t.String({ maxLength: 1100, description: "<record id>:delete" }) }),
-          detail: {
-            tags: STORAGE,
-            summary: "POST /api/storage/v2/records/{id}:delete — delete a record (editors, and an owner of the record) → 204",
-          },
-          response: { 204: t.Void(), ...errors },
-        },
-      )
-      .delete(
-        "/api/storage/v2/records/:id",
-        async ({ params, set, request, principal, partition }) =>
-          forward(set, await bus.request(storage["records.purge"](), params, requestMeta(request, principal, partition))),
-        {
-          ...credentials,
-          params: recordId,
-          detail: {
-            tags: STORAGE,
-            summary:
-              "Purge a record: it and every version are gone from storage and search (users.datalake.ops, and an owner of the record, deleted or not) → 204",
-          },
-          response: { 204: t.Void(), ...errors },
-        },
+      .guard(storageGuard, (app) =>
+        app
+          .get("/api/storage/v2/records/:id", (c) => relay(c, storageRecordsGet, c.params), {
+            params: RecordRef,
+            detail: { summary: "The latest version of a record (its ACL must share a group with the caller)" },
+            response: { 200: storageRecordsGet.reply, ...errors },
+          })
+          .post(
+            "/api/storage/v2/records/:action",
+            (c) => {
+              // OSDU's `{id}:delete`: the id itself holds colons, so the verb is split off here.
+              if (!c.params.action.endsWith(":delete")) throw notFound("no such route");
+              return relay(c, storageRecordsDelete, { id: c.params.action.slice(0, -":delete".length) });
+            },
+            {
+              params: t.Object({ action: t.String({ maxLength: 1100, description: "<record id>:delete" }) }),
+              detail: {
+                summary: "POST /api/storage/v2/records/{id}:delete — delete a record (editors, and an owner of the record) → 204",
+              },
+              response: { 204: t.Void(), ...errors },
+            },
+          )
+          .delete("/api/storage/v2/records/:id", (c) => relay(c, storageRecordsPurge, c.params), {
+            params: RecordRef,
+            detail: {
+              summary:
+                "Purge a record: it and every version are gone from storage and search (users.datalake.ops, and an owner of the record, deleted or not) → 204",
+            },
+            response: { 204: t.Void(), ...errors },
+          }),
       )
   );
 };
