@@ -36,7 +36,7 @@ export function negotiate(accept: string | null, offers: readonly [string, ...st
   return best;
 }
 
-export function forward<_Transitional = unknown>(set: SetLike, reply: BusReply<unknown>, contentType = "application/json"): Response {
+export function forward(set: SetLike, reply: BusReply<unknown>, contentType = "application/json"): Response {
   // A plain record: Bun builds the response headers from it directly (cheaper than a Headers object).
   const headers: Record<string, string> = {};
   for (const name in set.headers) headers[name] = String(set.headers[name]);
