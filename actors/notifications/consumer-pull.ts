@@ -1,5 +1,5 @@
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
-import { sleep, type Clock } from "./clock.ts";
+import { sleep, type Clock } from "../../platform/clock.ts";
 
 /** How long a pull waits for messages before the next one is sent. */
 export const PULL_EXPIRES_MS = 5_000;

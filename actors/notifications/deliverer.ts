@@ -6,7 +6,7 @@
 import type { Logger } from "../../platform/logger.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { CallbackPolicy } from "./callback-policy.ts";
-import { systemClock, type Clock } from "./clock.ts";
+import { systemClock, type Clock } from "../../platform/clock.ts";
 import { EventSource } from "./deliverer/event-source.ts";
 import { FairShare } from "./deliverer/fair-share.ts";
 import { OutcomeRecorder } from "./deliverer/outcome-recorder.ts";

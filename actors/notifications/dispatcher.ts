@@ -6,7 +6,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
 import { subjects } from "../../subjects/index.ts";
-import { sleep, systemClock, type Clock } from "./clock.ts";
+import { sleep, systemClock, type Clock } from "../../platform/clock.ts";
 import { ConsumerPull } from "./consumer-pull.ts";
 import { AckFloor } from "./dispatcher/ack-floor.ts";
 import { PullBudget } from "./dispatcher/pull-budget.ts";

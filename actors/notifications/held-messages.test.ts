@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "./clock.ts";
+import { ManualClock } from "../../platform/clock.ts";
 import { HeldMessages, renewalPeriod } from "./held-messages.ts";
 
 const message = () => {

@@ -1,4 +1,4 @@
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../../platform/clock.ts";
 
 /** How often held messages are renewed: twice per ack wait, so one missed renewal still keeps them. */
 export function renewalPeriod(ackWaitMs: number): number {

@@ -3,7 +3,7 @@
  * rebuilt or bulk loaded, when a stream is another one, how long to wait before a new consumer, and
  * which callers are caught up. docs/search.md#following-the-records-stream tells the whole loop.
  */
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../../platform/clock.ts";
 
 /** Messages written in one index transaction at most. */
 export const BATCH = 2000;

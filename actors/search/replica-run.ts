@@ -5,7 +5,7 @@
 import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
 import type { SearchBackend } from "./backend.ts";
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../../platform/clock.ts";
 import { decodeRaw, isDeletion, type RawMessage } from "./decode.ts";
 import { DecodePipeline, type DecodedBatch } from "./decode-pipeline.ts";
 import { applyBatch, applyPrepared, type ApplyTarget, type Buffered } from "./replica-apply.ts";

@@ -19,7 +19,7 @@ import type { RecordChange, SearchBackend } from "./backend.ts";
 import { decodeChange, errorText, type StreamMsg } from "./decode.ts";
 import { ensureRecordsStream } from "./store.ts";
 import { onStreamDeleted, recreateDelay } from "../runtime/recreate.ts";
-import { systemClock, type Clock } from "./clock.ts";
+import { systemClock, type Clock } from "../../platform/clock.ts";
 import { ConsumerRun, type ReplicaState } from "./replica-run.ts";
 import {
   BATCH,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../../platform/logger.ts";
-import { ManualClock, sleep } from "../clock.ts";
+import { ManualClock, sleep } from "../../../platform/clock.ts";
 import { HeldMessages, renewalPeriod } from "../held-messages.ts";
 import type { StoredEvent } from "../journal.ts";
 import type { SubscriptionRecord } from "../store.ts";

@@ -1,5 +1,5 @@
 import { Slots } from "../../runtime/slots.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../../platform/clock.ts";
 
 /**
  * Pace assumed for a subscription not seen yet (items per ms), optimistic: work booked too early only

@@ -1,6 +1,6 @@
 import { LogThrottle } from "../../../platform/log-throttle.ts";
 import type { Logger } from "../../../platform/logger.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../../platform/clock.ts";
 import { carriedPart, type AttemptRecord, type Journal, type StoredEvent } from "../journal.ts";
 import type { Schedule } from "../schedule.ts";
 import type { SubscriptionRecord, SubscriptionStore } from "../store.ts";

@@ -1,7 +1,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../../platform/logger.ts";
 import type { Slots } from "../../runtime/slots.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../../platform/clock.ts";
 import { ConsumerPull } from "../consumer-pull.ts";
 import type { HeldMessages } from "../held-messages.ts";
 import type { DurableConsumer, Journal } from "../journal.ts";

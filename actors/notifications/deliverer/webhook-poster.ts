@@ -1,7 +1,7 @@
 import { checkServerIdentity, type PeerCertificate } from "node:tls";
 import type { Logger } from "../../../platform/logger.ts";
 import { CallbackRefused, resolveCallback, type CallbackPolicy, type ResolvedTarget } from "../callback-policy.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../../platform/clock.ts";
 import { parseRetryAfter } from "../schedule.ts";
 import { webhookHeaders } from "../signing.ts";
 import type { SubscriptionRecord } from "../store.ts";

@@ -1,5 +1,5 @@
 import type { Logger } from "../../../platform/logger.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../../platform/clock.ts";
 import type { HeldMessages } from "../held-messages.ts";
 import type { SubscriptionCache, SubscriptionRecord, SubscriptionStore } from "../store.ts";
 import type { EventSource } from "./event-source.ts";

@@ -2,7 +2,7 @@ import type { Consumer } from "@nats-io/jetstream";
 import { LogThrottle } from "../../../platform/log-throttle.ts";
 import type { Logger } from "../../../platform/logger.ts";
 import { streamInfoIfAny } from "../../runtime/storage.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../../platform/clock.ts";
 import { CONSUMERS, STREAMS, type DurableConsumer, type Journal } from "../journal.ts";
 import type { DispatcherProgress, EventsProgress } from "../progress.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { settle } from "../clock.ts";
+import { settle } from "../../../platform/clock.ts";
 import { EVENT_WEIGHT_MAX, IN_FLIGHT, PULL_EVENTS, PullBudget, weightOf } from "./pull-budget.ts";
 
 describe("notifications dispatcher: the pull budget", () => {

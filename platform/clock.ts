@@ -1,6 +1,6 @@
 /**
- * Time as the notifications workers see it: injected, so their decisions (fair share, renewal, backoff)
- * are tested without waiting for real time.
+ * Time as the background workers see it: injected, so their decisions (fair share, renewal, backoff,
+ * restarts) are tested without waiting for real time.
  */
 export type Clock = {
   now(): number;
