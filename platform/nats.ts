@@ -2,7 +2,7 @@
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "./logger.ts";
-import { coalesceWrites } from "./nats-coalesce.ts";
+import { coalesceWrites } from "./transport/coalesce-writes.ts";
 
 export type NatsAuth = { user: string; pass: string };
 

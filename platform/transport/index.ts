@@ -1,3 +1,4 @@
 /** The NATS request/reply transport shared by the edge, the actors and the tools: the Bus and the request metadata codec. */
 export * from "./bus.ts";
 export * from "./request-meta.ts";
+export * from "./coalesce-writes.ts";

@@ -24,16 +24,19 @@ type Transport = {
 
 const COALESCED = Symbol("derrick.coalesced");
 
-export function coalesceWrites(nc: NatsConnection): void {
-  install(nc);
+/** Installs the coalescing; false when the connection's transport is not where it is expected (writes stay unbatched). */
+export function coalesceWrites(nc: NatsConnection): boolean {
+  const installed = install(nc);
   void (async () => {
     for await (const status of nc.status()) if (status.type === "reconnect") install(nc);
   })();
+  return installed;
 }
 
-function install(nc: NatsConnection): void {
+function install(nc: NatsConnection): boolean {
   const transport = (nc as unknown as { protocol?: { transport?: Transport } }).protocol?.transport;
-  if (!transport || typeof transport.send !== "function" || transport[COALESCED]) return;
+  if (!transport || typeof transport.send !== "function") return false;
+  if (transport[COALESCED]) return true;
   transport[COALESCED] = true;
   const send = transport.send.bind(transport);
   let queue: Uint8Array[] = [];
@@ -65,4 +68,5 @@ function install(nc: NatsConnection): void {
       return closed(err, internal);
     };
   }
+  return true;
 }
