@@ -43,7 +43,11 @@ describe("write coalescing", () => {
     try {
       const got: string[] = [];
       const done = new Promise<void>((resolve) =>
-        sub.subscribe("coalesce.test", { callback: (_e, m) => got.push(m.string()) === 20 && resolve() }),
+        sub.subscribe("coalesce.test", {
+          callback: (_e, m) => {
+            if (got.push(m.string()) === 20) resolve();
+          },
+        }),
       );
       await sub.flush();
       const writes = countWrites(nc);
