@@ -53,7 +53,13 @@ export class ConsumerRun {
       for await (const msg of this.messages) {
         if (this.failure) break;
         this.receive(msg);
-        await this.keepPace();
+        // Waits while the decode worker or the index is behind, after every message, so batches sent by
+        // the flush timer count too. Inline: an await per message would cost a tick even when nothing waits.
+        const room = this.decoding?.room();
+        if (room) await room;
+        this.failIfDecoderDied();
+        const behind = this.state.backend.backpressure?.();
+        if (behind) await behind;
         if (this.failure) break;
         if (this.state.bulk && msg.info.pending === 0) {
           await this.finishDecoding();
@@ -101,15 +107,6 @@ export class ConsumerRun {
     this.lastSeq = msg.seq;
     if (flushNow(this.decoding ? this.decoding.size : this.buffer.length, msg.info.pending)) this.flush();
     else this.cancelFlush ??= this.state.clock.after(FLUSH_AFTER_MS, this.flushFromTimer);
-  }
-
-  /** Waits while the decode worker or the index is behind; checked after every message, so batches sent by the flush timer count too. */
-  private async keepPace(): Promise<void> {
-    const room = this.decoding?.room();
-    if (room) await room;
-    this.failIfDecoderDied();
-    const behind = this.state.backend.backpressure?.();
-    if (behind) await behind;
   }
 
   private flush(): void {
