@@ -8,10 +8,9 @@ import type { BusReply } from "../platform/transport/index.ts";
 export type SetLike = { status?: number | string; headers: Record<string, string | number> };
 
 /**
- * The media type to answer with, of those a route `offers` (the first is the default), by the
- * request's `Accept` (RFC 9110 §12.5.1: the most specific range gives a type its q; the highest q
- * wins, ties go to the earlier offer). Nothing acceptable → the default: a JSON body is still sent
- * rather than a 406, as the notifications API's own servers do.
+ * The media type to answer with, of those a route `offers` (the first is the default), by `Accept` (RFC 9110
+ * §12.5.1: the most specific range gives a type its q; the highest q wins, ties go to the earlier offer).
+ * Nothing acceptable → the default, not a 406, as the notifications API's own servers do.
  */
 export function negotiate(accept: string | null, offers: readonly [string, ...string[]]): string {
   if (!accept) return offers[0];

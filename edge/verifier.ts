@@ -22,10 +22,9 @@ const CACHE_MAX = 10_000;
 const JWKS_REFRESH_MS = 5_000;
 
 /**
- * A verified token: its principal, and whether a client claim (`client_id`, else `azp`) named the
- * client. Without one the principal's client id falls back to `sub`, which identifies the caller but
- * names no client an appkey could belong to (docs/contract.md: the appkey belongs to the token's client,
- * `client_id` else `azp`).
+ * A verified token: its principal, and whether a client claim (`client_id`, else `azp`) named the client.
+ * Without one the client id falls back to `sub`, which identifies the caller but names no client an appkey
+ * could belong to (docs/contract.md: the appkey belongs to the token's client).
  */
 export type Verified = { principal: Principal; clientClaimed: boolean };
 
@@ -106,11 +105,9 @@ function embeddedKeys(bus: Bus, maxAgeMs: number): KeySource {
 }
 
 /**
- * Keys refetched once older than maxAge (so a withdrawn key stops working) and when a token names an
- * unknown key (so a new one works at once, at most every JWKS_REFRESH_MS). When the source cannot be
- * reached, the keys held stay in use and it is asked again shortly: an issuer's outage must not turn
- * every request into 401 "invalid token" (clients drop credentials on that). Before any keys were
- * fetched its tokens cannot be checked at all: 503, not 401.
+ * Keys refetched once older than maxAge (a withdrawn key stops working) and for an unknown key (a new one
+ * works at once, at most every JWKS_REFRESH_MS). An unreachable source leaves the held keys in use: an outage
+ * must not turn into 401 "invalid token", on which clients drop credentials; with no keys yet it is 503.
  */
 function heldKeys(fetchJwks: () => Promise<JSONWebKeySet>, maxAgeMs: number, unreachable: (error: unknown) => DerrickError): KeySource {
   let local: JWTVerifyGetKey | undefined;

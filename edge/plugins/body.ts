@@ -2,13 +2,8 @@
  * Request bodies: a size limit answered as 413 problem+json whatever the framing (and a route's own,
  * smaller limit checked before its body is read), a nesting limit checked before any parse or
  * validation, and JSON parsing for every JSON media type (`application/json`, `text/json`,
- * `application/*+json`), a body that is not JSON answered 400 whether or not the route's body is
- * optional.
- *
- * A declared `Content-Length` over the limit is refused before anything is read. A body without one
- * (chunked) is read here, at most `limit` bytes, and refused the moment it goes over; Bun's own cap
- * (`maxRequestBodySize`) is set out of reach so that it never answers first with its bare, body-less
- * 413.
+ * `application/*+json`), a body that is not JSON answered 400 even where the body is optional.
+ * Declared and chunked bodies: docs/edge.md#request-body-limits.
  */
 import { Elysia } from "elysia";
 import { badRequest, contentTooLarge, unsupportedMediaType, type DerrickError } from "../../subjects/index.ts";
@@ -46,9 +41,8 @@ const tooLarge = (limitBytes: number, size?: number) =>
   );
 
 /**
- * How deeply a request body may nest arrays and objects: twice the deepest body a client may send (a
- * records PUT, the array plus a record at RECORD_MAX_DEPTH, 65). Past it Elysia's validation error
- * pretty-prints the whole body, O(depth²): 30,000 levels (60 KB) held the process for 21 s.
+ * Twice the deepest body a client may send (a records PUT: the array plus a record at RECORD_MAX_DEPTH,
+ * 65); deeper, Elysia's validation error costs O(depth²) (docs/edge.md#nested-request-bodies).
  */
 export const MAX_BODY_DEPTH = 128;
 
@@ -198,15 +192,14 @@ function parseForm(text: string): Record<string, string | string[]> {
   return form;
 }
 
-/** The JSON media types every route with a body takes (the notifications seed names the last two). */
+/** The JSON media types every route with a body takes (the notifications API names the last two). */
 export const JSON_MEDIA_TYPES = ["application/json", "text/json", "application/cloudevents+json", "application/<subtype>+json"] as const;
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
 
 /**
- * A body of another media type on a JSON route: 415 naming the types it takes. A form (what `curl -d`
- * sends unless told otherwise) is not read as JSON. A body without a type is read as JSON, as clients
- * that forget the header mean it. `ownTypes`: routes that read their body themselves (the token
- * endpoint takes forms and answers in RFC 6749's terms).
+ * A body of another media type on a JSON route: 415 naming the types it takes; a form (what `curl -d` sends) is
+ * not read as JSON, an untyped body is (clients that forget the header mean it). `ownTypes`: routes that read
+ * their body themselves (the token endpoint takes forms and answers in RFC 6749's terms).
  */
 function checkMediaType(request: Request, contentType: string | undefined, route: string, ownTypes: ReadonlySet<string>): void {
   if (!BODY_METHODS.has(request.method) || ownTypes.has(route) || !contentType || JSON_LIKE.test(contentType)) return;
@@ -230,10 +223,9 @@ export const bodyPlugin = (limitBytes: number, routeLimits: RouteBodyLimits = {}
         if (Number.isFinite(length) && length > own.bytes) throw own.tooLarge(length);
       }
       if (request.headers.has("content-length")) {
-        // Length checked above. JSON is parsed here, not by Elysia: on a route whose body is optional
-        // Elysia drops a parse error and runs the handler without a body, so `{"ids": [` would be
-        // taken as "no body" (every item) instead of a 400. Other types go to Elysia's parsers.
-        // A body without a type is read as JSON (checkMediaType).
+        // JSON is parsed here, not by Elysia: on an optional body Elysia drops a parse error and runs the
+        // handler without a body, so `{"ids": [` would mean "every item", not 400. An untyped body is JSON;
+        // other types go to Elysia's parsers.
         if (contentType ? !JSON_LIKE.test(contentType) : !BODY_METHODS.has(request.method)) return;
         return parseJson(await request.text());
       }

@@ -62,11 +62,9 @@ type ElysiaValidation = {
 };
 
 /**
- * Elysia's validation errors are TypeBox ValueErrors: the same mapping as actors use, walked lazily
- * (fieldErrors stops at 20) straight from the validator. Not `.all` (it builds a summary per error
- * that can interpolate the whole value) nor `.message`/`toResponse` (the value pretty-printed). The
- * messages are TypeBox's, made from the schema; the pointers hold the request's field names, so they
- * are cut short: the answer never carries a large part of the body back.
+ * TypeBox ValueErrors mapped as actors map them, walked lazily (fieldErrors stops at 20) from the validator:
+ * Elysia's `.all` can interpolate the whole value per summary, `.message`/`toResponse` pretty-print it. Messages
+ * come from the schema and pointers (the request's field names) are cut short: no answer carries the body back.
  */
 function fromValidation(error: ElysiaValidation): DerrickError {
   const part = error.type ?? "body";

@@ -32,20 +32,9 @@ type Operation = {
 };
 
 /**
- * What @elysiajs/openapi leaves out of or gets wrong in the generated document, put right:
- * - a `t.Void()` response comes out as `content: {type: "void"}`, which OpenAPI 3.1 forbids: a
- *   body-less response has no `content` at all;
- * - every error answer is sent as `application/problem+json`, not the `application/json` it lists;
- * - the partition header parameters are dropped on routes with path or query parameters: they are
- *   added again wherever the partition macro marked the operation;
- * - a JSON request body came out with an empty `content` (the plugin lists only named parsers, and
- *   bodies are parsed by the global one in body.ts): it gets the route's body schema under the
- *   concrete JSON media types the edge reads (application/json, text/json; the body's description
- *   says that any +json type is read too), and is `required: false` when the schema is t.Optional
- *   (the plugin marks every body required);
- * - a 200 answer sent in several media types (MEDIA_TYPES_MARK) lists each of them;
- * - OSDU's `POST /api/storage/v2/records/{id}:delete` is one Elysia route `…/records/:action` (the id
- *   holds colons): documented under its real shape, which also keeps it apart from `…/records/{id}`.
+ * Puts right what @elysiajs/openapi leaves out of or gets wrong: void responses, problem media types,
+ * dropped partition headers, empty or always-required request bodies, a 200 in several media types
+ * (MEDIA_TYPES_MARK), OSDU's `…/records/{id}:delete` (each case: docs/edge.md#what-completedocument-puts-right).
  */
 export function completeDocument(doc: unknown, routes: readonly RouteInfo[] = []): unknown {
   const paths = (doc as { paths?: Record<string, Record<string, Operation>> }).paths ?? {};
@@ -128,10 +117,9 @@ const send = (request: Request, body: Encoded) => {
 };
 
 /**
- * `routes` gives the app's routes once it is built (for the request body schemas). The document is
- * completed and encoded once per document the plugin builds (it builds one again only when routes
- * are added). Both big answers go gzipped where the client takes it: the document 363 KB → 24 KB,
- * Scalar's script 3.6 MB → 1.0 MB.
+ * `routes` gives the app's routes once it is built (for the request body schemas). Each document the
+ * plugin builds (again only when routes are added) is completed and encoded once; both big answers go
+ * gzipped where the client takes it (sizes: docs/edge.md#the-api-document-and-docs).
  */
 export const openapiPlugin = (build: BuildInfo, routes: () => readonly RouteInfo[] = () => []) => {
   const completed = new WeakMap<object, Encoded>();

@@ -4,9 +4,9 @@
  * because OAuth clients parse that shape; refusals to try again later (429, 503, 504) are problem+json
  * like everywhere else, with Retry-After and RFC 6749's `error` member beside the problem fields.
  *
- * Each token request costs the identity actor a scrypt check (~45 ms of CPU), so the edge lets one
- * remote address send at most DERRICK_TOKEN_IP_RATE of them (token bucket, per edge process) before
- * any reaches NATS; the identity actor bounds the checks it runs and throttles failing client ids.
+ * Each token request costs the identity actor a scrypt check, so the edge lets one remote address send at
+ * most DERRICK_TOKEN_IP_RATE of them (token bucket, per edge process) before any reaches NATS; the actor's
+ * own bounds: docs/authentication.md, "Token endpoint limits".
  */
 import { Elysia } from "elysia";
 import type { Config } from "../../config/index.ts";

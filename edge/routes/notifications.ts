@@ -72,7 +72,7 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
             detail: {
               summary: "Create or update the caller's subscription of one type (one per partition, client and type; the id stays)",
               description:
-                "Body: the seed's base form; unknown fields, non-http(s) or unsafe callback URIs, reserved callback headers or header values fetch cannot send (beyond Latin-1, control characters, surrounding whitespace), unknown drill_plan_object_types and data_source on a type other than PublishData are 400 naming the field. Accepts application/json, text/json and application/*+json.",
+                "Body: the base form; unknown fields, non-http(s) or unsafe callback URIs, reserved callback headers or header values fetch cannot send (beyond Latin-1, control characters, surrounding whitespace), unknown drill_plan_object_types and data_source on a type other than PublishData are 400 naming the field. Accepts application/json, text/json and application/*+json.",
             },
             response: { 200: notificationsSubscriptionUpsert.reply, ...errors },
           },

@@ -41,10 +41,9 @@ const searchGuard = { auth: true as const, partition: true, detail: { tags: SEAR
 const storageGuard = { auth: true as const, partition: true, detail: { tags: STORAGE } };
 
 /**
- * OSDU answers a query body it cannot read (Jackson) or whose types are wrong with the same 400 as
- * its own rules: "Invalid parameters were given on search request"; so do the query routes, each
- * field still named in `errors`. A mapResponse hook, as a route's own onError would run after the
- * edge's global one, which answers first (docs/search.md, "Endpoints").
+ * OSDU answers a query body it cannot read (Jackson) or of wrong types with its rules' 400, "Invalid parameters
+ * were given on search request"; so do the query routes, each field still named in `errors`. A mapResponse hook:
+ * a route's onError would run after the edge's global one, which answers first (docs/search.md, "Endpoints").
  */
 function osduBadRequest(c: { request: Request; set: { status?: number | string } }): Response | undefined {
   // Elysia sets both on the error path only; its hook types do not declare them.

@@ -19,10 +19,9 @@ const Readiness = t.Object({ status: t.String(), nats: t.String(), actors: t.Rec
 type ReadinessState = { ready: boolean; nats: string; actors: Record<string, boolean> };
 
 /**
- * Pings every expected actor once per second at most; a missing one makes the edge not ready. One
- * ping at a time, shared by every probe that arrives while it runs: `/readyz` needs no credentials,
- * and while an actor is missing each ping waits its full PING_WAIT_MS, so a ping per request let any
- * caller keep a request on the shared inbox (and a $SRV.PING to every actor) per concurrent probe.
+ * Pings every expected actor at most once per second; a missing one makes the edge not ready. One ping at a
+ * time, shared by the probes arriving meanwhile: `/readyz` is public and a ping waits PING_WAIT_MS for a missing
+ * actor, so a ping per probe would let anyone hold a shared-inbox request and a $SRV.PING to every actor each.
  */
 function readinessProbe(cfg: Config, bus: Bus) {
   let cached: { at: number; value: ReadinessState } | undefined;
