@@ -17,7 +17,7 @@ import { RECORDS_STREAM } from "../../subjects/search.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { RecordChange, SearchBackend } from "./backend.ts";
 import { decodeChange, errorText, type StreamMsg } from "./decode.ts";
-import { ensureRecordsStream } from "./store.ts";
+import { ensureRecordsStream } from "../storage/store.ts";
 import { onStreamDeleted, recreateDelay } from "../runtime/recreate.ts";
 import { systemClock, type Clock } from "../../platform/clock.ts";
 import { ConsumerRun, type ReplicaState } from "./replica-run.ts";

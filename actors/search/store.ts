@@ -17,9 +17,6 @@ import type { SortValue } from "./backend.ts";
 import { encodeJson, readJson, readKv } from "../runtime/kv.ts";
 import type { SearchPlan } from "./validate.ts";
 
-// The replica still imports the stream's creation from here; it is the storage store's.
-export { ensureRecordsStream } from "../storage/store.ts";
-
 export const CURSOR_BUCKET = "derrick_search_cursors";
 
 /** What a cursor remembers between pages. */

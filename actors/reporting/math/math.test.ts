@@ -466,7 +466,7 @@ describe("reporting math - economics", () => {
     expect(all).toEqual(productionProfile({ ...model, declineStartRemaining: 0.99 }));
   });
 
-  it("cash flows - the economic limit ends the decline, not the build-up: a first year below it still ramps up (domain note §3)", () => {
+  it("cash flows - the economic limit ends the decline, not the build-up: a first year below it still ramps up", () => {
     // One well a year at 0.4: 0.4, 0.8, 1.2, … — a limit of 0.5 ended the field before its first year.
     const profile = productionProfile({
       firstYear: 2030,
