@@ -1,13 +1,7 @@
 /**
- * Telling a message published to a subject from one a JetStream push consumer delivered there.
- *
- * A push consumer can deliver its stream's messages to any subject, whatever its creator may publish
- * to (nats-server#8274). A device may create consumers on its own twin bucket (its SDK watches the
- * bucket that way), so it could aim one at an actor's subject or at another device's subscription and
- * replay whatever it stored in its bucket, headers included. Such a delivery keeps the stream
- * message's own subject (`$KV.<bucket>.…`) and carries a `$JS.ACK.…` reply; a plain publish or
- * request has the subject it was sent to and an inbox reply. Receivers that must not take such
- * messages (actor endpoints, device subscriptions) check both.
+ * Telling a message published to a subject from one a JetStream push consumer delivered there, which can
+ * replay a stored message, headers included, onto any subject: the delivery keeps its stream subject and a
+ * `$JS.ACK.…` reply. Actor endpoints and device subscriptions drop it (docs/security.md#deliveries-are-not-requests).
  */
 
 /** NATS subject matching: `*` is one token, `>` one or more trailing tokens. */

@@ -1,5 +1,5 @@
 /**
- * Messages of the notifications capability: subscriptions (the seed's base and full forms), events,
+ * Messages of the notifications capability: subscriptions (the notifications API's base and full forms), events,
  * delivery jobs and attempt records. The edge validates and documents with these schemas; the actors
  * decode with them.
  */
@@ -7,7 +7,7 @@ import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
 import { NoRequest, operation } from "./operation.ts";
 
-/** The seed's NotificationType enumeration. */
+/** The notifications API's NotificationType enumeration. */
 export const NOTIFICATION_TYPES = ["PublishData", "ReviewStateChanged", "PlanShared", "ProjectCreated", "MasterPlanChanged"] as const;
 export const NotificationType = Type.Union(
   [
@@ -17,11 +17,11 @@ export const NotificationType = Type.Union(
     Type.Literal("ProjectCreated"),
     Type.Literal("MasterPlanChanged"),
   ],
-  { description: "Notification type (the seed's NotificationType)" },
+  { description: "Notification type (NotificationType)" },
 );
 export type NotificationType = Static<typeof NotificationType>;
 
-/** The seed's list of supported drill_plan_object_types, accepted literally. */
+/** The notifications API's list of supported drill_plan_object_types, accepted literally. */
 export const DRILL_PLAN_OBJECT_TYPES: readonly string[] = [
   "/well/api/wells",
   "/customParameters/api/custom-parameters",
@@ -117,17 +117,17 @@ const baseFields = {
   drill_plan_object_types: nullable(
     Type.Array(Type.String({ minLength: 1, maxLength: L.objectType }), {
       maxItems: L.objectTypes,
-      description: "Object types of interest (the seed's list)",
+      description: "Object types of interest (the supported list)",
     }),
   ),
   contact_email: nullable(Type.String({ format: "email", maxLength: L.email })),
 };
 
-/** Subscription as sent on create or update (the seed's base form). */
+/** Subscription as sent on create or update (the API's base form). */
 export const SubscriptionBase = Type.Object(baseFields, { additionalProperties: false });
 export type SubscriptionBase = Static<typeof SubscriptionBase>;
 
-/** Subscription as returned (the seed's full form). */
+/** Subscription as returned (the API's full form). */
 export const Subscription = Type.Object(
   {
     ...baseFields,
@@ -170,10 +170,9 @@ export const DeliveryRef = Type.Object({ subscription_id: subscriptionId, event_
 export type DeliveryRef = Static<typeof DeliveryRef>;
 
 /**
- * `client.forget`: a client was deleted from the app registry; its subscriptions in every partition
- * created before `created_before` are removed (with their secrets). Sent by the identity actor until
- * a notifications actor has answered it (see actors/identity: deleted clients); idempotent.
- * `created_before` lets a client later made with the same id keep the subscriptions it makes itself.
+ * `client.forget`: a deleted client's subscriptions in every partition created before `created_before` are
+ * removed with their secrets (a client made again with that id keeps its own). Sent by the identity actor until
+ * a notifications actor answers (docs/authentication.md, "Deleting a client"); idempotent.
  */
 export const ClientForget = Type.Object(
   { client_id: Type.String({ pattern: SUBJECT_TOKEN_PATTERN }), created_before: Type.String({ format: "date-time" }) },

@@ -4,11 +4,9 @@
  * HTTP bodies with these schemas; the `search` and `storage` actors decode with them and then apply
  * OSDU's own rules (with OSDU's messages) in actors/search/validate.ts.
  *
- * Request bodies are read as OSDU's services read them (Jackson, unknown properties ignored): a JSON
- * null is an absent field, a field these schemas do not name is accepted and ignored (never stored or
- * echoed), and only a value OSDU itself refuses is a 400. So every request object here says
- * `additionalProperties: true` (OPEN): Elysia closes an object that leaves it unsaid, which keeps
- * derrick's own APIs strict (docs/search.md, "Bodies as OSDU reads them").
+ * Request objects say `additionalProperties: true` (OPEN): OSDU reads bodies with null as absent and unknown
+ * fields ignored, while Elysia closes an object that leaves it unsaid, as derrick's own APIs want
+ * (docs/search.md, "Bodies as OSDU reads them").
  */
 import { createHash } from "node:crypto";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
@@ -45,11 +43,9 @@ export function missingGroupDetail(action: string, groups: readonly string[], ba
 // ---- search requests --------------------------------------------------------------------------
 
 /**
- * Longest field path or path pattern a request may name (`returnedFields`, `highlightedFields`,
- * `spatialFilter.field`; 400 naming the entry beyond it). OSDU sets none and Elasticsearch's
- * `index.mapping.field_name_length.limit` defaults to none (Long.MAX_VALUE); 256 is the longest
- * keyword value this index keeps (`KEYWORD_MAX`, as OSDU's `ignore_above`). Patterns are matched
- * against every path of every result, so their length is part of the work a request asks for.
+ * Longest field path or pattern a request may name (`returnedFields`, `highlightedFields`, `spatialFilter.field`):
+ * patterns are matched against every path of every result, so their length is work a request asks for; 256 as
+ * `KEYWORD_MAX` (docs/search.md#limits-and-known-differences-from-osdu-on-elasticsearch).
  */
 export const FIELD_PATH_MAX_LENGTH = 256;
 /**
@@ -61,10 +57,9 @@ const FieldPath = Type.String({ maxLength: FIELD_PATH_MAX_LENGTH });
 const FieldExpression = Type.String({ maxLength: FIELD_EXPRESSION_MAX_LENGTH });
 
 /**
- * OSDU's answer to a search request it cannot read or validate (Jackson and bean validation alike):
- * 400 "Bad Request" / "Invalid parameters were given on search request", each problem in `errors`
- * (none for a body that is not JSON). The search actor answers its rules with it, and the edge its
- * schema and JSON failures on the query routes.
+ * OSDU's 400 for a search request it cannot read or validate: "Bad Request" / "Invalid parameters were given on
+ * search request", each problem in `errors` (none for a body that is not JSON). The search actor answers its
+ * rules with it, the edge its schema and JSON failures on the query routes.
  */
 export function invalidParameters(errors: FieldError[] = []): DerrickError {
   return new DerrickError(400, "Invalid parameters were given on search request", { type: "validation", title: "Bad Request", errors });
@@ -112,10 +107,9 @@ export const SortQuery = Type.Object(
 export type SortQuery = Static<typeof SortQuery>;
 
 /**
- * Every field takes null for absent (OSDU); a missing or null `kind` is answered by OSDU's rule, not
- * the schema. Other fields are ignored: the OSDU Python SDK always sends `from` (OSDU binds `offset`,
- * so `from` sets nothing), `returnHighlightedFields` (not in OSDU's model) and, to the cursor route,
- * `aggregateBy` and `from`, all as null unless set.
+ * Every field takes null for absent (OSDU); a missing or null `kind` is answered by OSDU's rule, not the schema.
+ * Other fields are ignored: the OSDU Python SDK sends `from`, `returnHighlightedFields` and, to the cursor route,
+ * `aggregateBy`, null unless set (docs/search.md, "Bodies as OSDU reads them").
  */
 const queryFields = {
   /**
@@ -266,13 +260,9 @@ export const RECORD_ID_PATTERN = "^[\\w\\-.]+:[\\w\\-.]+:[\\w\\-.:%]+$";
 export const RECORD_KIND_PATTERN = "^[\\w\\-.]+:[\\w\\-.]+:[\\w\\-.]+:[0-9]+\\.[0-9]+\\.[0-9]+$";
 
 /**
- * How deeply a record may nest objects and arrays: the record object is level 1, `data` level 2.
- * Elasticsearch (OSDU's index) refuses documents whose fields are more than 20 objects deep
- * (`index.mapping.depth.limit`), counting objects only; an OSDU record puts arrays between its object
- * levels (`data.Items[].…`) and GeoJSON adds up to four array levels of coordinates, so what
- * Elasticsearch indexes stays under ~45 levels counted here. 64 keeps all of it, and keeps every
- * recursive pass over a record (indexing, JSON serialization, projection) far from the stack limit:
- * 30,000 levels overflowed the indexer, 45,000 JSON.stringify.
+ * How deeply a record may nest objects and arrays (the record object is level 1, `data` level 2): above all
+ * Elasticsearch, OSDU's index, would take, and far from the stack limit of every recursive pass over a record
+ * (why 64: docs/search.md#records).
  */
 export const RECORD_MAX_DEPTH = 64;
 
@@ -357,10 +347,9 @@ const ServerAssignedTime = Nullable(
 );
 
 /**
- * A record as `PUT /api/storage/v2/records` takes it: as OSDU's Record reads (Jackson, unknown
- * properties ignored). A null field is an absent one (`"id": null` → an id is generated); the
- * server-assigned fields a client sends back from a GET are accepted and ignored; any other field is
- * ignored, not stored. `kind`, `acl` and `data` are required, as OSDU's validators require them.
+ * A record as `PUT /api/storage/v2/records` takes it, read as OSDU's Record is: a null field is absent (`"id": null`
+ * → an id is generated); server-assigned fields sent back from a GET and unknown fields are ignored, not stored.
+ * `kind`, `acl` and `data` are required, as OSDU's validators require them.
  */
 export const RecordInput = Type.Object(
   {

@@ -60,11 +60,9 @@ export function checkTwinName(value: string, pointer: string): string {
 export type TwinAddress = { organization: string; environment: string; twinId: string };
 
 /**
- * The JetStream KV bucket of one twin. Bucket names allow only `[A-Za-z0-9_-]` and the three path
- * tokens may each hold `_` and `-`, so no separator is unambiguous and 3 × 128 characters overflow
- * the stream-name limit: the name is `twin-` + the first 32 hex digits of SHA-256 over
- * `<organization>/<environment>/<twinId>` (fixed length, collision-free in practice). The bucket's
- * description carries the readable address for operators.
+ * A twin's KV bucket is `twin-` + 32 hex digits of SHA-256 over `<organization>/<environment>/<twinId>`: the tokens
+ * may hold `_` and `-` (no separator is unambiguous) and 3 × 128 characters overflow the stream-name limit; a hash
+ * is fixed-length and collision-free in practice. The bucket's description keeps the readable address.
  */
 export const TWIN_BUCKET_PREFIX = "twin-";
 
@@ -239,10 +237,9 @@ export function parseIfMatch(header: string | null | undefined): number | undefi
 export const deviceInboxPrefix = (appName: string) => `_INBOX_${appName}`;
 
 /**
- * Checks the Subscriptions/Targets an operator grants a device: valid NATS subjects whose first
- * token is a plain name starting with a letter or digit: not `derrick` (actors), not `$…`
- * (JetStream, KV, services, system), not `_…` (`_INBOX…` replies, `_R_…` the server's reply routing
- * between accounts), not a wildcard (which would match all of those). Throws 400 naming the entry.
+ * Checks the Subscriptions/Targets granted a device: valid subjects whose first token is a plain name (a letter or
+ * digit first): not `derrick` (actors), `$…` (JetStream, KV, services, system), `_…` (`_INBOX…` replies, `_R_…` the
+ * server's reply routing between accounts) or a wildcard, which would match those. Throws 400 naming the entry.
  */
 export function checkDeviceSubjects(subjectList: readonly string[], pointer: string): void {
   subjectList.forEach((subject, i) => {
@@ -287,12 +284,9 @@ export const DEVICE_JS_API = "$JS.derrick.API";
 export type DeviceTwinService = { remote: string; local: string };
 
 /**
- * What a device account imports from derrick's account to use its twin: direct gets and stream info
- * of its own bucket (under DEVICE_JS_API), writes to its own bucket's keys, and, as a stream, the
- * bucket's subjects live (change notices for the SDK). Every service here is safe whatever the
- * payload and reply: the answers are mapped back into the device's account, and none takes a
- * subject to publish to. Consumer creation is not among them: a consumer's deliver subject would
- * be one in derrick's account (docs/security.md).
+ * A device account's imports for its twin: direct gets and stream info of its bucket (under DEVICE_JS_API), writes
+ * to its keys, its subjects live as a stream. Each service is safe whatever the payload and reply (answers map back
+ * to the device's account, none publishes to a given subject); no consumer creation (docs/security.md#what-each-account-can-do).
  */
 export function deviceTwinImports(twin: TwinAddress): { services: DeviceTwinService[]; streams: string[] } {
   const bucket = twinBucket(twin);
@@ -321,11 +315,9 @@ export type DevicePermissionInput = {
 };
 
 /**
- * Permissions of a device user inside its own account: what it imports (its twin, its Targets),
- * its inbox, its Subscriptions. The account boundary is the isolation (nothing a device publishes
- * can make the server answer into derrick's account); these keep a device to the imports its
- * account was given. Slash keys are one subject token, so within its bucket a device can write any
- * key (desired included): the isolation is between devices and derrick, not between sides of a twin.
+ * A device user's permissions inside its account (its imports, inbox and Subscriptions): the account boundary is
+ * the isolation, these keep a device to its imports. Slash keys are one subject token, so a device can write any
+ * key of its bucket, desired included (docs/security.md#what-each-account-can-do).
  */
 export function deviceUserPermissions(input: DevicePermissionInput): {
   publish: { allow: string[] };
