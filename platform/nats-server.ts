@@ -51,10 +51,9 @@ export function writeAuthorization(dir: string, authorization: string): void {
 }
 
 /**
- * Asks the derrick that runs the embedded server in `dir` to restart it with its rewritten config
- * (SIGHUP to that derrick); false when none runs. A restart, not a reload: nats-server 2.9 reloads
- * users, but an account added by a reload gets none of its imports (they answer "no responders"
- * until the server restarts).
+ * Asks the derrick running the embedded server in `dir` to restart it with its rewritten config (SIGHUP);
+ * undefined when none runs. A restart, not a reload: nats-server 2.9 gives an account added by a reload none of
+ * its imports ("no responders" until a restart; docs/security.md#the-embedded-nats-server).
  */
 export function requestEmbeddedRestart(dir: string): { pid: number } | undefined {
   const owner = readOwner(dir);

@@ -5,10 +5,9 @@
  *   created on first start, full permissions);
  * - one account per device app added with `derrick devices add` (JetStream off), holding its user
  *   (bcrypt-hashed password) and importing only its own twin and subjects from DERRICK.
- * Replies and JetStream answers to anything a device sends stay in the device's account, so nothing a
- * device can publish makes the server act in DERRICK (docs/security.md). Anonymous connections are
- * refused. Adding or removing a device rewrites the config and asks the running derrick to restart
- * its server (SIGHUP): nats-server 2.9 wires a new account's imports only at start.
+ * Replies and JetStream answers to what a device sends stay in its account, so nothing it publishes makes the
+ * server act in DERRICK. Anonymous connections are refused. Adding or removing a device restarts the server
+ * (SIGHUP to the running derrick): nats-server 2.9 wires a new account's imports only at start (docs/security.md).
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
@@ -100,10 +99,8 @@ type ServiceImport = { service: { account: string; subject: string }; to?: strin
 type StreamImport = { stream: { account: string; subject: string } };
 
 /**
- * The nats-server `accounts` value for derrick and its devices. DERRICK exports to each device
- * account only its twin (subjects/twins.ts deviceTwinImports) and the device's Targets, as services
- * (a device's request or publish arrives with its reply mapped, so an answer goes back to the
- * device's account); it imports each device's Subscriptions as services from that device's account.
+ * The nats-server `accounts` value: DERRICK exports to each device account its twin (deviceTwinImports) and its
+ * Targets as services, so answers go back to the device's account, and imports its Subscriptions as services.
  * A Subscription subject is served by one device only: two would be two imports of one subject.
  */
 export function accountsConfig(
@@ -210,7 +207,7 @@ export async function addDeviceUser(dataDir: string, device: NewDevice): Promise
   checkDeviceSubjects(device.subscribe, "/subscribe");
   checkDeviceSubjects(device.publish, "/publish");
   const password = randomBytes(24).toString("base64url");
-  // Hashed first (~100 ms): the lock is held only to read, check and write.
+  // Hashed first (bcrypt is slow on purpose): the lock is held only to read, check and write.
   const passwordHash = await Bun.password.hash(password, { algorithm: "bcrypt", cost: 11 });
   ensureNatsUsers(dataDir);
   withUsersLock(dataDir, () => {

@@ -14,7 +14,7 @@ export async function connectNats(url: string, name: string, log?: Logger, auth?
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     pingInterval: 10_000,
-    // Async stack traces build an Error per request (measured: 7.5% of the edge's CPU); derrick maps
+    // Async stack traces build an Error per request (docs/edge.md#round-trip-benchmark-history); derrick maps
     // request failures to its own errors, so the traces buy nothing.
     noAsyncTraces: true,
   });

@@ -1,7 +1,6 @@
 /**
- * Imported first by the CLI, before Elysia is loaded: Elysia decides once, at load, whether it runs
- * in production, and outside production it pretty-prints a whole invalid body (with the schema's
- * example value) into every validation error, which a wide body 128 levels deep makes take ~0.5 s
- * (docs/edge.md). derrick's errors plugin builds its own problem details, so nothing is lost.
+ * Imported first by the CLI, before Elysia loads: Elysia decides once whether it runs in production, and outside
+ * it pretty-prints a whole invalid body into every validation error, slow on deep bodies
+ * (docs/edge.md#nested-request-bodies). derrick's errors plugin builds its own problem details: nothing is lost.
  */
 process.env.NODE_ENV ??= "production";

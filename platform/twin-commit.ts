@@ -10,12 +10,9 @@ import { isTwinName, parseTwinKey, TwinCommit } from "../subjects/twins.ts";
 const twinCommitCheck = TypeCompiler.Compile(TwinCommit);
 
 /**
- * A commit record's value as a TwinCommit, or undefined when it is none: not JSON, not of the
- * TwinCommit shape (e.g. `names` not an array of strings), or naming a property that is no twin
- * name. derrick's writers always write valid records; an invalid one was written by a device (it may
- * write any key of its own bucket) or by hand, and counts as no record at all, for readers and
- * writers alike: nothing is pending in that group, and the next PUT claims the group over it
- * (docs/twins.md). Readers must never throw on it: a watch loop replays it after every restart.
+ * A commit record's value as a TwinCommit, or undefined when it is none (not JSON, not the shape, naming no twin
+ * name): written by a device or by hand, it counts as no record for readers and writers, and the next PUT claims
+ * over it (docs/twins.md). Readers must never throw on it: a watch loop replays it after every restart.
  */
 export function parseTwinCommit(value: string): TwinCommit | undefined {
   let record: unknown;
@@ -34,12 +31,9 @@ export function parseTwinCommit(value: string): TwinCommit | undefined {
 export type TwinEntry = { key: string; revision: number; operation: "PUT" | "DEL" | "PURGE"; value: string; created: Date };
 
 /**
- * Applies the commit protocol to a stream of entries in revision order: returns the entries that
- * are visible now (including held ones a commit releases), hiding commit records themselves.
- * While a claim is pending only the newest entry of each claimed name is held: a commit makes the
- * claim's values visible at once, so what a name held before its newest value is never seen, and a
- * gate that follows a bucket for months (the twin mirror) must not keep every rewrite of a key
- * under a claim nobody commits (a device may write any key of its own bucket, claims included).
+ * The commit protocol over entries in revision order: the entries visible now (held ones a commit releases
+ * included), commit records hidden. Only each claimed name's newest entry is held, never seen before the commit,
+ * so a gate following a bucket for months keeps no rewrites under a claim nobody commits (docs/twins.md).
  */
 export class TwinCommitGate {
   private readonly pending = new Map<string, { revision: number; names: Set<string> }>();
@@ -75,23 +69,9 @@ export class TwinCommitGate {
 }
 
 /**
- * What a watcher of a whole twin bucket hands on: the commit gate's output, safe against messages the
- * watcher never receives.
- *
- * A bucket keeps two revisions per key, so JetStream removes a message once its key was written twice
- * more. A watcher behind the writers (its consumer stalled on a busy server, a watch resumed after an
- * outage, a replay of the bucket's history) never receives such a message; when it is a claim's
- * pending record, the gate cannot tell that claim's values from direct writes and would show them one
- * by one: part of a PUT. Seen on nats-server 2.9 with both cores busy: a live watcher missed from 1 to
- * 52 messages in 4 to 7 of 400 runs of 12 concurrent PUTs.
- *
- * So the view hands on each visible entry at once only while the revisions it receives follow each
- * other without a hole (nothing was missed). From the start of a watch (a replay may have holes) and
- * after a hole, it collects the visible changes, newest per key, until it has caught up with the
- * bucket (its last revision received is the stream's last sequence); what it received up to there ends
- * with each group's latest commit record and each key's latest value, which are never removed, so the
- * state there is a committed one, and the net change is handed on. The consumer's own count of
- * pending messages cannot tell this: nats-server 2.9 was seen to count one pending after the last message.
+ * What a watcher of a whole twin bucket hands on: the gate's output, safe against messages it never receives (a
+ * missed pending record would show a PUT by halves). Entries go on at once while revisions have no hole; from a
+ * watch's start and after a hole, the net change once caught up (docs/twins.md#all-or-nothing-put-the-commit-protocol).
  */
 export class TwinWatchView {
   private readonly gate = new TwinCommitGate();

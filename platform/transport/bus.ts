@@ -50,11 +50,9 @@ type Pending = {
 };
 
 /**
- * Requests go out with a reply subject under one wildcard inbox subscription of this Bus, and the
- * reply settles the waiting promise by its token. This is what nats.js' muxed `request()` does, minus
- * what it costs per request here: an Error built to reject an already settled promise, a
- * `Promise.race` with a separate timer promise, a deferred per request (measured: ~5 µs of ~28 µs CPU
- * per in-process round trip).
+ * Requests go out with a reply subject under one wildcard inbox subscription of this Bus, and the reply settles
+ * the waiting promise by its token: nats.js' muxed `request()` without its per-request Error, timer race and
+ * deferred (docs/edge.md#the-transports-own-paths).
  */
 export class Bus {
   private readonly inbox: string;
@@ -100,9 +98,8 @@ export class Bus {
   }
 
   /**
-   * Waiters fail the moment the connection drops or closes, not at their timeout. Their requests were
-   * sent, so whether an actor carried them out is unknown: 504 like a timeout, not 503 with
-   * Retry-After, which tells a client to repeat a request that may have been done (an event
+   * Waiters fail the moment the connection drops or closes, not at their timeout. Their requests were sent and
+   * may have been carried out: 504 like a timeout, not 503 with Retry-After, which would invite a repeat (an event
    * published twice, a second task). Requests refused before they are sent get 503.
    */
   private async followConnection(): Promise<void> {

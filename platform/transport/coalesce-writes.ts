@@ -1,18 +1,10 @@
 /**
- * Coalesces a NATS connection's socket writes per event-loop turn.
- *
- * nats.js flushes its outbound buffer on a microtask, so under request/reply load every request and
- * every reply becomes its own socket write (a promise, a callback and a syscall each). Measured here
- * on the edge bench (edge + actor in one process, wrk, 64 connections): 8.7k → 11.6k req/s, and
- * nats-server CPU fell from 47% to 20% because it receives fewer, larger packets.
- *
- * This wraps the transport's `send` so frames queued in one turn go out as one write on
- * `setImmediate`, in order. Before the transport closes, anything queued is handed over first, so a
- * drain still flushes everything. The transport is replaced on reconnect, so the wrapper is
- * re-installed on every reconnect; in between, writes simply go out unbatched.
- *
- * It reaches into `nc.protocol.transport` (not public API of @nats-io/nats-core 3.4): if that shape
- * changes, install() does nothing and the connection works as before, only slower.
+ * Coalesces a NATS connection's socket writes per event-loop turn: nats.js flushes on a microtask, so under
+ * request/reply load every message would be its own socket write (the gain: docs/edge.md#the-transports-own-paths).
+ * Frames queued in one turn go out as one write on `setImmediate`, in order; anything queued is handed over
+ * before the transport closes, so a drain still flushes everything. Re-installed on every reconnect (the
+ * transport is replaced; in between, writes go out unbatched). It reaches into `nc.protocol.transport` (not
+ * public API of @nats-io/nats-core 3.4): if that shape changes, install() does nothing, and writes are slower.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 

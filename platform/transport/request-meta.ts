@@ -3,10 +3,9 @@ import { MsgHdrsImpl, type Msg, type MsgHdrs } from "@nats-io/nats-core";
 import { Header, type Principal, type RequestMeta } from "../../subjects/index.ts";
 
 /**
- * Built straight into nats-core's header map (`MsgHdrsImpl.fromRecord`): `set()` re-validates and
- * canonicalizes every key and scans the map per call, a cost paid on every edge request. The values
- * here are safe by construction (tokens, numbers, JSON, ids checked at the edge); a free-text value
- * with a line break is dropped rather than allowed to end the header block.
+ * Built straight into nats-core's header map (`MsgHdrsImpl.fromRecord`): `set()` re-validates, canonicalizes and
+ * scans per key, on every edge request. The values are safe by construction (tokens, numbers, JSON, ids checked
+ * at the edge); a free-text value with a line break is dropped rather than allowed to end the header block.
  */
 export function encodeRequestMeta(meta: RequestMeta): MsgHdrs {
   const fields: Record<string, string[]> = {};
@@ -26,13 +25,9 @@ export function decodeRequestMeta(h: MsgHdrs | undefined): RequestMeta {
 }
 
 /**
- * The request metadata of a received message. nats.js decodes a header block into a MsgHdrs on
- * first access, with a canonical-key check, a key scan and a regex per line: measured here, that
- * decode and five lookups cost ~14 µs of the ~95 µs CPU an edge round trip takes. This reads the raw
- * header block once instead when the message exposes it (nats-core's MsgImpl `_rdata`/`_msg.hdr`,
- * public fields of an internal class, possibly wrapped by @nats-io/services' ServiceMsgImpl as
- * `msg`); anything else goes through `msg.headers`. `test/platform/bus-headers.test.ts` checks both paths
- * agree and that the fast one is taken, so a client upgrade that changes the shape shows up there.
+ * The request metadata of a received message, from its raw header block when the message exposes one (nats-core's
+ * MsgImpl `_rdata`/`_msg.hdr`, maybe wrapped as `msg` by @nats-io/services), else through `msg.headers`, whose
+ * decode costs a regex per line (docs/edge.md#the-transports-own-paths; test/platform/bus-headers.test.ts pins both).
  */
 export function readRequestMeta(msg: Msg | { msg?: unknown; headers?: MsgHdrs }): RequestMeta {
   const block = rawHeaderBlock(msg);
