@@ -319,10 +319,9 @@ export class DeviceClient {
   }
 
   /**
-   * Moves the subscriptions to `next`'s: unchanged ones are left alone (no message of theirs is
-   * lost), added ones are subscribed and confirmed by the broker (a flush: a refusal, e.g. a
-   * permissions violation, arrives before its PONG) before removed ones are unsubscribed. On a
-   * refusal nothing changes and the refusal is thrown.
+   * Moves the subscriptions to `next`'s: unchanged ones stay (none of their messages is lost); added ones are
+   * subscribed and confirmed by a flush (a refusal, e.g. a permissions violation, arrives before its PONG) before
+   * removed ones go. On a refusal nothing changes and the refusal is thrown.
    */
   private async resubscribe(next: AppConfig): Promise<void> {
     const wanted = DeviceClient.wanted(next);

@@ -56,7 +56,7 @@ function checkIoPoint(point: unknown): { errors: string[]; advisories: string[] 
     else {
       const meta = p.metadata as Record<string, unknown>;
       for (const [k, v] of Object.entries(meta)) if (typeof v !== "string") problems.push(`metadata/${k}: must be a string`);
-      // The SDK does not validate units (seed, document 3): the convention is advisory.
+      // The SDK neither refuses nor converts units: the uom convention is advisory.
       if (typeof meta.uom === "string" && !UOM_RE.test(meta.uom))
         advisories.push(`metadata/uom: "${meta.uom}" should look like <quantity>:<unit>`);
       if (meta.prop !== undefined && meta.uom === undefined)

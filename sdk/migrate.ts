@@ -1,8 +1,9 @@
 /**
  * `derrick sdk migrate`: a 2.0 config (MQTT bus: Server, Port, plain subscription names) plus its
  * routes file (`<source>/<Out> TO <target>/<In>` lines, `nats:<subject>` endpoints) → one 3.0
- * config (the routes file as routes.json `{"Routes": [...]}` or as text lines). App endpoints become subjects `<prefix>.<app>.<Kind>`: the app subscribes to its own
- * inbox subjects (and to `nats:` sources routed to it) and targets the inboxes of its destinations.
+ * config (the routes file as routes.json `{"Routes": [...]}` or as text lines). App endpoints become
+ * subjects `<prefix>.<app>.<Kind>`: the app subscribes to its own inbox subjects (and to `nats:` sources
+ * routed to it) and targets the inboxes of its destinations.
  * Routes it cannot express are reported, never guessed.
  */
 import { readFileSync, writeFileSync } from "node:fs";

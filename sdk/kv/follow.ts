@@ -1,11 +1,7 @@
 /**
- * Follows a twin bucket with direct gets: every stored message from a sequence on, in order, then
- * waits for a change notice (the bucket's subjects seen live) or the poll interval and reads on.
- *
- * A device's account imports from derrick's only direct gets, stream info, writes and the bucket's
- * live subjects (subjects/twins.ts deviceTwinImports): no consumer, because a consumer's deliver
- * subject lies in derrick's account, where anything the device stored could be delivered to any
- * subject (docs/security.md). Notices are core NATS and may be lost (a reconnect): the poll catches up.
+ * Follows a twin bucket with direct gets: every stored message from a sequence on, in order, then waits for a
+ * change notice (the bucket's subjects seen live) or the poll interval and reads on. No consumer: a device account
+ * may not create one (docs/security.md#what-each-account-can-do). Notices (core NATS) may be lost: the poll catches up.
  */
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";

@@ -1,17 +1,9 @@
 /**
- * Twin properties in the twin's JetStream KV bucket. The whole bucket is followed (slash keys are one
- * subject token, so a per-group wildcard matches nothing, and nats-server 2.9 has no multi-key
- * filter) from its first message with direct gets (BucketFollower: what a device account may use)
- * and filtered here: the commit gate hides a PUT until all its keys are written, and TwinWatchView
- * keeps that true when the follower missed messages. After a reconnect it is restarted from the
- * bucket's start, so changes made meanwhile arrive once (the client drops what it already
- * delivered). A bucket deleted and made again (revisions start over) is noticed when the follower
- * restarts and every `checkEveryMs`: the client is told to forget what it delivered and the current
- * values are delivered again.
- *
- * A device connected as a device account user reaches derrick's JetStream under DEVICE_JS_API
- * (docs/security.md); any other connection (derrick's own account, a server without accounts)
- * under `$JS.API`. Which one is found out at start: only a device account answers the former.
+ * Twin properties in the twin's JetStream KV bucket, followed whole from its first message with direct gets
+ * (BucketFollower: what a device account may use) and filtered here through the commit gate and TwinWatchView.
+ * Restarted from the bucket's start after a reconnect; a bucket made again is noticed at that restart and every
+ * `checkEveryMs` (docs/twins.md#twin-observation-semantics). A device account's user reaches derrick's JetStream
+ * under DEVICE_JS_API, any other connection under `$JS.API`: only a device account answers the former.
  */
 import { RequestError, type NatsConnection, type Status } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
@@ -80,10 +72,9 @@ export class JetStreamTwinBackend implements TwinBackend {
   private onRecreated: () => void = () => undefined;
 
   /**
-   * True when the bucket was deleted and made again since last seen (another creation time, or fewer
-   * messages ever stored than the revisions already delivered): revisions started over, so the
-   * client's "already delivered" versions mean nothing any more. Warns and tells the client once.
-   * A missing stream is no news yet (derrick makes it again on the next write).
+   * True when the bucket was made again since last seen (another creation time, or fewer messages ever stored than
+   * revisions delivered): revisions started over, so "already delivered" means nothing. Warns and tells the client
+   * once. A missing stream is no news yet (derrick makes it again on the next write).
    */
   private async recreated(): Promise<boolean> {
     const info = (await this.kv!.status()).streamInfo;
@@ -103,13 +94,9 @@ export class JetStreamTwinBackend implements TwinBackend {
   }
 
   /**
-   * The twin's bucket. An existing one is bound (`create` binds with a stream lookup alone). A
-   * missing one is made by derrick: the twins actor is asked (`subjects.twins.ensure()`), which makes
-   * it with the deployment's configuration (DERRICK_TWIN_MAX_BYTES, replicas, the twin count limit).
-   * Only when no twins actor answers at all (no responders: a NATS server without derrick) does the
-   * SDK create it itself, with the defaults (`twinBucketOptions`: 64 MiB, one replica) — and only
-   * when its user may create streams, which device users may not (subjects/twins.ts): they wait,
-   * retrying, until derrick creates it (when the device is registered or its twin first written).
+   * The twin's bucket, bound when it exists (`create` binds with a stream lookup alone). A missing one is made by
+   * the twins actor (`subjects.twins.ensure()`, with the deployment's settings); only when none answers does the SDK
+   * create it, if its user may, and device users wait (docs/twins.md#config-file-one-file-aeajson).
    */
   private async openBucket(): Promise<KV> {
     const name = twinBucket(this.twin);

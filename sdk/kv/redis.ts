@@ -10,10 +10,9 @@ import { REDIS_KEYSPACE_PREFIX, REDIS_TWIN_VERSIONS, TWIN_KEY_PREFIX, parseTwinK
 import type { SdkLog, TwinBackend, TwinChange, TwinValueRead } from "./types.ts";
 
 /**
- * Reads and writes that may wait for an unreachable Redis (`maxWaiting`, default). Each waits in the
- * Redis client's queue until Redis is back, so a reported value written during an outage still
- * lands; beyond this many, a call fails at once instead of holding memory for as long as the outage
- * lasts (an app reporting every 10 ms grew without bound).
+ * Reads and writes that may wait in the Redis client's queue for an unreachable Redis (`maxWaiting`, default), so a
+ * reported value written in an outage still lands; beyond this many a call fails at once rather than hold memory
+ * for the whole outage (unbounded, an app reporting every 10 ms grew without limit).
  */
 export const REDIS_MAX_WAITING = 10_000;
 

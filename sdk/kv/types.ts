@@ -15,10 +15,9 @@ export type TwinValueRead = { value: string; version: number };
 
 export interface TwinBackend {
   /**
-   * Starts following the twin: `onChanges` receives the current values first and then every
-   * visible change, in order; after a reconnect it receives the current values again (the client
-   * drops what it already delivered). `onRecreated`: the store was deleted and made again, its
-   * versions started over; the client forgets what it delivered, and the current values follow.
+   * Starts following the twin: `onChanges` gets the current values, then every visible change in order, and the
+   * current values again after a reconnect (the client drops what it delivered). `onRecreated`: the store was made
+   * again and its versions started over; the client forgets what it delivered, and the current values follow.
    */
   start(onChanges: (changes: TwinChange[]) => void, onRecreated?: () => void): Promise<void>;
   get(group: string, side: TwinSide, name: string): Promise<TwinValueRead | undefined>;
