@@ -88,12 +88,10 @@ export const SIGNAL_REPEAT_MS = 1_000;
 export const UNCAUGHT_DRAIN_DEADLINE_MS = 30_000;
 
 /**
- * Listens, from now on, for what ends a serving process: SIGINT or SIGTERM (exit 0), or an error
- * nobody caught (exit 1; platform/uncaught.ts logs it). `requested` resolves at the first of them,
- * and the caller runs the graceful stop. A second signal (SIGNAL_REPEAT_MS or more after the first)
- * exits at once (130). After an uncaught error the process may be too broken to finish draining:
- * past `drainDeadlineMs` it exits 1 anyway.
- * Installed before boot, so an error during start-up stops the process once it is up.
+ * Listens for what ends a serving process: SIGINT/SIGTERM (exit 0) or an uncaught error (exit 1; logged by
+ * platform/uncaught.ts); `requested` resolves at the first and the caller runs the graceful stop. A second signal
+ * (SIGNAL_REPEAT_MS or more later) exits at once (130); a process an uncaught error may have broken exits 1 past
+ * `drainDeadlineMs`. Installed before boot, so an error during start-up stops the process once it is up.
  */
 export function listenForStop(
   log: Logger,

@@ -74,7 +74,7 @@ export const Config = Type.Object({
     tokenTtlSeconds: Type.Integer({ minimum: 60, maximum: 86_400 }),
     /** How long the external issuer's JWKS (and tokens verified with it) are trusted before a refetch: bounds how long a removed key still works. */
     jwksMaxAgeMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000 }),
-    /** Defences of the embedded issuer's token endpoint (`POST /v2/token`): each check of a client secret costs ~45 ms of scrypt. */
+    /** Defences of the embedded issuer's token endpoint (`POST /v2/token`): each client-secret check is a costly scrypt. */
     tokenEndpoint: Type.Object({
       /** Secret checks one identity process runs at once (→ the CPU token requests can take). */
       concurrency: Type.Integer({ minimum: 1, maximum: 256 }),
