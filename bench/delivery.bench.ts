@@ -4,7 +4,7 @@
  * publish→2xx latency (p50/p99) at a fixed offered 1,000 events/s, measured only once the flood
  * phases' backlog has drained. Baseline in the same run: a raw `fetch` loop to the same receiver (a
  * separate Bun process on loopback) with the concurrency one subscription gets.
- * Targets (issue 3): ≥ 5,000 deliveries/s, ≥ 30% of the raw loop, p99 < 50 ms at 1,000 events/s.
+ * Targets: ≥ 5,000 deliveries/s, ≥ 30% of the raw loop, p99 < 50 ms at 1,000 events/s.
  * Every phase is bounded in count and time (BENCH_SECONDS caps each flood, drains are capped too).
  * The receiver counts per phase (a tag in the event data) and per distinct (callback path, webhook-id),
  * so stragglers of one phase never count for the next and duplicates are visible.

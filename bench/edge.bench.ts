@@ -2,7 +2,7 @@
  * Edge round trip: HTTP → edge → NATS → system actor → reply, for a small JSON echo, against
  * (a) a direct in-process Elysia handler and (b) Moleculer + moleculer-web over its NATS transporter,
  * all driven by the same load generator in the same run. Then p99 at 50% of derrick's peak rate.
- * Targets (issue 2): derrick ≥ 50% of direct, ≥ 3× Moleculer, p99 < 5 ms at 50% of peak.
+ * Targets: derrick ≥ 50% of direct, ≥ 3× Moleculer, p99 < 5 ms at 50% of peak.
  *
  * The floor: the same HTTP → NATS → reply path with no derrick code (`peers/nats-floor.ts`: a bare
  * Bun.serve handler making one nats.js request per HTTP request), at its peak and at derrick's

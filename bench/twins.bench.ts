@@ -2,10 +2,10 @@
  * Twin properties: REST PUT → device SDK callback latency (p50/p99) and PUT throughput, against the
  * raw path underneath (JetStream KV put → watch) in the same run, over many twins.
  * Each twin has its own bucket, so the first PUT to a twin creates one: measured as its own row.
- * Targets (issue 4): PUT → callback p99 < 20 ms; PUT throughput ≥ 60% of the raw KV put rate.
+ * Targets: PUT → callback p99 < 20 ms; PUT throughput ≥ 60% of the raw KV put rate.
  * The device runs as a device account's user (docs/security.md), as in production; the same SDK
  * in derrick's own account is a second row, so the account boundary's cost shows.
- * Knobs: BENCH_TWINS (default 3000; the issue's 10000 takes ~1 min more to provision),
+ * Knobs: BENCH_TWINS (default 3000; the target scale of 10000 takes ~1 min more to provision),
  * BENCH_CONCURRENCY (32), BENCH_LATENCY_SAMPLES (400).
  */
 import { connect } from "@nats-io/transport-node";
