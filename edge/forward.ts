@@ -40,9 +40,8 @@ export function forward(set: SetLike, reply: BusReply<unknown>, contentType = "a
   const headers: Record<string, string> = {};
   for (const name in set.headers) headers[name] = String(set.headers[name]);
   for (const name in reply.headers) headers[name.toLowerCase()] = reply.headers[name]!;
-  // The Response carries everything `set` held. Left in `set`, Elysia would build the response a
-  // second time to merge them in (a second Response and a header merge on every request, ~7% of the
-  // edge's CPU on the echo bench). Metrics read the status from the Response (app.ts).
+  // The Response carries everything `set` held. Left in `set`, Elysia would build the response a second time
+  // to merge them in (docs/edge.md#round-trip-benchmark-history). Metrics read the status from the Response (app.ts).
   set.headers = {};
   set.status = 200;
   if (reply.status === 204 || reply.raw.length === 0) return new Response(null, { status: reply.status, headers });
