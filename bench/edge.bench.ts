@@ -112,7 +112,7 @@ report({
   results,
   ratios: {
     "derrick one process / direct Elysia one process": oneProcess / ops("direct Elysia (in-process)"),
-    "derrick two processes / direct Elysia one process (the issue's baseline)": twoOnOnePort / ops("direct Elysia (in-process)"),
+    "derrick two processes / direct Elysia one process (the baseline of the targets)": twoOnOnePort / ops("direct Elysia (in-process)"),
     "derrick two processes / direct Elysia two processes (same resources)": twoOnOnePort / ops("direct Elysia, two processes"),
     "derrick one process / Moleculer (gateway + service in one process)": oneProcess / ops("Moleculer"),
     "derrick two processes / Moleculer": twoOnOnePort / ops("Moleculer"),
