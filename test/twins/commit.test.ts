@@ -3,9 +3,10 @@
  * mid-commit (NATS went away), or it stalled past the lease and wakes up later. Handlers run
  * directly against a real nats-server; "processes" are separate connections with writers of their own.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { eventually, startTestNats, type TestNats, openBucket } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { eventually, openBucket } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 import { twinBucket, twinKey, type TwinAddress } from "../../subjects/twins.ts";
 import { putTwins, type TwinsDeps } from "../../actors/twins/handlers.ts";
 import { kvTwinStores, type TwinBucketStore, type TwinStores } from "../../actors/twins/store.ts";
@@ -62,30 +63,20 @@ function stallPoint() {
   };
 }
 
+/** `connection()`: another process's connection to the file's server. */
+const it = natsTest();
+
 describe("twin commits left unfinished", () => {
-  let nats: TestNats;
-  const conns: NatsConnection[] = [];
-  const process = async () => {
-    const nc = await connect({ servers: nats.url });
-    conns.push(nc);
-    return nc;
-  };
   let twin = 0;
   const nextTwin = (): TwinAddress => ({ organization: "acme", environment: "commit", twinId: `t${++twin}` });
   const desired = async (nc: NatsConnection, address: TwinAddress, name: string) =>
     (await (await openBucket(nc, twinBucket(address))).get(twinKey("g", "desired", name)))?.string();
 
-  beforeAll(async () => {
-    nats = await startTestNats();
-  });
-  afterAll(async () => {
-    for (const nc of conns) await nc.close().catch(() => undefined);
-    await nats?.cleanup();
-  });
-
-  it("twins - a claim whose writer's process is gone is finished at once by the next writer, not after the lease", async () => {
+  it("twins - a claim whose writer's process is gone is finished at once by the next writer, not after the lease", async ({
+    connection,
+  }) => {
     const address = nextTwin();
-    const [a, b] = [await process(), await process()];
+    const [a, b] = [await connection(), await connection()];
     const writerA = twinWriter(a);
     let release!: () => void;
     const stalled = new Promise<void>((r) => (release = r));
@@ -124,9 +115,9 @@ describe("twin commits left unfinished", () => {
     expect(await desired(b, address, "y")).toBe("from B");
   });
 
-  it("twins - a claim whose writer is alive and busy is waited for, not taken over", async () => {
+  it("twins - a claim whose writer is alive and busy is waited for, not taken over", async ({ connection }) => {
     const address = nextTwin();
-    const [a, b] = [await process(), await process()];
+    const [a, b] = [await connection(), await connection()];
     const stall = stallPoint();
     const depsA: TwinsDeps = { stores: hooked(kvTwinStores(a), stall.hook), writer: twinWriter(a) };
     const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }] }, ctx, depsA);
@@ -148,9 +139,11 @@ describe("twin commits left unfinished", () => {
     expect(await desired(b, address, "x")).toBe("from A");
   });
 
-  it("twins - a writer that fails mid-commit finishes its own claim once NATS lets it, so other processes are not blocked for the lease", async () => {
+  it("twins - a writer that fails mid-commit finishes its own claim once NATS lets it, so other processes are not blocked for the lease", async ({
+    connection,
+  }) => {
     const address = nextTwin();
-    const [a, b] = [await process(), await process()];
+    const [a, b] = [await connection(), await connection()];
     let failures = 1;
     const depsA: TwinsDeps = {
       stores: hooked(kvTwinStores(a), async () => {
@@ -169,11 +162,11 @@ describe("twin commits left unfinished", () => {
     expect(await desired(b, address, "x")).toBe("from A");
   });
 
-  it.each(["writing", "reading the revision it writes from"])(
+  it.for(["writing", "reading the revision it writes from"])(
     "twins - a writer stalled before %s that wakes after its claim was taken over cannot overwrite the later commit",
-    async (where) => {
+    async (where, { connection }) => {
       const address = nextTwin();
-      const [a, b] = [await process(), await process()];
+      const [a, b] = [await connection(), await connection()];
       const stall = stallPoint();
       const none = async () => {};
       const depsA: TwinsDeps = {
@@ -195,9 +188,11 @@ describe("twin commits left unfinished", () => {
     },
   );
 
-  it("twins - writers in two processes taking turns on one key both succeed (a stale remembered revision is not a takeover)", async () => {
+  it("twins - writers in two processes taking turns on one key both succeed (a stale remembered revision is not a takeover)", async ({
+    connection,
+  }) => {
     const address = nextTwin();
-    const [a, b] = [await process(), await process()];
+    const [a, b] = [await connection(), await connection()];
     const depsA: TwinsDeps = { stores: kvTwinStores(a), writer: twinWriter(a) };
     const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b) };
     for (let round = 0; round < 3; round++) {
@@ -212,9 +207,11 @@ describe("twin commits left unfinished", () => {
     expect(await desired(a, address, "x")).toBe("B2");
   });
 
-  it("twins - If-Match is judged against the group's stored version, not the one this process remembers from its own last commit", async () => {
+  it("twins - If-Match is judged against the group's stored version, not the one this process remembers from its own last commit", async ({
+    connection,
+  }) => {
     const address = nextTwin();
-    const [a, b] = [await process(), await process()];
+    const [a, b] = [await connection(), await connection()];
     const depsA: TwinsDeps = { stores: kvTwinStores(a), writer: twinWriter(a) };
     const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b) };
     const version = (res: { headers: Record<string, string> }) => Number(JSON.parse(res.headers.ETag!));

@@ -3,27 +3,19 @@
  * creating, or re-creating after a delete: the stream is registered before its store exists. Direct
  * gets are served only once the store exists, so the twins store reads with them.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { NatsConnection } from "@nats-io/nats-core";
-import { connectNats } from "../../platform/nats.ts";
-import { startTestNats, type TestNats } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { natsTest } from "../harness/fixture.ts";
 import { kvTwinStores } from "../../actors/twins/store.ts";
 import { twinKey, type TwinAddress } from "../../subjects/twins.ts";
 
-describe("twin reads on nats-server 2.9", () => {
-  let nats: TestNats;
-  let a: NatsConnection;
-  let b: NatsConnection;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    [a, b] = await Promise.all([connectNats(nats.url, "creator"), connectNats(nats.url, "reader")]);
-  });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-    await nats?.cleanup();
-  });
+const it = natsTest();
 
-  it("twins - a process reading a twin another process made uses direct gets, never STREAM.MSG.GET (which crashes the server while a stream is being made)", async () => {
+describe("twin reads on nats-server 2.9", () => {
+  it("twins - a process reading a twin another process made uses direct gets, never STREAM.MSG.GET (which crashes the server while a stream is being made)", async ({
+    nats,
+    connection,
+  }) => {
+    const [a, b] = await Promise.all([connection("creator"), connection("reader")]);
     const seen: string[] = [];
     const spy = a.subscribe("$JS.API.>", { callback: (_e, msg) => void seen.push(msg.subject) });
     await a.flush();

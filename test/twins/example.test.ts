@@ -1,24 +1,21 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
+import { afterAll, describe, expect } from "vitest";
+import { eventually, openBucket } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { putTwin } from "./helpers.ts";
 import { runEdgeApp } from "../../sdk/examples/edge-app.ts";
 import { KvWatchInclude } from "@nats-io/kv";
 import { twinBucket } from "../../subjects/twins.ts";
 import type { DeviceClient, IoDataReport } from "../../sdk/index.ts";
 
+const it = derrickTest({ actors: ["identity", "twins"] });
+
 describe("sdk example edge app", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let peer: NatsConnection;
   let app: DeviceClient;
   let document: Record<string, unknown> & { AEA2: { BusClient: { Server: string } }; AppConfig: Record<string, string> };
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "twins"] });
-    peer = await connect({ servers: nats.url });
+  it.beforeAll(async ({ nats }) => {
     document = JSON.parse(readFileSync(new URL("../../sdk/examples/AEA.json", import.meta.url), "utf8"));
     document.AEA2.BusClient.Server = nats.url;
     const path = join(mkdtempSync(join(tmpdir(), "edge-app-")), "AEA.json");
@@ -27,12 +24,12 @@ describe("sdk example edge app", () => {
   });
   afterAll(async () => {
     await app?.close();
-    await peer?.close();
-    await derrick?.cleanup();
-    await nats?.cleanup();
   });
 
-  it("sdk example - reads IoPoints, publishes the scaled average, and applies a config change it reports", async () => {
+  it("sdk example - reads IoPoints, publishes the scaled average, and applies a config change it reports", async ({
+    derrick,
+    nc: peer,
+  }) => {
     const outputs: number[] = [];
     peer.subscribe("slbapps.scaler.DataOut", {
       callback: (_e, m) => void outputs.push((m.json() as IoDataReport).device[0]!.tags["scaled-average"]!.value!),
@@ -52,12 +49,7 @@ describe("sdk example edge app", () => {
     void (async () => {
       for await (const entry of watch) if (entry.string() === next) acks.push(applied);
     })();
-    await derrick.call("/api/twin-properties/v1/acme/prod/rig-7/twin-properties", {
-      method: "PUT",
-      body: JSON.stringify({ group: "config", twins: [{ name: "scaler", value: next }] }),
-      as: "admin",
-      partition: null,
-    });
+    await putTwin(derrick, "rig-7", { group: "config", twins: [{ name: "scaler", value: next }] });
     await eventually(async () => (await app.getReported("config", "scaler"))?.value === next, { what: "reported config" });
     await eventually(() => acks.length === 1, { what: "the acknowledgement through a watch" });
     watch.stop();
@@ -68,7 +60,7 @@ describe("sdk example edge app", () => {
     expect(outputs[1]).toBe(40);
   });
 
-  it("sdk example - a malformed DataIn message is skipped and the next one is still processed", async () => {
+  it("sdk example - a malformed DataIn message is skipped and the next one is still processed", async ({ nc: peer }) => {
     const outputs: number[] = [];
     const sub = peer.subscribe("slbapps.scaler.DataOut", {
       callback: (_e, m) => void outputs.push((m.json() as IoDataReport).device[0]!.tags["scaled-average"]!.value!),

@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, describe, expect } from "vitest";
 import type { KV } from "@nats-io/kv";
 import { Redis } from "ioredis";
-import {
-  eventually,
-  startDerrick,
-  startTestNats,
-  startTestRedis,
-  type TestDerrick,
-  type TestNats,
-  type TestRedis,
-  openBucket,
-} from "../harness/index.ts";
+import { eventually, openBucket } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
 import { twinBucket } from "../../subjects/twins.ts";
+import { mirrorTo } from "./helpers.ts";
+
+const it = derrickTest({ actors: ["twins", "twin-mirror"], env: ({ redis }) => mirrorTo("order", redis) });
 
 // The twin mirror copies a reported value Redis → JetStream on each keyspace notification. Copies of
 // one key used to run concurrently (read Redis, read JetStream, put): a copy that read the newer
@@ -21,34 +15,19 @@ import { twinBucket } from "../../subjects/twins.ts";
 // the mirror copied came back through its watch and deleted the device's next value in Redis when
 // it equalled the one before the delete.
 describe("twin mirror: reported values keep per-key order", () => {
-  let nats: TestNats;
-  let redis: TestRedis;
-  let derrick: TestDerrick;
-  let nc: NatsConnection;
   let kv: KV;
   let device: Redis;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    redis = await startTestRedis();
-    derrick = await startDerrick(nats, {
-      actors: ["twins", "twin-mirror"],
-      env: { DERRICK_TWIN_MIRRORS: JSON.stringify([{ organization: "acme", environment: "prod", twinId: "order", redis: redis.url }]) },
-    });
-    nc = await connect({ servers: nats.url });
+  it.beforeAll(async ({ nc, redis }) => {
     kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "order" }));
     device = new Redis(redis.url);
   });
-  afterAll(async () => {
+  afterAll(() => {
     device?.disconnect();
-    await nc?.close();
-    await derrick?.cleanup();
-    await redis?.cleanup();
-    await nats?.cleanup();
   });
 
   it("twin mirror - rapid writes of one reported key (toggling values and deletes) leave JetStream with the device's last value", {
     timeout: 60_000,
-  }, async () => {
+  }, async ({ redis }) => {
     await device.set("twin_properties/state/reported/first", "1");
     await eventually(async () => (await kv.get("twin_properties/state/reported/first"))?.string() === "1", { what: "a single copy" });
     // Three bursts of 40 keys × 40 writes: on the unserialized copies at least one key of one burst

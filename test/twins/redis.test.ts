@@ -1,47 +1,31 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "@nats-io/transport-node";
+import { afterAll, describe, expect } from "vitest";
 import { Redis } from "ioredis";
-import {
-  endKvWatches,
-  eventually,
-  startDerrick,
-  startTestNats,
-  startTestRedis,
-  type TestDerrick,
-  type TestNats,
-  type TestRedis,
-  openBucket,
-} from "../harness/index.ts";
+import { endKvWatches, eventually, startTestRedis, type TestDerrick, openBucket } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
+import { mirrorTo, putTwin, twinPath as pathOf, twinState } from "./helpers.ts";
 import { DeviceClient, parseAppConfig, type TwinChange } from "../../sdk/index.ts";
-import { twinBucket } from "../../subjects/twins.ts";
+import { twinBucket, type TwinPutReply } from "../../subjects/twins.ts";
 import { RedisTwinBackend } from "../../sdk/kv/redis.ts";
 
-const twinPath = "/api/twin-properties/v1/acme/prod/rdev/twin-properties";
+const twinPath = pathOf("rdev");
+
+const it = derrickTest({ actors: ["identity", "twins", "twin-mirror"], env: ({ redis }) => mirrorTo("rdev", redis) });
+
+const put = (derrick: TestDerrick, group: string, twins: Array<{ name: string; value: string }>) =>
+  putTwin(derrick, "rdev", { group, twins });
 
 describe("device SDK over Redis with the twin mirror", () => {
-  let nats: TestNats;
-  let redis: TestRedis;
-  let derrick: TestDerrick;
   let device: DeviceClient | undefined;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    redis = await startTestRedis();
-    derrick = await startDerrick(nats, {
-      actors: ["identity", "twins", "twin-mirror"],
-      env: { DERRICK_TWIN_MIRRORS: JSON.stringify([{ organization: "acme", environment: "prod", twinId: "rdev", redis: redis.url }]) },
-    });
-  });
   afterAll(async () => {
     await device?.close();
-    await derrick?.cleanup();
-    await redis?.cleanup();
-    await nats?.cleanup();
   });
 
-  const put = (group: string, twins: Array<{ name: string; value: string }>) =>
-    derrick.call(twinPath, { method: "PUT", body: JSON.stringify({ group, twins }), as: "admin", partition: null });
-
-  it("sdk redis - a REST PUT reaches the device's callback through Redis with the value and the version", async () => {
+  it("sdk redis - a REST PUT reaches the device's callback through Redis with the value and the version", async ({
+    derrick,
+    nats,
+    redis,
+  }) => {
     const config = parseAppConfig({
       Name: "RApp",
       AEA2: {
@@ -52,35 +36,37 @@ describe("device SDK over Redis with the twin mirror", () => {
     device = await DeviceClient.connect(config, { reconnectTimeWaitMs: 100 });
     const seen: TwinChange[] = [];
     device.observe("setpoints", undefined, (c) => seen.push(c));
-    const res = await put("setpoints", [
+    const res = await put(derrick, "setpoints", [
       { name: "a", value: "1" },
       { name: "b", value: "2" },
     ]);
-    const body = (await res.json()) as { twins: Array<{ name: string; version: number }> };
+    const body = await json<TwinPutReply>(res);
     await eventually(() => seen.length === 2, { what: "both values via Redis" });
     expect(seen.map((c) => [c.name, c.value, c.version]).sort()).toEqual([
       ["a", "1", body.twins[0]!.version],
       ["b", "2", body.twins[1]!.version],
     ]);
-    await put("setpoints", [{ name: "a", value: "3" }]);
+    await put(derrick, "setpoints", [{ name: "a", value: "3" }]);
     await eventually(() => seen.length === 3);
     expect(seen[2]).toMatchObject({ name: "a", value: "3" });
   });
 
-  it("sdk redis - a reported value written on the device reaches JetStream (the REST GET)", async () => {
+  it("sdk redis - a reported value written on the device reaches JetStream (the REST GET)", async ({ derrick }) => {
     await device!.setReported("setpoints", "a", "3");
     await eventually(
       async () => {
-        const state = (await (await derrick.call(twinPath, { as: "admin", partition: null })).json()) as {
-          reported: Record<string, Record<string, { value: string }>>;
-        };
+        const state = await twinState(derrick, "rdev");
         return state.reported.setpoints?.a?.value === "3";
       },
       { what: "reported copied back" },
     );
   });
 
-  it("sdk redis - a config twin is applied on a Redis-backed device and acknowledged back to JetStream", async () => {
+  it("sdk redis - a config twin is applied on a Redis-backed device and acknowledged back to JetStream", async ({
+    derrick,
+    nats,
+    redis,
+  }) => {
     const next = {
       Name: "RApp",
       AEA2: {
@@ -89,29 +75,30 @@ describe("device SDK over Redis with the twin mirror", () => {
       },
     };
     const text = JSON.stringify(next);
-    await put("config", [{ name: "RApp", value: text }]);
+    await put(derrick, "config", [{ name: "RApp", value: text }]);
     await eventually(() => device!.config.bus.subscriptions.DataIn[0] === "slbapps.RApp.Other", { what: "reload" });
     await eventually(
       async () => {
-        const state = (await (await derrick.call(`${twinPath}?group=config`, { as: "admin", partition: null })).json()) as {
-          reported: Record<string, Record<string, { value: string }>>;
-        };
+        const state = await twinState(derrick, "rdev", "config");
         return state.reported.config?.RApp?.value === text;
       },
       { what: "ack in JetStream" },
     );
   });
-  it("sdk redis - after Redis restarts empty, values put while it was down reach the callback once and in order, older ones are back, and a reported value written meanwhile reaches JetStream", async () => {
+  it("sdk redis - after Redis restarts empty, values put while it was down reach the callback once and in order, older ones are back, and a reported value written meanwhile reaches JetStream", async ({
+    derrick,
+    redis,
+  }) => {
     const seen: TwinChange[] = [];
     device!.observe("restart", undefined, (c) => seen.push(c));
-    await put("restart", [{ name: "keep", value: "k" }]);
+    await put(derrick, "restart", [{ name: "keep", value: "k" }]);
     await eventually(() => seen.some((c) => c.name === "keep"), { what: "value before the outage" });
     await redis.stop();
     const versions: number[] = [];
     for (let i = 1; i <= 5; i++) {
-      const res = await put("restart", [{ name: "a", value: String(i) }]);
+      const res = await put(derrick, "restart", [{ name: "a", value: String(i) }]);
       expect(res.status).toBe(200);
-      versions.push(((await res.json()) as { twins: Array<{ version: number }> }).twins[0]!.version);
+      versions.push((await json<TwinPutReply>(res)).twins[0]!.version);
     }
     // Queued by the client until Redis is back.
     const reported = device!.setReported("restart", "r", "written while down");
@@ -127,25 +114,21 @@ describe("device SDK over Redis with the twin mirror", () => {
     expect(seen.filter((c) => c.name === "keep")).toHaveLength(1);
     await eventually(
       async () => {
-        const state = (await (await derrick.call(`${twinPath}?group=restart`, { as: "admin", partition: null })).json()) as {
-          reported: Record<string, Record<string, { value: string }>>;
-        };
+        const state = await twinState(derrick, "rdev", "restart");
         return state.reported.restart?.r?.value === "written while down";
       },
       { what: "reported value copied back" },
     );
   });
 
-  it("sdk redis - a commit record the device wrote with names that are no list stops neither the twin mirror nor the GET: later PUTs still reach the device", async () => {
-    const nc = await connect({ servers: nats.url });
-    try {
-      const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "rdev" }));
-      // A device may write any key of its own bucket: the mirror's watch replays this one after every restart.
-      await kv.put("twin_commits/setpoints", JSON.stringify({ state: "pending", names: 1 }));
-    } finally {
-      await nc.close();
-    }
-    const res = await put("setpoints", [{ name: "a", value: "after a bad commit record" }]);
+  it("sdk redis - a commit record the device wrote with names that are no list stops neither the twin mirror nor the GET: later PUTs still reach the device", async ({
+    derrick,
+    nc,
+  }) => {
+    const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "rdev" }));
+    // A device may write any key of its own bucket: the mirror's watch replays this one after every restart.
+    await kv.put("twin_commits/setpoints", JSON.stringify({ state: "pending", names: 1 }));
+    const res = await put(derrick, "setpoints", [{ name: "a", value: "after a bad commit record" }]);
     expect(res.status).toBe(200);
     await eventually(async () => (await device!.getDesired("setpoints", "a"))?.value === "after a bad commit record", {
       what: "the PUT through the mirror",
@@ -153,21 +136,26 @@ describe("device SDK over Redis with the twin mirror", () => {
     expect((await derrick.call(twinPath, { as: "admin", partition: null })).status).toBe(200);
   });
 
-  it("sdk redis - the mirror's watch that ends by itself is opened again: a PUT made afterwards reaches the device", async () => {
+  it("sdk redis - the mirror's watch that ends by itself is opened again: a PUT made afterwards reaches the device", async ({
+    derrick,
+  }) => {
     // The connection's KV watches: the mirror's and the identity actor's.
     expect(endKvWatches(derrick.nc)).toBeGreaterThanOrEqual(1);
-    const res = await put("setpoints", [{ name: "a", value: "after the watch ended" }]);
+    const res = await put(derrick, "setpoints", [{ name: "a", value: "after the watch ended" }]);
     expect(res.status).toBe(200);
     await eventually(async () => (await device!.getDesired("setpoints", "a"))?.value === "after the watch ended", {
       what: "the PUT through the re-opened watch",
     });
   });
 
-  it("sdk redis - desired values put while the device's Redis is down are not queued one by one: once it is back the mirror writes the latest values, not every PUT", async () => {
+  it("sdk redis - desired values put while the device's Redis is down are not queued one by one: once it is back the mirror writes the latest values, not every PUT", async ({
+    derrick,
+    redis,
+  }) => {
     const seen: TwinChange[] = [];
     device!.observe("outage", undefined, (c) => seen.push(c));
     await redis.stop();
-    for (let i = 1; i <= 60; i++) expect((await put("outage", [{ name: "a", value: String(i) }])).status).toBe(200);
+    for (let i = 1; i <= 60; i++) expect((await put(derrick, "outage", [{ name: "a", value: String(i) }])).status).toBe(200);
     await redis.restart();
     await eventually(() => seen.some((c) => c.name === "a" && c.value === "60"), { what: "the latest value after the outage" });
     // The restarted Redis counts from zero: one rewrite of the twin's latest values is a few SETs.
@@ -183,10 +171,13 @@ describe("device SDK over Redis with the twin mirror", () => {
     expect(seen.filter((c) => c.name === "a").map((c) => c.value)).toEqual(["60"]);
   });
 
-  it("sdk redis - a desired value deleted while the device's Redis is down reaches the callback as a delete once Redis is back", async () => {
+  it("sdk redis - a desired value deleted while the device's Redis is down reaches the callback as a delete once Redis is back", async ({
+    derrick,
+    redis,
+  }) => {
     const seen: TwinChange[] = [];
     device!.observe("gone", undefined, (c) => seen.push(c));
-    await put("gone", [
+    await put(derrick, "gone", [
       { name: "p", value: "1" },
       { name: "q", value: "1" },
     ]);
@@ -199,14 +190,11 @@ describe("device SDK over Redis with the twin mirror", () => {
     expect(await device!.getDesired("gone", "q")).toMatchObject({ value: "1" });
   });
 
-  it("sdk redis - a REST DELETE of a reported value deletes it in the device's Redis too, so the mirror does not copy it back", async () => {
+  it("sdk redis - a REST DELETE of a reported value deletes it in the device's Redis too, so the mirror does not copy it back", async ({
+    derrick,
+  }) => {
     await device!.setReported("deleted", "r", "1");
-    const reportedR = async () =>
-      (
-        (await (await derrick.call(`${twinPath}?group=deleted`, { as: "admin", partition: null })).json()) as {
-          reported: Record<string, Record<string, { value: string }>>;
-        }
-      ).reported.deleted?.r?.value;
+    const reportedR = async () => (await twinState(derrick, "rdev", "deleted")).reported.deleted?.r?.value;
     await eventually(async () => (await reportedR()) === "1", { what: "the reported value in JetStream" });
     expect((await derrick.call(`${twinPath}/deleted/r`, { method: "DELETE", as: "admin", partition: null })).status).toBe(204);
     await eventually(async () => (await device!.getReported("deleted", "r")) === undefined, { what: "the reported value gone from Redis" });

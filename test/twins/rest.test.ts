@@ -1,43 +1,27 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { describe, expect } from "vitest";
+import type { NatsConnection } from "@nats-io/nats-core";
 import { KvWatchInclude } from "@nats-io/kv";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats, openBucket } from "../harness/index.ts";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { twinBucket } from "../../subjects/twins.ts";
+import { eventually, openBucket } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { expectProblem, json as readJson } from "../harness/json.ts";
+import { openApiDocument } from "../harness/openapi.ts";
+import { twinBucket, type TwinGetReply, type TwinPutReply } from "../../subjects/twins.ts";
 import { TwinCommitGate, TwinWatchView, toTwinEntry, type TwinEntry } from "../../platform/twin-commit.ts";
 import { putTwins } from "../../actors/twins/handlers.ts";
 import { kvTwinStores } from "../../actors/twins/store.ts";
 import { createLogger } from "../../platform/logger.ts";
+import { putTwin as put, twinPath as path, twinState } from "./helpers.ts";
 
-const path = (twin: string) => `/api/twin-properties/v1/acme/prod/${twin}/twin-properties`;
 const json = (body: unknown) => JSON.stringify(body);
 
+const rest = derrickTest({ actors: ["identity", "twins"] });
+const wideBodies = derrickTest({ actors: ["identity", "twins"], env: { DERRICK_BODY_LIMIT: String(4 * 1024 * 1024) } });
+
 describe("twin properties REST", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let nc: NatsConnection;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "twins"] });
-    nc = await connect({ servers: nats.url });
-  });
-  afterAll(async () => {
-    await nc?.close();
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+  const it = rest;
 
-  const put = (twin: string, body: unknown, init: { as?: "alpha" | "beta" | "admin" | null; headers?: Record<string, string> } = {}) =>
-    derrick.call(path(twin), {
-      method: "PUT",
-      body: json(body),
-      as: init.as === undefined ? "admin" : init.as,
-      partition: null,
-      headers: init.headers,
-    });
-
-  it("twins - a PUT stores every property under twin_properties/<group>/desired/<name> and answers versions", async () => {
-    const res = await put("dev-1", {
+  it("twins - a PUT stores every property under twin_properties/<group>/desired/<name> and answers versions", async ({ derrick, nc }) => {
+    const res = await put(derrick, "dev-1", {
       group: "config",
       twins: [
         { name: "MyApp", value: '{"Name":"MyApp"}' },
@@ -45,7 +29,7 @@ describe("twin properties REST", () => {
       ],
     });
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { group: string; twins: Array<{ name: string; value: string; version: number }> };
+    const body = await readJson<TwinPutReply>(res);
     expect(body.group).toBe("config");
     expect(body.twins.map((t) => t.name)).toEqual(["MyApp", "rate"]);
     for (const twin of body.twins) expect(Number.isInteger(twin.version)).toBe(true);
@@ -57,33 +41,32 @@ describe("twin properties REST", () => {
     expect(entry?.revision).toBe(body.twins[1]!.version);
   });
 
-  it("twins - GET returns desired and reported with versions and times, filtered by group with an ETag", async () => {
-    await put("dev-2", { group: "g1", twins: [{ name: "a", value: "1" }] });
-    const second = await put("dev-2", { group: "g2", twins: [{ name: "b", value: "2" }] });
+  it("twins - GET returns desired and reported with versions and times, filtered by group with an ETag", async ({ derrick, nc }) => {
+    await put(derrick, "dev-2", { group: "g1", twins: [{ name: "a", value: "1" }] });
+    const second = await put(derrick, "dev-2", { group: "g2", twins: [{ name: "b", value: "2" }] });
     const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-2" }));
     await kv.put("twin_properties/g1/reported/a", "1");
     const all = await derrick.call(path("dev-2"), { as: "admin", partition: null });
     expect(all.status).toBe(200);
     expect(all.headers.get("etag")).toBeNull();
-    const body = (await all.json()) as {
-      desired: Record<string, Record<string, { value: string; version: number; updated_at: string }>>;
-      reported: Record<string, unknown>;
-    };
+    const body = await readJson<TwinGetReply>(all);
     expect(Object.keys(body.desired).sort()).toEqual(["g1", "g2"]);
     expect(body.desired.g1!.a).toMatchObject({ value: "1" });
     expect(body.desired.g1!.a!.updated_at).toMatch(/Z$/);
     expect(body.reported).toMatchObject({ g1: { a: { value: "1" } } });
     const filtered = await derrick.call(`${path("dev-2")}?group=g2`, { as: "admin", partition: null });
     expect(filtered.headers.get("etag")).toBe(second.headers.get("etag"));
-    expect(Object.keys(((await filtered.json()) as { desired: object }).desired)).toEqual(["g2"]);
+    expect(Object.keys((await readJson<TwinGetReply>(filtered)).desired)).toEqual(["g2"]);
     const empty = await derrick.call(path("never-written"), { as: "admin", partition: null });
     expect(await empty.json()).toEqual({ desired: {}, reported: {} });
   });
 
-  it("twins - GETs leave no consumer on the twin's stream (each would stay five minutes and slow every later write)", async () => {
-    await put("dev-reads", { group: "g", twins: [{ name: "a", value: "1" }] });
+  it("twins - GETs leave no consumer on the twin's stream (each would stay five minutes and slow every later write)", async ({
+    derrick,
+    jsm,
+  }) => {
+    await put(derrick, "dev-reads", { group: "g", twins: [{ name: "a", value: "1" }] });
     for (let i = 0; i < 10; i++) expect((await derrick.call(path("dev-reads"), { as: "admin", partition: null })).status).toBe(200);
-    const jsm = await jetstreamManager(nc);
     const stream = `KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-reads" })}`;
     await eventually(async () => (await jsm.streams.info(stream)).state.consumer_count === 0, {
       timeoutMs: 3_000,
@@ -91,13 +74,13 @@ describe("twin properties REST", () => {
     });
   });
 
-  it("twins - writes need twins.writers, reads need a twins group, and a token is required", async () => {
-    expect((await put("dev-3", { group: "g", twins: [{ name: "a", value: "1" }] }, { as: "alpha" })).status).toBe(403);
+  it("twins - writes need twins.writers, reads need a twins group, and a token is required", async ({ derrick }) => {
+    expect((await put(derrick, "dev-3", { group: "g", twins: [{ name: "a", value: "1" }] }, { as: "alpha" })).status).toBe(403);
     expect((await derrick.call(path("dev-3"), { as: "beta", partition: null })).status).toBe(403);
-    expect((await put("dev-3", { group: "g", twins: [{ name: "a", value: "1" }] }, { as: null })).status).toBe(401);
+    expect((await put(derrick, "dev-3", { group: "g", twins: [{ name: "a", value: "1" }] }, { as: null })).status).toBe(401);
   });
 
-  it("twins - names, groups, empty lists and unknown fields outside the contract are 400 naming the field", async () => {
+  it("twins - names, groups, empty lists and unknown fields outside the contract are 400 naming the field", async ({ derrick }) => {
     const cases: Array<[unknown, string]> = [
       [{ group: "g", twins: [{ name: "a.b", value: "1" }] }, "/body/twins/0/name"],
       [{ group: "g/x", twins: [{ name: "a", value: "1" }] }, "/body/group"],
@@ -118,9 +101,9 @@ describe("twin properties REST", () => {
       [{ group: "g", twins: [{ name: "constructor", value: "1" }] }, "/body/twins/0/name"],
     ];
     for (const [body, pointer] of cases) {
-      const res = await put("dev-4", body);
+      const res = await put(derrick, "dev-4", body);
       expect(res.status, JSON.stringify(body)).toBe(400);
-      const problem = (await res.json()) as { errors?: Array<{ pointer: string }> };
+      const problem = await expectProblem(res, 400);
       expect(problem.errors?.map((e) => e.pointer)).toContain(pointer);
     }
     expect(
@@ -140,7 +123,7 @@ describe("twin properties REST", () => {
     ]) {
       const res = await derrick.call(`${path("dev-4")}/${suffix}`, { method: "DELETE", as: "admin", partition: null });
       expect(res.status, suffix).toBe(400);
-      const problem = (await res.json()) as { errors?: Array<{ pointer: string }> };
+      const problem = await expectProblem(res, 400);
       expect(
         problem.errors?.map((e) => e.pointer),
         suffix,
@@ -148,17 +131,18 @@ describe("twin properties REST", () => {
     }
   });
 
-  it("twins - keys a device wrote with __proto__ or constructor as group or name are not shown and touch no prototype", async () => {
-    await put("dev-proto", { group: "g", twins: [{ name: "a", value: "1" }] });
+  it("twins - keys a device wrote with __proto__ or constructor as group or name are not shown and touch no prototype", async ({
+    derrick,
+    nc,
+  }) => {
+    await put(derrick, "dev-proto", { group: "g", twins: [{ name: "a", value: "1" }] });
     const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-proto" }));
     // A device may write any key into its own bucket; these would set Object.prototype.polluted on a
     // plain-object reply, and Object.polluted through "constructor".
     await kv.put("twin_properties/__proto__/reported/polluted", "yes");
     await kv.put("twin_properties/constructor/reported/polluted", "yes");
     await kv.put("twin_properties/g/reported/__proto__", "yes");
-    const res = await derrick.call(path("dev-proto"), { as: "admin", partition: null });
-    expect(res.status).toBe(200);
-    const state = (await res.json()) as { desired: Record<string, unknown>; reported: Record<string, unknown> };
+    const state = await twinState(derrick, "dev-proto");
     expect(state.desired).toEqual({ g: { a: expect.objectContaining({ value: "1" }) } });
     expect(state.reported).toEqual({});
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -200,20 +184,23 @@ describe("twin properties REST", () => {
     }
   });
 
-  it("twins - a commit record a device wrote with names that are no list breaks neither the GET nor the next PUT, which claims the group over it", async () => {
-    await put("dev-bad-commit", { group: "g", twins: [{ name: "a", value: "1" }] });
+  it("twins - a commit record a device wrote with names that are no list breaks neither the GET nor the next PUT, which claims the group over it", async ({
+    derrick,
+    nc,
+  }) => {
+    await put(derrick, "dev-bad-commit", { group: "g", twins: [{ name: "a", value: "1" }] });
     const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-bad-commit" }));
     // A device may write any key of its own bucket, its commit records included.
     await kv.put("twin_commits/g", json({ state: "pending", names: 1 }));
     const read = async () => {
       const res = await derrick.call(`${path("dev-bad-commit")}?group=g`, { as: "admin", partition: null });
       expect(res.status).toBe(200);
-      return { etag: res.headers.get("etag"), state: (await res.json()) as { desired: Record<string, Record<string, { value: string }>> } };
+      return { etag: res.headers.get("etag"), state: await readJson<TwinGetReply>(res) };
     };
     const before = await read();
     expect(before.state.desired.g!.a!.value).toBe("1");
     expect(before.etag).toBe('"0"');
-    const next = await put("dev-bad-commit", { group: "g", twins: [{ name: "a", value: "2" }] });
+    const next = await put(derrick, "dev-bad-commit", { group: "g", twins: [{ name: "a", value: "2" }] });
     expect(next.status).toBe(200);
     const after = await read();
     expect(after.state.desired.g!.a!.value).toBe("2");
@@ -221,8 +208,8 @@ describe("twin properties REST", () => {
     expect(JSON.parse((await kv.get("twin_commits/g"))!.string())).toMatchObject({ state: "committed", names: ["a"] });
   });
 
-  it("twins - a value over 64 KiB or a request over the body limit is 413 and nothing is written", async () => {
-    const big = await put("dev-5", {
+  it("twins - a value over 64 KiB or a request over the body limit is 413 and nothing is written", async ({ derrick }) => {
+    const big = await put(derrick, "dev-5", {
       group: "g",
       twins: [
         { name: "ok", value: "1" },
@@ -231,55 +218,59 @@ describe("twin properties REST", () => {
     });
     expect(big.status).toBe(413);
     // The problem names the offending value like every field error (RFC 9457 body, JSON pointer).
-    expect(((await big.json()) as { errors?: Array<{ pointer: string }> }).errors?.map((e) => e.pointer)).toEqual(["/body/twins/1/value"]);
-    const huge = await put("dev-5", {
+    expect((await expectProblem(big, 413)).errors?.map((e) => e.pointer)).toEqual(["/body/twins/1/value"]);
+    const huge = await put(derrick, "dev-5", {
       group: "g",
       twins: Array.from({ length: 20 }, (_, i) => ({ name: `n${i}`, value: "y".repeat(60 * 1024) })),
     });
     expect(huge.status).toBe(413);
-    const state = (await (await derrick.call(path("dev-5"), { as: "admin", partition: null })).json()) as { desired: object };
+    const state = await twinState(derrick, "dev-5");
     expect(state.desired).toEqual({});
   });
 
-  it("twins - If-Match with a stale version is 412; with the current one the PUT lands", async () => {
-    const first = await put("dev-6", { group: "g", twins: [{ name: "a", value: "1" }] });
+  it("twins - If-Match with a stale version is 412; with the current one the PUT lands", async ({ derrick }) => {
+    const first = await put(derrick, "dev-6", { group: "g", twins: [{ name: "a", value: "1" }] });
     const etag = first.headers.get("etag")!;
-    await put("dev-6", { group: "g", twins: [{ name: "a", value: "2" }] });
-    expect((await put("dev-6", { group: "g", twins: [{ name: "a", value: "3" }] }, { headers: { "if-match": etag } })).status).toBe(412);
+    await put(derrick, "dev-6", { group: "g", twins: [{ name: "a", value: "2" }] });
+    expect(
+      (await put(derrick, "dev-6", { group: "g", twins: [{ name: "a", value: "3" }] }, { headers: { "if-match": etag } })).status,
+    ).toBe(412);
     const current = (await derrick.call(`${path("dev-6")}?group=g`, { as: "admin", partition: null })).headers.get("etag")!;
     const ok = await put(
+      derrick,
       "dev-6",
       { group: "g", twins: [{ name: "a", value: "3" }] },
       { headers: { "if-match": current.replaceAll('"', "") } },
     );
     expect(ok.status).toBe(200);
-    expect((await put("dev-6", { group: "g", twins: [{ name: "a", value: "4" }] }, { headers: { "if-match": "nope" } })).status).toBe(400);
+    expect(
+      (await put(derrick, "dev-6", { group: "g", twins: [{ name: "a", value: "4" }] }, { headers: { "if-match": "nope" } })).status,
+    ).toBe(400);
   });
 
-  it("twins - a PUT refused with 412 on a twin never written creates nothing: no bucket", async () => {
-    const res = await put("dev-never", { group: "g", twins: [{ name: "a", value: "1" }] }, { headers: { "if-match": '"7"' } });
+  it("twins - a PUT refused with 412 on a twin never written creates nothing: no bucket", async ({ derrick, jsm }) => {
+    const res = await put(derrick, "dev-never", { group: "g", twins: [{ name: "a", value: "1" }] }, { headers: { "if-match": '"7"' } });
     expect(res.status).toBe(412);
-    const jsm = await jetstreamManager(nc);
     await expect(jsm.streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId: "dev-never" })}`)).rejects.toThrow(
       /not found/,
     );
     // "0" is the version of a group with nothing yet: that PUT creates the twin.
-    expect((await put("dev-never", { group: "g", twins: [{ name: "a", value: "1" }] }, { headers: { "if-match": '"0"' } })).status).toBe(
-      200,
-    );
+    expect(
+      (await put(derrick, "dev-never", { group: "g", twins: [{ name: "a", value: "1" }] }, { headers: { "if-match": '"0"' } })).status,
+    ).toBe(200);
   });
 
-  it("twins - the OpenAPI document lists 507 (the twin or the deployment is full) among the answers of PUT and DELETE", async () => {
-    const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as {
-      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
-    };
+  it("twins - the OpenAPI document lists 507 (the twin or the deployment is full) among the answers of PUT and DELETE", async ({
+    derrick,
+  }) => {
+    const doc = await openApiDocument(derrick.url);
     const base = "/api/twin-properties/v1/{organization}/{environment}/{twinId}/twin-properties";
     expect(Object.keys(doc.paths[base]!.put!.responses)).toContain("507");
     expect(Object.keys(doc.paths[`${base}/{group}/{name}`]!.delete!.responses)).toContain("507");
   });
 
-  it("twins - DELETE removes one property and answers 204", async () => {
-    await put("dev-7", {
+  it("twins - DELETE removes one property and answers 204", async ({ derrick }) => {
+    await put(derrick, "dev-7", {
       group: "g",
       twins: [
         { name: "a", value: "1" },
@@ -288,15 +279,16 @@ describe("twin properties REST", () => {
     });
     const res = await derrick.call(`${path("dev-7")}/g/a`, { method: "DELETE", as: "admin", partition: null });
     expect(res.status).toBe(204);
-    const state = (await (await derrick.call(path("dev-7"), { as: "admin", partition: null })).json()) as {
-      desired: Record<string, object>;
-    };
+    const state = await twinState(derrick, "dev-7");
     expect(Object.keys(state.desired.g!)).toEqual(["b"]);
     expect((await derrick.call(`${path("dev-7")}/g/a`, { method: "DELETE", as: "alpha", partition: null })).status).toBe(403);
   });
 
-  it("twins - a commit gate following a bucket holds one value per claimed name, however often a device rewrites it under a claim nobody commits", async () => {
-    await put("dev-held", { group: "seed", twins: [{ name: "s", value: "0" }] });
+  it("twins - a commit gate following a bucket holds one value per claimed name, however often a device rewrites it under a claim nobody commits", async ({
+    derrick,
+    nc,
+  }) => {
+    await put(derrick, "dev-held", { group: "seed", twins: [{ name: "s", value: "0" }] });
     const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-held" }));
     // The gate as the twin mirror runs it: one for the life of its watch, which sees every write.
     const gate = new TwinCommitGate();
@@ -341,7 +333,7 @@ describe("twin properties REST", () => {
    * Watches a twin bucket through TwinWatchView, as the SDK and the twin mirror do, recording every
    * state of the names it hands on that is not one PUT's (torn) and the revision holes it received.
    */
-  async function watchTwin(twin: string, names: string[], from?: number) {
+  async function watchTwin(nc: NatsConnection, twin: string, names: string[], from?: number) {
     const kv = await openBucket(nc, twinBucket({ organization: "acme", environment: "prod", twinId: twin }));
     const visible = new Map<string, string>();
     const torn: string[] = [];
@@ -376,12 +368,12 @@ describe("twin properties REST", () => {
     };
   }
 
-  it("twins - a watcher never sees part of one PUT, even with concurrent PUTs to the same group", async () => {
-    await put("dev-8", { group: "g", twins: [{ name: "seed", value: "0" }] });
+  it("twins - a watcher never sees part of one PUT, even with concurrent PUTs to the same group", async ({ derrick, nc }) => {
+    await put(derrick, "dev-8", { group: "g", twins: [{ name: "seed", value: "0" }] });
     const names = ["a", "b", "c", "d", "e"];
-    const watcher = await watchTwin("dev-8", names);
+    const watcher = await watchTwin(nc, "dev-8", names);
     const rounds = Array.from({ length: 12 }, (_, round) =>
-      put("dev-8", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) }),
+      put(derrick, "dev-8", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) }),
     );
     const answers = await Promise.all(rounds);
     expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200));
@@ -393,21 +385,24 @@ describe("twin properties REST", () => {
     expect(watcher.torn).toEqual([]);
   });
 
-  it("twins - a watcher far behind the writers, whose claim records JetStream already removed, still never sees part of one PUT", async () => {
-    const seeded = await put("dev-8b", { group: "g", twins: [{ name: "seed", value: "0" }] });
+  it("twins - a watcher far behind the writers, whose claim records JetStream already removed, still never sees part of one PUT", async ({
+    derrick,
+    nc,
+  }) => {
+    const seeded = await put(derrick, "dev-8b", { group: "g", twins: [{ name: "seed", value: "0" }] });
     const from = Number((seeded.headers.get("etag") ?? "").replaceAll('"', "")) + 1;
     const names = ["a", "b", "c", "d", "e"];
     for (let round = 0; round < 6; round++)
-      expect((await put("dev-8b", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) })).status).toBe(200);
+      expect((await put(derrick, "dev-8b", { group: "g", twins: names.map((name) => ({ name, value: `r${round}` })) })).status).toBe(200);
     // Resumed where a watcher stalled after the seed: each key and the commit record kept two revisions.
-    const watcher = await watchTwin("dev-8b", names, from);
+    const watcher = await watchTwin(nc, "dev-8b", names, from);
     await eventually(() => names.every((n) => watcher.visible.get(n) === "r5"), { what: "the last PUT's values" });
     watcher.stop();
     expect(watcher.holes()).toBeGreaterThan(0);
     expect(watcher.torn).toEqual([]);
   });
 
-  it("twins - a commit left pending by a dead writer is rolled forward by the next writer", async () => {
+  it("twins - a commit left pending by a dead writer is rolled forward by the next writer", async ({ derrick, nc }) => {
     const address = { organization: "acme", environment: "prod", twinId: "dev-9" };
     const deps = { stores: kvTwinStores(nc), leaseMs: 50 };
     const ctx = {
@@ -428,21 +423,20 @@ describe("twin properties REST", () => {
     };
     await kv.update("twin_commits/g", JSON.stringify(pending), record!.revision);
     await kv.put("twin_properties/g/desired/a", "1");
-    const hidden = (await (await derrick.call(path("dev-9"), { as: "admin", partition: null })).json()) as {
-      desired: Record<string, Record<string, { value: string }>>;
-    };
+    const hidden = await twinState(derrick, "dev-9");
     expect(hidden.desired.g!.a!.value).toBe("0");
     await putTwins({ ...address, group: "g", twins: [{ name: "c", value: "2" }] }, ctx, deps);
-    const state = (await (await derrick.call(path("dev-9"), { as: "admin", partition: null })).json()) as {
-      desired: Record<string, Record<string, { value: string }>>;
-    };
+    const state = await twinState(derrick, "dev-9");
     expect(Object.fromEntries(Object.entries(state.desired.g!).map(([k, v]) => [k, v.value]))).toEqual({ a: "1", b: "1", c: "2" });
   });
 
-  it("twins - after the twin's bucket is deleted a GET answers as for a twin never written, and each later PUT lands (200) in a bucket made again", async () => {
+  it("twins - after the twin's bucket is deleted a GET answers as for a twin never written, and each later PUT lands (200) in a bucket made again", async ({
+    derrick,
+    jsm,
+  }) => {
     const twin = "dev-deleted";
-    for (let i = 1; i <= 5; i++) expect((await put(twin, { group: "g", twins: [{ name: "rate", value: String(i) }] })).status).toBe(200);
-    const jsm = await jetstreamManager(nc);
+    for (let i = 1; i <= 5; i++)
+      expect((await put(derrick, twin, { group: "g", twins: [{ name: "rate", value: String(i) }] })).status).toBe(200);
     const stream = `KV_${twinBucket({ organization: "acme", environment: "prod", twinId: twin })}`;
     await jsm.streams.delete(stream);
     const gone = await derrick.call(`${path(twin)}?group=g`, { as: "admin", partition: null });
@@ -451,30 +445,21 @@ describe("twin properties REST", () => {
     expect(await gone.json()).toEqual({ desired: {}, reported: {} });
     // Every PUT: the writer's remembered revisions (above the new bucket's) are no reason for a 409.
     for (let i = 6; i <= 8; i++) {
-      const res = await put(twin, { group: "g", twins: [{ name: "rate", value: String(i) }] });
+      const res = await put(derrick, twin, { group: "g", twins: [{ name: "rate", value: String(i) }] });
       expect({ i, status: res.status }).toEqual({ i, status: 200 });
     }
     expect((await jsm.streams.info(stream)).state.messages).toBeGreaterThan(0);
-    const state = (await (await derrick.call(`${path(twin)}?group=g`, { as: "admin", partition: null })).json()) as {
-      desired: Record<string, Record<string, { value: string }>>;
-    };
+    const state = await twinState(derrick, twin, "g");
     expect(state.desired.g!.rate!.value).toBe("8");
   });
 });
 
 describe("twin properties REST with DERRICK_BODY_LIMIT above 1 MiB", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "twins"], env: { DERRICK_BODY_LIMIT: String(4 * 1024 * 1024) } });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+  const it = wideBodies;
 
-  it("twins - a PUT request over 1 MiB is 413 even when its values add up to less and the edge takes larger bodies elsewhere", async () => {
+  it("twins - a PUT request over 1 MiB is 413 even when its values add up to less and the edge takes larger bodies elsewhere", async ({
+    derrick,
+  }) => {
     // 16 values of 60,000 '"' each: 960,000 bytes of values, ~1.9 MB of JSON once escaped.
     const twins = Array.from({ length: 16 }, (_, i) => ({ name: `n${i}`, value: '"'.repeat(60_000) }));
     const body = json({ group: "g", twins });
@@ -491,7 +476,7 @@ describe("twin properties REST with DERRICK_BODY_LIMIT above 1 MiB", () => {
       duplex: "half",
     } as RequestInit);
     expect(chunked.status).toBe(413);
-    const state = (await (await derrick.call(path("dev-wide"), { as: "admin", partition: null })).json()) as { desired: object };
+    const state = await twinState(derrick, "dev-wide");
     expect(state.desired).toEqual({});
     // Within 1 MiB the same kind of PUT lands.
     expect(

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { startTestNats } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
 import { TWIN_BUCKET_MAX_BYTES, twinBucket, twinBucketDescription } from "../../subjects/twins.ts";
 import { DeviceClient, parseAppConfig } from "../../sdk/index.ts";
 
@@ -19,35 +20,39 @@ const document = (name: string, twinId: string, server: string) => ({
 const streamOf = async (nc: NatsConnection, twinId: string) =>
   (await jetstreamManager(nc)).streams.info(`KV_${twinBucket({ organization: "acme", environment: "prod", twinId })}`);
 
-describe("device SDK: who makes a missing twin bucket", () => {
-  const MAX_BYTES = 3 * 1024 * 1024;
-  let nats: TestNats;
-  let bare: TestNats;
-  let derrick: TestDerrick;
-  let peer: NatsConnection;
-  let barePeer: NatsConnection;
-  const devices: DeviceClient[] = [];
-  beforeAll(async () => {
-    nats = await startTestNats();
-    bare = await startTestNats();
-    derrick = await startDerrick(nats, {
-      actors: ["twins"],
-      edge: false,
-      env: { DERRICK_TWIN_MAX_BYTES: String(MAX_BYTES), DERRICK_TWINS_MAX: "1" },
+const MAX_BYTES = 3 * 1024 * 1024;
+
+/** `bare`: a second server where no twins actor runs, and a connection to it. */
+const it = derrickTest({
+  actors: ["twins"],
+  edge: false,
+  env: { DERRICK_TWIN_MAX_BYTES: String(MAX_BYTES), DERRICK_TWINS_MAX: "1" },
+}).extend(
+  "bare",
+  { scope: "file" },
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern; there are none.
+  async ({}, { onCleanup }) => {
+    const server = await startTestNats();
+    const peer = await connect({ servers: server.url });
+    onCleanup(async () => {
+      await peer.close();
+      await server.cleanup();
     });
-    peer = await connect({ servers: nats.url });
-    barePeer = await connect({ servers: bare.url });
-  });
+    return { url: server.url, peer };
+  },
+);
+
+describe("device SDK: who makes a missing twin bucket", () => {
+  const devices: DeviceClient[] = [];
   afterAll(async () => {
     for (const device of devices) await device.close().catch(() => undefined);
-    await peer?.close();
-    await barePeer?.close();
-    await derrick?.cleanup();
-    await nats?.cleanup();
-    await bare?.cleanup();
   });
 
-  it("sdk bucket - a missing twin bucket is made by the twins actor with the deployment's DERRICK_TWIN_MAX_BYTES, not the SDK's defaults", async () => {
+  it("sdk bucket - a missing twin bucket is made by the twins actor with the deployment's DERRICK_TWIN_MAX_BYTES, not the SDK's defaults", async ({
+    derrick,
+    nats,
+    nc: peer,
+  }) => {
     devices.push(
       await DeviceClient.connect(parseAppConfig(document("BucketApp", "made-by-derrick", nats.url)), { reconnectTimeWaitMs: 100 }),
     );
@@ -58,7 +63,10 @@ describe("device SDK: who makes a missing twin bucket", () => {
     expect(info.config.max_msgs_per_subject).toBe(2);
   });
 
-  it("sdk bucket - past DERRICK_TWINS_MAX the actor refuses (507) and the SDK does not create the bucket behind its back: it waits", async () => {
+  it("sdk bucket - past DERRICK_TWINS_MAX the actor refuses (507) and the SDK does not create the bucket behind its back: it waits", async ({
+    nats,
+    nc: peer,
+  }) => {
     // The first test made this deployment's one twin.
     const connecting = DeviceClient.connect(parseAppConfig(document("OverApp", "over-the-limit", nats.url)), {
       reconnectTimeWaitMs: 100,
@@ -68,9 +76,9 @@ describe("device SDK: who makes a missing twin bucket", () => {
     await expect(streamOf(peer, "over-the-limit")).rejects.toThrow(/stream not found/);
   });
 
-  it("sdk bucket - with no twins actor on the NATS server, the SDK creates the bucket itself with the defaults", async () => {
+  it("sdk bucket - with no twins actor on the NATS server, the SDK creates the bucket itself with the defaults", async ({ bare }) => {
     devices.push(await DeviceClient.connect(parseAppConfig(document("BareApp", "made-by-sdk", bare.url)), { reconnectTimeWaitMs: 100 }));
-    const info = await streamOf(barePeer, "made-by-sdk");
+    const info = await streamOf(bare.peer, "made-by-sdk");
     expect(info.config.max_bytes).toBe(TWIN_BUCKET_MAX_BYTES);
     expect(info.config.num_replicas).toBe(1);
   });

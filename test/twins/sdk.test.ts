@@ -1,22 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kvm } from "@nats-io/kv";
 import { jetstreamManager } from "@nats-io/jetstream";
-import {
-  eventually,
-  freePort,
-  startDerrick,
-  startSlowLink,
-  startTestNats,
-  type SlowLink,
-  type TestDerrick,
-  type TestNats,
-  openBucket,
-} from "../harness/index.ts";
-import { twinBucket, twinBucketOptions, twinKey } from "../../subjects/twins.ts";
+import { eventually, freePort, startSlowLink, startTestNats, type SlowLink, type TestDerrick, openBucket } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
+import { twinBucket, twinBucketOptions, twinKey, type TwinPutReply } from "../../subjects/twins.ts";
+import { putTwin, twinState } from "./helpers.ts";
 import { accountsConfig } from "../../platform/nats-users.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
 import { JetStreamTwinBackend } from "../../sdk/kv/jetstream.ts";
@@ -29,8 +22,6 @@ import {
   type SdkLog,
   type TwinChange,
 } from "../../sdk/index.ts";
-
-const twinPath = (twin: string) => `/api/twin-properties/v1/acme/prod/${twin}/twin-properties`;
 
 function appDocument(name: string, twin: string, server: string, bus: { sub?: string[]; out?: string[] } = {}) {
   return {
@@ -50,10 +41,13 @@ function appDocument(name: string, twin: string, server: string, bus: { sub?: st
   };
 }
 
+/** `peer`: a connection of its own, as another process on the bus. */
+const it = derrickTest({ actors: ["identity", "twins"] }).extend("peer", { scope: "file" }, async ({ connection }) => connection("peer"));
+
+const put = (derrick: TestDerrick, twin: string, group: string, twins: Array<{ name: string; value: string }>) =>
+  putTwin(derrick, twin, { group, twins });
+
 describe("device SDK over JetStream KV", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let peer: NatsConnection;
   const devices: DeviceClient[] = [];
   const links: SlowLink[] = [];
   const start = async (config: AppConfig, log?: SdkLog) => {
@@ -61,40 +55,27 @@ describe("device SDK over JetStream KV", () => {
     devices.push(device);
     return device;
   };
-  const put = (twin: string, group: string, twins: Array<{ name: string; value: string }>) =>
-    derrick.call(twinPath(twin), { method: "PUT", body: JSON.stringify({ group, twins }), as: "admin", partition: null });
-
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["identity", "twins"] });
-    peer = await connect({ servers: nats.url });
-  });
   afterAll(async () => {
     for (const device of devices) await device.close().catch(() => undefined);
     for (const link of links) await link.close();
-    await peer?.close();
-    await derrick?.cleanup();
-    await nats?.cleanup();
   });
 
-  it("sdk - a REST PUT reaches the observe callback with the value and the version", async () => {
+  it("sdk - a REST PUT reaches the observe callback with the value and the version", async ({ derrick, nats }) => {
     const device = await start(parseAppConfig(appDocument("App1", "dev-a", nats.url)));
     const seen: TwinChange[] = [];
     device.observe("setpoints", undefined, (change) => seen.push(change));
-    const res = await put("dev-a", "setpoints", [
+    const res = await put(derrick, "dev-a", "setpoints", [
       { name: "rate", value: "5" },
       { name: "limit", value: '{"max":9}' },
     ]);
-    const body = (await res.json()) as { twins: Array<{ name: string; version: number }> };
+    const body = await json<TwinPutReply>(res);
     await eventually(() => seen.length === 2, { what: "both properties" });
     expect(seen.map((c) => [c.name, c.value, c.version])).toEqual(
       body.twins.map((t) => [t.name, t.name === "rate" ? "5" : '{"max":9}', t.version]),
     );
     expect(await device.getDesired("setpoints", "rate")).toEqual({ value: "5", version: body.twins[0]!.version });
     await device.setReported("setpoints", "rate", "5");
-    const state = (await (await derrick.call(twinPath("dev-a"), { as: "admin", partition: null })).json()) as {
-      reported: Record<string, Record<string, { value: string }>>;
-    };
+    const state = await twinState(derrick, "dev-a");
     expect(state.reported.setpoints!.rate!.value).toBe("5");
     // Readers ignore reserved names, so the SDK refuses to write them.
     await expect(device.setReported("__proto__", "rate", "5")).rejects.toThrow(/reserved/);
@@ -106,12 +87,16 @@ describe("device SDK over JetStream KV", () => {
     expect(late).toEqual(["5"]);
   });
 
-  it("sdk - a device starting on a twin with history gets each property's current value once: no value a later PUT replaced comes first", async () => {
+  it("sdk - a device starting on a twin with history gets each property's current value once: no value a later PUT replaced comes first", async ({
+    derrick,
+    peer,
+  }) => {
     const names = ["a", "b", "c"];
     for (let round = 0; round < 4; round++)
       expect(
         (
           await put(
+            derrick,
             "dev-hist",
             "g",
             names.map((name) => ({ name, value: `r${round}` })),
@@ -132,7 +117,11 @@ describe("device SDK over JetStream KV", () => {
     }
   });
 
-  it("sdk - callbacks that throw or reject are logged and the app goes on: a late observer still gets every current value", async () => {
+  it("sdk - callbacks that throw or reject are logged and the app goes on: a late observer still gets every current value", async ({
+    derrick,
+    nats,
+    peer,
+  }) => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => void unhandled.push(reason);
     process.on("unhandledRejection", onUnhandled);
@@ -142,7 +131,7 @@ describe("device SDK over JetStream KV", () => {
         parseAppConfig(appDocument("AppThrows", "dev-throws", nats.url)),
         (level, message, data) => void (level === "error" && errors.push(`${message}: ${String(data?.error)}`)),
       );
-      await put("dev-throws", "setpoints", [
+      await put(derrick, "dev-throws", "setpoints", [
         { name: "a", value: "bad" },
         { name: "b", value: "2" },
         { name: "c", value: "3" },
@@ -168,8 +157,8 @@ describe("device SDK over JetStream KV", () => {
       await eventually(() => late.length === 3, { what: "every current value for the late observer" });
       expect(late.sort()).toEqual(["a", "b", "c"]);
       peer.publish("slbapps.AppThrows.DataIn", "{}");
-      await put("dev-throws", "config", [{ name: "AppThrows", value: "{not json" }]);
-      await put("dev-throws", "setpoints", [{ name: "b", value: "22" }]);
+      await put(derrick, "dev-throws", "config", [{ name: "AppThrows", value: "{not json" }]);
+      await put(derrick, "dev-throws", "setpoints", [{ name: "b", value: "22" }]);
       await eventually(() => late.length === 4, { what: "the next change" });
       await eventually(() => errors.length === 5, { what: "the five failures logged" });
       expect(errors.sort()).toEqual([
@@ -185,9 +174,9 @@ describe("device SDK over JetStream KV", () => {
     }
   });
 
-  it("sdk - an observer registered while a batch is delivered never gets an older value after a newer one", async () => {
+  it("sdk - an observer registered while a batch is delivered never gets an older value after a newer one", async ({ derrick, nats }) => {
     const device = await start(parseAppConfig(appDocument("AppOrder", "dev-order", nats.url)));
-    await put("dev-order", "g", [
+    await put(derrick, "dev-order", "g", [
       { name: "a", value: "a0" },
       { name: "b", value: "b0" },
     ]);
@@ -199,21 +188,21 @@ describe("device SDK over JetStream KV", () => {
       if (c.value === "a1") device.observe("g", "b", (b) => void seenB.push(`${b.value}@${b.version}`));
     });
     await eventually(() => seenA.length === 1, { what: "a0" });
-    const res = await put("dev-order", "g", [
+    const res = await put(derrick, "dev-order", "g", [
       { name: "a", value: "a1" },
       { name: "b", value: "b1" },
     ]);
-    const versionB = ((await res.json()) as { twins: Array<{ name: string; version: number }> }).twins.find((t) => t.name === "b")!.version;
+    const versionB = (await json<TwinPutReply>(res)).twins.find((t) => t.name === "b")!.version;
     await eventually(() => seenB.length >= 1, { what: "b for the new observer" });
     // A marker change after the batch: once it has arrived, any replay has run.
     const marker: string[] = [];
     device.observe("g", "marker", (c) => void marker.push(c.value!));
-    await put("dev-order", "g", [{ name: "marker", value: "m" }]);
+    await put(derrick, "dev-order", "g", [{ name: "marker", value: "m" }]);
     await eventually(() => marker.length === 1, { what: "the marker" });
     expect(seenB).toEqual([`b1@${versionB}`]);
   });
 
-  it("sdk - messages() keeps at most its limit for a slow reader, dropping the oldest and counting them", async () => {
+  it("sdk - messages() keeps at most its limit for a slow reader, dropping the oldest and counting them", async ({ nats, peer }) => {
     const device = await start(parseAppConfig(appDocument("AppSlow", "dev-slow", nats.url)));
     const iterator = device.messages("DataIn", { limit: 5 });
     for (let seq = 0; seq < 20; seq++) peer.publish("slbapps.AppSlow.DataIn", JSON.stringify({ seq }));
@@ -225,7 +214,10 @@ describe("device SDK over JetStream KV", () => {
     await iterator.return!();
   });
 
-  it("sdk - close() ends the messages() iterators: what was queued is still read, then a for-await loop over them finishes", async () => {
+  it("sdk - close() ends the messages() iterators: what was queued is still read, then a for-await loop over them finishes", async ({
+    nats,
+    peer,
+  }) => {
     const device = await DeviceClient.connect(parseAppConfig(appDocument("AppClosing", "dev-closing", nats.url)), {
       reconnectTimeWaitMs: 100,
     });
@@ -244,7 +236,7 @@ describe("device SDK over JetStream KV", () => {
     expect(read).toEqual([{ n: 1 }]);
   });
 
-  it("sdk - a config twin that leaves Subscriptions unchanged loses no inbound message", async () => {
+  it("sdk - a config twin that leaves Subscriptions unchanged loses no inbound message", async ({ derrick, nats, peer }) => {
     // Over a slow link, messages are still on their way to the client when a config is applied: a
     // re-subscription (the client drops messages of the subscription it closed) would lose them.
     const link = await startSlowLink(nats, { pieceBytes: 2_048, pauseMs: 2 });
@@ -262,7 +254,7 @@ describe("device SDK over JetStream KV", () => {
     })();
     for (let k = 1; k <= 3; k++) {
       const doc = { ...appDocument("AppKeep", "dev-keep", nats.url), AppConfig: { Factor: String(k) } };
-      await put("dev-keep", "config", [{ name: "AppKeep", value: JSON.stringify(doc) }]);
+      await put(derrick, "dev-keep", "config", [{ name: "AppKeep", value: JSON.stringify(doc) }]);
       await eventually(async () => (await device.getReported("config", "AppKeep"))?.value === JSON.stringify(doc), {
         what: `config ${k} acknowledged`,
       });
@@ -275,7 +267,9 @@ describe("device SDK over JetStream KV", () => {
     expect(missing).toEqual([]);
   });
 
-  it("sdk - sendData and sendEvent return 0 and publish nothing while the bus link is down; isConnected() says so, and true again once it is back", async () => {
+  it("sdk - sendData and sendEvent return 0 and publish nothing while the bus link is down; isConnected() says so, and true again once it is back", async ({
+    nats,
+  }) => {
     const bus = await startTestNats();
     try {
       const doc = appDocument("AppOffline", "dev-offline", bus.url);
@@ -283,25 +277,24 @@ describe("device SDK over JetStream KV", () => {
       const device = await start(parseAppConfig(doc));
       expect(device.isConnected()).toBe(true);
       expect(device.sendData({ x: 1 })).toBe(2);
-      await bus.stop();
-      await eventually(() => device.sendData({ x: 2 }) === 0, { what: "sendData refused while offline" });
-      expect(device.isConnected()).toBe(false);
-      expect(device.sendEvent({ x: 3 })).toBe(0);
-      const again = await startTestNats({ port: bus.port, dir: bus.dir });
-      try {
-        await eventually(() => device.isConnected(), { what: "the link back", timeoutMs: 10_000 });
-        expect(device.sendData({ x: 4 })).toBe(2);
-        await device.close();
+      await bus.restart(async () => {
+        await eventually(() => device.sendData({ x: 2 }) === 0, { what: "sendData refused while offline" });
         expect(device.isConnected()).toBe(false);
-      } finally {
-        await again.stop();
-      }
+        expect(device.sendEvent({ x: 3 })).toBe(0);
+      });
+      await eventually(() => device.isConnected(), { what: "the link back", timeoutMs: 10_000 });
+      expect(device.sendData({ x: 4 })).toBe(2);
+      await device.close();
+      expect(device.isConnected()).toBe(false);
     } finally {
       await bus.cleanup();
     }
   });
 
-  it("sdk - inbound kinds arrive as callbacks and iterators; sendData goes to every DataOut subject; sendRequest gets replies", async () => {
+  it("sdk - inbound kinds arrive as callbacks and iterators; sendData goes to every DataOut subject; sendRequest gets replies", async ({
+    nats,
+    peer,
+  }) => {
     const device = await start(parseAppConfig(appDocument("App2", "dev-b", nats.url)));
     const received: InboundMessage[] = [];
     device.on("DataIn", (m) => received.push(m));
@@ -334,12 +327,12 @@ describe("device SDK over JetStream KV", () => {
     expect(reply.json()).toEqual({ pong: "hi" });
   });
 
-  it("sdk - an invalid config twin is ignored and its problem reported", async () => {
+  it("sdk - an invalid config twin is ignored and its problem reported", async ({ derrick, nats }) => {
     const config = parseAppConfig(appDocument("App3", "dev-c", nats.url));
     const device = await start(config);
     const statuses: number[] = [];
     device.onConfig((_c, status) => statuses.push(status.ac));
-    await put("dev-c", "config", [{ name: "App3", value: "{not json" }]);
+    await put(derrick, "dev-c", "config", [{ name: "App3", value: "{not json" }]);
     await eventually(() => statuses.length === 1);
     expect(statuses).toEqual([400]);
     expect(device.config.bus.subscriptions.DataIn).toEqual(["slbapps.App3.DataIn"]);
@@ -349,20 +342,24 @@ describe("device SDK over JetStream KV", () => {
     // Valid JSON, wrong shape: named key in the report.
     const bad = appDocument("App3", "dev-c", nats.url);
     (bad.AEA2.BusClient as Record<string, unknown>).Subscriptions = [{ DataIn: ["has space"] }];
-    await put("dev-c", "config", [{ name: "App3", value: JSON.stringify(bad) }]);
+    await put(derrick, "dev-c", "config", [{ name: "App3", value: JSON.stringify(bad) }]);
     await eventually(() => statuses.length === 2);
     const second = JSON.parse((await device.getReported("config", configStatusName("App3")))!.value) as { ac: number; ad: string };
     expect(second.ac).toBe(400);
     expect(second.ad).toContain("AEA2:BusClient:Subscriptions:0:DataIn:0");
   });
 
-  it("sdk - a valid config twin reloads, re-subscribes Subscriptions and Targets, and is acknowledged as reported", async () => {
+  it("sdk - a valid config twin reloads, re-subscribes Subscriptions and Targets, and is acknowledged as reported", async ({
+    derrick,
+    nats,
+    peer,
+  }) => {
     const device = await start(parseAppConfig(appDocument("App4", "dev-d", nats.url)));
     const received: string[] = [];
     device.on("DataIn", (m) => received.push(m.subject));
     const next = appDocument("App4", "dev-d", nats.url, { sub: ["slbapps.App4.NewIn"], out: ["slbapps.App4.NewOut"] });
     const text = JSON.stringify(next);
-    const res = await put("dev-d", "config", [{ name: "App4", value: text }]);
+    const res = await put(derrick, "dev-d", "config", [{ name: "App4", value: text }]);
     expect(res.status).toBe(200);
     await eventually(async () => (await device.getReported("config", "App4"))?.value === text, { what: "reported ack" });
     expect(device.config.bus.subscriptions.DataIn).toEqual(["slbapps.App4.NewIn"]);
@@ -427,9 +424,13 @@ describe("device SDK over JetStream KV", () => {
     }
   });
 
-  it("sdk - connect applies the config twin already stored before it returns (SDK 3.x read_config_twin at connect)", async () => {
+  it("sdk - connect applies the config twin already stored before it returns (SDK 3.x read_config_twin at connect)", async ({
+    derrick,
+    nats,
+    peer,
+  }) => {
     const next = appDocument("App6", "dev-f", nats.url, { out: ["slbapps.App6.FromTwin"] });
-    expect((await put("dev-f", "config", [{ name: "App6", value: JSON.stringify(next) }])).status).toBe(200);
+    expect((await put(derrick, "dev-f", "config", [{ name: "App6", value: JSON.stringify(next) }])).status).toBe(200);
     const outs: string[] = [];
     peer.subscribe("slbapps.App6.>", { callback: (_e, m) => void outs.push(m.subject) });
     await peer.flush();
@@ -441,10 +442,14 @@ describe("device SDK over JetStream KV", () => {
     expect(outs).toEqual(["slbapps.App6.FromTwin"]);
   });
 
-  it("sdk - a device starting while a PUT of its config twin is pending runs the committed config, not the held one, until the commit", async () => {
+  it("sdk - a device starting while a PUT of its config twin is pending runs the committed config, not the held one, until the commit", async ({
+    derrick,
+    nats,
+    peer,
+  }) => {
     const v1 = JSON.stringify(appDocument("AppHeld", "dev-held", nats.url, { out: ["slbapps.AppHeld.FromV1"] }));
     const v2 = JSON.stringify(appDocument("AppHeld", "dev-held", nats.url, { out: ["slbapps.AppHeld.FromV2"] }));
-    expect((await put("dev-held", "config", [{ name: "AppHeld", value: v1 }])).status).toBe(200);
+    expect((await put(derrick, "dev-held", "config", [{ name: "AppHeld", value: v1 }])).status).toBe(200);
     const kv = await openBucket(peer, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-held" }));
     // A writer claimed the group for two properties, wrote one of them, and has not committed yet.
     const record = (await kv.get("twin_commits/config"))!;
@@ -461,9 +466,7 @@ describe("device SDK over JetStream KV", () => {
     await kv.put(twinKey("config", "desired", "AppHeld"), v2);
     const device = await start(parseAppConfig(appDocument("AppHeld", "dev-held", nats.url)));
     // The REST GET shows v1 as the desired value while the claim is pending; so does the device.
-    const shown = (await (await derrick.call(`${twinPath("dev-held")}?group=config`, { as: "admin", partition: null })).json()) as {
-      desired: Record<string, Record<string, { value: string }>>;
-    };
+    const shown = await twinState(derrick, "dev-held", "config");
     expect(shown.desired.config!.AppHeld!.value).toBe(v1);
     expect(device.config.bus.targets.DataOut).toEqual(["slbapps.AppHeld.FromV1"]);
     expect((await device.getDesired("config", "AppHeld"))?.value).toBe(v1);
@@ -479,65 +482,74 @@ describe("device SDK over JetStream KV", () => {
     expect((await device.getDesired("config", "AppHeld"))?.value).toBe(v2);
   });
 
-  it("sdk - a commit record the device's app wrote with names that are no list neither crashes the device nor stops its twin watch", async () => {
+  it("sdk - a commit record the device's app wrote with names that are no list neither crashes the device nor stops its twin watch", async ({
+    derrick,
+    nats,
+    peer,
+  }) => {
     const device = await start(parseAppConfig(appDocument("AppBadCommit", "dev-bad-commit", nats.url)));
     const seen: string[] = [];
     device.observe("g", "p", (c) => seen.push(c.value!));
-    await put("dev-bad-commit", "g", [{ name: "p", value: "v1" }]);
+    await put(derrick, "dev-bad-commit", "g", [{ name: "p", value: "v1" }]);
     await eventually(() => seen.length === 1, { what: "the first value" });
     // Devices may write any key of their own bucket, the group's commit record included.
     const kv = await openBucket(peer, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-bad-commit" }));
     await kv.put("twin_commits/g", JSON.stringify({ state: "pending", names: 1 }));
-    await put("dev-bad-commit", "g", [{ name: "p", value: "v2" }]);
+    await put(derrick, "dev-bad-commit", "g", [{ name: "p", value: "v2" }]);
     await eventually(() => seen.length === 2, { what: "the PUT after the bad record" });
     expect(seen).toEqual(["v1", "v2"]);
   });
 
-  it("sdk - a change whose live notice is lost still reaches the callback once (the follower reads on at its poll)", async () => {
+  it("sdk - a change whose live notice is lost still reaches the callback once (the follower reads on at its poll)", async ({
+    derrick,
+    nats,
+  }) => {
     const device = await start(parseAppConfig(appDocument("AppWatchEnds", "dev-watch-ends", nats.url)));
     const seen: string[] = [];
     device.observe("g", "p", (c) => seen.push(c.value!));
-    await put("dev-watch-ends", "g", [{ name: "p", value: "v1" }]);
+    await put(derrick, "dev-watch-ends", "g", [{ name: "p", value: "v1" }]);
     await eventually(() => seen.length === 1, { what: "the first value" });
     // The notices are core NATS: a reconnect can lose them. Stop them and the poll still reads on.
     const follower = (device as unknown as { twins: { watcher: { notices: { unsubscribe(): void } } } }).twins.watcher;
     follower.notices.unsubscribe();
-    await put("dev-watch-ends", "g", [{ name: "p", value: "v2" }]);
+    await put(derrick, "dev-watch-ends", "g", [{ name: "p", value: "v2" }]);
     await eventually(() => seen.length === 2, { what: "the PUT whose notice was lost", timeoutMs: 10_000 });
     expect(seen).toEqual(["v1", "v2"]);
   });
 
-  it("sdk - two watch restarts at once (a reconnect and an ended watch) leave one watch: each change arrives once", async () => {
+  it("sdk - two watch restarts at once (a reconnect and an ended watch) leave one watch: each change arrives once", async ({
+    derrick,
+    nats,
+  }) => {
     const device = await start(parseAppConfig(appDocument("App9", "dev-i", nats.url)));
     const backend = (device as unknown as { twins: { watch(cb: (changes: TwinChange[]) => void): Promise<void> } }).twins;
     const seen: TwinChange[] = [];
     await Promise.all([backend.watch((c) => seen.push(...c)), backend.watch((c) => seen.push(...c))]);
-    const res = await put("dev-i", "racing", [{ name: "once", value: "1" }]);
-    const version = ((await res.json()) as { twins: Array<{ version: number }> }).twins[0]!.version;
+    const res = await put(derrick, "dev-i", "racing", [{ name: "once", value: "1" }]);
+    const version = (await json<TwinPutReply>(res)).twins[0]!.version;
     await eventually(() => seen.some((c) => c.name === "once"), { what: "the change" });
     // A marker written after it: once it has arrived, a second watch would have delivered the first twice.
-    await put("dev-i", "racing", [{ name: "marker", value: "m" }]);
+    await put(derrick, "dev-i", "racing", [{ name: "marker", value: "m" }]);
     await eventually(() => seen.some((c) => c.name === "marker"), { what: "the marker" });
     expect(seen.filter((c) => c.name === "once" && c.version === version)).toHaveLength(1);
   });
 
-  it("sdk - after a nats-server restart the device reconnects, does not replay what it has, and gets the next change once", async () => {
+  it("sdk - after a nats-server restart the device reconnects, does not replay what it has, and gets the next change once", async ({
+    derrick,
+    nats,
+  }) => {
     const device = await start(parseAppConfig(appDocument("App5", "dev-e", nats.url)));
     const seen: Array<[string | null, number]> = [];
     device.observe("g", "p", (c) => seen.push([c.value, c.version]));
-    await put("dev-e", "g", [{ name: "p", value: "v1" }]);
+    await put(derrick, "dev-e", "g", [{ name: "p", value: "v1" }]);
     await eventually(() => seen.length === 1);
     const reconnected = (async () => {
       for await (const s of device.nc.status()) if (s.type === "reconnect") return true;
       return false;
     })();
-    const first = nats;
-    await first.stop();
-    const restarted = await startTestNats({ port: first.port, dir: first.dir });
-    // The restarted server shares the first one's directory: stop it, then let the first clean up.
-    nats = { ...restarted, cleanup: async () => (await restarted.stop(), await first.cleanup()) };
+    await nats.restart();
     expect(await reconnected).toBe(true);
-    await eventually(async () => (await put("dev-e", "g", [{ name: "p", value: "v2" }])).status === 200, {
+    await eventually(async () => (await put(derrick, "dev-e", "g", [{ name: "p", value: "v2" }])).status === 200, {
       timeoutMs: 20_000,
       intervalMs: 200,
       what: "PUT after restart",
@@ -547,7 +559,10 @@ describe("device SDK over JetStream KV", () => {
     expect(seen[1]![1]).toBeGreaterThan(seen[0]![1]);
   });
 
-  it("sdk - a twin bucket deleted and made again is noticed: a warning, and the new bucket's values (versions from 1 again) reach the callback", async () => {
+  it("sdk - a twin bucket deleted and made again is noticed: a warning, and the new bucket's values (versions from 1 again) reach the callback", async ({
+    derrick,
+    nats,
+  }) => {
     const logs: Array<{ level: string; message: string }> = [];
     const device = await DeviceClient.connect(parseAppConfig(appDocument("AppRecreated", "dev-recreated", nats.url)), {
       reconnectTimeWaitMs: 100,
@@ -557,7 +572,8 @@ describe("device SDK over JetStream KV", () => {
     devices.push(device);
     const seen: string[] = [];
     device.observe("setpoints", undefined, (change) => seen.push(`${change.value}@${change.version}`));
-    for (let i = 1; i <= 5; i++) expect((await put("dev-recreated", "setpoints", [{ name: "rate", value: String(i) }])).status).toBe(200);
+    for (let i = 1; i <= 5; i++)
+      expect((await put(derrick, "dev-recreated", "setpoints", [{ name: "rate", value: String(i) }])).status).toBe(200);
     await eventually(() => seen.at(-1)?.startsWith("5@") === true, { what: "the fifth value" });
     const operator = await connect({ servers: nats.url });
     await (await jetstreamManager(operator)).streams.delete(
@@ -565,12 +581,12 @@ describe("device SDK over JetStream KV", () => {
     );
     await operator.close();
     // The twins actor makes the bucket again on this PUT; its revisions are below every one delivered.
-    expect((await put("dev-recreated", "setpoints", [{ name: "rate", value: "6" }])).status).toBe(200);
+    expect((await put(derrick, "dev-recreated", "setpoints", [{ name: "rate", value: "6" }])).status).toBe(200);
     await eventually(() => seen.some((s) => s.startsWith("6@")), {
       what: "the value written after the bucket was made again",
       timeoutMs: 10_000,
     });
-    expect((await put("dev-recreated", "setpoints", [{ name: "rate", value: "7" }])).status).toBe(200);
+    expect((await put(derrick, "dev-recreated", "setpoints", [{ name: "rate", value: "7" }])).status).toBe(200);
     await eventually(() => seen.some((s) => s.startsWith("7@")), { what: "the next value" });
     expect(logs.some((l) => l.level === "warn" && /deleted and made again/.test(l.message))).toBe(true);
   });
