@@ -5,10 +5,12 @@
  * token endpoint answers its own JSON errors), and nothing is written: every JetStream stream (KV
  * buckets included) keeps its last sequence.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import fc from "fast-check";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { eventually, TEST_CLIENTS, type TestDerrick } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { openApiDocument } from "../harness/openapi.ts";
 
 type Operation = { method: string; path: string; params: string[] };
 
@@ -19,7 +21,7 @@ const BODY_LIMIT = 64 * 1024;
 /** A field no strict body accepts: generated objects carry it so that no generated body can be a valid write. */
 const POISON = "__hostile__";
 
-let nats: TestNats;
+/** The file's derrick, for the helpers below; set once it runs. */
 let derrick: TestDerrick;
 let operations: Operation[];
 let adminToken: string;
@@ -135,13 +137,14 @@ const contentTypes = fc.constantFrom(
   "",
 );
 
+const it = derrickTest({ env: { DERRICK_BODY_LIMIT: String(BODY_LIMIT) } });
+
 describe("hostile input over every OpenAPI route", () => {
   let before: Record<string, number>;
 
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { env: { DERRICK_BODY_LIMIT: String(BODY_LIMIT) } });
-    const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+  it.beforeAll(async ({ derrick: booted }) => {
+    derrick = booted;
+    const doc = await openApiDocument(derrick.url);
     operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.keys(ops)
         .filter((m) => ["get", "put", "post", "delete", "patch"].includes(m))
@@ -156,8 +159,6 @@ describe("hostile input over every OpenAPI route", () => {
     console.log(
       `hostile input: ${tried} requests over ${operations?.length ?? 0} operations; statuses ${JSON.stringify(Object.fromEntries([...outcomes].sort(([a], [b]) => a - b)))}`,
     );
-    await derrick?.cleanup();
-    await nats?.cleanup();
   });
 
   it("hostile - the OpenAPI document lists the operations of every capability", () => {

@@ -4,23 +4,15 @@
  * and open-cursor limits have their own tests (notifications/delivery, twins/rest, search/cursor);
  * concurrent deliveries per receiver: notifications/crash.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { eventually, startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { eventually } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { expectProblem } from "../harness/json.ts";
+
+const it = derrickTest({ env: { DERRICK_RATE_LIMIT: "5/s", DERRICK_RATE_BURST: "5", DERRICK_BODY_LIMIT: "16384" } });
 
 describe("edge limits", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { env: { DERRICK_RATE_LIMIT: "5/s", DERRICK_RATE_BURST: "5", DERRICK_BODY_LIMIT: "16384" } });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
-
-  it("limits - a client over its rate gets 429 problem+json with Retry-After; other clients are not affected", async () => {
+  it("limits - a client over its rate gets 429 problem+json with Retry-After; other clients are not affected", async ({ derrick }) => {
     await derrick.token("alpha");
     await derrick.token("beta");
     const statuses: number[] = [];
@@ -34,9 +26,8 @@ describe("edge limits", () => {
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(5);
     expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(7);
     expect(refused).toBeDefined();
-    expect(refused!.headers.get("content-type")).toContain("application/problem+json");
     expect(Number(refused!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-    expect((await refused!.json()) as object).toMatchObject({ status: 429 });
+    await expectProblem(refused!, 429);
     expect((await derrick.call("/v1/system/whoami", { as: "beta" })).status).toBe(200);
     // The bucket refills: alpha is served again.
     await eventually(async () => (await derrick.call("/v1/system/whoami", { as: "alpha" })).status === 200, {
@@ -45,8 +36,7 @@ describe("edge limits", () => {
     });
   });
 
-  it("limits - a body just over the limit is 413 on every write route, and nothing is written", async () => {
-    const jsm = await jetstreamManager(derrick.nc);
+  it("limits - a body just over the limit is 413 on every write route, and nothing is written", async ({ derrick, jsm }) => {
     const sequences = async () => {
       const seqs: Record<string, number> = {};
       for await (const info of jsm.streams.list()) seqs[info.config.name] = info.state.last_seq;

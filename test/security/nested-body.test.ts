@@ -8,8 +8,11 @@
  * No wall-clock assertion (performance is measured in bench/ and docs/edge.md): the old code fails
  * these on status and message (500, or a validation 400 without the depth, or a 200), not on time.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { TEST_CLIENTS, type TestDerrick } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
+import type { Problem } from "../../subjects/errors.ts";
 import { MAX_BODY_DEPTH } from "../../edge/plugins/body.ts";
 import { routeBodyLimits } from "../../edge/app.ts";
 
@@ -19,15 +22,15 @@ const objects = (levels: number) => `${'{"a":'.repeat(levels)}1${"}".repeat(leve
 /** 1 MB of nesting, under the default 1 MiB body limit. */
 const MEGABYTE = { arrays: arrays(500_000), objects: objects(174_000) };
 
-type Problem = { status: number; detail: string; errors?: Array<{ pointer: string; message: string }> };
+const it = derrickTest();
 
-let nats: TestNats;
+/** The file's derrick, for the helpers below; set once it runs. */
 let derrick: TestDerrick;
 let headers: Record<string, string>;
 
 async function problemOf(res: Response): Promise<Problem> {
   expect(res.headers.get("content-type")).toContain("application/problem+json");
-  return (await res.json()) as Problem;
+  return json<Problem>(res);
 }
 
 /** The 400 that names the depth limit: in the detail, or (routes framing their 400s: OSDU search) in `errors`. */
@@ -52,19 +55,14 @@ async function withProbe(send: () => Promise<Response>): Promise<{ res: Response
   return { res: sent.res, health: probed.res, ms: sent.ms, healthMs: probed.ms };
 }
 
-beforeAll(async () => {
-  nats = await startTestNats();
-  derrick = await startDerrick(nats);
+it.beforeAll(async ({ derrick: booted }) => {
+  derrick = booted;
   headers = {
     authorization: `Bearer ${await derrick.token("admin")}`,
     appkey: TEST_CLIENTS.admin.appkey,
     "slb-partition-id": "opendes",
     "data-partition-id": "opendes",
   };
-});
-afterAll(async () => {
-  await derrick?.cleanup();
-  await nats?.cleanup();
 });
 
 describe("nested request bodies", () => {

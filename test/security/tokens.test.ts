@@ -4,35 +4,40 @@
  * for another partition's data. Tampered, unsigned, expired and wrong issuer/audience tokens are
  * covered in test/platform/edge.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import { decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from "jose";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { connect } from "@nats-io/transport-node";
-import {
-  clientToken,
-  endKvWatches,
-  eventually,
-  startDerrick,
-  startTestNats,
-  TEST_CLIENTS,
-  type TestDerrick,
-  type TestNats,
-  openBucket,
-} from "../harness/index.ts";
+import { clientToken, endKvWatches, eventually, startDerrick, TEST_CLIENTS, type TestDerrick, openBucket } from "../harness/index.ts";
+import { derrickTest, natsTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
+import type { Jwks } from "../../subjects/identity.ts";
 import { REGISTRY_BUCKET } from "../../actors/identity/registry.ts";
 
 const ISSUER = "https://login.rotation.test";
 const AUDIENCE = "derrick-api";
 
+/** The external issuer's JWKS, served on loopback from the file's start: its keys change under the tests. */
+let published: JWK[] = [];
+const jwksServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ keys: published }) });
+
+const rotating = derrickTest({
+  actors: ["system", "identity"],
+  env: {
+    DERRICK_AUTH_ISSUER: ISSUER,
+    DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`,
+    DERRICK_AUTH_AUDIENCE: AUDIENCE,
+    DERRICK_AUTH_JWKS_MAX_AGE: "1s",
+  },
+});
+const partitions = derrickTest({ actors: ["system", "identity", "storage"] });
+// The issuer restarts within a test: its derrick is the test's own.
+const signingKeys = natsTest();
+
 describe("tokens against a rotating external JWKS", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let jwksServer: ReturnType<typeof Bun.serve>;
-  let published: JWK[] = [];
+  const it = rotating;
   const keys: Record<string, { privateKey: CryptoKey; jwk: JWK }> = {};
   const sign = (kid: string, claims: Record<string, unknown> = {}) =>
     new SignJWT({ client_id: "alpha", groups: ["users.datalake.viewers"], ...claims })
@@ -44,53 +49,43 @@ describe("tokens against a rotating external JWKS", () => {
       .setJti(crypto.randomUUID())
       .setExpirationTime("5m")
       .sign(keys[kid]!.privateKey);
-  const whoami = (token: string, partition = "opendes") =>
+  const whoami = (derrick: TestDerrick, token: string, partition = "opendes") =>
     fetch(`${derrick.url}/v1/system/whoami`, {
       headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": partition },
     });
 
-  beforeAll(async () => {
+  it.beforeAll(async () => {
     for (const kid of ["k1", "k2"]) {
       const pair = await generateKeyPair("RS256", { extractable: true });
       keys[kid] = { privateKey: pair.privateKey, jwk: { ...(await exportJWK(pair.publicKey)), kid, alg: "RS256", use: "sig" } };
     }
     published = [keys.k1!.jwk];
-    jwksServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ keys: published }) });
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, {
-      actors: ["system", "identity"],
-      env: {
-        DERRICK_AUTH_ISSUER: ISSUER,
-        DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`,
-        DERRICK_AUTH_AUDIENCE: AUDIENCE,
-        DERRICK_AUTH_JWKS_MAX_AGE: "1s",
-      },
-    });
   });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-    jwksServer?.stop(true);
+  afterAll(() => {
+    jwksServer.stop(true);
   });
 
-  it("tokens - after a rotation the new key is accepted and the removed key (even a cached token) is refused", async () => {
+  it("tokens - after a rotation the new key is accepted and the removed key (even a cached token) is refused", async ({ derrick }) => {
     const before = await sign("k1");
-    expect((await whoami(before)).status).toBe(200);
+    expect((await whoami(derrick, before)).status).toBe(200);
     // The issuer rotates: k2 published, k1 withdrawn.
     published = [keys.k2!.jwk];
-    await eventually(async () => (await whoami(await sign("k2"))).status === 200, { timeoutMs: 5_000, what: "the new key to be accepted" });
-    await eventually(async () => (await whoami(await sign("k1"))).status === 401, {
+    await eventually(async () => (await whoami(derrick, await sign("k2"))).status === 200, {
+      timeoutMs: 5_000,
+      what: "the new key to be accepted",
+    });
+    await eventually(async () => (await whoami(derrick, await sign("k1"))).status === 401, {
       timeoutMs: 5_000,
       what: "a fresh token of the removed key to be refused",
     });
     // A token verified before the rotation is trusted no longer than the JWKS it was checked against.
-    await eventually(async () => (await whoami(before)).status === 401, {
+    await eventually(async () => (await whoami(derrick, before)).status === 401, {
       timeoutMs: 5_000,
       what: "the cached token of the removed key to be refused",
     });
   });
 
-  it("tokens - alg none, HS256 keyed with the public key, and a kid the JWKS never had are refused", async () => {
+  it("tokens - alg none, HS256 keyed with the public key, and a kid the JWKS never had are refused", async ({ derrick }) => {
     published = [keys.k1!.jwk, keys.k2!.jwk];
     const claims = { client_id: "alpha", groups: [], iss: ISSUER, aud: AUDIENCE, sub: "alpha" };
     const none = new UnsecuredJWT(claims).setExpirationTime("5m").encode();
@@ -99,7 +94,7 @@ describe("tokens against a rotating external JWKS", () => {
     const stranger = (await generateKeyPair("RS256")).privateKey;
     const unknownKid = await new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: "k9" }).setExpirationTime("5m").sign(stranger);
     for (const token of [none, confused, unknownKid]) {
-      const res = await whoami(token);
+      const res = await whoami(derrick, token);
       expect(res.status).toBe(401);
       expect(res.headers.get("content-type")).toContain("application/problem+json");
     }
@@ -107,18 +102,9 @@ describe("tokens against a rotating external JWKS", () => {
 });
 
 describe("tokens and partitions", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { actors: ["system", "identity", "storage"] });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+  const it = partitions;
 
-  it("tokens - a valid token does not open a partition that is not served, nor another partition's records", async () => {
+  it("tokens - a valid token does not open a partition that is not served, nor another partition's records", async ({ derrick }) => {
     const record = {
       id: "opendes:doc:rel-1",
       kind: "osdu:wks:doc:1.0.0",
@@ -153,9 +139,8 @@ describe("tokens and partitions", () => {
 });
 
 describe("embedded issuer signing keys", () => {
-  let nats: TestNats;
+  const it = signingKeys;
   let derrick: TestDerrick;
-  let dataDir: string;
   const env = { DERRICK_AUTH_JWKS_MAX_AGE: "1s" };
   const whoami = (token: string) =>
     fetch(`${derrick.url}/v1/system/whoami`, {
@@ -163,7 +148,7 @@ describe("embedded issuer signing keys", () => {
     });
   const fresh = () => clientToken(derrick.url, TEST_CLIENTS.alpha);
   // Asynchronous: the actors answering the CLI run in this process.
-  const cli = (...args: string[]) =>
+  const cli = ({ nats, dataDir }: { nats: { url: string }; dataDir: string }, ...args: string[]) =>
     new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
       const child = spawn(process.execPath, [fileURLToPath(new URL("../../bin/derrick.ts", import.meta.url)), ...args], {
         env: { ...process.env, NATS_URL: nats.url, DERRICK_DATA_DIR: dataDir, DERRICK_LOG_LEVEL: "silent" },
@@ -174,28 +159,26 @@ describe("embedded issuer signing keys", () => {
       child.stderr.on("data", (d) => (stderr += d));
       child.once("exit", (status) => resolve({ status, stdout, stderr }));
     });
-  const jwksKids = async () =>
-    ((await (await fetch(`${derrick.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid);
+  const jwksKids = async () => (await json<Jwks>(await fetch(`${derrick.url}/.well-known/jwks.json`), 200)).keys.map((k) => k.kid);
 
-  beforeAll(async () => {
-    nats = await startTestNats();
-    dataDir = mkdtempSync(join(tmpdir(), "derrick-keys-"));
+  it.beforeAll(async ({ nats, dataDir }) => {
     derrick = await startDerrick(nats, { actors: ["system", "identity"], env, dataDir });
   });
   afterAll(async () => {
     await derrick?.cleanup();
-    await nats?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("tokens - `derrick keys revoke` withdraws the key at once: its tokens (cached ones too) are refused, the issuer signs with a new key, and a restart with the old key file does not bring it back", async () => {
+  it("tokens - `derrick keys revoke` withdraws the key at once: its tokens (cached ones too) are refused, the issuer signs with a new key, and a restart with the old key file does not bring it back", async ({
+    nats,
+    dataDir,
+  }) => {
     const before = await fresh();
     const revoked = decodeProtectedHeader(before).kid!;
     expect((await whoami(before)).status).toBe(200);
     const keyFile = join(dataDir, "issuer", "signing-key.jwk.json");
     const oldKeyFile = readFileSync(keyFile, "utf8");
 
-    const out = await cli("keys", "revoke", revoked);
+    const out = await cli({ nats, dataDir }, "keys", "revoke", revoked);
     expect(out.status, out.stderr).toBe(0);
     await eventually(async () => (await whoami(before)).status === 401, {
       timeoutMs: 5_000,
@@ -210,12 +193,12 @@ describe("embedded issuer signing keys", () => {
     );
     expect((await whoami(after)).status).toBe(200);
     expect(await jwksKids()).not.toContain(revoked);
-    const listed = JSON.parse((await cli("keys", "list", "--json")).stdout) as { keys: Array<{ kid: string }> };
+    const listed = JSON.parse((await cli({ nats, dataDir }, "keys", "list", "--json")).stdout) as Jwks;
     expect(listed.keys.map((k) => k.kid)).toEqual([decodeProtectedHeader(after).kid]);
-    expect((await cli("keys", "revoke", revoked)).status).not.toBe(0); // already revoked: 404
+    expect((await cli({ nats, dataDir }, "keys", "revoke", revoked)).status).not.toBe(0); // already revoked: 404
     // A key id is base64url: one in 32 begins with "-", and such a key must be revocable too (it was
     // refused as "Unknown option" before, which made this test fail whenever the issuer drew one).
-    const dashed = await cli("keys", "revoke", "-8aXunknownKid");
+    const dashed = await cli({ nats, dataDir }, "keys", "revoke", "-8aXunknownKid");
     expect(dashed.stderr).not.toContain("Unknown option");
     expect(dashed.status).not.toBe(2); // not the usage error: the issuer was asked (404, no such key)
 
@@ -229,11 +212,14 @@ describe("embedded issuer signing keys", () => {
     expect(await jwksKids()).not.toContain(revoked);
   });
 
-  it("tokens - a key revoked after the revocation watch ended by itself is still replaced at once, not at the next heartbeat 10 min later", async () => {
+  it("tokens - a key revoked after the revocation watch ended by itself is still replaced at once, not at the next heartbeat 10 min later", async ({
+    nats,
+    dataDir,
+  }) => {
     const current = decodeProtectedHeader(await fresh()).kid!;
     // nats.js gives an updates-only watch up after about two minutes without JetStream: here at once.
     expect(endKvWatches(derrick.nc)).toBeGreaterThanOrEqual(1);
-    const out = await cli("keys", "revoke", current);
+    const out = await cli({ nats, dataDir }, "keys", "revoke", current);
     expect(out.status, out.stderr).toBe(0);
     await eventually(async () => decodeProtectedHeader(await fresh()).kid !== current, {
       timeoutMs: 5_000,
@@ -241,26 +227,15 @@ describe("embedded issuer signing keys", () => {
     });
   });
 
-  it("tokens - a key no issuer has republished for a token lifetime plus two heartbeats leaves the JWKS", async () => {
-    const nc = await connect({ servers: nats.url });
-    try {
-      const kv = await openBucket(nc, REGISTRY_BUCKET);
-      const { publicKey } = await generateKeyPair("ES256");
-      const jwk = await exportJWK(publicKey);
-      const day = 86_400_000;
-      await kv.put(
-        "jwks.gone-issuer",
-        JSON.stringify({ ...jwk, kid: "gone-issuer", seen_at: new Date(Date.now() - 2 * day).toISOString() }),
-      );
-      await kv.put(
-        "jwks.live-issuer",
-        JSON.stringify({ ...jwk, kid: "live-issuer", seen_at: new Date(Date.now() - 60_000).toISOString() }),
-      );
-      const kids = await jwksKids();
-      expect(kids).toContain("live-issuer");
-      expect(kids).not.toContain("gone-issuer");
-    } finally {
-      await nc.close();
-    }
+  it("tokens - a key no issuer has republished for a token lifetime plus two heartbeats leaves the JWKS", async ({ nc }) => {
+    const kv = await openBucket(nc, REGISTRY_BUCKET);
+    const { publicKey } = await generateKeyPair("ES256");
+    const jwk = await exportJWK(publicKey);
+    const day = 86_400_000;
+    await kv.put("jwks.gone-issuer", JSON.stringify({ ...jwk, kid: "gone-issuer", seen_at: new Date(Date.now() - 2 * day).toISOString() }));
+    await kv.put("jwks.live-issuer", JSON.stringify({ ...jwk, kid: "live-issuer", seen_at: new Date(Date.now() - 60_000).toISOString() }));
+    const kids = await jwksKids();
+    expect(kids).toContain("live-issuer");
+    expect(kids).not.toContain("gone-issuer");
   });
 });
