@@ -1,13 +1,11 @@
 /** One log line per HTTP request, and none with DERRICK_ACCESS_LOG=off (server errors are always logged). */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { describe, expect } from "vitest";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { loadConfig } from "../../config/index.ts";
 import { boot } from "../../bin/boot.ts";
-import { eventually, startTestNats, TEST_CLIENTS, type TestNats } from "../harness/index.ts";
+import { clientToken, eventually, TEST_CLIENTS, type TestNats } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 
 type Line = { msg: string; method?: string; route?: string; status?: number; ms?: number; requestId?: string; clientId?: string };
 
@@ -42,27 +40,16 @@ async function edgeWithLog(nats: TestNats, dataDir: string, accessLog: string) {
   return { booted, url: booted.edge!.url, lines };
 }
 
-describe("access log", () => {
-  let nats: TestNats;
-  const dataDir = mkdtempSync(join(tmpdir(), "derrick-access-log-"));
-  beforeAll(async () => {
-    nats = await startTestNats();
-  });
-  afterAll(async () => {
-    await nats?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+const it = natsTest();
 
-  it("access log - each request is one info line with method, route, status, duration, request id and client id", async () => {
+describe("access log", () => {
+  it("access log - each request is one info line with method, route, status, duration, request id and client id", async ({
+    nats,
+    dataDir,
+  }) => {
     const { booted, url, lines } = await edgeWithLog(nats, dataDir, "on");
     try {
-      const form = new URLSearchParams({
-        grant_type: "client_credentials",
-        client_id: TEST_CLIENTS.admin.client_id,
-        client_secret: TEST_CLIENTS.admin.client_secret,
-      });
-      const token = ((await (await fetch(`${url}/v2/token`, { method: "POST", body: form })).json()) as { access_token: string })
-        .access_token;
+      const token = await clientToken(url, TEST_CLIENTS.admin);
       const res = await fetch(`${url}/v1/system/whoami`, {
         headers: {
           authorization: `Bearer ${token}`,
@@ -89,7 +76,7 @@ describe("access log", () => {
     }
   });
 
-  it("access log - DERRICK_ACCESS_LOG=off writes no request lines", async () => {
+  it("access log - DERRICK_ACCESS_LOG=off writes no request lines", async ({ nats, dataDir }) => {
     const { booted, url, lines } = await edgeWithLog(nats, dataDir, "off");
     try {
       expect((await fetch(`${url}/healthz`)).status).toBe(200);

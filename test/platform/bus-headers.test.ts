@@ -3,17 +3,18 @@
  * for nats.js' header decoding on the actor side. Both lean on nats.js shapes that are not its public
  * API, so these tests also check the fast paths are really taken.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import fc from "fast-check";
 import { MsgHdrsImpl, type Msg } from "@nats-io/nats-core";
 import { Svcm, type ServiceMsg } from "@nats-io/services";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTestNats, type TestNats } from "../harness/index.ts";
+import { startTestNats } from "../harness/index.ts";
 import { startNatsServer } from "../../platform/nats-server.ts";
 import { connectNats } from "../../platform/nats.ts";
 import { DerrickError, Header, type RequestMeta } from "../../subjects/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 import {
   Bus,
   decodeRequestMeta,
@@ -31,6 +32,8 @@ const meta: RequestMeta = {
   deadline: 1_900_000_000_000,
   traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 };
+
+const it = natsTest();
 
 describe("header block reader", () => {
   it("headers - the raw reader answers what nats.js' decoder answers, for any header block", () => {
@@ -60,15 +63,7 @@ describe("header block reader", () => {
 });
 
 describe("bus and actor side on a real server", () => {
-  let nats: TestNats;
-  beforeAll(async () => {
-    nats = await startTestNats();
-  });
-  afterAll(async () => {
-    await nats?.cleanup();
-  });
-
-  it("headers - messages from the server take the raw path, plain and through @nats-io/services", async () => {
+  it("headers - messages from the server take the raw path, plain and through @nats-io/services", async ({ nats }) => {
     const nc = await connectNats(nats.url, "headers-test");
     try {
       const seen: { plain?: Msg; service?: ServiceMsg } = {};
@@ -94,7 +89,7 @@ describe("bus and actor side on a real server", () => {
     }
   });
 
-  it("bus - a reply arriving after its timeout settles nothing, even while another request waits", async () => {
+  it("bus - a reply arriving after its timeout settles nothing, even while another request waits", async ({ nats }) => {
     const nc = await connectNats(nats.url, "bus-late");
     try {
       let calls = 0;
@@ -118,7 +113,9 @@ describe("bus and actor side on a real server", () => {
     }
   });
 
-  it("bus - requests waiting when the connection closes fail at once with 504 (sent, outcome unknown), not at their timeout", async () => {
+  it("bus - requests waiting when the connection closes fail at once with 504 (sent, outcome unknown), not at their timeout", async ({
+    nats,
+  }) => {
     const nc = await connectNats(nats.url, "bus-close");
     nc.subscribe("test.bus.never", { callback: () => undefined });
     const bus = new Bus(nc, { timeoutMs: 30_000 });
@@ -133,7 +130,7 @@ describe("bus and actor side on a real server", () => {
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
-  it("bus - requests waiting when the Bus itself is closed fail with 504 (sent, outcome unknown), new ones with 503", async () => {
+  it("bus - requests waiting when the Bus itself is closed fail with 504 (sent, outcome unknown), new ones with 503", async ({ nats }) => {
     const nc = await connectNats(nats.url, "bus-own-close");
     try {
       nc.subscribe("test.bus.never-own", { callback: () => undefined });

@@ -1,13 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
-import { connectNats } from "../../platform/nats.ts";
+import { describe, expect } from "vitest";
+import { derrickTest } from "../harness/fixture.ts";
+import { putTwin, twinState } from "../twins/helpers.ts";
+import type { CatalogPage } from "../../subjects/projects.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { serveActor, endpoint } from "../../actors/runtime/service.ts";
 import { DerrickError, Header, reply } from "../../subjects/index.ts";
 import { Bus } from "../../platform/transport/index.ts";
-import { headers as natsHeaders, type NatsConnection } from "@nats-io/nats-core";
+import { headers as natsHeaders } from "@nats-io/nats-core";
 
 const silent = createLogger("silent");
+
+const it = derrickTest({ actors: ["identity", "projects", "twins"], nats: { extraConfig: "max_payload: 100KB" } }).extend(
+  "nc",
+  { scope: "file" },
+  async ({ connection }) => connection("chunked-replies-test"),
+);
 
 /**
  * A reply larger than the server's max_payload goes in several messages (Derrick-Chunk) and comes
@@ -15,21 +22,7 @@ const silent = createLogger("silent");
  * server's 1 MB. The server here takes 100 KB per message, so a few hundred KB make several chunks.
  */
 describe("replies larger than one NATS message", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let nc: NatsConnection;
-  beforeAll(async () => {
-    nats = await startTestNats({ extraConfig: "max_payload: 100KB" });
-    derrick = await startDerrick(nats, { actors: ["identity", "projects", "twins"] });
-    nc = await connectNats(nats.url, "chunked-replies-test");
-  });
-  afterAll(async () => {
-    await nc?.close();
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
-
-  it("runtime - a large reply keeps its body, status and headers across chunks; a small one stays one message", async () => {
+  it("runtime - a large reply keeps its body, status and headers across chunks; a small one stays one message", async ({ nc }) => {
     expect(nc.info?.max_payload).toBe(100 * 1024);
     const big = { rows: Array.from({ length: 4000 }, (_, i) => ({ i, text: `row ${i} ${"é".repeat(40)}` })) };
     const actor = await serveActor(
@@ -69,7 +62,7 @@ describe("replies larger than one NATS message", () => {
     }
   });
 
-  it("runtime - chunks that do not make one reply are a 502, not a truncated body", async () => {
+  it("runtime - chunks that do not make one reply are a 502, not a truncated body", async ({ nc }) => {
     // A foreign responder that sends the second chunk first.
     const sub = nc.subscribe("derrick.test.chunky.broken", {
       callback: (_e, m) => {
@@ -88,7 +81,7 @@ describe("replies larger than one NATS message", () => {
     }
   });
 
-  it("catalog - a page of 500-item size the contract allows passes max_payload through the edge whole", async () => {
+  it("catalog - a page of 500-item size the contract allows passes max_payload through the edge whole", async ({ derrick }) => {
     const objectTypes = Array.from({ length: 32 }, (_, i) => `${"o".repeat(120)}${i}`);
     for (let i = 0; i < 40; i++) {
       const res = await derrick.call(`/v1/display-items/big-${String(i).padStart(3, "0")}`, {
@@ -102,23 +95,20 @@ describe("replies larger than one NATS message", () => {
     expect(res.status).toBe(200);
     const text = await res.text();
     expect(text.length).toBeGreaterThan(2 * 100 * 1024);
-    const page = JSON.parse(text) as { items: Array<{ id: string }>; total: number };
+    const page = JSON.parse(text) as CatalogPage;
     expect(page.items.filter((item) => item.id.startsWith("big-"))).toHaveLength(40);
     expect(page.items).toHaveLength(Math.min(500, page.total));
   });
 
-  it("twins - a twin whose groups together pass max_payload is read whole", async () => {
-    const path = "/api/twin-properties/v1/acme/prod/dev-wide/twin-properties";
+  it("twins - a twin whose groups together pass max_payload is read whole", async ({ derrick }) => {
     const groups = ["g1", "g2", "g3", "g4", "g5", "g6"];
     // Each PUT within this edge's body limit (max_payload less the envelope), all six over max_payload.
     for (const group of groups) {
       const twins = Array.from({ length: 5 }, (_, i) => ({ name: `p${i}`, value: `${group}-${i}-`.padEnd(5000, "v") }));
-      const put = await derrick.call(path, { method: "PUT", body: JSON.stringify({ group, twins }), as: "admin", partition: null });
+      const put = await putTwin(derrick, "dev-wide", { group, twins });
       expect(put.status, await put.clone().text()).toBe(200);
     }
-    const res = await derrick.call(path, { as: "admin", partition: null });
-    expect(res.status).toBe(200);
-    const state = (await res.json()) as { desired: Record<string, Record<string, { value: string }>> };
+    const state = await twinState(derrick, "dev-wide");
     expect(Object.keys(state.desired).sort()).toEqual(groups);
     expect(state.desired.g6!.p4!.value).toBe("g6-4-".padEnd(5000, "v"));
   });

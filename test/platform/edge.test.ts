@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { connect as connectTcp } from "node:net";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
-import { startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { TEST_CLIENTS } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { expectProblem, json } from "../harness/json.ts";
+import { openApiDocument, type Operation } from "../harness/openapi.ts";
+import type { Jwks, OAuthError, TokenResponse } from "../../subjects/identity.ts";
 import { loadOrCreateSigningKey } from "../../actors/identity/keys.ts";
 import { EMBEDDED_ISSUER } from "../../subjects/identity.ts";
 import { Validator } from "@seriousme/openapi-schema-validator";
@@ -16,31 +16,16 @@ const form = (fields: Record<string, string>) => ({
   body: new URLSearchParams(fields).toString(),
 });
 
-async function expectProblem(res: Response, status: number) {
-  expect(res.status).toBe(status);
-  expect(res.headers.get("content-type")).toContain("application/problem+json");
-  const body = (await res.json()) as Record<string, unknown>;
-  expect(body).toMatchObject({ status, code: status });
-  expect(typeof body.title).toBe("string");
-  expect(body.reason).toBe(body.title);
-  expect(body.message).toBe(body.detail);
-  return body;
-}
+const edge = derrickTest({ env: { DERRICK_BODY_LIMIT: "4096" } });
+// An external nats-server with its default max_payload (1 MB).
+const smallPayloads = derrickTest({ nats: { extraConfig: "max_payload: 1MB" }, env: { DERRICK_BODY_LIMIT: String(1024 * 1024) } });
 
+/** What the edge answers without an actor (unknown routes, bodies refused before parsing, request ids): test/edge/app.test.ts. */
 describe("edge", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, { env: { DERRICK_BODY_LIMIT: "4096" } });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+  const it = edge;
 
   describe("token endpoint", () => {
-    it("auth - client credentials in the form return a bearer token with the documented claims", async () => {
+    it("auth - client credentials in the form return a bearer token with the documented claims", async ({ derrick }) => {
       const c = TEST_CLIENTS.alpha;
       const res = await fetch(
         `${derrick.url}/v2/token`,
@@ -48,7 +33,7 @@ describe("edge", () => {
       );
       expect(res.status).toBe(200);
       expect(res.headers.get("cache-control")).toBe("no-store");
-      const body = (await res.json()) as { access_token: string; token_type: string; expires_in: number };
+      const body = await json<TokenResponse>(res);
       expect(body.token_type).toBe("Bearer");
       expect(body.expires_in).toBe(3600);
       const claims = JSON.parse(Buffer.from(body.access_token.split(".")[1]!, "base64url").toString());
@@ -69,7 +54,7 @@ describe("edge", () => {
       expect(extra.status).toBe(200);
     });
 
-    it("auth - HTTP Basic client authentication works too", async () => {
+    it("auth - HTTP Basic client authentication works too", async ({ derrick }) => {
       const c = TEST_CLIENTS.beta;
       const res = await fetch(`${derrick.url}/v2/token`, {
         ...form({ grant_type: "client_credentials" }),
@@ -81,7 +66,7 @@ describe("edge", () => {
       expect(res.status).toBe(200);
     });
 
-    it("auth - a wrong secret or unknown client is 401 invalid_client (RFC 6749)", async () => {
+    it("auth - a wrong secret or unknown client is 401 invalid_client (RFC 6749)", async ({ derrick }) => {
       for (const fields of [
         { grant_type: "client_credentials", client_id: "alpha", client_secret: "wrong-secret" },
         { grant_type: "client_credentials", client_id: "nobody", client_secret: "whatever1" },
@@ -98,20 +83,20 @@ describe("edge", () => {
         headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("alpha:%zz")}` },
       });
       expect(res.status).toBe(401);
-      expect(((await res.json()) as { error: string }).error).toBe("invalid_client");
+      expect((await json<OAuthError>(res)).error).toBe("invalid_client");
     });
 
-    it("auth - another grant type is unsupported_grant_type, a missing one invalid_request", async () => {
+    it("auth - another grant type is unsupported_grant_type, a missing one invalid_request", async ({ derrick }) => {
       let res = await fetch(`${derrick.url}/v2/token`, form({ grant_type: "password", client_id: "alpha", client_secret: "x" }));
       expect(res.status).toBe(400);
-      expect(((await res.json()) as { error: string }).error).toBe("unsupported_grant_type");
+      expect((await json<OAuthError>(res)).error).toBe("unsupported_grant_type");
       res = await fetch(`${derrick.url}/v2/token`, form({ client_id: "alpha", client_secret: "x" }));
-      expect(((await res.json()) as { error: string }).error).toBe("invalid_request");
+      expect((await json<OAuthError>(res)).error).toBe("invalid_request");
     });
 
-    it("auth - the JWKS publishes the embedded issuer's public key only", async () => {
+    it("auth - the JWKS publishes the embedded issuer's public key only", async ({ derrick }) => {
       const res = await fetch(`${derrick.url}/.well-known/jwks.json`);
-      const jwks = (await res.json()) as { keys: Array<Record<string, string>> };
+      const jwks = await json<Jwks>(res);
       expect(jwks.keys.length).toBeGreaterThan(0);
       expect(jwks.keys[0]).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig" });
       expect(jwks.keys[0]!.d).toBeUndefined();
@@ -119,13 +104,13 @@ describe("edge", () => {
   });
 
   describe("bearer tokens", () => {
-    it("auth - a missing token is 401 problem+json with WWW-Authenticate", async () => {
+    it("auth - a missing token is 401 problem+json with WWW-Authenticate", async ({ derrick }) => {
       const res = await derrick.call("/v1/system/whoami", { as: null });
       await expectProblem(res, 401);
       expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
     });
 
-    it("auth - tampered, unsigned, expired, wrong-audience and wrong-issuer tokens are refused", async () => {
+    it("auth - tampered, unsigned, expired, wrong-audience and wrong-issuer tokens are refused", async ({ derrick }) => {
       const good = await derrick.token("alpha");
       const [h, p, s] = good.split(".");
       const claims = JSON.parse(Buffer.from(p!, "base64url").toString());
@@ -156,7 +141,7 @@ describe("edge", () => {
       }
     });
 
-    it("auth - a user token minted by the embedded issuer names the user and the client", async () => {
+    it("auth - a user token minted by the embedded issuer names the user and the client", async ({ derrick }) => {
       const key = await loadOrCreateSigningKey(derrick.dataDir);
       const { mintToken } = await import("../../actors/identity/keys.ts");
       const token = await mintToken(key, { sub: "alice@example.com", client_id: "alpha", groups: ["g1"] }, "derrick", 300);
@@ -169,7 +154,7 @@ describe("edge", () => {
   });
 
   describe("appkey and partition", () => {
-    it("appkey - missing, unknown and another client's appkey are 401", async () => {
+    it("appkey - missing, unknown and another client's appkey are 401", async ({ derrick }) => {
       for (const appkey of [undefined, "no-such-appkey", TEST_CLIENTS.beta.appkey]) {
         const headers: Record<string, string> = { authorization: `Bearer ${await derrick.token("alpha")}` };
         if (appkey) headers.appkey = appkey;
@@ -179,7 +164,7 @@ describe("edge", () => {
       }
     });
 
-    it("partition - missing is 400, unknown is 403, two different headers are 400", async () => {
+    it("partition - missing is 400, unknown is 403, two different headers are 400", async ({ derrick }) => {
       let body = await expectProblem(await derrick.call("/v1/system/whoami", { partition: null }), 400);
       expect(body.errors).toEqual([{ pointer: "/headers/slb-partition-id", message: "is required" }]);
       await expectProblem(await derrick.call("/v1/system/whoami", { partition: "nobodys" }), 403);
@@ -197,40 +182,16 @@ describe("edge", () => {
       expect(body.errors).toEqual([{ pointer: "/headers/data-partition-id", message: "is not a valid partition id" }]);
     });
 
-    it("partition - data-partition-id alone, or both agreeing, is accepted", async () => {
+    it("partition - data-partition-id alone, or both agreeing, is accepted", async ({ derrick }) => {
       let res = await derrick.call("/v1/system/whoami", { partition: null, headers: { "data-partition-id": "other" } });
-      expect(((await res.json()) as { partition: string }).partition).toBe("other");
+      expect((await json(res)).partition).toBe("other");
       res = await derrick.call("/v1/system/whoami", { headers: { "slb-partition-id": "opendes", "data-partition-id": "opendes" } });
       expect(res.status).toBe(200);
     });
   });
 
   describe("errors and bodies", () => {
-    it("errors - an unknown route is 404 problem+json naming the path", async () => {
-      const body = await expectProblem(await fetch(`${derrick.url}/no/such/route`), 404);
-      expect(body.instance).toBe("/no/such/route");
-    });
-
-    it("errors - a body of the wrong shape is 400 with a JSON pointer, not Elysia's 422", async () => {
-      const res = await fetch(`${derrick.url}/v1/system/echo`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: "[1,2]",
-      });
-      const body = await expectProblem(res, 400);
-      expect((body.errors as Array<{ pointer: string }>)[0]!.pointer).toBe("/body");
-    });
-
-    it("errors - unparseable JSON is 400", async () => {
-      const res = await fetch(`${derrick.url}/v1/system/echo`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: "{oops",
-      });
-      await expectProblem(res, 400);
-    });
-
-    it("bodies - text/json and application/*+json are parsed as JSON", async () => {
+    it("bodies - text/json and application/*+json are parsed as JSON", async ({ derrick }) => {
       for (const type of ["text/json", "application/vnd.derrick+json", "application/json; charset=utf-8"]) {
         const res = await fetch(`${derrick.url}/v1/system/echo`, {
           method: "POST",
@@ -242,16 +203,7 @@ describe("edge", () => {
       }
     });
 
-    it("bodies - a body over the limit is 413 problem+json", async () => {
-      const res = await fetch(`${derrick.url}/v1/system/echo`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ big: "x".repeat(5000) }),
-      });
-      await expectProblem(res, 413);
-    });
-
-    it("bodies - the limit holds for chunked bodies and for any declared length, always as problem+json", async () => {
+    it("bodies - the limit holds for chunked bodies and for any declared length, always as problem+json", async ({ derrick }) => {
       const chunked = (text: string, pieces = 4) =>
         new ReadableStream<Uint8Array>({
           start(controller) {
@@ -300,26 +252,19 @@ describe("edge", () => {
       expect(raw).toMatch(/^HTTP\/1\.1 413/);
       expect(raw.toLowerCase()).toContain("content-type: application/problem+json");
     });
-
-    it("errors - every answer carries a request id, the caller's when it is sane", async () => {
-      let res = await fetch(`${derrick.url}/healthz`, { headers: { "x-request-id": "req-123" } });
-      expect(res.headers.get("x-request-id")).toBe("req-123");
-      res = await fetch(`${derrick.url}/healthz`, { headers: { "x-request-id": "bad id\twith tab" } });
-      expect(res.headers.get("x-request-id")).toMatch(/^[A-Za-z0-9]+$/);
-    });
   });
 
   describe("operations", () => {
-    it("ops - healthz and readyz are 200 while NATS and every actor answer", async () => {
+    it("ops - healthz and readyz are 200 while NATS and every actor answer", async ({ derrick }) => {
       expect((await fetch(`${derrick.url}/healthz`)).status).toBe(200);
       const res = await fetch(`${derrick.url}/readyz`);
       expect(res.status).toBe(200);
-      const body = (await res.json()) as { actors: Record<string, boolean> };
+      const body = await json<{ actors: Record<string, boolean> }>(res);
       for (const actor of derrick.cfg.actors) expect(body.actors[actor]).toBe(true);
     });
 
-    it("ops - /openapi.json is OpenAPI 3.1 and documents the routes; /docs renders without a CDN", async () => {
-      const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as { openapi: string; paths: Record<string, unknown> };
+    it("ops - /openapi.json is OpenAPI 3.1 and documents the routes; /docs renders without a CDN", async ({ derrick }) => {
+      const doc = await openApiDocument(derrick.url);
       expect(doc.openapi).toMatch(/^3\.1\./);
       const validator = new Validator();
       const verdict = await validator.validate(doc as Parameters<Validator["validate"]>[0]);
@@ -327,21 +272,12 @@ describe("edge", () => {
       expect(verdict.valid).toBe(true);
       expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v2/token", "/.well-known/jwks.json", "/readyz", "/v1/system/echo"]));
       // The token endpoint takes a form, and says so (and what its errors look like).
-      const tokenOp = (
-        doc.paths["/v2/token"] as {
-          post: { requestBody?: { content: Record<string, { schema: { required: string[] } }> }; responses: Record<string, unknown> };
-        }
-      ).post;
-      expect(tokenOp.requestBody?.content["application/x-www-form-urlencoded"]?.schema.required).toEqual(["grant_type"]);
+      const tokenOp = doc.paths["/v2/token"]!.post!;
+      expect(tokenOp.requestBody?.content["application/x-www-form-urlencoded"]?.schema?.required).toEqual(["grant_type"]);
       expect(Object.keys(tokenOp.responses)).toEqual(expect.arrayContaining(["200", "400", "401"]));
       // Every route that needs the partition header documents it, path or query parameters or not, and
       // every problem answer has the media type it is sent with.
-      type Operation = {
-        security?: Array<Record<string, unknown>>;
-        parameters?: Array<{ name: string; in: string }>;
-        responses: Record<string, { content?: Record<string, unknown> }>;
-      };
-      const operations = Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, ops]) =>
+      const operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
         Object.entries(ops).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })),
       );
       const partitioned = operations.filter(
@@ -358,13 +294,9 @@ describe("edge", () => {
           "DELETE /v1/notifications/subscriptions/{subscriptionId}",
         ]),
       );
-      expect(
-        headerNames(
-          (doc.paths as Record<string, Record<string, Operation>>)[
-            "/api/twin-properties/v1/{organization}/{environment}/{twinId}/twin-properties"
-          ]!.put!,
-        ),
-      ).not.toContain("slb-partition-id");
+      expect(headerNames(doc.paths["/api/twin-properties/v1/{organization}/{environment}/{twinId}/twin-properties"]!.put!)).not.toContain(
+        "slb-partition-id",
+      );
       for (const { name, op } of operations) {
         for (const [status, response] of Object.entries(op.responses ?? {})) {
           if (Number(status) < 400 || !response.content || (name === "POST /v2/token" && ["400", "401", "404"].includes(status))) continue;
@@ -380,19 +312,19 @@ describe("edge", () => {
       expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
     });
 
-    it("ops - the docs page finds the OpenAPI document from /docs and from /docs/ alike", async () => {
+    it("ops - the docs page finds the OpenAPI document from /docs and from /docs/ alike", async ({ derrick }) => {
       for (const page of ["/docs", "/docs/"]) {
         const html = await (await fetch(`${derrick.url}${page}`)).text();
         const configured = /data-configuration='([^']*)'/.exec(html)?.[1];
         expect(configured, page).toBeDefined();
-        const spec = new URL((JSON.parse(configured!) as { url: string }).url, `${derrick.url}${page}`);
+        const spec = new URL(JSON.parse(configured!).url, `${derrick.url}${page}`);
         const res = await fetch(spec);
         expect(res.status, `${page} → ${spec.pathname}`).toBe(200);
-        expect(((await res.json()) as { openapi: string }).openapi).toMatch(/^3\.1\./);
+        expect((await json(res)).openapi).toMatch(/^3\.1\./);
       }
     });
 
-    it("ops - /metrics counts requests by route and status and times NATS requests", async () => {
+    it("ops - /metrics counts requests by route and status and times NATS requests", async ({ derrick }) => {
       const echo = await fetch(`${derrick.url}/v1/system/echo`, {
         method: "POST",
         headers: { "content-type": "application/json", "x-request-id": "echo-1" },
@@ -430,21 +362,9 @@ describe("edge", () => {
 });
 
 describe("edge on a NATS server with the default max_payload (1 MB)", () => {
-  let dir: string;
-  let server: NatsServer;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "derrick-nats-1mb-"));
-    server = await startNatsServer({ dir, port: -1, extraConfig: "max_payload: 1MB" });
-    derrick = await startDerrick(server, { env: { DERRICK_BODY_LIMIT: String(1024 * 1024) } });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const it = smallPayloads;
 
-  it("bodies - a body the bus cannot carry is 413 (no retry helps), not 503 with Retry-After; smaller ones pass", async () => {
+  it("bodies - a body the bus cannot carry is 413 (no retry helps), not 503 with Retry-After; smaller ones pass", async ({ derrick }) => {
     const echo = (size: number) =>
       fetch(`${derrick.url}/v1/system/echo`, {
         method: "POST",
@@ -465,7 +385,7 @@ describe("edge on a NATS server with the default max_payload (1 MB)", () => {
     expect(put.status, await put.clone().text()).toBe(200);
   });
 
-  it("bodies - the echo needs no credentials, so it refuses more than 4 KiB before any NATS work", async () => {
+  it("bodies - the echo needs no credentials, so it refuses more than 4 KiB before any NATS work", async ({ derrick }) => {
     const echo = (body: string) =>
       fetch(`${derrick.url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body });
     const small = JSON.stringify({ pad: "x".repeat(4000) });

@@ -1,9 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect } from "vitest";
 import pino from "pino";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry, type KvWatchOptions } from "@nats-io/kv";
 import { AckPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
-import { endKvWatches, eventually, startTestNats, type TestNats } from "../harness/index.ts";
+import { endKvWatches, eventually } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 import { consumeForever, followBucket, type Loop } from "../../actors/runtime/follow.ts";
 
 type Line = { level: number; msg: string; key?: string; resumeAt?: number; attempt?: number };
@@ -16,8 +17,9 @@ function capture() {
 
 const show = (entry: KvEntry) => `${entry.key}=${entry.string()}@${entry.revision}`;
 
+const it = natsTest();
+
 describe("background loops that outlive their iterators", () => {
-  let nats: TestNats;
   let nc: NatsConnection;
   let buckets = 0;
   const loops: Loop[] = [];
@@ -36,17 +38,12 @@ describe("background loops that outlive their iterators", () => {
     };
   };
 
-  beforeAll(async () => {
-    nats = await startTestNats();
-    nc = await connect({ servers: nats.url });
+  it.beforeAll(async ({ nc: connection }) => {
+    nc = connection;
   });
   // Each test ends the watches of the shared connection: no loop of an earlier test may be left.
   afterEach(async () => {
     for (const loop of loops.splice(0)) await loop.stop();
-  });
-  afterAll(async () => {
-    await nc?.close();
-    await nats?.cleanup();
   });
 
   it("follow - a watch that ends by itself is re-opened after the last revision it delivered: every change arrives once and in order, and the restart is logged at warn", async () => {

@@ -2,14 +2,14 @@
  * readKv (actors/runtime/kv.ts): one-pass reads of a bucket that leave no consumer behind and end
  * even while the bucket is being written.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "@nats-io/transport-node";
+import { describe, expect } from "vitest";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { Kvm, type KV } from "@nats-io/kv";
 import { readKv } from "../../actors/runtime/kv.ts";
 import { READ_FETCH_MAX } from "../../actors/runtime/stream-read.ts";
-import { eventually, startTestNats, type TestNats, openBucket } from "../harness/index.ts";
+import { eventually, openBucket } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 import { connect as tcpConnect, createServer, type Socket } from "node:net";
 
 /** A loopback relay that delays what the server sends by `ms` (a slow link, not a dead server). */
@@ -31,23 +31,19 @@ async function latencyRelay(port: number, ms: number): Promise<{ url: string; cl
   };
 }
 
+const it = natsTest();
+
 describe("kv read", () => {
-  let nats: TestNats;
   let nc: NatsConnection;
   let kv: KV;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    nc = await connect({ servers: nats.url });
+  it.beforeAll(async ({ nc: connection }) => {
+    nc = connection;
     kv = await new Kvm(nc).create("reads", { history: 2 });
     await kv.put("a.one", "1");
     await kv.put("a.one", "2");
     await kv.put("a.two", "x");
     await kv.put("b.one", "y");
     await kv.delete("b.one");
-  });
-  afterAll(async () => {
-    await nc?.close();
-    await nats?.cleanup();
   });
 
   it("kv read - last values per key, every held revision with history, a pattern, deletes as DEL, keys only", async () => {
@@ -68,8 +64,7 @@ describe("kv read", () => {
     expect((await kv.get("a.one"))!.created.getTime()).toBe(last[0]!.created.getTime());
   });
 
-  it("kv read - leaves no consumer on the server", async () => {
-    const jsm = await jetstreamManager(nc);
+  it("kv read - leaves no consumer on the server", async ({ jsm }) => {
     for (let i = 0; i < 20; i++) await readKv(kv, { history: i % 2 === 0 });
     await eventually(async () => (await jsm.streams.info("KV_reads")).state.consumer_count === 0, {
       timeoutMs: 3_000,
@@ -123,7 +118,9 @@ describe("kv read", () => {
     expect(entries).toHaveLength(n);
     expect(new Set(entries.map((e) => e.key)).size).toBe(n);
   });
-  it("kv read - a slow server is not asked for extra read consumers on a stream of one replica (hedging is for replicated streams)", async () => {
+  it("kv read - a slow server is not asked for extra read consumers on a stream of one replica (hedging is for replicated streams)", async ({
+    nats,
+  }) => {
     let creates = 0;
     const counter = nc.subscribe("$JS.API.CONSUMER.CREATE.KV_reads.>", { callback: () => void creates++ });
     await nc.flush();

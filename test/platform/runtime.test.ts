@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { Svcm } from "@nats-io/services";
-import { startDerrick, startTestNats, eventually, type TestNats } from "../harness/index.ts";
+import { startDerrick, eventually } from "../harness/index.ts";
 import { connectNats } from "../../platform/nats.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { serveActor, endpoint } from "../../actors/runtime/service.ts";
@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { ACTOR_NAMES, loadConfig } from "../../config/index.ts";
 import { startActors } from "../../actors/index.ts";
 import { TEST_CLIENTS } from "../harness/index.ts";
+import { natsTest } from "../harness/fixture.ts";
 
 const silent = createLogger("silent");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -20,16 +21,10 @@ async function echo(url: string, body: unknown = { ping: 1 }) {
   return fetch(`${url}/v1/system/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 }
 
-describe("actor runtime", () => {
-  let nats: TestNats;
-  beforeAll(async () => {
-    nats = await startTestNats();
-  });
-  afterAll(async () => {
-    await nats?.cleanup();
-  });
+const it = natsTest();
 
-  it("runtime - no actor serving a subject is 503 with Retry-After", async () => {
+describe("actor runtime", () => {
+  it("runtime - no actor serving a subject is 503 with Retry-After", async ({ nats }) => {
     const edge = await startDerrick(nats, { actors: ["identity"] });
     try {
       const res = await echo(edge.url);
@@ -41,7 +36,7 @@ describe("actor runtime", () => {
     }
   });
 
-  it("runtime - an actor slower than the request timeout is 504, and skips work past its deadline", async () => {
+  it("runtime - an actor slower than the request timeout is 504, and skips work past its deadline", async ({ nats }) => {
     const edge = await startDerrick(nats, { actors: ["identity"], env: { DERRICK_REQUEST_TIMEOUT: "200ms" } });
     const nc = await connectNats(nats.url, "slow-actor");
     let ran = 0;
@@ -70,7 +65,9 @@ describe("actor runtime", () => {
     }
   });
 
-  it("runtime - beyond its queue (requests or body bytes) an overloaded actor answers 503 with Retry-After at once, without running the request", async () => {
+  it("runtime - beyond its queue (requests or body bytes) an overloaded actor answers 503 with Retry-After at once, without running the request", async ({
+    nats,
+  }) => {
     const nc = await connectNats(nats.url, "busy-actor");
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -120,7 +117,7 @@ describe("actor runtime", () => {
     }
   });
 
-  it("runtime - an actor error keeps its status and problem across the NATS hop", async () => {
+  it("runtime - an actor error keeps its status and problem across the NATS hop", async ({ nats }) => {
     const nc = await connectNats(nats.url, "failing-actor");
     const actor = await serveActor(
       nc,
@@ -164,7 +161,7 @@ describe("actor runtime", () => {
     }
   });
 
-  it("runtime - /readyz goes 503 when a configured actor is gone and back to 200 when it returns", async () => {
+  it("runtime - /readyz goes 503 when a configured actor is gone and back to 200 when it returns", async ({ nats }) => {
     const edge = await startDerrick(nats, { actors: [], env: { ACTORS: "system,identity" } });
     const identity = await startDerrick(nats, { edge: false, actors: ["identity"] });
     let system = await startDerrick(nats, { edge: false, actors: ["system"] });
@@ -189,7 +186,7 @@ describe("actor runtime", () => {
     }
   });
 
-  it("runtime - concurrent /readyz calls share one actor ping: a flood of probes does not send a ping each", async () => {
+  it("runtime - concurrent /readyz calls share one actor ping: a flood of probes does not send a ping each", async ({ nats }) => {
     // system is configured but not running: each ping waits its full 500 ms for the missing actor.
     const edge = await startDerrick(nats, { actors: ["identity"], env: { ACTORS: "system,identity" } });
     try {
@@ -208,7 +205,7 @@ describe("actor runtime", () => {
     }
   });
 
-  it("runtime - a stopped actor leaves no subscription or status listener on the connection it was given", async () => {
+  it("runtime - a stopped actor leaves no subscription or status listener on the connection it was given", async ({ nats }) => {
     const dataDir = mkdtempSync(join(tmpdir(), "derrick-stop-"));
     const cfg = loadConfig({
       NATS_URL: nats.url,
@@ -237,7 +234,7 @@ describe("actor runtime", () => {
     }
   });
 
-  it("runtime - two processes of an actor share its queue group and the work", async () => {
+  it("runtime - two processes of an actor share its queue group and the work", async ({ nats }) => {
     const a = await startDerrick(nats, { edge: false, actors: ["system"] });
     const b = await startDerrick(nats, { edge: false, actors: ["system"] });
     const nc = await connectNats(nats.url, "client");
@@ -258,7 +255,7 @@ describe("actor runtime", () => {
     }
   });
 
-  it("runtime - stopping an actor under load answers every request it accepted", async () => {
+  it("runtime - stopping an actor under load answers every request it accepted", async ({ nats }) => {
     const nc = await connectNats(nats.url, "drain-client");
     const serverNc = await connectNats(nats.url, "drain-actor");
     const otherNc = await connectNats(nats.url, "drain-actor-2");

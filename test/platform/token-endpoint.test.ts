@@ -5,8 +5,9 @@
  * Every refusal is problem+json with Retry-After and RFC 6749's `error` member.
  */
 import http from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { describe, expect } from "vitest";
+import { eventually, TEST_CLIENTS, type TestDerrick } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
 
 const requestToken = (derrick: TestDerrick, client_id: string, client_secret: string) =>
   fetch(`${derrick.url}/v2/token`, {
@@ -51,28 +52,27 @@ async function expectRetryLater(res: Response, status: number, error: string): P
   return retryAfter;
 }
 
-describe("token endpoint under abuse", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, {
-      actors: ["system", "identity"],
-      env: {
-        DERRICK_TOKEN_MAX_FAILURES: "3",
-        DERRICK_TOKEN_FAILURE_WINDOW: "3s",
-        DERRICK_TOKEN_CONCURRENCY: "1",
-        DERRICK_TOKEN_QUEUE: "2",
-        DERRICK_TOKEN_IP_RATE: "0",
-      },
-    });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+const abuse = derrickTest({
+  actors: ["system", "identity"],
+  env: {
+    DERRICK_TOKEN_MAX_FAILURES: "3",
+    DERRICK_TOKEN_FAILURE_WINDOW: "3s",
+    DERRICK_TOKEN_CONCURRENCY: "1",
+    DERRICK_TOKEN_QUEUE: "2",
+    DERRICK_TOKEN_IP_RATE: "0",
+  },
+});
+const perAddress = derrickTest({
+  actors: ["system", "identity"],
+  env: { DERRICK_TOKEN_IP_RATE: "1/m", DERRICK_TOKEN_IP_BURST: "3" },
+});
 
-  it("auth - after too many failed authentications a client id is refused with 429 and Retry-After to that address, even with its right secret, known and unknown ids alike; other addresses are not", async () => {
+describe("token endpoint under abuse", () => {
+  const it = abuse;
+
+  it("auth - after too many failed authentications a client id is refused with 429 and Retry-After to that address, even with its right secret, known and unknown ids alike; other addresses are not", async ({
+    derrick,
+  }) => {
     const alpha = TEST_CLIENTS.alpha;
     for (let i = 0; i < 3; i++) {
       expect((await requestToken(derrick, alpha.client_id, "wrong-secret")).status).toBe(401);
@@ -98,7 +98,9 @@ describe("token endpoint under abuse", () => {
     expect((await requestToken(derrick, alpha.client_id, alpha.client_secret)).status).toBe(200);
   });
 
-  it("auth - token requests beyond the secret checks running and waiting are refused at once with 503 and Retry-After, and the endpoint recovers", async () => {
+  it("auth - token requests beyond the secret checks running and waiting are refused at once with 503 and Retry-After, and the endpoint recovers", async ({
+    derrick,
+  }) => {
     const admin = TEST_CLIENTS.admin;
     const answers = await Promise.all(Array.from({ length: 24 }, () => requestToken(derrick, admin.client_id, admin.client_secret)));
     const statuses = answers.map((res) => res.status);
@@ -118,21 +120,11 @@ describe("token endpoint under abuse", () => {
 });
 
 describe("token endpoint per remote address", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, {
-      actors: ["system", "identity"],
-      env: { DERRICK_TOKEN_IP_RATE: "1/m", DERRICK_TOKEN_IP_BURST: "3" },
-    });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-  });
+  const it = perAddress;
 
-  it("auth - one remote address gets DERRICK_TOKEN_IP_BURST token requests, then 429 slow_down with Retry-After before any reaches the identity actor", async () => {
+  it("auth - one remote address gets DERRICK_TOKEN_IP_BURST token requests, then 429 slow_down with Retry-After before any reaches the identity actor", async ({
+    derrick,
+  }) => {
     const beta = TEST_CLIENTS.beta;
     expect((await requestToken(derrick, beta.client_id, beta.client_secret)).status).toBe(200);
     expect((await requestToken(derrick, beta.client_id, "wrong-secret")).status).toBe(401);
