@@ -1,15 +1,8 @@
 /**
- * Background loops that last as long as the process: following a KV bucket (followBucket) and
- * consuming a durable JetStream consumer (consumeForever).
- *
- * A nats.js iterator can end without an error: a KV watch is an ordered push consumer, and
- * @nats-io/jetstream 3.4 gives it up after 30 failed re-creations when it had received nothing
- * (about two minutes without JetStream); its `for await` then simply returns. A consume iterator
- * stops on a 400 or a permission error, by throwing. Either way a bare loop is gone for good, or,
- * when it throws with nobody to catch it, takes the process down. These helpers re-open the
- * iterator, with backoff, whenever it ends or throws before stop(), and log at warn when they do. An
- * error handling one entry or message is logged and skipped: it must not end the loop (nor crash
- * the process, nor crash it again on every restart when the entry is replayed).
+ * Background loops that last as long as the process: following a KV bucket (followBucket) and consuming a durable
+ * JetStream consumer (consumeForever). A nats.js iterator can end silently or by throwing, which would end a bare loop
+ * for good or crash the process: these re-open it with backoff, and an entry that cannot be handled is logged and
+ * skipped (docs/operations.md#loops-that-outlive-their-iterators).
  */
 import { Bucket, KvWatchInclude, type KV, type KvEntry } from "@nats-io/kv";
 import { onStreamDeleted } from "./recreate.ts";
@@ -66,19 +59,9 @@ const DEFAULT_RETRY_MS = 250;
 const DEFAULT_MAX_RETRY_MS = 10_000;
 
 /**
- * Follows a KV bucket: `onEntry` gets each entry in revision order, forever. A re-opened watch
- * resumes after the last revision delivered, so nothing is delivered twice and nothing the bucket
- * still holds is missed (a revision its history limit removed meanwhile is gone, as for any watcher
- * behind the writers); only when nothing was delivered yet does a re-watch of `from: "all"` or
- * `"history"` replay from the start (which is what was due anyway). The first watch is open when this resolves (a caller can
- * watch first, then load, and miss nothing in between); failing to open it throws.
- *
- * A bucket deleted and made again (an operator, a lost store) restarts its revisions at 1, so
- * resuming after the old revision would skip the new bucket's first entries (and nats.js's ordered
- * consumer resumes exactly so by itself). The stream's creation time is checked at each re-open,
- * every `checkEveryMs`, and (for a Kvm bucket) every 250 ms for 10 s after the server announces the
- * bucket's deletion, while derrick's stores make it again; when it changed, the watch starts over
- * from the beginning (current values, also for "updates"), after `onRecreated`.
+ * Follows a KV bucket: `onEntry` gets each entry in revision order, forever, a re-opened watch resuming after the last
+ * one delivered. Open when this resolves (watch, then load, miss nothing); a bucket made again restarts its revisions,
+ * so its creation time is watched and the follow starts over (docs/operations.md#loops-that-outlive-their-iterators).
  */
 const AFTER_DELETION_CHECK_MS = 250;
 const AFTER_DELETION_CHECKS = 40;
@@ -183,11 +166,9 @@ export async function followBucket(
 }
 
 /**
- * Consumes a durable consumer forever: `open` makes a consume iterator (called again after one
- * ended), `onMessage` gets each message. A message whose handling throws is logged and left
- * unacknowledged: the ack wait brings it back (or the handler settles it itself before throwing).
- * `reopen()` closes the current iterator so that it is opened again at once: for an owner that learns
- * first that the stream was deleted (nats.js notices only after missed heartbeats).
+ * Consumes a durable consumer forever; a message whose handling throws is logged and left unacknowledged for the ack
+ * wait to bring back (unless the handler settled it). `reopen()` opens the iterator again at once, for an owner that
+ * learns first that the stream was deleted (nats.js notices only after missed heartbeats).
  */
 export async function consumeForever(
   open: () => Promise<ConsumerMessages>,

@@ -61,16 +61,9 @@ export type KvReadOptions = {
 };
 
 /**
- * Reads a bucket's entries with consumers deleted after the read. Used instead of KV's
- * `history()`/`keys()` on every request path: their ordered push consumers stay on the server for
- * five minutes after each read (measured: 200 reads, 200 consumers, and a put's p50 0.16 → 0.37 ms
- * with 2000 of them on the stream), and they follow writes made after the read began, so a read of a
- * bucket written without pause never ended.
- *
- * A pass ends as `readStream` says (caught up, or a bound while writers keep it from catching up; a
- * key rewritten while it runs has its old message removed, and only the new one has the key).
- * When the pass missed keys anyway, a second pass reads the stream's tail (see below).
- * Entries are deduplicated (by key for last values, by revision for history) and in revision order.
+ * Reads a bucket's entries with consumers deleted after the read, instead of KV's `history()`/`keys()`, whose consumers
+ * stay on the server for minutes and follow later writes (docs/operations.md#kv-reads). Entries come deduplicated (by key,
+ * or by revision for history), in revision order.
  */
 export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEntry[]> {
   // Kvm's buckets are this class: its stream, subject prefix and key codec are public.
@@ -83,11 +76,8 @@ export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEnt
   };
   const last = await readPass(kv, filter, options.headersOnly, 0, add);
   if (last === 0) return [];
-  // A key whose messages were all replaced while the pass ran can be missed by it (its new message
-  // lies past where the pass stopped; and nats-server 2.9 was seen to report nothing pending before
-  // it). The keys the stream holds now say whether that happened; if so, the stream's tail after
-  // the pass is read too (in order, so the commit records of a twin come with its values), and in a
-  // last-value read any key still missing is read by itself.
+  // A key whose messages were all replaced during the pass can be missed by it: the keys the stream holds now tell,
+  // and the tail is then read in order, so a twin's commit records come with its values (docs/operations.md#kv-reads).
   const missing = async () => {
     const seen = new Set<string>();
     for (const entry of found.values()) seen.add(entry.key);
@@ -109,10 +99,8 @@ export async function readKv(kv: KV, options: KvReadOptions = {}): Promise<KvEnt
 }
 
 /**
- * One pass over the bucket's stream from `startSeq` (0: from the start); returns the last stream
- * sequence it saw (0: nothing matched). Last values too are read from every held revision: with
- * last-per-subject delivery nats-server 2.9 reports nothing pending while keys rewritten during the
- * read still have their new messages to come (measured: keys missing).
+ * One pass over the bucket's stream from `startSeq` (0: the start); returns the last sequence seen (0: none). Last values
+ * too come from every held revision: last-per-subject delivery missed keys rewritten during the read (docs/operations.md#kv-reads).
  */
 function readPass(
   kv: Bucket,

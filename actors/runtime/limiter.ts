@@ -57,10 +57,9 @@ export class InFlightLimiter {
 }
 
 /**
- * Admission with a bounded queue: at most `max` tasks run at once and at most `queueMax` wait for
- * them; a task beyond both is refused at once (`tryRun` answers undefined and never runs it). For
- * expensive work anyone can ask for (a password hash per token request): a flood is refused cheaply
- * instead of piling up until every request waiting behind it times out.
+ * Admission with a bounded queue (`max` running, `queueMax` waiting; `tryRun` answers undefined beyond both), for
+ * expensive work anyone can ask for (a password hash per token request): a flood is refused cheaply instead of
+ * piling up until every request waiting behind it times out.
  */
 export class AdmissionGate {
   private readonly slots: Slots;

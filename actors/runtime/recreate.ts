@@ -33,10 +33,8 @@ export function onStreamDeleted(nc: NatsConnection, onDeleted: (stream: string) 
 }
 
 /**
- * How long after its deletion is seen a stream is made again. nats-server 2.9 was seen (about 1 run in 3 of
- * test/projects/deleted-storage.test.ts) to lose a write made to a bucket made again within a
- * millisecond of its deletion: the stream info counted the message, no read found it. With a pause
- * of 200 ms, none in 8 runs; none since at 250 ms.
+ * How long after its deletion is seen a stream is made again: nats-server 2.9 lost writes to a bucket made again
+ * within a millisecond of its deletion (docs/operations.md#buckets-and-streams-made-again).
  */
 export const RECREATE_DELAY_MS = 250;
 
@@ -48,10 +46,8 @@ export const recreateDelay = () => pause(RECREATE_DELAY_MS);
 export type RecreatingBucket = { guard: Guard; recreate(): Promise<unknown> };
 
 /**
- * Runs `op` on a stream (not a bucket); when it fails because the stream is gone, makes it again with
- * `make` (after RECREATE_DELAY_MS) and runs `op` once more there. Failures that are the operation's
- * own answer (`isOwn`: a conflict, a full queue) are thrown without a lookup; any other failure while
- * the stream is there (NATS away, a timeout) is thrown too.
+ * Runs `op` on a stream (not a bucket); when it fails because the stream is gone, makes it again with `make` and runs
+ * `op` once more. The operation's own answers (`isOwn`: a conflict, a full queue) are thrown without a stream lookup.
  */
 export async function withStream<T>(
   jsm: JetStreamManager,
@@ -71,11 +67,9 @@ export async function withStream<T>(
 }
 
 /**
- * Makes each bucket (by name) again as soon as the server announces its deletion, until unsubscribed.
- * A read of a deleted bucket is not answered before the request times out (5 s: a direct get has no
- * stream to answer it), longer than the edge waits; the guards still catch what the advisory missed
- * (this process was disconnected, or the operation came first), looking the stream up when an
- * operation has waited STREAM_PROBE_MS.
+ * Makes each bucket (by name) again as soon as the server announces its deletion, until unsubscribed: a read of a
+ * deleted bucket would time out, longer than the edge waits. The guards catch what the advisory missed
+ * (docs/operations.md#buckets-and-streams-made-again).
  */
 export function recreateOnDeletion(nc: NatsConnection, buckets: Record<string, RecreatingBucket>, log?: Logger) {
   return onStreamDeleted(nc, (stream) => {
@@ -106,10 +100,8 @@ export function guardedKv<K extends object>(kv: K, guard: Guard): K {
 }
 
 /**
- * How long an operation waits before its bucket's stream is looked up. A direct get of a deleted
- * bucket is never answered, only timed out (5 s, longer than the edge waits): without the lookup,
- * the first read after a missed deletion advisory failed with 504 (writes fail at once: no stream
- * takes their subject).
+ * How long an operation waits before its bucket's stream is looked up: a direct get of a deleted bucket is never
+ * answered, only timed out, so the first read after a missed advisory answered 504 (docs/operations.md#buckets-and-streams-made-again).
  */
 export const STREAM_PROBE_MS = 300;
 

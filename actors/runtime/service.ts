@@ -1,18 +1,8 @@
 /**
- * Turns an actor's endpoint list into a NATS micro-service (`@nats-io/services`: queue group,
- * version, metadata, $SRV discovery) and serves it through one shared dispatcher:
- * - each message is handled in its own try/catch (an exception escaping a service handler would
- *   stop the whole service);
- * - handlers are started, not awaited, so one slow request does not hold up the next; at most
- *   `concurrency` run at once and the rest wait in arrival order, up to `queue` (requests and body
- *   bytes); beyond it a request is answered 503 with Retry-After at once, unrun. The client reads its
- *   socket as fast as it can, so without that bound an overload would pile up in memory instead of
- *   being refused;
- * - requests past their deadline are answered 504 without running;
- * - stop() drains the subscriptions (every message already received is still delivered), then
- *   waits until the waiting and running handlers are done.
- * Endpoints use service callbacks rather than async iterators: measured here, the iterator path
- * cost about a third of the round-trip throughput for no gain.
+ * Turns an actor's endpoint list into a NATS micro-service (`@nats-io/services`: queue group, version, metadata,
+ * $SRV discovery) served by one shared dispatcher: each message in its own try/catch, handlers started rather than
+ * awaited, at most `concurrency` at once and a bounded queue beyond which a request is answered 503 with Retry-After,
+ * 504 past the deadline, and a stop() that drains (docs/operations.md#the-service-dispatcher).
  */
 import type { StoragePolicy } from "./storage.ts";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
@@ -278,10 +268,8 @@ function chunkSize(maxPayload: number | undefined): number {
 }
 
 /**
- * A reply larger than one NATS message goes as several, in order on this connection (NATS keeps the
- * order of one publisher's messages to a subscriber): the Bus puts them back together. A catalog page
- * of 500 long items, a twin with several large groups, a page of large records: each fits the
- * documented limits and may pass an external server's 1 MB max_payload.
+ * A reply larger than one NATS message goes as several, in order on this connection (NATS keeps one publisher's order),
+ * and the Bus joins them: a reply within the documented limits may pass an external server's 1 MB max_payload.
  */
 function respondInChunks(msg: ServiceMsg, payload: Uint8Array, first: Map<string, string>, chunkBytes: number): void {
   if (payload.length > MAX_REPLY_BYTES)

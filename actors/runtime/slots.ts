@@ -1,8 +1,7 @@
 /**
- * A counting semaphore with an awaitable, weighted acquire, shared by the JetStream consumer loops
- * (dispatcher, deliverer, content worker): they wait here, so work in memory
- * stays bounded (a batch of n deliveries takes n slots). Waiters are served in order; a request larger
- * than the whole capacity is let through when nothing else is held, so it cannot wait forever.
+ * A counting semaphore with a weighted, awaitable acquire, so the consumer loops (dispatcher, deliverer, content worker)
+ * keep work in memory bounded (n deliveries take n slots). Waiters go in order; a request over the whole capacity is let
+ * through when nothing else is held, so it cannot wait forever.
  */
 export class Slots {
   private used = 0;

@@ -1,11 +1,7 @@
 /**
- * How the streams and KV buckets derrick creates are replicated (DERRICK_JETSTREAM_REPLICAS). One
- * server: R1, direct gets (any replica answers, the fastest read). A cluster: R3 and no direct gets:
- * a follower may answer a direct get before it has applied a write, so a read right after a write
- * acknowledged to another process (reporting's cache, a twin's commit record, a subscription) could
- * miss it; without direct gets every read is answered by the stream leader, which has every
- * acknowledged write. Settings apply when a stream is created; an existing one keeps its replicas
- * (raise them with `nats stream edit`).
+ * How the streams and KV buckets derrick creates are replicated (DERRICK_JETSTREAM_REPLICAS): one server, R1 with direct
+ * gets; a cluster, R3 without them, since a follower's direct get could miss an acknowledged write. An existing stream
+ * keeps its replicas (`nats stream edit`) (docs/operations.md#replicas-and-direct-gets).
  */
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
 import type { KV, Kvm } from "@nats-io/kv";
@@ -27,10 +23,8 @@ export function bucketOptions<T extends object>(policy: StoragePolicy, options: 
 }
 
 /**
- * An existing bucket, read the way it was made: with direct gets where its stream allows them.
- * `Kvm.open` alone reads with `$JS.API.STREAM.MSG.GET`, which nats-server 2.9 answers from a stream
- * registered but not yet given its store while another process creates it: the server then crashes
- * (nil store, the whole process exits). Direct gets are served only once the store exists.
+ * An existing bucket, read the way it was made: with direct gets where its stream allows them. `Kvm.open` alone reads
+ * with STREAM.MSG.GET, which crashed nats-server 2.9 on a stream still being created (docs/operations.md#replicas-and-direct-gets).
  */
 export function bindBucket(kvm: Kvm, name: string, stream: StreamInfo, policy: StoragePolicy): Promise<KV> {
   return kvm.open(name, { allow_direct: directReads(policy) && stream.config.allow_direct === true });

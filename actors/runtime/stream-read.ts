@@ -53,13 +53,9 @@ function replicationOf(js: JetStreamClient, stream: string): boolean | "asking" 
 }
 
 /**
- * Hands every message matching `filter` to `onMessage`, in stream order, and returns the last
- * sequence seen (0: nothing matched).
- *
- * The read ends once it has caught up with the stream (a message with nothing pending after it), or
- * after twice as many messages as matched when it began (plus 100) while writers keep it from
- * catching up: it does not stop at the count that matched, because a message removed while the read
- * runs (a rewritten KV key, a limit reached) is replaced by later ones.
+ * Hands every message matching `filter` to `onMessage`, in stream order; returns the last sequence seen (0: none).
+ * Ends once caught up, or after 2 × matched + 100 while writers keep it behind: a message removed during the read
+ * is replaced by later ones, so the matched count is no end (docs/operations.md#read-consumers).
  */
 export async function readStream(
   js: JetStreamClient,
@@ -106,18 +102,9 @@ export async function readStream(
 }
 
 /**
- * Makes a read's consumer (ordered: ephemeral, R1, in memory), asking again while none answers.
- * nats-server up to 2.11 (2.9 here) may place an R1 ephemeral consumer of a replicated stream on a
- * replica that is offline, and then never answers the create (nats-io/nats-server#7165): with one
- * server of three down, a third of the reads would wait out the API timeout and the edge would
- * answer 504. So, on a replicated stream, a create not answered within READ_CONSUMER_HEDGE_MS is
- * asked for again under another name (placed at random again) while the earlier ones may still
- * answer, at most READ_HEDGES_MAX extra ones at once in the process. The first consumer made serves
- * the read; the others are deleted: at once by name (an unanswered one is still the meta leader's to
- * delete), again if one is made later, and again if one fails after the read is served (its delete
- * by name may have come before its creation). A create that fails (no such stream, not allowed)
- * while no consumer has been made fails the read. Healthy, the first answers within ms and nothing
- * more is asked.
+ * Makes a read's consumer (ordered: ephemeral, R1, in memory), asking again under another name while none answers:
+ * nats-server up to 2.11 may place it on an offline replica and never answer. The first made serves the read, the
+ * spares are deleted (docs/operations.md#read-consumers).
  */
 function makeReadConsumer(js: JetStreamClient, stream: string, options: Partial<OrderedConsumerOptions>): Promise<Consumer> {
   replicationOf(js, stream); // learned while the first create runs
