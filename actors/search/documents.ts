@@ -124,10 +124,9 @@ export function dateValue(value: string): number | undefined {
 }
 
 /**
- * The analysis of short string values, per thread: kinds, legal tags, statuses, users and dates
- * repeat across records, and tokenizing and date-parsing them again was a quarter of decoding a
- * record. Bounded, read with peek (a hit costs one Map lookup): the value analysed longest ago goes
- * first when full. The token arrays are shared and must not be changed.
+ * The analysis of short string values, per thread: kinds, legal tags, statuses, users and dates repeat across records
+ * (docs/search.md#work-across-threads-in-a-bulk-load). Bounded, read with peek; the token arrays are shared and must
+ * not be changed.
  */
 const ANALYZED_MAX_LENGTH = 64;
 const analyzedStrings = new BoundedCache<string, { tokens: string[]; date: number | undefined }>({ max: 10_000 });

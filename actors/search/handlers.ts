@@ -1,10 +1,8 @@
 /**
- * Handlers of the `search` actor: OSDU /query, /query_with_cursor (open, page, close) and /info.
- * Access is decided here so NATS callers meet it too: a search role and a data.* group (or
- * users.data.root), else 401 "Access denied" naming the groups that would allow it; then the ACL filter inside the backend
- * (users.data.root sees everything; queryAsOwner narrows to owners). Cursors remember their plan,
- * their issuer and the last row (keyset paging by sort keys then id, stable across replicas), live
- * in KV, and expire 90 s after their last use.
+ * Handlers of the `search` actor: OSDU /query, /query_with_cursor (open, page, close) and /info. Access is decided here,
+ * so NATS callers meet it too: a search role and a data.* group (or users.data.root), else 401 naming the groups, then
+ * the backend's ACL filter (queryAsOwner narrows it to owners). Cursors keep their plan, issuer and last row (keyset
+ * paging, stable across replicas) in KV, 90 s after their last use (docs/search.md#cursors).
  */
 import { randomBytes } from "node:crypto";
 import { DerrickError, reply, type Principal, type Reply } from "../../subjects/index.ts";

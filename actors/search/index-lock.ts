@@ -1,10 +1,7 @@
 /**
- * One search process per index file. Each process applies the RECORDS stream to its file and keeps
- * the last applied sequence in it; two processes sharing one file each skip what the other applied,
- * and queries then miss records with no error anywhere. The lock is a small SQLite database beside the
- * index (`<file>.lock`), written once in exclusive locking mode and held open for the process's life:
- * SQLite's file lock refuses a second holder in this process or another, and the kernel releases it
- * when the process ends, however it ends (no stale lock files to clean up).
+ * One search process per index file: two sharing one would each skip what the other applied, and queries would miss
+ * records silently. The lock, `<file>.lock`, is a SQLite database held in exclusive locking mode for the process's life;
+ * the kernel releases it however the process ends, so no stale lock is left (docs/search.md#the-index-replica).
  */
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";

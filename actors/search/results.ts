@@ -20,10 +20,8 @@ function flatten(value: unknown, path: string, out: Map<string, unknown>): void 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
- * Sets `key` on `target` as an own, enumerable property, whatever the key: a record may hold a key
- * named `__proto__` (JSON.parse makes it an own key), and `target[key] = value` with that key would
- * set the object's prototype instead — the key vanished from results and no longer serialised.
- * Defined, it is a plain data property: JSON.stringify writes it, no prototype changes.
+ * Sets `key` as an own, enumerable property whatever it is: for a record's key `__proto__` (JSON.parse keeps it as an
+ * own key) `target[key] = value` would set the prototype instead and drop the key from results (docs/search.md#records).
  */
 function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });

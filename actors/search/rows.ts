@@ -147,12 +147,9 @@ export function idf(rows: number, hits: number): number {
 }
 
 /**
- * Lone points (the common geometry: a well's location) per field path, in memory: coordinates by
- * record in typed arrays, and a 1° grid of the records in each cell, so a box query reads the cells it
- * covers instead of every point (R*Tree hits cost a SQLite lookup each for their columns). Cell lists
- * are append-only: an entry whose point has since moved elsewhere or was deleted is skipped by
- * checking the current coordinates, and a record listed twice in one cell is reported once.
- * Lines and polygons stay in the R*Tree.
+ * Lone points (a well's location) per field path, in memory, with a 1° grid of records per cell: a box query reads the
+ * cells it covers, not an R*Tree hit's SQLite lookup per point (docs/search.md#in-memory-facts-and-sort-columns). Cell
+ * lists are append-only: moved or deleted points are skipped by their current coordinates, duplicates reported once.
  */
 type PathPoints = {
   xs: Float64Array;

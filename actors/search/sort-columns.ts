@@ -177,11 +177,9 @@ export function compareCodePoints(a: string, b: string): number {
 export type SortedPage = { rids: number[]; positions: SortValue[][] };
 
 /**
- * The page `offset`…`offset + limit` of the matches in (sort keys with missing values last, id)
- * order — what `ORDER BY s IS NULL, s ASC|DESC, …, id` gives — after the keyset position `after`
- * when there is one. The keys decide first (bounded heap: O(n log k) for k = offset + limit); ids
- * are read (`idsOf`) only for the rows that can make the page — the best k and whatever ties with
- * the k-th — and for rows tied with `after`, so a query over 100k matches reads a few ids, not 100k.
+ * The page `offset`…`offset + limit` of the matches in `ORDER BY s IS NULL, s ASC|DESC, …, id` order, after the keyset
+ * position `after` if any. Keys decide first (bounded heap, O(n log k)); ids are read only for the rows that can make
+ * the page or tie with `after`, a few rather than every match (docs/search.md#in-memory-facts-and-sort-columns).
  */
 export function sortedPage(
   rids: ArrayLike<number>,

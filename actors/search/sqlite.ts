@@ -818,11 +818,9 @@ export class SqliteBackend implements SearchBackend {
   }
 
   /**
-   * Terms of one field over exactly the rows a query sees: count desc, key asc, at most 1000. Key
-   * order is ES's for the field's type: by value when every term is a number or a date (ES orders a
-   * numeric or date field's terms by value: 15 before 120), else by the text's bytes. A bucket counts
-   * the records holding the term, or with `elements` (a `nested(…)` aggregation) the values — one per
-   * array element — as ES's nested aggregation counts nested documents.
+   * Terms of one field over exactly the rows a query sees: count desc, key asc, at most 1000; keys by value (15 before
+   * 120) when every term is a number or a date, else by bytes, as ES orders a field's terms by its type. A bucket counts
+   * records, or with `elements` (`nested(…)`) values, one per array element, as ES counts nested documents.
    */
   private aggregate(field: string, elements: boolean, from: string, whereSql: string, baseParams: SQLQueryBindings[]): Aggregation[] {
     const path = field.replace(/\.keyword$/, "");

@@ -1,10 +1,7 @@
 /**
- * Search's cursors in KV derrick_search_cursors: `<partition>.<cursor>` → CursorState (bucket max
- * age = the cursor TTL: every use rewrites the entry, which restarts its age), and beside it
- * `issuers.<partition>.<sha256(principal), 32 hex>.<cursor>`, a mark written and removed with it, so
- * a principal's open cursors are counted from key names alone (the state's value is the plan, up to
- * the 100 KB query: reading every value to count them would cost far more). The records search
- * indexes are the storage actor's (actors/storage/store.ts).
+ * Search's cursors in KV derrick_search_cursors: `<partition>.<cursor>` → CursorState (max age = the cursor TTL, restarted
+ * by each use's rewrite) and an `issuers.<partition>.<principal hash>.<cursor>` mark, so a principal's cursors are counted
+ * from key names without reading plans (docs/search.md#cursors). The records it indexes are storage's (actors/storage).
  */
 import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
 import { recreateOnDeletion, recreatingBucket } from "../runtime/recreate.ts";
@@ -56,10 +53,8 @@ export async function openCursorStore(
   const kvm = new Kvm(nc);
   const options = bucketOptions(policy, { history: 1, ttl: ttlMs });
   const kv: KV = await kvm.create(CURSOR_BUCKET, options);
-  // Deleted at runtime (an operator, a tool): made again at the server's deletion advisory or on its next
-  // use, as every bucket of derrick is. Its cursors went with it (400 "unknown or expired", as after
-  // their time to live). The advisory matters here: a continuation reads the bucket first, and a read
-  // of a deleted bucket is not answered before the edge gives up (see recreateOnDeletion).
+  // Made again at the deletion advisory or on next use, its cursors gone (400, as expired): a continuation reads the
+  // bucket first, and a read of a deleted bucket is not answered before the edge gives up (recreateOnDeletion).
   const recovery = recreatingBucket(await jetstreamManager(nc), kvm, CURSOR_BUCKET, options, log);
   const { guard } = recovery;
   const advisories = recreateOnDeletion(nc, { [CURSOR_BUCKET]: recovery }, log);

@@ -1,27 +1,8 @@
 /**
- * Handlers of the `storage` actor: an OSDU Storage-compatible record store whose only storage is the
- * RECORDS stream (the latest version of each record per subject). Rules:
- *   PUT records: group users.datalake.editors (else 403); read as OSDU reads a Record (null =
- *     absent; server-assigned and unknown fields ignored, not stored); ids `<partition>:<type>:<id>`
- *     in the request's partition (generated when absent); objects and arrays nested at most
- *     RECORD_MAX_DEPTH levels (else 400 naming the field, nothing written); createTime/createUser kept across versions; a
- *     record that exists may be replaced only by an owner of its current ACL (or users.data.root),
- *     else 403 "User Unauthorized" for the whole request, as OSDU's validateOwnerAccess.
- *   GET record: a search or storage role, and the record's ACL shares a group with the caller
- *     (users.data.root sees all), else 403 "Access denied"; unknown or deleted → 404 "Record not
- *     found", whoever asks. These are OSDU's statuses (QueryServiceImpl.getRecord), kept because
- *     OSDU clients may branch on them: a caller with a role can tell an id that exists from one
- *     that does not, as in OSDU; the 403 carries only OSDU's fixed text, nothing read from the
- *     record (docs/search.md, "Records").
- *   delete: users.datalake.editors and an owner of the record (or users.data.root), else 403;
- *     unknown or deleted → 404 (OSDU's deleteRecord). The deletion mark keeps the version deleted.
- *   purge: users.datalake.ops (OSDU's service.storage.admin) and an owner of the record, deleted or
- *     not (else 403); never written or already purged → 404 (OSDU's purgeRecord). An empty deletion
- *     mark replaces the record's message: no version of it is left, and every search replica drops it.
- * Every 403 for a missing group names the group(s) that would allow it, after OSDU's own text.
- * Each write is conditioned on the stream sequence its owner check read (expected last subject
- * sequence): a version written in between fails it, and the record is read and checked again, so a
- * check never approves a write over a version it did not see.
+ * Handlers of the `storage` actor: an OSDU Storage-compatible record store whose only storage is the RECORDS stream.
+ * PUT, GET, delete and purge keep OSDU's groups, owner checks, statuses and texts, since OSDU clients branch on them
+ * (docs/search.md#records). Each write is conditioned on the sequence its owner check read: a check never approves
+ * a write over a version it did not see.
  */
 import { randomUUID } from "node:crypto";
 import { DerrickError, check, conflict, invalidField, reply, type Principal, type Reply } from "../../subjects/index.ts";

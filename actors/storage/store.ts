@@ -1,10 +1,8 @@
 /**
- * The storage actor's record store: stream RECORDS on derrick.records.<partition>.<sha1(id)>, one
- * message kept per subject (the latest version of each record, or its deletion mark), so replaying
- * it rebuilds an index (search's replica follows it). A logical delete's mark carries the last
- * version (OSDU keeps a deleted record until it is purged); a purge's mark is empty: nothing of the
- * record is left but the hash of its id, and the mark stays so that a replica that was behind still
- * drops the record when it catches up.
+ * The storage actor's record store: stream RECORDS on derrick.records.<partition>.<sha1(id)>, one message kept per
+ * subject (a record's latest version or its deletion mark), so replaying it rebuilds an index. A logical delete's mark
+ * keeps the last version, a purge's is empty; either stays so a replica that was behind still drops the record
+ * (docs/search.md#records).
  */
 import { SINGLE_NODE, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
 import { withStream } from "../runtime/recreate.ts";
@@ -124,10 +122,8 @@ export async function openRecordStore(nc: NatsConnection, policy: StoragePolicy 
   const jsm = await jetstreamManager(nc);
   await ensureRecordsStream(jsm, policy);
   /**
-   * Runs `op`; when it fails because RECORDS is gone (deleted by an operator or a tool, a lost store),
-   * makes the stream again, as every other store of derrick does, and runs it once more there. Its
-   * records went with it: reads then find nothing, as search does once its replica rebuilt.
-   * Any other failure (NATS away, a timeout) is thrown.
+   * Runs `op`, making RECORDS again first if it is gone (an operator, a lost store), as every store of derrick does:
+   * its records went with it, so reads find nothing, as search does once its replica rebuilt.
    */
   const withRecords = <T>(op: () => Promise<T>): Promise<T> =>
     withStream(

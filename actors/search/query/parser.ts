@@ -1,10 +1,8 @@
 /**
- * A recursive-descent parser for the Lucene query-string syntax as OSDU Search uses it (ES
- * `query_string`, default operator OR, no leading wildcards) plus OSDU's `nested(path, (…))`.
- * No npm parser understands `nested()` (docs/search.md), and a hand-written one can say where a
- * query is malformed. Boolean clauses follow Lucene's classic QueryParser rules exactly (`AND` makes
- * both neighbours required, `+`/`-`/`NOT` are per-clause modifiers), so `a AND b OR c` means what it
- * means on OSDU: `+a +b c`.
+ * A recursive-descent parser for the Lucene query-string syntax as OSDU Search uses it (ES `query_string`, default OR,
+ * no leading wildcards) plus OSDU's `nested(path, (…))`, which no npm parser understands (docs/search.md); hand-written,
+ * it can say where a query is malformed. Boolean clauses follow Lucene's classic QueryParser (`AND` makes both
+ * neighbours required, `+`/`-`/`NOT` modify one clause), so `a AND b OR c` means `+a +b c`, as on OSDU.
  */
 import { matchAll, type BoolNode, type QueryNode, type TermKind } from "./ast.ts";
 import { isValidDateMath, looksLikeDateMath } from "./date-math.ts";
