@@ -1,9 +1,7 @@
 /**
- * The content task of the `content-worker` actor: one run of a task, from queued through running to
- * succeeded (content and parts stored, then the task) or failed, counted and ended by compare-and-set
- * on the task record so a crash, a redelivery or an overtaken run never completes a task twice.
- * worker.ts wires it to the work queue; the request side (handlers.ts) shares the ids and the
- * task states defined here.
+ * The content task of the `content-worker` actor: one run of a task, queued → running → succeeded (content and parts
+ * stored, then the task) or failed, counted and ended by compare-and-set on the task record, so a crash, a redelivery
+ * or an overtaken run never completes a task twice. worker.ts wires it to the queue; handlers.ts shares its ids and states.
  */
 import {
   CONTENT_TTL_MS,
@@ -56,13 +54,9 @@ export type Delivery = {
 };
 
 /**
- * What the wiring does with the message once the runner returns: `completed`, `failed` and
- * `skipped` (the task was already terminal, or is gone) are acked. `superseded` is left alone: a
- * newer run of the task started (a redelivery after this run's ack wait), and that run's delivery
- * is the same stream message. JetStream settles a message by its stream sequence, not by delivery:
- * an ack from this run would delete the message from the work queue under the newer run (if that
- * run's worker then died, nothing would redeliver it and the task would stay `running`), and a nak
- * would hand it out again at once, overtaking the newer run in turn.
+ * What the wiring does with the message once the runner returns: `completed`, `failed` and `skipped` (already terminal,
+ * or gone) are acked; `superseded` is left alone, since JetStream settles by stream sequence and the newer run's
+ * delivery is the same message (docs/content.md#delivery-guarantees).
  */
 export type Outcome = "completed" | "failed" | "skipped" | "superseded";
 
@@ -84,10 +78,8 @@ async function transition(
 }
 
 /**
- * Runs of a task that may end without a word (their worker crashed, or stalled past the ack wait and
- * was overtaken); the next delivery after the last fails the task. A run that ends in an
- * infrastructure error says so (`erroredRuns`) and is not counted here: those are retried with
- * backoff up to GIVE_UP_AFTER_DELIVERIES (store.ts), so a storage outage does not use up this bound.
+ * Runs of a task that may end without a word (a crashed or overtaken worker) before the next delivery fails it. Runs
+ * ending in an infrastructure error are not counted: GIVE_UP_AFTER_DELIVERIES bounds those, so an outage spares this.
  */
 export const MAX_RUNS = 5;
 
@@ -128,19 +120,14 @@ const failRun = (deps: WorkerDeps, message: TaskMessage, run: number, error: str
   finishRun(deps, message, run, (task) => ({ ...task, state: TaskState.failed, completedAt: nowOf(deps).toISOString(), error }), "failed");
 
 /**
- * Runs one task: queued → running → succeeded (content and parts stored, then the task) or failed.
- * Safe to run again after a crash at any point: the content is keyed by the task, the state
- * change is a compare-and-set, and a terminal task is never touched again. A run overtaken by a
- * newer run of the task (it outlived its ack wait and the message went to another worker) changes
- * nothing and returns `superseded`. Infrastructure errors are thrown for the wiring to retry,
- * after the run is recorded as one that ended in an error (not counted against MAX_RUNS).
+ * Runs one task, safe to run again after a crash at any point (content keyed by the task, compare-and-set state, terminal
+ * tasks untouched). An overtaken run changes nothing (`superseded`); infrastructure errors are recorded (not counted
+ * against MAX_RUNS) and thrown for the wiring to retry.
  */
 export async function runContentTask(message: TaskMessage, deps: WorkerDeps, delivery: Delivery): Promise<Outcome> {
   const { partition, taskId } = message;
-  // Runs are counted when they start, so runs that crashed the worker (and never came back to say
-  // so) count too: a task that keeps killing workers fails here instead of being redelivered forever.
-  // A run that ended in an infrastructure error is taken off that count (below): it is the wiring's
-  // retry budget, not this one, that bounds those.
+  // Counted when they start, so runs that crashed the worker count too: a task that keeps killing workers fails here
+  // instead of being redelivered forever. A run ending in an infrastructure error is taken off the count (below).
   const started = await transition(deps, partition, taskId, (task) => {
     if (terminal(task)) return undefined;
     const unfinished = unfinishedRuns(task);
@@ -214,10 +201,8 @@ async function runStarted(message: TaskMessage, deps: WorkerDeps, delivery: Deli
     size,
     ...(parts.length ? { parts: parts.map((p) => p.contentPartId) } : { items }),
   };
-  // A run that outlived its ack wait may have been overtaken by a redelivered one: only the newest
-  // run of a task still going writes, so a finished task's result is not replaced. The re-read is
-  // the cheap check; the writes themselves are compare-and-sets over older runs' results only, for a
-  // run that stalls after this check (a newer run may start, write and complete meanwhile).
+  // Only the newest run of a task still going writes, so a finished task's result is not replaced. The re-read is
+  // the cheap check; the writes are compare-and-sets over older runs' results, for a run that stalls after it.
   const current = (await deps.tasks.get(partition, taskId))?.value;
   if (!current || terminal(current)) return "skipped";
   if (current.attempts !== task.attempts) return "superseded";

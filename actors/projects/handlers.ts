@@ -312,13 +312,9 @@ export async function getTask(input: TaskRef, ctx: RequestContext, deps: Project
 }
 
 /**
- * Queues a task again when its work-queue message is gone while the stream itself stayed (purged or
- * removed by an operator; a deleted stream is handled where it is made again, store.ts). A message
- * stays in the work queue until its task is terminal and acked, so a task still queued or running
- * while the queue holds no message at all has lost its own. Looked at on reads of a task older than
- * the ack wait (a younger one may be between its acceptance and its publish); the task is re-read
- * after the queue, so one that completed and acked meanwhile is left alone. Never throws: the read
- * answers anyway, and the next read looks again.
+ * Queues a task again when its work-queue message is gone while the stream stayed (docs/content.md#delivery-guarantees).
+ * Only for tasks older than the ack wait (a younger one may not be published yet), re-read after the queue so one just
+ * completed is left alone. Never throws: the read answers anyway, and the next read looks again.
  */
 async function requeueIfLost(deps: ProjectsDeps, task: TaskRecord): Promise<void> {
   const lost = deps.lost;
@@ -333,10 +329,9 @@ async function requeueIfLost(deps: ProjectsDeps, task: TaskRecord): Promise<void
 }
 
 /**
- * The task behind a content or part id, when its result may be read now: succeeded and not past its
- * expiry. Otherwise why not: still going (409), failed, expired, or not this project's (404). The
- * state is read on every result read: a run writes the content before it marks the task succeeded,
- * and a rerun after a crash may produce a different result, so only a succeeded task's is final.
+ * The task behind a content or part id when its result may be read now (succeeded, not expired), else why not. Read on
+ * every result read: a run writes the content before it marks the task succeeded, and a rerun after a crash may
+ * produce another, so only a succeeded task's is final.
  */
 async function readableTask(
   deps: ProjectsDeps,

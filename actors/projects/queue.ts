@@ -1,9 +1,7 @@
 /**
- * Limits of the content work queue (stream CONTENT_TASKS, see store.ts): the stream refuses a new
- * message past them (discard new), so they hold across every projects process without a counter of
- * their own. A new task is published on its requester's subject, so the messages-per-subject limit is
- * the number of unfinished (queued or running: a message leaves the work queue when its task is
- * acked, after it completed) tasks one requester may have in a partition.
+ * Limits of the content work queue (stream CONTENT_TASKS): the stream refuses a message past them (discard new), so they
+ * hold across every projects process; on its requester's subject, a task counts against that requester's unfinished
+ * tasks (docs/content.md#delivery-guarantees).
  */
 import { createHash } from "node:crypto";
 

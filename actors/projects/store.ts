@@ -9,12 +9,8 @@
  *                        content-workers; `<queue>` is the requester's token (requesterQueue), so the
  *                        stream's messages-per-subject limit (discard new) caps each requester's
  *                        unfinished tasks, and max_msgs the whole backlog (QueueLimits)
- * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key.
- *
- * Everything here is made again when found deleted at runtime (an operator, a tool, a lost store), with
- * the configuration it started with, as the twins' buckets are: a bucket on its next use (the failed
- * operation is then tried once more), the work-queue stream on the next publish or worker (re)start,
- * which then queues every unfinished task again (their messages went with the old stream).
+ * Ids are tokens ([A-Za-z0-9_-]), so every key is a valid KV key. Everything here is made again with its configuration
+ * when found deleted at runtime, and unfinished tasks are queued again (docs/content.md#delivery-guarantees).
  */
 import { SINGLE_NODE, bucketOptions, streamInfoIfAny, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
 import { nuid, type NatsConnection } from "@nats-io/nats-core";
@@ -65,12 +61,9 @@ export const BUCKETS = {
 export const TASK_STREAM = "CONTENT_TASKS";
 export const WORKER_CONSUMER = "content-workers";
 /**
- * Deliveries whose run kept hitting infrastructure errors before a task is failed for good (the
- * worker naks with a backoff of 1 s, 2 s, 5 s, then 10 s: about three minutes in all). The consumer
- * itself redelivers without limit: JetStream's max_deliver stops redelivering silently, and a worker
- * killed on that last delivery would leave the task `running` forever. Crash loops are bounded by
- * the runner's count of runs that never finished (MAX_RUNS in handlers.ts) instead; a run that ends
- * in an infrastructure error is not one of those, so an outage spends this budget, not that one.
+ * Deliveries whose run kept hitting infrastructure errors before a task is failed for good (about three minutes of
+ * backoff): the consumer has no max_deliver, which stops silently, and crash loops are bounded by MAX_RUNS instead
+ * (docs/content.md#delivery-guarantees).
  */
 export const GIVE_UP_AFTER_DELIVERIES = 20;
 const TASK_RETENTION_MS = 7 * 86_400_000;
@@ -300,11 +293,9 @@ export function taskQueue(
 }
 
 /**
- * Publishes every task not yet terminal to the work queue again; how many. Called by whoever made the
- * work-queue stream: the tasks accepted before had their messages in the old stream, gone with it,
- * and would otherwise stay queued (or running) for good. A task whose message is in the new stream
- * already is stored once (same message id, inside the duplicate window); one run twice is safe (the
- * runner is idempotent, a terminal task is skipped, an overtaken run writes nothing).
+ * Publishes every task not yet terminal to the work queue again; how many. Called by whoever made the work-queue stream:
+ * the accepted tasks' messages went with the old one. The task id as message id stores a task once, and a task run twice
+ * is safe (docs/content.md#delivery-guarantees).
  */
 export async function requeueUnfinished(
   stores: Pick<Stores, "tasks" | "guard">,
@@ -446,10 +437,9 @@ export function catalogStore(kv: KV, guard: Guard = unguarded): CatalogStore {
           throw new Error(`catalog entry ${entry.key} holds no item of that id`);
         onItem(entry.key.slice(0, dot) as CatalogKind, item, entry.revision);
       };
-      // Watch first, then load: an update landing between the two is applied either way, and
-      // revisions keep the newest. The watch is re-opened whenever it ends (followBucket).
-      // A bucket made again replays its items from revision 1: `onRecreated` must drop what was held
-      // first, or the replayed items would lose to the old, higher revisions.
+      // Watch first, then load: an update landing between the two is applied either way, revisions keeping the newest.
+      // A bucket made again replays its items from revision 1: `onRecreated` must drop what was held first, or the
+      // replayed items would lose to the old, higher revisions.
       const followed = await followBucket(kv, { what: "catalog", from: "updates", ...options }, deliver, log);
       try {
         for (const entry of await readKv(kv)) {

@@ -1,12 +1,8 @@
 /**
- * Wiring of the `content-worker` actor: one pull consumer on the CONTENT_TASKS work queue shared by
- * every worker process (scale by starting more), tasks run concurrently up to
- * DERRICK_CONTENT_CONCURRENCY. A message is acked only after the task reached a terminal state in KV
- * (content stored first), so a worker killed mid-task leaves the message unacked and JetStream hands
- * it to another worker after the ack wait; the runner is idempotent, so it completes exactly once.
- * A run overtaken by such a redelivery leaves the message alone (no ack, no nak): it belongs to the
- * newer run.
- * The actor is also a NATS service (stats endpoint) so $SRV.PING and /readyz see it.
+ * Wiring of the `content-worker` actor: one pull consumer on the CONTENT_TASKS work queue shared by every worker process
+ * (scale by starting more), up to DERRICK_CONTENT_CONCURRENCY tasks at once. A message is acked only once its task is
+ * terminal, so a killed worker's task goes to another after the ack wait (docs/content.md#delivery-guarantees). Also a
+ * NATS service (stats), so $SRV.PING and /readyz see it.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { nuid } from "@nats-io/nats-core";
@@ -50,12 +46,9 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
   // Holds the consume loop while full: a message this process cannot start yet stays with JetStream
   // for another worker.
   const gate = new Slots(cfg.content.workerConcurrency);
-  // Re-opened whenever the iterator ends or throws (consumeForever): a bare loop would stop taking
-  // tasks for good. nats.js would wait forever for a deleted durable consumer to come back, and no
-  // one brings it back while the processes run (it is created at start): so a missing consumer or
-  // stream ends the iterator (abort_on_missing_resource), and each opening creates whatever is
-  // missing first. Unacked tasks stay in the work queue and go to the new consumer; when the stream
-  // itself was gone, its opening makes it again and queues every unfinished task again (taskQueue).
+  // nats.js would wait forever for a deleted durable consumer to come back: a missing consumer or stream ends the
+  // iterator instead, and each re-opening creates what is missing, queuing unfinished tasks again when the stream
+  // was gone (docs/content.md#delivery-guarantees).
   const loop = await consumeForever(
     async () => {
       await queue.ensure();
