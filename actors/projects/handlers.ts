@@ -236,7 +236,7 @@ export const taskLocation = (projectId: string, taskId: string) => `/v2/projects
 
 export async function requestContent(input: ContentRequest, ctx: RequestContext, deps: ProjectsDeps): Promise<Reply<ContentAccepted>> {
   const { project, partition, principal } = await memberProject(deps, ctx, input.projectId);
-  // Absent means every item; JSON null is not the object the contract defines.
+  // Absent means every item; JSON null is not the object the API defines (400, docs/content.md#content-requests-and-tasks).
   const body = check(ContentRequestBody, input.body === undefined ? {} : input.body);
   const list = deps.catalog[input.kind];
   body.ids?.forEach((id, i) => {

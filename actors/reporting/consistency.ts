@@ -1,13 +1,8 @@
 /**
- * Volumes an aggregation adds together must be comparable: within one prospect analysis every
- * volume of a product is in one unit and all volumes share one basis (recoverable or in place),
- * and its MEFS is in the unit of one of its products; across the scenarios of a multiple scenario
- * analysis, a product keeps its unit and basis. A full cycle's production model needs a volume of
- * its product (or oil equivalent) unless it gives the recoverable volume itself.
- *
- * Entities are upserted one at a time (a segment's unit can change after a prospect analysis
- * enrolled it), so these are checked where volumes are combined: on the prospect analysis or full
- * cycle write (400) and again when an aggregation runs (409). Pure: each problem names where.
+ * Volumes an aggregation adds together must be comparable: one unit per product and one basis within a prospect
+ * analysis and across a multiple scenario analysis, MEFS in a product's unit, a full cycle's product among the volumes.
+ * Entities are upserted one at a time, so this runs where volumes combine: on the write (400) and when an aggregation
+ * runs (409) (docs/reporting.md#entities). Pure: each problem names where.
  */
 import type { Product, Volumes } from "../../subjects/reporting.ts";
 

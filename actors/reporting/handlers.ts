@@ -363,10 +363,8 @@ async function linkedAnalysis(tracker: Tracker, partition: string, paId: string)
 export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx: RequestContext, deps: ReportingDeps) {
   const partition = callerPartition(ctx);
   const body = input.body;
-  // The key holds only what the result depends on: the levels as a set (answered in LEVELS order)
-  // and the company. The currency is only echoed, so it is added after the cache: keyed by it (and
-  // by the order of levels), any caller could fill the cache and the inputs' dependents lists
-  // without end, one cold computation per currency code.
+  // The key holds only what the result depends on: the levels as a set and the company. The currency is only echoed,
+  // added after the cache: keyed by it, any caller could fill the cache and the dependents lists without end (docs/reporting.md#caching).
   const levels = LEVELS.filter((level) => !body.levels || body.levels.includes(level));
   const params = createHash("sha1")
     .update(JSON.stringify([levels, body.companyId ?? null]))

@@ -37,10 +37,8 @@ export const RESULTS_FORMAT = 2;
 export const resultKey = (partition: string, aggregation: string, id: string, params?: string) =>
   `r${RESULTS_FORMAT}.${partition}.${aggregation}.${id}${params ? `.${params}` : ""}`;
 /**
- * `guard`: what reads of `entities` outside its methods (readKv) run under, absent → unguarded;
- * `close`: stops making the buckets again on deletion advisories; `maxValueBytes`: the largest
- * value one KV put can carry (the server's max_payload less room for the headers), absent →
- * unchecked.
+ * `guard`: what reads of `entities` outside its methods (readKv) run under (absent: unguarded); `close`: stops re-making
+ * the buckets on deletion advisories; `maxValueBytes`: one KV put's largest value, max_payload less header room (absent: unchecked).
  */
 export type Stores = { entities: KV; cache: KV; guard?: Guard; close?: () => void; maxValueBytes?: () => number | undefined };
 

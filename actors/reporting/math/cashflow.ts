@@ -1,9 +1,7 @@
 /**
- * Full-cycle cash flows: a production profile (build-up by wells, plateau as a fraction of the
- * recoverable volume per year, exponential decline once a fraction remains — the GeoX gFullCycle
- * parameters), then yearly revenue, royalty, opex, capex and government take under a royalty/tax
- * or a PSC regime, at project (100% gross, before government take), contractor (all licensees,
- * after government take) and working-interest (WI × contractor) level. Units are the caller's:
+ * Full-cycle cash flows: a production profile (build-up by wells, plateau, exponential decline: the GeoX gFullCycle
+ * parameters), then yearly revenue, royalty, opex, capex and government take under royalty/tax or a PSC, at project,
+ * contractor and working-interest level (docs/reporting.md#how-the-numbers-are-computed). Units are the caller's:
  * money = volume × price in whatever scale the inputs use.
  */
 

@@ -1,11 +1,7 @@
 /**
- * Chance of geological success of a prospect from its segments, exactly, under the three
- * dependency models of the contract. Every model shares Pg_i = Pc · ps_i (Pc: the product of the
- * common factors; ps_i: the product of segment i's own factors); the model decides only the joint
- * behaviour:
- *   independent    — the common factors are drawn per segment: segments succeed independently with Pg_i;
- *   commonFactor   — one draw of the common factors for all segments, then independent ps_i;
- *   fullyDependent — segment outcomes nested (comonotone): P(i and j) = min(Pg_i, Pg_j).
+ * Chance of geological success of a prospect from its segments, exactly, under the API's three dependency models
+ * (docs/contract.md). Every model shares Pg_i = Pc · ps_i and decides only the joint behaviour: independent (common
+ * factors drawn per segment), commonFactor (one draw for all), fullyDependent (nested: P(i and j) = min(Pg_i, Pg_j)).
  */
 
 export const DependencyModel = { independent: "independent", commonFactor: "commonFactor", fullyDependent: "fullyDependent" } as const;

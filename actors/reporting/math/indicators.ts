@@ -24,12 +24,9 @@ const GRID: number[] = (() => {
 })();
 
 /**
- * The lowest rate where NPV = 0, or null when there is none in (−99%, 1,000,000%]. NPV is
- * evaluated on the grid; a sign change between neighbours is bisected (robust where Newton
- * diverges) to 1e-12. Two roots closer together than one grid step leave no sign change on the
- * grid, only a dip of |NPV| towards zero: where |NPV| has a local minimum on the grid, the
- * minimum is found by golden-section search and, if NPV changes sign there, the lower root is
- * bisected. Non-conventional flows can have several IRRs; the lowest is returned.
+ * The lowest rate in (−99%, 1,000,000%] where NPV = 0, or null: sign changes on a grid are bisected (robust where Newton
+ * diverges), and a dip of |NPV| between grid points is searched too, where two close roots leave no sign change
+ * (docs/reporting.md#how-the-numbers-are-computed).
  */
 export function irr(flows: readonly YearValue[]): number | null {
   // No flows, or none but zeros: NPV is 0 at every rate, so no rate is the IRR (the scan would
@@ -147,10 +144,9 @@ export function breakevenPg(npvSuccess: number, dryHoleCost: number): number | n
 }
 
 /**
- * The flat price at which `npvAt(price)` = 0, by bisection to 1e-9 relative: bracketed from 0 up,
- * doubling from `scale` (e.g. the highest price assumed) at most 60 times. NPV rises with the price
- * (royalty and tax take less than all of a price increase), so the root is unique. 0 when the NPV is
- * not negative even at price 0; null when no bracketed price reaches NPV 0.
+ * The flat price where `npvAt(price)` = 0, by bisection to 1e-9 relative, bracketed by doubling from `scale` at most 60
+ * times: NPV rises with the price (royalty and tax take less than all of an increase), so the root is unique. 0 when NPV
+ * is not negative at price 0; null when no bracketed price reaches NPV 0.
  */
 export function breakevenPrice(npvAt: (price: number) => number, scale: number): number | null {
   if (npvAt(0) >= 0) return 0;

@@ -73,11 +73,9 @@ function atLeastOneFrom(chances: readonly number[]): Float64Array {
 }
 
 /**
- * Draws the segments' outcomes given at least one success, exactly: for commonFactor the common
- * factors held (no segment succeeds otherwise) and the segments are independent with ps_i; for
- * independent they are independent with Pc·ps_i; sequentially, while none has succeeded yet,
- * segment i succeeds with q_i / P(≥1 among i..n) — afterwards with q_i. For fullyDependent the one
- * uniform is uniform below the largest ps_i. `pSuccess` is P(≥1).
+ * Draws the segments' outcomes given at least one success, exactly: while none has succeeded yet, segment i succeeds
+ * with q_i / P(≥1 among i..n), afterwards with q_i; fullyDependent's one uniform lies below the largest ps_i
+ * (docs/reporting.md#how-the-numbers-are-computed). `pSuccess` is P(≥1).
  */
 export function successCaseDrawer(
   model: DependencyModel,

@@ -1,17 +1,8 @@
 /**
- * Outcome trees of one prospect analysis: which combinations of segment successes can happen and
- * with what probability. Exact enumeration up to EXACT_MAX_SEGMENTS segments (2^16 leaves), seeded
- * Monte Carlo frequencies beyond; branches with probability 0 are pruned.
- *
- * Shape per model (probabilities are conditional on the parent, `joint` is the product along the path):
- *   commonFactor   — commonFailure (1 − Pc) and commonSuccess (Pc) → 2^n combinations of ps_i;
- *   independent    — 2^n combinations of Pg_i directly (no common node: the common factors are per segment);
- *   fullyDependent — commonFailure / commonSuccess, then the n + 1 nested outcomes ("the k most
- *                    likely segments succeed") of ps_i.
- * A leaf's volume is the sum of the success-case means of its successful segments, so
- * Σ joint × volume = the risked mean exactly (under enumeration).
- * A tree keeps at most the outcomes allotted to it (`maxLeaves`, allotOutcomes); the rest are folded into one
- * `other`, so both invariants hold and the answer stays bounded (docs/reporting.md#how-the-numbers-are-computed).
+ * Outcome trees of one prospect analysis: which combinations of segment successes can happen and with what probability,
+ * exact up to EXACT_MAX_SEGMENTS segments (2^16 leaves), seeded Monte Carlo frequencies beyond, zero branches pruned.
+ * The shape per model, the invariants (Σ joint = 1, Σ joint × volume = the risked mean) and the `other` fold past
+ * `maxLeaves` are in docs/reporting.md#how-the-numbers-are-computed.
  */
 import { DependencyModel } from "./chance.ts";
 import { drawSuccesses } from "./monte-carlo.ts";

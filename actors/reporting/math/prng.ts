@@ -1,9 +1,7 @@
 /**
- * The seeded generator behind every Monte Carlo result: xoshiro128** (Blackman & Vigna, 2018),
- * 128 bits of state, seeded from one 32-bit integer through splitmix32 so that nearby seeds give
- * unrelated streams. Chosen because it is small, fast in 32-bit integer JS arithmetic (Math.imul),
- * passes BigCrush, and is fully specified: the same seed gives the same numbers on every platform,
- * which is what makes the aggregation results reproducible and cacheable.
+ * The seeded generator behind every Monte Carlo result: xoshiro128** seeded through splitmix32, small, fast in 32-bit
+ * integer arithmetic and fully specified, so the same seed gives the same numbers on every platform and aggregation
+ * results are reproducible and cacheable (docs/reporting.md#how-the-numbers-are-computed).
  */
 
 export type Random = {
