@@ -1,37 +1,19 @@
 /** The CLI's answers to command lines it cannot act on: a message naming the fault, exit 2, nothing started. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { eventually, freePort, startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
-
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const CLI = join(ROOT, "bin", "derrick.ts");
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) {
-    // Should a refused `start` have started its server after all, do not leave it behind.
-    spawnSync("pkill", ["-KILL", "-f", join(d, "nats", "nats-server.conf")]);
-    rmSync(d, { recursive: true, force: true });
-  }
-});
+import { eventually, freePort, TEST_CLIENTS, type TestDerrick } from "../harness/index.ts";
+import { CLI, ROOT, cliDataDir, cliEnv } from "../harness/cli.ts";
+import { derrickTest, natsTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
 
 /** The CLI run to its end (bounded), with its own data dir and ports, NATS_URL pointing nowhere unless given. */
 async function derrick(args: string[], extra: Record<string, string> = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
-  dirs.push(dataDir);
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    DERRICK_DATA_DIR: dataDir,
-    DERRICK_HTTP_PORT: String(await freePort()),
-    DERRICK_NATS_PORT: String(await freePort()),
-    DERRICK_LOG_LEVEL: "silent",
-    ...extra,
-  };
-  if (!("NATS_URL" in extra)) delete env.NATS_URL;
+  // A refused `start` that started its server after all is not left behind: cliDataDir stops it.
+  const dataDir = cliDataDir("derrick-usage-");
+  const { env } = await cliEnv(dataDir, { DERRICK_LOG_LEVEL: "silent", ...extra });
   const out = spawnSync(process.execPath, [CLI, ...args], { env, encoding: "utf8", timeout: 20_000, killSignal: "SIGKILL" });
   return { status: out.status, stdout: out.stdout, stderr: out.stderr, dataDir };
 }
@@ -150,17 +132,8 @@ describe("npm start and a stop signal sent to npm", () => {
 
   /** `npm start` (the start script alone) with its own data dir and ports, in a process group of its own like a terminal's foreground job. */
   async function npmStart() {
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-npm-start-"));
-    dirs.push(dataDir);
-    const httpPort = await freePort();
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DERRICK_DATA_DIR: dataDir,
-      DERRICK_HTTP_PORT: String(httpPort),
-      DERRICK_NATS_PORT: String(await freePort()),
-      DERRICK_LOG_LEVEL: "info",
-    };
-    delete env.NATS_URL;
+    const dataDir = cliDataDir("derrick-npm-start-");
+    const { env, httpPort } = await cliEnv(dataDir, { DERRICK_LOG_LEVEL: "info" });
     // --ignore-scripts: the start script alone (the prestart setup installs packages; not what is tested here).
     const npm = spawn("npm", ["start", "--ignore-scripts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     let log = "";
@@ -235,20 +208,13 @@ describe("derrick edge and actor without a reachable NATS", () => {
 
 describe("derrick start with NATS_USER but no NATS_URL", () => {
   it("cli usage - the embedded server is joined with its internal user (NATS_USER is for NATS_URL), with a warning", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
-    dirs.push(dataDir);
-    const httpPort = await freePort();
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DERRICK_DATA_DIR: dataDir,
-      DERRICK_HTTP_PORT: String(httpPort),
-      DERRICK_NATS_PORT: String(await freePort()),
+    const dataDir = cliDataDir("derrick-usage-");
+    const { env, httpPort } = await cliEnv(dataDir, {
       DERRICK_LOG_LEVEL: "warn",
       ACTORS: "system",
       NATS_USER: "alice",
       NATS_PASSWORD: "alice-password",
-    };
-    delete env.NATS_URL;
+    });
     const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
     let log = "";
     child.stdout.on("data", (d) => (log += d));
@@ -269,31 +235,26 @@ describe("derrick start with NATS_USER but no NATS_URL", () => {
   });
 });
 
-describe("derrick token", () => {
-  let nats: TestNats;
-  let running: TestDerrick;
-  beforeAll(async () => {
-    nats = await startTestNats();
-    running = await startDerrick(nats, { actors: ["identity", "system"] });
-  });
-  afterAll(async () => {
-    await running?.cleanup();
-    await nats?.cleanup();
-  });
+const issuing = derrickTest({ actors: ["identity", "system"] });
+const stopWhileStarting = natsTest();
 
-  const whoami = (token: string) =>
+describe("derrick token", () => {
+  const it = issuing;
+  const whoami = (running: TestDerrick, token: string) =>
     fetch(`${running.url}/v1/system/whoami`, {
       headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" },
     });
 
-  it("cli usage - `derrick token --user` with the identity actor's data dir mints a user token the edge accepts", async () => {
+  it("cli usage - `derrick token --user` with the identity actor's data dir mints a user token the edge accepts", async ({
+    derrick: running,
+  }) => {
     const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha", "--groups", "a,b"], {
       DERRICK_DATA_DIR: running.dataDir,
     });
     expect(out.status, out.stderr).toBe(0);
-    const res = await whoami(out.stdout.trim());
+    const res = await whoami(running, out.stdout.trim());
     expect(res.status).toBe(200);
-    expect(((await res.json()) as { principal: unknown }).principal).toEqual({
+    expect((await json(res)).principal).toEqual({
       clientId: "alpha",
       subject: "alice@example.com",
       groups: ["a", "b"],
@@ -309,7 +270,9 @@ describe("derrick token", () => {
     expect(existsSync(join(out.dataDir, "issuer"))).toBe(false);
   });
 
-  it("cli usage - `derrick token --ttl 0` refuses (exit 2) instead of printing a token that has already expired", async () => {
+  it("cli usage - `derrick token --ttl 0` refuses (exit 2) instead of printing a token that has already expired", async ({
+    derrick: running,
+  }) => {
     const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha", "--ttl", "0"], {
       DERRICK_DATA_DIR: running.dataDir,
     });
@@ -320,18 +283,8 @@ describe("derrick token", () => {
 
 describe("derrick start when its embedded nats-server dies", () => {
   it("cli usage - a killed embedded nats-server stops derrick with exit 1 (a supervisor restarts both) instead of answering 503 for ever", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
-    dirs.push(dataDir);
-    const httpPort = await freePort();
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DERRICK_DATA_DIR: dataDir,
-      DERRICK_HTTP_PORT: String(httpPort),
-      DERRICK_NATS_PORT: String(await freePort()),
-      DERRICK_LOG_LEVEL: "info",
-      ACTORS: "system",
-    };
-    delete env.NATS_URL;
+    const dataDir = cliDataDir("derrick-usage-");
+    const { env, httpPort } = await cliEnv(dataDir, { DERRICK_LOG_LEVEL: "info", ACTORS: "system" });
     const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
     let log = "";
     child.stdout.on("data", (d) => (log += d));
@@ -365,8 +318,7 @@ describe("two derrick starts on one data dir", () => {
     try {
       const stat = readFileSync(`/proc/${first.pid}/stat`, "utf8");
       const startTime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-      const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
-      dirs.push(dataDir);
+      const dataDir = cliDataDir("derrick-usage-");
       mkdirSync(join(dataDir, "nats"), { recursive: true });
       const claim = `${first.pid} ${startTime}\n`;
       writeFileSync(join(dataDir, "nats", "owner"), claim);
@@ -381,17 +333,12 @@ describe("two derrick starts on one data dir", () => {
 });
 
 describe("a stop signal while start-up still waits", () => {
-  let nats: TestNats;
-  beforeAll(async () => {
-    nats = await startTestNats();
-  });
-  afterAll(async () => {
-    await nats?.cleanup();
-  });
+  const it = stopWhileStarting;
 
-  it("cli usage - SIGTERM to an actor process whose start-up waits for an unreachable device Redis stops it (exit 0), not only a second signal", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
-    dirs.push(dataDir);
+  it("cli usage - SIGTERM to an actor process whose start-up waits for an unreachable device Redis stops it (exit 0), not only a second signal", async ({
+    nats,
+  }) => {
+    const dataDir = cliDataDir("derrick-usage-");
     const mirrors = JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: `redis://127.0.0.1:${await freePort()}` }]);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -435,8 +382,7 @@ async function actorOnSilentNats() {
   });
   await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
   const port = (silent.address() as { port: number }).port;
-  const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
-  dirs.push(dataDir);
+  const dataDir = cliDataDir("derrick-usage-");
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     NATS_URL: `nats://127.0.0.1:${port}`,
@@ -512,8 +458,7 @@ describe("a second stop signal", () => {
 
 describe("derrick start with a device Redis down", () => {
   it("cli usage - an unreachable DERRICK_TWIN_MIRRORS Redis does not hold back the other actors and the edge: /readyz answers 200, SIGTERM exits 0", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-usage-"));
-    dirs.push(dataDir);
+    const dataDir = cliDataDir("derrick-usage-");
     const httpPort = await freePort();
     const mirrors = JSON.stringify([{ organization: "o", environment: "e", twinId: "t", redis: `redis://127.0.0.1:${await freePort()}` }]);
     const env: NodeJS.ProcessEnv = {

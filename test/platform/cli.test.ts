@@ -1,40 +1,18 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { endpoint, serveActor } from "../../actors/runtime/service.ts";
 import { subjects } from "../../subjects/index.ts";
 import { createLogger } from "../../platform/logger.ts";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { eventually, freePort, TEST_CLIENTS } from "../harness/index.ts";
-
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const CLI = join(ROOT, "bin", "derrick.ts");
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) {
-    // The embedded server has its own process group: a test that failed and SIGKILLed derrick leaves it.
-    spawnSync("pkill", ["-KILL", "-f", join(d, "nats", "nats-server.conf")]);
-    rmSync(d, { recursive: true, force: true });
-  }
-});
+import { clientToken, eventually, TEST_CLIENTS } from "../harness/index.ts";
+import { CLI, ROOT, cliDataDir, cliEnv } from "../harness/cli.ts";
 
 /** The environment of a `derrick start` with its own data dir and ports (embedded NATS: NATS_URL unset). */
 async function startEnv(prefix: string, extra: Record<string, string>) {
-  const dataDir = mkdtempSync(join(tmpdir(), prefix));
-  dirs.push(dataDir);
-  const [httpPort, natsPort] = [await freePort(), await freePort()];
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    DERRICK_DATA_DIR: dataDir,
-    DERRICK_HTTP_PORT: String(httpPort),
-    DERRICK_NATS_PORT: String(natsPort),
-    ...extra,
-  };
-  delete env.NATS_URL;
-  return { dataDir, httpPort, natsPort, env };
+  const dataDir = cliDataDir(prefix);
+  return { dataDir, ...(await cliEnv(dataDir, extra)) };
 }
 
 /** `derrick start` as a child process, its output collected. */
@@ -119,16 +97,7 @@ describe("derrick CLI", () => {
         timeoutMs: 20_000,
         what: `readyz (log: ${run.log().slice(-500)})`,
       });
-      const res = await fetch(`${base}/v2/token`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({
-          grant_type: "client_credentials",
-          client_id: "alpha",
-          client_secret: TEST_CLIENTS.alpha.client_secret,
-        }),
-      });
-      const { access_token } = (await res.json()) as { access_token: string };
+      const access_token = await clientToken(base, TEST_CLIENTS.alpha);
       const who = await fetch(`${base}/v1/system/whoami`, {
         headers: { authorization: `Bearer ${access_token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" },
       });
@@ -319,19 +288,7 @@ describe("embedded nats-server users", () => {
       await expect(connect({ servers: natsUrl, reconnect: false, timeout: 2000 })).rejects.toThrow(/Authorization/i);
 
       // Desired values for two twins, through the REST API.
-      const token = (
-        (await (
-          await fetch(`${base}/v2/token`, {
-            method: "POST",
-            headers: { "content-type": "application/x-www-form-urlencoded" },
-            body: new URLSearchParams({
-              grant_type: "client_credentials",
-              client_id: "admin",
-              client_secret: TEST_CLIENTS.admin.client_secret,
-            }),
-          })
-        ).json()) as { access_token: string }
-      ).access_token;
+      const token = await clientToken(base, TEST_CLIENTS.admin);
       for (const twinId of ["dev-a", "dev-b"]) {
         const res = await fetch(`${base}/api/twin-properties/v1/acme/prod/${twinId}/twin-properties`, {
           method: "PUT",

@@ -1,15 +1,27 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
-import { startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { startDerrick, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { derrickTest, natsTest } from "../harness/fixture.ts";
+import type { Jwks } from "../../subjects/identity.ts";
 
 const ISSUER = "https://login.example.test";
 
+/** The external issuer's JWKS, served on loopback from the file's start (its keys are made before the first test). */
+let jwks: Jwks = { keys: [] };
+const jwksServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json(jwks) });
+const issuerSettings = {
+  DERRICK_AUTH_ISSUER: ISSUER,
+  DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`,
+  DERRICK_AUTH_AUDIENCE: "derrick-api",
+};
+
+const external = derrickTest({ env: issuerSettings });
+// Derricks the tests start while the issuer is down.
+const unreachable = natsTest();
+
 describe("external identity service", () => {
-  let nats: TestNats;
-  let derrick: TestDerrick;
-  let jwksServer: ReturnType<typeof Bun.serve>;
+  const it = external;
   let key: CryptoKey;
-  let jwks: { keys: unknown[] };
   const sign = (claims: Record<string, unknown>, kid = "k1", signer = () => key) =>
     new SignJWT({ client_id: "alpha", groups: ["g"], ...claims })
       .setProtectedHeader({ alg: "RS256", kid })
@@ -19,67 +31,55 @@ describe("external identity service", () => {
       .setExpirationTime("5m")
       .sign(signer());
 
-  beforeAll(async () => {
+  it.beforeAll(async () => {
     const pair = await generateKeyPair("RS256", { extractable: true });
     key = pair.privateKey;
     jwks = { keys: [{ ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" }] };
-    jwksServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json(jwks) });
-    nats = await startTestNats();
-    derrick = await startDerrick(nats, {
-      env: {
-        DERRICK_AUTH_ISSUER: ISSUER,
-        DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`,
-        DERRICK_AUTH_AUDIENCE: "derrick-api",
-      },
-    });
-  });
-  afterAll(async () => {
-    await derrick?.cleanup();
-    await nats?.cleanup();
-    jwksServer?.stop(true);
   });
 
-  const whoami = (token: string) =>
+  const whoami = (derrick: TestDerrick, token: string) =>
     fetch(`${derrick.url}/v1/system/whoami`, {
       headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" },
     });
 
-  it("external issuer - its tokens are verified against its JWKS", async () => {
-    const res = await whoami(await sign({}));
+  it("external issuer - its tokens are verified against its JWKS", async ({ derrick }) => {
+    const res = await whoami(derrick, await sign({}));
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ principal: { clientId: "alpha", groups: ["g"] } });
   });
 
-  it("external issuer - the appkey belongs to the client the token names in client_id, else azp; a token naming neither gets 401 on appkey routes", async () => {
-    const viaAzp = await whoami(await sign({ client_id: undefined, azp: "alpha" }));
+  it("external issuer - the appkey belongs to the client the token names in client_id, else azp; a token naming neither gets 401 on appkey routes", async ({
+    derrick,
+  }) => {
+    const viaAzp = await whoami(derrick, await sign({ client_id: undefined, azp: "alpha" }));
     expect(viaAzp.status).toBe(200);
     expect(await viaAzp.json()).toMatchObject({ principal: { clientId: "alpha" } });
     // Only `sub` ("alpha", as a user of the issuer may be called): no client claim, so alpha's appkey is not the caller's.
-    const subOnly = await whoami(await sign({ client_id: undefined }));
+    const subOnly = await whoami(derrick, await sign({ client_id: undefined }));
     expect(subOnly.status).toBe(401);
     expect(subOnly.headers.get("content-type")).toContain("application/problem+json");
     expect(subOnly.headers.get("www-authenticate")).toContain("Bearer");
   });
 
-  it("external issuer - a token without an expiry is refused, however well signed", async () => {
+  it("external issuer - a token without an expiry is refused, however well signed", async ({ derrick }) => {
     const forever = await new SignJWT({ client_id: "alpha", groups: ["g"] })
       .setProtectedHeader({ alg: "RS256", kid: "k1" })
       .setIssuer(ISSUER)
       .setAudience("derrick-api")
       .setSubject("alpha")
       .sign(key);
-    const res = await whoami(forever);
+    const res = await whoami(derrick, forever);
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toContain("invalid_token");
   });
 
-  it("external issuer - a token signed by a key it does not publish is refused", async () => {
+  it("external issuer - a token signed by a key it does not publish is refused", async ({ derrick }) => {
     const stranger = (await generateKeyPair("RS256")).privateKey;
-    expect((await whoami(await sign({}, "k1", () => stranger))).status).toBe(401);
-    expect((await whoami(await sign({}, "unknown-kid", () => stranger))).status).toBe(401);
+    expect((await whoami(derrick, await sign({}, "k1", () => stranger))).status).toBe(401);
+    expect((await whoami(derrick, await sign({}, "unknown-kid", () => stranger))).status).toBe(401);
   });
 
-  it("external issuer - the embedded token endpoint is closed", async () => {
+  it("external issuer - the embedded token endpoint is closed", async ({ derrick }) => {
     const res = await fetch(`${derrick.url}/v2/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -90,13 +90,13 @@ describe("external identity service", () => {
 });
 
 describe("external identity service unreachable", () => {
-  let nats: TestNats;
+  const it = unreachable;
   let key: CryptoKey;
-  let jwks: { keys: unknown[] };
+  let unreachableJwks: Jwks;
   /** Whether the issuer's JWKS endpoint answers; when not, it fails as a down issuer does (503), or never answers (`hang`). */
   let up = true;
   let hang = false;
-  let jwksServer: ReturnType<typeof Bun.serve>;
+  let flakyServer: ReturnType<typeof Bun.serve>;
   const started: TestDerrick[] = [];
   const sign = () =>
     new SignJWT({ client_id: "alpha", groups: ["g"], jti: crypto.randomUUID() })
@@ -110,39 +110,36 @@ describe("external identity service unreachable", () => {
     fetch(`${derrick.url}/v1/system/whoami`, {
       headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" },
     });
-  const start = async () => {
+  const start = async (nats: TestNats) => {
     const derrick = await startDerrick(nats, {
-      env: {
-        DERRICK_AUTH_ISSUER: ISSUER,
-        DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${jwksServer.port}/jwks`,
-        DERRICK_AUTH_AUDIENCE: "derrick-api",
-        DERRICK_AUTH_JWKS_MAX_AGE: "1s",
-      },
+      env: { ...issuerSettings, DERRICK_AUTH_JWKS_URL: `http://127.0.0.1:${flakyServer.port}/jwks`, DERRICK_AUTH_JWKS_MAX_AGE: "1s" },
     });
     started.push(derrick);
     return derrick;
   };
 
-  beforeAll(async () => {
+  it.beforeAll(async () => {
     const pair = await generateKeyPair("RS256", { extractable: true });
     key = pair.privateKey;
-    jwks = { keys: [{ ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" }] };
-    jwksServer = Bun.serve({
+    unreachableJwks = { keys: [{ ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" }] };
+    flakyServer = Bun.serve({
       hostname: "127.0.0.1",
       port: 0,
-      fetch: () => (hang ? new Promise<Response>(() => undefined) : up ? Response.json(jwks) : new Response("down", { status: 503 })),
+      fetch: () =>
+        hang ? new Promise<Response>(() => undefined) : up ? Response.json(unreachableJwks) : new Response("down", { status: 503 }),
     });
-    nats = await startTestNats();
   });
   afterAll(async () => {
     for (const d of started) await d.cleanup();
-    await nats?.cleanup();
-    jwksServer?.stop(true);
+    flakyServer?.stop(true);
+    jwksServer.stop(true);
   });
 
-  it("external issuer - while its JWKS cannot be fetched, the keys held stay in use past their max age (no 401 for valid tokens)", async () => {
+  it("external issuer - while its JWKS cannot be fetched, the keys held stay in use past their max age (no 401 for valid tokens)", async ({
+    nats,
+  }) => {
     up = true;
-    const derrick = await start();
+    const derrick = await start(nats);
     expect((await whoami(derrick, await sign())).status).toBe(200);
     up = false;
     // Past DERRICK_AUTH_JWKS_MAX_AGE (1 s): the refetch fails, and a new, valid token is still accepted.
@@ -152,10 +149,12 @@ describe("external identity service unreachable", () => {
     up = true;
   });
 
-  it("external issuer - once a fetch of its keys has failed, requests do not wait for the next tries (they run in the background)", async () => {
+  it("external issuer - once a fetch of its keys has failed, requests do not wait for the next tries (they run in the background)", async ({
+    nats,
+  }) => {
     up = true;
     hang = false;
-    const derrick = await start();
+    const derrick = await start(nats);
     expect((await whoami(derrick, await sign())).status).toBe(200);
     hang = true;
     try {
@@ -172,9 +171,9 @@ describe("external identity service unreachable", () => {
     }
   }, 30_000);
 
-  it("external issuer - before any keys were fetched its tokens get 503 with Retry-After, not 401", async () => {
+  it("external issuer - before any keys were fetched its tokens get 503 with Retry-After, not 401", async ({ nats }) => {
     up = false;
-    const derrick = await start();
+    const derrick = await start(nats);
     const res = await whoami(derrick, await sign());
     expect(res.status).toBe(503);
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);

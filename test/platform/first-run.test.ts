@@ -3,43 +3,23 @@
  * every group is created once and printed; admin commands find the running instance from the data
  * dir alone. Never a demo client on another address or with an external issuer.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../config/index.ts";
 import { demoClient } from "../../bin/demo-client.ts";
 import { ALL_GROUPS } from "../../subjects/groups.ts";
-import { eventually, freePort } from "../harness/index.ts";
+import { eventually } from "../harness/index.ts";
+import { CLI, cliDataDir, cliEnv } from "../harness/cli.ts";
+import { json } from "../harness/json.ts";
+import type { TokenResponse } from "../../subjects/identity.ts";
+import type { Principal } from "../../subjects/principal.ts";
 
-const CLI = join(fileURLToPath(new URL("../..", import.meta.url)), "bin", "derrick.ts");
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) {
-    spawnSync("pkill", ["-KILL", "-f", join(d, "nats", "nats-server.conf")]);
-    rmSync(d, { recursive: true, force: true });
-  }
-});
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), "derrick-first-run-"));
-  dirs.push(dir);
-  return dir;
-};
+const tempDir = () => cliDataDir("derrick-first-run-");
 
 describe("first run", () => {
   it("first run - `derrick start` with no clients prints a demo client whose token works, and keeps it across restarts; admin commands find the instance without its port", async () => {
     const dataDir = tempDir();
-    const [httpPort, natsPort] = [await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DERRICK_DATA_DIR: dataDir,
-      DERRICK_HTTP_PORT: String(httpPort),
-      DERRICK_NATS_PORT: String(natsPort),
-      DERRICK_LOG_LEVEL: "warn",
-    };
-    delete env.NATS_URL;
+    const { env, httpPort } = await cliEnv(dataDir, { DERRICK_LOG_LEVEL: "warn" });
     delete env.DERRICK_CLIENTS;
     const base = `http://127.0.0.1:${httpPort}`;
     const run = () => {
@@ -63,13 +43,12 @@ describe("first run", () => {
       // The printed curl works as printed.
       const curl = /(curl -s -d grant_type=client_credentials .*)/.exec(first.out())![1]!;
       const form = new URLSearchParams(curl.match(/-d (\S+)/g)!.map((d) => d.slice(3).split("=") as [string, string]));
-      const token = ((await (await fetch(`${base}/v2/token`, { method: "POST", body: form })).json()) as { access_token: string })
-        .access_token;
+      const token = (await json<TokenResponse>(await fetch(`${base}/v2/token`, { method: "POST", body: form }), 200)).access_token;
       const whoami = await fetch(`${base}/v1/system/whoami`, {
         headers: { authorization: `Bearer ${token}`, appkey, "slb-partition-id": "opendes" },
       });
       expect(whoami.status).toBe(200);
-      expect(((await whoami.json()) as { principal: { groups: string[] } }).principal.groups.sort()).toEqual([...ALL_GROUPS].sort());
+      expect((await json<{ principal: Principal }>(whoami)).principal.groups.sort()).toEqual([...ALL_GROUPS].sort());
       // An admin command with only the data dir: the embedded server's port is found there.
       const adminEnv = { ...env };
       delete adminEnv.DERRICK_NATS_PORT;

@@ -4,7 +4,7 @@
  * route checks before its handler is listed, a method a path does not have is 405 with Allow, and
  * Redocly's recommended rules find no error. Against a real derrick: the document as served.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -13,33 +13,19 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { TEST_CLIENTS, type TestDerrick } from "../harness/index.ts";
+import { derrickTest } from "../harness/fixture.ts";
+import { openApiDocument, type OpenApiDocument, type Operation, type Schema } from "../harness/openapi.ts";
 import { OPERATION_EXAMPLES } from "../../edge/openapi/examples.ts";
-
-type Schema = Record<string, unknown>;
-type MediaType = { schema?: Schema; example?: unknown };
-type Parameter = { name: string; in: string; required?: boolean; description?: string; schema?: Schema; example?: unknown };
-type Operation = {
-  tags?: string[];
-  parameters?: Parameter[];
-  requestBody?: { description?: string; content: Record<string, MediaType> };
-  responses: Record<string, { description?: string; headers?: Record<string, unknown>; content?: Record<string, MediaType> }>;
-  security?: Array<Record<string, string[]>>;
-};
-type Document = {
-  info: { title: string; description?: string };
-  servers?: Array<{ url: string }>;
-  tags?: Array<{ name: string; description?: string }>;
-  paths: Record<string, Record<string, Operation>>;
-  components: { schemas?: Record<string, Schema>; securitySchemes?: Record<string, Record<string, unknown>> };
-};
 
 const BODY_LIMIT = 64 * 1024;
 const METHODS = ["get", "put", "post", "delete", "patch"];
 
-let nats: TestNats;
+const it = derrickTest({ env: { DERRICK_BODY_LIMIT: String(BODY_LIMIT) } });
+
+/** The file's derrick and the document it serves, for the checks below; set once it runs. */
 let derrick: TestDerrick;
-let doc: Document;
+let doc: OpenApiDocument;
 let operations: Array<{ key: string; method: string; path: string; op: Operation }>;
 
 /** The document's local `$ref`s replaced by what they point at (ajv then needs no document around a schema). */
@@ -71,22 +57,14 @@ const fill = (path: string, op: Operation) =>
     encodeURIComponent(String(op.parameters?.find((p) => p.name === name)?.example ?? "x")),
   );
 
-beforeAll(async () => {
-  nats = await startTestNats();
-  derrick = await startDerrick(nats, { env: { DERRICK_BODY_LIMIT: String(BODY_LIMIT) } });
-  const res = await fetch(`${derrick.url}/openapi.json`);
-  expect(res.status).toBe(200);
-  doc = (await res.json()) as Document;
+it.beforeAll(async ({ derrick: booted }) => {
+  derrick = booted;
+  doc = await openApiDocument(derrick.url);
   operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
     Object.entries(ops)
       .filter(([method]) => METHODS.includes(method))
       .map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, method, path, op })),
   );
-});
-
-afterAll(async () => {
-  await derrick?.cleanup();
-  await nats?.cleanup();
 });
 
 describe("the API document", () => {

@@ -4,15 +4,13 @@
  * session from the repository's folder. The receiver's port 9000 becomes a free one. A block that
  * fails fails the test with the session's output.
  */
-import { afterAll, describe, expect, it } from "vitest";
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { eventually, freePort } from "../harness/index.ts";
+import { CLI, ROOT, cliDataDir, cliEnv } from "../harness/cli.ts";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 
 /** The `sh` blocks of the README's "## Quickstart" section, in order. */
@@ -22,14 +20,6 @@ export function quickstartBlocks(readme: string): string[] {
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) {
-    spawnSync("pkill", ["-KILL", "-f", join(d, "nats", "nats-server.conf")]);
-    rmSync(d, { recursive: true, force: true });
-  }
-});
-
 describe("README quickstart", () => {
   it("readme - every quickstart block runs as written against a started derrick", { timeout: 240_000 }, async () => {
     const [start, ...blocks] = quickstartBlocks(README);
@@ -37,23 +27,16 @@ describe("README quickstart", () => {
     expect(blocks.length).toBeGreaterThanOrEqual(7);
     // The start block's settings, as `VAR=value … npm start`.
     const settings = Object.fromEntries([...start!.matchAll(/(DERRICK_[A-Z_]+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]));
-    const dataDir = mkdtempSync(join(tmpdir(), "derrick-readme-"));
-    dirs.push(dataDir);
-    const work = mkdtempSync(join(tmpdir(), "derrick-readme-work-"));
-    dirs.push(work);
-    const [httpPort, natsPort, receiverPort] = [await freePort(), await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
+    const dataDir = cliDataDir("derrick-readme-");
+    const work = cliDataDir("derrick-readme-work-");
+    const receiverPort = await freePort();
+    const { env, httpPort } = await cliEnv(dataDir, {
       PATH: `${join(ROOT, "node_modules", ".bin")}:${process.env.PATH}`,
-      DERRICK_DATA_DIR: dataDir,
-      DERRICK_HTTP_PORT: String(httpPort),
-      DERRICK_NATS_PORT: String(natsPort),
       DERRICK_LOG_LEVEL: "warn",
       ...settings,
-    };
-    delete env.NATS_URL;
+    });
     delete env.DERRICK_CLIENTS;
-    const derrick = spawn(process.execPath, [join(ROOT, "bin", "derrick.ts"), "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const derrick = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
     let derrickOut = "";
     derrick.stdout.on("data", (d) => (derrickOut += d));
     derrick.stderr.on("data", (d) => (derrickOut += d));
