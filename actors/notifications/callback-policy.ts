@@ -1,9 +1,7 @@
 /**
- * Callback safety (SSRF). A callback may only reach public unicast addresses unless an operator
- * allows a range (DERRICK_CALLBACK_ALLOW_CIDRS); plain http:// only with DERRICK_CALLBACK_ALLOW_HTTP.
- * Checked at create for IP literals and well-known local names, and again at delivery time on every
- * address the host resolves to; the delivery then connects to the address that was checked, so a DNS
- * answer that changes between check and connect (rebinding) cannot redirect it.
+ * Callback safety (SSRF): callbacks reach only public unicast addresses unless DERRICK_CALLBACK_ALLOW_CIDRS allows a
+ * range, plain http:// only with DERRICK_CALLBACK_ALLOW_HTTP. Checked at create, then on every resolved address at
+ * delivery, which connects to the checked address so DNS rebinding cannot redirect it (docs/notifications.md#callback-safety-ssrf).
  */
 import net from "node:net";
 import { lookup } from "node:dns/promises";
@@ -89,11 +87,9 @@ export function hostOf(url: URL): string {
 }
 
 /**
- * What is wrong with how a callback is written, when the URL parser would have to repair it: it
- * drops surrounding whitespace and tabs or newlines anywhere, reads `\` as `/` and takes a host from
- * `http:///h`, `https:h` or `https:\\h` alike. Such text names another URL than it seems to (the
- * host is read from what looks like the path), so it is refused rather than guessed; what passes is
- * `scheme://host[:port]…` as written, and is stored in the parser's canonical form (`canonicalCallbackUri`).
+ * What is wrong with how a callback is written when the URL parser would repair it (whitespace, `\` read as `/`, a host
+ * taken from `http:///h` or `https:h`): such text names another URL than it seems to, so it is refused, not guessed
+ * (docs/notifications.md#subscriptions). What passes is stored in canonical form (`canonicalCallbackUri`).
  */
 function writtenProblem(uri: string): string | undefined {
   if (/[\s\\]/.test(uri) || /[\x00-\x1F\x7F]/.test(uri)) return "must not contain whitespace, control characters or backslashes";

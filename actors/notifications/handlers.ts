@@ -69,10 +69,9 @@ const RESERVED_PREFIXES = ["webhook-", "ce-", "x-derrick-", "proxy-", "sec-"];
 /** RFC 9110 token. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 /**
- * RFC 9110 field-value, as fetch sends it and receivers take it: visible ASCII and Latin-1 letters
- * (obs-text without the C1 controls), with inner spaces or tabs. Beyond Latin-1 Bun's fetch throws
- * ("invalid value"), other control characters make receivers answer 400, surrounding whitespace is
- * silently trimmed: each would leave a subscription that never delivers what it was given.
+ * RFC 9110 field-value as fetch sends it and receivers take it: visible ASCII and Latin-1 (no C1 controls), inner spaces
+ * or tabs. Anything else fetch throws on, receivers refuse or trims silently: a subscription that never delivers what it
+ * was given (docs/notifications.md#subscriptions).
  */
 const HEADER_VALUE = /^(?:[\x21-\x7E\xA0-\xFF](?:[\t\x20-\x7E\xA0-\xFF]*[\x21-\x7E\xA0-\xFF])?)?$/;
 /** Replays look this far back in a subscription's attempt log for the event's last attempt. */
@@ -237,10 +236,9 @@ export async function listDeliveries(id: string, caller: Caller, deps: Notificat
 }
 
 /**
- * A client was deleted (identity actor): its subscriptions in every partition made before
- * `created_before` go, secrets with them, so nothing is delivered for it any more and a client made
- * later with the same id inherits nothing. Queued deliveries of a removed subscription are dropped by
- * the deliverer. Idempotent: the identity actor repeats it until it is answered.
+ * A client was deleted (identity actor): its subscriptions made before `created_before`, in every partition, go with
+ * their secrets, so a later client of that id inherits nothing. Idempotent: the identity actor repeats it until
+ * answered (docs/notifications.md#deleted-clients).
  */
 export async function forgetClient(input: ClientForget, deps: Pick<NotificationDeps, "store">): Promise<ClientForgotten> {
   const before = Date.parse(input.created_before);
@@ -254,11 +252,9 @@ export async function forgetClient(input: ClientForget, deps: Pick<NotificationD
 }
 
 /**
- * Replays one event to one subscription (also from DEAD): a single manual attempt. A dead letter is
- * replayed from the letter itself (it outlives EVENTS) and stays in DEAD until an attempt succeeds, so
- * a failed replay, or a deliverer dying mid-attempt, leaves it there for the next one. The replay is
- * a job for this subscription only: nothing is published to EVENTS again (that would reach every
- * subscriber of the type).
+ * Replays one event to one subscription (also from DEAD, from the letter, which outlives EVENTS): one manual attempt, a
+ * job for this subscription only, since publishing to EVENTS again would reach every subscriber of the type. The letter
+ * stays in DEAD until an attempt succeeds (docs/notifications.md#retries-dead-letters-pausing).
  */
 export async function retryDelivery(id: string, eventId: string, caller: Caller, deps: NotificationDeps): Promise<EventAccepted> {
   const record = await ownSubscription(id, caller, deps);

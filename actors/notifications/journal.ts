@@ -200,10 +200,8 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   await ensureStreams(jsm, policy);
-  // A stream deleted at runtime (an operator, a tool, a lost store) is made again as soon as the server
-  // announces it, as every store of derrick is: jobs, dead letters and attempt records written meanwhile
-  // fail and are retried by their consumers; the consumers come back when their loops re-open
-  // (ensureConsumer); an event published meanwhile makes EVENTS again itself (publishEvent).
+  // A stream deleted at runtime is made again at the server's advisory: writes meanwhile fail and are retried by their
+  // consumers, which come back when their loops re-open (ensureConsumer); an event makes EVENTS again itself (publishEvent).
   const ours = new Set<string>(Object.values(STREAMS));
   const deletions = onStreamDeleted(nc, (stream) => {
     if (!ours.has(stream)) return;
@@ -279,10 +277,8 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
     },
     async deadLetter(letter) {
       let payload = json(letter);
-      // An event published on NATS can grow when written again (`1e20` becomes 21 digits) past what
-      // DEAD takes: the letter goes without it (a replay reads EVENTS while it holds the event), as a
-      // letter that cannot be stored would fail the attempt's follow-up and repeat the attempt for good.
-      // (The limit counts the message's headers too, hence the margin.)
+      // An event published on NATS can grow when written again (`1e20`: 21 digits) past DEAD's limit, headers included:
+      // the letter goes without it, since one that cannot be stored would repeat the attempt for good.
       if (payload.length > DEAD_MESSAGE_BYTES - 1024 && letter.event) {
         const { event: _tooLarge, ...withoutEvent } = letter;
         payload = json(withoutEvent);
@@ -374,11 +370,9 @@ export function storedEvent(msg: EventsMessage): StoredEvent | undefined {
 }
 
 /**
- * Decodes an EVENTS message and, with `strict`, checks it as the HTTP door does (publishEvent): at
- * most EVENT_MAX_BYTES, the EventBody schema (field types and lengths, no other fields), `data`
- * present. Events published on NATS reach JetStream unchecked, so the dispatcher takes them through
- * this; a `data_source` on a type other than PublishData is the one rule of the door not applied
- * (documented: such an event is delivered, its data_source used for no matching).
+ * Decodes an EVENTS message and, with `strict`, checks it as the HTTP door does (size, EventBody schema, `data` present):
+ * events published on NATS reach JetStream unchecked. The door's rule on `data_source` is not applied
+ * (docs/notifications.md#events).
  */
 export function decodeEvent(msg: EventsMessage, strict: boolean): { event: StoredEvent } | { problem: string } {
   const [, , partition, type] = msg.subject.split(".");

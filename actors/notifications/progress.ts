@@ -1,19 +1,9 @@
 /**
  * The dispatcher's progress on EVENTS, kept across restarts (KV bucket `derrick_dispatcher`, one key):
  *   events → { events_created, ack_floor }
- * `ack_floor` is the dispatcher consumer's ack floor (every event up to it is dispatched) on the
- * EVENTS stream created at `events_created`. A dispatcher that starts while its consumer is missing
- * creates it after this floor instead of at EVENTS' first event (7 days of events sent again to every
- * subscriber); a floor of another EVENTS stream (created again since) means nothing and is ignored.
- *
- * Several dispatchers share the consumer, and each writes the floor it read. A write is a
- * compare-and-set from the revision just read, made only when it moves the progress forward: a
- * higher floor on the same stream, or a floor on another stream when the writer's stream is EVENTS
- * as it exists at the write (checked then; creation times are not compared, since the servers'
- * clocks need not agree and a stream is made again within milliseconds of its deletion). A lower
- * floor read earlier and written late therefore never replaces a higher one, and a dispatcher that
- * has not yet noticed EVENTS being created again cannot take the progress back to the old stream.
- * (Max semantics on the value alone would lose to two writers racing; the revision makes it hold.)
+ * so a dispatcher that starts while its consumer is missing resumes after the floor instead of sending 7 days of events
+ * again. Writes are compare-and-sets that only move the progress forward, so a late lower floor or an old stream's never
+ * replaces what is stored (docs/notifications.md#how-it-runs-nats).
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -75,10 +65,8 @@ export class DispatcherProgress {
   }
 
   /**
-   * Stores `next` when it moves the progress forward; answers what is stored afterwards (`next`, or
-   * the progress that was already further). `currentEvents` answers EVENTS' creation time now
-   * (asked only when the stored progress is of another stream). Failures throw (the caller tries
-   * again later).
+   * Stores `next` when it moves the progress forward; answers what is stored afterwards. `currentEvents` answers EVENTS'
+   * creation time now, asked only when the stored progress is of another stream. Failures throw (the caller retries).
    */
   async advance(next: EventsProgress, currentEvents: () => Promise<string | undefined>): Promise<EventsProgress> {
     for (let tries = 0; tries < 10; tries++) {

@@ -258,10 +258,8 @@ export class SubscriptionCache {
     const startedAt = Date.now();
     const done = (async () => {
       const status = await this.store.kv.status();
-      // The bucket was made again and the copy still holds the old one's subscriptions: wait for the
-      // watch to start over, else a dispatch would route to subscriptions gone. It hears the deletion,
-      // unless the advisory was missed (a reconnect; nats-server does not always send it): then it is
-      // told to look now, rather than at its next check (30 s of failed rounds).
+      // The copy still holds the old bucket's subscriptions: wait for the watch to start over, else a dispatch would route
+      // to subscriptions gone. A missed advisory (nats-server does not always send one) is made up by looking now.
       const until = Date.now() + waitMs;
       if (this.created !== undefined && this.created !== status.streamInfo.created) void this.watch?.recheck();
       while (this.created !== undefined && this.created !== status.streamInfo.created) {

@@ -57,12 +57,9 @@ export type Decision<T> =
   | { kind: "send-away"; delayMs: number };
 
 /**
- * The deliverer's fair-share scheduler. The process takes at most `concurrency` items at once (`room`);
- * each subscription runs at most `perSubscription` requests at once, with up to a quarter of the process's
- * capacity held behind them. Work of a saturated subscription that keeps a pace is parked, up to about
- * PARK_MS of its work; beyond that, and for slow subscriptions, it is sent away for as long as the items
- * ahead of it take at the subscription's pace. Decisions only: the caller acks, naks and posts.
- * `T` is what the caller parks (its message and work); `key` names a message sent away (its stream sequence).
+ * The deliverer's fair-share scheduler: the process's room, each subscription's share, parking and sent-away bookings at
+ * the subscription's pace (docs/notifications.md#how-it-runs-nats, "Fairness"). Decisions only: the caller acks, naks and
+ * posts. `T` is what the caller parks (its message and work); `key` names a message sent away (its stream sequence).
  */
 export class FairShare<T> {
   /** Room in the process, in items: taken before a message starts, given back when it is done. */

@@ -13,11 +13,9 @@ const PROGRESS_WARN_EVERY_MS = 60_000;
 export type FloorState = { stream: string; ackFloor: number; storedFloor: number };
 
 /**
- * Where a consumer created now on EVENTS starts: after the higher of the floor last read here (on the
- * same stream) and the stored progress (when it belongs to this stream); 0 means at its first event.
- * A floor past the stream's last event cannot be this stream's (its messages were lost under the same
- * creation time): the consumer starts after its last event, the floor read here comes down to it, and
- * `pastLast` tells the floor that was past it.
+ * Where a consumer created now on EVENTS starts: after the higher of the floor read here and the stored one, each only
+ * if of this stream (0: its first event). A floor past the last event cannot be this stream's: it comes down to the last
+ * event, and `pastLast` tells the floor that was past it (docs/notifications.md#how-it-runs-nats).
  */
 export function resumeFloor(
   events: { created: string; lastSeq: number } | undefined,
@@ -60,10 +58,9 @@ export function progressToStore(known: FloorState): EventsProgress | undefined {
 }
 
 /**
- * The dispatcher's position on EVENTS: opens its consumer after the ack floor (EVENTS keeps 7 days of
- * events; a consumer created again from the first would send them all again), reads the consumer's
- * floor and stores it in KV (progress.ts) for a dispatcher that starts while the consumer is missing.
- * `stats` carries `ackFloor` and `storedFloor` as the dispatcher's stats show them.
+ * The dispatcher's position on EVENTS: opens its consumer after the ack floor, since one created again from the first
+ * event would send 7 days of events again, and stores the floor (progress.ts) for a dispatcher starting while the
+ * consumer is missing. `stats` carries `ackFloor` and `storedFloor` as the dispatcher's stats show them.
  */
 export class AckFloor {
   private stream = "";
