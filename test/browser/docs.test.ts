@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import type { TokenResponse } from "../../subjects/identity.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const skip = !existsSync(CHROMIUM) && !process.env.CI;
@@ -135,7 +136,7 @@ describe.skipIf(skip)("the /docs page in a real browser", () => {
     expect(token.status()).toBe(200);
     expect(token.request().method()).toBe("POST");
     expect(token.request().postData()).toContain("grant_type=client_credentials");
-    const { access_token } = (await token.json()) as { access_token: string };
+    const { access_token } = (await token.json()) as TokenResponse;
     await (await field("Value")).fill(admin.appkey);
 
     const operation = page.locator("section", { has: page.getByRole("heading", { name: /The caller as the edge sees/ }) }).last();

@@ -3,7 +3,7 @@
  * dirs are removed after the file, and an embedded nats-server a failed test left running in one is
  * stopped (it has its own process group, so a SIGKILLed derrick leaves it behind).
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,4 +42,24 @@ export async function cliEnv(dataDir: string, extra: Record<string, string> = {}
   };
   if (!("NATS_URL" in extra)) delete env.NATS_URL;
   return { env, httpPort, natsPort };
+}
+
+/**
+ * `derrick <args>` as a child process with its output collected; `exitWithin(ms)` answers its exit
+ * code, or "still running" when it has not exited by then.
+ */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, options: { preload?: string; detached?: boolean } = {}) {
+  const preload = options.preload ? ["--preload", options.preload] : [];
+  const child = spawn(process.execPath, [...preload, CLI, ...args], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached ?? false,
+  });
+  let log = "";
+  child.stdout.on("data", (d) => (log += d));
+  child.stderr.on("data", (d) => (log += d));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const exitWithin = (ms: number) =>
+    Promise.race([exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), ms))]);
+  return { child, log: () => log, exited, exitWithin };
 }

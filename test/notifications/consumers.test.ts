@@ -31,8 +31,7 @@ describe("notifications consumers deleted on the server", () => {
 
   it("notifications - an event published after the deliverer's consumer was deleted on the server still reaches its callback", {
     timeout: 15_000,
-  }, async ({ derrick, jsm, receivers }) => {
-    const r = receivers.start();
+  }, async ({ derrick, jsm, receiver: r }) => {
     await subscribe(derrick, "PlanShared", { callback_uri: r.url });
     const before = await publishId(derrick, "PlanShared", "before the deletion");
     await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
@@ -50,8 +49,7 @@ describe("notifications consumers deleted on the server", () => {
 
   it("notifications - a retry booked after the deliverer's retry consumer was deleted on the server is still made", {
     timeout: 15_000,
-  }, async ({ derrick, jsm, receivers }) => {
-    const r = receivers.start();
+  }, async ({ derrick, jsm, receiver: r }) => {
     // The first attempt of each event fails: its delivery goes on through the retry lane.
     r.respond = (req) => new Response(null, { status: r.received.filter((x) => x.id === req.id).length === 1 ? 500 : 204 });
     await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url });
@@ -70,8 +68,7 @@ describe("notifications consumers deleted on the server", () => {
 
   it("notifications - an event published after DELIVERIES itself was deleted on the server still reaches its callback", {
     timeout: 15_000,
-  }, async ({ derrick, jsm, receivers }) => {
-    const r = receivers.start();
+  }, async ({ derrick, jsm, receiver: r }) => {
     await subscribe(derrick, "PublishData", { callback_uri: r.url });
     // The deliverer's two consumers go with the stream: both are created again, with the stream.
     expect(await jsm.streams.delete(STREAMS.deliveries)).toBe(true);
@@ -83,8 +80,7 @@ describe("notifications consumers deleted on the server", () => {
 
   it("notifications - an event published after the dispatcher's consumer was deleted on the server still reaches its callback", {
     timeout: 15_000,
-  }, async ({ derrick, jsm, receivers }) => {
-    const r = receivers.start();
+  }, async ({ derrick, jsm, receiver: r }) => {
     await subscribe(derrick, "ProjectCreated", { callback_uri: r.url });
     const before = await publishId(derrick, "ProjectCreated", "before the deletion");
     await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
@@ -106,8 +102,7 @@ describe("notifications EVENTS deleted on the server", () => {
 
   it("notifications - an event published after EVENTS itself was deleted on the server still reaches its callback", {
     timeout: 15_000,
-  }, async ({ derrick, receivers }) => {
-    const r = receivers.start();
+  }, async ({ derrick, receiver: r }) => {
     await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
     const before = await publishedId(derrick, "MasterPlanChanged", { data: "before the stream's deletion" });
     await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });

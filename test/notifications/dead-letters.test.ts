@@ -36,9 +36,8 @@ const settle = async (derrick: TestDerrick, type: string, ...rs: Receiver[]) => 
 describe("notifications dead letters, replay and pausing", () => {
   it("notifications - an event whose JSON grows past DEAD's message limit when re-serialized is still dead-lettered after its last attempt", async ({
     derrick,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     r.respond = () => new Response(null, { status: 500 });
     const sub = await subscribe(derrick, "PlanShared", { callback_uri: r.url }, "beta");
     // ~100 KB on NATS; written out (1e20 as 21 digits) ~440 KB: more than a dead letter may hold.
@@ -66,9 +65,8 @@ describe("notifications dead letters, replay and pausing", () => {
   it("notifications - a failed manual retry keeps the dead letter, so a later retry still delivers the event after it left EVENTS", async ({
     derrick,
     jsm,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     let healthy = false;
     r.respond = () => new Response(null, { status: healthy ? 204 : 500 });
     const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
@@ -118,9 +116,8 @@ describe("notifications dead letters, replay and pausing", () => {
   it("notifications - an event gone from EVENTS before its retry is dead at once, not delivered empty, and a replay answers 410", async ({
     derrick,
     jsm,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     let seq: number | undefined;
     r.respond = async () => {
       // The first attempt fails, and meanwhile the event passes EVENTS' retention.
@@ -144,9 +141,8 @@ describe("notifications dead letters, replay and pausing", () => {
   it("notifications - a subscription that failed long ago has its next failing event retried, not dead-lettered, and stays active", async ({
     derrick,
     store,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     r.respond = (_req, count) => new Response(null, { status: count === 1 ? 503 : 204 });
     const sub = await subscribe(derrick, "PlanShared", { callback_uri: r.url });
     // Its last failure streak began 1.5 h ago (beyond the 1 h window) and no success since.
@@ -178,9 +174,8 @@ describe("notifications dead letters, replay and pausing", () => {
   it("notifications - an exhausted delivery pauses the subscription only when its failures began longer ago than the window", async ({
     derrick,
     store,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     r.respond = () => new Response(null, { status: 500 });
     const sub = await subscribe(derrick, "PublishData", { callback_uri: r.url });
     await failingSince(store, sub.subscription_id, Date.now() - 1.5 * HOUR);
@@ -214,9 +209,8 @@ describe("notifications dead letters, replay and pausing", () => {
     derrick,
     jsm,
     store,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     r.respond = async (_req, count) => {
       // The first attempt fails; while its retry waits (300 ms), the subscription is paused.
       if (count === 1)
@@ -256,9 +250,8 @@ describe("notifications dead letters, replay and pausing", () => {
   it("notifications - a first failure older than twice the window has expired: exhausting a delivery then does not pause", async ({
     derrick,
     store,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     r.respond = () => new Response(null, { status: 500 });
     const sub = await subscribe(derrick, "PlanShared", { callback_uri: r.url }, "beta");
     const stale = Date.now() - 3 * HOUR;

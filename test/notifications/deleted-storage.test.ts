@@ -30,8 +30,7 @@ describe("notifications after their storage was deleted", () => {
 
   it("events - a deleted EVENTS stream (and the delivery streams) are made again: an event published then is accepted and delivered", {
     timeout: 30_000,
-  }, async ({ derrick, jsm, receivers }) => {
-    const r = receivers.start();
+  }, async ({ derrick, jsm, receiver: r }) => {
     await subscribe(derrick, "PlanShared", { callback_uri: r.url });
     expect(await publishedId(derrick, "PlanShared", { data: "before" })).toBeTruthy();
     await eventually(() => r.received.length === 1, { timeoutMs: 10_000, what: "the first delivery" });

@@ -18,9 +18,8 @@ const it = deliveryTest({ DERRICK_DELIVERY_SCHEDULE: "0,100ms,100ms", DERRICK_DE
 describe("notifications delivery states", () => {
   it("notifications - a receiver failing twice then succeeding: each failed attempt is listed failed, the booked one pending until it is made", async ({
     derrick,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     // Request n waits for release[n] (n > 1); the first two answer 503, the third 200.
     const release = new Map<number, () => void>();
     r.respond = async (_req, count) => {
@@ -73,9 +72,8 @@ describe("notifications delivery states", () => {
 
   it("notifications - a receiver that always fails: the earlier attempts are listed failed and the last of the schedule dead", async ({
     derrick,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     r.respond = () => new Response(null, { status: 500 });
     const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url }, "beta");
     const event_id = await publishedId(derrick, "MasterPlanChanged", { data: "doomed" }, "opendes", "alpha");

@@ -11,8 +11,7 @@ import { deliveries, deliveryTest, publish, publishOnNats, publishedId, remove, 
 const it = deliveryTest();
 
 describe("notifications delivery", () => {
-  it("notifications - an event is delivered as a signed CloudEvent that standardwebhooks verifies", async ({ derrick, receivers }) => {
-    const r = receivers.start();
+  it("notifications - an event is delivered as a signed CloudEvent that standardwebhooks verifies", async ({ derrick, receiver: r }) => {
     const sub = await subscribe(derrick, "PlanShared", {
       callback_uri: `${r.url}/hook`,
       callback_headers: { Authorization: "Bearer receiver-token", appkey: "k-1", "x-site": "Zürich" },
@@ -79,8 +78,7 @@ describe("notifications delivery", () => {
     ]);
   });
 
-  it("notifications - an event published on NATS is delivered too", async ({ derrick, receivers }) => {
-    const r = receivers.start();
+  it("notifications - an event published on NATS is delivered too", async ({ derrick, receiver: r }) => {
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url });
     const h = natsHeaders();
     h.set("Nats-Msg-Id", "nats-event-1");
@@ -95,9 +93,8 @@ describe("notifications delivery", () => {
 
   it("notifications - an event published on NATS that the HTTP door would refuse (wrong field types, extra fields, too large) is skipped and counted, and the events after it are delivered", async ({
     derrick,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     const sub = await subscribe(derrick, "PublishData", { callback_uri: r.url }, "beta");
     const statsOf = async () => (await derrick.nc.request(subjects.notifications["dispatcher.stats"](), "{}")).json<Json>();
     const droppedBefore = (await statsOf()).dropped as number;
@@ -122,9 +119,8 @@ describe("notifications delivery", () => {
 
   it("notifications - a Nats-Msg-Id with a dot is not used as the event id: webhook-id must not contain one", async ({
     derrick,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "beta");
     const seq = await publishOnNats(derrick, "ProjectCreated", { data: "dotted" }, "order.42");
     const got = await eventually(() => r.received[0], { what: "delivery" });
@@ -135,9 +131,8 @@ describe("notifications delivery", () => {
 
   it("notifications - small events that grow when re-serialized (1e20 is written out as 21 digits) are still delivered", async ({
     derrick,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "admin");
     // ~4 KB on NATS, carried in the batch as ~17 KB each: eight of them exceed DELIVERIES' 64 KiB message limit together.
     const payload = `{"data":[${Array(790).fill("1e20").join(",")}]}`;
@@ -155,8 +150,7 @@ describe("notifications delivery", () => {
 
   it("notifications - a burst of large events does not stay in the deliverer's memory after it is delivered", {
     timeout: 60_000,
-  }, async ({ derrick, receivers }) => {
-    const r = receivers.start();
+  }, async ({ derrick, receiver: r }) => {
     let delivered = 0;
     r.respond = (req) => {
       delivered++;
@@ -197,9 +191,8 @@ describe("notifications delivery", () => {
 
   it("notifications - a failing receiver is retried on schedule with the same webhook-id until it succeeds", async ({
     derrick,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     r.respond = (_req, count) => new Response("nope", { status: count <= 2 ? 503 : 200 });
     const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url });
     const event_id = await publishedId(derrick, "ReviewStateChanged", { data: { review: 1 } });
@@ -221,9 +214,8 @@ describe("notifications delivery", () => {
 
   it("notifications - a receiver answering with an endless body: the attempt succeeds and the body is cut off after 64 KiB", async ({
     derrick,
-    receivers,
+    receiver: r,
   }) => {
-    const r = receivers.start();
     let sent = 0;
     let cancelled = false;
     const chunk = new Uint8Array(16 * 1024);
@@ -257,8 +249,7 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id, "alpha");
   });
 
-  it("notifications - Retry-After postpones the next attempt", async ({ derrick, receivers }) => {
-    const r = receivers.start();
+  it("notifications - Retry-After postpones the next attempt", async ({ derrick, receiver: r }) => {
     r.respond = (_req, count) => new Response(null, { status: count === 1 ? 429 : 204, headers: { "retry-after": "1" } });
     const sub = await subscribe(derrick, "ReviewStateChanged", { callback_uri: r.url }, "beta");
     await publish(derrick, "ReviewStateChanged", { data: 1 });
@@ -268,8 +259,7 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id, "beta");
   });
 
-  it("notifications - an exhausted schedule dead-letters the delivery and a replay delivers it", async ({ derrick, receivers }) => {
-    const r = receivers.start();
+  it("notifications - an exhausted schedule dead-letters the delivery and a replay delivers it", async ({ derrick, receiver: r }) => {
     let healthy = false;
     r.respond = () => new Response(null, { status: healthy ? 200 : 500 });
     const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
@@ -307,8 +297,7 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id);
   });
 
-  it("notifications - 410 Gone pauses the subscription and re-posting resumes it", async ({ derrick, receivers }) => {
-    const r = receivers.start();
+  it("notifications - 410 Gone pauses the subscription and re-posting resumes it", async ({ derrick, receiver: r }) => {
     let gone = true;
     r.respond = () => new Response(null, { status: gone ? 410 : 200 });
     const body = { callback_uri: r.url };
@@ -340,8 +329,7 @@ describe("notifications delivery", () => {
     await remove(derrick, sub.subscription_id, "beta");
   });
 
-  it("notifications - after a secret rotation deliveries carry both signatures", async ({ derrick, receivers }) => {
-    const r = receivers.start();
+  it("notifications - after a secret rotation deliveries carry both signatures", async ({ derrick, receiver: r }) => {
     const sub = await subscribe(derrick, "ProjectCreated", { callback_uri: r.url }, "beta");
     const path = `/v1/notifications/subscriptions/${sub.subscription_id}/secret`;
     const { key: old } = await getJson<SecretReply>(derrick, path, { as: "beta" });

@@ -21,20 +21,22 @@ export const DELIVERY_ENV = {
 export const DELIVERY_ACTORS = ["system", "identity", "notifications", "dispatcher", "deliverer"] as const;
 
 /**
- * A file's derrick running the whole delivery path with DELIVERY_ENV (plus `env`), and `receivers`:
- * the file's webhook receivers, stopped after its last test.
+ * A file's derrick running the whole delivery path with DELIVERY_ENV (plus `env`); `receivers`: the
+ * file's webhook receivers, stopped after its last test; `receiver`: one of them, a new one per test.
  */
 export function deliveryTest(env: Record<string, string> = {}) {
-  return derrickTest({ actors: [...DELIVERY_ACTORS], env: { ...DELIVERY_ENV, ...env } }).extend(
-    "receivers",
-    { scope: "file" },
-    // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern; there are none.
-    async ({}, { onCleanup }) => {
-      const receivers = receiverPool();
-      onCleanup(() => receivers.stopAll());
-      return receivers;
-    },
-  );
+  return derrickTest({ actors: [...DELIVERY_ACTORS], env: { ...DELIVERY_ENV, ...env } })
+    .extend(
+      "receivers",
+      { scope: "file" },
+      // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern; there are none.
+      async ({}, { onCleanup }) => {
+        const receivers = receiverPool();
+        onCleanup(() => receivers.stopAll());
+        return receivers;
+      },
+    )
+    .extend("receiver", async ({ receivers }) => receivers.start());
 }
 
 /** A JSON value a test reads without a schema (a received webhook body, a dead letter). */

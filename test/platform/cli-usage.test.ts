@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { eventually, freePort, TEST_CLIENTS, type TestDerrick } from "../harness/index.ts";
-import { CLI, ROOT, cliDataDir, cliEnv } from "../harness/cli.ts";
+import { CLI, ROOT, cliDataDir, cliEnv, spawnCli } from "../harness/cli.ts";
 import { derrickTest, natsTest } from "../harness/fixture.ts";
 import { json } from "../harness/json.ts";
 
@@ -215,18 +215,14 @@ describe("derrick start with NATS_USER but no NATS_URL", () => {
       NATS_USER: "alice",
       NATS_PASSWORD: "alice-password",
     });
-    const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const { child, log, exited } = spawnCli(["start"], env);
     try {
       await eventually(
         async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200 || child.exitCode !== null,
         { timeoutMs: 20_000, what: "readyz or an exit" },
       );
-      expect(child.exitCode, log).toBeNull();
-      expect(log).toContain("NATS_USER is set but NATS_URL is not");
+      expect(child.exitCode, log()).toBeNull();
+      expect(log()).toContain("NATS_USER is set but NATS_URL is not");
       child.kill("SIGTERM");
       expect(await exited).toBe(0);
     } finally {
@@ -285,25 +281,18 @@ describe("derrick start when its embedded nats-server dies", () => {
   it("cli usage - a killed embedded nats-server stops derrick with exit 1 (a supervisor restarts both) instead of answering 503 for ever", async () => {
     const dataDir = cliDataDir("derrick-usage-");
     const { env, httpPort } = await cliEnv(dataDir, { DERRICK_LOG_LEVEL: "info", ACTORS: "system" });
-    const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const { child, log, exitWithin } = spawnCli(["start"], env);
     try {
       await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, {
         timeoutMs: 20_000,
-        what: `readyz (log: ${log.slice(-500)})`,
+        what: `readyz (log: ${log().slice(-500)})`,
       });
       const server = spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim();
       expect(server).toMatch(/^\d+$/);
       process.kill(Number(server), "SIGKILL");
-      const code = await Promise.race([
-        exited,
-        new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000)),
-      ]);
-      expect(code, log.slice(-1000)).toBe(1);
-      expect(log).toContain("the embedded nats-server exited");
+      const code = await exitWithin(15_000);
+      expect(code, log().slice(-1000)).toBe(1);
+      expect(log()).toContain("the embedded nats-server exited");
     } finally {
       child.kill("SIGKILL");
     }
@@ -347,23 +336,16 @@ describe("a stop signal while start-up still waits", () => {
       DERRICK_LOG_LEVEL: "info",
       DERRICK_TWIN_MIRRORS: mirrors,
     };
-    const child = spawn(process.execPath, [CLI, "actor", "twin-mirror"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const { child, log, exitWithin } = spawnCli(["actor", "twin-mirror"], env);
     try {
-      await eventually(() => log.includes("Redis unreachable"), {
+      await eventually(() => log().includes("Redis unreachable"), {
         timeoutMs: 15_000,
-        what: `the mirror waiting for Redis (log: ${log.slice(-500)})`,
+        what: `the mirror waiting for Redis (log: ${log().slice(-500)})`,
       });
-      expect(log).not.toContain("derrick is up");
+      expect(log()).not.toContain("derrick is up");
       child.kill("SIGTERM");
-      const code = await Promise.race([
-        exited,
-        new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 12_000)),
-      ]);
-      expect(code, log.slice(-800)).toBe(0);
+      const code = await exitWithin(12_000);
+      expect(code, log().slice(-800)).toBe(0);
     } finally {
       child.kill("SIGKILL");
     }
@@ -390,11 +372,7 @@ async function actorOnSilentNats() {
     DERRICK_LOG_LEVEL: "info",
     ACTORS: "system",
   };
-  const child = spawn(process.execPath, [CLI, "actor"], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let log = "";
-  child.stdout.on("data", (d) => (log += d));
-  child.stderr.on("data", (d) => (log += d));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const { child, log, exitWithin } = spawnCli(["actor"], env);
   const stop = () => {
     child.kill("SIGKILL");
     silent.close();
@@ -406,20 +384,17 @@ async function actorOnSilentNats() {
     stop();
     throw error;
   }
-  return { child, exited, log: () => log, stop };
+  return { child, exitWithin, log, stop };
 }
 
 describe("a stop signal while start-up waits for a NATS that does not answer", () => {
   it("cli usage - SIGTERM while the connection to NATS_URL hangs (a server that accepts and never speaks) stops the process (exit 0) within the start-up grace, not at the 20 s connect timeout", async () => {
     // The twin mirror's wait no longer holds start-up (2 s at most): a silent NATS keeps it waiting.
-    const { child, exited, log, stop } = await actorOnSilentNats();
+    const { child, exitWithin, log, stop } = await actorOnSilentNats();
     try {
       const signalled = performance.now();
       child.kill("SIGTERM");
-      const code = await Promise.race([
-        exited,
-        new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000)),
-      ]);
+      const code = await exitWithin(15_000);
       expect(code, log().slice(-800)).toBe(0);
       // Within the 5 s start-up grace (plus process exit), well before nats.js's 20 s connect timeout.
       expect(performance.now() - signalled).toBeLessThan(14_000);
@@ -432,7 +407,7 @@ describe("a stop signal while start-up waits for a NATS that does not answer", (
 describe("a second stop signal", () => {
   it("cli usage - a second signal within a second of the first is the same stop (one Ctrl-C twice: terminal and npm); one a second or more later exits at once with 130", async () => {
     // Start-up waiting on a NATS that never speaks keeps the process in its stop for 5 s: time to send more.
-    const { child, exited, log, stop } = await actorOnSilentNats();
+    const { child, exitWithin, log, stop } = await actorOnSilentNats();
     try {
       // One Ctrl-C under npm start: from the terminal and forwarded by npm, back to back. The second is ignored.
       child.kill("SIGINT");
@@ -444,10 +419,7 @@ describe("a second stop signal", () => {
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(child.exitCode, log().slice(-500)).toBeNull();
       child.kill("SIGINT"); // a second Ctrl-C: now
-      const code = await Promise.race([
-        exited,
-        new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 3_000)),
-      ]);
+      const code = await exitWithin(3_000);
       expect(code, log().slice(-500)).toBe(130);
       expect(log()).toContain("second signal: exiting now");
     } finally {
@@ -471,24 +443,17 @@ describe("derrick start with a device Redis down", () => {
     };
     delete env.NATS_URL;
     delete env.ACTORS;
-    const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const { child, log, exitWithin } = spawnCli(["start"], env);
     try {
       await eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, {
         timeoutMs: 25_000,
         intervalMs: 200,
-        what: `readyz (log: ${log.slice(-600)})`,
+        what: `readyz (log: ${log().slice(-600)})`,
       });
-      expect(log).toContain("Redis is not reachable yet");
+      expect(log()).toContain("Redis is not reachable yet");
       child.kill("SIGTERM");
-      const code = await Promise.race([
-        exited,
-        new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000)),
-      ]);
-      expect(code, log.slice(-800)).toBe(0);
+      const code = await exitWithin(15_000);
+      expect(code, log().slice(-800)).toBe(0);
     } finally {
       child.kill("SIGKILL");
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { endpoint, serveActor } from "../../actors/runtime/service.ts";
@@ -7,7 +7,7 @@ import { subjects } from "../../subjects/index.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { join } from "node:path";
 import { clientToken, eventually, TEST_CLIENTS } from "../harness/index.ts";
-import { CLI, ROOT, cliDataDir, cliEnv } from "../harness/cli.ts";
+import { CLI, ROOT, cliDataDir, cliEnv, spawnCli } from "../harness/cli.ts";
 
 /** The environment of a `derrick start` with its own data dir and ports (embedded NATS: NATS_URL unset). */
 async function startEnv(prefix: string, extra: Record<string, string>) {
@@ -16,14 +16,7 @@ async function startEnv(prefix: string, extra: Record<string, string>) {
 }
 
 /** `derrick start` as a child process, its output collected. */
-function runStart(env: NodeJS.ProcessEnv, options: { preload?: string; detached?: boolean } = {}) {
-  const args = [...(options.preload ? ["--preload", options.preload] : []), CLI, "start"];
-  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: options.detached ?? false });
-  let log = "";
-  child.stdout.on("data", (d) => (log += d));
-  child.stderr.on("data", (d) => (log += d));
-  return { child, log: () => log, exited: new Promise<number | null>((r) => child.once("exit", (code) => r(code))) };
-}
+const runStart = (env: NodeJS.ProcessEnv, options: { preload?: string; detached?: boolean } = {}) => spawnCli(["start"], env, options);
 
 /** Waits until a started derrick answers /healthz (its log tail names what went wrong otherwise). */
 const untilHealthy = (base: string, run: { log(): string }) =>

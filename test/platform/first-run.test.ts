@@ -4,12 +4,12 @@
  * dir alone. Never a demo client on another address or with an external issuer.
  */
 import { describe, expect, it } from "vitest";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { loadConfig } from "../../config/index.ts";
 import { demoClient } from "../../bin/demo-client.ts";
 import { ALL_GROUPS } from "../../subjects/groups.ts";
 import { eventually } from "../harness/index.ts";
-import { CLI, cliDataDir, cliEnv } from "../harness/cli.ts";
+import { CLI, cliDataDir, cliEnv, spawnCli } from "../harness/cli.ts";
 import { json } from "../harness/json.ts";
 import type { TokenResponse } from "../../subjects/identity.ts";
 import type { Principal } from "../../subjects/principal.ts";
@@ -22,26 +22,20 @@ describe("first run", () => {
     const { env, httpPort } = await cliEnv(dataDir, { DERRICK_LOG_LEVEL: "warn" });
     delete env.DERRICK_CLIENTS;
     const base = `http://127.0.0.1:${httpPort}`;
-    const run = () => {
-      const child = spawn(process.execPath, [CLI, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
-      let out = "";
-      child.stdout.on("data", (d) => (out += d));
-      child.stderr.on("data", (d) => (out += d));
-      return { child, out: () => out, exited: new Promise<number | null>((r) => child.once("exit", (code) => r(code))) };
-    };
+    const run = () => spawnCli(["start"], env);
     const first = run();
     let secret: string;
     let appkey: string;
     try {
-      await eventually(() => /client secret:/.test(first.out()), {
+      await eventually(() => /client secret:/.test(first.log()), {
         timeoutMs: 30_000,
-        what: `the demo client (log: ${first.out().slice(-400)})`,
+        what: `the demo client (log: ${first.log().slice(-400)})`,
       });
-      secret = /client secret: (\S+)/.exec(first.out())![1]!;
-      appkey = /appkey: +(\S+)/.exec(first.out())![1]!;
-      expect(first.out()).toContain(`${base}/docs`);
+      secret = /client secret: (\S+)/.exec(first.log())![1]!;
+      appkey = /appkey: +(\S+)/.exec(first.log())![1]!;
+      expect(first.log()).toContain(`${base}/docs`);
       // The printed curl works as printed.
-      const curl = /(curl -s -d grant_type=client_credentials .*)/.exec(first.out())![1]!;
+      const curl = /(curl -s -d grant_type=client_credentials .*)/.exec(first.log())![1]!;
       const form = new URLSearchParams(curl.match(/-d (\S+)/g)!.map((d) => d.slice(3).split("=") as [string, string]));
       const token = (await json<TokenResponse>(await fetch(`${base}/v2/token`, { method: "POST", body: form }), 200)).access_token;
       const whoami = await fetch(`${base}/v1/system/whoami`, {
@@ -61,9 +55,9 @@ describe("first run", () => {
     }
     const second = run();
     try {
-      await eventually(() => /client secret:/.test(second.out()), { timeoutMs: 30_000, what: "the demo client again" });
-      expect(/client secret: (\S+)/.exec(second.out())![1]).toBe(secret);
-      expect(/appkey: +(\S+)/.exec(second.out())![1]).toBe(appkey);
+      await eventually(() => /client secret:/.test(second.log()), { timeoutMs: 30_000, what: "the demo client again" });
+      expect(/client secret: (\S+)/.exec(second.log())![1]).toBe(secret);
+      expect(/appkey: +(\S+)/.exec(second.log())![1]).toBe(appkey);
     } finally {
       second.child.kill("SIGTERM");
       await second.exited;
