@@ -1,4 +1,4 @@
-/** Wiring of the `identity` actor: signing key, registry bucket, seed clients, deleted clients' cleanup, endpoints. */
+/** Wiring of the `identity` actor: signing key, registry bucket, configured clients, deleted clients' cleanup, endpoints. */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Bus } from "../../platform/transport/index.ts";
 import {
@@ -38,7 +38,7 @@ import { reply } from "../../subjects/reply.ts";
 
 export async function startIdentityActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "identity" });
-  // Set once the signing key is kept: a registry deleted at runtime is made again with the seed clients
+  // Set once the signing key is kept: a registry deleted at runtime is made again with the configured clients
   // and this process's key put back, so tokens keep being issued and verified without a restart.
   let restore: () => Promise<unknown> = async () => undefined;
   const registry = await openRegistry(nc, options.storage, { log, onRecreated: () => restore() });
@@ -160,11 +160,9 @@ function keepForgettingDeletedClients(
 }
 
 /**
- * Publishes this process's signing key and keeps it published (a heartbeat, so keys of issuers
- * gone for good drop out of the JWKS); when the key is revoked (`derrick keys revoke`), switches to
- * a new one at once: tokens it signed from then on verify, the revoked key's do not. Revocations
- * are followed on their tombstones (never overwritten, unlike the key's entry a heartbeat may put
- * back), and checked again at every heartbeat in case the watch missed one (a reconnect).
+ * Publishes this process's signing key and keeps it published (a heartbeat, so keys of issuers gone for good leave the
+ * JWKS), switching to a new key at once when it is revoked (docs/authentication.md). Revocations are followed on their
+ * tombstones, which a heartbeat never overwrites, and checked again at each heartbeat in case the watch missed one.
  */
 async function keepSigningKey(
   deps: IdentityDeps,

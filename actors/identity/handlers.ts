@@ -60,15 +60,9 @@ const tokenProblem = (status: 429 | 503, error: string, detail: string, retryAft
   });
 
 /**
- * Client credentials grant. Every attempt that is checked costs the same whether the id exists or
- * not (a registry read and one scrypt check, against a stand-in hash for unknown ids), and every
- * refusal before the check is made the same way for both: nothing tells which ids exist.
- * - a client id with too many recent failures from the caller's address → 429 with Retry-After, no
- *   check (FailureThrottle). Counted per client id and address, so a caller who knows an id cannot
- *   lock its real owner out by failing on purpose from elsewhere (a guesser spread over many
- *   addresses meets the per-address limit of the edge and the bounded checks instead);
- * - all check slots busy and the queue full → 503 with Retry-After, no check (AdmissionGate);
- * - a request whose caller stopped waiting while it was queued → 504, no check.
+ * Client credentials grant. A checked attempt costs the same whether the id exists or not (a stand-in hash for unknown
+ * ids), and the refusals before a check (429 failures per id and address, 503 checks and queue full, 504 caller gone)
+ * are alike for both: nothing tells which ids exist (docs/authentication.md, "Token endpoint limits").
  */
 export async function issueToken(input: TokenRequest, deps: IdentityDeps, deadline?: number): Promise<TokenResponse> {
   const failureKey = `${input.client_id}\u0000${input.remote_address ?? ""}`;
@@ -227,11 +221,9 @@ export type ForgetPass = {
 };
 
 /**
- * One pass over the deleted clients: asks the notifications actor to remove each one's
- * subscriptions until it has answered at a time past the grace (so nothing the client could still
- * make is left), and drops the record once the id may be reused. Run after every deletion and again
- * while anything is pending (identity actor), so a notifications actor down at deletion time only
- * delays the removal. Any identity process may run it; every step is idempotent.
+ * One pass over the deleted clients: asks the notifications actor to remove each one's subscriptions until it answered
+ * past the grace, and drops the record once the id may be reused. Repeated while anything is pending, so a notifications
+ * actor that is down only delays it; any identity process may run it (docs/notifications.md#deleted-clients).
  */
 export async function forgetDeletedClients(deps: ForgetDeps): Promise<ForgetPass> {
   const now = deps.now ?? Date.now;
@@ -291,13 +283,9 @@ export async function seedClient(
 }
 
 /**
- * Makes the seeded clients exactly DERRICK_CLIENTS, idempotently: a client whose secret and groups
- * already match is left alone (no new hash on every start), anything else is (re)written; a seeded
- * client's other appkeys are dropped (a rotated appkey stops working) and seeded clients no longer
- * listed are deleted as `apps delete` does (appkeys, and notification subscriptions through
- * forgetDeletedClients). Clients made with `derrick apps create` are not touched unless listed (the
- * list then takes them over). A listed id that was deleted a moment ago is seeded all the same (the
- * operator asked for it); only the subscriptions made before its deletion are removed.
+ * Makes the configured clients exactly DERRICK_CLIENTS, idempotently: a matching client is left alone (no new hash per
+ * start), others are (re)written, other appkeys dropped, unlisted ones deleted as `apps delete` does; `apps create`
+ * clients only when listed, and a just-deleted id when listed again (docs/authentication.md, "Deleting a client").
  */
 export async function seedClients(
   seeds: readonly ClientSeed[],

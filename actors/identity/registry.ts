@@ -22,10 +22,8 @@ export const REGISTRY_BUCKET = "derrick_registry";
 export type ClientRecord = { client_id: string; secret_hash: string; groups: string[]; created_at: string; seeded?: boolean };
 
 /**
- * What is left of a deleted client until its traces are gone: the notifications actor is asked to
- * remove its subscriptions until it has answered at a time when the client can no longer make any
- * (`forgotten_at`), and its id cannot be taken by `apps create` before `reusable_at` (its tokens
- * have expired by then).
+ * What is left of a deleted client until its traces are gone: its subscriptions are asked removed until an answer comes
+ * when the client can make none (`forgotten_at`); `apps create` may not take its id before `reusable_at` (tokens expired).
  */
 export type DeletedClient = { client_id: string; deleted_at: string; reusable_at: string; forgotten_at?: string };
 
@@ -67,10 +65,9 @@ export interface Registry {
 export type PublishedKey = { jwk: JWK; seen_at?: string };
 
 /**
- * The registry bucket, made again when deleted at runtime (an operator, a tool, a lost store), at the
- * server's deletion advisory or on its next use, as every store of derrick is; `onRecreated` then puts
- * back what the process owns (the seed clients, its signing key). Clients created since and
- * revocations went with the bucket. `close` stops following the advisories.
+ * The registry bucket, made again when deleted at runtime as every store of derrick is; `onRecreated` puts back what
+ * the process owns (the configured clients, its signing key), while clients created since and revocations are gone
+ * (docs/operations.md#reliability). `close` stops following the advisories.
  */
 export async function openRegistry(
   nc: NatsConnection,

@@ -1,15 +1,9 @@
 /**
- * Failed client authentications per client id, so secrets cannot be guessed online without limit:
- * after `maxFailures` failures within `windowMs` (counted from the first), the id is refused until
- * the window ends, without checking the secret. Unknown ids are counted exactly like registered
- * ones, so a refusal says nothing about which ids exist.
- *
- * Kept in this process's memory, not in NATS KV: a counter is worth nothing after its window, a
- * restart only gives an attacker one more window, and a KV write per failed attempt would hand
- * every anonymous caller a way to load JetStream. N identity processes allow N× the failures
- * (as N edges allow N× DERRICK_RATE_LIMIT). The map is bounded: each entry costs a secret check to
- * make, and the secret checks are themselves bounded (AdmissionGate), so at the default sizes a
- * flood of made-up ids ends windows by time long before it can push a live one out.
+ * Failed client authentications per client id, so secrets cannot be guessed online without limit: after `maxFailures`
+ * within `windowMs` (from the first) the id is refused until the window ends, unknown ids counted alike. In memory, not
+ * KV: a count is worthless after its window, a restart gives one more window at most, and a KV write per failure would
+ * let anyone load JetStream (docs/authentication.md). Bounded: entries cost a secret check each, and those are bounded
+ * (AdmissionGate), so a flood of made-up ids ends windows by time long before it pushes a live one out.
  */
 import { BoundedCache } from "../../platform/bounded-cache.ts";
 
