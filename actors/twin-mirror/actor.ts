@@ -1,8 +1,7 @@
 /**
- * The `twin-mirror` actor: for each Redis-backed device (DERRICK_TWIN_MIRRORS) it copies desired
- * twin properties from the twin's JetStream bucket into the device's Redis (with their versions) and
- * reported ones from Redis back into JetStream. Run one copy per device set: two mirrors of the same
- * device would write the same values twice (harmless, but wasted).
+ * The `twin-mirror` actor: for each Redis-backed device (DERRICK_TWIN_MIRRORS) copies desired twin properties from the
+ * twin's bucket into the device's Redis (with their versions) and reported ones back (docs/twins.md). Run one copy per
+ * device set: two mirrors of a device write everything twice (harmless, but wasted).
  */
 import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -94,11 +93,9 @@ class TwinMirror {
   }
 
   private async followDesired(kv: KV): Promise<void> {
-    // One view (and commit gate) for the life of the mirror: a re-opened watch resumes after the
-    // last revision it delivered (followBucket), so pending claims and held values carry over. A
-    // record the gate cannot use (a device may write any key of its bucket) is no record; an entry
-    // that still fails is logged and skipped by followBucket, never ending the watch. A bucket
-    // deleted and made again starts a new view: the old one's claims and revisions belong to the old bucket.
+    // One view (and commit gate) for the mirror's life: a re-opened watch resumes after its last revision, so pending
+    // claims and held values carry over; a record the gate cannot use is no record (docs/twins.md). A bucket made again
+    // starts a new view: the old one's claims and revisions belong to the old bucket.
     const newView = (): TwinWatchView => {
       const view: TwinWatchView = new TwinWatchView({
         lastSeq: async () => (await kv.status()).streamInfo.state.last_seq,
@@ -208,11 +205,9 @@ class TwinMirror {
         this.stats.reportedCopied++;
       }
     };
-    // Copies of one key run one after another, never side by side: two in flight could land in the
-    // wrong order (the one that read the newer value found JetStream already equal to it — an
-    // older copy's put not landed yet — and skipped; the older put landed last and stayed). Each
-    // copy reads Redis when it runs, so notifications arriving during a copy make one more copy,
-    // not one each.
+    // Copies of one key run one after another: two in flight could land in the wrong order and leave JetStream an older
+    // value for good (docs/twins.md, "Reported values keep per-key order"). Each reads Redis when it runs, so
+    // notifications during a copy make one more copy, not one each.
     const copy = (key: string): Promise<void> => {
       if (!isReportedKey(key)) return Promise.resolve();
       const running = this.copying.get(key);

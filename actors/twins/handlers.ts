@@ -124,11 +124,9 @@ function readCommit(entry: TwinEntry | undefined): TwinCommit | undefined {
 }
 
 /**
- * What the writers sharing a TwinsDeps (one actor: one writer id) share: the group locks that
- * serialize them (the commit record's CAS covers other processes), the last revision of each
- * desired key they wrote (key: group lock + name), and the commit record each group was left with
- * by their last commit (key: group lock), all bounded. The last two are guesses that save a read:
- * a write from a stale one fails its compare-and-swap and is retried from a fresh read.
+ * What the writers of one TwinsDeps (one writer id) share, all bounded: group locks serializing them (the commit record's
+ * CAS covers other processes), and two guesses that save a read, each desired key's last revision (group lock + name) and
+ * each group's last commit record (group lock): a stale one's compare-and-swap fails and is retried from a fresh read.
  */
 type KnownCommit = { revision: number; commit: TwinCommit };
 type WriterState = {
@@ -166,10 +164,9 @@ async function withLock<T>(deps: TwinsDeps, key: string, work: () => Promise<T>)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Writes `values` (null = delete) to the desired side of one group as one commit. Returns each
- * name's new revision and the group's new version. `ifMatch` → 412 when the version moved.
- * Runs under the group's process lock (withLock), which is what makes a pending claim of this very
- * process found here certainly abandoned.
+ * Writes `values` (null = delete) to one group's desired side as one commit; returns each name's revision and the group's
+ * version (`ifMatch` → 412 when it moved). Runs under the group's process lock (withLock), so a pending claim of this very
+ * process found here is certainly abandoned.
  */
 async function commitDesired(
   bucket: TwinBucketStore,
@@ -263,11 +260,9 @@ function repairLater(bucket: TwinBucketStore, lock: string, group: string, deps:
 }
 
 /**
- * The owner's writes of its claim (at revision `claim`), each a compare-and-swap from the key's
- * revision before the claim, so a write that arrives after a roll-forward (a stalled owner) fails
- * instead of overwriting a later commit. That revision is guessed from what this process last wrote
- * and read on a miss; a wrong guess is told apart from a takeover by the key's revision: a key newer
- * than the claim was written for it by somebody else. "conflict" when the claim was taken over.
+ * The owner's writes of its claim (at revision `claim`), each a compare-and-swap from the key's revision before the claim,
+ * so a stalled owner's write after a roll-forward fails rather than overwrite a later commit. That revision is guessed,
+ * re-read on a miss; a key newer than the claim means it was taken over: "conflict" (docs/twins.md).
  */
 async function writeValues(
   bucket: TwinBucketStore,
@@ -389,10 +384,9 @@ export async function getTwins(input: TwinGetRequest, ctx: RequestContext, deps:
 }
 
 /**
- * Makes the twin's bucket if it does not exist, with the deployment's configuration (the store's
- * size cap, replicas and twin count limit: 507 past DERRICK_TWINS_MAX). Asked by the device SDK
- * before it would create the bucket itself. No principal: only clients allowed to publish on
- * derrick's subjects reach it (device users are not), and they may create streams anyway.
+ * Makes the twin's bucket if missing, with the deployment's configuration (size cap, replicas, 507 past DERRICK_TWINS_MAX),
+ * for the device SDK before it would make it itself. No principal: only clients allowed on derrick's subjects reach it
+ * (device users are not), and they may create streams anyway.
  */
 export async function ensureTwin(input: TwinEnsureRequest, _ctx: RequestContext, deps: TwinsDeps): Promise<TwinEnsureReply> {
   await deps.stores.open(input, true);
