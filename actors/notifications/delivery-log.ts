@@ -7,9 +7,9 @@ import type { DeliveryAttempt } from "../../subjects/notifications.ts";
 import type { AttemptRecord } from "./journal.ts";
 
 /**
- * Newest first, at most `limit` entries. `records` is in the order stored (oldest first). Records
- * written before 2026-11-28 stored a failed attempt with a retry booked as `pending`: every stored
- * record is an attempt that ended, so it is listed `failed`.
+ * Newest first, at most `limit` entries. `records` is in the order stored (oldest first). Older records may store an
+ * ended attempt as `pending` (docs/notifications.md#retries-dead-letters-pausing): every stored record is an attempt
+ * that ended, so it is listed `failed`.
  */
 export function deliveryLog(records: readonly AttemptRecord[], limit: number): DeliveryAttempt[] {
   const made = records.map(

@@ -105,9 +105,8 @@ export async function deleteEntity(input: EntityDeleteRequest, ctx: RequestConte
   const id = checkToken(input.id, "/params/id");
   const found = await deps.store.get<Record<string, unknown>>(partition, input.collection, id);
   if (!found || !(await deps.store.delete(partition, input.collection, id))) {
-    // Still invalidated (idempotent; one KV read when nothing is listed): an earlier version
-    // invalidated after the delete, and when it failed in between, the client's retry came here
-    // and left the deleted entity's results cached for good.
+    // Still invalidated (idempotent; one KV read when nothing is listed): a client retrying a delete that failed midway
+    // comes here, and the entity's results must not stay cached (docs/reporting.md#why-writes-are-announced).
     await deps.store.invalidate([entityKey(partition, input.collection, id)]);
     throw notFound(`${input.collection}/${id} does not exist`);
   }

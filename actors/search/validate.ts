@@ -310,7 +310,7 @@ export function planSearch(body: QueryRequest | CursorQueryRequest, cursor: bool
     } else aggregateBy = agg.trim();
   }
   const returnedFields = fieldList(body.returnedFields, "/body/returnedFields", errors);
-  // A repeated entry names the same paths again: kept once (it used to repeat the highlight work).
+  // A repeated entry names the same paths again: kept once, so the highlight work is not repeated.
   const highlightedFields = [...new Set(fieldList(body.highlightedFields, "/body/highlightedFields", errors))];
   if (errors.length) throw invalidParameters(errors);
   const query = body.query ?? "";
