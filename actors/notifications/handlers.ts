@@ -298,7 +298,8 @@ export async function publishEvent(
   if (size > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`);
   const event = check(EventBody, body);
   if (!("data" in (event as object))) throw invalidField("/body/data", "is required");
-  // As for subscriptions: data_source filters PublishData only, so on another type it could never mean anything (docs/notifications.md#events).
+  // As for subscriptions: data_source filters PublishData only, so on another type it could never mean anything
+  // (docs/notifications.md#events).
   if ((event as { data_source?: unknown }).data_source != null && type !== "PublishData") {
     throw invalidField("/body/data_source", `applies only to PublishData events; send null or omit it for ${type}`);
   }
