@@ -10,22 +10,24 @@ import { createLogger } from "../../platform/logger.ts";
 import { boot, type Booted } from "../../bin/boot.ts";
 import type { TestNats } from "./nats.ts";
 
+/** A client a test deployment seeds: its secret and appkey derived from its id. */
+export const testClient = (client_id: string, groups: string[]) => {
+  const name = client_id.toLowerCase();
+  return { client_id, client_secret: `${name}-secret-1`, appkey: `${name}-appkey-1`, groups };
+};
+
 /** Clients every test deployment knows. */
 export const TEST_CLIENTS = {
-  alpha: {
-    client_id: "alpha",
-    client_secret: "alpha-secret-1",
-    appkey: "alpha-appkey-1",
-    groups: ["users.datalake.viewers", "notifications.publishers"],
-  },
-  beta: { client_id: "beta", client_secret: "beta-secret-1", appkey: "beta-appkey-1", groups: ["users.datalake.viewers"] },
-  admin: {
-    client_id: "admin",
-    client_secret: "admin-secret-1",
-    appkey: "admin-appkey-1",
-    groups: ["users.datalake.admins", "twins.writers", "projects.admins", "assessments.editors", "users.datalake.editors"],
-  },
-} as const;
+  alpha: testClient("alpha", ["users.datalake.viewers", "notifications.publishers"]),
+  beta: testClient("beta", ["users.datalake.viewers"]),
+  admin: testClient("admin", [
+    "users.datalake.admins",
+    "twins.writers",
+    "projects.admins",
+    "assessments.editors",
+    "users.datalake.editors",
+  ]),
+};
 export type TestClient = keyof typeof TEST_CLIENTS;
 
 /** A client-credentials token from an edge's embedded issuer. */

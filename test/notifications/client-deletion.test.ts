@@ -6,7 +6,7 @@
  * actors run in separate processes' worth of connections so one can stop while the other runs.
  */
 import { afterAll, describe, expect } from "vitest";
-import { clientToken, eventually, startDerrick, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { clientToken, eventually, startDerrick, TEST_CLIENTS, testClient, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { natsTest } from "../harness/fixture.ts";
 import { json } from "../harness/json.ts";
 import { subjects } from "../../subjects/index.ts";
@@ -108,12 +108,7 @@ describe("notifications of deleted clients", () => {
   });
 
   it("notifications - a client dropped from DERRICK_CLIENTS loses its subscriptions at the next start", async ({ nats }) => {
-    const seeded = {
-      client_id: "seeded-gone",
-      client_secret: "seeded-gone-secret-1",
-      appkey: "seeded-gone-appkey-1",
-      groups: ["users.datalake.viewers"],
-    };
+    const seeded = testClient("seeded-gone", ["users.datalake.viewers"]);
     await front.cleanup();
     front = await startDerrick(nats, {
       actors: ["system", "identity"],

@@ -8,9 +8,9 @@ import { describe, expect } from "vitest";
 import { eventually, type TestDerrick } from "../harness/index.ts";
 import { natsTest } from "../harness/fixture.ts";
 import { BUCKETS, TASK_STREAM, WORKER_CONSUMER, openStores, taskStore } from "../../actors/projects/store.ts";
-import { CONTENT_TTL_MS, TaskState, type TaskRecord } from "../../subjects/projects.ts";
+import { CONTENT_TTL_MS } from "../../subjects/projects.ts";
 import { putProject } from "./fixtures.ts";
-import { contentTest, requestContent, taskIn, taskOf } from "./helpers.ts";
+import { contentTest, queuedTask, requestContent, taskIn, taskOf } from "./helpers.ts";
 
 const ACK_WAIT_MS = 1500;
 
@@ -155,18 +155,7 @@ describe("content storage deleted at runtime, the advisory missed", () => {
     stores.close();
     const tasks = taskStore(stores.tasks, stores.guard.tasks);
     expect(await jsm.streams.delete(`KV_${BUCKETS.tasks}`)).toBe(true);
-    const now = new Date().toISOString();
-    const task: TaskRecord = {
-      taskId: "tsk_guarded",
-      projectId: "p",
-      kind: "key-parameters",
-      state: TaskState.queued,
-      createdAt: now,
-      contentId: "cnt_guarded",
-      partition: "opendes",
-      requestedBy: { clientId: "alpha", subject: "alpha" },
-      attempts: 0,
-    };
+    const task = queuedTask("guarded");
     await tasks.create(task);
     expect((await tasks.get("opendes", "tsk_guarded"))?.value).toEqual(task);
     expect((await jsm.streams.info(`KV_${BUCKETS.tasks}`)).config).toMatchObject({

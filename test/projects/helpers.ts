@@ -3,7 +3,7 @@ import { expect } from "vitest";
 import { eventually, startDerrick, type TestClient, type TestDerrick } from "../harness/index.ts";
 import { derrickTest, type DerrickTestOptions } from "../harness/fixture.ts";
 import { getJson, json } from "../harness/json.ts";
-import type { Content, ContentAccepted, Task, TaskState } from "../../subjects/projects.ts";
+import { TaskState, type Content, type ContentAccepted, type Task, type TaskRecord } from "../../subjects/projects.ts";
 import { contentStore, projectStore, taskStore, type Stores } from "../../actors/projects/store.ts";
 import type { WorkerDeps } from "../../actors/projects/content-task.ts";
 import { catalogFrom, readCatalogFile } from "../../actors/projects/catalog.ts";
@@ -38,6 +38,19 @@ export const workerDeps = (stores: Stores, delayMs = 0): WorkerDeps => ({
   tasks: taskStore(stores.tasks),
   content: contentStore(stores.content),
   delayMs,
+});
+
+/** A key-parameters task of project `p` in opendes as just accepted (queued, never run), named `tsk_<name>`. */
+export const queuedTask = (name: string): TaskRecord => ({
+  taskId: `tsk_${name}`,
+  projectId: "p",
+  kind: "key-parameters",
+  state: TaskState.queued,
+  createdAt: new Date().toISOString(),
+  contentId: `cnt_${name}`,
+  partition: "opendes",
+  requestedBy: { clientId: "alpha", subject: "alpha" },
+  attempts: 0,
 });
 
 /** Asks for a project's content (202): the task and content ids, and the task's location. */

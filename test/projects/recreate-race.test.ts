@@ -4,7 +4,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { natsTest } from "../harness/fixture.ts";
 import { BUCKETS, openStores, taskStore } from "../../actors/projects/store.ts";
-import { TaskState, type TaskRecord } from "../../subjects/projects.ts";
+import { queuedTask } from "./helpers.ts";
 
 const it = natsTest();
 
@@ -38,18 +38,7 @@ describe("a bucket made again by another process", () => {
       }),
       stores.guard.tasks,
     );
-    const now = new Date().toISOString();
-    const task: TaskRecord = {
-      taskId: "tsk_raced",
-      projectId: "p",
-      kind: "key-parameters",
-      state: TaskState.queued,
-      createdAt: now,
-      contentId: "cnt_raced",
-      partition: "opendes",
-      requestedBy: { clientId: "alpha", subject: "alpha" },
-      attempts: 0,
-    };
+    const task = queuedTask("raced");
     await tasks.create(task);
     expect((await tasks.get("opendes", "tsk_raced"))?.value).toEqual(task);
   });

@@ -15,6 +15,39 @@ describe("reporting aggregations", () => {
     await loadDemoOver(derrick);
   });
 
+  /** A prospect `<key>-pa` of one segment `<key>-s` (Pg 0.8, 10 MMbbl mean), half of it entitled to `companyId`. */
+  const oneSegmentProspect = async (derrick: TestDerrick, key: string, name: string, companyId: string) => {
+    await put(derrick, "segmentanalyses", `${key}-s`, {
+      name,
+      riskFactors: [{ name: "all", probability: 0.8 }],
+      volumes: { oil: { unit: "MMbbl", mean: 10 } },
+    });
+    await put(derrick, "prospectanalyses", `${key}-pa`, {
+      prospect: { id: `p-${key}`, name },
+      segmentAnalysisIds: [`${key}-s`],
+      dependency: { model: "independent" },
+      entitlement: { companyId, workingInterest: 0.5 },
+    });
+  };
+  /** `count` one-trap segments `<key>-s<i>` named `<name> <i>`, each with `shape(i)`'s probability and oil mean; their ids. */
+  const putSegments = async (
+    derrick: TestDerrick,
+    key: string,
+    name: string,
+    count: number,
+    shape: (i: number) => { probability: number; mean: number },
+  ) => {
+    const ids = Array.from({ length: count }, (_, i) => `${key}-s${i}`);
+    for (const [i, id] of ids.entries()) {
+      const { probability, mean } = shape(i);
+      await put(derrick, "segmentanalyses", id, {
+        name: `${name} ${i}`,
+        riskFactors: [{ name: "trap", probability }],
+        volumes: { oil: { unit: "MMbbl", mean } },
+      });
+    }
+    return ids;
+  };
   const get = (derrick: TestDerrick, path: string) => derrick.call(`/assessments/v1/${path}`);
   const fullCycle = (derrick: TestDerrick, body: unknown) =>
     derrick.call("/assessments/v1/fullcycleanalysisaggregation", { method: "POST", body: JSON.stringify(body) });
@@ -196,17 +229,7 @@ describe("reporting aggregations", () => {
   it("G13 and G9 - explicit cash flows through the API: NPV10 137.236, IRR 15.238%, payout, EMV and break-even Pg at each level", async ({
     derrick,
   }) => {
-    await put(derrick, "segmentanalyses", "g13-s", {
-      name: "G13",
-      riskFactors: [{ name: "all", probability: 0.8 }],
-      volumes: { oil: { unit: "MMbbl", mean: 10 } },
-    });
-    await put(derrick, "prospectanalyses", "g13-pa", {
-      prospect: { id: "p-g13", name: "G13" },
-      segmentAnalysisIds: ["g13-s"],
-      dependency: { model: "independent" },
-      entitlement: { companyId: "c-g13", workingInterest: 0.5 },
-    });
+    await oneSegmentProspect(derrick, "g13", "G13", "c-g13");
     const flows = [{ year: 2026, netCashFlow: -1000 }, ...[1, 2, 3, 4, 5].map((k) => ({ year: 2026 + k, netCashFlow: 300 }))];
     const fc = {
       prospectAnalysisId: "g13-pa",
@@ -246,17 +269,7 @@ describe("reporting aggregations", () => {
   it("full cycle - explicit working-interest flows answer for the company asked for: its interest, not the analysis's", async ({
     derrick,
   }) => {
-    await put(derrick, "segmentanalyses", "g13w-s", {
-      name: "G13w",
-      riskFactors: [{ name: "all", probability: 0.8 }],
-      volumes: { oil: { unit: "MMbbl", mean: 10 } },
-    });
-    await put(derrick, "prospectanalyses", "g13w-pa", {
-      prospect: { id: "p-g13w", name: "G13w" },
-      segmentAnalysisIds: ["g13w-s"],
-      dependency: { model: "independent" },
-      entitlement: { companyId: "c-half", workingInterest: 0.5 },
-    });
+    await oneSegmentProspect(derrick, "g13w", "G13w", "c-half");
     const flows = (share: number) => [
       { year: 2026, netCashFlow: -1000 * share },
       ...[1, 2, 3, 4, 5].map((k) => ({ year: 2026 + k, netCashFlow: 300 * share })),
@@ -404,15 +417,7 @@ describe("reporting aggregations", () => {
   it("multiple scenarios - beyond 16 segments the outcome tree is sampled; branches with zero probability are pruned", async ({
     derrick,
   }) => {
-    const ids: string[] = [];
-    for (let i = 0; i < 17; i++) {
-      ids.push(`big-s${i}`);
-      await put(derrick, "segmentanalyses", `big-s${i}`, {
-        name: `Big ${i}`,
-        riskFactors: [{ name: "trap", probability: i === 0 ? 1 : 0.1 }],
-        volumes: { oil: { unit: "MMbbl", mean: 1 + i } },
-      });
-    }
+    const ids = await putSegments(derrick, "big", "Big", 17, (i) => ({ probability: i === 0 ? 1 : 0.1, mean: 1 + i }));
     await put(derrick, "prospectanalyses", "pa-big", {
       prospect: { id: "p-big", name: "Big" },
       segmentAnalysisIds: ids,
@@ -436,15 +441,7 @@ describe("reporting aggregations", () => {
     derrick,
   }) => {
     // ~65,000 outcome nodes, ~28 MB: the KV put of the cache entry exceeded max_payload and failed the GET.
-    const ids: string[] = [];
-    for (let i = 0; i < 16; i++) {
-      ids.push(`wide-s${i}`);
-      await put(derrick, "segmentanalyses", `wide-s${i}`, {
-        name: `Wide ${i}`,
-        riskFactors: [{ name: "trap", probability: 0.5 }],
-        volumes: { oil: { unit: "MMbbl", mean: 1 + i } },
-      });
-    }
+    const ids = await putSegments(derrick, "wide", "Wide", 16, (i) => ({ probability: 0.5, mean: 1 + i }));
     await put(derrick, "prospectanalyses", "pa-wide", {
       prospect: { id: "p-wide", name: "Wide" },
       segmentAnalysisIds: ids,
@@ -472,15 +469,7 @@ describe("reporting aggregations", () => {
   it("limits - the outcome tree has at most 2^16 outcomes in all: two 16-segment scenarios fold their least likely outcomes, invariants kept", async ({
     derrick,
   }) => {
-    const ids: string[] = [];
-    for (let i = 0; i < 16; i++) {
-      ids.push(`twin-s${i}`);
-      await put(derrick, "segmentanalyses", `twin-s${i}`, {
-        name: `Twin ${i}`,
-        riskFactors: [{ name: "trap", probability: 0.3 + i / 40 }],
-        volumes: { oil: { unit: "MMbbl", mean: 1 + i } },
-      });
-    }
+    const ids = await putSegments(derrick, "twin", "Twin", 16, (i) => ({ probability: 0.3 + i / 40, mean: 1 + i }));
     for (const model of ["commonFactor", "independent"])
       await put(derrick, "prospectanalyses", `pa-twin-${model}`, {
         prospect: { id: "p-twin", name: "Twin" },
@@ -516,15 +505,7 @@ describe("reporting aggregations", () => {
   it("limits - a multiple scenario analysis takes at most 64,000,000 segment-trials: more is 400 on write naming the trials, and 409 when an enrolled analysis grew past it (before anything is computed)", async ({
     derrick,
   }) => {
-    const ids: string[] = [];
-    for (let i = 0; i < 17; i++) {
-      ids.push(`work-s${i}`);
-      await put(derrick, "segmentanalyses", `work-s${i}`, {
-        name: `Work ${i}`,
-        riskFactors: [{ name: "trap", probability: 0.5 }],
-        volumes: { oil: { unit: "MMbbl", mean: 10 } },
-      });
-    }
+    const ids = await putSegments(derrick, "work", "Work", 17, () => ({ probability: 0.5, mean: 10 }));
     await put(derrick, "prospectanalyses", "pa-work", {
       prospect: { id: "p-work", name: "Work" },
       segmentAnalysisIds: ids.slice(0, 16),

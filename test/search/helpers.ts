@@ -1,87 +1,37 @@
 /** Shared pieces of the search tests: clients with data groups, record fixtures, HTTP helpers. */
-import { TEST_CLIENTS, clientToken, startDerrick, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { TEST_CLIENTS, clientToken, startDerrick, testClient, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { derrickTest } from "../harness/fixture.ts";
 import type { ActorName } from "../../config/index.ts";
 
 /** Clients with distinct data groups (ACL tests) besides the harness's alpha/beta/admin. */
 export const SEARCH_CLIENTS = {
-  writer: {
-    client_id: "writer",
-    client_secret: "writer-secret-1",
-    appkey: "writer-appkey-1",
-    groups: [
-      "users.datalake.editors",
-      "users.datalake.viewers",
-      "data.north.owners",
-      "data.south.owners",
-      "data.north.viewers",
-      "data.south.viewers",
-    ],
-  },
-  north: {
-    client_id: "north",
-    client_secret: "north-secret-1",
-    appkey: "north-appkey-1",
-    groups: ["users.datalake.viewers", "data.north.viewers"],
-  },
-  south: {
-    client_id: "south",
-    client_secret: "south-secret-1",
-    appkey: "south-appkey-1",
-    groups: ["users.datalake.viewers", "data.south.viewers"],
-  },
-  southOwner: {
-    client_id: "southOwner",
-    client_secret: "southowner-secret-1",
-    appkey: "southowner-appkey-1",
-    groups: ["users.datalake.editors", "data.south.owners"],
-  },
-  root: {
-    client_id: "root",
-    client_secret: "root-secret-1",
-    appkey: "root-appkey-1",
-    groups: ["users.datalake.viewers", "users.data.root"],
-  },
-  norole: { client_id: "norole", client_secret: "norole-secret-1", appkey: "norole-appkey-1", groups: ["data.north.viewers"] },
+  writer: testClient("writer", [
+    "users.datalake.editors",
+    "users.datalake.viewers",
+    "data.north.owners",
+    "data.south.owners",
+    "data.north.viewers",
+    "data.south.viewers",
+  ]),
+  north: testClient("north", ["users.datalake.viewers", "data.north.viewers"]),
+  south: testClient("south", ["users.datalake.viewers", "data.south.viewers"]),
+  southOwner: testClient("southOwner", ["users.datalake.editors", "data.south.owners"]),
+  root: testClient("root", ["users.datalake.viewers", "users.data.root"]),
+  norole: testClient("norole", ["data.north.viewers"]),
   /** A search role and no data.* group: OSDU refuses such a caller (401), it does not answer empty. */
-  nodata: { client_id: "nodata", client_secret: "nodata-secret-1", appkey: "nodata-appkey-1", groups: ["users.datalake.viewers"] },
+  nodata: testClient("nodata", ["users.datalake.viewers"]),
   /** An editor in users.data.root: may replace records it does not own. */
-  rootEditor: {
-    client_id: "rootEditor",
-    client_secret: "rooteditor-secret-1",
-    appkey: "rooteditor-appkey-1",
-    groups: ["users.datalake.editors", "users.data.root"],
-  },
+  rootEditor: testClient("rootEditor", ["users.datalake.editors", "users.data.root"]),
   /** Groups as OSDU's entitlements service names them in tokens: `<group>@<partition>.<domain>`. */
-  northEmail: {
-    client_id: "northEmail",
-    client_secret: "northemail-secret-1",
-    appkey: "northemail-appkey-1",
-    groups: ["users.datalake.viewers@opendes.example.com", "data.north.viewers@opendes.example.com"],
-  },
-  rootEmail: {
-    client_id: "rootEmail",
-    client_secret: "rootemail-secret-1",
-    appkey: "rootemail-appkey-1",
-    groups: ["users.datalake.editors@opendes.example.com", "users.data.root@opendes.example.com"],
-  },
+  northEmail: testClient("northEmail", ["users.datalake.viewers@opendes.example.com", "data.north.viewers@opendes.example.com"]),
+  rootEmail: testClient("rootEmail", ["users.datalake.editors@opendes.example.com", "users.data.root@opendes.example.com"]),
   /** An editor owning OSDU's default data groups, as the OSDU SDK's examples write records. */
-  sdk: {
-    client_id: "sdk",
-    client_secret: "sdk-secret-1",
-    appkey: "sdk-appkey-1",
-    groups: ["users.datalake.editors", "data.default.owners", "data.default.viewers"],
-  },
+  sdk: testClient("sdk", ["users.datalake.editors", "data.default.owners", "data.default.viewers"]),
   /** users.datalake.ops holds OSDU's service.storage.admin: it may purge records it owns. */
-  ops: { client_id: "ops", client_secret: "ops-secret-1", appkey: "ops-appkey-1", groups: ["users.datalake.ops", "data.default.owners"] },
+  ops: testClient("ops", ["users.datalake.ops", "data.default.owners"]),
   /** users.datalake.ops owning other records than the default ones. */
-  opsNorth: {
-    client_id: "opsNorth",
-    client_secret: "opsnorth-secret-1",
-    appkey: "opsnorth-appkey-1",
-    groups: ["users.datalake.ops", "data.north.owners"],
-  },
-} as const;
+  opsNorth: testClient("opsNorth", ["users.datalake.ops", "data.north.owners"]),
+};
 export type SearchClient = keyof typeof SEARCH_CLIENTS;
 
 export const NORTH_ACL = { viewers: ["data.north.viewers@opendes.example.com"], owners: ["data.north.owners@opendes.example.com"] };

@@ -67,16 +67,25 @@ function stallPoint() {
 const it = natsTest();
 
 describe("twin commits left unfinished", () => {
+  /** What one process's writes go through: its stores and its writer, on its own connection. */
+  const deps = (nc: NatsConnection, options: Partial<TwinsDeps> = {}): TwinsDeps => ({
+    stores: kvTwinStores(nc),
+    writer: twinWriter(nc),
+    ...options,
+  });
   let twin = 0;
-  const nextTwin = (): TwinAddress => ({ organization: "acme", environment: "commit", twinId: `t${++twin}` });
+  /** A twin of its own and two processes (connections) writing it. */
+  const twoProcesses = async (connection: () => Promise<NatsConnection>) => {
+    const address: TwinAddress = { organization: "acme", environment: "commit", twinId: `t${++twin}` };
+    return { address, a: await connection(), b: await connection() };
+  };
   const desired = async (nc: NatsConnection, address: TwinAddress, name: string) =>
     (await (await openBucket(nc, twinBucket(address))).get(twinKey("g", "desired", name)))?.string();
 
   it("twins - a claim whose writer's process is gone is finished at once by the next writer, not after the lease", async ({
     connection,
   }) => {
-    const address = nextTwin();
-    const [a, b] = [await connection(), await connection()];
+    const { address, a, b } = await twoProcesses(connection);
     const writerA = twinWriter(a);
     let release!: () => void;
     const stalled = new Promise<void>((r) => (release = r));
@@ -103,7 +112,7 @@ describe("twin commits left unfinished", () => {
     await first;
 
     // 20 attempts wait about 3.5 s in all, far less than the 30 s lease: B succeeds only by finishing A's claim at once.
-    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 20 };
+    const depsB = deps(b, { attempts: 20 });
     const second = await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "from B" }] }, ctx, depsB);
     expect(second.status).toBe(200);
     // A's claim rolled forward, not dropped, and x (already written by A) not written again.
@@ -116,13 +125,12 @@ describe("twin commits left unfinished", () => {
   });
 
   it("twins - a claim whose writer is alive and busy is waited for, not taken over", async ({ connection }) => {
-    const address = nextTwin();
-    const [a, b] = [await connection(), await connection()];
+    const { address, a, b } = await twoProcesses(connection);
     const stall = stallPoint();
     const depsA: TwinsDeps = { stores: hooked(kvTwinStores(a), stall.hook), writer: twinWriter(a) };
     const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }] }, ctx, depsA);
     await stall.reached; // A holds its claim
-    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 12 };
+    const depsB = deps(b, { attempts: 12 });
     await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from B" }] }, ctx, depsB)).rejects.toMatchObject({
       status: 409,
     });
@@ -142,8 +150,7 @@ describe("twin commits left unfinished", () => {
   it("twins - a writer that fails mid-commit finishes its own claim once NATS lets it, so other processes are not blocked for the lease", async ({
     connection,
   }) => {
-    const address = nextTwin();
-    const [a, b] = [await connection(), await connection()];
+    const { address, a, b } = await twoProcesses(connection);
     let failures = 1;
     const depsA: TwinsDeps = {
       stores: hooked(kvTwinStores(a), async () => {
@@ -157,7 +164,7 @@ describe("twin commits left unfinished", () => {
     );
     // B's process: A is alive (answers), so B may only wait; A's repair must finish the claim.
     // Generous attempts (each waits at most 200 ms): B returns as soon as A's repair lands, however busy the machine.
-    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), attempts: 100 };
+    const depsB = deps(b, { attempts: 100 });
     expect((await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "from B" }] }, ctx, depsB)).status).toBe(200);
     expect(await desired(b, address, "x")).toBe("from A");
   });
@@ -165,8 +172,7 @@ describe("twin commits left unfinished", () => {
   it.for(["writing", "reading the revision it writes from"])(
     "twins - a writer stalled before %s that wakes after its claim was taken over cannot overwrite the later commit",
     async (where, { connection }) => {
-      const address = nextTwin();
-      const [a, b] = [await connection(), await connection()];
+      const { address, a, b } = await twoProcesses(connection);
       const stall = stallPoint();
       const none = async () => {};
       const depsA: TwinsDeps = {
@@ -178,7 +184,7 @@ describe("twin commits left unfinished", () => {
       );
       await stall.reached; // A holds its claim
       // B takes over by the lease (A is alive but stalled), then writes a newer value.
-      const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b), leaseMs: 300 };
+      const depsB = deps(b, { leaseMs: 300 });
       expect((await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "b" }] }, ctx, depsB)).status).toBe(200);
       expect(await desired(b, address, "x")).toBe("old"); // rolled forward
       expect((await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "new" }] }, ctx, depsB)).status).toBe(200);
@@ -191,10 +197,9 @@ describe("twin commits left unfinished", () => {
   it("twins - writers in two processes taking turns on one key both succeed (a stale remembered revision is not a takeover)", async ({
     connection,
   }) => {
-    const address = nextTwin();
-    const [a, b] = [await connection(), await connection()];
-    const depsA: TwinsDeps = { stores: kvTwinStores(a), writer: twinWriter(a) };
-    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b) };
+    const { address, a, b } = await twoProcesses(connection);
+    const depsA = deps(a);
+    const depsB = deps(b);
     for (let round = 0; round < 3; round++) {
       for (const [name, deps] of [
         ["A", depsA],
@@ -210,10 +215,9 @@ describe("twin commits left unfinished", () => {
   it("twins - If-Match is judged against the group's stored version, not the one this process remembers from its own last commit", async ({
     connection,
   }) => {
-    const address = nextTwin();
-    const [a, b] = [await connection(), await connection()];
-    const depsA: TwinsDeps = { stores: kvTwinStores(a), writer: twinWriter(a) };
-    const depsB: TwinsDeps = { stores: kvTwinStores(b), writer: twinWriter(b) };
+    const { address, a, b } = await twoProcesses(connection);
+    const depsA = deps(a);
+    const depsB = deps(b);
     const version = (res: { headers: Record<string, string> }) => Number(JSON.parse(res.headers.ETag!));
     const _first = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "a" }] }, ctx, depsA);
     const second = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "b" }] }, ctx, depsB);
