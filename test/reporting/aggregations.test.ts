@@ -48,6 +48,19 @@ describe("reporting aggregations", () => {
     }
     return ids;
   };
+  /** Prospect `pa-<key>` of `ids` under one common factor (charge), and analysis `msa-<key>` of it as its only scenario. */
+  const oneScenario = async (derrick: TestDerrick, key: string, name: string, ids: string[], charge: number, trials: number) => {
+    await put(derrick, "prospectanalyses", `pa-${key}`, {
+      prospect: { id: `p-${key}`, name },
+      segmentAnalysisIds: ids,
+      dependency: { model: "commonFactor", commonFactors: [{ name: "charge", probability: charge }] },
+    });
+    await put(derrick, "multiplescenarioanalyses", `msa-${key}`, {
+      prospectId: `p-${key}`,
+      scenarios: [{ scenarioId: "only", name: "Only", probability: 1, prospectAnalysisId: `pa-${key}` }],
+      simulation: { trials, seed: 3 },
+    });
+  };
   const get = (derrick: TestDerrick, path: string) => derrick.call(`/assessments/v1/${path}`);
   const fullCycle = (derrick: TestDerrick, body: unknown) =>
     derrick.call("/assessments/v1/fullcycleanalysisaggregation", { method: "POST", body: JSON.stringify(body) });
@@ -418,16 +431,7 @@ describe("reporting aggregations", () => {
     derrick,
   }) => {
     const ids = await putSegments(derrick, "big", "Big", 17, (i) => ({ probability: i === 0 ? 1 : 0.1, mean: 1 + i }));
-    await put(derrick, "prospectanalyses", "pa-big", {
-      prospect: { id: "p-big", name: "Big" },
-      segmentAnalysisIds: ids,
-      dependency: { model: "commonFactor", commonFactors: [{ name: "charge", probability: 1 }] },
-    });
-    await put(derrick, "multiplescenarioanalyses", "msa-big", {
-      prospectId: "p-big",
-      scenarios: [{ scenarioId: "only", name: "Only", probability: 1, prospectAnalysisId: "pa-big" }],
-      simulation: { trials: 2000, seed: 3 },
-    });
+    await oneScenario(derrick, "big", "Big", ids, 1, 2000);
     const body = await json(await get(derrick, "prospectmultiplescenarioanalysisaggregation/msa-big"));
     expect(body.outcomeTree.method).toBe("MonteCarlo");
     const outcomes = body.outcomeTree.nodes.filter((n: { kind: string }) => n.kind === "outcome");
@@ -442,16 +446,7 @@ describe("reporting aggregations", () => {
   }) => {
     // ~65,000 outcome nodes, ~28 MB: the KV put of the cache entry exceeded max_payload and failed the GET.
     const ids = await putSegments(derrick, "wide", "Wide", 16, (i) => ({ probability: 0.5, mean: 1 + i }));
-    await put(derrick, "prospectanalyses", "pa-wide", {
-      prospect: { id: "p-wide", name: "Wide" },
-      segmentAnalysisIds: ids,
-      dependency: { model: "commonFactor", commonFactors: [{ name: "charge", probability: 0.5 }] },
-    });
-    await put(derrick, "multiplescenarioanalyses", "msa-wide", {
-      prospectId: "p-wide",
-      scenarios: [{ scenarioId: "only", name: "Only", probability: 1, prospectAnalysisId: "pa-wide" }],
-      simulation: { trials: 1000, seed: 3 },
-    });
+    await oneScenario(derrick, "wide", "Wide", ids, 0.5, 1000);
     for (const expected of ["miss", "miss"]) {
       const res = await get(derrick, "prospectmultiplescenarioanalysisaggregation/msa-wide");
       expect(res.status).toBe(200);
