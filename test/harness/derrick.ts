@@ -9,6 +9,7 @@ import { loadConfig, type ActorName, type Config } from "../../config/index.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { boot, type Booted } from "../../bin/boot.ts";
 import type { TestNats } from "./nats.ts";
+import type { TokenResponse } from "../../subjects/identity.ts";
 
 /** A client a test deployment seeds: its secret and appkey derived from its id. */
 export const testClient = (client_id: string, groups: string[]) => {
@@ -38,7 +39,7 @@ export async function clientToken(edgeUrl: string, client: { client_id: string; 
     body: new URLSearchParams({ grant_type: "client_credentials", client_id: client.client_id, client_secret: client.client_secret }),
   });
   if (res.status !== 200) throw new Error(`token for ${client.client_id}: ${res.status} ${await res.text()}`);
-  return ((await res.json()) as { access_token: string }).access_token;
+  return ((await res.json()) as TokenResponse).access_token;
 }
 
 export type CallInit = RequestInit & { as?: TestClient | null; partition?: string | null };

@@ -14,6 +14,9 @@ import { jetstreamManager, type StreamInfo } from "@nats-io/jetstream";
 import type { ActorName } from "../../config/index.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
 import { eventually, freePort, startDerrick, type TestDerrick } from "../harness/index.ts";
+import { json } from "../harness/json.ts";
+import type { TwinGetReply } from "../../subjects/twins.ts";
+import type { Subscription } from "../../subjects/notifications.ts";
 
 const ACTORS = ["system", "identity", "twins", "notifications", "reporting", "projects", "storage"] as const satisfies readonly ActorName[];
 
@@ -63,7 +66,7 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
     });
     expect(put.status, await put.clone().text()).toBe(200);
     const got = await derrick.call("/api/twin-properties/v1/acme/prod/dev-r3/twin-properties?group=g", { as: "admin", partition: null });
-    expect(((await got.json()) as { desired: Record<string, Record<string, { value: string }>> }).desired.g?.p?.value).toBe("v1");
+    expect((await json<TwinGetReply>(got)).desired.g?.p?.value).toBe("v1");
 
     const jsm = await jetstreamManager(nc);
     const streams: StreamInfo[] = [];
@@ -107,7 +110,7 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
     const twinValue = async () => {
       const res = await derrick.call(`${lossTwin}?group=g`, { as: "admin", partition: null });
       if (res.status !== 200) return `${res.status}: ${await res.text()}`;
-      return ((await res.json()) as { desired: Record<string, Record<string, { value: string }>> }).desired.g?.p?.value;
+      return (await json<TwinGetReply>(res)).desired.g?.p?.value;
     };
     const subscribe = (type: string) =>
       derrick.call(`/v1/notifications/subscriptions/types/${type}`, {
@@ -117,7 +120,7 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
     const listedIds = async () => {
       const res = await derrick.call("/v1/notifications/subscriptions");
       if (res.status !== 200) return `${res.status}: ${await res.text()}`;
-      return ((await res.json()) as Array<{ subscription_id: string }>).map((s) => s.subscription_id);
+      return (await json<Subscription[]>(res)).map((s) => s.subscription_id);
     };
     const ready = async () => (await derrick.call("/readyz", { as: null, partition: null })).status;
 
@@ -125,7 +128,7 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
     expect((await putTwin("before")).status).toBe(200);
     const before = await subscribe("PlanShared");
     expect(before.status).toBe(200);
-    const beforeId = ((await before.json()) as { subscription_id: string }).subscription_id;
+    const beforeId = (await json<Subscription>(before)).subscription_id;
     expect(
       (
         await derrick.call("/v1/projects/plan-before", {
@@ -181,7 +184,7 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
 
     const after = await subscribe("ProjectCreated");
     expect(after.status, await after.clone().text()).toBe(200);
-    const afterId = ((await after.json()) as { subscription_id: string }).subscription_id;
+    const afterId = (await json<Subscription>(after)).subscription_id;
     for (const ids of await Promise.all(Array.from({ length: 10 }, listedIds)))
       expect(ids).toEqual(expect.arrayContaining([beforeId, afterId]));
 

@@ -13,6 +13,8 @@ import { ACTOR_NAMES, loadConfig } from "../../config/index.ts";
 import { startActors } from "../../actors/index.ts";
 import { TEST_CLIENTS } from "../harness/index.ts";
 import { natsTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
+import type { Problem } from "../../subjects/errors.ts";
 
 const silent = createLogger("silent");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -176,7 +178,7 @@ describe("actor runtime", () => {
         { what: "not ready" },
       );
       expect(res.headers.get("retry-after")).toBeTruthy();
-      expect(((await res.json()) as { detail: string }).detail).toContain("system");
+      expect((await json<Problem>(res)).detail).toContain("system");
       system = await startDerrick(nats, { edge: false, actors: ["system"] });
       await eventually(async () => (await fetch(`${edge.url}/readyz`)).status === 200, { what: "ready again" });
     } finally {

@@ -1,6 +1,7 @@
 /** Shared pieces of the search tests: clients with data groups, record fixtures, HTTP helpers. */
 import { TEST_CLIENTS, clientToken, startDerrick, testClient, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { derrickTest } from "../harness/fixture.ts";
+import { json } from "../harness/json.ts";
 import type { ActorName } from "../../config/index.ts";
 
 /** Clients with distinct data groups (ACL tests) besides the harness's alpha/beta/admin. */
@@ -102,7 +103,7 @@ export type Page = {
 export async function searchOk(derrick: TestDerrick, body: Record<string, unknown>, as: SearchClient = "writer"): Promise<Page> {
   const res = await api(derrick, "/api/search/v2/query", { as, body: { kind: "*:*:*:*", ...body } });
   if (res.status !== 200) throw new Error(`query ${JSON.stringify(body)}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as Page;
+  return json<Page>(res);
 }
 
 export async function putRecords(
@@ -112,7 +113,7 @@ export async function putRecords(
 ): Promise<{ recordIds: string[]; recordIdVersions: string[]; recordCount: number }> {
   const res = await api(derrick, "/api/storage/v2/records", { as, method: "PUT", body: records });
   if (res.status !== 201) throw new Error(`put records: ${res.status} ${await res.text()}`);
-  return (await res.json()) as { recordIds: string[]; recordIdVersions: string[]; recordCount: number };
+  return json<{ recordIds: string[]; recordIdVersions: string[]; recordCount: number }>(res);
 }
 
 export const ids = (page: Page) => page.results.map((r) => r.id as string).sort();

@@ -12,6 +12,7 @@ import { describe, expect } from "vitest";
 import { TEST_CLIENTS, type TestDerrick } from "../harness/index.ts";
 import { derrickTest } from "../harness/fixture.ts";
 import { json } from "../harness/json.ts";
+import { openApiDocument } from "../harness/openapi.ts";
 import type { Problem } from "../../subjects/errors.ts";
 import { MAX_BODY_DEPTH } from "../../edge/plugins/body.ts";
 import { routeBodyLimits } from "../../edge/app.ts";
@@ -139,8 +140,7 @@ describe("nested request bodies", () => {
   });
 
   it("nesting - every operation with a request body refuses deep nesting with 400 naming the limit (fuzz over /openapi.json)", async () => {
-    type Operation = { requestBody?: { content?: Record<string, unknown> } };
-    const doc = (await (await fetch(`${derrick.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, Operation>> };
+    const doc = await openApiDocument(derrick.url);
     const operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.entries(ops)
         .filter(([method, op]) => ["post", "put", "patch", "delete"].includes(method) && op.requestBody)
