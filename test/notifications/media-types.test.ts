@@ -40,7 +40,7 @@ describe("notifications media types", () => {
     expect(none.headers.get("content-type")?.split(";")[0]).toBe("application/json");
   });
 
-  it("notifications - /openapi.json lists the seed's media types of the upsert body and the list response", async ({ derrick }) => {
+  it("notifications - /openapi.json lists the media types of the upsert body and the list response", async ({ derrick }) => {
     const doc = await openApiDocument(derrick.url);
     const upsert = doc.paths["/v1/notifications/subscriptions/types/{subscritpionType}"]!.post!;
     // Concrete media types (a generator cannot send a pattern); the description says any +json type is read too.

@@ -92,7 +92,9 @@ describe("notifications subscriptions", () => {
     expect((await list(derrick)).filter((s) => s.subscription_type === "MasterPlanChanged")).toHaveLength(1);
   });
 
-  it("notifications - the seed's request media types are all accepted", async ({ derrick }) => {
+  it("notifications - the API's request media types (application/json, text/json, application/*+json) are all accepted", async ({
+    derrick,
+  }) => {
     for (const contentType of ["application/json", "text/json", "application/vnd.derrick+json", "application/json; charset=utf-8"]) {
       const res = await post(derrick, "ReviewStateChanged", base, { headers: { "content-type": contentType } });
       expect(res.status, contentType).toBe(200);
@@ -239,7 +241,7 @@ describe("notifications subscriptions", () => {
     expect(problem.detail).toContain("/nope/api/x");
   });
 
-  it("notifications - the seed's thermal object type is accepted literally", async ({ derrick }) => {
+  it("notifications - the thermal object type of the supported list is accepted literally", async ({ derrick }) => {
     expect(
       (await post(derrick, "PlanShared", { ...base, drill_plan_object_types: ["/<simulator>-thermal/<simulator>-thermals"] })).status,
     ).toBe(200);

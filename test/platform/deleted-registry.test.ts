@@ -18,7 +18,7 @@ describe("identity after its registry was deleted", () => {
       headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "data-partition-id": "opendes" },
     });
 
-  it("registry - made again with the seed clients and the signing key: new tokens are issued and accepted with their appkey", {
+  it("registry - made again with the configured clients and the signing key: new tokens are issued and accepted with their appkey", {
     timeout: 20_000,
   }, async ({ derrick, jsm }) => {
     expect((await whoami(derrick, await clientToken(derrick.url, TEST_CLIENTS.alpha))).status).toBe(200);

@@ -174,7 +174,7 @@ describe("edge", () => {
       );
       body = await expectProblem(await derrick.call("/v1/system/whoami", { partition: "bad.partition" }), 400);
       expect(body.errors).toEqual([{ pointer: "/headers/slb-partition-id", message: "is not a valid partition id" }]);
-      // The header at fault is the one named, OSDU's as well as the seeds'.
+      // The header at fault is the one named, OSDU's as well as derrick's own.
       body = await expectProblem(
         await derrick.call("/v1/system/whoami", { partition: null, headers: { "data-partition-id": "bad.partition" } }),
         400,
