@@ -3,6 +3,80 @@
  * shortened for the API document: numbers to four significant digits and long series cut to their
  * first entries. Shown as the examples of their operations (edge/openapi/examples.ts).
  */
+import {
+  ALPHA_OUTLINE,
+  FULL_CYCLE_ASSUMPTIONS,
+  FULL_CYCLE_SETUP,
+  GAS_CASE_DEPENDENCY,
+  LICENSE_VERSIONS,
+  OIL_CASE_DEPENDENCY,
+  SCENARIOS,
+} from "../../subjects/reporting-demo.ts";
+
+type Percentiles = { p90: number; p50: number; p10: number; mean: number };
+type Result = { unit: string; successCase: Percentiles; riskedMean: number };
+type Products = { oil: Result; gas: Result; oilEquivalent: Result };
+type Chances = { pgAtLeastOne: number; pgAll: number; pCommonSuccess: number; expectedSuccessfulSegments: number };
+
+const GENERATOR = "xoshiro128** (seeded by splitmix32)";
+
+/** The chances of the two prospect analyses, pa-alpha-oil and pa-alpha-gas. */
+const OIL_CASE_CHANCES: Chances = { pgAtLeastOne: 0.474, pgAll: 0.036, pCommonSuccess: 0.6, expectedSuccessfulSegments: 0.72 };
+const GAS_CASE_CHANCES: Chances = { pgAtLeastOne: 0.336, pgAll: 0.24, pCommonSuccess: 0.8, expectedSuccessfulSegments: 0.576 };
+
+/** Risked products whose exceedance curves, cut to their first two points, share these probabilities. */
+const riskedProducts =
+  (probabilities: [number, number]) =>
+  (unit: string, successCase: Percentiles, meanGivenCommonSuccess: number, riskedMean: number, volumes: [number, number]) => ({
+    unit,
+    successCase,
+    successCaseGivenCommonSuccess: { mean: meanGivenCommonSuccess },
+    riskedMean,
+    riskedExceedance: volumes.map((volume, i) => ({ volume, probability: probabilities[i] })),
+  });
+
+const result = (unit: string, successCase: Percentiles, riskedMean: number): Result => ({ unit, successCase, riskedMean });
+
+/** The primary product's PRMS class: low, best and high are its success case's P90, P50 and P10. */
+function prmsCategory(product: string, { unit, successCase }: Result) {
+  const { p90: lowValue, p50: bestValue, p10: highValue } = successCase;
+  return { class: "ProspectiveResources", low: "1U", best: "2U", high: "3U", product, unit, lowValue, bestValue, highValue };
+}
+
+const onRecoverableBasis = ({ unit, ...rest }: Result) => ({ unit, basis: "recoverable", ...rest });
+
+/** An approved segment's line in the prospect aggregation: its recoverable results, the oil equivalent's also at the top. */
+function segmentLine(segmentAnalysisId: string, name: string, pg: number, pgConditionalOnCommon: number, results: Products) {
+  const { unit, successCase, riskedMean } = results.oilEquivalent;
+  const products = {
+    oil: onRecoverableBasis(results.oil),
+    gas: onRecoverableBasis(results.gas),
+    oilEquivalent: onRecoverableBasis(results.oilEquivalent),
+  };
+  const primary = { product: "oilEquivalent", unit, riskedMean, successCase };
+  return { segmentAnalysisId, name, status: "approved", pg, pgConditionalOnCommon, ...primary, products };
+}
+
+const ROGN_RESULTS: Products = {
+  oil: result("MMbbl", { p90: 20, p50: 60, p10: 180, mean: 86.64 }, 25.99),
+  gas: result("Bcf", { p90: 10, p50: 30.82, p10: 95, mean: 45.33 }, 13.6),
+  oilEquivalent: result("MMboe", { p90: 22, p50: 65.67, p10: 196, mean: 94.5 }, 28.35),
+};
+
+const GARN_RESULTS: Products = {
+  oil: result("MMbbl", { p90: 8, p50: 21.91, p10: 60, mean: 29.84 }, 7.162),
+  gas: result("Bcf", { p90: 5, p50: 14.14, p10: 40, mean: 19.65 }, 4.717),
+  oilEquivalent: result("MMboe", { p90: 9, p50: 24.56, p10: 67, mean: 33.37 }, 8.009),
+};
+
+const alpha = {
+  prospectId: "p-alpha",
+  name: "Alpha",
+  prospectAnalyses: [
+    { prospectAnalysisId: "pa-alpha-gas", status: "test", version: 1, pg: 0.336, pgAll: 0.24, dependencyModel: "fullyDependent" },
+    { prospectAnalysisId: "pa-alpha-oil", status: "approved", version: 1, pg: 0.474, pgAll: 0.036, dependencyModel: "commonFactor" },
+  ],
+};
 
 /** GET /assessments/v1/licenseaggregation/pl-123 (both versions, the linked prospects' analyses). */
 export const LICENSE_AGGREGATION = {
@@ -10,82 +84,17 @@ export const LICENSE_AGGREGATION = {
   name: "PL 123",
   nation: { code: "NO", name: "Norway" },
   versions: [
-    {
-      versionId: "pl-123-v1",
-      versionNumber: 1,
-      status: "historical",
-      validFrom: "2019-02-05",
-      validTo: "2023-01-01",
-      dateGranted: "2019-02-05",
-      dateExpires: "2029-02-05",
-      phase: "INITIAL",
-      licenseStatus: "ACTIVE",
-      licensingRound: "APA 2018",
-      areaKm2: { original: 812.4, current: 812.4 },
-      blocks: [{ blockId: "6407/9" }, { blockId: "6407/12", partial: true }],
-      licensees: [
-        { companyId: "c-nordic", companyName: "Nordic Energy AS", interest: 0.4, isOperator: false },
-        { companyId: "c-fjord", companyName: "Fjord Petroleum ASA", interest: 0.35, isOperator: true },
-        { companyId: "c-polar", companyName: "Polar Resources AS", interest: 0.25, isOperator: false },
-      ],
-      prospectIds: ["p-alpha"],
-      prospects: [
-        {
-          prospectId: "p-alpha",
-          name: "Alpha",
-          prospectAnalyses: [
-            { prospectAnalysisId: "pa-alpha-gas", status: "test", version: 1, pg: 0.336, pgAll: 0.24, dependencyModel: "fullyDependent" },
-            {
-              prospectAnalysisId: "pa-alpha-oil",
-              status: "approved",
-              version: 1,
-              pg: 0.474,
-              pgAll: 0.036,
-              dependencyModel: "commonFactor",
-            },
-          ],
-        },
-      ],
-    },
-    {
-      versionId: "pl-123-v2",
-      versionNumber: 2,
-      status: "approved",
-      validFrom: "2023-01-01",
-      validTo: null,
-      dateGranted: "2019-02-05",
-      dateExpires: "2029-02-05",
-      phase: "INITIAL",
-      licenseStatus: "ACTIVE",
-      licensingRound: "APA 2018",
-      areaKm2: { original: 812.4, current: 640.1 },
-      blocks: [{ blockId: "6407/9", quadrant: "6407", partial: true }],
-      licensees: [
-        { companyId: "c-nordic", companyName: "Nordic Energy AS", interest: 0.4, isOperator: true },
-        { companyId: "c-fjord", companyName: "Fjord Petroleum ASA", interest: 0.35, isOperator: false },
-        { companyId: "c-polar", companyName: "Polar Resources AS", interest: 0.25, isOperator: false },
-      ],
-      prospectIds: ["p-alpha", "p-beta"],
-      prospects: [
-        {
-          prospectId: "p-alpha",
-          name: "Alpha",
-          prospectAnalyses: [
-            { prospectAnalysisId: "pa-alpha-gas", status: "test", version: 1, pg: 0.336, pgAll: 0.24, dependencyModel: "fullyDependent" },
-            {
-              prospectAnalysisId: "pa-alpha-oil",
-              status: "approved",
-              version: 1,
-              pg: 0.474,
-              pgAll: 0.036,
-              dependencyModel: "commonFactor",
-            },
-          ],
-        },
-        { prospectId: "p-beta", name: null, prospectAnalyses: [] },
-      ],
-    },
+    { versionId: "pl-123-v1", ...LICENSE_VERSIONS[0], prospects: [alpha] },
+    { versionId: "pl-123-v2", ...LICENSE_VERSIONS[1], prospects: [alpha, { prospectId: "p-beta", name: null, prospectAnalyses: [] }] },
   ],
+};
+
+const alphaOilProduct = riskedProducts([0.474, 0.4693]);
+/** The risked products of pa-alpha-oil as its own analysis ran it. */
+const ALPHA_OIL_PRODUCTS = {
+  oil: alphaOilProduct("MMbbl", { p90: 12.13, p50: 52.67, p10: 166.9, mean: 76.65 }, 60.55, 36.33, [1.112, 4.269]),
+  gas: alphaOilProduct("Bcf", { p90: 11.23, p50: 29.86, p10: 92.08, mean: 43.2 }, 34.13, 20.48, [1.006, 3.712]),
+  oilEquivalent: alphaOilProduct("MMboe", { p90: 14.19, p50: 58.2, p10: 182.2, mean: 84.26 }, 66.56, 39.94, [1.913, 5.524]),
 };
 
 /** GET /assessments/v1/prospectanalysisaggregation/pa-alpha-oil (two of three segments, two exceedance points per product). */
@@ -95,69 +104,11 @@ export const PROSPECT_AGGREGATION = {
   status: "approved",
   version: 1,
   licenses: [{ licenseId: "pl-123", name: "PL 123" }],
-  simulation: { method: "MonteCarlo", trials: 20000, seed: 42, generator: "xoshiro128** (seeded by splitmix32)" },
-  dependency: {
-    model: "commonFactor",
-    commonFactors: [
-      { name: "source", probability: 0.8 },
-      { name: "migration", probability: 0.75 },
-    ],
-  },
-  chanceOfSuccess: {
-    pgAtLeastOne: 0.474,
-    pgAll: 0.036,
-    pCommonSuccess: 0.6,
-    expectedSuccessfulSegments: 0.72,
-    pCommercial: 0.422,
-    mefs: { value: 15, unit: "MMboe" },
-  },
-  resources: {
-    basis: "recoverable",
-    primaryProduct: "oilEquivalent",
-    products: {
-      oil: {
-        unit: "MMbbl",
-        successCase: { p90: 12.13, p50: 52.67, p10: 166.9, mean: 76.65 },
-        successCaseGivenCommonSuccess: { mean: 60.55 },
-        riskedMean: 36.33,
-        riskedExceedance: [
-          { volume: 1.112, probability: 0.474 },
-          { volume: 4.269, probability: 0.4693 },
-        ],
-      },
-      gas: {
-        unit: "Bcf",
-        successCase: { p90: 11.23, p50: 29.86, p10: 92.08, mean: 43.2 },
-        successCaseGivenCommonSuccess: { mean: 34.13 },
-        riskedMean: 20.48,
-        riskedExceedance: [
-          { volume: 1.006, probability: 0.474 },
-          { volume: 3.712, probability: 0.4693 },
-        ],
-      },
-      oilEquivalent: {
-        unit: "MMboe",
-        successCase: { p90: 14.19, p50: 58.2, p10: 182.2, mean: 84.26 },
-        successCaseGivenCommonSuccess: { mean: 66.56 },
-        riskedMean: 39.94,
-        riskedExceedance: [
-          { volume: 1.913, probability: 0.474 },
-          { volume: 5.524, probability: 0.4693 },
-        ],
-      },
-    },
-  },
-  prmsCategory: {
-    class: "ProspectiveResources",
-    low: "1U",
-    best: "2U",
-    high: "3U",
-    product: "oilEquivalent",
-    unit: "MMboe",
-    lowValue: 14.19,
-    bestValue: 58.2,
-    highValue: 182.2,
-  },
+  simulation: { method: "MonteCarlo", trials: 20000, seed: 42, generator: GENERATOR },
+  dependency: OIL_CASE_DEPENDENCY,
+  chanceOfSuccess: { ...OIL_CASE_CHANCES, pCommercial: 0.422, mefs: { value: 15, unit: "MMboe" } },
+  resources: { basis: "recoverable", primaryProduct: "oilEquivalent", products: ALPHA_OIL_PRODUCTS },
+  prmsCategory: prmsCategory("oilEquivalent", ALPHA_OIL_PRODUCTS.oilEquivalent),
   entitlement: {
     companyId: "c-nordic",
     workingInterest: 0.4,
@@ -167,48 +118,8 @@ export const PROSPECT_AGGREGATION = {
     netSuccessMean: 33.7,
   },
   segments: [
-    {
-      segmentAnalysisId: "seg-alpha-rogn",
-      name: "Alpha Upper Jurassic (Rogn Fm)",
-      status: "approved",
-      pg: 0.3,
-      pgConditionalOnCommon: 0.5,
-      product: "oilEquivalent",
-      unit: "MMboe",
-      riskedMean: 28.35,
-      successCase: { p90: 22, p50: 65.67, p10: 196, mean: 94.5 },
-      products: {
-        oil: { unit: "MMbbl", basis: "recoverable", successCase: { p90: 20, p50: 60, p10: 180, mean: 86.64 }, riskedMean: 25.99 },
-        gas: { unit: "Bcf", basis: "recoverable", successCase: { p90: 10, p50: 30.82, p10: 95, mean: 45.33 }, riskedMean: 13.6 },
-        oilEquivalent: {
-          unit: "MMboe",
-          basis: "recoverable",
-          successCase: { p90: 22, p50: 65.67, p10: 196, mean: 94.5 },
-          riskedMean: 28.35,
-        },
-      },
-    },
-    {
-      segmentAnalysisId: "seg-alpha-garn",
-      name: "Alpha Middle Jurassic (Garn Fm)",
-      status: "approved",
-      pg: 0.24,
-      pgConditionalOnCommon: 0.4,
-      product: "oilEquivalent",
-      unit: "MMboe",
-      riskedMean: 8.009,
-      successCase: { p90: 9, p50: 24.56, p10: 67, mean: 33.37 },
-      products: {
-        oil: { unit: "MMbbl", basis: "recoverable", successCase: { p90: 8, p50: 21.91, p10: 60, mean: 29.84 }, riskedMean: 7.162 },
-        gas: { unit: "Bcf", basis: "recoverable", successCase: { p90: 5, p50: 14.14, p10: 40, mean: 19.65 }, riskedMean: 4.717 },
-        oilEquivalent: {
-          unit: "MMboe",
-          basis: "recoverable",
-          successCase: { p90: 9, p50: 24.56, p10: 67, mean: 33.37 },
-          riskedMean: 8.009,
-        },
-      },
-    },
+    segmentLine("seg-alpha-rogn", "Alpha Upper Jurassic (Rogn Fm)", 0.3, 0.5, ROGN_RESULTS),
+    segmentLine("seg-alpha-garn", "Alpha Middle Jurassic (Garn Fm)", 0.24, 0.4, GARN_RESULTS),
   ],
 };
 
@@ -230,13 +141,7 @@ export const PROSPECT_DETAILS = {
         gas: { unit: "Bcf", p90: 10, p10: 95 },
         oilEquivalent: { unit: "MMboe", p90: 22, p10: 196 },
       },
-      results: {
-        recoverable: {
-          oil: { unit: "MMbbl", successCase: { p90: 20, p50: 60, p10: 180, mean: 86.64 }, riskedMean: 25.99 },
-          gas: { unit: "Bcf", successCase: { p90: 10, p50: 30.82, p10: 95, mean: 45.33 }, riskedMean: 13.6 },
-          oilEquivalent: { unit: "MMboe", successCase: { p90: 22, p50: 65.67, p10: 196, mean: 94.5 }, riskedMean: 28.35 },
-        },
-      },
+      results: { recoverable: ROGN_RESULTS },
       entitlement: [
         { companyId: "c-nordic", share: 0.4, netSuccessMean: 37.8, netRiskedMean: 11.34, product: "oilEquivalent", unit: "MMboe" },
       ],
@@ -256,23 +161,8 @@ export const FULL_CYCLE_AGGREGATION = {
       name: "Alpha mean case, subsea tie-back",
       resourceCase: "mean",
       version: 1,
-      setup: { startYear: 2026, npvYear: 2026, discountRate: 0.08, discounting: "endOfYear", moneyTerms: "real", requiredIrr: 0.12 },
-      assumptions: {
-        prices: [
-          {
-            product: "oil",
-            unit: "USD/bbl",
-            series: [
-              { year: 2026, value: 70 },
-              { year: 2032, value: 72 },
-            ],
-          },
-          { product: "gas", unit: "USD/Mcf", series: [{ year: 2026, value: 8 }] },
-        ],
-        fiscal: { type: "royaltyTax", royaltyRate: 0, incomeTaxRate: 0.78 },
-        workingInterest: 0.4,
-        dryHoleCost: 45,
-      },
+      setup: FULL_CYCLE_SETUP,
+      assumptions: FULL_CYCLE_ASSUMPTIONS,
       pg: 0.474,
       recoverable: { product: "oil", unit: "MMbbl", value: 76.65, source: "prospect mean success case" },
       hydrocarbonFlows: [
@@ -319,156 +209,46 @@ export const FULL_CYCLE_AGGREGATION = {
   ],
 };
 
+const [oilCase, gasCase] = SCENARIOS;
+const oilScenario = { ...oilCase, segmentAnalysisIds: ["seg-alpha-rogn", "seg-alpha-garn"], dependency: OIL_CASE_DEPENDENCY };
+const gasScenario = { ...gasCase, segmentAnalysisIds: ["seg-alpha-gas-upper", "seg-alpha-gas-lower"], dependency: GAS_CASE_DEPENDENCY };
+const alphaGasProduct = riskedProducts([0.336, 0.3326]);
+// The two scenarios' mixture: the gas case brings no oil, so its oil curve's first two points both lie at zero volume.
+const mixtureProduct = riskedProducts([0.4326, 0.4283]);
+const mixtureOilProduct = riskedProducts([0.4326, 0.4326]);
+
+/** A scenario's line in the answer: the scenario as set up, with its prospect analysis' chances and recoverable products. */
+function scenarioLine({ dependency, ...scenario }: typeof oilScenario, chanceOfSuccess: Chances, products: Record<string, unknown>) {
+  const pg = chanceOfSuccess.pgAtLeastOne;
+  return { ...scenario, dependencyModel: dependency.model, pg, chanceOfSuccess, resources: { basis: "recoverable", products } };
+}
+
 /** GET …/prospectmultiplescenarioanalysisaggregation/msa-alpha (two nodes of the outcome tree, two exceedance points). */
 export const SCENARIO_AGGREGATION = {
   multipleScenarioAnalysisId: "msa-alpha",
   prospectId: "p-alpha",
   name: "Alpha: oil case versus gas case",
-  setup: {
-    scenarios: [
-      {
-        scenarioId: "sc-oil",
-        name: "Oil case",
-        probability: 0.7,
-        prospectAnalysisId: "pa-alpha-oil",
-        segmentAnalysisIds: ["seg-alpha-rogn", "seg-alpha-garn"],
-        dependency: {
-          model: "commonFactor",
-          commonFactors: [
-            { name: "source", probability: 0.8 },
-            { name: "migration", probability: 0.75 },
-          ],
-        },
-      },
-      {
-        scenarioId: "sc-gas",
-        name: "Gas case",
-        probability: 0.3,
-        prospectAnalysisId: "pa-alpha-gas",
-        segmentAnalysisIds: ["seg-alpha-gas-upper", "seg-alpha-gas-lower"],
-        dependency: { model: "fullyDependent", commonFactors: [{ name: "source", probability: 0.8 }] },
-      },
-    ],
-    simulation: { method: "MonteCarlo", trials: 20000, seed: 7, generator: "xoshiro128** (seeded by splitmix32)" },
-  },
+  setup: { scenarios: [oilScenario, gasScenario], simulation: { method: "MonteCarlo", trials: 20000, seed: 7, generator: GENERATOR } },
   results: {
     chanceOfSuccess: { pgAtLeastOne: 0.4326, expectedSuccessfulSegments: 0.6768 },
     resources: {
       primaryProduct: "oilEquivalent",
       products: {
-        oil: {
-          unit: "MMbbl",
-          successCase: { p90: 0, p50: 34.03, p10: 150.6, mean: 58.79 },
-          successCaseGivenCommonSuccess: { mean: 42.39 },
-          riskedMean: 25.43,
-          riskedExceedance: [
-            { volume: 0, probability: 0.4326 },
-            { volume: 0, probability: 0.4326 },
-          ],
-        },
-        gas: {
-          unit: "Bcf",
-          successCase: { p90: 12, p50: 42.24, p10: 308.2, mean: 112.8 },
-          successCaseGivenCommonSuccess: { mean: 66.96 },
-          riskedMean: 48.79,
-          riskedExceedance: [
-            { volume: 0.9614, probability: 0.4326 },
-            { volume: 3.811, probability: 0.4283 },
-          ],
-        },
-        oilEquivalent: {
-          unit: "MMboe",
-          successCase: { p90: 14.56, p50: 53.41, p10: 171.7, mean: 78.32 },
-          successCaseGivenCommonSuccess: { mean: 54 },
-          riskedMean: 33.88,
-          riskedExceedance: [
-            { volume: 1.832, probability: 0.4326 },
-            { volume: 5.61, probability: 0.4283 },
-          ],
-        },
+        oil: mixtureOilProduct("MMbbl", { p90: 0, p50: 34.03, p10: 150.6, mean: 58.79 }, 42.39, 25.43, [0, 0]),
+        gas: mixtureProduct("Bcf", { p90: 12, p50: 42.24, p10: 308.2, mean: 112.8 }, 66.96, 48.79, [0.9614, 3.811]),
+        oilEquivalent: mixtureProduct("MMboe", { p90: 14.56, p50: 53.41, p10: 171.7, mean: 78.32 }, 54, 33.88, [1.832, 5.61]),
       },
     },
     byScenario: [
-      {
-        scenarioId: "sc-oil",
-        name: "Oil case",
-        probability: 0.7,
-        prospectAnalysisId: "pa-alpha-oil",
-        dependencyModel: "commonFactor",
-        segmentAnalysisIds: ["seg-alpha-rogn", "seg-alpha-garn"],
-        pg: 0.474,
-        chanceOfSuccess: { pgAtLeastOne: 0.474, pgAll: 0.036, pCommonSuccess: 0.6, expectedSuccessfulSegments: 0.72 },
-        resources: {
-          basis: "recoverable",
-          products: {
-            oil: {
-              unit: "MMbbl",
-              successCase: { p90: 11.94, p50: 51.64, p10: 170.7, mean: 76.65 },
-              successCaseGivenCommonSuccess: { mean: 60.55 },
-              riskedMean: 36.33,
-              riskedExceedance: [
-                { volume: 1.472, probability: 0.474 },
-                { volume: 3.993, probability: 0.4693 },
-              ],
-            },
-            gas: {
-              unit: "Bcf",
-              successCase: { p90: 10.86, p50: 29.45, p10: 94.06, mean: 43.2 },
-              successCaseGivenCommonSuccess: { mean: 34.13 },
-              riskedMean: 20.48,
-              riskedExceedance: [
-                { volume: 0.9614, probability: 0.474 },
-                { volume: 3.418, probability: 0.4693 },
-              ],
-            },
-            oilEquivalent: {
-              unit: "MMboe",
-              successCase: { p90: 13.97, p50: 57.17, p10: 186.5, mean: 84.26 },
-              successCaseGivenCommonSuccess: { mean: 66.56 },
-              riskedMean: 39.94,
-              riskedExceedance: [
-                { volume: 1.832, probability: 0.474 },
-                { volume: 5.227, probability: 0.4693 },
-              ],
-            },
-          },
-        },
-      },
-      {
-        scenarioId: "sc-gas",
-        name: "Gas case",
-        probability: 0.3,
-        prospectAnalysisId: "pa-alpha-gas",
-        dependencyModel: "fullyDependent",
-        segmentAnalysisIds: ["seg-alpha-gas-upper", "seg-alpha-gas-lower"],
-        pg: 0.336,
-        chanceOfSuccess: { pgAtLeastOne: 0.336, pgAll: 0.24, pCommonSuccess: 0.8, expectedSuccessfulSegments: 0.576 },
-        resources: {
-          basis: "recoverable",
-          products: {
-            gas: {
-              unit: "Bcf",
-              successCase: { p90: 100.3, p50: 267.8, p10: 660.3, mean: 341.9 },
-              successCaseGivenCommonSuccess: { mean: 143.6 },
-              riskedMean: 114.9,
-              riskedExceedance: [
-                { volume: 4.843, probability: 0.336 },
-                { volume: 39.02, probability: 0.3326 },
-              ],
-            },
-            oilEquivalent: {
-              unit: "MMboe",
-              successCase: { p90: 16.85, p50: 45.63, p10: 114.4, mean: 58.79 },
-              successCaseGivenCommonSuccess: { mean: 24.69 },
-              riskedMean: 19.75,
-              riskedExceedance: [
-                { volume: 0.7724, probability: 0.336 },
-                { volume: 6.424, probability: 0.3326 },
-              ],
-            },
-          },
-        },
-      },
+      scenarioLine(oilScenario, OIL_CASE_CHANCES, {
+        oil: alphaOilProduct("MMbbl", { p90: 11.94, p50: 51.64, p10: 170.7, mean: 76.65 }, 60.55, 36.33, [1.472, 3.993]),
+        gas: alphaOilProduct("Bcf", { p90: 10.86, p50: 29.45, p10: 94.06, mean: 43.2 }, 34.13, 20.48, [0.9614, 3.418]),
+        oilEquivalent: alphaOilProduct("MMboe", { p90: 13.97, p50: 57.17, p10: 186.5, mean: 84.26 }, 66.56, 39.94, [1.832, 5.227]),
+      }),
+      scenarioLine(gasScenario, GAS_CASE_CHANCES, {
+        gas: alphaGasProduct("Bcf", { p90: 100.3, p50: 267.8, p10: 660.3, mean: 341.9 }, 143.6, 114.9, [4.843, 39.02]),
+        oilEquivalent: alphaGasProduct("MMboe", { p90: 16.85, p50: 45.63, p10: 114.4, mean: 58.79 }, 24.69, 19.75, [0.7724, 6.424]),
+      }),
     ],
   },
   outcomeTree: {
@@ -491,18 +271,7 @@ export const SCENARIO_AGGREGATION = {
   polygon: {
     type: "Feature",
     bbox: [7.1, 64.1, 7.35, 64.22],
-    geometry: {
-      type: "Polygon",
-      coordinates: [
-        [
-          [7.1, 64.1],
-          [7.35, 64.1],
-          [7.35, 64.22],
-          [7.1, 64.22],
-          [7.1, 64.1],
-        ],
-      ],
-    },
-    properties: { name: "Alpha closure outline, top Rogn Fm", crs: "EPSG:4326", areaKm2: 162 },
+    geometry: ALPHA_OUTLINE.geometry,
+    properties: { ...ALPHA_OUTLINE.properties, crs: "EPSG:4326", areaKm2: 162 },
   },
 };
