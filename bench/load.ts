@@ -52,37 +52,7 @@ export async function httpLoad(
         : 0);
     return { name, count: total, errors, seconds: options.seconds, opsPerSec: rps, p50Ms: pct("50"), p99Ms: pct("99"), maxMs: Number.NaN };
   }
-  const bin = fileURLToPath(new URL("../node_modules/.bin/autocannon", import.meta.url));
-  const out = await run(bin, [
-    "-j",
-    "-c",
-    String(options.connections),
-    "-d",
-    String(options.seconds),
-    "-m",
-    "POST",
-    "-H",
-    "content-type=application/json",
-    "-b",
-    body,
-    url,
-  ]);
-  const r = JSON.parse(out) as {
-    requests: { average: number; total: number };
-    latency: { p50: number; p99: number; max: number };
-    non2xx: number;
-    errors: number;
-  };
-  return {
-    name,
-    count: r.requests.total,
-    errors: r.non2xx + r.errors,
-    seconds: options.seconds,
-    opsPerSec: r.requests.average,
-    p50Ms: r.latency.p50,
-    p99Ms: r.latency.p99,
-    maxMs: r.latency.max,
-  };
+  return autocannon(name, url, body, options.seconds, ["-c", String(options.connections)]);
 }
 
 /**
@@ -96,24 +66,14 @@ export async function httpLoadAtRate(
   options: { perSecond: number; seconds: number; connections?: number },
 ): Promise<LoadResult> {
   assertLoopback(url);
+  return autocannon(name, url, body, options.seconds, ["-c", String(options.connections ?? 32), "-R", String(options.perSecond)]);
+}
+
+/** JSON POSTs for `seconds` through autocannon's CLI, shaped by `load` (connections, rate). */
+async function autocannon(name: string, url: string, body: string, seconds: number, load: string[]): Promise<LoadResult> {
   const bin = fileURLToPath(new URL("../node_modules/.bin/autocannon", import.meta.url));
-  const connections = options.connections ?? 32;
-  const out = await run(bin, [
-    "-j",
-    "-c",
-    String(connections),
-    "-R",
-    String(options.perSecond),
-    "-d",
-    String(options.seconds),
-    "-m",
-    "POST",
-    "-H",
-    "content-type=application/json",
-    "-b",
-    body,
-    url,
-  ]);
+  const args = ["-j", ...load, "-d", String(seconds), "-m", "POST", "-H", "content-type=application/json", "-b", body, url];
+  const out = await run(bin, args);
   const r = JSON.parse(out.slice(out.indexOf("{"))) as {
     requests: { average: number; total: number };
     latency: { p50: number; p99: number; max: number };
@@ -124,7 +84,7 @@ export async function httpLoadAtRate(
     name,
     count: r.requests.total,
     errors: r.non2xx + r.errors,
-    seconds: options.seconds,
+    seconds,
     opsPerSec: r.requests.average,
     p50Ms: r.latency.p50,
     p99Ms: r.latency.p99,
