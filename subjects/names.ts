@@ -13,6 +13,12 @@ function operations<const Ops extends readonly string[]>(capability: string, ops
   return built;
 }
 
+/** `derrick.<kind>.<partition>.<subscription_id>`: one subscription's messages of a delivery stream. */
+function ofSubscription(kind: string) {
+  return (partition: string, subscriptionId: string) =>
+    `${ROOT}.${kind}.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`;
+}
+
 export const subjects = {
   root: ROOT,
   system: operations("system", ["ping", "echo", "info"] as const),
@@ -92,20 +98,16 @@ export const subjects = {
     /** Every event subject (stream EVENTS). */
     allEvents: () => `${ROOT}.events.>`,
     /** First attempts of one subscription's deliveries (work-queue stream DELIVERIES). */
-    deliveries: (partition: string, subscriptionId: string) =>
-      `${ROOT}.deliveries.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    deliveries: ofSubscription("deliveries"),
     allDeliveries: () => `${ROOT}.deliveries.>`,
     /** Retries and overflow of one subscription (same stream, its own consumer). */
-    retries: (partition: string, subscriptionId: string) =>
-      `${ROOT}.retries.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    retries: ofSubscription("retries"),
     allRetries: () => `${ROOT}.retries.>`,
     /** Dead letters of one subscription (stream DEAD). */
-    dead: (partition: string, subscriptionId: string) =>
-      `${ROOT}.dead.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    dead: ofSubscription("dead"),
     allDead: () => `${ROOT}.dead.>`,
     /** Attempt log of one subscription (stream ATTEMPTS). */
-    attempts: (partition: string, subscriptionId: string) =>
-      `${ROOT}.attempts.${checkToken(partition, "/partition")}.${checkToken(subscriptionId, "/subscription_id")}`,
+    attempts: ofSubscription("attempts"),
     allAttempts: () => `${ROOT}.attempts.>`,
   },
   /** Events to notify: `derrick.events.<partition>.<NotificationType>` (stream EVENTS). */
