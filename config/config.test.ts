@@ -14,6 +14,13 @@ function errorOf(env: Record<string, string>): ConfigError {
   throw new Error("expected a ConfigError");
 }
 
+/** A DERRICK_CONFIG file of its own holding `values`. */
+function configFile(values: Record<string, unknown>): string {
+  const file = join(mkdtempSync(join(tmpdir(), "derrick-cfg-")), "derrick.json");
+  writeFileSync(file, JSON.stringify(values));
+  return file;
+}
+
 describe("config", () => {
   it("config - the delivery schedule: the default jitters, a configured one is used as given (docs/contract.md)", () => {
     const defaults = loadConfig({}).delivery;
@@ -118,29 +125,21 @@ describe("config", () => {
   });
 
   it("config - a file supplies values and the environment overrides them", () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-cfg-"));
-    const file = join(dir, "derrick.json");
-    writeFileSync(file, JSON.stringify({ DERRICK_HTTP_PORT: 9000, DERRICK_PARTITIONS: "p1,p2" }));
+    const file = configFile({ DERRICK_HTTP_PORT: 9000, DERRICK_PARTITIONS: "p1,p2" });
     const cfg = loadConfig({ DERRICK_CONFIG: file, DERRICK_PARTITIONS: "p3" });
     expect(cfg.http.port).toBe(9000);
     expect(cfg.partitions).toEqual(["p3"]);
-    writeFileSync(file, JSON.stringify({ DERRICK_HTTP_PROT: 1 }));
-    expect(errorOf({ DERRICK_CONFIG: file }).variable).toBe("DERRICK_HTTP_PROT");
+    expect(errorOf({ DERRICK_CONFIG: configFile({ DERRICK_HTTP_PROT: 1 }) }).variable).toBe("DERRICK_HTTP_PROT");
   });
 
   it("config - in the file, a comma-list variable may be a JSON array; JSON variables keep their JSON", () => {
-    const dir = mkdtempSync(join(tmpdir(), "derrick-cfg-"));
-    const file = join(dir, "derrick.json");
     const clients = [{ client_id: "c1", client_secret: "secret-c1-xx", appkey: "appkey-c1-xx" }];
-    writeFileSync(
-      file,
-      JSON.stringify({
-        ACTORS: ["search", "system"],
-        DERRICK_PARTITIONS: ["p1", "p2"],
-        DERRICK_DELIVERY_SCHEDULE: ["0", "1s"],
-        DERRICK_CLIENTS: clients,
-      }),
-    );
+    const file = configFile({
+      ACTORS: ["search", "system"],
+      DERRICK_PARTITIONS: ["p1", "p2"],
+      DERRICK_DELIVERY_SCHEDULE: ["0", "1s"],
+      DERRICK_CLIENTS: clients,
+    });
     const cfg = loadConfig({ DERRICK_CONFIG: file });
     expect(cfg.actors).toEqual(["search", "system"]);
     expect(cfg.partitions).toEqual(["p1", "p2"]);
@@ -150,10 +149,7 @@ describe("config", () => {
 
   it("config - an empty variable counts as unset: the file's value or the default applies", () => {
     expect(loadConfig({ DERRICK_LOG_LEVEL: "", DERRICK_HTTP_PORT: "  " })).toMatchObject({ logLevel: "info", http: { port: 8080 } });
-    const dir = mkdtempSync(join(tmpdir(), "derrick-cfg-"));
-    const file = join(dir, "derrick.json");
-    writeFileSync(file, JSON.stringify({ DERRICK_HTTP_PORT: 9000 }));
-    expect(loadConfig({ DERRICK_CONFIG: file, DERRICK_HTTP_PORT: "" }).http.port).toBe(9000);
+    expect(loadConfig({ DERRICK_CONFIG: configFile({ DERRICK_HTTP_PORT: 9000 }), DERRICK_HTTP_PORT: "" }).http.port).toBe(9000);
   });
 
   it("config - the printed configuration masks passwords, client secrets, appkeys and credentials in URLs", () => {
