@@ -148,7 +148,6 @@ export const Config = Type.Object({
     /** How long a cursor lives after each use. */
     cursorTtlMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000 }),
   }),
-  /** Redis-backed devices whose twin the twin-mirror actor copies: desired JetStream → Redis, reported back (docs/twins.md). */
   /** Device twins' storage bounds (docs/twins.md). */
   twins: Type.Object({
     /** Most twins (one JetStream stream each) the twins actor creates; 0 = no cap. */
@@ -156,6 +155,7 @@ export const Config = Type.Object({
     /** What one twin's bucket may hold, history included. */
     maxBytes: Type.Integer({ minimum: 64 * 1024, maximum: 2 ** 40 }),
   }),
+  /** Redis-backed devices whose twin the twin-mirror actor copies: desired JetStream → Redis, reported back (docs/twins.md). */
   twinMirrors: Type.Array(
     Type.Object(
       {
