@@ -218,9 +218,20 @@ const mixtureProduct = riskedProducts([0.4326, 0.4283]);
 const mixtureOilProduct = riskedProducts([0.4326, 0.4326]);
 
 /** A scenario's line in the answer: the scenario as set up, with its prospect analysis' chances and recoverable products. */
-function scenarioLine({ dependency, ...scenario }: typeof oilScenario, chanceOfSuccess: Chances, products: Record<string, unknown>) {
+function scenarioLine(
+  { dependency, segmentAnalysisIds, ...scenario }: typeof oilScenario,
+  chanceOfSuccess: Chances,
+  products: Record<string, unknown>,
+) {
   const pg = chanceOfSuccess.pgAtLeastOne;
-  return { ...scenario, dependencyModel: dependency.model, pg, chanceOfSuccess, resources: { basis: "recoverable", products } };
+  return {
+    ...scenario,
+    dependencyModel: dependency.model,
+    segmentAnalysisIds,
+    pg,
+    chanceOfSuccess,
+    resources: { basis: "recoverable", products },
+  };
 }
 
 /** GET …/prospectmultiplescenarioanalysisaggregation/msa-alpha (two nodes of the outcome tree, two exceedance points). */
