@@ -8,7 +8,7 @@
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config/index.ts";
 import type { Bus } from "../../platform/transport/index.ts";
-import type { TSchema } from "@sinclair/typebox";
+import type { Static, TSchema } from "@sinclair/typebox";
 import {
   ENTITY_SCHEMAS,
   EntityQuery,
@@ -25,7 +25,7 @@ import {
   type Collection,
 } from "../../subjects/reporting.ts";
 import type { AuthPlugin } from "../plugins/auth.ts";
-import { problems, relayOn, type Relay } from "../relay.ts";
+import { problems, relayOn, type Relay, type RelayContext } from "../relay.ts";
 
 const errors = problems(400, 401, 403, 404, 409, 413, 503, 504);
 /** Every route: bearer token, appkey and partition header. */
@@ -83,6 +83,12 @@ function entityRoutes(relay: Relay, auth: AuthPlugin, collection: Collection) {
 
 export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   const relay = relayOn(bus);
+  // An aggregation read by the id in its path: the path parameters are its whole request.
+  const byId = (op: typeof reportingLicenseAggregation, summary: string) =>
+    [
+      (c: RelayContext & { params: Static<typeof IdPath> }) => relay(c, op, c.params),
+      { params: IdPath, detail: { summary }, response: { 200: op.reply, ...errors } },
+    ] as const;
   return new Elysia({ name: "derrick-reporting-routes", normalize: false })
     .use(auth)
     .use(entityRoutes(relay, auth, "licenses"))
@@ -92,28 +98,27 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     .use(entityRoutes(relay, auth, "multiplescenarioanalyses"))
     .guard({ ...credentials, detail: { tags: ["reporting"] } }, (app) =>
       app
-        .get(`${BASE}/licenseaggregation/:id`, (c) => relay(c, reportingLicenseAggregation, c.params), {
-          params: IdPath,
-          detail: {
-            summary:
-              "A license: every version with blocks, nation, licensees and the linked prospects' analyses with their chance of success",
-          },
-          response: { 200: reportingLicenseAggregation.reply, ...errors },
-        })
-        .get(`${BASE}/prospectanalysisaggregation/:id`, (c) => relay(c, reportingProspectAggregation, c.params), {
-          params: IdPath,
-          detail: {
-            summary: "Chance of success, resources per product (success case, risked), PRMS labels, entitlement, segment risks and volumes",
-          },
-          response: { 200: reportingProspectAggregation.reply, ...errors },
-        })
-        .get(`${BASE}/prospectanalysisaggregation/:id/details`, (c) => relay(c, reportingProspectDetails, c.params), {
-          params: IdPath,
-          detail: {
-            summary: "The enrolled segment analyses: name, properties, chance of success, volumes, entitlement ({segments: [...]})",
-          },
-          response: { 200: reportingProspectDetails.reply, ...errors },
-        })
+        .get(
+          `${BASE}/licenseaggregation/:id`,
+          ...byId(
+            reportingLicenseAggregation,
+            "A license: every version with blocks, nation, licensees and the linked prospects' analyses with their chance of success",
+          ),
+        )
+        .get(
+          `${BASE}/prospectanalysisaggregation/:id`,
+          ...byId(
+            reportingProspectAggregation,
+            "Chance of success, resources per product (success case, risked), PRMS labels, entitlement, segment risks and volumes",
+          ),
+        )
+        .get(
+          `${BASE}/prospectanalysisaggregation/:id/details`,
+          ...byId(
+            reportingProspectDetails,
+            "The enrolled segment analyses: name, properties, chance of success, volumes, entitlement ({segments: [...]})",
+          ),
+        )
         .post(`${BASE}/fullcycleanalysisaggregation`, (c) => relay(c, reportingFullcycleAggregation, { body: c.body }), {
           body: FullCycleAggregationBody,
           detail: {
@@ -122,13 +127,12 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
           },
           response: { 200: reportingFullcycleAggregation.reply, ...errors },
         })
-        .get(`${BASE}/prospectmultiplescenarioanalysisaggregation/:id`, (c) => relay(c, reportingScenarioAggregation, c.params), {
-          params: IdPath,
-          detail: {
-            summary:
-              "Set-up, results overall and per scenario, the outcome tree (exact ≤ 16 segments, Monte Carlo beyond) and the polygon with area and bbox",
-          },
-          response: { 200: reportingScenarioAggregation.reply, ...errors },
-        }),
+        .get(
+          `${BASE}/prospectmultiplescenarioanalysisaggregation/:id`,
+          ...byId(
+            reportingScenarioAggregation,
+            "Set-up, results overall and per scenario, the outcome tree (exact ≤ 16 segments, Monte Carlo beyond) and the polygon with area and bbox",
+          ),
+        ),
     );
 };
