@@ -13,7 +13,7 @@
  */
 import { Elysia, t, type DocumentDecoration } from "elysia";
 import type { Config } from "../../config/index.ts";
-import { contentTooLarge } from "../../subjects/index.ts";
+import { contentTooLarge, type Operation } from "../../subjects/index.ts";
 import type { Bus } from "../../platform/transport/index.ts";
 import {
   EVENT_ID_PATTERN,
@@ -21,6 +21,7 @@ import {
   EventBody,
   NotificationType,
   SubscriptionBase,
+  type SubscriptionRef,
   notificationsEventPublish,
   notificationsSubscriptionDelete,
   notificationsSubscriptionDeliveries,
@@ -34,7 +35,7 @@ import { negotiate } from "../forward.ts";
 import type { AuthOptions, AuthPlugin } from "../plugins/auth.ts";
 import type { RouteBodyLimits } from "../plugins/body.ts";
 import { MEDIA_TYPES_MARK } from "../plugins/openapi.ts";
-import { problems, relayOn } from "../relay.ts";
+import { problems, relayOn, type RelayContext } from "../relay.ts";
 
 const BASE = "/v1/notifications";
 const errors = problems(400, 401, 403, 404, 413, 503, 504);
@@ -59,6 +60,12 @@ export const notificationBodyLimits: RouteBodyLimits = {
 
 export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   const relay = relayOn(bus);
+  // A route on one of the caller's subscriptions: the id in its path is the whole request.
+  const bySubscription = <O extends Operation<typeof SubscriptionRef>>(op: O, summary: string) =>
+    [
+      (c: RelayContext & { params: typeof SubscriptionPath.static }) => relay(c, op, { subscription_id: c.params.subscriptionId }),
+      { params: SubscriptionPath, detail: { summary }, response: { 200: op.reply, ...errors } },
+    ] as const;
   return new Elysia({ name: "derrick-notification-routes", normalize: false })
     .use(auth)
     .guard({ auth: credentials, partition: true, detail: { tags } }, (app) =>
@@ -92,39 +99,22 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
         )
         .delete(
           `${BASE}/subscriptions/:subscriptionId`,
-          (c) => relay(c, notificationsSubscriptionDelete, { subscription_id: c.params.subscriptionId }),
-          {
-            params: SubscriptionPath,
-            detail: { summary: "Delete one of the caller's subscriptions (200); another client's or an unknown id → 404" },
-            response: { 200: notificationsSubscriptionDelete.reply, ...errors },
-          },
+          ...bySubscription(
+            notificationsSubscriptionDelete,
+            "Delete one of the caller's subscriptions (200); another client's or an unknown id → 404",
+          ),
         )
         .get(
           `${BASE}/subscriptions/:subscriptionId/secret`,
-          (c) => relay(c, notificationsSubscriptionSecret, { subscription_id: c.params.subscriptionId }),
-          {
-            params: SubscriptionPath,
-            detail: { summary: "The Standard Webhooks signing secret of a subscription (owner only)" },
-            response: { 200: notificationsSubscriptionSecret.reply, ...errors },
-          },
+          ...bySubscription(notificationsSubscriptionSecret, "The Standard Webhooks signing secret of a subscription (owner only)"),
         )
         .post(
           `${BASE}/subscriptions/:subscriptionId/secret/rotate`,
-          (c) => relay(c, notificationsSubscriptionSecretRotate, { subscription_id: c.params.subscriptionId }),
-          {
-            params: SubscriptionPath,
-            detail: { summary: "Rotate the signing secret; deliveries carry both signatures for 24 h" },
-            response: { 200: notificationsSubscriptionSecretRotate.reply, ...errors },
-          },
+          ...bySubscription(notificationsSubscriptionSecretRotate, "Rotate the signing secret; deliveries carry both signatures for 24 h"),
         )
         .get(
           `${BASE}/subscriptions/:subscriptionId/deliveries`,
-          (c) => relay(c, notificationsSubscriptionDeliveries, { subscription_id: c.params.subscriptionId }),
-          {
-            params: SubscriptionPath,
-            detail: { summary: "Recent delivery attempts of a subscription, newest first (last 100)" },
-            response: { 200: notificationsSubscriptionDeliveries.reply, ...errors },
-          },
+          ...bySubscription(notificationsSubscriptionDeliveries, "Recent delivery attempts of a subscription, newest first (last 100)"),
         )
         .post(
           `${BASE}/subscriptions/:subscriptionId/deliveries/:eventId/retry`,
