@@ -40,6 +40,15 @@ const LABELS: Record<Collection, string> = {
   multiplescenarioanalyses: "multiple scenario analysis (its scenarios' prospect analyses must exist)",
 };
 
+/** What each aggregation read by id answers, as its route's summary. */
+const AGGREGATION_SUMMARIES = {
+  license: "A license: every version with blocks, nation, licensees and the linked prospects' analyses with their chance of success",
+  prospect: "Chance of success, resources per product (success case, risked), PRMS labels, entitlement, segment risks and volumes",
+  details: "The enrolled segment analyses: name, properties, chance of success, volumes, entitlement ({segments: [...]})",
+  scenarios:
+    "Set-up, results overall and per scenario, the outcome tree (exact ≤ 16 segments, Monte Carlo beyond) and the polygon with area and bbox",
+};
+
 function entityRoutes(relay: Relay, auth: AuthPlugin, collection: Collection) {
   // One route group per collection: the body schema differs, the shape of the handlers does not.
   const schema = ENTITY_SCHEMAS[collection] as TSchema;
@@ -98,27 +107,9 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     .use(entityRoutes(relay, auth, "multiplescenarioanalyses"))
     .guard({ ...credentials, detail: { tags: ["reporting"] } }, (app) =>
       app
-        .get(
-          `${BASE}/licenseaggregation/:id`,
-          ...byId(
-            reportingLicenseAggregation,
-            "A license: every version with blocks, nation, licensees and the linked prospects' analyses with their chance of success",
-          ),
-        )
-        .get(
-          `${BASE}/prospectanalysisaggregation/:id`,
-          ...byId(
-            reportingProspectAggregation,
-            "Chance of success, resources per product (success case, risked), PRMS labels, entitlement, segment risks and volumes",
-          ),
-        )
-        .get(
-          `${BASE}/prospectanalysisaggregation/:id/details`,
-          ...byId(
-            reportingProspectDetails,
-            "The enrolled segment analyses: name, properties, chance of success, volumes, entitlement ({segments: [...]})",
-          ),
-        )
+        .get(`${BASE}/licenseaggregation/:id`, ...byId(reportingLicenseAggregation, AGGREGATION_SUMMARIES.license))
+        .get(`${BASE}/prospectanalysisaggregation/:id`, ...byId(reportingProspectAggregation, AGGREGATION_SUMMARIES.prospect))
+        .get(`${BASE}/prospectanalysisaggregation/:id/details`, ...byId(reportingProspectDetails, AGGREGATION_SUMMARIES.details))
         .post(`${BASE}/fullcycleanalysisaggregation`, (c) => relay(c, reportingFullcycleAggregation, { body: c.body }), {
           body: FullCycleAggregationBody,
           detail: {
@@ -129,10 +120,7 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
         })
         .get(
           `${BASE}/prospectmultiplescenarioanalysisaggregation/:id`,
-          ...byId(
-            reportingScenarioAggregation,
-            "Set-up, results overall and per scenario, the outcome tree (exact ≤ 16 segments, Monte Carlo beyond) and the polygon with area and bbox",
-          ),
+          ...byId(reportingScenarioAggregation, AGGREGATION_SUMMARIES.scenarios),
         ),
     );
 };
