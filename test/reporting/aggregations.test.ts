@@ -508,34 +508,16 @@ describe("reporting aggregations", () => {
     });
     const scenarios = (n: number) =>
       Array.from({ length: n }, (_, i) => ({ scenarioId: `w${i}`, name: `W${i}`, probability: 1 / n, prospectAnalysisId: "pa-work" }));
+    const analysis = (id: string, count: number, trials: number) =>
+      put(derrick, "multiplescenarioanalyses", id, { prospectId: "p-work", scenarios: scenarios(count), simulation: { trials, seed: 1 } });
     // 4 scenarios × 16 segments × 1,000,000 trials: exactly the budget.
-    expect(
-      (
-        await put(derrick, "multiplescenarioanalyses", "msa-work", {
-          prospectId: "p-work",
-          scenarios: scenarios(4),
-          simulation: { trials: 1_000_000, seed: 1 },
-        })
-      ).status,
-    ).toBe(201);
-    const over = await put(derrick, "multiplescenarioanalyses", "msa-over", {
-      prospectId: "p-work",
-      scenarios: scenarios(5),
-      simulation: { trials: 1_000_000, seed: 1 },
-    });
+    expect((await analysis("msa-work", 4, 1_000_000)).status).toBe(201);
+    const over = await analysis("msa-over", 5, 1_000_000);
     expect(over.status).toBe(400);
     expect((await json(over)).errors).toEqual([
       { pointer: "/body/simulation/trials", message: expect.stringContaining("at most 800,000 trials") },
     ]);
-    expect(
-      (
-        await put(derrick, "multiplescenarioanalyses", "msa-over", {
-          prospectId: "p-work",
-          scenarios: scenarios(5),
-          simulation: { trials: 800_000, seed: 1 },
-        })
-      ).status,
-    ).toBe(201);
+    expect((await analysis("msa-over", 5, 800_000)).status).toBe(201);
     // The enrolled analysis gains a segment: 4 × 17 × 1,000,000 is past the budget.
     expect(
       (

@@ -518,24 +518,12 @@ describe("reporting math - economics", () => {
       expect(row.revenue - row.opex - row.capex).toBeCloseTo(row.netCashFlow + row.governmentTake, 9);
     }
     expect(psc.contractor[1]!.costRecovery).toBeCloseTo(0.45 * 360, 9);
-    expect(
-      priceAt(
-        [
-          { year: 2026, value: 60 },
-          { year: 2030, value: 70 },
-        ],
-        2029,
-      ),
-    ).toBe(60);
-    expect(
-      priceAt(
-        [
-          { year: 2026, value: 60 },
-          { year: 2030, value: 70 },
-        ],
-        2040,
-      ),
-    ).toBe(70);
+    const deck = [
+      { year: 2026, value: 60 },
+      { year: 2030, value: 70 },
+    ];
+    expect(priceAt(deck, 2029)).toBe(60);
+    expect(priceAt(deck, 2040)).toBe(70);
   });
 });
 
