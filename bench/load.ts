@@ -22,17 +22,24 @@ function toMs(value: string, unit: string): number {
   return unit === "us" ? n / 1000 : unit === "s" ? n * 1000 : n;
 }
 
-export async function httpLoad(
-  name: string,
-  url: string,
-  body: string,
-  options: { connections: number; seconds: number },
-): Promise<LoadResult> {
+export type HttpLoadOptions = {
+  connections: number;
+  seconds: number;
+  /** POST by default; a GET sends no body. */
+  method?: "GET" | "POST";
+  headers?: Record<string, string>;
+};
+
+export async function httpLoad(name: string, url: string, body: string, options: HttpLoadOptions): Promise<LoadResult> {
   assertLoopback(url);
+  const method = options.method ?? "POST";
   if (hasWrk) {
     const dir = mkdtempSync(join(tmpdir(), "derrick-wrk-"));
-    const script = join(dir, "post.lua");
-    writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/json"\n`);
+    const script = join(dir, "load.lua");
+    const headers = { ...(method === "POST" ? { "Content-Type": "application/json" } : {}), ...options.headers };
+    const lines = [`wrk.method = "${method}"`, ...(method === "POST" ? [`wrk.body = ${JSON.stringify(body)}`] : [])];
+    for (const [header, value] of Object.entries(headers)) lines.push(`wrk.headers[${JSON.stringify(header)}] = ${JSON.stringify(value)}`);
+    writeFileSync(script, `${lines.join("\n")}\n`);
     const out = await run("wrk", ["-t1", `-c${options.connections}`, `-d${options.seconds}s`, "--latency", "-s", script, url]);
     const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
     const pct = (p: string) => {
@@ -52,7 +59,8 @@ export async function httpLoad(
         : 0);
     return { name, count: total, errors, seconds: options.seconds, opsPerSec: rps, p50Ms: pct("50"), p99Ms: pct("99"), maxMs: Number.NaN };
   }
-  return autocannon(name, url, body, options.seconds, ["-c", String(options.connections)]);
+  const headerArgs = Object.entries(options.headers ?? {}).flatMap(([header, value]) => ["-H", `${header}=${value}`]);
+  return autocannon(name, url, method === "GET" ? undefined : body, options.seconds, ["-c", String(options.connections), ...headerArgs]);
 }
 
 /**
@@ -70,9 +78,10 @@ export async function httpLoadAtRate(
 }
 
 /** JSON POSTs for `seconds` through autocannon's CLI, shaped by `load` (connections, rate). */
-async function autocannon(name: string, url: string, body: string, seconds: number, load: string[]): Promise<LoadResult> {
+async function autocannon(name: string, url: string, body: string | undefined, seconds: number, load: string[]): Promise<LoadResult> {
   const bin = fileURLToPath(new URL("../node_modules/.bin/autocannon", import.meta.url));
-  const args = ["-j", ...load, "-d", String(seconds), "-m", "POST", "-H", "content-type=application/json", "-b", body, url];
+  const request = body === undefined ? ["-m", "GET"] : ["-m", "POST", "-H", "content-type=application/json", "-b", body];
+  const args = ["-j", ...load, "-d", String(seconds), ...request, url];
   const out = await run(bin, args);
   const r = JSON.parse(out.slice(out.indexOf("{"))) as {
     requests: { average: number; total: number };
