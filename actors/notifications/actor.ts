@@ -48,8 +48,12 @@ export const PUBLISHERS_GROUP = "notifications.publishers";
 
 export async function startNotificationsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "notifications" });
+  const store = await SubscriptionStore.open(nc, options.storage, log);
+  const view = new SubscriptionCache(store, log);
+  await view.start();
   const deps: NotificationDeps = {
-    store: await SubscriptionStore.open(nc, options.storage, log),
+    store,
+    view,
     journal: await openJournal(nc, options.storage, log),
     policy: callbackPolicy(cfg.delivery),
   };
@@ -81,6 +85,7 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
     },
     options,
     async () => {
+      await view.stop();
       deps.store.close();
       deps.journal.close();
     },

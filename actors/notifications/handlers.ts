@@ -31,12 +31,14 @@ import {
 import { canonicalCallbackUri, refuseCallbackUri, type CallbackPolicy } from "./callback-policy.ts";
 import { deliveryLog } from "./delivery-log.ts";
 import { newSecret } from "./signing.ts";
-import type { SubscriptionRecord, SubscriptionStore } from "./store.ts";
+import type { SubscriptionCache, SubscriptionRecord, SubscriptionStore } from "./store.ts";
 import { letterEvent, type Journal } from "./journal.ts";
 import type { Caller } from "../runtime/context.ts";
 
 export type NotificationDeps = {
   store: SubscriptionStore;
+  /** The watched copy reads are answered from (after `fresh()`, so they see every acknowledged write). */
+  view: SubscriptionCache;
   journal: Journal;
   policy: CallbackPolicy;
   /** How long a rotated-out secret keeps signing. */
@@ -193,17 +195,22 @@ export async function upsertSubscription(rawType: string, body: unknown, caller:
 }
 
 export async function listSubscriptions(caller: Caller, deps: NotificationDeps): Promise<Subscription[]> {
-  const records = await deps.store.listOwn(caller.partition, caller.principal.clientId);
-  return records.map(publicForm).sort((a, b) => a.subscription_type.localeCompare(b.subscription_type));
+  await deps.view.fresh();
+  return deps.view
+    .ownedBy(caller.partition, caller.principal.clientId)
+    .map(publicForm)
+    .sort((a, b) => a.subscription_type.localeCompare(b.subscription_type));
 }
 
 /** The caller's own subscription, or 404 for unknown ids and other owners alike. */
 export async function ownSubscription(id: string, caller: Caller, deps: NotificationDeps): Promise<SubscriptionRecord> {
-  const found = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.store.get(id) : undefined;
-  if (!found || found.value.partition !== caller.partition || found.value.client_id !== caller.principal.clientId) {
+  const wellFormed = /^[A-Za-z0-9_-]{1,128}$/.test(id);
+  if (wellFormed) await deps.view.fresh();
+  const found = wellFormed ? deps.view.get(id) : undefined;
+  if (!found || found.partition !== caller.partition || found.client_id !== caller.principal.clientId) {
     throw notFound(`subscription ${id} does not exist`);
   }
-  return found.value;
+  return found;
 }
 
 export async function deleteSubscription(id: string, caller: Caller, deps: NotificationDeps): Promise<void> {

@@ -8,7 +8,7 @@ import { supersedes } from "./progress.ts";
 import { upsertSubscription } from "./handlers.ts";
 import { callbackPolicy } from "./callback-policy.ts";
 import { deliveryLog } from "./delivery-log.ts";
-import type { SubscriptionStore } from "./store.ts";
+import type { SubscriptionCache, SubscriptionStore } from "./store.ts";
 import type { AttemptRecord, Journal } from "./journal.ts";
 import { DerrickError } from "../../subjects/index.ts";
 
@@ -180,7 +180,7 @@ describe("notifications handlers without servers", () => {
   it("notifications - an upsert that keeps losing the race to concurrent writers answers 503 with Retry-After, like every 503", async () => {
     // A store where another writer always wins: no subscription is found, and each create finds one made meanwhile.
     const store = { indexOf: async () => undefined, create: async () => false } as unknown as SubscriptionStore;
-    const deps = { store, journal: {} as Journal, policy: callbackPolicy({ allowHttp: false }) };
+    const deps = { store, view: {} as SubscriptionCache, journal: {} as Journal, policy: callbackPolicy({ allowHttp: false }) };
     const caller = { principal: { clientId: "alpha", subject: "alpha", groups: [], kind: "service" as const }, partition: "opendes" };
     const error = await upsertSubscription(
       "PublishData",

@@ -4,14 +4,14 @@
  *   idx.<partition>.<client_id>.<type>     → { subscription_id }   (the one-per-source rule)
  * The index key is created with KV create (compare-and-set), so concurrent first posts of the same
  * type converge on one subscription; records are rewritten with update(revision) loops.
- * SubscriptionCache keeps a watched in-memory copy for the dispatcher and the deliverer.
+ * SubscriptionCache keeps a watched in-memory copy for the API, the dispatcher and the deliverer.
  */
 import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Subscription } from "../../subjects/notifications.ts";
 import { casPut, encodeJson, isLive, readJson, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
-import { followBucket, type FollowedBucket } from "../runtime/follow.ts";
+import { BucketView, directLastMessage } from "../runtime/bucket-view.ts";
 import { guardedKv, recreateOnDeletion, recreatingBucket, unguarded, type Guard } from "../runtime/recreate.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { Logger } from "../../platform/logger.ts";
@@ -125,77 +125,53 @@ export class SubscriptionStore {
 }
 
 /**
- * A watched copy of every subscription, indexed by partition and type. `freshAsOf(t)` waits until the
- * copy holds every write made before time t (it reads the bucket's last sequence and waits for the
- * watch to pass it), so an event published right after a subscription's 200 still finds it.
+ * A watched copy of every subscription, indexed by partition and type (the dispatcher's routing) and by
+ * owner (the API's lists). `fresh()`/`freshAsOf(t)` wait until the copy holds every earlier write
+ * (BucketView), so an event published or a list read right after a subscription's 200 still finds it.
  */
 export class SubscriptionCache {
   private readonly byId = new Map<string, SubscriptionRecord>();
   private readonly byRoute = new Map<string, Map<string, SubscriptionRecord>>();
-  private revision = 0;
-  /** The creation time of the bucket the copy follows (a bucket made again has another). */
-  private created: string | undefined;
-  private waiters: Array<{ revision: number; wake: () => void }> = [];
-  private syncedAt = 0;
-  private syncing?: { startedAt: number; done: Promise<void> };
-  private watch?: FollowedBucket;
+  /** `idx.<partition>.<client>` → index key → subscription id. */
+  private readonly byOwner = new Map<string, Map<string, string>>();
+  private readonly view: BucketView;
 
   constructor(
     private readonly store: SubscriptionStore,
-    private readonly log: Logger,
+    log: Logger,
     /** How often the bucket's stream is checked for having been made again (followBucket's 30 s when absent). */
-    private readonly options: { checkEveryMs?: number } = {},
-  ) {}
-
-  /**
-   * Follows the bucket for as long as the process runs: a watch that ends (nats.js gives up a quiet
-   * one, e.g. on a bucket empty at start, after two minutes without JetStream) is re-opened after
-   * the last revision it delivered, so `revision` only moves forward and freshAsOf keeps working.
-   */
-  async start(): Promise<void> {
-    // A bucket made again replays from revision 1: the copy starts over too, or subscriptions only
-    // the old bucket held would stay, and freshAsOf would compare revisions of two buckets.
-    const onRecreated = (created: string) => {
-      this.byId.clear();
-      this.byRoute.clear();
-      this.revision = 0;
-      this.created = created;
-      this.syncedAt = 0;
-    };
-    this.created = (await this.store.kv.status()).streamInfo.created;
-    this.watch = await followBucket(
-      this.store.kv,
-      { what: "subscriptions", onRecreated, nc: this.store.nc, ...this.options },
-      (entry) => this.see(entry),
-      this.log,
+    options: { checkEveryMs?: number } = {},
+  ) {
+    this.view = new BucketView(
+      store.kv,
+      {
+        what: "subscriptions",
+        nc: store.nc,
+        checkEveryMs: options.checkEveryMs,
+        lastMessage: store.nc ? directLastMessage(store.nc, store.kv) : undefined,
+        apply: (entry) => {
+          if (entry.key.startsWith("sub.")) this.apply(entry);
+          else if (entry.key.startsWith("idx.")) this.applyIndex(entry);
+        },
+        reset: () => {
+          this.byId.clear();
+          this.byRoute.clear();
+          this.byOwner.clear();
+        },
+        // The bucket's last message may be one no watch delivers (removed from the stream); a write of our own is one
+        // the watch must deliver, and it lies past it.
+        barrier: () => store.kv.put(SYNC_KEY, encodeJson({ at: new Date().toISOString() })),
+      },
+      log,
     );
-    try {
-      // The first replay of a large bucket may take a while.
-      await this.freshAsOf(Date.now(), 60_000);
-    } catch (error) {
-      await this.stop();
-      throw error;
-    }
   }
 
-  async stop(): Promise<void> {
-    const stopping = this.watch?.stop();
-    for (const w of this.waiters.splice(0)) w.wake();
-    await stopping;
+  start(): Promise<void> {
+    return this.view.start();
   }
 
-  /** One entry of the watch; its revision counts as seen even when the entry cannot be applied (then it throws, to be logged). */
-  private see(entry: KvEntry): void {
-    try {
-      if (entry.key.startsWith("sub.")) this.apply(entry);
-    } finally {
-      this.revision = Math.max(this.revision, entry.revision);
-      if (this.waiters.length) {
-        const ready = this.waiters.filter((w) => w.revision <= this.revision);
-        this.waiters = this.waiters.filter((w) => w.revision > this.revision);
-        for (const w of ready) w.wake();
-      }
-    }
+  stop(): Promise<void> {
+    return this.view.stop();
   }
 
   /** Idempotent: the key's subscription becomes the entry's (none for a delete or an unreadable value). */
@@ -209,10 +185,24 @@ export class SubscriptionCache {
     if (typeof record?.partition !== "string" || typeof record.subscription_type !== "string")
       throw new Error(`${entry.key} holds no subscription record`);
     this.byId.set(id, record);
-    const key = route(record.partition, record.subscription_type);
-    let group = this.byRoute.get(key);
-    if (!group) this.byRoute.set(key, (group = new Map()));
+    let group = this.byRoute.get(route(record.partition, record.subscription_type));
+    if (!group) this.byRoute.set(route(record.partition, record.subscription_type), (group = new Map()));
     group.set(id, record);
+  }
+
+  /** An index key (`idx.<partition>.<client>.<type>`): lists go by the index, as the one-per-type rule does. */
+  private applyIndex(entry: KvEntry): void {
+    const ownerKey = entry.key.slice(0, entry.key.lastIndexOf("."));
+    let owned = this.byOwner.get(ownerKey);
+    if (entry.operation !== "PUT" || entry.length === 0) {
+      owned?.delete(entry.key);
+      if (owned?.size === 0) this.byOwner.delete(ownerKey);
+      return;
+    }
+    const id = entry.json<{ subscription_id?: unknown }>()?.subscription_id;
+    if (typeof id !== "string") throw new Error(`${entry.key} holds no subscription id`);
+    if (!owned) this.byOwner.set(ownerKey, (owned = new Map()));
+    owned.set(entry.key, id);
   }
 
   get(id: string): SubscriptionRecord | undefined {
@@ -228,71 +218,23 @@ export class SubscriptionCache {
     return this.byRoute.get(route(partition, type))?.values() ?? [];
   }
 
-  /** Waits until the watch has passed `revision`; rejects after `waitMs` (a watch that stopped must not hang its callers). */
-  private reach(revision: number, waitMs: number): Promise<void> {
-    // Already there (e.g. a barrier the watch delivered before its write was acknowledged).
-    if (this.revision >= revision) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const waiter = {
-        revision,
-        wake: () => {
-          clearTimeout(timer);
-          resolve();
-        },
-      };
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(new Error(`the subscriptions watch did not reach revision ${revision} within ${waitMs} ms (at ${this.revision})`));
-      }, waitMs);
-      this.waiters.push(waiter);
-    });
+  /** A client's subscriptions in one partition; call after fresh() for read-your-writes. */
+  ownedBy(partition: string, clientId: string): SubscriptionRecord[] {
+    const ids = this.byOwner.get(`idx.${partition}.${clientId}`)?.values() ?? [];
+    return [...ids].map((id) => this.byId.get(id)).filter((record): record is SubscriptionRecord => record !== undefined);
+  }
+
+  /** Waits until every write acknowledged before the call, in any process, is in the copy. */
+  fresh(waitMs?: number): Promise<void> {
+    return this.view.fresh(waitMs);
   }
 
   /** Waits until every write made before `time` (epoch ms, minus a clock margin) is in the copy. */
-  async freshAsOf(time: number, waitMs = FRESH_WAIT_MS): Promise<void> {
-    const margin = 250;
-    if (this.syncedAt - margin >= time) return;
-    if (this.syncing && this.syncing.startedAt - margin >= time) return this.syncing.done;
-    if (this.syncing) await this.syncing.done.catch(() => undefined);
-    if (this.syncedAt - margin >= time) return;
-    const startedAt = Date.now();
-    const done = (async () => {
-      const status = await this.store.kv.status();
-      // The copy still holds the old bucket's subscriptions: wait for the watch to start over, else a dispatch would route
-      // to subscriptions gone. A missed advisory (nats-server does not always send one) is made up by looking now.
-      const until = Date.now() + waitMs;
-      if (this.created !== undefined && this.created !== status.streamInfo.created) void this.watch?.recheck();
-      while (this.created !== undefined && this.created !== status.streamInfo.created) {
-        if (Date.now() > until) throw new Error("the subscriptions bucket was made again and the copy has not started over yet");
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      const target = status.streamInfo.state.last_seq;
-      if (this.revision < target) {
-        try {
-          await this.reach(target, Math.min(waitMs, BARRIER_AFTER_MS));
-        } catch {
-          // The bucket's last message may be one no watch delivers (removed from the stream), and
-          // waiting for it would fail every round until someone writes. A write of our own is one
-          // the watch must deliver, and it lies past the target.
-          const barrier = await this.store.kv.put(SYNC_KEY, encodeJson({ at: new Date().toISOString() }));
-          await this.reach(barrier, waitMs);
-        }
-      }
-      this.syncedAt = Math.max(this.syncedAt, startedAt);
-    })();
-    this.syncing = { startedAt, done };
-    try {
-      await done;
-    } finally {
-      if (this.syncing?.done === done) this.syncing = undefined;
-    }
+  freshAsOf(time: number, waitMs?: number): Promise<void> {
+    return this.view.freshAsOf(time, waitMs);
   }
 }
 
-/** How long freshAsOf waits for the watch; a dispatch that fails here is retried (its events are nak'ed). */
-const FRESH_WAIT_MS = 5_000;
-/** After this long without the bucket's last revision, freshAsOf writes a barrier key and waits for that instead. */
-const BARRIER_AFTER_MS = 1_000;
 /** The barrier key: no subscription (`sub.…`) nor index (`idx.…`) key, so every reader skips it. */
 const SYNC_KEY = "sync";
 

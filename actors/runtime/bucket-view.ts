@@ -1,0 +1,227 @@
+/**
+ * An actor's in-memory view of a KV bucket, kept by a watch, with read-your-writes across processes:
+ * `fresh()` resolves once the view holds every write acknowledged before the call, in any process
+ * (docs/operations.md#memory-views). What the view keeps is the owner's: it gets each entry in order.
+ */
+import { Bucket, type KV, type KvEntry } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { Logger } from "../../platform/logger.ts";
+import { followBucket, type FollowedBucket, type FollowOptions } from "./follow.ts";
+
+export type BucketViewOptions = {
+  /** What is viewed, in logs and errors (e.g. "subscriptions"). */
+  what: string;
+  /** Each entry in revision order; throwing logs and skips it (its revision still counts as seen). */
+  apply(entry: KvEntry): void;
+  /** The bucket was made again: forget everything, its entries come again from revision 1. */
+  reset(): void;
+  /** Key filter and start (followBucket's); every key's last value by default. */
+  key?: string;
+  from?: FollowOptions["from"];
+  /** Hears the server's deletion advisories, so a bucket made again is noticed at once. */
+  nc?: NatsConnection;
+  checkEveryMs?: number;
+  /**
+   * Writes a key no reader of the view cares about and returns its revision. For buckets whose last
+   * message can vanish unseen (max age): the view then waits for this write instead of that message.
+   */
+  barrier?: () => Promise<number>;
+  /**
+   * The bucket's last message (directLastMessage): a cheaper look than the stream's info, for fresh().
+   * Without it every look reads the stream's info.
+   */
+  lastMessage?: () => Promise<LastMessage | undefined>;
+};
+
+/** A message's stream sequence and time (epoch ms). */
+export type LastMessage = { seq: number; time: number };
+
+/**
+ * The last message of `kv` (of `key`, a key or pattern, when given) by a direct get: served by the stream
+ * itself, not JetStream's API queue, and it names the last message the stream still holds, which a watch delivers.
+ */
+export function directLastMessage(nc: NatsConnection, kv: KV, key = ">"): () => Promise<LastMessage | undefined> {
+  if (!(kv instanceof Bucket)) throw new TypeError("directLastMessage reads buckets opened with Kvm");
+  const subject = `$JS.API.DIRECT.GET.${kv.stream}`;
+  const body = JSON.stringify({ last_by_subj: kv.fullKeyName(kv.encodeKey(key)) });
+  return async () => {
+    const msg = await nc.request(subject, body, { timeout: 2_000 });
+    const seq = msg.headers?.get("Nats-Sequence");
+    if (!seq) {
+      if (msg.headers?.code === 404) return undefined;
+      throw new Error(`direct get on ${kv.stream}: ${msg.headers?.code ?? "?"} ${msg.headers?.description ?? ""}`);
+    }
+    // RFC 3339 with nanoseconds; Date reads milliseconds.
+    const stamp = (msg.headers?.get("Nats-Time-Stamp") ?? "").replace(/(\.\d{3})\d*/, "$1");
+    return { seq: Number(seq), time: Date.parse(stamp) };
+  };
+}
+
+/** How long fresh() waits for the watch before it fails (a caller is answered, never hung). */
+export const FRESH_WAIT_MS = 5_000;
+/** After this long without reaching the bucket's last revision, a view with a barrier writes one. */
+const BARRIER_AFTER_MS = 1_000;
+
+export class BucketView {
+  /** The newest revision the watch delivered, and its time (epoch ms). */
+  private revision = 0;
+  private revisionTime = 0;
+  private created: string | undefined;
+  private waiters: Array<{ revision: number; wake: () => void }> = [];
+  private watch?: FollowedBucket;
+  /** The look the callers of this turn of the event loop share (sent at its end). */
+  private gathering?: Promise<void>;
+  /** Epoch ms at which the last completed look was sent (for freshAsOf). */
+  private syncedAt = 0;
+
+  constructor(
+    private readonly kv: Pick<KV, "watch" | "status">,
+    private readonly options: BucketViewOptions,
+    private readonly log: Logger,
+  ) {}
+
+  /** Follows the bucket until stop(); resolves once the view holds what the bucket held at the start. */
+  async start(waitMs = 60_000): Promise<void> {
+    this.created = (await this.kv.status()).streamInfo.created;
+    this.watch = await followBucket(
+      this.kv,
+      {
+        what: this.options.what,
+        key: this.options.key,
+        from: this.options.from,
+        nc: this.options.nc,
+        checkEveryMs: this.options.checkEveryMs,
+        onRecreated: (created) => {
+          this.revision = 0;
+          this.revisionTime = 0;
+          this.created = created;
+          this.syncedAt = 0;
+          this.options.reset();
+        },
+      },
+      (entry) => this.see(entry),
+      this.log,
+    );
+    try {
+      await this.lookAtStream(waitMs);
+    } catch (error) {
+      await this.stop();
+      throw error;
+    }
+  }
+
+  async stop(): Promise<void> {
+    const stopping = this.watch?.stop();
+    for (const w of this.waiters.splice(0)) w.wake();
+    await stopping;
+  }
+
+  /**
+   * Resolves once the view holds every write acknowledged before this call. Callers of one turn of the event loop
+   * share one look at the bucket, sent after each of them arrived; looks of later turns do not wait for it.
+   */
+  fresh(waitMs = FRESH_WAIT_MS): Promise<void> {
+    this.gathering ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.gathering = undefined;
+      return this.look(waitMs);
+    });
+    return this.gathering;
+  }
+
+  /**
+   * Resolves once the view holds every write made before `time` (epoch ms, less a margin for clocks of other machines).
+   * Always reads the stream's info, so a bucket made again unheard is noticed at once.
+   */
+  async freshAsOf(time: number, waitMs = FRESH_WAIT_MS): Promise<void> {
+    if (this.syncedAt - CLOCK_MARGIN_MS >= time) return;
+    return this.lookAtStream(waitMs);
+  }
+
+  /**
+   * The last message by a direct get when the view has one: the view is fresh when it holds that very message (same
+   * sequence and time), or once the watch reaches it. Anything else (fewer messages, a bucket made again, a watch that
+   * does not get there) is settled by the stream's info.
+   */
+  private async look(waitMs: number): Promise<void> {
+    const { lastMessage } = this.options;
+    if (!lastMessage) return this.lookAtStream(waitMs);
+    const sentAt = Date.now();
+    const last = await lastMessage().catch(() => null);
+    // No message, and none ever seen: nothing to hold, nothing held.
+    if (last === undefined && this.revision === 0) return;
+    if (!last) return this.lookAtStream(waitMs);
+    if (last.seq < this.revision || (last.seq === this.revision && Math.abs(last.time - this.revisionTime) > 1)) {
+      return this.lookAtStream(waitMs);
+    }
+    try {
+      await this.reach(last.seq, Math.min(waitMs, BARRIER_AFTER_MS));
+    } catch {
+      return this.lookAtStream(waitMs);
+    }
+    this.syncedAt = Math.max(this.syncedAt, sentAt);
+  }
+
+  private async lookAtStream(waitMs: number): Promise<void> {
+    const sentAt = Date.now();
+    const status = await this.kv.status();
+    const until = Date.now() + waitMs;
+    // The view still holds an older bucket's entries: wait for it to start over (a missed advisory is made up by looking now).
+    const stale = () => this.created !== undefined && this.created !== status.streamInfo.created;
+    if (stale()) {
+      void this.watch?.recheck();
+      while (stale()) {
+        if (Date.now() > until) throw new Error(`the ${this.options.what} bucket was made again and the view has not started over yet`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+    const target = status.streamInfo.state.last_seq;
+    if (this.revision < target) {
+      const { barrier } = this.options;
+      try {
+        await this.reach(target, barrier ? Math.min(waitMs, BARRIER_AFTER_MS) : waitMs);
+      } catch (error) {
+        if (!barrier) throw error;
+        await this.reach(await barrier(), waitMs);
+      }
+    }
+    this.syncedAt = Math.max(this.syncedAt, sentAt);
+  }
+
+  private see(entry: KvEntry): void {
+    try {
+      this.options.apply(entry);
+    } finally {
+      if (entry.revision > this.revision) {
+        this.revision = entry.revision;
+        this.revisionTime = entry.created.getTime();
+      }
+      if (this.waiters.length) {
+        const ready = this.waiters.filter((w) => w.revision <= this.revision);
+        this.waiters = this.waiters.filter((w) => w.revision > this.revision);
+        for (const w of ready) w.wake();
+      }
+    }
+  }
+
+  /** Waits until the watch has passed `revision`; rejects after `waitMs` (a watch that stopped must not hang its callers). */
+  private reach(revision: number, waitMs: number): Promise<void> {
+    if (this.revision >= revision) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        revision,
+        wake: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`the ${this.options.what} watch did not reach revision ${revision} within ${waitMs} ms (at ${this.revision})`));
+      }, waitMs);
+      this.waiters.push(waiter);
+    });
+  }
+}
+
+/** Another machine's clock may be this far ahead: a write stamped up to this late still counts (dispatcher events). */
+const CLOCK_MARGIN_MS = 250;

@@ -1,0 +1,116 @@
+import { describe, expect } from "vitest";
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { BucketView, directLastMessage } from "../../actors/runtime/bucket-view.ts";
+import { createLogger } from "../../platform/logger.ts";
+import { natsTest } from "../harness/fixture.ts";
+
+const it = natsTest();
+const log = createLogger("silent");
+
+/** A view of `kv` keeping each key's last value, counting its looks at the bucket; `lagMs` delays each entry of its watch. */
+function viewOf(kv: KV, lagMs = 0, direct?: NatsConnection) {
+  const values = new Map<string, string>();
+  const looks = { count: 0 };
+  const counted = {
+    watch: lagMs === 0 ? kv.watch.bind(kv) : lagging(kv, lagMs),
+    status: () => {
+      looks.count++;
+      return kv.status();
+    },
+  };
+  const view = new BucketView(
+    counted,
+    {
+      what: "test",
+      lastMessage: direct ? directLastMessage(direct, kv) : undefined,
+      apply: (entry: KvEntry) => (entry.operation === "PUT" ? values.set(entry.key, entry.string()) : values.delete(entry.key)),
+      reset: () => values.clear(),
+    },
+    log,
+  );
+  return { view, values, looks };
+}
+
+/** The bucket's watch, each entry handed on `ms` late: a view in another process that lags behind the writer. */
+function lagging(kv: KV, ms: number): KV["watch"] {
+  return async (options) => {
+    const watch = await kv.watch(options);
+    const delayed = (async function* () {
+      for await (const entry of watch) {
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        yield entry;
+      }
+    })();
+    return Object.assign(delayed, { stop: () => watch.stop() }) as unknown as Awaited<ReturnType<KV["watch"]>>;
+  };
+}
+
+describe("BucketView", () => {
+  it.for([
+    ["the stream's info", false],
+    ["a direct get of the last message", true],
+  ] as const)(
+    "a write acknowledged through another connection is in the view once fresh() resolves, even when its watch lags (looking by %s)",
+    async ([, direct], { nc, connection }) => {
+      const bucket = `view_rw_${Date.now()}_${direct}`;
+      const reader = viewOf(await new Kvm(nc).create(bucket), 30, direct ? nc : undefined);
+      await reader.view.start();
+      const writer = await new Kvm(await connection("writer")).open(bucket);
+      try {
+        for (let i = 0; i < 20; i++) {
+          await writer.put("k", `v${i}`);
+          await reader.view.fresh();
+          expect(reader.values.get("k")).toBe(`v${i}`);
+        }
+        await writer.delete("k");
+        await reader.view.fresh();
+        expect(reader.values.has("k")).toBe(false);
+      } finally {
+        await reader.view.stop();
+      }
+    },
+  );
+
+  it("callers of one turn of the event loop share one look at the bucket", async ({ nc }) => {
+    const kv = await new Kvm(nc).create(`view_share_${Date.now()}`);
+    await kv.put("k", "1");
+    const { view, looks } = viewOf(kv);
+    await view.start();
+    try {
+      const before = looks.count;
+      await Promise.all(Array.from({ length: 200 }, () => view.fresh()));
+      expect(looks.count - before).toBe(1);
+      await Promise.all([view.fresh(), view.fresh()]);
+      expect(looks.count - before).toBe(2);
+    } finally {
+      await view.stop();
+    }
+  });
+
+  it("a caller that arrives while a look is in flight waits for a look sent after it, which sees its write", async ({ nc, connection }) => {
+    const bucket = `view_order_${Date.now()}`;
+    const { view, values } = viewOf(await new Kvm(nc).create(bucket));
+    await view.start();
+    const writer = await new Kvm(await connection("writer")).open(bucket);
+    try {
+      for (let i = 0; i < 20; i++) {
+        const early = view.fresh();
+        await writer.put("k", `v${i}`);
+        // Arrives after the write was acknowledged, while `early` may still be in flight.
+        await view.fresh();
+        expect(values.get("k")).toBe(`v${i}`);
+        await early;
+      }
+    } finally {
+      await view.stop();
+    }
+  });
+
+  it("a view that never started fails fresh() after its wait instead of hanging", async ({ nc }) => {
+    const kv = await new Kvm(nc).create(`view_idle_${Date.now()}`);
+    await kv.put("k", "1");
+    const { view } = viewOf(kv);
+    await expect(view.fresh(200)).rejects.toThrow(/did not reach revision 1/);
+  });
+});
