@@ -106,6 +106,22 @@ describe("bounded cache", () => {
     expect(cache.deleteIfHolds("absent", null)).toBe(false);
   });
 
+  it("bounded cache - onEvict hears what the bound and age drop, not what is deleted, cleared or set over", () => {
+    let now = 0;
+    const evicted: string[] = [];
+    const cache = new BoundedCache<string, number>({ max: 2, ttlMs: 10, now: () => now, onEvict: (k, v) => evicted.push(`${k}=${v}`) });
+    cache.set("a", 1).set("b", 2).set("a", 3);
+    cache.delete("b");
+    expect(evicted).toEqual([]);
+    cache.set("c", 4).set("d", 5);
+    expect(evicted).toEqual(["a=3"]);
+    now = 10;
+    expect(cache.get("c")).toBeUndefined();
+    expect(evicted).toEqual(["a=3", "c=4"]);
+    cache.clear();
+    expect(evicted).toEqual(["a=3", "c=4"]);
+  });
+
   it("bounded cache - refuses a bound below one", () => {
     expect(() => new BoundedCache({ max: 0 })).toThrow(RangeError);
   });

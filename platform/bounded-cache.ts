@@ -7,7 +7,7 @@
  * `get` counts as a use (LRU); `peek` does not, so a cache read only with `peek` keeps insertion
  * order (the oldest set goes first): what a window table such as a throttle needs.
  */
-export type BoundedCacheOptions = {
+export type BoundedCacheOptions<K = unknown, V = unknown> = {
   /** Most entries kept. */
   max: number;
   /** Most total weight kept (each entry weighs what set gave it, 0 by default); unbounded when absent. */
@@ -16,6 +16,8 @@ export type BoundedCacheOptions = {
   ttlMs?: number;
   /** The clock of ttlMs (milliseconds). */
   now?: () => number;
+  /** Called for each entry the bound or its age drops (not for delete, clear or a set over it): to release what it holds. */
+  onEvict?: (key: K, value: V) => void;
 };
 
 type Slot<V> = { value: V; at: number; weight: number };
@@ -28,13 +30,15 @@ export class BoundedCache<K, V> {
   private readonly maxWeight: number;
   private readonly ttlMs: number | undefined;
   private readonly now: () => number;
+  private readonly onEvict: ((key: K, value: V) => void) | undefined;
 
-  constructor(options: BoundedCacheOptions) {
+  constructor(options: BoundedCacheOptions<K, V>) {
     if (!(options.max >= 1)) throw new RangeError(`a bounded cache needs max >= 1, not ${options.max}`);
     this.max = options.max;
     this.maxWeight = options.maxWeight ?? Number.POSITIVE_INFINITY;
     this.ttlMs = options.ttlMs;
     this.now = options.now ?? Date.now;
+    this.onEvict = options.onEvict;
   }
 
   /** Entries held, expired ones not yet dropped included. */
@@ -105,7 +109,7 @@ export class BoundedCache<K, V> {
   private live(key: K): Slot<V> | undefined {
     const slot = this.entries.get(key);
     if (slot === undefined || !this.expired(slot, this.ttlMs === undefined ? 0 : this.now())) return slot;
-    this.remove(key);
+    this.evict(key);
     return undefined;
   }
 
@@ -120,6 +124,12 @@ export class BoundedCache<K, V> {
     this.weight -= slot.weight;
   }
 
+  private evict(key: K): void {
+    const slot = this.entries.get(key);
+    this.remove(key);
+    if (slot !== undefined) this.onEvict?.(key, slot.value);
+  }
+
   private over(): boolean {
     return this.entries.size > this.max || this.weight > this.maxWeight;
   }
@@ -130,12 +140,12 @@ export class BoundedCache<K, V> {
       const now = this.now();
       for (const [key, slot] of this.entries) {
         if (!this.expired(slot, now)) break;
-        this.remove(key);
+        this.evict(key);
       }
     }
     for (const key of this.entries.keys()) {
       if (!this.over()) return;
-      this.remove(key);
+      this.evict(key);
     }
   }
 }
