@@ -195,6 +195,7 @@ const VARIABLES: ReadonlyArray<Variable> = [
   { name: "DERRICK_TWIN_MIRRORS", path: "twinMirrors", parse: json, fallback: "[]" },
   { name: "DERRICK_TWINS_MAX", path: "twins.maxTwins", parse: integer, fallback: "5000" },
   { name: "DERRICK_TWIN_MAX_BYTES", path: "twins.maxBytes", parse: integer, fallback: String(64 * 1024 * 1024) },
+  { name: "DERRICK_TWIN_VIEWS", path: "twins.views", parse: integer, fallback: "1000" },
   { name: "DERRICK_SEARCH_INDEX_FILE", path: "search.indexFile", parse: text },
   { name: "DERRICK_SEARCH_CURSOR_LIMIT", path: "search.cursorLimit", parse: integer, fallback: "500" },
   { name: "DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT", path: "search.cursorPrincipalLimit", parse: integer, fallback: "50" },

@@ -154,6 +154,8 @@ export const Config = Type.Object({
     maxTwins: Type.Integer({ minimum: 0, maximum: 10_000_000 }),
     /** What one twin's bucket may hold, history included. */
     maxBytes: Type.Integer({ minimum: 64 * 1024, maximum: 2 ** 40 }),
+    /** Most twins the twins actor reads from memory at once (a watch each); the least recently read go first. */
+    views: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
   }),
   /** Redis-backed devices whose twin the twin-mirror actor copies: desired JetStream → Redis, reported back (docs/twins.md). */
   twinMirrors: Type.Array(

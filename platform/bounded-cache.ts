@@ -101,6 +101,11 @@ export class BoundedCache<K, V> {
     return true;
   }
 
+  /** Every value held (expired ones not yet dropped included), not counted as uses. */
+  *values(): IterableIterator<V> {
+    for (const slot of this.entries.values()) yield slot.value;
+  }
+
   clear(): void {
     this.entries.clear();
     this.weight = 0;

@@ -59,8 +59,8 @@ export function directLastMessage(nc: NatsConnection, kv: KV, key = ">"): () => 
 
 /** How long fresh() waits for the watch before it fails (a caller is answered, never hung). */
 export const FRESH_WAIT_MS = 5_000;
-/** After this long without reaching the bucket's last revision, a view with a barrier writes one. */
-const BARRIER_AFTER_MS = 1_000;
+/** After this long without reaching the bucket's last revision, the watch is opened again (and a barrier written, if any). */
+const REOPEN_AFTER_MS = 1_000;
 
 export class BucketView {
   /** The newest revision the watch delivered, and its time (epoch ms). */
@@ -71,6 +71,8 @@ export class BucketView {
   private watch?: FollowedBucket;
   /** The look the callers of this turn of the event loop share (sent at its end). */
   private gathering?: Promise<void>;
+  /** Direct gets are allowed on the stream (off on clusters, where a replica may answer behind its leader). */
+  private direct = false;
   /** Epoch ms at which the last completed look was sent (for freshAsOf). */
   private syncedAt = 0;
 
@@ -82,7 +84,9 @@ export class BucketView {
 
   /** Follows the bucket until stop(); resolves once the view holds what the bucket held at the start. */
   async start(waitMs = 60_000): Promise<void> {
-    this.created = (await this.kv.status()).streamInfo.created;
+    const status = await this.kv.status();
+    this.created = status.streamInfo.created;
+    this.direct = status.streamInfo.config.allow_direct === true;
     this.watch = await followBucket(
       this.kv,
       {
@@ -144,7 +148,7 @@ export class BucketView {
    */
   private async look(waitMs: number): Promise<void> {
     const { lastMessage } = this.options;
-    if (!lastMessage) return this.lookAtStream(waitMs);
+    if (!lastMessage || !this.direct) return this.lookAtStream(waitMs);
     const sentAt = Date.now();
     const last = await lastMessage().catch(() => null);
     // No message, and none ever seen: nothing to hold, nothing held.
@@ -154,7 +158,7 @@ export class BucketView {
       return this.lookAtStream(waitMs);
     }
     try {
-      await this.reach(last.seq, Math.min(waitMs, BARRIER_AFTER_MS));
+      await this.reach(last.seq, Math.min(waitMs, REOPEN_AFTER_MS));
     } catch {
       return this.lookAtStream(waitMs);
     }
@@ -164,6 +168,7 @@ export class BucketView {
   private async lookAtStream(waitMs: number): Promise<void> {
     const sentAt = Date.now();
     const status = await this.kv.status();
+    this.direct = status.streamInfo.config.allow_direct === true;
     const until = Date.now() + waitMs;
     // The view still holds an older bucket's entries: wait for it to start over (a missed advisory is made up by looking now).
     const stale = () => this.created !== undefined && this.created !== status.streamInfo.created;
@@ -176,12 +181,15 @@ export class BucketView {
     }
     const target = status.streamInfo.state.last_seq;
     if (this.revision < target) {
-      const { barrier } = this.options;
       try {
-        await this.reach(target, barrier ? Math.min(waitMs, BARRIER_AFTER_MS) : waitMs);
-      } catch (error) {
-        if (!barrier) throw error;
-        await this.reach(await barrier(), waitMs);
+        await this.reach(target, Math.min(waitMs, REOPEN_AFTER_MS));
+      } catch {
+        // A watch whose server was lost delivers nothing until nats.js misses its heartbeats: open it again now.
+        this.watch?.reopen();
+        const { barrier } = this.options;
+        const left = Math.max(0, until - Date.now());
+        // The bucket's last message may be one no watch delivers (removed from the stream): a barrier write is one.
+        await this.reach(barrier ? await barrier() : target, left);
       }
     }
     this.syncedAt = Math.max(this.syncedAt, sentAt);

@@ -49,8 +49,11 @@ export type Loop = {
   readonly restarts: number;
 };
 
-/** A followed bucket: `recheck` looks at once whether it was made again (starting the watch over if so; true then). */
-export type FollowedBucket = Loop & { recheck(): Promise<boolean> };
+/**
+ * A followed bucket: `recheck` looks at once whether it was made again (starting the watch over if so; true then);
+ * `reopen` opens the watch again after the last entry delivered (for a watch that stopped delivering, e.g. on a lost server).
+ */
+export type FollowedBucket = Loop & { recheck(): Promise<boolean>; reopen(): void };
 
 /** A supervised loop, plus closing its iterator so that it is re-opened. */
 type Supervisor = Loop & { reopen(): void };
@@ -156,6 +159,7 @@ export async function followBucket(
       return loop.restarts;
     },
     recheck: recreated,
+    reopen: () => loop.reopen(),
     stop() {
       clearInterval(check);
       clearInterval(watching);

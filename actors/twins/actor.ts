@@ -34,7 +34,8 @@ export async function startTwinsActor(
   limits: TwinLimits = DEFAULT_TWIN_LIMITS,
 ): Promise<ServedActor> {
   const writer = twinWriter(nc);
-  const deps: TwinsDeps = { stores: kvTwinStores(nc, options.storage, limits), writer, maxPayload: nc.info?.max_payload };
+  const stores = kvTwinStores(nc, options.storage, limits, options.log.child({ actor: "twins" }));
+  const deps: TwinsDeps = { stores, writer, maxPayload: nc.info?.max_payload };
   return serveActor(
     nc,
     {
@@ -48,6 +49,9 @@ export async function startTwinsActor(
       ],
     },
     options,
-    () => writer.stop(),
+    async () => {
+      writer.stop();
+      await stores.close();
+    },
   );
 }

@@ -351,36 +351,14 @@ export async function putTwins(input: TwinPutRequest, ctx: RequestContext, deps:
   return reply(body, 200, { ETag: formatTwinEtag(version) });
 }
 
-/** The visible state of a twin: commit protocol applied, deletes dropped, versions and times kept. */
-export function visibleState(entries: TwinEntry[], group?: string): TwinGetReply {
-  const gate = new TwinCommitGate();
-  const latest = new Map<string, TwinEntry>();
-  for (const entry of entries.sort((a, b) => a.revision - b.revision)) {
-    for (const visible of gate.feed(entry)) latest.set(visible.key, visible);
-  }
-  // Maps without a prototype: groups and names come from keys a device may have written.
-  const out: TwinGetReply = { desired: Object.create(null), reported: Object.create(null) };
-  for (const entry of latest.values()) {
-    const parsed = parseTwinKey(entry.key);
-    if (parsed?.kind !== "property" || entry.operation !== "PUT") continue;
-    if (group !== undefined && parsed.group !== group) continue;
-    const side = (out[parsed.side][parsed.group] ??= Object.create(null));
-    const value: TwinValue = { value: entry.value, version: entry.revision, updated_at: entry.created.toISOString() };
-    side[parsed.name] = value;
-  }
-  return out;
-}
-
 export async function getTwins(input: TwinGetRequest, ctx: RequestContext, deps: TwinsDeps): Promise<Reply<TwinGetReply>> {
   requireGroup(ctx, READERS, WRITERS);
   if (input.group !== undefined) checkTwinName(input.group, "/query/group");
   const bucket = await deps.stores.open(input, false);
   if (!bucket) return reply({ desired: {}, reported: {} }, 200, input.group !== undefined ? { ETag: formatTwinEtag(0) } : {});
-  const entries = await bucket.entries();
-  const state = visibleState(entries, input.group);
-  if (input.group === undefined) return reply(state);
-  const commit = readCommit(entries.filter((e) => e.key === twinCommitKey(input.group!)).at(-1));
-  return reply(state, 200, { ETag: formatTwinEtag(commit?.version ?? 0) });
+  const state = await bucket.state();
+  if (input.group === undefined) return reply(state.visible());
+  return reply(state.visible(input.group), 200, { ETag: state.etag(input.group) });
 }
 
 /**

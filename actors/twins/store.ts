@@ -10,14 +10,16 @@ import { TWIN_BUCKET_MAX_BYTES, TWIN_BUCKET_PREFIX, twinBucket, twinBucketOption
 import { toTwinEntry, type TwinEntry } from "../../platform/twin-commit.ts";
 import { insufficientStorage } from "../../subjects/errors.ts";
 import { BoundedCache } from "../../platform/bounded-cache.ts";
-import { readKv } from "../runtime/kv.ts";
+import { createLogger, type Logger } from "../../platform/logger.ts";
+import { TwinState } from "./state.ts";
+import { TwinViews } from "./views.ts";
 import { unlessGone } from "../runtime/recreate.ts";
 
 /** One twin's bucket. */
 export interface TwinBucketStore {
   get(key: string): Promise<TwinEntry | undefined>;
-  /** Every stored revision of every key, in revision order. */
-  entries(): Promise<TwinEntry[]>;
+  /** The twin's visible state, with every write acknowledged before the call (in any process). */
+  state(): Promise<TwinState>;
   put(key: string, value: string): Promise<number>;
   /** Deletes (a marker); returns the marker's revision. */
   remove(key: string): Promise<number>;
@@ -31,6 +33,8 @@ export interface TwinBucketStore {
 export interface TwinStores {
   /** The twin's bucket; created when `create`, else undefined when it does not exist. */
   open(address: TwinAddress, create: boolean): Promise<TwinBucketStore | undefined>;
+  /** Ends the views of read twins. */
+  close(): Promise<void>;
 }
 
 const CACHE_MAX = 10_000;
@@ -53,9 +57,11 @@ export type TwinLimits = {
   maxTwins: number;
   /** What one twin's bucket may hold (DERRICK_TWIN_MAX_BYTES). */
   maxBytes: number;
+  /** Most twins read from memory at once (DERRICK_TWIN_VIEWS): each is a watch on the server and its values here. */
+  views: number;
 };
 
-export const DEFAULT_TWIN_LIMITS: TwinLimits = { maxTwins: 5000, maxBytes: TWIN_BUCKET_MAX_BYTES };
+export const DEFAULT_TWIN_LIMITS: TwinLimits = { maxTwins: 5000, maxBytes: TWIN_BUCKET_MAX_BYTES, views: 1000 };
 
 /** How long a count of the server's twin streams is trusted before it is taken again. */
 const COUNT_FRESH_MS = 30_000;
@@ -64,8 +70,10 @@ export function kvTwinStores(
   nc: NatsConnection,
   policy: StoragePolicy = SINGLE_NODE,
   limits: TwinLimits = DEFAULT_TWIN_LIMITS,
+  log: Logger = createLogger("silent"),
 ): TwinStores {
   const kvm = new Kvm(nc);
+  const views = new TwinViews(nc, log, limits.views);
   let jsm: Promise<JetStreamManager> | undefined;
   const twinCount = streamCounter(() => (jsm ??= jetstreamManager(nc)), `$KV.${TWIN_BUCKET_PREFIX}*.>`);
   const open = new BoundedCache<string, Promise<KV>>({ max: CACHE_MAX });
@@ -120,7 +128,7 @@ export function kvTwinStores(
       }
       // A cached handle outlives its stream when the bucket is deleted (an operator, a lost store):
       // an operation that fails is checked against the stream, and a gone one is forgotten here.
-      return new KvTwinBucket(await kv, {
+      return new KvTwinBucket(await kv, views, name, {
         async gone() {
           // The stream lookup's own failure (NATS away) leaves the first error to be thrown.
           if (await exists(name).catch(() => true)) return false;
@@ -130,6 +138,7 @@ export function kvTwinStores(
         recreate: () => create(name, address),
       });
     },
+    close: () => views.stop(),
   };
 }
 
@@ -173,6 +182,8 @@ export type TwinBucketRecovery = {
 export class KvTwinBucket implements TwinBucketStore {
   constructor(
     public kv: KV,
+    private readonly views: TwinViews,
+    private readonly name: string,
     private readonly recovery?: TwinBucketRecovery,
   ) {}
 
@@ -214,8 +225,8 @@ export class KvTwinBucket implements TwinBucketStore {
     }, undefined);
   }
 
-  entries(): Promise<TwinEntry[]> {
-    return this.read(async (kv) => (await readKv(kv, { history: true })).map(toTwinEntry), []);
+  state(): Promise<TwinState> {
+    return this.read((kv) => this.views.stateOf(this.name, kv), new TwinState());
   }
 
   put(key: string, value: string): Promise<number> {

@@ -34,7 +34,7 @@ function hooked(
           if (key.startsWith("twin_properties/")) await beforeValueRead(key);
           return bucket.get(key);
         },
-        entries: () => bucket.entries(),
+        state: () => bucket.state(),
         put: (key, value) => bucket.put(key, value),
         remove: (key) => bucket.remove(key),
         swap: async (key, value, expected) => {
@@ -44,6 +44,7 @@ function hooked(
       };
       return wrapped;
     },
+    close: () => stores.close(),
   };
 }
 

@@ -20,7 +20,7 @@ describe("twin reads on nats-server 2.9", () => {
     const spy = a.subscribe("$JS.API.>", { callback: (_e, msg) => void seen.push(msg.subject) });
     await a.flush();
     const address: TwinAddress = { organization: "acme", environment: "reads", twinId: "t1" };
-    const small = { maxTwins: 0, maxBytes: 64 * 1024 };
+    const small = { maxTwins: 0, maxBytes: 64 * 1024, views: 10 };
     const created = await kvTwinStores(a, undefined, small).open(address, true);
     await created!.put(twinKey("g", "desired", "x"), "1");
     const read = await (await kvTwinStores(b, undefined, small).open(address, false))!.get(twinKey("g", "desired", "x"));
