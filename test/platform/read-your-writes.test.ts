@@ -1,0 +1,80 @@
+/**
+ * Read-your-writes across processes: two derricks on one nats-server, A with the edge and B without,
+ * both serving the same actors, so each request lands on either (queue groups). A write acknowledged
+ * by one must be seen by the next read, whichever process answers it (a view that applies an entry
+ * wrongly fails here). A watch lagging behind the read, which the freshness look covers, is pinned by
+ * bucket-view.test.ts: here a watch is faster than an HTTP round trip.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Svcm } from "@nats-io/services";
+import { startDerrick, startTestNats, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { json } from "../harness/json.ts";
+import type { Subscription } from "../../subjects/notifications.ts";
+import { serviceName } from "../../subjects/index.ts";
+import type { TwinGetReply } from "../../subjects/twins.ts";
+
+const ROUNDS = 40;
+let nats: TestNats;
+let a: TestDerrick;
+let b: TestDerrick;
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  const env = { DERRICK_CALLBACK_ALLOW_HTTP: "true", DERRICK_CALLBACK_ALLOW_CIDRS: "127.0.0.0/8" };
+  a = await startDerrick(nats, { actors: ["identity", "notifications", "twins"], env });
+  b = await startDerrick(nats, { actors: ["notifications", "twins"], edge: false, env });
+});
+
+afterAll(async () => {
+  await b?.cleanup();
+  await a?.cleanup();
+  await nats?.cleanup();
+});
+
+describe("read-your-writes across actor processes", () => {
+  it("subscriptions: each one created is in the list read right after, and gone from it right after its delete", async () => {
+    const types = ["PublishData", "ProjectCreated", "PlanShared", "MasterPlanChanged"];
+    for (let round = 0; round < ROUNDS; round++) {
+      const type = types[round % types.length]!;
+      const created = await a.call(`/v1/notifications/subscriptions/types/${type}`, {
+        method: "POST",
+        body: JSON.stringify({ subscriber: `rw-${round}`, callback_uri: `http://127.0.0.1:9/rw/${round}` }),
+      });
+      expect(created.status).toBe(200);
+      const { subscription_id } = await json<Subscription>(created);
+      const listed = await json<Subscription[]>(await a.call("/v1/notifications/subscriptions"));
+      expect(listed.find((s) => s.subscription_id === subscription_id)?.callback_uri).toBe(`http://127.0.0.1:9/rw/${round}`);
+      expect((await a.call(`/v1/notifications/subscriptions/${subscription_id}/secret`)).status).toBe(200);
+      expect((await a.call(`/v1/notifications/subscriptions/${subscription_id}`, { method: "DELETE" })).status).toBe(200);
+      const after = await json<Subscription[]>(await a.call("/v1/notifications/subscriptions"));
+      expect(after.map((s) => s.subscription_id)).not.toContain(subscription_id);
+    }
+  });
+
+  it("twins: each PUT's value is what the GET right after reads, with the PUT's ETag", async () => {
+    const path = "/api/twin-properties/v1/acme/prod/rw-1/twin-properties";
+    for (let round = 0; round < ROUNDS; round++) {
+      const put = await a.call(path, {
+        as: "admin",
+        partition: null,
+        method: "PUT",
+        body: JSON.stringify({ group: "g", twins: [{ name: "p", value: `v${round}` }] }),
+      });
+      expect(put.status).toBe(200);
+      const got = await a.call(`${path}?group=g`, { as: "admin", partition: null });
+      expect((await json<TwinGetReply>(got)).desired.g?.p?.value).toBe(`v${round}`);
+      expect(got.headers.get("etag")).toBe(put.headers.get("etag"));
+    }
+  });
+
+  it.for(["notifications", "twins"])(
+    "%s: both processes answered requests (else the rounds above prove nothing about a second one)",
+    async (actor) => {
+      const answered: number[] = [];
+      const stats = await new Svcm(a.nc).client({ strategy: "timer", maxWait: 500 }).stats(serviceName(actor));
+      for await (const instance of stats) answered.push((instance.endpoints ?? []).reduce((sum, e) => sum + e.num_requests, 0));
+      expect(answered).toHaveLength(2);
+      for (const count of answered) expect(count).toBeGreaterThan(5);
+    },
+  );
+});
