@@ -9,6 +9,9 @@ import { cashFlows, priceAt, productionProfile } from "./cashflow.ts";
 import { areaKm2, bbox, geometryProblems } from "./polygon.ts";
 import { createRandom } from "./prng.ts";
 
+/** Values of consecutive years from `from`: a cash-flow series as the indicators take it. */
+const yearly = (values: number[], from = 2026) => values.map((value, i) => ({ year: from + i, value }));
+
 const MODELS = [DependencyModel.independent, DependencyModel.commonFactor, DependencyModel.fullyDependent] as const;
 const G3 = { pc: 0.6, ps: [0.5, 0.4, 0.3], means: [100, 50, 30] };
 
@@ -332,7 +335,7 @@ describe("reporting math - outcome tree size", () => {
 });
 
 describe("reporting math - economics", () => {
-  const G13 = [{ year: 2026, value: -1000 }, ...[1, 2, 3, 4, 5].map((k) => ({ year: 2026 + k, value: 300 }))];
+  const G13 = yearly([-1000, 300, 300, 300, 300, 300]);
 
   it("G13 - −1000 then +300 × 5 at 10% end-of-year: NPV 137.236, IRR 15.238%", () => {
     expect(npv(G13, 0.1, 2026)).toBeCloseTo(137.236, 3);
@@ -348,66 +351,27 @@ describe("reporting math - economics", () => {
   });
 
   it("indicators - IRR and payout are null when the flows never change sign or never pay out", () => {
-    expect(
-      irr([
-        { year: 2026, value: -10 },
-        { year: 2027, value: -5 },
-      ]),
-    ).toBeNull();
+    expect(irr(yearly([-10, -5]))).toBeNull();
     expect(irr([{ year: 2026, value: 10 }])).toBeNull();
     // All-zero flows: NPV is 0 at every rate, no rate is "the" IRR (not the scan's first rate, −99%).
-    expect(
-      irr([
-        { year: 2026, value: 0 },
-        { year: 2027, value: 0 },
-      ]),
-    ).toBeNull();
-    expect(
-      payoutYear([
-        { year: 2026, value: -10 },
-        { year: 2027, value: 5 },
-      ]),
-    ).toBeNull();
+    expect(irr(yearly([0, 0]))).toBeNull();
+    expect(payoutYear(yearly([-10, 5]))).toBeNull();
   });
 
   it("indicators - IRR finds two roots closer than the scan's step, the lowest first, and rates beyond 10,000%", () => {
     // NPV(r) = −1 + 2.21/(1+r) − 1.221016/(1+r)²: roots at 10.2% and 10.8%, NPV < 0 on both sides.
-    const close = [
-      { year: 2026, value: -1 },
-      { year: 2027, value: 2.21 },
-      { year: 2028, value: -1.221016 },
-    ];
+    const close = yearly([-1, 2.21, -1.221016]);
     expect(irr(close)!).toBeCloseTo(0.102, 9);
     expect(npv(close, irr(close)!, 2026)).toBeCloseTo(0, 12);
-    expect(
-      irr([
-        { year: 2026, value: -1 },
-        { year: 2027, value: 200 },
-      ])!,
-    ).toBeCloseTo(199, 6);
+    expect(irr(yearly([-1, 200]))!).toBeCloseTo(199, 6);
     // A dip that stays below zero is not a root.
-    expect(
-      irr([
-        { year: 2026, value: -1 },
-        { year: 2027, value: 2.2 },
-        { year: 2028, value: -1.3 },
-      ]),
-    ).toBeNull();
+    expect(irr(yearly([-1, 2.2, -1.3]))).toBeNull();
   });
 
   it("indicators - payout is the year cumulative NCF turns positive: exactly 0 has not paid out", () => {
-    const flows = [
-      { year: 2026, value: -100 },
-      { year: 2027, value: 100 },
-      { year: 2028, value: 50 },
-    ];
+    const flows = yearly([-100, 100, 50]);
     expect(payoutYear(flows)).toBe(2028);
-    expect(
-      payoutYear([
-        { year: 2026, value: -100 },
-        { year: 2027, value: 100 },
-      ]),
-    ).toBeNull();
+    expect(payoutYear(yearly([-100, 100]))).toBeNull();
   });
 
   it("indicators - break-even Pg is null when the success case is worth nothing or less (no Pg in [0, 1] breaks even)", () => {
