@@ -9,6 +9,15 @@ import { cashFlows, priceAt, productionProfile } from "./cashflow.ts";
 import { areaKm2, bbox, geometryProblems } from "./polygon.ts";
 import { createRandom } from "./prng.ts";
 
+/** A closed ring around a rectangle, counter-clockwise from its lower-left corner. */
+const rectangle = (x0: number, y0: number, x1: number, y1: number) => [
+  [x0, y0],
+  [x1, y0],
+  [x1, y1],
+  [x0, y1],
+  [x0, y0],
+];
+
 /** Values of consecutive years from `from`: a cash-flow series as the indicators take it. */
 const yearly = (values: number[], from = 2026) => values.map((value, i) => ({ year: from + i, value }));
 
@@ -515,40 +524,13 @@ describe("reporting math - polygons", () => {
 
   it("polygons - open rings, short rings and out-of-range positions are named", () => {
     expect(
-      geometryProblems({
-        type: "Polygon",
-        coordinates: [
-          [
-            [0, 0],
-            [1, 0],
-            [1, 1],
-            [0, 1],
-          ],
-        ],
-      })[0]!.pointer,
+      // Open: the last position is not the first.
+      geometryProblems({ type: "Polygon", coordinates: [rectangle(0, 0, 1, 1).slice(0, -1)] })[0]!.pointer,
     ).toBe("/coordinates/0");
     // A hole must lie inside the exterior ring; a valid hole reduces the area, and the area never goes negative.
-    const outer = [
-      [0, 0],
-      [1, 0],
-      [1, 1],
-      [0, 1],
-      [0, 0],
-    ];
-    const hole = [
-      [0.25, 0.25],
-      [0.75, 0.25],
-      [0.75, 0.75],
-      [0.25, 0.75],
-      [0.25, 0.25],
-    ];
-    const farHole = [
-      [10, 10],
-      [12, 10],
-      [12, 12],
-      [10, 12],
-      [10, 10],
-    ];
+    const outer = rectangle(0, 0, 1, 1);
+    const hole = rectangle(0.25, 0.25, 0.75, 0.75);
+    const farHole = rectangle(10, 10, 12, 12);
     expect(geometryProblems({ type: "Polygon", coordinates: [outer, hole] })).toEqual([]);
     expect(areaKm2({ type: "Polygon", coordinates: [outer, hole] })).toBeCloseTo(
       areaKm2({ type: "Polygon", coordinates: [outer] }) * 0.75,
