@@ -9,6 +9,19 @@ import { cashFlows, priceAt, productionProfile } from "./cashflow.ts";
 import { areaKm2, bbox, geometryProblems } from "./polygon.ts";
 import { createRandom } from "./prng.ts";
 
+/** A field of 100 units: two wells a year at 3, a 13% plateau, decline from half produced at 18% a year. */
+const FIELD = {
+  firstYear: 2030,
+  recoverable: 100,
+  wellsPerYear: 2,
+  wellRatePerYear: 3,
+  plateauFraction: 0.13,
+  declineStartRemaining: 0.5,
+  declineRate: 0.18,
+  economicLimit: 0,
+  maxYears: 200,
+};
+
 /** A closed ring around a rectangle, counter-clockwise from its lower-left corner. */
 const rectangle = (x0: number, y0: number, x1: number, y1: number) => [
   [x0, y0],
@@ -404,17 +417,7 @@ describe("reporting math - economics", () => {
   });
 
   it("cash flows - the production profile builds up, holds the plateau, declines and produces exactly the recoverable volume", () => {
-    const profile = productionProfile({
-      firstYear: 2030,
-      recoverable: 100,
-      wellsPerYear: 2,
-      wellRatePerYear: 3,
-      plateauFraction: 0.13,
-      declineStartRemaining: 0.5,
-      declineRate: 0.18,
-      economicLimit: 0,
-      maxYears: 200,
-    });
+    const profile = productionProfile(FIELD);
     expect(profile[0]).toEqual({ year: 2030, volume: 6 });
     expect(profile[2]!.volume).toBeCloseTo(13, 12);
     const total = profile.reduce((a, p) => a + p.volume, 0);
@@ -424,46 +427,24 @@ describe("reporting math - economics", () => {
   });
 
   it("cash flows - decline from the start (declineStartRemaining 1) declines from the first year's rate, as 0.99 does, instead of producing nothing", () => {
-    const model = {
-      firstYear: 2030,
-      recoverable: 100,
-      wellsPerYear: 2,
-      wellRatePerYear: 3,
-      plateauFraction: 0.13,
-      declineRate: 0.18,
-      economicLimit: 0,
-      maxYears: 200,
-    };
-    const all = productionProfile({ ...model, declineStartRemaining: 1 });
+    const all = productionProfile({ ...FIELD, declineStartRemaining: 1 });
     expect(all.slice(0, 3).map((p) => p.volume)).toEqual([6, expect.closeTo(4.92, 12), expect.closeTo(4.0344, 12)]);
-    expect(all).toEqual(productionProfile({ ...model, declineStartRemaining: 0.99 }));
+    expect(all).toEqual(productionProfile({ ...FIELD, declineStartRemaining: 0.99 }));
   });
 
   it("cash flows - the economic limit ends the decline, not the build-up: a first year below it still ramps up", () => {
     // One well a year at 0.4: 0.4, 0.8, 1.2, … — a limit of 0.5 ended the field before its first year.
-    const profile = productionProfile({
-      firstYear: 2030,
-      recoverable: 100,
-      wellsPerYear: 1,
-      wellRatePerYear: 0.4,
-      plateauFraction: 0.1,
-      declineStartRemaining: 0.5,
-      declineRate: 0.18,
-      economicLimit: 0.5,
-      maxYears: 200,
-    });
+    const profile = productionProfile({ ...FIELD, wellsPerYear: 1, wellRatePerYear: 0.4, plateauFraction: 0.1, economicLimit: 0.5 });
     expect(profile.slice(0, 3).map((p) => p.volume)).toEqual([0.4, 0.8, expect.closeTo(1.2, 12)]);
     // In decline the limit still ends production: a fast decline stops once the rate falls below it.
     const fast = productionProfile({
-      firstYear: 2030,
-      recoverable: 100,
+      ...FIELD,
       wellsPerYear: 10,
       wellRatePerYear: 1,
       plateauFraction: 0.1,
       declineStartRemaining: 0.9,
       declineRate: 0.5,
       economicLimit: 2,
-      maxYears: 200,
     });
     expect(fast.map((p) => p.volume)).toEqual([10, 5, 2.5]);
   });
