@@ -1,7 +1,7 @@
 /**
  * Wiring of the `reporting` actor: opens the assessment buckets and serves the entity and
  * aggregation endpoints. Stateless beyond NATS: start more processes to scale; they share the
- * cache in KV.
+ * cache in KV, each holding the results it read last in memory (result-memory.ts).
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import {
@@ -27,10 +27,14 @@ import {
   type ReportingDeps,
 } from "./handlers.ts";
 import { assessmentStore, openStores } from "./store.ts";
+import { ResultMemory } from "./result-memory.ts";
 
 export async function startReportingActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {
-  const stores = await openStores(nc, options.storage, options.log.child({ actor: "reporting" }));
-  const deps: ReportingDeps = { store: assessmentStore(stores) };
+  const log = options.log.child({ actor: "reporting" });
+  const stores = await openStores(nc, options.storage, log);
+  const results = new ResultMemory(stores.cache, nc, log);
+  await results.start();
+  const deps: ReportingDeps = { store: assessmentStore(stores, { results }) };
   return serveActor(
     nc,
     {
@@ -48,6 +52,9 @@ export async function startReportingActor(nc: NatsConnection, options: RuntimeOp
       ],
     },
     options,
-    async () => stores.close?.(),
+    async () => {
+      stores.close?.();
+      await results.stop();
+    },
   );
 }

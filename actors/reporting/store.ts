@@ -13,6 +13,7 @@ import type { Logger } from "../../platform/logger.ts";
 import type { Collection } from "../../subjects/reporting.ts";
 import { CAS_ATTEMPTS, DependentsLedger, deleteAt, putAt, sleep } from "./dependents.ts";
 import { type Envelope, envelopeOfVersion, indexWith, nextEnvelope } from "./store-rules.ts";
+import type { CachedRead, ResultMemory } from "./result-memory.ts";
 
 export type { Envelope };
 
@@ -124,6 +125,8 @@ export type StoreOptions = {
   maxDependents?: number;
   /** The pause after a lost compare-and-set (a timer by default). */
   pause?: (ms: number) => Promise<void>;
+  /** Results held in memory (a started ResultMemory over the same cache bucket); without it every hit reads KV. */
+  results?: ResultMemory;
 };
 
 export function assessmentStore(stores: Stores, options: StoreOptions = {}): AssessmentStore {
@@ -135,6 +138,7 @@ export class KvAssessmentStore implements AssessmentStore {
   private readonly entities: KV;
   private readonly cache: KV;
   private readonly ledger: DependentsLedger;
+  private readonly results: ResultMemory | undefined;
 
   constructor(
     private readonly stores: Stores,
@@ -143,6 +147,7 @@ export class KvAssessmentStore implements AssessmentStore {
     this.entities = stores.entities;
     this.cache = stores.cache;
     this.ledger = new DependentsLedger(stores.cache, stores.entities, options.maxDependents ?? MAX_DEPENDENTS, options.pause ?? sleep);
+    this.results = options.results;
   }
 
   tracker(): Tracker {
@@ -206,7 +211,11 @@ export class KvAssessmentStore implements AssessmentStore {
     return this.ledger.invalidate(inputKeys);
   }
 
-  async cached(key: string): Promise<{ value: Uint8Array | undefined; revision: number }> {
+  cached(key: string): Promise<CachedRead> {
+    return this.results ? this.results.read(key, () => this.readCached(key)) : this.readCached(key);
+  }
+
+  private async readCached(key: string): Promise<CachedRead> {
     const entry = await this.cache.get(key);
     return { value: isLive(entry) ? entry.value : undefined, revision: entry?.revision ?? 0 };
   }

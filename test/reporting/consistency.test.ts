@@ -6,6 +6,7 @@
 import { describe, expect } from "vitest";
 import { startDerrick, type TestDerrick } from "../harness/index.ts";
 import { json } from "../harness/json.ts";
+import { BUCKETS } from "../../actors/reporting/store.ts";
 import { put, reportingTest, segment } from "./helpers.ts";
 
 const ROUNDS = 12;
@@ -69,5 +70,28 @@ describe("reporting consistency across processes", () => {
     expect((await a.call("/assessments/v1/segmentanalyses/ryw-d1", { as: "admin", method: "DELETE" })).status).toBe(204);
     const res = await b.call("/assessments/v1/prospectanalysisaggregation/pa-ryw-d");
     expect(res.status).toBe(409);
+  });
+
+  it("consistency - after a purge of the result cache (the results' lists of inputs gone with it), a write is still seen by the other process", async ({
+    derrick: a,
+    other: b,
+    jsm,
+  }) => {
+    const path = "prospectanalysisaggregation/pa-ryw-p";
+    await put(a, "segmentanalyses", "ryw-p1", segment("RYW purge", 0.4, 10, 100, { prospectId: "p-ryw-p" }));
+    await put(a, "prospectanalyses", "pa-ryw-p", {
+      prospect: { id: "p-ryw-p", name: "RYW purge" },
+      segmentAnalysisIds: ["ryw-p1"],
+      dependency: { model: "independent" },
+      simulation: { trials: 200, seed: 1 },
+    });
+    await aggregation(b, path);
+    expect((await aggregation(b, path)).cache).toBe("hit");
+    // An operator's purge: no watch hears it, and the write below finds no result listed under its input to delete.
+    await jsm.streams.purge(`KV_${BUCKETS.cache}`);
+    expect((await put(a, "segmentanalyses", "ryw-p1", segment("RYW purge", 0.6, 10, 100, { prospectId: "p-ryw-p" }))).status).toBe(200);
+    const after = await aggregation(b, path);
+    expect(after.cache).toBe("miss");
+    expect(after.body.segments[0].pg).toBeCloseTo(0.6, 12);
   });
 });
