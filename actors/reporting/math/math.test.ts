@@ -2,8 +2,16 @@
 import { describe, expect, it } from "vitest";
 import { chanceOfSuccess, jointProbabilityPartial, riskedMean, DependencyModel } from "./chance.ts";
 import { fitLognormal, swansonMean, volumeModel } from "./lognormal.ts";
-import { apportion, exceedanceFraction, simulate, successCaseDrawer, successCasePercentiles, successCaseSummary } from "./monte-carlo.ts";
-import { EXACT_MAX_SEGMENTS, allotOutcomes, outcomeTree } from "./outcome-tree.ts";
+import {
+  apportion,
+  drawSuccesses,
+  exceedanceFraction,
+  simulate,
+  successCaseDrawer,
+  successCasePercentiles,
+  successCaseSummary,
+} from "./monte-carlo.ts";
+import { EXACT_MAX_SEGMENTS, OutcomeCounts, allotOutcomes, outcomeTree, type TreeInput } from "./outcome-tree.ts";
 import { breakevenPg, breakevenPrice, emv, irr, maxExposure, npv, payoutYear, profitToInvestment } from "./indicators.ts";
 import { cashFlows, priceAt, productionProfile } from "./cashflow.ts";
 import { areaKm2, bbox, geometryProblems } from "./polygon.ts";
@@ -340,6 +348,87 @@ describe("reporting math - outcome tree size", () => {
     const sampled =
       sumOf(tree.leaves.map((l) => l.probability * l.volumeMean)) + (tree.other?.probability ?? 0) * (tree.other?.volumeMean ?? 0);
     expect(Math.abs(sampled - exact) / exact).toBeLessThan(0.02);
+  });
+
+  it("trees - a sampled tree is what counting drawSuccesses' outcomes gives: most frequent first, ties as first seen, the rest folded", () => {
+    // The plain way (a string key per trial, a stable sort by count), against which the typed-array counting is held.
+    const reference = ({ model, pc, ps, means, trials, seed }: TreeInput, maxLeaves: number) => {
+      const rng = createRandom(seed);
+      const state = new Uint8Array(ps.length);
+      const counts = new Map<string, number>();
+      for (let t = 0; t < trials; t++) {
+        drawSuccesses(rng, model, model === "independent" ? pc : 1, ps, state);
+        const key = [...state].join("");
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      const sorted = [...counts].sort((x, y) => y[1] - x[1]);
+      const keep = sorted.length > maxLeaves ? maxLeaves - 1 : sorted.length;
+      const parent = model === "independent" ? 1 : pc;
+      const volume = (key: string) => [...key].reduce((acc, c, i) => (c === "1" ? acc + means[i]! : acc), 0);
+      const folded = sorted.slice(keep);
+      const foldedCount = sumOf(folded.map(([, c]) => c));
+      let weighted = 0;
+      for (const [key, count] of folded) for (let i = 0; i < key.length; i++) if (key[i] === "1") weighted += count * means[i]!;
+      return {
+        leaves: sorted.slice(0, keep).map(([key, count]) => ({
+          states: [...key].map((c) => c === "1"),
+          branchProbability: count / trials,
+          probability: (parent * count) / trials,
+          volumeMean: volume(key),
+        })),
+        other: folded.length
+          ? {
+              outcomes: folded.length,
+              branchProbability: foldedCount / trials,
+              probability: (parent * foldedCount) / trials,
+              volumeMean: weighted / foldedCount,
+            }
+          : undefined,
+      };
+    };
+    const cases: Array<[TreeInput, number]> = [
+      [
+        { model: "commonFactor", pc: 0.7, ps: Array.from({ length: 20 }, (_, i) => (i % 4 ? 0.9 : 0.2)), means: [], trials: 5000, seed: 3 },
+        300,
+      ],
+      [{ model: "independent", pc: 0.9, ps: Array.from({ length: 40 }, (_, i) => 0.3 + i / 100), means: [], trials: 4000, seed: 8 }, 1000],
+      [
+        {
+          model: "commonFactor",
+          pc: 0.5,
+          ps: Array.from({ length: 64 }, (_, i) => (i > 48 ? 0.97 : 0.02)),
+          means: [],
+          trials: 3000,
+          seed: 1,
+        },
+        50,
+      ],
+    ];
+    for (const [input, maxLeaves] of cases) {
+      const means = input.ps.map((_, i) => 1.25 + 0.37 * i);
+      const tree = outcomeTree({ ...input, means }, maxLeaves);
+      const expected = reference({ ...input, means }, maxLeaves);
+      expect(tree.leaves).toEqual(expected.leaves);
+      expect(tree.other).toEqual(expected.other);
+    }
+  });
+
+  it("trees - OutcomeCounts tells outcomes apart by all 64 bits and orders them by count, ties as first seen", () => {
+    const seen = new OutcomeCounts(64, 10);
+    const add = (lo: number, hi: number, times = 1) => {
+      for (let k = 0; k < times; k++) seen.add(lo, hi);
+    };
+    add(1, 0);
+    add(0, 1, 3);
+    add(1, 1 << 31);
+    add(-1, -1, 3);
+    add(0, 0, 2);
+    expect(seen.size).toBe(5);
+    expect([...seen.byCount()]).toEqual([1, 3, 4, 0, 2]);
+    expect(seen.states(2).flatMap((s, i) => (s ? [i] : []))).toEqual([0, 63]);
+    expect(seen.states(3).every(Boolean)).toBe(true);
+    expect(seen.count(3)).toBe(3);
+    expect(() => new OutcomeCounts(65, 1)).toThrow(RangeError);
   });
 
   it("trees - the outcome budget is shared across scenarios: small trees keep all theirs, the rest split what is left", () => {

@@ -5,7 +5,6 @@
  * `maxLeaves` are in docs/reporting.md#how-the-numbers-are-computed.
  */
 import { DependencyModel } from "./chance.ts";
-import { drawSuccesses } from "./monte-carlo.ts";
 import { createRandom } from "./prng.ts";
 
 export const EXACT_MAX_SEGMENTS = 16;
@@ -148,32 +147,37 @@ function commonNodes(pc: number): Pick<ProspectTree, "commonFailure" | "commonSu
 /**
  * Beyond the exact limit (independent, commonFactor): distinct outcomes seen in `trials` draws, with
  * their frequencies; commonFactor's common branch stays exact, so every draw goes to the combinations
- * under it. Outcomes past `maxLeaves` are folded from their keys: a million never become a million objects.
+ * under it. Outcomes past `maxLeaves` are folded from their counts: a million never become a million objects.
  */
 function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeaves: number): ProspectTree {
   const common = model !== DependencyModel.independent;
   if (common && !(pc > 0)) return { method: "MonteCarlo", ...commonNodes(pc), leaves: [] };
   const rng = createRandom(seed);
   const n = ps.length;
-  const state = new Uint8Array(n);
-  const chars = new Uint16Array(n);
-  const counts = new Map<string, number>();
   // Given common success (commonFactor): the common factors held, so draw with Pc = 1.
   const parent = common ? pc : 1;
   const commonSuccessTrials = trials;
+  const seen = new OutcomeCounts(n, trials);
+  // drawSuccesses' draws, in its order, straight into the outcome's bits: commonFactor with Pc = 1 still spends its
+  // common uniform (always held), and independent compares with Pc·ps_i.
+  const chance = Float64Array.from(ps, (p) => (common ? p : pc * p));
+  const low = Math.min(n, 32);
   for (let t = 0; t < trials; t++) {
-    drawSuccesses(rng, model, common ? 1 : pc, ps, state);
-    // One string per outcome, a char per segment ("1" success): one call, not n concatenations.
-    for (let i = 0; i < n; i++) chars[i] = state[i] ? 49 : 48;
-    const key = String.fromCharCode.apply(null, chars as unknown as number[]);
-    counts.set(key, (counts.get(key) ?? 0) + 1);
+    if (common) rng.uniform();
+    let lo = 0;
+    let hi = 0;
+    for (let i = 0; i < low; i++) lo |= (rng.uniform() < chance[i]! ? 1 : 0) << i;
+    for (let i = low; i < n; i++) hi |= (rng.uniform() < chance[i]! ? 1 : 0) << (i - 32);
+    seen.add(lo, hi);
   }
+  // Most frequent first, ties in the order first seen (what a stable sort by count gives).
+  const order = seen.byCount();
+  const keep = order.length > maxLeaves ? Math.max(0, maxLeaves - 1) : order.length;
   const leaves: TreeLeaf[] = [];
-  const sorted = [...counts.entries()].sort((x, y) => y[1] - x[1]);
-  counts.clear();
-  const keep = sorted.length > maxLeaves ? Math.max(0, maxLeaves - 1) : sorted.length;
-  for (const [key, count] of sorted.slice(0, keep)) {
-    const states = [...key].map((c) => c === "1");
+  for (let k = 0; k < keep; k++) {
+    const id = order[k]!;
+    const states = seen.states(id);
+    const count = seen.count(id);
     leaves.push({
       states,
       branchProbability: count / commonSuccessTrials,
@@ -182,20 +186,110 @@ function sampledTree({ model, pc, ps, means, trials, seed }: TreeInput, maxLeave
     });
   }
   let other: FoldedLeaves | undefined;
-  if (keep < sorted.length) {
+  if (keep < order.length) {
     let folded = 0;
     let weighted = 0;
-    for (let k = keep; k < sorted.length; k++) {
-      const [key, count] = sorted[k]!;
+    const mean = Float64Array.from({ length: n }, (_, i) => means[i] ?? 0);
+    for (let k = keep; k < order.length; k++) {
+      const id = order[k]!;
+      const count = seen.count(id);
       folded += count;
-      for (let i = 0; i < n; i++) if (key.charCodeAt(i) === 49) weighted += count * (means[i] ?? 0);
+      // The successful segments by their set bits, lowest first: the sum's terms in segment order, as before.
+      for (let w = 0; w < WORDS; w++) {
+        for (let bits = seen.word(id, w); bits !== 0; bits &= bits - 1) {
+          weighted += count * mean[32 * w + 31 - Math.clz32(bits & -bits)]!;
+        }
+      }
     }
     other = {
-      outcomes: sorted.length - keep,
+      outcomes: order.length - keep,
       branchProbability: folded / commonSuccessTrials,
       probability: (parent * folded) / trials,
       volumeMean: weighted / folded,
     };
   }
   return { method: "MonteCarlo", ...(common ? commonNodes(pc) : {}), leaves, ...(other ? { other } : {}) };
+}
+
+/** Words per outcome: up to 64 segments, a bit each, in two 32-bit words. */
+const WORDS = 2;
+
+/**
+ * Distinct outcomes (segment success bits, ≤ 64 segments) counted in an open-addressing table of typed arrays, in the
+ * order first seen: a string and a Map entry per trial made 64 segments × 1,000,000 trials take seconds.
+ */
+export class OutcomeCounts {
+  private readonly bits: Int32Array;
+  private readonly counts: Int32Array;
+  private readonly slots: Int32Array;
+  private readonly mask: number;
+  private distinct = 0;
+
+  constructor(
+    private readonly segments: number,
+    maxDistinct: number,
+  ) {
+    if (segments > 32 * WORDS) throw new RangeError(`at most ${32 * WORDS} segments, not ${segments}`);
+    const capacity = Math.max(1, maxDistinct);
+    this.bits = new Int32Array(capacity * WORDS);
+    this.counts = new Int32Array(capacity);
+    let size = 16;
+    while (size < capacity * 2) size *= 2;
+    this.slots = new Int32Array(size).fill(-1);
+    this.mask = size - 1;
+  }
+
+  get size(): number {
+    return this.distinct;
+  }
+
+  /** Counts one outcome: segment i succeeded when bit i of `lo` (i < 32) or bit i − 32 of `hi` is set. */
+  add(lo: number, hi: number): void {
+    let slot = (Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b) ^ (hi >>> 15)) & this.mask;
+    for (;;) {
+      const id = this.slots[slot]!;
+      if (id < 0) break;
+      if (this.bits[id * WORDS] === lo && this.bits[id * WORDS + 1] === hi) {
+        this.counts[id]!++;
+        return;
+      }
+      slot = (slot + 1) & this.mask;
+    }
+    const id = this.distinct++;
+    this.slots[slot] = id;
+    this.bits[id * WORDS] = lo;
+    this.bits[id * WORDS + 1] = hi;
+    this.counts[id] = 1;
+  }
+
+  count(id: number): number {
+    return this.counts[id]!;
+  }
+
+  /** Word `w` of the outcome's bits (segments 32·w to 32·w + 31). */
+  word(id: number, w: number): number {
+    return this.bits[id * WORDS + w]!;
+  }
+
+  success(id: number, segment: number): boolean {
+    return ((this.bits[id * WORDS + (segment >>> 5)]! >>> (segment & 31)) & 1) === 1;
+  }
+
+  states(id: number): boolean[] {
+    const out = new Array<boolean>(this.segments);
+    for (let i = 0; i < this.segments; i++) out[i] = this.success(id, i);
+    return out;
+  }
+
+  /** Outcome ids, most frequent first, ties in the order first seen (a counting sort: counts are at most the trials). */
+  byCount(): Int32Array {
+    let top = 0;
+    for (let id = 0; id < this.distinct; id++) top = Math.max(top, this.counts[id]!);
+    const start = new Int32Array(top + 2);
+    for (let id = 0; id < this.distinct; id++) start[top - this.counts[id]! + 1]!++;
+    for (let c = 1; c <= top + 1; c++) start[c]! += start[c - 1]!;
+    const order = new Int32Array(this.distinct);
+    for (let id = 0; id < this.distinct; id++) order[start[top - this.counts[id]!]!++] = id;
+    return order;
+  }
 }
