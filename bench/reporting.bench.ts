@@ -18,6 +18,11 @@
  * derrick (edge and actors) runs in a process of its own, as `derrick start` does, and this process
  * is its HTTP client: a client sharing the server's thread would add its own work and collections to
  * every latency measured. The in-process baselines run here, with their own NATS connection.
+ *
+ * Then the largest scenario aggregations the limits allow, cold (each result is larger than one KV value,
+ * so every GET computes it): two 16-segment scenarios (an outcome tree of 2^16 outcomes) and one scenario of
+ * 64 segments × 1,000,000 trials, through the edge and as a function call (compute, then JSON). Target: ≤ 1 s.
+ * BENCH_REPORTING_CASES=scenarios runs only these.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,7 +34,7 @@ import { startTestNats } from "../test/harness/index.ts";
 import { TEST_CLIENTS, edgeClient } from "../test/harness/derrick.ts";
 import { startPeer } from "./load.ts";
 import { connectNats } from "../platform/nats.ts";
-import { prospectAggregation, prospectModel } from "../actors/reporting/index.ts";
+import { prospectAggregation, prospectModel, scenarioAggregation } from "../actors/reporting/index.ts";
 import { validateEntity } from "../actors/reporting/validate.ts";
 import { BUCKETS, resultKey } from "../actors/reporting/store.ts";
 import { percentile, report, runLoad, type LoadResult } from "./lib.ts";
@@ -39,6 +44,44 @@ const TRIALS = Number(process.env.BENCH_REPORTING_TRIALS ?? 100_000);
 const COLD = Number(process.env.BENCH_REPORTING_COLD ?? 40);
 const CACHED = Number(process.env.BENCH_REPORTING_CACHED ?? 3000);
 const MAX_MS = 30_000;
+const SCENARIO_RUNS = Number(process.env.BENCH_REPORTING_SCENARIO_RUNS ?? 3);
+const ONLY_SCENARIOS = process.env.BENCH_REPORTING_CASES === "scenarios";
+
+/**
+ * The largest scenario aggregations the limits allow: segments per scenario, their dependency models, trials. Short keys:
+ * every outcome node names each segment, and 64 ids of 10 characters already pass the 64 MiB a reply may take.
+ */
+const SCENARIO_CASES = [
+  {
+    key: "tree16",
+    name: "two 16-segment scenarios (2^16-outcome tree)",
+    segments: 16,
+    models: ["commonFactor", "independent"],
+    trials: 1000,
+  },
+  { key: "w", name: "one scenario, 64 segments × 1,000,000 trials", segments: 64, models: ["commonFactor"], trials: 1_000_000 },
+] as const;
+const scenarioSegment = (key: string, i: number) => ({
+  name: `${key} segment ${i}`,
+  prospectId: `p-${key}`,
+  riskFactors: [{ name: "trap", probability: 0.3 + (i % 16) / 40 }],
+  volumes: { oil: { unit: "MMbbl", p90: 5 + i, p10: 50 + 5 * i } },
+});
+const scenarioAnalysis = (key: string, count: number, model: string) => ({
+  prospect: { id: `p-${key}`, name: key },
+  segmentAnalysisIds: Array.from({ length: count }, (_, i) => `${key}${i}`),
+  dependency: { model, commonFactors: [{ name: "charge", probability: 0.8 }] },
+});
+const scenarioSet = (key: string, models: readonly string[], trials: number) => ({
+  prospectId: `p-${key}`,
+  scenarios: models.map((model, i) => ({
+    scenarioId: `sc${i}`,
+    name: model,
+    probability: i === 0 ? 1 - 0.4 * (models.length - 1) : 0.4,
+    prospectAnalysisId: `pa-${key}-${model}`,
+  })),
+  simulation: { trials, seed: 3 },
+});
 
 const segments = Array.from({ length: SEGMENTS }, (_, i) => ({
   id: `bench-s${i}`,
@@ -66,6 +109,9 @@ const analysis = (seed: number) => ({
   mefs: { value: 20, unit: "MMboe" },
 });
 
+/** Thrown when the run is over early (BENCH_REPORTING_CASES): the clean-up below still runs. */
+class Done extends Error {}
+
 const dir = mkdtempSync(join(tmpdir(), "derrick-bench-reporting-"));
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const clients = { DERRICK_CLIENTS: JSON.stringify(Object.values(TEST_CLIENTS)) };
@@ -73,6 +119,8 @@ const nats = await startTestNats({ dir: join(dir, "nats") });
 const server = await startPeer(process.execPath, [here("./peers/derrick-node.ts"), nats.url, "0", join(dir, "data")], {
   ...clients,
   PEER_ACTORS: "identity,reporting,system",
+  // The scenario cases are measured, not cut off by the edge's deadline.
+  DERRICK_REQUEST_TIMEOUT: "60s",
 });
 const derrick = { ...edgeClient(`http://127.0.0.1:${server.port}`), url: `http://127.0.0.1:${server.port}` };
 const nc = await connectNats(nats.url, "reporting-bench");
@@ -84,6 +132,83 @@ const results: LoadResult[] = [];
 try {
   const put = (collection: string, id: string, body: unknown) =>
     derrick.call(`/assessments/v1/${collection}/${id}`, { as: "admin", method: "PUT", body: JSON.stringify(body) });
+
+  // The scenario cases: stored through the edge, then each GET computed (too large to cache), and the same as a function call.
+  const scenarioResults: LoadResult[] = [];
+  await derrick.token("alpha");
+  for (const c of SCENARIO_CASES) {
+    const stored = async (collection: string, id: string, body: unknown) => {
+      const res = await put(collection, id, body);
+      if (res.status >= 300) throw new Error(`cannot store ${collection}/${id}: ${res.status} ${await res.text()}`);
+      return validateEntity(
+        collection as never,
+        id,
+        `${collection === "segmentanalyses" ? "segmentAnalysisId" : "prospectAnalysisId"}`,
+        body,
+      );
+    };
+    const segs = await Promise.all(
+      Array.from({ length: c.segments }, (_, i) => stored("segmentanalyses", `${c.key}${i}`, scenarioSegment(c.key, i))),
+    );
+    const models: ReturnType<typeof prospectModel>[] = [];
+    for (const model of c.models)
+      models.push(
+        prospectModel(
+          (await stored("prospectanalyses", `pa-${c.key}-${model}`, scenarioAnalysis(c.key, c.segments, model))) as never,
+          segs as never,
+        ),
+      );
+    const set = scenarioSet(c.key, c.models, c.trials);
+    const res = await put("multiplescenarioanalyses", `msa-${c.key}`, set);
+    if (res.status >= 300) throw new Error(`cannot store msa-${c.key}: ${res.status} ${await res.text()}`);
+    const msa = validateEntity("multiplescenarioanalyses", `msa-${c.key}`, "multipleScenarioAnalysisId", set) as never as Parameters<
+      typeof scenarioAggregation
+    >[0];
+    const inputs = msa.scenarios.map((scenario, i) => ({ scenario, model: models[i]! }));
+    Bun.gc(true);
+    let computeMs = 0;
+    let bytes = 0;
+    scenarioResults.push(
+      await runLoad(
+        `in-process ${c.name}: compute + JSON`,
+        () => {
+          const t0 = performance.now();
+          const result = scenarioAggregation(msa, inputs);
+          computeMs += performance.now() - t0;
+          bytes = JSON.stringify(result).length;
+        },
+        { count: SCENARIO_RUNS, concurrency: 1, maxMs: 120_000, warmup: 1 },
+      ),
+    );
+    scenarioResults.at(-1)!.name += ` (compute ${(computeMs / (SCENARIO_RUNS + 1)).toFixed(0)} ms of it, ${(bytes / 1e6).toFixed(1)} MB)`;
+    Bun.gc(true);
+    scenarioResults.push(
+      await runLoad(
+        `edge GET ${c.name}, cold`,
+        async () => {
+          const got = await derrick.call(`/assessments/v1/prospectmultiplescenarioanalysisaggregation/msa-${c.key}`);
+          await got.arrayBuffer();
+          if (got.status !== 200 || got.headers.get("x-derrick-cache") !== "miss") throw new Error(`status ${got.status}`);
+        },
+        { count: SCENARIO_RUNS, concurrency: 1, maxMs: 120_000, warmup: 1 },
+      ),
+    );
+  }
+  const scenarioTargets = Object.fromEntries(
+    scenarioResults
+      .filter((r) => r.name.startsWith("edge"))
+      .map((r) => [`${r.name} p50 ms`, { value: r.p50Ms, target: "≤ 1000", met: r.p50Ms <= 1000 }]),
+  );
+  if (ONLY_SCENARIOS) {
+    report({
+      bench: "reporting-scenarios",
+      results: scenarioResults,
+      ratios: {},
+      targets: scenarioTargets,
+      notes: [`${SCENARIO_RUNS} sequential GETs per case after one untimed; every one computed (larger than one KV value)`],
+    });
+    throw new Done();
+  }
   for (const s of segments) if ((await put("segmentanalyses", s.id, s.body)).status >= 300) throw new Error(`cannot store ${s.id}`);
   if ((await put("prospectanalyses", "pa-bench", analysis(1))).status >= 300) throw new Error("cannot store pa-bench");
   await derrick.token("alpha");
@@ -212,7 +337,7 @@ try {
       { count: CACHED * 3, concurrency: 32, maxMs: MAX_MS, warmup: 100 },
     ),
   );
-  const [compute, cold, cached, kvRead, healthz, whoami, echo, memory, floor] = results as [
+  const [compute, cold, cached, kvRead, healthz, whoami, echo, memory, floor] = results.slice(0, 9) as [
     LoadResult,
     LoadResult,
     LoadResult,
@@ -223,6 +348,7 @@ try {
     LoadResult,
     LoadResult,
   ];
+  results.push(...scenarioResults);
   report({
     bench: "reporting",
     results,
@@ -238,6 +364,7 @@ try {
     targets: {
       "cold p50 ms (edge)": { value: cold.p50Ms, target: "≤ 50", met: cold.p50Ms <= 50 },
       "cached p99 ms (edge)": { value: cached.p99Ms, target: "≤ 2", met: cached.p99Ms <= 2 },
+      ...scenarioTargets,
     },
     notes: [
       `${SEGMENTS} segments, ${TRIALS.toLocaleString("en")} trials, 2 products (oil, oilEquivalent), commonFactor model, MEFS`,
@@ -245,6 +372,8 @@ try {
       "derrick (edge and actors) runs in its own process, this one is its HTTP client and runs the in-process baselines; one nats-server (file store); the memory peer has its own nats-server and process",
     ],
   });
+} catch (error) {
+  if (!(error instanceof Done)) throw error;
 } finally {
   await bare?.stop();
   await peer?.stop();
