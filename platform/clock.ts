@@ -80,3 +80,12 @@ export class ManualClock implements Clock {
 export function settle(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
+
+/** The promise's value, or a rejection saying "<what> within <ms> ms" once `ms` pass first (the promise goes on). */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}

@@ -47,6 +47,8 @@ export type NotificationDeps = {
 };
 
 const ROTATION_OVERLAP_MS = 24 * 3600_000;
+/** How long a read waits for the subscriptions view before it reads the bucket instead. */
+const VIEW_WAIT_MS = 1_500;
 const DELIVERIES_LISTED = 100;
 const DRILL_TYPES = new Set(DRILL_PLAN_OBJECT_TYPES);
 /** Headers a subscription may not set: they belong to the delivery itself (Svix's forbidden list, plus CloudEvents and Standard Webhooks). */
@@ -195,18 +197,27 @@ export async function upsertSubscription(rawType: string, body: unknown, caller:
 }
 
 export async function listSubscriptions(caller: Caller, deps: NotificationDeps): Promise<Subscription[]> {
-  await deps.view.fresh();
-  return deps.view
-    .ownedBy(caller.partition, caller.principal.clientId)
-    .map(publicForm)
-    .sort((a, b) => a.subscription_type.localeCompare(b.subscription_type));
+  const records = (await fromView(deps))
+    ? deps.view.ownedBy(caller.partition, caller.principal.clientId)
+    : await deps.store.listOwn(caller.partition, caller.principal.clientId);
+  return records.map(publicForm).sort((a, b) => a.subscription_type.localeCompare(b.subscription_type));
+}
+
+/**
+ * Whether reads may come from the view: true once it holds every acknowledged write; false when it cannot catch up in
+ * time (a watch on a lost cluster server), and the read goes to the bucket, the truth the view copies.
+ */
+async function fromView(deps: NotificationDeps): Promise<boolean> {
+  return deps.view.fresh(VIEW_WAIT_MS).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** The caller's own subscription, or 404 for unknown ids and other owners alike. */
 export async function ownSubscription(id: string, caller: Caller, deps: NotificationDeps): Promise<SubscriptionRecord> {
-  const wellFormed = /^[A-Za-z0-9_-]{1,128}$/.test(id);
-  if (wellFormed) await deps.view.fresh();
-  const found = wellFormed ? deps.view.get(id) : undefined;
+  let found: SubscriptionRecord | undefined;
+  if (/^[A-Za-z0-9_-]{1,128}$/.test(id)) found = (await fromView(deps)) ? deps.view.get(id) : (await deps.store.get(id))?.value;
   if (!found || found.partition !== caller.partition || found.client_id !== caller.principal.clientId) {
     throw notFound(`subscription ${id} does not exist`);
   }

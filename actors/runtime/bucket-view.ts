@@ -6,6 +6,7 @@
 import { Bucket, type KV, type KvEntry } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "../../platform/logger.ts";
+import { within } from "../../platform/clock.ts";
 import { followBucket, type FollowedBucket, type FollowOptions } from "./follow.ts";
 
 export type BucketViewOptions = {
@@ -129,7 +130,8 @@ export class BucketView {
       this.gathering = undefined;
       return this.look(waitMs);
     });
-    return this.gathering;
+    // Each caller waits its own time at most: a look's requests to JetStream have longer timeouts of their own.
+    return within(this.gathering, waitMs + GRACE_MS, `the ${this.options.what} view did not catch up`);
   }
 
   /**
@@ -138,7 +140,7 @@ export class BucketView {
    */
   async freshAsOf(time: number, waitMs = FRESH_WAIT_MS): Promise<void> {
     if (this.syncedAt - CLOCK_MARGIN_MS >= time) return;
-    return this.lookAtStream(waitMs);
+    return within(this.lookAtStream(waitMs), waitMs + GRACE_MS, `the ${this.options.what} view did not catch up`);
   }
 
   /**
@@ -230,6 +232,9 @@ export class BucketView {
     });
   }
 }
+
+/** Beyond its wait, a look's own timeouts get this long to report what they waited for. */
+const GRACE_MS = 250;
 
 /** Another machine's clock may be this far ahead: a write stamped up to this late still counts (dispatcher events). */
 const CLOCK_MARGIN_MS = 250;

@@ -11,6 +11,7 @@ import { toTwinEntry, type TwinEntry } from "../../platform/twin-commit.ts";
 import { insufficientStorage } from "../../subjects/errors.ts";
 import { BoundedCache } from "../../platform/bounded-cache.ts";
 import { createLogger, type Logger } from "../../platform/logger.ts";
+import { readKv } from "../runtime/kv.ts";
 import { TwinState } from "./state.ts";
 import { TwinViews } from "./views.ts";
 import { unlessGone } from "../runtime/recreate.ts";
@@ -225,8 +226,12 @@ export class KvTwinBucket implements TwinBucketStore {
     }, undefined);
   }
 
+  /** From the twin's view; from its stream when the view cannot answer in time (the view is a copy, the stream the truth). */
   state(): Promise<TwinState> {
-    return this.read((kv) => this.views.stateOf(this.name, kv), new TwinState());
+    return this.read(
+      (kv) => this.views.stateOf(this.name, kv).catch(async () => TwinState.of((await readKv(kv, { history: true })).map(toTwinEntry))),
+      new TwinState(),
+    );
   }
 
   put(key: string, value: string): Promise<number> {

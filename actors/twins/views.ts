@@ -6,11 +6,17 @@
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { BoundedCache } from "../../platform/bounded-cache.ts";
+import { within } from "../../platform/clock.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { toTwinEntry } from "../../platform/twin-commit.ts";
-import { BucketView, FRESH_WAIT_MS, directLastMessage } from "../runtime/bucket-view.ts";
+import { BucketView, directLastMessage } from "../runtime/bucket-view.ts";
 import { TwinState } from "./state.ts";
 
+/**
+ * How long a read waits for a view (to open, or to catch up) before the twin is read from its stream instead:
+ * a watch placed on a lost cluster server delivers nothing, and the read must not wait for it.
+ */
+export const VIEW_WAIT_MS = 1_500;
 /** A view checks its stream's creation time this seldom; deletion advisories and each read's look notice sooner. */
 const RECREATION_CHECK_MS = 300_000;
 
@@ -42,41 +48,43 @@ class TwinView {
   }
 }
 
+/** A view being opened or open, and the bucket handle it follows (known at once, before the view opens). */
+type Opening = { kv: KV; view: Promise<TwinView> };
+
 export class TwinViews {
-  private readonly views: BoundedCache<string, Promise<TwinView>>;
+  private readonly views: BoundedCache<string, Opening>;
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly log: Logger,
     max: number,
   ) {
-    this.views = new BoundedCache({ max, onEvict: (_name, view) => void stopView(view) });
+    this.views = new BoundedCache({ max, onEvict: (_name, opening) => void stopView(opening.view) });
   }
 
   /** The twin's state with every write acknowledged before the call; a view that fails is dropped, the next read opens another. */
   async stateOf(name: string, kv: KV): Promise<TwinState> {
     let opening = this.views.get(name);
-    if (opening && (await opening.catch(() => undefined))?.kv !== kv) {
+    if (opening && opening.kv !== kv) {
       // The bucket's handle changed (made again): the old view follows a stream that is gone.
       this.drop(name, opening);
       opening = undefined;
     }
     if (!opening) {
       const view = new TwinView(kv, name, this.nc, this.log);
-      opening = view.view.start(FRESH_WAIT_MS).then(() => view);
-      this.views.set(name, opening);
+      const started: Opening = { kv, view: view.view.start(VIEW_WAIT_MS).then(() => view) };
+      // A start that fails later than its wait is dropped then.
+      started.view.catch(() => this.drop(name, started));
+      this.views.set(name, (opening = started));
     }
-    const view = await opening.catch((error: unknown) => {
-      this.drop(name, opening);
-      throw error;
-    });
     try {
-      await view.view.fresh();
+      const view = await within(opening.view, VIEW_WAIT_MS, `the view of twin ${name} did not open`);
+      await view.view.fresh(VIEW_WAIT_MS);
+      return view.state;
     } catch (error) {
       this.drop(name, opening);
       throw error;
     }
-    return view.state;
   }
 
   get size(): number {
@@ -86,11 +94,11 @@ export class TwinViews {
   async stop(): Promise<void> {
     const all = [...this.views.values()];
     this.views.clear();
-    await Promise.all(all.map(stopView));
+    await Promise.all(all.map((opening) => stopView(opening.view)));
   }
 
-  private drop(name: string, view: Promise<TwinView>): void {
-    if (this.views.deleteIfHolds(name, view)) void stopView(view);
+  private drop(name: string, opening: Opening): void {
+    if (this.views.deleteIfHolds(name, opening)) void stopView(opening.view);
   }
 }
 
