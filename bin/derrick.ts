@@ -23,6 +23,8 @@ import { demoClient, demoWelcome, readDemoClient } from "./demo-client.ts";
 import { DerrickError } from "../subjects/index.ts";
 import { Bus } from "../platform/transport/index.ts";
 import { identityAppsCreate, identityAppsDelete, identityAppsList, identityKeysList, identityKeysRevoke } from "../subjects/identity.ts";
+import { systemStatus } from "../subjects/system.ts";
+import { statusTable } from "./status-table.ts";
 import { loadSigningKey, mintToken } from "../actors/identity/index.ts";
 import { boot, listenForStop, type StopRequest } from "./boot.ts";
 import { runMigrateCli } from "../sdk/migrate.ts";
@@ -41,6 +43,7 @@ const USAGE = `usage: derrick <command>
   token --user NAME [--client ID] [--groups a,b] [--ttl 1h]
   sdk migrate --config old.json --routes routes.json|routes.txt [--out new.json] [--prefix slbapps] [--nats nats://host:4222]
   seed [--partition P]           load the reporting demo data set into a running derrick
+  status [--json] [--watch [S]]  the fleet: actor processes and their load, streams, consumers, replica lag, dead letters
   demo [--env]                   the demo client of this data dir (--env: as shell exports)
   config                         print the effective configuration, secrets masked
   help                           this text
@@ -135,6 +138,8 @@ async function main(argv: string[]): Promise<number> {
       return token(cfg, rest);
     case "seed":
       return seed(cfg, rest);
+    case "status":
+      return status(cfg, rest);
     case "demo":
       return demo(cfg, rest);
     case "config":
@@ -148,7 +153,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** The commands that read the configuration (help and `sdk` are answered before it is read). */
-const COMMANDS = new Set(["demo", "start", "edge", "actor", "actors", "apps", "keys", "devices", "token", "seed", "config"]);
+const COMMANDS = new Set(["demo", "start", "edge", "actor", "actors", "apps", "keys", "devices", "token", "seed", "status", "config"]);
 
 async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: readonly ActorName[]; embedded: boolean }): Promise<number> {
   // From here on a signal or an uncaught error starts the graceful stop (once the process is up).
@@ -443,6 +448,23 @@ async function seed(cfg: Config, args: string[]): Promise<number> {
       console.log(`${status} PUT /assessments/v1/${item.collection}/${item.id}`);
     console.log(`\nreporting demo loaded into partition ${partition}; try:\n${DEMO_PATHS.map((p) => `  ${p}`).join("\n")}`);
     return 0;
+  });
+}
+
+/** `derrick status [--json] [--watch [seconds]]`: the fleet as the system actor gathers it (bin/status-table.ts prints it). */
+async function status(cfg: Config, args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { json: { type: "boolean" }, watch: { type: "string" } } });
+  const every = values.watch === undefined ? 0 : Number(values.watch || 2);
+  if (!(every >= 0) || (values.watch !== undefined && every < 0.5))
+    throw new UsageError(`--watch takes seconds between refreshes, at least 0.5 (got ${JSON.stringify(values.watch)})`);
+  return withBus(cfg, async (bus) => {
+    for (;;) {
+      const fleet = (await bus.request(systemStatus, undefined)).body;
+      if (values.json) console.log(JSON.stringify(fleet));
+      else console.log(`${every ? "\x1b[2J\x1b[H" : ""}${statusTable(fleet)}`);
+      if (!every) return 0;
+      await new Promise((resolve) => setTimeout(resolve, every * 1000));
+    }
   });
 }
 

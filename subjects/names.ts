@@ -21,7 +21,7 @@ function ofSubscription(kind: string) {
 
 export const subjects = {
   root: ROOT,
-  system: operations("system", ["ping", "echo", "info"] as const),
+  system: operations("system", ["ping", "echo", "info", "status"] as const),
   identity: operations("identity", [
     "token",
     "jwks",
@@ -123,4 +123,6 @@ export const subjects = {
 } as const;
 
 /** The NATS micro-service name of an actor, as discovered by `$SRV.PING`. */
-export const serviceName = (actor: string) => `derrick-${actor}`;
+/** Every actor's NATS service is named this and its actor name. */
+export const SERVICE_PREFIX = "derrick-";
+export const serviceName = (actor: string) => `${SERVICE_PREFIX}${actor}`;

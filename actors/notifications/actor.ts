@@ -62,6 +62,7 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
     {
       name: "notifications",
       description: "notification subscriptions, secrets, delivery log and replay; events over HTTP; forgets deleted clients",
+      work: () => ({ pausedSubscriptions: view.pausedCount() }),
       endpoints: [
         endpoint(notificationsSubscriptionUpsert, (i, ctx) => upsertSubscription(i.type, i.subscription, caller(ctx), deps)),
         endpoint(notificationsSubscriptionList, (_i, ctx) => listSubscriptions(caller(ctx), deps)),

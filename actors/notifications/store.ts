@@ -218,6 +218,13 @@ export class SubscriptionCache {
     return this.byRoute.get(route(partition, type))?.values() ?? [];
   }
 
+  /** Subscriptions whose deliveries are paused, in every partition. */
+  pausedCount(): number {
+    let paused = 0;
+    for (const record of this.byId.values()) if (record.paused_at) paused++;
+    return paused;
+  }
+
   /** A client's subscriptions in one partition; call after fresh() for read-your-writes. */
   ownedBy(partition: string, clientId: string): SubscriptionRecord[] {
     const ids = this.byOwner.get(`idx.${partition}.${clientId}`)?.values() ?? [];

@@ -5,6 +5,7 @@
  * 504 past the deadline, and a stop() that drains (docs/operations.md#the-service-dispatcher).
  */
 import type { StoragePolicy } from "./storage.ts";
+import { hostname } from "node:os";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { TSchema, Static } from "@sinclair/typebox";
@@ -80,6 +81,8 @@ export type ActorSpec = {
   version?: string;
   description: string;
   endpoints: EndpointSpec[];
+  /** What the actor tells of its background work in `$SRV.STATS` (each endpoint's `data`), e.g. a replica's applied sequence. */
+  work?: () => Record<string, unknown>;
 };
 
 export type RuntimeOptions = {
@@ -129,14 +132,19 @@ export async function serveActor(
 
 async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: spec.name });
+  const limiter = new InFlightLimiter(options.concurrency, options.queue);
   const service = await new Svcm(nc).add({
     name: serviceName(spec.name),
     version: spec.version ?? buildInfo().version,
     description: spec.description,
     queue: serviceName(spec.name),
-    metadata: { actor: spec.name },
+    // Where the process runs, for `derrick status` (the instance id alone names no machine).
+    metadata: { actor: spec.name, host: hostname(), pid: String(process.pid) },
+    statsHandler: async () => {
+      const { running, waiting } = limiter.load;
+      return { inflight: running, queued: waiting, ...spec.work?.() };
+    },
   });
-  const limiter = new InFlightLimiter(options.concurrency, options.queue);
   const refused = summarizedWarning(
     log,
     "refused a message not sent as a request to this endpoint (a JetStream delivery aimed at an actor subject)",

@@ -94,6 +94,7 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
     {
       name: "search",
       description: "OSDU Search v2: Lucene queries, ranges, geo filters, aggregations and cursors over a local index of the RECORDS stream",
+      work: () => ({ appliedSeq: backend.appliedSeq(), records: backend.recordCount() }),
       endpoints: [
         endpoint(searchQuery, (input, ctx) => query(input, ctx, deps)),
         endpoint(searchCursorQuery, (input, ctx) => cursorQuery(input, ctx, deps)),

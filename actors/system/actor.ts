@@ -1,7 +1,9 @@
-/** Wiring of the `system` actor: three request/reply endpoints, no storage. */
+/** Wiring of the `system` actor: liveness, build, echo and the fleet's status; no storage. */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { nuid } from "@nats-io/nats-core";
-import { systemEcho, systemInfo, systemPing } from "../../subjects/system.ts";
+import { OPERATORS_GROUP, systemEcho, systemInfo, systemPing, systemStatus } from "../../subjects/system.ts";
+import { requireGroup } from "../runtime/context.ts";
+import { FleetWatch } from "./status.ts";
 import { buildInfo } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { echo, info, ping } from "./handlers.ts";
@@ -9,16 +11,22 @@ import { echo, info, ping } from "./handlers.ts";
 export async function startSystemActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {
   const build = buildInfo();
   const instance = nuid.next();
+  const fleet = new FleetWatch();
   return serveActor(
     nc,
     {
       name: "system",
       version: build.version,
-      description: "liveness, build information and an echo for benchmarks",
+      description: "liveness, build information, an echo for benchmarks and the fleet's status for operators",
       endpoints: [
         endpoint(systemPing, () => ping(instance, build.version)),
         endpoint(systemInfo, () => info(build)),
         endpoint(systemEcho, (body) => echo(body)),
+        // Through the edge a caller needs derrick.operators; an internal NATS caller (`derrick status`) is trusted, as for apps.
+        endpoint(systemStatus, (_input, ctx) => {
+          if (ctx.principal) requireGroup(ctx, OPERATORS_GROUP);
+          return fleet.gather(nc);
+        }),
       ],
     },
     options,

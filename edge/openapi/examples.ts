@@ -8,7 +8,7 @@
  * The values are those of a real run against the demo data of `derrick seed` and the test clients,
  * so "Test Request" on /docs works with them once that data is loaded.
  */
-import type { BuildInfo, EchoBody } from "../../subjects/system.ts";
+import type { BuildInfo, EchoBody, FleetStatus } from "../../subjects/system.ts";
 import type { Jwks, TokenResponse } from "../../subjects/identity.ts";
 import type { DeliveryList, EventAccepted, EventBody, SecretReply, Subscription, SubscriptionBase } from "../../subjects/notifications.ts";
 import type { TwinGetReply, TwinPutReply, TwinUpdateBody } from "../../subjects/twins.ts";
@@ -331,6 +331,49 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
   "POST /v1/system/echo": {
     request: { hello: "derrick", n: 1 } satisfies EchoBody,
     responses: { 200: { hello: "derrick", n: 1 } satisfies EchoBody },
+  },
+  "GET /v1/system/status": {
+    responses: {
+      200: {
+        time: "2026-11-28T09:00:00.000Z",
+        actors: [
+          {
+            name: "search",
+            processes: [
+              {
+                id: "NGHQ3J6Y2DPAXZ7TQ4R2A1",
+                state: "up",
+                host: "rig-a",
+                pid: 4211,
+                version: "0.1.0",
+                startedAt: "2026-11-28T08:00:00.000Z",
+                uptimeSeconds: 3600,
+                requests: 18250,
+                errors: 3,
+                averageProcessingMs: 1.8,
+                inflight: 2,
+                queued: 0,
+                lastSeenAt: "2026-11-28T09:00:00.000Z",
+                work: { appliedSeq: 120_400, records: 118_000 },
+              },
+            ],
+          },
+        ],
+        streams: [
+          {
+            name: "DELIVERIES",
+            messages: 12,
+            bytes: 20_480,
+            lastSeq: 9_310,
+            consumers: [{ name: "deliverer", pending: 12, ackPending: 3, redelivered: 1, ackFloor: 9_296 }],
+          },
+        ],
+        buckets: { count: 14, bytes: 1_048_576 },
+        search: { replicas: [{ id: "NGHQ3J6Y2DPAXZ7TQ4R2A1", appliedSeq: 120_400, lagRecords: 0 }] },
+        notifications: { deadLetters: 2, pausedSubscriptions: 1 },
+        content: { tasksQueued: 0 },
+      } satisfies FleetStatus,
+    },
   },
   "GET /v1/system/whoami": {
     responses: {

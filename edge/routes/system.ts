@@ -4,12 +4,12 @@ import { Svcm } from "@nats-io/services";
 import type { Config } from "../../config/index.ts";
 import { Problem, contentTooLarge, serviceName, unavailable } from "../../subjects/index.ts";
 import type { Bus } from "../../platform/transport/index.ts";
-import { ECHO_MAX_BYTES, EchoBody, systemEcho, systemInfo } from "../../subjects/system.ts";
+import { ECHO_MAX_BYTES, EchoBody, systemEcho, systemInfo, systemStatus } from "../../subjects/system.ts";
 import { Principal } from "../../subjects/principal.ts";
 import type { EdgeMetrics } from "../metrics.ts";
 import type { AuthPlugin, AuthOptions } from "../plugins/auth.ts";
 import type { RouteBodyLimits } from "../plugins/body.ts";
-import { relayOn } from "../relay.ts";
+import { problems, relayOn } from "../relay.ts";
 
 const READINESS_TTL_MS = 1_000;
 const PING_WAIT_MS = 500;
@@ -118,6 +118,15 @@ export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: E
             "Echoes a small JSON object (at most 4 KiB; no credentials needed) through NATS and the system actor (benchmarks, smoke tests)",
         },
         response: systemEcho.reply,
+      })
+      .get("/v1/system/status", (c) => relay(c, systemStatus, undefined), {
+        auth: true,
+        detail: {
+          tags: ["system"],
+          summary:
+            "The fleet for operators (group derrick.operators): actor processes with load, streams and consumers, replica lag, dead letters",
+        },
+        response: { 200: systemStatus.reply, ...problems(401, 403, 503, 504) },
       })
       .get("/v1/system/whoami", ({ principal, partition }) => ({ principal, partition }), {
         auth: whoamiAuth,
