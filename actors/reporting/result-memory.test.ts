@@ -79,6 +79,16 @@ describe("ResultTable", () => {
     expect(table.size).toBe(0);
   });
 
+  it("starts over at another stream's first revision (the bucket made again), even a lower one", async () => {
+    const table = new ResultTable();
+    table.firstRevision(50, "stream-1");
+    await table.load("a", async () => found("a", 60));
+    table.firstRevision(1, "stream-2");
+    expect(table.get("a")).toBeUndefined();
+    await table.load("b", async () => found("b", 3));
+    expect(table.get("b")).toEqual(found("b", 3));
+  });
+
   it("keeps within its bounds, the least recently read going first", async () => {
     const table = new ResultTable({ entries: 2, bytes: 10 });
     await table.load("a", async () => found("aaaa", 1));

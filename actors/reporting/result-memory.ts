@@ -38,8 +38,9 @@ type Load = { seen: number };
 export class ResultTable {
   private readonly held: BoundedCache<string, Held>;
   private readonly loads = new Map<string, Set<Load>>();
-  /** The bucket's first revision as last seen: a value below it was purged. */
+  /** The bucket's first revision as last seen, and its stream's creation time: a value below it was purged. */
   private first = 0;
+  private created: string | undefined;
 
   constructor(limits: ResultMemoryLimits = RESULT_MEMORY) {
     this.held = new BoundedCache({ max: limits.entries, maxWeight: limits.bytes });
@@ -67,11 +68,15 @@ export class ResultTable {
   }
 
   /**
-   * The bucket's first revision now: a held value below it is gone from the bucket. Its key had no later change
-   * (that would have dropped it), so only a purge of the stream removed it, and no watch delivers a purge.
+   * The bucket's first revision now (of the stream created at `created`): a held value below it is gone from the bucket.
+   * Its key had no later change (that would have dropped it), so only a purge of the stream removed it, and no watch
+   * delivers a purge. Another stream (the bucket made again) starts over from its own first revision.
    */
-  firstRevision(revision: number): void {
-    if (revision <= this.first) return;
+  firstRevision(revision: number, created = ""): void {
+    if (created !== this.created) {
+      if (this.created !== undefined) this.reset();
+      this.created = created;
+    } else if (revision <= this.first) return;
     this.first = revision;
     const gone = [...this.held.values()].filter((held) => held.revision < revision);
     for (const held of gone) this.held.delete(held.key);
@@ -112,7 +117,7 @@ export class ResultMemory {
   constructor(cache: KV, nc: NatsConnection, log: Logger, limits: ResultMemoryLimits = RESULT_MEMORY) {
     this.table = new ResultTable(limits);
     this.view = new BucketView(
-      observed(cache, (status) => this.table.firstRevision(status.streamInfo.state.first_seq)),
+      observed(cache, (status) => this.table.firstRevision(status.streamInfo.state.first_seq, status.streamInfo.created)),
       {
         what: "assessment results",
         nc,
