@@ -5,6 +5,7 @@ import { DATA_ROOT_GROUP, SEARCH_ROLES, STORAGE_WRITER_GROUP } from "./search.ts
 import { ADMIN_GROUP } from "../actors/projects/handlers.ts";
 import { PUBLISHERS_GROUP } from "../actors/notifications/actor.ts";
 import { READERS, WRITERS } from "../actors/twins/handlers.ts";
+import { OPERATORS_GROUP } from "./system.ts";
 
 describe("groups", () => {
   it("groups - the list holds every group a capability checks", () => {
@@ -17,6 +18,7 @@ describe("groups", () => {
       PUBLISHERS_GROUP,
       READERS,
       WRITERS,
+      OPERATORS_GROUP,
     ])
       expect(ALL_GROUPS).toContain(group);
   });

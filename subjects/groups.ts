@@ -22,6 +22,8 @@ export const GROUPS = {
   datalakeOps: "users.datalake.ops",
   /** OSDU's data root: sees every record whatever its ACL. */
   dataRoot: "users.data.root",
+  /** Operators: the fleet's status (`GET /v1/system/status`). */
+  operators: "derrick.operators",
 } as const;
 
 export const ALL_GROUPS: readonly string[] = Object.values(GROUPS);

@@ -1,5 +1,6 @@
 /** Messages of the built-in `system` actor: liveness, build information and an echo for benches. */
 import { Type, type Static } from "@sinclair/typebox";
+import { GROUPS } from "./groups.ts";
 import { NoRequest, operation } from "./operation.ts";
 
 export const PingReply = Type.Object({ actor: Type.String(), version: Type.String(), instance: Type.String(), time: Type.String() });
@@ -27,7 +28,7 @@ export const systemInfo = operation("system", "info", { request: NoRequest, repl
 export const systemEcho = operation("system", "echo", { request: EchoBody, reply: EchoBody });
 
 /** The group allowed to see the fleet's status. */
-export const OPERATORS_GROUP = "derrick.operators";
+export const OPERATORS_GROUP = GROUPS.operators;
 
 const Count = Type.Integer({ minimum: 0 });
 
