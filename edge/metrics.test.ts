@@ -26,4 +26,11 @@ describe("edge metrics", () => {
     expect(sample(text, `derrick_http_requests_total{${labels}}`)).toBe(5);
     expect(sample(text, 'derrick_http_requests_total{route="/v1/x",method="GET",status="404"}')).toBe(1);
   });
+
+  it("metrics - the runtime series names Bun and its version, and no Node.js version series claims otherwise", async () => {
+    const text = await createMetrics(true).registry.metrics();
+    expect(sample(text, `derrick_runtime_info{runtime="bun",version="${Bun.version}"}`)).toBe(1);
+    expect(text).not.toContain("derrick_nodejs_version_info");
+    expect(text).toContain("derrick_process_cpu_seconds_total");
+  });
 });

@@ -2,7 +2,7 @@
  * Prometheus metrics of one edge (its own registry, so several edges can live in one test process).
  * The per-request series are LabelledHistograms (platform/labelled-histogram.ts: no per-observation garbage).
  */
-import { Registry, collectDefaultMetrics } from "prom-client";
+import { Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import { LabelledHistogram } from "../platform/labelled-histogram.ts";
 
 export type EdgeMetrics = {
@@ -16,7 +16,19 @@ const NATS_BOUNDS = [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.
 
 export function createMetrics(withProcessMetrics = true): EdgeMetrics {
   const registry = new Registry();
-  if (withProcessMetrics) collectDefaultMetrics({ register: registry, prefix: "derrick_" });
+  if (withProcessMetrics) {
+    collectDefaultMetrics({ register: registry, prefix: "derrick_" });
+    // prom-client's version series reads process.version, which Bun sets to the Node.js version it mimics.
+    registry.removeSingleMetric("derrick_nodejs_version_info");
+  }
+  const runtime = new Gauge({
+    name: "derrick_runtime_info",
+    help: "The JavaScript runtime this process runs on (1)",
+    labelNames: ["runtime", "version"],
+    registers: [registry],
+  });
+  const bun = (globalThis as { Bun?: { version: string } }).Bun;
+  runtime.set({ runtime: bun ? "bun" : "node", version: bun ? bun.version : process.versions.node }, 1);
   const http = new LabelledHistogram(
     "derrick_http_request_duration_seconds",
     "HTTP request latency by route, method and status",
