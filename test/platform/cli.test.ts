@@ -41,6 +41,63 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** Pids of the embedded nats-server a derrick started with `dataDir`. */
+const serverPids = (dataDir: string) =>
+  spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" })
+    .stdout.trim()
+    .split("\n")
+    .filter(Boolean)
+    .map(Number);
+
+/**
+ * Starts derrick with the identity actor only and serves, from this test, a system actor whose info
+ * answers 1.5 s after a request reaches it; `body` runs while such a request is in flight.
+ */
+async function withRequestInFlight(
+  prefix: string,
+  extra: Record<string, string>,
+  options: { preload?: string; detached?: boolean },
+  body: (run: ReturnType<typeof runStart>, inFlight: Promise<number>, dataDir: string) => Promise<void>,
+) {
+  const { dataDir, httpPort, natsPort, env } = await startEnv(prefix, {
+    ACTORS: "identity",
+    DERRICK_REQUEST_TIMEOUT: "10s",
+    DERRICK_LOG_LEVEL: "info",
+    ...extra,
+  });
+  const run = runStart(env, options);
+  const { child } = run;
+  let slow: { stop(): Promise<void> } | undefined;
+  let nc: NatsConnection | undefined;
+  try {
+    const base = `http://127.0.0.1:${httpPort}`;
+    await untilHealthy(base, run);
+    nc = await internalConnection(dataDir, natsPort);
+    let arrived!: () => void;
+    const reached = new Promise<void>((r) => (arrived = r));
+    const handler = async () => {
+      arrived();
+      await new Promise((r) => setTimeout(r, 1_500));
+      return { version: "slow" };
+    };
+    slow = await serveActor(
+      nc,
+      { name: "system", description: "slow", endpoints: [endpoint({ name: "info", subject: subjects.system.info(), handler })] },
+      { log: createLogger("silent"), concurrency: 4 },
+    );
+    const inFlight = fetch(`${base}/v1/system/info`).then((r) => r.status);
+    await reached;
+    await body(run, inFlight, dataDir);
+  } finally {
+    await slow?.stop().catch(() => undefined);
+    await nc?.close().catch(() => undefined);
+    if (child.exitCode === null) {
+      if (options.detached) process.kill(-child.pid!, "SIGKILL");
+      else child.kill("SIGKILL");
+    }
+  }
+}
+
 describe("derrick CLI", () => {
   it("cli - a bad configuration value stops start-up with exit 2 naming the variable", () => {
     const out = spawnSync(process.execPath, [CLI, "start"], { env: { ...process.env, DERRICK_HTTP_PORT: "eighty" }, encoding: "utf8" });
@@ -97,16 +154,12 @@ describe("derrick CLI", () => {
       expect(who.status).toBe(200);
       expect(existsSync(join(dataDir, "nats", "jetstream"))).toBe(true);
       expect(existsSync(join(dataDir, "issuer", "signing-key.jwk.json"))).toBe(true);
-      const serverPids = spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" })
-        .stdout.trim()
-        .split("\n")
-        .filter(Boolean)
-        .map(Number);
-      expect(serverPids.length).toBe(1);
+      const pids = serverPids(dataDir);
+      expect(pids.length).toBe(1);
       child.kill("SIGTERM");
       expect(await exited).toBe(0);
       expect(run.log()).toContain("stopped");
-      expect(pidAlive(serverPids[0]!)).toBe(false);
+      expect(pidAlive(pids[0]!)).toBe(false);
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }
@@ -115,47 +168,13 @@ describe("derrick CLI", () => {
 
 describe("derrick start and the terminal's Ctrl-C", () => {
   it("cli - a SIGINT to the whole process group (Ctrl-C) still lets a request in flight finish: the embedded server stops last", async () => {
-    const { dataDir, httpPort, natsPort, env } = await startEnv("derrick-cli-int-", {
-      ACTORS: "identity",
-      DERRICK_REQUEST_TIMEOUT: "10s",
-      DERRICK_LOG_LEVEL: "info",
-    });
-    // The system actor comes from this test (slow), so derrick runs the identity actor only.
     // Its own process group, like a shell job: a signal to -pid reaches everything in it.
-    const run = runStart(env, { detached: true });
-    const { child, exited } = run;
-    let slow: { stop(): Promise<void> } | undefined;
-    let nc: NatsConnection | undefined;
-    try {
-      const base = `http://127.0.0.1:${httpPort}`;
-      await untilHealthy(base, run);
-      nc = await internalConnection(dataDir, natsPort);
-      slow = await serveActor(
-        nc,
-        {
-          name: "system",
-          description: "slow",
-          endpoints: [
-            endpoint({
-              name: "info",
-              subject: subjects.system.info(),
-              handler: async () => (await new Promise((r) => setTimeout(r, 1_500)), { version: "slow" }),
-            }),
-          ],
-        },
-        { log: createLogger("silent"), concurrency: 4 },
-      );
-      const inFlight = fetch(`${base}/v1/system/info`).then((r) => r.status);
-      await new Promise((r) => setTimeout(r, 300));
+    await withRequestInFlight("derrick-cli-int-", {}, { detached: true }, async ({ child, exited }, inFlight, dataDir) => {
       process.kill(-child.pid!, "SIGINT");
       expect(await inFlight).toBe(200);
       expect(await exited).toBe(0);
-      expect(spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim()).toBe("");
-    } finally {
-      await slow?.stop().catch(() => undefined);
-      await nc?.close().catch(() => undefined);
-      if (child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
-    }
+      expect(serverPids(dataDir)).toEqual([]);
+    });
   });
 });
 
@@ -166,39 +185,12 @@ describe("derrick start and an error nobody caught", () => {
     ["exception", "uncaughtException"],
   ] as const) {
     it(`cli - an ${kind} in a background task is logged with its stack, the request in flight is still answered, and derrick exits 1 after draining`, async () => {
-      const { dataDir, httpPort, natsPort, env } = await startEnv(`derrick-cli-${failAs}-`, {
-        ACTORS: "identity",
-        DERRICK_REQUEST_TIMEOUT: "10s",
-        DERRICK_LOG_LEVEL: "info",
-        FAIL_AS: failAs,
-      });
-      // As in the Ctrl-C test: the slow system actor comes from this test, derrick runs identity only.
       // The fixture makes SIGUSR2 fail a background task inside derrick, with nothing to catch it.
-      const run = runStart(env, { preload: FAIL_ON_SIGNAL });
-      const { child, exited } = run;
-      let slow: { stop(): Promise<void> } | undefined;
-      let nc: NatsConnection | undefined;
-      try {
-        const base = `http://127.0.0.1:${httpPort}`;
-        await untilHealthy(base, run);
-        nc = await internalConnection(dataDir, natsPort);
-        let arrived!: () => void;
-        const reached = new Promise<void>((r) => (arrived = r));
-        const handler = async () => {
-          arrived();
-          await new Promise((r) => setTimeout(r, 1_500));
-          return { version: "slow" };
-        };
-        slow = await serveActor(
-          nc,
-          { name: "system", description: "slow", endpoints: [endpoint({ name: "info", subject: subjects.system.info(), handler })] },
-          { log: createLogger("silent"), concurrency: 4 },
-        );
-        const inFlight = fetch(`${base}/v1/system/info`).then((r) => r.status);
-        await reached;
-        process.kill(child.pid!, "SIGUSR2");
+      const extra = { FAIL_AS: failAs };
+      await withRequestInFlight(`derrick-cli-${failAs}-`, extra, { preload: FAIL_ON_SIGNAL }, async (run, inFlight, dataDir) => {
+        process.kill(run.child.pid!, "SIGUSR2");
         expect(await inFlight).toBe(200);
-        expect(await exited).toBe(1);
+        expect(await run.exited).toBe(1);
         const lines = run
           .log()
           .split("\n")
@@ -208,12 +200,8 @@ describe("derrick start and an error nobody caught", () => {
         expect(fatal?.msg).toMatch(/stopping \(drain\)/);
         expect(fatal?.err?.stack).toMatch(/injected: .*\n\s+at /);
         expect(lines.at(-1)).toMatchObject({ msg: "stopped", exitCode: 1 });
-        expect(spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim()).toBe("");
-      } finally {
-        await slow?.stop().catch(() => undefined);
-        await nc?.close().catch(() => undefined);
-        if (child.exitCode === null) child.kill("SIGKILL");
-      }
+        expect(serverPids(dataDir)).toEqual([]);
+      });
     });
   }
 });
@@ -221,12 +209,6 @@ describe("derrick start and an error nobody caught", () => {
 describe("derrick start after a crash", () => {
   it("cli - a server left running by a derrick killed with SIGKILL is stopped by the next start in the same data dir", async () => {
     const { dataDir, httpPort, env } = await startEnv("derrick-cli-kill-", { ACTORS: "system,identity", DERRICK_LOG_LEVEL: "info" });
-    const serverPids = () =>
-      spawnSync("pgrep", ["-f", join(dataDir, "nats", "nats-server.conf")], { encoding: "utf8" })
-        .stdout.trim()
-        .split("\n")
-        .filter(Boolean)
-        .map(Number);
     const start = () => runStart(env);
     const ready = (run: ReturnType<typeof start>) =>
       eventually(async () => (await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status === 200, {
@@ -237,7 +219,7 @@ describe("derrick start after a crash", () => {
     const second = { run: undefined as ReturnType<typeof start> | undefined };
     try {
       await ready(first);
-      const [left] = serverPids();
+      const [left] = serverPids(dataDir);
       // A second start on a data dir whose derrick is alive refuses, and leaves the first one's server be.
       const meanwhile = start();
       expect(await meanwhile.exited).not.toBe(0);
@@ -249,13 +231,13 @@ describe("derrick start after a crash", () => {
       second.run = start();
       await ready(second.run);
       expect(pidAlive(left!)).toBe(false);
-      expect(serverPids()).toHaveLength(1);
+      expect(serverPids(dataDir)).toHaveLength(1);
       second.run.child.kill("SIGTERM");
       expect(await second.run.exited).toBe(0);
-      expect(serverPids()).toEqual([]);
+      expect(serverPids(dataDir)).toEqual([]);
     } finally {
       for (const run of [first, second.run]) if (run && run.child.exitCode === null) run.child.kill("SIGKILL");
-      for (const pid of serverPids()) process.kill(pid, "SIGKILL");
+      for (const pid of serverPids(dataDir)) process.kill(pid, "SIGKILL");
     }
   });
 });
@@ -276,6 +258,20 @@ describe("embedded nats-server users", () => {
     const { child, exited } = runStart(env);
     const base = `http://127.0.0.1:${httpPort}`;
     const natsUrl = `nats://127.0.0.1:${natsPort}`;
+    // `devices add` reloads the server's users: a device may log in once the reload is through.
+    const deviceLogin = (creds: { user: string; password: string; inboxPrefix: string }, what: string) =>
+      eventually(
+        () =>
+          connect({
+            servers: natsUrl,
+            user: creds.user,
+            pass: creds.password,
+            inboxPrefix: creds.inboxPrefix,
+            reconnect: false,
+            timeout: 2000,
+          }),
+        { what },
+      );
     try {
       await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, { timeoutMs: 20_000, what: "readyz" });
       await expect(connect({ servers: natsUrl, reconnect: false, timeout: 2000 })).rejects.toThrow(/Authorization/i);
@@ -308,18 +304,7 @@ describe("embedded nats-server users", () => {
       expect(refused.stderr).toMatch(/\/subscribe\/0.*reserved/);
       expect(JSON.parse(readFileSync(join(dataDir, "nats", "users.json"), "utf8")).devices.AppX).toBeUndefined();
       expect(creds.reloaded).toBe(true);
-      const device = await eventually(
-        () =>
-          connect({
-            servers: natsUrl,
-            user: creds.user,
-            pass: creds.password,
-            inboxPrefix: creds.inboxPrefix,
-            reconnect: false,
-            timeout: 2000,
-          }),
-        { what: "device login after reload" },
-      );
+      const device = await deviceLogin(creds, "device login after reload");
       try {
         const { twinBucket } = await import("../../subjects/twins.ts");
         const own = await deviceKv(device, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-a" }));
@@ -342,18 +327,7 @@ describe("embedded nats-server users", () => {
       expect(addedC.status, addedC.stderr).toBe(0);
       const credsC = JSON.parse(addedC.stdout) as { user: string; password: string; inboxPrefix: string; bucketCreated: boolean };
       expect(credsC.bucketCreated, addedC.stderr).toBe(true);
-      const deviceC = await eventually(
-        () =>
-          connect({
-            servers: natsUrl,
-            user: credsC.user,
-            pass: credsC.password,
-            inboxPrefix: credsC.inboxPrefix,
-            reconnect: false,
-            timeout: 2000,
-          }),
-        { what: "device C login" },
-      );
+      const deviceC = await deviceLogin(credsC, "device C login");
       try {
         const { twinBucket } = await import("../../subjects/twins.ts");
         const bucket = twinBucket({ organization: "acme", environment: "prod", twinId: "dev-c" });
