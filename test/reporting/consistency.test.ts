@@ -25,6 +25,17 @@ describe("reporting consistency across processes", () => {
     return { cache: res.headers.get("x-derrick-cache"), body: await json(res) };
   };
   const probability = (round: number) => 0.3 + round * 0.05;
+  /** Prospect `p-<key>` with the analysis `pa-<key>` of its one segment `<segmentId>`, written through `via` (both new: 201). */
+  const prospectOfOneSegment = async (via: TestDerrick, key: string, segmentId: string, name: string, pg: number) => {
+    expect((await put(via, "segmentanalyses", segmentId, segment(name, pg, 10, 100, { prospectId: `p-${key}` }))).status).toBe(201);
+    const analysis = {
+      prospect: { id: `p-${key}`, name },
+      segmentAnalysisIds: [segmentId],
+      dependency: { model: "independent" },
+      simulation: { trials: 200, seed: 1 },
+    };
+    expect((await put(via, "prospectanalyses", `pa-${key}`, analysis)).status).toBe(201);
+  };
 
   it("consistency - a write through one process is seen by the next read through the other, with the older result cached in both", async ({
     derrick: a,
@@ -32,17 +43,7 @@ describe("reporting consistency across processes", () => {
   }) => {
     const writeThrough = (via: TestDerrick, round: number) =>
       put(via, "segmentanalyses", "ryw-s1", segment("RYW", probability(round), 10, 100, { prospectId: "p-ryw" }));
-    expect((await writeThrough(a, 0)).status).toBe(201);
-    expect(
-      (
-        await put(a, "prospectanalyses", "pa-ryw", {
-          prospect: { id: "p-ryw", name: "RYW" },
-          segmentAnalysisIds: ["ryw-s1"],
-          dependency: { model: "independent" },
-          simulation: { trials: 200, seed: 1 },
-        })
-      ).status,
-    ).toBe(201);
+    await prospectOfOneSegment(a, "ryw", "ryw-s1", "RYW", probability(0));
     for (let round = 1; round <= ROUNDS; round++) {
       const [writer, reader] = round % 2 ? [a, b] : [b, a];
       // Both processes answer the current result, the second time from the cache.
@@ -59,13 +60,7 @@ describe("reporting consistency across processes", () => {
   });
 
   it("consistency - a delete through one process is seen by the next read through the other", async ({ derrick: a, other: b }) => {
-    await put(a, "segmentanalyses", "ryw-d1", segment("RYW delete", 0.5, 10, 100, { prospectId: "p-ryw-d" }));
-    await put(a, "prospectanalyses", "pa-ryw-d", {
-      prospect: { id: "p-ryw-d", name: "RYW delete" },
-      segmentAnalysisIds: ["ryw-d1"],
-      dependency: { model: "independent" },
-      simulation: { trials: 200, seed: 1 },
-    });
+    await prospectOfOneSegment(a, "ryw-d", "ryw-d1", "RYW delete", 0.5);
     for (const via of [a, b, b]) await aggregation(via, "prospectanalysisaggregation/pa-ryw-d");
     expect((await a.call("/assessments/v1/segmentanalyses/ryw-d1", { as: "admin", method: "DELETE" })).status).toBe(204);
     const res = await b.call("/assessments/v1/prospectanalysisaggregation/pa-ryw-d");
@@ -78,13 +73,7 @@ describe("reporting consistency across processes", () => {
     jsm,
   }) => {
     const path = "prospectanalysisaggregation/pa-ryw-p";
-    await put(a, "segmentanalyses", "ryw-p1", segment("RYW purge", 0.4, 10, 100, { prospectId: "p-ryw-p" }));
-    await put(a, "prospectanalyses", "pa-ryw-p", {
-      prospect: { id: "p-ryw-p", name: "RYW purge" },
-      segmentAnalysisIds: ["ryw-p1"],
-      dependency: { model: "independent" },
-      simulation: { trials: 200, seed: 1 },
-    });
+    await prospectOfOneSegment(a, "ryw-p", "ryw-p1", "RYW purge", 0.4);
     await aggregation(b, path);
     expect((await aggregation(b, path)).cache).toBe("hit");
     // An operator's purge: no watch hears it, and the write below finds no result listed under its input to delete.
