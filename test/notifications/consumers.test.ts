@@ -5,7 +5,7 @@
  * runs, the dispatcher's consumer is created again after the stored progress.
  */
 import { afterAll, describe, expect } from "vitest";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { eventually, startDerrick, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { natsTest } from "../harness/fixture.ts";
 import { json } from "../harness/json.ts";
@@ -14,7 +14,7 @@ import { CONSUMERS, STREAMS } from "../../actors/notifications/journal.ts";
 import { DISPATCHER_TIMING } from "../../actors/notifications/dispatcher.ts";
 import { DispatcherProgress } from "../../actors/notifications/progress.ts";
 import { subjects } from "../../subjects/index.ts";
-import { receiverPool } from "./receiver.ts";
+import { receiverPool, type Receiver } from "./receiver.ts";
 import { DELIVERY_ACTORS, DELIVERY_ENV, deliveryTest, publish, publishOnNats, publishedId, subscribe } from "./helpers.ts";
 
 /** DELIVERY_ENV's 1 s delivery timeout plus the deliverer's 3 s for recording, in nanoseconds. */
@@ -29,19 +29,31 @@ describe("notifications consumers deleted on the server", () => {
   const it = consumersDeleted;
   const publishId = async (derrick: TestDerrick, type: string, data: string) => publishedId(derrick, type, { data });
 
-  it("notifications - an event published after the deliverer's consumer was deleted on the server still reaches its callback", {
-    timeout: 15_000,
-  }, async ({ derrick, jsm, receiver: r }) => {
-    await subscribe(derrick, "PlanShared", { callback_uri: r.url });
-    const before = await publishId(derrick, "PlanShared", "before the deletion");
+  /**
+   * Deletes `consumer` of `stream` between two events of `type`: both reach the callback, and the
+   * consumer is back with the configuration the actor starts it with.
+   */
+  const deliveredAcrossDeletion = async (
+    { derrick, jsm, receiver: r }: { derrick: TestDerrick; jsm: JetStreamManager; receiver: Receiver },
+    type: string,
+    stream: string,
+    consumer: string,
+    config: { filter_subject: string; ack_wait: number },
+  ) => {
+    await subscribe(derrick, type, { callback_uri: r.url });
+    const before = await publishId(derrick, type, "before the deletion");
     await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
 
-    expect(await jsm.consumers.delete(STREAMS.deliveries, CONSUMERS.deliverer)).toBe(true);
-    const after = await publishId(derrick, "PlanShared", "after the deletion");
+    expect(await jsm.consumers.delete(stream, consumer)).toBe(true);
+    const after = await publishId(derrick, type, "after the deletion");
     await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
-    const info = await jsm.consumers.info(STREAMS.deliveries, CONSUMERS.deliverer);
-    expect(info.config).toMatchObject({
-      durable_name: CONSUMERS.deliverer,
+    expect((await jsm.consumers.info(stream, consumer)).config).toMatchObject({ durable_name: consumer, ...config });
+  };
+
+  it("notifications - an event published after the deliverer's consumer was deleted on the server still reaches its callback", {
+    timeout: 15_000,
+  }, async ({ derrick, jsm, receiver }) => {
+    await deliveredAcrossDeletion({ derrick, jsm, receiver }, "PlanShared", STREAMS.deliveries, CONSUMERS.deliverer, {
       filter_subject: subjects.notifications.allDeliveries(),
       ack_wait: DELIVERER_ACK_WAIT_NS,
     });
@@ -80,17 +92,8 @@ describe("notifications consumers deleted on the server", () => {
 
   it("notifications - an event published after the dispatcher's consumer was deleted on the server still reaches its callback", {
     timeout: 15_000,
-  }, async ({ derrick, jsm, receiver: r }) => {
-    await subscribe(derrick, "ProjectCreated", { callback_uri: r.url });
-    const before = await publishId(derrick, "ProjectCreated", "before the deletion");
-    await eventually(() => r.received.some((x) => x.id === before), { what: "the first event delivered" });
-
-    expect(await jsm.consumers.delete(STREAMS.events, CONSUMERS.dispatcher)).toBe(true);
-    const after = await publishId(derrick, "ProjectCreated", "after the deletion");
-    await eventually(() => r.received.some((x) => x.id === after), { what: "the event published after the deletion delivered" });
-    const info = await jsm.consumers.info(STREAMS.events, CONSUMERS.dispatcher);
-    expect(info.config).toMatchObject({
-      durable_name: CONSUMERS.dispatcher,
+  }, async ({ derrick, jsm, receiver }) => {
+    await deliveredAcrossDeletion({ derrick, jsm, receiver }, "ProjectCreated", STREAMS.events, CONSUMERS.dispatcher, {
       filter_subject: subjects.notifications.allEvents(),
       ack_wait: DISPATCHER_TIMING.ackWaitMs * 1e6,
     });
