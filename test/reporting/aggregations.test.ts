@@ -2,7 +2,7 @@ import { describe, expect } from "vitest";
 import { type TestDerrick, openBucket } from "../harness/index.ts";
 import { json } from "../harness/json.ts";
 import { BUCKETS, RESULTS_FORMAT, resultKey } from "../../actors/reporting/store.ts";
-import { demoBody, loadDemoOver, put, reportingTest, segment } from "./helpers.ts";
+import { demoBody, loadDemoOver, prospectAnalysis, put, reportingTest, segment } from "./helpers.ts";
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -37,12 +37,8 @@ describe("reporting aggregations", () => {
       riskFactors: [{ name: "all", probability: 0.8 }],
       volumes: { oil: { unit: "MMbbl", mean: 10 } },
     });
-    await put(derrick, "prospectanalyses", `${key}-pa`, {
-      prospect: { id: `p-${key}`, name },
-      segmentAnalysisIds: [`${key}-s`],
-      dependency: { model: "independent" },
-      entitlement: { companyId, workingInterest: 0.5 },
-    });
+    const entitlement = { companyId, workingInterest: 0.5 };
+    await put(derrick, "prospectanalyses", `${key}-pa`, prospectAnalysis(`p-${key}`, name, [`${key}-s`], { entitlement }));
   };
   /** `count` one-trap segments `<key>-s<i>` named `<name> <i>`, each with `shape(i)`'s probability and oil mean; their ids. */
   const putSegments = async (
@@ -217,11 +213,7 @@ describe("reporting aggregations", () => {
     expect(v2.prospects.find((p: { prospectId: string }) => p.prospectId === "p-beta").prospectAnalyses).toEqual([]);
 
     await put(derrick, "segmentanalyses", "seg-beta-1", segment("Beta 1", 0.25, 10, 90, { prospectId: "p-beta" }));
-    await put(derrick, "prospectanalyses", "pa-beta-1", {
-      prospect: { id: "p-beta", name: "Beta" },
-      segmentAnalysisIds: ["seg-beta-1"],
-      dependency: { model: "independent" },
-    });
+    await put(derrick, "prospectanalyses", "pa-beta-1", prospectAnalysis("p-beta", "Beta", ["seg-beta-1"]));
     const after = await get(derrick, "licenseaggregation/pl-123");
     expect(after.headers.get("x-derrick-cache")).toBe("miss");
     const beta = (await json(after)).versions[1].prospects.find((p: { prospectId: string }) => p.prospectId === "p-beta");
@@ -482,11 +474,7 @@ describe("reporting aggregations", () => {
     derrick,
   }) => {
     const ids = await putSegments(derrick, "work", "Work", 17, () => ({ probability: 0.5, mean: 10 }));
-    await put(derrick, "prospectanalyses", "pa-work", {
-      prospect: { id: "p-work", name: "Work" },
-      segmentAnalysisIds: ids.slice(0, 16),
-      dependency: { model: "independent" },
-    });
+    await put(derrick, "prospectanalyses", "pa-work", prospectAnalysis("p-work", "Work", ids.slice(0, 16)));
     const scenarios = (n: number) =>
       Array.from({ length: n }, (_, i) => ({ scenarioId: `w${i}`, name: `W${i}`, probability: 1 / n, prospectAnalysisId: "pa-work" }));
     const analysis = (id: string, count: number, trials: number) =>
@@ -500,15 +488,7 @@ describe("reporting aggregations", () => {
     ]);
     expect((await analysis("msa-over", 5, 800_000)).status).toBe(201);
     // The enrolled analysis gains a segment: 4 × 17 × 1,000,000 is past the budget.
-    expect(
-      (
-        await put(derrick, "prospectanalyses", "pa-work", {
-          prospect: { id: "p-work", name: "Work" },
-          segmentAnalysisIds: ids,
-          dependency: { model: "independent" },
-        })
-      ).status,
-    ).toBe(200);
+    expect((await put(derrick, "prospectanalyses", "pa-work", prospectAnalysis("p-work", "Work", ids))).status).toBe(200);
     const grown = await get(derrick, "prospectmultiplescenarioanalysisaggregation/msa-work");
     expect(grown.status).toBe(409);
     expect((await json(grown)).errors).toEqual([
@@ -520,11 +500,7 @@ describe("reporting aggregations", () => {
     derrick,
   }) => {
     await put(derrick, "segmentanalyses", "gone-s", segment("Gone", 0.5, 10, 90));
-    await put(derrick, "prospectanalyses", "pa-gone", {
-      prospect: { id: "p-gone", name: "Gone" },
-      segmentAnalysisIds: ["gone-s"],
-      dependency: { model: "independent" },
-    });
+    await put(derrick, "prospectanalyses", "pa-gone", prospectAnalysis("p-gone", "Gone", ["gone-s"]));
     expect((await get(derrick, "prospectanalysisaggregation/pa-gone")).status).toBe(200);
     expect((await derrick.call("/assessments/v1/segmentanalyses/gone-s", { as: "admin", method: "DELETE" })).status).toBe(204);
     expect((await get(derrick, "prospectanalysisaggregation/pa-gone")).status).toBe(409);

@@ -7,7 +7,7 @@ import { describe, expect } from "vitest";
 import { startDerrick, type TestDerrick } from "../harness/index.ts";
 import { json } from "../harness/json.ts";
 import { BUCKETS } from "../../actors/reporting/store.ts";
-import { put, reportingTest, segment } from "./helpers.ts";
+import { prospectAnalysis, put, reportingTest, segment } from "./helpers.ts";
 
 const ROUNDS = 12;
 
@@ -28,12 +28,7 @@ describe("reporting consistency across processes", () => {
   /** Prospect `p-<key>` with the analysis `pa-<key>` of its one segment `<segmentId>`, written through `via` (both new: 201). */
   const prospectOfOneSegment = async (via: TestDerrick, key: string, segmentId: string, name: string, pg: number) => {
     expect((await put(via, "segmentanalyses", segmentId, segment(name, pg, 10, 100, { prospectId: `p-${key}` }))).status).toBe(201);
-    const analysis = {
-      prospect: { id: `p-${key}`, name },
-      segmentAnalysisIds: [segmentId],
-      dependency: { model: "independent" },
-      simulation: { trials: 200, seed: 1 },
-    };
+    const analysis = prospectAnalysis(`p-${key}`, name, [segmentId], { simulation: { trials: 200, seed: 1 } });
     expect((await put(via, "prospectanalyses", `pa-${key}`, analysis)).status).toBe(201);
   };
 

@@ -1,7 +1,7 @@
 import { describe, expect } from "vitest";
 import type { TestDerrick } from "../harness/index.ts";
 import { expectProblem, json } from "../harness/json.ts";
-import { demoBody, loadDemoOver, put, reportingTest, segment } from "./helpers.ts";
+import { demoBody, loadDemoOver, prospectAnalysis, put, reportingTest, segment } from "./helpers.ts";
 import { assessmentStore, openStores } from "../../actors/reporting/store.ts";
 import { validateEntity } from "../../actors/reporting/validate.ts";
 import type { Problem } from "../../subjects/errors.ts";
@@ -92,7 +92,7 @@ describe("reporting entities", () => {
 
   it("entities - retrying a write repairs the prospect index a crash between the entity and its index left short", async ({ derrick }) => {
     expect((await put(derrick, "segmentanalyses", "seg-crash", segment("Crash", 0.5, 10, 90, { prospectId: "p-beta" }))).status).toBe(201);
-    const body = { prospect: { id: "p-beta", name: "Beta" }, segmentAnalysisIds: ["seg-crash"], dependency: { model: "independent" } };
+    const body = prospectAnalysis("p-beta", "Beta", ["seg-crash"]);
     // The actor wrote the entity and died before the by-prospect index: the entity alone is stored.
     const store = assessmentStore(await openStores(derrick.nc));
     await store.put(
@@ -287,48 +287,19 @@ describe("reporting entities", () => {
         "/body/cashFlows/contractor/1/year",
       ],
     ];
-    await put(derrick, "segmentanalyses", "seg-gas-only", {
-      name: "gas only",
-      riskFactors: [],
-      volumes: { gas: { unit: "Bcf", mean: 100 } },
-    });
-    await put(derrick, "prospectanalyses", "pa-gas-only", {
-      prospect: { id: "p-gas", name: "Gas" },
-      segmentAnalysisIds: ["seg-gas-only"],
-      dependency: { model: "independent" },
-    });
+    // A prospect of one segment holding only `volumes`: `fc` as it is is refused at `pointer`, with `production` changed accepted.
+    const oneSegmentProspect = async (key: string, volumes: unknown, pointer: string, production: Record<string, unknown>) => {
+      await put(derrick, "segmentanalyses", `seg-${key}`, { name: key.replaceAll("-", " "), riskFactors: [], volumes });
+      await put(derrick, "prospectanalyses", `pa-${key}`, prospectAnalysis(`p-${key}`, key, [`seg-${key}`]));
+      await rejects(derrick, "fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: `pa-${key}` }, pointer);
+      const accepted = { ...fc, prospectAnalysisId: `pa-${key}`, production: { ...fc.production, ...production } };
+      expect((await put(derrick, "fullcycleanalyses", `fc-${key}`, accepted)).status).toBe(201);
+    };
     // A production model of oil on a gas-only prospect produced nothing and reported only the capex.
-    await rejects(derrick, "fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-gas-only" }, "/body/production/product");
-    expect(
-      (
-        await put(derrick, "fullcycleanalyses", "fc-gas", {
-          ...fc,
-          prospectAnalysisId: "pa-gas-only",
-          production: { ...fc.production, product: "gas" },
-        })
-      ).status,
-    ).toBe(201);
+    await oneSegmentProspect("gas-only", { gas: { unit: "Bcf", mean: 100 } }, "/body/production/product", { product: "gas" });
     // In-place volumes are not produced (no recovery factor): the model must give its recoverable volume.
-    await put(derrick, "segmentanalyses", "seg-in-place-only", {
-      name: "in place only",
-      riskFactors: [],
-      volumes: { oil: { unit: "MMbbl", mean: 100, basis: "inPlace" } },
-    });
-    await put(derrick, "prospectanalyses", "pa-in-place", {
-      prospect: { id: "p-in-place", name: "In place" },
-      segmentAnalysisIds: ["seg-in-place-only"],
-      dependency: { model: "independent" },
-    });
-    await rejects(derrick, "fullcycleanalyses", "fc-bad", { ...fc, prospectAnalysisId: "pa-in-place" }, "/body/production/recoverable");
-    expect(
-      (
-        await put(derrick, "fullcycleanalyses", "fc-in-place", {
-          ...fc,
-          prospectAnalysisId: "pa-in-place",
-          production: { ...fc.production, recoverable: 30 },
-        })
-      ).status,
-    ).toBe(201);
+    const inPlace = { oil: { unit: "MMbbl", mean: 100, basis: "inPlace" } };
+    await oneSegmentProspect("in-place-only", inPlace, "/body/production/recoverable", { recoverable: 30 });
     for (const [body, pointer] of cases) await rejects(derrick, "fullcycleanalyses", "fc-bad", body, pointer);
   });
 
@@ -337,15 +308,9 @@ describe("reporting entities", () => {
   }) => {
     await put(derrick, "segmentanalyses", "seg-u1", segment("U1", 0.5, 10, 90, { prospectId: "p-units" }));
     await put(derrick, "segmentanalyses", "seg-u2", segment("U2", 0.5, 10, 90, { prospectId: "p-units" }));
-    expect(
-      (
-        await put(derrick, "prospectanalyses", "pa-units", {
-          prospect: { id: "p-units", name: "Units" },
-          segmentAnalysisIds: ["seg-u1", "seg-u2"],
-          dependency: { model: "independent" },
-        })
-      ).status,
-    ).toBe(201);
+    expect((await put(derrick, "prospectanalyses", "pa-units", prospectAnalysis("p-units", "Units", ["seg-u1", "seg-u2"]))).status).toBe(
+      201,
+    );
     expect((await derrick.call("/assessments/v1/prospectanalysisaggregation/pa-units")).status).toBe(200);
     // The second segment is re-upserted in another unit: adding MMbbl and Mm3 would be meaningless.
     expect(
@@ -373,11 +338,7 @@ describe("reporting entities", () => {
     const ring = msa.polygon.geometry.coordinates[0];
     const feature = (geometry: unknown) => ({ ...msa, polygon: { type: "Feature", geometry } });
     await put(derrick, "segmentanalyses", "seg-beta", segment("Beta", 0.5, 10, 90));
-    await put(derrick, "prospectanalyses", "pa-beta", {
-      prospect: { id: "p-beta", name: "Beta" },
-      segmentAnalysisIds: ["seg-beta"],
-      dependency: { model: "independent" },
-    });
+    await put(derrick, "prospectanalyses", "pa-beta", prospectAnalysis("p-beta", "Beta", ["seg-beta"]));
     const cases: Array<[unknown, string]> = [
       [{ ...msa, scenarios: [{ ...oil, probability: 0.6 }, gas] }, "/body/scenarios"],
       [{ ...msa, scenarios: [oil, { ...gas, prospectAnalysisId: "pa-missing" }] }, "/body/scenarios/1/prospectAnalysisId"],

@@ -32,3 +32,11 @@ export const segment = (name: string, ps: number, p90: number, p10: number, extr
   volumes: { oil: { unit: "MMbbl", p90, p10 } },
   ...extra,
 });
+
+/** A prospect analysis of `segmentAnalysisIds`, their outcomes independent. */
+export const prospectAnalysis = (prospectId: string, name: string, segmentAnalysisIds: string[], extra: Record<string, unknown> = {}) => ({
+  prospect: { id: prospectId, name },
+  segmentAnalysisIds,
+  dependency: { model: "independent" },
+  ...extra,
+});
