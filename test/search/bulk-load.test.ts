@@ -65,21 +65,6 @@ describe("search replica bulk load", () => {
       trackTotalCount: true,
     }).total;
 
-  const load = async (
-    nc: NatsConnection,
-    file: string,
-    decoder?: URL,
-    wrap: (index: SqliteBackend) => SearchBackend = (index) => index,
-  ) => {
-    const logged: Array<Record<string, unknown>> = [];
-    const index = new SqliteBackend({ file });
-    const log = pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
-    const replica = await followRecords(nc, wrap(index), log, { decoder, backoff: { firstMs: 20, maxMs: 200 } });
-    // Resolves once the load ended: everything applied is searchable and indexed.
-    await replica.caughtUp(90_000);
-    return { index, replica, logged };
-  };
-
   const expectLoaded = (index: SqliteBackend) => {
     expect(index.indexing).toBe(false);
     expect(index.appliedSeq()).toBe(lastSeq);
@@ -100,21 +85,43 @@ describe("search replica bulk load", () => {
     lookup.close();
   };
 
-  it("replica - a backlog past 20,000 messages is decoded in a worker and written to both files in parallel; updates, deletes and a broken message come out as one by one would", {
-    timeout: 120_000,
-  }, async ({ nc, dataDir }) => {
-    const { index, replica, logged } = await load(nc, join(dataDir, "workers", "index.sqlite"));
+  /**
+   * Loads the stream into a fresh file under `dataDir/<name>` and checks it holds what was written;
+   * `check` sees the load, then the replica stops and the index closes. Answers the file.
+   */
+  const load = async (
+    { nc, dataDir }: { nc: NatsConnection; dataDir: string },
+    name: string,
+    options: { decoder?: URL; wrap?: (index: SqliteBackend) => SearchBackend },
+    check: (loaded: { replica: Awaited<ReturnType<typeof followRecords>>; logged: Array<Record<string, unknown>> }) => void,
+  ) => {
+    const logged: Array<Record<string, unknown>> = [];
+    const index = new SqliteBackend({ file: join(dataDir, name, "index.sqlite") });
+    const log = pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+    const backend = options.wrap ? options.wrap(index) : index;
+    const replica = await followRecords(nc, backend, log, { decoder: options.decoder, backoff: { firstMs: 20, maxMs: 200 } });
     try {
+      // Resolves once the load ended: everything applied is searchable and indexed.
+      await replica.caughtUp(90_000);
       expectLoaded(index);
-      expect(replica.health()).toMatchObject({ following: true, skipped: 1, lastSkipped: { seq: notJsonSeq, reason: "not JSON" } });
-      expect(logged.filter((l) => /did not start/.test(String(l.msg)))).toEqual([]);
-      expect(logged).toContainEqual(expect.objectContaining({ msg: "search index value indexes built" }));
+      check({ replica, logged });
     } finally {
       await replica.stop();
       index.close();
     }
+    return index.options.file;
+  };
+
+  it("replica - a backlog past 20,000 messages is decoded in a worker and written to both files in parallel; updates, deletes and a broken message come out as one by one would", {
+    timeout: 120_000,
+  }, async ({ nc, dataDir }) => {
+    const file = await load({ nc, dataDir }, "workers", {}, ({ replica, logged }) => {
+      expect(replica.health()).toMatchObject({ following: true, skipped: 1, lastSkipped: { seq: notJsonSeq, reason: "not JSON" } });
+      expect(logged.filter((l) => /did not start/.test(String(l.msg)))).toEqual([]);
+      expect(logged).toContainEqual(expect.objectContaining({ msg: "search index value indexes built" }));
+    });
     // The files alone give the same answers after a reopen: the bulk markers were cleared, nothing is rebuilt.
-    const reopened = new SqliteBackend({ file: index.options.file });
+    const reopened = new SqliteBackend({ file });
     expectLoaded(reopened);
     reopened.close();
   });
@@ -122,13 +129,8 @@ describe("search replica bulk load", () => {
   it("replica - a decode worker that dies mid-load loses nothing: the consumer restarts after what was applied and the load ends the same", {
     timeout: 120_000,
   }, async ({ nc, dataDir }) => {
-    const { index, replica, logged } = await load(
-      nc,
-      join(dataDir, "crash", "index.sqlite"),
-      new URL("./fixtures/crashing-decode-worker.ts", import.meta.url),
-    );
-    try {
-      expectLoaded(index);
+    const decoder = new URL("./fixtures/crashing-decode-worker.ts", import.meta.url);
+    await load({ nc, dataDir }, "crash", { decoder }, ({ replica, logged }) => {
       expect(replica.health().restarts).toBeGreaterThanOrEqual(1);
       expect(logged).toContainEqual(
         expect.objectContaining({
@@ -137,10 +139,7 @@ describe("search replica bulk load", () => {
           err: expect.objectContaining({ message: expect.stringContaining("the decode worker failed") }),
         }),
       );
-    } finally {
-      await replica.stop();
-      index.close();
-    }
+    });
   });
 
   it("replica - a failure that ends the consumer between two batches loses nothing: a flush timer left behind does not mark what the decode worker held as applied", {
@@ -161,33 +160,19 @@ describe("search replica bulk load", () => {
           return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
         },
       });
-    const { index, replica } = await load(nc, join(dataDir, "between", "index.sqlite"), undefined, throwing);
-    try {
+    await load({ nc, dataDir }, "between", { wrap: throwing }, ({ replica }) => {
       expect(calls).toBeGreaterThan(3_001);
       expect(replica.health()).toMatchObject({ lastError: expect.stringContaining("injected failure between batches") });
-      expectLoaded(index);
-    } finally {
-      await replica.stop();
-      index.close();
-    }
+    });
   });
 
   it("replica - when the decode worker cannot start, the bulk load decodes on the actor's thread, says so, and ends the same", {
     timeout: 120_000,
   }, async ({ nc, dataDir }) => {
-    const { index, replica, logged } = await load(
-      nc,
-      join(dataDir, "inline", "index.sqlite"),
-      new URL("./no-such-decoder.ts", import.meta.url),
-    );
-    try {
-      expectLoaded(index);
+    await load({ nc, dataDir }, "inline", { decoder: new URL("./no-such-decoder.ts", import.meta.url) }, ({ logged }) => {
       expect(logged).toContainEqual(
         expect.objectContaining({ level: 40, msg: "the decode worker did not start; decoding on the actor's thread" }),
       );
-    } finally {
-      await replica.stop();
-      index.close();
-    }
+    });
   });
 });
