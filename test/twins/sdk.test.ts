@@ -59,6 +59,15 @@ describe("device SDK over JetStream KV", () => {
     for (const device of devices) await device.close().catch(() => undefined);
     for (const link of links) await link.close();
   });
+  /** A device of `app` on twin `twinId` observing g/p, once the first value PUT (v1) has reached it. */
+  const observingFirstValue = async (derrick: TestDerrick, natsUrl: string, app: string, twinId: string) => {
+    const device = await start(parseAppConfig(appDocument(app, twinId, natsUrl)));
+    const seen: TwinChange[] = [];
+    device.observe("g", "p", (c) => void seen.push(c));
+    await put(derrick, twinId, "g", [{ name: "p", value: "v1" }]);
+    await eventually(() => seen.length === 1, { what: "the first value" });
+    return { device, values: () => seen.map((c) => c.value), seen };
+  };
 
   it("sdk - a REST PUT reaches the observe callback with the value and the version", async ({ derrick, nats }) => {
     const device = await start(parseAppConfig(appDocument("App1", "dev-a", nats.url)));
@@ -487,34 +496,26 @@ describe("device SDK over JetStream KV", () => {
     nats,
     peer,
   }) => {
-    const device = await start(parseAppConfig(appDocument("AppBadCommit", "dev-bad-commit", nats.url)));
-    const seen: string[] = [];
-    device.observe("g", "p", (c) => seen.push(c.value!));
-    await put(derrick, "dev-bad-commit", "g", [{ name: "p", value: "v1" }]);
-    await eventually(() => seen.length === 1, { what: "the first value" });
+    const { seen, values } = await observingFirstValue(derrick, nats.url, "AppBadCommit", "dev-bad-commit");
     // Devices may write any key of their own bucket, the group's commit record included.
     const kv = await openBucket(peer, twinBucket({ organization: "acme", environment: "prod", twinId: "dev-bad-commit" }));
     await kv.put("twin_commits/g", JSON.stringify({ state: "pending", names: 1 }));
     await put(derrick, "dev-bad-commit", "g", [{ name: "p", value: "v2" }]);
     await eventually(() => seen.length === 2, { what: "the PUT after the bad record" });
-    expect(seen).toEqual(["v1", "v2"]);
+    expect(values()).toEqual(["v1", "v2"]);
   });
 
   it("sdk - a change whose live notice is lost still reaches the callback once (the follower reads on at its poll)", async ({
     derrick,
     nats,
   }) => {
-    const device = await start(parseAppConfig(appDocument("AppWatchEnds", "dev-watch-ends", nats.url)));
-    const seen: string[] = [];
-    device.observe("g", "p", (c) => seen.push(c.value!));
-    await put(derrick, "dev-watch-ends", "g", [{ name: "p", value: "v1" }]);
-    await eventually(() => seen.length === 1, { what: "the first value" });
+    const { device, seen, values } = await observingFirstValue(derrick, nats.url, "AppWatchEnds", "dev-watch-ends");
     // The notices are core NATS: a reconnect can lose them. Stop them and the poll still reads on.
     const follower = (device as unknown as { twins: { watcher: { notices: { unsubscribe(): void } } } }).twins.watcher;
     follower.notices.unsubscribe();
     await put(derrick, "dev-watch-ends", "g", [{ name: "p", value: "v2" }]);
     await eventually(() => seen.length === 2, { what: "the PUT whose notice was lost", timeoutMs: 10_000 });
-    expect(seen).toEqual(["v1", "v2"]);
+    expect(values()).toEqual(["v1", "v2"]);
   });
 
   it("sdk - two watch restarts at once (a reconnect and an ended watch) leave one watch: each change arrives once", async ({
@@ -538,11 +539,7 @@ describe("device SDK over JetStream KV", () => {
     derrick,
     nats,
   }) => {
-    const device = await start(parseAppConfig(appDocument("App5", "dev-e", nats.url)));
-    const seen: Array<[string | null, number]> = [];
-    device.observe("g", "p", (c) => seen.push([c.value, c.version]));
-    await put(derrick, "dev-e", "g", [{ name: "p", value: "v1" }]);
-    await eventually(() => seen.length === 1);
+    const { device, seen, values } = await observingFirstValue(derrick, nats.url, "App5", "dev-e");
     const reconnected = (async () => {
       for await (const s of device.nc.status()) if (s.type === "reconnect") return true;
       return false;
@@ -554,9 +551,9 @@ describe("device SDK over JetStream KV", () => {
       intervalMs: 200,
       what: "PUT after restart",
     });
-    await eventually(() => seen.some(([v]) => v === "v2"), { timeoutMs: 15_000, what: "v2 after reconnect" });
-    expect(seen.map(([v]) => v)).toEqual(["v1", "v2"]);
-    expect(seen[1]![1]).toBeGreaterThan(seen[0]![1]);
+    await eventually(() => values().includes("v2"), { timeoutMs: 15_000, what: "v2 after reconnect" });
+    expect(values()).toEqual(["v1", "v2"]);
+    expect(seen[1]!.version).toBeGreaterThan(seen[0]!.version);
   });
 
   it("sdk - a twin bucket deleted and made again is noticed: a warning, and the new bucket's values (versions from 1 again) reach the callback", async ({
