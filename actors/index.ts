@@ -1,5 +1,6 @@
 /** Every actor by name, so a process can run any subset (`ACTORS`, `derrick actor <names…>`). */
 import type { NatsConnection } from "@nats-io/nats-core";
+import type { Registry } from "prom-client";
 import type { ActorName, Config } from "../config/index.ts";
 import type { Logger } from "../platform/logger.ts";
 import type { RuntimeOptions, ServedActor } from "./runtime/service.ts";
@@ -14,36 +15,44 @@ import { startSearchActor } from "./search/index.ts";
 import { startStorageActor } from "./storage/index.ts";
 import { startReportingActor } from "./reporting/index.ts";
 
-type Starter = (nc: NatsConnection, cfg: Config, log: Logger) => Promise<ServedActor>;
+type Starter = (nc: NatsConnection, cfg: Config, options: RuntimeOptions) => Promise<ServedActor>;
 
-const runtime = (cfg: Config, log: Logger): RuntimeOptions => ({
+const runtime = (cfg: Config, log: Logger, metrics?: Registry): RuntimeOptions => ({
   log,
+  metrics,
   concurrency: cfg.actorConcurrency,
   queue: cfg.actorQueue,
   storage: storagePolicy(cfg),
 });
 
 const STARTERS: Record<ActorName, Starter> = {
-  system: (nc, cfg, log) => startSystemActor(nc, runtime(cfg, log)),
-  identity: (nc, cfg, log) => startIdentityActor(nc, cfg, runtime(cfg, log)),
-  notifications: (nc, cfg, log) => startNotificationsActor(nc, cfg, runtime(cfg, log)),
-  dispatcher: (nc, cfg, log) => startDispatcherActor(nc, cfg, runtime(cfg, log)),
-  deliverer: (nc, cfg, log) => startDelivererActor(nc, cfg, runtime(cfg, log)),
-  twins: (nc, cfg, log) => startTwinsActor(nc, runtime(cfg, log), cfg.twins),
-  "twin-mirror": (nc, cfg, log) => startTwinMirrorActor(nc, cfg, runtime(cfg, log)),
-  projects: (nc, cfg, log) => startProjectsActor(nc, cfg, runtime(cfg, log)),
-  "content-worker": (nc, cfg, log) => startContentWorker(nc, cfg, runtime(cfg, log)),
-  search: (nc, cfg, log) => startSearchActor(nc, cfg, runtime(cfg, log)),
-  storage: (nc, cfg, log) => startStorageActor(nc, runtime(cfg, log)),
-  reporting: (nc, cfg, log) => startReportingActor(nc, runtime(cfg, log)),
+  system: (nc, _cfg, options) => startSystemActor(nc, options),
+  identity: (nc, cfg, options) => startIdentityActor(nc, cfg, options),
+  notifications: (nc, cfg, options) => startNotificationsActor(nc, cfg, options),
+  dispatcher: (nc, cfg, options) => startDispatcherActor(nc, cfg, options),
+  deliverer: (nc, cfg, options) => startDelivererActor(nc, cfg, options),
+  twins: (nc, cfg, options) => startTwinsActor(nc, options, cfg.twins),
+  "twin-mirror": (nc, cfg, options) => startTwinMirrorActor(nc, cfg, options),
+  projects: (nc, cfg, options) => startProjectsActor(nc, cfg, options),
+  "content-worker": (nc, cfg, options) => startContentWorker(nc, cfg, options),
+  search: (nc, cfg, options) => startSearchActor(nc, cfg, options),
+  storage: (nc, _cfg, options) => startStorageActor(nc, options),
+  reporting: (nc, _cfg, options) => startReportingActor(nc, options),
 };
 
 export type RunningActors = { names: string[]; stop(): Promise<void> };
 
-export async function startActors(names: readonly ActorName[], nc: NatsConnection, cfg: Config, log: Logger): Promise<RunningActors> {
+export async function startActors(
+  names: readonly ActorName[],
+  nc: NatsConnection,
+  cfg: Config,
+  log: Logger,
+  metrics?: Registry,
+): Promise<RunningActors> {
   const started: ServedActor[] = [];
   try {
-    for (const name of names) started.push(await STARTERS[name](nc, cfg, log));
+    const options = runtime(cfg, log, metrics);
+    for (const name of names) started.push(await STARTERS[name](nc, cfg, options));
   } catch (error) {
     await Promise.allSettled(started.map((actor) => actor.stop()));
     throw error;

@@ -12,6 +12,7 @@ import type { Logger } from "../platform/logger.ts";
 import { startActors, type RunningActors } from "../actors/index.ts";
 import { createEdgeApp, listenEdge, type RunningEdge } from "../edge/app.ts";
 import { createMetrics } from "../edge/metrics.ts";
+import type { Registry } from "prom-client";
 import { watchStalls } from "../platform/stall-watch.ts";
 import { onUncaughtError } from "../platform/uncaught.ts";
 
@@ -53,9 +54,11 @@ export async function boot(options: BootOptions): Promise<Booted> {
   });
   let actors: RunningActors | undefined;
   let edge: RunningEdge | undefined;
+  let metricsServer: { stop(): void } | undefined;
   try {
-    if (options.actors.length) actors = await startActors(options.actors, nc, cfg, log);
+    if (options.actors.length) actors = await startActors(options.actors, nc, cfg, log, metrics.registry);
     if (options.edge) edge = listenEdge(createEdgeApp({ cfg, bus, log, metrics }), cfg, log);
+    else if (cfg.http.metricsPort > 0) metricsServer = serveMetrics(metrics.registry, cfg, log);
   } catch (error) {
     await actors?.stop();
     await nc.close();
@@ -71,11 +74,26 @@ export async function boot(options: BootOptions): Promise<Booted> {
     stop: () =>
       (stopping ??= (async () => {
         stopWatching();
+        metricsServer?.stop();
         await edge?.stop();
         await actors?.stop();
         if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
       })()),
   };
+}
+
+/** `/metrics` of an actor-only process on DERRICK_METRICS_PORT: the edge serves its own, with the actors' series in it. */
+function serveMetrics(registry: Registry, cfg: Config, log: Logger): { stop(): void } {
+  const server = Bun.serve({
+    hostname: cfg.http.host,
+    port: cfg.http.metricsPort,
+    fetch: async (request) =>
+      new URL(request.url).pathname === "/metrics"
+        ? new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } })
+        : new Response("not found: this port serves /metrics only\n", { status: 404 }),
+  });
+  log.info({ url: `http://${cfg.http.host}:${server.port}/metrics` }, "metrics served");
+  return { stop: () => void server.stop(true) };
 }
 
 /** Why a serving process stops, and the exit code that says so. */

@@ -36,7 +36,17 @@ describe("config", () => {
 
   it("config - defaults match the documented ones", () => {
     const cfg = loadConfig({});
-    expect(cfg.http).toEqual({ host: "127.0.0.1", port: 8080, bodyLimit: 1024 * 1024, rateLimit: 0, rateBurst: 100, reusePort: false });
+    expect(cfg.http).toEqual({
+      host: "127.0.0.1",
+      port: 8080,
+      bodyLimit: 1024 * 1024,
+      rateLimit: 0,
+      rateBurst: 100,
+      reusePort: false,
+      metricsPort: 0,
+    });
+    expect(cfg.twins.views).toBe(1000);
+    expect(loadConfig({ DERRICK_METRICS_PORT: "9464" }).http.metricsPort).toBe(9464);
     expect(cfg.dataDir).toBe(".derrick");
     expect(cfg.partitions).toEqual(["opendes"]);
     expect(cfg.actors).toEqual([...ACTOR_NAMES]);

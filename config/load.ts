@@ -139,6 +139,7 @@ const VARIABLES: ReadonlyArray<Variable> = [
   { name: "DERRICK_HTTP_PORT", path: "http.port", parse: integer, fallback: "8080" },
   { name: "DERRICK_BODY_LIMIT", path: "http.bodyLimit", parse: integer, fallback: String(1024 * 1024) },
   { name: "DERRICK_HTTP_REUSE_PORT", path: "http.reusePort", parse: boolean, fallback: "false" },
+  { name: "DERRICK_METRICS_PORT", path: "http.metricsPort", parse: integer, fallback: "0" },
   { name: "DERRICK_RATE_LIMIT", path: "http.rateLimit", parse: rate, fallback: "0" },
   { name: "DERRICK_RATE_BURST", path: "http.rateBurst", parse: integer, fallback: "100" },
   { name: "DERRICK_DATA_DIR", path: "dataDir", parse: text, fallback: ".derrick" },

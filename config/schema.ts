@@ -54,6 +54,8 @@ export const Config = Type.Object({
     rateLimit: Type.Number({ minimum: 0 }),
     /** Requests a client may make at once above the steady rate (token bucket size). */
     rateBurst: Type.Integer({ minimum: 1 }),
+    /** Where a process without the edge serves `/metrics` (on http.host); 0 = none. */
+    metricsPort: Type.Integer({ minimum: 0, maximum: 65535 }),
   }),
   dataDir: Type.String({ minLength: 1 }),
   partitions: Type.Array(Type.String({ pattern: SUBJECT_TOKEN_PATTERN }), { minItems: 1 }),

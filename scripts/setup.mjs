@@ -30,6 +30,8 @@ if (!npmPackagesCurrent()) {
 const wanted = [];
 if (forTests || !process.env.NATS_URL) wanted.push(["nats-server", "nats-server"]);
 if (forTests) wanted.push(["redis-server", "redis-server"]);
+// The metrics test scrapes derrick with a real Prometheus and checks the alert rules with promtool.
+if (forTests) wanted.push(["prometheus", "prometheus"]);
 const missing = wanted.filter(([cmd]) => !onPath(cmd));
 if (missing.length) {
   const packages = missing.map(([, pkg]) => pkg);

@@ -26,6 +26,7 @@ import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../
 import { caller, requireGroup } from "../runtime/context.ts";
 import { callbackPolicy } from "./callback-policy.ts";
 import { startDeliverer } from "./deliverer.ts";
+import { actorMetrics } from "../runtime/metrics.ts";
 import { startDispatcher } from "./dispatcher.ts";
 import {
   deleteSubscription,
@@ -131,6 +132,7 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
   const cache = new SubscriptionCache(store, log);
   await cache.start();
   const d = cfg.delivery;
+  const metrics = options.metrics ? actorMetrics(options.metrics) : undefined;
   const deliverer = await startDeliverer(
     journal,
     store,
@@ -142,14 +144,17 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
       concurrency: d.concurrency,
       perSubscription: d.perSubscription,
       policy: callbackPolicy(d),
+      ...(options.metrics ? { observeDuration: (seconds: number) => metrics?.deliveryDuration.observe(seconds) } : {}),
     },
     log,
   );
+  if (metrics) metrics.deliveries(() => deliverer.stats);
   const served = await serveActor(
     nc,
     {
       name: "deliverer",
       description: "delivers notifications to callbacks (signed, retried, dead-lettered)",
+      work: () => ({ ...deliverer.stats }),
       endpoints: [endpoint(notificationsDelivererStats, () => ({ ...deliverer.stats }))],
     },
     options,

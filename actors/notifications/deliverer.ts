@@ -28,6 +28,8 @@ export type DelivererOptions = {
   concurrency: number;
   perSubscription: number;
   policy: CallbackPolicy;
+  /** Hears each attempt's call duration (a metrics histogram). */
+  observeDuration?: (seconds: number) => void;
 };
 
 export type DelivererStats = {

@@ -6,6 +6,8 @@
  */
 import type { StoragePolicy } from "./storage.ts";
 import { hostname } from "node:os";
+import type { Registry } from "prom-client";
+import { actorMetrics } from "./metrics.ts";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { TSchema, Static } from "@sinclair/typebox";
@@ -92,6 +94,8 @@ export type RuntimeOptions = {
   queue?: QueueBound;
   /** How the streams and buckets the actor creates are replicated; one server's when absent. */
   storage?: StoragePolicy;
+  /** The process's Prometheus registry, for the actor's series (none when absent). */
+  metrics?: Registry;
 };
 
 export type ServedActor = {
@@ -133,6 +137,7 @@ export async function serveActor(
 async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: spec.name });
   const limiter = new InFlightLimiter(options.concurrency, options.queue);
+  if (options.metrics) actorMetrics(options.metrics).actorLoad(spec.name, () => limiter.load);
   const service = await new Svcm(nc).add({
     name: serviceName(spec.name),
     version: spec.version ?? buildInfo().version,

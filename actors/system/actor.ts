@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { nuid } from "@nats-io/nats-core";
 import { OPERATORS_GROUP, systemEcho, systemInfo, systemPing, systemStatus } from "../../subjects/system.ts";
 import { requireGroup } from "../runtime/context.ts";
-import { FleetWatch } from "./status.ts";
+import { FleetWatch, registerFleetGauges } from "./status.ts";
 import { buildInfo } from "../../platform/build-info.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { echo, info, ping } from "./handlers.ts";
@@ -12,6 +12,7 @@ export async function startSystemActor(nc: NatsConnection, options: RuntimeOptio
   const build = buildInfo();
   const instance = nuid.next();
   const fleet = new FleetWatch();
+  if (options.metrics) registerFleetGauges(options.metrics, () => fleet.gather(nc));
   return serveActor(
     nc,
     {

@@ -6,6 +6,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstreamManager, type ConsumerInfo, type StreamInfo } from "@nats-io/jetstream";
 import { Svcm, type ServiceStats } from "@nats-io/services";
+import { Gauge, type Registry } from "prom-client";
 import { RECORDS_STREAM } from "../../subjects/search.ts";
 import type { ActorProcess, FleetStatus, StreamStatus } from "../../subjects/system.ts";
 import { SERVICE_PREFIX } from "../../subjects/index.ts";
@@ -135,4 +136,45 @@ export function summarize(now: Date, actors: FleetStatus["actors"], streams: Str
     notifications: { deadLetters: stream(NOTIFICATION_STREAMS.dead)?.messages ?? 0, pausedSubscriptions: Math.max(0, ...paused) },
     content: { tasksQueued: stream(TASK_STREAM)?.messages ?? 0 },
   };
+}
+
+/**
+ * The fleet's gauges for Prometheus, read from one gather per scrape (shared by the gauges of that scrape):
+ * consumers' pending, dead letters, paused subscriptions, replica lag, queued content tasks.
+ */
+export function registerFleetGauges(registry: Registry, gather: () => Promise<FleetStatus>): void {
+  let last: { at: number; fleet: Promise<FleetStatus> } | undefined;
+  const current = () => {
+    if (!last || Date.now() - last.at > 1_000) last = { at: Date.now(), fleet: gather() };
+    return last.fleet;
+  };
+  const gauge = (name: string, help: string, labelNames: string[], set: (gauge: Gauge, fleet: FleetStatus) => void) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        set(this, await current());
+      },
+    });
+  gauge("derrick_consumer_pending", "Messages a durable consumer has not been delivered yet", ["stream", "consumer"], (g, f) => {
+    for (const s of f.streams) for (const c of s.consumers) g.set({ stream: s.name, consumer: c.name }, c.pending);
+  });
+  gauge("derrick_consumer_ack_pending", "Messages a durable consumer delivered and awaits acks for", ["stream", "consumer"], (g, f) => {
+    for (const s of f.streams) for (const c of s.consumers) g.set({ stream: s.name, consumer: c.name }, c.ackPending);
+  });
+  gauge("derrick_dead_letters", "Deliveries given up and kept in DEAD (30 days)", [], (g, f) => g.set(f.notifications.deadLetters));
+  gauge("derrick_subscriptions_paused", "Subscriptions whose deliveries are paused", [], (g, f) =>
+    g.set(f.notifications.pausedSubscriptions),
+  );
+  gauge("derrick_search_replica_lag_records", "Records on RECORDS a search replica has not applied", ["replica"], (g, f) => {
+    for (const r of f.search.replicas) g.set({ replica: r.id }, r.lagRecords);
+  });
+  gauge("derrick_content_tasks", "Content tasks by state", ["state"], (g, f) => g.set({ state: "queued" }, f.content.tasksQueued));
+  gauge("derrick_actor_processes", "Actor processes answering (up) or gone silent (gone) by actor", ["actor", "state"], (g, f) => {
+    for (const a of f.actors)
+      for (const state of ["up", "gone"] as const) g.set({ actor: a.name, state }, a.processes.filter((p) => p.state === state).length);
+  });
 }

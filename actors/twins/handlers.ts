@@ -9,7 +9,6 @@ import {
   TWIN_VALUE_MAX_BYTES,
   checkTwinName,
   formatTwinEtag,
-  parseTwinKey,
   twinBucket,
   twinCommitKey,
   twinKey,
@@ -22,9 +21,8 @@ import {
   type TwinGetRequest,
   type TwinPutReply,
   type TwinPutRequest,
-  type TwinValue,
 } from "../../subjects/twins.ts";
-import { TwinCommitGate, parseTwinCommit, type TwinEntry } from "../../platform/twin-commit.ts";
+import { parseTwinCommit, type TwinEntry } from "../../platform/twin-commit.ts";
 import { BoundedCache } from "../../platform/bounded-cache.ts";
 import { requireGroup, type RequestContext } from "../runtime/context.ts";
 import type { TwinBucketStore, TwinStores } from "./store.ts";

@@ -34,7 +34,7 @@ export class OutcomeRecorder {
   constructor(
     private readonly journal: Pick<Journal, "recordAttempt" | "enqueue" | "deadLetter" | "forgetDead">,
     private readonly store: Pick<SubscriptionStore, "modify">,
-    private readonly options: { schedule: Schedule; pauseAfterMs: number },
+    private readonly options: { schedule: Schedule; pauseAfterMs: number; observeDuration?: (seconds: number) => void },
     private readonly stats: OutcomeStats,
     private readonly clock: Clock,
     private readonly log: Logger,
@@ -54,6 +54,7 @@ export class OutcomeRecorder {
       duration_ms: a.finished - a.started,
       attempted_at: new Date(a.started).toISOString(),
     };
+    if (event !== undefined) this.options.observeDuration?.((a.finished - a.started) / 1000);
     const next = followUp(outcome, event !== undefined, !!job.manual);
     if (next === "succeeded") return this.succeeded(job, subscription, record);
     this.stats.failed++;
