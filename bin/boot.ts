@@ -113,7 +113,11 @@ export const UNCAUGHT_DRAIN_DEADLINE_MS = 30_000;
  */
 export function listenForStop(
   log: Logger,
-  options: { drainDeadlineMs?: number } = {},
+  options: {
+    drainDeadlineMs?: number;
+    /** SIGHUP too drains and stops (the process reloads nothing; its default would end it without draining). */
+    stopOnHangup?: boolean;
+  } = {},
 ): { requested: Promise<StopRequest>; dispose(): void } {
   let request: (value: StopRequest) => void;
   const requested = new Promise<StopRequest>((resolve) => (request = resolve));
@@ -130,8 +134,8 @@ export function listenForStop(
     log.info({ signal }, "shutting down: draining");
     request({ reason: "signal", exitCode: 0 });
   };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  const signals: NodeJS.Signals[] = ["SIGINT", "SIGTERM", ...(options.stopOnHangup ? (["SIGHUP"] as const) : [])];
+  for (const signal of signals) process.on(signal, onSignal);
   let deadline: ReturnType<typeof setTimeout> | undefined;
   const uninstall = onUncaughtError(log, () => {
     const drainDeadlineMs = options.drainDeadlineMs ?? UNCAUGHT_DRAIN_DEADLINE_MS;
@@ -146,8 +150,7 @@ export function listenForStop(
     dispose() {
       clearTimeout(deadline);
       uninstall();
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
+      for (const signal of signals) process.off(signal, onSignal);
     },
   };
 }

@@ -157,7 +157,9 @@ const COMMANDS = new Set(["demo", "start", "edge", "actor", "actors", "apps", "k
 
 async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: readonly ActorName[]; embedded: boolean }): Promise<number> {
   // From here on a signal or an uncaught error starts the graceful stop (once the process is up).
-  const stop = listenForStop(log);
+  // With the embedded server, SIGHUP restarts it with the device accounts (`derrick devices`, onHangup below);
+  // otherwise it drains and stops as SIGTERM does, since its default would end the process without draining.
+  const stop = listenForStop(log, { stopOnHangup: !(plan.embedded && !cfg.natsUrl) });
   // `derrick devices add|remove` sends SIGHUP (see onHangup below). Caught from here on, so one that
   // comes during start-up waits for it and one during shutdown is ignored; never the default exit.
   let hangup: () => void = () => void (hangupBeforeUp = true);
