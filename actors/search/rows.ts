@@ -122,6 +122,14 @@ export class RowFacts {
       return k !== NONE && kindOk[k] === 1 && aclOk[aclOf[rid]!] === 1;
     };
   }
+
+  /** The records `visible` lets through, in row order, stopping after `stopAt` of them (the rows of a query without predicates). */
+  visibleRows(visible: (rid: number) => boolean, stopAt = Number.POSITIVE_INFINITY): number[] {
+    const out: number[] = [];
+    const kindOf = this.kindOf;
+    for (let rid = 0; rid < kindOf.length && out.length < stopAt; rid++) if (kindOf[rid] !== NONE && visible(rid)) out.push(rid);
+    return out;
+  }
 }
 
 /**

@@ -18,7 +18,14 @@ export type NumericColumn = {
   max: Float64Array;
   /** NUMBERS | DATES held at any time since the load (never narrowed: a range check needs to know whether to read its bounds as numbers or as dates). */
   kinds?: number;
+  /** The records with a value, ascending by `min` or by `max`: built on a sort's first walk (see orderedCandidates). */
+  orders?: { min?: Int32Array; max?: Int32Array };
+  /** Records changed since the orders were built: an order does not place them, a walk looks at them apart. */
+  changed?: Set<number>;
 };
+
+/** Changed records beyond which the orders are dropped (and built again by the next walk). */
+const CHANGED_MAX = 4096;
 
 /** What a column load reads: the numeric values of a path (dates as epoch ms, `date` set), and whether it holds any other value. */
 export type ColumnSource = { numbers: Iterable<[rid: number, value: number, date?: boolean]>; hasOtherValues: boolean };
@@ -71,6 +78,7 @@ export class SortColumns {
   upsert(rid: number, leaves: Leaf[]): void {
     for (const [path, column] of this.columns) {
       if (column === null) continue;
+      changed(column, rid);
       if (column.min.length > rid) {
         column.min[rid] = Number.NaN;
         column.max[rid] = Number.NaN;
@@ -92,6 +100,7 @@ export class SortColumns {
 
   remove(rid: number): void {
     for (const column of this.columns.values()) {
+      if (column) changed(column, rid);
       if (column && rid < column.min.length) {
         column.min[rid] = Number.NaN;
         column.max[rid] = Number.NaN;
@@ -118,6 +127,16 @@ function fromSource(source: ColumnSource): NumericColumn | null {
     column.kinds |= date ? DATES : NUMBERS;
   }
   return column;
+}
+
+function changed(column: NumericColumn, rid: number): void {
+  if (!column.orders) return;
+  column.changed ??= new Set();
+  column.changed.add(rid);
+  if (column.changed.size > CHANGED_MAX) {
+    column.orders = undefined;
+    column.changed = undefined;
+  }
 }
 
 /** Widens a record's min and max by one of its values (NaN: none yet). */
@@ -191,35 +210,32 @@ export function sortedPage(
   const values = keys.map((key, i) => ((key.mode ?? (key.order === "asc" ? "min" : "max")) === "min" ? columns[i]!.min : columns[i]!.max));
   const direction = keys.map((key) => (key.order === "asc" ? 1 : -1));
   const keyOf = (rid: number, k: number) => valueAt(values[k]!, rid);
-  /** Order of two sort positions by their keys alone (NaN = missing, last in either direction). */
-  const compareKeys = (a: (k: number) => number, b: (k: number) => number): number => {
+  /** Order of two keys of sort key `k` (NaN = missing, last in either direction). */
+  const compareKey = (x: number, y: number, k: number): number => {
+    const xMissing = x !== x;
+    const yMissing = y !== y;
+    if (xMissing || yMissing) return xMissing && yMissing ? 0 : xMissing ? 1 : -1;
+    return x === y ? 0 : x < y ? -direction[k]! : direction[k]!;
+  };
+  // No closures per comparison: the heap compares every match with its root.
+  const compare = (x: number, y: number): number => {
     for (let k = 0; k < values.length; k++) {
-      const x = a(k);
-      const y = b(k);
-      const xMissing = x !== x;
-      const yMissing = y !== y;
-      if (xMissing && yMissing) continue;
-      if (xMissing) return 1;
-      if (yMissing) return -1;
-      if (x !== y) return x < y ? -direction[k]! : direction[k]!;
+      const order = compareKey(keyOf(x, k), keyOf(y, k), k);
+      if (order !== 0) return order;
     }
     return 0;
   };
-  const compare = (x: number, y: number) =>
-    compareKeys(
-      (k) => keyOf(x, k),
-      (k) => keyOf(y, k),
-    );
 
   let candidates: number[] = [];
   const after = window.after;
   if (after) {
-    const afterKey = (k: number) => (after[k] === null || after[k] === undefined ? Number.NaN : Number(after[k]));
+    const afterKeys = values.map((_, k) => (after[k] === null || after[k] === undefined ? Number.NaN : Number(after[k])));
     const afterId = String(after[after.length - 1]);
     const tied: number[] = [];
     for (let i = 0; i < rids.length; i++) {
       const rid = rids[i]!;
-      const order = compareKeys((k) => keyOf(rid, k), afterKey);
+      let order = 0;
+      for (let k = 0; k < values.length && order === 0; k++) order = compareKey(keyOf(rid, k), afterKeys[k]!, k);
       if (order > 0) candidates.push(rid);
       else if (order === 0) tied.push(rid);
     }
@@ -273,4 +289,54 @@ export function sortedPage(
       ids.get(rid)!,
     ]),
   };
+}
+
+/** The records with a value in `which`, ascending by it. */
+function orderOf(column: NumericColumn, which: "min" | "max"): Int32Array {
+  column.orders ??= {};
+  let order = column.orders[which];
+  if (!order) {
+    const values = column[which];
+    const rids: number[] = [];
+    for (let rid = 0; rid < values.length; rid++) if (values[rid] === values[rid]) rids.push(rid);
+    rids.sort((x, y) => values[x]! - values[y]!);
+    column.orders[which] = order = Int32Array.from(rids);
+  }
+  return order;
+}
+
+/**
+ * Early termination for a one-key sort, as a search engine walks a field's sorted values: the matches (`member`) met
+ * walking the column's order from the best value, until `k` and every match tied with the k-th are found, plus the
+ * changed records the order does not place — a set holding the first `k` matches, for sortedPage to order exactly.
+ * Undefined when fewer than `k` matches hold a value (missing values come last: the caller sorts every match) or
+ * after `budget` steps.
+ */
+export function orderedCandidates(
+  column: NumericColumn,
+  key: SortKey,
+  member: (rid: number) => boolean,
+  k: number,
+  budget = Number.POSITIVE_INFINITY,
+): number[] | undefined {
+  const which = (key.mode ?? (key.order === "asc" ? "min" : "max")) === "min" ? "min" : "max";
+  const values = column[which];
+  const order = orderOf(column, which);
+  const changedRids = column.changed;
+  const out: number[] = [];
+  let boundary = Number.NaN;
+  const n = order.length;
+  const forward = key.order === "asc";
+  for (let i = 0; i < n; i++) {
+    if (i >= budget) return undefined;
+    const rid = order[forward ? i : n - 1 - i]!;
+    if (changedRids?.has(rid) || !member(rid)) continue;
+    const value = values[rid]!;
+    if (out.length >= k && value !== boundary) break;
+    out.push(rid);
+    if (out.length === k) boundary = value;
+  }
+  if (out.length < k) return undefined;
+  if (changedRids) for (const rid of changedRids) if (member(rid) && valueAt(values, rid) === valueAt(values, rid)) out.push(rid);
+  return out;
 }

@@ -16,6 +16,7 @@ import {
   DATES,
   FAIL,
   NUMBERS,
+  orderedCandidates,
   PASS,
   SortColumns,
   UNDECIDED,
@@ -24,7 +25,9 @@ import {
   type ColumnSource,
   type NumericColumn,
   type NumericRange,
+  type SortedPage,
 } from "./sort-columns.ts";
+import { countTerms, matchWords, TermColumns, type TermColumn, type TermSource } from "./term-columns.ts";
 import { areaBBox, intersectsPrepared, prepareArea, preparePolygon, withinPrepared, type BBox, type Shape } from "./geo.ts";
 import { invalidParameters } from "./validate.ts";
 import {
@@ -136,6 +139,7 @@ export class SqliteBackend implements SearchBackend {
   private readonly facts = new RowFacts();
   private readonly points = new PointIndex();
   private readonly sortColumns = new SortColumns();
+  private readonly termColumns = new TermColumns();
   /** Writes the lookup file on this connection: out of a bulk load, and in one when no worker runs. */
   private readonly lookupWriter: LookupWriter;
   /** What the batch being applied does to the lookup file (see apply). */
@@ -217,6 +221,7 @@ export class SqliteBackend implements SearchBackend {
       this.pathIds.set(path, id);
     this.facts.clear();
     this.sortColumns.clear();
+    this.termColumns.clear();
     const rows = this.db
       .query<[number, string, string, string, string, number], []>("SELECT rid, partition, kind, authority, acl, tokens FROM records")
       .values() as Array<[number, string, string, string, string, number]>;
@@ -296,6 +301,7 @@ export class SqliteBackend implements SearchBackend {
     this.pathIds.clear();
     this.facts.clear();
     this.sortColumns.clear();
+    this.termColumns.clear();
     this.points.clear();
     if (restart && this.bulk) await this.startWorker();
   }
@@ -318,6 +324,7 @@ export class SqliteBackend implements SearchBackend {
         `PRAGMA main.synchronous = OFF; PRAGMA ${LOOKUP}.synchronous = OFF; ${dropValueIndexes(`${LOOKUP}.`)} ${bulkTextOff(`${LOOKUP}.`)}`,
       );
       this.sortColumns.clear();
+      this.termColumns.clear();
       this.bulk = true;
       await this.startWorker();
       return;
@@ -478,6 +485,7 @@ export class SqliteBackend implements SearchBackend {
     this.stmts.deleteDoc.run(existing.rid);
     this.facts.remove(existing.rid);
     this.sortColumns.remove(existing.rid);
+    this.termColumns.remove(existing.rid);
   }
 
   private upsert(p: PreparedRecord, part: number): void {
@@ -492,11 +500,14 @@ export class SqliteBackend implements SearchBackend {
       rid = Number(this.stmts.insertRecord.run(p.partition, p.key, p.id, p.kind, p.authority, shapes, p.acl, p.tokens).lastInsertRowid);
     }
     this.facts.set(rid, p.partition, p.kind, p.authority, p.acl, p.tokens);
-    if (this.sortColumns.held().length > 0) {
+    if (this.sortColumns.held().length > 0 || this.termColumns.held().length > 0) {
       // Parts given with prepared changes are not read here: the columns go, and load again on their next query.
       const own = this.lookupBatch.parts[part];
-      if (own) this.sortColumns.upsert(rid, leavesOf(own, this.lookupBatch.paths));
+      const leaves = own ? leavesOf(own, this.lookupBatch.paths) : undefined;
+      if (leaves) this.sortColumns.upsert(rid, leaves);
       else this.sortColumns.clear();
+      if (leaves) this.termColumns.upsert(rid, leaves);
+      else this.termColumns.clear();
     }
     this.stmts.upsertDoc.run(rid, p.json);
     for (let i = 0; i < p.groups.length; i++) this.stmts.insertAcl.run(rid, p.groups[i]!, p.owners[i] ? 1 : 0);
@@ -581,9 +592,12 @@ export class SqliteBackend implements SearchBackend {
     const { driverText, rest } = splitDriver(request.query, (node) => probe.ftsOf(node));
     if (driverText === "") return { hits: [], total: 0, aggregations: [] };
     const single = driverText === undefined ? undefined : /^body : \("([^"*]+)"\)$/.exec(driverText)?.[1];
-    const relevance = !request.spatial && request.sort.length === 0 && !request.keyset && !request.aggregateBy;
-    if (single !== undefined && relevance) return this.rankedTerm(request, single, rest, registerNested);
-    if (driverText !== undefined && relevance && !this.options.sqlOnly) return this.rankedText(request, driverText, rest, registerNested);
+    // An aggregation counted in memory (term-columns.ts) leaves the relevance paths open to the query.
+    const terms = request.aggregateBy ? this.termColumn(request) : undefined;
+    const relevance = !request.spatial && request.sort.length === 0 && !request.keyset && (!request.aggregateBy || terms !== undefined);
+    if (single !== undefined && relevance) return this.rankedTerm(request, single, rest, registerNested, terms);
+    if (driverText !== undefined && relevance && !this.options.sqlOnly)
+      return this.rankedText(request, driverText, rest, registerNested, terms);
     let from = "records r";
     if (driverText !== undefined)
       from = `(SELECT rowid AS rid, rank AS score FROM fts WHERE fts MATCH ${p(driverText)}) d CROSS JOIN records r ON r.rid = d.rid`;
@@ -602,65 +616,91 @@ export class SqliteBackend implements SearchBackend {
 
     const whereSql = where.join(" AND ");
     const baseParams = [...params];
+    const aggregationsOf = (rids: () => ArrayLike<number>): Aggregation[] =>
+      terms
+        ? countTerms(terms, rids(), AGGREGATION_SIZE)
+        : request.aggregateBy
+          ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams)
+          : [];
+    // No predicate beyond partition, kind and ACL: the matches are the visible records, listed from the facts in row order.
+    const everyVisible = driverText === undefined && !request.spatial && condition === "1" && !this.options.sqlOnly;
+    const sqlRows = () =>
+      (
+        this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<[number]>
+      ).map((row) => row[0]);
 
     // Spatial hits in index order: one pass gives the count and the page. Without other predicates
     // the partition, kind and ACL checks are the in-memory facts (no SQL per hit).
     if (request.spatial && driverText === undefined && request.sort.length === 0 && !request.keyset) {
       const visible = condition === "1" ? this.facts.visibility(request.partition, request.kinds, request.access) : undefined;
-      const rids = (
-        visible
-          ? spatialHits.filter(visible)
-          : (
-              this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<
-                [number]
-              >
-            ).map((row) => row[0])
-      ).sort((x, y) => x - y);
+      const rids = (visible ? spatialHits.filter(visible) : sqlRows()).sort((x, y) => x - y);
       return {
         hits: this.page(rids.slice(request.offset, request.offset + request.limit)),
         total: request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP),
-        aggregations: request.aggregateBy
-          ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams)
-          : [],
+        aggregations: aggregationsOf(() => rids),
       };
     }
 
     // Sorted by numbers or dates: the matches' values come from memory (sort-columns.ts).
     const columns = request.sort.length > 0 ? this.numericColumns(request) : undefined;
     if (columns) {
+      const visible = this.facts.visibility(request.partition, request.kinds, request.access);
+      // Matches known by a test per record, without listing them: every visible record, or a field's words read from its term column.
+      const words = driverText !== undefined && !request.spatial && rest.type === "matchAll" ? this.fieldWords(request.query) : undefined;
+      const member = everyVisible ? visible : words ? (rid: number) => words(rid) && visible(rid) : undefined;
+      const idsOf = (list: number[]) => {
+        const ids = new Map<number, string>();
+        for (const [rid, id] of this.stmts.idsOf.values(JSON.stringify(list)) as Array<[number, string]>) ids.set(rid, id);
+        return ids;
+      };
+      const window = { offset: request.offset, limit: request.limit, after: request.keyset?.after };
+      const k = request.offset + request.limit;
+      const walkable = request.sort.length === 1 && !request.keyset?.after && k > 0;
+      if (member && walkable && !request.aggregateBy) {
+        // The page from the sort order's first matches; the count stops where the answer does (TOTAL_CAP).
+        const candidates = orderedCandidates(columns[0]!, request.sort[0]!, member, k);
+        if (candidates) {
+          const cap = request.trackTotalCount ? Number.POSITIVE_INFINITY : TOTAL_CAP;
+          const total = request.skipCount ? 0 : this.facts.visibleRows(member, cap).length;
+          return this.sortedHits(sortedPage(candidates, request.sort, columns, window, idsOf), total, []);
+        }
+      }
       // Text-driven without a spatial filter: the text's rows, partition, kind and ACL checked in
       // memory (as one-word relevance queries do), any other predicate in SQL on the survivors.
-      const rids =
-        driverText !== undefined && !request.spatial
+      const rids = member
+        ? this.facts.visibleRows(member)
+        : driverText !== undefined && !request.spatial
           ? this.visibleOf(
               request,
               (this.stmts.ftsRows.values(driverText) as Array<[number]>).map((row) => row[0]),
               rest,
               registerNested,
             )
-          : (
-              this.db.query<[number], SQLQueryBindings[]>(`SELECT r.rid FROM ${from} WHERE ${whereSql}`).values(...baseParams) as Array<
-                [number]
-              >
-            ).map((row) => row[0]);
+          : sqlRows();
       const total = request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP);
-      const aggregations: Aggregation[] = request.aggregateBy
-        ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams)
-        : [];
+      const aggregations = aggregationsOf(() => rids);
       if (request.limit === 0) return { hits: [], total, aggregations };
-      const page = sortedPage(
-        rids,
-        request.sort,
-        columns,
-        { offset: request.offset, limit: request.limit, after: request.keyset?.after },
-        (list) => {
-          const ids = new Map<number, string>();
-          for (const [rid, id] of this.stmts.idsOf.values(JSON.stringify(list)) as Array<[number, string]>) ids.set(rid, id);
-          return ids;
-        },
-      );
-      const docs = this.documents(page.rids);
-      return { hits: page.rids.map((rid, i) => ({ doc: docs.get(rid)!, position: page.positions[i]! })), total, aggregations };
+      // Many matches: the sort order's walk meets k of them long before a heap would have seen them all.
+      let candidates: number[] | undefined;
+      if (walkable && rids.length * rids.length > 4 * k * this.facts.rows) {
+        let top = 0;
+        for (const rid of rids) top = Math.max(top, rid);
+        const mark = new Uint8Array(top + 1);
+        for (const rid of rids) mark[rid] = 1;
+        candidates = orderedCandidates(columns[0]!, request.sort[0]!, (rid) => mark[rid] === 1, k);
+      }
+      return this.sortedHits(sortedPage(candidates ?? rids, request.sort, columns, window, idsOf), total, aggregations);
+    }
+
+    // In row order, as the SQL below orders them; without an aggregation counted here, the scan stops once count and page are known.
+    if (everyVisible && request.sort.length === 0 && !request.keyset) {
+      const stopAt = terms || request.trackTotalCount ? Number.POSITIVE_INFINITY : Math.max(TOTAL_CAP, request.offset + request.limit);
+      const rids = this.facts.visibleRows(this.facts.visibility(request.partition, request.kinds, request.access), stopAt);
+      return {
+        hits: this.page(rids.slice(request.offset, request.offset + request.limit)),
+        total: request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP),
+        aggregations: aggregationsOf(() => rids),
+      };
     }
 
     // Count and aggregation see exactly the rows the results come from.
@@ -671,9 +711,7 @@ export class SqliteBackend implements SearchBackend {
         .query<{ n: number }, SQLQueryBindings[]>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${from} WHERE ${whereSql} LIMIT ${cap})`)
         .get(...baseParams)!.n;
     }
-    const aggregations: Aggregation[] = request.aggregateBy
-      ? this.aggregate(request.aggregateBy, request.aggregateElements ?? false, from, whereSql, baseParams)
-      : [];
+    const aggregations = aggregationsOf(sqlRows);
     if (request.limit === 0) return { hits: [], total, aggregations };
 
     // Ordering: explicit sort keys, then the id (cursors) or insertion order.
@@ -708,6 +746,30 @@ export class SqliteBackend implements SearchBackend {
     return { hits, total, aggregations };
   }
 
+  /** A sorted page's documents with their positions. */
+  private sortedHits(page: SortedPage, total: number, aggregations: Aggregation[]): SearchResult {
+    const docs = this.documents(page.rids);
+    return { hits: page.rids.map((rid, i) => ({ doc: docs.get(rid)!, position: page.positions[i]! })), total, aggregations };
+  }
+
+  /**
+   * A field's words (`data.Basin:"North Sea"`) as a test per record on the field's term column, when it answers exactly
+   * what FTS5 would (matchWords): a sort then walks its order without listing the field's matches from FTS5.
+   */
+  private fieldWords(node: QueryNode): ((rid: number) => boolean) | undefined {
+    if (this.bulk || this.options.sqlOnly || node.type !== "term" || !node.field) return undefined;
+    if (node.kind !== "word" && !(node.kind === "phrase" && node.slop === undefined)) return undefined;
+    if (Compiler.keywordOf(node.field) || Object.keys(typedTerm(node)).length > 0) return undefined;
+    const path = node.field;
+    const paths = this.fieldsMatching(path);
+    if (paths.length !== 1 || paths[0] !== path) return undefined;
+    // FTS5 tells fields apart by their prefix only: another path with the same one shares the field's words there.
+    const prefix = fieldPrefix(path);
+    for (const other of this.pathIds.keys()) if (other !== path && fieldPrefix(other) === prefix) return undefined;
+    const column = this.termColumns.columnFor(path, (p) => this.termSource(p));
+    return column ? matchWords(column, tokenize(node.value)) : undefined;
+  }
+
   /** The documents of a page of rows (unsorted queries: the position is the id). */
   private page(rids: number[]): SearchResult["hits"] {
     const docs = this.documents(rids);
@@ -729,7 +791,13 @@ export class SqliteBackend implements SearchBackend {
    * A query whose required text is one word, ranked by relevance: BM25 computed here from the word's
    * instances (one fts5vocab read), not FTS5's rank, which looks up every match's length (docs/search.md#the-index-replica).
    */
-  private rankedTerm(request: SearchRequest, term: string, rest: QueryNode, registerNested: (node: NestedNode) => number): SearchResult {
+  private rankedTerm(
+    request: SearchRequest,
+    term: string,
+    rest: QueryNode,
+    registerNested: (node: NestedNode) => number,
+    terms: TermColumn | undefined,
+  ): SearchResult {
     const instances = this.stmts.bodyInstances.values(term) as Array<[number]>;
     const rids: number[] = [];
     const frequencies: number[] = [];
@@ -748,9 +816,10 @@ export class SqliteBackend implements SearchBackend {
       if (keep.has(rid)) scored.push({ rid, score: bm25([frequencies[i]!], [weight], this.facts.tokens(rid), average) });
     });
     const total = request.skipCount ? 0 : request.trackTotalCount ? scored.length : Math.min(scored.length, TOTAL_CAP);
-    if (request.limit === 0) return { hits: [], total, aggregations: [] };
+    const aggregations = terms ? countTerms(terms, [...keep], AGGREGATION_SIZE) : [];
+    if (request.limit === 0) return { hits: [], total, aggregations };
     scored.sort((x, y) => x.score - y.score || x.rid - y.rid);
-    return { hits: this.page(scored.slice(request.offset, request.offset + request.limit).map((s) => s.rid)), total, aggregations: [] };
+    return { hits: this.page(scored.slice(request.offset, request.offset + request.limit).map((s) => s.rid)), total, aggregations };
   }
 
   /**
@@ -762,15 +831,17 @@ export class SqliteBackend implements SearchBackend {
     driverText: string,
     rest: QueryNode,
     registerNested: (node: NestedNode) => number,
+    terms: TermColumn | undefined,
   ): SearchResult {
     const ranked = this.stmts.ftsRanked.values(driverText) as Array<[number, number]>;
     const score = new Map<number, number>();
     for (const [rid, rank] of ranked) score.set(rid, rank);
     const rids = this.visibleOf(request, [...score.keys()], rest, registerNested);
     const total = request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP);
-    if (request.limit === 0) return { hits: [], total, aggregations: [] };
+    const aggregations = terms ? countTerms(terms, rids, AGGREGATION_SIZE) : [];
+    if (request.limit === 0) return { hits: [], total, aggregations };
     rids.sort((x, y) => score.get(x)! - score.get(y)! || x - y);
-    return { hits: this.page(rids.slice(request.offset, request.offset + request.limit)), total, aggregations: [] };
+    return { hits: this.page(rids.slice(request.offset, request.offset + request.limit)), total, aggregations };
   }
 
   /**
@@ -832,7 +903,28 @@ export class SqliteBackend implements SearchBackend {
       .all(...baseParams, this.pathId(path));
   }
 
-  /** Rows strictly after `after` in (sort keys with missing last, id) order. */
+  /** The in-memory column of the aggregation's field, when its buckets can be counted here (records, not nested elements). */
+  private termColumn(request: SearchRequest): TermColumn | undefined {
+    if (!request.aggregateBy || request.aggregateElements || this.bulk || this.options.sqlOnly) return undefined;
+    return this.termColumns.columnFor(request.aggregateBy.replace(/\.keyword$/, ""), (path) => this.termSource(path));
+  }
+
+  /** A path's exact values with their numbers, for its term column: the rows SQL's aggregation counts. */
+  private termSource(path: string): TermSource {
+    const id = this.pathId(path);
+    const values = this.db
+      .query<[number, string, number | null, number], [number]>(
+        `SELECT rid, str, num, t FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NOT NULL AND t NOT IN (${LeafType.null}, ${LeafType.geometry})`,
+      )
+      .values(id) as Array<[number, string, number | null, number]>;
+    const long = this.db
+      .query<[number], [number]>(
+        `SELECT 1 FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NULL AND t NOT IN (${LeafType.null}, ${LeafType.geometry}) LIMIT 1`,
+      )
+      .values(id);
+    return { values, incomplete: long.length > 0 };
+  }
+
   /**
    * The in-memory columns of the request's sort fields, when every one holds only numbers and dates;
    * undefined sends the query down the SQL path (strings, mixed values, or during a bulk load, when
@@ -899,6 +991,7 @@ export class SqliteBackend implements SearchBackend {
     return { column, range: bounds ? { ...bounds, includeLower: node.includeLower, includeUpper: node.includeUpper } : null };
   }
 
+  /** Rows strictly after `after` in (sort keys with missing last, id) order. */
   private keysetCondition(request: SearchRequest, after: SortValue[], p: (v: SQLQueryBindings) => string): string {
     const ors: string[] = [];
     const equal: string[] = [];
