@@ -7,7 +7,7 @@ import type { Config } from "../config/index.ts";
 import type { Bus } from "../platform/transport/index.ts";
 import type { Logger } from "../platform/logger.ts";
 import { buildInfo } from "../platform/build-info.ts";
-import { assignRequestId, requestIdOf, startOf } from "./request-state.ts";
+import { assignRequestId, requestIdOf, startOf, traceIdOf } from "./request-state.ts";
 import { errorsPlugin } from "./plugins/errors.ts";
 import { bodyPlugin, effectiveBodyLimit, serverBodyCap, type RouteBodyLimits } from "./plugins/body.ts";
 import { authPlugin, principalOf } from "./plugins/auth.ts";
@@ -61,6 +61,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
         status,
         ms: Math.round(ms * 10) / 10,
         requestId: requestIdOf(request),
+        traceId: traceIdOf(request),
         clientId: principalOf(request)?.clientId,
       };
       if (status >= 500) log.warn(line, "request answered with a server error");

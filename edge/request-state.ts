@@ -1,9 +1,10 @@
 /** Per-request facts the plugins share, keyed by the Request object (no globals, no leaks). */
 import { nuid } from "@nats-io/nats-core";
 import type { Principal, RequestMeta } from "../subjects/index.ts";
+import { childContext, formatTraceparent, parseTraceparent, type TraceContext } from "../platform/trace-context.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const states = new WeakMap<Request, { id: string; start: number }>();
+const states = new WeakMap<Request, { id: string; start: number; trace?: TraceContext }>();
 
 /** The caller's `x-request-id` when it is sane, else a fresh one. */
 export function assignRequestId(request: Request): string {
@@ -14,6 +15,16 @@ export function assignRequestId(request: Request): string {
 }
 
 export const requestIdOf = (request: Request) => states.get(request)?.id ?? assignRequestId(request);
+
+/** The edge's span of the request: under the caller's trace (traceparent), else in a new trace. Made once per request. */
+export function traceOf(request: Request): TraceContext {
+  requestIdOf(request);
+  const state = states.get(request)!;
+  return (state.trace ??= childContext(parseTraceparent(request.headers.get("traceparent"), request.headers.get("tracestate"))));
+}
+
+/** The trace id of a request, if one was made for it (for its log lines). */
+export const traceIdOf = (request: Request) => states.get(request)?.trace?.traceId;
 export const startOf = (request: Request) => states.get(request)?.start ?? performance.now();
 
 /** What travels to the actor with a request: who, which partition, which request id. */
@@ -22,6 +33,10 @@ export function requestMeta(request: Request, principal?: Principal, partition?:
     requestId: requestIdOf(request),
     ...(principal ? { principal } : {}),
     ...(partition ? { partition } : {}),
-    traceparent: request.headers.get("traceparent") ?? undefined,
+    ...traceMeta(traceOf(request)),
   };
+}
+
+function traceMeta(trace: TraceContext): Pick<RequestMeta, "traceparent" | "tracestate"> {
+  return { traceparent: formatTraceparent(trace), ...(trace.state ? { tracestate: trace.state } : {}) };
 }

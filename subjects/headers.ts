@@ -7,7 +7,9 @@ export const Header = {
   requestId: "Derrick-Request-Id",
   /** Absolute deadline, epoch milliseconds: actors skip work nobody waits for. */
   deadline: "Derrick-Deadline",
+  /** W3C Trace Context: the trace a request belongs to (the edge starts one when the caller sent none). */
   traceparent: "traceparent",
+  tracestate: "tracestate",
   /** Success status of a reply when not 200 (201, 202, 204). */
   status: "Derrick-Status",
   /** JSON object of HTTP headers the edge should send with the reply (Location, ETag …). */
@@ -28,4 +30,5 @@ export type RequestMeta = {
   requestId?: string;
   deadline?: number;
   traceparent?: string;
+  tracestate?: string;
 };

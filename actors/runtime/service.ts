@@ -8,6 +8,7 @@ import type { StoragePolicy } from "./storage.ts";
 import { hostname } from "node:os";
 import type { Registry } from "prom-client";
 import { actorMetrics } from "./metrics.ts";
+import { parseTraceparent } from "../../platform/trace-context.ts";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { TSchema, Static } from "@sinclair/typebox";
@@ -209,6 +210,12 @@ function summarizedWarning(log: Logger, message: string) {
 }
 
 /** Handles one request; never throws. `nc` tells the server's max_payload (replies larger go in chunks). */
+/** The trace id of a request's traceparent, for its log lines. */
+function traceFields(traceparent: string | undefined): { traceId?: string } {
+  const trace = parseTraceparent(traceparent);
+  return trace ? { traceId: trace.traceId } : {};
+}
+
 async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logger, nc: NatsConnection): Promise<void> {
   let ctx: RequestContext | undefined;
   try {
@@ -226,7 +233,7 @@ async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logger, nc:
       },
       // Built only when first used: most requests never log.
       get log() {
-        return (child ??= log.child({ requestId, endpoint: ep.name }));
+        return (child ??= log.child({ requestId, endpoint: ep.name, ...traceFields(meta.traceparent) }));
       },
     };
     if (meta.deadline && meta.deadline <= Date.now()) throw gatewayTimeout("the caller's deadline passed before the request was handled");

@@ -14,6 +14,7 @@ export function encodeRequestMeta(meta: RequestMeta): MsgHdrs {
   if (meta.requestId && !LINE_BREAK.test(meta.requestId)) fields[Header.requestId] = [meta.requestId];
   if (meta.deadline) fields[Header.deadline] = [String(meta.deadline)];
   if (meta.traceparent && !LINE_BREAK.test(meta.traceparent)) fields[Header.traceparent] = [meta.traceparent];
+  if (meta.tracestate && !LINE_BREAK.test(meta.tracestate)) fields[Header.tracestate] = [meta.tracestate];
   return MsgHdrsImpl.fromRecord(fields);
 }
 
@@ -80,5 +81,6 @@ function metaFrom(get: (name: string) => string | undefined): RequestMeta {
     requestId: get(Header.requestId) || undefined,
     deadline: Number.isFinite(deadline) && deadline > 0 ? deadline : undefined,
     traceparent: get(Header.traceparent) || undefined,
+    tracestate: get(Header.tracestate) || undefined,
   };
 }
