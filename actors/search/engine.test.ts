@@ -30,6 +30,27 @@ function tempIndex(prefix: string): { file: string; remove: () => void } {
   return { file: join(dir, "index.sqlite"), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** A backend following stream-1 from empty, in a bulk load when `bulk`. */
+async function following(options: ConstructorParameters<typeof SqliteBackend>[0], bulk: boolean) {
+  const backend = new SqliteBackend(options);
+  await backend.reset("stream-1");
+  if (bulk) await backend.bulkLoad(true);
+  return backend;
+}
+
+/** What a backend holds: the stream it follows, the last sequence applied, its record count. */
+const held = (backend: SqliteBackend) => [backend.streamIdentity(), backend.appliedSeq(), backend.recordCount()];
+
+/** What `file` holds when opened again (an open empties files left unsound). */
+function heldOnReopen(file: string) {
+  const backend = new SqliteBackend({ file });
+  try {
+    return held(backend);
+  } finally {
+    backend.close();
+  }
+}
+
 describe("search engine pieces", () => {
   it("engine - totalCount stops at 10000 unless trackTotalCount asks for the exact count", () => {
     const backend = new SqliteBackend({ file: ":memory:" });
@@ -157,9 +178,7 @@ describe("search engine pieces", () => {
       db.close();
       return names.sort();
     };
-    const backend = new SqliteBackend({ file });
-    await backend.reset("stream-1");
-    await backend.bulkLoad(true);
+    const backend = await following({ file }, true);
     const n = 30_000;
     const changes = upserts(0, n, (i) => ({ N: i, S: `s${i % 7}` }));
     backend.apply(changes, n);
@@ -186,23 +205,15 @@ describe("search engine pieces", () => {
     expect(indexes()).toEqual(["vals_num", "vals_str"]);
     expect(backend.search(range).total).toBe(expected);
     backend.close();
-    const reopened = new SqliteBackend({ file }); // the bulk marker was cleared: the file is kept
-    expect(reopened.appliedSeq()).toBe(n);
-    expect(reopened.recordCount()).toBe(n);
-    reopened.close();
+    expect(heldOnReopen(file)).toEqual(["stream-1", n, n]); // the bulk marker was cleared: the file is kept
     remove();
   });
 
   it("engine - when the index builder worker cannot run, the indexes are built on this thread and a warning says so", async () => {
     const { file, remove } = tempIndex("derrick-engine-indexing-fallback");
     const warnings: string[] = [];
-    const backend = new SqliteBackend({
-      file,
-      onWarning: (m) => warnings.push(m),
-      indexBuilder: new URL("./no-such-builder.ts", import.meta.url),
-    });
-    await backend.reset("stream-1");
-    await backend.bulkLoad(true);
+    const indexBuilder = new URL("./no-such-builder.ts", import.meta.url);
+    const backend = await following({ file, onWarning: (m) => warnings.push(m), indexBuilder }, true);
     backend.apply(upserts(0, 100), 100);
     await backend.bulkLoad(false);
     expect(warnings).toHaveLength(1);
@@ -220,42 +231,28 @@ describe("search engine pieces", () => {
 
   it("engine - closing during the index build stops the worker; the file is rebuilt from the stream on open", async () => {
     const { file, remove } = tempIndex("derrick-engine-indexing-close");
-    const backend = new SqliteBackend({ file });
-    await backend.reset("stream-1");
-    await backend.bulkLoad(true);
+    const backend = await following({ file }, true);
     backend.apply(upserts(0, 20_000), 20_000);
     const building = backend.bulkLoad(false);
     backend.close();
     await building; // settles: a close does not leave the build hanging
-    const reopened = new SqliteBackend({ file });
-    expect(reopened.appliedSeq()).toBe(0);
-    expect(reopened.recordCount()).toBe(0);
-    reopened.close();
+    expect(heldOnReopen(file)).toEqual([undefined, 0, 0]);
     remove();
   });
 
   it("engine - a file whose bulk load never finished is emptied on open (rebuilt from the stream); a finished one is kept", async () => {
     const { file, remove } = tempIndex("derrick-engine-bulk");
-    let backend = new SqliteBackend({ file });
-    await backend.reset("stream-1");
+    let backend = await following({ file }, false);
     backend.apply(upserts(0, 20), 20);
     await backend.bulkLoad(true);
     backend.apply(upserts(20, 20), 40);
     backend.close(); // the process dies before the bulk load ends
-    backend = new SqliteBackend({ file });
-    expect(backend.streamIdentity()).toBeUndefined();
-    expect(backend.appliedSeq()).toBe(0);
-    expect(backend.recordCount()).toBe(0);
-    await backend.reset("stream-1");
-    await backend.bulkLoad(true);
+    expect(heldOnReopen(file)).toEqual([undefined, 0, 0]);
+    backend = await following({ file }, true);
     backend.apply(upserts(0, 40), 40);
     await backend.bulkLoad(false);
     backend.close();
-    backend = new SqliteBackend({ file });
-    expect(backend.streamIdentity()).toBe("stream-1");
-    expect(backend.appliedSeq()).toBe(40);
-    expect(backend.recordCount()).toBe(40);
-    backend.close();
+    expect(heldOnReopen(file)).toEqual(["stream-1", 40, 40]);
     remove();
   });
 
@@ -263,38 +260,30 @@ describe("search engine pieces", () => {
     const { file, remove } = tempIndex("derrick-engine-pair");
     const changes = (n: number) => upserts(0, n, (i) => ({ N: i, Text: `word${i % 3}` }));
     const fill = async () => {
-      const backend = new SqliteBackend({ file });
-      await backend.reset("stream-1");
+      const backend = await following({ file }, false);
       backend.apply(changes(10), 10);
       expect(backend.search(request({ query: parseQuery("word1") })).total).toBe(3);
       backend.close();
     };
     await fill();
-    let backend = new SqliteBackend({ file }); // a sound pair is kept
-    expect([backend.streamIdentity(), backend.appliedSeq(), backend.recordCount()]).toEqual(["stream-1", 10, 10]);
-    backend.close();
+    expect(heldOnReopen(file)).toEqual(["stream-1", 10, 10]); // a sound pair is kept
 
     rmSync(lookupFileOf(file));
     rmSync(`${lookupFileOf(file)}-wal`, { force: true });
     rmSync(`${lookupFileOf(file)}-shm`, { force: true });
-    backend = new SqliteBackend({ file });
-    expect([backend.streamIdentity(), backend.appliedSeq(), backend.recordCount()]).toEqual([undefined, 0, 0]);
-    backend.close();
+    expect(heldOnReopen(file)).toEqual([undefined, 0, 0]);
 
     await fill();
     const lookup = new Database(lookupFileOf(file));
     lookup.query("UPDATE meta SET v = '9' WHERE k = 'applied_seq'").run();
     lookup.close();
-    backend = new SqliteBackend({ file });
-    expect([backend.streamIdentity(), backend.appliedSeq(), backend.recordCount()]).toEqual([undefined, 0, 0]);
-    backend.close();
+    expect(heldOnReopen(file)).toEqual([undefined, 0, 0]);
     remove();
   });
 
   it("engine - a commit that reached the documents file only (the lookup file behind) is caught at the next apply: it throws and the index asks to be rebuilt", async () => {
     const { file, remove } = tempIndex("derrick-engine-apart");
-    const backend = new SqliteBackend({ file });
-    await backend.reset("stream-1");
+    const backend = await following({ file }, false);
     backend.apply([upsert(1)], 1);
     backend.apply([upsert(2)], 2);
     // What a lookup commit failing after the documents commit leaves: the lookup file one batch behind.
@@ -304,7 +293,7 @@ describe("search engine pieces", () => {
     expect(() => backend.apply([upsert(3)], 3)).toThrow(/out of step/);
     expect(backend.streamIdentity()).toBeUndefined();
     await backend.reset("stream-1");
-    expect([backend.streamIdentity(), backend.appliedSeq(), backend.recordCount()]).toEqual(["stream-1", 0, 0]);
+    expect(held(backend)).toEqual(["stream-1", 0, 0]);
     backend.apply([upsert(1)], 1); // written together again
     expect(backend.appliedSeq()).toBe(1);
     backend.close();
@@ -313,12 +302,8 @@ describe("search engine pieces", () => {
 
   it("engine - a lookup writer that fails a batch stops the load: the next apply throws and the index asks to be rebuilt; reset empties both files", async () => {
     const { file, remove } = tempIndex("derrick-engine-writer-fails");
-    const backend = new SqliteBackend({
-      file,
-      indexBuilder: new URL("../../test/search/fixtures/failing-index-builder.ts", import.meta.url),
-    });
-    await backend.reset("stream-1");
-    await backend.bulkLoad(true);
+    const indexBuilder = new URL("../../test/search/fixtures/failing-index-builder.ts", import.meta.url);
+    const backend = await following({ file, indexBuilder }, true);
     const batch = (from: number) => upserts(from, 10, (i) => ({ N: i - from }));
     backend.apply(batch(0), 10);
     await new Promise((resolve) => setTimeout(resolve, 200)); // the worker's failure arrives
@@ -326,7 +311,7 @@ describe("search engine pieces", () => {
     expect(backend.streamIdentity()).toBeUndefined(); // the replica resets and rebuilds from the stream
     await expect(backend.bulkLoad(false)).rejects.toThrow(/lookup writer failed/);
     await backend.reset("stream-1");
-    expect([backend.streamIdentity(), backend.appliedSeq(), backend.recordCount()]).toEqual(["stream-1", 0, 0]);
+    expect(held(backend)).toEqual(["stream-1", 0, 0]);
     backend.close();
     remove();
   });
