@@ -17,6 +17,28 @@ const it = contentTest({ actors: ["identity", "projects"] });
 const storedTask = async (derrick: TestDerrick, taskId: string) =>
   (await (await openBucket(derrick.nc, BUCKETS.tasks)).get(`opendes.${taskId}`))?.json<Task>();
 
+/** A total-cost request on a new project `projectId`, left queued: the worker is stopped until the test starts it. */
+async function queuedTotalCost(derrick: TestDerrick, worker: { stop(): Promise<unknown> }, projectId: string) {
+  await worker.stop();
+  await putProject(derrick, projectId);
+  return requestContent(derrick, projectId, "key-parameters", { ids: ["total-cost"] });
+}
+
+/** Stores a task as earlier runs would have left it: `fields` over what is stored. */
+async function rewriteTask(derrick: TestDerrick, taskId: string, fields: Record<string, unknown>) {
+  const kv = await openBucket(derrick.nc, BUCKETS.tasks);
+  const entry = (await kv.get(`opendes.${taskId}`))!;
+  await kv.update(`opendes.${taskId}`, JSON.stringify({ ...entry.json<Record<string, unknown>>(), ...fields }), entry.revision);
+}
+
+/** A delivery of the task's `attempt`th run, not its last, that `hold` runs past its ack wait in. */
+const delivery = (attempt: number, hold: () => Promise<void> = async () => undefined) => ({
+  attempt,
+  last: false,
+  working: () => undefined,
+  hold,
+});
+
 describe("content tasks", () => {
   it("tasks - a request for unknown items is refused at once with a 400 naming the id", async ({ derrick }) => {
     await putProject(derrick, "p-unknown");
@@ -166,9 +188,7 @@ describe("content tasks", () => {
   });
 
   it("tasks - a stored result is not served before its task succeeded", async ({ derrick, worker }) => {
-    await worker.stop();
-    await putProject(derrick, "p-early");
-    const accepted = await requestContent(derrick, "p-early", "key-parameters", { ids: ["total-cost"] });
+    const accepted = await queuedTotalCost(derrick, worker, "p-early");
     // What a run leaves when it crashed between writing the content and marking the task succeeded.
     const kv = await openBucket(derrick.nc, BUCKETS.content);
     await kv.put(
@@ -196,17 +216,9 @@ describe("content tasks", () => {
     jsm,
     worker,
   }) => {
-    await worker.stop();
-    await putProject(derrick, "p-crashy");
-    const accepted = await requestContent(derrick, "p-crashy", "key-parameters", { ids: ["total-cost"] });
+    const accepted = await queuedTotalCost(derrick, worker, "p-crashy");
     // Five runs started and none came back (workers killed mid-run): the count is in the task.
-    const kv = await openBucket(derrick.nc, BUCKETS.tasks);
-    const entry = (await kv.get(`opendes.${accepted.taskId}`))!;
-    await kv.update(
-      `opendes.${accepted.taskId}`,
-      JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS }),
-      entry.revision,
-    );
+    await rewriteTask(derrick, accepted.taskId, { state: "running", attempts: MAX_RUNS });
     // A consumer from an older version capped deliveries (JetStream then stops redelivering silently).
     await jsm.consumers.update(TASK_STREAM, WORKER_CONSUMER, { max_deliver: 5 });
     await worker.start();
@@ -219,14 +231,11 @@ describe("content tasks", () => {
     derrick,
     worker,
   }) => {
-    await worker.stop();
-    await putProject(derrick, "p-outage");
-    const accepted = await requestContent(derrick, "p-outage", "key-parameters", { ids: ["total-cost"] });
+    const accepted = await queuedTotalCost(derrick, worker, "p-outage");
     const deps = workerDeps(await openStores(derrick.nc));
     // The content bucket cannot be written for a while: each run throws, the wiring naks with backoff.
     const away: WorkerDeps = { ...deps, content: { ...deps.content, write: () => Promise.reject(new Error("storage away")) } };
     const message = { partition: "opendes", taskId: accepted.taskId };
-    const delivery = (attempt: number) => ({ attempt, last: false, working: () => undefined, hold: async () => undefined });
     const outage = 2 * MAX_RUNS;
     for (let attempt = 1; attempt <= outage; attempt++)
       await expect(runContentTask(message, away, delivery(attempt))).rejects.toThrow(/storage away/);
@@ -238,26 +247,11 @@ describe("content tasks", () => {
   });
 
   it("tasks - runs that never finished still count when mixed with reported errors", async ({ derrick, worker }) => {
-    await worker.stop();
-    await putProject(derrick, "p-mixed");
-    const accepted = await requestContent(derrick, "p-mixed", "key-parameters", { ids: ["total-cost"] });
+    const accepted = await queuedTotalCost(derrick, worker, "p-mixed");
     // Eight runs started, three of them reported an infrastructure error: five never finished.
-    const kv = await openBucket(derrick.nc, BUCKETS.tasks);
-    const entry = (await kv.get(`opendes.${accepted.taskId}`))!;
-    await kv.update(
-      `opendes.${accepted.taskId}`,
-      JSON.stringify({ ...entry.json<Record<string, unknown>>(), state: "running", attempts: MAX_RUNS + 3, erroredRuns: 3 }),
-      entry.revision,
-    );
+    await rewriteTask(derrick, accepted.taskId, { state: "running", attempts: MAX_RUNS + 3, erroredRuns: 3 });
     const deps = workerDeps(await openStores(derrick.nc));
-    expect(
-      await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, {
-        attempt: 9,
-        last: false,
-        working: () => undefined,
-        hold: async () => undefined,
-      }),
-    ).toBe("failed");
+    expect(await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, delivery(9))).toBe("failed");
     expect(await taskOf(derrick, "p-mixed", accepted.taskId)).toMatchObject({
       state: "failed",
       error: expect.stringMatching(/5 runs ended without finishing/),
@@ -265,22 +259,16 @@ describe("content tasks", () => {
   });
 
   it("tasks - a run overtaken by a newer run of its task writes nothing", async ({ derrick, worker }) => {
-    await worker.stop();
-    await putProject(derrick, "p-overtaken");
-    const accepted = await requestContent(derrick, "p-overtaken", "key-parameters", { ids: ["total-cost"] });
+    const accepted = await queuedTotalCost(derrick, worker, "p-overtaken");
     const stores = await openStores(derrick.nc);
     const deps = workerDeps(stores, 1);
     const { tasks } = deps;
-    const outcome = await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, {
-      attempt: 1,
-      last: false,
-      working: () => undefined,
-      // While this run waits past its ack wait, JetStream hands the task to another worker, whose run starts.
-      async hold() {
-        const current = (await tasks.get("opendes", accepted.taskId))!;
-        expect(await tasks.update({ ...current.value, attempts: current.value.attempts + 1 }, current.revision)).toBe(true);
-      },
-    });
+    // While this run waits past its ack wait, JetStream hands the task to another worker, whose run starts.
+    const overtaken = async () => {
+      const current = (await tasks.get("opendes", accepted.taskId))!;
+      expect(await tasks.update({ ...current.value, attempts: current.value.attempts + 1 }, current.revision)).toBe(true);
+    };
+    const outcome = await runContentTask({ partition: "opendes", taskId: accepted.taskId }, deps, delivery(1, overtaken));
     expect(outcome).toBe("superseded");
     expect(await stores.content.get(`opendes.c.${accepted.contentId}`)).toBeNull();
     expect((await taskOf(derrick, "p-overtaken", accepted.taskId)).state).toBe("running");
