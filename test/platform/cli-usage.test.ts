@@ -83,40 +83,32 @@ describe("derrick CLI usage errors", () => {
 });
 
 describe("derrick start on a port another process holds", () => {
-  /** A plain TCP listener on a free loopback port, closed when the test ends. */
-  async function holdPort(): Promise<{ port: number; server: Server }> {
+  /** `derrick start` with `variable` set to a port a plain TCP listener holds: it exits 1 naming the address and the variable. */
+  async function startOnHeldPort(variable: "DERRICK_NATS_PORT" | "DERRICK_HTTP_PORT") {
     const port = await freePort();
-    const server = createServer();
+    const server: Server = createServer();
     await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
-    return { port, server };
+    try {
+      const out = await derrick(["start"], { [variable]: String(port) });
+      expect(out.status, out.stderr).toBe(1);
+      expect(out.stderr).toContain(`127.0.0.1:${port}`);
+      expect(out.stderr).toContain(variable);
+      return out;
+    } finally {
+      server.close();
+    }
   }
 
   it("cli usage - a taken DERRICK_NATS_PORT is named in one line, not answered with the server's whole log", async () => {
-    const held = await holdPort();
-    try {
-      const out = await derrick(["start"], { DERRICK_NATS_PORT: String(held.port) });
-      expect(out.status, out.stderr).toBe(1);
-      expect(out.stderr).toContain(`127.0.0.1:${held.port}`);
-      expect(out.stderr).toContain("DERRICK_NATS_PORT");
-      expect(out.stderr).not.toContain("JETSTREAM");
-      expect(out.stderr.trim().split("\n")).toHaveLength(1);
-    } finally {
-      held.server.close();
-    }
+    const out = await startOnHeldPort("DERRICK_NATS_PORT");
+    expect(out.stderr).not.toContain("JETSTREAM");
+    expect(out.stderr.trim().split("\n")).toHaveLength(1);
   });
 
   it("cli usage - a taken DERRICK_HTTP_PORT is named, and the embedded nats-server started before it is stopped", async () => {
-    const held = await holdPort();
-    try {
-      const out = await derrick(["start"], { DERRICK_HTTP_PORT: String(held.port) });
-      expect(out.status, out.stderr).toBe(1);
-      expect(out.stderr).toContain(`127.0.0.1:${held.port}`);
-      expect(out.stderr).toContain("DERRICK_HTTP_PORT");
-      const left = spawnSync("pgrep", ["-f", join(out.dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim();
-      expect(left).toBe("");
-    } finally {
-      held.server.close();
-    }
+    const out = await startOnHeldPort("DERRICK_HTTP_PORT");
+    const left = spawnSync("pgrep", ["-f", join(out.dataDir, "nats", "nats-server.conf")], { encoding: "utf8" }).stdout.trim();
+    expect(left).toBe("");
   });
 });
 
@@ -240,13 +232,14 @@ describe("derrick token", () => {
     fetch(`${running.url}/v1/system/whoami`, {
       headers: { authorization: `Bearer ${token}`, appkey: TEST_CLIENTS.alpha.appkey, "slb-partition-id": "opendes" },
     });
+  /** `derrick token` for alice as client alpha, in the running deployment's data dir (its issuer's key). */
+  const aliceToken = (running: TestDerrick, ...options: string[]) =>
+    derrick(["token", "--user", "alice@example.com", "--client", "alpha", ...options], { DERRICK_DATA_DIR: running.dataDir });
 
   it("cli usage - `derrick token --user` with the identity actor's data dir mints a user token the edge accepts", async ({
     derrick: running,
   }) => {
-    const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha", "--groups", "a,b"], {
-      DERRICK_DATA_DIR: running.dataDir,
-    });
+    const out = await aliceToken(running, "--groups", "a,b");
     expect(out.status, out.stderr).toBe(0);
     const res = await whoami(running, out.stdout.trim());
     expect(res.status).toBe(200);
@@ -269,9 +262,7 @@ describe("derrick token", () => {
   it("cli usage - `derrick token --ttl 0` refuses (exit 2) instead of printing a token that has already expired", async ({
     derrick: running,
   }) => {
-    const out = await derrick(["token", "--user", "alice@example.com", "--client", "alpha", "--ttl", "0"], {
-      DERRICK_DATA_DIR: running.dataDir,
-    });
+    const out = await aliceToken(running, "--ttl", "0");
     expect(out.status, out.stdout).toBe(2);
     expect(out.stderr).toContain("--ttl");
   });
