@@ -216,42 +216,21 @@ describe("catalog routes", () => {
       category: "well",
       objectTypes: ["well"],
     };
-    expect((await derrick.call("/v1/key-parameters/riser-margin", { as: "alpha", method: "PUT", body: JSON.stringify(body) })).status).toBe(
-      403,
-    );
-    const bad = await derrick.call("/v1/key-parameters/riser-margin", {
-      as: "admin",
-      method: "PUT",
-      body: JSON.stringify({ ...body, dataType: "blob" }),
-    });
-    expect(bad.status).toBe(400);
-    expect(
-      (
-        await derrick.call("/v1/key-parameters/riser-margin", {
-          as: "admin",
-          method: "PUT",
-          body: JSON.stringify({ ...body, id: "other" }),
-        })
-      ).status,
-    ).toBe(400);
-    const created = await derrick.call("/v1/key-parameters/riser-margin", { as: "admin", method: "PUT", body: JSON.stringify(body) });
+    const putItem = (item: Record<string, unknown>, as: "admin" | "alpha" = "admin", path = "/v1/key-parameters/riser-margin") =>
+      derrick.call(path, { as, method: "PUT", body: JSON.stringify(item) });
+    expect((await putItem(body, "alpha")).status).toBe(403);
+    expect((await putItem({ ...body, dataType: "blob" })).status).toBe(400);
+    expect((await putItem({ ...body, id: "other" })).status).toBe(400);
+    const created = await putItem(body);
     expect(created.status).toBe(201);
     expect(await created.json()).toMatchObject({ id: "riser-margin", dataType: "boolean" });
-    expect(
-      (
-        await derrick.call("/v1/key-parameters/riser-margin", {
-          as: "admin",
-          method: "PUT",
-          body: JSON.stringify({ ...body, name: "Riser margin kept" }),
-        })
-      ).status,
-    ).toBe(200);
+    expect((await putItem({ ...body, name: "Riser margin kept" })).status).toBe(200);
     // Projects hold values of the item's type: an existing item (shipped or added) keeps its type.
     for (const [path, dataType] of [
       ["/v1/key-parameters/riser-margin", "number"],
       ["/v1/display-items/well-name", "table"],
     ] as const) {
-      const retyped = await derrick.call(path, { as: "admin", method: "PUT", body: JSON.stringify({ ...body, dataType }) });
+      const retyped = await putItem({ ...body, dataType }, "admin", path);
       expect(retyped.status, path).toBe(409);
       expect((await expectProblem(retyped, 409)).errors![0]!.pointer).toBe("/body/dataType");
     }
