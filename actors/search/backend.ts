@@ -46,6 +46,8 @@ export type SearchRequest = {
 
 export type SearchHit = {
   doc: Record<string, unknown>;
+  /** The document's JSON as stored, when the backend keeps it so: a reply of whole documents writes it as it is. */
+  json?: string;
   /** The row's sort values followed by its id (for cursors). */
   position: SortValue[];
 };

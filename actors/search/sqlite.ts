@@ -6,7 +6,7 @@ import { Database, type SQLQueryBindings } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Aggregation } from "../../subjects/search.ts";
-import type { RecordChange, SearchBackend, SearchRequest, SearchResult, SortValue } from "./backend.ts";
+import type { RecordChange, SearchBackend, SearchHit, SearchRequest, SearchResult, SortValue } from "./backend.ts";
 import { LeafType, tokenize } from "./documents.ts";
 import { matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.ts";
 import { compileGlob } from "./glob.ts";
@@ -199,8 +199,8 @@ export class SqliteBackend implements SearchBackend {
       deleteGeo: this.db.query("DELETE FROM geo WHERE gid = ?"),
       insertPoint: this.db.query("INSERT INTO points(gid, rid, path, x, y) VALUES (?, ?, ?, ?, ?)"),
       deletePoint: this.db.query("DELETE FROM points WHERE gid = ?"),
-      docsOf: this.db.query<{ rid: number; doc: string }, [string]>(
-        "SELECT rid, doc FROM docs WHERE rid IN (SELECT value FROM json_each(?))",
+      docsOf: this.db.query<[number, string, string], [string]>(
+        "SELECT d.rid, d.doc, r.id FROM docs d JOIN records r ON r.rid = d.rid WHERE d.rid IN (SELECT value FROM json_each(?))",
       ),
       idsOf: this.db.query<[number, string], [string]>("SELECT rid, id FROM records WHERE rid IN (SELECT value FROM json_each(?))"),
       ftsRows: this.db.query<[number], [string]>("SELECT rowid FROM fts WHERE fts MATCH ?"),
@@ -739,17 +739,16 @@ export class SqliteBackend implements SearchBackend {
     const rows = this.db.query<Record<string, SortValue> & { rid: number; id: string }, SQLQueryBindings[]>(sql).all(...params);
     // Documents are read for the page only: carrying them through the sort would read every match's JSON.
     const docs = this.documents(rows.map((r) => r.rid));
-    const hits = rows.map((row) => ({
-      doc: docs.get(row.rid)!,
-      position: [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id],
-    }));
+    const hits = rows.map((row) =>
+      storedHit(docs.get(row.rid)!.json, [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id]),
+    );
     return { hits, total, aggregations };
   }
 
   /** A sorted page's documents with their positions. */
   private sortedHits(page: SortedPage, total: number, aggregations: Aggregation[]): SearchResult {
     const docs = this.documents(page.rids);
-    return { hits: page.rids.map((rid, i) => ({ doc: docs.get(rid)!, position: page.positions[i]! })), total, aggregations };
+    return { hits: page.rids.map((rid, i) => storedHit(docs.get(rid)!.json, page.positions[i]!)), total, aggregations };
   }
 
   /**
@@ -774,16 +773,17 @@ export class SqliteBackend implements SearchBackend {
   private page(rids: number[]): SearchResult["hits"] {
     const docs = this.documents(rids);
     return rids.map((rid) => {
-      const doc = docs.get(rid)!;
-      return { doc, position: [doc.id as string] };
+      const { json, id } = docs.get(rid)!;
+      return storedHit(json, [id]);
     });
   }
 
-  /** The result documents of a page's rows, in one read. */
-  private documents(rids: number[]): Map<number, Record<string, unknown>> {
-    const docs = new Map<number, Record<string, unknown>>();
+  /** The stored documents (JSON) and ids of a page's rows, in one read. */
+  private documents(rids: number[]): Map<number, { json: string; id: string }> {
+    const docs = new Map<number, { json: string; id: string }>();
     if (rids.length)
-      for (const row of this.stmts.docsOf.all(JSON.stringify(rids))) docs.set(row.rid, JSON.parse(row.doc) as Record<string, unknown>);
+      for (const [rid, json, id] of this.stmts.docsOf.values(JSON.stringify(rids)) as Array<[number, string, string]>)
+        docs.set(rid, { json, id });
     return docs;
   }
 
@@ -1077,6 +1077,18 @@ export class SqliteBackend implements SearchBackend {
   fieldsMatching(field: string): string[] {
     return this.expandField(field);
   }
+}
+
+/** A hit whose document is parsed only when read: a reply of whole documents writes the stored JSON as it is. */
+function storedHit(json: string, position: SortValue[]): SearchHit {
+  let doc: Record<string, unknown> | undefined;
+  return {
+    json,
+    position,
+    get doc() {
+      return (doc ??= JSON.parse(json) as Record<string, unknown>);
+    },
+  };
 }
 
 /**

@@ -19,6 +19,7 @@ import { HIGHLIGHT_WORK_MAX } from "../../actors/search/results.ts";
 import { planSearch } from "../../actors/search/validate.ts";
 import type { RequestContext } from "../../actors/runtime/context.ts";
 import type { QueryResponse } from "../../subjects/search.ts";
+import { EncodedJson } from "../../subjects/index.ts";
 
 /** The query handler over a backend that returns these documents for any request. */
 function run(docs: Array<Record<string, unknown>>, body: Record<string, unknown>): { response: QueryResponse; requests: SearchRequest[] } {
@@ -36,6 +37,8 @@ function run(docs: Array<Record<string, unknown>>, body: Record<string, unknown>
     log: console,
   } as unknown as RequestContext;
   const response = query({ body: { kind: "*:*:*:*", ...body } }, ctx, { backend } as unknown as SearchDeps);
+  // Hits without their stored JSON: the reply is built from the documents.
+  if (response instanceof EncodedJson) throw new Error("expected a reply built from the documents");
   return { response, requests };
 }
 
