@@ -80,6 +80,14 @@ describe("twin commits left unfinished", () => {
     const address: TwinAddress = { organization: "acme", environment: "commit", twinId: `t${++twin}` };
     return { address, a: await connection(), b: await connection() };
   };
+  /** A PUT of one value to group g of `address` through one process's `deps`; `ifMatch`, the group version it must find. */
+  const putOne = (address: TwinAddress, deps: TwinsDeps, name: string, value: string, ifMatch?: number) =>
+    putTwins({ ...address, group: "g", ...(ifMatch === undefined ? {} : { ifMatch }), twins: [{ name, value }] }, ctx, deps);
+  /** Two processes writing a twin of their own, each through its own stores and writer. */
+  const twoWriters = async (connection: () => Promise<NatsConnection>) => {
+    const processes = await twoProcesses(connection);
+    return { ...processes, depsA: deps(processes.a), depsB: deps(processes.b) };
+  };
   const desired = async (nc: NatsConnection, address: TwinAddress, name: string) =>
     (await (await openBucket(nc, twinBucket(address))).get(twinKey("g", "desired", name)))?.string();
 
@@ -114,7 +122,7 @@ describe("twin commits left unfinished", () => {
 
     // 20 attempts wait about 3.5 s in all, far less than the 30 s lease: B succeeds only by finishing A's claim at once.
     const depsB = deps(b, { attempts: 20 });
-    const second = await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "from B" }] }, ctx, depsB);
+    const second = await putOne(address, depsB, "y", "from B");
     expect(second.status).toBe(200);
     // A's claim rolled forward, not dropped, and x (already written by A) not written again.
     expect(await desired(b, address, "z")).toBe("from A");
@@ -129,10 +137,10 @@ describe("twin commits left unfinished", () => {
     const { address, a, b } = await twoProcesses(connection);
     const stall = stallPoint();
     const depsA: TwinsDeps = { stores: hooked(kvTwinStores(a), stall.hook), writer: twinWriter(a) };
-    const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }] }, ctx, depsA);
+    const first = putOne(address, depsA, "x", "from A");
     await stall.reached; // A holds its claim
     const depsB = deps(b, { attempts: 12 });
-    await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from B" }] }, ctx, depsB)).rejects.toMatchObject({
+    await expect(putOne(address, depsB, "x", "from B")).rejects.toMatchObject({
       status: 409,
     });
     // Waiting stops at the request's deadline (the edge has answered 504 by then): 504, not the 409 of attempts run out.
@@ -160,13 +168,11 @@ describe("twin commits left unfinished", () => {
       writer: twinWriter(a),
       repairEveryMs: 100,
     };
-    await expect(putTwins({ ...address, group: "g", twins: [{ name: "x", value: "from A" }] }, ctx, depsA)).rejects.toThrow(
-      "connection lost",
-    );
+    await expect(putOne(address, depsA, "x", "from A")).rejects.toThrow("connection lost");
     // B's process: A is alive (answers), so B may only wait; A's repair must finish the claim.
     // Generous attempts (each waits at most 200 ms): B returns as soon as A's repair lands, however busy the machine.
     const depsB = deps(b, { attempts: 100 });
-    expect((await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "from B" }] }, ctx, depsB)).status).toBe(200);
+    expect((await putOne(address, depsB, "y", "from B")).status).toBe(200);
     expect(await desired(b, address, "x")).toBe("from A");
   });
 
@@ -180,15 +186,13 @@ describe("twin commits left unfinished", () => {
         stores: where === "writing" ? hooked(kvTwinStores(a), stall.hook) : hooked(kvTwinStores(a), none, stall.hook),
         writer: twinWriter(a),
       };
-      const first = putTwins({ ...address, group: "g", twins: [{ name: "x", value: "old" }] }, ctx, depsA).catch(
-        (e: { status?: number }) => e,
-      );
+      const first = putOne(address, depsA, "x", "old").catch((e: { status?: number }) => e);
       await stall.reached; // A holds its claim
       // B takes over by the lease (A is alive but stalled), then writes a newer value.
       const depsB = deps(b, { leaseMs: 300 });
-      expect((await putTwins({ ...address, group: "g", twins: [{ name: "y", value: "b" }] }, ctx, depsB)).status).toBe(200);
+      expect((await putOne(address, depsB, "y", "b")).status).toBe(200);
       expect(await desired(b, address, "x")).toBe("old"); // rolled forward
-      expect((await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "new" }] }, ctx, depsB)).status).toBe(200);
+      expect((await putOne(address, depsB, "x", "new")).status).toBe(200);
       stall.release();
       expect(await first).toMatchObject({ status: 409 });
       expect(await desired(b, address, "x")).toBe("new");
@@ -198,16 +202,13 @@ describe("twin commits left unfinished", () => {
   it("twins - writers in two processes taking turns on one key both succeed (a stale remembered revision is not a takeover)", async ({
     connection,
   }) => {
-    const { address, a, b } = await twoProcesses(connection);
-    const depsA = deps(a);
-    const depsB = deps(b);
+    const { address, a, depsA, depsB } = await twoWriters(connection);
     for (let round = 0; round < 3; round++) {
       for (const [name, deps] of [
         ["A", depsA],
         ["B", depsB],
       ] as const) {
-        const res = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: `${name}${round}` }] }, ctx, deps);
-        expect(res.status).toBe(200);
+        expect((await putOne(address, deps, "x", `${name}${round}`)).status).toBe(200);
       }
     }
     expect(await desired(a, address, "x")).toBe("B2");
@@ -216,19 +217,15 @@ describe("twin commits left unfinished", () => {
   it("twins - If-Match is judged against the group's stored version, not the one this process remembers from its own last commit", async ({
     connection,
   }) => {
-    const { address, a, b } = await twoProcesses(connection);
-    const depsA = deps(a);
-    const depsB = deps(b);
+    const { address, b, depsA, depsB } = await twoWriters(connection);
     const version = (res: { headers: Record<string, string> }) => Number(JSON.parse(res.headers.ETag!));
-    const _first = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "a" }] }, ctx, depsA);
-    const second = await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "b" }] }, ctx, depsB);
+    const _first = await putOne(address, depsA, "x", "a");
+    const second = await putOne(address, depsB, "x", "b");
     // A remembers the version of its own commit; the group has moved on since.
-    const third = await putTwins({ ...address, group: "g", ifMatch: version(second), twins: [{ name: "x", value: "c" }] }, ctx, depsA);
+    const third = await putOne(address, depsA, "x", "c", version(second));
     expect(third.status).toBe(200);
-    await putTwins({ ...address, group: "g", twins: [{ name: "x", value: "d" }] }, ctx, depsB);
-    await expect(
-      putTwins({ ...address, group: "g", ifMatch: version(third), twins: [{ name: "x", value: "stale" }] }, ctx, depsA),
-    ).rejects.toMatchObject({ status: 412 });
+    await putOne(address, depsB, "x", "d");
+    await expect(putOne(address, depsA, "x", "stale", version(third))).rejects.toMatchObject({ status: 412 });
     expect(await desired(b, address, "x")).toBe("d");
   });
 });
