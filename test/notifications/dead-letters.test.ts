@@ -7,7 +7,17 @@ import type { SubscriptionStore } from "../../actors/notifications/store.ts";
 import { eventually, type TestDerrick } from "../harness/index.ts";
 import { expectProblem } from "../harness/json.ts";
 import type { Receiver } from "./receiver.ts";
-import { deliveries, deliveryTest, publishOnNats, publishedId, remove, retry, subscribe, subscriptionStore } from "./helpers.ts";
+import {
+  deliveries,
+  deliveriesOnce,
+  deliveryTest,
+  publishOnNats,
+  publishedId,
+  remove,
+  retry,
+  subscribe,
+  subscriptionStore,
+} from "./helpers.ts";
 
 const HOUR = 3_600_000;
 
@@ -148,13 +158,7 @@ describe("notifications dead letters, replay and pausing", () => {
     // Its last failure streak began 1.5 h ago (beyond the 1 h window) and no success since.
     await failingSince(store, sub.subscription_id, Date.now() - 1.5 * HOUR);
     const event_id = await publishedId(derrick, "PlanShared", { data: "hiccup" });
-    const log = await eventually(
-      async () => {
-        const list = await deliveries(derrick, sub.subscription_id);
-        return list[0]?.state === "succeeded" ? list : undefined;
-      },
-      { what: "delivered on the retry" },
-    );
+    const log = await deliveriesOnce(derrick, sub.subscription_id, "succeeded", "delivered on the retry");
     expect(log.map((d) => [d.attempt, d.state])).toEqual([
       [2, "succeeded"],
       [1, "failed"],

@@ -7,7 +7,7 @@
 import { describe, expect } from "vitest";
 import { eventually } from "../harness/index.ts";
 import type { DeliveryAttempt } from "../../subjects/notifications.ts";
-import { deliveries, deliveryTest, publishedId, remove, subscribe } from "./helpers.ts";
+import { deliveries, deliveriesOnce, deliveryTest, publishedId, remove, subscribe } from "./helpers.ts";
 
 /** The log as [attempt, state, status_code] rows, newest first. */
 const rows = (log: DeliveryAttempt[]) => log.map((d) => [d.attempt, d.state, d.status_code]);
@@ -52,13 +52,7 @@ describe("notifications delivery states", () => {
     expect(log[0]!.next_attempt_at).toBe(log[1]!.next_attempt_at);
 
     release.get(3)!();
-    log = await eventually(
-      async () => {
-        const list = await deliveries(derrick, sub.subscription_id);
-        return list[0]?.state === "succeeded" ? list : undefined;
-      },
-      { what: "the success recorded" },
-    );
+    log = await deliveriesOnce(derrick, sub.subscription_id, "succeeded", "the success recorded");
     expect(rows(log)).toEqual([
       [3, "succeeded", 200],
       [2, "failed", 503],
@@ -77,13 +71,7 @@ describe("notifications delivery states", () => {
     r.respond = () => new Response(null, { status: 500 });
     const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url }, "beta");
     const event_id = await publishedId(derrick, "MasterPlanChanged", { data: "doomed" }, "opendes", "alpha");
-    const log = await eventually(
-      async () => {
-        const list = await deliveries(derrick, sub.subscription_id, "beta");
-        return list[0]?.state === "dead" ? list : undefined;
-      },
-      { what: "the delivery dead" },
-    );
+    const log = await deliveriesOnce(derrick, sub.subscription_id, "dead", "the delivery dead", "beta");
     expect(rows(log)).toEqual([
       [3, "dead", 500],
       [2, "failed", 500],

@@ -6,7 +6,7 @@ import { eventually } from "../harness/index.ts";
 import { expectProblem, getJson, json } from "../harness/json.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { EventAccepted, SecretReply } from "../../subjects/notifications.ts";
-import { deliveries, deliveryTest, publish, publishOnNats, publishedId, remove, subscribe, type Json } from "./helpers.ts";
+import { deliveries, deliveriesOnce, deliveryTest, publish, publishOnNats, publishedId, remove, subscribe, type Json } from "./helpers.ts";
 
 const it = deliveryTest();
 
@@ -264,13 +264,7 @@ describe("notifications delivery", () => {
     r.respond = () => new Response(null, { status: healthy ? 200 : 500 });
     const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
     const event_id = await publishedId(derrick, "MasterPlanChanged", { data: "important" });
-    const log = await eventually(
-      async () => {
-        const list = await deliveries(derrick, sub.subscription_id);
-        return list[0]?.state === "dead" ? list : undefined;
-      },
-      { what: "dead letter" },
-    );
+    const log = await deliveriesOnce(derrick, sub.subscription_id, "dead", "dead letter");
     expect(log).toHaveLength(3);
     expect(r.received).toHaveLength(3);
     healthy = true;

@@ -5,7 +5,7 @@ import { SUBSCRIPTIONS_BUCKET, SubscriptionStore } from "../../actors/notificati
 import { subjects } from "../../subjects/index.ts";
 import type { DeliveryAttempt, DeliveryList, EventAccepted, Subscription } from "../../subjects/notifications.ts";
 import type { TestClient, TestDerrick } from "../harness/index.ts";
-import { openBucket } from "../harness/index.ts";
+import { eventually, openBucket } from "../harness/index.ts";
 import { derrickTest } from "../harness/fixture.ts";
 import { getJson, json } from "../harness/json.ts";
 import { receiverPool } from "./receiver.ts";
@@ -81,6 +81,23 @@ export async function deliveries(
   partition = "opendes",
 ): Promise<DeliveryAttempt[]> {
   return (await getJson<DeliveryList>(derrick, `/v1/notifications/subscriptions/${id}/deliveries`, { as, partition })).deliveries;
+}
+
+/** A subscription's delivery log, newest attempt first, once that attempt is in `state`. */
+export function deliveriesOnce(
+  derrick: TestDerrick,
+  id: string,
+  state: DeliveryAttempt["state"],
+  what: string,
+  as: TestClient = "alpha",
+): Promise<DeliveryAttempt[]> {
+  return eventually(
+    async () => {
+      const list = await deliveries(derrick, id, as);
+      return list[0]?.state === state ? list : undefined;
+    },
+    { what },
+  );
 }
 
 export async function remove(derrick: TestDerrick, id: string, as: TestClient = "alpha", partition = "opendes"): Promise<void> {
