@@ -17,6 +17,15 @@ const deadLetters = async (jsm: JetStreamManager, id: string) => {
   return (await jsm.streams.info(STREAMS.dead, { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
 };
 
+/** `total` events of `type` published straight to EVENTS at once, as services in a burst would. */
+const burst = (derrick: TestDerrick, type: string, total: number) => {
+  const js = jetstream(derrick.nc);
+  return Promise.all(Array.from({ length: total }, (_, i) => js.publish(subjects.events("opendes", type), JSON.stringify({ data: i }))));
+};
+
+/** The counters of the deliverer `via` reaches. */
+const delivererStats = async (via: TestDerrick) => (await via.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<Json>();
+
 describe("notifications delivery under failure", () => {
   /** An answer held until release(), then a 500: keeps one attempt in flight while its deliverer dies. */
   const heldAnswer = () => {
@@ -160,13 +169,10 @@ describe("notifications delivery under failure", () => {
     const deliverer = await startDerrick(nats, { actors: ["deliverer"], edge: false, env });
     try {
       const sub = await subscribe(derrick, "MasterPlanChanged", { callback_uri: r.url });
-      const js = jetstream(derrick.nc);
       const total = 1500;
-      await Promise.all(
-        Array.from({ length: total }, (_, i) => js.publish(subjects.events("opendes", "MasterPlanChanged"), JSON.stringify({ data: i }))),
-      );
+      await burst(derrick, "MasterPlanChanged", total);
       await eventually(() => new Set(r.received.map((x) => x.id)).size === total, { what: "every event delivered", timeoutMs: 20_000 });
-      const stats = (await derrick.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<Json>();
+      const stats = await delivererStats(derrick);
       expect(stats.overflowed).toBeGreaterThan(0);
       expect(stats.parked).toBeGreaterThan(0);
       const log = await eventually(
@@ -192,14 +198,11 @@ describe("notifications delivery under failure", () => {
     let second: TestDerrick | undefined;
     try {
       const sub = await subscribe(derrick, "PublishData", { callback_uri: r.url });
-      const js = jetstream(derrick.nc);
       const total = 600;
-      await Promise.all(
-        Array.from({ length: total }, (_, i) => js.publish(subjects.events("opendes", "PublishData"), JSON.stringify({ data: i }))),
-      );
+      await burst(derrick, "PublishData", total);
       const parked = await eventually(
         async () => {
-          const stats = (await first.nc.request(subjects.notifications["deliverer.stats"](), "{}")).json<Json>();
+          const stats = await delivererStats(first);
           return stats.parked > 0 ? stats.parked : undefined;
         },
         { what: "work parked in the first deliverer" },
