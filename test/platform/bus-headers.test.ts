@@ -5,7 +5,7 @@
  */
 import { describe, expect } from "vitest";
 import fc from "fast-check";
-import { MsgHdrsImpl, type Msg } from "@nats-io/nats-core";
+import { MsgHdrsImpl, type Msg, type NatsConnection } from "@nats-io/nats-core";
 import { Svcm, type ServiceMsg } from "@nats-io/services";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -63,6 +63,15 @@ describe("header block reader", () => {
 });
 
 describe("bus and actor side on a real server", () => {
+  /** A Bus on `nc` with a request to `subject` sent and waiting: the subscriber there never answers. */
+  const requestLeftWaiting = async (nc: NatsConnection, subject: string) => {
+    nc.subscribe(subject, { callback: () => undefined });
+    const bus = new Bus(nc, { timeoutMs: 30_000 });
+    const waiting = bus.request(subject, {}).catch((e: unknown) => e);
+    await nc.flush();
+    return { bus, waiting };
+  };
+
   it("headers - messages from the server take the raw path, plain and through @nats-io/services", async ({ nats }) => {
     const nc = await connectNats(nats.url, "headers-test");
     try {
@@ -117,11 +126,8 @@ describe("bus and actor side on a real server", () => {
     nats,
   }) => {
     const nc = await connectNats(nats.url, "bus-close");
-    nc.subscribe("test.bus.never", { callback: () => undefined });
-    const bus = new Bus(nc, { timeoutMs: 30_000 });
     const started = Date.now();
-    const waiting = bus.request("test.bus.never", {}).catch((e: unknown) => e);
-    await nc.flush();
+    const { waiting } = await requestLeftWaiting(nc, "test.bus.never");
     await nc.close();
     const error = await waiting;
     expect(error).toBeInstanceOf(DerrickError);
@@ -133,10 +139,7 @@ describe("bus and actor side on a real server", () => {
   it("bus - requests waiting when the Bus itself is closed fail with 504 (sent, outcome unknown), new ones with 503", async ({ nats }) => {
     const nc = await connectNats(nats.url, "bus-own-close");
     try {
-      nc.subscribe("test.bus.never-own", { callback: () => undefined });
-      const bus = new Bus(nc, { timeoutMs: 30_000 });
-      const waiting = bus.request("test.bus.never-own", {}).catch((e: unknown) => e);
-      await nc.flush();
+      const { bus, waiting } = await requestLeftWaiting(nc, "test.bus.never-own");
       bus.close();
       const error = await waiting;
       expect(error).toBeInstanceOf(DerrickError);
@@ -154,10 +157,7 @@ describe("bus and actor side on a real server", () => {
     const own = await startTestNats();
     const nc = await connectNats(own.url, "bus-drop");
     try {
-      nc.subscribe("test.bus.never", { callback: () => undefined });
-      const bus = new Bus(nc, { timeoutMs: 30_000 });
-      const waiting = bus.request("test.bus.never", {}).catch((e: unknown) => e);
-      await nc.flush();
+      const { bus, waiting } = await requestLeftWaiting(nc, "test.bus.never");
       const started = Date.now();
       await own.stop();
       const error = await waiting;
