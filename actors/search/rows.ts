@@ -93,6 +93,18 @@ export class RowFacts {
    * groups, owners only with queryAsOwner).
    */
   visibility(partition: string, kinds: string[], access: Access): (rid: number) => boolean {
+    const { kindOk, aclOk } = this.masks(partition, kinds, access);
+    const kindOf = this.kindOf;
+    const aclOf = this.aclOf;
+    return (rid) => {
+      if (rid >= kindOf.length) return false;
+      const k = kindOf[rid]!;
+      return k !== NONE && kindOk[k] === 1 && aclOk[aclOf[rid]!] === 1;
+    };
+  }
+
+  /** Which interned kinds and ACLs a request may see. */
+  private masks(partition: string, kinds: string[], access: Access): { kindOk: Uint8Array; aclOk: Uint8Array } {
     const patterns = kinds.map((k) => ({
       exact: k.includes("*") ? undefined : k,
       matches: k.includes("*") ? kindPattern(k) : undefined,
@@ -114,13 +126,22 @@ export class RowFacts {
         aclOk[i] = entries.some((e) => groups.has(e.group) && (!access.asOwner || e.owner)) ? 1 : 0;
       });
     }
+    return { kindOk, aclOk };
+  }
+
+  /** Every record a request may see, in row order, stopping after `stopAt` (the rows of a query without predicates). */
+  visibleAll(partition: string, kinds: string[], access: Access, stopAt = Number.POSITIVE_INFINITY): Int32Array {
+    const { kindOk, aclOk } = this.masks(partition, kinds, access);
     const kindOf = this.kindOf;
     const aclOf = this.aclOf;
-    return (rid) => {
-      if (rid >= kindOf.length) return false;
+    const out = new Int32Array(Math.min(kindOf.length, stopAt));
+    let n = 0;
+    // One loop without calls: at 1M records this is the whole cost of an aggregation over everything visible.
+    for (let rid = 0; rid < kindOf.length && n < out.length; rid++) {
       const k = kindOf[rid]!;
-      return k !== NONE && kindOk[k] === 1 && aclOk[aclOf[rid]!] === 1;
-    };
+      if (k !== NONE && kindOk[k] === 1 && aclOk[aclOf[rid]!] === 1) out[n++] = rid;
+    }
+    return out.subarray(0, n);
   }
 
   /** The records `visible` lets through, in row order, stopping after `stopAt` of them (the rows of a query without predicates). */

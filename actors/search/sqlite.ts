@@ -199,9 +199,7 @@ export class SqliteBackend implements SearchBackend {
       deleteGeo: this.db.query("DELETE FROM geo WHERE gid = ?"),
       insertPoint: this.db.query("INSERT INTO points(gid, rid, path, x, y) VALUES (?, ?, ?, ?, ?)"),
       deletePoint: this.db.query("DELETE FROM points WHERE gid = ?"),
-      docsOf: this.db.query<[number, string, string], [string]>(
-        "SELECT d.rid, d.doc, r.id FROM docs d JOIN records r ON r.rid = d.rid WHERE d.rid IN (SELECT value FROM json_each(?))",
-      ),
+      docsOf: this.db.query<[number, string], [string]>("SELECT rid, doc FROM docs WHERE rid IN (SELECT value FROM json_each(?))"),
       idsOf: this.db.query<[number, string], [string]>("SELECT rid, id FROM records WHERE rid IN (SELECT value FROM json_each(?))"),
       ftsRows: this.db.query<[number], [string]>("SELECT rowid FROM fts WHERE fts MATCH ?"),
       ftsRanked: this.db.query<[number, number], [string]>("SELECT rowid, rank FROM fts WHERE fts MATCH ?"),
@@ -695,9 +693,9 @@ export class SqliteBackend implements SearchBackend {
     // In row order, as the SQL below orders them; without an aggregation counted here, the scan stops once count and page are known.
     if (everyVisible && request.sort.length === 0 && !request.keyset) {
       const stopAt = terms || request.trackTotalCount ? Number.POSITIVE_INFINITY : Math.max(TOTAL_CAP, request.offset + request.limit);
-      const rids = this.facts.visibleRows(this.facts.visibility(request.partition, request.kinds, request.access), stopAt);
+      const rids = this.facts.visibleAll(request.partition, request.kinds, request.access, stopAt);
       return {
-        hits: this.page(rids.slice(request.offset, request.offset + request.limit)),
+        hits: this.page(Array.from(rids.subarray(request.offset, request.offset + request.limit))),
         total: request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP),
         aggregations: aggregationsOf(() => rids),
       };
@@ -740,7 +738,7 @@ export class SqliteBackend implements SearchBackend {
     // Documents are read for the page only: carrying them through the sort would read every match's JSON.
     const docs = this.documents(rows.map((r) => r.rid));
     const hits = rows.map((row) =>
-      storedHit(docs.get(row.rid)!.json, [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id]),
+      storedHit(docs.get(row.rid)!, [...request.sort.map((_, i) => (row[`s${i}`] ?? null) as SortValue), row.id]),
     );
     return { hits, total, aggregations };
   }
@@ -748,7 +746,7 @@ export class SqliteBackend implements SearchBackend {
   /** A sorted page's documents with their positions. */
   private sortedHits(page: SortedPage, total: number, aggregations: Aggregation[]): SearchResult {
     const docs = this.documents(page.rids);
-    return { hits: page.rids.map((rid, i) => storedHit(docs.get(rid)!.json, page.positions[i]!)), total, aggregations };
+    return { hits: page.rids.map((rid, i) => storedHit(docs.get(rid)!, page.positions[i]!)), total, aggregations };
   }
 
   /**
@@ -772,18 +770,14 @@ export class SqliteBackend implements SearchBackend {
   /** The documents of a page of rows (unsorted queries: the position is the id). */
   private page(rids: number[]): SearchResult["hits"] {
     const docs = this.documents(rids);
-    return rids.map((rid) => {
-      const { json, id } = docs.get(rid)!;
-      return storedHit(json, [id]);
-    });
+    return rids.map((rid) => storedHit(docs.get(rid)!));
   }
 
-  /** The stored documents (JSON) and ids of a page's rows, in one read. */
-  private documents(rids: number[]): Map<number, { json: string; id: string }> {
-    const docs = new Map<number, { json: string; id: string }>();
+  /** The stored documents (JSON) of a page's rows, in one read. */
+  private documents(rids: number[]): Map<number, string> {
+    const docs = new Map<number, string>();
     if (rids.length)
-      for (const [rid, json, id] of this.stmts.docsOf.values(JSON.stringify(rids)) as Array<[number, string, string]>)
-        docs.set(rid, { json, id });
+      for (const [rid, json] of this.stmts.docsOf.values(JSON.stringify(rids)) as Array<[number, string]>) docs.set(rid, json);
     return docs;
   }
 
@@ -1079,14 +1073,19 @@ export class SqliteBackend implements SearchBackend {
   }
 }
 
-/** A hit whose document is parsed only when read: a reply of whole documents writes the stored JSON as it is. */
-function storedHit(json: string, position: SortValue[]): SearchHit {
+/**
+ * A hit whose document is parsed only when read: a reply of whole documents writes the stored JSON as it is. Without a
+ * position, it is the document's id (an unsorted page's), read from the document when asked for.
+ */
+function storedHit(json: string, position?: SortValue[]): SearchHit {
   let doc: Record<string, unknown> | undefined;
   return {
     json,
-    position,
     get doc() {
       return (doc ??= JSON.parse(json) as Record<string, unknown>);
+    },
+    get position() {
+      return (position ??= [this.doc.id as string]);
     },
   };
 }
