@@ -5,6 +5,7 @@
  * instead of staying `queued` for good.
  */
 import { describe, expect } from "vitest";
+import type { JetStreamManager } from "@nats-io/jetstream";
 import { eventually, type TestDerrick } from "../harness/index.ts";
 import { natsTest } from "../harness/fixture.ts";
 import { BUCKETS, TASK_STREAM, WORKER_CONSUMER, openStores, taskStore } from "../../actors/projects/store.ts";
@@ -20,6 +21,13 @@ const advisoryMissed = natsTest();
 const request = async (derrick: TestDerrick) => requestContent(derrick, "p-deleted", "key-parameters", { ids: ["total-depth-md"] });
 const task = (derrick: TestDerrick, taskId: string) => taskOf(derrick, "p-deleted", taskId);
 const settled = (derrick: TestDerrick, taskId: string) => taskIn(derrick, "p-deleted", taskId, { timeoutMs: 20_000 });
+/** How many messages the work queue holds. */
+const queueLength = async (jsm: JetStreamManager) => (await jsm.streams.info(TASK_STREAM)).state.messages;
+/** Every one of the tasks succeeds, and the work queue drains. */
+async function allSucceed(derrick: TestDerrick, jsm: JetStreamManager, ...taskIds: string[]) {
+  for (const taskId of taskIds) expect(await settled(derrick, taskId)).toMatchObject({ state: "succeeded" });
+  await eventually(async () => (await queueLength(jsm)) === 0, { what: "the queue to drain" });
+}
 
 describe("content storage deleted at runtime", () => {
   const it = running;
@@ -97,11 +105,9 @@ describe("content storage deleted at runtime", () => {
     expect(await jsm.streams.delete(TASK_STREAM)).toBe(true);
     // The projects actor's publish finds no stream: it makes it again, then publishes (202, not 503).
     const after = await request(derrick);
-    await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 2, { what: "both tasks in the new work queue" });
+    await eventually(async () => (await queueLength(jsm)) === 2, { what: "both tasks in the new work queue" });
     await worker.start();
-    expect(await settled(derrick, queued.taskId)).toMatchObject({ state: "succeeded" });
-    expect(await settled(derrick, after.taskId)).toMatchObject({ state: "succeeded" });
-    await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, { what: "the queue to drain" });
+    await allSucceed(derrick, jsm, queued.taskId, after.taskId);
   });
 
   it("storage - a task whose message was purged from a work queue that stayed is queued again by a read once it is older than the ack wait", {
@@ -116,16 +122,15 @@ describe("content storage deleted at runtime", () => {
       async () => {
         const res = await derrick.call(`/v1/projects/p-deleted/key-parameters/content/${queued.contentId}`);
         expect(res.status).toBe(409);
-        return (await jsm.streams.info(TASK_STREAM)).state.messages === 1;
+        return (await queueLength(jsm)) === 1;
       },
       { timeoutMs: 10_000, intervalMs: 250, what: "a read to queue the task again" },
     );
     // Further reads add nothing while its message waits.
     await task(derrick, queued.taskId);
-    expect((await jsm.streams.info(TASK_STREAM)).state.messages).toBe(1);
+    expect(await queueLength(jsm)).toBe(1);
     await worker.start();
-    expect(await settled(derrick, queued.taskId)).toMatchObject({ state: "succeeded" });
-    await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, { what: "the queue to drain" });
+    await allSucceed(derrick, jsm, queued.taskId);
   });
 
   it("storage - a running worker whose work-queue stream is deleted makes it again and runs the tasks whose messages went with it", {
@@ -139,9 +144,7 @@ describe("content storage deleted at runtime", () => {
     const waiting = await request(derrick);
     expect((await task(derrick, waiting.taskId)).state).toBe("queued");
     expect(await jsm.streams.delete(TASK_STREAM)).toBe(true);
-    expect(await settled(derrick, running.taskId)).toMatchObject({ state: "succeeded" });
-    expect(await settled(derrick, waiting.taskId)).toMatchObject({ state: "succeeded" });
-    await eventually(async () => (await jsm.streams.info(TASK_STREAM)).state.messages === 0, { what: "the queue to drain" });
+    await allSucceed(derrick, jsm, running.taskId, waiting.taskId);
     await worker.stop();
   });
 });
