@@ -5,6 +5,15 @@ import { parseQuery, QuerySyntaxError } from "./parser.ts";
 const term = (value: string, field?: string, kind = "word") =>
   expect.objectContaining({ type: "term", value, kind, ...(field ? { field } : {}) });
 
+/** A bool node with the clauses given and the other lists empty. */
+const bool = (clauses: { must?: unknown[]; should?: unknown[]; mustNot?: unknown[] }) => ({
+  type: "bool",
+  must: [],
+  should: [],
+  mustNot: [],
+  ...clauses,
+});
+
 describe("search query parser", () => {
   it("parser - a blank query matches everything", () => {
     expect(parseQuery("")).toEqual({ type: "matchAll" });
@@ -18,16 +27,13 @@ describe("search query parser", () => {
   });
 
   it("parser - adjacent clauses default to OR", () => {
-    expect(parseQuery("well bore")).toEqual({ type: "bool", must: [], mustNot: [], should: [term("well"), term("bore")] });
+    expect(parseQuery("well bore")).toEqual(bool({ should: [term("well"), term("bore")] }));
   });
 
   it("parser - field groups apply the field to every clause (data.Rig_Contractor:(Ocean OR Drilling))", () => {
-    expect(parseQuery("data.Rig_Contractor:(Ocean OR Drilling)")).toEqual({
-      type: "bool",
-      must: [],
-      mustNot: [],
-      should: [term("Ocean", "data.Rig_Contractor"), term("Drilling", "data.Rig_Contractor")],
-    });
+    expect(parseQuery("data.Rig_Contractor:(Ocean OR Drilling)")).toEqual(
+      bool({ should: [term("Ocean", "data.Rig_Contractor"), term("Drilling", "data.Rig_Contractor")] }),
+    );
   });
 
   it("parser - phrases, with slop", () => {
@@ -36,25 +42,22 @@ describe("search query parser", () => {
   });
 
   it("parser - AND makes both neighbours required, as Lucene's classic parser does", () => {
-    expect(parseQuery("a AND b OR c")).toEqual({ type: "bool", must: [term("a"), term("b")], should: [term("c")], mustNot: [] });
-    expect(parseQuery("a && b")).toEqual({ type: "bool", must: [term("a"), term("b")], should: [], mustNot: [] });
+    expect(parseQuery("a AND b OR c")).toEqual(bool({ must: [term("a"), term("b")], should: [term("c")] }));
+    expect(parseQuery("a && b")).toEqual(bool({ must: [term("a"), term("b")] }));
   });
 
   it("parser - NOT, -, + and ! are clause modifiers", () => {
-    expect(parseQuery("a NOT b")).toEqual({ type: "bool", must: [], should: [term("a")], mustNot: [term("b")] });
-    expect(parseQuery("+a -b c")).toEqual({ type: "bool", must: [term("a")], should: [term("c")], mustNot: [term("b")] });
-    expect(parseQuery("NOT b")).toEqual({ type: "bool", must: [], should: [], mustNot: [term("b")] });
-    expect(parseQuery("a AND NOT b")).toEqual({ type: "bool", must: [term("a")], should: [], mustNot: [term("b")] });
-    expect(parseQuery("!b")).toEqual({ type: "bool", must: [], should: [], mustNot: [term("b")] });
+    expect(parseQuery("a NOT b")).toEqual(bool({ should: [term("a")], mustNot: [term("b")] }));
+    expect(parseQuery("+a -b c")).toEqual(bool({ must: [term("a")], should: [term("c")], mustNot: [term("b")] }));
+    expect(parseQuery("NOT b")).toEqual(bool({ mustNot: [term("b")] }));
+    expect(parseQuery("a AND NOT b")).toEqual(bool({ must: [term("a")], mustNot: [term("b")] }));
+    expect(parseQuery("!b")).toEqual(bool({ mustNot: [term("b")] }));
   });
 
   it("parser - grouping nests boolean queries", () => {
-    expect(parseQuery("(data.A:x OR data.B:y) AND NOT data.C:z")).toEqual({
-      type: "bool",
-      must: [{ type: "bool", must: [], mustNot: [], should: [term("x", "data.A"), term("y", "data.B")] }],
-      should: [],
-      mustNot: [term("z", "data.C")],
-    });
+    expect(parseQuery("(data.A:x OR data.B:y) AND NOT data.C:z")).toEqual(
+      bool({ must: [bool({ should: [term("x", "data.A"), term("y", "data.B")] })], mustNot: [term("z", "data.C")] }),
+    );
   });
 
   it("parser - wildcards: trailing * is a prefix, others are patterns, leading ones are rejected", () => {
@@ -66,12 +69,9 @@ describe("search query parser", () => {
   });
 
   it('parser - wildcards in field names (data.ValueList.\\*:(A B), data.Well\\*:"…")', () => {
-    expect(parseQuery("data.ValueList.\\*:(A B)")).toEqual({
-      type: "bool",
-      must: [],
-      mustNot: [],
-      should: [term("A", "data.ValueList.*"), term("B", "data.ValueList.*")],
-    });
+    expect(parseQuery("data.ValueList.\\*:(A B)")).toEqual(
+      bool({ should: [term("A", "data.ValueList.*"), term("B", "data.ValueList.*")] }),
+    );
     expect(parseQuery('data.Well\\*:"Ocean"')).toEqual(term("Ocean", "data.Well*", "phrase"));
   });
 
@@ -105,12 +105,11 @@ describe("search query parser", () => {
 
   it("parser - >10-style comparisons become ranges (field:>10, field:(>=10 AND <20))", () => {
     expect(parseQuery("data.Depth:>10")).toEqual(expect.objectContaining({ type: "range", lower: "10", includeLower: false }));
-    expect(parseQuery("data.Depth:(>=10 AND <20)")).toEqual({
-      type: "bool",
-      must: [expect.objectContaining({ lower: "10", includeLower: true }), expect.objectContaining({ upper: "20", includeUpper: false })],
-      should: [],
-      mustNot: [],
-    });
+    expect(parseQuery("data.Depth:(>=10 AND <20)")).toEqual(
+      bool({
+        must: [expect.objectContaining({ lower: "10", includeLower: true }), expect.objectContaining({ upper: "20", includeUpper: false })],
+      }),
+    );
     expect(parseQuery("data.Spud:<=2020-01-01T10:00:00")).toEqual(
       expect.objectContaining({ upper: "2020-01-01T10:00:00", includeUpper: true }),
     );
@@ -127,44 +126,35 @@ describe("search query parser", () => {
       type: "nested",
       path: "data.NestedTest",
       pos: 0,
-      query: {
-        type: "bool",
+      query: bool({
         must: [
-          {
-            type: "bool",
-            must: [],
-            mustNot: [],
-            should: [term("12", "data.NestedTest.NumberTest"), term("34", "data.NestedTest.NumberTest")],
-          },
+          bool({ should: [term("12", "data.NestedTest.NumberTest"), term("34", "data.NestedTest.NumberTest")] }),
           term("test", "data.NestedTest.StringTest", "phrase"),
         ],
-        should: [],
-        mustNot: [],
-      },
+      }),
     });
   });
 
   it("parser - multi-level nested and nested combined with other clauses", () => {
     const node = parseQuery("nested(data.NestedTest, nested(data.NestedTest.NestedInnerTest, (NumberInnerTest:(>12)))) AND data.Kind:well");
-    expect(node).toEqual({
-      type: "bool",
-      must: [
-        {
-          type: "nested",
-          path: "data.NestedTest",
-          pos: 0,
-          query: {
+    expect(node).toEqual(
+      bool({
+        must: [
+          {
             type: "nested",
-            path: "data.NestedTest.NestedInnerTest",
-            pos: 24,
-            query: expect.objectContaining({ type: "range", field: "data.NestedTest.NestedInnerTest.NumberInnerTest", lower: "12" }),
+            path: "data.NestedTest",
+            pos: 0,
+            query: {
+              type: "nested",
+              path: "data.NestedTest.NestedInnerTest",
+              pos: 24,
+              query: expect.objectContaining({ type: "range", field: "data.NestedTest.NestedInnerTest.NumberInnerTest", lower: "12" }),
+            },
           },
-        },
-        term("well", "data.Kind"),
-      ],
-      should: [],
-      mustNot: [],
-    });
+          term("well", "data.Kind"),
+        ],
+      }),
+    );
   });
 
   it("parser - malformed queries report where they fail", () => {
