@@ -16,6 +16,7 @@ import { clientToken, startTestNats, startDerrick } from "../test/harness/index.
 import { subjects } from "../subjects/index.ts";
 import { recordKey, type SearchStatus, type StoredRecord } from "../subjects/search.ts";
 import { SqliteBackend } from "../actors/search/sqlite.ts";
+import { seededRandom as rng } from "../actors/search/testing.ts";
 import { planSearch } from "../actors/search/validate.ts";
 import type { SearchRequest } from "../actors/search/backend.ts";
 import { report, runLoad, type LoadResult } from "./lib.ts";
@@ -60,15 +61,6 @@ const KINDS = [
   "osdu:wks:work-product-component--WellLog:1.0.0",
 ];
 
-// Deterministic data: mulberry32.
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const word = (i: number) => `w${i.toString(36)}x`;
 
 /** The dataset's records in order, the same on every pass (the stream and the baseline load the same records). */

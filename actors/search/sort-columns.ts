@@ -109,13 +109,18 @@ export class SortColumns {
   }
 
   private evict(): void {
-    let live = 0;
-    for (const column of this.columns.values()) if (column) live++;
-    for (const [path, column] of this.columns) {
-      if (live <= MAX_COLUMNS) break;
-      if (column) live--;
-      this.columns.delete(path);
-    }
+    evictColumns(this.columns, MAX_COLUMNS);
+  }
+}
+
+/** Drops the least recently used columns (first in the map) until at most `max` are held. */
+export function evictColumns(columns: Map<string, object | null>, max: number): void {
+  let live = 0;
+  for (const column of columns.values()) if (column) live++;
+  for (const [path, column] of columns) {
+    if (live <= max) break;
+    if (column) live--;
+    columns.delete(path);
   }
 }
 

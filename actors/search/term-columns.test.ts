@@ -5,17 +5,7 @@ import { parseQuery } from "./query/parser.ts";
 import { orderedCandidates, SortColumns, sortedPage, type NumericColumn } from "./sort-columns.ts";
 import { SqliteBackend } from "./sqlite.ts";
 import { countTerms, matchWords, TermColumns } from "./term-columns.ts";
-import { testRecord } from "./testing.ts";
-
-/** Deterministic draws (mulberry32). */
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom as rng, testRecord, testRequest } from "./testing.ts";
 
 const leaf = (path: string, str: string, t = 0, num: number | null = null) => ({ path, t: t as 0, str, num });
 
@@ -168,17 +158,6 @@ describe("term columns", () => {
       0,
       Array.from({ length: 600 }, (_, i) => i),
     );
-    const request = (extra: Partial<SearchRequest>): SearchRequest => ({
-      partition: "opendes",
-      kinds: ["*:*:*:*"],
-      query: parseQuery(""),
-      access: { all: false, groups: ["data.a.viewers"], asOwner: false },
-      sort: [],
-      offset: 0,
-      limit: 10,
-      trackTotalCount: false,
-      ...extra,
-    });
     const same = (r: SearchRequest) => {
       const a = fast.search(r);
       const b = sql.search(r);
@@ -206,7 +185,7 @@ describe("term columns", () => {
             'data.Area:"north sea"',
           ]) {
             for (const aggregateBy of ["data.Basin", "kind", "data.Status", "data.Depth", "data.Basin.keyword", "data.Nope"])
-              same(request({ access, kinds: kind, query: parseQuery(query), aggregateBy, limit: 5 }));
+              same(testRequest({ access, kinds: kind, query: parseQuery(query), aggregateBy, limit: 5 }));
             for (const sort of [
               [{ field: "data.Depth", order: "asc" }],
               [{ field: "data.Depth", order: "desc" }],
@@ -217,8 +196,8 @@ describe("term columns", () => {
                 { offset: 40, limit: 15 },
                 { offset: 0, limit: 0 },
               ])
-                same(request({ access, kinds: kind, query: parseQuery(query), sort, ...window }));
-              same(request({ access, kinds: kind, query: parseQuery(query), sort, trackTotalCount: true }));
+                same(testRequest({ access, kinds: kind, query: parseQuery(query), sort, ...window }));
+              same(testRequest({ access, kinds: kind, query: parseQuery(query), sort, trackTotalCount: true }));
             }
           }
         }

@@ -6,7 +6,7 @@
 import type { Aggregation } from "../../subjects/search.ts";
 import { LeafType, tokenize, type Leaf } from "./documents.ts";
 import { covering } from "./rows.ts";
-import { compareCodePoints } from "./sort-columns.ts";
+import { compareCodePoints, evictColumns } from "./sort-columns.ts";
 
 const MAX_COLUMNS = 8;
 /** A field with more distinct values than this (ids, free text) stays in SQL: its terms would cost more memory than they save. */
@@ -87,13 +87,7 @@ export class TermColumns {
   }
 
   private evict(): void {
-    let live = 0;
-    for (const column of this.columns.values()) if (column) live++;
-    for (const [path, column] of this.columns) {
-      if (live <= MAX_COLUMNS) break;
-      if (column) live--;
-      this.columns.delete(path);
-    }
+    evictColumns(this.columns, MAX_COLUMNS);
   }
 }
 

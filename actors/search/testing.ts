@@ -26,3 +26,13 @@ export const testRequest = (overrides: Partial<SearchRequest> = {}): SearchReque
   trackTotalCount: false,
   ...overrides,
 });
+
+/** Deterministic draws in [0, 1) from a seed (mulberry32): the same data on every run. */
+export function seededRandom(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
