@@ -52,13 +52,7 @@ export const ActorProcess = Type.Object({
 });
 export type ActorProcess = Static<typeof ActorProcess>;
 
-export const ConsumerStatus = Type.Object({
-  name: Type.String(),
-  pending: Count,
-  ackPending: Count,
-  redelivered: Count,
-  ackFloor: Count,
-});
+export const ConsumerStatus = Type.Object({ name: Type.String(), pending: Count, ackPending: Count, redelivered: Count, ackFloor: Count });
 export type ConsumerStatus = Static<typeof ConsumerStatus>;
 
 export const StreamStatus = Type.Object({

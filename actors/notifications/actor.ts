@@ -7,19 +7,7 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { nuid } from "@nats-io/nats-core";
-import {
-  notificationsClientForget,
-  notificationsDelivererStats,
-  notificationsDispatcherStats,
-  notificationsEventPublish,
-  notificationsSubscriptionDelete,
-  notificationsSubscriptionDeliveries,
-  notificationsSubscriptionList,
-  notificationsSubscriptionRetry,
-  notificationsSubscriptionSecret,
-  notificationsSubscriptionSecretRotate,
-  notificationsSubscriptionUpsert,
-} from "../../subjects/notifications.ts";
+import * as op from "../../subjects/notifications.ts";
 import type { Config } from "../../config/index.ts";
 import { reply } from "../../subjects/reply.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -65,24 +53,24 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
       description: "notification subscriptions, secrets, delivery log and replay; events over HTTP; forgets deleted clients",
       work: () => ({ pausedSubscriptions: view.pausedCount() }),
       endpoints: [
-        endpoint(notificationsSubscriptionUpsert, (i, ctx) => upsertSubscription(i.type, i.subscription, caller(ctx), deps)),
-        endpoint(notificationsSubscriptionList, (_i, ctx) => listSubscriptions(caller(ctx), deps)),
-        endpoint(notificationsSubscriptionDelete, async (i, ctx) => {
+        endpoint(op.notificationsSubscriptionUpsert, (i, ctx) => upsertSubscription(i.type, i.subscription, caller(ctx), deps)),
+        endpoint(op.notificationsSubscriptionList, (_i, ctx) => listSubscriptions(caller(ctx), deps)),
+        endpoint(op.notificationsSubscriptionDelete, async (i, ctx) => {
           await deleteSubscription(i.subscription_id, caller(ctx), deps);
           return reply({}, 200);
         }),
-        endpoint(notificationsSubscriptionSecret, (i, ctx) => getSecret(i.subscription_id, caller(ctx), deps)),
-        endpoint(notificationsSubscriptionSecretRotate, (i, ctx) => rotateSecret(i.subscription_id, caller(ctx), deps)),
-        endpoint(notificationsSubscriptionDeliveries, (i, ctx) => listDeliveries(i.subscription_id, caller(ctx), deps)),
-        endpoint(notificationsSubscriptionRetry, async (i, ctx) =>
+        endpoint(op.notificationsSubscriptionSecret, (i, ctx) => getSecret(i.subscription_id, caller(ctx), deps)),
+        endpoint(op.notificationsSubscriptionSecretRotate, (i, ctx) => rotateSecret(i.subscription_id, caller(ctx), deps)),
+        endpoint(op.notificationsSubscriptionDeliveries, (i, ctx) => listDeliveries(i.subscription_id, caller(ctx), deps)),
+        endpoint(op.notificationsSubscriptionRetry, async (i, ctx) =>
           reply(await retryDelivery(i.subscription_id, i.event_id, caller(ctx), deps), 202),
         ),
-        endpoint(notificationsEventPublish, async (i, ctx) => {
+        endpoint(op.notificationsEventPublish, async (i, ctx) => {
           requireGroup(ctx, PUBLISHERS_GROUP);
           return reply(await publishEvent(i.type, i.event, caller(ctx), deps, `evt_${nuid.next()}`), 202);
         }),
         // Sent by the identity actor when it deletes a client; NATS is the trust boundary (README).
-        endpoint(notificationsClientForget, (i) => forgetClient(i, deps)),
+        endpoint(op.notificationsClientForget, (i) => forgetClient(i, deps)),
       ],
     },
     options,
@@ -113,7 +101,7 @@ export async function startDispatcherActor(nc: NatsConnection, cfg: Config, opti
     {
       name: "dispatcher",
       description: "fans events out to per-subscription delivery jobs",
-      endpoints: [endpoint(notificationsDispatcherStats, () => ({ ...dispatcher.stats }))],
+      endpoints: [endpoint(op.notificationsDispatcherStats, () => ({ ...dispatcher.stats }))],
     },
     options,
   );
@@ -155,7 +143,7 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
       name: "deliverer",
       description: "delivers notifications to callbacks (signed, retried, dead-lettered)",
       work: () => ({ ...deliverer.stats }),
-      endpoints: [endpoint(notificationsDelivererStats, () => ({ ...deliverer.stats }))],
+      endpoints: [endpoint(op.notificationsDelivererStats, () => ({ ...deliverer.stats }))],
     },
     options,
   );

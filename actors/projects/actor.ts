@@ -4,19 +4,7 @@
  * beyond NATS: start more processes to scale reads and requests.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import {
-  projectsCatalogList,
-  projectsCatalogPut,
-  projectsContentGet,
-  projectsContentPart,
-  projectsContentRequest,
-  projectsMemberDelete,
-  projectsMemberPut,
-  projectsProjectDelete,
-  projectsProjectGet,
-  projectsProjectPut,
-  projectsTaskGet,
-} from "../../subjects/projects.ts";
+import * as op from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
 import { createLogger, type Logger } from "../../platform/logger.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -79,17 +67,17 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
       name: "projects",
       description: "display items and key parameters: catalog, projects, membership, content requests and results",
       endpoints: [
-        endpoint(projectsCatalogList, (input) => listCatalog(input, deps)),
-        endpoint(projectsCatalogPut, (input, ctx) => putCatalogItem(input, ctx, deps)),
-        endpoint(projectsProjectPut, (input, ctx) => putProject(input, ctx, deps)),
-        endpoint(projectsProjectGet, (input, ctx) => getProject(input, ctx, deps)),
-        endpoint(projectsProjectDelete, (input, ctx) => deleteProject(input, ctx, deps)),
-        endpoint(projectsMemberPut, (input, ctx) => putMember(input, ctx, deps)),
-        endpoint(projectsMemberDelete, (input, ctx) => deleteMember(input, ctx, deps)),
-        endpoint(projectsContentRequest, (input, ctx) => requestContent(input, ctx, deps)),
-        endpoint(projectsContentGet, (input, ctx) => getContent(input, ctx, deps)),
-        endpoint(projectsContentPart, (input, ctx) => getContentPart(input, ctx, deps)),
-        endpoint(projectsTaskGet, (input, ctx) => getTask(input, ctx, deps)),
+        endpoint(op.projectsCatalogList, (input) => listCatalog(input, deps)),
+        endpoint(op.projectsCatalogPut, (input, ctx) => putCatalogItem(input, ctx, deps)),
+        endpoint(op.projectsProjectPut, (input, ctx) => putProject(input, ctx, deps)),
+        endpoint(op.projectsProjectGet, (input, ctx) => getProject(input, ctx, deps)),
+        endpoint(op.projectsProjectDelete, (input, ctx) => deleteProject(input, ctx, deps)),
+        endpoint(op.projectsMemberPut, (input, ctx) => putMember(input, ctx, deps)),
+        endpoint(op.projectsMemberDelete, (input, ctx) => deleteMember(input, ctx, deps)),
+        endpoint(op.projectsContentRequest, (input, ctx) => requestContent(input, ctx, deps)),
+        endpoint(op.projectsContentGet, (input, ctx) => getContent(input, ctx, deps)),
+        endpoint(op.projectsContentPart, (input, ctx) => getContentPart(input, ctx, deps)),
+        endpoint(op.projectsTaskGet, (input, ctx) => getTask(input, ctx, deps)),
       ],
     },
     options,

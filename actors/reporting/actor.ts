@@ -4,16 +4,7 @@
  * cache in KV, each holding the results it read last in memory (result-memory.ts).
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import {
-  reportingEntityDelete,
-  reportingEntityGet,
-  reportingEntityPut,
-  reportingFullcycleAggregation,
-  reportingLicenseAggregation,
-  reportingProspectAggregation,
-  reportingProspectDetails,
-  reportingScenarioAggregation,
-} from "../../subjects/reporting.ts";
+import * as op from "../../subjects/reporting.ts";
 import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import {
   deleteEntity,
@@ -41,14 +32,14 @@ export async function startReportingActor(nc: NatsConnection, options: RuntimeOp
       name: "reporting",
       description: "reporting by unit and analysis: assessment entities and risk, volume and economics aggregations",
       endpoints: [
-        endpoint(reportingEntityPut, (input, ctx) => putEntity(input, ctx, deps)),
-        endpoint(reportingEntityGet, (input, ctx) => getEntity(input, ctx, deps)),
-        endpoint(reportingEntityDelete, (input, ctx) => deleteEntity(input, ctx, deps)),
-        endpoint(reportingLicenseAggregation, (input, ctx) => licenseAggregate(input, ctx, deps)),
-        endpoint(reportingProspectAggregation, (input, ctx) => prospectAggregate(input, ctx, deps)),
-        endpoint(reportingProspectDetails, (input, ctx) => prospectAggregateDetails(input, ctx, deps)),
-        endpoint(reportingFullcycleAggregation, (input, ctx) => fullCycleAggregate(input, ctx, deps)),
-        endpoint(reportingScenarioAggregation, (input, ctx) => scenarioAggregate(input, ctx, deps)),
+        endpoint(op.reportingEntityPut, (input, ctx) => putEntity(input, ctx, deps)),
+        endpoint(op.reportingEntityGet, (input, ctx) => getEntity(input, ctx, deps)),
+        endpoint(op.reportingEntityDelete, (input, ctx) => deleteEntity(input, ctx, deps)),
+        endpoint(op.reportingLicenseAggregation, (input, ctx) => licenseAggregate(input, ctx, deps)),
+        endpoint(op.reportingProspectAggregation, (input, ctx) => prospectAggregate(input, ctx, deps)),
+        endpoint(op.reportingProspectDetails, (input, ctx) => prospectAggregateDetails(input, ctx, deps)),
+        endpoint(op.reportingFullcycleAggregation, (input, ctx) => fullCycleAggregate(input, ctx, deps)),
+        endpoint(op.reportingScenarioAggregation, (input, ctx) => scenarioAggregate(input, ctx, deps)),
       ],
     },
     options,
