@@ -7,7 +7,7 @@ import { subjects } from "../../subjects/index.ts";
 import { CURSOR_BUCKET } from "../../actors/search/store.ts";
 import { readKv } from "../../actors/runtime/kv.ts";
 import type { SearchStatus } from "../../subjects/search.ts";
-import { NORTH_ACL, SOUTH_ACL, WELL, api, putRecords, searchOk, searchTest, startSearchDerrick, type Page } from "./helpers.ts";
+import { NORTH_ACL, SOUTH_ACL, WELL, api, putRecords, searchOk, searchTest, startSearchDerrick, untilFound, type Page } from "./helpers.ts";
 
 const TOTAL = 2500;
 const CURSOR_LIMIT = 5;
@@ -222,7 +222,7 @@ describe("search index replica", () => {
     expect((await searchOk(derrick, { trackTotalCount: true })).totalCount).toBe(300);
     // A write while running, then the file is lost while stopped.
     await putRecords(derrick, [{ id: "opendes:well:late", kind: WELL, acl: NORTH_ACL, data: { Name: "Late Arrival" } }]);
-    await eventually(async () => (await searchOk(derrick, { query: "late" })).totalCount === 1, { what: "late record indexed" });
+    await untilFound(derrick, "late", 1, "late record indexed");
     await api(derrick, "/api/storage/v2/records/opendes:well:r-00000:delete", { method: "POST" });
     await eventually(async () => (await searchOk(derrick, { trackTotalCount: true })).totalCount === 300, { what: "delete indexed" });
     await derrick.cleanup();

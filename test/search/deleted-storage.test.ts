@@ -1,9 +1,8 @@
 import { describe, expect } from "vitest";
-import { eventually } from "../harness/index.ts";
 import { json } from "../harness/json.ts";
 import { RECORDS_STREAM } from "../../subjects/search.ts";
 import { CURSOR_BUCKET } from "../../actors/search/store.ts";
-import { WELL, api, northWell as record, putRecords, searchOk, searchTest, type Page } from "./helpers.ts";
+import { WELL, api, northWell as record, putRecords, searchOk, searchTest, untilFound, type Page } from "./helpers.ts";
 
 const it = searchTest();
 
@@ -17,18 +16,13 @@ describe("search and storage after their storage was deleted", () => {
     timeout: 20_000,
   }, async ({ derrick, jsm }) => {
     await putRecords(derrick, [record("opendes:well:before-delete", "alpha")]);
-    await eventually(async () => (await searchOk(derrick, { query: "alpha" })).totalCount === 1, {
-      what: "the first record to be searchable",
-    });
+    await untilFound(derrick, "alpha", 1, "the first record to be searchable");
 
     expect(await jsm.streams.delete(RECORDS_STREAM)).toBe(true);
 
     // The first write after the deletion already succeeds (storage makes the stream again).
     await putRecords(derrick, [record("opendes:well:after-delete", "bravo")]);
-    await eventually(async () => (await searchOk(derrick, { query: "bravo" })).totalCount === 1, {
-      timeoutMs: 10_000,
-      what: "the record written after the deletion to be searchable",
-    });
+    await untilFound(derrick, "bravo", 1, "the record written after the deletion to be searchable", { timeoutMs: 10_000 });
     // What the deleted stream held is gone from storage and, once rebuilt, from the index.
     expect((await api(derrick, `/api/storage/v2/records/${encodeURIComponent("opendes:well:before-delete")}`)).status).toBe(404);
     expect((await searchOk(derrick, { query: "alpha" })).totalCount).toBe(0);
@@ -36,9 +30,7 @@ describe("search and storage after their storage was deleted", () => {
 
   it("cursors - a deleted cursor bucket is made again: cursor queries keep working", { timeout: 20_000 }, async ({ derrick, jsm }) => {
     await putRecords(derrick, [record("opendes:well:c1", "charlie"), record("opendes:well:c2", "charlie")]);
-    await eventually(async () => (await searchOk(derrick, { query: "charlie" })).totalCount === 2, {
-      what: "the records to be searchable",
-    });
+    await untilFound(derrick, "charlie", 2, "the records to be searchable");
     expect(await jsm.streams.delete(`KV_${CURSOR_BUCKET}`)).toBe(true);
     const first = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, query: "charlie", limit: 1 } });
     const { cursor } = await json<Page>(first, 200);
@@ -49,9 +41,7 @@ describe("search and storage after their storage was deleted", () => {
   it("cursors - a cursor continued first after its bucket was deleted is answered at once as unknown, not after the request timed out", {
     timeout: 20_000,
   }, async ({ derrick, jsm }) => {
-    await eventually(async () => (await searchOk(derrick, { query: "charlie" })).totalCount === 2, {
-      what: "the records to be searchable",
-    });
+    await untilFound(derrick, "charlie", 2, "the records to be searchable");
     const first = await api(derrick, "/api/search/v2/query_with_cursor", { body: { kind: WELL, query: "charlie", limit: 1 } });
     const { cursor } = await json<Page>(first, 200);
     expect(await jsm.streams.delete(`KV_${CURSOR_BUCKET}`)).toBe(true);

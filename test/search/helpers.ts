@@ -1,5 +1,5 @@
 /** Shared pieces of the search tests: clients with data groups, record fixtures, HTTP helpers. */
-import { TEST_CLIENTS, clientToken, startDerrick, testClient, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { TEST_CLIENTS, clientToken, eventually, startDerrick, testClient, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { derrickTest } from "../harness/fixture.ts";
 import { json } from "../harness/json.ts";
 import type { ActorName } from "../../config/index.ts";
@@ -105,6 +105,15 @@ export async function searchOk(derrick: TestDerrick, body: Record<string, unknow
   if (res.status !== 200) throw new Error(`query ${JSON.stringify(body)}: ${res.status} ${await res.text()}`);
   return json<Page>(res);
 }
+
+/** Waits until `query` finds `count` records (as the writer unless `as` names another client). */
+export const untilFound = (
+  derrick: TestDerrick,
+  query: string,
+  count: number,
+  what: string,
+  options: { as?: SearchClient; timeoutMs?: number } = {},
+) => eventually(async () => (await searchOk(derrick, { query }, options.as)).totalCount === count, { what, timeoutMs: options.timeoutMs });
 
 export async function putRecords(
   derrick: TestDerrick,

@@ -3,7 +3,7 @@ import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { eventually } from "../harness/index.ts";
 import { RECORDS_STREAM } from "../../subjects/search.ts";
-import { api, northWell as record, putRecords, searchOk, searchTest } from "./helpers.ts";
+import { api, northWell as record, putRecords, searchOk, searchTest, untilFound } from "./helpers.ts";
 
 const it = searchTest({ DERRICK_SEARCH_RECHECK: "500ms" });
 
@@ -17,9 +17,7 @@ describe("search after its RECORDS stream was lost without an advisory", () => {
     timeout: 40_000,
   }, async ({ derrick, nats }) => {
     await putRecords(derrick, [record("opendes:well:lost-1", "alpha")]);
-    await eventually(async () => (await searchOk(derrick, { query: "alpha" })).totalCount === 1, {
-      what: "the first record to be searchable",
-    });
+    await untilFound(derrick, "alpha", 1, "the first record to be searchable");
     await nats.restart(() => {
       const streamDir = join(nats.dir, "jetstream", "jetstream", "$G", "streams", RECORDS_STREAM);
       expect(existsSync(streamDir)).toBe(true);
@@ -30,10 +28,7 @@ describe("search after its RECORDS stream was lost without an advisory", () => {
       intervalMs: 200,
       what: "a write after the restart",
     });
-    await eventually(async () => (await searchOk(derrick, { query: "bravo" })).totalCount === 1, {
-      timeoutMs: 15_000,
-      what: "the record written after the restart to be searchable",
-    });
+    await untilFound(derrick, "bravo", 1, "the record written after the restart to be searchable", { timeoutMs: 15_000 });
     expect((await api(derrick, `/api/storage/v2/records/${encodeURIComponent("opendes:well:lost-1")}`)).status).toBe(404);
     expect((await searchOk(derrick, { query: "alpha" })).totalCount).toBe(0);
   });

@@ -26,6 +26,7 @@ import {
   tokenOf,
   type Page,
   type SearchClient,
+  untilFound,
 } from "./helpers.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8");
@@ -145,9 +146,7 @@ describe("OSDU clients, unchanged", () => {
       });
       expect(read.version).toEqual(expect.any(Number));
     }
-    await eventually(async () => (await searchOk(derrick, { query: "data.FacilityName:sdk" }, "sdk")).totalCount === 2, {
-      what: "SDK records indexed",
-    });
+    await untilFound(derrick, "data.FacilityName:sdk", 2, "SDK records indexed", { as: "sdk" });
   });
 
   it("storage - a record read with GET and sent back with PUT (version, createUser, createTime, modifyUser, modifyTime, unknown fields) is written; the server's values stay and nothing unknown is kept", async ({
@@ -273,9 +272,7 @@ describe("OSDU clients, unchanged", () => {
     const id = "opendes:well:purged";
     await putRecords(derrick, [{ id, kind: WELL, acl: DEFAULT_ACL, data: { FacilityName: "Purge Candidate", Step: 1 } }], "sdk");
     await putRecords(derrick, [{ id, kind: WELL, acl: DEFAULT_ACL, data: { FacilityName: "Purge Candidate", Step: 2 } }], "sdk");
-    await eventually(async () => (await searchOk(derrick, { query: "data.Step:2 AND purge" }, "sdk")).totalCount === 1, {
-      what: "indexed",
-    });
+    await untilFound(derrick, "data.Step:2 AND purge", 1, "indexed", { as: "sdk" });
     const before = await json<StoredRecord>(await sdkCall(derrick, "GET", `/api/storage/v2/records/${id}`), 200);
 
     const res = await sdkCall(derrick, "DELETE", `/api/storage/v2/records/${id}`, undefined, "ops");
@@ -285,9 +282,7 @@ describe("OSDU clients, unchanged", () => {
     expect(gone).toMatchObject({ reason: "Record not found" });
     // One message is left on the record's subject, an empty mark: no version, nothing of the record.
     expect(await streamMessages(derrick, id)).toEqual({ count: 1, last: { bytes: 0, text: "" } });
-    await eventually(async () => (await searchOk(derrick, { query: "purge" }, "sdk")).totalCount === 0, {
-      what: "purge reflected in search",
-    });
+    await untilFound(derrick, "purge", 0, "purge reflected in search", { as: "sdk" });
     // Purged is gone for good: a second purge and a delete find nothing; a new PUT creates anew.
     expect(await json(await sdkCall(derrick, "DELETE", `/api/storage/v2/records/${id}`, undefined, "ops"), 404)).toMatchObject({
       reason: "Record not found",
@@ -308,9 +303,7 @@ describe("OSDU clients, unchanged", () => {
     const created = await json<StoredRecord>(await sdkCall(derrick, "GET", `/api/storage/v2/records/${id}`), 200);
     expect((await sdkCall(derrick, "POST", `/api/storage/v2/records/${id}:delete`)).status).toBe(204);
     expect((await sdkCall(derrick, "GET", `/api/storage/v2/records/${id}`)).status).toBe(404);
-    await eventually(async () => (await searchOk(derrick, { query: '"Deleted First"' }, "sdk")).totalCount === 0, {
-      what: "delete reflected",
-    });
+    await untilFound(derrick, '"Deleted First"', 0, "delete reflected", { as: "sdk" });
     // Another editor cannot take the id over; ops that does not own it cannot purge it.
     const takeover = await api(derrick, "/api/storage/v2/records", {
       as: "writer",
@@ -438,7 +431,7 @@ describe("OSDU purge and the search replicas", () => {
       ],
       "sdk",
     );
-    await eventually(async () => (await searchOk(derrick, { query: "away" }, "sdk")).totalCount === 2, { what: "indexed" });
+    await untilFound(derrick, "away", 2, "indexed", { as: "sdk" });
     await derrick.cleanup();
 
     // Storage alone (no search process) purges while the replica is down.

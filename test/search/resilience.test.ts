@@ -14,7 +14,7 @@ import { SqliteBackend } from "../../actors/search/sqlite.ts";
 import { parseQuery } from "../../actors/search/query/parser.ts";
 import { pino } from "pino";
 import { createLogger } from "../../platform/logger.ts";
-import { NORTH_ACL, WELL, api, northWell, putRecords, searchOk, searchTest, startSearchDerrick, tokenOf } from "./helpers.ts";
+import { NORTH_ACL, WELL, api, northWell, putRecords, searchOk, searchTest, startSearchDerrick, tokenOf, untilFound } from "./helpers.ts";
 import type { Problem } from "../../subjects/errors.ts";
 import { join } from "node:path";
 
@@ -70,9 +70,7 @@ describe("search records that cannot be indexed", () => {
     }
     for (const id of ["opendes:well:beside-deep", "opendes:well:over-limit", "opendes:well:very-deep"])
       expect((await api(derrick, `/api/storage/v2/records/${id}`)).status, id).toBe(404);
-    await eventually(async () => (await searchOk(derrick, { query: "id:opendes\\:well\\:at\\-limit" })).totalCount === 1, {
-      what: "the record at the limit indexed",
-    });
+    await untilFound(derrick, "id:opendes\\:well\\:at\\-limit", 1, "the record at the limit indexed");
   });
 
   it("storage - the storage actor refuses a record too deep from NATS callers too, before reading or writing anything", async () => {
@@ -127,9 +125,7 @@ describe("search records that cannot be indexed", () => {
       "opendes:well:after-poison",
       JSON.stringify({ id: "opendes:well:after-poison", kind: WELL, acl: NORTH_ACL, data: { Name: "Survivor" } }),
     );
-    await eventually(async () => (await searchOk(derrick, { query: "survivor" })).totalCount === 1, {
-      what: "the record after the poison messages indexed",
-    });
+    await untilFound(derrick, "survivor", 1, "the record after the poison messages indexed");
     const after = await status(derrick);
     expect(after).toMatchObject({ following: true, restarts: 0, appliedSeq: last.seq });
     expect(after.skipped - before.skipped).toBe(3);
@@ -144,7 +140,7 @@ describe("search records that cannot be indexed", () => {
       `[{"id":"opendes:well:later","kind":"${WELL}","acl":${JSON.stringify(NORTH_ACL)},"data":{"Name":"Latecomer"}}]`,
     );
     expect(later.status).toBe(201);
-    await eventually(async () => (await searchOk(derrick, { query: "latecomer" })).totalCount === 1, { what: "a later record indexed" });
+    await untilFound(derrick, "latecomer", 1, "a later record indexed");
   });
 });
 

@@ -7,7 +7,20 @@ import { FIELD_EXPRESSION_MAX_LENGTH, FIELD_PATH_MAX_LENGTH, recordKey, type Sto
 import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
 import { RecordChanged, openRecordStore } from "../../actors/storage/store.ts";
 import { createLogger } from "../../platform/logger.ts";
-import { NORTH_ACL, SOUTH_ACL, WELL, WELLBORE, api, ids, putRecords, searchOk, searchTest, tokenOf, type Page } from "./helpers.ts";
+import {
+  NORTH_ACL,
+  SOUTH_ACL,
+  WELL,
+  WELLBORE,
+  api,
+  ids,
+  putRecords,
+  searchOk,
+  searchTest,
+  tokenOf,
+  untilFound,
+  type Page,
+} from "./helpers.ts";
 
 const W1 = "opendes:well:w1";
 const W2 = "opendes:well:w2";
@@ -943,14 +956,10 @@ describe("search over records put through storage", () => {
   it("storage - an update and a delete are reflected in search results", async ({ derrick }) => {
     const id = "opendes:well:changing";
     const first = await putRecords(derrick, [{ id, kind: WELL, acl: SOUTH_ACL, data: { FacilityName: "Before Change", Depth: 10 } }]);
-    await eventually(async () => (await searchOk(derrick, { query: "data.FacilityName:before" })).totalCount === 1, {
-      what: "first version indexed",
-    });
+    await untilFound(derrick, "data.FacilityName:before", 1, "first version indexed");
     const second = await putRecords(derrick, [{ id, kind: WELL, acl: SOUTH_ACL, data: { FacilityName: "After Change", Depth: 20 } }]);
     expect(Number(second.recordIdVersions[0]!.split(":").pop())).toBeGreaterThan(Number(first.recordIdVersions[0]!.split(":").pop()));
-    await eventually(async () => (await searchOk(derrick, { query: "data.FacilityName:after" })).totalCount === 1, {
-      what: "second version indexed",
-    });
+    await untilFound(derrick, "data.FacilityName:after", 1, "second version indexed");
     expect((await searchOk(derrick, { query: "data.FacilityName:before" })).totalCount).toBe(0);
     expect((await searchOk(derrick, { query: "data.Depth:20" })).totalCount).toBe(1);
     const read = (await (await api(derrick, `/api/storage/v2/records/${id}`)).json()) as Record<string, unknown>;
@@ -960,9 +969,7 @@ describe("search over records put through storage", () => {
     expect((await api(derrick, `/api/storage/v2/records/${W1}:delete`, { as: "southOwner", method: "POST" })).status).toBe(403);
     expect((await api(derrick, `/api/storage/v2/records/${id}:delete`, { method: "POST" })).status).toBe(204);
     expect((await api(derrick, `/api/storage/v2/records/${id}`)).status).toBe(404);
-    await eventually(async () => (await searchOk(derrick, { query: "data.FacilityName:after" })).totalCount === 0, {
-      what: "delete reflected",
-    });
+    await untilFound(derrick, "data.FacilityName:after", 0, "delete reflected");
   });
 
   it("storage - GET answers as OSDU: 403 Access denied for a record the caller may not read, 404 Record not found for a missing or deleted one; the 403 tells nothing of the record", async ({
@@ -1134,9 +1141,7 @@ describe("search over records put through storage", () => {
       subjects.records("opendes", "0000"),
       JSON.stringify({ ...record, id: "opendes:well:mismatch", data: { FacilityName: "Published Wrongly" } }),
     );
-    await eventually(async () => (await searchOk(derrick, { query: "published" }, "north")).totalCount === 1, {
-      what: "NATS record indexed",
-    });
+    await untilFound(derrick, "published", 1, "NATS record indexed", { as: "north" });
     expect(ids(await searchOk(derrick, { query: "published" }, "north"))).toEqual([id]);
   });
 
@@ -1151,7 +1156,7 @@ describe("search over records put through storage", () => {
       `{"FacilityName": "Prototype Keyed", "__proto__": {"Polluted": "protovalue", "Depth": 7}, "Nested": {"__proto__": "inner", "Other": 1}}`,
     );
     await putRecords(derrick, [{ id, kind: WELL, acl: NORTH_ACL, data }]);
-    await eventually(async () => (await searchOk(derrick, { query: "protovalue" })).totalCount === 1, { what: "__proto__ record indexed" });
+    await untilFound(derrick, "protovalue", 1, "__proto__ record indexed");
     const hasOwn = (value: unknown, key: string) => value !== null && typeof value === "object" && Object.hasOwn(value, key);
 
     // Indexed under its path like any key: a field term and a highlight find it.
