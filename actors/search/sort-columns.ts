@@ -311,19 +311,10 @@ function orderOf(column: NumericColumn, which: "min" | "max"): Int32Array {
 }
 
 /**
- * Early termination for a one-key sort, as a search engine walks a field's sorted values: the matches (`member`) met
- * walking the column's order from the best value, until `k` and every match tied with the k-th are found, plus the
- * changed records the order does not place — a set holding the first `k` matches, for sortedPage to order exactly.
- * Undefined when fewer than `k` matches hold a value (missing values come last: the caller sorts every match) or
- * after `budget` steps.
+ * Early termination for a one-key sort: the matches met walking the column's order until `k` and the k-th's ties, plus
+ * changed records the order does not place (docs/search.md#in-memory-facts-and-sort-columns). Undefined when fewer than k hold a value.
  */
-export function orderedCandidates(
-  column: NumericColumn,
-  key: SortKey,
-  member: (rid: number) => boolean,
-  k: number,
-  budget = Number.POSITIVE_INFINITY,
-): number[] | undefined {
+export function orderedCandidates(column: NumericColumn, key: SortKey, member: (rid: number) => boolean, k: number): number[] | undefined {
   const which = (key.mode ?? (key.order === "asc" ? "min" : "max")) === "min" ? "min" : "max";
   const values = column[which];
   const order = orderOf(column, which);
@@ -333,7 +324,6 @@ export function orderedCandidates(
   const n = order.length;
   const forward = key.order === "asc";
   for (let i = 0; i < n; i++) {
-    if (i >= budget) return undefined;
     const rid = order[forward ? i : n - 1 - i]!;
     if (changedRids?.has(rid) || !member(rid)) continue;
     const value = values[rid]!;

@@ -749,10 +749,7 @@ export class SqliteBackend implements SearchBackend {
     return { hits: page.rids.map((rid, i) => storedHit(docs.get(rid)!, page.positions[i]!)), total, aggregations };
   }
 
-  /**
-   * A field's words (`data.Basin:"North Sea"`) as a test per record on the field's term column, when it answers exactly
-   * what FTS5 would (matchWords): a sort then walks its order without listing the field's matches from FTS5.
-   */
+  /** A field's words (`data.Basin:"North Sea"`) tested per record on its term column where that equals FTS5 (matchWords): a sort then walks its order without FTS5. */
   private fieldWords(node: QueryNode): ((rid: number) => boolean) | undefined {
     if (this.bulk || this.options.sqlOnly || node.type !== "term" || !node.field) return undefined;
     if (node.kind !== "word" && !(node.kind === "phrase" && node.slop === undefined)) return undefined;

@@ -172,10 +172,8 @@ export function countTerms(column: TermColumn, rids: ArrayLike<number>, size: nu
 const PLAIN = /^[a-z0-9_]+$/;
 
 /**
- * Which records hold `words` in a row in one value of the field, read from its column: what FTS5 answers for the field's
- * words (its `fielded` text), as long as the answer cannot differ — the words and every term's words plain ASCII (FTS5 splits
- * them as tokenize() does), no value missing from the column (too long), and for several words no record with two values
- * (FTS5 would also match across them); else undefined (FTS5 answers).
+ * The records holding `words` in a row in one value of the field, or undefined where FTS5's answer could differ
+ * (non-ASCII words, values too long to hold, several words over records with two values: docs/search.md#in-memory-facts-and-sort-columns).
  */
 export function matchWords(column: TermColumn, words: string[]): ((rid: number) => boolean) | undefined {
   if (column.incomplete || words.length === 0 || !words.every((w) => PLAIN.test(w))) return undefined;
