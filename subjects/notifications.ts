@@ -5,7 +5,7 @@
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
-import { NoRequest, operation } from "./operation.ts";
+import { NoRequest, operation, type OperationOf } from "./operation.ts";
 
 /** The notifications API's NotificationType enumeration. */
 export const NOTIFICATION_TYPES = ["PublishData", "ReviewStateChanged", "PlanShared", "ProjectCreated", "MasterPlanChanged"] as const;
@@ -228,9 +228,12 @@ export const DispatcherStatsReply = Type.Object({
   events: counter,
   jobs: counter,
   batches: counter,
+  /** Events skipped without delivery: not a valid event body (checked as over HTTP), each logged with subject, sequence and reason. */
   dropped: counter,
   failures: counter,
+  /** The consumer's ack floor as last read (every event up to it is dispatched): a consumer created again starts after it. */
   ackFloor: counter,
+  /** The ack floor last known stored as the progress (0: none on this EVENTS stream yet). */
   storedFloor: counter,
 });
 export type DispatcherStatsReply = Static<typeof DispatcherStatsReply>;
@@ -246,6 +249,15 @@ export const DelivererStatsReply = Type.Object({
 });
 export type DelivererStatsReply = Static<typeof DelivererStatsReply>;
 
+/** An operation on one subscription: it takes the subscription's reference. */
+function onSubscription<Rep extends TSchema>(op: OperationOf<"notifications">, reply: Rep) {
+  return operation("notifications", op, { request: SubscriptionRef, reply });
+}
+/** The stats of a dispatcher or deliverer; both keep the $SRV endpoint name they were first served under. */
+function workerStats<Rep extends TSchema>(op: OperationOf<"notifications">, reply: Rep) {
+  return operation("notifications", op, { request: NoRequest, reply, endpoint: "stats" });
+}
+
 export const notificationsSubscriptionUpsert = operation("notifications", "subscription.upsert", {
   request: SubscriptionUpsert,
   reply: Subscription,
@@ -254,39 +266,18 @@ export const notificationsSubscriptionList = operation("notifications", "subscri
   request: NoRequest,
   reply: SubscriptionList,
 });
-export const notificationsSubscriptionDelete = operation("notifications", "subscription.delete", {
-  request: SubscriptionRef,
-  reply: Type.Object({}),
-});
-export const notificationsSubscriptionSecret = operation("notifications", "subscription.secret", {
-  request: SubscriptionRef,
-  reply: SecretReply,
-});
-export const notificationsSubscriptionSecretRotate = operation("notifications", "subscription.secret.rotate", {
-  request: SubscriptionRef,
-  reply: SecretReply,
-});
-export const notificationsSubscriptionDeliveries = operation("notifications", "subscription.deliveries", {
-  request: SubscriptionRef,
-  reply: DeliveryList,
-});
+export const notificationsSubscriptionDelete = onSubscription("subscription.delete", Type.Object({}));
+export const notificationsSubscriptionSecret = onSubscription("subscription.secret", SecretReply);
+export const notificationsSubscriptionSecretRotate = onSubscription("subscription.secret.rotate", SecretReply);
+export const notificationsSubscriptionDeliveries = onSubscription("subscription.deliveries", DeliveryList);
 export const notificationsSubscriptionRetry = operation("notifications", "subscription.retry", {
   request: DeliveryRef,
   reply: EventAccepted,
 });
 export const notificationsEventPublish = operation("notifications", "event.publish", { request: EventPublish, reply: EventAccepted });
 export const notificationsClientForget = operation("notifications", "client.forget", { request: ClientForget, reply: ClientForgotten });
-// Both keep the $SRV endpoint name they were first served under.
-export const notificationsDispatcherStats = operation("notifications", "dispatcher.stats", {
-  request: NoRequest,
-  reply: DispatcherStatsReply,
-  endpoint: "stats",
-});
-export const notificationsDelivererStats = operation("notifications", "deliverer.stats", {
-  request: NoRequest,
-  reply: DelivererStatsReply,
-  endpoint: "stats",
-});
+export const notificationsDispatcherStats = workerStats("dispatcher.stats", DispatcherStatsReply);
+export const notificationsDelivererStats = workerStats("deliverer.stats", DelivererStatsReply);
 
 /** A unit of delivery work (DELIVERIES stream): one event for one subscription, one attempt. */
 export type DeliveryJob = {

@@ -9,8 +9,9 @@ import { subjects } from "./names.ts";
 type Names = typeof subjects;
 /** Capabilities whose operations are request/reply builders in names.ts. */
 type Capability = { [C in keyof Names]: Names[C] extends Record<string, unknown> ? C : never }[keyof Names];
+type NoArgumentBuilders<C extends Capability> = { [K in keyof Names[C]]: Names[C][K] extends () => string ? K : never };
 /** The operations of a capability: its builders that take no argument. */
-type OperationOf<C extends Capability> = { [K in keyof Names[C]]: Names[C][K] extends () => string ? K : never }[keyof Names[C]] & string;
+export type OperationOf<C extends Capability> = NoArgumentBuilders<C>[keyof Names[C]] & string;
 
 export type Operation<Req extends TSchema = TSchema, Rep extends TSchema = TSchema> = {
   /** `<capability>.<operation>`, e.g. `twins.put`. */

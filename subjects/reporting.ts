@@ -6,7 +6,7 @@
  * cannot say (sums, orderings, references, GeoJSON validity).
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { NoContent, operation } from "./operation.ts";
+import { NoContent, operation, type OperationOf } from "./operation.ts";
 
 export const ID_PATTERN = "^[A-Za-z0-9_-]{1,128}$";
 const Id = (description?: string) => Type.String({ pattern: ID_PATTERN, ...(description ? { description } : {}) });
@@ -330,23 +330,17 @@ export type AggregationResult = Static<typeof AggregationResult>;
 /** An entity as stored (the PUT body with its id and defaults), documented as loosely as the aggregations. */
 export const StoredEntity = AggregationResult;
 
+/** An aggregation that takes the reference of the entity it aggregates. */
+const aggregation = (op: OperationOf<"reporting">) => operation("reporting", op, { request: AggregationRef, reply: AggregationResult });
+
 export const reportingEntityPut = operation("reporting", "entity.put", { request: EntityPutRequest, reply: StoredEntity });
 export const reportingEntityGet = operation("reporting", "entity.get", { request: EntityRef, reply: StoredEntity });
 export const reportingEntityDelete = operation("reporting", "entity.delete", { request: EntityDeleteRequest, reply: NoContent });
-export const reportingLicenseAggregation = operation("reporting", "license.aggregation", {
-  request: AggregationRef,
-  reply: AggregationResult,
-});
-export const reportingProspectAggregation = operation("reporting", "prospect.aggregation", {
-  request: AggregationRef,
-  reply: AggregationResult,
-});
-export const reportingProspectDetails = operation("reporting", "prospect.details", { request: AggregationRef, reply: AggregationResult });
+export const reportingLicenseAggregation = aggregation("license.aggregation");
+export const reportingProspectAggregation = aggregation("prospect.aggregation");
+export const reportingProspectDetails = aggregation("prospect.details");
 export const reportingFullcycleAggregation = operation("reporting", "fullcycle.aggregation", {
   request: FullCycleAggregationRequest,
   reply: AggregationResult,
 });
-export const reportingScenarioAggregation = operation("reporting", "scenario.aggregation", {
-  request: AggregationRef,
-  reply: AggregationResult,
-});
+export const reportingScenarioAggregation = aggregation("scenario.aggregation");

@@ -18,6 +18,7 @@ import { HeldMessages, renewalPeriod } from "./held-messages.ts";
 import { CONSUMERS, STREAMS, type Journal } from "./journal.ts";
 import type { Schedule } from "./schedule.ts";
 import type { SubscriptionCache, SubscriptionStore } from "./store.ts";
+import type { DelivererStatsReply } from "../../subjects/notifications.ts";
 
 export { discardBody, RESPONSE_DRAIN_BYTES } from "./deliverer/webhook-poster.ts";
 
@@ -32,15 +33,8 @@ export type DelivererOptions = {
   observeDuration?: (seconds: number) => void;
 };
 
-export type DelivererStats = {
-  attempts: number;
-  succeeded: number;
-  failed: number;
-  dead: number;
-  overflowed: number;
-  parked: number;
-  inFlight: number;
-};
+/** What the deliverer counts is what its stats endpoint answers. */
+export type DelivererStats = DelivererStatsReply;
 export type Deliverer = { stats: DelivererStats; stop(): Promise<void> };
 
 const SWEEP_EVERY_MS = 60_000;

@@ -16,19 +16,10 @@ import { CONSUMERS, STREAMS, type DurableConsumer, type Journal } from "./journa
 import type { DispatcherProgress } from "./progress.ts";
 import type { Schedule } from "./schedule.ts";
 import type { SubscriptionCache } from "./store.ts";
+import type { DispatcherStatsReply } from "../../subjects/notifications.ts";
 
-export type DispatcherStats = {
-  events: number;
-  jobs: number;
-  batches: number;
-  /** Events skipped without delivery: not a valid event body (checked as over HTTP), each logged with subject, sequence and reason. */
-  dropped: number;
-  failures: number;
-  /** The consumer's ack floor as last read (every event up to it is dispatched): a consumer created again starts after it. */
-  ackFloor: number;
-  /** The ack floor last known stored as the progress (0: none on this EVENTS stream yet). */
-  storedFloor: number;
-};
+/** What the dispatcher counts is what its stats endpoint answers. */
+export type DispatcherStats = DispatcherStatsReply;
 
 export type Dispatcher = { stats: DispatcherStats; stop(): Promise<void> };
 

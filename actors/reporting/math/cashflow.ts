@@ -86,6 +86,8 @@ export function cashFlows(years: readonly YearInputs[], fiscal: Fiscal, workingI
   for (const { year, revenue, opex, capex } of [...years].sort((a, b) => a.year - b.year)) {
     project.push({ year, revenue, royalty: 0, opex, capex, tax: 0, governmentTake: 0, netCashFlow: revenue - opex - capex });
     const royalty = fiscal.royaltyRate * revenue;
+    // The columns both fiscal regimes fill alike.
+    const sharedColumns = { year, revenue, royalty, opex, capex };
     if (fiscal.type === "psc") {
       const ceiling = (fiscal.costRecoveryCeiling ?? 1) * (revenue - royalty);
       const recoverable = unrecovered + opex + capex;
@@ -96,11 +98,7 @@ export function cashFlows(years: readonly YearInputs[], fiscal: Fiscal, workingI
       const profitOilGovernment = profitOil - profitOilContractor;
       const tax = fiscal.incomeTaxRate * Math.max(0, profitOilContractor);
       contractor.push({
-        year,
-        revenue,
-        royalty,
-        opex,
-        capex,
+        ...sharedColumns,
         costRecovery,
         profitOilContractor,
         profitOilGovernment,
@@ -112,16 +110,7 @@ export function cashFlows(years: readonly YearInputs[], fiscal: Fiscal, workingI
       const income = revenue - royalty - opex - capex - lossCarried;
       const tax = fiscal.incomeTaxRate * Math.max(0, income);
       lossCarried = Math.max(0, -income);
-      contractor.push({
-        year,
-        revenue,
-        royalty,
-        opex,
-        capex,
-        tax,
-        governmentTake: royalty + tax,
-        netCashFlow: revenue - royalty - opex - capex - tax,
-      });
+      contractor.push({ ...sharedColumns, tax, governmentTake: royalty + tax, netCashFlow: revenue - royalty - opex - capex - tax });
     }
   }
   return { project, contractor, workingInterest: contractor.map((row) => scaleRow(row, workingInterest)) };
