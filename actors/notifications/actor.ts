@@ -9,8 +9,9 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { nuid } from "@nats-io/nats-core";
 import * as op from "../../subjects/notifications.ts";
 import type { Config } from "../../config/index.ts";
+import type { Logger } from "../../platform/logger.ts";
 import { reply } from "../../subjects/reply.ts";
-import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
+import { endpoint, serveActor, type ActorSpec, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { caller, requireGroup } from "../runtime/context.ts";
 import { callbackPolicy } from "./callback-policy.ts";
 import { startDeliverer } from "./deliverer.ts";
@@ -28,7 +29,7 @@ import {
   upsertSubscription,
   type NotificationDeps,
 } from "./handlers.ts";
-import { openJournal } from "./journal.ts";
+import { openJournal, type Journal } from "./journal.ts";
 import { DispatcherProgress } from "./progress.ts";
 import { SubscriptionCache, SubscriptionStore } from "./store.ts";
 
@@ -84,47 +85,31 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
 
 export async function startDispatcherActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "dispatcher" });
-  const journal = await openJournal(nc, options.storage, log);
-  const store = await SubscriptionStore.open(nc, options.storage, log);
-  const cache = new SubscriptionCache(store, log);
-  await cache.start();
+  const reads = await openWorkerReads(nc, options, log);
   const progress = await DispatcherProgress.open(nc, options.storage);
   const dispatcher = await startDispatcher(
-    journal,
-    cache,
+    reads.journal,
+    reads.cache,
     progress,
     { delaysMs: cfg.delivery.scheduleMs, jitter: cfg.delivery.scheduleJitter },
     log,
   );
-  const served = await serveActor(
-    nc,
-    {
-      name: "dispatcher",
-      description: "fans events out to per-subscription delivery jobs",
-      endpoints: [endpoint(op.notificationsDispatcherStats, () => ({ ...dispatcher.stats }))],
-    },
-    options,
-  );
-  return withWork(served, async () => {
-    await dispatcher.stop();
-    await cache.stop();
-    store.close();
-    journal.close();
+  return serveWorker(nc, options, reads, dispatcher, {
+    name: "dispatcher",
+    description: "fans events out to per-subscription delivery jobs",
+    endpoints: [endpoint(op.notificationsDispatcherStats, () => ({ ...dispatcher.stats }))],
   });
 }
 
 export async function startDelivererActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "deliverer" });
-  const journal = await openJournal(nc, options.storage, log);
-  const store = await SubscriptionStore.open(nc, options.storage, log);
-  const cache = new SubscriptionCache(store, log);
-  await cache.start();
+  const reads = await openWorkerReads(nc, options, log);
   const d = cfg.delivery;
   const metrics = options.metrics ? actorMetrics(options.metrics) : undefined;
   const deliverer = await startDeliverer(
-    journal,
-    store,
-    cache,
+    reads.journal,
+    reads.store,
+    reads.cache,
     {
       schedule: { delaysMs: d.scheduleMs, jitter: d.scheduleJitter },
       timeoutMs: d.timeoutMs,
@@ -137,30 +122,48 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
     log,
   );
   if (metrics) metrics.deliveries(() => deliverer.stats);
-  const served = await serveActor(
-    nc,
-    {
-      name: "deliverer",
-      description: "delivers notifications to callbacks (signed, retried, dead-lettered)",
-      work: () => ({ ...deliverer.stats }),
-      endpoints: [endpoint(op.notificationsDelivererStats, () => ({ ...deliverer.stats }))],
-    },
-    options,
-  );
-  return withWork(served, async () => {
-    await deliverer.stop();
-    await cache.stop();
-    store.close();
-    journal.close();
+  return serveWorker(nc, options, reads, deliverer, {
+    name: "deliverer",
+    description: "delivers notifications to callbacks (signed, retried, dead-lettered)",
+    work: () => ({ ...deliverer.stats }),
+    endpoints: [endpoint(op.notificationsDelivererStats, () => ({ ...deliverer.stats }))],
   });
 }
 
-/** Stops the consumer work first (so nothing new starts), then the service. */
-function withWork(served: ServedActor, stopWork: () => Promise<void>): ServedActor {
+/** What the dispatcher and the deliverer read: the journal, and the subscriptions through a started cache. */
+type WorkerReads = { journal: Journal; store: SubscriptionStore; cache: SubscriptionCache; close(): Promise<void> };
+
+async function openWorkerReads(nc: NatsConnection, options: RuntimeOptions, log: Logger): Promise<WorkerReads> {
+  const journal = await openJournal(nc, options.storage, log);
+  const store = await SubscriptionStore.open(nc, options.storage, log);
+  const cache = new SubscriptionCache(store, log);
+  await cache.start();
+  return {
+    journal,
+    store,
+    cache,
+    async close() {
+      await cache.stop();
+      store.close();
+      journal.close();
+    },
+  };
+}
+
+/** Serves a worker's stats; its stop ends the work first (so nothing new starts), then its reads, then the service. */
+async function serveWorker(
+  nc: NatsConnection,
+  options: RuntimeOptions,
+  reads: WorkerReads,
+  worker: { stop(): Promise<void> },
+  spec: ActorSpec,
+): Promise<ServedActor> {
+  const served = await serveActor(nc, spec, options);
   return {
     ...served,
     async stop() {
-      await stopWork();
+      await worker.stop();
+      await reads.close();
       await served.stop();
     },
   };
