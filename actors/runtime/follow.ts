@@ -115,13 +115,13 @@ export async function followBucket(
     handle: async (entry: KvEntry) => {
       try {
         await onEntry(entry);
-      } catch (error) {
-        log.error(
-          { err: error, follow: options.what, key: entry.key, revision: entry.revision },
-          "a KV entry could not be handled; skipped",
-        );
+      } finally {
+        resumeAt = entry.revision + 1;
       }
-      resumeAt = entry.revision + 1;
+    },
+    unhandled: {
+      fields: (entry) => ({ follow: options.what, key: entry.key, revision: entry.revision }),
+      outcome: "a KV entry could not be handled; skipped",
     },
     position: () => ({ resumeAt }),
   });
@@ -187,15 +187,10 @@ export async function consumeForever(
     first: await open(),
     open,
     close: (messages) => void messages.close().catch(() => undefined),
-    handle: async (msg: JsMsg) => {
-      try {
-        await onMessage(msg);
-      } catch (error) {
-        log.error(
-          { err: error, consumer: options.what, subject: msg.subject, seq: msg.seq },
-          "a message could not be handled; it comes back after the ack wait",
-        );
-      }
+    handle: onMessage,
+    unhandled: {
+      fields: (msg) => ({ consumer: options.what, subject: msg.subject, seq: msg.seq }),
+      outcome: "a message could not be handled; it comes back after the ack wait",
     },
     position: () => ({}),
   });
@@ -208,8 +203,9 @@ type Supervised<I, E> = {
   first: I;
   open(): Promise<I>;
   close(iterator: I): void;
-  /** Never throws. */
-  handle(item: E): Promise<void>;
+  handle(item: E): void | Promise<void>;
+  /** What is logged of an item whose handling threw; the loop goes on with the next. */
+  unhandled: { fields(item: E): Record<string, unknown>; outcome: string };
   /** Where a re-opened iterator starts, for the logs. */
   position(): Record<string, unknown>;
 };
@@ -239,6 +235,14 @@ function supervise<I extends AsyncIterable<E>, E>(loop: Supervised<I, E>): Super
       wake = done;
     });
 
+  const handleLogged = async (item: E) => {
+    try {
+      await loop.handle(item);
+    } catch (error) {
+      log.error({ err: error, ...loop.unhandled.fields(item) }, loop.unhandled.outcome);
+    }
+  };
+
   const running = (async () => {
     // Attempts since the last item: a watch that keeps ending before it delivers anything backs off.
     let failures = 0;
@@ -266,7 +270,7 @@ function supervise<I extends AsyncIterable<E>, E>(loop: Supervised<I, E>): Super
       try {
         for await (const item of current) {
           failures = 0;
-          await loop.handle(item);
+          await handleLogged(item);
           if (stopped) break;
         }
       } catch (error) {
