@@ -33,7 +33,7 @@ import { problems, relayOn, type RelayContext } from "../relay.ts";
 import { requestMeta } from "../request-state.ts";
 
 const errors = problems(400, 401, 403, 404, 413, 429, 503, 504);
-const health = { 200: t.String(), ...problems(503, 504) };
+const healthResponse = { 200: t.String(), ...problems(503, 504) };
 const SEARCH = ["search"];
 const STORAGE = ["storage"];
 /** Every query and record route: bearer token and partition header. */
@@ -55,136 +55,156 @@ function osduBadRequest(c: { request: Request; set: { status?: number | string }
   return problemResponse(invalidParameters(problem.errors), c.request);
 }
 
+/** One OSDU service's public health checks: under `base`, and hidden under each of `hiddenBases`. */
+type OsduHealth = {
+  base: string;
+  hiddenBases?: string[];
+  tags: string[];
+  alive: string;
+  ready: string;
+  readyWhen: string;
+  /** Throws (a 503) while the service is not ready. */
+  check(request: Request): Promise<void>;
+};
+
+function osduHealthChecks(health: OsduHealth) {
+  const alive = () => health.alive;
+  const ready = async ({ request }: { request: Request }) => {
+    await health.check(request);
+    return health.ready;
+  };
+  return (app: Elysia) => {
+    app
+      .get(`${health.base}/liveness_check`, alive, {
+        detail: { tags: health.tags, summary: `OSDU liveness check (public) → 200 "${health.alive}"` },
+        response: { 200: t.String() },
+      })
+      .get(`${health.base}/readiness_check`, ready, {
+        detail: { tags: health.tags, summary: `OSDU readiness check (public) → 200 "${health.ready}" ${health.readyWhen}, else 503` },
+        response: healthResponse,
+      });
+    for (const base of health.hiddenBases ?? [])
+      app
+        .get(`${base}/liveness_check`, alive, { detail: { hide: true } })
+        .get(`${base}/readiness_check`, ready, { detail: { hide: true } });
+    return app;
+  };
+}
+
 export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   const relay = relayOn(bus);
   const info = (c: RelayContext) => relay(c, searchInfo, undefined);
-  const alive = () => "Search Service is alive";
   // Ready when a search actor answers (no responders → 503, as every other route would meet) and its
   // replica follows the RECORDS stream: one restarting its consumer answers from a frozen index.
-  const ready = async ({ request }: { request: Request }) => {
-    const { body } = await bus.request(searchHealth, undefined, requestMeta(request));
-    if (!body.following)
-      throw unavailable(
-        `the search index is not following the record stream (restarting; results are as of stream sequence ${body.appliedSeq})`,
-        5,
-      );
-    return "Search Service is ready";
-  };
+  const searchHealthChecks = osduHealthChecks({
+    base: "/api/search/v2",
+    // The paths OSDU's HealthCheckApi maps (under /health) answer the same.
+    hiddenBases: ["/api/search/v2/health"],
+    tags: SEARCH,
+    alive: "Search Service is alive",
+    ready: "Search Service is ready",
+    readyWhen: "once a search actor answers and its index follows the record stream",
+    async check(request) {
+      const { body } = await bus.request(searchHealth, undefined, requestMeta(request));
+      if (!body.following)
+        throw unavailable(
+          `the search index is not following the record stream (restarting; results are as of stream sequence ${body.appliedSeq})`,
+          5,
+        );
+    },
+  });
   // Storage holds nothing of its own: ready when a storage actor answers and JetStream answers it for RECORDS.
-  const storageAlive = () => "Storage service is alive.";
-  const storageReady = async ({ request }: { request: Request }) => {
-    await bus.request(storageHealth, undefined, requestMeta(request));
-    return "Storage service is ready.";
-  };
-  return (
-    new Elysia({ name: "derrick-search-routes", normalize: false })
-      .use(auth)
-      .get("/api/search/v2/info", info, {
-        detail: { tags: SEARCH, summary: "Build and source-control information of this search service (public)" },
-        response: { 200: searchInfo.reply, ...problems(503) },
-      })
-      .get("/api/search/v2/info/", info, { detail: { hide: true } })
-      .get("/api/search/v2/liveness_check", alive, {
-        detail: { tags: SEARCH, summary: 'OSDU liveness check (public) → 200 "Search Service is alive"' },
-        response: { 200: t.String() },
-      })
-      .get("/api/search/v2/readiness_check", ready, {
-        detail: {
-          tags: SEARCH,
-          summary:
-            'OSDU readiness check (public) → 200 "Search Service is ready" once a search actor answers and its index follows the record stream, else 503',
+  const storageHealthChecks = osduHealthChecks({
+    base: "/api/storage/v2",
+    tags: STORAGE,
+    alive: "Storage service is alive.",
+    ready: "Storage service is ready.",
+    readyWhen: "once a storage actor answers and reaches the RECORDS stream",
+    async check(request) {
+      await bus.request(storageHealth, undefined, requestMeta(request));
+    },
+  });
+  return new Elysia({ name: "derrick-search-routes", normalize: false })
+    .use(auth)
+    .get("/api/search/v2/info", info, {
+      detail: { tags: SEARCH, summary: "Build and source-control information of this search service (public)" },
+      response: { 200: searchInfo.reply, ...problems(503) },
+    })
+    .get("/api/search/v2/info/", info, { detail: { hide: true } })
+    .use(searchHealthChecks)
+    .guard(searchGuard, (app) =>
+      app
+        .post("/api/search/v2/query", (c) => relay(c, searchQuery, { body: c.body }), {
+          body: QueryRequest,
+          mapResponse: osduBadRequest,
+          detail: {
+            summary: "Query records: Lucene query string, ranges, spatial filter, sort, aggregation (a users.datalake.* role; 401 without)",
+          },
+          response: { 200: searchQuery.reply, ...errors },
+        })
+        .post("/api/search/v2/query_with_cursor", (c) => relay(c, searchCursorQuery, { body: c.body }), {
+          body: CursorQueryRequest,
+          mapResponse: osduBadRequest,
+          detail: {
+            summary:
+              "Query with a cursor: first call without cursor, then {cursor} until a page comes back empty without one (cursor lives 90 s after each use)",
+          },
+          response: { 200: searchCursorQuery.reply, ...errors },
+        })
+        .delete("/api/search/v2/query_with_cursor/:cursor", (c) => relay(c, searchCursorDelete, c.params), {
+          params: CursorRef,
+          detail: { summary: "Close a cursor (its issuer only) → 200 with an empty body" },
+          response: { 200: searchCursorDelete.reply, ...errors },
+        }),
+    )
+    .guard(storageGuard, (app) =>
+      app.put(
+        "/api/storage/v2/records",
+        (c) => {
+          // Checked here too: a body nested ~45,000 levels deep cannot even be serialized for NATS.
+          checkRecordDepth(c.body);
+          return relay(c, storageRecordsPut, { body: c.body });
         },
-        response: health,
-      })
-      // The paths OSDU's HealthCheckApi maps (under /health) answer the same.
-      .get("/api/search/v2/health/liveness_check", alive, { detail: { hide: true } })
-      .get("/api/search/v2/health/readiness_check", ready, { detail: { hide: true } })
-      .guard(searchGuard, (app) =>
-        app
-          .post("/api/search/v2/query", (c) => relay(c, searchQuery, { body: c.body }), {
-            body: QueryRequest,
-            mapResponse: osduBadRequest,
-            detail: {
-              summary:
-                "Query records: Lucene query string, ranges, spatial filter, sort, aggregation (a users.datalake.* role; 401 without)",
-            },
-            response: { 200: searchQuery.reply, ...errors },
-          })
-          .post("/api/search/v2/query_with_cursor", (c) => relay(c, searchCursorQuery, { body: c.body }), {
-            body: CursorQueryRequest,
-            mapResponse: osduBadRequest,
-            detail: {
-              summary:
-                "Query with a cursor: first call without cursor, then {cursor} until a page comes back empty without one (cursor lives 90 s after each use)",
-            },
-            response: { 200: searchCursorQuery.reply, ...errors },
-          })
-          .delete("/api/search/v2/query_with_cursor/:cursor", (c) => relay(c, searchCursorDelete, c.params), {
-            params: CursorRef,
-            detail: { summary: "Close a cursor (its issuer only) → 200 with an empty body" },
-            response: { 200: searchCursorDelete.reply, ...errors },
-          }),
-      )
-      .guard(storageGuard, (app) =>
-        app.put(
-          "/api/storage/v2/records",
+        {
+          body: PutRecordsBody,
+          detail: {
+            summary:
+              "Create or update records (group users.datalake.editors) → 201; searchable within a second. Null fields are absent; version, createUser, createTime, modifyUser, modifyTime and unknown fields are ignored (OSDU)",
+          },
+          response: { 201: storageRecordsPut.reply, ...errors },
+        },
+      ),
+    )
+    .use(storageHealthChecks)
+    .guard(storageGuard, (app) =>
+      app
+        .get("/api/storage/v2/records/:id", (c) => relay(c, storageRecordsGet, c.params), {
+          params: RecordRef,
+          detail: { summary: "The latest version of a record (its ACL must share a group with the caller)" },
+          response: { 200: storageRecordsGet.reply, ...errors },
+        })
+        .post(
+          "/api/storage/v2/records/:action",
           (c) => {
-            // Checked here too: a body nested ~45,000 levels deep cannot even be serialized for NATS.
-            checkRecordDepth(c.body);
-            return relay(c, storageRecordsPut, { body: c.body });
+            // OSDU's `{id}:delete`: the id itself holds colons, so the verb is split off here.
+            if (!c.params.action.endsWith(":delete")) throw notFound("no such route");
+            return relay(c, storageRecordsDelete, { id: c.params.action.slice(0, -":delete".length) });
           },
           {
-            body: PutRecordsBody,
+            params: t.Object({ action: t.String({ maxLength: 1100, description: "<record id>:delete" }) }),
             detail: {
-              summary:
-                "Create or update records (group users.datalake.editors) → 201; searchable within a second. Null fields are absent; version, createUser, createTime, modifyUser, modifyTime and unknown fields are ignored (OSDU)",
-            },
-            response: { 201: storageRecordsPut.reply, ...errors },
-          },
-        ),
-      )
-      .get("/api/storage/v2/liveness_check", storageAlive, {
-        detail: { tags: STORAGE, summary: 'OSDU liveness check (public) → 200 "Storage service is alive."' },
-        response: { 200: t.String() },
-      })
-      .get("/api/storage/v2/readiness_check", storageReady, {
-        detail: {
-          tags: STORAGE,
-          summary:
-            'OSDU readiness check (public) → 200 "Storage service is ready." once a storage actor answers and reaches the RECORDS stream, else 503',
-        },
-        response: health,
-      })
-      .guard(storageGuard, (app) =>
-        app
-          .get("/api/storage/v2/records/:id", (c) => relay(c, storageRecordsGet, c.params), {
-            params: RecordRef,
-            detail: { summary: "The latest version of a record (its ACL must share a group with the caller)" },
-            response: { 200: storageRecordsGet.reply, ...errors },
-          })
-          .post(
-            "/api/storage/v2/records/:action",
-            (c) => {
-              // OSDU's `{id}:delete`: the id itself holds colons, so the verb is split off here.
-              if (!c.params.action.endsWith(":delete")) throw notFound("no such route");
-              return relay(c, storageRecordsDelete, { id: c.params.action.slice(0, -":delete".length) });
-            },
-            {
-              params: t.Object({ action: t.String({ maxLength: 1100, description: "<record id>:delete" }) }),
-              detail: {
-                summary: "POST /api/storage/v2/records/{id}:delete — delete a record (editors, and an owner of the record) → 204",
-              },
-              response: { 204: t.Void(), ...errors },
-            },
-          )
-          .delete("/api/storage/v2/records/:id", (c) => relay(c, storageRecordsPurge, c.params), {
-            params: RecordRef,
-            detail: {
-              summary:
-                "Purge a record: it and every version are gone from storage and search (users.datalake.ops, and an owner of the record, deleted or not) → 204",
+              summary: "POST /api/storage/v2/records/{id}:delete — delete a record (editors, and an owner of the record) → 204",
             },
             response: { 204: t.Void(), ...errors },
-          }),
-      )
-  );
+          },
+        )
+        .delete("/api/storage/v2/records/:id", (c) => relay(c, storageRecordsPurge, c.params), {
+          params: RecordRef,
+          detail: {
+            summary:
+              "Purge a record: it and every version are gone from storage and search (users.datalake.ops, and an owner of the record, deleted or not) → 204",
+          },
+          response: { 204: t.Void(), ...errors },
+        }),
+    );
 };
