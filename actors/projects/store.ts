@@ -5,7 +5,6 @@
  *   KV derrick_tasks     `<partition>.<taskId>`         → TaskRecord (history 8: every state change; kept 7 days)
  *   KV derrick_content   `<partition>.c.<contentId>`    → Content, `<partition>.p.<partId>` → ContentPart
  *                        (bucket max age 60 s: a result is gone one minute after it was written)
- *   `sync` in derrick_tasks and derrick_content: a view's barrier write, read by nothing (views.ts)
  *   stream CONTENT_TASKS (work queue) on derrick.content.tasks.<partition>.<queue>, durable consumer
  *                        content-workers; `<queue>` is the requester's token (requesterQueue), so the
  *                        stream's messages-per-subject limit (discard new) caps each requester's
