@@ -349,12 +349,14 @@ async function requeueIfLost(deps: ProjectsDeps, task: TaskRecord): Promise<void
  */
 async function readableTask(
   deps: ProjectsDeps,
+  partition: string,
   project: ProjectRecord,
   kind: CatalogKind,
   id: string,
   what: string,
-  task: TaskRecord | undefined,
 ): Promise<TaskRecord> {
+  const suffix = ids.suffixOf(id);
+  const task = suffix ? (await deps.tasks.read(partition, ids.task(suffix)))?.value : undefined;
   if (!task || !ofIncarnation(task, project) || task.kind !== kind) throw notFound(`${what} ${id} does not exist`);
   const about = { taskId: task.taskId, state: task.state };
   if (task.state === TaskState.queued || task.state === TaskState.running) {
@@ -382,39 +384,13 @@ async function readableTask(
 /** Whether a stored result was written by the run that completed the task (the task's newest run). */
 const ofSucceededRun = (stored: { run?: number }, task: TaskRecord) => stored.run === undefined || stored.run === task.attempts;
 
-/**
- * A stored result (content or part) and its task, when the caller is a member and the task says it may be read. The task
- * and the result are read while the project is: the three views' looks go out together, not one after the other.
- */
-async function readResult<T>(
-  deps: ProjectsDeps,
-  ctx: RequestContext,
-  input: { projectId: string; kind: CatalogKind },
-  id: string,
-  about: { pointer: string; what: string },
-  read: (partition: string, id: string) => Promise<T | undefined>,
-): Promise<{ task: TaskRecord; stored: T | undefined }> {
-  const { partition } = caller(ctx);
-  const suffix = ids.suffixOf(id);
-  const early = suffix ? Promise.all([deps.tasks.read(partition, ids.task(suffix)), read(partition, id)]) : undefined;
-  // Awaited only once the project allows it; a refusal before leaves it unread.
-  early?.catch(() => undefined);
-  const { project } = await memberProject(deps, ctx, input.projectId);
-  checkToken(id, about.pointer);
-  const [found, stored] = early ? await early : [];
-  return { task: await readableTask(deps, project, input.kind, id, about.what, found?.value), stored };
-}
-
 export async function getContent(input: ContentRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Content> {
-  const { contentId } = input;
-  const { task, stored } = await readResult(
-    deps,
-    ctx,
-    input,
-    contentId,
-    { pointer: "/params/contentId", what: "content" },
-    deps.content.get,
-  );
+  const { partition, project } = await memberProject(deps, ctx, input.projectId);
+  const contentId = checkToken(input.contentId, "/params/contentId");
+  const [task, stored] = await Promise.all([
+    readableTask(deps, partition, project, input.kind, contentId, "content"),
+    deps.content.get(partition, contentId),
+  ]);
   if (stored && stored.taskId === task.taskId && stored.kind === input.kind && ofSucceededRun(stored, task)) {
     const { run: _run, ...content } = stored;
     return content;
@@ -423,15 +399,12 @@ export async function getContent(input: ContentRef, ctx: RequestContext, deps: P
 }
 
 export async function getContentPart(input: PartRef, ctx: RequestContext, deps: ProjectsDeps): Promise<ContentPart> {
-  const partId = input.contentPartId;
-  const { task, stored } = await readResult(
-    deps,
-    ctx,
-    input,
-    partId,
-    { pointer: "/params/contentPartId", what: "content part" },
-    deps.content.part,
-  );
+  const { partition, project } = await memberProject(deps, ctx, input.projectId);
+  const partId = checkToken(input.contentPartId, "/params/contentPartId");
+  const [task, stored] = await Promise.all([
+    readableTask(deps, partition, project, input.kind, partId, "content part"),
+    deps.content.part(partition, partId),
+  ]);
   // An absent part of a readable task is not one of its content's parts; nor is one an overtaken run
   // left (it cut a different result into more parts).
   if (stored && stored.contentId === task.contentId && stored.kind === input.kind && ofSucceededRun(stored, task)) {
