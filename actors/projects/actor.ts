@@ -23,51 +23,7 @@ import {
   requestContent,
   type ProjectsDeps,
 } from "./handlers.ts";
-import {
-  SYNC_KEY,
-  TASK_RETENTION_MS,
-  catalogStore,
-  contentStore,
-  openStores,
-  projectStore,
-  taskQueue,
-  taskStore,
-  type OfRun,
-  type Stores,
-} from "./store.ts";
-import { KeyView } from "./views.ts";
-import { CONTENT_TTL_MS, type Content, type ContentPart, type ProjectRecord, type TaskRecord } from "../../subjects/projects.ts";
-
-/** Most stored bytes each view holds (docs/content.md#memory-views); past it the oldest writes are read from the bucket. */
-export const VIEW_BYTES = { projects: 32 * 2 ** 20, tasks: 16 * 2 ** 20, content: 64 * 2 ** 20 };
-
-/** The views reads are answered from, started (each holds what its bucket held) and stopped together. */
-async function openViews(stores: Stores, log: Logger) {
-  const views = {
-    projects: new KeyView<ProjectRecord>(stores.projects, stores.nc, { what: "projects", maxBytes: VIEW_BYTES.projects }, log),
-    // Tasks and results expire (max age): their last message may vanish unseen, so a barrier write of a key no task has.
-    tasks: new KeyView<TaskRecord>(
-      stores.tasks,
-      stores.nc,
-      { what: "tasks", maxBytes: VIEW_BYTES.tasks, ttlMs: TASK_RETENTION_MS, barrierKey: SYNC_KEY },
-      log,
-    ),
-    content: new KeyView<OfRun<Content> | OfRun<ContentPart>>(
-      stores.content,
-      stores.nc,
-      { what: "content", maxBytes: VIEW_BYTES.content, ttlMs: CONTENT_TTL_MS, barrierKey: SYNC_KEY },
-      log,
-    ),
-  };
-  const all = Object.values(views);
-  const started = await Promise.allSettled(all.map((view) => view.start()));
-  const failed = started.find((result) => result.status === "rejected");
-  if (failed) {
-    await Promise.all(all.map((view) => view.stop()));
-    throw failed.reason;
-  }
-  return { ...views, stop: () => Promise.all(all.map((view) => view.stop())).then(() => undefined) };
-}
+import { catalogStore, contentStore, openStores, projectStore, taskQueue, taskStore, type Stores } from "./store.ts";
 
 /**
  * The catalog every process of this capability serves: file items plus additions, kept current.
@@ -78,14 +34,14 @@ export async function followCatalog(
   cfg: Config,
   stores: Stores,
   log: Logger = createLogger(cfg.logLevel),
-): Promise<{ catalog: Catalog; fresh(waitMs?: number): Promise<void>; stop(): Promise<void> }> {
+): Promise<{ catalog: Catalog; stop(): Promise<void> }> {
   const catalog = catalogFrom(readCatalogFile(cfg.content.catalogFile));
-  const followed = await catalogStore(stores.catalog, stores.guard.catalog).follow(
+  const stop = await catalogStore(stores.catalog, stores.guard.catalog).follow(
     (kind, item, revision) => catalog[kind]?.apply(item, revision),
     log,
-    { onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()), nc: stores.nc },
+    { onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()) },
   );
-  return { catalog, ...followed };
+  return { catalog, stop };
 }
 
 export async function startProjectsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
@@ -95,17 +51,12 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
   await queue.ensure();
   const unwatch = queue.watchDeletion();
   const followed = await followCatalog(cfg, stores, log);
-  const views = await openViews(stores, log).catch(async (error: unknown) => {
-    await followed.stop();
-    throw error;
-  });
   const deps: ProjectsDeps = {
     catalog: followed.catalog,
-    catalogFresh: followed.fresh,
     catalogStore: catalogStore(stores.catalog, stores.guard.catalog),
-    projects: projectStore(stores.projects, stores.guard.projects, views.projects),
-    tasks: taskStore(stores.tasks, stores.guard.tasks, views.tasks),
-    content: contentStore(stores.content, stores.guard.content, views.content),
+    projects: projectStore(stores.projects, stores.guard.projects),
+    tasks: taskStore(stores.tasks, stores.guard.tasks),
+    content: contentStore(stores.content, stores.guard.content),
     enqueue: queue.enqueue,
     queueLimits: cfg.content.queueLimits,
     lost: { lostAfterMs: cfg.content.ackWaitMs, queueEmpty: queue.empty, requeue: queue.requeue },
@@ -133,7 +84,7 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
     async () => {
       unwatch();
       stores.close();
-      await Promise.all([followed.stop(), views.stop()]);
+      await followed.stop();
     },
   );
 }

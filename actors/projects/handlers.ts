@@ -59,7 +59,6 @@ import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./stor
 import { TaskQueueFull, type QueueLimits } from "./queue.ts";
 import { CAS_ATTEMPTS, ids, nowOf, terminal } from "./content-task.ts";
 import type { Versioned } from "../runtime/kv.ts";
-import { VIEW_WAIT_MS } from "./views.ts";
 
 export const ADMIN_GROUP = "projects.admins";
 /** Items per catalog (display items, key parameters), file and additions together: the file's own limit. */
@@ -69,8 +68,6 @@ const QUEUE_FULL_RETRY_S = 5;
 
 export type ProjectsDeps = {
   catalog: Catalog;
-  /** Resolves once `catalog` holds every addition acknowledged before the call, in any process; absent: not waited for. */
-  catalogFresh?: (waitMs?: number) => Promise<void>;
   catalogStore: CatalogStore;
   projects: ProjectStore;
   tasks: TaskStore;
@@ -94,10 +91,9 @@ function requireAdmin(principal: Principal): void {
   if (!isAdmin(principal)) throw forbidden(`managing projects needs the group ${ADMIN_GROUP}`);
 }
 
-/** The project, read from the view; `forWrite` reads the bucket, which a compare-and-set starts from. */
-async function loadProject(deps: ProjectsDeps, partition: string, projectId: string, forWrite = false): Promise<Versioned<ProjectRecord>> {
+async function loadProject(deps: ProjectsDeps, partition: string, projectId: string): Promise<Versioned<ProjectRecord>> {
   checkToken(projectId, "/params/projectId");
-  const found = await (forWrite ? deps.projects.get(partition, projectId) : deps.projects.read(partition, projectId));
+  const found = await deps.projects.get(partition, projectId);
   if (!found) throw notFound(`project ${projectId} does not exist`);
   return found;
 }
@@ -125,16 +121,7 @@ const ofIncarnation = (task: TaskRecord, project: ProjectRecord) =>
 
 // ---- catalog ---------------------------------------------------------------------------------
 
-/**
- * Waits until the catalog holds every addition acknowledged before the call. When it cannot catch up in time (a watch
- * on a lost cluster server) the catalog held is answered: the file's items and the additions seen so far.
- */
-async function freshCatalog(deps: Pick<ProjectsDeps, "catalogFresh">): Promise<void> {
-  await deps.catalogFresh?.(VIEW_WAIT_MS).catch(() => undefined);
-}
-
-export async function listCatalog(input: CatalogListRequest, deps: Pick<ProjectsDeps, "catalog" | "catalogFresh">): Promise<CatalogPage> {
-  await freshCatalog(deps);
+export function listCatalog(input: CatalogListRequest, deps: Pick<ProjectsDeps, "catalog">): CatalogPage {
   return pageCatalog(deps.catalog[input.kind].all(), input.query);
 }
 
@@ -146,7 +133,6 @@ export async function putCatalogItem(input: CatalogPutRequest, ctx: RequestConte
   if (body.id !== undefined && body.id !== itemId) throw invalidField("/body/id", "differs from the id in the path");
   const item: CatalogItem = { ...body, id: itemId };
   if (item.unit === undefined) delete item.unit;
-  await freshCatalog(deps);
   const list = deps.catalog[input.kind];
   const held = list.get(itemId);
   // Projects hold values checked against the item's type, and tasks compute by it: a new type would
@@ -210,7 +196,7 @@ export async function getProject(input: ProjectRef, ctx: RequestContext, deps: P
 export async function deleteProject(input: ProjectRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Reply<undefined>> {
   const { principal, partition } = caller(ctx);
   requireAdmin(principal);
-  await loadProject(deps, partition, input.projectId, true);
+  await loadProject(deps, partition, input.projectId);
   await deps.projects.delete(partition, input.projectId);
   return reply(undefined, 204);
 }
@@ -225,7 +211,7 @@ async function changeMembers(
   requireAdmin(principal);
   const memberId = checkToken(input.memberId, "/params/memberId");
   for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-    const { value, revision } = await loadProject(deps, partition, input.projectId, true);
+    const { value, revision } = await loadProject(deps, partition, input.projectId);
     const members = change(value.members.filter((m) => m !== memberId));
     if (members.length === value.members.length && members.every((m, i) => m === value.members[i])) return reply(undefined, 204);
     const project = { ...value, members, updatedAt: nowOf(deps).toISOString() };
@@ -319,7 +305,7 @@ export function taskView(task: TaskRecord): Task {
 export async function getTask(input: TaskRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Task> {
   const { partition, project } = await memberProject(deps, ctx, input.projectId);
   const taskId = checkToken(input.taskId, "/params/taskId");
-  const found = await deps.tasks.read(partition, taskId);
+  const found = await deps.tasks.get(partition, taskId);
   if (!found || !ofIncarnation(found.value, project)) throw notFound(`task ${taskId} does not exist in project ${project.projectId}`);
   await requeueIfLost(deps, found.value);
   return taskView(found.value);
@@ -356,7 +342,7 @@ async function readableTask(
   what: string,
 ): Promise<TaskRecord> {
   const suffix = ids.suffixOf(id);
-  const task = suffix ? (await deps.tasks.read(partition, ids.task(suffix)))?.value : undefined;
+  const task = suffix ? (await deps.tasks.get(partition, ids.task(suffix)))?.value : undefined;
   if (!task || !ofIncarnation(task, project) || task.kind !== kind) throw notFound(`${what} ${id} does not exist`);
   const about = { taskId: task.taskId, state: task.state };
   if (task.state === TaskState.queued || task.state === TaskState.running) {

@@ -14,9 +14,9 @@
  */
 import { SINGLE_NODE, bucketOptions, streamInfoIfAny, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
 import { nuid, type NatsConnection } from "@nats-io/nats-core";
-import { Kvm, type KV, type KvOptions } from "@nats-io/kv";
+import { Kvm, type KV, type KvEntry, type KvOptions } from "@nats-io/kv";
 import { casPut, encodeJson, isLive, isWrongRevision, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
-import { BucketView, directLastMessage } from "../runtime/bucket-view.ts";
+import { followBucket, type FollowOptions } from "../runtime/follow.ts";
 import {
   onStreamDeleted,
   recreateDelay,
@@ -28,7 +28,6 @@ import {
   type RecreatingBucket,
 } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
-import { readThrough, type KeyView } from "./views.ts";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -67,14 +66,11 @@ export const WORKER_CONSUMER = "content-workers";
  * (docs/content.md#delivery-guarantees).
  */
 export const GIVE_UP_AFTER_DELIVERIES = 20;
-export const TASK_RETENTION_MS = 7 * 86_400_000;
-/** The barrier key of the views of expiring buckets: without a dot, it is no task, content or part key. */
-export const SYNC_KEY = "sync";
+const TASK_RETENTION_MS = 7 * 86_400_000;
 
 type BucketName = keyof typeof BUCKETS;
 
 export type Stores = {
-  nc: NatsConnection;
   catalog: KV;
   projects: KV;
   tasks: KV;
@@ -105,7 +101,6 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   const advisories = recreateOnDeletion(nc, Object.fromEntries(names.map((name) => [BUCKETS[name], recovery[name]])), log);
   const guard = Object.fromEntries(names.map((name) => [name, recovery[name].guard])) as Record<BucketName, Guard>;
   return {
-    nc,
     catalog: catalog!,
     projects: projects!,
     tasks: tasks!,
@@ -323,20 +318,15 @@ export const contentKey = (partition: string, contentId: string) => `${partition
 export const partKey = (partition: string, partId: string) => `${partition}.p.${partId}`;
 
 export type ProjectStore = {
-  /** From the bucket: what a compare-and-set write starts from. */
   get(partition: string, projectId: string): Promise<Versioned<ProjectRecord> | undefined>;
-  /** From the view when there is one (every write acknowledged before the call seen), else from the bucket. */
-  read(partition: string, projectId: string): Promise<Versioned<ProjectRecord> | undefined>;
   /** Creates when absent (revision 0) or replaces the given revision; false when someone else wrote first. */
   write(partition: string, project: ProjectRecord, revision: number): Promise<boolean>;
   delete(partition: string, projectId: string): Promise<void>;
 };
 
-export function projectStore(kv: KV, guard: Guard = unguarded, view?: KeyView<ProjectRecord>): ProjectStore {
-  const get = (partition: string, projectId: string) => guard(() => readVersioned<ProjectRecord>(kv, projectKey(partition, projectId)));
+export function projectStore(kv: KV, guard: Guard = unguarded): ProjectStore {
   return {
-    get,
-    read: (partition, projectId) => readThrough(view, projectKey(partition, projectId), () => get(partition, projectId)),
+    get: (partition, projectId) => guard(() => readVersioned<ProjectRecord>(kv, projectKey(partition, projectId))),
     write: (partition, project, revision) => guard(() => casPut(kv, projectKey(partition, project.projectId), project, revision)),
     async delete(partition, projectId) {
       await guard(() => kv.delete(projectKey(partition, projectId)));
@@ -345,10 +335,7 @@ export function projectStore(kv: KV, guard: Guard = unguarded, view?: KeyView<Pr
 }
 
 export type TaskStore = {
-  /** From the bucket: what a compare-and-set write starts from. */
   get(partition: string, taskId: string): Promise<Versioned<TaskRecord> | undefined>;
-  /** From the view when there is one (every write acknowledged before the call seen), else from the bucket. */
-  read(partition: string, taskId: string): Promise<Versioned<TaskRecord> | undefined>;
   create(task: TaskRecord): Promise<void>;
   /** Compare-and-set; false when the task changed since `revision`. */
   update(task: TaskRecord, revision: number): Promise<boolean>;
@@ -356,11 +343,9 @@ export type TaskStore = {
   remove(partition: string, taskId: string): Promise<void>;
 };
 
-export function taskStore(kv: KV, guard: Guard = unguarded, view?: KeyView<TaskRecord>): TaskStore {
-  const get = (partition: string, taskId: string) => guard(() => readVersioned<TaskRecord>(kv, taskKey(partition, taskId)));
+export function taskStore(kv: KV, guard: Guard = unguarded): TaskStore {
   return {
-    get,
-    read: (partition, taskId) => readThrough(view, taskKey(partition, taskId), () => get(partition, taskId)),
+    get: (partition, taskId) => guard(() => readVersioned<TaskRecord>(kv, taskKey(partition, taskId))),
     create: (task) =>
       guard(async () => {
         const key = taskKey(task.partition, task.taskId);
@@ -383,7 +368,6 @@ export function taskStore(kv: KV, guard: Guard = unguarded, view?: KeyView<TaskR
 export type OfRun<T> = T & { run?: number };
 
 export type ContentStore = {
-  /** Reads, from the view when there is one (every write acknowledged before the call seen), else from the bucket. */
   get(partition: string, contentId: string): Promise<OfRun<Content> | undefined>;
   part(partition: string, partId: string): Promise<OfRun<ContentPart> | undefined>;
   /**
@@ -410,12 +394,10 @@ async function putForRun(kv: KV, key: string, value: object, run: number): Promi
   throw new Error(`${key} kept changing under run ${run}`);
 }
 
-export function contentStore(kv: KV, guard: Guard = unguarded, view?: KeyView<OfRun<Content> | OfRun<ContentPart>>): ContentStore {
-  const read = async <T>(key: string) =>
-    (await readThrough(view as KeyView<T> | undefined, key, () => guard(() => readVersioned<T>(kv, key))))?.value;
+export function contentStore(kv: KV, guard: Guard = unguarded): ContentStore {
   return {
-    get: (partition, contentId) => read<OfRun<Content>>(contentKey(partition, contentId)),
-    part: (partition, partId) => read<OfRun<ContentPart>>(partKey(partition, partId)),
+    get: async (partition, contentId) => (await guard(() => readVersioned<OfRun<Content>>(kv, contentKey(partition, contentId))))?.value,
+    part: async (partition, partId) => (await guard(() => readVersioned<OfRun<ContentPart>>(kv, partKey(partition, partId))))?.value,
     // Tried again whole on a bucket made again: each write is over nothing or an older run's, so
     // the parts this run wrote before the failure are simply written again.
     write: (partition, content, parts, run) =>
@@ -430,15 +412,15 @@ export function contentStore(kv: KV, guard: Guard = unguarded, view?: KeyView<Of
 export type CatalogStore = {
   put(kind: CatalogKind, item: CatalogItem): Promise<number>;
   /**
-   * Every addition with its revision, then each later change as it happens, until stop(). An item may come more than
-   * once (a re-opened watch may repeat one): apply it by revision. One that cannot be read is logged and skipped.
-   * `fresh()` resolves once every addition acknowledged before the call, in any process, was handed on (BucketView).
+   * Every addition with its revision, then each later change as it happens, until the returned stop.
+   * An item may come more than once (the load and the watch overlap; a re-opened watch may repeat
+   * one): apply it by revision. One that cannot be read is logged and skipped.
    */
   follow(
     onItem: (kind: CatalogKind, item: CatalogItem, revision: number) => void,
     log: Logger,
-    options?: { onRecreated?: () => void; checkEveryMs?: number; nc?: NatsConnection },
-  ): Promise<{ stop(): Promise<void>; fresh(waitMs?: number): Promise<void> }>;
+    options?: Pick<FollowOptions, "onRecreated" | "checkEveryMs">,
+  ): Promise<() => Promise<void>>;
 };
 
 export function catalogStore(kv: KV, guard: Guard = unguarded): CatalogStore {
@@ -447,29 +429,31 @@ export function catalogStore(kv: KV, guard: Guard = unguarded): CatalogStore {
     // then starts over from the new bucket's beginning.
     put: (kind, item) => guard(() => kv.put(catalogKey(kind, item.id), encodeJson(item))),
     async follow(onItem, log, options = {}) {
+      const deliver = (entry: KvEntry) => {
+        if (entry.operation !== "PUT" || entry.length === 0) return;
+        const dot = entry.key.indexOf(".");
+        const item = entry.json<CatalogItem>();
+        if (typeof item?.id !== "string" || item.id !== entry.key.slice(dot + 1))
+          throw new Error(`catalog entry ${entry.key} holds no item of that id`);
+        onItem(entry.key.slice(0, dot) as CatalogKind, item, entry.revision);
+      };
+      // Watch first, then load: an update landing between the two is applied either way, revisions keeping the newest.
       // A bucket made again replays its items from revision 1: `onRecreated` must drop what was held first, or the
       // replayed items would lose to the old, higher revisions.
-      const view = new BucketView(
-        kv,
-        {
-          what: "catalog",
-          nc: options.nc,
-          checkEveryMs: options.checkEveryMs,
-          lastMessage: options.nc ? directLastMessage(options.nc, kv) : undefined,
-          apply: (entry) => {
-            if (entry.operation !== "PUT" || entry.length === 0) return;
-            const dot = entry.key.indexOf(".");
-            const item = entry.json<CatalogItem>();
-            if (typeof item?.id !== "string" || item.id !== entry.key.slice(dot + 1))
-              throw new Error(`catalog entry ${entry.key} holds no item of that id`);
-            onItem(entry.key.slice(0, dot) as CatalogKind, item, entry.revision);
-          },
-          reset: () => options.onRecreated?.(),
-        },
-        log,
-      );
-      await view.start();
-      return { stop: () => view.stop(), fresh: (waitMs) => view.fresh(waitMs) };
+      const followed = await followBucket(kv, { what: "catalog", from: "updates", ...options }, deliver, log);
+      try {
+        for (const entry of await readKv(kv)) {
+          try {
+            deliver(entry);
+          } catch (error) {
+            log.error({ err: error, key: entry.key, revision: entry.revision }, "a catalog entry could not be read; skipped");
+          }
+        }
+      } catch (error) {
+        await followed.stop();
+        throw error;
+      }
+      return () => followed.stop();
     },
   };
 }
