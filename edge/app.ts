@@ -22,6 +22,7 @@ import { twinBodyLimits, twinRoutes } from "./routes/twins.ts";
 import { projectRoutes } from "./routes/projects.ts";
 import { searchRoutes } from "./routes/search.ts";
 import { reportingRoutes } from "./routes/reporting.ts";
+import { consoleRoutes } from "./routes/console.ts";
 
 export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
 
@@ -74,7 +75,8 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
     .use(twinRoutes(cfg, bus, auth))
     .use(projectRoutes(cfg, bus, auth))
     .use(searchRoutes(cfg, bus, auth))
-    .use(reportingRoutes(cfg, bus, auth));
+    .use(reportingRoutes(cfg, bus, auth))
+    .use(consoleRoutes(cfg, log));
   routeTable.get = () => app.routes as readonly RouteInfo[];
   return app;
 }

@@ -92,8 +92,8 @@ function documentRecordDelete(paths: Record<string, Record<string, Operation>>):
 }
 
 /** The bytes of a JSON document or a script, as sent: gzipped once, for every client that takes gzip. */
-type Encoded = { plain: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer>; type: string };
-const encode = (bytes: Uint8Array<ArrayBuffer>, type: string): Encoded => ({ plain: bytes, gzip: Bun.gzipSync(bytes), type });
+export type Encoded = { plain: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer>; type: string };
+export const encode = (bytes: Uint8Array<ArrayBuffer>, type: string): Encoded => ({ plain: bytes, gzip: Bun.gzipSync(bytes), type });
 /** Whether an `Accept-Encoding` takes gzip (RFC 9110 §12.5.3): `gzip;q=0` refuses it, `*` stands for codings not named. */
 export function acceptsGzip(header: string | null): boolean {
   let star: number | undefined;
@@ -109,10 +109,11 @@ export function acceptsGzip(header: string | null): boolean {
   }
   return star !== undefined && star > 0;
 }
-const send = (request: Request, body: Encoded) => {
+/** The encoded body as the request takes it (gzip or plain), with any further headers. */
+export const send = (request: Request, body: Encoded, headers: Record<string, string> = {}) => {
   const gzip = acceptsGzip(request.headers.get("accept-encoding"));
   return new Response(gzip ? body.gzip : body.plain, {
-    headers: { "content-type": body.type, vary: "accept-encoding", ...(gzip ? { "content-encoding": "gzip" } : {}) },
+    headers: { "content-type": body.type, vary: "accept-encoding", ...(gzip ? { "content-encoding": "gzip" } : {}), ...headers },
   });
 };
 

