@@ -23,25 +23,30 @@ import {
   requestContent,
   type ProjectsDeps,
 } from "./handlers.ts";
-import { catalogStore, contentStore, openStores, projectStore, taskQueue, taskStore, type Stores } from "./store.ts";
+import { catalogStore, contentStore, openStores, projectStore, taskQueue, taskStore, type CatalogFollow, type Stores } from "./store.ts";
+import { directLastMessage } from "../runtime/bucket-view.ts";
 
 /**
- * The catalog every process of this capability serves: file items plus additions, kept current.
- * `log` gets the follow's warnings (a re-opened watch, an unreadable entry); without one they go to
- * a logger of the configured level.
+ * The catalog every process of this capability serves: file items plus additions, kept current, and
+ * `fresh()` to wait for every addition acknowledged anywhere. `log` gets the follow's warnings (a
+ * re-opened watch, an unreadable entry); without one they go to a logger of the configured level.
  */
 export async function followCatalog(
+  nc: NatsConnection,
   cfg: Config,
   stores: Stores,
   log: Logger = createLogger(cfg.logLevel),
-): Promise<{ catalog: Catalog; stop(): Promise<void> }> {
+): Promise<{ catalog: Catalog } & CatalogFollow> {
   const catalog = catalogFrom(readCatalogFile(cfg.content.catalogFile));
-  const stop = await catalogStore(stores.catalog, stores.guard.catalog).follow(
+  const follow = await catalogStore(stores.catalog, stores.guard.catalog).follow(
     (kind, item, revision) => catalog[kind]?.apply(item, revision),
     log,
-    { onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()) },
+    {
+      onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()),
+      lastMessage: directLastMessage(nc, stores.catalog),
+    },
   );
-  return { catalog, stop };
+  return { catalog, ...follow };
 }
 
 export async function startProjectsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
@@ -50,9 +55,10 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
   const queue = taskQueue(nc, stores, { ackWaitMs: cfg.content.ackWaitMs, limits: cfg.content.queueLimits, policy: options.storage, log });
   await queue.ensure();
   const unwatch = queue.watchDeletion();
-  const followed = await followCatalog(cfg, stores, log);
+  const followed = await followCatalog(nc, cfg, stores, log);
   const deps: ProjectsDeps = {
     catalog: followed.catalog,
+    catalogFresh: followed.fresh,
     catalogStore: catalogStore(stores.catalog, stores.guard.catalog),
     projects: projectStore(stores.projects, stores.guard.projects),
     tasks: taskStore(stores.tasks, stores.guard.tasks),

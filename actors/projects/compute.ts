@@ -76,6 +76,11 @@ function tableProblem(value: unknown): string | undefined {
   return undefined;
 }
 
+/** Whether every item a project body has a value for is in the catalog. */
+export function knowsEveryItem(values: ProjectValues | undefined, catalog: Catalog): boolean {
+  return Object.values(CatalogKind).every((kind) => Object.keys(values?.[VALUE_FIELD[kind]] ?? {}).every((id) => catalog[kind].has(id)));
+}
+
 /** Checks every value of a project body against the catalog; the 400 names the value by pointer. */
 export function checkValues(values: ProjectValues | undefined, catalog: Catalog): Project["values"] {
   // Keyed by item ids, which callers choose: null-prototype maps, so an id such as `__proto__` is a

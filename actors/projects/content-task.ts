@@ -34,6 +34,8 @@ export const ids = {
 
 export type WorkerDeps = {
   catalog: Catalog;
+  /** Resolves once `catalog` holds every addition acknowledged before the call, by any process. */
+  catalogFresh(): Promise<void>;
   projects: ProjectStore;
   tasks: TaskStore;
   content: ContentStore;
@@ -166,6 +168,8 @@ async function runStarted(message: TaskMessage, deps: WorkerDeps, delivery: Deli
     return failRun(deps, message, task.attempts, `project ${task.projectId} was deleted after the request was accepted`);
   if (!isMember(project, task.requestedBy))
     return failRun(deps, message, task.attempts, `${task.requestedBy.clientId} is no longer a member of project ${task.projectId}`);
+  // The request was checked against another process's catalog, which may be ahead of this one.
+  if (task.ids?.some((id) => !deps.catalog[task.kind].has(id))) await deps.catalogFresh();
   let items;
   try {
     items = computeContent(project, deps.catalog[task.kind], task.kind, task.ids);

@@ -54,7 +54,7 @@ import {
 } from "../../subjects/projects.ts";
 import { caller, type RequestContext } from "../runtime/context.ts";
 import { pageCatalog, type Catalog } from "./catalog.ts";
-import { checkValues, isMember } from "./compute.ts";
+import { checkValues, isMember, knowsEveryItem } from "./compute.ts";
 import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./store.ts";
 import { TaskQueueFull, type QueueLimits } from "./queue.ts";
 import { CAS_ATTEMPTS, ids, nowOf, terminal } from "./content-task.ts";
@@ -68,6 +68,8 @@ const QUEUE_FULL_RETRY_S = 5;
 
 export type ProjectsDeps = {
   catalog: Catalog;
+  /** Resolves once `catalog` holds every addition acknowledged before the call, by any process. */
+  catalogFresh(): Promise<void>;
   catalogStore: CatalogStore;
   projects: ProjectStore;
   tasks: TaskStore;
@@ -121,7 +123,8 @@ const ofIncarnation = (task: TaskRecord, project: ProjectRecord) =>
 
 // ---- catalog ---------------------------------------------------------------------------------
 
-export function listCatalog(input: CatalogListRequest, deps: Pick<ProjectsDeps, "catalog">): CatalogPage {
+export async function listCatalog(input: CatalogListRequest, deps: Pick<ProjectsDeps, "catalog" | "catalogFresh">): Promise<CatalogPage> {
+  await deps.catalogFresh();
   return pageCatalog(deps.catalog[input.kind].all(), input.query);
 }
 
@@ -167,6 +170,8 @@ export async function putProject(input: ProjectPutRequest, ctx: RequestContext, 
   const body = check(ProjectBody, input.body);
   if (body.projectId !== undefined && body.projectId !== projectId)
     throw invalidField("/body/projectId", "differs from the id in the path");
+  // An item added moments ago through another process may not have reached this one's catalog yet.
+  if (!knowsEveryItem(body.values, deps.catalog)) await deps.catalogFresh();
   const values = checkValues(body.values, deps.catalog);
   for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
     const existing = await deps.projects.get(partition, projectId);
@@ -239,6 +244,7 @@ export async function requestContent(input: ContentRequest, ctx: RequestContext,
   // Absent means every item; JSON null is not the object the API defines (400, docs/content.md#content-requests-and-tasks).
   const body = check(ContentRequestBody, input.body === undefined ? {} : input.body);
   const list = deps.catalog[input.kind];
+  if (body.ids?.some((id) => !list.has(id))) await deps.catalogFresh();
   body.ids?.forEach((id, i) => {
     if (!list.has(id))
       throw invalidField(

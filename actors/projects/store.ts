@@ -14,9 +14,9 @@
  */
 import { SINGLE_NODE, bucketOptions, streamInfoIfAny, streamOptions, type StoragePolicy } from "../runtime/storage.ts";
 import { nuid, type NatsConnection } from "@nats-io/nats-core";
-import { Kvm, type KV, type KvEntry, type KvOptions } from "@nats-io/kv";
+import { Kvm, type KV, type KvOptions } from "@nats-io/kv";
 import { casPut, encodeJson, isLive, isWrongRevision, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
-import { followBucket, type FollowOptions } from "../runtime/follow.ts";
+import { BucketView, type BucketViewOptions } from "../runtime/bucket-view.ts";
 import {
   onStreamDeleted,
   recreateDelay,
@@ -412,15 +412,22 @@ export function contentStore(kv: KV, guard: Guard = unguarded): ContentStore {
 export type CatalogStore = {
   put(kind: CatalogKind, item: CatalogItem): Promise<number>;
   /**
-   * Every addition with its revision, then each later change as it happens, until the returned stop.
-   * An item may come more than once (the load and the watch overlap; a re-opened watch may repeat
-   * one): apply it by revision. One that cannot be read is logged and skipped.
+   * Every addition with its revision, then each later change as it happens, until stopped.
+   * An item may come more than once (a re-opened watch may repeat one): apply it by revision. One that
+   * cannot be read is logged and skipped.
    */
   follow(
     onItem: (kind: CatalogKind, item: CatalogItem, revision: number) => void,
     log: Logger,
-    options?: Pick<FollowOptions, "onRecreated" | "checkEveryMs">,
-  ): Promise<() => Promise<void>>;
+    options?: Pick<BucketViewOptions, "checkEveryMs" | "lastMessage"> & { onRecreated?: () => void },
+  ): Promise<CatalogFollow>;
+};
+
+/** A running catalog follow. */
+export type CatalogFollow = {
+  /** Resolves once every addition acknowledged before the call, by any process, was handed to onItem. */
+  fresh(): Promise<void>;
+  stop(): Promise<void>;
 };
 
 export function catalogStore(kv: KV, guard: Guard = unguarded): CatalogStore {
@@ -429,31 +436,29 @@ export function catalogStore(kv: KV, guard: Guard = unguarded): CatalogStore {
     // then starts over from the new bucket's beginning.
     put: (kind, item) => guard(() => kv.put(catalogKey(kind, item.id), encodeJson(item))),
     async follow(onItem, log, options = {}) {
-      const deliver = (entry: KvEntry) => {
-        if (entry.operation !== "PUT" || entry.length === 0) return;
-        const dot = entry.key.indexOf(".");
-        const item = entry.json<CatalogItem>();
-        if (typeof item?.id !== "string" || item.id !== entry.key.slice(dot + 1))
-          throw new Error(`catalog entry ${entry.key} holds no item of that id`);
-        onItem(entry.key.slice(0, dot) as CatalogKind, item, entry.revision);
-      };
-      // Watch first, then load: an update landing between the two is applied either way, revisions keeping the newest.
+      // A view, not a bare watch: its freshness look gives read-your-writes across processes.
       // A bucket made again replays its items from revision 1: `onRecreated` must drop what was held first, or the
       // replayed items would lose to the old, higher revisions.
-      const followed = await followBucket(kv, { what: "catalog", from: "updates", ...options }, deliver, log);
-      try {
-        for (const entry of await readKv(kv)) {
-          try {
-            deliver(entry);
-          } catch (error) {
-            log.error({ err: error, key: entry.key, revision: entry.revision }, "a catalog entry could not be read; skipped");
-          }
-        }
-      } catch (error) {
-        await followed.stop();
-        throw error;
-      }
-      return () => followed.stop();
+      const view = new BucketView(
+        kv,
+        {
+          what: "catalog",
+          checkEveryMs: options.checkEveryMs,
+          lastMessage: options.lastMessage,
+          reset: () => options.onRecreated?.(),
+          apply: (entry) => {
+            if (entry.operation !== "PUT" || entry.length === 0) return;
+            const dot = entry.key.indexOf(".");
+            const item = entry.json<CatalogItem>();
+            if (typeof item?.id !== "string" || item.id !== entry.key.slice(dot + 1))
+              throw new Error(`catalog entry ${entry.key} holds no item of that id`);
+            onItem(entry.key.slice(0, dot) as CatalogKind, item, entry.revision);
+          },
+        },
+        log,
+      );
+      await view.start();
+      return { fresh: () => view.fresh(), stop: () => view.stop() };
     },
   };
 }

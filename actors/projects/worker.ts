@@ -34,9 +34,10 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
   const log = options.log.child({ actor: "content-worker" });
   const stores = await openStores(nc, options.storage, log);
   const queue = taskQueue(nc, stores, { ackWaitMs: cfg.content.ackWaitMs, limits: cfg.content.queueLimits, policy: options.storage, log });
-  const followed = await followCatalog(cfg, stores, log);
+  const followed = await followCatalog(nc, cfg, stores, log);
   const deps: WorkerDeps = {
     catalog: followed.catalog,
+    catalogFresh: followed.fresh,
     projects: projectStore(stores.projects, stores.guard.projects),
     tasks: taskStore(stores.tasks, stores.guard.tasks),
     content: contentStore(stores.content, stores.guard.content),

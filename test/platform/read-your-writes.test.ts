@@ -12,8 +12,10 @@ import { json } from "../harness/json.ts";
 import type { Subscription } from "../../subjects/notifications.ts";
 import { serviceName } from "../../subjects/index.ts";
 import type { TwinGetReply } from "../../subjects/twins.ts";
+import type { CatalogPage, Project } from "../../subjects/projects.ts";
 
 const ROUNDS = 40;
+const ACTORS = ["notifications", "twins", "projects"] as const;
 let nats: TestNats;
 let a: TestDerrick;
 let b: TestDerrick;
@@ -21,8 +23,8 @@ let b: TestDerrick;
 beforeAll(async () => {
   nats = await startTestNats();
   const env = { DERRICK_CALLBACK_ALLOW_HTTP: "true", DERRICK_CALLBACK_ALLOW_CIDRS: "127.0.0.0/8" };
-  a = await startDerrick(nats, { actors: ["identity", "notifications", "twins"], env });
-  b = await startDerrick(nats, { actors: ["notifications", "twins"], edge: false, env });
+  a = await startDerrick(nats, { actors: ["identity", ...ACTORS], env });
+  b = await startDerrick(nats, { actors: [...ACTORS], edge: false, env });
 });
 
 afterAll(async () => {
@@ -67,14 +69,38 @@ describe("read-your-writes across actor processes", () => {
     }
   });
 
-  it.for(["notifications", "twins"])(
-    "%s: both processes answered requests (else the rounds above prove nothing about a second one)",
-    async (actor) => {
-      const answered: number[] = [];
-      const stats = await new Svcm(a.nc).client({ strategy: "timer", maxWait: 500 }).stats(serviceName(actor));
-      for await (const instance of stats) answered.push((instance.endpoints ?? []).reduce((sum, e) => sum + e.num_requests, 0));
-      expect(answered).toHaveLength(2);
-      for (const count of answered) expect(count).toBeGreaterThan(5);
-    },
-  );
+  it("projects: each project, member and catalog item written is what the reads right after see", async () => {
+    const admin = { as: "admin" as const };
+    for (let round = 0; round < ROUNDS; round++) {
+      const projectId = `rw-${round % 4}`;
+      const item = `rw-item-${round}`;
+      const added = await a.call(`/v1/key-parameters/${item}`, {
+        ...admin,
+        method: "PUT",
+        body: JSON.stringify({ name: `Item ${round}`, description: "rw", dataType: "number", category: "well", objectTypes: ["well"] }),
+      });
+      expect(added.status, await added.clone().text()).toBe(201);
+      // The new item is known to whichever process checks the project's values.
+      const put = await a.call(`/v1/projects/${projectId}`, {
+        ...admin,
+        method: "PUT",
+        body: JSON.stringify({ name: `round ${round}`, members: ["alpha"], values: { keyParameters: { [item]: round } } }),
+      });
+      expect(put.status, await put.clone().text()).toBeLessThan(300);
+      const got = await json<Project>(await a.call(`/v1/projects/${projectId}`, admin));
+      expect([got.name, got.values.keyParameters[item]]).toEqual([`round ${round}`, round]);
+      expect((await a.call(`/v1/projects/${projectId}/members/m-${round}`, { ...admin, method: "PUT" })).status).toBe(204);
+      expect((await json<Project>(await a.call(`/v1/projects/${projectId}`, admin))).members).toContain(`m-${round}`);
+      const listed = await json<CatalogPage>(await a.call("/v1/key-parameters?category=well&limit=500", admin));
+      expect(listed.items.map((i) => i.id)).toContain(item);
+    }
+  });
+
+  it.for(ACTORS)("%s: both processes answered requests (else the rounds above prove nothing about a second one)", async (actor) => {
+    const answered: number[] = [];
+    const stats = await new Svcm(a.nc).client({ strategy: "timer", maxWait: 500 }).stats(serviceName(actor));
+    for await (const instance of stats) answered.push((instance.endpoints ?? []).reduce((sum, e) => sum + e.num_requests, 0));
+    expect(answered).toHaveLength(2);
+    for (const count of answered) expect(count).toBeGreaterThan(5);
+  });
 });

@@ -271,7 +271,7 @@ describe("catalog routes", () => {
     const nc = await connection();
     const kv = await openBucket(nc, BUCKETS.catalog);
     const seen: string[] = [];
-    const stop = await catalogStore(kv).follow((_kind, added) => void seen.push(added.id), createLogger("silent"));
+    const follow = await catalogStore(kv).follow((_kind, added) => void seen.push(added.id), createLogger("silent"));
     try {
       // nats.js gives a quiet watch up after about two minutes without JetStream: here at once.
       expect(endKvWatches(nc)).toBe(1);
@@ -279,7 +279,7 @@ describe("catalog routes", () => {
       await catalogStore(kv).put(CatalogKind.keyParameters, item("mud-window"));
       await eventually(() => seen.includes("mud-window"), { what: "the addition made after the watch ended" });
     } finally {
-      await stop();
+      await follow.stop();
     }
   });
   it("catalog - a catalog bucket deleted and made again is followed from its start: its items replace the old bucket's, though their revisions start over", async ({
@@ -290,7 +290,7 @@ describe("catalog routes", () => {
     const kv = await kvm.create("catalog_made_again", { history: 1 });
     const catalog = catalogFrom({ displayItems: [], keyParameters: [] });
     for (const name of ["v1", "v2", "v3"]) await catalogStore(kv).put(CatalogKind.displayItems, { ...item("depth"), name });
-    const stop = await catalogStore(kv).follow((kind, added, revision) => catalog[kind].apply(added, revision), createLogger("silent"), {
+    const follow = await catalogStore(kv).follow((kind, added, revision) => catalog[kind].apply(added, revision), createLogger("silent"), {
       onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()),
       checkEveryMs: 200,
     });
@@ -302,7 +302,7 @@ describe("catalog routes", () => {
       expect(await catalogStore(again).put(CatalogKind.displayItems, { ...item("depth"), name: "fresh" })).toBe(1);
       await eventually(() => catalog[CatalogKind.displayItems].get("depth")?.name === "fresh", { what: "the new bucket's item applied" });
     } finally {
-      await stop();
+      await follow.stop();
     }
   });
 });

@@ -34,6 +34,8 @@ export function contentTest(options: DerrickTestOptions & { env?: Record<string,
 /** What a content worker runs a task with: the shipped catalog and the stores of a connection. */
 export const workerDeps = (stores: Stores, delayMs = 0): WorkerDeps => ({
   catalog: catalogFrom(readCatalogFile()),
+  // The shipped file only: nothing to wait for.
+  catalogFresh: async () => undefined,
   projects: projectStore(stores.projects),
   tasks: taskStore(stores.tasks),
   content: contentStore(stores.content),

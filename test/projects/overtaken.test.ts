@@ -189,6 +189,7 @@ describe("content runs overtaken by a redelivery", () => {
     );
     const deps = {
       catalog: base.catalog,
+      catalogFresh: base.catalogFresh,
       catalogStore: undefined as never,
       projects: base.projects,
       tasks: base.tasks,
