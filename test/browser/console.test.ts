@@ -28,6 +28,18 @@ const NARROW = { width: 390, height: 844 };
 const OPERATOR = testClient("console", [...ALL_GROUPS]);
 const USER = testClient("viewer", [GROUPS.datalakeViewers]);
 
+/** A webhook receiver on loopback that refuses its first two deliveries and takes the rest. */
+function startReceiver() {
+  let received = 0;
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: () => new Response(null, { status: ++received <= 2 ? 503 : 204 }),
+  });
+  return { url: `http://127.0.0.1:${server.port}/hook`, received: () => received, stop: () => server.stop(true) };
+}
+
+let receiver: ReturnType<typeof startReceiver>;
 let nats: TestNats;
 let derrick: TestDerrick;
 let context: BrowserContext;
@@ -36,6 +48,11 @@ let profile: string;
 let origin: string;
 const foreign: string[] = [];
 const consoleErrors: string[] = [];
+
+const openView = async (name: string) => {
+  await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name, exact: true }).click();
+  await page.getByRole("main", { name }).waitFor();
+};
 
 /** The page at both widths, written to docs/console/<name>-1280.png and -390.png. */
 async function screenshots(name: string) {
@@ -60,14 +77,15 @@ async function signIn(client: { client_id: string; client_secret: string; appkey
 describe.skipIf(skip)("the console in a real browser", () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
+    receiver = startReceiver();
     nats = await startTestNats();
     derrick = await startDerrick(nats, {
       env: {
         DERRICK_CLIENTS: JSON.stringify([...Object.values(TEST_CLIENTS), OPERATOR, USER]),
         DERRICK_CALLBACK_ALLOW_HTTP: "true",
         DERRICK_CALLBACK_ALLOW_CIDRS: "127.0.0.0/8",
-        // One attempt: the receiver's first failure is at once a dead letter to replay.
-        DERRICK_DELIVERY_SCHEDULE: "0",
+        // Two attempts: the receiver refuses both, so the event is a failed attempt, then a dead letter to replay.
+        DERRICK_DELIVERY_SCHEDULE: "0,100ms",
       },
     });
     origin = new URL(derrick.url).origin;
@@ -109,6 +127,7 @@ describe.skipIf(skip)("the console in a real browser", () => {
     if (profile) rmSync(profile, { recursive: true, force: true });
     await derrick?.cleanup();
     await nats?.cleanup();
+    await receiver?.stop();
   });
 
   it("console - the page and its assets come from the edge with a strict policy and cache headers", async () => {
@@ -146,6 +165,37 @@ describe.skipIf(skip)("the console in a real browser", () => {
     const first = await gathered.textContent();
     await expect.poll(() => gathered.textContent(), { timeout: 15_000 }).not.toBe(first);
     await screenshots("fleet");
+  });
+
+  it("console - create a subscription, see its failed attempts and dead letter, replay it and see it delivered; reveal and rotate the secret", async () => {
+    await openView("Notifications");
+    await page.getByLabel("Type", { exact: true }).selectOption("PublishData");
+    await page.getByLabel("Subscriber").fill("console-test");
+    await page.getByLabel("Callback URI").fill(receiver.url);
+    await page.getByRole("button", { name: "Subscribe" }).click();
+    const detail = page.getByRole("region", { name: "Subscription console-test" });
+    await detail.waitFor();
+    await page.getByLabel("Event type").selectOption("PublishData");
+    await page.getByRole("button", { name: "Publish", exact: true }).click();
+    const eventId = (await page.getByRole("status").filter({ hasText: "Published event" }).locator("code").textContent())!;
+    const attempts = detail.getByRole("table", { name: "Delivery attempts, newest first" });
+    await attempts.getByRole("row").filter({ hasText: eventId }).filter({ hasText: "failed" }).waitFor();
+    await attempts.getByRole("row").filter({ hasText: eventId }).filter({ hasText: "dead" }).waitFor();
+    const letters = detail.getByRole("table", { name: /exhausted their attempts/ });
+    await letters.getByRole("row").filter({ hasText: eventId }).waitFor();
+    await screenshots("notifications");
+    await letters.getByRole("button", { name: `Replay ${eventId}` }).click();
+    await attempts.getByRole("row").filter({ hasText: eventId }).filter({ hasText: "succeeded" }).waitFor();
+    await letters.waitFor({ state: "detached" });
+    expect(receiver.received()).toBe(3);
+
+    await detail.getByRole("button", { name: "Reveal secret" }).click();
+    const secret = detail.getByLabel("Signing secret");
+    await expect.poll(() => secret.textContent()).toMatch(/^whsec_/);
+    const before = await secret.textContent();
+    await detail.getByRole("button", { name: "Rotate secret" }).click();
+    await expect.poll(() => secret.textContent()).not.toBe(before);
+    await screenshots("notifications-replayed");
   });
 
   it("console - no request left the derrick origin and the page logged no error", () => {

@@ -1,0 +1,19 @@
+/** Pure functions of the console: what its views derive from the API's answers (tested in test/console/). */
+import type { DeliveryAttempt } from "../../subjects/notifications.ts";
+
+/**
+ * The dead letters still open, from a subscription's attempts (newest first): an event whose newest
+ * `dead` attempt has no `succeeded` attempt after it. A failed replay leaves the letter open, as DEAD does.
+ */
+export function openDeadLetters(attempts: readonly DeliveryAttempt[]): DeliveryAttempt[] {
+  const succeeded = new Set<string>();
+  const seen = new Set<string>();
+  const open: DeliveryAttempt[] = [];
+  for (const attempt of attempts) {
+    if (attempt.state === "succeeded") succeeded.add(attempt.event_id);
+    if (attempt.state !== "dead" || succeeded.has(attempt.event_id) || seen.has(attempt.event_id)) continue;
+    seen.add(attempt.event_id);
+    open.push(attempt);
+  }
+  return open;
+}
