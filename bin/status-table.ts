@@ -50,6 +50,6 @@ export function statusTable(fleet: FleetStatus): string {
     "",
     `KV buckets: ${fleet.buckets.count} (${(fleet.buckets.bytes / 1024 / 1024).toFixed(1)} MiB)`,
     `search replica lag (records behind RECORDS): ${lag}`,
-    `dead letters: ${fleet.notifications.deadLetters}   paused subscriptions: ${fleet.notifications.pausedSubscriptions}   content tasks queued: ${fleet.content.tasksQueued}`,
+    `dead letters: ${fleet.notifications.deadLetters}   paused subscriptions: ${fleet.notifications.pausedSubscriptions}   content tasks queued: ${fleet.content.tasksQueued}   running: ${fleet.content.tasksRunning}`,
   ].join("\n");
 }

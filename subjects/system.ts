@@ -73,7 +73,7 @@ export const FleetStatus = Type.Object({
     replicas: Type.Array(Type.Object({ id: Type.String(), appliedSeq: Count, lagRecords: Count })),
   }),
   notifications: Type.Object({ deadLetters: Count, pausedSubscriptions: Count }),
-  content: Type.Object({ tasksQueued: Count }),
+  content: Type.Object({ tasksQueued: Count, tasksRunning: Count }),
 });
 export type FleetStatus = Static<typeof FleetStatus>;
 

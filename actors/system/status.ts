@@ -134,8 +134,14 @@ export function summarize(now: Date, actors: FleetStatus["actors"], streams: Str
     buckets,
     search: { replicas },
     notifications: { deadLetters: stream(NOTIFICATION_STREAMS.dead)?.messages ?? 0, pausedSubscriptions: Math.max(0, ...paused) },
-    content: { tasksQueued: stream(TASK_STREAM)?.messages ?? 0 },
+    content: contentTasks(stream(TASK_STREAM)),
   };
+}
+
+/** A work-queue stream holds each task until it is acked: those a worker holds (ack pending) run, the rest wait. */
+function contentTasks(stream: StreamStatus | undefined): FleetStatus["content"] {
+  const running = (stream?.consumers ?? []).reduce((sum, c) => sum + c.ackPending, 0);
+  return { tasksQueued: Math.max(0, (stream?.messages ?? 0) - running), tasksRunning: running };
 }
 
 /**
@@ -172,7 +178,10 @@ export function registerFleetGauges(registry: Registry, gather: () => Promise<Fl
   gauge("derrick_search_replica_lag_records", "Records on RECORDS a search replica has not applied", ["replica"], (g, f) => {
     for (const r of f.search.replicas) g.set({ replica: r.id }, r.lagRecords);
   });
-  gauge("derrick_content_tasks", "Content tasks by state", ["state"], (g, f) => g.set({ state: "queued" }, f.content.tasksQueued));
+  gauge("derrick_content_tasks", "Content tasks by state", ["state"], (g, f) => {
+    g.set({ state: "queued" }, f.content.tasksQueued);
+    g.set({ state: "running" }, f.content.tasksRunning);
+  });
   gauge("derrick_actor_processes", "Actor processes answering (up) or gone silent (gone) by actor", ["actor", "state"], (g, f) => {
     for (const a of f.actors)
       for (const state of ["up", "gone"] as const) g.set({ actor: a.name, state }, a.processes.filter((p) => p.state === state).length);

@@ -371,7 +371,7 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
         buckets: { count: 14, bytes: 1_048_576 },
         search: { replicas: [{ id: "NGHQ3J6Y2DPAXZ7TQ4R2A1", appliedSeq: 120_400, lagRecords: 0 }] },
         notifications: { deadLetters: 2, pausedSubscriptions: 1 },
-        content: { tasksQueued: 0 },
+        content: { tasksQueued: 0, tasksRunning: 0 },
       } satisfies FleetStatus,
     },
   },

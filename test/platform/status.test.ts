@@ -83,8 +83,14 @@ describe("fleet status, pure", () => {
         ],
         now,
       );
-      const stream = (name: string, messages: number, lastSeq: number) => ({ name, messages, bytes: 0, lastSeq, consumers: [] });
-      const fleet = summarize(now, actors, [stream("RECORDS", 100, 100), stream("DEAD", 7, 9), stream("CONTENT_TASKS", 2, 50)], {
+      const stream = (name: string, messages: number, lastSeq: number, ackPending = 0) => ({
+        name,
+        messages,
+        bytes: 0,
+        lastSeq,
+        consumers: [{ name: "w", pending: 0, ackPending, redelivered: 0, ackFloor: 0 }],
+      });
+      const fleet = summarize(now, actors, [stream("RECORDS", 100, 100), stream("DEAD", 7, 9), stream("CONTENT_TASKS", 3, 50, 1)], {
         count: 0,
         bytes: 0,
       });
@@ -93,10 +99,10 @@ describe("fleet status, pure", () => {
         { id: "r2", appliedSeq: 100, lagRecords: 0 },
       ]);
       expect(fleet.notifications).toEqual({ deadLetters: 7, pausedSubscriptions: 3 });
-      expect(fleet.content).toEqual({ tasksQueued: 2 });
+      expect(fleet.content).toEqual({ tasksQueued: 2, tasksRunning: 1 });
       const table = statusTable(fleet);
       expect(table).toMatch(/^search\s+up\s+rig-a\s+42\s+1\.2\.3/m);
-      expect(table).toContain("dead letters: 7   paused subscriptions: 3   content tasks queued: 2");
+      expect(table).toContain("dead letters: 7   paused subscriptions: 3   content tasks queued: 2   running: 1");
     },
   );
 });
