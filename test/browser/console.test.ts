@@ -15,6 +15,8 @@ import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { startDerrick, startTestNats, TEST_CLIENTS, testClient, type TestDerrick, type TestNats } from "../harness/index.ts";
 import { ALL_GROUPS, GROUPS } from "../../subjects/groups.ts";
+import { twinBucket, type TwinGetReply } from "../../subjects/twins.ts";
+import { openBucket } from "../harness/kv.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const skip = !existsSync(CHROMIUM) && !process.env.CI;
@@ -58,7 +60,11 @@ const openView = async (name: string) => {
 async function screenshots(name: string) {
   for (const size of [WIDE, NARROW]) {
     await page.setViewportSize(size);
-    await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+    // Two frames: the layout and the charts' resize observers have run at the new width.
+    await page.evaluate(() => {
+      const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame;
+      return new Promise<void>((done) => frame(() => frame(done)));
+    });
     await page.screenshot({ path: join(SHOTS, `${name}-${size.width}.png`), fullPage: true });
   }
   await page.setViewportSize(WIDE);
@@ -196,6 +202,46 @@ describe.skipIf(skip)("the console in a real browser", () => {
     await detail.getByRole("button", { name: "Rotate secret" }).click();
     await expect.poll(() => secret.textContent()).not.toBe(before);
     await screenshots("notifications-replayed");
+  });
+
+  it("console - open a twin, edit its desired values, meet a conflict with another writer, reload and save", async () => {
+    const twin = { organization: "acme", environment: "prod", twinId: "rig-7" };
+    const path = `/api/twin-properties/v1/acme/prod/rig-7/twin-properties`;
+    const put = (value: string) =>
+      derrick.call(path, {
+        as: "admin",
+        partition: null,
+        method: "PUT",
+        body: JSON.stringify({ group: "setpoints", twins: [{ name: "rate", value }] }),
+      });
+    expect((await put("42")).status).toBe(200);
+    // What the device reports, as it writes it: a key in the twin's bucket.
+    await (await openBucket(derrick.nc, twinBucket(twin))).put("twin_properties/setpoints/reported/rate", "41");
+
+    await openView("Twins");
+    await page.getByLabel("Twin id").fill("rig-7");
+    await page.getByRole("button", { name: "Open", exact: true }).click();
+    const values = page.getByRole("table", { name: "Desired and reported values of setpoints" });
+    await values.getByRole("row", { name: /rate/ }).filter({ hasText: "42" }).filter({ hasText: "41" }).waitFor();
+    await screenshots("twins");
+
+    await page.getByRole("button", { name: "Edit desired values of setpoints" }).click();
+    const value = page.getByLabel("Value of rate");
+    await expect.poll(() => value.inputValue()).toBe("42");
+    await value.fill("43");
+    // Someone else writes the group meanwhile: the console's If-Match no longer holds.
+    expect((await put("50")).status).toBe(200);
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("alert").filter({ hasText: "Conflict (412)" }).waitFor();
+    expect(await value.inputValue()).toBe("43");
+    await screenshots("twins-conflict");
+    await page.getByRole("button", { name: "Reload current values" }).click();
+    await expect.poll(() => value.inputValue()).toBe("50");
+    await value.fill("44");
+    await page.getByRole("button", { name: "Save" }).click();
+    await values.getByRole("row", { name: /rate/ }).filter({ hasText: "44" }).waitFor();
+    const stored = (await (await derrick.call(`${path}?group=setpoints`, { as: "admin", partition: null })).json()) as TwinGetReply;
+    expect(stored.desired.setpoints?.rate?.value).toBe("44");
   });
 
   it("console - no request left the derrick origin and the page logged no error", () => {

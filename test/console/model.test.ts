@@ -1,6 +1,6 @@
 /** The console's pure functions: what its views derive from the API's answers. */
 import { describe, expect, it } from "vitest";
-import { openDeadLetters } from "../../console/src/model.ts";
+import { openDeadLetters, twinRows } from "../../console/src/model.ts";
 import type { DeliveryAttempt } from "../../subjects/notifications.ts";
 
 const attempt = (event_id: string, attempt: number, state: DeliveryAttempt["state"]): DeliveryAttempt => ({ event_id, attempt, state });
@@ -19,5 +19,19 @@ describe("console model", () => {
     expect(openDeadLetters([attempt("a", 4, "dead"), attempt("a", 2, "dead"), attempt("c", 1, "pending")])).toEqual([
       attempt("a", 4, "dead"),
     ]);
+  });
+
+  it("twins - a group's desired and reported values side by side, by name, either side missing", () => {
+    const at = "2026-11-28T10:00:00.000Z";
+    const twin = {
+      desired: { g: { rate: { value: "42", version: 3, updated_at: at }, mode: { value: "auto", version: 2, updated_at: at } } },
+      reported: { g: { rate: { value: "41", version: 7, updated_at: at }, temp: { value: "80", version: 8, updated_at: at } } },
+    };
+    expect(twinRows(twin, "g").map((r) => [r.name, r.desired?.value, r.reported?.value])).toEqual([
+      ["mode", "auto", undefined],
+      ["rate", "42", "41"],
+      ["temp", undefined, "80"],
+    ]);
+    expect(twinRows(twin, "other")).toEqual([]);
   });
 });
