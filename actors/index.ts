@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { Registry } from "prom-client";
 import type { ActorName, Config } from "../config/index.ts";
 import type { Logger } from "../platform/logger.ts";
+import type { Tracer } from "../platform/tracing.ts";
 import type { RuntimeOptions, ServedActor } from "./runtime/service.ts";
 import { storagePolicy } from "./runtime/storage.ts";
 import { startSystemActor } from "./system/index.ts";
@@ -17,9 +18,10 @@ import { startReportingActor } from "./reporting/index.ts";
 
 type Starter = (nc: NatsConnection, cfg: Config, options: RuntimeOptions) => Promise<ServedActor>;
 
-const runtime = (cfg: Config, log: Logger, metrics?: Registry): RuntimeOptions => ({
+const runtime = (cfg: Config, log: Logger, metrics?: Registry, tracer?: Tracer): RuntimeOptions => ({
   log,
   metrics,
+  ...(tracer ? { tracer } : {}),
   concurrency: cfg.actorConcurrency,
   queue: cfg.actorQueue,
   storage: storagePolicy(cfg),
@@ -48,10 +50,11 @@ export async function startActors(
   cfg: Config,
   log: Logger,
   metrics?: Registry,
+  tracer?: Tracer,
 ): Promise<RunningActors> {
   const started: ServedActor[] = [];
   try {
-    const options = runtime(cfg, log, metrics);
+    const options = runtime(cfg, log, metrics, tracer);
     for (const name of names) started.push(await STARTERS[name](nc, cfg, options));
   } catch (error) {
     await Promise.allSettled(started.map((actor) => actor.stop()));

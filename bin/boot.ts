@@ -15,6 +15,7 @@ import { createMetrics } from "../edge/metrics.ts";
 import type { Registry } from "prom-client";
 import { watchStalls } from "../platform/stall-watch.ts";
 import { onUncaughtError } from "../platform/uncaught.ts";
+import { startTracing } from "../platform/tracing.ts";
 
 export type BootOptions = {
   cfg: Config;
@@ -46,8 +47,11 @@ export async function boot(options: BootOptions): Promise<Booted> {
     );
   });
   const metrics = createMetrics(options.processMetrics ?? true);
+  // No OTLP endpoint: nothing of OpenTelemetry is loaded.
+  const tracer = await startTracing(cfg.tracing, log);
   const bus = new Bus(nc, {
     timeoutMs: cfg.requestTimeoutMs,
+    tracer,
     onRequest: metrics.observeNats,
     onInboxError: (err) =>
       log.error({ err }, "NATS refused the edge's reply inbox: every request now fails with 503; allow this user to subscribe to _INBOX.>"),
@@ -56,12 +60,13 @@ export async function boot(options: BootOptions): Promise<Booted> {
   let edge: RunningEdge | undefined;
   let metricsServer: { stop(): void } | undefined;
   try {
-    if (options.actors.length) actors = await startActors(options.actors, nc, cfg, log, metrics.registry);
-    if (options.edge) edge = listenEdge(createEdgeApp({ cfg, bus, log, metrics }), cfg, log);
+    if (options.actors.length) actors = await startActors(options.actors, nc, cfg, log, metrics.registry, tracer);
+    if (options.edge) edge = listenEdge(createEdgeApp({ cfg, bus, log, metrics, tracer }), cfg, log);
     else if (cfg.http.metricsPort > 0) metricsServer = serveMetrics(metrics.registry, cfg, log);
   } catch (error) {
     await actors?.stop();
     await nc.close();
+    await tracer.shutdown();
     throw error;
   }
   const stopWatching = watchStalls(log);
@@ -78,6 +83,8 @@ export async function boot(options: BootOptions): Promise<Booted> {
         await edge?.stop();
         await actors?.stop();
         if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
+        // The spans of the last requests are exported before the process ends.
+        await tracer.shutdown().catch((err: unknown) => log.warn({ err }, "the last spans could not be exported"));
       })()),
   };
 }

@@ -107,6 +107,28 @@ const cidrList: Parser = (raw, variable) => {
   }
   return entries;
 };
+/** OTLP transports derrick's exporters speak; gRPC would need a gRPC stack beside them. */
+const OTLP_PROTOCOLS = ["http/protobuf", "http/json"];
+const otlpProtocol: Parser = (raw, variable) => {
+  const value = raw.trim();
+  if (OTLP_PROTOCOLS.includes(value)) return value;
+  throw new ConfigError(variable, `"${raw}" is not supported; use ${OTLP_PROTOCOLS.join(" or ")} (gRPC is not)`);
+};
+/** OpenTelemetry's `key=value,key2=value2` list with percent-encoded values (the W3C Baggage form). */
+const keyValues: Parser = (raw, variable) => {
+  const pairs: Record<string, string> = {};
+  for (const item of list(raw, variable) as string[]) {
+    const at = item.indexOf("=");
+    const key = at > 0 ? item.slice(0, at).trim() : "";
+    if (!key) throw new ConfigError(variable, `"${item}" is not a key=value pair`);
+    try {
+      pairs[key] = decodeURIComponent(item.slice(at + 1).trim());
+    } catch {
+      throw new ConfigError(variable, `the value of ${key} is not percent-encoded text`);
+    }
+  }
+  return pairs;
+};
 /** The Standard Webhooks example schedule; jitter applies only to it (docs/contract.md). */
 const DEFAULT_DELIVERY_SCHEDULE = "0,5s,5m,30m,2h,5h,10h,14h,20h,24h";
 const actorList: Parser = (raw, variable) => {
@@ -203,6 +225,16 @@ const VARIABLES: ReadonlyArray<Variable> = [
   { name: "DERRICK_SEARCH_CURSOR_TTL", path: "search.cursorTtlMs", parse: duration, fallback: "90s", durationUnitMs: 1 },
   { name: "DERRICK_LOG_LEVEL", path: "logLevel", parse: text, fallback: "info" },
   { name: "DERRICK_ACCESS_LOG", path: "accessLog", parse: boolean, fallback: "on" },
+  { name: "OTEL_SDK_DISABLED", path: "tracing.disabled", parse: boolean, fallback: "false" },
+  { name: "OTEL_EXPORTER_OTLP_ENDPOINT", path: "tracing.endpoint", parse: httpUrl },
+  { name: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", path: "tracing.tracesEndpoint", parse: httpUrl },
+  { name: "OTEL_EXPORTER_OTLP_PROTOCOL", path: "tracing.protocol", parse: otlpProtocol, fallback: "http/protobuf" },
+  // Listed after the general one: when given, it wins.
+  { name: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", path: "tracing.protocol", parse: otlpProtocol },
+  { name: "OTEL_EXPORTER_OTLP_HEADERS", path: "tracing.headers", parse: keyValues, fallback: "" },
+  { name: "OTEL_EXPORTER_OTLP_TRACES_HEADERS", path: "tracing.tracesHeaders", parse: keyValues, fallback: "" },
+  { name: "OTEL_SERVICE_NAME", path: "tracing.serviceName", parse: text, fallback: "derrick" },
+  { name: "OTEL_BSP_SCHEDULE_DELAY", path: "tracing.batchDelayMs", parse: integer, fallback: "5000" },
 ];
 
 /** The documented variables, for the CLI's help and the README. */

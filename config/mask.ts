@@ -1,7 +1,7 @@
 /** What `derrick config` prints: the configuration without its secrets. */
 import type { Config } from "./schema.ts";
 
-/** The configuration with every secret replaced: passwords, client secrets and appkeys, and credentials inside URLs. */
+/** The configuration with every secret replaced: passwords, client secrets and appkeys, OTLP export headers, and credentials inside URLs. */
 export function maskedConfig(cfg: Config): unknown {
   return {
     ...cfg,
@@ -10,8 +10,18 @@ export function maskedConfig(cfg: Config): unknown {
     auth: { ...cfg.auth, ...(cfg.auth.jwksUrl ? { jwksUrl: withoutCredentials(cfg.auth.jwksUrl) } : {}) },
     clients: cfg.clients?.map((c) => ({ ...c, client_secret: "***", appkey: "***" })),
     twinMirrors: cfg.twinMirrors.map((m) => ({ ...m, redis: withoutCredentials(m.redis) })),
+    // Export headers usually carry an API key.
+    tracing: {
+      ...cfg.tracing,
+      headers: masked(cfg.tracing.headers),
+      tracesHeaders: masked(cfg.tracing.tracesHeaders),
+      ...(cfg.tracing.endpoint ? { endpoint: withoutCredentials(cfg.tracing.endpoint) } : {}),
+      ...(cfg.tracing.tracesEndpoint ? { tracesEndpoint: withoutCredentials(cfg.tracing.tracesEndpoint) } : {}),
+    },
   };
 }
+
+const masked = (values: Record<string, string>) => Object.fromEntries(Object.keys(values).map((key) => [key, "***"]));
 
 /** A URL (or a comma list of them) with any user and password replaced by `***`. */
 export function withoutCredentials(url: string): string {

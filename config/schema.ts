@@ -176,5 +176,21 @@ export const Config = Type.Object({
   logLevel: Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
   /** One info line per HTTP request (method, route, status, duration, request id, client id). */
   accessLog: Type.Boolean(),
+  /** Span export over OTLP/HTTP, by the standard OpenTelemetry variables (docs/operations.md#exporting-spans-otlp). */
+  tracing: Type.Object({
+    /** OTEL_SDK_DISABLED: no export even with an endpoint set. */
+    disabled: Type.Boolean(),
+    /** OTEL_EXPORTER_OTLP_ENDPOINT: the base URL; traces go to `<endpoint>/v1/traces`. */
+    endpoint: Type.Optional(Type.String({ pattern: "^https?://" })),
+    /** OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: the traces URL as given (wins over `endpoint`). */
+    tracesEndpoint: Type.Optional(Type.String({ pattern: "^https?://" })),
+    protocol: Type.Union([Type.Literal("http/protobuf"), Type.Literal("http/json")]),
+    /** OTEL_EXPORTER_OTLP_HEADERS, then OTEL_EXPORTER_OTLP_TRACES_HEADERS over it: sent with every export (credentials). */
+    headers: Type.Record(Type.String(), Type.String()),
+    tracesHeaders: Type.Record(Type.String(), Type.String()),
+    serviceName: Type.String({ minLength: 1 }),
+    /** OTEL_BSP_SCHEDULE_DELAY: how long finished spans wait to be exported together. */
+    batchDelayMs: Type.Integer({ minimum: 1, maximum: 600_000 }),
+  }),
 });
 export type Config = Static<typeof Config>;

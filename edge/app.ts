@@ -7,7 +7,8 @@ import type { Config } from "../config/index.ts";
 import type { Bus } from "../platform/transport/index.ts";
 import type { Logger } from "../platform/logger.ts";
 import { buildInfo } from "../platform/build-info.ts";
-import { assignRequestId, requestIdOf, startOf, traceIdOf } from "./request-state.ts";
+import { assignRequestId, beginSpan, requestIdOf, spanOf, startOf, traceIdOf } from "./request-state.ts";
+import { noTracer, type Tracer } from "../platform/tracing.ts";
 import { errorsPlugin } from "./plugins/errors.ts";
 import { bodyPlugin, effectiveBodyLimit, serverBodyCap, type RouteBodyLimits } from "./plugins/body.ts";
 import { authPlugin, principalOf } from "./plugins/auth.ts";
@@ -24,7 +25,7 @@ import { searchRoutes } from "./routes/search.ts";
 import { reportingRoutes } from "./routes/reporting.ts";
 import { consoleRoutes } from "./routes/console.ts";
 
-export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics };
+export type EdgeDeps = { cfg: Config; bus: Bus; log: Logger; metrics: EdgeMetrics; tracer?: Tracer };
 
 /** Routes that read their own body's media type: the OAuth token endpoint (forms, RFC 6749 errors). */
 const TOKEN_ROUTES: ReadonlySet<string> = new Set(["/v2/token"]);
@@ -32,7 +33,7 @@ const TOKEN_ROUTES: ReadonlySet<string> = new Set(["/v2/token"]);
 /** Routes whose own body limit is below DERRICK_BODY_LIMIT, checked before their body is read. */
 export const routeBodyLimits: RouteBodyLimits = { ...systemBodyLimits, ...notificationBodyLimits, ...twinBodyLimits };
 
-export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
+export function createEdgeApp({ cfg, bus, log, metrics, tracer = noTracer }: EdgeDeps) {
   const verifier = createVerifier(cfg, bus);
   const auth = authPlugin(cfg, bus, verifier);
   const maxPayload = bus.nc.info?.max_payload;
@@ -47,6 +48,7 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
   const app = new Elysia({ name: "derrick-edge", normalize: false })
     .onRequest(({ request, set }) => {
       set.headers["x-request-id"] = assignRequestId(request);
+      if (tracer.exporting) beginSpan(request, tracer);
     })
     .use(methodNotAllowedPlugin(() => routeTable.get()))
     .use(errorsPlugin(log))
@@ -55,6 +57,8 @@ export function createEdgeApp({ cfg, bus, log, metrics }: EdgeDeps) {
       const status = responseStatus(responseValue, set.status);
       const ms = performance.now() - startOf(request);
       metrics.observeHttp(route || "unmatched", request.method, status, ms / 1000);
+      if (tracer.exporting)
+        spanOf(request)?.end({ status, ...(route ? { route } : {}), ...(status >= 500 ? { error: `answered ${status}` } : {}) });
       if (status < 500 && !cfg.accessLog) return;
       const line = {
         method: request.method,

@@ -43,6 +43,17 @@ export function formatTraceparent(context: TraceContext): string {
   return `00-${context.traceId}-${context.spanId}-${context.flags}`;
 }
 
+/** `{ traceId }` of a traceparent for a log line's fields; `{}` without a valid one. */
+export function traceIdField(trace: { traceparent?: string } | undefined): { traceId?: string } {
+  const traceId = parseTraceparent(trace?.traceparent)?.traceId;
+  return traceId ? { traceId } : {};
+}
+
+/** A context as its two W3C headers (what NATS headers, stored work and webhook POSTs carry). */
+export function traceHeaders(context: TraceContext): { traceparent: string; tracestate?: string } {
+  return { traceparent: formatTraceparent(context), ...(context.state ? { tracestate: context.state } : {}) };
+}
+
 function randomHex(bytes: number): string {
   for (;;) {
     const hex = randomBytes(bytes).toString("hex");

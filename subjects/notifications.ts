@@ -298,7 +298,14 @@ export type DeliveryJob = {
    * EVENTS), and the letter is deleted only after this attempt succeeds.
    */
   dead_seq?: number;
-};
+} & CausingTrace;
+
+/**
+ * The W3C trace context of the request that caused a delivery (the event's publication, or a replay), carried with
+ * the work so every attempt's POST continues that trace. Absent in work stored before traces were carried, and for
+ * events published on NATS without one.
+ */
+export type CausingTrace = { traceparent?: string; tracestate?: string };
 
 /** An event as carried inside a delivery batch when it is small (its EVENTS timestamp included). */
 export type CarriedEvent = EventBody & { time: string };
@@ -314,7 +321,7 @@ export type DeliveryBatch = {
   subscription_id: string;
   /** Epoch ms before which no attempt of the batch may run. */
   due_at: number;
-  events: Array<{ event_id: string; event_seq: number; event?: CarriedEvent }>;
+  events: Array<{ event_id: string; event_seq: number; event?: CarriedEvent } & CausingTrace>;
 };
 
 /**

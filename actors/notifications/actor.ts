@@ -64,11 +64,11 @@ export async function startNotificationsActor(nc: NatsConnection, cfg: Config, o
         endpoint(op.notificationsSubscriptionSecretRotate, (i, ctx) => rotateSecret(i.subscription_id, caller(ctx), deps)),
         endpoint(op.notificationsSubscriptionDeliveries, (i, ctx) => listDeliveries(i.subscription_id, caller(ctx), deps)),
         endpoint(op.notificationsSubscriptionRetry, async (i, ctx) =>
-          reply(await retryDelivery(i.subscription_id, i.event_id, caller(ctx), deps), 202),
+          reply(await retryDelivery(i.subscription_id, i.event_id, caller(ctx), deps, ctx.trace), 202),
         ),
         endpoint(op.notificationsEventPublish, async (i, ctx) => {
           requireGroup(ctx, PUBLISHERS_GROUP);
-          return reply(await publishEvent(i.type, i.event, caller(ctx), deps, `evt_${nuid.next()}`), 202);
+          return reply(await publishEvent(i.type, i.event, caller(ctx), deps, `evt_${nuid.next()}`, ctx.trace), 202);
         }),
         // Sent by the identity actor when it deletes a client; NATS is the trust boundary (README).
         endpoint(op.notificationsClientForget, (i) => forgetClient(i, deps)),
@@ -118,6 +118,7 @@ export async function startDelivererActor(nc: NatsConnection, cfg: Config, optio
       perSubscription: d.perSubscription,
       policy: callbackPolicy(d),
       ...(options.metrics ? { observeDuration: (seconds: number) => metrics?.deliveryDuration.observe(seconds) } : {}),
+      ...(options.tracer ? { tracer: options.tracer } : {}),
     },
     log,
   );

@@ -4,6 +4,7 @@
  * them (docs/notifications.md, "The deliverer and dispatcher in parts").
  */
 import type { Logger } from "../../platform/logger.ts";
+import { noTracer, type Tracer } from "../../platform/tracing.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { CallbackPolicy } from "./callback-policy.ts";
 import { systemClock, type Clock } from "../../platform/clock.ts";
@@ -31,6 +32,8 @@ export type DelivererOptions = {
   policy: CallbackPolicy;
   /** Hears each attempt's call duration (a metrics histogram). */
   observeDuration?: (seconds: number) => void;
+  /** Records each attempt as a span (none exported when absent). */
+  tracer?: Tracer;
 };
 
 /** What the deliverer counts is what its stats endpoint answers. */
@@ -72,6 +75,7 @@ export async function startDeliverer(
     stats,
     clock,
     log,
+    tracer: options.tracer ?? noTracer,
   });
   const timers = [clock.every(renewalPeriod(ackWaitMs), () => held.renew()), clock.every(SWEEP_EVERY_MS, () => fairShare.sweep())];
   // Work of saturated subscriptions and retries waits in the consumers (nak with delay, retries for up

@@ -34,6 +34,7 @@ import { newSecret } from "./signing.ts";
 import type { SubscriptionCache, SubscriptionRecord, SubscriptionStore } from "./store.ts";
 import { letterEvent, type Journal } from "./journal.ts";
 import type { Caller } from "../runtime/context.ts";
+import { traceHeaders, type TraceContext } from "../../platform/trace-context.ts";
 
 export type NotificationDeps = {
   store: SubscriptionStore;
@@ -68,6 +69,9 @@ const RESERVED_HEADERS = new Set([
   "upgrade",
   "expect",
   "cookie",
+  // W3C Trace Context: each attempt sends the trace of the request that caused it.
+  "traceparent",
+  "tracestate",
 ]);
 const RESERVED_PREFIXES = ["webhook-", "ce-", "x-derrick-", "proxy-", "sec-"];
 /** RFC 9110 token. */
@@ -274,7 +278,13 @@ export async function forgetClient(input: ClientForget, deps: Pick<NotificationD
  * job for this subscription only, since publishing to EVENTS again would reach every subscriber of the type. The letter
  * stays in DEAD until an attempt succeeds (docs/notifications.md#retries-dead-letters-pausing).
  */
-export async function retryDelivery(id: string, eventId: string, caller: Caller, deps: NotificationDeps): Promise<EventAccepted> {
+export async function retryDelivery(
+  id: string,
+  eventId: string,
+  caller: Caller,
+  deps: NotificationDeps,
+  trace?: TraceContext,
+): Promise<EventAccepted> {
   const record = await ownSubscription(id, caller, deps);
   const [dead, attempts] = await Promise.all([
     deps.journal.findDead(caller.partition, id, eventId),
@@ -297,6 +307,8 @@ export async function retryDelivery(id: string, eventId: string, caller: Caller,
       due_at: deps.now?.() ?? Date.now(),
       manual: true,
       ...(dead ? { dead_seq: dead.seq } : {}),
+      // The replay's attempt continues the trace of the request that asked for it.
+      ...(trace ? traceHeaders(trace) : {}),
     },
     "retries",
   );
@@ -310,6 +322,7 @@ export async function publishEvent(
   caller: Caller,
   deps: Pick<NotificationDeps, "journal">,
   eventId: string,
+  trace?: TraceContext,
 ): Promise<EventAccepted> {
   const type = checkType(rawType, "/params/type");
   const size = Buffer.byteLength(JSON.stringify(body ?? null));
@@ -321,6 +334,6 @@ export async function publishEvent(
   if ((event as { data_source?: unknown }).data_source != null && type !== "PublishData") {
     throw invalidField("/body/data_source", `applies only to PublishData events; send null or omit it for ${type}`);
   }
-  await deps.journal.publishEvent(caller.partition, type, eventId, event);
+  await deps.journal.publishEvent(caller.partition, type, eventId, event, trace);
   return { event_id: eventId };
 }

@@ -13,6 +13,8 @@ import { SINGLE_NODE, directReads, isStreamNotFound, streamOptions, type Storage
 import { onStreamDeleted, recreateDelay, withStream } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { traceHeaders, type TraceContext } from "../../platform/trace-context.ts";
+import { traceMessageHeaders, traceOfMessage } from "../../platform/transport/index.ts";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -30,6 +32,7 @@ import {
   EVENT_ID_PATTERN,
   EVENT_MAX_BYTES,
   type CarriedEvent,
+  type CausingTrace,
   type DeadLetter,
   type DeliveryAttempt,
   type DeliveryBatch,
@@ -80,7 +83,8 @@ export type Journal = {
    * deleted on the server (consumer or stream) comes back with the configuration it started with.
    */
   ensureConsumer(spec: DurableConsumer): Promise<void>;
-  publishEvent(partition: string, type: string, eventId: string, body: EventBody): Promise<number>;
+  /** `trace`: the publishing request's, stored in the message's headers for the deliveries to continue. */
+  publishEvent(partition: string, type: string, eventId: string, body: EventBody, trace?: TraceContext): Promise<number>;
   /** Undefined when EVENTS no longer holds the event; throws when the stream cannot be read. */
   readEvent(seq: number): Promise<StoredEvent | undefined>;
   /** readEvent with the stored message's size in bytes (for callers that keep events in memory). */
@@ -255,13 +259,15 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
         await ensureConsumer(jsm, { ...spec, startSeq: undefined });
       }
     },
-    publishEvent(partition, type, eventId, body) {
+    publishEvent(partition, type, eventId, body, trace) {
+      const headers = trace ? traceMessageHeaders(trace) : undefined;
       // EVENTS deleted (and the advisory not acted on yet): the streams are made again, then it is published there.
       return withStream(
         jsm,
         STREAMS.events,
         () => ensureStreams(jsm, policy),
-        async () => (await js.publish(subjects.events(partition, type), json(body), { msgID: eventId })).seq,
+        async () =>
+          (await js.publish(subjects.events(partition, type), json(body), { msgID: eventId, ...(headers ? { headers } : {}) })).seq,
       );
     },
     async readEvent(seq) {
@@ -329,6 +335,12 @@ export async function openJournal(nc: NatsConnection, policy: StoragePolicy = SI
       await jsm.streams.deleteMessage(STREAMS.dead, seq, false).catch(() => undefined);
     },
   };
+}
+
+/** The trace an EVENTS message's headers carry, as a delivery carries it on (none when absent or invalid). */
+export function causingTrace(header: { get(key: string): string } | undefined): CausingTrace {
+  const trace = traceOfMessage(header);
+  return trace ? traceHeaders(trace) : {};
 }
 
 /** A dead letter's message id: a letter re-sent after a crash is a duplicate, and a headers-only read finds an event's letters. */

@@ -57,6 +57,7 @@ import { pageCatalog, type Catalog } from "./catalog.ts";
 import { checkValues, isMember, knowsEveryItem } from "./compute.ts";
 import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./store.ts";
 import { TaskQueueFull, type QueueLimits } from "./queue.ts";
+import type { TraceContext } from "../../platform/trace-context.ts";
 import { CAS_ATTEMPTS, ids, nowOf, terminal } from "./content-task.ts";
 import type { Versioned } from "../runtime/kv.ts";
 
@@ -74,8 +75,11 @@ export type ProjectsDeps = {
   projects: ProjectStore;
   tasks: TaskStore;
   content: ContentStore;
-  /** Publishes the task to its requester's work queue (deduplicated by task id); TaskQueueFull when a limit refuses it. */
-  enqueue(partition: string, taskId: string, requester: { clientId: string; subject: string }): Promise<void>;
+  /**
+   * Publishes the task to its requester's work queue (deduplicated by task id) with the requesting request's trace;
+   * TaskQueueFull when a limit refuses it.
+   */
+  enqueue(partition: string, taskId: string, requester: { clientId: string; subject: string }, trace?: TraceContext): Promise<void>;
   /** The work queue's limits, for the refusals' messages. */
   queueLimits?: QueueLimits;
   /**
@@ -268,7 +272,7 @@ export async function requestContent(input: ContentRequest, ctx: RequestContext,
   };
   await deps.tasks.create(task);
   try {
-    await deps.enqueue(partition, task.taskId, task.requestedBy);
+    await deps.enqueue(partition, task.taskId, task.requestedBy, ctx.trace);
   } catch (error) {
     if (error instanceof TaskQueueFull) {
       // Refused, so never queued: the task goes too (a refused request leaves nothing behind to read).

@@ -28,6 +28,8 @@ import {
   type RecreatingBucket,
 } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
+import type { TraceContext } from "../../platform/trace-context.ts";
+import { traceMessageHeaders } from "../../platform/transport/index.ts";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -196,7 +198,7 @@ export type TaskQueue = {
    * Publishes a new task on its requester's queue (deduplicated by task id); a deleted stream is made
    * again first. Throws TaskQueueFull when a limit refused it.
    */
-  enqueue(partition: string, taskId: string, requester: { clientId: string; subject: string }): Promise<void>;
+  enqueue(partition: string, taskId: string, requester: { clientId: string; subject: string }, trace?: TraceContext): Promise<void>;
   /**
    * Publishes a task whose message was lost again, under a new message id (the task id may still be
    * in the duplicate window, which would drop it), on a queue of its own: it was admitted already, so
@@ -221,12 +223,18 @@ export function taskQueue(
   options: TaskQueueOptions,
 ): TaskQueue {
   const { ackWaitMs, limits = NO_QUEUE_LIMITS, policy = SINGLE_NODE, log } = options;
-  const publishOn = (queue: string, partition: string, taskId: string, msgID = taskId) =>
-    // The task id as message id: a retried publish inside the duplicate window is stored once.
-    stores.js.publish(subjects.content.tasks(partition, queue), encodeJson({ partition, taskId }), { msgID }).then(
-      () => undefined,
-      (error: unknown) => Promise.reject(queueRefusal(error)),
-    );
+  const publishOn = (queue: string, partition: string, taskId: string, msgID = taskId, trace?: TraceContext) =>
+    // The task id as message id: a retried publish inside the duplicate window is stored once. The requesting
+    // request's trace goes in the headers, for the worker to continue.
+    stores.js
+      .publish(subjects.content.tasks(partition, queue), encodeJson({ partition, taskId }), {
+        msgID,
+        ...(trace ? { headers: traceMessageHeaders(trace) } : {}),
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => Promise.reject(queueRefusal(error)),
+      );
   // A task queued again (it was admitted before) goes on a queue of its own.
   const publish = (partition: string, taskId: string, msgID = taskId) => publishOn(taskId, partition, taskId, msgID);
   let requeuing: Promise<void> = Promise.resolve();
@@ -258,14 +266,14 @@ export function taskQueue(
   };
   return {
     ensure,
-    enqueue(partition, taskId, requester) {
+    enqueue(partition, taskId, requester, trace) {
       // A publish to a deleted stream has no stream to answer it: it is made again, then published there.
       const queue = requesterQueue(requester);
       return withStream(
         stores.jsm,
         TASK_STREAM,
         ensure,
-        () => publishOn(queue, partition, taskId),
+        () => publishOn(queue, partition, taskId, taskId, trace),
         (error) => error instanceof TaskQueueFull,
       );
     },

@@ -10,6 +10,8 @@ import type { JsMsg } from "@nats-io/jetstream";
 import { TaskMessage, contentStats, type WorkerStats } from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
 import type { Logger } from "../../platform/logger.ts";
+import { noTracer, type Tracer } from "../../platform/tracing.ts";
+import { traceOfMessage } from "../../platform/transport/index.ts";
 import { check } from "../../subjects/validation.ts";
 import { Slots } from "../runtime/slots.ts";
 import { consumeForever } from "../runtime/follow.ts";
@@ -32,6 +34,7 @@ const RETRY_DELAYS_MS = [1_000, 2_000, 5_000, 10_000];
 
 export async function startContentWorker(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "content-worker" });
+  const tracer = options.tracer ?? noTracer;
   const stores = await openStores(nc, options.storage, log);
   const queue = taskQueue(nc, stores, { ackWaitMs: cfg.content.ackWaitMs, limits: cfg.content.queueLimits, policy: options.storage, log });
   const followed = await followCatalog(nc, cfg, stores, log);
@@ -59,7 +62,7 @@ export async function startContentWorker(nc: NatsConnection, cfg: Config, option
     async (msg) => {
       await gate.acquire();
       stats.inFlight++;
-      void handleTask(msg, deps, cfg.content.ackWaitMs, stats, log).finally(() => {
+      void handleTask(msg, deps, cfg.content.ackWaitMs, stats, log, tracer).finally(() => {
         stats.inFlight--;
         gate.release();
       });
@@ -111,8 +114,20 @@ function delivery(msg: JsMsg, ackWaitMs: number): Delivery {
   };
 }
 
-/** Handles one message; never throws. */
-export async function handleTask(msg: JsMsg, deps: WorkerDeps, ackWaitMs: number, stats: WorkerStats, log: Logger): Promise<void> {
+/**
+ * Handles one message; never throws. Its log lines carry the trace of the request that queued the task, and its run is
+ * a span of that trace (when spans are exported).
+ */
+export async function handleTask(
+  msg: JsMsg,
+  deps: WorkerDeps,
+  ackWaitMs: number,
+  stats: WorkerStats,
+  rootLog: Logger,
+  tracer: Tracer = noTracer,
+): Promise<void> {
+  const trace = traceOfMessage(msg.headers);
+  const log = trace ? rootLog.child({ traceId: trace.traceId }) : rootLog;
   let message: TaskMessage;
   try {
     message = check(TaskMessage, msg.json());
@@ -123,8 +138,14 @@ export async function handleTask(msg: JsMsg, deps: WorkerDeps, ackWaitMs: number
   }
   const d = delivery(msg, ackWaitMs);
   if (d.attempt > 1) stats.redelivered++;
+  const span =
+    trace && tracer.exporting
+      ? tracer.consumer(trace, "content task", { "derrick.task_id": message.taskId, "derrick.delivery.attempt": d.attempt })
+      : undefined;
+  let failure: string | undefined;
   try {
     const outcome = await runContentTask(message, deps, d);
+    if (outcome === "failed") failure = "the task failed";
     if (outcome === "superseded") {
       // Neither ack nor nak: both would act on the message the newer run holds (see Outcome). If
       // that run's worker dies, JetStream redelivers after its ack wait.
@@ -135,6 +156,7 @@ export async function handleTask(msg: JsMsg, deps: WorkerDeps, ackWaitMs: number
     else if (outcome === "failed") stats.failed++;
     msg.ack();
   } catch (error) {
+    failure = (error as Error).message ?? String(error);
     log.warn({ err: error, taskId: message.taskId, attempt: d.attempt }, "content task hit an error");
     const retry = () => msg.nak(RETRY_DELAYS_MS[Math.min(d.attempt - 1, RETRY_DELAYS_MS.length - 1)]);
     if (!d.last) return retry();
@@ -146,5 +168,7 @@ export async function handleTask(msg: JsMsg, deps: WorkerDeps, ackWaitMs: number
       // Not even the failure could be recorded: keep the message, or the task would stay unfinished.
       retry();
     }
+  } finally {
+    span?.end(failure ? { error: failure } : {});
   }
 }

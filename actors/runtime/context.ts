@@ -2,6 +2,7 @@
 import type { MsgHdrs } from "@nats-io/nats-core";
 import { forbidden, badRequest, unauthorized, type Principal } from "../../subjects/index.ts";
 import type { Logger } from "../../platform/logger.ts";
+import type { TraceContext } from "../../platform/trace-context.ts";
 
 export type RequestContext = {
   principal?: Principal;
@@ -10,6 +11,8 @@ export type RequestContext = {
   /** Absolute deadline (epoch ms) set by the caller, when any. */
   deadline?: number;
   headers?: MsgHdrs;
+  /** The trace the request belongs to, at this actor's span of it: work the request leaves behind carries it on. */
+  trace?: TraceContext;
   log: Logger;
 };
 

@@ -8,7 +8,8 @@ import type { StoragePolicy } from "./storage.ts";
 import { hostname } from "node:os";
 import type { Registry } from "prom-client";
 import { actorMetrics } from "./metrics.ts";
-import { parseTraceparent } from "../../platform/trace-context.ts";
+import { parseTraceparent, type TraceContext } from "../../platform/trace-context.ts";
+import { noTracer, type Span, type Tracer } from "../../platform/tracing.ts";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { TSchema, Static } from "@sinclair/typebox";
@@ -97,6 +98,8 @@ export type RuntimeOptions = {
   storage?: StoragePolicy;
   /** The process's Prometheus registry, for the actor's series (none when absent). */
   metrics?: Registry;
+  /** Records a span for each request handled that belongs to a trace (none exported when absent). */
+  tracer?: Tracer;
 };
 
 export type ServedActor = {
@@ -138,6 +141,7 @@ export async function serveActor(
 async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: spec.name });
   const limiter = new InFlightLimiter(options.concurrency, options.queue);
+  const tracer = options.tracer ?? noTracer;
   if (options.metrics) actorMetrics(options.metrics).actorLoad(spec.name, () => limiter.load);
   const service = await new Svcm(nc).add({
     name: serviceName(spec.name),
@@ -170,7 +174,7 @@ async function serve(nc: NatsConnection, spec: ActorSpec, options: RuntimeOption
         }
         // A JetStream delivery aimed at this subject (see subjects/delivery.ts) is not a request.
         if (!isPublishedTo(msg, ep.subject)) return refused({ subject: msg.subject, reply: msg.reply });
-        if (limiter.run(() => handleMessage(msg, ep, log, nc), msg.data.length)) return;
+        if (limiter.run(() => handleMessage(msg, ep, log, nc, spec.name, tracer), msg.data.length)) return;
         const { running, waiting, waitingBytes } = limiter.load;
         shed({ endpoint: ep.name, running, waiting, waitingBytes });
         respondProblem(
@@ -210,18 +214,29 @@ function summarizedWarning(log: Logger, message: string) {
 }
 
 /** Handles one request; never throws. `nc` tells the server's max_payload (replies larger go in chunks). */
-/** The trace id of a request's traceparent, for its log lines. */
-function traceFields(traceparent: string | undefined): { traceId?: string } {
-  const trace = parseTraceparent(traceparent);
-  return trace ? { traceId: trace.traceId } : {};
-}
-
-async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logger, nc: NatsConnection): Promise<void> {
+async function handleMessage(
+  msg: ServiceMsg,
+  ep: EndpointSpec,
+  log: Logger,
+  nc: NatsConnection,
+  actor: string,
+  tracer: Tracer,
+): Promise<void> {
   let ctx: RequestContext | undefined;
+  let span: Span | undefined;
+  let status = 200;
   try {
     const meta = readRequestMeta(msg);
     const requestId = meta.requestId ?? nuid.next();
     let child: Logger | undefined;
+    // Read only when first used (a log line, work carried on): most requests need neither.
+    let trace: { context?: TraceContext } | undefined;
+    if (tracer.exporting && meta.traceparent) {
+      const parent = parseTraceparent(meta.traceparent, meta.tracestate);
+      span = parent && tracer.handler(parent, actor, ep.name, ep.subject);
+      trace = { context: span?.context };
+    }
+    const traceOfRequest = () => (trace ??= { context: parseTraceparent(meta.traceparent, meta.tracestate) }).context;
     ctx = {
       principal: meta.principal,
       partition: meta.partition,
@@ -231,21 +246,29 @@ async function handleMessage(msg: ServiceMsg, ep: EndpointSpec, log: Logger, nc:
       get headers() {
         return msg.headers;
       },
+      get trace() {
+        return traceOfRequest();
+      },
       // Built only when first used: most requests never log.
       get log() {
-        return (child ??= log.child({ requestId, endpoint: ep.name, ...traceFields(meta.traceparent) }));
+        const traceId = traceOfRequest()?.traceId;
+        return (child ??= log.child({ requestId, endpoint: ep.name, ...(traceId ? { traceId } : {}) }));
       },
     };
     if (meta.deadline && meta.deadline <= Date.now()) throw gatewayTimeout("the caller's deadline passed before the request was handled");
     const input = decodeBody(msg, ep);
     const result = await ep.handler(input, ctx);
+    if (result instanceof Reply) status = result.status;
     respond(msg, result, nc.info?.max_payload);
   } catch (error) {
     const problem = toDerrickError(error);
+    status = problem.status;
     if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) {
       (ctx?.log ?? log).error({ err: error, subject: msg.subject }, "handler failed");
     }
     respondProblem(msg, problem, ctx?.requestId);
+  } finally {
+    span?.end({ status, ...(status >= 500 ? { error: `answered ${status}` } : {}) });
   }
 }
 

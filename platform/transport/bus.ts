@@ -20,6 +20,8 @@ import {
   type RequestMeta,
 } from "../../subjects/index.ts";
 import { encodeRequestMeta } from "./request-meta.ts";
+import { noTracer, type Span, type Tracer } from "../tracing.ts";
+import { formatTraceparent, parseTraceparent } from "../trace-context.ts";
 
 export type BusReply<T> = {
   status: number;
@@ -37,6 +39,8 @@ export type BusOptions = {
   onRequest?: (subject: string, seconds: number, outcome: string) => void;
   /** The server refused the reply inbox: every request fails with 503 from then on (log it). */
   onInboxError?: (error: Error) => void;
+  /** Records a client span for each request that belongs to a trace (when it exports). */
+  tracer?: Tracer;
 };
 
 const encoder = new TextEncoder();
@@ -140,6 +144,8 @@ export class Bus {
     const subject = typeof target === "string" ? target : target.subject;
     const started = performance.now();
     let outcome = "ok";
+    const span = this.spanOf(subject, meta);
+    if (span) meta = { ...meta, traceparent: formatTraceparent(span.context) };
     try {
       const payload = body === undefined ? undefined : encoder.encode(JSON.stringify(body));
       const headers = encodeRequestMeta({ ...meta, deadline: meta.deadline ?? Date.now() + timeoutMs });
@@ -167,7 +173,17 @@ export class Bus {
       throw error;
     } finally {
       this.options.onRequest?.(subject, (performance.now() - started) / 1000, outcome);
+      // A refusal (4xx) is the actor's answer, not a failed request.
+      span?.end(outcome === "error" || Number(outcome) >= 500 ? { error: outcome } : {});
     }
+  }
+
+  /** The request's client span, when spans are exported and the request is part of a trace. */
+  private spanOf(subject: string, meta: RequestMeta): Span | undefined {
+    const tracer = this.options.tracer ?? noTracer;
+    if (!tracer.exporting || !meta.traceparent) return undefined;
+    const parent = parseTraceparent(meta.traceparent, meta.tracestate);
+    return parent && tracer.busRequest(parent, subject);
   }
 
   private exchange(subject: string, payload: Uint8Array | undefined, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {

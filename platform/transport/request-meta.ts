@@ -1,6 +1,7 @@
 /** Writes and reads the request metadata headers (subjects/headers.ts names them) of a NATS message. */
 import { MsgHdrsImpl, type Msg, type MsgHdrs } from "@nats-io/nats-core";
 import { Header, type Principal, type RequestMeta } from "../../subjects/index.ts";
+import { parseTraceparent, traceHeaders, type TraceContext } from "../trace-context.ts";
 
 /**
  * Built straight into nats-core's header map (`MsgHdrsImpl.fromRecord`): `set()` re-validates, canonicalizes and
@@ -83,4 +84,18 @@ function metaFrom(get: (name: string) => string | undefined): RequestMeta {
     traceparent: get(Header.traceparent) || undefined,
     tracestate: get(Header.tracestate) || undefined,
   };
+}
+
+/** Headers of a stored message (an event, a content task) that carry a request's trace to the work it left. */
+export function traceMessageHeaders(trace: TraceContext): MsgHdrs {
+  const fields = traceHeaders(trace);
+  return MsgHdrsImpl.fromRecord({
+    [Header.traceparent]: [fields.traceparent],
+    ...(fields.tracestate && !LINE_BREAK.test(fields.tracestate) ? { [Header.tracestate]: [fields.tracestate] } : {}),
+  });
+}
+
+/** The trace a received message's headers carry; undefined when none or an invalid one (anyone may publish on NATS). */
+export function traceOfMessage(header: { get(key: string): string } | undefined): TraceContext | undefined {
+  return parseTraceparent(header?.get(Header.traceparent) || undefined, header?.get(Header.tracestate) || undefined);
 }

@@ -1,3 +1,4 @@
+import { noTracer } from "../../../platform/tracing.ts";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../../platform/logger.ts";
 import { ManualClock, sleep } from "../../../platform/clock.ts";
@@ -209,6 +210,7 @@ function deliverer(options: FairShareOptions & { timeoutMs: number }) {
     stats,
     clock,
     log,
+    tracer: noTracer,
   });
   const lane = new PullLane("deliveries", {} as never, Number.POSITIVE_INFINITY, {
     journal: {} as never,

@@ -7,6 +7,7 @@ import type { SubscriptionRecord, SubscriptionStore } from "../store.ts";
 import { followUp, nextAttemptAt, pausesSubscription, streakLive } from "./follow-up.ts";
 import type { CallOutcome } from "./webhook-poster.ts";
 import type { Item } from "./work.ts";
+import { traceIdField } from "../../../platform/trace-context.ts";
 
 /** Why a delivery whose event left EVENTS (7 days) before its attempt could not be made. */
 export const EVENT_GONE = "the event is no longer stored (EVENTS retention passed)";
@@ -184,6 +185,7 @@ export class OutcomeRecorder {
         error: outcome.error,
         durationMs: record.duration_ms,
         failedAttemptsNotLogged: heldBack,
+        ...traceIdField(job),
       },
       "a delivery attempt failed",
     );

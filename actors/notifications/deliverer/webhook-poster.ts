@@ -5,6 +5,7 @@ import type { Clock } from "../../../platform/clock.ts";
 import { parseRetryAfter } from "../schedule.ts";
 import { webhookHeaders } from "../signing.ts";
 import type { SubscriptionRecord } from "../store.ts";
+import { traceHeaders, type TraceContext } from "../../../platform/trace-context.ts";
 
 const USER_AGENT = "derrick-webhooks/1";
 /** Resolved and checked callback targets are reused this long (DNS answers are re-checked after). */
@@ -33,10 +34,10 @@ export class WebhookPoster {
     private readonly log: Logger,
   ) {}
 
-  /** One POST of `body` (the event's CloudEvent) to the subscription's callback. */
-  async call(subscription: SubscriptionRecord, eventId: string, body: string): Promise<CallOutcome> {
+  /** One POST of `body` (the event's CloudEvent) to the subscription's callback, in the attempt's span of `trace`. */
+  async call(subscription: SubscriptionRecord, eventId: string, body: string, trace: TraceContext): Promise<CallOutcome> {
     try {
-      const response = await this.post(subscription, eventId, body);
+      const response = await this.post(subscription, eventId, body, trace);
       return { status: response.status, retryAfter: parseRetryAfter(response.retryAfter, this.clock.now()) };
     } catch (e) {
       if (e instanceof CallbackRefused) this.log.warn({ subscription: subscription.subscription_id, detail: e.detail }, e.message);
@@ -48,6 +49,7 @@ export class WebhookPoster {
     subscription: SubscriptionRecord,
     eventId: string,
     body: string,
+    trace: TraceContext,
   ): Promise<{ status: number; retryAfter: string | null }> {
     const target = await this.targetOf(subscription.callback_uri);
     const secrets = [subscription.secret];
@@ -59,6 +61,7 @@ export class WebhookPoster {
       "user-agent": USER_AGENT,
       host: target.host,
       ...webhookHeaders(secrets, eventId, body),
+      ...traceHeaders(trace),
     };
     const response = await fetch(target.connect, {
       method: "POST",

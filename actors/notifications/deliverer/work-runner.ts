@@ -7,6 +7,8 @@ import type { FairShare, Share } from "./fair-share.ts";
 import { EVENT_GONE, type OutcomeRecorder } from "./outcome-recorder.ts";
 import type { WebhookPoster } from "./webhook-poster.ts";
 import { triage, type DeliveryMessage, type Item, type Lane, type Work } from "./work.ts";
+import { parseTraceparent } from "../../../platform/trace-context.ts";
+import type { Tracer } from "../../../platform/tracing.ts";
 
 /** Work parked in the fair share: the message, what it asks for and the lane it came on. */
 export type ParkedWork = { msg: DeliveryMessage; work: Work; lane: Lane };
@@ -24,6 +26,8 @@ export type WorkRunnerDeps = {
   stats: WorkRunnerStats;
   clock: Clock;
   log: Logger;
+  /** Each attempt is a span (a client span when exported) whose context the POST's traceparent names. */
+  tracer: Tracer;
 };
 
 /**
@@ -137,8 +141,18 @@ export class WorkRunner {
     const { clock, events, poster } = this.deps;
     this.deps.stats.attempts++;
     const started = clock.now();
+    const span = this.deps.tracer.delivery(parseTraceparent(job.traceparent, job.tracestate), {
+      callbackUri: subscription.callback_uri,
+      eventId: job.event_id,
+      subscriptionId: subscription.subscription_id,
+      attempt: job.attempt,
+    });
     const event = await events.eventOf(job);
-    const outcome = event ? await poster.call(subscription, job.event_id, events.bodyOf(job.event_id, event)) : { error: EVENT_GONE };
+    const outcome = event
+      ? await poster.call(subscription, job.event_id, events.bodyOf(job.event_id, event), span.context)
+      : { error: EVENT_GONE };
+    const failed = outcome.status === undefined || outcome.status < 200 || outcome.status >= 300;
+    span.end({ status: outcome.status, ...(failed ? { error: outcome.error ?? `answered ${outcome.status}` } : {}) });
     const finished = clock.now();
     release();
     await this.deps.recorder.record({ job, subscription, event, outcome, started, finished });

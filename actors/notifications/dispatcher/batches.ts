@@ -1,4 +1,4 @@
-import type { CarriedEvent, DeliveryBatch } from "../../../subjects/notifications.ts";
+import type { CarriedEvent, CausingTrace, DeliveryBatch } from "../../../subjects/notifications.ts";
 import { carriedPart, type StoredEvent } from "../journal.ts";
 import { matches } from "../matching.ts";
 import { delayBefore, type Schedule } from "../schedule.ts";
@@ -15,16 +15,20 @@ export const CARRY_BYTES = 4 * 1024;
 const ENTRY_BYTES = 96;
 
 /** An event of the round, with what it adds to a batch. */
-export type Pending<M> = { msg: M; event: StoredEvent; carried: CarriedEvent | undefined; bytes: number };
+export type Pending<M> = { msg: M; event: StoredEvent; carried: CarriedEvent | undefined; trace: CausingTrace; bytes: number };
 
-/** The event as it goes into batches: carried when small enough, `storedBytes` being its size as published. */
-export function pendingOf<M>(msg: M, event: StoredEvent, storedBytes: number): Pending<M> {
+/**
+ * The event as it goes into batches: carried when small enough, `storedBytes` being its size as published, with the
+ * trace of the request that published it.
+ */
+export function pendingOf<M>(msg: M, event: StoredEvent, storedBytes: number, trace: CausingTrace = {}): Pending<M> {
   // Measured as it is written into the batch, not as published: re-serializing can grow a body
   // (`1e20` is written out as 21 digits), and a batch over DELIVERIES' message limit fails its round for good.
   const carried = storedBytes <= CARRY_BYTES ? carriedPart(event) : undefined;
   const carriedBytes = carried ? Buffer.byteLength(JSON.stringify(carried)) : 0;
   const small = carried !== undefined && carriedBytes <= CARRY_BYTES;
-  return { msg, event, carried: small ? carried : undefined, bytes: (small ? carriedBytes : 0) + ENTRY_BYTES };
+  const traceBytes = (trace.traceparent?.length ?? 0) + (trace.tracestate?.length ?? 0) + (trace.traceparent ? 32 : 0);
+  return { msg, event, carried: small ? carried : undefined, trace, bytes: (small ? carriedBytes : 0) + ENTRY_BYTES + traceBytes };
 }
 
 /** The round's events grouped by the subscriptions they match, in the order the events came. */
@@ -72,6 +76,7 @@ export function batchesOf<M>(
         event_id: p.event.event_id,
         event_seq: p.event.event_seq,
         ...(p.carried ? { event: p.carried } : {}),
+        ...p.trace,
       })),
     };
     const seqs = current.map((p) => p.event.event_seq);

@@ -1,7 +1,8 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../../platform/logger.ts";
 import type { HeldMessages } from "../held-messages.ts";
-import { decodeEvent, type Journal } from "../journal.ts";
+import { causingTrace, decodeEvent, type Journal } from "../journal.ts";
+import { traceIdField } from "../../../platform/trace-context.ts";
 import type { Schedule } from "../schedule.ts";
 import type { SubscriptionCache } from "../store.ts";
 import { batchesOf, bySubscription, pendingOf, ROUND_EVENTS, type Pending } from "./batches.ts";
@@ -69,16 +70,17 @@ export class Rounds {
       },
       true,
     );
+    const trace = causingTrace(msg.headers);
     if (!("event" in decoded)) {
       stats.dropped++;
       log.warn(
-        { subject: msg.subject, seq: msg.seq, reason: decoded.problem, dropped: stats.dropped },
+        { subject: msg.subject, seq: msg.seq, reason: decoded.problem, dropped: stats.dropped, ...traceIdField(trace) },
         "event skipped: it is not a valid {data_source?, object_type?, data}",
       );
       this.settle(msg, () => msg.term(`invalid event: ${decoded.problem}`.slice(0, 256)));
       return undefined;
     }
-    return pendingOf(msg, decoded.event, msg.data.length);
+    return pendingOf(msg, decoded.event, msg.data.length, trace);
   }
 
   private async dispatch(msgs: JsMsg[]): Promise<void> {
