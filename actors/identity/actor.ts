@@ -35,6 +35,7 @@ import { FailureThrottle } from "./throttle.ts";
 import { AdmissionGate } from "../runtime/limiter.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { reply } from "../../subjects/reply.ts";
+import { tokenMetrics } from "./metrics.ts";
 
 export async function startIdentityActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "identity" });
@@ -60,6 +61,7 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
   };
   const deps: IdentityDeps = { registry, key, audience: cfg.auth.audience, tokenTtlSeconds: cfg.auth.tokenTtlSeconds, guard };
   const signing = await keepSigningKey(deps, cfg.dataDir, log);
+  const tokens = options.metrics ? tokenMetrics(options.metrics) : undefined;
   restore = async () => {
     await seed();
     await signing.publish();
@@ -70,7 +72,18 @@ export async function startIdentityActor(nc: NatsConnection, cfg: Config, option
       name: "identity",
       description: "embedded OAuth 2.0 issuer and app registry",
       endpoints: [
-        endpoint(identityToken, (input, ctx) => issueToken(input, deps, ctx.deadline)),
+        endpoint(identityToken, (input, ctx) =>
+          issueToken(input, deps, ctx.deadline).then(
+            (token) => {
+              tokens?.issued();
+              return token;
+            },
+            (error: unknown) => {
+              tokens?.failed(error);
+              throw error;
+            },
+          ),
+        ),
         endpoint(identityJwks, () => publishedJwks(deps)),
         endpoint(identityAppkeyVerify, (input) => verifyAppkey(input, deps)),
         endpoint(identityAppsCreate, async (input) => reply(await createApp(input, deps), 201)),

@@ -52,6 +52,16 @@ async function expectRetryLater(res: Response, status: number, error: string): P
   return retryAfter;
 }
 
+/** The token series of the edge's /metrics (the identity actor's, in the same process): issued, and failures by reason. */
+async function tokenCounts(derrick: TestDerrick): Promise<{ issued: number; failures: Record<string, number> }> {
+  const text = await (await fetch(`${derrick.url}/metrics`)).text();
+  const issued = Number(/^derrick_tokens_issued_total (\S+)$/m.exec(text)?.[1]);
+  const failures: Record<string, number> = {};
+  for (const [, reason, value] of text.matchAll(/^derrick_token_failures_total\{reason="([a-z_]+)"\} (\S+)$/gm))
+    failures[reason!] = Number(value);
+  return { issued, failures };
+}
+
 const abuse = derrickTest({
   actors: ["system", "identity"],
   env: {
@@ -73,6 +83,7 @@ describe("token endpoint under abuse", () => {
   it("auth - after too many failed authentications a client id is refused with 429 and Retry-After to that address, even with its right secret, known and unknown ids alike; other addresses are not", async ({
     derrick,
   }) => {
+    const before = await tokenCounts(derrick);
     const alpha = TEST_CLIENTS.alpha;
     for (let i = 0; i < 3; i++) {
       expect((await requestToken(derrick, alpha.client_id, "wrong-secret")).status).toBe(401);
@@ -96,11 +107,18 @@ describe("token endpoint under abuse", () => {
     });
     for (let i = 0; i < 2; i++) expect((await requestToken(derrick, alpha.client_id, "wrong-secret")).status).toBe(401);
     expect((await requestToken(derrick, alpha.client_id, alpha.client_secret)).status).toBe(200);
+    // derrick_tokens_issued_total and derrick_token_failures_total{reason} counted each answer above.
+    const after = await tokenCounts(derrick);
+    expect(after.issued - before.issued).toBe(4);
+    expect(after.failures.invalid_client! - before.failures.invalid_client!).toBe(9);
+    expect(after.failures.throttled! - before.failures.throttled!).toBeGreaterThanOrEqual(2);
+    expect(after.failures.overloaded).toBe(before.failures.overloaded);
   });
 
   it("auth - token requests beyond the secret checks running and waiting are refused at once with 503 and Retry-After, and the endpoint recovers", async ({
     derrick,
   }) => {
+    const before = await tokenCounts(derrick);
     const admin = TEST_CLIENTS.admin;
     const answers = await Promise.all(Array.from({ length: 24 }, () => requestToken(derrick, admin.client_id, admin.client_secret)));
     const statuses = answers.map((res) => res.status);
@@ -116,6 +134,9 @@ describe("token endpoint under abuse", () => {
       else await res.body?.cancel();
     }
     expect((await requestToken(derrick, admin.client_id, admin.client_secret)).status).toBe(200);
+    const after = await tokenCounts(derrick);
+    expect(after.failures.overloaded! - before.failures.overloaded!).toBe(statuses.filter((status) => status === 503).length);
+    expect(after.issued - before.issued).toBe(statuses.filter((status) => status === 200).length + 1);
   });
 });
 
