@@ -120,7 +120,10 @@ describe("sorting from in-memory columns", () => {
     expect(rangeVerdict(col, 3, { upper: 20, includeLower: true, includeUpper: false })).toBe(FAIL);
   });
 
-  it("sort - numbers and dates sorted in memory, and multi-word relevance ranked in memory, equal the SQL path, for windows, keysets, filters, after updates and deletes", () => {
+  // Thousands of queries against SQL: a minute or more of CPU on a busy 2-core machine.
+  it("sort - numbers and dates sorted in memory, and multi-word relevance ranked in memory, equal the SQL path, for windows, keysets, filters, after updates and deletes", {
+    timeout: 180_000,
+  }, () => {
     const fast = new SqliteBackend({ file: ":memory:" });
     const sql = new SqliteBackend({ file: ":memory:", sqlOnly: true });
     const load = (round: number, ids: number[]) => {

@@ -6,8 +6,7 @@
 import type { SortKey, SortValue } from "./backend.ts";
 import { LeafType, type Leaf } from "./documents.ts";
 import { covering } from "./rows.ts";
-
-const MAX_COLUMNS = 8;
+import { ColumnCache, MAX_COLUMNS } from "./column-cache.ts";
 
 /** Bits of `NumericColumn.kinds`: which kinds of value a column has held. */
 export const NUMBERS = 1;
@@ -30,33 +29,13 @@ const CHANGED_MAX = 4096;
 /** What a column load reads: the numeric values of a path (dates as epoch ms, `date` set), and whether it holds any other value. */
 export type ColumnSource = { numbers: Iterable<[rid: number, value: number, date?: boolean]>; hasOtherValues: boolean };
 
-export class SortColumns {
-  /** A path's column, or null when it holds values other than numbers and dates (the SQL path sorts those). */
-  private readonly columns = new Map<string, NumericColumn | null>();
-
-  clear(): void {
-    this.columns.clear();
-  }
-
-  /** The paths sorted from memory now (for tests and diagnostics). */
-  held(): string[] {
-    return [...this.columns].filter(([, column]) => column !== null).map(([path]) => path);
-  }
-
+/** A path cannot be kept when it holds values other than numbers and dates (the SQL path sorts those). */
+export class SortColumns extends ColumnCache<NumericColumn> {
   /** The columns for these sort keys' paths, loading missing ones; undefined when one cannot be kept here. */
   columnsFor(paths: string[], load: (path: string) => ColumnSource): NumericColumn[] | undefined {
     const out: NumericColumn[] = [];
     for (const path of paths) {
-      let column = this.columns.get(path);
-      if (column === undefined) {
-        column = fromSource(load(path));
-        this.columns.set(path, column);
-        this.evict();
-      } else {
-        // Most recently used last (Map keeps insertion order).
-        this.columns.delete(path);
-        this.columns.set(path, column);
-      }
+      const column = this.use(path, () => fromSource(load(path)));
       if (column === null) return undefined;
       out.push(column);
     }
@@ -106,21 +85,6 @@ export class SortColumns {
         column.max[rid] = Number.NaN;
       }
     }
-  }
-
-  private evict(): void {
-    evictColumns(this.columns, MAX_COLUMNS);
-  }
-}
-
-/** Drops the least recently used columns (first in the map) until at most `max` are held. */
-export function evictColumns(columns: Map<string, object | null>, max: number): void {
-  let live = 0;
-  for (const column of columns.values()) if (column) live++;
-  for (const [path, column] of columns) {
-    if (live <= max) break;
-    if (column) live--;
-    columns.delete(path);
   }
 }
 

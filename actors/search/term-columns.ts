@@ -6,9 +6,9 @@
 import type { Aggregation } from "../../subjects/search.ts";
 import { LeafType, tokenize, type Leaf } from "./documents.ts";
 import { covering } from "./rows.ts";
-import { compareCodePoints, evictColumns } from "./sort-columns.ts";
+import { compareCodePoints } from "./sort-columns.ts";
+import { ColumnCache } from "./column-cache.ts";
 
-const MAX_COLUMNS = 8;
 /** A field with more distinct values than this (ids, free text) stays in SQL: its terms would cost more memory than they save. */
 export const MAX_TERMS = 65_536;
 const NONE = -1;
@@ -35,32 +35,11 @@ export type TermColumn = {
 /** What a column load reads: every exact value of the path with its number (null when it has none). */
 export type TermSource = { values: Iterable<[rid: number, str: string, num: number | null, t: number]>; incomplete: boolean };
 
-export class TermColumns {
-  /** A path's column, or null when it cannot be kept (too many terms, or one text with two numbers beside it). */
-  private readonly columns = new Map<string, TermColumn | null>();
-
-  clear(): void {
-    this.columns.clear();
-  }
-
-  /** The paths counted from memory now (for tests and diagnostics). */
-  held(): string[] {
-    return [...this.columns].filter(([, column]) => column !== null).map(([path]) => path);
-  }
-
+/** A path cannot be kept when it has too many terms, or one text with two numbers beside it. */
+export class TermColumns extends ColumnCache<TermColumn> {
   /** The column of a path, loading it when missing; undefined when the path cannot be kept here. */
   columnFor(path: string, load: (path: string) => TermSource): TermColumn | undefined {
-    let column = this.columns.get(path);
-    if (column === undefined) {
-      column = fromSource(load(path));
-      this.columns.set(path, column);
-      this.evict();
-    } else {
-      // Most recently used last (Map keeps insertion order).
-      this.columns.delete(path);
-      this.columns.set(path, column);
-    }
-    return column ?? undefined;
+    return this.use(path, () => fromSource(load(path))) ?? undefined;
   }
 
   /** A record's new values: every kept column follows them. */
@@ -84,10 +63,6 @@ export class TermColumns {
 
   remove(rid: number): void {
     for (const column of this.columns.values()) if (column) clearRow(column, rid);
-  }
-
-  private evict(): void {
-    evictColumns(this.columns, MAX_COLUMNS);
   }
 }
 
