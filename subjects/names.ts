@@ -79,6 +79,8 @@ export const subjects = {
     "prospect.details",
     "fullcycle.aggregation",
     "scenario.aggregation",
+    "task.get",
+    "task.result",
   ] as const),
   /** Subscriptions API and operations of the notifications actors (schemas: subjects/notifications.ts). */
   notifications: {

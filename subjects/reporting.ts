@@ -344,3 +344,40 @@ export const reportingFullcycleAggregation = operation("reporting", "fullcycle.a
   reply: AggregationResult,
 });
 export const reportingScenarioAggregation = aggregation("scenario.aggregation");
+
+// ---- aggregation tasks: large aggregations answer 202 with one (docs/reporting.md#large-aggregations-answer-202-with-a-task)
+
+/** The aggregations that can be answered by a task (the others take no simulation). */
+export const TaskAggregation = Type.Union([Type.Literal("prospect"), Type.Literal("fullcycle"), Type.Literal("scenarios")]);
+export type TaskAggregation = Static<typeof TaskAggregation>;
+export const AggregationTaskState = Type.Union([
+  Type.Literal("queued"),
+  Type.Literal("running"),
+  Type.Literal("succeeded"),
+  Type.Literal("failed"),
+]);
+export type AggregationTaskState = Static<typeof AggregationTaskState>;
+const Time = () => Type.String({ format: "date-time" });
+/** A task as its reads show it (and the body of the 202 that accepted it). */
+export const AggregationTask = Type.Object({
+  taskId: Type.String({ pattern: ID_PATTERN }),
+  aggregation: TaskAggregation,
+  /** The aggregated entity: the prospect analysis (prospect, full cycle) or the multiple scenario analysis. */
+  id: Id(),
+  state: AggregationTaskState,
+  /** The estimated work that made it a task (segment draws and the like, work.ts). */
+  work: Type.Integer({ minimum: 0 }),
+  createdAt: Time(),
+  startedAt: Type.Optional(Time()),
+  completedAt: Type.Optional(Time()),
+  /** completedAt + 60 s: the result is kept until then. */
+  expiresAt: Type.Optional(Time()),
+  error: Type.Optional(Type.String()),
+  /** Where the result is read once the task succeeded. */
+  result: Type.String(),
+});
+export type AggregationTask = Static<typeof AggregationTask>;
+export const TaskPath = Type.Object({ taskId: Type.String({ pattern: ID_PATTERN }) });
+export type TaskPath = Static<typeof TaskPath>;
+export const reportingTaskGet = operation("reporting", "task.get", { request: TaskPath, reply: AggregationTask });
+export const reportingTaskResult = operation("reporting", "task.result", { request: TaskPath, reply: AggregationResult });

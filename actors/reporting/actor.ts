@@ -9,23 +9,37 @@ import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../
 import {
   deleteEntity,
   fullCycleAggregate,
+  getAggregationTask,
+  getAggregationTaskResult,
   getEntity,
   licenseAggregate,
   prospectAggregate,
   prospectAggregateDetails,
   putEntity,
+  runAggregationTask,
   scenarioAggregate,
   type ReportingDeps,
 } from "./handlers.ts";
 import { assessmentStore, openStores } from "./store.ts";
 import { ResultMemory } from "./result-memory.ts";
+import { AggregationTasks, openTaskBuckets } from "./tasks.ts";
+import { actorMetrics } from "../runtime/metrics.ts";
 
 export async function startReportingActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "reporting" });
   const stores = await openStores(nc, options.storage, log);
   const results = new ResultMemory(stores.cache, nc, log);
   await results.start();
-  const deps: ReportingDeps = { store: assessmentStore(stores, { results }) };
+  const metrics = options.metrics ? actorMetrics(options.metrics) : undefined;
+  const deps: ReportingDeps = {
+    store: assessmentStore(stores, { results }),
+    ...(metrics ? { cacheReads: (result: "hit" | "miss") => metrics.reportingCache.inc({ result }) } : {}),
+  };
+  const buckets = await openTaskBuckets(nc, options.storage);
+  const tasks = new AggregationTasks(buckets.tasks, buckets.results, (task) => runAggregationTask(task, deps), log, {
+    ...(stores.maxValueBytes ? { maxValueBytes: stores.maxValueBytes } : {}),
+  });
+  deps.tasks = tasks;
   return serveActor(
     nc,
     {
@@ -40,11 +54,14 @@ export async function startReportingActor(nc: NatsConnection, options: RuntimeOp
         endpoint(op.reportingProspectDetails, (input, ctx) => prospectAggregateDetails(input, ctx, deps)),
         endpoint(op.reportingFullcycleAggregation, (input, ctx) => fullCycleAggregate(input, ctx, deps)),
         endpoint(op.reportingScenarioAggregation, (input, ctx) => scenarioAggregate(input, ctx, deps)),
+        endpoint(op.reportingTaskGet, (input, ctx) => getAggregationTask(input, ctx, deps)),
+        endpoint(op.reportingTaskResult, (input, ctx) => getAggregationTaskResult(input, ctx, deps)),
       ],
     },
     options,
     async () => {
       stores.close?.();
+      await tasks.stop();
       await results.stop();
     },
   );

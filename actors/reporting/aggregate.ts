@@ -505,6 +505,15 @@ function resourceCaseVolume(m: ProspectModel, sim: Simulation | undefined, produ
 
 export type ScenarioInput = { scenario: MultipleScenarioAnalysis["scenarios"][number]; model: ProspectModel };
 
+/**
+ * Bytes the outcome nodes of a scenario aggregation may take, leaving the rest of the reply (≤ 1 MB at the limits) well
+ * within the 64 MiB a reply may take: 64 segments with 128-character ids would need ~600 MB for 2^16 outcomes.
+ */
+export const MAX_TREE_BYTES = 48 * 1024 * 1024;
+
+/** An upper estimate of one outcome node's JSON: its other fields (units ≤ 32 characters) and `"<id>":false,` per segment (ids are ASCII). */
+export const outcomeNodeBytes = (segmentIds: readonly string[]): number => 250 + segmentIds.reduce((sum, id) => sum + id.length + 9, 0);
+
 /** Seeds of the scenarios' simulations: distinct, derived from the analysis seed. */
 const scenarioSeed = (seed: number, index: number) => (seed + Math.imul(index + 1, 0x9e3779b9)) >>> 0;
 
@@ -587,9 +596,10 @@ export function scenarioAggregation(
     trials,
     seed: scenarioSeed(seed, i),
   }));
+  const nodeBytes = Math.max(...scenarios.map(({ model }) => outcomeNodeBytes(model.segments.map((s) => s.segmentAnalysisId))));
   const allotted = allotOutcomes(
     treeInputs.map((input, i) => (scenarios[i]!.scenario.probability > 0 ? outcomeBound(input) : 0)),
-    MAX_TREE_OUTCOMES,
+    Math.min(MAX_TREE_OUTCOMES, Math.floor(MAX_TREE_BYTES / nodeBytes)),
   );
   scenarios.forEach(({ scenario, model }, i) => {
     if (!(scenario.probability > 0)) return;

@@ -24,6 +24,9 @@ import {
   type ProspectAnalysis,
   type SegmentAnalysis,
   type Simulation,
+  type AggregationTask,
+  type TaskAggregation,
+  type TaskPath,
 } from "../../subjects/reporting.ts";
 import { requireGroup, requirePartition, requirePrincipal, type RequestContext } from "../runtime/context.ts";
 import { encodeJson } from "../runtime/kv.ts";
@@ -40,9 +43,18 @@ import {
 } from "./aggregate.ts";
 import { entityKey, indexKey, resultKey, type AssessmentStore, type Envelope, type Tracker } from "./store.ts";
 import { checkMergedLicense, validateEntity } from "./validate.ts";
+import { ASYNC_WORK_MIN, aggregationWork } from "./work.ts";
+import { taskLocation, taskView, type AggregationTasks, type TaskRecord } from "./tasks.ts";
 import { analysisProblems, basisOfSegments, productionProblem, scenarioProblems, scenarioWorkProblem, unitsOf } from "./consistency.ts";
 
-export type ReportingDeps = { store: AssessmentStore; now?: () => Date };
+export type ReportingDeps = {
+  store: AssessmentStore;
+  now?: () => Date;
+  /** Where large aggregations go (absent: every aggregation is answered at once). */
+  tasks?: AggregationTasks;
+  /** Hears each aggregation read: served from the cache (`hit`) or computed (`miss`). */
+  cacheReads?: (result: "hit" | "miss") => void;
+};
 
 /** The cache header: `hit` when the reply came from KV, `miss` when it was computed. */
 export const CACHE_HEADER = "x-derrick-cache";
@@ -253,24 +265,57 @@ function requireComparableVolumes(model: ProspectModel): void {
     throw conflict(`prospect analysis ${model.pa.prospectAnalysisId} cannot be aggregated: ${problems[0]!.message}`, { errors: problems });
 }
 
+/** An aggregation's heavy part, run once its inputs are loaded and checked: its estimated work says whether now or in a task. */
+type Plan = { work: number; compute: () => AggregationResult };
+
 /**
- * A cached result, or the computation's result stored for next time (keyed by its inputs'
- * revisions). `echo`: request fields answered as given, added to the reply after the cache so they
- * are not part of its key.
+ * One aggregation request: its cache key, how to load and check its inputs (errors answered at once), and, for those
+ * that can be large, what a task needs to run it again. `echo`: request fields answered as given, added after the
+ * cache so they are not part of its key.
  */
-async function cachedOrComputed(
+type Aggregation = {
+  key: string;
+  plan: (tracker: Tracker) => Promise<Plan>;
+  echo?: Record<string, string>;
+  task?: { aggregation: TaskAggregation; id: string; request: unknown };
+};
+
+/**
+ * A cached result, or the computation's result stored for next time (keyed by its inputs' revisions); a computation of
+ * ASYNC_WORK_MIN or more is answered 202 with a task instead (docs/reporting.md#large-aggregations-answer-202-with-a-task).
+ */
+async function answer(
   deps: ReportingDeps,
-  key: string,
-  compute: (tracker: Tracker) => Promise<AggregationResult>,
-  echo?: Record<string, string>,
+  partition: string,
+  aggregation: Aggregation,
 ): Promise<Reply<AggregationResult | EncodedJson<AggregationResult>>> {
-  const cached = await deps.store.cached(key);
-  if (cached.value !== undefined)
-    return reply(new EncodedJson<AggregationResult>(withFields(cached.value, echo)), 200, { [CACHE_HEADER]: "hit" });
+  const cached = await deps.store.cached(aggregation.key);
+  if (cached.value !== undefined) {
+    deps.cacheReads?.("hit");
+    return reply(new EncodedJson<AggregationResult>(withFields(cached.value, aggregation.echo)), 200, { [CACHE_HEADER]: "hit" });
+  }
+  deps.cacheReads?.("miss");
   const tracker = deps.store.tracker();
-  const result = await compute(tracker);
-  await deps.store.remember(key, result, tracker, cached.revision);
-  return reply(echo ? new EncodedJson<AggregationResult>(withFields(encodeJson(result), echo)) : result, 200, { [CACHE_HEADER]: "miss" });
+  const { work, compute } = await aggregation.plan(tracker);
+  if (aggregation.task && deps.tasks && work >= ASYNC_WORK_MIN) {
+    const { aggregation: kind, id, request } = aggregation.task;
+    const task = await deps.tasks.accept(partition, kind, id, request, work);
+    return reply(task, 202, { Location: taskLocation(task.taskId), [CACHE_HEADER]: "miss" });
+  }
+  const bytes = encodeJson(compute());
+  await deps.store.remember(aggregation.key, bytes, tracker, cached.revision);
+  return reply(new EncodedJson<AggregationResult>(withFields(bytes, aggregation.echo)), 200, { [CACHE_HEADER]: "miss" });
+}
+
+/** Runs an accepted task's aggregation again from its stored request: the bytes a 200 would answer (cached for later reads too). */
+export async function runAggregationTask(task: TaskRecord, deps: ReportingDeps): Promise<Uint8Array> {
+  const aggregation = TASK_AGGREGATIONS[task.aggregation](task.request as never, task.partition);
+  const cached = await deps.store.cached(aggregation.key);
+  if (cached.value !== undefined) return withFields(cached.value, aggregation.echo);
+  const tracker = deps.store.tracker();
+  const bytes = encodeJson((await aggregation.plan(tracker)).compute());
+  await deps.store.remember(aggregation.key, bytes, tracker, cached.revision);
+  return withFields(bytes, aggregation.echo);
 }
 
 /**
@@ -295,47 +340,62 @@ function callerPartition(ctx: RequestContext): string {
 
 // ---- aggregations ------------------------------------------------------------------------------
 
+const prospectRequest = (input: AggregationRef, partition: string): Aggregation => {
+  const id = checkToken(input.id, "/params/id");
+  return {
+    key: resultKey(partition, "prospect", id),
+    task: { aggregation: "prospect", id, request: input },
+    plan: async (tracker) => {
+      const { model, version } = await loadModel(tracker, partition, id, "/params/id");
+      requireComparableVolumes(model);
+      const licenses = await Promise.all(
+        (model.pa.licenseIds ?? []).map((lid) => tracker.get<Envelope<License>>(entityKey(partition, "licenses", lid))),
+      );
+      const linked = licenses.flatMap((l, i) => (l ? [{ licenseId: model.pa.licenseIds![i]!, name: l.entity.name }] : []));
+      return { work: aggregationWork.prospect(model), compute: () => prospectAggregation(model, linked, version) };
+    },
+  };
+};
+
 export async function prospectAggregate(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
   const partition = callerPartition(ctx);
-  const id = checkToken(input.id, "/params/id");
-  return cachedOrComputed(deps, resultKey(partition, "prospect", id), async (tracker) => {
-    const { model, version } = await loadModel(tracker, partition, id, "/params/id");
-    requireComparableVolumes(model);
-    const licenses = await Promise.all(
-      (model.pa.licenseIds ?? []).map((lid) => tracker.get<Envelope<License>>(entityKey(partition, "licenses", lid))),
-    );
-    const linked = licenses.flatMap((l, i) => (l ? [{ licenseId: model.pa.licenseIds![i]!, name: l.entity.name }] : []));
-    return prospectAggregation(model, linked, version);
-  });
+  return answer(deps, partition, prospectRequest(input, partition));
 }
 
 export async function prospectAggregateDetails(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
   const partition = callerPartition(ctx);
   const id = checkToken(input.id, "/params/id");
-  return cachedOrComputed(deps, resultKey(partition, "details", id), async (tracker) =>
-    prospectDetails((await loadModel(tracker, partition, id, "/params/id")).model),
-  );
+  return answer(deps, partition, {
+    key: resultKey(partition, "details", id),
+    plan: async (tracker) => {
+      const { model } = await loadModel(tracker, partition, id, "/params/id");
+      return { work: 0, compute: () => prospectDetails(model) };
+    },
+  });
 }
 
 export async function licenseAggregate(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
   const partition = callerPartition(ctx);
   const id = checkToken(input.id, "/params/id");
-  return cachedOrComputed(deps, resultKey(partition, "license", id), async (tracker) => {
-    const found = await tracker.get<Envelope<License & { licenseId: string }>>(entityKey(partition, "licenses", id));
-    if (!found) throw notFound(`license ${id} does not exist`);
-    const prospectIds = [...new Set(found.entity.versions.flatMap((v) => v.prospectIds))];
-    const analysesByProspect = new Map<string, LinkedAnalysis[]>();
-    await Promise.all(
-      prospectIds.map(async (prospectId) => {
-        const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byprospect", prospectId));
-        const linked = await Promise.all((index?.ids ?? []).map((paId) => linkedAnalysis(tracker, partition, paId)));
-        analysesByProspect.set(
-          prospectId,
-          linked.filter((m): m is LinkedAnalysis => m !== undefined),
-        );
-      }),
-    );
-    return licenseAggregation(found.entity, analysesByProspect);
+  return answer(deps, partition, {
+    key: resultKey(partition, "license", id),
+    plan: async (tracker) => {
+      const found = await tracker.get<Envelope<License & { licenseId: string }>>(entityKey(partition, "licenses", id));
+      if (!found) throw notFound(`license ${id} does not exist`);
+      const prospectIds = [...new Set(found.entity.versions.flatMap((v) => v.prospectIds))];
+      const analysesByProspect = new Map<string, LinkedAnalysis[]>();
+      await Promise.all(
+        prospectIds.map(async (prospectId) => {
+          const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byprospect", prospectId));
+          const linked = await Promise.all((index?.ids ?? []).map((paId) => linkedAnalysis(tracker, partition, paId)));
+          analysesByProspect.set(
+            prospectId,
+            linked.filter((m): m is LinkedAnalysis => m !== undefined),
+          );
+        }),
+      );
+      return { work: 0, compute: () => licenseAggregation(found.entity, analysesByProspect) };
+    },
   });
 }
 
@@ -359,8 +419,7 @@ async function linkedAnalysis(tracker: Tracker, partition: string, paId: string)
   }
 }
 
-export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx: RequestContext, deps: ReportingDeps) {
-  const partition = callerPartition(ctx);
+const fullCycleRequest = (input: FullCycleAggregationRequest, partition: string): Aggregation => {
   const body = input.body;
   // The key holds only what the result depends on: the levels as a set and the company. The currency is only echoed,
   // added after the cache: keyed by it, any caller could fill the cache and the dependents lists without end (docs/reporting.md#caching).
@@ -370,10 +429,11 @@ export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx
     .digest("hex")
     .slice(0, 16);
   const echo = body.currency ? { currency: body.currency } : undefined;
-  return cachedOrComputed(
-    deps,
-    resultKey(partition, "fullcycle", body.prospectAnalysisId, params),
-    async (tracker) => {
+  return {
+    key: resultKey(partition, "fullcycle", body.prospectAnalysisId, params),
+    ...(echo ? { echo } : {}),
+    task: { aggregation: "fullcycle", id: body.prospectAnalysisId, request: input },
+    plan: async (tracker) => {
       const { model } = await loadModel(tracker, partition, body.prospectAnalysisId, "/body/prospectAnalysisId");
       requireComparableVolumes(model);
       const index = await tracker.get<{ ids: string[] }>(indexKey(partition, "byanalysis", body.prospectAnalysisId));
@@ -403,19 +463,26 @@ export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx
         (a) =>
           a.entity.production && a.entity.production.recoverable === undefined && a.entity.resourceCase && a.entity.resourceCase !== "mean",
       );
-      const sim = needsSimulation ? simulateProspect(model) : undefined;
-      return {
-        prospectAnalysisId: body.prospectAnalysisId,
-        ...(body.companyId ? { companyId: body.companyId, workingInterest } : {}),
-        levels,
-        pg: model.chance.pgAtLeastOne,
-        fullCycleAnalyses: analyses
-          .sort((a, b) => a.entity.fullCycleAnalysisId.localeCompare(b.entity.fullCycleAnalysisId))
-          .map((a) => fullCycle({ fc: a.entity, version: a.version }, model, sim, levels, workingInterest)),
+      const compute = () => {
+        const sim = needsSimulation ? simulateProspect(model) : undefined;
+        return {
+          prospectAnalysisId: body.prospectAnalysisId,
+          ...(body.companyId ? { companyId: body.companyId, workingInterest } : {}),
+          levels,
+          pg: model.chance.pgAtLeastOne,
+          fullCycleAnalyses: analyses
+            .sort((a, b) => a.entity.fullCycleAnalysisId.localeCompare(b.entity.fullCycleAnalysisId))
+            .map((a) => fullCycle({ fc: a.entity, version: a.version }, model, sim, levels, workingInterest)),
+        };
       };
+      return { work: aggregationWork.fullcycle(model, needsSimulation), compute };
     },
-    echo,
-  );
+  };
+};
+
+export async function fullCycleAggregate(input: FullCycleAggregationRequest, ctx: RequestContext, deps: ReportingDeps) {
+  const partition = callerPartition(ctx);
+  return answer(deps, partition, fullCycleRequest(input, partition));
 }
 
 /** The company's working interest: the prospect analysis's entitlement, else its share in the latest version of a linked license. */
@@ -435,43 +502,80 @@ async function companyInterest(tracker: Tracker, partition: string, model: Prosp
   ]);
 }
 
+const scenarioRequest = (input: AggregationRef, partition: string): Aggregation => {
+  const id = checkToken(input.id, "/params/id");
+  return {
+    key: resultKey(partition, "scenarios", id),
+    task: { aggregation: "scenarios", id, request: input },
+    plan: async (tracker) => {
+      const found = await tracker.get<Envelope<MultipleScenarioAnalysis & { multipleScenarioAnalysisId: string; simulation: Simulation }>>(
+        entityKey(partition, "multiplescenarioanalyses", id),
+      );
+      if (!found) throw notFound(`multiple scenario analysis ${id} does not exist`);
+      const msa = found.entity;
+      const scenarios = await Promise.all(
+        msa.scenarios.map(async (scenario, i) => {
+          try {
+            return {
+              scenario,
+              model: (await loadModel(tracker, partition, scenario.prospectAnalysisId, `/scenarios/${i}/prospectAnalysisId`)).model,
+            };
+          } catch (error) {
+            if (error instanceof DerrickError && error.status === 404)
+              throw conflict(`scenario ${scenario.scenarioId} names prospect analysis ${scenario.prospectAnalysisId}, which was deleted`);
+            throw error;
+          }
+        }),
+      );
+      for (const { model } of scenarios) requireComparableVolumes(model);
+      // Checked on write too; an enrolled prospect analysis may have gained segments since.
+      const work = scenarioWorkProblem(
+        scenarios.map(({ model }) => model.segments.length),
+        msa.simulation.trials,
+        "/simulation/trials",
+      );
+      if (work) throw conflict(`${id} cannot be aggregated: ${work.message}`, { errors: [work] });
+      const problems = scenarioProblems(
+        scenarios.map(({ scenario, model }) => ({ scenarioId: scenario.scenarioId, units: model.units, basis: model.basis })),
+        (i) => `/scenarios/${i}`,
+      );
+      if (problems.length)
+        throw conflict(`the scenarios of ${id} cannot be weighted together: ${problems[0]!.message}`, { errors: problems });
+      return {
+        work: aggregationWork.scenarios(
+          scenarios.map(({ model }) => model),
+          msa.simulation.trials,
+        ),
+        compute: () => scenarioAggregation(msa, scenarios),
+      };
+    },
+  };
+};
+
 export async function scenarioAggregate(input: AggregationRef, ctx: RequestContext, deps: ReportingDeps) {
   const partition = callerPartition(ctx);
-  const id = checkToken(input.id, "/params/id");
-  return cachedOrComputed(deps, resultKey(partition, "scenarios", id), async (tracker) => {
-    const found = await tracker.get<Envelope<MultipleScenarioAnalysis & { multipleScenarioAnalysisId: string; simulation: Simulation }>>(
-      entityKey(partition, "multiplescenarioanalyses", id),
-    );
-    if (!found) throw notFound(`multiple scenario analysis ${id} does not exist`);
-    const msa = found.entity;
-    const scenarios = await Promise.all(
-      msa.scenarios.map(async (scenario, i) => {
-        try {
-          return {
-            scenario,
-            model: (await loadModel(tracker, partition, scenario.prospectAnalysisId, `/scenarios/${i}/prospectAnalysisId`)).model,
-          };
-        } catch (error) {
-          if (error instanceof DerrickError && error.status === 404)
-            throw conflict(`scenario ${scenario.scenarioId} names prospect analysis ${scenario.prospectAnalysisId}, which was deleted`);
-          throw error;
-        }
-      }),
-    );
-    for (const { model } of scenarios) requireComparableVolumes(model);
-    // Checked on write too; an enrolled prospect analysis may have gained segments since.
-    const work = scenarioWorkProblem(
-      scenarios.map(({ model }) => model.segments.length),
-      msa.simulation.trials,
-      "/simulation/trials",
-    );
-    if (work) throw conflict(`${id} cannot be aggregated: ${work.message}`, { errors: [work] });
-    const problems = scenarioProblems(
-      scenarios.map(({ scenario, model }) => ({ scenarioId: scenario.scenarioId, units: model.units, basis: model.basis })),
-      (i) => `/scenarios/${i}`,
-    );
-    if (problems.length)
-      throw conflict(`the scenarios of ${id} cannot be weighted together: ${problems[0]!.message}`, { errors: problems });
-    return scenarioAggregation(msa, scenarios);
-  });
+  return answer(deps, partition, scenarioRequest(input, partition));
+}
+
+/** How a task's stored request is run again, per aggregation. */
+const TASK_AGGREGATIONS: Record<TaskAggregation, (request: never, partition: string) => Aggregation> = {
+  prospect: prospectRequest,
+  fullcycle: fullCycleRequest,
+  scenarios: scenarioRequest,
+};
+
+// ---- tasks ----------------------------------------------------------------------------------------
+
+export async function getAggregationTask(input: TaskPath, ctx: RequestContext, deps: ReportingDeps): Promise<AggregationTask> {
+  const partition = callerPartition(ctx);
+  const taskId = checkToken(input.taskId, "/params/taskId");
+  if (!deps.tasks) throw notFound(`aggregation task ${taskId} does not exist`);
+  return taskView(await deps.tasks.get(partition, taskId));
+}
+
+export async function getAggregationTaskResult(input: TaskPath, ctx: RequestContext, deps: ReportingDeps) {
+  const partition = callerPartition(ctx);
+  const taskId = checkToken(input.taskId, "/params/taskId");
+  if (!deps.tasks) throw notFound(`aggregation task ${taskId} does not exist`);
+  return deps.tasks.result(partition, taskId);
 }

@@ -113,7 +113,7 @@ export interface AssessmentStore {
   /** The stored result's JSON bytes as they are (replied unparsed), and the key's revision: a miss passes it to remember(). */
   cached(key: string): Promise<{ value: Uint8Array | undefined; revision: number }>;
   /**
-   * Stores a result computed from the tracked inputs after a miss at `missRevision`, unless an input
+   * Stores a result (or its JSON bytes) computed from the tracked inputs after a miss at `missRevision`, unless an input
    * changed, a write of one is under way, the result key was touched since, or the result is larger
    * than one KV value (then it is answered but computed again on the next read). True when stored.
    */
@@ -221,7 +221,7 @@ export class KvAssessmentStore implements AssessmentStore {
   }
 
   async remember(key: string, result: unknown, tracker: Tracker, missRevision: number): Promise<boolean> {
-    const bytes = encodeJson(result);
+    const bytes = result instanceof Uint8Array ? result : encodeJson(result);
     // Its put would fail with max_payload exceeded, and the GET with it (a 16-segment outcome tree is ~28 MB).
     const limit = this.stores.maxValueBytes?.();
     if (limit !== undefined && bytes.length > limit) return false;

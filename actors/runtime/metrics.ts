@@ -15,6 +15,8 @@ export type ActorMetrics = {
   deliveries(counts: () => DeliveryCounts): void;
   /** One delivery attempt's HTTP call, in seconds. */
   deliveryDuration: Histogram;
+  /** Reporting aggregation reads by where the answer came from: `hit` (cached), `miss` (computed). */
+  reportingCache: Counter<"result">;
 };
 
 const byRegistry = new WeakMap<Registry, ActorMetrics>();
@@ -59,6 +61,12 @@ export function actorMetrics(registry: Registry): ActorMetrics {
       name: "derrick_delivery_duration_seconds",
       help: "Duration of each webhook delivery attempt's HTTP call",
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    reportingCache: new Counter({
+      name: "derrick_reporting_cache_total",
+      help: "Reporting aggregation reads by result: hit (answered from the cache, in memory or KV) or miss (computed, or a task accepted)",
+      labelNames: ["result"],
       registers: [registry],
     }),
   };

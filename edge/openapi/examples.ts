@@ -42,6 +42,8 @@ import {
   PROSPECT_AGGREGATION,
   PROSPECT_DETAILS,
   SCENARIO_AGGREGATION,
+  AGGREGATION_TASK_ACCEPTED,
+  AGGREGATION_TASK_SUCCEEDED,
 } from "./reporting-examples.ts";
 
 /** What the document shows of one operation beyond its schemas. */
@@ -580,7 +582,10 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
   ...entityExamples("fullcycleanalyses"),
   ...entityExamples("multiplescenarioanalyses"),
   "GET /assessments/v1/licenseaggregation/{id}": { responses: { 200: LICENSE_AGGREGATION }, parameters: { id: "pl-123" } },
-  "GET /assessments/v1/prospectanalysisaggregation/{id}": { responses: { 200: PROSPECT_AGGREGATION }, parameters: { id: "pa-alpha-oil" } },
+  "GET /assessments/v1/prospectanalysisaggregation/{id}": {
+    responses: { 200: PROSPECT_AGGREGATION, 202: { ...AGGREGATION_TASK_ACCEPTED, aggregation: "prospect", id: "pa-alpha-oil" } },
+    parameters: { id: "pa-alpha-oil" },
+  },
   "GET /assessments/v1/prospectanalysisaggregation/{id}/details": {
     responses: { 200: PROSPECT_DETAILS },
     parameters: { id: "pa-alpha-oil" },
@@ -591,10 +596,18 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
       levels: ["project", "workingInterest"],
       currency: "USD",
     } satisfies FullCycleAggregationBody,
-    responses: { 200: FULL_CYCLE_AGGREGATION },
+    responses: { 200: FULL_CYCLE_AGGREGATION, 202: { ...AGGREGATION_TASK_ACCEPTED, aggregation: "fullcycle", id: "pa-alpha-oil" } },
   },
   "GET /assessments/v1/prospectmultiplescenarioanalysisaggregation/{id}": {
-    responses: { 200: SCENARIO_AGGREGATION },
+    responses: { 200: SCENARIO_AGGREGATION, 202: AGGREGATION_TASK_ACCEPTED },
     parameters: { id: "msa-alpha" },
+  },
+  "GET /assessments/v1/aggregationtasks/{taskId}": {
+    responses: { 200: AGGREGATION_TASK_SUCCEEDED },
+    parameters: { taskId: AGGREGATION_TASK_ACCEPTED.taskId },
+  },
+  "GET /assessments/v1/aggregationtasks/{taskId}/result": {
+    responses: { 200: SCENARIO_AGGREGATION },
+    parameters: { taskId: AGGREGATION_TASK_ACCEPTED.taskId },
   },
 };

@@ -12,6 +12,7 @@ import {
   OIL_CASE_DEPENDENCY,
   SCENARIOS,
 } from "../../subjects/reporting-demo.ts";
+import type { AggregationTask } from "../../subjects/reporting.ts";
 
 type Percentiles = { p90: number; p50: number; p10: number; mean: number };
 type Result = { unit: string; successCase: Percentiles; riskedMean: number };
@@ -286,3 +287,26 @@ export const SCENARIO_AGGREGATION = {
     properties: { ...ALPHA_OUTLINE.properties, crs: "EPSG:4326", areaKm2: 162 },
   },
 };
+
+const TASK_ID = "atk_2bT0kQ9w5ZxV7mN3pL1sRd";
+const taskResult = `/assessments/v1/aggregationtasks/${TASK_ID}/result`;
+
+/** The 202 of a large aggregation: its task, queued. */
+export const AGGREGATION_TASK_ACCEPTED = {
+  taskId: TASK_ID,
+  aggregation: "scenarios",
+  id: "msa-alpha",
+  state: "queued",
+  work: 257_000_000,
+  createdAt: "2026-11-28T10:00:00.000Z",
+  result: taskResult,
+} satisfies AggregationTask;
+
+/** The same task once it succeeded: its result is kept until expiresAt. */
+export const AGGREGATION_TASK_SUCCEEDED = {
+  ...AGGREGATION_TASK_ACCEPTED,
+  state: "succeeded",
+  startedAt: "2026-11-28T10:00:00.004Z",
+  completedAt: "2026-11-28T10:00:03.212Z",
+  expiresAt: "2026-11-28T10:01:03.212Z",
+} satisfies AggregationTask;

@@ -22,6 +22,10 @@ import {
   reportingProspectAggregation,
   reportingProspectDetails,
   reportingScenarioAggregation,
+  reportingTaskGet,
+  reportingTaskResult,
+  AggregationTask,
+  TaskPath,
   type Collection,
 } from "../../subjects/reporting.ts";
 import type { AuthPlugin } from "../plugins/auth.ts";
@@ -39,6 +43,9 @@ const LABELS: Record<Collection, string> = {
   fullcycleanalyses: "full cycle analysis (its prospect analysis must exist)",
   multiplescenarioanalyses: "multiple scenario analysis (its scenarios' prospect analyses must exist)",
 };
+
+/** The answer of an aggregation whose estimated work is large: a task to poll (docs/reporting.md). */
+const ACCEPTED = " — or, when its estimated work is large, 202 with a task (Location) whose result is read once it succeeded";
 
 /** What each aggregation read by id answers, as its route's summary. */
 const AGGREGATION_SUMMARIES = {
@@ -93,11 +100,13 @@ function entityRoutes(relay: Relay, auth: AuthPlugin, collection: Collection) {
 export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   const relay = relayOn(bus);
   // An aggregation read by the id in its path: the path parameters are its whole request.
-  const byId = (op: typeof reportingLicenseAggregation, summary: string) =>
+  const byId = <R extends Record<number, TSchema>>(op: typeof reportingLicenseAggregation, summary: string, response: R) =>
     [
       (c: RelayContext & { params: Static<typeof IdPath> }) => relay(c, op, c.params),
-      { params: IdPath, detail: { summary }, response: { 200: op.reply, ...errors } },
+      { params: IdPath, detail: { summary }, response },
     ] as const;
+  const answered = (op: typeof reportingLicenseAggregation) => ({ 200: op.reply, ...errors });
+  const answeredOrAccepted = (op: typeof reportingLicenseAggregation) => ({ 200: op.reply, 202: AggregationTask, ...errors });
   return new Elysia({ name: "derrick-reporting-routes", normalize: false })
     .use(auth)
     .use(entityRoutes(relay, auth, "licenses"))
@@ -107,20 +116,52 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     .use(entityRoutes(relay, auth, "multiplescenarioanalyses"))
     .guard({ ...credentials, detail: { tags: ["reporting"] } }, (app) =>
       app
-        .get(`${BASE}/licenseaggregation/:id`, ...byId(reportingLicenseAggregation, AGGREGATION_SUMMARIES.license))
-        .get(`${BASE}/prospectanalysisaggregation/:id`, ...byId(reportingProspectAggregation, AGGREGATION_SUMMARIES.prospect))
-        .get(`${BASE}/prospectanalysisaggregation/:id/details`, ...byId(reportingProspectDetails, AGGREGATION_SUMMARIES.details))
+        .get(
+          `${BASE}/licenseaggregation/:id`,
+          ...byId(reportingLicenseAggregation, AGGREGATION_SUMMARIES.license, answered(reportingLicenseAggregation)),
+        )
+        .get(
+          `${BASE}/prospectanalysisaggregation/:id`,
+          ...byId(
+            reportingProspectAggregation,
+            `${AGGREGATION_SUMMARIES.prospect}${ACCEPTED}`,
+            answeredOrAccepted(reportingProspectAggregation),
+          ),
+        )
+        .get(
+          `${BASE}/prospectanalysisaggregation/:id/details`,
+          ...byId(reportingProspectDetails, AGGREGATION_SUMMARIES.details, answered(reportingProspectDetails)),
+        )
         .post(`${BASE}/fullcycleanalysisaggregation`, (c) => relay(c, reportingFullcycleAggregation, { body: c.body }), {
           body: FullCycleAggregationBody,
           detail: {
-            summary:
-              "Flows, cumulative volumes, cash flows and indicators (NPV, IRR, payout, P/I, EMV, break-even Pg) per level for every full cycle analysis of a prospect analysis",
+            summary: `Flows, cumulative volumes, cash flows and indicators (NPV, IRR, payout, P/I, EMV, break-even Pg) per level for every full cycle analysis of a prospect analysis${ACCEPTED}`,
           },
-          response: { 200: reportingFullcycleAggregation.reply, ...errors },
+          response: { 200: reportingFullcycleAggregation.reply, 202: AggregationTask, ...errors },
         })
         .get(
           `${BASE}/prospectmultiplescenarioanalysisaggregation/:id`,
-          ...byId(reportingScenarioAggregation, AGGREGATION_SUMMARIES.scenarios),
-        ),
+          ...byId(
+            reportingScenarioAggregation,
+            `${AGGREGATION_SUMMARIES.scenarios}${ACCEPTED}`,
+            answeredOrAccepted(reportingScenarioAggregation),
+          ),
+        )
+        .get(`${BASE}/aggregationtasks/:taskId`, (c) => relay(c, reportingTaskGet, c.params), {
+          params: TaskPath,
+          detail: {
+            summary:
+              "An aggregation task: queued → running → succeeded | failed (error); expiresAt = completedAt + 60 s, until which its result is kept",
+          },
+          response: { 200: reportingTaskGet.reply, ...errors },
+        })
+        .get(`${BASE}/aggregationtasks/:taskId/result`, (c) => relay(c, reportingTaskResult, c.params), {
+          params: TaskPath,
+          detail: {
+            summary:
+              "The result of a succeeded aggregation task (the body its aggregation answers with 200); 409 while it runs, 404 when it failed or its result expired (60 s after completion)",
+          },
+          response: { 200: reportingTaskResult.reply, ...errors },
+        }),
     );
 };
