@@ -27,6 +27,7 @@ export function Field({ label, value, onValue, type = "text", autoComplete, requ
         autoComplete={autoComplete}
         required={required}
         placeholder={placeholder}
+        step={type === "number" ? "any" : undefined}
         onInput={(event) => onValue(event.currentTarget.value)}
       />
     </div>

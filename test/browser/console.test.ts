@@ -13,7 +13,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { startDerrick, startTestNats, TEST_CLIENTS, testClient, type TestDerrick, type TestNats } from "../harness/index.ts";
+import {
+  clientToken,
+  eventually,
+  startDerrick,
+  startTestNats,
+  TEST_CLIENTS,
+  testClient,
+  type TestDerrick,
+  type TestNats,
+} from "../harness/index.ts";
 import { ALL_GROUPS, GROUPS } from "../../subjects/groups.ts";
 import { twinBucket, type TwinGetReply } from "../../subjects/twins.ts";
 import { openBucket } from "../harness/kv.ts";
@@ -120,6 +129,8 @@ describe.skipIf(skip)("the console in a real browser", () => {
       return route.abort("blockedbyclient");
     });
     page = context.pages()[0] ?? (await context.newPage());
+    // A step that does not happen fails naming its locator, well inside the test's own timeout.
+    page.setDefaultTimeout(15_000);
     page.on("pageerror", (error) => consoleErrors.push(`pageerror: ${error.message}`));
     page.on("console", (message) => {
       // The browser logs each refused response (the 403, the 412 the test provokes) as an error; those are answers, not faults.
@@ -242,6 +253,86 @@ describe.skipIf(skip)("the console in a real browser", () => {
     await values.getByRole("row", { name: /rate/ }).filter({ hasText: "44" }).waitFor();
     const stored = (await (await derrick.call(`${path}?group=setpoints`, { as: "admin", partition: null })).json()) as TwinGetReply;
     expect(stored.desired.setpoints?.rate?.value).toBe("44");
+  });
+
+  it("console - run a search: results in a table, their points and shapes on the lon/lat plot; a bounding box narrows them", async () => {
+    const token = await clientToken(derrick.url, OPERATOR);
+    const headers = { authorization: `Bearer ${token}`, "slb-partition-id": "opendes", "content-type": "application/json" };
+    const record = (kind: string, data: Record<string, unknown>) => ({
+      kind,
+      acl: { viewers: ["data.default.viewers@opendes.example.com"], owners: ["data.default.owners@opendes.example.com"] },
+      legal: { legaltags: ["opendes-public"], otherRelevantDataCountries: ["NO"] },
+      data,
+    });
+    const point = (lon: number, lat: number) => ({
+      type: "FeatureCollection",
+      features: [{ type: "Feature", geometry: { type: "Point", coordinates: [lon, lat] } }],
+    });
+    const wells = [
+      ["Volve F-11", 1.887, 58.441],
+      ["Volve F-12", 1.889, 58.442],
+      ["Volve F-14", 1.9, 58.45],
+    ] as const;
+    const records = [
+      ...wells.map(([name, lon, lat]) =>
+        record("osdu:wks:master-data--Well:1.0.0", { FacilityName: name, SpatialLocation: { Wgs84Coordinates: point(lon, lat) } }),
+      ),
+      record("osdu:wks:master-data--Field:1.0.0", {
+        FacilityName: "Volve field",
+        SpatialLocation: {
+          Wgs84Coordinates: {
+            type: "Polygon",
+            coordinates: [
+              [
+                [1.85, 58.42],
+                [1.95, 58.42],
+                [1.95, 58.47],
+                [1.85, 58.47],
+                [1.85, 58.42],
+              ],
+            ],
+          },
+        },
+      }),
+    ];
+    const stored = await fetch(`${derrick.url}/api/storage/v2/records`, { method: "PUT", headers, body: JSON.stringify(records) });
+    expect(stored.status, await stored.clone().text()).toBe(201);
+    await eventually(
+      async () => {
+        const found = await fetch(`${derrick.url}/api/search/v2/query`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ kind: "*:*:*:*", query: "volve" }),
+        });
+        return ((await found.json()) as { totalCount: number }).totalCount === 4;
+      },
+      { what: "the four records searchable" },
+    );
+
+    await openView("Search");
+    await page.getByRole("textbox", { name: "Query", exact: true }).fill("volve");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.getByRole("status").filter({ hasText: "4 found" }).waitFor();
+    const results = page.getByRole("table", { name: "Search results" });
+    for (const [name] of wells) await results.getByRole("row").filter({ hasText: name }).waitFor();
+    const plot = page.getByRole("img", { name: /Shapes of 4 results/ });
+    expect(await plot.locator("circle").count()).toBe(3);
+    expect(await plot.locator("path").count()).toBe(1);
+    await screenshots("search");
+
+    await page.getByLabel("Spatial filter").selectOption("bounding box");
+    await page.getByLabel("West").fill("1.88");
+    await page.getByLabel("South").fill("58.44");
+    await page.getByLabel("East").fill("1.89");
+    await page.getByLabel("North").fill("58.445");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.getByRole("status").filter({ hasText: "2 found" }).waitFor();
+    expect(
+      await page
+        .getByRole("img", { name: /Shapes of 2 results/ })
+        .locator("circle")
+        .count(),
+    ).toBe(2);
   });
 
   it("console - no request left the derrick origin and the page logged no error", () => {

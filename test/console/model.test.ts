@@ -1,6 +1,6 @@
 /** The console's pure functions: what its views derive from the API's answers. */
 import { describe, expect, it } from "vitest";
-import { openDeadLetters, twinRows } from "../../console/src/model.ts";
+import { fieldValue, openDeadLetters, resultColumns, twinRows } from "../../console/src/model.ts";
 import type { DeliveryAttempt } from "../../subjects/notifications.ts";
 
 const attempt = (event_id: string, attempt: number, state: DeliveryAttempt["state"]): DeliveryAttempt => ({ event_id, attempt, state });
@@ -33,5 +33,18 @@ describe("console model", () => {
       ["temp", undefined, "80"],
     ]);
     expect(twinRows(twin, "other")).toEqual([]);
+  });
+
+  it("search - columns are the returned fields (id first), else id, kind and the first scalar data fields", () => {
+    const results = [
+      { id: "a", kind: "k", data: { Name: "A", Depth: 3, Shape: { type: "Point" } } },
+      { id: "b", kind: "k", data: { Name: "B", Operator: "X" } },
+    ];
+    expect(resultColumns(results, ["data.Name", "id"])).toEqual(["id", "data.Name"]);
+    expect(resultColumns(results)).toEqual(["id", "kind", "data.Name", "data.Depth", "data.Operator"]);
+    expect(fieldValue(results[0]!, "data.Name")).toBe("A");
+    expect(fieldValue(results[0]!, "data.Missing.Deeper")).toBe("—");
+    expect(fieldValue(results[0]!, "data.Shape")).toBe('{"type":"Point"}');
+    expect(fieldValue({ data: { Long: "x".repeat(100) } }, "data")).toHaveLength(60);
   });
 });
