@@ -7,7 +7,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import * as op from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
 import { createLogger, type Logger } from "../../platform/logger.ts";
-import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
+import { endpoint, endpointsWith, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { catalogFrom, readCatalogFile, type Catalog } from "./catalog.ts";
 import {
   deleteMember,
@@ -67,6 +67,7 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
     queueLimits: cfg.content.queueLimits,
     lost: { lostAfterMs: cfg.content.ackWaitMs, queueEmpty: queue.empty, requeue: queue.requeue },
   };
+  const on = endpointsWith(deps);
   return serveActor(
     nc,
     {
@@ -74,16 +75,16 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
       description: "display items and key parameters: catalog, projects, membership, content requests and results",
       endpoints: [
         endpoint(op.projectsCatalogList, (input) => listCatalog(input, deps)),
-        endpoint(op.projectsCatalogPut, (input, ctx) => putCatalogItem(input, ctx, deps)),
-        endpoint(op.projectsProjectPut, (input, ctx) => putProject(input, ctx, deps)),
-        endpoint(op.projectsProjectGet, (input, ctx) => getProject(input, ctx, deps)),
-        endpoint(op.projectsProjectDelete, (input, ctx) => deleteProject(input, ctx, deps)),
-        endpoint(op.projectsMemberPut, (input, ctx) => putMember(input, ctx, deps)),
-        endpoint(op.projectsMemberDelete, (input, ctx) => deleteMember(input, ctx, deps)),
-        endpoint(op.projectsContentRequest, (input, ctx) => requestContent(input, ctx, deps)),
-        endpoint(op.projectsContentGet, (input, ctx) => getContent(input, ctx, deps)),
-        endpoint(op.projectsContentPart, (input, ctx) => getContentPart(input, ctx, deps)),
-        endpoint(op.projectsTaskGet, (input, ctx) => getTask(input, ctx, deps)),
+        on(op.projectsCatalogPut, putCatalogItem),
+        on(op.projectsProjectPut, putProject),
+        on(op.projectsProjectGet, getProject),
+        on(op.projectsProjectDelete, deleteProject),
+        on(op.projectsMemberPut, putMember),
+        on(op.projectsMemberDelete, deleteMember),
+        on(op.projectsContentRequest, requestContent),
+        on(op.projectsContentGet, getContent),
+        on(op.projectsContentPart, getContentPart),
+        on(op.projectsTaskGet, getTask),
       ],
     },
     options,

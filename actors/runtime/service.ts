@@ -78,6 +78,14 @@ export function endpoint(
   };
 }
 
+/** Handlers written as `(input, ctx, deps)`, served with one actor's deps: `const on = endpointsWith(deps); on(op, handler)`. */
+export function endpointsWith<D>(deps: D) {
+  return <O extends Operation>(
+    op: O,
+    handler: (input: RequestOf<O>, ctx: RequestContext, deps: D) => ReturnType<Handler<RequestOf<O>, ReplyOf<O>>>,
+  ): EndpointSpec => endpoint(op, (input, ctx) => handler(input, ctx, deps));
+}
+
 export type ActorSpec = {
   /** Short actor name (e.g. `notifications`); the service is `derrick-<name>`. */
   name: string;

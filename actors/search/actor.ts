@@ -17,7 +17,7 @@ import {
 } from "../../subjects/search.ts";
 import type { Config } from "../../config/index.ts";
 import { buildInfo, gitOfBuild } from "../../platform/build-info.ts";
-import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
+import { endpoint, endpointsWith, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { cursorQuery, deleteCursor, health, info, query, status, type SearchDeps } from "./handlers.ts";
 import { lockIndexFile } from "./index-lock.ts";
 import { followRecords, type Replica } from "./replica.ts";
@@ -89,6 +89,7 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
       indexing: backend.indexing,
     }),
   };
+  const on = endpointsWith(deps);
   return serveActor(
     nc,
     {
@@ -96,9 +97,9 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
       description: "OSDU Search v2: Lucene queries, ranges, geo filters, aggregations and cursors over a local index of the RECORDS stream",
       work: () => ({ appliedSeq: backend.appliedSeq(), records: backend.recordCount() }),
       endpoints: [
-        endpoint(searchQuery, (input, ctx) => query(input, ctx, deps)),
-        endpoint(searchCursorQuery, (input, ctx) => cursorQuery(input, ctx, deps)),
-        endpoint(searchCursorDelete, (input, ctx) => deleteCursor(input, ctx, deps)),
+        on(searchQuery, query),
+        on(searchCursorQuery, cursorQuery),
+        on(searchCursorDelete, deleteCursor),
         endpoint(searchInfo, () => info(deps)),
         endpoint(searchStatus, () => status(deps)),
         endpoint(searchHealth, () => health(deps)),

@@ -2,7 +2,7 @@
 import { nuid, RequestError, type NatsConnection } from "@nats-io/nats-core";
 import { subjects } from "../../subjects/index.ts";
 import { twinsDelete, twinsEnsure, twinsGet, twinsPut } from "../../subjects/twins.ts";
-import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
+import { endpointsWith, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { deleteTwin, ensureTwin, getTwins, putTwins, type TwinWriter, type TwinsDeps } from "./handlers.ts";
 import { DEFAULT_TWIN_LIMITS, kvTwinStores, type TwinLimits } from "./store.ts";
 
@@ -36,17 +36,13 @@ export async function startTwinsActor(
   const writer = twinWriter(nc);
   const stores = kvTwinStores(nc, options.storage, limits, options.log.child({ actor: "twins" }));
   const deps: TwinsDeps = { stores, writer, maxPayload: nc.info?.max_payload };
+  const on = endpointsWith(deps);
   return serveActor(
     nc,
     {
       name: "twins",
       description: "device twin properties (desired/reported) in per-twin JetStream KV buckets",
-      endpoints: [
-        endpoint(twinsPut, (input, ctx) => putTwins(input, ctx, deps)),
-        endpoint(twinsGet, (input, ctx) => getTwins(input, ctx, deps)),
-        endpoint(twinsDelete, (input, ctx) => deleteTwin(input, ctx, deps)),
-        endpoint(twinsEnsure, (input, ctx) => ensureTwin(input, ctx, deps)),
-      ],
+      endpoints: [on(twinsPut, putTwins), on(twinsGet, getTwins), on(twinsDelete, deleteTwin), on(twinsEnsure, ensureTwin)],
     },
     options,
     async () => {
