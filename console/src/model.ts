@@ -56,3 +56,73 @@ export function resultColumns(results: ReadonlyArray<Record<string, unknown>>, r
   }
   return ["id", "kind", ...data];
 }
+
+/** The parts of a prospect aggregation the reporting view draws (docs/reporting.md; the reply schema is an open record). */
+export type ProductResources = {
+  unit: string;
+  successCase: { p90: number; p50: number; p10: number; mean: number };
+  riskedMean: number;
+  riskedExceedance?: Array<{ volume: number; probability: number }>;
+};
+export type ProspectAggregation = {
+  prospectAnalysisId: string;
+  prospect: { id: string; name?: string };
+  status?: string;
+  dependency?: { model: string };
+  chanceOfSuccess: { pgAtLeastOne: number; pgAll?: number; pCommercial?: number; mefs?: { value: number; unit: string } };
+  resources: { primaryProduct: string; products: Record<string, ProductResources> };
+  segments: Array<{
+    segmentAnalysisId: string;
+    name: string;
+    pg: number;
+    pgConditionalOnCommon?: number;
+    riskedMean?: number;
+    unit?: string;
+  }>;
+};
+
+/**
+ * The expectation curve of one product: P(volume ≥ v), risked (the API's riskedExceedance, which
+ * starts at the chance of success) and in the success case (the same divided by that chance).
+ */
+export function expectationCurve(product: ProductResources, pg: number) {
+  const points = [...(product.riskedExceedance ?? [])].sort((a, b) => a.volume - b.volume);
+  return {
+    volumes: points.map((p) => p.volume),
+    risked: points.map((p) => p.probability),
+    success: points.map((p) => (pg > 0 ? Math.min(1, p.probability / pg) : 0)),
+  };
+}
+
+/** P90, P50 and P10 of the success case: the volumes exceeded with 90, 50 and 10 % probability. */
+export const percentileMarks = (product: ProductResources) => [
+  { label: "P90", volume: product.successCase.p90 },
+  { label: "P50", volume: product.successCase.p50 },
+  { label: "P10", volume: product.successCase.p10 },
+];
+
+export type OutcomeNode = {
+  nodeId: string;
+  parentId: string | null;
+  kind: string;
+  name?: string;
+  segmentStates?: Record<string, boolean>;
+  branchProbability?: number;
+  jointProbability: number;
+  outcomes?: number;
+  volume?: { mean: number; unit: string };
+};
+
+/** The tree's terminal nodes (outcomes, folded outcomes, common failures) with the path of branch names above each. */
+export function outcomeRows(nodes: readonly OutcomeNode[]) {
+  const byId = new Map(nodes.map((n) => [n.nodeId, n]));
+  const parents = new Set(nodes.map((n) => n.parentId));
+  const label = (n: OutcomeNode) => n.name ?? n.kind;
+  return nodes
+    .filter((n) => !parents.has(n.nodeId) && n.kind !== "root")
+    .map((node) => {
+      const path: string[] = [];
+      for (let at = byId.get(node.parentId ?? ""); at && at.kind !== "root"; at = byId.get(at.parentId ?? "")) path.unshift(label(at));
+      return { node, path };
+    });
+}

@@ -26,6 +26,7 @@ import {
 import { ALL_GROUPS, GROUPS } from "../../subjects/groups.ts";
 import { twinBucket, type TwinGetReply } from "../../subjects/twins.ts";
 import { openBucket } from "../harness/kv.ts";
+import { seedDemo } from "../../actors/reporting/seed.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const skip = !existsSync(CHROMIUM) && !process.env.CI;
@@ -333,6 +334,53 @@ describe.skipIf(skip)("the console in a real browser", () => {
         .locator("circle")
         .count(),
     ).toBe(2);
+  });
+
+  it("console - open the seeded prospect and find its expectation curve drawn; its full-cycle cash flow and the scenarios' outcome tree", async () => {
+    await seedDemo(derrick.bus, "opendes");
+    await openView("Reporting");
+    await page.getByRole("button", { name: "Open", exact: true }).click();
+    await page.getByRole("region", { name: "Prospect Alpha" }).waitFor();
+    const curve = page.getByRole("img", { name: /^Expectation curve of oilEquivalent/ }).locator("canvas");
+    await curve.waitFor();
+    // Drawn: the curves, axes and P90/P50/P10 marks leave many painted pixels on the canvas.
+    const painted = () =>
+      curve.evaluate((canvas: any) => {
+        const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data as Uint8ClampedArray;
+        let count = 0;
+        for (let i = 3; i < pixels.length; i += 4) if (pixels[i]) count++;
+        return count;
+      });
+    await expect.poll(painted).toBeGreaterThan(2_000);
+    const volumes = page.getByRole("table", { name: /Volumes of oilEquivalent/ });
+    await volumes.getByRole("row", { name: /success case/ }).waitFor();
+    const segments = page.getByRole("table", { name: "Each segment's chance of success" });
+    expect(await segments.getByRole("row").count()).toBe(4);
+    await segments.getByRole("rowheader", { name: /Rogn/ }).waitFor();
+    await screenshots("reporting-prospect");
+
+    await page.getByLabel("Analysis", { exact: true }).selectOption("full-cycle analyses");
+    await page.getByRole("button", { name: "Open", exact: true }).click();
+    const indicators = page.getByRole("table", { name: /Indicators per level/ });
+    await indicators.getByRole("rowheader", { name: "npv" }).waitFor();
+    await page
+      .getByRole("img", { name: /^Net cash flow per year/ })
+      .locator("canvas")
+      .waitFor();
+    await screenshots("reporting-full-cycle");
+
+    await page.getByLabel("Analysis", { exact: true }).selectOption("scenario analysis");
+    await page.getByRole("button", { name: "Open", exact: true }).click();
+    const tree = page.getByRole("table", { name: /Terminal outcomes of the tree/ });
+    await tree
+      .getByRole("rowheader", { name: /Oil case/ })
+      .first()
+      .waitFor();
+    await tree
+      .getByRole("rowheader", { name: /Gas case/ })
+      .first()
+      .waitFor();
+    await screenshots("reporting-scenarios");
   });
 
   it("console - no request left the derrick origin and the page logged no error", () => {

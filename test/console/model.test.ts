@@ -1,6 +1,14 @@
 /** The console's pure functions: what its views derive from the API's answers. */
 import { describe, expect, it } from "vitest";
-import { fieldValue, openDeadLetters, resultColumns, twinRows } from "../../console/src/model.ts";
+import {
+  expectationCurve,
+  fieldValue,
+  openDeadLetters,
+  outcomeRows,
+  percentileMarks,
+  resultColumns,
+  twinRows,
+} from "../../console/src/model.ts";
 import type { DeliveryAttempt } from "../../subjects/notifications.ts";
 
 const attempt = (event_id: string, attempt: number, state: DeliveryAttempt["state"]): DeliveryAttempt => ({ event_id, attempt, state });
@@ -46,5 +54,42 @@ describe("console model", () => {
     expect(fieldValue(results[0]!, "data.Missing.Deeper")).toBe("—");
     expect(fieldValue(results[0]!, "data.Shape")).toBe('{"type":"Point"}');
     expect(fieldValue({ data: { Long: "x".repeat(100) } }, "data")).toHaveLength(60);
+  });
+
+  it("reporting - the expectation curve: risked as answered, success case divided by the chance of success, by volume", () => {
+    const product = {
+      unit: "MMboe",
+      successCase: { p90: 10, p50: 50, p10: 150, mean: 70 },
+      riskedMean: 35,
+      riskedExceedance: [
+        { volume: 50, probability: 0.25 },
+        { volume: 1, probability: 0.5 },
+        { volume: 400, probability: 0.005 },
+      ],
+    };
+    expect(expectationCurve(product, 0.5)).toEqual({ volumes: [1, 50, 400], risked: [0.5, 0.25, 0.005], success: [1, 0.5, 0.01] });
+    expect(expectationCurve(product, 0).success).toEqual([0, 0, 0]);
+    expect(percentileMarks(product).map((m) => [m.label, m.volume])).toEqual([
+      ["P90", 10],
+      ["P50", 50],
+      ["P10", 150],
+    ]);
+  });
+
+  it("reporting - the outcome tree's terminal nodes with the branch names above each", () => {
+    const nodes = [
+      { nodeId: "n0", parentId: null, kind: "root", jointProbability: 1 },
+      { nodeId: "n1", parentId: "n0", kind: "scenario", name: "Oil case", jointProbability: 0.7 },
+      { nodeId: "n2", parentId: "n1", kind: "commonFailure", jointProbability: 0.28 },
+      { nodeId: "n3", parentId: "n1", kind: "commonSuccess", jointProbability: 0.42 },
+      { nodeId: "n4", parentId: "n3", kind: "outcome", segmentStates: { a: true }, jointProbability: 0.42 },
+      { nodeId: "n5", parentId: "n0", kind: "scenario", name: "Gas case", jointProbability: 0.3 },
+      { nodeId: "n6", parentId: "n5", kind: "outcome", jointProbability: 0.3 },
+    ];
+    expect(outcomeRows(nodes).map((r) => [r.node.nodeId, r.path.join(" › ")])).toEqual([
+      ["n2", "Oil case"],
+      ["n4", "Oil case › commonSuccess"],
+      ["n6", "Gas case"],
+    ]);
   });
 });
