@@ -7,7 +7,7 @@
 import { DependencyModel } from "./chance.ts";
 import type { VolumeModel } from "./lognormal.ts";
 import { createRandom, type Random } from "./prng.ts";
-import { exceedancePercentiles, quantileSorted, type Percentiles } from "./quantiles.ts";
+import { quantileOf, rankedValues, ranksOf, type Percentiles } from "./quantiles.ts";
 
 export type SimSegment = {
   /** Segment-specific chance ps_i. */
@@ -173,6 +173,8 @@ export function successCasePercentiles(sim: Pick<Simulation, "anySuccess" | "tot
   return successCaseSummary(sim, product).percentiles;
 }
 
+/** P90, P50, P10 in the exceedance convention: the 10th, 50th and 90th percentiles of the values. */
+const PERCENTILE_QUANTILES = [0.1, 0.5, 0.9];
 /** Success-case quantiles at which the risked exceedance curve is sampled. */
 const CURVE_QUANTILES = [0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99];
 
@@ -180,7 +182,7 @@ export type ExceedancePoint = { volume: number; probability: number };
 
 /**
  * Success-case percentiles and the risked exceedance curve P(V ≥ v) = pSuccess × the fraction of
- * successful trials reaching v (it starts at the chance of success, not at 1), from one sort of the
+ * successful trials reaching v (it starts at the chance of success, not at 1), from the order statistics of the
  * successful trials.
  */
 export function successCaseSummary(
@@ -193,26 +195,16 @@ export function successCaseSummary(
   const values = new Float64Array(count);
   let k = 0;
   for (let t = 0; t < column.length; t++) if (sim.anySuccess[t]) values[k++] = column[t]!;
-  const percentiles = exceedancePercentiles(values); // sorts `values`
+  // The numbers a sort of every value gives, from the ranks read alone (quantiles.ts rankedValues).
+  const ranked = rankedValues(values, ranksOf(count, [...PERCENTILE_QUANTILES, ...CURVE_QUANTILES]));
+  const percentiles = { p90: quantileOf(ranked, 0.1), p50: quantileOf(ranked, 0.5), p10: quantileOf(ranked, 0.9) };
   const riskedExceedance: ExceedancePoint[] = [];
   if (count === 0) return { percentiles, riskedExceedance };
   for (const q of CURVE_QUANTILES) {
-    const volume = quantileSorted(values, q);
-    riskedExceedance.push({ volume, probability: (sim.pSuccess * (count - lowerBound(values, volume))) / count });
+    const volume = quantileOf(ranked, q);
+    riskedExceedance.push({ volume, probability: (sim.pSuccess * (count - ranked.countBelow(volume))) / count });
   }
   return { percentiles, riskedExceedance };
-}
-
-/** First index whose value is ≥ x in ascending values. */
-function lowerBound(values: Float64Array, x: number): number {
-  let lo = 0;
-  let hi = values.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (values[mid]! < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** P(total of the product ≥ `threshold`) (risked): pSuccess × the fraction of successful trials reaching it. */
