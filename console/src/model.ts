@@ -126,3 +126,11 @@ export function outcomeRows(nodes: readonly OutcomeNode[]) {
       return { node, path };
     });
 }
+
+/** A content's expiry as the tasks table shows it: a countdown while it lasts, then when it went. */
+export function expiryText(expiresAt: string | undefined, now: number): string {
+  if (!expiresAt) return "—";
+  const left = Math.ceil((Date.parse(expiresAt) - now) / 1000);
+  const at = expiresAt.slice(11, 19);
+  return left > 0 ? `in ${left} s (${at}Z)` : `expired at ${at}Z`;
+}

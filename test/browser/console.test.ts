@@ -383,6 +383,30 @@ describe.skipIf(skip)("the console in a real browser", () => {
     await screenshots("reporting-scenarios");
   });
 
+  it("console - request a project's content and follow its task to success and its expiry", async () => {
+    const project = await derrick.call("/v1/projects/plan-a", {
+      as: "admin",
+      method: "PUT",
+      body: JSON.stringify({
+        name: "F-21 A plan",
+        members: [OPERATOR.client_id],
+        values: { displayItems: { "well-name": "NO 15/9-F-21 A", "water-depth": 91 } },
+      }),
+    });
+    expect(project.status, await project.clone().text()).toBe(201);
+    await openView("Content tasks");
+    await page.getByLabel("Project id").fill("plan-a");
+    await page.getByRole("button", { name: "Open project" }).click();
+    await page.getByText("F-21 A plan").waitFor();
+    await page.getByLabel("Item ids (optional)").fill("well-name, water-depth");
+    await page.getByRole("button", { name: "Request content" }).click();
+    const tasks = page.getByRole("table", { name: "Content tasks requested or looked up here" });
+    const row = tasks.getByRole("row").filter({ hasText: "plan-a" });
+    await row.filter({ hasText: "succeeded" }).waitFor();
+    await row.filter({ hasText: /in \d+ s/ }).waitFor();
+    await screenshots("content");
+  });
+
   it("console - no request left the derrick origin and the page logged no error", () => {
     expect(foreign).toEqual([]);
     expect(consoleErrors).toEqual([]);

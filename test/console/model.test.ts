@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import {
   expectationCurve,
+  expiryText,
   fieldValue,
   openDeadLetters,
   outcomeRows,
@@ -91,5 +92,12 @@ describe("console model", () => {
       ["n4", "Oil case › commonSuccess"],
       ["n6", "Gas case"],
     ]);
+  });
+
+  it("content - a task's expiry counts down, then says when the content went", () => {
+    const at = Date.parse("2026-11-28T10:00:00.000Z");
+    expect(expiryText(undefined, at)).toBe("—");
+    expect(expiryText("2026-11-28T10:00:42.000Z", at)).toBe("in 42 s (10:00:42Z)");
+    expect(expiryText("2026-11-28T10:00:00.000Z", at)).toBe("expired at 10:00:00Z");
   });
 });
