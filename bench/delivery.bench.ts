@@ -10,7 +10,7 @@
  * so stragglers of one phase never count for the next and duplicates are visible.
  * BENCH_PHASES=raw,one,rate,many (default all) runs a subset, e.g. for profiling.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -20,7 +20,7 @@ import { createLogger } from "../platform/logger.ts";
 import { loadConfig } from "../config/index.ts";
 import { boot } from "../bin/boot.ts";
 import { subjects } from "../subjects/index.ts";
-import { percentile, report, runLoad, type LoadResult } from "./lib.ts";
+import { cpuSeconds, percentile, report, runLoad, type LoadResult } from "./lib.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const EVENTS_ONE = Number(process.env.BENCH_EVENTS ?? 30_000);
@@ -50,16 +50,6 @@ const server = Bun.serve({ hostname: "127.0.0.1", port: 0, async fetch(req) {
 }});
 console.log(server.port);
 `;
-
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
 
 const dir = mkdtempSync(join(tmpdir(), "derrick-bench-delivery-"));
 const nats = await startNatsServer({ dir: join(dir, "nats"), port: -1 });

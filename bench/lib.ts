@@ -3,7 +3,7 @@
  * (a table for people, JSON in bench/results/ for machines). Every bench measures its real path and
  * an in-run baseline, and prints the ratio: machines here are shared and noisy.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 
@@ -18,6 +18,16 @@ export type LoadResult = {
   p99Ms: number;
   maxMs: number;
 };
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
 
 export function percentile(sortedMs: readonly number[], p: number): number {
   if (sortedMs.length === 0) return Number.NaN;

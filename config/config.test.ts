@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, loadConfig, maskedConfig, parseDuration, ACTOR_NAMES } from "./index.ts";
+import { otlpTracesUrl } from "../platform/tracing.ts";
 
 function errorOf(env: Record<string, string>): ConfigError {
   try {
@@ -225,5 +226,40 @@ describe("config", () => {
     expect(parseDuration("5m")).toBe(300_000);
     expect(parseDuration("2h")).toBe(7_200_000);
     expect(() => parseDuration("5 minutes")).toThrow(/not a duration/);
+  });
+
+  it("config - the OpenTelemetry variables: the traces URL from either endpoint, headers merged and masked, gRPC and unknown samplers refused", () => {
+    const off = loadConfig({});
+    expect(off.tracing).toMatchObject({
+      disabled: false,
+      protocol: "http/protobuf",
+      serviceName: "derrick",
+      sampler: "parentbased_always_on",
+    });
+    expect(otlpTracesUrl(off.tracing)).toBeUndefined();
+    expect(otlpTracesUrl(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" }).tracing)).toBe(
+      "http://collector:4318/v1/traces",
+    );
+    const both = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/base/",
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://traces.example.com/otlp",
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json",
+      OTEL_EXPORTER_OTLP_HEADERS: "x-api-key=general%20key,x-tenant=a",
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: "x-api-key=traces-key",
+    });
+    expect(otlpTracesUrl(both.tracing)).toBe("https://traces.example.com/otlp");
+    expect(both.tracing.protocol).toBe("http/json");
+    expect({ ...both.tracing.headers, ...both.tracing.tracesHeaders }).toEqual({ "x-api-key": "traces-key", "x-tenant": "a" });
+    expect(both.tracing.headers["x-api-key"]).toBe("general key");
+    expect(JSON.stringify(maskedConfig(both))).not.toContain("traces-key");
+    expect(otlpTracesUrl(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "true" }).tracing)).toBeUndefined();
+    expect(errorOf({ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }).message).toBe(
+      'OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported; use http/protobuf or http/json (gRPC is not)',
+    );
+    expect(errorOf({ OTEL_TRACES_SAMPLER: "sometimes" }).variable).toBe("OTEL_TRACES_SAMPLER");
+    expect(errorOf({ OTEL_TRACES_SAMPLER_ARG: "1.5" }).variable).toBe("OTEL_TRACES_SAMPLER_ARG");
+    expect(errorOf({ OTEL_EXPORTER_OTLP_HEADERS: "no-equals-sign" }).variable).toBe("OTEL_EXPORTER_OTLP_HEADERS");
+    expect(errorOf({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }).variable).toBe("OTEL_EXPORTER_OTLP_ENDPOINT");
   });
 });

@@ -107,6 +107,10 @@ const cidrList: Parser = (raw, variable) => {
   }
   return entries;
 };
+const decimal: Parser = (raw, variable) => {
+  if (!/^\s*\d+(?:\.\d+)?\s*$/.test(raw)) throw new ConfigError(variable, `"${raw}" is not a number (e.g. 0.25)`);
+  return Number(raw);
+};
 /** OTLP transports derrick's exporters speak; gRPC would need a gRPC stack beside them. */
 const OTLP_PROTOCOLS = ["http/protobuf", "http/json"];
 const otlpProtocol: Parser = (raw, variable) => {
@@ -234,6 +238,8 @@ const VARIABLES: ReadonlyArray<Variable> = [
   { name: "OTEL_EXPORTER_OTLP_HEADERS", path: "tracing.headers", parse: keyValues, fallback: "" },
   { name: "OTEL_EXPORTER_OTLP_TRACES_HEADERS", path: "tracing.tracesHeaders", parse: keyValues, fallback: "" },
   { name: "OTEL_SERVICE_NAME", path: "tracing.serviceName", parse: text, fallback: "derrick" },
+  { name: "OTEL_TRACES_SAMPLER", path: "tracing.sampler", parse: text, fallback: "parentbased_always_on" },
+  { name: "OTEL_TRACES_SAMPLER_ARG", path: "tracing.samplerRatio", parse: decimal, fallback: "1" },
   { name: "OTEL_BSP_SCHEDULE_DELAY", path: "tracing.batchDelayMs", parse: integer, fallback: "5000" },
 ];
 

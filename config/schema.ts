@@ -189,6 +189,14 @@ export const Config = Type.Object({
     headers: Type.Record(Type.String(), Type.String()),
     tracesHeaders: Type.Record(Type.String(), Type.String()),
     serviceName: Type.String({ minLength: 1 }),
+    /** OTEL_TRACES_SAMPLER: which traces are recorded; parent-based ones follow the caller's sampled flag. */
+    sampler: Type.Union(
+      ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"].map(
+        (name) => Type.Literal(name),
+      ),
+    ),
+    /** OTEL_TRACES_SAMPLER_ARG: the share of traces a ratio sampler records. */
+    samplerRatio: Type.Number({ minimum: 0, maximum: 1 }),
     /** OTEL_BSP_SCHEDULE_DELAY: how long finished spans wait to be exported together. */
     batchDelayMs: Type.Integer({ minimum: 1, maximum: 600_000 }),
   }),

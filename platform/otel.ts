@@ -14,7 +14,16 @@ import {
   type Attributes,
   type Span as OtelSpan,
 } from "@opentelemetry/api";
-import { BatchSpanProcessor, TracerProvider, type SpanExporter } from "@opentelemetry/sdk-trace";
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type Sampler,
+  type SpanExporter,
+} from "@opentelemetry/sdk-trace";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   ATTR_ERROR_TYPE,
@@ -26,6 +35,7 @@ import {
   ATTR_SERVICE_VERSION,
   ATTR_URL_SCHEME,
 } from "@opentelemetry/semantic-conventions";
+import type { Config } from "../config/index.ts";
 import type { Logger } from "./logger.ts";
 import { LogThrottle } from "./log-throttle.ts";
 import { buildInfo } from "./build-info.ts";
@@ -38,6 +48,8 @@ export type OtlpSettings = {
   headers: Record<string, string>;
   serviceName: string;
   batchDelayMs: number;
+  sampler: Config["tracing"]["sampler"];
+  samplerRatio: number;
 };
 
 // Incubating in the semantic conventions (not in their stable entry point): copied, as they advise.
@@ -50,6 +62,7 @@ export async function otelTracer(settings: OtlpSettings, log: Logger): Promise<T
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName, [ATTR_SERVICE_VERSION]: buildInfo().version }),
     spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: settings.batchDelayMs })],
+    sampler: samplerOf(settings),
   });
   const tracer = provider.getTracer("derrick", buildInfo().version);
   const start = (name: string, kind: SpanKind, parent: TraceContext | undefined, attributes: Attributes, startTime?: number) =>
@@ -77,6 +90,16 @@ export async function otelTracer(settings: OtlpSettings, log: Logger): Promise<T
       await provider.shutdown();
     },
   };
+}
+
+/** OTEL_TRACES_SAMPLER's samplers by name, as the specification defines them. */
+function samplerOf({ sampler, samplerRatio }: Pick<OtlpSettings, "sampler" | "samplerRatio">): Sampler {
+  const root = sampler.endsWith("always_off")
+    ? new AlwaysOffSampler()
+    : sampler.endsWith("traceidratio")
+      ? new TraceIdRatioBasedSampler(samplerRatio)
+      : new AlwaysOnSampler();
+  return sampler.startsWith("parentbased_") ? new ParentBasedSampler({ root }) : root;
 }
 
 async function exporterFor(settings: OtlpSettings): Promise<SpanExporter> {

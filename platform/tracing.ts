@@ -77,6 +77,8 @@ export async function startTracing(settings: Config["tracing"], log: Logger): Pr
       headers: { ...settings.headers, ...settings.tracesHeaders },
       serviceName: settings.serviceName,
       batchDelayMs: settings.batchDelayMs,
+      sampler: settings.sampler,
+      samplerRatio: settings.samplerRatio,
     },
     log,
   );

@@ -66,9 +66,10 @@ const it = derrickTest({
   actors: [...ACTORS],
   env: { ...DELIVERY, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_SERVICE_NAME: "derrick-test" },
 });
+// Spans wait a minute to be exported: only the graceful stop's flush sends them within the test.
 const itProtobuf = derrickTest({
   actors: ["system", "identity"],
-  env: { ...DELIVERY, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${protobufOtlp.url}/v1/traces` },
+  env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${protobufOtlp.url}/v1/traces`, OTEL_BSP_SCHEDULE_DELAY: "60000" },
 });
 
 const CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -122,6 +123,19 @@ describe("span export over OTLP (JSON)", () => {
     expect(new Set([...ids, CALLER_SPAN]).size).toBe(5);
   });
 
+  it("otlp - a caller's unsampled trace is continued unrecorded: its flag travels on, none of its spans is exported", async ({
+    derrick,
+  }) => {
+    const unsampled = "1f0e8d7c6b5a49382716051423324150";
+    const echo = (traceparent: string) =>
+      derrick.call("/v1/system/echo", { method: "POST", body: "{}", headers: { traceparent } }).then((res) => res.status);
+    expect(await echo(`00-${unsampled}-1111111111111111-00`)).toBe(200);
+    const sampled = "2f0e8d7c6b5a49382716051423324150";
+    expect(await echo(`00-${sampled}-2222222222222222-01`)).toBe(200);
+    await eventually(() => childOf("2222222222222222", KIND.server, /^POST /, sampled), { what: "the sampled request's span" });
+    expect(otlp.spans.filter((span) => span.traceId === unsampled)).toEqual([]);
+  });
+
   it("otlp - a content task's run is a span under the projects actor's span of the request that queued it", async ({ derrick }) => {
     const trace = "0af7651916cd43dd8448eb211c80319c";
     const project = await derrick.call("/v1/projects/otlp-p", {
@@ -146,16 +160,20 @@ describe("span export over OTLP (JSON)", () => {
 });
 
 describe("span export over OTLP (protobuf, the default encoding)", () => {
-  itProtobuf("otlp - spans go to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as protobuf, the caller's trace id in them", async ({ derrick }) => {
-    const res = await fetch(`${derrick.url}/v1/system/echo`, {
-      method: "POST",
-      headers: { "content-type": "application/json", traceparent: CALLER },
-      body: "{}",
-    });
-    expect(res.status).toBe(200);
-    const traceBytes = Buffer.from(CALLER_TRACE, "hex");
-    await eventually(() => protobufOtlp.protobufBodies.some((body) => Buffer.from(body).includes(traceBytes)), {
-      what: "a protobuf export holding the caller's trace id",
-    });
-  });
+  itProtobuf(
+    "otlp - the graceful stop exports the spans still waiting, as protobuf to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    async ({ derrick }) => {
+      const res = await fetch(`${derrick.url}/v1/system/echo`, {
+        method: "POST",
+        headers: { "content-type": "application/json", traceparent: CALLER },
+        body: "{}",
+      });
+      expect(res.status).toBe(200);
+      const traceBytes = Buffer.from(CALLER_TRACE, "hex");
+      const exported = () => protobufOtlp.protobufBodies.some((body) => Buffer.from(body).includes(traceBytes));
+      expect(exported()).toBe(false);
+      await derrick.stop();
+      expect(exported()).toBe(true);
+    },
+  );
 });
