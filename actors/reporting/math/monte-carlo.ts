@@ -162,8 +162,8 @@ export function simulate(input: SimInput): Simulation {
       const base = i * np;
       for (let j = 0; j < np; j++) {
         const k = kind[base + j];
-        if (k === 1) sums[j] += a[base + j]!;
-        else if (k === 2) sums[j] += Math.exp(a[base + j]! + b[base + j]! * z);
+        if (k === 1) sums[j] = sums[j]! + a[base + j]!;
+        else if (k === 2) sums[j] = sums[j]! + Math.exp(a[base + j]! + b[base + j]! * z);
       }
     }
     if (any) for (let j = 0; j < np; j++) columns[j]![t] = sums[j]!;
