@@ -2,15 +2,23 @@
  * Webhook POSTs continue the trace of the request that caused them (W3C Trace Context), with no span export set up:
  * the event's publication (its traceparent and tracestate carried through EVENTS and the stored delivery work, a span
  * id of its own per attempt) or the replay that asked for it. Work stored without a trace (an event published on NATS,
- * a job stored before traces were carried) still delivers, each attempt in a trace of its own.
+ * a job stored before traces were carried) still delivers, each attempt in a trace of its own. A failed attempt's
+ * warning names the trace.
  */
 import { describe, expect } from "vitest";
+import { Writable } from "node:stream";
+import pino from "pino";
 import { jetstream } from "@nats-io/jetstream";
-import { eventually } from "../harness/index.ts";
+import { loadConfig } from "../../config/index.ts";
+import { boot } from "../../bin/boot.ts";
+import { eventually, TEST_CLIENTS } from "../harness/index.ts";
+import { edgeClient } from "../harness/derrick.ts";
+import { natsTest } from "../harness/fixture.ts";
+import { startReceiver } from "./receiver.ts";
 import { parseTraceparent } from "../../platform/trace-context.ts";
 import { subjects } from "../../subjects/index.ts";
 import type { DeliveryJob } from "../../subjects/notifications.ts";
-import { deliveriesOnce, deliveryTest, publish, publishOnNats, remove, subscribe } from "./helpers.ts";
+import { DELIVERY_ACTORS, DELIVERY_ENV, deliveriesOnce, deliveryTest, publish, publishOnNats, remove, subscribe } from "./helpers.ts";
 
 const it = deliveryTest();
 const CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -101,5 +109,58 @@ describe("notifications trace context", () => {
     for (const trace of traces) expect(trace?.traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(traces[0]!.traceId).not.toBe(traces[1]!.traceId);
     await remove(derrick, sub.subscription_id);
+  });
+});
+
+const logged = natsTest();
+
+describe("notifications trace context in the logs", () => {
+  logged("trace - a failed attempt's warning carries the trace id of the request that published the event", async ({ nats, dataDir }) => {
+    const lines: Array<{ msg: string; traceId?: string; eventId?: string }> = [];
+    const sink = new Writable({
+      write: (chunk, _enc, done) => {
+        for (const line of String(chunk).trim().split("\n")) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const cfg = loadConfig({
+      ...DELIVERY_ENV,
+      NATS_URL: nats.url,
+      DERRICK_HTTP_PORT: "0",
+      DERRICK_DATA_DIR: dataDir,
+      DERRICK_ACCESS_LOG: "off",
+      DERRICK_CLIENTS: JSON.stringify([TEST_CLIENTS.alpha]),
+    });
+    const booted = await boot({
+      cfg,
+      natsUrl: nats.url,
+      log: pino({ level: "warn" }, sink),
+      edge: true,
+      actors: [...DELIVERY_ACTORS],
+      processMetrics: false,
+    });
+    const receiver = startReceiver();
+    receiver.respond = () => new Response(null, { status: 500 });
+    try {
+      const client = edgeClient(booted.edge!.url);
+      const sub = await client.call("/v1/notifications/subscriptions/types/PlanShared", {
+        method: "POST",
+        body: JSON.stringify({ subscriber: "logs", callback_uri: receiver.url }),
+      });
+      expect(sub.status).toBe(200);
+      const res = await client.call("/v1/notifications/events/PlanShared", {
+        method: "POST",
+        body: JSON.stringify({ data: "logged" }),
+        headers: { traceparent: CALLER },
+      });
+      const { event_id } = (await res.json()) as { event_id: string };
+      const warning = await eventually(() => lines.find((l) => l.msg === "a delivery attempt failed" && l.eventId === event_id), {
+        what: "the failed attempt's warning",
+      });
+      expect(warning.traceId).toBe(CALLER_TRACE);
+    } finally {
+      receiver.stop();
+      await booted.stop();
+    }
   });
 });

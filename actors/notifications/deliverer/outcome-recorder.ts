@@ -113,7 +113,7 @@ export class OutcomeRecorder {
     event: StoredEvent | undefined,
   ): Promise<void> {
     await this.journal.recordAttempt(job.partition, job.subscription_id, record);
-    await this.pause(subscription, "the receiver answered 410 Gone");
+    await this.pause(subscription, "the receiver answered 410 Gone", job);
     // A replayed dead letter is still in DEAD: a second letter would only duplicate it.
     if (job.dead_seq === undefined) await this.bury(job, subscription, "the receiver answered 410 Gone", event);
   }
@@ -132,7 +132,7 @@ export class OutcomeRecorder {
     if (dueAt === undefined) {
       await this.journal.recordAttempt(job.partition, job.subscription_id, { ...record, state: "dead" });
       if (pausesSubscription(failingSince, finished, this.options.pauseAfterMs))
-        await this.pause(subscription, `failing without a success since ${new Date(failingSince).toISOString()}`);
+        await this.pause(subscription, `failing without a success since ${new Date(failingSince).toISOString()}`, job);
       await this.bury(job, subscription, "retry schedule exhausted", event);
       return;
     }
@@ -153,11 +153,12 @@ export class OutcomeRecorder {
     return live(current?.failing_since) ? current.failing_since : now;
   }
 
-  private async pause(subscription: SubscriptionRecord, reason: string): Promise<void> {
+  /** `cause`: the delivery whose outcome paused it (its trace id goes in the log line). */
+  private async pause(subscription: SubscriptionRecord, reason: string, cause: Item): Promise<void> {
     await this.store.modify(subscription.subscription_id, (r) =>
       r.paused_at ? undefined : { ...r, paused_at: new Date(this.clock.now()).toISOString(), paused_reason: reason },
     );
-    this.log.warn({ subscription: subscription.subscription_id, reason }, "subscription paused");
+    this.log.warn({ subscription: subscription.subscription_id, reason, ...traceIdField(cause) }, "subscription paused");
   }
 
   /** Dead-letters a delivery with its event (without one when the event is gone: nothing to replay). */

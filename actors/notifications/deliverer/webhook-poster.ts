@@ -40,7 +40,8 @@ export class WebhookPoster {
       const response = await this.post(subscription, eventId, body, trace);
       return { status: response.status, retryAfter: parseRetryAfter(response.retryAfter, this.clock.now()) };
     } catch (e) {
-      if (e instanceof CallbackRefused) this.log.warn({ subscription: subscription.subscription_id, detail: e.detail }, e.message);
+      if (e instanceof CallbackRefused)
+        this.log.warn({ subscription: subscription.subscription_id, detail: e.detail, traceId: trace.traceId }, e.message);
       return { error: describeFailure(e, this.options.timeoutMs) };
     }
   }
