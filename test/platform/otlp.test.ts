@@ -3,9 +3,11 @@
  * the edge's span (server) under the caller's span, the NATS request's (client) under it, the actor's (server) under
  * that, a delivery attempt's (client, with the receiver's status) under the actor's, whose id the webhook POST's
  * traceparent names, and a content task's run (consumer) under the projects actor's span. One trace id throughout.
- * Both encodings arrive: JSON (decoded here) and protobuf (the trace id's 16 bytes found in the body).
+ * Both encodings arrive: JSON (decoded here) and protobuf (the trace id's 16 bytes found in the body). Without an
+ * endpoint, no module of the SDK is even loaded.
  */
-import { afterAll, describe, expect } from "vitest";
+import { afterAll, describe, expect, it as plainIt } from "vitest";
+import { fileURLToPath } from "node:url";
 import { eventually } from "../harness/index.ts";
 import { derrickTest } from "../harness/fixture.ts";
 import { parseTraceparent } from "../../platform/trace-context.ts";
@@ -176,4 +178,23 @@ describe("span export over OTLP (protobuf, the default encoding)", () => {
       expect(exported()).toBe(true);
     },
   );
+});
+
+describe("no OTLP endpoint", () => {
+  plainIt("otlp - without an endpoint (or with OTEL_SDK_DISABLED) no module of OpenTelemetry's SDK or exporters is loaded", async () => {
+    const script = fileURLToPath(new URL("./fixtures/tracing-modules.ts", import.meta.url));
+    const run = async (env: Record<string, string>) => {
+      const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("OTEL_")));
+      const child = Bun.spawn([process.execPath, script], { env: { ...clean, ...env }, stdout: "pipe", stderr: "inherit" });
+      const out = await new Response(child.stdout).text();
+      expect(await child.exited).toBe(0);
+      return JSON.parse(out) as { exporting: boolean; sdkModules: number };
+    };
+    expect(await run({})).toEqual({ exporting: false, sdkModules: 0 });
+    expect(await run({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_SDK_DISABLED: "true" })).toEqual({ exporting: false, sdkModules: 0 });
+    // The check can fail: with an endpoint the SDK is there.
+    const on = await run({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url });
+    expect(on.exporting).toBe(true);
+    expect(on.sdkModules).toBeGreaterThan(0);
+  });
 });
