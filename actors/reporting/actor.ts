@@ -31,6 +31,8 @@ export async function startReportingActor(nc: NatsConnection, options: RuntimeOp
   const results = new ResultMemory(stores.cache, nc, log);
   await results.start();
   const metrics = options.metrics ? actorMetrics(options.metrics) : undefined;
+  // Both results exported from 0, so a ratio of their rates exists before the first hit.
+  for (const result of ["hit", "miss"]) metrics?.reportingCache.inc({ result }, 0);
   const deps: ReportingDeps = {
     store: assessmentStore(stores, { results }),
     ...(metrics ? { cacheReads: (result: "hit" | "miss") => metrics.reportingCache.inc({ result }) } : {}),
