@@ -17,9 +17,15 @@ type Sized = Pick<ProspectModel, "volumes" | "products" | "pc" | "ps"> & {
   pa: { dependency: { model: ProspectModel["pa"]["dependency"]["model"] } };
 };
 
-/** One Monte Carlo run: per trial, each segment's outcome and, for a success, a draw per product it holds; then a sort per product. */
+/** What one trial costs beside its draws (the loop, its flags and totals copied for the summaries and a scenario mixture). */
+const TRIAL_OVERHEAD = 4;
+
+/**
+ * One Monte Carlo run: per trial, each segment's outcome and, for a success, a draw per product it holds, the order
+ * statistics of each product, and the trial's own overhead.
+ */
 function simulationWork(m: Sized, trials: number): number {
-  const perTrial = m.volumes.reduce((sum, volumes) => sum + 1 + Object.keys(volumes).length, 0) + m.products.length;
+  const perTrial = m.volumes.reduce((sum, volumes) => sum + 1 + Object.keys(volumes).length, 0) + m.products.length + TRIAL_OVERHEAD;
   return trials * perTrial;
 }
 

@@ -297,7 +297,7 @@ export const AGGREGATION_TASK_ACCEPTED = {
   aggregation: "scenarios",
   id: "msa-alpha",
   state: "queued",
-  work: 257_000_000,
+  work: 230_554_432,
   createdAt: "2026-11-28T10:00:00.000Z",
   result: taskResult,
 } satisfies AggregationTask;

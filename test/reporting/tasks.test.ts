@@ -18,7 +18,7 @@ import { prospectAnalysis, put, reportingTest, segment } from "./helpers.ts";
 const it = reportingTest({ DERRICK_REQUEST_TIMEOUT: "50s" });
 const BASE = "/assessments/v1";
 
-/** 16 one-product segments × 1,000,000 trials: 33,000,000 of work, just past ASYNC_WORK_MIN. */
+/** 16 one-product segments × 1,000,000 trials: 37,000,000 of work, just past ASYNC_WORK_MIN. */
 async function largeProspect(derrick: TestDerrick, key: string) {
   const ids = Array.from({ length: 16 }, (_, i) => `${key}-s${i}`);
   for (const [i, id] of ids.entries()) await put(derrick, "segmentanalyses", id, segment(`${key} ${i}`, 0.3 + i / 40, 5 + i, 50 + i));
