@@ -8,11 +8,10 @@
  * to docs/console/ (linked from docs/console.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import {
   clientToken,
   eventually,
@@ -26,11 +25,8 @@ import {
 import { ALL_GROUPS, GROUPS } from "../../subjects/groups.ts";
 import { twinBucket, type TwinGetReply } from "../../subjects/twins.ts";
 import { openBucket } from "../harness/kv.ts";
+import { browserMissing, launchFencedBrowser, type FencedBrowser } from "../harness/browser.ts";
 import { seedDemo } from "../../actors/reporting/seed.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const skip = !existsSync(CHROMIUM) && !process.env.CI;
-if (skip) console.warn(`browser tests skipped: ${CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)`);
 
 const SHOTS = fileURLToPath(new URL("../../docs/console/", import.meta.url));
 const WIDE = { width: 1280, height: 860 };
@@ -54,11 +50,9 @@ function startReceiver() {
 let receiver: ReturnType<typeof startReceiver>;
 let nats: TestNats;
 let derrick: TestDerrick;
-let context: BrowserContext;
+let browser: FencedBrowser;
 let page: Page;
-let profile: string;
 let origin: string;
-const foreign: string[] = [];
 const consoleErrors: string[] = [];
 
 /** Polls a value of the page until the assertion holds, as patient as the page's own steps (vitest's default is 1 s). */
@@ -93,7 +87,7 @@ async function signIn(client: { client_id: string; client_secret: string; appkey
   await page.getByRole("button", { name: "Sign in" }).click();
 }
 
-describe.skipIf(skip)("the console in a real browser", () => {
+describe.skipIf(browserMissing)("the console in a real browser", () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     receiver = startReceiver();
@@ -108,31 +102,8 @@ describe.skipIf(skip)("the console in a real browser", () => {
       },
     });
     origin = new URL(derrick.url).origin;
-    profile = mkdtempSync(join(tmpdir(), "derrick-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: WIDE,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        // No name resolves: nothing but the loopback address derrick listens on can be reached.
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-      ],
-    });
-    await context.route("**/*", (route) => {
-      const url = new URL(route.request().url());
-      if (url.origin === origin || url.protocol === "data:") return route.continue();
-      foreign.push(url.href);
-      return route.abort("blockedbyclient");
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await launchFencedBrowser(origin, WIDE);
+    page = browser.context.pages()[0] ?? (await browser.context.newPage());
     // A step that does not happen fails naming its locator, well inside the test's own timeout.
     page.setDefaultTimeout(15_000);
     page.on("pageerror", (error) => consoleErrors.push(`pageerror: ${error.message}`));
@@ -144,8 +115,7 @@ describe.skipIf(skip)("the console in a real browser", () => {
   }, 60_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await derrick?.cleanup();
     await nats?.cleanup();
     await receiver?.stop();
@@ -425,7 +395,7 @@ describe.skipIf(skip)("the console in a real browser", () => {
   });
 
   it("console - no request left the derrick origin and the page logged no error", () => {
-    expect(foreign).toEqual([]);
+    expect(browser.foreign).toEqual([]);
     expect(consoleErrors).toEqual([]);
   });
 });

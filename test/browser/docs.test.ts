@@ -7,25 +7,18 @@
  * it: .ci/run).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { startDerrick, startTestNats, TEST_CLIENTS, type TestDerrick, type TestNats } from "../harness/index.ts";
+import { browserMissing, launchFencedBrowser, type FencedBrowser } from "../harness/browser.ts";
 import type { TokenResponse } from "../../subjects/identity.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const skip = !existsSync(CHROMIUM) && !process.env.CI;
-if (skip) console.warn(`browser tests skipped: ${CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)`);
 
 let nats: TestNats;
 let derrick: TestDerrick;
+let browser: FencedBrowser;
 let context: BrowserContext;
-let profile: string;
 let origin: string;
-/** Every request the browser made, and those it was stopped from making (another origin). */
+/** Every request the browser made. */
 const requests: string[] = [];
-const foreign: string[] = [];
 const pageErrors: string[] = [];
 
 async function openDocs(path: string): Promise<Page> {
@@ -48,36 +41,14 @@ type PageGlobals = {
 const violations = (page: Page) =>
   page.evaluate(() => ((globalThis as unknown as PageGlobals).cspViolations ?? []).filter((v) => v !== "script-src eval"));
 
-describe.skipIf(skip)("the /docs page in a real browser", () => {
+describe.skipIf(browserMissing)("the /docs page in a real browser", () => {
   beforeAll(async () => {
     nats = await startTestNats();
     derrick = await startDerrick(nats);
     origin = new URL(derrick.url).origin;
-    profile = mkdtempSync(join(tmpdir(), "derrick-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1400, height: 1000 },
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        // No name resolves: nothing but the loopback address derrick listens on can be reached.
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-      ],
-    });
+    browser = await launchFencedBrowser(origin, { width: 1400, height: 1000 });
+    context = browser.context;
     context.on("request", (request) => requests.push(`${request.method()} ${request.url()}`));
-    await context.route("**/*", (route) => {
-      const url = new URL(route.request().url());
-      if (url.origin === origin) return route.continue();
-      foreign.push(url.href);
-      return route.abort("blockedbyclient");
-    });
     await context.addInitScript(() => {
       const page = globalThis as unknown as PageGlobals;
       page.document.addEventListener("securitypolicyviolation", (event) =>
@@ -88,8 +59,7 @@ describe.skipIf(skip)("the /docs page in a real browser", () => {
 
   afterAll(async () => {
     console.log(`docs in chromium: ${requests.length} requests\n  ${requests.join("\n  ")}`);
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await derrick?.cleanup();
     await nats?.cleanup();
   });
@@ -109,7 +79,7 @@ describe.skipIf(skip)("the /docs page in a real browser", () => {
         String(unwanted),
       ).toEqual([]);
     expect(await violations(page)).toEqual([]);
-    expect(foreign).toEqual([]);
+    expect(browser.foreign).toEqual([]);
     expect(pageErrors).toEqual([]);
     expect(requests.length).toBeGreaterThanOrEqual(3);
     for (const request of requests) expect(new URL(request.split(" ")[1]!).origin, request).toBe(origin);
@@ -162,7 +132,7 @@ describe.skipIf(skip)("the /docs page in a real browser", () => {
     expect(whoami.status(), await whoami.text()).toBe(200);
     expect(await whoami.json()).toMatchObject({ principal: { clientId: "admin" }, partition: "opendes" });
     expect(await violations(page)).toEqual([]);
-    expect(foreign).toEqual([]);
+    expect(browser.foreign).toEqual([]);
     expect(pageErrors).toEqual([]);
     await page.close();
   });
