@@ -37,7 +37,7 @@ export function demoClient(cfg: Config): ClientSeed | undefined {
   return seed;
 }
 
-/** What a person sees on a first start: the client, a token request, the docs. */
+/** What a person sees on a first start: the client, a token request, the docs and the console. */
 export function demoWelcome(seed: ClientSeed, edgeUrl: string, partition: string): string {
   return [
     "",
@@ -49,6 +49,7 @@ export function demoWelcome(seed: ClientSeed, edgeUrl: string, partition: string
     "get a token:",
     `  curl -s -d grant_type=client_credentials -d client_id=${seed.client_id} -d client_secret=${seed.client_secret} ${edgeUrl}/v2/token`,
     `the API and how to call it: ${edgeUrl}/docs`,
+    `the console (sign in with the client above): ${edgeUrl}/console`,
     "",
   ].join("\n");
 }
