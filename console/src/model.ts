@@ -113,11 +113,15 @@ export type OutcomeNode = {
   volume?: { mean: number; unit: string };
 };
 
+/** A node's kind as a reader says it. */
+export const outcomeKindLabel = (kind: string) =>
+  ({ commonSuccess: "common success", commonFailure: "common failure", otherOutcomes: "other outcomes" })[kind] ?? kind;
+
 /** The tree's terminal nodes (outcomes, folded outcomes, common failures) with the path of branch names above each. */
 export function outcomeRows(nodes: readonly OutcomeNode[]) {
   const byId = new Map(nodes.map((n) => [n.nodeId, n]));
   const parents = new Set(nodes.map((n) => n.parentId));
-  const label = (n: OutcomeNode) => n.name ?? n.kind;
+  const label = (n: OutcomeNode) => n.name ?? outcomeKindLabel(n.kind);
   return nodes
     .filter((n) => !parents.has(n.nodeId) && n.kind !== "root")
     .map((node) => {

@@ -89,7 +89,7 @@ describe("console model", () => {
     ];
     expect(outcomeRows(nodes).map((r) => [r.node.nodeId, r.path.join(" › ")])).toEqual([
       ["n2", "Oil case"],
-      ["n4", "Oil case › commonSuccess"],
+      ["n4", "Oil case › common success"],
       ["n6", "Gas case"],
     ]);
   });

@@ -28,23 +28,22 @@ export function NotificationsView({ session }: { session: Session }) {
     <div class="grid">
       <Section title="Subscriptions" wide>
         <ErrorNote error={list.error} />
-        <Table caption="This client's subscriptions in the partition" head={["type", "subscriber", "callback", "updated", ""]}>
+        <Table caption="This client's subscriptions in the partition" head={["subscriber", "type", "callback", "updated"]}>
           {subscriptions.map((s) => (
             <tr key={s.subscription_id} class={s.subscription_id === selected ? "selected" : undefined}>
-              <th scope="row">{s.subscription_type}</th>
-              <td>{s.subscriber}</td>
-              <td class="mono">{s.callback_uri}</td>
-              <td>{formatTime(s.updated_at)}</td>
-              <td>
+              <th scope="row">
                 <button
                   type="button"
                   class="secondary"
                   onClick={() => setSelected(s.subscription_id)}
                   aria-label={`Open ${s.subscriber} ${s.subscription_type}`}
                 >
-                  Open
+                  {s.subscriber}
                 </button>
-              </td>
+              </th>
+              <td>{s.subscription_type}</td>
+              <td class="mono">{s.callback_uri}</td>
+              <td>{formatTime(s.updated_at)}</td>
             </tr>
           ))}
         </Table>
@@ -194,21 +193,21 @@ function SubscriptionDetail({ session, subscription, onDeleted }: { session: Ses
       {dead.length ? (
         <Table
           caption="Deliveries that exhausted their attempts, until a replay succeeds"
-          head={["event", "attempts", "last error", "at", ""]}
+          head={["event", "", "attempts", "last error", "at"]}
         >
           {dead.map((d) => (
             <tr key={d.event_id}>
               <th scope="row" class="mono">
                 {d.event_id}
               </th>
-              <td>{d.attempt}</td>
-              <td>{d.status_code ?? d.error ?? "—"}</td>
-              <td>{formatTime(d.attempted_at)}</td>
               <td>
                 <button type="button" onClick={() => replay(d.event_id)} aria-label={`Replay ${d.event_id}`}>
                   Replay
                 </button>
               </td>
+              <td>{d.attempt}</td>
+              <td>{d.status_code ?? d.error ?? "—"}</td>
+              <td>{formatTime(d.attempted_at)}</td>
             </tr>
           ))}
         </Table>

@@ -7,7 +7,7 @@ import { useMemo, useState } from "preact/hooks";
 import type uPlot from "uplot";
 import { type Session, reporting } from "../api.ts";
 import { Chart, colour } from "../charts.tsx";
-import { type OutcomeNode, type ProspectAggregation, expectationCurve, outcomeRows, percentileMarks } from "../model.ts";
+import { type OutcomeNode, type ProspectAggregation, expectationCurve, outcomeKindLabel, outcomeRows, percentileMarks } from "../model.ts";
 import { ErrorNote, Field, Section, Select, Table, formatNumber, formatPercent } from "../ui.tsx";
 
 const KINDS = { prospect: "prospect analysis", fullCycle: "full-cycle analyses", scenarios: "scenario analysis" } as const;
@@ -305,12 +305,15 @@ function Scenarios({ aggregation }: { aggregation: ScenarioAggregation }) {
       <Section title="Outcome tree" wide>
         <Table
           caption={`Terminal outcomes of the tree (${outcomeTree.primaryProduct})`}
-          head={["path", "outcome", "segments", "branch", "joint", "volume (mean)"]}
+          head={["path", "joint", "volume (mean)", "segments", "branch", "node"]}
         >
           {rows.map(({ node, path }) => (
             <tr key={node.nodeId}>
               <th scope="row">{path.join(" › ")}</th>
-              <td>{node.kind === "otherOutcomes" ? `${node.outcomes} other outcomes` : node.kind}</td>
+              <td>{formatPercent(node.jointProbability)}</td>
+              <td>
+                {formatNumber(node.volume?.mean)} {node.volume?.unit ?? ""}
+              </td>
               <td>
                 {node.segmentStates
                   ? Object.entries(node.segmentStates)
@@ -319,10 +322,7 @@ function Scenarios({ aggregation }: { aggregation: ScenarioAggregation }) {
                   : "—"}
               </td>
               <td>{formatPercent(node.branchProbability)}</td>
-              <td>{formatPercent(node.jointProbability)}</td>
-              <td>
-                {formatNumber(node.volume?.mean)} {node.volume?.unit ?? ""}
-              </td>
+              <td>{node.kind === "otherOutcomes" ? `${node.outcomes} other outcomes` : outcomeKindLabel(node.kind)}</td>
             </tr>
           ))}
         </Table>
