@@ -43,6 +43,17 @@ export function explain(error: unknown): string {
   return `${error.status}: ${detail}${fields.length ? ` (${fields.join("; ")})` : ""}`;
 }
 
+/** An error answer's problem details; a proxy's HTML or plain text becomes the detail as it is. */
+function problemOf(text: string): Partial<Problem> {
+  try {
+    const body = JSON.parse(text) as unknown;
+    if (body !== null && typeof body === "object") return body as Partial<Problem>;
+  } catch {
+    // not JSON: shown as sent, shortened
+  }
+  return { detail: text.slice(0, 200) };
+}
+
 type Options = { body?: unknown; headers?: Record<string, string>; partition?: boolean };
 export type Answer<T> = { status: number; body: T; headers: Headers };
 
@@ -56,9 +67,8 @@ async function call<T>(session: Session, method: string, path: string, options: 
     ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
   });
   const text = await response.text();
-  const body = text ? JSON.parse(text) : undefined;
-  if (!response.ok) throw new ApiError(response.status, { status: response.status, ...(body ?? {}) }, response.headers);
-  return { status: response.status, body: body as T, headers: response.headers };
+  if (!response.ok) throw new ApiError(response.status, { status: response.status, ...problemOf(text) }, response.headers);
+  return { status: response.status, body: (text ? JSON.parse(text) : undefined) as T, headers: response.headers };
 }
 
 const get = async <T>(session: Session, path: string, options?: Options) => (await call<T>(session, "GET", path, options)).body;
