@@ -36,6 +36,7 @@ import { readRequestMeta } from "../../platform/transport/index.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { buildInfo } from "../../platform/build-info.ts";
 import { InFlightLimiter, type QueueBound } from "./limiter.ts";
+import { transientNatsProblem } from "./nats-errors.ts";
 import type { RequestContext } from "./context.ts";
 
 /** What a handler may answer: the reply itself, its JSON already encoded, or either with a status and headers. */
@@ -269,7 +270,7 @@ async function handleMessage(
     if (result instanceof Reply) status = result.status;
     respond(msg, result, nc.info?.max_payload);
   } catch (error) {
-    const problem = toDerrickError(error);
+    const problem = toDerrickError(transientNatsProblem(error) ?? error);
     status = problem.status;
     if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) {
       (ctx?.log ?? log).error({ err: error, subject: msg.subject }, "handler failed");

@@ -1,5 +1,6 @@
 import { describe, expect } from "vitest";
 import { Svcm } from "@nats-io/services";
+import { jetstream } from "@nats-io/jetstream";
 import { startDerrick, eventually } from "../harness/index.ts";
 import { connectNats } from "../../platform/nats.ts";
 import { createLogger } from "../../platform/logger.ts";
@@ -157,6 +158,37 @@ describe("actor runtime", () => {
       expect(crash.detail).not.toContain("secret internals");
       // the service survived both failures
       expect(((await bus.request("test.failing.conflict", {}).catch((e) => e)) as DerrickError).status).toBe(409);
+    } finally {
+      await actor.stop();
+      await nc.close();
+    }
+  });
+
+  it("runtime - a JetStream write no stream answered (a leader being elected) is 503 with Retry-After, not 500", async ({ nats }) => {
+    const nc = await connectNats(nats.url, "jetstream-actor");
+    const js = jetstream(nc);
+    const actor = await serveActor(
+      nc,
+      {
+        name: "electing",
+        version: "1.0.0",
+        description: "writes where no stream listens",
+        endpoints: [
+          endpoint({
+            name: "write",
+            subject: "test.electing.write",
+            // No stream takes this subject: the server answers no responders, as while a stream has no leader.
+            handler: async () => (await js.publish("test.no-stream.write", "x", { retries: 1 })).seq,
+          }),
+        ],
+      },
+      { log: silent, concurrency: 4 },
+    );
+    const bus = new Bus(nc, { timeoutMs: 5000 });
+    try {
+      const failed = (await bus.request("test.electing.write", {}).catch((e) => e)) as DerrickError;
+      expect(failed.status).toBe(503);
+      expect(failed.headers["Retry-After"]).toBe("1");
     } finally {
       await actor.stop();
       await nc.close();

@@ -1,0 +1,22 @@
+/**
+ * NATS and JetStream failures that pass (a stream electing a leader after a server was lost, a
+ * reconnect) answered as such: 503 with Retry-After when nothing answered the operation, 504 when
+ * it timed out and its outcome is unknown, instead of the 500 of an unexpected error.
+ */
+import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
+import { JetStreamApiError } from "@nats-io/jetstream";
+import { DerrickError, gatewayTimeout, unavailable } from "../../subjects/index.ts";
+
+/** The problem to answer for `error` when it is such a failure; undefined for anything else (a DerrickError included). */
+export function transientNatsProblem(error: unknown): DerrickError | undefined {
+  if (error instanceof DerrickError) return undefined;
+  for (let e = error; e instanceof Error; e = e.cause) {
+    // A publish nobody received (no stream leader for its subject) stored nothing: safe to repeat.
+    if (e instanceof NoRespondersError || (e instanceof RequestError && e.isNoResponders()))
+      return unavailable("JetStream did not answer (a stream may be electing a leader); retry shortly", 1);
+    if (e instanceof JetStreamApiError && e.status === 503) return unavailable(`JetStream is unavailable (${e.message}); retry shortly`, 1);
+    if (e instanceof TimeoutError)
+      return gatewayTimeout("JetStream did not answer in time: whether the operation was carried out is unknown");
+  }
+  return undefined;
+}
