@@ -14,6 +14,7 @@ import type {
   SubscriptionBase,
 } from "../../subjects/notifications.ts";
 import type { CatalogKind, ContentAccepted, Project, Task } from "../../subjects/projects.ts";
+import type { AggregationTask } from "../../subjects/reporting.ts";
 import type { QueryRequest, QueryResponse } from "../../subjects/search.ts";
 import type { FleetStatus } from "../../subjects/system.ts";
 import type { TwinGetReply, TwinPutReply, TwinUpdateBody } from "../../subjects/twins.ts";
@@ -133,12 +134,34 @@ export const twins = {
 export const search = (s: Session, query: QueryRequest) => send<QueryResponse>(s, "POST", "/api/search/v2/query", query);
 
 const ASSESSMENTS = "/assessments/v1";
+const TASK_POLL_MS = 500;
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/**
+ * An aggregation's body: a large one is answered 202 with a task (docs/reporting.md), which is read
+ * every 500 ms, each state passed to `progress`, until it ends; then its result is read.
+ */
+async function aggregation(s: Session, start: () => Promise<Answer<unknown>>, progress: (task: AggregationTask) => void) {
+  const first = await start();
+  if (first.status !== 202) return first.body as Record<string, unknown>;
+  let task = first.body as AggregationTask;
+  for (;;) {
+    progress(task);
+    if (task.state === "succeeded") return get<Record<string, unknown>>(s, task.result);
+    if (task.state === "failed") throw new ApiError(500, { status: 500, detail: task.error ?? "the aggregation failed" }, new Headers());
+    await sleep(TASK_POLL_MS);
+    task = await get<AggregationTask>(s, `${ASSESSMENTS}/aggregationtasks/${segment(task.taskId)}`);
+  }
+}
+
+type Progress = (task: AggregationTask) => void;
 export const reporting = {
-  prospect: (s: Session, id: string) => get<Record<string, unknown>>(s, `${ASSESSMENTS}/prospectanalysisaggregation/${segment(id)}`),
-  fullCycle: (s: Session, prospectAnalysisId: string) =>
-    send<Record<string, unknown>>(s, "POST", `${ASSESSMENTS}/fullcycleanalysisaggregation`, { prospectAnalysisId }),
-  scenarios: (s: Session, id: string) =>
-    get<Record<string, unknown>>(s, `${ASSESSMENTS}/prospectmultiplescenarioanalysisaggregation/${segment(id)}`),
+  prospect: (s: Session, id: string, progress: Progress) =>
+    aggregation(s, () => call(s, "GET", `${ASSESSMENTS}/prospectanalysisaggregation/${segment(id)}`), progress),
+  fullCycle: (s: Session, prospectAnalysisId: string, progress: Progress) =>
+    aggregation(s, () => call(s, "POST", `${ASSESSMENTS}/fullcycleanalysisaggregation`, { body: { prospectAnalysisId } }), progress),
+  scenarios: (s: Session, id: string, progress: Progress) =>
+    aggregation(s, () => call(s, "GET", `${ASSESSMENTS}/prospectmultiplescenarioanalysisaggregation/${segment(id)}`), progress),
 };
 
 export const projects = {

@@ -27,6 +27,7 @@ import { twinBucket, type TwinGetReply } from "../../subjects/twins.ts";
 import { openBucket } from "../harness/kv.ts";
 import { browserMissing, launchFencedBrowser, type FencedBrowser } from "../harness/browser.ts";
 import { seedDemo } from "../../actors/reporting/seed.ts";
+import { prospectAnalysis, put, segment } from "../reporting/helpers.ts";
 
 const SHOTS = fileURLToPath(new URL("../../docs/console/", import.meta.url));
 const WIDE = { width: 1280, height: 860 };
@@ -350,6 +351,27 @@ describe.skipIf(browserMissing)("the console in a real browser", () => {
       .waitFor();
     await screenshots("reporting-scenarios");
   });
+
+  it("console - a large prospect, answered 202 with a task, is followed to its result and drawn", async () => {
+    // 16 one-product segments × 1,000,000 trials: past the work that reporting computes at once.
+    const ids = Array.from({ length: 16 }, (_, i) => `big-s${i}`);
+    for (const [i, id] of ids.entries())
+      expect((await put(derrick, "segmentanalyses", id, segment(`Big ${i}`, 0.3 + i / 40, 5 + i, 50 + i))).status).toBe(201);
+    const analysis = prospectAnalysis("p-big", "Big", ids, { simulation: { trials: 1_000_000, seed: 7 } });
+    expect((await put(derrick, "prospectanalyses", "pa-big", analysis)).status).toBe(201);
+
+    await page.getByLabel("Analysis", { exact: true }).selectOption("prospect analysis");
+    await page.getByLabel("Prospect analysis id").fill("pa-big");
+    const result = page.waitForResponse((r) => /\/aggregationtasks\/[^/]+\/result$/.test(r.url()), { timeout: 60_000 });
+    await page.getByRole("button", { name: "Open", exact: true }).click();
+    await page.getByRole("status").filter({ hasText: "computed by task" }).waitFor();
+    expect((await result).status()).toBe(200);
+    await page.getByRole("region", { name: "Prospect Big" }).waitFor();
+    await page
+      .getByRole("img", { name: /^Expectation curve of oil/ })
+      .locator("canvas")
+      .waitFor();
+  }, 90_000);
 
   it("console - request a project's content and follow its task to success and its expiry", async () => {
     const project = await derrick.call("/v1/projects/plan-a", {

@@ -5,6 +5,7 @@
  */
 import { useMemo, useState } from "preact/hooks";
 import type uPlot from "uplot";
+import type { AggregationTask } from "../../../subjects/reporting.ts";
 import { type Session, reporting } from "../api.ts";
 import { Chart, colour } from "../charts.tsx";
 import { type OutcomeNode, type ProspectAggregation, expectationCurve, outcomeKindLabel, outcomeRows, percentileMarks } from "../model.ts";
@@ -20,17 +21,14 @@ export function ReportingView({ session }: { session: Session }) {
   const [id, setId] = useState(DEFAULT_IDS.prospect);
   const [opened, setOpened] = useState<{ kind: Kind; body: Record<string, unknown> }>();
   const [error, setError] = useState<unknown>();
+  const [task, setTask] = useState<AggregationTask>();
   const open = async (event: Event) => {
     event.preventDefault();
     setError(undefined);
     setOpened(undefined);
+    setTask(undefined);
     try {
-      const body =
-        kind === "prospect"
-          ? await reporting.prospect(session, id)
-          : kind === "fullCycle"
-            ? await reporting.fullCycle(session, id)
-            : await reporting.scenarios(session, id);
+      const body = await reporting[kind](session, id, setTask);
       setOpened({ kind, body });
     } catch (failure) {
       setError(failure);
@@ -53,6 +51,11 @@ export function ReportingView({ session }: { session: Session }) {
           <Field label={kind === "scenarios" ? "Scenario analysis id" : "Prospect analysis id"} value={id} onValue={setId} required />
           <button type="submit">Open</button>
         </form>
+        {task ? (
+          <p role="status">
+            A large aggregation, computed by task {task.taskId} ({task.state}, work {task.work.toLocaleString("en")}).
+          </p>
+        ) : null}
         <ErrorNote error={error} />
       </Section>
       {opened?.kind === "prospect" ? <Prospect aggregation={opened.body as unknown as ProspectAggregation} /> : null}
