@@ -208,7 +208,10 @@ export class AggregationTasks {
   private async store(partition: string, taskId: string, bytes: Uint8Array): Promise<number> {
     const size = Math.max(1, Math.min(CHUNK_BYTES, this.options.maxValueBytes?.() ?? CHUNK_BYTES));
     const count = Math.max(1, Math.ceil(bytes.length / size));
-    for (let i = 0; i < count; i++) await this.results.put(chunkKey(partition, taskId, i), bytes.subarray(i * size, (i + 1) * size));
+    // All at once: one round trip's wait for the lot, not one per chunk (a 47 MB tree is 12 chunks).
+    await Promise.all(
+      Array.from({ length: count }, (_, i) => this.results.put(chunkKey(partition, taskId, i), bytes.subarray(i * size, (i + 1) * size))),
+    );
     return count;
   }
 
