@@ -6,14 +6,12 @@
  * keeps serving, because every stream still has two of its three replicas.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type StreamInfo } from "@nats-io/jetstream";
 import type { ActorName } from "../../config/index.ts";
-import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
-import { eventually, freePort, startDerrick, type TestDerrick } from "../harness/index.ts";
+import type { NatsServer } from "../../platform/nats-server.ts";
+import { eventually, startDerrick, type TestDerrick } from "../harness/index.ts";
+import { startNatsCluster, type NatsCluster } from "../harness/cluster.ts";
 import { json } from "../harness/json.ts";
 import type { TwinGetReply } from "../../subjects/twins.ts";
 import type { Subscription } from "../../subjects/notifications.ts";
@@ -21,28 +19,15 @@ import type { Subscription } from "../../subjects/notifications.ts";
 const ACTORS = ["system", "identity", "twins", "notifications", "reporting", "projects", "storage"] as const satisfies readonly ActorName[];
 
 describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
-  const servers: NatsServer[] = [];
-  const dirs: string[] = [];
+  let cluster: NatsCluster;
+  let servers: NatsServer[] = [];
   let nc: NatsConnection;
   let derrick: TestDerrick;
 
   beforeAll(async () => {
-    const routes = [await freePort(), await freePort(), await freePort()];
-    const started = routes.map(async (route, i) => {
-      const dir = mkdtempSync(join(tmpdir(), `derrick-cluster-${i}-`));
-      dirs.push(dir);
-      const peers = routes.filter((_, j) => j !== i).map((p) => `"nats-route://127.0.0.1:${p}"`);
-      return startNatsServer({
-        dir,
-        port: -1,
-        extraConfig: `server_name: n${i}\ncluster { name: derrick-test, listen: "127.0.0.1:${route}", routes: [${peers.join(", ")}] }`,
-      });
-    });
-    servers.push(...(await Promise.all(started)));
+    cluster = await startNatsCluster(3);
+    servers = cluster.servers;
     nc = await connect({ servers: servers[0]!.url });
-    const jsm = await jetstreamManager(nc, { checkAPI: false });
-    // The cluster answers JetStream requests once it has elected its meta leader.
-    await eventually(async () => !!(await jsm.getAccountInfo()), { timeoutMs: 30_000, intervalMs: 250, what: "the cluster's JetStream" });
     // ACTORS too, so /readyz expects exactly the actors this process runs. Only servers[0]'s URL, as an
     // operator may give one: nats.js learns the others from the cluster (the last test needs them).
     derrick = await startDerrick(
@@ -53,8 +38,7 @@ describe("a JetStream cluster with DERRICK_JETSTREAM_REPLICAS=3", () => {
   afterAll(async () => {
     await derrick?.cleanup();
     await nc?.close();
-    for (const server of servers) await server.stop();
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    await cluster?.stop();
   });
 
   it("cluster - every stream and bucket derrick made has three replicas and no direct gets; a twin PUT reads back at once", async () => {
