@@ -129,6 +129,18 @@ const workOf = (make: () => { msa: Parameters<typeof scenarioAggregation>[0]; in
   );
 };
 
+function scenarioCase(key: string, name: string, make: Parameters<typeof workOf>[0]): Case {
+  return {
+    key,
+    name,
+    work: workOf(make),
+    run: () => {
+      const { msa, inputs } = make();
+      return scenarioAggregation(msa, inputs);
+    },
+  };
+}
+
 const cases: Case[] = [
   {
     key: "license",
@@ -169,33 +181,9 @@ const cases: Case[] = [
       );
     },
   },
-  {
-    key: "tree16",
-    name: "scenarios: two 16-segment scenarios (2^16-outcome tree), 1,000 trials",
-    work: workOf(tree16),
-    run: () => {
-      const { msa, inputs } = tree16();
-      return scenarioAggregation(msa, inputs);
-    },
-  },
-  {
-    key: "wide",
-    name: "scenarios: one of 64 segments × 1,000,000 trials",
-    work: workOf(wide),
-    run: () => {
-      const { msa, inputs } = wide();
-      return scenarioAggregation(msa, inputs);
-    },
-  },
-  {
-    key: "many",
-    name: "scenarios: 50 of one segment × 1,000,000 trials",
-    work: workOf(many),
-    run: () => {
-      const { msa, inputs } = many();
-      return scenarioAggregation(msa, inputs);
-    },
-  },
+  scenarioCase("tree16", "scenarios: two 16-segment scenarios (2^16-outcome tree), 1,000 trials", tree16),
+  scenarioCase("wide", "scenarios: one of 64 segments × 1,000,000 trials", wide),
+  scenarioCase("many", "scenarios: 50 of one segment × 1,000,000 trials", many),
 ].filter((c) => !PICK || PICK.includes(c.key));
 
 /** The baseline: `draws` uniforms from the same seeded generator, summed so none is optimized away. */
