@@ -1,5 +1,6 @@
 /** Pure functions of the console: what its views derive from the API's answers (tested in test/console/). */
 import type { DeliveryAttempt } from "../../subjects/notifications.ts";
+import type { FleetStatus } from "../../subjects/system.ts";
 import type { TwinGetReply, TwinValue } from "../../subjects/twins.ts";
 
 /**
@@ -137,4 +138,37 @@ export function expiryText(expiresAt: string | undefined, now: number): string {
   const left = Math.ceil((Date.parse(expiresAt) - now) / 1000);
   const at = expiresAt.slice(11, 19);
   return left > 0 ? `in ${left} s (${at}Z)` : `expired at ${at}Z`;
+}
+
+/** One look at the fleet: when (seconds) and each actor's requests so far, summed over its processes. */
+export type LoadSample = { time: number; totals: Record<string, number> };
+
+export const loadSample = (fleet: FleetStatus): LoadSample => ({
+  time: Date.parse(fleet.time) / 1000,
+  totals: Object.fromEntries(fleet.actors.map((a) => [a.name, a.processes.reduce((sum, p) => sum + p.requests, 0)])),
+});
+
+/**
+ * Requests per second of each actor between successive samples. A process that restarts or is gone
+ * lowers its actor's total; that interval counts as 0, not as negative load. Actors idle throughout
+ * are left out, the busiest first, at most `most` of them.
+ */
+export function requestRates(samples: readonly LoadSample[], most = 6) {
+  const times = samples.slice(1).map((s) => s.time);
+  const names = [...new Set(samples.flatMap((s) => Object.keys(s.totals)))];
+  const series = names.map((name) => ({
+    name,
+    rates: samples.slice(1).map((s, i) => {
+      const before = samples[i]!;
+      const seconds = s.time - before.time;
+      const delta = (s.totals[name] ?? 0) - (before.totals[name] ?? 0);
+      return seconds > 0 && delta > 0 ? delta / seconds : 0;
+    }),
+  }));
+  const busy = series
+    .map((s) => ({ ...s, sum: s.rates.reduce((a, b) => a + b, 0) }))
+    .filter((s) => s.sum > 0)
+    .sort((a, b) => b.sum - a.sum)
+    .slice(0, most);
+  return { times, series: busy.map(({ name, rates }) => ({ name, rates })) };
 }

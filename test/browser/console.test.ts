@@ -143,6 +143,11 @@ describe.skipIf(browserMissing)("the console in a real browser", () => {
     const gathered = page.getByRole("region", { name: "Summary" }).locator("dd").first();
     const first = await gathered.textContent();
     await eventuallyOnPage(() => gathered.textContent()).not.toBe(first);
+    // From the second look on, the load chart draws the actors' requests per second (the console's own polls at least).
+    await page
+      .getByRole("img", { name: /^Requests per second of .*system/ })
+      .locator("canvas")
+      .waitFor();
     await screenshots("fleet");
   });
 

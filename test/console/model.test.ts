@@ -7,6 +7,7 @@ import {
   openDeadLetters,
   outcomeRows,
   percentileMarks,
+  requestRates,
   resultColumns,
   twinRows,
 } from "../../console/src/model.ts";
@@ -99,5 +100,23 @@ describe("console model", () => {
     expect(expiryText(undefined, at)).toBe("—");
     expect(expiryText("2026-11-28T10:00:42.000Z", at)).toBe("in 42 s (10:00:42Z)");
     expect(expiryText("2026-11-28T10:00:00.000Z", at)).toBe("expired at 10:00:00Z");
+  });
+
+  it("fleet - requests per second between looks; a restart's drop counts as 0; idle actors left out, the busiest first", () => {
+    const samples = [
+      { time: 100, totals: { system: 10, search: 0, twins: 50, idle: 3 } },
+      { time: 102, totals: { system: 14, search: 20, twins: 2, idle: 3 } },
+      { time: 104, totals: { system: 18, search: 60, twins: 6, idle: 3 } },
+    ];
+    expect(requestRates(samples)).toEqual({
+      times: [102, 104],
+      series: [
+        { name: "search", rates: [10, 20] },
+        { name: "system", rates: [2, 2] },
+        { name: "twins", rates: [0, 2] },
+      ],
+    });
+    expect(requestRates(samples, 1).series.map((s) => s.name)).toEqual(["search"]);
+    expect(requestRates(samples.slice(0, 1))).toEqual({ times: [], series: [] });
   });
 });
