@@ -299,7 +299,8 @@ async function answer(
   const { work, compute } = await aggregation.plan(tracker);
   if (aggregation.task && deps.tasks && work >= ASYNC_WORK_MIN) {
     const { aggregation: kind, id, request } = aggregation.task;
-    const task = await deps.tasks.accept(partition, kind, id, request, work);
+    const same = `${aggregation.key} ${JSON.stringify(aggregation.echo ?? {})}`;
+    const task = await deps.tasks.accept(partition, kind, id, request, work, same);
     return reply(task, 202, { Location: taskLocation(task.taskId), [CACHE_HEADER]: "miss" });
   }
   const bytes = encodeJson(compute());

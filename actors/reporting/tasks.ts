@@ -59,6 +59,8 @@ export class AggregationTasks {
   private runner: Promise<void> = Promise.resolve();
   private waiting = 0;
   private stopped = false;
+  /** Tasks waiting or running here by what they compute: the same aggregation asked again joins its task. */
+  private readonly pending = new Map<string, { partition: string; taskId: string }>();
   private readonly now: () => Date;
 
   constructor(
@@ -71,8 +73,23 @@ export class AggregationTasks {
     this.now = options.now ?? (() => new Date());
   }
 
-  /** Stores a queued task and queues it here; 503 when this process already holds MAX_WAITING_TASKS. */
-  async accept(partition: string, aggregation: TaskAggregation, id: string, request: unknown, work: number): Promise<AggregationTask> {
+  /**
+   * Stores a queued task and queues it here; 503 when this process already holds MAX_WAITING_TASKS. `same`: what the
+   * task computes (its result key and echoed fields); while a task of the same is waiting or running here, that task is answered.
+   */
+  async accept(
+    partition: string,
+    aggregation: TaskAggregation,
+    id: string,
+    request: unknown,
+    work: number,
+    same?: string,
+  ): Promise<AggregationTask> {
+    const joined = same === undefined ? undefined : this.pending.get(same);
+    if (joined) {
+      const found = await this.read(joined.partition, joined.taskId);
+      if (found && !terminal(found.task.state)) return taskView(found.task);
+    }
     if (this.waiting >= MAX_WAITING_TASKS)
       throw unavailable(`${this.waiting} large aggregations are waiting in this reporting process; retry shortly`, 5);
     const at = this.now().toISOString();
@@ -89,7 +106,7 @@ export class AggregationTasks {
       runs: 0,
     };
     await this.tasks.create(taskKey(partition, task.taskId), encodeJson(task));
-    this.queue(partition, task.taskId);
+    this.queue(partition, task.taskId, same);
     return taskView(task);
   }
 
@@ -153,15 +170,17 @@ export class AggregationTasks {
     return this.runner;
   }
 
-  private queue(partition: string, taskId: string): void {
+  private queue(partition: string, taskId: string, same?: string): void {
     this.waiting++;
+    if (same !== undefined) this.pending.set(same, { partition, taskId });
     this.runner = this.runner.then(async () => {
       this.waiting--;
-      if (this.stopped) return;
       try {
-        await this.runOne(partition, taskId);
+        if (!this.stopped) await this.runOne(partition, taskId);
       } catch (error) {
         this.log.error({ err: error, taskId }, "aggregation task could not be run; a read runs it again once stale");
+      } finally {
+        if (same !== undefined && this.pending.get(same)?.taskId === taskId) this.pending.delete(same);
       }
     });
   }

@@ -58,6 +58,9 @@ describe("reporting large aggregations", () => {
     expect(accepted.headers.get("location")).toBe(`${BASE}/aggregationtasks/${task.taskId}`);
     expect(task).toMatchObject({ aggregation: "prospect", id, state: "queued", result: `${BASE}/aggregationtasks/${task.taskId}/result` });
     expect(task.work).toBeGreaterThanOrEqual(ASYNC_WORK_MIN);
+    // Asked again while its task waits or runs: the same task, not a second computation.
+    const joined = await derrick.call(`${BASE}/prospectanalysisaggregation/${id}`);
+    if (joined.status === 202) expect((await json(joined)).taskId).toBe(task.taskId);
     const done = await settled(derrick, accepted.headers.get("location")!);
     expect(done).toMatchObject({ state: "succeeded", startedAt: expect.any(String), completedAt: expect.any(String) });
     expect(Date.parse(done.expiresAt) - Date.parse(done.completedAt)).toBe(RESULT_TTL_MS);
@@ -167,6 +170,26 @@ describe("reporting aggregation tasks (store and runner)", () => {
       status: 404,
       type: expect.stringContaining("result-expired"),
     });
+  });
+
+  it("the same aggregation asked while its task waits joins that task; once it ran, a new one is made", async ({ derrick, nc }) => {
+    void derrick;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const { tasks } = await tasksOver(nc, async () => {
+      await released;
+      return new TextEncoder().encode("{}");
+    });
+    const first = await tasks.accept("opendes", "scenarios", "msa-j", { id: "msa-j" }, ASYNC_WORK_MIN, "r2.opendes.scenarios.msa-j {}");
+    const again = await tasks.accept("opendes", "scenarios", "msa-j", { id: "msa-j" }, ASYNC_WORK_MIN, "r2.opendes.scenarios.msa-j {}");
+    const other = await tasks.accept("opendes", "scenarios", "msa-k", { id: "msa-k" }, ASYNC_WORK_MIN, "r2.opendes.scenarios.msa-k {}");
+    expect(again.taskId).toBe(first.taskId);
+    expect(other.taskId).not.toBe(first.taskId);
+    release();
+    await tasks.idle();
+    const later = await tasks.accept("opendes", "scenarios", "msa-j", { id: "msa-j" }, ASYNC_WORK_MIN, "r2.opendes.scenarios.msa-j {}");
+    expect(later.taskId).not.toBe(first.taskId);
+    await tasks.idle();
   });
 
   it("a run that cannot compute fails the task with its reason: the result is 404 naming it", async ({ derrick, nc }) => {
