@@ -1,9 +1,12 @@
 /**
  * The console's calls to derrick's public API, typed by the same TypeBox schemas the edge validates
- * with (type-only imports: nothing of TypeBox reaches the bundle). The token and appkey live in this
- * module's memory only; the client secret is sent once to /v2/token and never kept.
+ * with (type-only imports: nothing of TypeBox reaches the bundle). Each call takes the session (token,
+ * appkey, partition), which the page holds in memory only; the client secret is sent once to
+ * /v2/token and never kept.
  */
+import type { Problem as ProblemDetails } from "../../subjects/errors.ts";
 import type { TokenResponse } from "../../subjects/identity.ts";
+import type { Principal } from "../../subjects/principal.ts";
 import type {
   DeliveryList,
   EventAccepted,
@@ -21,8 +24,8 @@ import type { TwinGetReply, TwinPutReply, TwinUpdateBody } from "../../subjects/
 
 export type Session = { token: string; appkey: string; partition: string; clientId?: string };
 
-/** RFC 9457 problem details as derrick answers them (OAuth errors from /v2/token folded in). */
-export type Problem = { status: number; title?: string; detail?: string; errors?: Array<{ pointer?: string; detail?: string }> };
+/** RFC 9457 problem details as derrick answers them; other answers (OAuth errors, a proxy's page) fill what they can. */
+export type Problem = Partial<ProblemDetails> & { status: number };
 
 export class ApiError extends Error {
   constructor(
@@ -40,7 +43,7 @@ export function explain(error: unknown): string {
   const detail = error.problem.detail ?? error.problem.title ?? "";
   if (error.status === 403) return `Not allowed (403): ${detail}. Ask an administrator for the group it names.`;
   if (error.status === 401) return `Not signed in or the token expired (401): ${detail}`;
-  const fields = (error.problem.errors ?? []).map((e) => `${e.pointer ?? ""} ${e.detail ?? ""}`.trim()).filter(Boolean);
+  const fields = (error.problem.errors ?? []).map((e) => `${e.pointer} ${e.message}`.trim()).filter(Boolean);
   return `${error.status}: ${detail}${fields.length ? ` (${fields.join("; ")})` : ""}`;
 }
 
@@ -97,7 +100,7 @@ export async function signIn(clientId: string, clientSecret: string): Promise<To
   return body;
 }
 
-export const whoami = (s: Session) => get<{ principal: { clientId: string; groups: string[] }; partition: string }>(s, "/v1/system/whoami");
+export const whoami = (s: Session) => get<{ principal: Principal; partition: string }>(s, "/v1/system/whoami");
 export const fleetStatus = (s: Session) => get<FleetStatus>(s, "/v1/system/status", { partition: false });
 
 const NOTIFICATIONS = "/v1/notifications";

@@ -29,9 +29,7 @@ const viewOfHash = (): ViewName => {
   return isView(name) ? name : "fleet";
 };
 
-export type Signed = Session & { groups: string[] };
-
-function SignIn({ onSession }: { onSession: (session: Signed) => void }) {
+function SignIn({ onSession }: { onSession: (session: Session) => void }) {
   const [partitions, setPartitions] = useState<string[]>([]);
   const [partition, setPartition] = useState("");
   const [mode, setMode] = useState<"client" | "token">("client");
@@ -56,7 +54,8 @@ function SignIn({ onSession }: { onSession: (session: Signed) => void }) {
       const session: Session = { token: bearer, appkey: appkey.trim(), partition };
       const me = await whoami(session);
       setClientSecret("");
-      onSession({ ...session, clientId: me.principal.clientId, groups: me.principal.groups });
+      // whoami checks the token, the appkey and the partition together before any view opens.
+      onSession({ ...session, clientId: me.principal.clientId });
     } catch (failure) {
       setError(failure);
     } finally {
@@ -96,7 +95,7 @@ function SignIn({ onSession }: { onSession: (session: Signed) => void }) {
   );
 }
 
-function Console({ session, onSignOut }: { session: Signed; onSignOut: () => void }) {
+function Console({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
   const [view, setView] = useState<ViewName>(viewOfHash);
   useEffect(() => {
     const follow = () => setView(viewOfHash());
@@ -130,7 +129,7 @@ function Console({ session, onSignOut }: { session: Signed; onSignOut: () => voi
 }
 
 function App() {
-  const [session, setSession] = useState<Signed>();
+  const [session, setSession] = useState<Session>();
   return session ? <Console session={session} onSignOut={() => setSession(undefined)} /> : <SignIn onSession={setSession} />;
 }
 
