@@ -140,6 +140,8 @@ export async function putCatalogItem(input: CatalogPutRequest, ctx: RequestConte
   if (body.id !== undefined && body.id !== itemId) throw invalidField("/body/id", "differs from the id in the path");
   const item: CatalogItem = { ...body, id: itemId };
   if (item.unit === undefined) delete item.unit;
+  // Created or replaced, and the type rule, are decided on every addition acknowledged so far, by any process.
+  await deps.catalogFresh();
   const list = deps.catalog[input.kind];
   const held = list.get(itemId);
   // Projects hold values checked against the item's type, and tasks compute by it: a new type would

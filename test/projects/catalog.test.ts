@@ -30,6 +30,7 @@ describe("catalog and content computation (pure)", () => {
     const written: string[] = [];
     const deps = {
       catalog,
+      catalogFresh: async () => undefined,
       catalogStore: { put: async (_kind: string, it: CatalogItem) => (written.push(it.id), written.length) },
     } as unknown as ProjectsDeps;
     const ctx = {
