@@ -1,18 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { EncodedJson } from "../../subjects/index.ts";
-import type { RequestContext } from "../runtime/context.ts";
 import { toIndexedDoc } from "./documents.ts";
 import { query, type SearchDeps } from "./handlers.ts";
 import { SqliteBackend } from "./sqlite.ts";
-import { testRecord } from "./testing.ts";
+import { searchCaller, testRecord } from "./testing.ts";
 import { planSearch } from "./validate.ts";
 
-const ctx = {
-  principal: { clientId: "c", subject: "s", groups: ["users.datalake.viewers", "data.a.viewers"] },
-  partition: "opendes",
-  requestId: "r",
-  log: console,
-} as unknown as RequestContext;
+const ctx = searchCaller();
 
 describe("search - replies of whole documents", () => {
   it("query - the stored JSON written as it is gives the bytes of the documents parsed and serialized again", () => {

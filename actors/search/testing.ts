@@ -2,6 +2,16 @@
 import type { StoredRecord } from "../../subjects/search.ts";
 import type { SearchRequest } from "./backend.ts";
 import { parseQuery } from "./query/parser.ts";
+import type { RequestContext } from "../runtime/context.ts";
+
+/** A search caller of `opendes` in the data group `data.<group>.viewers`, for handlers called directly. */
+export const searchCaller = (group = "a"): RequestContext =>
+  ({
+    principal: { clientId: "c", subject: "s", groups: ["users.datalake.viewers", `data.${group}.viewers`] },
+    partition: "opendes",
+    requestId: "r",
+    log: console,
+  }) as unknown as RequestContext;
 
 /** A record `opendes:well:<i>` of one kind, visible to the group `data.a.viewers`, with this data. */
 export const testRecord = (i: number, data: Record<string, unknown>): StoredRecord => ({

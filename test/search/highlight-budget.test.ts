@@ -17,7 +17,7 @@ import type { SearchBackend, SearchRequest } from "../../actors/search/backend.t
 import { query, type SearchDeps } from "../../actors/search/handlers.ts";
 import { HIGHLIGHT_WORK_MAX } from "../../actors/search/results.ts";
 import { planSearch } from "../../actors/search/validate.ts";
-import type { RequestContext } from "../../actors/runtime/context.ts";
+import { searchCaller } from "../../actors/search/testing.ts";
 import type { QueryResponse } from "../../subjects/search.ts";
 import { EncodedJson } from "../../subjects/index.ts";
 
@@ -30,13 +30,7 @@ function run(docs: Array<Record<string, unknown>>, body: Record<string, unknown>
       { hits: docs.slice(0, request.limit).map((doc) => ({ doc, position: [] })), total: docs.length, aggregations: [] }
     ),
   } as unknown as SearchBackend;
-  const ctx = {
-    principal: { clientId: "c", subject: "s", groups: ["users.datalake.viewers", "data.north.viewers"] },
-    partition: "opendes",
-    requestId: "r",
-    log: console,
-  } as unknown as RequestContext;
-  const response = query({ body: { kind: "*:*:*:*", ...body } }, ctx, { backend } as unknown as SearchDeps);
+  const response = query({ body: { kind: "*:*:*:*", ...body } }, searchCaller("north"), { backend } as unknown as SearchDeps);
   // Hits without their stored JSON: the reply is built from the documents.
   if (response instanceof EncodedJson) throw new Error("expected a reply built from the documents");
   return { response, requests };
