@@ -5,7 +5,7 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import * as op from "../../subjects/reporting.ts";
-import { endpoint, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
+import { endpointsWith, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import {
   deleteEntity,
   fullCycleAggregate,
@@ -42,22 +42,23 @@ export async function startReportingActor(nc: NatsConnection, options: RuntimeOp
     ...(stores.maxValueBytes ? { maxValueBytes: stores.maxValueBytes } : {}),
   });
   deps.tasks = tasks;
+  const on = endpointsWith(deps);
   return serveActor(
     nc,
     {
       name: "reporting",
       description: "reporting by unit and analysis: assessment entities and risk, volume and economics aggregations",
       endpoints: [
-        endpoint(op.reportingEntityPut, (input, ctx) => putEntity(input, ctx, deps)),
-        endpoint(op.reportingEntityGet, (input, ctx) => getEntity(input, ctx, deps)),
-        endpoint(op.reportingEntityDelete, (input, ctx) => deleteEntity(input, ctx, deps)),
-        endpoint(op.reportingLicenseAggregation, (input, ctx) => licenseAggregate(input, ctx, deps)),
-        endpoint(op.reportingProspectAggregation, (input, ctx) => prospectAggregate(input, ctx, deps)),
-        endpoint(op.reportingProspectDetails, (input, ctx) => prospectAggregateDetails(input, ctx, deps)),
-        endpoint(op.reportingFullcycleAggregation, (input, ctx) => fullCycleAggregate(input, ctx, deps)),
-        endpoint(op.reportingScenarioAggregation, (input, ctx) => scenarioAggregate(input, ctx, deps)),
-        endpoint(op.reportingTaskGet, (input, ctx) => getAggregationTask(input, ctx, deps)),
-        endpoint(op.reportingTaskResult, (input, ctx) => getAggregationTaskResult(input, ctx, deps)),
+        on(op.reportingEntityPut, putEntity),
+        on(op.reportingEntityGet, getEntity),
+        on(op.reportingEntityDelete, deleteEntity),
+        on(op.reportingLicenseAggregation, licenseAggregate),
+        on(op.reportingProspectAggregation, prospectAggregate),
+        on(op.reportingProspectDetails, prospectAggregateDetails),
+        on(op.reportingFullcycleAggregation, fullCycleAggregate),
+        on(op.reportingScenarioAggregation, scenarioAggregate),
+        on(op.reportingTaskGet, getAggregationTask),
+        on(op.reportingTaskResult, getAggregationTaskResult),
       ],
     },
     options,
