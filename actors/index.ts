@@ -6,6 +6,7 @@ import type { Logger } from "../platform/logger.ts";
 import type { Tracer } from "../platform/tracing.ts";
 import type { RuntimeOptions, ServedActor } from "./runtime/service.ts";
 import { storagePolicy } from "./runtime/storage.ts";
+import { retryTransient } from "./runtime/nats-errors.ts";
 import { startSystemActor } from "./system/index.ts";
 import { startIdentityActor } from "./identity/index.ts";
 import { startDelivererActor, startDispatcherActor, startNotificationsActor } from "./notifications/index.ts";
@@ -55,7 +56,12 @@ export async function startActors(
   const started: ServedActor[] = [];
   try {
     const options = runtime(cfg, log, metrics, tracer);
-    for (const name of names) started.push(await STARTERS[name](nc, cfg, options));
+    for (const name of names) {
+      const start = () => STARTERS[name](nc, cfg, options);
+      const warn = (error: unknown, retryInMs: number) =>
+        log.warn({ err: error, actor: name, retryInMs }, "an actor's start met a passing NATS failure; starting it again");
+      started.push(await retryTransient(start, warn));
+    }
   } catch (error) {
     await Promise.allSettled(started.map((actor) => actor.stop()));
     throw error;

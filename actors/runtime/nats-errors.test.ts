@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
 import { JetStreamApiError } from "@nats-io/jetstream";
 import { DerrickError } from "../../subjects/index.ts";
-import { transientNatsProblem } from "./nats-errors.ts";
+import { retryTransient, transientNatsProblem } from "./nats-errors.ts";
 
 describe("transientNatsProblem", () => {
   it("nats errors - a publish no stream answered (how nats.js reports it after a server loss) is a 503 with Retry-After", () => {
@@ -27,5 +27,38 @@ describe("transientNatsProblem", () => {
       transientNatsProblem(new JetStreamApiError({ code: 400, err_code: 10058, description: "stream name already in use" })),
     ).toBeUndefined();
     expect(transientNatsProblem(new DerrickError(409, "kept changing", { cause: new TimeoutError() }))).toBeUndefined();
+  });
+});
+
+describe("retryTransient", () => {
+  it("start - a start that times out is tried again after each delay until it succeeds; any other failure at once", async () => {
+    const waits: number[] = [];
+    let calls = 0;
+    const flaky = async () => {
+      if (++calls < 3) throw new TimeoutError();
+      return "started";
+    };
+    expect(await retryTransient(flaky, (_e, ms) => waits.push(ms), [1, 2, 3])).toBe("started");
+    expect([calls, waits]).toEqual([3, [1, 2]]);
+
+    const broken = new Error("bad config");
+    await expect(
+      retryTransient(
+        async () => Promise.reject(broken),
+        () => waits.push(-1),
+        [1],
+      ),
+    ).rejects.toBe(broken);
+    expect(waits).toEqual([1, 2]);
+  });
+
+  it("start - a passing failure past the last delay is thrown", async () => {
+    let calls = 0;
+    const never = async () => {
+      calls++;
+      throw new TimeoutError();
+    };
+    await expect(retryTransient(never, () => undefined, [1, 1])).rejects.toBeInstanceOf(TimeoutError);
+    expect(calls).toBe(3);
   });
 });

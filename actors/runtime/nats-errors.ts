@@ -20,3 +20,28 @@ export function transientNatsProblem(error: unknown): DerrickError | undefined {
   }
   return undefined;
 }
+
+/** Waits before each new try of a start that met a passing NATS failure: about half a minute in all. */
+export const START_RETRY_DELAYS_MS = [500, 1_000, 2_000, 4_000, 8_000, 15_000];
+
+/**
+ * Runs `attempt` again after a passing NATS failure (transientNatsProblem), waiting the given delays; any other
+ * failure, or one past the last delay, is thrown. Processes starting together on a new cluster race to make the same
+ * replicated streams, and one may time out while another's creation settles: a retry finds the stream made.
+ */
+export async function retryTransient<T>(
+  attempt: () => Promise<T>,
+  onRetry: (error: unknown, delayMs: number) => void,
+  delaysMs: readonly number[] = START_RETRY_DELAYS_MS,
+): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const delayMs = delaysMs[i];
+      if (delayMs === undefined || !transientNatsProblem(error)) throw error;
+      onRetry(error, delayMs);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+}
