@@ -45,6 +45,7 @@ export const subjects = {
     "content.get",
     "content.part",
     "task.get",
+    "task.list",
   ] as const),
   /**
    * Content tasks: work queue `derrick.content.tasks.<partition>.<queue>` (stream CONTENT_TASKS) and

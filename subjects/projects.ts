@@ -228,6 +228,24 @@ export type TaskMessage = Static<typeof TaskMessage>;
 
 export const TaskRef = TaskPath;
 export type TaskRef = Static<typeof TaskRef>;
+
+/** Largest and default page of a project's task list. */
+export const TASK_PAGE_MAX = 100;
+export const TASK_PAGE_DEFAULT = 20;
+/**
+ * Query of the task list as received (the actor parses and checks it, pointers under /query): `limit` 1..100 (default
+ * 20), `before` a task id, the `nextBefore` of the page before: the page holds the tasks created before that one.
+ */
+export const TaskListQuery = Type.Object({ limit: Type.Optional(Type.String()), before: Type.Optional(Type.String()) });
+export type TaskListQuery = Static<typeof TaskListQuery>;
+export const TaskListRequest = Type.Composite([ProjectPath, Type.Object({ query: TaskListQuery })]);
+export type TaskListRequest = Static<typeof TaskListRequest>;
+/** A page of a project's tasks, newest first; `nextBefore` (absent on the last page) is the `before` of the next, older page. */
+export const TaskPage = Type.Object({
+  items: Type.Array(Task),
+  nextBefore: Type.Optional(Type.String()),
+});
+export type TaskPage = Static<typeof TaskPage>;
 export const ContentRef = Type.Composite([ContentPath, OfKind]);
 export type ContentRef = Static<typeof ContentRef>;
 export const PartRef = Type.Composite([PartPath, OfKind]);
@@ -306,5 +324,7 @@ export const projectsContentRequest = operation("projects", "content.request", {
 export const projectsContentGet = operation("projects", "content.get", { request: ContentRef, reply: Content });
 export const projectsContentPart = operation("projects", "content.part", { request: PartRef, reply: ContentPart });
 export const projectsTaskGet = operation("projects", "task.get", { request: TaskRef, reply: Task });
+/** A project's tasks of the last 7 days, newest first (members only). */
+export const projectsTaskList = operation("projects", "task.list", { request: TaskListRequest, reply: TaskPage });
 /** A content worker's counters (each worker process answers for itself). */
 export const contentStats = operation("content", "stats", { request: NoRequest, reply: WorkerStats });

@@ -17,6 +17,7 @@ import {
   getProject,
   getTask,
   listCatalog,
+  listTasks,
   putCatalogItem,
   putMember,
   putProject,
@@ -24,6 +25,7 @@ import {
   type ProjectsDeps,
 } from "./handlers.ts";
 import { catalogStore, contentStore, openStores, projectStore, taskQueue, taskStore, type CatalogFollow, type Stores } from "./store.ts";
+import { taskIndexStore } from "./task-index.ts";
 import { directLastMessage } from "../runtime/bucket-view.ts";
 
 /**
@@ -62,6 +64,7 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
     catalogStore: catalogStore(stores.catalog, stores.guard.catalog),
     projects: projectStore(stores.projects, stores.guard.projects),
     tasks: taskStore(stores.tasks, stores.guard.tasks),
+    taskIndex: taskIndexStore(stores.taskIndex, stores.guard.taskIndex),
     content: contentStore(stores.content, stores.guard.content),
     enqueue: queue.enqueue,
     queueLimits: cfg.content.queueLimits,
@@ -85,6 +88,7 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
         on(op.projectsContentGet, getContent),
         on(op.projectsContentPart, getContentPart),
         on(op.projectsTaskGet, getTask),
+        on(op.projectsTaskList, listTasks),
       ],
     },
     options,

@@ -15,7 +15,7 @@ import {
   type CatalogPage,
   type CatalogQuery,
 } from "../../subjects/projects.ts";
-import { invalidField } from "../../subjects/index.ts";
+import { invalidField, quoteValue } from "../../subjects/index.ts";
 
 export const DEFAULT_CATALOG_FILE = fileURLToPath(new URL("./catalog.json", import.meta.url));
 
@@ -102,12 +102,14 @@ export function catalogFrom(file: CatalogFile): Catalog {
   };
 }
 
-function nonNegativeInteger(raw: string | undefined, pointer: string, fallback: number, max?: number, min = 0): number {
+/** A whole-number query parameter, `fallback` when absent; 400 naming the parameter otherwise. */
+export function nonNegativeInteger(raw: string | undefined, pointer: string, fallback: number, max?: number, min = 0): number {
   if (raw === undefined || raw === "") return fallback;
-  if (!/^\d{1,9}$/.test(raw.trim())) throw invalidField(pointer, "must be a whole number");
+  const accepted = max === undefined ? `a whole number from ${min}` : `a whole number from ${min} to ${max}`;
+  if (!/^\d{1,9}$/.test(raw.trim())) throw invalidField(pointer, `${quoteValue(raw)} is not a whole number; accepted: ${accepted}`);
   const value = Number(raw.trim());
-  if (value < min) throw invalidField(pointer, `must be at least ${min}`);
-  if (max !== undefined && value > max) throw invalidField(pointer, `must be at most ${max}`);
+  if (value < min) throw invalidField(pointer, `${value} must be at least ${min}`);
+  if (max !== undefined && value > max) throw invalidField(pointer, `${value} must be at most ${max}`);
   return value;
 }
 

@@ -32,6 +32,8 @@ import {
   ContentRequestBody,
   MAX_MEMBERS,
   ProjectBody,
+  TASK_PAGE_DEFAULT,
+  TASK_PAGE_MAX,
   TaskState,
   type CatalogItem,
   type CatalogListRequest,
@@ -50,10 +52,13 @@ import {
   type ProjectRef,
   type Task,
   type TaskRecord,
+  type TaskListRequest,
+  type TaskPage,
   type TaskRef,
 } from "../../subjects/projects.ts";
 import { caller, type RequestContext } from "../runtime/context.ts";
-import { pageCatalog, type Catalog } from "./catalog.ts";
+import { nonNegativeInteger, pageCatalog, type Catalog } from "./catalog.ts";
+import { pageOfIndex, type TaskIndexStore } from "./task-index.ts";
 import { checkValues, isMember, knowsEveryItem } from "./compute.ts";
 import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./store.ts";
 import { TaskQueueFull, type QueueLimits } from "./queue.ts";
@@ -74,6 +79,8 @@ export type ProjectsDeps = {
   catalogStore: CatalogStore;
   projects: ProjectStore;
   tasks: TaskStore;
+  /** Each project's task ids, newest first, for the task list. */
+  taskIndex: TaskIndexStore;
   content: ContentStore;
   /**
    * Publishes the task to its requester's work queue (deduplicated by task id) with the requesting request's trace;
@@ -273,6 +280,13 @@ export async function requestContent(input: ContentRequest, ctx: RequestContext,
     ...(project.incarnation ? { projectIncarnation: project.incarnation } : {}),
   };
   await deps.tasks.create(task);
+  // Listed before it is queued: a task the list misses would be one its requester cannot find again.
+  await deps.taskIndex
+    .add(partition, project.projectId, project.incarnation, { taskId: task.taskId, createdAt: task.createdAt }, nowOf(deps).getTime())
+    .catch(async (error: unknown) => {
+      await deps.tasks.remove(partition, task.taskId).catch(() => undefined);
+      throw new DerrickError(503, "the task list is not available; try again shortly", { headers: { "Retry-After": "1" }, cause: error });
+    });
   try {
     await deps.enqueue(partition, task.taskId, task.requestedBy, ctx.trace);
   } catch (error) {
@@ -321,6 +335,21 @@ export async function getTask(input: TaskRef, ctx: RequestContext, deps: Project
   if (!found || !ofIncarnation(found.value, project)) throw notFound(`task ${taskId} does not exist in project ${project.projectId}`);
   await requeueIfLost(deps, found.value);
   return taskView(found.value);
+}
+
+/**
+ * A page of the project's tasks, newest first, from its task index (docs/content.md#listing-a-projects-tasks). An entry
+ * whose task is gone (expired, or refused by the queue after it was listed) is left out, so a page may hold fewer.
+ */
+export async function listTasks(input: TaskListRequest, ctx: RequestContext, deps: ProjectsDeps): Promise<TaskPage> {
+  const { partition, project } = await memberProject(deps, ctx, input.projectId);
+  const limit = nonNegativeInteger(input.query.limit, "/query/limit", TASK_PAGE_DEFAULT, TASK_PAGE_MAX, 1);
+  const before = input.query.before === undefined ? undefined : checkToken(input.query.before, "/query/before");
+  const page = pageOfIndex(await deps.taskIndex.get(partition, project.projectId), project.incarnation, before, limit);
+  const found = await Promise.all(page.taskIds.map((taskId) => deps.tasks.get(partition, taskId)));
+  const tasks = found.flatMap((f) => (f && ofIncarnation(f.value, project) ? [f.value] : []));
+  await Promise.all(tasks.map((task) => requeueIfLost(deps, task)));
+  return { items: tasks.map(taskView), ...(page.nextBefore ? { nextBefore: page.nextBefore } : {}) };
 }
 
 /**

@@ -3,6 +3,7 @@
  *   KV derrick_catalog   `<kind>.<itemId>`              → CatalogItem added by an admin
  *   KV derrick_projects  `<partition>.<projectId>`      → Project (members and values)
  *   KV derrick_tasks     `<partition>.<taskId>`         → TaskRecord (history 8: every state change; kept 7 days)
+ *   KV derrick_task_index `<partition>.<projectId>`     → TaskIndex: the project's task ids, newest first (task-index.ts; kept 7 days)
  *   KV derrick_content   `<partition>.c.<contentId>`    → Content, `<partition>.p.<partId>` → ContentPart
  *                        (bucket max age 60 s: a result is gone one minute after it was written)
  *   stream CONTENT_TASKS (work queue) on derrick.content.tasks.<partition>.<queue>, durable consumer
@@ -42,6 +43,7 @@ import {
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { subjects } from "../../subjects/index.ts";
+import { TASK_RETENTION_MS } from "./task-index.ts";
 import { NO_QUEUE_LIMITS, TaskQueueFull, requesterQueue, type QueueLimits } from "./queue.ts";
 import {
   CONTENT_TTL_MS,
@@ -58,6 +60,7 @@ export const BUCKETS = {
   catalog: "derrick_catalog",
   projects: "derrick_projects",
   tasks: "derrick_tasks",
+  taskIndex: "derrick_task_index",
   content: "derrick_content",
 } as const;
 export const TASK_STREAM = "CONTENT_TASKS";
@@ -68,7 +71,6 @@ export const WORKER_CONSUMER = "content-workers";
  * (docs/content.md#delivery-guarantees).
  */
 export const GIVE_UP_AFTER_DELIVERIES = 20;
-const TASK_RETENTION_MS = 7 * 86_400_000;
 
 type BucketName = keyof typeof BUCKETS;
 
@@ -76,6 +78,7 @@ export type Stores = {
   catalog: KV;
   projects: KV;
   tasks: KV;
+  taskIndex: KV;
   content: KV;
   js: JetStreamClient;
   jsm: JetStreamManager;
@@ -92,10 +95,12 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
     catalog: bucketOptions(policy, { history: 1 }),
     projects: bucketOptions(policy, { history: 1 }),
     tasks: bucketOptions(policy, { history: 8, ttl: TASK_RETENTION_MS }),
+    // Rewritten with each new task of the project: it outlives the project's last task by the tasks' retention.
+    taskIndex: bucketOptions(policy, { history: 1, ttl: TASK_RETENTION_MS }),
     content: bucketOptions(policy, { history: 1, ttl: CONTENT_TTL_MS }),
   };
   const names = Object.keys(BUCKETS) as BucketName[];
-  const [catalog, projects, tasks, content] = await Promise.all(names.map((name) => kvm.create(BUCKETS[name], options[name])));
+  const [catalog, projects, tasks, taskIndex, content] = await Promise.all(names.map((name) => kvm.create(BUCKETS[name], options[name])));
   const recovery = Object.fromEntries(names.map((name) => [name, recreatingBucket(jsm, kvm, BUCKETS[name], options[name], log)])) as Record<
     BucketName,
     RecreatingBucket
@@ -106,6 +111,7 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
     catalog: catalog!,
     projects: projects!,
     tasks: tasks!,
+    taskIndex: taskIndex!,
     content: content!,
     js: jetstream(nc),
     jsm,

@@ -8,7 +8,7 @@
  * they are, and anything new they declare is described by the same rules.
  */
 import { Problem } from "../../subjects/errors.ts";
-import { CATALOG_DEFAULT_LIMIT, CATALOG_MAX_LIMIT } from "../../subjects/projects.ts";
+import { CATALOG_DEFAULT_LIMIT, CATALOG_MAX_LIMIT, TASK_PAGE_DEFAULT, TASK_PAGE_MAX } from "../../subjects/projects.ts";
 import { JSON_MEDIA_TYPES } from "../plugins/body.ts";
 import { OPERATION_EXAMPLES, PARAMETER_EXAMPLES } from "./examples.ts";
 
@@ -179,6 +179,13 @@ const WHOLE_NUMBER_QUERIES: Record<string, Record<string, Json>> = {
       default: CATALOG_DEFAULT_LIMIT,
       description: `items per page (at most ${CATALOG_MAX_LIMIT})`,
     },
+    tasks: {
+      type: "integer",
+      minimum: 1,
+      maximum: TASK_PAGE_MAX,
+      default: TASK_PAGE_DEFAULT,
+      description: `tasks per page (at most ${TASK_PAGE_MAX})`,
+    },
   },
   version: {
     entity: {
@@ -190,7 +197,13 @@ const WHOLE_NUMBER_QUERIES: Record<string, Record<string, Json>> = {
   },
 };
 const queryKind = (path: string) =>
-  /^\/v1\/(display-items|key-parameters)$/.test(path) ? "catalog" : /^\/assessments\/v1\/[a-z]+\/\{id\}$/.test(path) ? "entity" : undefined;
+  /^\/v1\/(display-items|key-parameters)$/.test(path)
+    ? "catalog"
+    : /^\/assessments\/v1\/[a-z]+\/\{id\}$/.test(path)
+      ? "entity"
+      : path === "/v2/projects/{projectId}/tasks"
+        ? "tasks"
+        : undefined;
 
 /** Operations that never wait on NATS, so never answer 503 or 504. */
 const LOCAL_OPERATIONS = new Set([

@@ -23,6 +23,7 @@ import type {
   Project,
   ProjectBody,
   Task,
+  TaskPage,
 } from "../../subjects/projects.ts";
 import type {
   CursorQueryRequest,
@@ -495,6 +496,37 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
   ...catalogExamples("key-parameters"),
   "PUT /v1/projects/{projectId}": { request: projectBody, responses: { 200: project, 201: project } },
   "GET /v1/projects/{projectId}": { responses: { 200: project } },
+  "GET /v2/projects/{projectId}/tasks": {
+    responses: {
+      200: {
+        items: [
+          {
+            taskId: TASK_ID,
+            projectId: "volve-f21a",
+            kind: "display-items",
+            state: "succeeded",
+            createdAt: "2026-11-28T02:39:59.700Z",
+            startedAt: "2026-11-28T02:39:59.703Z",
+            completedAt: "2026-11-28T02:39:59.705Z",
+            expiresAt: "2026-11-28T02:40:59.705Z",
+            contentId: CONTENT_ID,
+          },
+          {
+            taskId: "tsk_Qm2xV8rN4kL0pT7yW1cZ3a",
+            projectId: "volve-f21a",
+            kind: "key-parameters",
+            state: "failed",
+            createdAt: "2026-11-28T02:38:12.114Z",
+            startedAt: "2026-11-28T02:38:12.120Z",
+            completedAt: "2026-11-28T02:38:12.131Z",
+            contentId: "cnt_Qm2xV8rN4kL0pT7yW1cZ3a",
+            error: "project volve-f21a was deleted",
+          },
+        ],
+        nextBefore: "tsk_Qm2xV8rN4kL0pT7yW1cZ3a",
+      } satisfies TaskPage,
+    },
+  },
   "GET /v2/projects/{projectId}/tasks/{taskId}": {
     responses: {
       200: {

@@ -17,6 +17,7 @@ import {
   PartPath,
   ProjectBody,
   ProjectPath,
+  TaskListQuery,
   TaskPath,
   projectsCatalogList,
   projectsCatalogPut,
@@ -29,6 +30,7 @@ import {
   projectsProjectGet,
   projectsProjectPut,
   projectsTaskGet,
+  projectsTaskList,
 } from "../../subjects/projects.ts";
 import type { AuthPlugin, AuthOptions } from "../plugins/auth.ts";
 import { problems, relayOn, type Relay } from "../relay.ts";
@@ -115,10 +117,20 @@ export const projectRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
         }),
     )
     .guard({ ...credentials, detail: { tags: ["tasks"] } }, (app) =>
-      app.get("/v2/projects/:projectId/tasks/:taskId", (c) => relay(c, projectsTaskGet, c.params), {
-        params: TaskPath,
-        detail: { summary: "State of one content task: queued, running, succeeded (expiresAt) or failed (error); members only" },
-        response: { 200: projectsTaskGet.reply, ...errors },
-      }),
+      app
+        .get("/v2/projects/:projectId/tasks", (c) => relay(c, projectsTaskList, { projectId: c.params.projectId, query: c.query }), {
+          params: ProjectPath,
+          query: TaskListQuery,
+          detail: {
+            summary:
+              "The project's content tasks of the last 7 days, newest first (limit 1..100, default 20; before: the nextBefore of the previous page); members only",
+          },
+          response: { 200: projectsTaskList.reply, ...errors },
+        })
+        .get("/v2/projects/:projectId/tasks/:taskId", (c) => relay(c, projectsTaskGet, c.params), {
+          params: TaskPath,
+          detail: { summary: "State of one content task: queued, running, succeeded (expiresAt) or failed (error); members only" },
+          response: { 200: projectsTaskGet.reply, ...errors },
+        }),
     );
 };

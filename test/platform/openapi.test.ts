@@ -208,6 +208,7 @@ describe("the API document", () => {
       expect(query(`GET /v1/${kind}`, "limit")).toMatchObject({ type: "integer", minimum: 1, maximum: 500, default: 50 });
     }
     expect(query("GET /assessments/v1/licenses/{id}", "version")).toMatchObject({ type: "integer", minimum: 1 });
+    expect(query("GET /v2/projects/{projectId}/tasks", "limit")).toMatchObject({ type: "integer", minimum: 1, maximum: 100, default: 20 });
     // And the edge takes them as such.
     const page = await derrick.call("/v1/display-items?offset=1&limit=2", { as: "admin" });
     expect(page.status).toBe(200);

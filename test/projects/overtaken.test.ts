@@ -193,6 +193,7 @@ describe("content runs overtaken by a redelivery", () => {
       catalogStore: undefined as never,
       projects: base.projects,
       tasks: base.tasks,
+      taskIndex: undefined as never,
       content: base.content,
       enqueue: async () => undefined,
     };
