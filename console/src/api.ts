@@ -16,7 +16,7 @@ import type {
   Subscription,
   SubscriptionBase,
 } from "../../subjects/notifications.ts";
-import type { CatalogKind, ContentAccepted, Project, Task } from "../../subjects/projects.ts";
+import type { CatalogKind, ContentAccepted, Project, Task, TaskPage } from "../../subjects/projects.ts";
 import type { AggregationTask } from "../../subjects/reporting.ts";
 import type { QueryRequest, QueryResponse } from "../../subjects/search.ts";
 import type { FleetStatus } from "../../subjects/system.ts";
@@ -78,6 +78,8 @@ async function call<T>(session: Session, method: string, path: string, options: 
 const get = async <T>(session: Session, path: string, options?: Options) => (await call<T>(session, "GET", path, options)).body;
 const send = async <T>(session: Session, method: string, path: string, body?: unknown, options?: Options) =>
   (await call<T>(session, method, path, { ...options, body })).body;
+/** Tasks per page of a project's task list. */
+const TASK_PAGE = 20;
 const segment = encodeURIComponent;
 
 /** The console's own settings from the edge: the partitions it serves. */
@@ -172,4 +174,7 @@ export const projects = {
   requestContent: (s: Session, projectId: string, kind: CatalogKind, ids?: string[]) =>
     send<ContentAccepted>(s, "POST", `/v1/projects/${segment(projectId)}/${kind}/content/requests`, ids?.length ? { ids } : {}),
   task: (s: Session, projectId: string, taskId: string) => get<Task>(s, `/v2/projects/${segment(projectId)}/tasks/${segment(taskId)}`),
+  /** A page of the project's tasks, newest first; `before` is the previous page's `nextBefore`. */
+  tasks: (s: Session, projectId: string, before?: string) =>
+    get<TaskPage>(s, `/v2/projects/${segment(projectId)}/tasks?limit=${TASK_PAGE}${before ? `&before=${segment(before)}` : ""}`),
 };

@@ -1,5 +1,6 @@
 /** Pure functions of the console: what its views derive from the API's answers (tested in test/console/). */
 import type { DeliveryAttempt } from "../../subjects/notifications.ts";
+import type { Task } from "../../subjects/projects.ts";
 import type { FleetStatus } from "../../subjects/system.ts";
 import type { TwinGetReply, TwinValue } from "../../subjects/twins.ts";
 
@@ -138,6 +139,16 @@ export function expiryText(expiresAt: string | undefined, now: number): string {
   const left = Math.ceil((Date.parse(expiresAt) - now) / 1000);
   const at = expiresAt.slice(11, 19);
   return left > 0 ? `in ${left} s (${at}Z)` : `expired at ${at}Z`;
+}
+
+/**
+ * The tasks table after reading `fresh` ones (a page of the list, or single tasks): each replaces its older copy, and
+ * the table stays newest first.
+ */
+export function mergeTasks(known: readonly Task[], fresh: readonly Task[]): Task[] {
+  const ids = new Set(fresh.map((task) => task.taskId));
+  // A stable sort: tasks created in the same millisecond keep the order the API gave them.
+  return [...fresh, ...known.filter((task) => !ids.has(task.taskId))].sort((a, b) => b.createdAt.localeCompare(a.createdAt));
 }
 
 /** One look at the fleet: when (seconds) and each actor's requests so far, summed over its processes. */

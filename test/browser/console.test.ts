@@ -384,7 +384,7 @@ describe.skipIf(browserMissing)("the console in a real browser", () => {
       method: "PUT",
       body: JSON.stringify({
         name: "F-21 A plan",
-        members: [OPERATOR.client_id],
+        members: [OPERATOR.client_id, "alpha"],
         values: { displayItems: { "well-name": "NO 15/9-F-21 A", "water-depth": 91 } },
       }),
     });
@@ -395,10 +395,19 @@ describe.skipIf(browserMissing)("the console in a real browser", () => {
     await page.getByText("F-21 A plan").waitFor();
     await page.getByLabel("Item ids (optional)").fill("well-name, water-depth");
     await page.getByRole("button", { name: "Request content" }).click();
-    const tasks = page.getByRole("table", { name: "Content tasks requested or looked up here" });
+    const tasks = page.getByRole("table", { name: "Content tasks of the project, newest first" });
     const row = tasks.getByRole("row").filter({ hasText: "plan-a" });
     await row.filter({ hasText: "succeeded" }).waitFor();
     await row.filter({ hasText: /in \d+ s/ }).waitFor();
+    // A task requested elsewhere (here through the API) appears from the project's task list, without a lookup.
+    const elsewhere = await derrick.call("/v1/projects/plan-a/key-parameters/content/requests", {
+      as: "alpha",
+      method: "POST",
+      body: JSON.stringify({ ids: ["total-depth-md"] }),
+    });
+    expect(elsewhere.status, await elsewhere.clone().text()).toBe(202);
+    const { taskId } = (await elsewhere.json()) as { taskId: string };
+    await tasks.getByRole("row").filter({ hasText: taskId }).filter({ hasText: "key-parameters" }).waitFor();
     await screenshots("content");
   });
 

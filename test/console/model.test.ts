@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   expectationCurve,
   expiryText,
+  mergeTasks,
   fieldValue,
   openDeadLetters,
   outcomeRows,
@@ -12,10 +13,33 @@ import {
   twinRows,
 } from "../../console/src/model.ts";
 import type { DeliveryAttempt } from "../../subjects/notifications.ts";
+import type { Task } from "../../subjects/projects.ts";
 
 const attempt = (event_id: string, attempt: number, state: DeliveryAttempt["state"]): DeliveryAttempt => ({ event_id, attempt, state });
 
 describe("console model", () => {
+  it("tasks - a fresh read replaces the held copy and the table stays newest first", () => {
+    const task = (taskId: string, createdAt: string, state: Task["state"] = "queued"): Task => ({
+      taskId,
+      projectId: "p",
+      kind: "display-items",
+      state,
+      createdAt,
+    });
+    const held = [task("b", "2026-11-28T10:00:02.000Z"), task("a", "2026-11-28T10:00:01.000Z")];
+    const merged = mergeTasks(held, [task("c", "2026-11-28T10:00:03.000Z"), task("a", "2026-11-28T10:00:01.000Z", "succeeded")]);
+    expect(merged.map((t) => [t.taskId, t.state])).toEqual([
+      ["c", "queued"],
+      ["b", "queued"],
+      ["a", "succeeded"],
+    ]);
+    // Tasks of the same millisecond keep the API's order.
+    expect(mergeTasks([], [task("y", "2026-11-28T10:00:01.000Z"), task("x", "2026-11-28T10:00:01.000Z")]).map((t) => t.taskId)).toEqual([
+      "y",
+      "x",
+    ]);
+  });
+
   it("dead letters - an event whose last scheduled attempt is dead stays open until a replay succeeds", () => {
     expect(openDeadLetters([attempt("a", 2, "dead"), attempt("a", 1, "failed"), attempt("b", 1, "succeeded")])).toEqual([
       attempt("a", 2, "dead"),

@@ -1,12 +1,12 @@
 /**
- * Content tasks of a project: open the project, request its display items' or key parameters' content,
- * and follow each task (requested here or looked up by id) through its states to its expiry. The API
- * reads a task by id only (no list of a project's tasks), so the view lists the tasks it knows.
+ * Content tasks of a project: open the project, see its tasks of the last 7 days newest first (a page at a time,
+ * from GET /v2/projects/{projectId}/tasks), request its display items' or key parameters' content, and follow each
+ * task through its states to its expiry. A task no longer on the list (older than its newest 1000) is looked up by id.
  */
 import { useEffect, useState } from "preact/hooks";
 import type { CatalogKind, Project, Task } from "../../../subjects/projects.ts";
 import { type Session, projects } from "../api.ts";
-import { expiryText } from "../model.ts";
+import { expiryText, mergeTasks } from "../model.ts";
 import { ErrorNote, Field, Section, Select, Table, formatTime } from "../ui.tsx";
 
 const KINDS = ["display-items", "key-parameters"] as const satisfies readonly CatalogKind[];
@@ -20,6 +20,8 @@ export function ContentView({ session }: { session: Session }) {
   const [ids, setIds] = useState("");
   const [lookup, setLookup] = useState("");
   const [tasks, setTasks] = useState<Task[]>([]);
+  /** The `before` of the next older page; absent once the oldest task is shown. */
+  const [olderBefore, setOlderBefore] = useState<string>();
   const [error, setError] = useState<unknown>();
   const [now, setNow] = useState(Date.now());
   const attempt = async (what: () => Promise<void>) => {
@@ -30,28 +32,40 @@ export function ContentView({ session }: { session: Session }) {
       setError(failure);
     }
   };
-  const track = (task: Task) => setTasks((known) => [task, ...known.filter((t) => t.taskId !== task.taskId)]);
+  const track = (...fresh: Task[]) => setTasks((known) => mergeTasks(known, fresh));
+  const open = async () => {
+    const opened = await projects.get(session, projectId);
+    const page = await projects.tasks(session, opened.projectId);
+    setProject(opened);
+    setTasks(page.items);
+    setOlderBefore(page.nextBefore);
+  };
+  const older = async () => {
+    if (!project || !olderBefore) return;
+    const page = await projects.tasks(session, project.projectId, olderBefore);
+    track(...page.items);
+    setOlderBefore(page.nextBefore);
+  };
 
-  // Unfinished tasks are read again every second; the clock also moves the expiry countdowns.
+  // Every second the newest page is read again (it shows tasks requested elsewhere too) and each unfinished task
+  // beyond it by id; the clock also moves the expiry countdowns.
   useEffect(() => {
+    if (!project) return;
     const timer = setInterval(async () => {
       setNow(Date.now());
-      const open = tasks.filter((t) => !finished(t));
-      for (const task of open) {
-        const next = await projects.task(session, task.projectId, task.taskId).catch(() => undefined);
-        if (next) track(next);
-      }
+      const newest = await projects.tasks(session, project.projectId).catch(() => undefined);
+      const listed = new Set(newest?.items.map((t) => t.taskId));
+      const unfinished = tasks.filter((t) => !finished(t) && !listed.has(t.taskId));
+      const single = await Promise.all(unfinished.map((t) => projects.task(session, t.projectId, t.taskId).catch(() => undefined)));
+      track(...(newest?.items ?? []), ...single.filter((t) => t !== undefined));
     }, REFRESH_MS);
     return () => clearInterval(timer);
-  }, [tasks, session]);
+  }, [tasks, session, project]);
 
   return (
     <div class="grid">
       <Section title="Project" wide>
-        <form
-          class="row"
-          onSubmit={(event) => (event.preventDefault(), attempt(async () => setProject(await projects.get(session, projectId))))}
-        >
+        <form class="row" onSubmit={(event) => (event.preventDefault(), attempt(open))}>
           <Field label="Project id" value={projectId} onValue={setProjectId} required />
           <button type="submit">Open project</button>
         </form>
@@ -109,7 +123,7 @@ export function ContentView({ session }: { session: Session }) {
       ) : null}
       <Section title="Tasks" wide>
         <Table
-          caption="Content tasks requested or looked up here"
+          caption="Content tasks of the project, newest first"
           head={["task", "project", "content of", "state", "created", "completed", "expiry", "content id"]}
         >
           {tasks.map((task) => (
@@ -130,7 +144,13 @@ export function ContentView({ session }: { session: Session }) {
             </tr>
           ))}
         </Table>
-        {tasks.length === 0 ? <p class="hint">No tasks yet: request content of the project, or look a task up by its id.</p> : null}
+        {project && tasks.length === 0 ? <p class="hint">No tasks in the last 7 days: request content of the project.</p> : null}
+        {!project ? <p class="hint">Open a project to see its tasks.</p> : null}
+        {olderBefore ? (
+          <button type="button" onClick={() => attempt(older)}>
+            Older tasks
+          </button>
+        ) : null}
       </Section>
     </div>
   );
