@@ -3,6 +3,8 @@ import { expectProblem, getJson } from "../harness/json.ts";
 import type { TaskPage } from "../../subjects/projects.ts";
 import { putProject } from "./fixtures.ts";
 import { contentTest, requestContent } from "./helpers.ts";
+import { BUCKETS } from "../../actors/projects/store.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
 
 // The edge and the projects actor only: the tasks stay queued, which the list shows as they are.
 const it = contentTest({ actors: ["identity", "projects"] });
@@ -84,5 +86,17 @@ describe("the task list of a project", () => {
     expect((await listOf(derrick, "p-list-gone")).items).toEqual([]);
     const fresh = await requestContent(derrick, "p-list-gone");
     expect((await listOf(derrick, "p-list-gone")).items.map((t) => t.taskId)).toEqual([fresh.taskId]);
+  });
+
+  it("task list - a deleted index bucket is made again: later tasks are listed, the ones it held are not", {
+    timeout: 30_000,
+  }, async ({ derrick }) => {
+    await putProject(derrick, "p-list-index");
+    await requestContent(derrick, "p-list-index");
+    const jsm = await jetstreamManager(derrick.nc);
+    expect(await jsm.streams.delete(`KV_${BUCKETS.taskIndex}`)).toBe(true);
+    const after = await requestContent(derrick, "p-list-index");
+    expect((await listOf(derrick, "p-list-index")).items.map((t) => t.taskId)).toEqual([after.taskId]);
+    expect((await jsm.streams.info(`KV_${BUCKETS.taskIndex}`)).config).toMatchObject({ max_age: 7 * 86_400_000 * 1_000_000 });
   });
 });
