@@ -51,15 +51,20 @@ export function ContentView({ session }: { session: Session }) {
   // beyond it by id; the clock also moves the expiry countdowns.
   useEffect(() => {
     if (!project) return;
+    // A read still in flight when another project was opened must not add its tasks to that one's.
+    let current = true;
     const timer = setInterval(async () => {
       setNow(Date.now());
       const newest = await projects.tasks(session, project.projectId).catch(() => undefined);
       const listed = new Set(newest?.items.map((t) => t.taskId));
       const unfinished = tasks.filter((t) => !finished(t) && !listed.has(t.taskId));
       const single = await Promise.all(unfinished.map((t) => projects.task(session, t.projectId, t.taskId).catch(() => undefined)));
-      track(...(newest?.items ?? []), ...single.filter((t) => t !== undefined));
+      if (current) track(...(newest?.items ?? []), ...single.filter((t) => t !== undefined));
     }, REFRESH_MS);
-    return () => clearInterval(timer);
+    return () => {
+      current = false;
+      clearInterval(timer);
+    };
   }, [tasks, session, project]);
 
   return (
