@@ -61,6 +61,17 @@ const SUBSCRIPTION_ID = "sub_tK161iQd2VF4u9ikqDVsUg";
 const EVENT_ID = "evt_1Au9s1yvD1sfDt8UbdgiN6";
 const TASK_ID = "tsk_1Au9s1yvD1sfDt8UbdgjMK";
 const CONTENT_ID = "cnt_1Au9s1yvD1sfDt8UbdgjMK";
+const SUCCEEDED_TASK = {
+  taskId: TASK_ID,
+  projectId: "volve-f21a",
+  kind: "display-items",
+  state: "succeeded",
+  createdAt: "2026-11-28T02:39:59.700Z",
+  startedAt: "2026-11-28T02:39:59.703Z",
+  completedAt: "2026-11-28T02:39:59.705Z",
+  expiresAt: "2026-11-28T02:40:59.705Z",
+  contentId: CONTENT_ID,
+} satisfies Task;
 const RECORD_ID = "opendes:master-data--Well:volve-f21";
 const WELL_KIND = "osdu:wks:master-data--Well:1.0.0";
 
@@ -500,17 +511,7 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
     responses: {
       200: {
         items: [
-          {
-            taskId: TASK_ID,
-            projectId: "volve-f21a",
-            kind: "display-items",
-            state: "succeeded",
-            createdAt: "2026-11-28T02:39:59.700Z",
-            startedAt: "2026-11-28T02:39:59.703Z",
-            completedAt: "2026-11-28T02:39:59.705Z",
-            expiresAt: "2026-11-28T02:40:59.705Z",
-            contentId: CONTENT_ID,
-          },
+          SUCCEEDED_TASK,
           {
             taskId: "tsk_Qm2xV8rN4kL0pT7yW1cZ3a",
             projectId: "volve-f21a",
@@ -529,17 +530,7 @@ export const OPERATION_EXAMPLES: Readonly<Record<string, OperationExamples>> = {
   },
   "GET /v2/projects/{projectId}/tasks/{taskId}": {
     responses: {
-      200: {
-        taskId: TASK_ID,
-        projectId: "volve-f21a",
-        kind: "display-items",
-        state: "succeeded",
-        createdAt: "2026-11-28T02:39:59.700Z",
-        startedAt: "2026-11-28T02:39:59.703Z",
-        completedAt: "2026-11-28T02:39:59.705Z",
-        expiresAt: "2026-11-28T02:40:59.705Z",
-        contentId: CONTENT_ID,
-      } satisfies Task,
+      200: SUCCEEDED_TASK,
     },
   },
 
