@@ -35,6 +35,8 @@ export function FleetView({ session }: { session: Session }) {
           <dd>{fleet.notifications.pausedSubscriptions}</dd>
           <dt>Content tasks queued</dt>
           <dd>{fleet.content.tasksQueued}</dd>
+          <dt>Content tasks running</dt>
+          <dd>{fleet.content.tasksRunning}</dd>
           <dt>KV buckets</dt>
           <dd>
             {fleet.buckets.count} ({formatNumber(fleet.buckets.bytes / 1024)} KiB)
