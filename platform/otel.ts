@@ -84,7 +84,12 @@ export async function otelTracer(settings: OtlpSettings, log: Logger): Promise<T
         [ATTR_MESSAGING_DESTINATION_NAME]: subject,
         "derrick.actor": actor,
       }),
-    consumer: (parent, name, attributes) => start(name, SpanKind.CONSUMER, parent, { [ATTR_MESSAGING_SYSTEM]: "nats", ...attributes }),
+    contentTask: (parent, task) =>
+      start("content task", SpanKind.CONSUMER, parent, {
+        [ATTR_MESSAGING_SYSTEM]: "nats",
+        "derrick.task_id": task.taskId,
+        "derrick.delivery.attempt": task.attempt,
+      }),
     delivery: (parent, attempt) => start("POST webhook", SpanKind.CLIENT, parent, deliveryAttributes(attempt)),
     async shutdown() {
       await provider.shutdown();

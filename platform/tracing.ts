@@ -26,6 +26,9 @@ export type Span = {
 /** What a delivery attempt's span records. */
 export type DeliveryAttemptInfo = { callbackUri: string; eventId: string; subscriptionId: string; attempt: number };
 
+/** What a content task run's span records: the task and which delivery of its work-queue message this is. */
+export type ContentTaskInfo = { taskId: string; attempt: number };
+
 export type Tracer = {
   /** True when spans are exported; otherwise nothing is recorded and only the spans that make a header exist. */
   readonly exporting: boolean;
@@ -35,8 +38,8 @@ export type Tracer = {
   busRequest(parent: TraceContext, subject: string): Span;
   /** An actor handling a NATS request (server). */
   handler(parent: TraceContext, actor: string, endpoint: string, subject: string): Span;
-  /** Work taken from a JetStream stream (consumer), e.g. a content task. */
-  consumer(parent: TraceContext, name: string, attributes: Record<string, string | number>): Span;
+  /** A content task run, taken from its work queue (consumer). */
+  contentTask(parent: TraceContext, task: ContentTaskInfo): Span;
   /** One webhook POST (client); a new trace when the event came without one. */
   delivery(parent: TraceContext | undefined, attempt: DeliveryAttemptInfo): Span;
   /** Exports what is still buffered, then stops (the graceful stop). */
@@ -53,7 +56,7 @@ export const noTracer: Tracer = {
   httpServer: (parent) => unrecorded(childContext(parent)),
   busRequest: (parent) => unrecorded(parent),
   handler: (parent) => unrecorded(parent),
-  consumer: (parent) => unrecorded(parent),
+  contentTask: (parent) => unrecorded(parent),
   delivery: (parent) => unrecorded(childContext(parent)),
   shutdown: async () => undefined,
 };

@@ -138,10 +138,7 @@ export async function handleTask(
   }
   const d = delivery(msg, ackWaitMs);
   if (d.attempt > 1) stats.redelivered++;
-  const span =
-    trace && tracer.exporting
-      ? tracer.consumer(trace, "content task", { "derrick.task_id": message.taskId, "derrick.delivery.attempt": d.attempt })
-      : undefined;
+  const span = trace && tracer.exporting ? tracer.contentTask(trace, { taskId: message.taskId, attempt: d.attempt }) : undefined;
   let failure: string | undefined;
   try {
     const outcome = await runContentTask(message, deps, d);
