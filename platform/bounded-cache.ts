@@ -51,6 +51,11 @@ export class BoundedCache<K, V> {
     return this.weight;
   }
 
+  /** Every key and value held (expired ones too), as a copy: the cache may be changed while it is walked. */
+  snapshot(): Array<[K, V]> {
+    return [...this.entries].map(([key, slot]) => [key, slot.value]);
+  }
+
   /** The value, counted as a use (it goes last out). */
   get(key: K): V | undefined {
     const slot = this.live(key);

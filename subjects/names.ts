@@ -123,7 +123,19 @@ export const subjects = {
   search: operations("search", ["query", "cursor.query", "cursor.delete", "info", "status", "health"] as const),
   /** OSDU Storage-compatible record store that feeds search (schemas: subjects/search.ts). */
   storage: operations("storage", ["records.put", "records.get", "records.delete", "records.purge", "health"] as const),
+  /**
+   * `derrick.kv.<bucket>.<key>`: where a viewed bucket's stream republishes each write's headers, before it acknowledges
+   * the write, so memory views hear of writes without asking (docs/operations.md#memory-views).
+   */
+  bucketWrites: (bucket: string) => `${ROOT}.kv.${checkToken(bucket, "/bucket")}`,
 } as const;
+
+/** The stream setting that republishes a bucket's writes (headers only) to subjects.bucketWrites; set when the bucket is made. */
+export const republishedWrites = (bucket: string) => ({
+  src: `$KV.${checkToken(bucket, "/bucket")}.>`,
+  dest: `${subjects.bucketWrites(bucket)}.>`,
+  headers_only: true,
+});
 
 /** The NATS micro-service name of an actor, as discovered by `$SRV.PING`. */
 /** Every actor's NATS service is named this and its actor name. */

@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { Type, type Static } from "@sinclair/typebox";
 import { SUBJECT_TOKEN_PATTERN } from "../config/schema.ts";
 import { invalidField } from "./errors.ts";
+import { republishedWrites } from "./names.ts";
 import { NoContent, NoRequest, operation } from "./operation.ts";
 
 /** Names and groups: a KV key segment with no `.`, `/`, `*`, `>` or space (docs/contract.md). */
@@ -82,6 +83,8 @@ export const twinBucketOptions = (address: TwinAddress, maxBytes = TWIN_BUCKET_M
   history: 2,
   max_bytes: maxBytes,
   description: twinBucketDescription(address),
+  // Memory views of the twin hear its writes here (docs/twins.md#reads-from-memory).
+  republish: republishedWrites(twinBucket(address)),
 });
 
 /**

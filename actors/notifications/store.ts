@@ -10,6 +10,7 @@ import { SINGLE_NODE, bucketOptions, type StoragePolicy } from "../runtime/stora
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Subscription } from "../../subjects/notifications.ts";
+import { republishedWrites } from "../../subjects/index.ts";
 import { casPut, encodeJson, isLive, readJson, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { BucketView, directLastMessage } from "../runtime/bucket-view.ts";
 import { guardedKv, recreateOnDeletion, recreatingBucket, unguarded, type Guard } from "../runtime/recreate.ts";
@@ -52,7 +53,7 @@ export class SubscriptionStore {
    */
   static async open(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE, log?: Logger): Promise<SubscriptionStore> {
     const kvm = new Kvm(nc);
-    const options = bucketOptions(policy, { history: 1 });
+    const options = bucketOptions(policy, { history: 1, republish: republishedWrites(SUBSCRIPTIONS_BUCKET) });
     const kv = await kvm.create(SUBSCRIPTIONS_BUCKET, options);
     const recovery = recreatingBucket(await jetstreamManager(nc), kvm, SUBSCRIPTIONS_BUCKET, options, log);
     const advisories = recreateOnDeletion(nc, { [SUBSCRIPTIONS_BUCKET]: recovery }, log);

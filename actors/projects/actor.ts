@@ -3,6 +3,7 @@
  * project/task/content buckets and the task queue, and serves the request/reply endpoints. Stateless
  * beyond NATS: start more processes to scale reads and requests.
  */
+import { CachedKeys, type CachedKeysLimits } from "../runtime/cached-keys.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import * as op from "../../subjects/projects.ts";
 import type { Config } from "../../config/index.ts";
@@ -46,10 +47,18 @@ export async function followCatalog(
     {
       onRecreated: () => Object.values(catalog).forEach((list) => list.resetAdditions()),
       lastMessage: directLastMessage(nc, stores.catalog),
+      nc,
     },
   );
   return { catalog, ...follow };
 }
+
+/** What one process holds of single-key reads (docs/content.md#reads-from-memory). */
+export const HELD_READS = {
+  projects: { entries: 10_000, bytes: 16 * 1024 * 1024 },
+  tasks: { entries: 10_000, bytes: 16 * 1024 * 1024 },
+  content: { entries: 1_000, bytes: 32 * 1024 * 1024 },
+} satisfies Record<string, CachedKeysLimits>;
 
 export async function startProjectsActor(nc: NatsConnection, cfg: Config, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "projects" });
@@ -58,14 +67,19 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
   await queue.ensure();
   const unwatch = queue.watchDeletion();
   const followed = await followCatalog(nc, cfg, stores, log);
+  const cached = {
+    projects: new CachedKeys(stores.projects, nc, HELD_READS.projects),
+    tasks: new CachedKeys(stores.tasks, nc, HELD_READS.tasks),
+    content: new CachedKeys(stores.content, nc, HELD_READS.content),
+  };
   const deps: ProjectsDeps = {
     catalog: followed.catalog,
     catalogFresh: followed.fresh,
     catalogStore: catalogStore(stores.catalog, stores.guard.catalog),
-    projects: projectStore(stores.projects, stores.guard.projects),
-    tasks: taskStore(stores.tasks, stores.guard.tasks),
+    projects: projectStore(stores.projects, stores.guard.projects, cached.projects),
+    tasks: taskStore(stores.tasks, stores.guard.tasks, cached.tasks),
     taskIndex: taskIndexStore(stores.taskIndex, stores.guard.taskIndex),
-    content: contentStore(stores.content, stores.guard.content),
+    content: contentStore(stores.content, stores.guard.content, cached.content),
     enqueue: queue.enqueue,
     queueLimits: cfg.content.queueLimits,
     lost: { lostAfterMs: cfg.content.ackWaitMs, queueEmpty: queue.empty, requeue: queue.requeue },
@@ -95,6 +109,7 @@ export async function startProjectsActor(nc: NatsConnection, cfg: Config, option
     async () => {
       unwatch();
       stores.close();
+      for (const reads of Object.values(cached)) reads.stop();
       await followed.stop();
     },
   );

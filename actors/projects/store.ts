@@ -18,6 +18,7 @@ import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvOptions } from "@nats-io/kv";
 import { casPut, encodeJson, isLive, isWrongRevision, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { BucketView, type BucketViewOptions } from "../runtime/bucket-view.ts";
+import type { CachedKeys } from "../runtime/cached-keys.ts";
 import {
   onStreamDeleted,
   recreateDelay,
@@ -42,7 +43,7 @@ import {
   type JetStreamClient,
   type JetStreamManager,
 } from "@nats-io/jetstream";
-import { subjects } from "../../subjects/index.ts";
+import { republishedWrites, subjects } from "../../subjects/index.ts";
 import { TASK_RETENTION_MS } from "./task-index.ts";
 import { NO_QUEUE_LIMITS, TaskQueueFull, requesterQueue, type QueueLimits } from "./queue.ts";
 import {
@@ -92,12 +93,12 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   const kvm = new Kvm(nc);
   const jsm = await jetstreamManager(nc);
   const options: Record<BucketName, Partial<KvOptions>> = {
-    catalog: bucketOptions(policy, { history: 1 }),
-    projects: bucketOptions(policy, { history: 1 }),
-    tasks: bucketOptions(policy, { history: 8, ttl: TASK_RETENTION_MS }),
+    catalog: bucketOptions(policy, { history: 1, republish: republishedWrites(BUCKETS.catalog) }),
+    projects: bucketOptions(policy, { history: 1, republish: republishedWrites(BUCKETS.projects) }),
+    tasks: bucketOptions(policy, { history: 8, ttl: TASK_RETENTION_MS, republish: republishedWrites(BUCKETS.tasks) }),
     // Rewritten with each new task of the project: it outlives the project's last task by the tasks' retention.
     taskIndex: bucketOptions(policy, { history: 1, ttl: TASK_RETENTION_MS }),
-    content: bucketOptions(policy, { history: 1, ttl: CONTENT_TTL_MS }),
+    content: bucketOptions(policy, { history: 1, ttl: CONTENT_TTL_MS, republish: republishedWrites(BUCKETS.content) }),
   };
   const names = Object.keys(BUCKETS) as BucketName[];
   const [catalog, projects, tasks, taskIndex, content] = await Promise.all(names.map((name) => kvm.create(BUCKETS[name], options[name])));
@@ -338,9 +339,15 @@ export type ProjectStore = {
   delete(partition: string, projectId: string): Promise<void>;
 };
 
-export function projectStore(kv: KV, guard: Guard = unguarded): ProjectStore {
+/** How a store reads one key: from the bucket, or through memory (CachedKeys). */
+type KeyReader = <T>(key: string) => Promise<Versioned<T> | undefined>;
+
+const readerOf = (kv: KV, cached?: CachedKeys): KeyReader => (cached ? (key) => cached.read(key) : (key) => readVersioned(kv, key));
+
+export function projectStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys): ProjectStore {
+  const read = readerOf(kv, cached);
   return {
-    get: (partition, projectId) => guard(() => readVersioned<ProjectRecord>(kv, projectKey(partition, projectId))),
+    get: (partition, projectId) => guard(() => read<ProjectRecord>(projectKey(partition, projectId))),
     write: (partition, project, revision) => guard(() => casPut(kv, projectKey(partition, project.projectId), project, revision)),
     async delete(partition, projectId) {
       await guard(() => kv.delete(projectKey(partition, projectId)));
@@ -357,9 +364,10 @@ export type TaskStore = {
   remove(partition: string, taskId: string): Promise<void>;
 };
 
-export function taskStore(kv: KV, guard: Guard = unguarded): TaskStore {
+export function taskStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys): TaskStore {
+  const read = readerOf(kv, cached);
   return {
-    get: (partition, taskId) => guard(() => readVersioned<TaskRecord>(kv, taskKey(partition, taskId))),
+    get: (partition, taskId) => guard(() => read<TaskRecord>(taskKey(partition, taskId))),
     create: (task) =>
       guard(async () => {
         const key = taskKey(task.partition, task.taskId);
@@ -408,10 +416,11 @@ async function putForRun(kv: KV, key: string, value: object, run: number): Promi
   throw new Error(`${key} kept changing under run ${run}`);
 }
 
-export function contentStore(kv: KV, guard: Guard = unguarded): ContentStore {
+export function contentStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys): ContentStore {
+  const read = readerOf(kv, cached);
   return {
-    get: async (partition, contentId) => (await guard(() => readVersioned<OfRun<Content>>(kv, contentKey(partition, contentId))))?.value,
-    part: async (partition, partId) => (await guard(() => readVersioned<OfRun<ContentPart>>(kv, partKey(partition, partId))))?.value,
+    get: async (partition, contentId) => (await guard(() => read<OfRun<Content>>(contentKey(partition, contentId))))?.value,
+    part: async (partition, partId) => (await guard(() => read<OfRun<ContentPart>>(partKey(partition, partId))))?.value,
     // Tried again whole on a bucket made again: each write is over nothing or an older run's, so
     // the parts this run wrote before the failure are simply written again.
     write: (partition, content, parts, run) =>
@@ -433,7 +442,7 @@ export type CatalogStore = {
   follow(
     onItem: (kind: CatalogKind, item: CatalogItem, revision: number) => void,
     log: Logger,
-    options?: Pick<BucketViewOptions, "checkEveryMs" | "lastMessage"> & { onRecreated?: () => void },
+    options?: Pick<BucketViewOptions, "checkEveryMs" | "lastMessage" | "nc"> & { onRecreated?: () => void },
   ): Promise<CatalogFollow>;
 };
 
@@ -459,6 +468,7 @@ export function catalogStore(kv: KV, guard: Guard = unguarded): CatalogStore {
           what: "catalog",
           checkEveryMs: options.checkEveryMs,
           lastMessage: options.lastMessage,
+          nc: options.nc,
           reset: () => options.onRecreated?.(),
           apply: (entry) => {
             if (entry.operation !== "PUT" || entry.length === 0) return;

@@ -11,6 +11,7 @@ import { encodeJson, isLive, readKv } from "../runtime/kv.ts";
 import { guardedKv, recreateOnDeletion, recreatingBucket, unguarded, type Guard } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { Collection } from "../../subjects/reporting.ts";
+import { republishedWrites } from "../../subjects/index.ts";
 import { CAS_ATTEMPTS, DependentsLedger, deleteAt, putAt, sleep } from "./dependents.ts";
 import { type Envelope, envelopeOfVersion, indexWith, nextEnvelope } from "./store-rules.ts";
 import type { CachedRead, ResultMemory } from "./result-memory.ts";
@@ -53,7 +54,10 @@ const KV_HEADER_ROOM = 4096;
 export async function openStores(nc: NatsConnection, policy: StoragePolicy = SINGLE_NODE, log?: Logger): Promise<Stores> {
   const kvm = new Kvm(nc);
   const jsm = await jetstreamManager(nc);
-  const options = { entities: bucketOptions(policy, { history: ENTITY_HISTORY }), cache: bucketOptions(policy, { history: 1 }) };
+  const options = {
+    entities: bucketOptions(policy, { history: ENTITY_HISTORY }),
+    cache: bucketOptions(policy, { history: 1, republish: republishedWrites(BUCKETS.cache) }),
+  };
   // Results computed from entities that went with their bucket must not be served: the cache is
   // emptied before the entities bucket is made again, here too when it went while no actor ran.
   const emptyCache = () => jsm.streams.purge(`KV_${BUCKETS.cache}`).catch(() => undefined);

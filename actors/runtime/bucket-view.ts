@@ -4,7 +4,9 @@
  * (docs/operations.md#memory-views). What the view keeps is the owner's: it gets each entry in order.
  */
 import { Bucket, type KV, type KvEntry } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/nats-core";
+import type { StreamConfig } from "@nats-io/jetstream";
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { connectionSession, NOTES_TRUSTED_MS, notedSequence, notesOrdered, notesSubject } from "./write-notes.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { within } from "../../platform/clock.ts";
 import { followBucket, type FollowedBucket, type FollowOptions } from "./follow.ts";
@@ -19,7 +21,10 @@ export type BucketViewOptions = {
   /** Key filter and start (followBucket's); every key's last value by default. */
   key?: string;
   from?: FollowOptions["from"];
-  /** Hears the server's deletion advisories, so a bucket made again is noticed at once. */
+  /**
+   * Hears the server's deletion advisories, so a bucket made again is noticed at once, and the writes the bucket's
+   * stream republishes (republishedWrites), so a read needs no look while the server is alone.
+   */
   nc?: NatsConnection;
   checkEveryMs?: number;
   /**
@@ -62,7 +67,6 @@ export function directLastMessage(nc: NatsConnection, kv: KV, key = ">"): () => 
 export const FRESH_WAIT_MS = 5_000;
 /** After this long without reaching the bucket's last revision, the watch is opened again (and a barrier written, if any). */
 const REOPEN_AFTER_MS = 1_000;
-
 export class BucketView {
   /** The newest revision the watch delivered, and its time (epoch ms). */
   private revision = 0;
@@ -76,6 +80,11 @@ export class BucketView {
   private direct = false;
   /** Epoch ms at which the last completed look was sent (for freshAsOf). */
   private syncedAt = 0;
+  /** The stream's republished writes, and the newest sequence heard there. */
+  private notes?: Subscription;
+  private noted = 0;
+  /** The connection session of the last look sent while hearing the notes: reads may skip looks while it holds. */
+  private vouchedSession?: object;
 
   constructor(
     private readonly kv: Pick<KV, "watch" | "status">,
@@ -88,6 +97,7 @@ export class BucketView {
     const status = await this.kv.status();
     this.created = status.streamInfo.created;
     this.direct = status.streamInfo.config.allow_direct === true;
+    this.listen(status.streamInfo.config);
     this.watch = await followBucket(
       this.kv,
       {
@@ -101,6 +111,8 @@ export class BucketView {
           this.revisionTime = 0;
           this.created = created;
           this.syncedAt = 0;
+          this.noted = 0;
+          this.vouchedSession = undefined;
           this.options.reset();
         },
       },
@@ -116,6 +128,8 @@ export class BucketView {
   }
 
   async stop(): Promise<void> {
+    this.notes?.unsubscribe();
+    this.notes = undefined;
     const stopping = this.watch?.stop();
     for (const w of this.waiters.splice(0)) w.wake();
     await stopping;
@@ -126,6 +140,16 @@ export class BucketView {
    * share one look at the bucket, sent after each of them arrived; looks of later turns do not wait for it.
    */
   fresh(waitMs = FRESH_WAIT_MS): Promise<void> {
+    if (this.vouched()) {
+      // Every write acknowledged before this call was republished to this connection before its acknowledgement.
+      if (this.revision >= this.noted) return RESOLVED;
+      const noted = this.noted;
+      return within(
+        this.reach(noted, Math.min(waitMs, REOPEN_AFTER_MS)).catch(() => this.look(waitMs)),
+        waitMs + GRACE_MS,
+        `the ${this.options.what} view did not catch up`,
+      );
+    }
     this.gathering ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
       this.gathering = undefined;
       return this.look(waitMs);
@@ -152,9 +176,10 @@ export class BucketView {
     const { lastMessage } = this.options;
     if (!lastMessage || !this.direct) return this.lookAtStream(waitMs);
     const sentAt = Date.now();
+    const session = this.notesSession();
     const last = await lastMessage().catch(() => null);
     // No message, and none ever seen: nothing to hold, nothing held.
-    if (last === undefined && this.revision === 0) return;
+    if (last === undefined && this.revision === 0) return this.synced(sentAt, session);
     if (!last) return this.lookAtStream(waitMs);
     if (last.seq < this.revision || (last.seq === this.revision && Math.abs(last.time - this.revisionTime) > 1)) {
       return this.lookAtStream(waitMs);
@@ -164,13 +189,15 @@ export class BucketView {
     } catch {
       return this.lookAtStream(waitMs);
     }
-    this.syncedAt = Math.max(this.syncedAt, sentAt);
+    this.synced(sentAt, session);
   }
 
   private async lookAtStream(waitMs: number): Promise<void> {
     const sentAt = Date.now();
+    const session = this.notesSession();
     const status = await this.kv.status();
     this.direct = status.streamInfo.config.allow_direct === true;
+    this.listen(status.streamInfo.config);
     const until = Date.now() + waitMs;
     // The view still holds an older bucket's entries: wait for it to start over (a missed advisory is made up by looking now).
     const stale = () => this.created !== undefined && this.created !== status.streamInfo.created;
@@ -194,7 +221,55 @@ export class BucketView {
         await this.reach(barrier ? await barrier() : target, left);
       }
     }
+    this.synced(sentAt, session);
+  }
+
+  /** A look sent at `sentAt` completed: the view held every write acknowledged before it. */
+  private synced(sentAt: number, session: object | undefined): void {
     this.syncedAt = Math.max(this.syncedAt, sentAt);
+    if (session && this.notes) this.vouchedSession = session;
+  }
+
+  /** The connection's session when the notes are heard (a look sent now then vouches for them), else undefined. */
+  private notesSession(): object | undefined {
+    return this.notes && this.options.nc ? connectionSession(this.options.nc) : undefined;
+  }
+
+  /**
+   * Whether the republished writes tell all a look would: heard since a recent look on an unbroken connection, to a
+   * server with no cluster. The stream hands a republished write to this connection before its acknowledgement leaves,
+   * so a write acknowledged anywhere was heard here before any request it could have caused; across a cluster's routes
+   * that order does not hold.
+   */
+  private vouched(): boolean {
+    const { nc } = this.options;
+    return (
+      this.notes !== undefined &&
+      nc !== undefined &&
+      this.vouchedSession !== undefined &&
+      this.vouchedSession === connectionSession(nc) &&
+      Date.now() - this.syncedAt < NOTES_TRUSTED_MS &&
+      notesOrdered(nc)
+    );
+  }
+
+  /** Hears the writes the stream republishes, when it does so. */
+  private listen(config: StreamConfig): void {
+    const { nc } = this.options;
+    const subject = nc && notesSubject(config, this.options.key);
+    if (!subject) {
+      this.notes?.unsubscribe();
+      this.notes = undefined;
+      return;
+    }
+    if (this.notes) return;
+    this.notes = nc.subscribe(subject, {
+      callback: (error, msg) => {
+        const seq = error ? 0 : notedSequence(msg.headers);
+        if (seq > this.noted) this.noted = seq;
+      },
+    });
+    this.vouchedSession = undefined;
   }
 
   private see(entry: KvEntry): void {
@@ -232,6 +307,8 @@ export class BucketView {
     });
   }
 }
+
+const RESOLVED = Promise.resolve();
 
 /** Beyond its wait, a look's own timeouts get this long to report what they waited for. */
 const GRACE_MS = 250;

@@ -2,6 +2,8 @@ import { describe, expect } from "vitest";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { BucketView, directLastMessage } from "../../actors/runtime/bucket-view.ts";
+import { NOTES_TRUSTED_MS } from "../../actors/runtime/write-notes.ts";
+import { republishedWrites } from "../../subjects/index.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { natsTest } from "../harness/fixture.ts";
 
@@ -9,7 +11,7 @@ const it = natsTest();
 const log = createLogger("silent");
 
 /** A view of `kv` keeping each key's last value, counting its looks at the bucket; `lagMs` delays each entry of its watch. */
-function viewOf(kv: KV, lagMs = 0, direct?: NatsConnection) {
+function viewOf(kv: KV, lagMs = 0, direct?: NatsConnection, notes?: NatsConnection) {
   const values = new Map<string, string>();
   const looks = { count: 0 };
   const counted = {
@@ -24,6 +26,7 @@ function viewOf(kv: KV, lagMs = 0, direct?: NatsConnection) {
     {
       what: "test",
       lastMessage: direct ? directLastMessage(direct, kv) : undefined,
+      nc: notes,
       apply: (entry: KvEntry) => (entry.operation === "PUT" ? values.set(entry.key, entry.string()) : values.delete(entry.key)),
       reset: () => values.clear(),
     },
@@ -112,5 +115,66 @@ describe("BucketView", () => {
     await kv.put("k", "1");
     const { view } = viewOf(kv);
     await expect(view.fresh(200)).rejects.toThrow(/did not reach revision 1/);
+  });
+
+  describe("of a bucket that republishes its writes", () => {
+    const republishing = (nc: NatsConnection, bucket: string) => new Kvm(nc).create(bucket, { republish: republishedWrites(bucket) });
+
+    it("a write acknowledged through another connection is in the view a read sent after it gets, without a look per read", async ({
+      nc,
+      connection,
+    }) => {
+      const bucket = `view_notes_${Date.now()}`;
+      const reader = viewOf(await republishing(nc, bucket), 20, undefined, nc);
+      await reader.view.start();
+      // Reads arrive on the view's own connection, as an actor's requests do: that is what orders them after the notes.
+      const reads = nc.subscribe(`test.view.read.${bucket}`, {
+        callback: (_error, msg) =>
+          void reader.view.fresh().then(
+            () => msg.respond(reader.values.get("k") ?? "(none)"),
+            (error: Error) => msg.respond(`failed: ${error.message}`),
+          ),
+      });
+      const writerNc = await connection("writer");
+      const writer = await new Kvm(writerNc).open(bucket);
+      const read = async () => (await writerNc.request(`test.view.read.${bucket}`, "", { timeout: 5_000 })).string();
+      try {
+        const before = reader.looks.count;
+        const started = Date.now();
+        for (let i = 0; i < 10; i++) {
+          await writer.put("k", `v${i}`);
+          expect(await read()).toBe(`v${i}`);
+        }
+        await writer.delete("k");
+        expect(await read()).toBe("(none)");
+        // One look per trust window at most (a slow machine gets more windows); reading by looks would take 11.
+        expect(reader.looks.count - before).toBeLessThanOrEqual(Math.ceil((Date.now() - started) / NOTES_TRUSTED_MS));
+      } finally {
+        reads.unsubscribe();
+        await reader.view.stop();
+      }
+    });
+
+    it("after its connection reconnects, the next read looks at the bucket again (writes republished meanwhile were lost)", async ({
+      connection,
+    }) => {
+      const bucket = `view_notes_reconnect_${Date.now()}`;
+      const nc = await connection("reader");
+      const reader = viewOf(await republishing(nc, bucket), 0, undefined, nc);
+      await reader.view.start();
+      try {
+        await reader.view.fresh();
+        const before = reader.looks.count;
+        const reconnected = (async () => {
+          for await (const status of nc.status()) if (status.type === "reconnect") return;
+        })();
+        nc.reconnect();
+        await reconnected;
+        await reader.view.fresh();
+        expect(reader.looks.count - before).toBe(1);
+      } finally {
+        await reader.view.stop();
+      }
+    });
   });
 });

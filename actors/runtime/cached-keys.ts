@@ -1,0 +1,146 @@
+/**
+ * Single-key reads of a bucket answered from memory while the bucket's republished writes (write-notes.ts) say the
+ * held value is still the key's last: a write to a key drops it here before its acknowledgement can cause a read, so
+ * a read after any acknowledged write goes to the bucket. Without notes (a cluster, a bucket made before they were set,
+ * a reconnect) every read goes to the bucket (docs/operations.md#memory-views).
+ */
+import { Bucket, type KV } from "@nats-io/kv";
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { BoundedCache } from "../../platform/bounded-cache.ts";
+import { isLive, type Versioned } from "./kv.ts";
+import { connectionSession, NOTES_TRUSTED_MS, notesOrdered, notesSubject } from "./write-notes.ts";
+
+export type CachedKeysLimits = {
+  /** Most keys held (absent ones too). */
+  entries: number;
+  /** Most bytes of values held. */
+  bytes: number;
+};
+
+/** A key's last value as read (undefined: no live value), its revision and when it was written (epoch ms). */
+type Held = { bytes: Uint8Array | undefined; revision: number; written: number };
+
+const decoder = new TextDecoder();
+
+export class CachedKeys {
+  private readonly held: BoundedCache<string, Held>;
+  /** Reads of the bucket under way, by key: a note for the key while one runs makes its result unfit to keep. */
+  private readonly loading = new Map<string, { noted: boolean }[]>();
+  private notes?: Subscription;
+  private prefix = "";
+  /** The connection session the held values were read in; any other empties the memory (notes may have been missed). */
+  private session?: object;
+  /** The stream's creation and first sequence at the last look, and when that look was sent. */
+  private created: string | undefined;
+  private checkedAt = 0;
+  private checking?: Promise<void>;
+  private maxAgeMs = 0;
+
+  constructor(
+    private readonly kv: KV,
+    private readonly nc: NatsConnection,
+    limits: CachedKeysLimits,
+  ) {
+    if (!(kv instanceof Bucket)) throw new TypeError("CachedKeys reads buckets opened with Kvm");
+    this.held = new BoundedCache({ max: limits.entries, maxWeight: limits.bytes });
+  }
+
+  /** The key's last live value, parsed, with its revision; from memory when the notes vouch for it. */
+  async read<T>(key: string): Promise<Versioned<T> | undefined> {
+    const held = await this.lookup(key);
+    return held.bytes && { value: JSON.parse(decoder.decode(held.bytes)) as T, revision: held.revision };
+  }
+
+  get size(): number {
+    return this.held.size;
+  }
+
+  stop(): void {
+    this.notes?.unsubscribe();
+    this.notes = undefined;
+    this.held.clear();
+  }
+
+  private async lookup(key: string): Promise<Held> {
+    if (!(await this.usable())) return this.load(key, false);
+    const held = this.held.get(key);
+    if (held && (this.maxAgeMs === 0 || held.written + this.maxAgeMs > Date.now())) return held;
+    return this.load(key, true);
+  }
+
+  /** Whether memory may answer: notes heard on an unbroken connection, the stream looked at within the trust window. */
+  private async usable(): Promise<boolean> {
+    if (!notesOrdered(this.nc)) return false;
+    const session = connectionSession(this.nc);
+    if (!session) return false;
+    if (session !== this.session) {
+      this.held.clear();
+      this.session = session;
+      this.checkedAt = 0;
+    }
+    if (Date.now() - this.checkedAt >= NOTES_TRUSTED_MS) await (this.checking ??= this.check().finally(() => (this.checking = undefined)));
+    return this.notes !== undefined && this.session === connectionSession(this.nc);
+  }
+
+  /** Looks at the stream: notes set up, a stream made again or purged (no write, so no note) forgotten. */
+  private async check(): Promise<void> {
+    const sentAt = Date.now();
+    const { streamInfo } = await this.kv.status();
+    const subject = notesSubject(streamInfo.config);
+    if (!subject) {
+      this.notes?.unsubscribe();
+      this.notes = undefined;
+      this.held.clear();
+      return;
+    }
+    if (!this.notes) {
+      this.prefix = subject.slice(0, -1);
+      this.notes = this.nc.subscribe(subject, {
+        callback: (error, msg) => {
+          if (!error) this.noted(msg.subject.slice(this.prefix.length));
+        },
+      });
+      // Held values predate the subscription; the next check (after this one's trust window) vouches for the rest.
+      this.held.clear();
+      return;
+    }
+    if (this.created !== streamInfo.created) this.held.clear();
+    else {
+      const first = streamInfo.state.first_seq;
+      for (const [key, held] of this.held.snapshot()) if (held.revision > 0 && held.revision < first) this.held.delete(key);
+    }
+    this.created = streamInfo.created;
+    this.maxAgeMs = Math.floor((streamInfo.config.max_age ?? 0) / 1e6);
+    this.checkedAt = sentAt;
+  }
+
+  private noted(key: string): void {
+    this.held.delete(key);
+    for (const load of this.loading.get(key) ?? []) load.noted = true;
+  }
+
+  private async load(key: string, keep: boolean): Promise<Held> {
+    const load = { noted: false };
+    const session = connectionSession(this.nc);
+    const loads = this.loading.get(key) ?? [];
+    if (keep) this.loading.set(key, [...loads, load]);
+    try {
+      const entry = await this.kv.get(key);
+      // A delete marker is held too: its revision tells a purge below it, its time the key's age.
+      const held: Held = {
+        bytes: isLive(entry) ? entry.value : undefined,
+        revision: entry?.revision ?? 0,
+        written: entry?.created.getTime() ?? Date.now(),
+      };
+      if (keep && !load.noted && session === this.session && session === connectionSession(this.nc))
+        this.held.set(key, held, held.bytes?.length ?? 0);
+      return held;
+    } finally {
+      if (keep) {
+        const left = (this.loading.get(key) ?? []).filter((l) => l !== load);
+        if (left.length) this.loading.set(key, left);
+        else this.loading.delete(key);
+      }
+    }
+  }
+}
