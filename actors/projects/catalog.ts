@@ -15,7 +15,7 @@ import {
   type CatalogPage,
   type CatalogQuery,
 } from "../../subjects/projects.ts";
-import { invalidField, quoteValue } from "../../subjects/index.ts";
+import { EncodedJson, invalidField, quoteValue } from "../../subjects/index.ts";
 
 export const DEFAULT_CATALOG_FILE = fileURLToPath(new URL("./catalog.json", import.meta.url));
 
@@ -48,6 +48,8 @@ export class CatalogList {
   private readonly base: Map<string, CatalogItem>;
   private readonly added = new Map<string, { item: CatalogItem; revision: number }>();
   private ordered: CatalogItem[] | undefined;
+  /** Pages as sent, by query, until the list changes: a catalog is read far more often than it changes. */
+  private readonly pages = new Map<string, EncodedJson<CatalogPage>>();
 
   constructor(items: readonly CatalogItem[]) {
     this.base = new Map(items.map((item) => [item.id, item]));
@@ -58,13 +60,31 @@ export class CatalogList {
     const held = this.added.get(item.id);
     if (held && held.revision >= revision) return;
     this.added.set(item.id, { item, revision });
-    this.ordered = undefined;
+    this.changed();
   }
 
   /** Forgets the additions (their bucket was made again: its revisions start over); the file's items stay. */
   resetAdditions(): void {
     this.added.clear();
+    this.changed();
+  }
+
+  /** The page a query asks for, as JSON (400 naming a bad parameter). */
+  page(query: CatalogQuery): EncodedJson<CatalogPage> {
+    const parsed = catalogQuery(query);
+    const key = `${parsed.offset}|${parsed.limit}|${parsed.category ?? ""}`;
+    let page = this.pages.get(key);
+    if (!page) {
+      if (this.pages.size >= MAX_PAGES_HELD) this.pages.clear();
+      page = new EncodedJson(encoder.encode(JSON.stringify(pageOf(this.all(), parsed))));
+      this.pages.set(key, page);
+    }
+    return page;
+  }
+
+  private changed(): void {
     this.ordered = undefined;
+    this.pages.clear();
   }
 
   get(id: string): CatalogItem | undefined {
@@ -115,9 +135,22 @@ export function nonNegativeInteger(raw: string | undefined, pointer: string, fal
 
 /** Pages and filters a catalog: `total` counts after the category filter. */
 export function pageCatalog(items: readonly CatalogItem[], query: CatalogQuery): CatalogPage {
+  return pageOf(items, catalogQuery(query));
+}
+
+type ParsedQuery = { offset: number; limit: number; category: string | undefined };
+
+function catalogQuery(query: CatalogQuery): ParsedQuery {
   const offset = nonNegativeInteger(query.offset, "/query/offset", 0);
   const limit = nonNegativeInteger(query.limit, "/query/limit", CATALOG_DEFAULT_LIMIT, CATALOG_MAX_LIMIT, 1);
-  const category = query.category?.trim();
+  return { offset, limit, category: query.category?.trim() || undefined };
+}
+
+function pageOf(items: readonly CatalogItem[], { offset, limit, category }: ParsedQuery): CatalogPage {
   const filtered = category ? items.filter((item) => item.category === category) : items;
   return { items: filtered.slice(offset, offset + limit), total: filtered.length, offset, limit };
 }
+
+/** Distinct page queries held per list before they are all dropped (queries are few: offsets, limits, categories). */
+const MAX_PAGES_HELD = 256;
+const encoder = new TextEncoder();

@@ -13,6 +13,7 @@
 import { nuid } from "@nats-io/nats-core";
 import {
   DerrickError,
+  type EncodedJson,
   check,
   checkToken,
   conflict,
@@ -57,7 +58,7 @@ import {
   type TaskRef,
 } from "../../subjects/projects.ts";
 import { caller, type RequestContext } from "../runtime/context.ts";
-import { nonNegativeInteger, pageCatalog, type Catalog } from "./catalog.ts";
+import { nonNegativeInteger, type Catalog } from "./catalog.ts";
 import { pageOfIndex, type TaskIndexStore } from "./task-index.ts";
 import { checkValues, isMember, knowsEveryItem } from "./compute.ts";
 import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./store.ts";
@@ -134,9 +135,12 @@ const ofIncarnation = (task: TaskRecord, project: ProjectRecord) =>
 
 // ---- catalog ---------------------------------------------------------------------------------
 
-export async function listCatalog(input: CatalogListRequest, deps: Pick<ProjectsDeps, "catalog" | "catalogFresh">): Promise<CatalogPage> {
+export async function listCatalog(
+  input: CatalogListRequest,
+  deps: Pick<ProjectsDeps, "catalog" | "catalogFresh">,
+): Promise<EncodedJson<CatalogPage>> {
   await deps.catalogFresh();
-  return pageCatalog(deps.catalog[input.kind].all(), input.query);
+  return deps.catalog[input.kind].page(input.query);
 }
 
 export async function putCatalogItem(input: CatalogPutRequest, ctx: RequestContext, deps: ProjectsDeps): Promise<Reply<CatalogItem>> {

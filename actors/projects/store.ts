@@ -344,11 +344,19 @@ type KeyReader = <T>(key: string) => Promise<Versioned<T> | undefined>;
 
 const readerOf = (kv: KV, cached?: CachedKeys): KeyReader => (cached ? (key) => cached.read(key) : (key) => readVersioned(kv, key));
 
+/** A compare-and-set whose loss drops the key from memory: the revision it expected was read stale, the next read goes to the bucket. */
+async function casPutForgetting(cached: CachedKeys | undefined, ...args: Parameters<typeof casPut>): Promise<boolean> {
+  const done = await casPut(...args);
+  if (!done) cached?.forget(args[1]);
+  return done;
+}
+
 export function projectStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys): ProjectStore {
   const read = readerOf(kv, cached);
   return {
     get: (partition, projectId) => guard(() => read<ProjectRecord>(projectKey(partition, projectId))),
-    write: (partition, project, revision) => guard(() => casPut(kv, projectKey(partition, project.projectId), project, revision)),
+    write: (partition, project, revision) =>
+      guard(() => casPutForgetting(cached, kv, projectKey(partition, project.projectId), project, revision)),
     async delete(partition, projectId) {
       await guard(() => kv.delete(projectKey(partition, projectId)));
     },
@@ -381,7 +389,7 @@ export function taskStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys)
           await kv.create(key, encodeJson(task));
         }
       }),
-    update: (task, revision) => guard(() => casPut(kv, taskKey(task.partition, task.taskId), task, revision, true)),
+    update: (task, revision) => guard(() => casPutForgetting(cached, kv, taskKey(task.partition, task.taskId), task, revision, true)),
     remove: (partition, taskId) => guard(() => kv.purge(taskKey(partition, taskId))),
   };
 }

@@ -9,6 +9,7 @@ import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { BoundedCache } from "../../platform/bounded-cache.ts";
 import { isLive, type Versioned } from "./kv.ts";
 import { connectionSession, NOTES_TRUSTED_MS, notesOrdered, notesSubject } from "./write-notes.ts";
+import { onStreamDeleted } from "./recreate.ts";
 
 export type CachedKeysLimits = {
   /** Most keys held (absent ones too). */
@@ -27,6 +28,8 @@ export class CachedKeys {
   /** Reads of the bucket under way, by key: a note for the key while one runs makes its result unfit to keep. */
   private readonly loading = new Map<string, { noted: boolean }[]>();
   private notes?: Subscription;
+  /** The server's word that the stream was deleted: no write, so no note; heard at once when heard at all. */
+  private readonly deletions: Subscription;
   private prefix = "";
   /** The connection session the held values were read in; any other empties the memory (notes may have been missed). */
   private session?: object;
@@ -43,6 +46,19 @@ export class CachedKeys {
   ) {
     if (!(kv instanceof Bucket)) throw new TypeError("CachedKeys reads buckets opened with Kvm");
     this.held = new BoundedCache({ max: limits.entries, maxWeight: limits.bytes });
+    this.deletions = onStreamDeleted(
+      nc,
+      () => {
+        this.held.clear();
+        this.checkedAt = 0;
+      },
+      kv.stream,
+    );
+  }
+
+  /** Drops what is held of `key`: a compare-and-set that lost to another writer read it stale (a bucket made again). */
+  forget(key: string): void {
+    this.held.delete(key);
   }
 
   /** The key's last live value, parsed, with its revision; from memory when the notes vouch for it. */
@@ -56,6 +72,7 @@ export class CachedKeys {
   }
 
   stop(): void {
+    this.deletions.unsubscribe();
     this.notes?.unsubscribe();
     this.notes = undefined;
     this.held.clear();

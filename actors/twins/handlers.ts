@@ -3,7 +3,16 @@
  * commit protocol of platform/twin-commit.ts (claim the group, write the keys, commit), so a device never
  * sees half of one PUT. No NATS imports: storage comes in as a TwinStores.
  */
-import { conflict, contentTooLarge, gatewayTimeout, invalidField, preconditionFailed, reply, type Reply } from "../../subjects/index.ts";
+import {
+  conflict,
+  contentTooLarge,
+  gatewayTimeout,
+  invalidField,
+  preconditionFailed,
+  reply,
+  type EncodedJson,
+  type Reply,
+} from "../../subjects/index.ts";
 import {
   TWIN_REQUEST_MAX_BYTES,
   TWIN_VALUE_MAX_BYTES,
@@ -349,14 +358,18 @@ export async function putTwins(input: TwinPutRequest, ctx: RequestContext, deps:
   return reply(body, 200, { ETag: formatTwinEtag(version) });
 }
 
-export async function getTwins(input: TwinGetRequest, ctx: RequestContext, deps: TwinsDeps): Promise<Reply<TwinGetReply>> {
+export async function getTwins(
+  input: TwinGetRequest,
+  ctx: RequestContext,
+  deps: TwinsDeps,
+): Promise<Reply<TwinGetReply | EncodedJson<TwinGetReply>>> {
   requireGroup(ctx, READERS, WRITERS);
   if (input.group !== undefined) checkTwinName(input.group, "/query/group");
   const bucket = await deps.stores.open(input, false);
   if (!bucket) return reply({ desired: {}, reported: {} }, 200, input.group !== undefined ? { ETag: formatTwinEtag(0) } : {});
   const state = await bucket.state();
-  if (input.group === undefined) return reply(state.visible());
-  return reply(state.visible(input.group), 200, { ETag: state.etag(input.group) });
+  const { body, etag } = state.answer(input.group);
+  return input.group === undefined ? reply(body) : reply(body, 200, { ETag: etag });
 }
 
 /**

@@ -5,6 +5,11 @@
  */
 import { formatTwinEtag, parseTwinKey, type TwinCommit, type TwinGetReply, type TwinValue } from "../../subjects/twins.ts";
 import { TwinCommitGate, parseTwinCommit, type TwinEntry } from "../../platform/twin-commit.ts";
+import { EncodedJson } from "../../subjects/index.ts";
+
+/** A read's answer as sent: the values' JSON and the group's ETag. */
+export type TwinAnswer = { body: EncodedJson<TwinGetReply>; etag: string };
+const encoder = new TextEncoder();
 
 /** Groups whose answers are kept at once (a twin has few; a bound all the same). */
 const MAX_ANSWERS = 64;
@@ -15,7 +20,7 @@ export class TwinState {
   /** Per group, its commit record's newest entry (visible or not: the ETag is the record's version). */
   private readonly commits = new Map<string, TwinEntry>();
   /** The last answers per group ("" for all), until the next entry: reads far outnumber writes. */
-  private readonly answers = new Map<string, TwinGetReply>();
+  private readonly answers = new Map<string, TwinAnswer>();
 
   static of(entries: TwinEntry[]): TwinState {
     const state = new TwinState();
@@ -33,11 +38,14 @@ export class TwinState {
     }
   }
 
-  /** Desired and reported values with versions and times, of every group or one. */
-  visible(group?: string): TwinGetReply {
+  /** Desired and reported values with versions and times, of every group or one, as JSON, with the group's ETag. */
+  answer(group?: string): TwinAnswer {
     const known = this.answers.get(group ?? "");
     if (known) return known;
-    const out = this.build(group);
+    const out = {
+      body: new EncodedJson<TwinGetReply>(encoder.encode(JSON.stringify(this.build(group)))),
+      etag: group === undefined ? "" : this.etag(group),
+    };
     if (this.answers.size >= MAX_ANSWERS) this.answers.clear();
     this.answers.set(group ?? "", out);
     return out;

@@ -48,8 +48,8 @@ class TwinView {
   }
 }
 
-/** A view being opened or open, and the bucket handle it follows (known at once, before the view opens). */
-type Opening = { kv: KV; view: Promise<TwinView> };
+/** A view being opened or open (`ready` once it is), and the bucket handle it follows (known at once, before the view opens). */
+type Opening = { kv: KV; view: Promise<TwinView>; ready?: TwinView };
 
 export class TwinViews {
   private readonly views: BoundedCache<string, Opening>;
@@ -72,13 +72,19 @@ export class TwinViews {
     }
     if (!opening) {
       const view = new TwinView(kv, name, this.nc, this.log);
-      const started: Opening = { kv, view: view.view.start(VIEW_WAIT_MS).then(() => view) };
+      const started: Opening = {
+        kv,
+        view: view.view.start(VIEW_WAIT_MS).then(() => {
+          started.ready = view;
+          return view;
+        }),
+      };
       // A start that fails later than its wait is dropped then.
       started.view.catch(() => this.drop(name, started));
       this.views.set(name, (opening = started));
     }
     try {
-      const view = await within(opening.view, VIEW_WAIT_MS, `the view of twin ${name} did not open`);
+      const view = opening.ready ?? (await within(opening.view, VIEW_WAIT_MS, `the view of twin ${name} did not open`));
       await view.view.fresh(VIEW_WAIT_MS);
       return view.state;
     } catch (error) {
