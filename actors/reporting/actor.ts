@@ -3,6 +3,7 @@
  * aggregation endpoints. Stateless beyond NATS: start more processes to scale; they share the
  * cache in KV, each holding the results it read last in memory (result-memory.ts).
  */
+import { ComputePool } from "./compute-pool.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import * as op from "../../subjects/reporting.ts";
 import { endpointsWith, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
@@ -33,8 +34,10 @@ export async function startReportingActor(nc: NatsConnection, options: RuntimeOp
   const metrics = options.metrics ? actorMetrics(options.metrics) : undefined;
   // Both results exported from 0, so a ratio of their rates exists before the first hit.
   for (const result of ["hit", "miss"]) metrics?.reportingCache.inc({ result }, 0);
+  const offThread = new ComputePool();
   const deps: ReportingDeps = {
     store: assessmentStore(stores, { results }),
+    offThread,
     ...(metrics ? { cacheReads: (result: "hit" | "miss") => metrics.reportingCache.inc({ result }) } : {}),
   };
   const buckets = await openTaskBuckets(nc, options.storage);
@@ -65,6 +68,7 @@ export async function startReportingActor(nc: NatsConnection, options: RuntimeOp
     async () => {
       stores.close?.();
       await tasks.stop();
+      offThread.stop();
       await results.stop();
     },
   );

@@ -30,20 +30,11 @@ import {
 } from "../../subjects/reporting.ts";
 import { requireGroup, requirePartition, requirePrincipal, type RequestContext } from "../runtime/context.ts";
 import { encodeJson } from "../runtime/kv.ts";
-import {
-  fullCycle,
-  licenseAggregation,
-  prospectAggregation,
-  prospectDetails,
-  prospectModel,
-  scenarioAggregation,
-  simulateProspect,
-  type LinkedAnalysis,
-  type ProspectModel,
-} from "./aggregate.ts";
+import { licenseAggregation, prospectDetails, prospectModel, type LinkedAnalysis, type ProspectModel } from "./aggregate.ts";
 import { entityKey, indexKey, resultKey, type AssessmentStore, type Envelope, type Tracker } from "./store.ts";
 import { checkMergedLicense, validateEntity } from "./validate.ts";
 import { ASYNC_WORK_MIN, aggregationWork } from "./work.ts";
+import { computeJob, type AggregationJob } from "./jobs.ts";
 import { taskLocation, taskView, type AggregationTasks, type TaskRecord } from "./tasks.ts";
 import { analysisProblems, basisOfSegments, productionProblem, scenarioProblems, scenarioWorkProblem, unitsOf } from "./consistency.ts";
 
@@ -54,6 +45,8 @@ export type ReportingDeps = {
   tasks?: AggregationTasks;
   /** Hears each aggregation read: served from the cache (`hit`) or computed (`miss`). */
   cacheReads?: (result: "hit" | "miss") => void;
+  /** Where tasks compute (a worker thread: compute-pool.ts); absent, on the actor's own thread. */
+  offThread?: { run(job: AggregationJob): Promise<Uint8Array> };
 };
 
 /** The cache header: `hit` when the reply came from KV, `miss` when it was computed. */
@@ -265,8 +258,13 @@ function requireComparableVolumes(model: ProspectModel): void {
     throw conflict(`prospect analysis ${model.pa.prospectAnalysisId} cannot be aggregated: ${problems[0]!.message}`, { errors: problems });
 }
 
-/** An aggregation's heavy part, run once its inputs are loaded and checked: its estimated work says whether now or in a task. */
-type Plan = { work: number; compute: () => AggregationResult };
+/**
+ * An aggregation's heavy part, run once its inputs are loaded and checked: its estimated work says whether now or in a task.
+ * `job`, when given, is the same computation as data, which a task runs in a worker thread (jobs.ts).
+ */
+type Plan = { work: number; compute: () => AggregationResult; job?: AggregationJob };
+
+const planOf = (work: number, job: AggregationJob): Plan => ({ work, job, compute: () => computeJob(job) });
 
 /**
  * One aggregation request: its cache key, how to load and check its inputs (errors answered at once), and, for those
@@ -314,7 +312,8 @@ export async function runAggregationTask(task: TaskRecord, deps: ReportingDeps):
   const cached = await deps.store.cached(aggregation.key);
   if (cached.value !== undefined) return withFields(cached.value, aggregation.echo);
   const tracker = deps.store.tracker();
-  const bytes = encodeJson((await aggregation.plan(tracker)).compute());
+  const plan = await aggregation.plan(tracker);
+  const bytes = plan.job && deps.offThread ? await deps.offThread.run(plan.job) : encodeJson(plan.compute());
   await deps.store.remember(aggregation.key, bytes, tracker, cached.revision);
   return withFields(bytes, aggregation.echo);
 }
@@ -353,7 +352,7 @@ const prospectRequest = (input: AggregationRef, partition: string): Aggregation 
         (model.pa.licenseIds ?? []).map((lid) => tracker.get<Envelope<License>>(entityKey(partition, "licenses", lid))),
       );
       const linked = licenses.flatMap((l, i) => (l ? [{ licenseId: model.pa.licenseIds![i]!, name: l.entity.name }] : []));
-      return { work: aggregationWork.prospect(model), compute: () => prospectAggregation(model, linked, version) };
+      return planOf(aggregationWork.prospect(model), { kind: "prospect", model, licenses: linked, version });
     },
   };
 };
@@ -464,19 +463,15 @@ const fullCycleRequest = (input: FullCycleAggregationRequest, partition: string)
         (a) =>
           a.entity.production && a.entity.production.recoverable === undefined && a.entity.resourceCase && a.entity.resourceCase !== "mean",
       );
-      const compute = () => {
-        const sim = needsSimulation ? simulateProspect(model) : undefined;
-        return {
-          prospectAnalysisId: body.prospectAnalysisId,
-          ...(body.companyId ? { companyId: body.companyId, workingInterest } : {}),
-          levels,
-          pg: model.chance.pgAtLeastOne,
-          fullCycleAnalyses: analyses
-            .sort((a, b) => a.entity.fullCycleAnalysisId.localeCompare(b.entity.fullCycleAnalysisId))
-            .map((a) => fullCycle({ fc: a.entity, version: a.version }, model, sim, levels, workingInterest)),
-        };
-      };
-      return { work: aggregationWork.fullcycle(model, needsSimulation), compute };
+      return planOf(aggregationWork.fullcycle(model, needsSimulation), {
+        kind: "fullcycle",
+        model,
+        prospectAnalysisId: body.prospectAnalysisId,
+        ...(body.companyId ? { company: { companyId: body.companyId, workingInterest } } : {}),
+        levels,
+        analyses: analyses.map((a) => ({ fc: a.entity, version: a.version })),
+        needsSimulation,
+      });
     },
   };
 };
@@ -542,13 +537,13 @@ const scenarioRequest = (input: AggregationRef, partition: string): Aggregation 
       );
       if (problems.length)
         throw conflict(`the scenarios of ${id} cannot be weighted together: ${problems[0]!.message}`, { errors: problems });
-      return {
-        work: aggregationWork.scenarios(
+      return planOf(
+        aggregationWork.scenarios(
           scenarios.map(({ model }) => model),
           msa.simulation.trials,
         ),
-        compute: () => scenarioAggregation(msa, scenarios),
-      };
+        { kind: "scenarios", msa, scenarios },
+      );
     },
   };
 };

@@ -11,7 +11,6 @@ import { encodeJson, isLive, readKv } from "../runtime/kv.ts";
 import { guardedKv, recreateOnDeletion, recreatingBucket, unguarded, type Guard } from "../runtime/recreate.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { Collection } from "../../subjects/reporting.ts";
-import { republishedWrites } from "../../subjects/index.ts";
 import { CAS_ATTEMPTS, DependentsLedger, deleteAt, putAt, sleep } from "./dependents.ts";
 import { type Envelope, envelopeOfVersion, indexWith, nextEnvelope } from "./store-rules.ts";
 import type { CachedRead, ResultMemory } from "./result-memory.ts";
@@ -56,7 +55,9 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   const jsm = await jetstreamManager(nc);
   const options = {
     entities: bucketOptions(policy, { history: ENTITY_HISTORY }),
-    cache: bucketOptions(policy, { history: 1, republish: republishedWrites(BUCKETS.cache) }),
+    // Not republished: the result memory looks at the bucket on every turn, since only its info tells a purge, which
+    // takes the results' lists of inputs with it (docs/reporting.md#results-in-memory).
+    cache: bucketOptions(policy, { history: 1 }),
   };
   // Results computed from entities that went with their bucket must not be served: the cache is
   // emptied before the entities bucket is made again, here too when it went while no actor ran.
