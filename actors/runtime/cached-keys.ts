@@ -36,7 +36,7 @@ export class CachedKeys {
   /** The stream's creation and first sequence at the last look, and when that look was sent. */
   private created: string | undefined;
   private checkedAt = 0;
-  private checking?: Promise<void>;
+  private checking?: Promise<boolean>;
   private maxAgeMs = 0;
 
   constructor(
@@ -95,7 +95,18 @@ export class CachedKeys {
       this.session = session;
       this.checkedAt = 0;
     }
-    if (Date.now() - this.checkedAt >= NOTES_TRUSTED_MS) await (this.checking ??= this.check().finally(() => (this.checking = undefined)));
+    if (Date.now() - this.checkedAt >= NOTES_TRUSTED_MS) {
+      const checked = await (this.checking ??= this.check()
+        .then(() => true)
+        .catch(() => {
+          // Unknown what changed: nothing held is kept, and the stream is asked again a window later, not per read.
+          this.held.clear();
+          this.checkedAt = Date.now();
+          return false;
+        })
+        .finally(() => (this.checking = undefined)));
+      if (!checked) return false;
+    }
     return this.notes !== undefined && this.session === connectionSession(this.nc);
   }
 
@@ -108,6 +119,8 @@ export class CachedKeys {
       this.notes?.unsubscribe();
       this.notes = undefined;
       this.held.clear();
+      // Asked again a window later (a bucket made again may have gained the setting), not on every read.
+      this.checkedAt = sentAt;
       return;
     }
     if (!this.notes) {

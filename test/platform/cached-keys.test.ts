@@ -2,6 +2,7 @@ import { describe, expect } from "vitest";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { CachedKeys } from "../../actors/runtime/cached-keys.ts";
+import { NOTES_TRUSTED_MS } from "../../actors/runtime/write-notes.ts";
 import { republishedWrites } from "../../subjects/index.ts";
 import { natsTest } from "../harness/fixture.ts";
 import { eventually } from "../harness/poll.ts";
@@ -62,12 +63,21 @@ describe("CachedKeys", () => {
     }
   });
 
-  it("a bucket that does not republish its writes is read every time", async ({ nc }) => {
+  it("a bucket that does not republish its writes is read every time, and its stream is not asked about on every read", async ({ nc }) => {
     const { kv, gets } = counted(await new Kvm(nc).create(`keys_plain_${Date.now()}`));
+    const looks = { count: 0 };
+    const status = kv.status.bind(kv);
+    kv.status = () => {
+      looks.count++;
+      return status();
+    };
     await kv.put("k", JSON.stringify("v"));
     const cached = new CachedKeys(kv, nc, LIMITS);
+    const started = Date.now();
     for (let r = 0; r < 5; r++) expect((await cached.read<string>("k"))?.value).toBe("v");
     expect(gets.count).toBe(5);
+    // Once, then once per trust window at most (a slow machine gets more windows).
+    expect(looks.count).toBeLessThanOrEqual(1 + Math.ceil((Date.now() - started) / NOTES_TRUSTED_MS));
     cached.stop();
   });
 
