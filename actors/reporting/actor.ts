@@ -21,15 +21,16 @@ import {
   scenarioAggregate,
   type ReportingDeps,
 } from "./handlers.ts";
-import { assessmentStore, openStores } from "./store.ts";
-import { ResultMemory } from "./result-memory.ts";
+import { BUCKETS, assessmentStore, openStores } from "./store.ts";
+import { RESULT_MEMORY, ResultMemory } from "./result-memory.ts";
+import { republishedWrites } from "../../subjects/index.ts";
 import { AggregationTasks, openTaskBuckets } from "./tasks.ts";
 import { actorMetrics } from "../runtime/metrics.ts";
 
 export async function startReportingActor(nc: NatsConnection, options: RuntimeOptions): Promise<ServedActor> {
   const log = options.log.child({ actor: "reporting" });
   const stores = await openStores(nc, options.storage, log);
-  const results = new ResultMemory(stores.cache, nc, log);
+  const results = new ResultMemory(stores.cache, nc, log, RESULT_MEMORY, republishedWrites(BUCKETS.entities).dest);
   await results.start();
   const metrics = options.metrics ? actorMetrics(options.metrics) : undefined;
   // Both results exported from 0, so a ratio of their rates exists before the first hit.

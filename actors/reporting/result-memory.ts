@@ -114,16 +114,24 @@ export class ResultMemory {
   readonly table: ResultTable;
   private readonly view: BucketView;
 
-  constructor(cache: KV, nc: NatsConnection, log: Logger, limits: ResultMemoryLimits = RESULT_MEMORY) {
+  /**
+   * `entityWrites`: where the entities' writes are republished. A purge of the results' bucket by an operator is no write and
+   * takes the results' lists of inputs with it, so a later entity write deletes no result: after each entity write the next
+   * read looks at the bucket, whose first revision tells the purge.
+   */
+  constructor(cache: KV, nc: NatsConnection, log: Logger, limits: ResultMemoryLimits = RESULT_MEMORY, entityWrites?: string) {
     this.table = new ResultTable(limits);
     this.view = new BucketView(
       observed(cache, (status) => this.table.firstRevision(status.streamInfo.state.first_seq, status.streamInfo.created)),
       {
         what: "assessment results",
         nc,
+        looksAfterWritesTo: entityWrites,
         // Each look reads the stream's info, not its last message: only the info tells a purge.
         apply: (entry: KvEntry) => {
           if (isResultKey(entry.key)) this.table.changed(entry.key, entry.revision);
+          // derrick emptied the bucket (a purge, no write) and said so with this marker.
+          else if (entry.key === PURGED_KEY) this.table.reset();
         },
         reset: () => this.table.reset(),
         // After a purge the bucket's last revision is a message no watch delivers: a write of our own is one.
@@ -155,6 +163,8 @@ export class ResultMemory {
 
 /** The key the view's barrier writes (storage layout: docs/reporting.md#storage-layout). */
 export const SYNC_KEY = "sync";
+/** The key derrick writes after it purges the bucket (store.ts emptyCache): every result memory then forgets what it holds. */
+export const PURGED_KEY = "purged";
 
 /**
  * The bucket as the view sees it: its watches are sent only the entries' headers (which key changed is all the memory

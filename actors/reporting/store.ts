@@ -3,6 +3,8 @@
  * aggregations, kept so that no read after an acknowledged write is answered from older inputs while a
  * hit stays one KV read (docs/reporting.md#why-writes-are-announced).
  */
+import { PURGED_KEY } from "./result-memory.ts";
+import { republishedWrites } from "../../subjects/index.ts";
 import { SINGLE_NODE, bucketOptions, streamInfoIfAny, type StoragePolicy } from "../runtime/storage.ts";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -54,16 +56,24 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   const kvm = new Kvm(nc);
   const jsm = await jetstreamManager(nc);
   const options = {
-    entities: bucketOptions(policy, { history: ENTITY_HISTORY }),
-    // Not republished: the result memory looks at the bucket on every turn, since only its info tells a purge, which
-    // takes the results' lists of inputs with it (docs/reporting.md#results-in-memory).
-    cache: bucketOptions(policy, { history: 1 }),
+    // Both republished for the result memories (result-memory.ts): the results' writes, and the entities' writes, after
+    // which a memory looks at the results' bucket (a purge of it is no write, and takes the results' input lists with it).
+    entities: bucketOptions(policy, { history: ENTITY_HISTORY, republish: republishedWrites(BUCKETS.entities) }),
+    cache: bucketOptions(policy, { history: 1, republish: republishedWrites(BUCKETS.cache) }),
   };
   // Results computed from entities that went with their bucket must not be served: the cache is
   // emptied before the entities bucket is made again, here too when it went while no actor ran.
-  const emptyCache = () => jsm.streams.purge(`KV_${BUCKETS.cache}`).catch(() => undefined);
-  if (!(await streamInfoIfAny(jsm, `KV_${BUCKETS.entities}`))) await emptyCache();
+  // The purge is no write: a marker written after it tells every process's result memory to forget what it holds.
+  const purgeCache = () => jsm.streams.purge(`KV_${BUCKETS.cache}`).catch(() => undefined);
+  const markPurged = (kv: KV) => kv.put(PURGED_KEY, encodeJson({ at: new Date().toISOString() })).catch(() => undefined);
+  const entitiesWentAway = !(await streamInfoIfAny(jsm, `KV_${BUCKETS.entities}`));
+  if (entitiesWentAway) await purgeCache();
   const [entities, cache] = await Promise.all([kvm.create(BUCKETS.entities, options.entities), kvm.create(BUCKETS.cache, options.cache)]);
+  if (entitiesWentAway) await markPurged(cache!);
+  const emptyCache = async () => {
+    await purgeCache();
+    await markPurged(cache!);
+  };
   const recovery = {
     entities: recreatingBucket(jsm, kvm, BUCKETS.entities, options.entities, log, { before: emptyCache }),
     cache: recreatingBucket(jsm, kvm, BUCKETS.cache, options.cache, log),

@@ -37,6 +37,11 @@ export type BucketViewOptions = {
    * Without it every look reads the stream's info.
    */
   lastMessage?: () => Promise<LastMessage | undefined>;
+  /**
+   * Another bucket's republished writes (write-notes.ts), after each of which the next read looks at this bucket: for entries
+   * that go stale by writes elsewhere in a way no write here tells (reporting's results after a purge of their bucket).
+   */
+  looksAfterWritesTo?: string;
 };
 
 /** A message's stream sequence and time (epoch ms). */
@@ -85,6 +90,9 @@ export class BucketView {
   private noted = 0;
   /** The connection session of the last look sent while hearing the notes: reads may skip looks while it holds. */
   private vouchedSession?: object;
+  /** Writes heard to `looksAfterWritesTo`: a look vouches only when none came while it ran. */
+  private related = 0;
+  private relatedNotes?: Subscription;
 
   constructor(
     private readonly kv: Pick<KV, "watch" | "status">,
@@ -98,6 +106,14 @@ export class BucketView {
     this.created = status.streamInfo.created;
     this.direct = status.streamInfo.config.allow_direct === true;
     this.listen(status.streamInfo.config);
+    const { nc, looksAfterWritesTo } = this.options;
+    if (nc && looksAfterWritesTo)
+      this.relatedNotes = nc.subscribe(looksAfterWritesTo, {
+        callback: () => {
+          this.related++;
+          this.vouchedSession = undefined;
+        },
+      });
     this.watch = await followBucket(
       this.kv,
       {
@@ -128,6 +144,7 @@ export class BucketView {
   }
 
   async stop(): Promise<void> {
+    this.relatedNotes?.unsubscribe();
     this.notes?.unsubscribe();
     this.notes = undefined;
     const stopping = this.watch?.stop();
@@ -177,9 +194,10 @@ export class BucketView {
     if (!lastMessage || !this.direct) return this.lookAtStream(waitMs);
     const sentAt = Date.now();
     const session = this.notesSession();
+    const related = this.related;
     const last = await lastMessage().catch(() => null);
     // No message, and none ever seen: nothing to hold, nothing held.
-    if (last === undefined && this.revision === 0) return this.synced(sentAt, session);
+    if (last === undefined && this.revision === 0) return this.synced(sentAt, session, related);
     if (!last) return this.lookAtStream(waitMs);
     if (last.seq < this.revision || (last.seq === this.revision && Math.abs(last.time - this.revisionTime) > 1)) {
       return this.lookAtStream(waitMs);
@@ -189,12 +207,13 @@ export class BucketView {
     } catch {
       return this.lookAtStream(waitMs);
     }
-    this.synced(sentAt, session);
+    this.synced(sentAt, session, related);
   }
 
   private async lookAtStream(waitMs: number): Promise<void> {
     const sentAt = Date.now();
     const session = this.notesSession();
+    const related = this.related;
     const status = await this.kv.status();
     this.direct = status.streamInfo.config.allow_direct === true;
     this.listen(status.streamInfo.config);
@@ -221,13 +240,13 @@ export class BucketView {
         await this.reach(barrier ? await barrier() : target, left);
       }
     }
-    this.synced(sentAt, session);
+    this.synced(sentAt, session, related);
   }
 
   /** A look sent at `sentAt` completed: the view held every write acknowledged before it. */
-  private synced(sentAt: number, session: object | undefined): void {
+  private synced(sentAt: number, session: object | undefined, related: number): void {
     this.syncedAt = Math.max(this.syncedAt, sentAt);
-    if (session && this.notes) this.vouchedSession = session;
+    if (session && this.notes && related === this.related) this.vouchedSession = session;
   }
 
   /** The connection's session when the notes are heard (a look sent now then vouches for them), else undefined. */
