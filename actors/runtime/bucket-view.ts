@@ -44,6 +44,12 @@ export type BucketViewOptions = {
   looksAfterWritesTo?: string;
 };
 
+/**
+ * At a look's sending: the connection's session when the notes are heard (the look then vouches for them), the related
+ * writes heard, and the newest republished sequence.
+ */
+type LookMark = { session: object | undefined; related: number; noted: number };
+
 /** A message's stream sequence and time (epoch ms). */
 export type LastMessage = { seq: number; time: number };
 
@@ -193,11 +199,10 @@ export class BucketView {
     const { lastMessage } = this.options;
     if (!lastMessage || !this.direct) return this.lookAtStream(waitMs);
     const sentAt = Date.now();
-    const session = this.notesSession();
-    const related = this.related;
+    const mark = this.mark();
     const last = await lastMessage().catch(() => null);
     // No message, and none ever seen: nothing to hold, nothing held.
-    if (last === undefined && this.revision === 0) return this.synced(sentAt, session, related);
+    if (last === undefined && this.revision === 0) return this.synced(sentAt, mark, 0);
     if (!last) return this.lookAtStream(waitMs);
     if (last.seq < this.revision || (last.seq === this.revision && Math.abs(last.time - this.revisionTime) > 1)) {
       return this.lookAtStream(waitMs);
@@ -207,13 +212,12 @@ export class BucketView {
     } catch {
       return this.lookAtStream(waitMs);
     }
-    this.synced(sentAt, session, related);
+    this.synced(sentAt, mark, last.seq);
   }
 
   private async lookAtStream(waitMs: number): Promise<void> {
     const sentAt = Date.now();
-    const session = this.notesSession();
-    const related = this.related;
+    const mark = this.mark();
     const status = await this.kv.status();
     this.direct = status.streamInfo.config.allow_direct === true;
     this.listen(status.streamInfo.config);
@@ -240,18 +244,22 @@ export class BucketView {
         await this.reach(barrier ? await barrier() : target, left);
       }
     }
-    this.synced(sentAt, session, related);
+    this.synced(sentAt, mark, target);
   }
 
   /** A look sent at `sentAt` completed: the view held every write acknowledged before it. */
-  private synced(sentAt: number, session: object | undefined, related: number): void {
+  private synced(sentAt: number, mark: LookMark, last: number): void {
     this.syncedAt = Math.max(this.syncedAt, sentAt);
-    if (session && this.notes && related === this.related) this.vouchedSession = session;
+    if (mark.session && this.notes && mark.related === this.related) this.vouchedSession = mark.session;
+    // A note heard before the look was sent names a write the stream had stored by then: one beyond what the look saw was
+    // not this stream's (anyone in the account may publish there), and must not hold every read until it falls back.
+    if (this.noted === mark.noted && mark.noted > last) this.noted = Math.max(this.revision, last);
   }
 
-  /** The connection's session when the notes are heard (a look sent now then vouches for them), else undefined. */
-  private notesSession(): object | undefined {
-    return this.notes && this.options.nc ? connectionSession(this.options.nc) : undefined;
+  /** What a look sent now compares against when it completes (LookMark). */
+  private mark(): LookMark {
+    const session = this.notes && this.options.nc ? connectionSession(this.options.nc) : undefined;
+    return { session, related: this.related, noted: this.noted };
   }
 
   /**

@@ -1,6 +1,6 @@
 import { describe, expect } from "vitest";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { headers, type NatsConnection } from "@nats-io/nats-core";
 import { BucketView, directLastMessage } from "../../actors/runtime/bucket-view.ts";
 import { NOTES_TRUSTED_MS } from "../../actors/runtime/write-notes.ts";
 import { republishedWrites } from "../../subjects/index.ts";
@@ -151,6 +151,30 @@ describe("BucketView", () => {
         expect(reader.looks.count - before).toBeLessThanOrEqual(Math.ceil((Date.now() - started) / NOTES_TRUSTED_MS));
       } finally {
         reads.unsubscribe();
+        await reader.view.stop();
+      }
+    });
+
+    it("a note no write made (published by anyone in the account) costs one look, not a wait on every read", async ({ nc, connection }) => {
+      const bucket = `view_notes_forged_${Date.now()}`;
+      const kv = await republishing(nc, bucket);
+      await kv.put("k", "v");
+      const reader = viewOf(kv, 0, undefined, nc);
+      await reader.view.start();
+      try {
+        const forger = await connection("forger");
+        const forged = headers();
+        forged.set("Nats-Sequence", "1000000000");
+        forger.publish(`${republishedWrites(bucket).dest.slice(0, -1)}k`, "", { headers: forged });
+        await forger.flush();
+        // Heard by the view before this read: it waits for its watch, gives up, looks, and knows the note for what it is.
+        await reader.view.fresh();
+        // The next reads, right after that look, need none (misled, each would wait for the watch, give up and look again).
+        const before = reader.looks.count;
+        for (let r = 0; r < 3; r++) await reader.view.fresh();
+        expect(reader.looks.count - before).toBeLessThanOrEqual(1);
+        expect(reader.values.get("k")).toBe("v");
+      } finally {
         await reader.view.stop();
       }
     });
