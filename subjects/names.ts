@@ -128,6 +128,8 @@ export const subjects = {
    * the write, so memory views hear of writes without asking (docs/operations.md#memory-views).
    */
   bucketWrites: (bucket: string) => `${ROOT}.kv.${checkToken(bucket, "/bucket")}`,
+  /** Every bucket's republished writes: what a derrick user must be allowed to subscribe to for reads without looks. */
+  allBucketWrites: () => `${ROOT}.kv.>`,
 } as const;
 
 /** The stream setting that republishes a bucket's writes (headers only) to subjects.bucketWrites; set when the bucket is made. */

@@ -94,6 +94,8 @@ export class BucketView {
   /** The stream's republished writes, and the newest sequence heard there. */
   private notes?: Subscription;
   private noted = 0;
+  /** Subscribing to the notes was refused: not tried again. */
+  private denied = false;
   /** The connection session of the last look sent while hearing the notes: reads may skip looks while it holds. */
   private vouchedSession?: object;
   /** Writes heard to `looksAfterWritesTo`: a look vouches only when none came while it ran. */
@@ -283,7 +285,7 @@ export class BucketView {
   /** Hears the writes the stream republishes, when it does so. */
   private listen(config: StreamConfig): void {
     const { nc } = this.options;
-    const subject = nc && notesSubject(config, this.options.key);
+    const subject = nc && !this.denied && notesSubject(config, this.options.key);
     if (!subject) {
       this.notes?.unsubscribe();
       this.notes = undefined;
@@ -292,11 +294,23 @@ export class BucketView {
     if (this.notes) return;
     this.notes = nc.subscribe(subject, {
       callback: (error, msg) => {
-        const seq = error ? 0 : notedSequence(msg.headers);
+        if (error) return this.deaf(error);
+        const seq = notedSequence(msg.headers);
         if (seq > this.noted) this.noted = seq;
       },
     });
     this.vouchedSession = undefined;
+  }
+
+  /**
+   * The notes' subscription ended with an error (a user not allowed to subscribe there): nothing vouches any more, every
+   * read looks. Heard before any look sent after the subscription answers, so no look vouches for notes never heard.
+   */
+  private deaf(error: Error): void {
+    this.denied = true;
+    this.notes = undefined;
+    this.vouchedSession = undefined;
+    this.log.warn({ err: error, view: this.options.what }, "cannot hear the bucket's republished writes; every read looks at the bucket");
   }
 
   private see(entry: KvEntry): void {

@@ -28,6 +28,8 @@ export class CachedKeys {
   /** Reads of the bucket under way, by key: a note for the key while one runs makes its result unfit to keep. */
   private readonly loading = new Map<string, { noted: boolean }[]>();
   private notes?: Subscription;
+  /** Subscribing to the notes was refused: not tried again. */
+  private denied = false;
   /** The server's word that the stream was deleted: no write, so no note; heard at once when heard at all. */
   private readonly deletions: Subscription;
   private prefix = "";
@@ -114,7 +116,7 @@ export class CachedKeys {
   private async check(): Promise<void> {
     const sentAt = Date.now();
     const { streamInfo } = await this.kv.status();
-    const subject = notesSubject(streamInfo.config);
+    const subject = this.denied ? undefined : notesSubject(streamInfo.config);
     if (!subject) {
       this.notes?.unsubscribe();
       this.notes = undefined;
@@ -127,7 +129,12 @@ export class CachedKeys {
       this.prefix = subject.slice(0, -1);
       this.notes = this.nc.subscribe(subject, {
         callback: (error, msg) => {
-          if (!error) this.noted(msg.subject.slice(this.prefix.length));
+          // Not allowed to subscribe there: nothing vouches, every read goes to the bucket.
+          if (error) {
+            this.denied = true;
+            this.notes = undefined;
+            this.held.clear();
+          } else this.noted(msg.subject.slice(this.prefix.length));
         },
       });
       // Held values predate the subscription; the next check (after this one's trust window) vouches for the rest.
