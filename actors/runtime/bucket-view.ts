@@ -46,9 +46,9 @@ export type BucketViewOptions = {
 
 /**
  * At a look's sending: the connection's session when the notes are heard (the look then vouches for them), the related
- * writes heard, and the newest republished sequence.
+ * writes heard, the bucket's generation, and when (performance.now()).
  */
-type LookMark = { session: object | undefined; related: number; noted: number };
+type LookMark = { session: object | undefined; related: number; generation: number; at: number };
 
 /** A message's stream sequence and time (epoch ms). */
 export type LastMessage = { seq: number; time: number };
@@ -98,6 +98,14 @@ export class BucketView {
   private denied = false;
   /** The connection session of the last look sent while hearing the notes: reads may skip looks while it holds. */
   private vouchedSession?: object;
+  /** When the newest note was heard, and the last vouching look sent (performance.now(): a clock that does not step). */
+  private notedAt = 0;
+  private vouchedAt = 0;
+  /** The revisions the watch delivered last (a ring): a note it did not deliver, below what it passed, tells a bucket made again. */
+  private readonly delivered = new Array<number>(64).fill(0);
+  private deliveredAt = 0;
+  /** Bumped when the bucket is made again: a look sent before vouches for nothing. */
+  private generation = 0;
   /** Writes heard to `looksAfterWritesTo`: a look vouches only when none came while it ran. */
   private related = 0;
   private relatedNotes?: Subscription;
@@ -117,7 +125,9 @@ export class BucketView {
     const { nc, looksAfterWritesTo } = this.options;
     if (nc && looksAfterWritesTo)
       this.relatedNotes = nc.subscribe(looksAfterWritesTo, {
-        callback: () => {
+        callback: (error) => {
+          // Refused, the related writes are unheard: nothing vouches any more.
+          if (error) return this.deaf(error);
           this.related++;
           this.vouchedSession = undefined;
         },
@@ -136,7 +146,10 @@ export class BucketView {
           this.created = created;
           this.syncedAt = 0;
           this.noted = 0;
+          this.notedAt = 0;
           this.vouchedSession = undefined;
+          // A look sent before this vouches for nothing of the new bucket.
+          this.generation++;
           this.options.reset();
         },
       },
@@ -170,17 +183,22 @@ export class BucketView {
       if (this.revision >= this.noted) return RESOLVED;
       const noted = this.noted;
       return within(
-        this.reach(noted, Math.min(waitMs, REOPEN_AFTER_MS)).catch(() => this.look(waitMs)),
+        this.reach(noted, Math.min(waitMs, REOPEN_AFTER_MS)).catch(() => this.sharedLook(waitMs)),
         waitMs + GRACE_MS,
         `the ${this.options.what} view did not catch up`,
       );
     }
+    // Each caller waits its own time at most: a look's requests to JetStream have longer timeouts of their own.
+    return within(this.sharedLook(waitMs), waitMs + GRACE_MS, `the ${this.options.what} view did not catch up`);
+  }
+
+  /** A look sent at the end of this turn of the event loop, shared by every caller of the turn. */
+  private sharedLook(waitMs: number): Promise<void> {
     this.gathering ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
       this.gathering = undefined;
       return this.look(waitMs);
     });
-    // Each caller waits its own time at most: a look's requests to JetStream have longer timeouts of their own.
-    return within(this.gathering, waitMs + GRACE_MS, `the ${this.options.what} view did not catch up`);
+    return this.gathering;
   }
 
   /**
@@ -252,16 +270,20 @@ export class BucketView {
   /** A look sent at `sentAt` completed: the view held every write acknowledged before it. */
   private synced(sentAt: number, mark: LookMark, last: number): void {
     this.syncedAt = Math.max(this.syncedAt, sentAt);
-    if (mark.session && this.notes && mark.related === this.related) this.vouchedSession = mark.session;
+    if (mark.generation !== this.generation) return;
+    if (mark.session && this.notes && mark.related === this.related) {
+      this.vouchedSession = mark.session;
+      this.vouchedAt = Math.max(this.vouchedAt, mark.at);
+    }
     // A note heard before the look was sent names a write the stream had stored by then: one beyond what the look saw was
     // not this stream's (anyone in the account may publish there), and must not hold every read until it falls back.
-    if (this.noted === mark.noted && mark.noted > last) this.noted = Math.max(this.revision, last);
+    if (this.notedAt < mark.at && this.noted > Math.max(last, this.revision)) this.noted = Math.max(this.revision, last);
   }
 
   /** What a look sent now compares against when it completes (LookMark). */
   private mark(): LookMark {
     const session = this.notes && this.options.nc ? connectionSession(this.options.nc) : undefined;
-    return { session, related: this.related, noted: this.noted };
+    return { session, related: this.related, generation: this.generation, at: performance.now() };
   }
 
   /**
@@ -277,7 +299,7 @@ export class BucketView {
       nc !== undefined &&
       this.vouchedSession !== undefined &&
       this.vouchedSession === connectionSession(nc) &&
-      Date.now() - this.syncedAt < NOTES_TRUSTED_MS &&
+      performance.now() - this.vouchedAt < NOTES_TRUSTED_MS &&
       notesOrdered(nc)
     );
   }
@@ -296,7 +318,13 @@ export class BucketView {
       callback: (error, msg) => {
         if (error) return this.deaf(error);
         const seq = notedSequence(msg.headers);
-        if (seq > this.noted) this.noted = seq;
+        // One stream's notes come in rising order, each of a message the watch delivers just before or after it: a lower
+        // one, or one at or below what the watch passed that it never delivered, is of a bucket made again (or forged).
+        if (seq <= this.noted || (seq <= this.revision && !this.delivered.includes(seq))) this.vouchedSession = undefined;
+        if (seq > this.noted) {
+          this.noted = seq;
+          this.notedAt = performance.now();
+        }
       },
     });
     this.vouchedSession = undefined;
@@ -308,12 +336,14 @@ export class BucketView {
    */
   private deaf(error: Error): void {
     this.denied = true;
+    this.notes?.unsubscribe();
     this.notes = undefined;
     this.vouchedSession = undefined;
     this.log.warn({ err: error, view: this.options.what }, "cannot hear the bucket's republished writes; every read looks at the bucket");
   }
 
   private see(entry: KvEntry): void {
+    this.delivered[this.deliveredAt++ % this.delivered.length] = entry.revision;
     try {
       this.options.apply(entry);
     } finally {

@@ -37,7 +37,10 @@ export class CachedKeys {
   private session?: object;
   /** The stream's creation and first sequence at the last look, and when that look was sent. */
   private created: string | undefined;
-  private checkedAt = 0;
+  /** When the stream was last looked at (performance.now(): a clock that does not step). */
+  private checkedAt = Number.NEGATIVE_INFINITY;
+  /** Bumped by forgetAll(): a load that began before is not kept. */
+  private clears = 0;
   private checking?: Promise<boolean>;
   private maxAgeMs = 0;
 
@@ -51,11 +54,17 @@ export class CachedKeys {
     this.deletions = onStreamDeleted(
       nc,
       () => {
-        this.held.clear();
-        this.checkedAt = 0;
+        this.forgetAll();
+        this.checkedAt = Number.NEGATIVE_INFINITY;
       },
       kv.stream,
     );
+  }
+
+  /** Drops everything held, and the loads under way: each may straddle what made the memory forget. */
+  private forgetAll(): void {
+    this.held.clear();
+    this.clears++;
   }
 
   /** Drops what is held of `key`: a compare-and-set that lost to another writer read it stale (a bucket made again). */
@@ -77,7 +86,7 @@ export class CachedKeys {
     this.deletions.unsubscribe();
     this.notes?.unsubscribe();
     this.notes = undefined;
-    this.held.clear();
+    this.forgetAll();
   }
 
   private async lookup(key: string): Promise<Held> {
@@ -93,17 +102,17 @@ export class CachedKeys {
     const session = connectionSession(this.nc);
     if (!session) return false;
     if (session !== this.session) {
-      this.held.clear();
+      this.forgetAll();
       this.session = session;
-      this.checkedAt = 0;
+      this.checkedAt = Number.NEGATIVE_INFINITY;
     }
-    if (Date.now() - this.checkedAt >= NOTES_TRUSTED_MS) {
+    if (performance.now() - this.checkedAt >= NOTES_TRUSTED_MS) {
       const checked = await (this.checking ??= this.check()
         .then(() => true)
         .catch(() => {
           // Unknown what changed: nothing held is kept, and the stream is asked again a window later, not per read.
-          this.held.clear();
-          this.checkedAt = Date.now();
+          this.forgetAll();
+          this.checkedAt = performance.now();
           return false;
         })
         .finally(() => (this.checking = undefined)));
@@ -114,13 +123,13 @@ export class CachedKeys {
 
   /** Looks at the stream: notes set up, a stream made again or purged (no write, so no note) forgotten. */
   private async check(): Promise<void> {
-    const sentAt = Date.now();
+    const sentAt = performance.now();
     const { streamInfo } = await this.kv.status();
     const subject = this.denied ? undefined : notesSubject(streamInfo.config);
     if (!subject) {
       this.notes?.unsubscribe();
       this.notes = undefined;
-      this.held.clear();
+      this.forgetAll();
       // Asked again a window later (a bucket made again may have gained the setting), not on every read.
       this.checkedAt = sentAt;
       return;
@@ -133,15 +142,15 @@ export class CachedKeys {
           if (error) {
             this.denied = true;
             this.notes = undefined;
-            this.held.clear();
+            this.forgetAll();
           } else this.noted(msg.subject.slice(this.prefix.length));
         },
       });
       // Held values predate the subscription; the next check (after this one's trust window) vouches for the rest.
-      this.held.clear();
+      this.forgetAll();
       return;
     }
-    if (this.created !== streamInfo.created) this.held.clear();
+    if (this.created !== streamInfo.created) this.forgetAll();
     else {
       const first = streamInfo.state.first_seq;
       for (const [key, held] of this.held.snapshot()) if (held.revision > 0 && held.revision < first) this.held.delete(key);
@@ -159,6 +168,7 @@ export class CachedKeys {
   private async load(key: string, keep: boolean): Promise<Held> {
     const load = { noted: false };
     const session = connectionSession(this.nc);
+    const clears = this.clears;
     const loads = this.loading.get(key) ?? [];
     if (keep) this.loading.set(key, [...loads, load]);
     try {
@@ -169,7 +179,7 @@ export class CachedKeys {
         revision: entry?.revision ?? 0,
         written: entry?.created.getTime() ?? Date.now(),
       };
-      if (keep && !load.noted && session === this.session && session === connectionSession(this.nc))
+      if (keep && !load.noted && clears === this.clears && session === this.session && session === connectionSession(this.nc))
         this.held.set(key, held, held.bytes?.length ?? 0);
       return held;
     } finally {

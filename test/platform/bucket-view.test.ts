@@ -155,6 +155,32 @@ describe("BucketView", () => {
       }
     });
 
+    it("a write to the bucket made again (its sequences start over, below what was heard) is what a read sent after it gets", async ({
+      nc,
+      jsm,
+      connection,
+    }) => {
+      const bucket = `view_notes_again_${Date.now()}`;
+      const kv = await republishing(nc, bucket);
+      for (let i = 0; i < 20; i++) await kv.put("k", `old${i}`);
+      const reader = viewOf(kv, 0, undefined, nc);
+      await reader.view.start();
+      const reads = nc.subscribe(`test.view.again.${bucket}`, {
+        callback: (_error, msg) => void reader.view.fresh().then(() => msg.respond(reader.values.get("k") ?? "(none)")),
+      });
+      const writerNc = await connection("writer-again");
+      try {
+        expect((await writerNc.request(`test.view.again.${bucket}`, "", { timeout: 5_000 })).string()).toBe("old19");
+        await jsm.streams.delete(`KV_${bucket}`);
+        const again = await republishing(writerNc, bucket);
+        await again.put("k", "new");
+        expect((await writerNc.request(`test.view.again.${bucket}`, "", { timeout: 5_000 })).string()).toBe("new");
+      } finally {
+        reads.unsubscribe();
+        await reader.view.stop();
+      }
+    });
+
     it("a note no write made (published by anyone in the account) costs one look, not a wait on every read", async ({ nc, connection }) => {
       const bucket = `view_notes_forged_${Date.now()}`;
       const kv = await republishing(nc, bucket);
