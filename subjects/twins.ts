@@ -68,19 +68,9 @@ export type TwinAddress = { organization: string; environment: string; twinId: s
 export const TWIN_BUCKET_PREFIX = "twin-";
 
 export function twinBucket(address: TwinAddress): string {
-  const id = `${address.organization}/${address.environment}/${address.twinId}`;
-  let name = bucketNames.get(id);
-  if (name === undefined) {
-    name = `${TWIN_BUCKET_PREFIX}${createHash("sha256").update(id).digest("hex").slice(0, 32)}`;
-    if (bucketNames.size >= BUCKET_NAMES_HELD) bucketNames.clear();
-    bucketNames.set(id, name);
-  }
-  return name;
+  const digest = createHash("sha256").update(`${address.organization}/${address.environment}/${address.twinId}`).digest("hex");
+  return `${TWIN_BUCKET_PREFIX}${digest.slice(0, 32)}`;
 }
-
-/** Names hashed lately: every twin read and write names its bucket, and a hash costs more than the lookup. */
-const bucketNames = new Map<string, string>();
-const BUCKET_NAMES_HELD = 4096;
 
 export const twinBucketDescription = (address: TwinAddress) =>
   `derrick twin ${address.organization}/${address.environment}/${address.twinId}`;

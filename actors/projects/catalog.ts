@@ -3,6 +3,7 @@
  * DERRICK_CATALOG_FILE), overlaid with admin additions kept in JetStream KV so every process serves
  * the same list. Reads are answered from memory; paging and the category filter are pure functions.
  */
+import { BoundedCache } from "../../platform/bounded-cache.ts";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Value } from "@sinclair/typebox/value";
@@ -49,7 +50,7 @@ export class CatalogList {
   private readonly added = new Map<string, { item: CatalogItem; revision: number }>();
   private ordered: CatalogItem[] | undefined;
   /** Pages as sent, by query, until the list changes: a catalog is read far more often than it changes. */
-  private readonly pages = new Map<string, EncodedJson<CatalogPage>>();
+  private readonly pages = new BoundedCache<string, EncodedJson<CatalogPage>>({ max: MAX_PAGES_HELD });
 
   constructor(items: readonly CatalogItem[]) {
     this.base = new Map(items.map((item) => [item.id, item]));
@@ -74,11 +75,7 @@ export class CatalogList {
     const parsed = catalogQuery(query);
     const key = `${parsed.offset}|${parsed.limit}|${parsed.category ?? ""}`;
     let page = this.pages.get(key);
-    if (!page) {
-      if (this.pages.size >= MAX_PAGES_HELD) this.pages.clear();
-      page = new EncodedJson(encoder.encode(JSON.stringify(pageOf(this.all(), parsed))));
-      this.pages.set(key, page);
-    }
+    if (!page) this.pages.set(key, (page = new EncodedJson(encoder.encode(JSON.stringify(pageOf(this.all(), parsed))))));
     return page;
   }
 
@@ -151,6 +148,6 @@ function pageOf(items: readonly CatalogItem[], { offset, limit, category }: Pars
   return { items: filtered.slice(offset, offset + limit), total: filtered.length, offset, limit };
 }
 
-/** Distinct page queries held per list before they are all dropped (queries are few: offsets, limits, categories). */
+/** Distinct page queries held per list, the least recently read going first (queries are few: offsets, limits, categories). */
 const MAX_PAGES_HELD = 256;
 const encoder = new TextEncoder();

@@ -69,10 +69,10 @@ export async function openStores(nc: NatsConnection, policy: StoragePolicy = SIN
   const entitiesWentAway = !(await streamInfoIfAny(jsm, `KV_${BUCKETS.entities}`));
   if (entitiesWentAway) await purgeCache();
   const [entities, cache] = await Promise.all([kvm.create(BUCKETS.entities, options.entities), kvm.create(BUCKETS.cache, options.cache)]);
-  if (entitiesWentAway) await markPurged(cache!);
+  if (entitiesWentAway) await markPurged(cache);
   const emptyCache = async () => {
     await purgeCache();
-    await markPurged(cache!);
+    await markPurged(cache);
   };
   const recovery = {
     entities: recreatingBucket(jsm, kvm, BUCKETS.entities, options.entities, log, { before: emptyCache }),

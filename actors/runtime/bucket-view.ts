@@ -78,6 +78,7 @@ export function directLastMessage(nc: NatsConnection, kv: KV, key = ">"): () => 
 export const FRESH_WAIT_MS = 5_000;
 /** After this long without reaching the bucket's last revision, the watch is opened again (and a barrier written, if any). */
 const REOPEN_AFTER_MS = 1_000;
+
 export class BucketView {
   /** The newest revision the watch delivered, and its time (epoch ms). */
   private revision = 0;
@@ -294,9 +295,10 @@ export class BucketView {
    */
   private vouched(): boolean {
     const { nc } = this.options;
+    // Notes are heard only through `nc`.
     return (
-      this.notes !== undefined &&
       nc !== undefined &&
+      this.notes !== undefined &&
       this.vouchedSession !== undefined &&
       this.vouchedSession === connectionSession(nc) &&
       performance.now() - this.vouchedAt < NOTES_TRUSTED_MS &&

@@ -26,7 +26,7 @@ const decoder = new TextDecoder();
 export class CachedKeys {
   private readonly held: BoundedCache<string, Held>;
   /** Reads of the bucket under way, by key: a note for the key while one runs makes its result unfit to keep. */
-  private readonly loading = new Map<string, { noted: boolean }[]>();
+  private readonly loading = new Map<string, Set<{ noted: boolean }>>();
   private notes?: Subscription;
   /** Subscribing to the notes was refused: not tried again. */
   private denied = false;
@@ -169,8 +169,11 @@ export class CachedKeys {
     const load = { noted: false };
     const session = connectionSession(this.nc);
     const clears = this.clears;
-    const loads = this.loading.get(key) ?? [];
-    if (keep) this.loading.set(key, [...loads, load]);
+    let loads = this.loading.get(key);
+    if (keep) {
+      if (!loads) this.loading.set(key, (loads = new Set()));
+      loads.add(load);
+    }
     try {
       const entry = await this.kv.get(key);
       // A delete marker is held too: its revision tells a purge below it, its time the key's age.
@@ -183,11 +186,7 @@ export class CachedKeys {
         this.held.set(key, held, held.bytes?.length ?? 0);
       return held;
     } finally {
-      if (keep) {
-        const left = (this.loading.get(key) ?? []).filter((l) => l !== load);
-        if (left.length) this.loading.set(key, left);
-        else this.loading.delete(key);
-      }
+      if (loads?.delete(load) && loads.size === 0 && this.loading.get(key) === loads) this.loading.delete(key);
     }
   }
 }

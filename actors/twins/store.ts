@@ -114,9 +114,17 @@ export function kvTwinStores(
     }
     return make(name, address);
   };
+  // Every twin read and write names its bucket, and the name's hash costs more than this lookup.
+  const names = new BoundedCache<string, string>({ max: CACHE_MAX });
+  const nameOf = (address: TwinAddress) => {
+    const id = `${address.organization}/${address.environment}/${address.twinId}`;
+    let name = names.get(id);
+    if (name === undefined) names.set(id, (name = twinBucket(address)));
+    return name;
+  };
   return {
     async open(address: TwinAddress, creating: boolean) {
-      const name = twinBucket(address);
+      const name = nameOf(address);
       let kv = open.get(name);
       if (!kv) {
         // Remembered at once: concurrent first writes of one twin create (and count) it once.
