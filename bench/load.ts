@@ -28,7 +28,11 @@ export type HttpLoadOptions = {
   /** POST by default; a GET sends no body. */
   method?: "GET" | "POST";
   headers?: Record<string, string>;
+  /** Each request's body with `[<id>]` replaced by a number of its own (autocannon's `-I` token): nothing a cache could answer twice. */
+  distinctBodies?: boolean;
 };
+
+const ID_TOKEN = "[<id>]";
 
 export async function httpLoad(name: string, url: string, body: string, options: HttpLoadOptions): Promise<LoadResult> {
   assertLoopback(url);
@@ -39,6 +43,14 @@ export async function httpLoad(name: string, url: string, body: string, options:
     const headers = { ...(method === "POST" ? { "Content-Type": "application/json" } : {}), ...options.headers };
     const lines = [`wrk.method = "${method}"`, ...(method === "POST" ? [`wrk.body = ${JSON.stringify(body)}`] : [])];
     for (const [header, value] of Object.entries(headers)) lines.push(`wrk.headers[${JSON.stringify(header)}] = ${JSON.stringify(value)}`);
+    if (options.distinctBodies && method === "POST") {
+      const [before, after] = body.split(ID_TOKEN);
+      if (after === undefined) throw new Error(`distinctBodies needs ${ID_TOKEN} in the body`);
+      lines.push(
+        "local n = 0",
+        `request = function() n = n + 1; return wrk.format(nil, nil, nil, ${JSON.stringify(before)} .. n .. ${JSON.stringify(after)}) end`,
+      );
+    }
     writeFileSync(script, `${lines.join("\n")}\n`);
     const out = await run("wrk", ["-t1", `-c${options.connections}`, `-d${options.seconds}s`, "--latency", "-s", script, url]);
     const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
@@ -60,7 +72,13 @@ export async function httpLoad(name: string, url: string, body: string, options:
     return { name, count: total, errors, seconds: options.seconds, opsPerSec: rps, p50Ms: pct("50"), p99Ms: pct("99"), maxMs: Number.NaN };
   }
   const headerArgs = Object.entries(options.headers ?? {}).flatMap(([header, value]) => ["-H", `${header}=${value}`]);
-  return autocannon(name, url, method === "GET" ? undefined : body, options.seconds, ["-c", String(options.connections), ...headerArgs]);
+  const ids = options.distinctBodies ? ["-I"] : [];
+  return autocannon(name, url, method === "GET" ? undefined : body, options.seconds, [
+    "-c",
+    String(options.connections),
+    ...ids,
+    ...headerArgs,
+  ]);
 }
 
 /**

@@ -97,7 +97,7 @@ try {
   });
 
   /** `prepare` gives the path just before the route is measured (what it reads may not live the whole run). */
-  type Case = { name: string; path: string; body?: string; prepare?: () => Promise<string> };
+  type Case = { name: string; path: string; body?: string; prepare?: () => Promise<string>; distinctBodies?: boolean };
   const cases: Case[] = [
     { name: "POST /v1/system/echo (floor)", path: "/v1/system/echo", body: '{"well":"F-12","depth":3521.4}' },
     { name: "GET /v1/notifications/subscriptions", path: "/v1/notifications/subscriptions" },
@@ -111,10 +111,22 @@ try {
       path: "/api/search/v2/query",
       body: '{"kind":"*:*:*:*","query":"volve","limit":10}',
     },
+    // The same query, each request's body made unique by a field search ignores: what the reply cache never answers.
+    {
+      name: "POST /api/search/v2/query (text, limit 10, each body new)",
+      path: "/api/search/v2/query",
+      body: '{"kind":"*:*:*:*","query":"volve","limit":10,"benchRequest":[<id>]}',
+      distinctBodies: true,
+    },
   ];
   const [floor, ...routes] = cases as [Case, ...Case[]];
   const url = (c: Case) => `${derrick.url}${c.path}`;
-  const options = (c: Case) => ({ connections: CONNECTIONS, headers, method: c.body ? ("POST" as const) : ("GET" as const) });
+  const options = (c: Case) => ({
+    connections: CONNECTIONS,
+    headers,
+    method: c.body ? ("POST" as const) : ("GET" as const),
+    distinctBodies: c.distinctBodies,
+  });
   const turn = (c: Case, name: string, seconds: number) => httpLoad(name, url(c), c.body ?? "", { ...options(c), seconds });
   const turnSeconds = Math.max(1, Math.round(SECONDS / ROUNDS));
   for (const c of routes) {
@@ -124,7 +136,7 @@ try {
       const check = await fetch(url(checked), {
         method: checked.body ? "POST" : "GET",
         headers: { ...headers, "content-type": "application/json" },
-        body: checked.body,
+        body: checked.body?.replace("[<id>]", "0"),
       });
       if (check.status !== 200) throw new Error(`${checked.name}: ${check.status} ${await check.text()}`);
       await check.arrayBuffer();
@@ -144,6 +156,8 @@ try {
     const tail = median(routeTurns.map((r, i) => r.p99Ms / echoTurns[i]!.p99Ms));
     ratios[`${c.name} / echo throughput`] = throughput;
     ratios[`${c.name} / echo p99`] = tail;
+    // A query asked once is measured for the record, not held to the targets of the issue's routes (repeated reads).
+    if (c.distinctBodies) continue;
     targets[`${c.name} throughput`] = { value: throughput, target: "≥ 0.8× echo", met: throughput >= 0.8 };
     targets[`${c.name} p99`] = { value: tail, target: "≤ 1.5× echo", met: tail <= 1.5 };
   }

@@ -20,6 +20,7 @@ import { buildInfo, gitOfBuild } from "../../platform/build-info.ts";
 import { endpoint, endpointsWith, serveActor, type RuntimeOptions, type ServedActor } from "../runtime/service.ts";
 import { cursorQuery, deleteCursor, health, info, query, status, type SearchDeps } from "./handlers.ts";
 import { lockIndexFile } from "./index-lock.ts";
+import { ReplyCache } from "./reply-cache.ts";
 import { followRecords, type Replica } from "./replica.ts";
 import { SqliteBackend } from "./sqlite.ts";
 import { openCursorStore, type CursorStore } from "./store.ts";
@@ -77,6 +78,7 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
     cursorLimit: cfg.search.cursorLimit,
     cursorPrincipalLimit: cfg.search.cursorPrincipalLimit,
     info: () => version,
+    replies: new ReplyCache(() => backend.resultsVersion()),
     health: () => {
       const { following, restarts, skipped } = replica.health();
       return { following, appliedSeq: backend.appliedSeq(), restarts, skipped };

@@ -77,6 +77,12 @@ export interface SearchBackend {
   /** Optional: a promise to wait for before applying more, while the backend is behind on what it was given. */
   backpressure?(): Promise<void> | undefined;
   search(request: SearchRequest): SearchResult;
+  /**
+   * Optional: a number that changes whenever search() may answer differently (a change applied, a reset, a bulk
+   * load's start and end); undefined while answers may change without it (a bulk load's worker writing behind).
+   * Replies are cached per version (reply-cache.ts); a backend without it is never cached.
+   */
+  resultsVersion?(): number | undefined;
   recordCount(): number;
   close(): void;
 }

@@ -24,6 +24,7 @@ import {
 import { caller, type Caller, type RequestContext } from "../runtime/context.ts";
 import type { Access, SearchBackend, SearchHit, SearchRequest } from "./backend.ts";
 import { aclGroup, holdsGroup } from "./documents.ts";
+import { replyKey, type ReplyCache } from "./reply-cache.ts";
 import { Highlighter, project } from "./results.ts";
 import type { CursorStore } from "./store.ts";
 import { decodeSearchBody, parsePlanQuery, planSearch, type SearchPlan } from "./validate.ts";
@@ -40,6 +41,8 @@ export type SearchDeps = {
   status: () => SearchStatus;
   /** Whether the replica follows the RECORDS stream; cheap (no index reads), asked by the public readiness check. */
   health: () => SearchHealth;
+  /** Replies of repeated queries until the index changes (reply-cache.ts); none: every query is computed. */
+  replies?: ReplyCache<QueryResponse>;
 };
 
 const CURSOR_FORMAT = /^[0-9A-F]{32}$/;
@@ -111,19 +114,32 @@ function results(hits: SearchHit[], plan: SearchPlan, ast: QueryNode): Array<Rec
   });
 }
 
-export function query(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): QueryResponse | EncodedJson<QueryResponse> {
+export function query(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): EncodedJson<QueryResponse> {
   const { principal, partition } = searchCaller(ctx);
+  // The caller's access is part of the key (what they may see); queryAsOwner is part of the body.
+  const key = deps.replies ? replyKey(partition, accessOf(principal, false), input.body) : undefined;
+  const kept = key === undefined ? undefined : deps.replies!.get(key);
+  if (kept) return kept;
   const body = decodeSearchBody(QueryRequest, input.body);
   const { plan, ast } = planSearch(body, false);
   const found = deps.backend.search(requestOf(plan, ast, partition, accessOf(principal, plan.queryAsOwner)));
   // Whole documents, no highlight: the stored JSON goes out as it is, the bytes JSON.stringify would write, without parsing it.
-  if (plan.returnedFields.length === 0 && plan.highlightedFields.length === 0 && found.hits.every((hit) => hit.json !== undefined))
-    return new EncodedJson<QueryResponse>(
-      encoder.encode(
-        `{"results":[${found.hits.map((hit) => hit.json).join(",")}],"aggregations":${JSON.stringify(found.aggregations)},"phraseSuggestions":[],"totalCount":${found.total}}`,
-      ),
-    );
-  return { results: results(found.hits, plan, ast), aggregations: found.aggregations, phraseSuggestions: [], totalCount: found.total };
+  const wholeDocuments =
+    plan.returnedFields.length === 0 && plan.highlightedFields.length === 0 && found.hits.every((hit) => hit.json !== undefined);
+  const answer = new EncodedJson<QueryResponse>(
+    encoder.encode(
+      wholeDocuments
+        ? `{"results":[${found.hits.map((hit) => hit.json).join(",")}],"aggregations":${JSON.stringify(found.aggregations)},"phraseSuggestions":[],"totalCount":${found.total}}`
+        : JSON.stringify({
+            results: results(found.hits, plan, ast),
+            aggregations: found.aggregations,
+            phraseSuggestions: [],
+            totalCount: found.total,
+          }),
+    ),
+  );
+  if (key !== undefined) deps.replies!.set(key, answer);
+  return answer;
 }
 
 export async function cursorQuery(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): Promise<CursorQueryResponse> {

@@ -146,6 +146,8 @@ export class SqliteBackend implements SearchBackend {
   private lookupBatch: LookupBatch = emptyLookupBatch(0);
   /** The two files were found apart (see apply): the index asks to be rebuilt. */
   private diverged = false;
+  /** Counts what may change answers (see resultsVersion). */
+  private changes = 0;
   /** The lookup writer worker of a bulk load (index-builder.ts), while one runs. */
   private worker: LookupWorker | undefined;
 
@@ -276,6 +278,10 @@ export class SqliteBackend implements SearchBackend {
     })();
   }
 
+  resultsVersion(): number | undefined {
+    return this.bulk || this.building || this.worker !== undefined ? undefined : this.changes;
+  }
+
   appliedSeq(): number {
     return Number(this.stmts.getMeta.get("applied_seq")?.v ?? 0);
   }
@@ -295,6 +301,7 @@ export class SqliteBackend implements SearchBackend {
       this.db.exec(`DELETE FROM ${LOOKUP}.vals; DELETE FROM ${LOOKUP}.meta; INSERT INTO ${LOOKUP}.fts(fts) VALUES('delete-all')`);
       this.writeIdentity(streamIdentity);
     })();
+    this.changes++;
     this.diverged = false;
     this.pathIds.clear();
     this.facts.clear();
@@ -324,6 +331,7 @@ export class SqliteBackend implements SearchBackend {
       this.sortColumns.clear();
       this.termColumns.clear();
       this.bulk = true;
+      this.changes++;
       await this.startWorker();
       return;
     }
@@ -343,6 +351,7 @@ export class SqliteBackend implements SearchBackend {
     this.stmts.setLookupMeta.run("bulk", "0");
     this.db.exec(`PRAGMA main.synchronous = NORMAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE;`);
     this.bulk = false;
+    this.changes++;
   }
 
   /**
@@ -460,6 +469,8 @@ export class SqliteBackend implements SearchBackend {
     } catch (error) {
       this.loadFacts(); // rolled back: the in-memory facts follow the file again
       throw error;
+    } finally {
+      this.changes++;
     }
     // Committed here first: a batch the worker then fails to write makes the whole index a rebuild.
     worker?.write(batch, newPaths, prepared?.json ?? JSON.stringify(parts));

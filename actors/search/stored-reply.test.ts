@@ -52,8 +52,7 @@ describe("search - replies of whole documents", () => {
     }
     // Projected or highlighted results are built from the parsed documents, as before.
     const projected = query({ body: { kind: "*:*:*:*", returnedFields: ["data.Name"], limit: 1 } }, ctx, deps);
-    expect(projected).not.toBeInstanceOf(EncodedJson);
-    expect((projected as { results: unknown[] }).results).toEqual([{ data: { Name: "plain" } }]);
+    expect(JSON.parse(new TextDecoder().decode(projected.bytes)).results).toEqual([{ data: { Name: "plain" } }]);
     backend.close();
   });
 });

@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import type { EncodedJson } from "../../subjects/index.ts";
+import { toIndexedDoc } from "./documents.ts";
+import { query, type SearchDeps } from "./handlers.ts";
+import { REPLY_CACHE_BYTES, ReplyCache, replyKey } from "./reply-cache.ts";
+import { SqliteBackend } from "./sqlite.ts";
+import { searchCaller, testRecord } from "./testing.ts";
+
+const text = (reply: EncodedJson) => new TextDecoder().decode(reply.bytes);
+
+/** A backend counting its searches, with its reply cache, as the actor wires them. */
+function cachedSearch() {
+  const backend = new SqliteBackend({ file: ":memory:" });
+  let searches = 0;
+  const counted = Object.assign(Object.create(backend) as SqliteBackend, {
+    search: (request: Parameters<SqliteBackend["search"]>[0]) => (searches++, backend.search(request)),
+  });
+  const deps = { backend: counted, replies: new ReplyCache(() => backend.resultsVersion()) } as unknown as SearchDeps;
+  let seq = 0;
+  const put = (i: number, data: Record<string, unknown>, group = "a") => {
+    const record = testRecord(i, data);
+    record.acl.viewers = [`data.${group}.viewers@opendes.example.com`];
+    backend.apply([{ op: "upsert", doc: toIndexedDoc("opendes", `k${i}`, record) }], ++seq);
+  };
+  return { backend, deps, put, searches: () => searches };
+}
+
+describe("search - replies of repeated queries", () => {
+  it("query - the same query is answered from the cache until a change is applied, then computed again", () => {
+    const { backend, deps, put, searches } = cachedSearch();
+    put(1, { Name: "volve one" });
+    const body = { kind: "*:*:*:*", query: "volve" };
+    const first = text(query({ body }, searchCaller(), deps));
+    expect(text(query({ body: { ...body } }, searchCaller(), deps))).toBe(first);
+    expect(searches()).toBe(1);
+    put(2, { Name: "volve two" });
+    const after = JSON.parse(text(query({ body }, searchCaller(), deps))) as { totalCount: number };
+    expect(after.totalCount).toBe(2);
+    expect(searches()).toBe(2);
+    backend.close();
+  });
+
+  it("query - a caller of other groups never gets another's kept reply", () => {
+    const { backend, deps, put } = cachedSearch();
+    put(1, { Name: "volve a" }, "a");
+    put(2, { Name: "volve b" }, "b");
+    const body = { kind: "*:*:*:*", query: "volve" };
+    const ids = (group: string) =>
+      (JSON.parse(text(query({ body }, searchCaller(group), deps))) as { results: Array<{ id: string }> }).results.map((r) => r.id);
+    expect(ids("a")).toEqual(["opendes:well:1"]);
+    expect(ids("b")).toEqual(["opendes:well:2"]);
+    expect(ids("a")).toEqual(["opendes:well:1"]);
+    backend.close();
+  });
+
+  it("query - a body naming `now` (date math moves with the clock) is computed every time", () => {
+    const { backend, deps, put, searches } = cachedSearch();
+    put(1, { Name: "volve", Spud: "2020-01-01" });
+    const body = { kind: "*:*:*:*", query: "data.Spud:[* TO now]" };
+    query({ body }, searchCaller(), deps);
+    query({ body }, searchCaller(), deps);
+    expect(searches()).toBe(2);
+    backend.close();
+  });
+
+  it("query - nothing is kept during a bulk load, whose worker writes behind the version", async () => {
+    const backend = new SqliteBackend({ file: ":memory:" });
+    expect(backend.resultsVersion()).toBe(0);
+    await backend.bulkLoad(true);
+    expect(backend.resultsVersion()).toBeUndefined();
+    await backend.bulkLoad(false);
+    expect(backend.resultsVersion()).toBe(2);
+    backend.close();
+  });
+
+  it("replyKey - groups in any order give one key; the partition, the groups and the body each make another", () => {
+    const access = (groups: string[]) => ({ all: false as const, groups, asOwner: false });
+    const key = replyKey("opendes", access(["data.a", "data.b"]), { query: "x" });
+    expect(replyKey("opendes", access(["data.b", "data.a"]), { query: "x" })).toBe(key);
+    expect(replyKey("other", access(["data.a", "data.b"]), { query: "x" })).not.toBe(key);
+    expect(replyKey("opendes", access(["data.a"]), { query: "x" })).not.toBe(key);
+    expect(replyKey("opendes", { all: true }, { query: "x" })).not.toBe(key);
+    expect(replyKey("opendes", access(["data.a", "data.b"]), { query: "y" })).not.toBe(key);
+    expect(replyKey("opendes", { all: true }, JSON.parse('{"query":"[\\u006eow TO *]"}'))).toBeUndefined();
+  });
+
+  it("ReplyCache - a reply over an eighth of the byte bound is not kept", () => {
+    const cache = new ReplyCache<unknown>(() => 1);
+    expect(cache.get("k")).toBeUndefined();
+    cache.set("big", { bytes: new Uint8Array(REPLY_CACHE_BYTES / 8 + 1) } as EncodedJson);
+    cache.set("small", { bytes: new Uint8Array(10) } as EncodedJson);
+    expect(cache.get("big")).toBeUndefined();
+    expect(cache.get("small")?.bytes.byteLength).toBe(10);
+  });
+});
