@@ -13,7 +13,7 @@ import { noTracer, type Span, type Tracer } from "../../platform/tracing.ts";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { TSchema, Static } from "@sinclair/typebox";
-import { headers as natsHeaders, nuid } from "@nats-io/nats-core";
+import { MsgHdrsImpl, nuid, type MsgHdrs } from "@nats-io/nats-core";
 import {
   Header,
   MAX_REPLY_BYTES,
@@ -341,8 +341,12 @@ function respondProblem(msg: ServiceMsg, error: DerrickError, requestId?: string
   msg.respondError(error.status, error.title, body, h.size ? { headers: toHeaders(h) } : undefined);
 }
 
-function toHeaders(entries: Map<string, string>) {
-  const h = natsHeaders();
-  for (const [k, v] of entries) h.set(k, v);
-  return h;
+/**
+ * Straight into nats-core's header map, as the request side does (request-meta.ts): `set()` validates and
+ * canonicalizes per key on every reply. The values cannot break the block: digits, and JSON (which escapes CR/LF).
+ */
+function toHeaders(entries: Map<string, string>): MsgHdrs {
+  const fields: Record<string, string[]> = {};
+  for (const [k, v] of entries) fields[k] = [v];
+  return MsgHdrsImpl.fromRecord(fields);
 }

@@ -4,7 +4,7 @@
  * timeout → 504, a service error → the actor's own problem and status).
  */
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Status, type Subscription } from "@nats-io/nats-core";
-import { ServiceError } from "@nats-io/services";
+import { ServiceErrorCodeHeader, ServiceErrorHeader } from "@nats-io/services";
 import {
   DerrickError,
   Header,
@@ -19,7 +19,7 @@ import {
   type RequestOf,
   type RequestMeta,
 } from "../../subjects/index.ts";
-import { encodeRequestMeta } from "./request-meta.ts";
+import { encodeRequestMeta, parseHeaderBlock, rawHeaderBlock } from "./request-meta.ts";
 import { noTracer, type Span, type Tracer } from "../tracing.ts";
 import { formatTraceparent, parseTraceparent } from "../trace-context.ts";
 
@@ -45,12 +45,16 @@ export type BusOptions = {
 
 const encoder = new TextEncoder();
 
+/** A reply message and its headers by name (the first message's, for a reply sent in chunks). */
+type Received = { msg: Msg; header: HeaderOf };
+type HeaderOf = (name: string) => string | undefined;
+
 type Pending = {
-  resolve(msg: Msg): void;
+  resolve(received: Received): void;
   reject(error: Error): void;
   timer: ReturnType<typeof setTimeout>;
   /** The messages so far of a reply sent in chunks (`Derrick-Chunk`). */
-  chunks?: { first: Msg; count: number; parts: Uint8Array[]; bytes: number };
+  chunks?: { first: Received; count: number; parts: Uint8Array[]; bytes: number };
 };
 
 /**
@@ -89,8 +93,9 @@ export class Bus {
         const token = msg.subject.slice(this.inbox.length);
         const waiting = this.pending.get(token);
         if (!waiting) return; // answered after its timeout
-        const chunk = msg.headers?.get(Header.chunk);
-        const reply = chunk ? collectChunk(waiting, msg, chunk) : msg;
+        const received = { msg, header: headersOf(msg) };
+        const chunk = received.header(Header.chunk);
+        const reply = chunk ? collectChunk(waiting, received, chunk) : received;
         if (reply === undefined) return; // more chunks to come
         this.pending.delete(token);
         clearTimeout(waiting.timer);
@@ -149,11 +154,13 @@ export class Bus {
     try {
       const payload = body === undefined ? undefined : encoder.encode(JSON.stringify(body));
       const headers = encodeRequestMeta({ ...meta, deadline: meta.deadline ?? Date.now() + timeoutMs });
-      const msg = await this.exchange(subject, payload, headers, timeoutMs);
+      const { msg, header } = await this.exchange(subject, payload, headers, timeoutMs);
       if (msg.data.length === 0 && msg.headers?.code === 503) throw unavailable(`no actor is serving ${subject}; try again shortly`, 1);
-      if (ServiceError.isServiceError(msg)) {
-        const status = Number(msg.headers?.get("Nats-Service-Error-Code")) || 500;
-        let problem: Partial<Problem> = { status, detail: msg.headers?.get("Nats-Service-Error") ?? "error" };
+      // What ServiceError.isServiceError(msg) tests, read from the block parsed once.
+      const errorCode = header(ServiceErrorCodeHeader);
+      if (errorCode) {
+        const status = Number(errorCode) || 500;
+        let problem: Partial<Problem> = { status, detail: header(ServiceErrorHeader) || "error" };
         if (msg.data.length) {
           try {
             problem = { ...problem, ...(msg.json() as Partial<Problem>) };
@@ -161,13 +168,9 @@ export class Bus {
             // keep the header text: a non-JSON error body from a foreign responder
           }
         }
-        throw DerrickError.fromProblem(problem, replyHeaders(msg.headers?.get(Header.replyHeaders)));
+        throw DerrickError.fromProblem(problem, replyHeaders(header(Header.replyHeaders)));
       }
-      return lazyReply(
-        msg.headers ? Number(msg.headers.get(Header.status)) || 200 : 200,
-        msg.data,
-        msg.headers ? replyHeaders(msg.headers.get(Header.replyHeaders)) : {},
-      );
+      return lazyReply(Number(header(Header.status)) || 200, msg.data, replyHeaders(header(Header.replyHeaders)));
     } catch (error) {
       outcome = error instanceof DerrickError ? String(error.status) : "error";
       throw error;
@@ -186,8 +189,8 @@ export class Bus {
     return parent && tracer.busRequest(parent, subject);
   }
 
-  private exchange(subject: string, payload: Uint8Array | undefined, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
-    return new Promise<Msg>((resolve, reject) => {
+  private exchange(subject: string, payload: Uint8Array | undefined, headers: MsgHdrs, timeoutMs: number): Promise<Received> {
+    return new Promise<Received>((resolve, reject) => {
       if (this.closedError) return reject(this.closedError);
       if (this.inboxRefused) return reject(this.inboxRefused);
       if (this.disconnected) return reject(disconnected());
@@ -230,16 +233,16 @@ const decoder = new TextDecoder();
  * message's headers, every message's body in order), undefined before, a 502 when the messages do
  * not make one reply (out of order, or more than a reply may take).
  */
-function collectChunk(waiting: Pending, msg: Msg, chunk: string): Msg | Error | undefined {
+function collectChunk(waiting: Pending, received: Received, chunk: string): Received | Error | undefined {
   const [index, count] = chunk.split("/").map(Number) as [number, number];
   const held = waiting.chunks;
   const expected = held ? held.parts.length + 1 : 1;
   if (!Number.isInteger(index) || !Number.isInteger(count) || index !== expected || count < 2 || (held && held.count !== count)) {
     return badGateway(`the actor's reply came in chunks that do not fit together (${chunk} after ${expected - 1})`);
   }
-  const state = (waiting.chunks ??= { first: msg, count, parts: [], bytes: 0 });
-  state.parts.push(msg.data);
-  state.bytes += msg.data.length;
+  const state = (waiting.chunks ??= { first: received, count, parts: [], bytes: 0 });
+  state.parts.push(received.msg.data);
+  state.bytes += received.msg.data.length;
   if (state.bytes > MAX_REPLY_BYTES) return badGateway(`the actor's reply is over ${MAX_REPLY_BYTES} bytes`);
   if (index < count) return undefined;
   const data = new Uint8Array(state.bytes);
@@ -248,7 +251,19 @@ function collectChunk(waiting: Pending, msg: Msg, chunk: string): Msg | Error | 
     data.set(part, offset);
     offset += part.length;
   }
-  return joinedReply(state.first, data);
+  return { msg: joinedReply(state.first.msg, data), header: state.first.header };
+}
+
+/**
+ * A reply's headers by name, from its raw block parsed once when nats-core exposes it (its own decode runs a
+ * regex per line, and every `get` filters the keys: docs/edge.md#the-transports-own-paths), else through `headers`.
+ */
+function headersOf(msg: Msg): HeaderOf {
+  const block = rawHeaderBlock(msg);
+  if (block === null) return () => undefined;
+  if (block === undefined) return (name) => msg.headers?.get(name) || undefined;
+  const fields = parseHeaderBlock(block);
+  return (name) => fields.get(name);
 }
 
 /** The first message of a chunked reply with the whole body: what request() reads of a reply. */
