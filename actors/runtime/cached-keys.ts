@@ -18,8 +18,11 @@ export type CachedKeysLimits = {
   bytes: number;
 };
 
-/** A key's last value as read (undefined: no live value), its revision and when it was written (epoch ms). */
-type Held = { bytes: Uint8Array | undefined; revision: number; written: number };
+/**
+ * A key's last value as read (undefined: no live value), its revision and when it was written (epoch ms); the value
+ * parsed once, on its first read, and frozen: every later read shares it, so no reader may change it.
+ */
+type Held = { bytes: Uint8Array | undefined; revision: number; written: number; parsed?: { value: unknown } };
 
 const decoder = new TextDecoder();
 
@@ -72,10 +75,15 @@ export class CachedKeys {
     this.held.delete(key);
   }
 
-  /** The key's last live value, parsed, with its revision; from memory when the notes vouch for it. */
+  /**
+   * The key's last live value, parsed, with its revision; from memory when the notes vouch for it. The value is
+   * deeply frozen (shared by the reads of one held entry): a writer builds a new value, as the stores' updates do.
+   */
   async read<T>(key: string): Promise<Versioned<T> | undefined> {
     const held = await this.lookup(key);
-    return held.bytes && { value: JSON.parse(decoder.decode(held.bytes)) as T, revision: held.revision };
+    if (!held.bytes) return undefined;
+    held.parsed ??= { value: deepFreeze(JSON.parse(decoder.decode(held.bytes))) };
+    return { value: held.parsed.value as T, revision: held.revision };
   }
 
   get size(): number {
@@ -189,4 +197,13 @@ export class CachedKeys {
       if (loads?.delete(load) && loads.size === 0 && this.loading.get(key) === loads) this.loading.delete(key);
     }
   }
+}
+
+/** Freezes a parsed JSON value and everything in it (plain objects and arrays only). */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }

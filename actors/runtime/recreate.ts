@@ -113,19 +113,52 @@ function unanswered(error: unknown): boolean {
   return false;
 }
 
-/** `attempt`'s outcome, or a StreamGone failure when the stream is found missing while it waits. */
-export async function unlessGone<T>(attempt: Promise<T>, gone: () => Promise<boolean>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const probe = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => void gone().then((yes) => yes && reject(new StreamGone("the bucket's stream is gone"))), STREAM_PROBE_MS);
-  });
-  // Left behind when the stream is gone: its timeout must not surface as an unhandled rejection.
-  attempt.catch(() => undefined);
-  try {
-    return await Promise.race([attempt, probe]);
-  } finally {
-    clearTimeout(timer);
+/** Operations under way that may need their stream looked up, oldest first (a Set keeps insertion order). */
+const watched = new Set<{ since: number; gone: () => Promise<boolean>; fail: (error: Error) => void; probed: boolean }>();
+let sweeper: ReturnType<typeof setInterval> | undefined;
+
+/** Looks up the stream of each operation waiting STREAM_PROBE_MS or more, once; stops when none waits. */
+function sweep(): void {
+  const now = performance.now();
+  for (const watch of watched) {
+    if (now - watch.since < STREAM_PROBE_MS) break;
+    if (watch.probed) continue;
+    watch.probed = true;
+    void watch.gone().then(
+      (yes) => yes && watch.fail(new StreamGone("the bucket's stream is gone")),
+      () => undefined,
+    );
   }
+  if (watched.size === 0 && sweeper) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+  }
+}
+
+/**
+ * `attempt`'s outcome, or a StreamGone failure when the stream is found missing while it waits (looked up after
+ * STREAM_PROBE_MS, within a third of that more). One shared sweep instead of a timer and a race per operation:
+ * most operations are reads from memory that settle at once, and those cost a Set entry.
+ */
+export function unlessGone<T>(attempt: Promise<T>, gone: () => Promise<boolean>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const watch = { since: performance.now(), gone, fail: reject, probed: false };
+    watched.add(watch);
+    if (!sweeper) {
+      sweeper = setInterval(sweep, STREAM_PROBE_MS / 3);
+      sweeper.unref?.();
+    }
+    attempt.then(
+      (value) => {
+        watched.delete(watch);
+        resolve(value);
+      },
+      (error: unknown) => {
+        watched.delete(watch);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** Work around a re-creation: `before` it (after the pause; operations wait for it), `after` it (operations go on meanwhile). */
