@@ -142,7 +142,16 @@ function sweep(): void {
  */
 export function unlessGone<T>(attempt: Promise<T>, gone: () => Promise<boolean>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const watch = { since: performance.now(), gone, fail: reject, probed: false };
+    const watch = {
+      since: performance.now(),
+      gone,
+      // Given up on: the attempt may never settle (a direct get of a deleted stream), so it is no longer watched.
+      fail: (error: Error) => {
+        watched.delete(watch);
+        reject(error);
+      },
+      probed: false,
+    };
     watched.add(watch);
     if (!sweeper) {
       sweeper = setInterval(sweep, STREAM_PROBE_MS / 3);

@@ -24,7 +24,7 @@ import {
 import { caller, type Caller, type RequestContext } from "../runtime/context.ts";
 import type { Access, SearchBackend, SearchHit, SearchRequest } from "./backend.ts";
 import { aclGroup, holdsGroup } from "./documents.ts";
-import { replyKey, type ReplyCache } from "./reply-cache.ts";
+import { readsClock, replyKey, type ReplyCache } from "./reply-cache.ts";
 import { Highlighter, project } from "./results.ts";
 import type { CursorStore } from "./store.ts";
 import { decodeSearchBody, parsePlanQuery, planSearch, type SearchPlan } from "./validate.ts";
@@ -138,7 +138,8 @@ export function query(input: SearchQueryMessage, ctx: RequestContext, deps: Sear
           }),
     ),
   );
-  if (key !== undefined) deps.replies!.set(key, answer);
+  // Only a reply kept is ever answered from the cache: deciding here, on the parsed query, is enough.
+  if (key !== undefined && !readsClock(ast)) deps.replies!.set(key, answer);
   return answer;
 }
 

@@ -7,22 +7,39 @@
 import { BoundedCache } from "../../platform/bounded-cache.ts";
 import type { EncodedJson } from "../../subjects/index.ts";
 import type { Access } from "./backend.ts";
+import type { QueryNode } from "./query/ast.ts";
 
 /** Bounds of the cache: most replies, most bytes in total; a reply larger than an eighth of that is not kept. */
 export const REPLY_CACHE_ENTRIES = 1024;
 export const REPLY_CACHE_BYTES = 8 * 1024 * 1024;
 
 /**
- * The key of a query's reply: everything the answer depends on besides the index. `undefined` when the body
- * mentions `now` anywhere (a date-math range moves with the clock, not with writes), conservatively: a word
- * such as "snow" is not cached either. The body is the parsed JSON re-serialized, so escapes (`\u006eow`)
- * cannot hide the word.
+ * The key of a query's reply: everything the answer depends on besides the index. The groups are a JSON list
+ * (a group name may hold any character, a comma too); the body is the parsed JSON serialized again.
  */
 export function replyKey(partition: string, access: Access, body: unknown): string | undefined {
   const text = JSON.stringify(body);
-  if (text === undefined || text.includes("now")) return undefined;
-  const who = access.all ? "*" : [...access.groups].sort().join(",");
+  if (text === undefined) return undefined;
+  const who = access.all ? "*" : JSON.stringify([...access.groups].sort());
   return `${partition}\n${who}\n${text}`;
+}
+
+/**
+ * Whether a query's answer moves with the clock: a range bound anchored at `now` (date math), nested ones
+ * included. Read on the parsed query, after escapes are gone (`n\\ow` is `now` to the parser). Such a reply
+ * is not kept; nothing else in a query reads the clock.
+ */
+export function readsClock(node: QueryNode): boolean {
+  switch (node.type) {
+    case "range":
+      return [node.lower, node.upper].some((bound) => bound !== undefined && /^\s*now/i.test(bound));
+    case "bool":
+      return [...node.must, ...node.should, ...node.mustNot].some(readsClock);
+    case "nested":
+      return readsClock(node.query);
+    default:
+      return false;
+  }
 }
 
 export class ReplyCache<T> {

@@ -5,7 +5,7 @@
  * frames of the turn stay in nats.js' own buffer and are packed into one write, one copy, in order. (Queueing
  * packed frames below nats.js, as this did before, copied every reply twice.) A flush nats.js does inline, over
  * its pending limit, stays inline; a PING flush (`nc.flush()`, a drain) goes out with the turn's frames, and
- * whatever the turn queued goes out before the connection closes.
+ * whatever was queued before `close()` goes out before the connection closes (a graceful stop drains instead).
  * It reaches into `nc.protocol` (not public API of @nats-io/nats-core 3.4): if that shape changes, install()
  * does nothing, and writes go out unbatched. The handler outlives reconnects, so it is patched once.
  */
