@@ -32,7 +32,8 @@ export type HttpLoadOptions = {
   distinctBodies?: boolean;
 };
 
-const ID_TOKEN = "[<id>]";
+/** Where `distinctBodies` puts each request's number. */
+export const ID_TOKEN = "[<id>]";
 
 export async function httpLoad(name: string, url: string, body: string, options: HttpLoadOptions): Promise<LoadResult> {
   assertLoopback(url);

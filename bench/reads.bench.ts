@@ -10,7 +10,7 @@
  */
 import { clientToken, startDerrick, startTestNats, testClient } from "../test/harness/index.ts";
 import { seedDemo } from "../actors/reporting/index.ts";
-import { httpLoad, LOAD_GENERATOR } from "./load.ts";
+import { httpLoad, ID_TOKEN, LOAD_GENERATOR } from "./load.ts";
 import { report, type LoadResult } from "./lib.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
@@ -115,7 +115,7 @@ try {
     {
       name: "POST /api/search/v2/query (text, limit 10, each body new)",
       path: "/api/search/v2/query",
-      body: '{"kind":"*:*:*:*","query":"volve","limit":10,"benchRequest":[<id>]}',
+      body: `{"kind":"*:*:*:*","query":"volve","limit":10,"benchRequest":${ID_TOKEN}}`,
       distinctBodies: true,
     },
   ];
@@ -136,7 +136,7 @@ try {
       const check = await fetch(url(checked), {
         method: checked.body ? "POST" : "GET",
         headers: { ...headers, "content-type": "application/json" },
-        body: checked.body?.replace("[<id>]", "0"),
+        body: checked.body?.replace(ID_TOKEN, "0"),
       });
       if (check.status !== 200) throw new Error(`${checked.name}: ${check.status} ${await check.text()}`);
       await check.arrayBuffer();

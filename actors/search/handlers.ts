@@ -117,12 +117,14 @@ function results(hits: SearchHit[], plan: SearchPlan, ast: QueryNode): Array<Rec
 export function query(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): EncodedJson<QueryResponse> {
   const { principal, partition } = searchCaller(ctx);
   // The caller's access is part of the key (what they may see); queryAsOwner is part of the body.
-  const key = deps.replies ? replyKey(partition, accessOf(principal, false), input.body) : undefined;
+  const visible = accessOf(principal, false);
+  const key = deps.replies ? replyKey(partition, visible, input.body) : undefined;
   const kept = key === undefined ? undefined : deps.replies!.get(key);
   if (kept) return kept;
   const body = decodeSearchBody(QueryRequest, input.body);
   const { plan, ast } = planSearch(body, false);
-  const found = deps.backend.search(requestOf(plan, ast, partition, accessOf(principal, plan.queryAsOwner)));
+  const access = visible.all ? visible : { ...visible, asOwner: plan.queryAsOwner };
+  const found = deps.backend.search(requestOf(plan, ast, partition, access));
   // Whole documents, no highlight: the stored JSON goes out as it is, the bytes JSON.stringify would write, without parsing it.
   const wholeDocuments =
     plan.returnedFields.length === 0 && plan.highlightedFields.length === 0 && found.hits.every((hit) => hit.json !== undefined);

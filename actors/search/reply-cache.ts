@@ -66,8 +66,4 @@ export class ReplyCache<T> {
     if (this.version === undefined || this.versionOf() !== this.version || weight > REPLY_CACHE_BYTES / 8) return;
     this.replies.set(key, reply, weight);
   }
-
-  get size(): number {
-    return this.replies.size;
-  }
 }
