@@ -18,7 +18,7 @@ import { nuid, type NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV, type KvOptions } from "@nats-io/kv";
 import { casPut, encodeJson, isLive, isWrongRevision, readKv, readVersioned, type Versioned } from "../runtime/kv.ts";
 import { BucketView, type BucketViewOptions } from "../runtime/bucket-view.ts";
-import type { CachedKeys } from "../runtime/cached-keys.ts";
+import { NOT_HELD, type CachedKeys } from "../runtime/cached-keys.ts";
 import {
   onStreamDeleted,
   recreateDelay,
@@ -342,7 +342,14 @@ export type ProjectStore = {
 /** How a store reads one key: from the bucket, or through memory (CachedKeys). */
 type KeyReader = <T>(key: string) => Promise<Versioned<T> | undefined>;
 
-const readerOf = (kv: KV, cached?: CachedKeys): KeyReader => (cached ? (key) => cached.read(key) : (key) => readVersioned(kv, key));
+/** Reads guarded against a bucket made again, except those memory answers at once: they wait on no stream. */
+const readerOf =
+  (kv: KV, guard: Guard, cached?: CachedKeys): KeyReader =>
+  <T>(key: string) => {
+    if (!cached) return guard(() => readVersioned<T>(kv, key));
+    const now = cached.peek<T>(key);
+    return now === NOT_HELD ? guard(() => cached.read<T>(key)) : Promise.resolve(now);
+  };
 
 /** A compare-and-set whose loss drops the key from memory: the revision it expected was read stale, the next read goes to the bucket. */
 async function casPutForgetting(cached: CachedKeys | undefined, ...args: Parameters<typeof casPut>): Promise<boolean> {
@@ -352,9 +359,9 @@ async function casPutForgetting(cached: CachedKeys | undefined, ...args: Paramet
 }
 
 export function projectStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys): ProjectStore {
-  const read = readerOf(kv, cached);
+  const read = readerOf(kv, guard, cached);
   return {
-    get: (partition, projectId) => guard(() => read<ProjectRecord>(projectKey(partition, projectId))),
+    get: (partition, projectId) => read<ProjectRecord>(projectKey(partition, projectId)),
     write: (partition, project, revision) =>
       guard(() => casPutForgetting(cached, kv, projectKey(partition, project.projectId), project, revision)),
     async delete(partition, projectId) {
@@ -373,9 +380,9 @@ export type TaskStore = {
 };
 
 export function taskStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys): TaskStore {
-  const read = readerOf(kv, cached);
+  const read = readerOf(kv, guard, cached);
   return {
-    get: (partition, taskId) => guard(() => read<TaskRecord>(taskKey(partition, taskId))),
+    get: (partition, taskId) => read<TaskRecord>(taskKey(partition, taskId)),
     create: (task) =>
       guard(async () => {
         const key = taskKey(task.partition, task.taskId);
@@ -425,10 +432,10 @@ async function putForRun(kv: KV, key: string, value: object, run: number): Promi
 }
 
 export function contentStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys): ContentStore {
-  const read = readerOf(kv, cached);
+  const read = readerOf(kv, guard, cached);
   return {
-    get: async (partition, contentId) => (await guard(() => read<OfRun<Content>>(contentKey(partition, contentId))))?.value,
-    part: async (partition, partId) => (await guard(() => read<OfRun<ContentPart>>(partKey(partition, partId))))?.value,
+    get: async (partition, contentId) => (await read<OfRun<Content>>(contentKey(partition, contentId)))?.value,
+    part: async (partition, partId) => (await read<OfRun<ContentPart>>(partKey(partition, partId)))?.value,
     // Tried again whole on a bucket made again: each write is over nothing or an older run's, so
     // the parts this run wrote before the failure are simply written again.
     write: (partition, content, parts, run) =>

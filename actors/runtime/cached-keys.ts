@@ -26,6 +26,9 @@ type Held = { bytes: Uint8Array | undefined; revision: number; written: number; 
 
 const decoder = new TextDecoder();
 
+/** peek()'s answer when memory cannot answer at once. */
+export const NOT_HELD: unique symbol = Symbol("not held");
+
 export class CachedKeys {
   private readonly held: BoundedCache<string, Held>;
   /** Reads of the bucket under way, by key: a note for the key while one runs makes its result unfit to keep. */
@@ -80,10 +83,36 @@ export class CachedKeys {
    * deeply frozen (shared by the reads of one held entry): a writer builds a new value, as the stores' updates do.
    */
   async read<T>(key: string): Promise<Versioned<T> | undefined> {
-    const held = await this.lookup(key);
+    return this.versioned(await this.lookup(key));
+  }
+
+  /**
+   * read()'s answer when memory holds the key and may answer without a look at the stream; NOT_HELD otherwise. A read
+   * from memory waits on nothing, so it needs none of the machinery that a read sent to the bucket does (recreate.ts).
+   */
+  peek<T>(key: string): Versioned<T> | undefined | typeof NOT_HELD {
+    if (!this.answersNow()) return NOT_HELD;
+    const held = this.held.get(key);
+    if (!held || (this.maxAgeMs !== 0 && held.written + this.maxAgeMs <= Date.now())) return NOT_HELD;
+    return this.versioned(held);
+  }
+
+  private versioned<T>(held: Held): Versioned<T> | undefined {
     if (!held.bytes) return undefined;
     held.parsed ??= { value: deepFreeze(JSON.parse(decoder.decode(held.bytes))) };
     return { value: held.parsed.value as T, revision: held.revision };
+  }
+
+  /** usable() without its waits: true exactly when usable() would answer true at once. */
+  private answersNow(): boolean {
+    const session = connectionSession(this.nc);
+    return (
+      session !== undefined &&
+      session === this.session &&
+      this.notes !== undefined &&
+      notesOrdered(this.nc) &&
+      performance.now() - this.checkedAt < NOTES_TRUSTED_MS
+    );
   }
 
   get size(): number {

@@ -1,7 +1,7 @@
 import { describe, expect } from "vitest";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { CachedKeys } from "../../actors/runtime/cached-keys.ts";
+import { CachedKeys, NOT_HELD } from "../../actors/runtime/cached-keys.ts";
 import { NOTES_TRUSTED_MS } from "../../actors/runtime/write-notes.ts";
 import { republishedWrites } from "../../subjects/index.ts";
 import { natsTest } from "../harness/fixture.ts";
@@ -117,6 +117,33 @@ describe("CachedKeys", () => {
       const before = gets.count;
       expect((await cached.read<string>("k"))?.value).toBe("v");
       expect(gets.count - before).toBe(1);
+    } finally {
+      cached.stop();
+    }
+  });
+
+  it("peek answers only what a read would answer from memory at once: held, vouched for, not written since", async ({ nc, connection }) => {
+    const bucket = `keys_peek_${Date.now()}`;
+    const kv = await new Kvm(nc).create(bucket, { republish: republishedWrites(bucket) });
+    await kv.put("k", JSON.stringify("v1"));
+    const cached = new CachedKeys(kv, nc, LIMITS);
+    const writer = await new Kvm(await connection("writer")).open(bucket);
+    try {
+      expect(cached.peek("k")).toBe(NOT_HELD);
+      await eventually(async () => {
+        await cached.read("k");
+        return cached.peek<string>("k") !== NOT_HELD;
+      });
+      expect(cached.peek<string>("k")).toEqual({ value: "v1", revision: 1 });
+      expect(cached.peek("other")).toBe(NOT_HELD);
+      await writer.put("k", JSON.stringify("v2"));
+      // The write's note drops the held value: peek then defers to a read, which gets the new value.
+      await eventually(() => cached.peek("k") === NOT_HELD, { what: "the write's note" });
+      expect((await cached.read<string>("k"))?.value).toBe("v2");
+      expect(cached.peek<string>("k")).toEqual({ value: "v2", revision: 2 });
+      // Without a look at the stream within the trust window, memory vouches for nothing.
+      await Bun.sleep(NOTES_TRUSTED_MS + 50);
+      expect(cached.peek("k")).toBe(NOT_HELD);
     } finally {
       cached.stop();
     }
