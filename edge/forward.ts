@@ -35,6 +35,22 @@ export function negotiate(accept: string | null, offers: readonly [string, ...st
   return best;
 }
 
+/** Whether an `Accept-Encoding` takes gzip (RFC 9110 §12.5.3): `gzip;q=0` refuses it, `*` stands for codings not named. */
+export function acceptsGzip(header: string | null): boolean {
+  let star: number | undefined;
+  for (const part of (header ?? "").split(",")) {
+    const [coding, ...params] = part
+      .trim()
+      .toLowerCase()
+      .split(";")
+      .map((t) => t.trim());
+    const q = Number(params.find((p) => p.startsWith("q="))?.slice(2) ?? 1);
+    if (coding === "gzip" || coding === "x-gzip") return q > 0;
+    if (coding === "*") star = q;
+  }
+  return star !== undefined && star > 0;
+}
+
 export function forward(set: SetLike, reply: BusReply<unknown>, contentType = "application/json"): Response {
   // A plain record: Bun builds the response headers from it directly (cheaper than a Headers object).
   const headers: Record<string, string> = {};

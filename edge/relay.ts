@@ -5,7 +5,7 @@
  */
 import { Problem, type Operation, type Principal, type RequestOf } from "../subjects/index.ts";
 import type { Bus } from "../platform/transport/index.ts";
-import { forward, type SetLike } from "./forward.ts";
+import { acceptsGzip, forward, type SetLike } from "./forward.ts";
 import { requestMeta } from "./request-state.ts";
 
 /** What a route handler's context must offer: Elysia's `set` and `request`, and the caller when the route checked one. */
@@ -15,8 +15,12 @@ export type Relay = <O extends Operation>(c: RelayContext, op: O, input: Request
 
 /** A relay on one Bus: `relay(c, op, input)` in a route handler. */
 export function relayOn(bus: Bus): Relay {
-  return async (c, op, input, contentType) =>
-    forward(c.set, await bus.request(op, input, requestMeta(c.request, c.principal, c.partition)), contentType);
+  return async (c, op, input, contentType) => {
+    const meta = requestMeta(c.request, c.principal, c.partition);
+    // The reply's bytes go out as they come (forward.ts): so may a compressed body, to a client that takes it.
+    if (acceptsGzip(c.request.headers.get("accept-encoding"))) meta.acceptEncoding = "gzip";
+    return forward(c.set, await bus.request(op, input, meta), contentType);
+  };
 }
 
 /** The problem+json responses a group of routes documents, by status. */

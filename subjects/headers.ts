@@ -19,6 +19,11 @@ export const Header = {
    * the body in n messages sent in order; the first also carries the status and reply headers.
    */
   chunk: "Derrick-Chunk",
+  /**
+   * `gzip` when the caller takes a reply body compressed, as HTTP's Accept-Encoding says for the edge's client. An actor
+   * may then answer a body it holds compressed, naming it in the reply headers' Content-Encoding. Absent: plain JSON.
+   */
+  acceptEncoding: "Derrick-Accept-Encoding",
 } as const;
 
 /** What a reply sent in chunks may add up to: actors refuse to send more, the Bus to join more. */
@@ -31,4 +36,5 @@ export type RequestMeta = {
   deadline?: number;
   traceparent?: string;
   tracestate?: string;
+  acceptEncoding?: "gzip";
 };

@@ -16,5 +16,12 @@ export const reply = <T>(body: T, status = 200, headers: Record<string, string> 
 export class EncodedJson<T = unknown> {
   /** The type the bytes hold, for the compiler only. */
   declare readonly _shape?: T;
-  constructor(readonly bytes: Uint8Array) {}
+  constructor(
+    readonly bytes: Uint8Array,
+    /**
+     * The same bytes are answered again (a cache holds them): worth compressing once for callers that take gzip,
+     * the compressed form kept beside them (docs/edge.md#compressed-replies).
+     */
+    readonly held = false,
+  ) {}
 }

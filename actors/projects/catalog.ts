@@ -75,7 +75,7 @@ export class CatalogList {
     const parsed = catalogQuery(query);
     const key = `${parsed.offset}|${parsed.limit}|${parsed.category ?? ""}`;
     let page = this.pages.get(key);
-    if (!page) this.pages.set(key, (page = new EncodedJson(encoder.encode(JSON.stringify(pageOf(this.all(), parsed))))));
+    if (!page) this.pages.set(key, (page = new EncodedJson(encoder.encode(JSON.stringify(pageOf(this.all(), parsed))), true)));
     return page;
   }
 

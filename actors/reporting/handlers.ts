@@ -290,7 +290,7 @@ async function answer(
   const cached = await deps.store.cached(aggregation.key);
   if (cached.value !== undefined) {
     deps.cacheReads?.("hit");
-    return reply(new EncodedJson<AggregationResult>(withFields(cached.value, aggregation.echo)), 200, { [CACHE_HEADER]: "hit" });
+    return reply(held(cached.value, aggregation.echo), 200, { [CACHE_HEADER]: "hit" });
   }
   deps.cacheReads?.("miss");
   const tracker = deps.store.tracker();
@@ -303,8 +303,12 @@ async function answer(
   }
   const bytes = encodeJson(compute());
   await deps.store.remember(aggregation.key, bytes, tracker, cached.revision);
-  return reply(new EncodedJson<AggregationResult>(withFields(bytes, aggregation.echo)), 200, { [CACHE_HEADER]: "miss" });
+  return reply(held(bytes, aggregation.echo), 200, { [CACHE_HEADER]: "miss" });
 }
+
+/** A cached result as answered: the held bytes themselves unless fields are put in front (then new bytes per read). */
+const held = (bytes: Uint8Array, echo: Record<string, string> | undefined) =>
+  new EncodedJson<AggregationResult>(withFields(bytes, echo), echo === undefined);
 
 /** Runs an accepted task's aggregation again from its stored request: the bytes a 200 would answer (cached for later reads too). */
 export async function runAggregationTask(task: TaskRecord, deps: ReportingDeps): Promise<Uint8Array> {

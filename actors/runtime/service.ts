@@ -37,6 +37,7 @@ import type { Logger } from "../../platform/logger.ts";
 import { buildInfo } from "../../platform/build-info.ts";
 import { InFlightLimiter, type QueueBound } from "./limiter.ts";
 import { transientNatsProblem } from "./nats-errors.ts";
+import { codedBody } from "./compressed-replies.ts";
 import type { RequestContext } from "./context.ts";
 
 /** What a handler may answer: the reply itself, its JSON already encoded, or either with a status and headers. */
@@ -268,7 +269,7 @@ async function handleMessage(
     const input = decodeBody(msg, ep);
     const result = await ep.handler(input, ctx);
     if (result instanceof Reply) status = result.status;
-    respond(msg, result, nc.info?.max_payload);
+    respond(msg, result, nc.info?.max_payload, meta.acceptEncoding);
   } catch (error) {
     const problem = toDerrickError(transientNatsProblem(error) ?? error);
     status = problem.status;
@@ -293,21 +294,24 @@ function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
   return check(ep.input, body);
 }
 
-/** A plain result goes out as its JSON alone; a Reply adds its status and headers. */
-function respond(msg: ServiceMsg, result: unknown, maxPayload: number | undefined): void {
+/** A plain result goes out as its JSON alone; a Reply adds its status and headers; a held body may go compressed. */
+function respond(msg: ServiceMsg, result: unknown, maxPayload: number | undefined, acceptEncoding: "gzip" | undefined): void {
   const body = result instanceof Reply ? result.body : result;
-  const payload = body === undefined ? undefined : body instanceof EncodedJson ? body.bytes : encoder.encode(JSON.stringify(body));
-  const h = result instanceof Reply ? replyHeaders(result) : undefined;
+  let headers = result instanceof Reply ? result.headers : undefined;
+  let payload: Uint8Array | undefined;
+  if (body instanceof EncodedJson) ({ bytes: payload, headers } = codedBody(body, headers, acceptEncoding));
+  else if (body !== undefined) payload = encoder.encode(JSON.stringify(body));
+  const h = replyHeaders(result instanceof Reply ? result.status : 200, headers);
   const chunkBytes = chunkSize(maxPayload);
-  if (!payload || payload.length <= chunkBytes) return void msg.respond(payload, h?.size ? { headers: toHeaders(h) } : undefined);
-  respondInChunks(msg, payload, h ?? new Map(), chunkBytes);
+  if (!payload || payload.length <= chunkBytes) return void msg.respond(payload, h.size ? { headers: toHeaders(h) } : undefined);
+  respondInChunks(msg, payload, h, chunkBytes);
 }
 
-/** The headers a Reply adds: its status when not 200, its HTTP headers for the edge. */
-function replyHeaders(result: Reply<unknown>): Map<string, string> {
+/** The headers a reply adds: its status when not 200, its HTTP headers for the edge. */
+function replyHeaders(status: number, headers: Record<string, string> | undefined): Map<string, string> {
   const h = new Map<string, string>();
-  if (result.status !== 200) h.set(Header.status, String(result.status));
-  if (Object.keys(result.headers).length) h.set(Header.replyHeaders, JSON.stringify(result.headers));
+  if (status !== 200) h.set(Header.status, String(status));
+  if (headers && Object.keys(headers).length) h.set(Header.replyHeaders, JSON.stringify(headers));
   return h;
 }
 

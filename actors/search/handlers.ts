@@ -128,6 +128,8 @@ export function query(input: SearchQueryMessage, ctx: RequestContext, deps: Sear
   // Whole documents, no highlight: the stored JSON goes out as it is, the bytes JSON.stringify would write, without parsing it.
   const wholeDocuments =
     plan.returnedFields.length === 0 && plan.highlightedFields.length === 0 && found.hits.every((hit) => hit.json !== undefined);
+  // Only a reply kept is ever answered from the cache: deciding here, on the parsed query, is enough.
+  const keep = key !== undefined && !readsClock(ast);
   const answer = new EncodedJson<QueryResponse>(
     encoder.encode(
       wholeDocuments
@@ -139,9 +141,9 @@ export function query(input: SearchQueryMessage, ctx: RequestContext, deps: Sear
             totalCount: found.total,
           }),
     ),
+    keep,
   );
-  // Only a reply kept is ever answered from the cache: deciding here, on the parsed query, is enough.
-  if (key !== undefined && !readsClock(ast)) deps.replies!.set(key, answer);
+  if (keep) deps.replies!.set(key, answer);
   return answer;
 }
 

@@ -11,6 +11,7 @@ import { openapi } from "@elysiajs/openapi";
 import type { BuildInfo } from "../../subjects/system.ts";
 import { PROBLEM_CONTENT_TYPE, Problem } from "../../subjects/index.ts";
 import { PARTITION_MARK, PARTITION_PARAMETERS } from "./auth.ts";
+import { acceptsGzip } from "../forward.ts";
 import { JSON_REQUEST_MEDIA_TYPES, describeDocument, type Document } from "../openapi/document.ts";
 import { SCALAR_ASSET_PATH, docsResponse, scalarAssetFile } from "../openapi/docs-page.ts";
 
@@ -94,21 +95,6 @@ function documentRecordDelete(paths: Record<string, Record<string, Operation>>):
 /** The bytes of a JSON document or a script, as sent: gzipped once, for every client that takes gzip. */
 export type Encoded = { plain: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer>; type: string };
 export const encode = (bytes: Uint8Array<ArrayBuffer>, type: string): Encoded => ({ plain: bytes, gzip: Bun.gzipSync(bytes), type });
-/** Whether an `Accept-Encoding` takes gzip (RFC 9110 §12.5.3): `gzip;q=0` refuses it, `*` stands for codings not named. */
-export function acceptsGzip(header: string | null): boolean {
-  let star: number | undefined;
-  for (const part of (header ?? "").split(",")) {
-    const [coding, ...params] = part
-      .trim()
-      .toLowerCase()
-      .split(";")
-      .map((t) => t.trim());
-    const q = Number(params.find((p) => p.startsWith("q="))?.slice(2) ?? 1);
-    if (coding === "gzip" || coding === "x-gzip") return q > 0;
-    if (coding === "*") star = q;
-  }
-  return star !== undefined && star > 0;
-}
 /** The encoded body as the request takes it (gzip or plain), with any further headers. */
 export const send = (request: Request, body: Encoded, headers: Record<string, string> = {}) => {
   const gzip = acceptsGzip(request.headers.get("accept-encoding"));

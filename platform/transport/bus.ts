@@ -3,6 +3,7 @@
  * reply decoded, and transport failures mapped to the error model (no responders → 503,
  * timeout → 504, a service error → the actor's own problem and status).
  */
+import { gunzipSync } from "node:zlib";
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Status, type Subscription } from "@nats-io/nats-core";
 import { ServiceErrorCodeHeader, ServiceErrorHeader } from "@nats-io/services";
 import {
@@ -20,6 +21,7 @@ import {
   type RequestMeta,
 } from "../../subjects/index.ts";
 import { encodeRequestMeta, parseHeaderBlock, rawHeaderBlock } from "./request-meta.ts";
+import { BoundedCache } from "../bounded-cache.ts";
 import { noTracer, type Span, type Tracer } from "../tracing.ts";
 import { formatTraceparent, parseTraceparent } from "../trace-context.ts";
 
@@ -27,7 +29,10 @@ export type BusReply<T> = {
   status: number;
   /** The reply decoded from JSON (parsed on first access). */
   readonly body: T;
-  /** The reply's JSON bytes as the actor sent them (empty for no body). */
+  /**
+   * The reply's bytes as the actor sent them (empty for no body): JSON, or gzip of it when the request took gzip
+   * (RequestMeta.acceptEncoding) and the reply headers say `Content-Encoding: gzip`.
+   */
   raw: Uint8Array;
   headers: Record<string, string>;
 };
@@ -287,19 +292,31 @@ function lazyReply<T>(status: number, raw: Uint8Array, headers: Record<string, s
     raw,
     headers,
     get body() {
-      parsed ??= { value: (raw.length ? JSON.parse(decoder.decode(raw)) : undefined) as T };
+      const json = headers["Content-Encoding"] === "gzip" ? gunzipSync(raw) : raw;
+      parsed ??= { value: (json.length ? JSON.parse(decoder.decode(json)) : undefined) as T };
       return parsed.value;
     },
   };
 }
 
+/**
+ * Reply headers by their JSON: a held reply comes with the same ones every time. Frozen, being shared; bounded by
+ * count (ETags and Locations differ per resource and simply pass through).
+ */
+const headersByJson = new BoundedCache<string, Record<string, string>>({ max: 256 });
+const NO_HEADERS: Record<string, string> = Object.freeze({});
+
 function replyHeaders(raw: string | undefined): Record<string, string> {
-  if (!raw) return {};
+  if (!raw) return NO_HEADERS;
+  let headers = headersByJson.get(raw);
+  if (headers) return headers;
   try {
-    return JSON.parse(raw) as Record<string, string>;
+    headers = Object.freeze(JSON.parse(raw) as Record<string, string>);
   } catch {
-    return {};
+    return NO_HEADERS;
   }
+  headersByJson.set(raw, headers);
+  return headers;
 }
 
 const disconnected = () => unavailable("the message bus connection is down; try again shortly", 1);

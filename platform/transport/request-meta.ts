@@ -2,6 +2,7 @@
 import { MsgHdrsImpl, type Msg, type MsgHdrs } from "@nats-io/nats-core";
 import { Header, type Principal, type RequestMeta } from "../../subjects/index.ts";
 import { parseTraceparent, traceHeaders, type TraceContext } from "../trace-context.ts";
+import { BoundedCache } from "../bounded-cache.ts";
 
 /**
  * Built straight into nats-core's header map (`MsgHdrsImpl.fromRecord`): `set()` re-validates, canonicalizes and
@@ -11,15 +12,41 @@ import { parseTraceparent, traceHeaders, type TraceContext } from "../trace-cont
 export function encodeRequestMeta(meta: RequestMeta): MsgHdrs {
   const fields: Record<string, string[]> = {};
   if (meta.partition) fields[Header.partition] = [meta.partition];
-  if (meta.principal) fields[Header.principal] = [JSON.stringify(meta.principal)];
+  if (meta.principal) fields[Header.principal] = [principalJson(meta.principal)];
   if (meta.requestId && !LINE_BREAK.test(meta.requestId)) fields[Header.requestId] = [meta.requestId];
   if (meta.deadline) fields[Header.deadline] = [String(meta.deadline)];
   if (meta.traceparent && !LINE_BREAK.test(meta.traceparent)) fields[Header.traceparent] = [meta.traceparent];
   if (meta.tracestate && !LINE_BREAK.test(meta.tracestate)) fields[Header.tracestate] = [meta.tracestate];
+  if (meta.acceptEncoding === "gzip") fields[Header.acceptEncoding] = ["gzip"];
   return MsgHdrsImpl.fromRecord(fields);
 }
 
 const LINE_BREAK = /[\r\n]/;
+
+/** A caller's principal is one object per verified token at the edge: its JSON is written once. */
+const principalJsons = new WeakMap<Principal, string>();
+
+function principalJson(principal: Principal): string {
+  let json = principalJsons.get(principal);
+  if (json === undefined) principalJsons.set(principal, (json = JSON.stringify(principal)));
+  return json;
+}
+
+/**
+ * Principals as received, by their JSON: a caller sends the same one with every request. Each is frozen, being shared
+ * by the requests that carry it; bounded by count (a principal's JSON is a few hundred bytes).
+ */
+const principalsByJson = new BoundedCache<string, Principal>({ max: 1024 });
+
+function principalOf(json: string): Principal {
+  let principal = principalsByJson.get(json);
+  if (!principal) {
+    principal = JSON.parse(json) as Principal;
+    if (Array.isArray(principal.groups)) Object.freeze(principal.groups);
+    principalsByJson.set(json, Object.freeze(principal));
+  }
+  return principal;
+}
 
 export function decodeRequestMeta(h: MsgHdrs | undefined): RequestMeta {
   if (!h) return {};
@@ -78,11 +105,12 @@ function metaFrom(get: (name: string) => string | undefined): RequestMeta {
   const deadline = Number(get(Header.deadline));
   return {
     partition: get(Header.partition) || undefined,
-    principal: principal ? (JSON.parse(principal) as Principal) : undefined,
+    principal: principal ? principalOf(principal) : undefined,
     requestId: get(Header.requestId) || undefined,
     deadline: Number.isFinite(deadline) && deadline > 0 ? deadline : undefined,
     traceparent: get(Header.traceparent) || undefined,
     tracestate: get(Header.tracestate) || undefined,
+    acceptEncoding: get(Header.acceptEncoding) === "gzip" ? "gzip" : undefined,
   };
 }
 

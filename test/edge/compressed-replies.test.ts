@@ -1,0 +1,114 @@
+import { describe, expect } from "vitest";
+import { request as httpRequest } from "node:http";
+import { gunzipSync } from "node:zlib";
+import { derrickTest } from "../harness/fixture.ts";
+import { TEST_CLIENTS } from "../harness/derrick.ts";
+import { seedDemo } from "../../actors/reporting/seed.ts";
+import { codedBody, MIN_COMPRESSED_BYTES } from "../../actors/runtime/compressed-replies.ts";
+import { EncodedJson } from "../../subjects/index.ts";
+import { reportingProspectAggregation } from "../../subjects/reporting.ts";
+import { SEED_PRINCIPAL } from "../../actors/reporting/seed.ts";
+
+const it = derrickTest({ actors: ["identity", "projects", "reporting"] });
+
+/** A GET as an HTTP client that decodes nothing itself: the bytes and headers as sent. */
+function rawGet(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks) }),
+      );
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+const CATALOG = "/v1/display-items?limit=20";
+const AGGREGATION = "/assessments/v1/prospectanalysisaggregation/pa-alpha-oil";
+
+describe("compressed replies", () => {
+  it("edge - a held reply goes gzip to the Accept-Encoding of Python's requests, browsers and curl --compressed; plain to a client that says nothing or refuses gzip", async ({
+    derrick,
+  }) => {
+    await seedDemo(derrick.bus, "opendes");
+    const as = {
+      authorization: `Bearer ${await derrick.token("admin")}`,
+      appkey: TEST_CLIENTS.admin.appkey,
+      "data-partition-id": "opendes",
+    };
+    for (const path of [CATALOG, AGGREGATION]) {
+      const plain = await rawGet(`${derrick.url}${path}`, as);
+      expect(plain.status, path).toBe(200);
+      expect(plain.headers["content-encoding"], path).toBeUndefined();
+      expect(plain.headers.vary?.toLowerCase(), path).toBe("accept-encoding");
+      expect(plain.body.length, path).toBeGreaterThanOrEqual(MIN_COMPRESSED_BYTES);
+      for (const accept of ["gzip, deflate", "gzip, deflate, br, zstd", "deflate, gzip, br, zstd"]) {
+        const packed = await rawGet(`${derrick.url}${path}`, { ...as, "accept-encoding": accept });
+        expect(packed.status, `${path} ${accept}`).toBe(200);
+        expect(packed.headers["content-encoding"], `${path} ${accept}`).toBe("gzip");
+        expect(packed.headers.vary?.toLowerCase()).toBe("accept-encoding");
+        expect(packed.body.length).toBeLessThan(plain.body.length / 2);
+        expect(gunzipSync(packed.body).equals(plain.body), `${path} ${accept}`).toBe(true);
+      }
+      for (const refused of ["identity", "gzip;q=0", "br"]) {
+        const answer = await rawGet(`${derrick.url}${path}`, { ...as, "accept-encoding": refused });
+        expect(answer.headers["content-encoding"], `${path} ${refused}`).toBeUndefined();
+        expect(answer.body.equals(plain.body), `${path} ${refused}`).toBe(true);
+      }
+      // fetch (Bun's, as browsers) asks for gzip and decodes it: the JSON arrives whole.
+      const fetched = await derrick.call(path, { as: "admin" });
+      expect(await fetched.json()).toEqual(JSON.parse(plain.body.toString()));
+    }
+  });
+
+  it("edge - a reply nothing holds, or a small one, goes plain whatever the client takes, without Vary", async ({ derrick }) => {
+    const created = await derrick.call("/v1/projects/gz-small", {
+      as: "admin",
+      method: "PUT",
+      body: JSON.stringify({ name: "small", members: ["admin"] }),
+    });
+    expect(created.status).toBeLessThan(300);
+    const as = {
+      authorization: `Bearer ${await derrick.token("admin")}`,
+      appkey: TEST_CLIENTS.admin.appkey,
+      "data-partition-id": "opendes",
+    };
+    const answer = await rawGet(`${derrick.url}/v1/projects/gz-small`, { ...as, "accept-encoding": "gzip" });
+    expect(answer.status).toBe(200);
+    expect(answer.headers["content-encoding"]).toBeUndefined();
+    expect(answer.headers.vary).toBeUndefined();
+    expect(JSON.parse(answer.body.toString()).projectId).toBe("gz-small");
+  });
+
+  it("bus - a NATS caller that takes gzip gets the held reply's gzip bytes, and the Bus still reads its body", async ({ derrick }) => {
+    await seedDemo(derrick.bus, "opendes");
+    const meta = { principal: SEED_PRINCIPAL, partition: "opendes" };
+    const plain = await derrick.bus.request(reportingProspectAggregation, { id: "pa-alpha-oil" }, meta);
+    const packed = await derrick.bus.request(reportingProspectAggregation, { id: "pa-alpha-oil" }, { ...meta, acceptEncoding: "gzip" });
+    expect(plain.headers["Content-Encoding"]).toBeUndefined();
+    expect(packed.headers["Content-Encoding"]).toBe("gzip");
+    expect(gunzipSync(packed.raw).equals(Buffer.from(plain.raw))).toBe(true);
+    expect(packed.body).toEqual(plain.body);
+  });
+});
+
+describe("compressed replies (pure)", () => {
+  const big = new TextEncoder().encode(JSON.stringify({ rows: "x".repeat(4 * MIN_COMPRESSED_BYTES) }));
+
+  it("runtime - only a held body of at least the minimum without an ETag is compressed, once per held value", () => {
+    const held = new EncodedJson(big, true);
+    const first = codedBody(held, { "x-derrick-cache": "hit" }, "gzip");
+    expect(first.headers).toEqual({ "x-derrick-cache": "hit", Vary: "Accept-Encoding", "Content-Encoding": "gzip" });
+    expect(gunzipSync(first.bytes).equals(Buffer.from(big))).toBe(true);
+    expect(codedBody(new EncodedJson(big, true), undefined, "gzip").bytes).toBe(first.bytes);
+    expect(codedBody(held, undefined, undefined)).toEqual({ bytes: big, headers: { Vary: "Accept-Encoding" } });
+    expect(codedBody(new EncodedJson(big), undefined, "gzip")).toEqual({ bytes: big, headers: undefined });
+    expect(codedBody(held, { ETag: '"3"' }, "gzip")).toEqual({ bytes: big, headers: { ETag: '"3"' } });
+    const small = new EncodedJson(big.subarray(0, MIN_COMPRESSED_BYTES - 1), true);
+    expect(codedBody(small, undefined, "gzip").bytes).toBe(small.bytes);
+  });
+});
