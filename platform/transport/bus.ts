@@ -292,8 +292,10 @@ function lazyReply<T>(status: number, raw: Uint8Array, headers: Record<string, s
     raw,
     headers,
     get body() {
-      const json = headers["Content-Encoding"] === "gzip" ? gunzipSync(raw) : raw;
-      parsed ??= { value: (json.length ? JSON.parse(decoder.decode(json)) : undefined) as T };
+      if (!parsed) {
+        const json = headers["Content-Encoding"] === "gzip" ? gunzipSync(raw) : raw;
+        parsed = { value: (json.length ? JSON.parse(decoder.decode(json)) : undefined) as T };
+      }
       return parsed.value;
     },
   };

@@ -40,8 +40,10 @@ const principalsByJson = new BoundedCache<string, Principal>({ max: 1024 });
 
 function principalOf(json: string): Principal {
   let principal = principalsByJson.get(json);
-  if (!principal) {
-    principal = JSON.parse(json) as Principal;
+  if (principal) return principal;
+  principal = JSON.parse(json) as Principal;
+  // Anyone in the account may publish a request: what is no object is handed on as before, for the checks to refuse.
+  if (principal !== null && typeof principal === "object") {
     if (Array.isArray(principal.groups)) Object.freeze(principal.groups);
     principalsByJson.set(json, Object.freeze(principal));
   }

@@ -60,6 +60,22 @@ describe("header block reader", () => {
     const hostile = encodeRequestMeta({ requestId: "a\r\nDerrick-Partition: other", traceparent: "x\ny" });
     expect(hostile.keys()).toEqual([]);
   });
+
+  it("headers - a principal is decoded once per distinct JSON and frozen; what is no object passes as before", () => {
+    const once = (principal: string) => decodeRequestMeta(MsgHdrsImpl.fromRecord({ [Header.principal]: [principal] })).principal;
+    const json = JSON.stringify(meta.principal);
+    const first = once(json)!;
+    expect(first).toEqual(meta.principal);
+    expect(once(json)).toBe(first);
+    expect(Object.isFrozen(first) && Object.isFrozen(first.groups)).toBe(true);
+    expect(() => first.groups.push("data.root")).toThrow(TypeError);
+    expect(once(JSON.stringify({ ...meta.principal, groups: ["users"] }))).not.toBe(first);
+    expect(once("null")).toBeNull();
+    expect(once("7")).toBe(7);
+    // The meta of the edge's request takes gzip only as `gzip`.
+    expect(decodeRequestMeta(encodeRequestMeta({ acceptEncoding: "gzip" })).acceptEncoding).toBe("gzip");
+    expect(decodeRequestMeta(MsgHdrsImpl.fromRecord({ [Header.acceptEncoding]: ["br"] })).acceptEncoding).toBeUndefined();
+  });
 });
 
 describe("bus and actor side on a real server", () => {
