@@ -370,7 +370,8 @@ describe("notifications dispatcher", () => {
     expect(await publishOnNats(derrick, "ProjectCreated", { data: "new" }, "restarted-recreated-new-1")).toBe(1);
     expect(await publishOnNats(derrick, "ProjectCreated", { data: "new" }, "restarted-recreated-new-2")).toBe(2);
     const second = await dispatcherProbe(FAST);
-    await eventually(() => second.written.length >= 2, { what: "the new stream's events dispatched" });
+    // A consumer made on a new stream: on a machine busy with other work this took over 10 s once.
+    await eventually(() => second.written.length >= 2, { what: "the new stream's events dispatched", timeoutMs: 20_000 });
     await consumerIdle(jsm);
     expect(second.written).toEqual(["restarted-recreated-new-1", "restarted-recreated-new-2"]);
     // The progress now belongs to the new stream.
