@@ -293,17 +293,48 @@ async function answer(
     return reply(held(cached.value, aggregation.echo), 200, { [CACHE_HEADER]: "hit" });
   }
   deps.cacheReads?.("miss");
-  const tracker = deps.store.tracker();
-  const { work, compute } = await aggregation.plan(tracker);
-  if (aggregation.task && deps.tasks && work >= ASYNC_WORK_MIN) {
-    const { aggregation: kind, id, request } = aggregation.task;
-    const same = `${aggregation.key} ${JSON.stringify(aggregation.echo ?? {})}`;
-    const task = await deps.tasks.accept(partition, kind, id, request, work, same);
-    return reply(task, 202, { Location: taskLocation(task.taskId), [CACHE_HEADER]: "miss" });
-  }
-  const bytes = encodeJson(compute());
-  await deps.store.remember(aggregation.key, bytes, tracker, cached.revision);
-  return reply(held(bytes, aggregation.echo), 200, { [CACHE_HEADER]: "miss" });
+  const same = `${aggregation.key} ${JSON.stringify(aggregation.echo ?? {})}`;
+  const outcome = await shared(deps.store, same, async (): Promise<Outcome> => {
+    const tracker = deps.store.tracker();
+    const { work, compute } = await aggregation.plan(tracker);
+    if (aggregation.task && deps.tasks && work >= ASYNC_WORK_MIN) {
+      const { aggregation: kind, id, request } = aggregation.task;
+      return { task: await deps.tasks.accept(partition, kind, id, request, work, same) };
+    }
+    const bytes = encodeJson(compute());
+    await deps.store.remember(aggregation.key, bytes, tracker, cached.revision);
+    return { bytes };
+  });
+  if ("task" in outcome) return reply(outcome.task, 202, { Location: taskLocation(outcome.task.taskId), [CACHE_HEADER]: "miss" });
+  return reply(held(outcome.bytes, aggregation.echo), 200, { [CACHE_HEADER]: "miss" });
+}
+
+/** What a miss comes to: the result's bytes, or a task accepted for it. */
+type Outcome = { bytes: Uint8Array } | { task: AggregationTask };
+
+/** Computations under way per store, by aggregation (its key and echoed fields), with the entity writes heard as each began. */
+const flights = new WeakMap<AssessmentStore, Map<string, { heard: number; outcome: Promise<Outcome> }>>();
+
+/**
+ * Misses of one aggregation while it is being computed share that computation (a result nobody holds yet, asked by many
+ * at once, is computed once), but only while no entity write was heard since it began: a caller whose write was
+ * acknowledged after its inputs may have been read gets a computation of its own. Where writes cannot be vouched for
+ * (no result memory, a cluster, a reconnect), each miss computes (docs/reporting.md#concurrent-misses).
+ */
+function shared(store: AssessmentStore, same: string, run: () => Promise<Outcome>): Promise<Outcome> {
+  const heard = store.entityWritesHeard();
+  if (heard === undefined) return run();
+  let byKey = flights.get(store);
+  if (!byKey) flights.set(store, (byKey = new Map()));
+  const under = byKey.get(same);
+  if (under && under.heard === heard) return under.outcome;
+  const mine = { heard, outcome: run() };
+  byKey.set(same, mine);
+  const landed = () => {
+    if (byKey.get(same) === mine) byKey.delete(same);
+  };
+  mine.outcome.then(landed, landed);
+  return mine.outcome;
 }
 
 /** A cached result as answered: the held bytes themselves unless fields are put in front (then new bytes per read). */

@@ -149,6 +149,11 @@ export class ResultMemory {
     return this.view.stop();
   }
 
+  /** The entity writes heard, while the notes vouch for them (BucketView.relatedWritesHeard); undefined when they do not. */
+  entityWritesHeard(): number | undefined {
+    return this.view.relatedWritesHeard();
+  }
+
   /** The result as KV holds it now: from memory when held, else through `read` (then held). */
   async read(key: string, read: () => Promise<CachedRead>): Promise<CachedRead> {
     try {

@@ -128,6 +128,12 @@ export interface AssessmentStore {
   /** The stored result's JSON bytes as they are (replied unparsed), and the key's revision: a miss passes it to remember(). */
   cached(key: string): Promise<{ value: Uint8Array | undefined; revision: number }>;
   /**
+   * How many entity writes this process has heard, when it can vouch that every write acknowledged so far is among them
+   * (a result memory hearing the entities' republished writes); undefined otherwise. Unchanged between two moments: no
+   * entity write was acknowledged in between.
+   */
+  entityWritesHeard(): number | undefined;
+  /**
    * Stores a result (or its JSON bytes) computed from the tracked inputs after a miss at `missRevision`, unless an input
    * changed, a write of one is under way, the result key was touched since, or the result is larger
    * than one KV value (then it is answered but computed again on the next read). True when stored.
@@ -228,6 +234,10 @@ export class KvAssessmentStore implements AssessmentStore {
 
   cached(key: string): Promise<CachedRead> {
     return this.results ? this.results.read(key, () => this.readCached(key)) : this.readCached(key);
+  }
+
+  entityWritesHeard(): number | undefined {
+    return this.results?.entityWritesHeard();
   }
 
   private async readCached(key: string): Promise<CachedRead> {

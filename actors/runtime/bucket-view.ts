@@ -193,6 +193,14 @@ export class BucketView {
     return within(this.sharedLook(waitMs), waitMs + GRACE_MS, `the ${this.options.what} view did not catch up`);
   }
 
+  /**
+   * How many writes to `looksAfterWritesTo` were heard, while the notes vouch that no other was acknowledged (else
+   * undefined): the same count at two moments means no such write was acknowledged between them.
+   */
+  relatedWritesHeard(): number | undefined {
+    return this.vouched() ? this.related : undefined;
+  }
+
   /** A look sent at the end of this turn of the event loop, shared by every caller of the turn. */
   private sharedLook(waitMs: number): Promise<void> {
     this.gathering ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
