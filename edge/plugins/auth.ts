@@ -85,6 +85,8 @@ export function partitionOf(headers: Record<string, string | undefined>, known: 
 
 function appkeyChecker(bus: Bus) {
   const cache = new BoundedCache<string, true>({ max: APPKEY_CACHE_MAX, ttlMs: APPKEY_CACHE_MS });
+  /** Checks under way: a client's first requests at once share one (its answer holds APPKEY_CACHE_MS either way). */
+  const checking = new Map<string, Promise<void>>();
   return async (appkey: string | undefined, { principal, clientClaimed }: Verified, requestId?: string) => {
     if (!appkey) throw unauthorized("the appkey header is required");
     // The `sub` fallback identifies a caller, not a client: no appkey can belong to such a token.
@@ -93,8 +95,15 @@ function appkeyChecker(bus: Bus) {
     const cacheKey = `${principal.clientId}\u0000${appkey}`;
     // Read with peek: the oldest check goes first when full, and each lives APPKEY_CACHE_MS from its check.
     if (cache.peek(cacheKey)) return;
-    await bus.request(identityAppkeyVerify, { appkey, client_id: principal.clientId }, { requestId });
-    cache.set(cacheKey, true);
+    let check = checking.get(cacheKey);
+    if (!check) {
+      check = bus
+        .request(identityAppkeyVerify, { appkey, client_id: principal.clientId }, { requestId })
+        .then(() => void cache.set(cacheKey, true))
+        .finally(() => checking.delete(cacheKey));
+      checking.set(cacheKey, check);
+    }
+    await check;
   };
 }
 

@@ -7,7 +7,7 @@ import { expectProblem, json } from "../harness/json.ts";
 import { openApiDocument, type Operation } from "../harness/openapi.ts";
 import type { Jwks, OAuthError, TokenResponse } from "../../subjects/identity.ts";
 import { loadOrCreateSigningKey } from "../../actors/identity/keys.ts";
-import { EMBEDDED_ISSUER } from "../../subjects/identity.ts";
+import { EMBEDDED_ISSUER, identityAppkeyVerify } from "../../subjects/identity.ts";
 import { Validator } from "@seriousme/openapi-schema-validator";
 
 const form = (fields: Record<string, string>) => ({
@@ -161,6 +161,31 @@ describe("edge", () => {
         else headers.appkey = "";
         const res = await fetch(`${derrick.url}/v1/system/whoami`, { headers: { ...headers, "slb-partition-id": "opendes" } });
         await expectProblem(res, 401);
+      }
+    });
+
+    it("appkey - a client's requests at once with one appkey share one check with the identity actor, its refusal included", async ({
+      derrick,
+      nc,
+    }) => {
+      const checks: string[] = [];
+      const spy = nc.subscribe(identityAppkeyVerify.subject, { callback: (_e, msg) => void checks.push(msg.string()) });
+      await nc.flush();
+      try {
+        // An appkey never checked before: a refusal is not remembered, so no earlier test can have answered it.
+        const appkey = `unknown-${Date.now()}`;
+        const headers = { authorization: `Bearer ${await derrick.token("alpha")}`, appkey, "slb-partition-id": "opendes" };
+        // The token verified once before (then remembered), so the requests reach the appkey check together.
+        expect((await derrick.call("/v1/system/whoami", { as: "alpha" })).status).toBe(200);
+        const answers = await Promise.all(Array.from({ length: 16 }, () => fetch(`${derrick.url}/v1/system/whoami`, { headers })));
+        for (const res of answers) await expectProblem(res, 401);
+        await nc.flush();
+        // One check for all when they arrive together; a busy machine may spread them over a few. Unshared: 16.
+        const sent = checks.filter((body) => body.includes(appkey)).length;
+        expect(sent).toBeGreaterThanOrEqual(1);
+        expect(sent).toBeLessThan(answers.length / 2);
+      } finally {
+        spy.unsubscribe();
       }
     });
 
