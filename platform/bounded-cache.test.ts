@@ -122,6 +122,52 @@ describe("bounded cache", () => {
     expect(evicted).toEqual(["a=3", "c=4"]);
   });
 
+  it("bounded cache - under random sets, gets, peeks, deletes and weighs it holds what a plain list model holds, in the same order", () => {
+    // The model: an array in use order, oldest first, trimmed from the front.
+    type Entry = { key: string; value: number; weight: number };
+    const model: Entry[] = [];
+    const max = 50;
+    const maxWeight = 400;
+    const cache = new BoundedCache<string, number>({ max, maxWeight });
+    const random = (() => {
+      let x = 2463534242;
+      return () => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), (x >>> 0) / 2 ** 32);
+    })();
+    const modelTrim = () => {
+      let total = model.reduce((sum, e) => sum + e.weight, 0);
+      while (model.length > 0 && (model.length > max || total > maxWeight)) total -= model.shift()!.weight;
+    };
+    for (let step = 0; step < 5_000; step++) {
+      const key = `k${Math.floor(random() * 120)}`;
+      const at = model.findIndex((e) => e.key === key);
+      const op = random();
+      if (op < 0.45) {
+        const entry = { key, value: step, weight: Math.floor(random() * 20) };
+        if (at >= 0) model.splice(at, 1);
+        model.push(entry);
+        modelTrim();
+        cache.set(key, entry.value, entry.weight);
+      } else if (op < 0.7) {
+        expect(cache.get(key)).toBe(at >= 0 ? model[at]!.value : undefined);
+        if (at >= 0) model.push(...model.splice(at, 1));
+      } else if (op < 0.8) {
+        expect(cache.peek(key)).toBe(at >= 0 ? model[at]!.value : undefined);
+      } else if (op < 0.9) {
+        expect(cache.delete(key)).toBe(at >= 0);
+        if (at >= 0) model.splice(at, 1);
+      } else if (at >= 0) {
+        const weight = Math.floor(random() * 40);
+        cache.weigh(key, model[at]!.value, weight);
+        model[at]!.weight = weight;
+        modelTrim();
+      }
+      expect(cache.snapshot()).toEqual(model.map((e) => [e.key, e.value]));
+      expect([...cache.values()]).toEqual(model.map((e) => e.value));
+      expect(cache.size).toBe(model.length);
+      expect(cache.totalWeight).toBe(model.reduce((sum, e) => sum + e.weight, 0));
+    }
+  });
+
   it("bounded cache - refuses a bound below one", () => {
     expect(() => new BoundedCache({ max: 0 })).toThrow(RangeError);
   });

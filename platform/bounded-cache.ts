@@ -20,11 +20,17 @@ export type BoundedCacheOptions<K = unknown, V = unknown> = {
   onEvict?: (key: K, value: V) => void;
 };
 
-type Slot<V> = { value: V; at: number; weight: number };
+/**
+ * An entry, linked in use order. Not the Map's own order: JSC finds a Map's first entry by walking past
+ * every entry deleted since it last rehashed, which a full cache with changing keys paid on each set.
+ */
+type Slot<K, V> = { key: K; value: V; at: number; weight: number; older: Slot<K, V> | undefined; newer: Slot<K, V> | undefined };
 
 export class BoundedCache<K, V> {
-  /** In use order: the first entry is the least recently used (or, read only with peek, the oldest set). */
-  private readonly entries = new Map<K, Slot<V>>();
+  private readonly entries = new Map<K, Slot<K, V>>();
+  /** The least recently used entry (or, read only with peek, the oldest set), and the most recent. */
+  private oldest: Slot<K, V> | undefined;
+  private newest: Slot<K, V> | undefined;
   private weight = 0;
   private readonly max: number;
   private readonly maxWeight: number;
@@ -51,17 +57,21 @@ export class BoundedCache<K, V> {
     return this.weight;
   }
 
-  /** Every key and value held (expired ones too), as a copy: the cache may be changed while it is walked. */
+  /** Every key and value held (expired ones too), oldest first, as a copy: the cache may be changed while it is walked. */
   snapshot(): Array<[K, V]> {
-    return [...this.entries].map(([key, slot]) => [key, slot.value]);
+    const out: Array<[K, V]> = [];
+    for (let slot = this.oldest; slot !== undefined; slot = slot.newer) out.push([slot.key, slot.value]);
+    return out;
   }
 
   /** The value, counted as a use (it goes last out). */
   get(key: K): V | undefined {
     const slot = this.live(key);
     if (slot === undefined) return undefined;
-    this.entries.delete(key);
-    this.entries.set(key, slot);
+    if (slot !== this.newest) {
+      this.unlink(slot);
+      this.append(slot);
+    }
     return slot.value;
   }
 
@@ -77,7 +87,9 @@ export class BoundedCache<K, V> {
   /** Sets the value as the most recently used (its life starts now), then drops what is over the bound. */
   set(key: K, value: V, weight = 0): this {
     this.remove(key);
-    this.entries.set(key, { value, at: this.ttlMs === undefined ? 0 : this.now(), weight });
+    const slot: Slot<K, V> = { key, value, at: this.ttlMs === undefined ? 0 : this.now(), weight, older: undefined, newer: undefined };
+    this.entries.set(key, slot);
+    this.append(slot);
     this.weight += weight;
     this.trim();
     return this;
@@ -106,38 +118,55 @@ export class BoundedCache<K, V> {
     return true;
   }
 
-  /** Every value held (expired ones not yet dropped included), not counted as uses. */
+  /** Every value held (expired ones not yet dropped included), oldest first, not counted as uses. Change the cache while walking snapshot(), not this. */
   *values(): IterableIterator<V> {
-    for (const slot of this.entries.values()) yield slot.value;
+    for (let slot = this.oldest; slot !== undefined; slot = slot.newer) yield slot.value;
   }
 
   clear(): void {
     this.entries.clear();
+    this.oldest = this.newest = undefined;
     this.weight = 0;
   }
 
-  private live(key: K): Slot<V> | undefined {
+  private live(key: K): Slot<K, V> | undefined {
     const slot = this.entries.get(key);
     if (slot === undefined || !this.expired(slot, this.ttlMs === undefined ? 0 : this.now())) return slot;
-    this.evict(key);
+    this.evict(slot);
     return undefined;
   }
 
-  private expired(slot: Slot<V>, now: number): boolean {
+  private expired(slot: Slot<K, V>, now: number): boolean {
     return this.ttlMs !== undefined && now - slot.at >= this.ttlMs;
+  }
+
+  private append(slot: Slot<K, V>): void {
+    slot.older = this.newest;
+    slot.newer = undefined;
+    if (this.newest === undefined) this.oldest = slot;
+    else this.newest.newer = slot;
+    this.newest = slot;
+  }
+
+  private unlink(slot: Slot<K, V>): void {
+    if (slot.older === undefined) this.oldest = slot.newer;
+    else slot.older.newer = slot.newer;
+    if (slot.newer === undefined) this.newest = slot.older;
+    else slot.newer.older = slot.older;
+    slot.older = slot.newer = undefined;
   }
 
   private remove(key: K): void {
     const slot = this.entries.get(key);
     if (slot === undefined) return;
     this.entries.delete(key);
+    this.unlink(slot);
     this.weight -= slot.weight;
   }
 
-  private evict(key: K): void {
-    const slot = this.entries.get(key);
-    this.remove(key);
-    if (slot !== undefined) this.onEvict?.(key, slot.value);
+  private evict(slot: Slot<K, V>): void {
+    this.remove(slot.key);
+    this.onEvict?.(slot.key, slot.value);
   }
 
   private over(): boolean {
@@ -148,14 +177,8 @@ export class BoundedCache<K, V> {
     if (!this.over()) return;
     if (this.ttlMs !== undefined) {
       const now = this.now();
-      for (const [key, slot] of this.entries) {
-        if (!this.expired(slot, now)) break;
-        this.evict(key);
-      }
+      while (this.oldest !== undefined && this.expired(this.oldest, now)) this.evict(this.oldest);
     }
-    for (const key of this.entries.keys()) {
-      if (!this.over()) return;
-      this.evict(key);
-    }
+    while (this.oldest !== undefined && this.over()) this.evict(this.oldest);
   }
 }

@@ -64,9 +64,10 @@ export class PathTable {
 
 export function prepareRecord(d: IndexedDoc, maxShapes: number, table: PathTable): { record: PreparedRecord; part: LookupPart } {
   let tokens = 0;
-  let body = "";
-  let fielded = "";
-  // Concatenated token by token: ~2× cheaper than joining each field's tokens and then the fields.
+  // Joined once, not concatenated token by token: the ropes concatenation builds are flattened later,
+  // at a cost above the join's (docs/search.md#work-across-threads-in-a-bulk-load).
+  const bodyTokens: string[] = [];
+  const fieldedTokens: string[] = [];
   for (const { path, tokens: words, searchable, numeric } of d.fieldText) {
     const n = words.length;
     if (n === 0) continue;
@@ -79,8 +80,8 @@ export function prepareRecord(d: IndexedDoc, maxShapes: number, table: PathTable
     }
     for (let i = 0; i < n; i++) {
       const token = words[i]!;
-      if (searchable) body = body === "" ? token : `${body} ${token}`;
-      if (!numeric) fielded = fielded === "" ? prefix + token : `${fielded} ${prefix}${token}`;
+      if (searchable) bodyTokens.push(token);
+      if (!numeric) fieldedTokens.push(prefix + token);
     }
   }
   // Filled by push, not preallocated: JSC's JSON.stringify of a holey array (new Array(n)) took ~5× longer.
@@ -111,7 +112,7 @@ export function prepareRecord(d: IndexedDoc, maxShapes: number, table: PathTable
       return { path, bbox, point: point ? [point[0], point[1]] : null, shape: point ? null : JSON.stringify(shape) };
     }),
   };
-  return { record, part: [body, fielded, paths, types, strs, nums] };
+  return { record, part: [bodyTokens.join(" "), fieldedTokens.join(" "), paths, types, strs, nums] };
 }
 
 /** The leaves of a part as objects (for the in-memory sort columns). */
