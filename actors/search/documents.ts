@@ -138,6 +138,29 @@ function analyzed(value: string): { tokens: string[]; date: number | undefined }
   return known;
 }
 
+/**
+ * Field paths as one string per path and thread: records repeat their paths, and a path made anew for each
+ * record is hashed anew by every Map it is looked up in (the analysis, the prefixes, the path table). Bounded:
+ * past PATHS_INTERNED paths (a stream of ever new keys) the rest are made per record, as before.
+ */
+const PATHS_INTERNED = 10_000;
+const ACL_PATHS = { viewers: "acl.viewers", owners: "acl.owners" } as const;
+const childPaths = new Map<string, Map<string, string>>();
+let pathsInterned = 0;
+
+function childPath(parent: string, key: string): string {
+  if (parent === "") return key;
+  let children = childPaths.get(parent);
+  let child = children?.get(key);
+  if (child !== undefined) return child;
+  child = `${parent}.${key}`;
+  if (pathsInterned >= PATHS_INTERNED) return child;
+  if (!children) childPaths.set(parent, (children = new Map()));
+  children.set(key, child);
+  pathsInterned++;
+  return child;
+}
+
 export function toIndexedDoc(partition: string, key: string, record: StoredRecord): IndexedDoc {
   const parts = kindParts(record.kind);
   const doc: Record<string, unknown> = { ...record, ...parts };
@@ -182,7 +205,7 @@ export function toIndexedDoc(partition: string, key: string, record: StoredRecor
           collectShape(value, shape);
           return;
         }
-        for (const [k, v] of Object.entries(value as Record<string, unknown>)) walk(v, path ? `${path}.${k}` : k, searchable, geoAllowed);
+        for (const [k, v] of Object.entries(value as Record<string, unknown>)) walk(v, childPath(path, k), searchable, geoAllowed);
         return;
       }
     }
@@ -195,7 +218,7 @@ export function toIndexedDoc(partition: string, key: string, record: StoredRecor
   // ACL entries are keyword values (`acl.viewers:"data.x.viewers@…"`), never text or dates.
   for (const role of ["viewers", "owners"] as const) {
     for (const group of (record.acl?.[role] ?? []).map(String))
-      leaves.push({ path: `acl.${role}`, t: LeafType.string, str: group.length <= KEYWORD_MAX ? group : null, num: null });
+      leaves.push({ path: ACL_PATHS[role], t: LeafType.string, str: group.length <= KEYWORD_MAX ? group : null, num: null });
   }
   const out: IndexedDoc["shapes"] = [];
   for (const [path, shape] of shapes) {

@@ -52,6 +52,24 @@ function heldOnReopen(file: string) {
 }
 
 describe("search engine pieces", () => {
+  it("engine - nested field paths are the same strings past the interning bound: 12,000 distinct keys, each leaf under its own path", () => {
+    // Interned paths are shared per thread: past the bound (10,000) new ones are made per record.
+    const keys = Array.from({ length: 12_000 }, (_, i) => `Key${i}`);
+    const first = toIndexedDoc(
+      "opendes",
+      "k1",
+      record(1, { Nested: Object.fromEntries(keys.map((k, i) => [k, i])), Other: { Key0: "x" } }),
+    );
+    const again = toIndexedDoc("opendes", "k2", record(2, { Nested: Object.fromEntries(keys.map((k, i) => [k, i + 1])) }));
+    for (const doc of [first, again]) {
+      const numbers = doc.leaves.filter((l) => l.path.startsWith("data.Nested."));
+      expect(numbers.map((l) => l.path)).toEqual(keys.map((k) => `data.Nested.${k}`));
+    }
+    expect(again.leaves.find((l) => l.path === "data.Nested.Key11999")?.num).toBe(12_000);
+    expect(first.leaves.find((l) => l.str === "x")?.path).toBe("data.Other.Key0");
+    expect(first.leaves.filter((l) => l.path.startsWith("acl.")).map((l) => l.path)).toEqual(["acl.viewers", "acl.owners"]);
+  });
+
   it("engine - totalCount stops at 10000 unless trackTotalCount asks for the exact count", () => {
     const backend = new SqliteBackend({ file: ":memory:" });
     const changes = upserts(0, 10_050);
