@@ -227,6 +227,56 @@ describe("search engine pieces", () => {
     remove();
   });
 
+  it("engine - a bulk load into an empty replica leaves the record key indexes out and builds them at its end; updates and deletes within the load find their rows", async () => {
+    const { file, remove } = tempIndex("derrick-engine-loading-keys");
+    const recordIndexes = (db: Database) =>
+      db
+        .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('records_key', 'records_id')")
+        .all()
+        .map((r) => r.name)
+        .sort();
+    const backend = await following({ file }, true);
+    // Keys as the stream has them (SHA-1 of the id), two sharing their first 52 bits.
+    const key = (i: number) => recordKey(`opendes:test:${i}`);
+    const twin = `${key(1).slice(0, 13)}${"f".repeat(27)}`;
+    const doc = (k: string, i: number, data: Record<string, unknown>) => toIndexedDoc("opendes", k, record(i, data));
+    backend.apply(
+      [
+        ...Array.from({ length: 50 }, (_, i) => ({ op: "upsert" as const, doc: doc(key(i), i, { N: i }) })),
+        { op: "upsert", doc: doc(twin, 1000, { N: 1000 }) },
+        { op: "upsert", doc: doc(key(1), 1, { N: 101 }) }, // an update of a record written earlier in the load
+        { op: "delete", partition: "opendes", key: key(2) },
+        { op: "delete", partition: "opendes", key: key(999) }, // never written
+      ],
+      53,
+    );
+    backend.apply(
+      [
+        { op: "upsert", doc: doc(key(2), 2, { N: 102 }) },
+        { op: "delete", partition: "opendes", key: twin },
+      ],
+      55,
+    );
+    const live = new Database(file, { readonly: true });
+    expect(recordIndexes(live)).toEqual([]);
+    live.close();
+    await backend.bulkLoad(false);
+    const done = new Database(file, { readonly: true });
+    expect(recordIndexes(done)).toEqual(["records_id", "records_key"]);
+    done.close();
+    expect(backend.recordCount()).toBe(50);
+    const numbers = backend
+      .search(request({ query: parseQuery("data.N:[100 TO 199]"), trackTotalCount: true }))
+      .hits.map((h) => (h.doc.data as { N: number }).N)
+      .sort();
+    expect(numbers).toEqual([101, 102]);
+    // Out of the bulk load the unique index itself refuses a second row for a key.
+    backend.apply([{ op: "upsert", doc: doc(key(3), 3, { N: 103 }) }], 56);
+    expect(backend.recordCount()).toBe(50);
+    backend.close();
+    remove();
+  });
+
   it("engine - when the index builder worker cannot run, the indexes are built on this thread and a warning says so", async () => {
     const { file, remove } = tempIndex("derrick-engine-indexing-fallback");
     const warnings: string[] = [];

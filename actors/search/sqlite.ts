@@ -11,6 +11,7 @@ import { LeafType, tokenize } from "./documents.ts";
 import { matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.ts";
 import { compileGlob } from "./glob.ts";
 import { bm25, idf, PointIndex, RowFacts } from "./rows.ts";
+import { LoadingKeys } from "./loading-keys.ts";
 import { fieldPrefix, leavesOf, PathTable, prepareRecord, SHAPE_SLOTS, type PreparedParts, type PreparedRecord } from "./prepared.ts";
 import {
   DATES,
@@ -64,6 +65,9 @@ const spatialTooCostly = () =>
       message: `the spatial filter needs more than ${SPATIAL_WORK_MAX} vertex comparisons with the records it may match: use a polygon with fewer points, a smaller area, or narrow the kind`,
     },
   ]);
+/** The records' indexes whose inserts land at random: left out of a bulk load into an empty replica, built at its end (loading-keys.ts). */
+const RECORD_KEY_INDEXES = `CREATE UNIQUE INDEX IF NOT EXISTS records_key ON records(partition, key);
+CREATE INDEX IF NOT EXISTS records_id ON records(partition, id);`;
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS records(
@@ -78,8 +82,7 @@ CREATE TABLE IF NOT EXISTS records(
   tokens INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS docs(rid INTEGER PRIMARY KEY, doc TEXT NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS records_key ON records(partition, key);
-CREATE INDEX IF NOT EXISTS records_id ON records(partition, id);
+${RECORD_KEY_INDEXES}
 CREATE INDEX IF NOT EXISTS records_kind ON records(partition, kind);
 CREATE TABLE IF NOT EXISTS acl(rid INTEGER NOT NULL, grp TEXT NOT NULL, owner INTEGER NOT NULL, PRIMARY KEY(rid, grp)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS paths(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
@@ -150,6 +153,8 @@ export class SqliteBackend implements SearchBackend {
   private changes = 0;
   /** The lookup writer worker of a bulk load (index-builder.ts), while one runs. */
   private worker: LookupWorker | undefined;
+  /** The records' rows by key in a bulk load into an empty replica, while RECORD_KEY_INDEXES are left out. */
+  private loadingKeys: LoadingKeys | undefined;
 
   constructor(readonly options: SqliteOptions) {
     if (options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
@@ -185,6 +190,9 @@ export class SqliteBackend implements SearchBackend {
     this.stmts = {
       ridOf: this.db.query<{ rid: number; shapes: number }, [string, string]>(
         "SELECT rid, shapes FROM records WHERE partition = ? AND key = ?",
+      ),
+      keyOfRid: this.db.query<{ partition: string; key: string; shapes: number }, [number]>(
+        "SELECT partition, key, shapes FROM records WHERE rid = ?",
       ),
       // run()'s lastInsertRowid, not RETURNING: the returned row cost ~15% of a bulk build's writes.
       insertRecord: this.db.query<unknown, [string, string, string, string, string, number, string, number]>(
@@ -303,6 +311,7 @@ export class SqliteBackend implements SearchBackend {
     })();
     this.changes++;
     this.diverged = false;
+    if (this.loadingKeys) this.loadingKeys = new LoadingKeys();
     this.pathIds.clear();
     this.facts.clear();
     this.sortColumns.clear();
@@ -328,6 +337,10 @@ export class SqliteBackend implements SearchBackend {
       this.db.exec(
         `PRAGMA main.synchronous = OFF; PRAGMA ${LOOKUP}.synchronous = OFF; ${dropValueIndexes(`${LOOKUP}.`)} ${bulkTextOff(`${LOOKUP}.`)}`,
       );
+      if (this.db.query("SELECT 1 FROM records LIMIT 1").get() === null) {
+        this.db.exec("DROP INDEX IF EXISTS records_key; DROP INDEX IF EXISTS records_id;");
+        this.loadingKeys = new LoadingKeys();
+      }
       this.sortColumns.clear();
       this.termColumns.clear();
       this.bulk = true;
@@ -338,6 +351,8 @@ export class SqliteBackend implements SearchBackend {
     this.building = true;
     try {
       const lookupBuilt = this.finishLookup();
+      // Built on this thread while the worker builds the lookup file's indexes.
+      this.restoreRecordKeyIndexes();
       // The documents file is complete: it is made durable while the worker builds the lookup file's
       // indexes. (Its marker cleared first is safe: the pair is sound only with both cleared.)
       this.db.exec("PRAGMA main.synchronous = FULL; PRAGMA main.wal_checkpoint(FULL);");
@@ -380,6 +395,18 @@ export class SqliteBackend implements SearchBackend {
     const worker = this.worker;
     this.worker = undefined;
     if (worker) await worker.stop();
+  }
+
+  /** The record indexes a bulk load into an empty replica left out, built now (a failure makes the index a rebuild). */
+  private restoreRecordKeyIndexes(): void {
+    if (!this.loadingKeys) return;
+    this.loadingKeys = undefined;
+    try {
+      this.db.exec(RECORD_KEY_INDEXES);
+    } catch (error) {
+      this.diverged = true;
+      throw error;
+    }
   }
 
   /** The end of a bulk load: the worker writes what it was given, then builds the indexes; without one, this thread builds them. */
@@ -468,6 +495,8 @@ export class SqliteBackend implements SearchBackend {
       })();
     } catch (error) {
       this.loadFacts(); // rolled back: the in-memory facts follow the file again
+      // The keys held may name rows rolled back: the key index takes over from here.
+      this.restoreRecordKeyIndexes();
       throw error;
     } finally {
       this.changes++;
@@ -486,9 +515,23 @@ export class SqliteBackend implements SearchBackend {
     this.points.remove(rid);
   }
 
+  /** The row of (partition, key), if the index holds that record. */
+  private existing(partition: string, key: string): { rid: number; shapes: number } | undefined {
+    const keys = this.loadingKeys;
+    if (!keys) return this.stmts.ridOf.get(partition, key) ?? undefined;
+    let shapes = 0;
+    const rid = keys.find(partition, key, (candidate) => {
+      const row = this.stmts.keyOfRid.get(candidate);
+      shapes = row?.shapes ?? 0;
+      return row?.partition === partition && row.key === key;
+    });
+    return rid === undefined ? undefined : { rid, shapes };
+  }
+
   private remove(partition: string, key: string): void {
-    const existing = this.stmts.ridOf.get(partition, key);
+    const existing = this.existing(partition, key);
     if (!existing) return;
+    this.loadingKeys?.remove(partition, key, existing.rid);
     this.clear(existing.rid, existing.shapes);
     this.stmts.deleteRecord.run(existing.rid);
     this.stmts.deleteDoc.run(existing.rid);
@@ -498,7 +541,7 @@ export class SqliteBackend implements SearchBackend {
   }
 
   private upsert(p: PreparedRecord, part: number): void {
-    const existing = this.stmts.ridOf.get(p.partition, p.key);
+    const existing = this.existing(p.partition, p.key);
     const shapes = p.shapes.length;
     let rid: number;
     if (existing) {
@@ -507,6 +550,7 @@ export class SqliteBackend implements SearchBackend {
       this.stmts.updateRecord.run(p.id, p.kind, p.authority, shapes, p.acl, p.tokens, rid);
     } else {
       rid = Number(this.stmts.insertRecord.run(p.partition, p.key, p.id, p.kind, p.authority, shapes, p.acl, p.tokens).lastInsertRowid);
+      this.loadingKeys?.add(p.partition, p.key, rid);
     }
     this.facts.set(rid, p.partition, p.kind, p.authority, p.acl, p.tokens);
     if (this.sortColumns.held().length > 0 || this.termColumns.held().length > 0) {
