@@ -351,6 +351,8 @@ export class SqliteBackend implements SearchBackend {
     this.building = true;
     try {
       const lookupBuilt = this.finishLookup();
+      // Heard even if the line below throws first (Bun exits on an unheard rejection); awaited below otherwise.
+      lookupBuilt.catch(() => undefined);
       // Built on this thread while the worker builds the lookup file's indexes.
       this.restoreRecordKeyIndexes();
       // The documents file is complete: it is made durable while the worker builds the lookup file's
