@@ -281,6 +281,9 @@ export class BucketView {
     this.syncedAt = Math.max(this.syncedAt, sentAt);
     if (mark.generation !== this.generation) return;
     if (mark.session && this.notes && mark.related === this.related) {
+      // Vouching again after a lapse of the session (a reconnect): writes acknowledged meanwhile were never heard, so
+      // the count moves on, and work begun before the lapse no longer passes for current (reporting's shared misses).
+      if (this.vouchedSession !== mark.session) this.related++;
       this.vouchedSession = mark.session;
       this.vouchedAt = Math.max(this.vouchedAt, mark.at);
     }
