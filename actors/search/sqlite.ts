@@ -68,6 +68,7 @@ const spatialTooCostly = () =>
 /** The records' indexes whose inserts land at random: left out of a bulk load into an empty replica, built at its end (loading-keys.ts). */
 const RECORD_KEY_INDEXES = `CREATE UNIQUE INDEX IF NOT EXISTS records_key ON records(partition, key);
 CREATE INDEX IF NOT EXISTS records_id ON records(partition, id);`;
+const DROP_RECORD_KEY_INDEXES = "DROP INDEX IF EXISTS records_key; DROP INDEX IF EXISTS records_id;";
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS records(
@@ -338,7 +339,7 @@ export class SqliteBackend implements SearchBackend {
         `PRAGMA main.synchronous = OFF; PRAGMA ${LOOKUP}.synchronous = OFF; ${dropValueIndexes(`${LOOKUP}.`)} ${bulkTextOff(`${LOOKUP}.`)}`,
       );
       if (this.db.query("SELECT 1 FROM records LIMIT 1").get() === null) {
-        this.db.exec("DROP INDEX IF EXISTS records_key; DROP INDEX IF EXISTS records_id;");
+        this.db.exec(DROP_RECORD_KEY_INDEXES);
         this.loadingKeys = new LoadingKeys();
       }
       this.sortColumns.clear();
