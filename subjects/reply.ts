@@ -23,5 +23,10 @@ export class EncodedJson<T = unknown> {
      * the compressed form kept beside them (docs/edge.md#compressed-replies).
      */
     readonly held = false,
+    /**
+     * Another reply for the same resource may go compressed (its bytes are held elsewhere, or will be): this one says
+     * so with `Vary: Accept-Encoding` though it goes as it is, so that a shared cache keys every reply alike.
+     */
+    readonly varies = held,
   ) {}
 }

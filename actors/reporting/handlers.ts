@@ -290,7 +290,7 @@ async function answer(
   const cached = await deps.store.cached(aggregation.key);
   if (cached.value !== undefined) {
     deps.cacheReads?.("hit");
-    return reply(held(cached.value, aggregation.echo), 200, { [CACHE_HEADER]: "hit" });
+    return reply(answered(cached.value, cached.held === true, aggregation.echo), 200, { [CACHE_HEADER]: "hit" });
   }
   deps.cacheReads?.("miss");
   const same = `${aggregation.key} ${JSON.stringify(aggregation.echo ?? {})}`;
@@ -306,7 +306,7 @@ async function answer(
     return { bytes };
   });
   if ("task" in outcome) return reply(outcome.task, 202, { Location: taskLocation(outcome.task.taskId), [CACHE_HEADER]: "miss" });
-  return reply(held(outcome.bytes, aggregation.echo), 200, { [CACHE_HEADER]: "miss" });
+  return reply(answered(outcome.bytes, false, aggregation.echo), 200, { [CACHE_HEADER]: "miss" });
 }
 
 /** What a miss comes to: the result's bytes, or a task accepted for it. */
@@ -337,9 +337,12 @@ function shared(store: AssessmentStore, same: string, run: () => Promise<Outcome
   return mine.outcome;
 }
 
-/** A cached result as answered: the held bytes themselves unless fields are put in front (then new bytes per read). */
-const held = (bytes: Uint8Array, echo: Record<string, string> | undefined) =>
-  new EncodedJson<AggregationResult>(withFields(bytes, echo), echo === undefined);
+/**
+ * A result as answered: its bytes themselves unless fields are put in front (then new bytes per read, never compressed).
+ * `held`: the result memory keeps these bytes, so a compressed form kept beside them serves later hits.
+ */
+const answered = (bytes: Uint8Array, held: boolean, echo: Record<string, string> | undefined) =>
+  echo === undefined ? new EncodedJson<AggregationResult>(bytes, held, true) : new EncodedJson<AggregationResult>(withFields(bytes, echo));
 
 /** Runs an accepted task's aggregation again from its stored request: the bytes a 200 would answer (cached for later reads too). */
 export async function runAggregationTask(task: TaskRecord, deps: ReportingDeps): Promise<Uint8Array> {

@@ -3,6 +3,8 @@ import { ResultTable, type CachedRead } from "./result-memory.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const found = (text: string, revision: number): CachedRead => ({ value: bytes(text), revision });
+/** The same read as the memory answers it once it keeps it. */
+const kept = (text: string, revision: number): CachedRead => ({ ...found(text, revision), held: true });
 
 /** A read whose answer the test gives later, so changes can be delivered while it runs. */
 function pending() {
@@ -14,12 +16,12 @@ function pending() {
 describe("ResultTable", () => {
   it("holds a live value read, and answers it until a newer change of its key", async () => {
     const table = new ResultTable();
-    expect(await table.load("r2.p.prospect.a", async () => found('{"a":1}', 5))).toEqual(found('{"a":1}', 5));
-    expect(table.get("r2.p.prospect.a")).toEqual(found('{"a":1}', 5));
+    expect(await table.load("r2.p.prospect.a", async () => found('{"a":1}', 5))).toEqual(kept('{"a":1}', 5));
+    expect(table.get("r2.p.prospect.a")).toEqual(kept('{"a":1}', 5));
     // The watch delivering the very put that was read (or an older one) changes nothing.
     table.changed("r2.p.prospect.a", 5);
     table.changed("r2.p.prospect.a", 3);
-    expect(table.get("r2.p.prospect.a")).toEqual(found('{"a":1}', 5));
+    expect(table.get("r2.p.prospect.a")).toEqual(kept('{"a":1}', 5));
     table.changed("r2.p.prospect.a", 6);
     expect(table.get("r2.p.prospect.a")).toBeUndefined();
   });
@@ -49,7 +51,7 @@ describe("ResultTable", () => {
     table.changed("other", 12);
     read.answer(found("current", 8));
     await loading;
-    expect(table.get("k")).toEqual(found("current", 8));
+    expect(table.get("k")).toEqual(kept("current", 8));
   });
 
   it("holds nothing read across a reset (the bucket made again)", async () => {
@@ -70,7 +72,7 @@ describe("ResultTable", () => {
     await table.load("b", async () => found("b", 8));
     table.firstRevision(5);
     expect(table.get("a")).toBeUndefined();
-    expect(table.get("b")).toEqual(found("b", 8));
+    expect(table.get("b")).toEqual(kept("b", 8));
     // A lower first revision (an older look answered late) changes nothing.
     table.firstRevision(2);
     expect(await table.load("c", async () => found("c", 4))).toEqual(found("c", 4));
@@ -86,7 +88,7 @@ describe("ResultTable", () => {
     table.firstRevision(1, "stream-2");
     expect(table.get("a")).toBeUndefined();
     await table.load("b", async () => found("b", 3));
-    expect(table.get("b")).toEqual(found("b", 3));
+    expect(table.get("b")).toEqual(kept("b", 3));
   });
 
   it("keeps within its bounds, the least recently read going first", async () => {
@@ -105,13 +107,16 @@ describe("ResultTable", () => {
     expect(table.size).toBe(1);
     expect(table.bytes).toBe(8);
     expect(table.get("d")).toBeDefined();
+    // A result over the byte bound on its own is answered, not held: its bytes are not answered again.
+    expect(await table.load("e", async () => found("eeeeeeeeeee", 5))).toEqual({ ...found("eeeeeeeeeee", 5), held: false });
+    expect(table.get("e")).toBeUndefined();
   });
 
   it("forgets a failed read", async () => {
     const table = new ResultTable();
     await expect(table.load("k", () => Promise.reject(new Error("kv down")))).rejects.toThrow("kv down");
     expect(table.get("k")).toBeUndefined();
-    expect(await table.load("k", async () => found("v", 2))).toEqual(found("v", 2));
-    expect(table.get("k")).toEqual(found("v", 2));
+    expect(await table.load("k", async () => found("v", 2))).toEqual(kept("v", 2));
+    expect(table.get("k")).toEqual(kept("v", 2));
   });
 });

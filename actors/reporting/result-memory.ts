@@ -11,8 +11,11 @@ import type { Logger } from "../../platform/logger.ts";
 import { encodeJson } from "../runtime/kv.ts";
 import { BucketView } from "../runtime/bucket-view.ts";
 
-/** A result key's value as read from KV: its JSON bytes (absent: no live value) and the key's revision. */
-export type CachedRead = { value: Uint8Array | undefined; revision: number };
+/**
+ * A result key's value as read from KV: its JSON bytes (absent: no live value) and the key's revision; `held` when the
+ * memory keeps these very bytes (a later hit answers them again).
+ */
+export type CachedRead = { value: Uint8Array | undefined; revision: number; held?: boolean };
 
 export type ResultMemoryLimits = {
   /** Most results held. */
@@ -49,7 +52,7 @@ export class ResultTable {
   /** The held result (counted as a use). */
   get(key: string): CachedRead | undefined {
     const held = this.held.get(key);
-    return held && { value: held.bytes, revision: held.revision };
+    return held && { value: held.bytes, revision: held.revision, held: true };
   }
 
   get size(): number {
@@ -97,9 +100,10 @@ export class ResultTable {
     loads.add(load);
     try {
       const found = await read();
-      if (found.value !== undefined && found.revision >= load.seen && found.revision >= this.first)
-        this.held.set(key, { key, bytes: found.value, revision: found.revision }, found.value.length);
-      return found;
+      if (found.value === undefined || found.revision < load.seen || found.revision < this.first) return found;
+      this.held.set(key, { key, bytes: found.value, revision: found.revision }, found.value.length);
+      // Over the byte bound on its own, a result is dropped as soon as it is set.
+      return { ...found, held: this.held.peek(key)?.bytes === found.value };
     } finally {
       loads.delete(load);
       if (loads.size === 0 && this.loads.get(key) === loads) this.loads.delete(key);

@@ -126,7 +126,7 @@ export interface AssessmentStore {
   /** Deletes every result listed under these inputs (writes do it themselves; this is for repairs). */
   invalidate(inputKeys: readonly string[]): Promise<void>;
   /** The stored result's JSON bytes as they are (replied unparsed), and the key's revision: a miss passes it to remember(). */
-  cached(key: string): Promise<{ value: Uint8Array | undefined; revision: number }>;
+  cached(key: string): Promise<CachedRead>;
   /**
    * How many entity writes this process has heard, when it can vouch that every write acknowledged so far is among them
    * (a result memory hearing the entities' republished writes); undefined otherwise. Unchanged between two moments: no

@@ -1,5 +1,5 @@
 /**
- * Held replies (EncodedJson marked `held`: a cache's bytes, answered again) go gzip-compressed to callers that take it,
+ * Held replies (EncodedJson marked `held`: bytes a cache keeps, answered again) go gzip-compressed to callers that take it,
  * compressed once per held value and kept beside it for as long as it lives (a WeakMap on its bytes): a read then costs
  * no compression and carries about a third of the bytes through NATS and HTTP (docs/edge.md#compressed-replies).
  */
@@ -18,15 +18,26 @@ export function codedBody(
   acceptEncoding: "gzip" | undefined,
 ): { bytes: Uint8Array; headers: Record<string, string> | undefined } {
   // An ETag names one representation (RFC 9110 §8.8.3): a tagged reply keeps the one it names.
-  if (!body.held || body.bytes.length < MIN_COMPRESSED_BYTES || (headers && hasHeader(headers, "etag"))) {
+  if (!body.varies || body.bytes.length < MIN_COMPRESSED_BYTES || (headers && headerNamed(headers, "etag") !== undefined)) {
     return { bytes: body.bytes, headers };
   }
   // Either form may be answered for this resource, so a shared cache must key on the request's Accept-Encoding.
-  const vary = { ...headers, Vary: "Accept-Encoding" };
-  if (acceptEncoding !== "gzip") return { bytes: body.bytes, headers: vary };
+  const vary = withVary(headers);
+  // Bytes no cache keeps are compressed for nobody: gzip costs more than the bytes it saves on one answer.
+  if (acceptEncoding !== "gzip" || !body.held) return { bytes: body.bytes, headers: vary };
   let packed = compressed.get(body.bytes);
   if (!packed) compressed.set(body.bytes, (packed = gzipSync(body.bytes)));
   return { bytes: packed, headers: { ...vary, "Content-Encoding": "gzip" } };
 }
 
-const hasHeader = (headers: Record<string, string>, lower: string) => Object.keys(headers).some((name) => name.toLowerCase() === lower);
+/** The name `headers` gives the header `lower` (HTTP names are case-insensitive), if any. */
+const headerNamed = (headers: Record<string, string>, lower: string) => Object.keys(headers).find((name) => name.toLowerCase() === lower);
+
+/** `headers` with Accept-Encoding added to the Vary a handler may have set already (RFC 9110 §12.5.5: a list). */
+function withVary(headers: Record<string, string> | undefined): Record<string, string> {
+  const name = headers && headerNamed(headers, "vary");
+  if (!headers || !name) return { ...headers, Vary: "Accept-Encoding" };
+  const listed = headers[name]!.split(",").map((field) => field.trim().toLowerCase());
+  if (listed.includes("accept-encoding") || listed.includes("*")) return headers;
+  return { ...headers, [name]: `${headers[name]}, Accept-Encoding` };
+}

@@ -130,21 +130,20 @@ export function query(input: SearchQueryMessage, ctx: RequestContext, deps: Sear
     plan.returnedFields.length === 0 && plan.highlightedFields.length === 0 && found.hits.every((hit) => hit.json !== undefined);
   // Only a reply kept is ever answered from the cache: deciding here, on the parsed query, is enough.
   const keep = key !== undefined && !readsClock(ast);
-  const answer = new EncodedJson<QueryResponse>(
-    encoder.encode(
-      wholeDocuments
-        ? `{"results":[${found.hits.map((hit) => hit.json).join(",")}],"aggregations":${JSON.stringify(found.aggregations)},"phraseSuggestions":[],"totalCount":${found.total}}`
-        : JSON.stringify({
-            results: results(found.hits, plan, ast),
-            aggregations: found.aggregations,
-            phraseSuggestions: [],
-            totalCount: found.total,
-          }),
-    ),
-    keep,
+  const bytes = encoder.encode(
+    wholeDocuments
+      ? `{"results":[${found.hits.map((hit) => hit.json).join(",")}],"aggregations":${JSON.stringify(found.aggregations)},"phraseSuggestions":[],"totalCount":${found.total}}`
+      : JSON.stringify({
+          results: results(found.hits, plan, ast),
+          aggregations: found.aggregations,
+          phraseSuggestions: [],
+          totalCount: found.total,
+        }),
   );
-  if (keep) deps.replies!.set(key, answer);
-  return answer;
+  if (!keep) return new EncodedJson(bytes);
+  const answer = new EncodedJson<QueryResponse>(bytes, true);
+  // Refused (too large, or the index changed meanwhile): the same query may still be kept, and compressed, another time.
+  return deps.replies!.set(key, answer) ? answer : new EncodedJson(bytes, false, true);
 }
 
 export async function cursorQuery(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): Promise<CursorQueryResponse> {

@@ -71,6 +71,21 @@ describe("search - replies of repeated queries", () => {
     backend.close();
   });
 
+  it("query - a reply is marked held only when the cache kept it; one refused still varies, one never kept does not", async () => {
+    const { backend, deps, put } = cachedSearch();
+    put(1, { Name: "volve snow", Spud: "2020-01-01" });
+    const kept = query({ body: { kind: "*:*:*:*", query: "volve" } }, searchCaller(), deps);
+    expect([kept.held, kept.varies]).toEqual([true, true]);
+    // Refused while the version is unknown (a bulk load): compressing it would cost a gzip for one answer.
+    await backend.bulkLoad(true);
+    const refused = query({ body: { kind: "*:*:*:*", query: "snow" } }, searchCaller(), deps);
+    expect([refused.held, refused.varies]).toEqual([false, true]);
+    await backend.bulkLoad(false);
+    const clocked = query({ body: { kind: "*:*:*:*", query: "data.Spud:<now" } }, searchCaller(), deps);
+    expect([clocked.held, clocked.varies]).toEqual([false, false]);
+    backend.close();
+  });
+
   it("query - nothing is kept during a bulk load, whose worker writes behind the version", async () => {
     const backend = new SqliteBackend({ file: ":memory:" });
     expect(backend.resultsVersion()).toBe(0);
@@ -96,8 +111,8 @@ describe("search - replies of repeated queries", () => {
   it("ReplyCache - a reply over an eighth of the byte bound is not kept", () => {
     const cache = new ReplyCache<unknown>(() => 1);
     expect(cache.get("k")).toBeUndefined();
-    cache.set("big", { bytes: new Uint8Array(REPLY_CACHE_BYTES / 8 + 1) } as EncodedJson);
-    cache.set("small", { bytes: new Uint8Array(10) } as EncodedJson);
+    expect(cache.set("big", { bytes: new Uint8Array(REPLY_CACHE_BYTES / 8 + 1) } as EncodedJson)).toBe(false);
+    expect(cache.set("small", { bytes: new Uint8Array(10) } as EncodedJson)).toBe(true);
     expect(cache.get("big")).toBeUndefined();
     expect(cache.get("small")?.bytes.byteLength).toBe(10);
   });

@@ -61,9 +61,11 @@ export class ReplyCache<T> {
   }
 
   /** Keeps a reply computed at the version the last `get` saw (search is synchronous: nothing applied in between). */
-  set(key: string, reply: EncodedJson<T>): void {
+  /** Whether it was kept: a reply refused is answered once, not again. */
+  set(key: string, reply: EncodedJson<T>): boolean {
     const weight = reply.bytes.byteLength + key.length * 2;
-    if (this.version === undefined || this.versionOf() !== this.version || weight > REPLY_CACHE_BYTES / 8) return;
+    if (this.version === undefined || this.versionOf() !== this.version || weight > REPLY_CACHE_BYTES / 8) return false;
     this.replies.set(key, reply, weight);
+    return true;
   }
 }

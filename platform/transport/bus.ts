@@ -34,7 +34,8 @@ export type BusReply<T> = {
    * (RequestMeta.acceptEncoding) and the reply headers say `Content-Encoding: gzip`.
    */
   raw: Uint8Array;
-  headers: Record<string, string>;
+  /** The HTTP headers the actor set, shared between replies alike (frozen): copy before changing. */
+  headers: Readonly<Record<string, string>>;
 };
 
 export type BusOptions = {
@@ -285,7 +286,7 @@ function joinedReply(first: Msg, data: Uint8Array): Msg {
   } as unknown as Msg;
 }
 
-function lazyReply<T>(status: number, raw: Uint8Array, headers: Record<string, string>): BusReply<T> {
+function lazyReply<T>(status: number, raw: Uint8Array, headers: Readonly<Record<string, string>>): BusReply<T> {
   let parsed: { value: T } | undefined;
   return {
     status,
@@ -293,12 +294,18 @@ function lazyReply<T>(status: number, raw: Uint8Array, headers: Record<string, s
     headers,
     get body() {
       if (!parsed) {
-        const json = headers["Content-Encoding"] === "gzip" ? gunzipSync(raw) : raw;
+        const json = isGzip(headers) ? gunzipSync(raw) : raw;
         parsed = { value: (json.length ? JSON.parse(decoder.decode(json)) : undefined) as T };
       }
       return parsed.value;
     },
   };
+}
+
+/** Whether the reply's bytes are gzip: HTTP header names and this coding's name are case-insensitive (RFC 9110 §8.4.1). */
+function isGzip(headers: Readonly<Record<string, string>>): boolean {
+  for (const name in headers) if (name.toLowerCase() === "content-encoding") return headers[name]!.trim().toLowerCase() === "gzip";
+  return false;
 }
 
 /**

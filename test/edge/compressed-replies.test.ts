@@ -111,4 +111,21 @@ describe("compressed replies (pure)", () => {
     const small = new EncodedJson(big.subarray(0, MIN_COMPRESSED_BYTES - 1), true);
     expect(codedBody(small, undefined, "gzip").bytes).toBe(small.bytes);
   });
+
+  it("runtime - bytes no cache keeps go plain even to gzip, saying Vary as their held siblings do", () => {
+    // A search reply the reply cache refused, a reporting hit read from KV: compressing them would cost a gzip per request.
+    const passing = new EncodedJson(big, false, true);
+    expect(codedBody(passing, { "x-derrick-cache": "miss" }, "gzip")).toEqual({
+      bytes: big,
+      headers: { "x-derrick-cache": "miss", Vary: "Accept-Encoding" },
+    });
+    expect(codedBody(passing, undefined, undefined)).toEqual({ bytes: big, headers: { Vary: "Accept-Encoding" } });
+  });
+
+  it("runtime - Accept-Encoding joins the Vary a handler set, in whatever case it named it, once", () => {
+    const held = new EncodedJson(big, true);
+    expect(codedBody(held, { vary: "Origin" }, "gzip").headers).toEqual({ vary: "Origin, Accept-Encoding", "Content-Encoding": "gzip" });
+    expect(codedBody(held, { Vary: "origin, accept-encoding" }, undefined).headers).toEqual({ Vary: "origin, accept-encoding" });
+    expect(codedBody(held, { Vary: "*" }, undefined).headers).toEqual({ Vary: "*" });
+  });
 });
