@@ -226,5 +226,39 @@ describe("BucketView", () => {
         await reader.view.stop();
       }
     });
+
+    it("the related writes heard count moves on across a reconnect: work begun before it never passes for current after it", async ({
+      connection,
+    }) => {
+      // Reporting's shared misses: a miss joins a computation under way only while this count is unchanged. A related write
+      // acknowledged while the connection was down is never heard, so the reconnect itself must move the count.
+      const bucket = `view_related_reconnect_${Date.now()}`;
+      const related = `test.related.${bucket}`;
+      const nc = await connection("reader");
+      const kv = await republishing(nc, bucket);
+      const view = new BucketView(kv, { what: "test", nc, looksAfterWritesTo: related, apply: () => {}, reset: () => {} }, log);
+      await view.start();
+      try {
+        await view.fresh();
+        const before = view.relatedWritesHeard();
+        expect(before).toBeDefined();
+        // No related write at all: only the reconnect can move the count.
+        const reconnected = (async () => {
+          for await (const status of nc.status()) if (status.type === "reconnect") return;
+        })();
+        nc.reconnect();
+        await reconnected;
+        expect(view.relatedWritesHeard()).toBeUndefined();
+        await view.fresh();
+        const after = view.relatedWritesHeard();
+        expect(after).toBeDefined();
+        expect(after).not.toBe(before);
+        // Vouching on under the same session, the count stays put until a related write is heard.
+        await view.fresh();
+        expect(view.relatedWritesHeard()).toBe(after);
+      } finally {
+        await view.stop();
+      }
+    });
   });
 });
