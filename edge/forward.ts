@@ -3,6 +3,7 @@
  * pass through untouched (no parse and re-serialize on the edge): the actor built them from its
  * schema-checked result. The route's response schema documents the shape in OpenAPI.
  */
+import { BoundedCache } from "../platform/bounded-cache.ts";
 import type { BusReply } from "../platform/transport/index.ts";
 
 export type SetLike = { status?: number | string; headers: Record<string, string | number> };
@@ -35,10 +36,20 @@ export function negotiate(accept: string | null, offers: readonly [string, ...st
   return best;
 }
 
+/** Answers by header value: a client sends the same Accept-Encoding with every request. Bounded: anyone may send any. */
+const gzipTaken = new BoundedCache<string, boolean>({ max: 256 });
+
 /** Whether an `Accept-Encoding` takes gzip (RFC 9110 §12.5.3): `gzip;q=0` refuses it, `*` stands for codings not named. */
 export function acceptsGzip(header: string | null): boolean {
+  if (!header) return false;
+  let taken = gzipTaken.get(header);
+  if (taken === undefined) gzipTaken.set(header, (taken = takesGzip(header)));
+  return taken;
+}
+
+function takesGzip(header: string): boolean {
   let star: number | undefined;
-  for (const part of (header ?? "").split(",")) {
+  for (const part of header.split(",")) {
     const [coding, ...params] = part
       .trim()
       .toLowerCase()
@@ -55,7 +66,7 @@ export function forward(set: SetLike, reply: BusReply<unknown>, contentType = "a
   // A plain record: Bun builds the response headers from it directly (cheaper than a Headers object).
   const headers: Record<string, string> = {};
   for (const name in set.headers) headers[name] = String(set.headers[name]);
-  for (const name in reply.headers) headers[name.toLowerCase()] = reply.headers[name]!;
+  Object.assign(headers, lowerCased(reply.headers));
   // The Response carries everything `set` held. Left in `set`, Elysia would build the response a second time
   // to merge them in (docs/edge.md#round-trip-benchmark-history). Metrics read the status from the Response (app.ts).
   set.headers = {};
@@ -64,4 +75,17 @@ export function forward(set: SetLike, reply: BusReply<unknown>, contentType = "a
   // A success body goes out in the negotiated type (one route offers several); anything else as before.
   headers["content-type"] = reply.status < 300 ? contentType : "application/json";
   return new Response(reply.raw, { status: reply.status, headers });
+}
+
+/** Reply headers with lower-case names, as the edge writes its own: made once per shared (frozen) object the Bus hands out. */
+const lowered = new WeakMap<object, Readonly<Record<string, string>>>();
+
+function lowerCased(headers: Readonly<Record<string, string>>): Readonly<Record<string, string>> {
+  const lower = lowered.get(headers);
+  if (lower) return lower;
+  const made: Record<string, string> = {};
+  for (const name in headers) made[name.toLowerCase()] = headers[name]!;
+  // A header object not shared (a test's, a caller's own) may still change: only frozen ones are remembered.
+  if (Object.isFrozen(headers)) lowered.set(headers, made);
+  return made;
 }

@@ -31,7 +31,10 @@ export function codedBody(
 }
 
 /** The name `headers` gives the header `lower` (HTTP names are case-insensitive), if any. */
-const headerNamed = (headers: Record<string, string>, lower: string) => Object.keys(headers).find((name) => name.toLowerCase() === lower);
+function headerNamed(headers: Record<string, string>, lower: string): string | undefined {
+  for (const name in headers) if (name.length === lower.length && name.toLowerCase() === lower) return name;
+  return undefined;
+}
 
 /** `headers` with Accept-Encoding added to the Vary a handler may have set already (RFC 9110 §12.5.5: a list). */
 function withVary(headers: Record<string, string> | undefined): Record<string, string> {
