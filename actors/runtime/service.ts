@@ -13,7 +13,7 @@ import { noTracer, type Span, type Tracer } from "../../platform/tracing.ts";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { TSchema, Static } from "@sinclair/typebox";
-import { MsgHdrsImpl, nuid, type MsgHdrs } from "@nats-io/nats-core";
+import { MsgHdrsImpl, nuid } from "@nats-io/nats-core";
 import {
   Header,
   MAX_REPLY_BYTES,
@@ -38,6 +38,7 @@ import { buildInfo } from "../../platform/build-info.ts";
 import { InFlightLimiter, type QueueBound } from "./limiter.ts";
 import { transientNatsProblem } from "./nats-errors.ts";
 import { codedBody } from "./compressed-replies.ts";
+import { BoundedCache } from "../../platform/bounded-cache.ts";
 import type { RequestContext } from "./context.ts";
 
 /** What a handler may answer: the reply itself, its JSON already encoded, or either with a status and headers. */
@@ -301,10 +302,33 @@ function respond(msg: ServiceMsg, result: unknown, maxPayload: number | undefine
   let payload: Uint8Array | undefined;
   if (body instanceof EncodedJson) ({ bytes: payload, headers } = codedBody(body, headers, acceptEncoding));
   else if (body !== undefined) payload = encoder.encode(JSON.stringify(body));
-  const h = replyHeaders(result instanceof Reply ? result.status : 200, headers);
+  const status = result instanceof Reply ? result.status : 200;
   const chunkBytes = chunkSize(maxPayload);
-  if (!payload || payload.length <= chunkBytes) return void msg.respond(payload, h.size ? { headers: toHeaders(h) } : undefined);
-  respondInChunks(msg, payload, h, chunkBytes);
+  if (!payload || payload.length <= chunkBytes) {
+    const encoded = oneMessageHeaders(status, headers);
+    return void msg.respond(payload, encoded ? { headers: encoded } : undefined);
+  }
+  respondInChunks(msg, payload, replyHeaders(status, headers), chunkBytes);
+}
+
+/**
+ * The header block of a one-message reply, made and encoded once per distinct status and headers: a held reply goes
+ * with the same ones every time. Bounded by count (ETags and Locations differ per resource and churn through).
+ */
+const headerBlocks = new BoundedCache<string, MsgHdrsImpl>({ max: 256 });
+
+function oneMessageHeaders(status: number, headers: Record<string, string> | undefined): MsgHdrsImpl | undefined {
+  const json = headers && Object.keys(headers).length ? JSON.stringify(headers) : "";
+  if (status === 200 && !json) return undefined;
+  const key = `${status} ${json}`;
+  let block = headerBlocks.get(key);
+  if (block) return block;
+  block = toHeaders(replyHeaders(status, headers));
+  // nats.js encodes a message's headers on each publish (MsgHdrsImpl.encode); these never change: encoded once.
+  const bytes = block.encode();
+  block.encode = () => bytes;
+  headerBlocks.set(key, block);
+  return block;
 }
 
 /** The headers a reply adds: its status when not 200, its HTTP headers for the edge. */
@@ -349,8 +373,9 @@ function respondProblem(msg: ServiceMsg, error: DerrickError, requestId?: string
  * Straight into nats-core's header map, as the request side does (request-meta.ts): `set()` validates and
  * canonicalizes per key on every reply. The values cannot break the block: digits, and JSON (which escapes CR/LF).
  */
-function toHeaders(entries: Map<string, string>): MsgHdrs {
+function toHeaders(entries: Map<string, string>): MsgHdrsImpl {
   const fields: Record<string, string[]> = {};
   for (const [k, v] of entries) fields[k] = [v];
-  return MsgHdrsImpl.fromRecord(fields);
+  // fromRecord makes an MsgHdrsImpl (typed as the interface): oneMessageHeaders memoizes its encode().
+  return MsgHdrsImpl.fromRecord(fields) as MsgHdrsImpl;
 }
