@@ -13,3 +13,9 @@ export const Principal = Type.Object({
   kind: Type.Union([Type.Literal(TokenKind.user), Type.Literal(TokenKind.service)]),
 });
 export type Principal = Static<typeof Principal>;
+
+/**
+ * A principal as an actor receives it: one object per distinct caller, shared by that caller's requests and frozen
+ * (the transport decodes each principal's JSON once). Read it; build a new object to change anything.
+ */
+export type SharedPrincipal = Readonly<Omit<Principal, "groups">> & { readonly groups: readonly string[] };

@@ -24,7 +24,7 @@ import {
   reply,
   tooManyRequests,
   unavailable,
-  type Principal,
+  type SharedPrincipal,
   type Reply,
 } from "../../subjects/index.ts";
 import {
@@ -99,9 +99,9 @@ export type ProjectsDeps = {
   now?: () => Date;
 };
 
-const isAdmin = (principal: Principal) => principal.groups.includes(ADMIN_GROUP);
+const isAdmin = (principal: SharedPrincipal) => principal.groups.includes(ADMIN_GROUP);
 
-function requireAdmin(principal: Principal): void {
+function requireAdmin(principal: SharedPrincipal): void {
   if (!isAdmin(principal)) throw forbidden(`managing projects needs the group ${ADMIN_GROUP}`);
 }
 
@@ -117,7 +117,7 @@ async function memberProject(
   deps: ProjectsDeps,
   ctx: RequestContext,
   projectId: string,
-): Promise<{ project: ProjectRecord; partition: string; principal: Principal }> {
+): Promise<{ project: ProjectRecord; partition: string; principal: SharedPrincipal }> {
   const { principal, partition } = caller(ctx);
   const { value: project } = await loadProject(deps, partition, projectId);
   if (!isMember(project, principal)) throw forbidden(`the caller is not a member of project ${projectId}`);

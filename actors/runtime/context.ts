@@ -1,11 +1,11 @@
 /** What a handler knows about the request it serves, decoded from NATS headers by the runtime. */
 import type { MsgHdrs } from "@nats-io/nats-core";
-import { forbidden, badRequest, unauthorized, type Principal } from "../../subjects/index.ts";
+import { forbidden, badRequest, unauthorized, type SharedPrincipal } from "../../subjects/index.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { TraceContext } from "../../platform/trace-context.ts";
 
 export type RequestContext = {
-  principal?: Principal;
+  principal?: SharedPrincipal;
   partition?: string;
   requestId: string;
   /** Absolute deadline (epoch ms) set by the caller, when any. */
@@ -17,7 +17,7 @@ export type RequestContext = {
 };
 
 /** The caller, or a 401 when the request came without one (e.g. straight from NATS). */
-export function requirePrincipal(ctx: RequestContext): Principal {
+export function requirePrincipal(ctx: RequestContext): SharedPrincipal {
   if (!ctx.principal) throw unauthorized("this operation needs an authenticated caller");
   return ctx.principal;
 }
@@ -29,7 +29,7 @@ export function requirePartition(ctx: RequestContext, detail = "this operation n
 }
 
 /** Who asks, and in which partition. */
-export type Caller = { principal: Principal; partition: string };
+export type Caller = { principal: SharedPrincipal; partition: string };
 
 /** The caller and its partition: 401 without a caller, then 400 (with `missingPartition`) without a partition. */
 export function caller(ctx: RequestContext, missingPartition?: string): Caller {
@@ -37,7 +37,7 @@ export function caller(ctx: RequestContext, missingPartition?: string): Caller {
 }
 
 /** 403 unless the caller holds one of the groups. */
-export function requireGroup(ctx: RequestContext, ...groups: string[]): Principal {
+export function requireGroup(ctx: RequestContext, ...groups: string[]): SharedPrincipal {
   const principal = requirePrincipal(ctx);
   if (!groups.some((group) => principal.groups.includes(group))) {
     throw forbidden(`this operation needs the group ${groups.join(" or ")}`);

@@ -5,7 +5,7 @@
  * paging, stable across replicas) in KV, 90 s after their last use (docs/search.md#cursors).
  */
 import { randomBytes } from "node:crypto";
-import { DerrickError, EncodedJson, reply, type Principal, type Reply } from "../../subjects/index.ts";
+import { DerrickError, EncodedJson, reply, type Reply, type SharedPrincipal } from "../../subjects/index.ts";
 import {
   CursorQueryRequest,
   DATA_ROOT_GROUP,
@@ -72,7 +72,7 @@ const tooManyCursors = () =>
   });
 
 /** OSDU's entitlements check fails for a caller in no data.* group ("no data group found"), answered as 401 like a missing role. */
-const hasDataGroup = (p: Principal) => p.groups.some((g) => aclGroup(g) === DATA_ROOT_GROUP || aclGroup(g).startsWith("data."));
+const hasDataGroup = (p: SharedPrincipal) => p.groups.some((g) => aclGroup(g) === DATA_ROOT_GROUP || aclGroup(g).startsWith("data."));
 
 function searchCaller(ctx: RequestContext): Caller {
   // OSDU answers a missing role (and a missing token) with 401 "Access denied".
@@ -82,9 +82,9 @@ function searchCaller(ctx: RequestContext): Caller {
   return caller(ctx, "invalid or empty data partition provided");
 }
 
-const principalId = (p: Principal) => `${p.clientId}/${p.subject}`;
+const principalId = (p: SharedPrincipal) => `${p.clientId}/${p.subject}`;
 
-function accessOf(principal: Principal, asOwner: boolean): Access {
+function accessOf(principal: SharedPrincipal, asOwner: boolean): Access {
   if (holdsGroup(principal.groups, DATA_ROOT_GROUP)) return { all: true };
   return { all: false, groups: [...new Set(principal.groups.map(aclGroup))], asOwner };
 }
@@ -172,7 +172,7 @@ export async function cursorQuery(input: SearchQueryMessage, ctx: RequestContext
   return { cursor, results: results(found.hits, plan, ast), totalCount: found.total };
 }
 
-async function nextPage(cursor: string, principal: Principal, partition: string, deps: SearchDeps): Promise<CursorQueryResponse> {
+async function nextPage(cursor: string, principal: SharedPrincipal, partition: string, deps: SearchDeps): Promise<CursorQueryResponse> {
   if (!CURSOR_FORMAT.test(cursor)) throw cursorNotFound("/body/cursor");
   const state = await deps.cursors.get(partition, cursor);
   if (!state) throw cursorNotFound("/body/cursor");

@@ -5,7 +5,7 @@
  * a write over a version it did not see.
  */
 import { randomUUID } from "node:crypto";
-import { DerrickError, check, conflict, invalidField, reply, type Principal, type Reply } from "../../subjects/index.ts";
+import { DerrickError, check, conflict, invalidField, reply, type Reply, type SharedPrincipal } from "../../subjects/index.ts";
 import {
   DATA_ROOT_GROUP,
   NOT_AUTHORIZED,
@@ -72,7 +72,7 @@ function nextVersion(now: Date): number {
 /** OSDU's words for a request without a partition. */
 const storageCaller = (ctx: RequestContext) => caller(ctx, "invalid or empty data partition provided");
 
-function canSee(principal: Principal, record: StoredRecord, asOwner: boolean): boolean {
+function canSee(principal: SharedPrincipal, record: StoredRecord, asOwner: boolean): boolean {
   if (holdsGroup(principal.groups, DATA_ROOT_GROUP)) return true;
   const mine = new Set(principal.groups.map(aclGroup));
   const groups = asOwner ? record.acl.owners : [...record.acl.viewers, ...record.acl.owners];
