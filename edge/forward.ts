@@ -38,10 +38,13 @@ export function negotiate(accept: string | null, offers: readonly [string, ...st
 
 /** Answers by header value: a client sends the same Accept-Encoding with every request. Bounded: anyone may send any. */
 const gzipTaken = new BoundedCache<string, boolean>({ max: 256 });
+const MEMO_MAX_CHARS = 200;
 
 /** Whether an `Accept-Encoding` takes gzip (RFC 9110 §12.5.3): `gzip;q=0` refuses it, `*` stands for codings not named. */
 export function acceptsGzip(header: string | null): boolean {
   if (!header) return false;
+  // Clients send short values (`gzip, deflate, br, zstd`); a long one is parsed, not kept.
+  if (header.length > MEMO_MAX_CHARS) return takesGzip(header);
   let taken = gzipTaken.get(header);
   if (taken === undefined) gzipTaken.set(header, (taken = takesGzip(header)));
   return taken;

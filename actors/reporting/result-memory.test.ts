@@ -110,6 +110,8 @@ describe("ResultTable", () => {
     // A result over the byte bound on its own is answered, not held: its bytes are not answered again.
     expect(await table.load("e", async () => found("eeeeeeeeeee", 5))).toEqual({ ...found("eeeeeeeeeee", 5), held: false });
     expect(table.get("e")).toBeUndefined();
+    // ...and takes nothing else with it.
+    expect(table.get("d")).toBeDefined();
   });
 
   it("forgets a failed read", async () => {

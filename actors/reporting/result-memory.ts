@@ -45,7 +45,7 @@ export class ResultTable {
   private first = 0;
   private created: string | undefined;
 
-  constructor(limits: ResultMemoryLimits = RESULT_MEMORY) {
+  constructor(private readonly limits: ResultMemoryLimits = RESULT_MEMORY) {
     this.held = new BoundedCache({ max: limits.entries, maxWeight: limits.bytes });
   }
 
@@ -101,9 +101,10 @@ export class ResultTable {
     try {
       const found = await read();
       if (found.value === undefined || found.revision < load.seen || found.revision < this.first) return found;
+      // Over the byte bound on its own, a result is answered and not held: setting it would first evict every other.
+      if (found.value.length > this.limits.bytes) return { ...found, held: false };
       this.held.set(key, { key, bytes: found.value, revision: found.revision }, found.value.length);
-      // Over the byte bound on its own, a result is dropped as soon as it is set.
-      return { ...found, held: this.held.peek(key)?.bytes === found.value };
+      return { ...found, held: true };
     } finally {
       loads.delete(load);
       if (loads.size === 0 && this.loads.get(key) === loads) this.loads.delete(key);

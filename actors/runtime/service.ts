@@ -308,22 +308,24 @@ function respond(msg: ServiceMsg, result: unknown, maxPayload: number | undefine
     const encoded = oneMessageHeaders(status, headers);
     return void msg.respond(payload, encoded ? { headers: encoded } : undefined);
   }
-  respondInChunks(msg, payload, replyHeaders(status, headers), chunkBytes);
+  respondInChunks(msg, payload, headerFields(status, headersJson(headers)), chunkBytes);
 }
 
 /**
  * The header block of a one-message reply, made and encoded once per distinct status and headers: a held reply goes
- * with the same ones every time. Bounded by count (ETags and Locations differ per resource and churn through).
+ * with the same ones every time. Bounded by count; headers that name one resource (an ETag, a Location) are not kept.
  */
 const headerBlocks = new BoundedCache<string, MsgHdrsImpl>({ max: 256 });
+const PER_RESOURCE = /"(?:etag|location)":/i;
 
 function oneMessageHeaders(status: number, headers: Record<string, string> | undefined): MsgHdrsImpl | undefined {
-  const json = headers && Object.keys(headers).length ? JSON.stringify(headers) : "";
-  if (status === 200 && !json) return undefined;
-  const key = `${status} ${json}`;
+  const json = headersJson(headers);
+  if (status === 200 && json === undefined) return undefined;
+  if (json !== undefined && PER_RESOURCE.test(json)) return toHeaders(headerFields(status, json));
+  const key = `${status} ${json ?? ""}`;
   let block = headerBlocks.get(key);
   if (block) return block;
-  block = toHeaders(replyHeaders(status, headers));
+  block = toHeaders(headerFields(status, json));
   // nats.js encodes a message's headers on each publish (MsgHdrsImpl.encode); these never change: encoded once.
   const bytes = block.encode();
   block.encode = () => bytes;
@@ -331,11 +333,14 @@ function oneMessageHeaders(status: number, headers: Record<string, string> | und
   return block;
 }
 
-/** The headers a reply adds: its status when not 200, its HTTP headers for the edge. */
-function replyHeaders(status: number, headers: Record<string, string> | undefined): Map<string, string> {
+const headersJson = (headers: Record<string, string> | undefined) =>
+  headers && Object.keys(headers).length ? JSON.stringify(headers) : undefined;
+
+/** The headers a reply adds: its status when not 200, its HTTP headers (as JSON) for the edge. */
+function headerFields(status: number, json: string | undefined): Map<string, string> {
   const h = new Map<string, string>();
   if (status !== 200) h.set(Header.status, String(status));
-  if (headers && Object.keys(headers).length) h.set(Header.replyHeaders, JSON.stringify(headers));
+  if (json !== undefined) h.set(Header.replyHeaders, json);
   return h;
 }
 

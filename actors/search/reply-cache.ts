@@ -60,8 +60,10 @@ export class ReplyCache<T> {
     return this.replies.get(key);
   }
 
-  /** Keeps a reply computed at the version the last `get` saw (search is synchronous: nothing applied in between). */
-  /** Whether it was kept: a reply refused is answered once, not again. */
+  /**
+   * Keeps a reply computed at the version the last `get` saw (search is synchronous: nothing applied in between), and
+   * says whether it did: a reply refused is answered once, not again.
+   */
   set(key: string, reply: EncodedJson<T>): boolean {
     const weight = reply.bytes.byteLength + key.length * 2;
     if (this.version === undefined || this.versionOf() !== this.version || weight > REPLY_CACHE_BYTES / 8) return false;

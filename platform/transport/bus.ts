@@ -320,7 +320,11 @@ function replyHeaders(raw: string | undefined): Record<string, string> {
   let headers = headersByJson.get(raw);
   if (headers) return headers;
   try {
-    headers = Object.freeze(JSON.parse(raw) as Record<string, string>);
+    const parsed: unknown = JSON.parse(raw);
+    // Anyone in the account may answer on an inbox: only an object of strings passes for HTTP headers.
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return NO_HEADERS;
+    if (!Object.values(parsed).every((value) => typeof value === "string")) return NO_HEADERS;
+    headers = Object.freeze(parsed as Record<string, string>);
   } catch {
     return NO_HEADERS;
   }

@@ -114,6 +114,31 @@ describe("bus and actor side on a real server", () => {
     }
   });
 
+  it("bus - reply headers that are no object of strings (anyone may answer on an inbox) pass as none; a content coding is read in any case", async ({
+    nats,
+  }) => {
+    const nc = await connectNats(nats.url, "bus-odd-headers");
+    try {
+      const sent = ["null", "[1]", '{"a":1}', '"text"', '{"x-ok":"1"}', '{"content-encoding":" GZIP "}'];
+      nc.subscribe("test.bus.odd", {
+        callback: (_e, m) => {
+          const raw = sent[Number(m.string())]!;
+          const body = raw.includes("GZIP") ? Bun.gzipSync(encoder.encode('{"z":1}')) : encoder.encode('{"ok":true}');
+          m.respond(body, { headers: MsgHdrsImpl.fromRecord({ [Header.replyHeaders]: [raw] }) });
+        },
+      });
+      const bus = new Bus(nc, { timeoutMs: 2_000 });
+      const replies = await Promise.all(sent.map((_, i) => bus.request<Record<string, unknown>>("test.bus.odd", i)));
+      expect(replies.slice(0, 4).map((r) => r.headers)).toEqual([{}, {}, {}, {}]);
+      expect(replies.slice(0, 4).map((r) => r.body)).toEqual([{ ok: true }, { ok: true }, { ok: true }, { ok: true }]);
+      expect(replies[4]!.headers).toEqual({ "x-ok": "1" });
+      expect(Object.isFrozen(replies[4]!.headers)).toBe(true);
+      expect(replies[5]!.body).toEqual({ z: 1 });
+    } finally {
+      await nc.close();
+    }
+  });
+
   it("bus - a reply arriving after its timeout settles nothing, even while another request waits", async ({ nats }) => {
     const nc = await connectNats(nats.url, "bus-late");
     try {

@@ -5,7 +5,7 @@ import { startDerrick, eventually } from "../harness/index.ts";
 import { connectNats } from "../../platform/nats.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { serveActor, endpoint } from "../../actors/runtime/service.ts";
-import { subjects, serviceName, DerrickError } from "../../subjects/index.ts";
+import { subjects, serviceName, DerrickError, reply } from "../../subjects/index.ts";
 import { Bus } from "../../platform/transport/index.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -115,6 +115,57 @@ describe("actor runtime", () => {
       expect(await send(5)).toBe(5);
     } finally {
       release();
+      await actor.stop();
+      await nc.close();
+    }
+  });
+
+  it("runtime - reply header blocks made once per status and headers arrive whole every time, a per-resource ETag each its own", async ({
+    nats,
+  }) => {
+    const nc = await connectNats(nats.url, "headers-actor");
+    let n = 0;
+    const actor = await serveActor(
+      nc,
+      {
+        name: "headers",
+        version: "1.0.0",
+        description: "answers with headers",
+        endpoints: [
+          endpoint({
+            name: "answer",
+            subject: "test.headers.answer",
+            handler: (input) => {
+              const { kind } = input as { kind: string };
+              n++;
+              if (kind === "created") return reply({ n }, 201, { "x-kind": "same" });
+              if (kind === "tagged") return reply({ n }, 200, { ETag: `"${n}"` });
+              return reply({ n }, 200, { "x-kind": "same" });
+            },
+          }),
+        ],
+      },
+      { log: silent, concurrency: 4 },
+    );
+    const bus = new Bus(nc, { timeoutMs: 2000 });
+    try {
+      const seen: Array<[number, Record<string, string>]> = [];
+      for (let round = 0; round < 3; round++)
+        for (const kind of ["plain", "created", "tagged"]) {
+          const answer = await bus.request<{ n: number }>("test.headers.answer", { kind });
+          seen.push([answer.status, { ...answer.headers }]);
+        }
+      const plain = seen.filter((_, i) => i % 3 === 0);
+      const created = seen.filter((_, i) => i % 3 === 1);
+      const tagged = seen.filter((_, i) => i % 3 === 2);
+      for (const row of plain) expect(row).toEqual([200, { "x-kind": "same" }]);
+      for (const row of created) expect(row).toEqual([201, { "x-kind": "same" }]);
+      expect(tagged.map(([status, headers]) => [status, headers.ETag])).toEqual([
+        [200, '"3"'],
+        [200, '"6"'],
+        [200, '"9"'],
+      ]);
+    } finally {
       await actor.stop();
       await nc.close();
     }
