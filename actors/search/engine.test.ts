@@ -209,11 +209,17 @@ describe("search engine pieces", () => {
     reference.close();
     expect(expected).toBeGreaterThan(10);
 
+    // The worker cannot finish while another connection holds the lookup file's write lock (it waits, busy_timeout):
+    // the build is under way for as long as the test says, however fast or busy the machine.
+    const holder = new Database(lookupFileOf(file));
+    holder.exec("PRAGMA busy_timeout = 30000; BEGIN IMMEDIATE");
     const building = backend.bulkLoad(false);
     // The event loop turns while the worker builds: a timer fires mid-build, and this thread queries.
-    expect(await new Promise<boolean>((resolve) => setTimeout(() => resolve(backend.indexing), 0))).toBe(true);
+    expect(await new Promise<boolean>((resolve) => setTimeout(() => resolve(backend.indexing), 20))).toBe(true);
     expect(backend.search(range).total).toBeLessThanOrEqual(expected);
     expect(() => backend.apply([], n + 1)).toThrow(/being built/);
+    holder.exec("COMMIT");
+    holder.close();
     await building;
     expect(backend.indexing).toBe(false);
     // FTS5 merged nothing during the load; merging is back on after it (its segments were merged into one).
