@@ -5,6 +5,7 @@
  */
 import { gzipSync } from "node:zlib";
 import type { EncodedJson } from "../../subjects/index.ts";
+import { headerNamed } from "../../platform/transport/header-names.ts";
 
 /** Below this a reply goes as it is: the bytes saved do not pay for a second form held in memory. */
 export const MIN_COMPRESSED_BYTES = 1024;
@@ -28,12 +29,6 @@ export function codedBody(
   let packed = compressed.get(body.bytes);
   if (!packed) compressed.set(body.bytes, (packed = gzipSync(body.bytes)));
   return { bytes: packed, headers: { ...vary, "Content-Encoding": "gzip" } };
-}
-
-/** The name `headers` gives the header `lower` (HTTP names are case-insensitive), if any. */
-function headerNamed(headers: Record<string, string>, lower: string): string | undefined {
-  for (const name in headers) if (name.length === lower.length && name.toLowerCase() === lower) return name;
-  return undefined;
 }
 
 /** `headers` with Accept-Encoding added to the Vary a handler may have set already (RFC 9110 §12.5.5: a list). */

@@ -21,6 +21,7 @@ import {
   type RequestMeta,
 } from "../../subjects/index.ts";
 import { encodeRequestMeta, parseHeaderBlock, rawHeaderBlock } from "./request-meta.ts";
+import { headerNamed } from "./header-names.ts";
 import { BoundedCache } from "../bounded-cache.ts";
 import { noTracer, type Span, type Tracer } from "../tracing.ts";
 import { formatTraceparent, parseTraceparent } from "../trace-context.ts";
@@ -304,8 +305,8 @@ function lazyReply<T>(status: number, raw: Uint8Array, headers: Readonly<Record<
 
 /** Whether the reply's bytes are gzip: HTTP header names and this coding's name are case-insensitive (RFC 9110 §8.4.1). */
 function isGzip(headers: Readonly<Record<string, string>>): boolean {
-  for (const name in headers) if (name.toLowerCase() === "content-encoding") return headers[name]!.trim().toLowerCase() === "gzip";
-  return false;
+  const name = headerNamed(headers, "content-encoding");
+  return name !== undefined && headers[name]!.trim().toLowerCase() === "gzip";
 }
 
 /**

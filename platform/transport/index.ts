@@ -2,3 +2,4 @@
 export * from "./bus.ts";
 export * from "./request-meta.ts";
 export * from "./coalesce-writes.ts";
+export * from "./header-names.ts";
