@@ -24,6 +24,18 @@ export const Header = {
    * may then answer a body it holds compressed, naming it in the reply headers' Content-Encoding. Absent: plain JSON.
    */
   acceptEncoding: "Derrick-Accept-Encoding",
+  /**
+   * On a reply: names its body's exact bytes, which the actor holds and answers again (a cache's). One name is never
+   * given to other bytes, so a caller may keep the body under it and offer the name back with `Derrick-Have-Body`.
+   */
+  bodyTag: "Derrick-Body-Tag",
+  /** On a request: the tag of a body the caller holds from an earlier reply to a request like it. */
+  haveBody: "Derrick-Have-Body",
+  /**
+   * On a reply sent without its body: the body is the one the request's `Derrick-Have-Body` named (the caller's copy).
+   * Status and reply headers come as with the body.
+   */
+  sameBody: "Derrick-Same-Body",
 } as const;
 
 /** What a reply sent in chunks may add up to: actors refuse to send more, the Bus to join more. */
@@ -37,4 +49,6 @@ export type RequestMeta = {
   traceparent?: string;
   tracestate?: string;
   acceptEncoding?: "gzip";
+  /** `Derrick-Have-Body`: set by the Bus from the bodies it keeps, not by its callers. */
+  haveBody?: string;
 };

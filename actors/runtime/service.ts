@@ -30,6 +30,7 @@ import {
   type Operation,
   type ReplyOf,
   type RequestOf,
+  type RequestMeta,
   NoRequest,
 } from "../../subjects/index.ts";
 import { readRequestMeta } from "../../platform/transport/index.ts";
@@ -38,6 +39,7 @@ import { buildInfo } from "../../platform/build-info.ts";
 import { InFlightLimiter, type QueueBound } from "./limiter.ts";
 import { transientNatsProblem } from "./nats-errors.ts";
 import { codedBody } from "./compressed-replies.ts";
+import { bodyTag } from "./body-tags.ts";
 import { BoundedCache } from "../../platform/bounded-cache.ts";
 import type { RequestContext } from "./context.ts";
 
@@ -270,7 +272,7 @@ async function handleMessage(
     const input = decodeBody(msg, ep);
     const result = await ep.handler(input, ctx);
     if (result instanceof Reply) status = result.status;
-    respond(msg, result, nc.info?.max_payload, meta.acceptEncoding);
+    respond(msg, result, nc.info?.max_payload, meta);
   } catch (error) {
     const problem = toDerrickError(transientNatsProblem(error) ?? error);
     status = problem.status;
@@ -295,20 +297,54 @@ function decodeBody(msg: ServiceMsg, ep: EndpointSpec): unknown {
   return check(ep.input, body);
 }
 
-/** A plain result goes out as its JSON alone; a Reply adds its status and headers; a held body may go compressed. */
-function respond(msg: ServiceMsg, result: unknown, maxPayload: number | undefined, acceptEncoding: "gzip" | undefined): void {
+/**
+ * A plain result goes out as its JSON alone; a Reply adds its status and headers; a held body may go compressed, and
+ * goes without its bytes to a caller that holds them already (body-tags.ts).
+ */
+function respond(msg: ServiceMsg, result: unknown, maxPayload: number | undefined, meta: RequestMeta): void {
   const body = result instanceof Reply ? result.body : result;
   let headers = result instanceof Reply ? result.headers : undefined;
   let payload: Uint8Array | undefined;
-  if (body instanceof EncodedJson) ({ bytes: payload, headers } = codedBody(body, headers, acceptEncoding));
-  else if (body !== undefined) payload = encoder.encode(JSON.stringify(body));
+  let tag: string | undefined;
+  if (body instanceof EncodedJson) {
+    ({ bytes: payload, headers } = codedBody(body, headers, meta.acceptEncoding));
+    if (body.held) tag = bodyTag(payload);
+  } else if (body !== undefined) payload = encoder.encode(JSON.stringify(body));
   const status = result instanceof Reply ? result.status : 200;
   const chunkBytes = chunkSize(maxPayload);
+  if (tag !== undefined) {
+    const blocks = taggedHeaders(payload!, tag, status, headers);
+    if (meta.haveBody === tag) return void msg.respond(undefined, { headers: blocks.same });
+    if (payload!.length <= chunkBytes) return void msg.respond(payload, { headers: blocks.sent });
+  }
   if (!payload || payload.length <= chunkBytes) {
     const encoded = oneMessageHeaders(status, headers);
     return void msg.respond(payload, encoded ? { headers: encoded } : undefined);
   }
-  respondInChunks(msg, payload, headerFields(status, headersJson(headers)), chunkBytes);
+  const first = headerFields(status, headersJson(headers));
+  if (tag !== undefined) first.set(Header.bodyTag, tag);
+  respondInChunks(msg, payload, first, chunkBytes);
+}
+
+type TaggedBlocks = { key: string; sent: MsgHdrsImpl; same: MsgHdrsImpl };
+
+/** A tagged body's two header blocks (sent with it, and naming it instead), made and encoded once per body, status and headers. */
+const taggedBlocks = new WeakMap<Uint8Array, TaggedBlocks>();
+
+function taggedHeaders(bytes: Uint8Array, tag: string, status: number, headers: Record<string, string> | undefined): TaggedBlocks {
+  const json = headersJson(headers);
+  const key = `${status} ${json ?? ""}`;
+  const held = taggedBlocks.get(bytes);
+  if (held?.key === key) return held;
+  const block = (name: string) => {
+    const fields = headerFields(status, json);
+    fields.set(name, tag);
+    return encodedOnce(toHeaders(fields));
+  };
+  const blocks = { key, sent: block(Header.bodyTag), same: block(Header.sameBody) };
+  // Per-resource headers (an ETag) are as stable as the bytes they go with; a hit's own header changes rarely.
+  taggedBlocks.set(bytes, blocks);
+  return blocks;
 }
 
 /**
@@ -325,11 +361,15 @@ function oneMessageHeaders(status: number, headers: Record<string, string> | und
   const key = `${status} ${json ?? ""}`;
   let block = headerBlocks.get(key);
   if (block) return block;
-  block = toHeaders(headerFields(status, json));
-  // nats.js encodes a message's headers on each publish (MsgHdrsImpl.encode); these never change: encoded once.
+  block = encodedOnce(toHeaders(headerFields(status, json)));
+  headerBlocks.set(key, block);
+  return block;
+}
+
+/** nats.js encodes a message's headers on each publish (MsgHdrsImpl.encode); a block kept for reuse never changes. */
+function encodedOnce(block: MsgHdrsImpl): MsgHdrsImpl {
   const bytes = block.encode();
   block.encode = () => bytes;
-  headerBlocks.set(key, block);
   return block;
 }
 

@@ -48,7 +48,22 @@ export type BusOptions = {
   onInboxError?: (error: Error) => void;
   /** Records a client span for each request that belongs to a trace (when it exports). */
   tracer?: Tracer;
+  /** The bound of the tagged bodies kept to offer back (KEPT_BODIES by default; `false`: none kept, none offered). */
+  keptBodies?: KeptBodiesLimits | false;
 };
+
+export type KeptBodiesLimits = { entries: number; bytes: number };
+
+/**
+ * Tagged reply bodies kept by request, so that the next request like it offers the tag and the actor need not send the
+ * same bytes again (docs/edge.md#bodies-not-sent-twice). Bounded by count and bytes, the least recently used first.
+ */
+export const KEPT_BODIES: KeptBodiesLimits = { entries: 1_000, bytes: 16 * 1024 * 1024 };
+
+/** A request body longer than this is not a key: such requests are writes, not reads answered again. */
+const MAX_KEY_CHARS = 4096;
+
+type KeptBody = { tag: string; raw: Uint8Array };
 
 const encoder = new TextEncoder();
 
@@ -82,12 +97,15 @@ export class Bus {
   private readonly sub: Subscription;
   /** The connection's status events, stopped by close(): a Bus on a connection that outlives it must not keep a listener there. */
   private readonly statuses: AsyncIterable<Status> & { stop?: () => void };
+  private readonly bodies: BoundedCache<string, KeptBody> | undefined;
 
   constructor(
     readonly nc: NatsConnection,
     private readonly options: BusOptions,
   ) {
     this.inbox = `${createInbox()}.`;
+    const kept = options.keptBodies ?? KEPT_BODIES;
+    if (kept) this.bodies = new BoundedCache({ max: kept.entries, maxWeight: kept.bytes });
     this.statuses = nc.status();
     this.sub = nc.subscribe(`${this.inbox}*`, {
       callback: (error, msg) => {
@@ -159,10 +177,16 @@ export class Bus {
     const span = this.spanOf(subject, meta);
     if (span) meta = { ...meta, traceparent: formatTraceparent(span.context) };
     try {
-      const payload = body === undefined ? undefined : encoder.encode(JSON.stringify(body));
-      const headers = encodeRequestMeta({ ...meta, deadline: meta.deadline ?? Date.now() + timeoutMs });
+      const json = body === undefined ? undefined : JSON.stringify(body);
+      const payload = json === undefined ? undefined : encoder.encode(json);
+      const key = this.bodies && (json?.length ?? 0) <= MAX_KEY_CHARS ? bodyKey(subject, meta, json) : undefined;
+      // Taken now: a reply to another request like this one may replace it while this one is under way.
+      const had = key === undefined ? undefined : this.bodies!.get(key);
+      const headers = encodeRequestMeta({ ...meta, haveBody: had?.tag, deadline: meta.deadline ?? Date.now() + timeoutMs });
       const { msg, header } = await this.exchange(subject, payload, headers, timeoutMs);
-      if (msg.data.length === 0 && msg.headers?.code === 503) throw unavailable(`no actor is serving ${subject}; try again shortly`, 1);
+      // A reply that names the body kept here comes empty too: read before nats.js decodes the headers for their status.
+      if (msg.data.length === 0 && header(Header.sameBody) === undefined && msg.headers?.code === 503)
+        throw unavailable(`no actor is serving ${subject}; try again shortly`, 1);
       // What ServiceError.isServiceError(msg) tests, read from the block parsed once.
       const errorCode = header(ServiceErrorCodeHeader);
       if (errorCode) {
@@ -177,7 +201,7 @@ export class Bus {
         }
         throw DerrickError.fromProblem(problem, replyHeaders(header(Header.replyHeaders)));
       }
-      return lazyReply(Number(header(Header.status)) || 200, msg.data, replyHeaders(header(Header.replyHeaders)));
+      return lazyReply(Number(header(Header.status)) || 200, this.bodyOf(msg, header, key, had), replyHeaders(header(Header.replyHeaders)));
     } catch (error) {
       outcome = error instanceof DerrickError ? String(error.status) : "error";
       throw error;
@@ -186,6 +210,28 @@ export class Bus {
       // A refusal (4xx) is the actor's answer, not a failed request.
       span?.end(outcome === "error" || Number(outcome) >= 500 ? { error: outcome } : {});
     }
+  }
+
+  /**
+   * The reply's body: the copy this Bus kept when the actor sent it without (`Derrick-Same-Body`), else the bytes that
+   * came, kept when tagged. A reply without a tag ends what was kept for the request: the actor holds those bytes no more.
+   */
+  private bodyOf(msg: Msg, header: HeaderOf, key: string | undefined, had: KeptBody | undefined): Uint8Array {
+    const same = header(Header.sameBody);
+    if (same !== undefined) {
+      if (had?.tag === same && msg.data.length === 0) return had.raw;
+      throw badGateway("the actor answered with a body this process does not hold");
+    }
+    if (key === undefined) return msg.data;
+    const tag = header(Header.bodyTag);
+    if (tag) {
+      // A copy (not Buffer's slice, a view): the message's bytes may be part of a larger read buffer, kept alive with them.
+      const raw = new Uint8Array(msg.data);
+      this.bodies!.set(key, { tag, raw }, raw.length + key.length * 2);
+      return raw;
+    }
+    if (had) this.bodies!.delete(key);
+    return msg.data;
   }
 
   /** The request's client span, when spans are exported and the request is part of a trace. */
@@ -234,6 +280,10 @@ export class Bus {
 }
 
 const decoder = new TextDecoder();
+
+/** What a kept body is found by: requests alike but for who asks (the actor checks that per request, tags name bytes). */
+const bodyKey = (subject: string, meta: RequestMeta, json: string | undefined) =>
+  `${subject}\u0000${meta.partition ?? ""}\u0000${meta.acceptEncoding ?? ""}\u0000${json ?? ""}`;
 
 /**
  * Adds one message of a reply sent in chunks: the whole reply once the last is in (the first

@@ -18,6 +18,7 @@ export function encodeRequestMeta(meta: RequestMeta): MsgHdrs {
   if (meta.traceparent && !LINE_BREAK.test(meta.traceparent)) fields[Header.traceparent] = [meta.traceparent];
   if (meta.tracestate && !LINE_BREAK.test(meta.tracestate)) fields[Header.tracestate] = [meta.tracestate];
   if (meta.acceptEncoding === "gzip") fields[Header.acceptEncoding] = ["gzip"];
+  if (meta.haveBody && !LINE_BREAK.test(meta.haveBody)) fields[Header.haveBody] = [meta.haveBody];
   return MsgHdrsImpl.fromRecord(fields);
 }
 
@@ -114,6 +115,7 @@ function metaFrom(get: (name: string) => string | undefined): RequestMeta {
     traceparent: get(Header.traceparent) || undefined,
     tracestate: get(Header.tracestate) || undefined,
     acceptEncoding: get(Header.acceptEncoding) === "gzip" ? "gzip" : undefined,
+    haveBody: get(Header.haveBody) || undefined,
   };
 }
 
