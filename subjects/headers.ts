@@ -25,14 +25,14 @@ export const Header = {
    */
   acceptEncoding: "Derrick-Accept-Encoding",
   /**
-   * On a reply: names its body's exact bytes, which the actor holds and answers again (a cache's). One name is never
-   * given to other bytes, so a caller may keep the body under it and offer the name back with `Derrick-Have-Body`.
+   * On a reply: the tag of its body, which the actor holds and answers again (a cache's): the first 22 characters of the
+   * base64url SHA-256 of the bytes (platform/transport/body-tags.ts). A caller may keep the body and offer the tag back.
    */
   bodyTag: "Derrick-Body-Tag",
-  /** On a request: the tag of a body the caller holds from an earlier reply to a request like it. */
+  /** On a request: the tags of bodies the caller keeps from earlier replies to a request like it, comma-separated (a few). */
   haveBody: "Derrick-Have-Body",
   /**
-   * On a reply sent without its body: the body is the one the request's `Derrick-Have-Body` named (the caller's copy).
+   * On a reply sent without its body: the body is the caller's copy with this tag, one the request offered.
    * Status and reply headers come as with the body.
    */
   sameBody: "Derrick-Same-Body",
@@ -49,6 +49,6 @@ export type RequestMeta = {
   traceparent?: string;
   tracestate?: string;
   acceptEncoding?: "gzip";
-  /** `Derrick-Have-Body`: set by the Bus from the bodies it keeps, not by its callers. */
+  /** `Derrick-Have-Body`: set by the Bus from the bodies it keeps (its callers' value is replaced). */
   haveBody?: string;
 };

@@ -20,7 +20,8 @@ export class EncodedJson<T = unknown> {
     readonly bytes: Uint8Array,
     /**
      * The same bytes are answered again (a cache holds them): worth compressing once for callers that take gzip,
-     * the compressed form kept beside them (docs/edge.md#compressed-replies).
+     * the compressed form and the tag kept beside them (docs/edge.md#compressed-replies). Held bytes are never
+     * changed once sent: both are worked out once per bytes object.
      */
     readonly held = false,
     /**

@@ -1,20 +1,31 @@
 /**
- * Tags for held reply bodies (docs/edge.md#bodies-not-sent-twice): a caller that keeps a body under its tag offers the
- * tag back, and a reply whose body is those very bytes goes without them. A tag names one bytes object for as long as it
- * lives (a WeakMap on it), and no other: nuid is unique per process and never repeats, so a matching tag means the
- * caller's copy is byte for byte the body this reply would carry, whoever kept it and whoever asks now.
+ * Tags for held reply bodies (docs/edge.md#bodies-not-sent-twice): a caller that keeps a body offers its tag back, and
+ * a reply whose body has that tag goes without the bytes. Held bytes never change once sent (EncodedJson's `held`), so a
+ * tag is worked out once per bytes object and kept beside it (a WeakMap), and only on its second send: bytes sent once
+ * (a query never asked again) cost no hash.
  */
-import { nuid } from "@nats-io/nats-core";
+import { bodyTagOf } from "../../platform/transport/body-tags.ts";
 
 /** Below this a body goes every time: the bytes saved do not pay for the caller's copy and the tag's headers. */
 export const MIN_TAGGED_BYTES = 1024;
 
-const tags = new WeakMap<Uint8Array, string>();
+/** Per held bytes object: null once sent untagged, then its tag. */
+const tags = new WeakMap<Uint8Array, string | null>();
 
-/** The tag of held bytes as they go out (the compressed form has its own); undefined for a body too small to tag. */
+/** The tag of held bytes as they go out (the compressed form has its own); undefined on a first send or for small bytes. */
 export function bodyTag(bytes: Uint8Array): string | undefined {
   if (bytes.length < MIN_TAGGED_BYTES) return undefined;
-  let tag = tags.get(bytes);
-  if (tag === undefined) tags.set(bytes, (tag = nuid.next()));
-  return tag;
+  const tag = tags.get(bytes);
+  if (tag) return tag;
+  if (tag === undefined) return void tags.set(bytes, null);
+  const made = bodyTagOf(bytes);
+  tags.set(bytes, made);
+  return made;
+}
+
+/** Whether a request's `Derrick-Have-Body` offers `tag` (it may offer a few, comma-separated). */
+export function offers(haveBody: string | undefined, tag: string): boolean {
+  if (haveBody === undefined) return false;
+  if (haveBody === tag) return true;
+  return haveBody.includes(tag) && haveBody.split(",").some((offered) => offered.trim() === tag);
 }

@@ -39,7 +39,7 @@ import { buildInfo } from "../../platform/build-info.ts";
 import { InFlightLimiter, type QueueBound } from "./limiter.ts";
 import { transientNatsProblem } from "./nats-errors.ts";
 import { codedBody } from "./compressed-replies.ts";
-import { bodyTag } from "./body-tags.ts";
+import { bodyTag, offers } from "./body-tags.ts";
 import { BoundedCache } from "../../platform/bounded-cache.ts";
 import type { RequestContext } from "./context.ts";
 
@@ -314,7 +314,7 @@ function respond(msg: ServiceMsg, result: unknown, maxPayload: number | undefine
   const chunkBytes = chunkSize(maxPayload);
   if (tag !== undefined) {
     const blocks = taggedHeaders(payload!, tag, status, headers);
-    if (meta.haveBody === tag) return void msg.respond(undefined, { headers: blocks.same });
+    if (offers(meta.haveBody, tag)) return void msg.respond(undefined, { headers: blocks.same });
     if (payload!.length <= chunkBytes) return void msg.respond(payload, { headers: blocks.sent });
   }
   if (!payload || payload.length <= chunkBytes) {

@@ -22,6 +22,7 @@ import {
 } from "../../subjects/index.ts";
 import { encodeRequestMeta, parseHeaderBlock, rawHeaderBlock } from "./request-meta.ts";
 import { headerNamed } from "./header-names.ts";
+import { bodyTagOf } from "./body-tags.ts";
 import { BoundedCache } from "../bounded-cache.ts";
 import { noTracer, type Span, type Tracer } from "../tracing.ts";
 import { formatTraceparent, parseTraceparent } from "../trace-context.ts";
@@ -55,10 +56,13 @@ export type BusOptions = {
 export type KeptBodiesLimits = { entries: number; bytes: number };
 
 /**
- * Tagged reply bodies kept by request, so that the next request like it offers the tag and the actor need not send the
+ * Tagged reply bodies kept by request, so that the next request like it offers their tags and the actor need not send the
  * same bytes again (docs/edge.md#bodies-not-sent-twice). Bounded by count and bytes, the least recently used first.
  */
 export const KEPT_BODIES: KeptBodiesLimits = { entries: 1_000, bytes: 16 * 1024 * 1024 };
+
+/** Bodies kept per request: one per replica or per caller's view that answers it differently, the newest first. */
+export const BODIES_PER_REQUEST = 4;
 
 /** A request body longer than this is not a key: such requests are writes, not reads answered again. */
 const MAX_KEY_CHARS = 4096;
@@ -97,7 +101,9 @@ export class Bus {
   private readonly sub: Subscription;
   /** The connection's status events, stopped by close(): a Bus on a connection that outlives it must not keep a listener there. */
   private readonly statuses: AsyncIterable<Status> & { stop?: () => void };
-  private readonly bodies: BoundedCache<string, KeptBody> | undefined;
+  private readonly bodies: BoundedCache<string, readonly KeptBody[]> | undefined;
+  /** A body larger than this is not kept: it would push most others out. */
+  private readonly maxKeptBody: number = 0;
 
   constructor(
     readonly nc: NatsConnection,
@@ -105,7 +111,10 @@ export class Bus {
   ) {
     this.inbox = `${createInbox()}.`;
     const kept = options.keptBodies ?? KEPT_BODIES;
-    if (kept) this.bodies = new BoundedCache({ max: kept.entries, maxWeight: kept.bytes });
+    if (kept) {
+      this.bodies = new BoundedCache({ max: kept.entries, maxWeight: kept.bytes });
+      this.maxKeptBody = kept.bytes / 16;
+    }
     this.statuses = nc.status();
     this.sub = nc.subscribe(`${this.inbox}*`, {
       callback: (error, msg) => {
@@ -182,7 +191,8 @@ export class Bus {
       const key = this.bodies && (json?.length ?? 0) <= MAX_KEY_CHARS ? bodyKey(subject, meta, json) : undefined;
       // Taken now: a reply to another request like this one may replace it while this one is under way.
       const had = key === undefined ? undefined : this.bodies!.get(key);
-      const headers = encodeRequestMeta({ ...meta, haveBody: had?.tag, deadline: meta.deadline ?? Date.now() + timeoutMs });
+      const haveBody = had?.map((body) => body.tag).join(",");
+      const headers = encodeRequestMeta({ ...meta, haveBody, deadline: meta.deadline ?? Date.now() + timeoutMs });
       const { msg, header } = await this.exchange(subject, payload, headers, timeoutMs);
       // A reply that names the body kept here comes empty too: read before nats.js decodes the headers for their status.
       if (msg.data.length === 0 && header(Header.sameBody) === undefined && msg.headers?.code === 503)
@@ -214,24 +224,30 @@ export class Bus {
 
   /**
    * The reply's body: the copy this Bus kept when the actor sent it without (`Derrick-Same-Body`), else the bytes that
-   * came, kept when tagged. A reply without a tag ends what was kept for the request: the actor holds those bytes no more.
+   * came, kept when tagged, small enough, and their tag checked against them.
    */
-  private bodyOf(msg: Msg, header: HeaderOf, key: string | undefined, had: KeptBody | undefined): Uint8Array {
+  private bodyOf(msg: Msg, header: HeaderOf, key: string | undefined, had: readonly KeptBody[] | undefined): Uint8Array {
     const same = header(Header.sameBody);
     if (same !== undefined) {
-      if (had?.tag === same && msg.data.length === 0) return had.raw;
+      const kept = had?.find((body) => body.tag === same);
+      if (kept && msg.data.length === 0) return kept.raw;
       throw badGateway("the actor answered with a body this process does not hold");
     }
-    if (key === undefined) return msg.data;
     const tag = header(Header.bodyTag);
-    if (tag) {
-      // A copy (not Buffer's slice, a view): the message's bytes may be part of a larger read buffer, kept alive with them.
-      const raw = new Uint8Array(msg.data);
-      this.bodies!.set(key, { tag, raw }, raw.length + key.length * 2);
-      return raw;
-    }
-    if (had) this.bodies!.delete(key);
-    return msg.data;
+    if (key === undefined || !tag || msg.data.length > this.maxKeptBody) return msg.data;
+    const now = this.bodies!.peek(key) ?? [];
+    const known = now.find((body) => body.tag === tag);
+    if (!known && bodyTagOf(msg.data) !== tag) return msg.data;
+    // A copy when the bytes are a view: part of a larger read buffer would stay alive with them.
+    const raw =
+      known?.raw ?? (msg.data.byteOffset === 0 && msg.data.byteLength === msg.data.buffer.byteLength ? msg.data : new Uint8Array(msg.data));
+    const list = [{ tag, raw }, ...now.filter((body) => body.tag !== tag)].slice(0, BODIES_PER_REQUEST);
+    this.bodies!.set(
+      key,
+      list,
+      list.reduce((sum, body) => sum + body.raw.length, key.length * 2),
+    );
+    return raw;
   }
 
   /** The request's client span, when spans are exported and the request is part of a trace. */

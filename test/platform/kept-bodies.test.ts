@@ -1,12 +1,14 @@
-import { describe, expect } from "vitest";
+import { describe, expect, test } from "vitest";
+import { createHash } from "node:crypto";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/nats-core";
 import { gunzipSync } from "node:zlib";
 import { natsTest } from "../harness/fixture.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { serveActor, endpoint } from "../../actors/runtime/service.ts";
-import { MIN_TAGGED_BYTES } from "../../actors/runtime/body-tags.ts";
-import { DerrickError, EncodedJson, Header, reply } from "../../subjects/index.ts";
-import { Bus } from "../../platform/transport/index.ts";
+import { bodyTag, MIN_TAGGED_BYTES, offers } from "../../actors/runtime/body-tags.ts";
+import { bodyTagOf } from "../../platform/transport/body-tags.ts";
+import { DerrickError, EncodedJson, Header, reply, type RequestMeta } from "../../subjects/index.ts";
+import { BODIES_PER_REQUEST, Bus, type BusReply } from "../../platform/transport/index.ts";
 
 const silent = createLogger("silent");
 const it = natsTest({ extraConfig: "max_payload: 100KB" });
@@ -15,180 +17,293 @@ const jsonBytes = (value: unknown) => encoder.encode(JSON.stringify(value));
 /** Byte for byte (the Bus may hand out a Buffer, a Uint8Array to vitest's equality). */
 const bytesOf = (raw: Uint8Array) => [...raw];
 const rows = (n: number, word: string) => ({ rows: Array.from({ length: n }, (_, i) => ({ i, word })) });
+const held = (value: unknown) => new EncodedJson(jsonBytes(value), true);
 
-/** The bytes a connection received while `work` ran. */
-async function bytesIn(nc: NatsConnection, work: () => Promise<unknown>): Promise<number> {
+/** What a connection received (bytes, messages) while `work` ran. */
+async function received(nc: NatsConnection, work: () => Promise<unknown>): Promise<{ bytes: number; msgs: number }> {
   await nc.flush();
-  const before = nc.stats().inBytes;
+  const before = nc.stats();
   await work();
   await nc.flush();
-  return nc.stats().inBytes - before;
+  const after = nc.stats();
+  return { bytes: after.inBytes - before.inBytes, msgs: after.inMsgs - before.inMsgs };
 }
+
+/** One actor on its own connection answering `subject` with `answer` (the offered tags are recorded). */
+type Asked = { haveBody?: string; who?: string };
+
+async function serveHeld(nc: NatsConnection, name: string, subject: string, answer: (input: unknown, asked: Asked) => unknown) {
+  return serveActor(
+    nc,
+    {
+      name,
+      version: "0.0.0",
+      description: "held bodies",
+      endpoints: [
+        endpoint({
+          name: "read",
+          subject,
+          handler: (input, ctx) => answer(input, { haveBody: ctx.headers?.get(Header.haveBody) || undefined, who: ctx.principal?.subject }),
+        }),
+      ],
+    },
+    { log: silent, concurrency: 8 },
+  );
+}
+
+describe("body tags", () => {
+  test("runtime - held bytes are tagged from their second send, with the SHA-256 of their bytes; small ones never", () => {
+    const bytes = jsonBytes(rows(100, "tag"));
+    expect(bodyTag(bytes)).toBeUndefined();
+    const tag = bodyTag(bytes);
+    expect(tag).toBe(createHash("sha256").update(bytes).digest("base64url").slice(0, 22));
+    expect(bodyTag(bytes)).toBe(tag);
+    expect(bodyTagOf(new Uint8Array(bytes))).toBe(tag);
+    const small = jsonBytes({ ok: true });
+    expect(bodyTag(small)).toBeUndefined();
+    expect(bodyTag(small)).toBeUndefined();
+    expect(MIN_TAGGED_BYTES).toBeGreaterThan(small.length);
+  });
+
+  test("runtime - a tag is offered as itself or in a comma-separated list, never as part of another", () => {
+    expect(offers("abc", "abc")).toBe(true);
+    expect(offers("x1,abc, y2", "abc")).toBe(true);
+    expect(offers("xabc,abcx", "abc")).toBe(false);
+    expect(offers(undefined, "abc")).toBe(false);
+    expect(offers("", "abc")).toBe(false);
+  });
+});
 
 /**
  * A held reply body (bytes a cache keeps) is tagged; the Bus keeps it and offers the tag with the next request like it,
  * and the actor then sends the reply without the bytes. Each case checks what crossed NATS and what the caller got.
  */
 describe("held bodies not sent twice", () => {
-  it("bus - the second read of a held body carries no body bytes and answers the same bytes, status and headers", async ({
+  it("bus - a held body read again crosses NATS once more, then as a name: the same bytes, with each reply's own status and headers", async ({
     connection,
   }) => {
     const [actorNc, busNc] = [await connection("kept-actor"), await connection("kept-bus")];
-    let held = new EncodedJson(jsonBytes(rows(200, "first")), true);
+    let body = held(rows(200, "first"));
+    let cache = "miss";
     const offered: (string | undefined)[] = [];
-    const actor = await serveActor(
-      actorNc,
-      {
-        name: "kept",
-        version: "0.0.0",
-        description: "held bodies",
-        endpoints: [
-          endpoint({
-            name: "read",
-            subject: "derrick.test.kept.read",
-            handler: (_input, ctx) => {
-              offered.push(ctx.headers?.get(Header.haveBody) || undefined);
-              return reply(held, 200, { "x-derrick-cache": "hit" });
-            },
-          }),
-        ],
-      },
-      { log: silent, concurrency: 4 },
-    );
+    const actor = await serveHeld(actorNc, "kept", "derrick.test.kept.read", (_input, meta) => {
+      offered.push(meta.haveBody);
+      return reply(body, 200, { "x-derrick-cache": cache });
+    });
     const bus = new Bus(busNc, { timeoutMs: 5000 });
+    const read = (id = "a") => bus.request("derrick.test.kept.read", { id });
     try {
-      expect(held.bytes.length).toBeGreaterThan(4 * MIN_TAGGED_BYTES);
-      const first = await bus.request("derrick.test.kept.read", { id: "a" });
-      expect(bytesOf(first.raw)).toEqual(bytesOf(held.bytes));
-      let second: Awaited<ReturnType<typeof bus.request>> | undefined;
-      const received = await bytesIn(busNc, async () => (second = await bus.request("derrick.test.kept.read", { id: "a" })));
-      expect(received).toBeLessThan(held.bytes.length / 4);
-      expect(bytesOf(second!.raw)).toEqual(bytesOf(held.bytes));
-      expect(second!.status).toBe(200);
-      expect(second!.headers).toEqual(first.headers);
-      expect(second!.headers).toMatchObject({ "x-derrick-cache": "hit" });
-      expect(second!.body).toEqual(rows(200, "first"));
-      expect(offered[0]).toBeUndefined();
-      expect(offered[1]).toMatch(/^\w{8,}$/);
+      expect(body.bytes.length).toBeGreaterThan(4 * MIN_TAGGED_BYTES);
+      // First send: no tag; second: tagged, kept; third: named only.
+      for (let i = 0; i < 2; i++) expect(bytesOf((await read()).raw)).toEqual(bytesOf(body.bytes));
+      expect(offered).toEqual([undefined, undefined]);
+      cache = "hit";
+      let third: BusReply<unknown> | undefined;
+      const took = await received(busNc, async () => (third = await read()));
+      expect(took.bytes).toBeLessThan(body.bytes.length / 4);
+      expect(offered[2]).toBe(bodyTagOf(body.bytes));
+      expect(bytesOf(third!.raw)).toEqual(bytesOf(body.bytes));
+      expect(third!.status).toBe(200);
+      // The reply's own headers, not those kept with the body.
+      expect(third!.headers).toMatchObject({ "x-derrick-cache": "hit" });
+      expect(third!.body).toEqual(rows(200, "first"));
 
-      // Other bytes held for the same request: the tag no longer matches and the new body comes whole.
-      held = new EncodedJson(jsonBytes(rows(200, "second")), true);
-      const changed = await bus.request("derrick.test.kept.read", { id: "a" });
-      expect(changed.body).toEqual(rows(200, "second"));
-      expect(offered[2]).toBe(offered[1]);
-      const again = await bus.request("derrick.test.kept.read", { id: "a" });
-      expect(bytesOf(again.raw)).toEqual(bytesOf(held.bytes));
-      expect(offered[3]).not.toBe(offered[1]);
+      // Other bytes held for the same request: they come whole (twice, until tagged), then named.
+      body = held(rows(200, "second"));
+      for (let i = 0; i < 2; i++) expect((await read()).body).toEqual(rows(200, "second"));
+      const named = await received(busNc, async () => expect((await read()).body).toEqual(rows(200, "second")));
+      expect(named.bytes).toBeLessThan(body.bytes.length / 4);
+      expect(offered.at(-1)?.split(",")).toEqual([bodyTagOf(body.bytes), offered[2]]);
 
       // Another request is another key: nothing is offered for it.
-      await bus.request("derrick.test.kept.read", { id: "b" });
-      expect(offered[4]).toBeUndefined();
+      await read("b");
+      expect(offered.at(-1)).toBeUndefined();
 
-      // Bytes no cache keeps carry no tag, and end what the Bus kept for the request.
-      held = new EncodedJson(jsonBytes(rows(200, "third")));
-      expect((await bus.request("derrick.test.kept.read", { id: "a" })).body).toEqual(rows(200, "third"));
-      expect((await bus.request("derrick.test.kept.read", { id: "a" })).body).toEqual(rows(200, "third"));
-      expect(offered[6]).toBeUndefined();
-    } finally {
-      await actor.stop();
-    }
-  });
-
-  it("bus - callers that see different bodies for one request each get their own, every time", async ({ connection }) => {
-    const [actorNc, busNc] = [await connection("kept-actor-2"), await connection("kept-bus-2")];
-    const views = { alice: new EncodedJson(jsonBytes(rows(100, "alice")), true), bob: new EncodedJson(jsonBytes(rows(100, "bob")), true) };
-    const actor = await serveActor(
-      actorNc,
-      {
-        name: "kept2",
-        version: "0.0.0",
-        description: "a body per caller",
-        endpoints: [
-          endpoint({
-            name: "mine",
-            subject: "derrick.test.kept.mine",
-            handler: (_input, ctx) => views[ctx.principal!.subject as keyof typeof views],
-          }),
-        ],
-      },
-      { log: silent, concurrency: 4 },
-    );
-    const bus = new Bus(busNc, { timeoutMs: 5000 });
-    const as = (subject: "alice" | "bob") => ({ principal: { clientId: subject, subject, groups: [], kind: "user" as const } });
-    try {
-      for (const who of ["alice", "alice", "bob", "alice", "bob", "bob"] as const) {
-        const answer = await bus.request("derrick.test.kept.mine", undefined, as(who));
-        expect(bytesOf(answer.raw), who).toEqual(bytesOf(views[who].bytes));
+      // Bytes no cache keeps carry no tag: sent every time, whatever is offered.
+      body = new EncodedJson(jsonBytes(rows(200, "third")));
+      for (let i = 0; i < 3; i++) {
+        const whole = await received(busNc, async () => expect((await read()).body).toEqual(rows(200, "third")));
+        expect(whole.bytes).toBeGreaterThan(body.bytes.length);
       }
     } finally {
+      bus.close();
       await actor.stop();
     }
   });
 
-  it("bus - gzip and plain forms are tagged apart, and a held body larger than one NATS message comes back whole, then as a name", async ({
+  it("bus - replicas holding equal bytes share a tag, replicas or callers answering differently are each kept: every body right, most named", async ({
+    connection,
+  }) => {
+    const [a, b, busNc] = [await connection("kept-replica-a"), await connection("kept-replica-b"), await connection("kept-bus-2")];
+    const equal = rows(100, "equal");
+    // Each replica holds its own bytes object; for `mine`, each caller sees other bytes.
+    const views = { alice: held(rows(100, "alice")), bob: held(rows(100, "bob")) };
+    const answer = (replica: string) => {
+      const own = held(equal);
+      const byReplica = held({ ...rows(100, "replica"), replica });
+      return (input: unknown, asked: Asked) => {
+        const kind = (input as { kind: string }).kind;
+        if (kind === "equal") return own;
+        if (kind === "replica") return byReplica;
+        return views[asked.who as keyof typeof views];
+      };
+    };
+    const actors = [
+      await serveHeld(a, "kept2", "derrick.test.kept.shared", answer("a")),
+      await serveHeld(b, "kept2", "derrick.test.kept.shared", answer("b")),
+    ];
+    const bus = new Bus(busNc, { timeoutMs: 5000 });
+    const as = (subject: string): RequestMeta => ({ principal: { clientId: subject, subject, groups: [], kind: "user" } });
+    try {
+      for (const kind of ["equal", "replica"]) {
+        const warm = async () => {
+          for (let i = 0; i < 30; i++) await bus.request("derrick.test.kept.shared", { kind });
+        };
+        await warm();
+        let bodies = 0;
+        const took = await received(busNc, async () => {
+          for (let i = 0; i < 20; i++) {
+            const answer = await bus.request<{ rows: unknown[]; replica?: string }>("derrick.test.kept.shared", { kind });
+            expect(answer.body.rows, kind).toHaveLength(100);
+            if (kind === "replica") expect(["a", "b"], kind).toContain(answer.body.replica);
+            bodies += answer.raw.length;
+          }
+        });
+        expect(took.bytes, kind).toBeLessThan(bodies / 4);
+      }
+      for (const who of ["alice", "alice", "bob", "alice", "bob", "bob", "alice", "bob"] as const) {
+        const answer = await bus.request("derrick.test.kept.shared", { kind: "mine" }, as(who));
+        expect(bytesOf(answer.raw), who).toEqual(bytesOf(views[who].bytes));
+      }
+      expect(BODIES_PER_REQUEST).toBeGreaterThanOrEqual(2);
+    } finally {
+      bus.close();
+      for (const actor of actors) await actor.stop();
+    }
+  });
+
+  it("bus - a reply in flight is answered from the bodies kept when it was sent, though newer ones replaced them since", async ({
+    connection,
+  }) => {
+    const [actorNc, busNc] = [await connection("kept-actor-4"), await connection("kept-bus-4")];
+    const first = held(rows(100, "first"));
+    let current = first;
+    let holdNext = false;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let started: () => void = () => undefined;
+    const waiting = new Promise<void>((resolve) => (started = resolve));
+    const actor = await serveHeld(actorNc, "kept4", "derrick.test.kept.slow", async () => {
+      // What a handler answers is fixed when it starts; the one asked to hold waits at the gate.
+      const answer = current;
+      if (holdNext) {
+        holdNext = false;
+        started();
+        await gate;
+      }
+      return answer;
+    });
+    const bus = new Bus(busNc, { timeoutMs: 5000 });
+    const read = () => bus.request("derrick.test.kept.slow", { id: "one key" });
+    try {
+      for (let i = 0; i < 2; i++) await read();
+      holdNext = true;
+      const inFlight = read();
+      await waiting;
+      // Meanwhile more bodies than the Bus keeps per request replace the first there.
+      for (let n = 0; n < BODIES_PER_REQUEST; n++) {
+        current = held(rows(100, `newer ${n}`));
+        for (let i = 0; i < 2; i++) await read();
+      }
+      release();
+      expect(bytesOf((await inFlight).raw)).toEqual(bytesOf(first.bytes));
+    } finally {
+      release();
+      bus.close();
+      await actor.stop();
+    }
+  });
+
+  it("bus - gzip and plain forms are tagged apart, and a held body larger than one NATS message comes in chunks, then as a name", async ({
     connection,
   }) => {
     const [actorNc, busNc] = [await connection("kept-actor-3"), await connection("kept-bus-3")];
-    // Varied text so that gzip leaves more than 100 KB: the first reply goes in chunks either way.
-    const large = { rows: Array.from({ length: 6000 }, (_, i) => ({ i, text: (i * 2654435761).toString(36).repeat(8) })) };
-    const held = new EncodedJson(jsonBytes(large), true);
-    const actor = await serveActor(
-      actorNc,
-      {
-        name: "kept3",
-        version: "0.0.0",
-        description: "a large held body",
-        endpoints: [endpoint({ name: "large", subject: "derrick.test.kept.large", handler: () => held })],
-      },
-      { log: silent, concurrency: 4 },
-    );
+    // Hashes as text: gzip leaves about half, still several messages of the server's 100 KB.
+    const large = { rows: Array.from({ length: 6000 }, (_, i) => createHash("sha256").update(String(i)).digest("hex")) };
+    const body = held(large);
+    const actor = await serveHeld(actorNc, "kept3", "derrick.test.kept.large", () => body);
     const bus = new Bus(busNc, { timeoutMs: 5000 });
     try {
-      expect(held.bytes.length).toBeGreaterThan(3 * 100 * 1024);
       for (const acceptEncoding of [undefined, "gzip" as const]) {
-        const first = await bus.request("derrick.test.kept.large", undefined, { acceptEncoding });
         const plain = (raw: Uint8Array) => (acceptEncoding ? gunzipSync(raw) : raw);
-        expect(bytesOf(plain(first.raw))).toEqual(bytesOf(held.bytes));
-        expect(first.headers["Content-Encoding"]).toBe(acceptEncoding);
-        let second: Awaited<ReturnType<typeof bus.request>> | undefined;
-        const received = await bytesIn(
+        const sends: BusReply<unknown>[] = [];
+        const whole = await received(busNc, async () => {
+          for (let i = 0; i < 2; i++) sends.push(await bus.request("derrick.test.kept.large", undefined, { acceptEncoding }));
+        });
+        expect(whole.msgs, String(acceptEncoding)).toBeGreaterThanOrEqual(2 * 2);
+        for (const send of sends) expect(bytesOf(plain(send.raw))).toEqual(bytesOf(body.bytes));
+        expect(sends[1]!.headers["Content-Encoding"]).toBe(acceptEncoding);
+        let third: BusReply<unknown> | undefined;
+        const named = await received(
           busNc,
-          async () => (second = await bus.request("derrick.test.kept.large", undefined, { acceptEncoding })),
+          async () => (third = await bus.request("derrick.test.kept.large", undefined, { acceptEncoding })),
         );
-        expect(received, String(acceptEncoding)).toBeLessThan(1024);
-        expect(bytesOf(second!.raw)).toEqual(bytesOf(first.raw));
-        expect(second!.body).toEqual(large);
+        expect(named, String(acceptEncoding)).toMatchObject({ msgs: 1 });
+        expect(named.bytes).toBeLessThan(1024);
+        expect(bytesOf(third!.raw)).toEqual(bytesOf(sends[1]!.raw));
+        expect(third!.body).toEqual(large);
       }
     } finally {
+      bus.close();
       await actor.stop();
     }
   });
 
-  it("bus - a reply naming a body this Bus does not hold is a 502; a Bus that keeps none offers none", async ({ connection }) => {
+  it("bus - a tag that is not its bytes' is not kept; a name of a body not held is a 502; a Bus that keeps none offers none", async ({
+    connection,
+  }) => {
     const nc = await connection("kept-foreign");
     const offers: (string | undefined)[] = [];
-    // A foreign responder: names a body whatever was offered, and tags what it sends.
-    const sub = nc.subscribe("derrick.test.kept.foreign", {
+    const honest = jsonBytes(rows(100, "honest"));
+    // A foreign responder: tags what it sends (truly, or with another body's tag), or names a body nobody kept.
+    const sub = nc.subscribe("derrick.test.kept.foreign.>", {
       callback: (_e, m) => {
         offers.push(m.headers?.get(Header.haveBody) || undefined);
         const h = natsHeaders();
-        if (m.data.length) h.set(Header.sameBody, "not-held");
-        else h.set(Header.bodyTag, "tag-1");
-        m.respond(m.data.length ? undefined : jsonBytes(rows(100, "x")), { headers: h });
+        const how = m.subject.split(".").at(-1);
+        if (how === "name") {
+          h.set(Header.sameBody, "not-held");
+          m.respond(undefined, { headers: h });
+          return;
+        }
+        h.set(Header.bodyTag, bodyTagOf(honest));
+        m.respond(how === "forge" ? jsonBytes(rows(100, "forged")) : honest, { headers: h });
       },
     });
+    const buses: Bus[] = [];
+    const busOf = (options: { keptBodies?: false } = {}) => {
+      const bus = new Bus(nc, { timeoutMs: 2000, ...options });
+      buses.push(bus);
+      return bus;
+    };
     try {
-      const bus = new Bus(nc, { timeoutMs: 2000 });
-      const error = await bus.request("derrick.test.kept.foreign", { name: "it" }).catch((e: unknown) => e);
+      const error = await busOf()
+        .request("derrick.test.kept.foreign.name", undefined)
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(DerrickError);
       expect((error as DerrickError).status).toBe(502);
 
-      const keeping = new Bus(nc, { timeoutMs: 2000 });
-      const keepsNone = new Bus(nc, { timeoutMs: 2000, keptBodies: false });
-      for (const b of [keeping, keeping, keepsNone, keepsNone]) await b.request("derrick.test.kept.foreign", undefined);
-      expect(offers.slice(1)).toEqual([undefined, "tag-1", undefined, undefined]);
+      const keeping = busOf();
+      const keepsNone = busOf({ keptBodies: false });
+      offers.length = 0;
+      for (const b of [keeping, keeping, keepsNone, keepsNone]) await b.request("derrick.test.kept.foreign.true", undefined);
+      expect(offers).toEqual([undefined, bodyTagOf(honest), undefined, undefined]);
+      offers.length = 0;
+      for (let i = 0; i < 2; i++) await keeping.request("derrick.test.kept.foreign.forge", undefined);
+      expect(offers).toEqual([undefined, undefined]);
     } finally {
       sub.unsubscribe();
+      for (const bus of buses) bus.close();
     }
   });
 });
