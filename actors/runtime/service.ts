@@ -308,7 +308,7 @@ function respond(msg: ServiceMsg, result: unknown, maxPayload: number | undefine
   let tag: string | undefined;
   if (body instanceof EncodedJson) {
     ({ bytes: payload, headers } = codedBody(body, headers, meta.acceptEncoding));
-    if (body.held) tag = bodyTag(payload);
+    if (body.held) tag = bodyTag(payload, meta.haveBody !== undefined);
   } else if (body !== undefined) payload = encoder.encode(JSON.stringify(body));
   const status = result instanceof Reply ? result.status : 200;
   const chunkBytes = chunkSize(maxPayload);

@@ -33,9 +33,10 @@ export type BusReply<T> = {
   readonly body: T;
   /**
    * The reply's bytes as the actor sent them (empty for no body): JSON, or gzip of it when the request took gzip
-   * (RequestMeta.acceptEncoding) and the reply headers say `Content-Encoding: gzip`.
+   * (RequestMeta.acceptEncoding) and the reply headers say `Content-Encoding: gzip`. A kept body's bytes are shared
+   * with every later reply that names it (docs/edge.md#bodies-not-sent-twice): never change them; copy first.
    */
-  raw: Uint8Array;
+  readonly raw: Uint8Array;
   /** The HTTP headers the actor set, shared between replies alike (frozen): copy before changing. */
   headers: Readonly<Record<string, string>>;
 };
@@ -68,6 +69,9 @@ export const BODIES_PER_REQUEST = 4;
 const MAX_KEY_CHARS = 4096;
 
 type KeptBody = { tag: string; raw: Uint8Array };
+/** What a request kept: its bodies, the newest first, and the `Derrick-Have-Body` value offering them (empty: seen once, none kept yet). */
+type Kept = { bodies: readonly KeptBody[]; offer: string };
+const SEEN_ONCE: Kept = Object.freeze({ bodies: Object.freeze([]), offer: "" });
 
 const encoder = new TextEncoder();
 
@@ -101,8 +105,8 @@ export class Bus {
   private readonly sub: Subscription;
   /** The connection's status events, stopped by close(): a Bus on a connection that outlives it must not keep a listener there. */
   private readonly statuses: AsyncIterable<Status> & { stop?: () => void };
-  private readonly bodies: BoundedCache<string, readonly KeptBody[]> | undefined;
-  /** A body larger than this is not kept: it would push most others out. */
+  private readonly bodies: BoundedCache<string, Kept> | undefined;
+  /** What one request may keep in all: more would push most others out. */
   private readonly maxKeptBody: number = 0;
 
   constructor(
@@ -191,8 +195,7 @@ export class Bus {
       const key = this.bodies && (json?.length ?? 0) <= MAX_KEY_CHARS ? bodyKey(subject, meta, json) : undefined;
       // Taken now: a reply to another request like this one may replace it while this one is under way.
       const had = key === undefined ? undefined : this.bodies!.get(key);
-      const haveBody = had?.map((body) => body.tag).join(",");
-      const headers = encodeRequestMeta({ ...meta, haveBody, deadline: meta.deadline ?? Date.now() + timeoutMs });
+      const headers = encodeRequestMeta({ ...meta, haveBody: had?.offer || undefined, deadline: meta.deadline ?? Date.now() + timeoutMs });
       const { msg, header } = await this.exchange(subject, payload, headers, timeoutMs);
       // A reply that names the body kept here comes empty too: read before nats.js decodes the headers for their status.
       if (msg.data.length === 0 && header(Header.sameBody) === undefined && msg.headers?.code === 503)
@@ -224,29 +227,37 @@ export class Bus {
 
   /**
    * The reply's body: the copy this Bus kept when the actor sent it without (`Derrick-Same-Body`), else the bytes that
-   * came, kept when tagged, small enough, and their tag checked against them.
+   * came. Tagged bytes are kept from the request's second tagged reply on (a request asked once is not worth a hash and
+   * a copy), with their tag checked against them, and within the request's share of the bound.
    */
-  private bodyOf(msg: Msg, header: HeaderOf, key: string | undefined, had: readonly KeptBody[] | undefined): Uint8Array {
+  private bodyOf(msg: Msg, header: HeaderOf, key: string | undefined, had: Kept | undefined): Uint8Array {
+    const data = msg.data;
     const same = header(Header.sameBody);
     if (same !== undefined) {
-      const kept = had?.find((body) => body.tag === same);
-      if (kept && msg.data.length === 0) return kept.raw;
+      const kept = had?.bodies.find((body) => body.tag === same);
+      if (kept && data.length === 0) return kept.raw;
       throw badGateway("the actor answered with a body this process does not hold");
     }
     const tag = header(Header.bodyTag);
-    if (key === undefined || !tag || msg.data.length > this.maxKeptBody) return msg.data;
-    const now = this.bodies!.peek(key) ?? [];
-    const known = now.find((body) => body.tag === tag);
-    if (!known && bodyTagOf(msg.data) !== tag) return msg.data;
+    if (key === undefined || !tag || data.length > this.maxKeptBody) return data;
+    const now = this.bodies!.peek(key);
+    if (!now) {
+      this.bodies!.set(key, SEEN_ONCE, key.length * 2);
+      return data;
+    }
+    const known = now.bodies.find((body) => body.tag === tag);
+    if (!known && bodyTagOf(data) !== tag) return data;
     // A copy when the bytes are a view: part of a larger read buffer would stay alive with them.
-    const raw =
-      known?.raw ?? (msg.data.byteOffset === 0 && msg.data.byteLength === msg.data.buffer.byteLength ? msg.data : new Uint8Array(msg.data));
-    const list = [{ tag, raw }, ...now.filter((body) => body.tag !== tag)].slice(0, BODIES_PER_REQUEST);
-    this.bodies!.set(
-      key,
-      list,
-      list.reduce((sum, body) => sum + body.raw.length, key.length * 2),
-    );
+    const raw = known?.raw ?? (data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data));
+    const bodies = [{ tag, raw }];
+    let bytes = raw.length;
+    for (const body of now.bodies) {
+      if (bodies.length === BODIES_PER_REQUEST || bytes + body.raw.length > this.maxKeptBody) break;
+      if (body.tag === tag) continue;
+      bodies.push(body);
+      bytes += body.raw.length;
+    }
+    this.bodies!.set(key, { bodies, offer: bodies.map((body) => body.tag).join(",") }, bytes + key.length * 2);
     return raw;
   }
 

@@ -14,8 +14,8 @@ const silent = createLogger("silent");
 const it = natsTest({ extraConfig: "max_payload: 100KB" });
 const encoder = new TextEncoder();
 const jsonBytes = (value: unknown) => encoder.encode(JSON.stringify(value));
-/** Byte for byte (the Bus may hand out a Buffer, a Uint8Array to vitest's equality). */
-const bytesOf = (raw: Uint8Array) => [...raw];
+/** Byte for byte (the Bus may hand out a Buffer or a Uint8Array). */
+const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
 const rows = (n: number, word: string) => ({ rows: Array.from({ length: n }, (_, i) => ({ i, word })) });
 const held = (value: unknown) => new EncodedJson(jsonBytes(value), true);
 
@@ -94,29 +94,34 @@ describe("held bodies not sent twice", () => {
     const read = (id = "a") => bus.request("derrick.test.kept.read", { id });
     try {
       expect(body.bytes.length).toBeGreaterThan(4 * MIN_TAGGED_BYTES);
-      // First send: no tag; second: tagged, kept; third: named only.
-      for (let i = 0; i < 2; i++) expect(bytesOf((await read()).raw)).toEqual(bytesOf(body.bytes));
-      expect(offered).toEqual([undefined, undefined]);
+      // The actor tags from its second send; the Bus keeps from a request's second tagged reply; then named only.
+      for (let i = 0; i < 3; i++) expect(same((await read()).raw, body.bytes)).toBe(true);
+      expect(offered).toEqual([undefined, undefined, undefined]);
       cache = "hit";
-      let third: BusReply<unknown> | undefined;
-      const took = await received(busNc, async () => (third = await read()));
+      let named: BusReply<unknown> | undefined;
+      const took = await received(busNc, async () => (named = await read()));
       expect(took.bytes).toBeLessThan(body.bytes.length / 4);
-      expect(offered[2]).toBe(bodyTagOf(body.bytes));
-      expect(bytesOf(third!.raw)).toEqual(bytesOf(body.bytes));
-      expect(third!.status).toBe(200);
+      expect(offered[3]).toBe(bodyTagOf(body.bytes));
+      expect(same(named!.raw, body.bytes)).toBe(true);
+      expect(named!.status).toBe(200);
       // The reply's own headers, not those kept with the body.
-      expect(third!.headers).toMatchObject({ "x-derrick-cache": "hit" });
-      expect(third!.body).toEqual(rows(200, "first"));
+      expect(named!.headers).toMatchObject({ "x-derrick-cache": "hit" });
+      expect(named!.body).toEqual(rows(200, "first"));
 
-      // Other bytes held for the same request: they come whole (twice, until tagged), then named.
+      // Other bytes held for the same request: to a caller that keeps bodies they come tagged at once, then named.
       body = held(rows(200, "second"));
-      for (let i = 0; i < 2; i++) expect((await read()).body).toEqual(rows(200, "second"));
-      const named = await received(busNc, async () => expect((await read()).body).toEqual(rows(200, "second")));
-      expect(named.bytes).toBeLessThan(body.bytes.length / 4);
-      expect(offered.at(-1)?.split(",")).toEqual([bodyTagOf(body.bytes), offered[2]]);
+      expect((await read()).body).toEqual(rows(200, "second"));
+      const again = await received(busNc, async () => expect((await read()).body).toEqual(rows(200, "second")));
+      expect(again.bytes).toBeLessThan(body.bytes.length / 4);
+      expect(offered.at(-1)?.split(",")).toEqual([bodyTagOf(body.bytes), offered[3]]);
 
-      // Another request is another key: nothing is offered for it.
+      // Another request is another key: nothing is offered for it; nor for a request too long to be a key, nor what a
+      // caller puts in the metadata itself.
       await read("b");
+      expect(offered.at(-1)).toBeUndefined();
+      for (let i = 0; i < 4; i++) await read("x".repeat(5000));
+      expect(offered.slice(-4)).toEqual([undefined, undefined, undefined, undefined]);
+      await bus.request("derrick.test.kept.read", { id: "c" }, { haveBody: bodyTagOf(body.bytes) });
       expect(offered.at(-1)).toBeUndefined();
 
       // Bytes no cache keeps carry no tag: sent every time, whatever is offered.
@@ -171,11 +176,18 @@ describe("held bodies not sent twice", () => {
         });
         expect(took.bytes, kind).toBeLessThan(bodies / 4);
       }
-      for (const who of ["alice", "alice", "bob", "alice", "bob", "bob", "alice", "bob"] as const) {
+      // Two callers, one request, other bytes each: both kept (up to BODIES_PER_REQUEST), each named to its own caller.
+      const mine = async (who: "alice" | "bob") => {
         const answer = await bus.request("derrick.test.kept.shared", { kind: "mine" }, as(who));
-        expect(bytesOf(answer.raw), who).toEqual(bytesOf(views[who].bytes));
-      }
-      expect(BODIES_PER_REQUEST).toBeGreaterThanOrEqual(2);
+        expect(same(answer.raw, views[who].bytes), who).toBe(true);
+        return answer.raw.length;
+      };
+      for (const who of ["alice", "alice", "alice", "bob", "bob", "bob"] as const) await mine(who);
+      let bodies = 0;
+      const took = await received(busNc, async () => {
+        for (const who of ["alice", "bob", "alice", "bob", "bob", "alice"] as const) bodies += await mine(who);
+      });
+      expect(took.bytes).toBeLessThan(bodies / 4);
     } finally {
       bus.close();
       for (const actor of actors) await actor.stop();
@@ -206,7 +218,7 @@ describe("held bodies not sent twice", () => {
     const bus = new Bus(busNc, { timeoutMs: 5000 });
     const read = () => bus.request("derrick.test.kept.slow", { id: "one key" });
     try {
-      for (let i = 0; i < 2; i++) await read();
+      for (let i = 0; i < 3; i++) await read();
       holdNext = true;
       const inFlight = read();
       await waiting;
@@ -216,7 +228,7 @@ describe("held bodies not sent twice", () => {
         for (let i = 0; i < 2; i++) await read();
       }
       release();
-      expect(bytesOf((await inFlight).raw)).toEqual(bytesOf(first.bytes));
+      expect(same((await inFlight).raw, first.bytes)).toBe(true);
     } finally {
       release();
       bus.close();
@@ -238,11 +250,11 @@ describe("held bodies not sent twice", () => {
         const plain = (raw: Uint8Array) => (acceptEncoding ? gunzipSync(raw) : raw);
         const sends: BusReply<unknown>[] = [];
         const whole = await received(busNc, async () => {
-          for (let i = 0; i < 2; i++) sends.push(await bus.request("derrick.test.kept.large", undefined, { acceptEncoding }));
+          for (let i = 0; i < 3; i++) sends.push(await bus.request("derrick.test.kept.large", undefined, { acceptEncoding }));
         });
-        expect(whole.msgs, String(acceptEncoding)).toBeGreaterThanOrEqual(2 * 2);
-        for (const send of sends) expect(bytesOf(plain(send.raw))).toEqual(bytesOf(body.bytes));
-        expect(sends[1]!.headers["Content-Encoding"]).toBe(acceptEncoding);
+        expect(whole.msgs, String(acceptEncoding)).toBeGreaterThanOrEqual(3 * 2);
+        for (const send of sends) expect(same(plain(send.raw), body.bytes)).toBe(true);
+        expect(sends[2]!.headers["Content-Encoding"]).toBe(acceptEncoding);
         let third: BusReply<unknown> | undefined;
         const named = await received(
           busNc,
@@ -250,8 +262,18 @@ describe("held bodies not sent twice", () => {
         );
         expect(named, String(acceptEncoding)).toMatchObject({ msgs: 1 });
         expect(named.bytes).toBeLessThan(1024);
-        expect(bytesOf(third!.raw)).toEqual(bytesOf(sends[1]!.raw));
+        expect(same(third!.raw, sends[2]!.raw)).toBe(true);
         expect(third!.body).toEqual(large);
+      }
+      // A body over a request's share of the bound (a sixteenth of it) is never kept: it would push most others out.
+      const small = new Bus(busNc, { timeoutMs: 5000, keptBodies: { entries: 10, bytes: 1024 * 1024 } });
+      try {
+        const each = await received(busNc, async () => {
+          for (let i = 0; i < 4; i++) expect((await small.request("derrick.test.kept.large", undefined)).body).toEqual(large);
+        });
+        expect(each.bytes).toBeGreaterThan(4 * body.bytes.length);
+      } finally {
+        small.close();
       }
     } finally {
       bus.close();
@@ -259,25 +281,26 @@ describe("held bodies not sent twice", () => {
     }
   });
 
-  it("bus - a tag that is not its bytes' is not kept; a name of a body not held is a 502; a Bus that keeps none offers none", async ({
+  it("bus - a tag that is not its bytes' is not kept, nor does it displace the kept bytes; a name of a body not held is a 502; a Bus that keeps none offers none", async ({
     connection,
   }) => {
     const nc = await connection("kept-foreign");
     const offers: (string | undefined)[] = [];
     const honest = jsonBytes(rows(100, "honest"));
-    // A foreign responder: tags what it sends (truly, or with another body's tag), or names a body nobody kept.
-    const sub = nc.subscribe("derrick.test.kept.foreign.>", {
+    const forged = jsonBytes(rows(100, "forged"));
+    let mode: "true" | "forge" | "name" = "true";
+    // A foreign responder: tags what it sends with the honest bytes' tag (truly or not), or names a body nobody kept.
+    const sub = nc.subscribe("derrick.test.kept.foreign", {
       callback: (_e, m) => {
         offers.push(m.headers?.get(Header.haveBody) || undefined);
         const h = natsHeaders();
-        const how = m.subject.split(".").at(-1);
-        if (how === "name") {
+        if (mode === "name") {
           h.set(Header.sameBody, "not-held");
           m.respond(undefined, { headers: h });
           return;
         }
         h.set(Header.bodyTag, bodyTagOf(honest));
-        m.respond(how === "forge" ? jsonBytes(rows(100, "forged")) : honest, { headers: h });
+        m.respond(mode === "forge" ? forged : honest, { headers: h });
       },
     });
     const buses: Bus[] = [];
@@ -286,21 +309,30 @@ describe("held bodies not sent twice", () => {
       buses.push(bus);
       return bus;
     };
+    const ask = async (bus: Bus) => (await bus.request("derrick.test.kept.foreign", undefined)).raw;
     try {
-      const error = await busOf()
-        .request("derrick.test.kept.foreign.name", undefined)
-        .catch((e: unknown) => e);
+      mode = "name";
+      const error = await ask(busOf()).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(DerrickError);
       expect((error as DerrickError).status).toBe(502);
 
+      mode = "forge";
+      const forging = busOf();
+      for (let i = 0; i < 3; i++) expect(same(await ask(forging), forged)).toBe(true);
+      expect(offers.slice(-3)).toEqual([undefined, undefined, undefined]);
+
+      mode = "true";
       const keeping = busOf();
       const keepsNone = busOf({ keptBodies: false });
       offers.length = 0;
-      for (const b of [keeping, keeping, keepsNone, keepsNone]) await b.request("derrick.test.kept.foreign.true", undefined);
-      expect(offers).toEqual([undefined, bodyTagOf(honest), undefined, undefined]);
-      offers.length = 0;
-      for (let i = 0; i < 2; i++) await keeping.request("derrick.test.kept.foreign.forge", undefined);
-      expect(offers).toEqual([undefined, undefined]);
+      for (const b of [keeping, keeping, keeping, keepsNone, keepsNone, keepsNone]) expect(same(await ask(b), honest)).toBe(true);
+      expect(offers).toEqual([undefined, undefined, bodyTagOf(honest), undefined, undefined, undefined]);
+      // Forged bytes under the tag kept: the kept bytes are what the tag names, and stay kept.
+      mode = "forge";
+      expect(same(await ask(keeping), honest)).toBe(true);
+      mode = "true";
+      expect(same(await ask(keeping), honest)).toBe(true);
+      expect(offers.slice(-2)).toEqual([bodyTagOf(honest), bodyTagOf(honest)]);
     } finally {
       sub.unsubscribe();
       for (const bus of buses) bus.close();
