@@ -107,7 +107,7 @@ export class Bus {
   private readonly statuses: AsyncIterable<Status> & { stop?: () => void };
   private readonly bodies: BoundedCache<string, Kept> | undefined;
   /** What one request may keep in all: more would push most others out. */
-  private readonly maxKeptBody: number = 0;
+  private readonly keptPerRequest: number = 0;
 
   constructor(
     readonly nc: NatsConnection,
@@ -117,7 +117,7 @@ export class Bus {
     const kept = options.keptBodies ?? KEPT_BODIES;
     if (kept) {
       this.bodies = new BoundedCache({ max: kept.entries, maxWeight: kept.bytes });
-      this.maxKeptBody = kept.bytes / 16;
+      this.keptPerRequest = kept.bytes / 16;
     }
     this.statuses = nc.status();
     this.sub = nc.subscribe(`${this.inbox}*`, {
@@ -239,7 +239,7 @@ export class Bus {
       throw badGateway("the actor answered with a body this process does not hold");
     }
     const tag = header(Header.bodyTag);
-    if (key === undefined || !tag || data.length > this.maxKeptBody) return data;
+    if (key === undefined || !tag || data.length > this.keptPerRequest) return data;
     const now = this.bodies!.peek(key);
     if (!now) {
       this.bodies!.set(key, SEEN_ONCE, key.length * 2);
@@ -252,7 +252,7 @@ export class Bus {
     const bodies = [{ tag, raw }];
     let bytes = raw.length;
     for (const body of now.bodies) {
-      if (bodies.length === BODIES_PER_REQUEST || bytes + body.raw.length > this.maxKeptBody) break;
+      if (bodies.length === BODIES_PER_REQUEST || bytes + body.raw.length > this.keptPerRequest) break;
       if (body.tag === tag) continue;
       bodies.push(body);
       bytes += body.raw.length;
