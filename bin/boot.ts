@@ -53,6 +53,7 @@ export async function boot(options: BootOptions): Promise<Booted> {
     timeoutMs: cfg.requestTimeoutMs,
     tracer,
     onRequest: metrics.observeNats,
+    onReplyBody: metrics.observeReplyBody,
     onInboxError: (err) =>
       log.error({ err }, "NATS refused the edge's reply inbox: every request now fails with 503; allow this user to subscribe to _INBOX.>"),
   });

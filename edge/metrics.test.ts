@@ -27,6 +27,19 @@ describe("edge metrics", () => {
     expect(sample(text, 'derrick_http_requests_total{route="/v1/x",method="GET",status="404"}')).toBe(1);
   });
 
+  it("metrics - reply body bytes are summed by whether they crossed NATS, both outcomes exported from 0", async () => {
+    const m = createMetrics(false);
+    expect(sample(await m.registry.metrics(), 'derrick_nats_reply_body_bytes_total{outcome="named"}')).toBe(0);
+    m.observeReplyBody(2000, true);
+    m.observeReplyBody(2000, true);
+    m.observeReplyBody(700, false);
+    const text = await m.registry.metrics();
+    expect(sample(text, 'derrick_nats_reply_body_bytes_total{outcome="named"}')).toBe(4000);
+    expect(sample(text, 'derrick_nats_reply_body_bytes_total{outcome="sent"}')).toBe(700);
+    // A second scrape reads the same sums, not twice them.
+    expect(sample(await m.registry.metrics(), 'derrick_nats_reply_body_bytes_total{outcome="named"}')).toBe(4000);
+  });
+
   it("metrics - the runtime series names Bun and its version, and no Node.js version series claims otherwise", async () => {
     const text = await createMetrics(true).registry.metrics();
     expect(sample(text, `derrick_runtime_info{runtime="bun",version="${Bun.version}"}`)).toBe(1);

@@ -2,13 +2,15 @@
  * Prometheus metrics of one edge (its own registry, so several edges can live in one test process).
  * The per-request series are LabelledHistograms (platform/labelled-histogram.ts: no per-observation garbage).
  */
-import { Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import { LabelledHistogram } from "../platform/labelled-histogram.ts";
 
 export type EdgeMetrics = {
   registry: Registry;
   observeHttp(route: string, method: string, status: number, seconds: number): void;
   observeNats(subject: string, seconds: number, outcome: string): void;
+  /** A reply body the edge answered: `named` when the actor named a body the Bus kept, else sent over NATS. */
+  observeReplyBody(bytes: number, named: boolean): void;
 };
 
 const HTTP_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -44,6 +46,19 @@ export function createMetrics(withProcessMetrics = true): EdgeMetrics {
   registry.registerMetric(http.counter("derrick_http_requests_total", "HTTP requests by route, method and status"));
   registry.registerMetric(http.histogram());
   registry.registerMetric(nats.histogram());
+  // Plain sums, written into the counter at scrape time: prom-client hashes the labels on every inc().
+  const bodyBytes = { named: 0, sent: 0 };
+  new Counter({
+    name: "derrick_nats_reply_body_bytes_total",
+    help: "Reply body bytes the edge answered, by whether they crossed NATS (sent) or the actor named a body kept (named)",
+    labelNames: ["outcome"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ outcome: "named" }, bodyBytes.named);
+      this.inc({ outcome: "sent" }, bodyBytes.sent);
+    },
+  });
   return {
     registry,
     observeHttp(route, method, status, seconds) {
@@ -51,6 +66,10 @@ export function createMetrics(withProcessMetrics = true): EdgeMetrics {
     },
     observeNats(subject, seconds, outcome) {
       nats.observe(seconds, subject, outcome);
+    },
+    observeReplyBody(bytes, named) {
+      if (named) bodyBytes.named += bytes;
+      else bodyBytes.sent += bytes;
     },
   };
 }

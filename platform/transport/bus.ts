@@ -50,6 +50,8 @@ export type BusOptions = {
   onInboxError?: (error: Error) => void;
   /** Records a client span for each request that belongs to a trace (when it exports). */
   tracer?: Tracer;
+  /** Each successful reply's body size, and whether the actor named a kept body instead of sending it (metrics). */
+  onReplyBody?: (bytes: number, named: boolean) => void;
   /** The bound of the tagged bodies kept to offer back (KEPT_BODIES by default; `false`: none kept, none offered). */
   keptBodies?: KeptBodiesLimits | false;
 };
@@ -214,7 +216,9 @@ export class Bus {
         }
         throw DerrickError.fromProblem(problem, replyHeaders(header(Header.replyHeaders)));
       }
-      return lazyReply(Number(header(Header.status)) || 200, this.bodyOf(msg, header, key, had), replyHeaders(header(Header.replyHeaders)));
+      const raw = this.bodyOf(msg, header, key, had);
+      if (raw.length) this.options.onReplyBody?.(raw.length, msg.data.length === 0);
+      return lazyReply(Number(header(Header.status)) || 200, raw, replyHeaders(header(Header.replyHeaders)));
     } catch (error) {
       outcome = error instanceof DerrickError ? String(error.status) : "error";
       throw error;

@@ -63,6 +63,10 @@ describe("compressed replies", () => {
       const fetched = await derrick.call(path, { as: "admin" });
       expect(await fetched.json()).toEqual(JSON.parse(plain.body.toString()));
     }
+    // Each form was asked four times or more: its later reads came named, not sent (docs/edge.md#bodies-not-sent-twice).
+    const metrics = await (await fetch(`${derrick.url}/metrics`)).text();
+    const named = Number(/derrick_nats_reply_body_bytes_total\{outcome="named"\} (\d+)/.exec(metrics)?.[1]);
+    expect(named).toBeGreaterThan(4 * MIN_COMPRESSED_BYTES);
   });
 
   it("edge - a reply nothing holds, or a small one, goes plain whatever the client takes, without Vary", async ({ derrick }) => {

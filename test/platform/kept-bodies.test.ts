@@ -90,7 +90,8 @@ describe("held bodies not sent twice", () => {
       offered.push(meta.haveBody);
       return reply(body, 200, { "x-derrick-cache": cache });
     });
-    const bus = new Bus(busNc, { timeoutMs: 5000 });
+    const bodiesNamed: boolean[] = [];
+    const bus = new Bus(busNc, { timeoutMs: 5000, onReplyBody: (_bytes, wasNamed) => void bodiesNamed.push(wasNamed) });
     const read = (id = "a") => bus.request("derrick.test.kept.read", { id });
     try {
       expect(body.bytes.length).toBeGreaterThan(4 * MIN_TAGGED_BYTES);
@@ -102,6 +103,7 @@ describe("held bodies not sent twice", () => {
       const took = await received(busNc, async () => (named = await read()));
       expect(took.bytes).toBeLessThan(body.bytes.length / 4);
       expect(offered[3]).toBe(bodyTagOf(body.bytes));
+      expect(bodiesNamed).toEqual([false, false, false, true]);
       expect(same(named!.raw, body.bytes)).toBe(true);
       expect(named!.status).toBe(200);
       // The reply's own headers, not those kept with the body.
