@@ -4,7 +4,7 @@
  * tag is worked out once per bytes object and kept beside it (a WeakMap), from its second send or for a caller that
  * keeps bodies: bytes sent once (a query never asked again) cost no hash.
  */
-import { bodyTagOf } from "../../platform/transport/body-tags.ts";
+import { bodyTagOf } from "../../platform/transport/index.ts";
 
 /** Below this a body goes every time: the bytes saved do not pay for the caller's copy and the tag's headers. */
 export const MIN_TAGGED_BYTES = 1024;

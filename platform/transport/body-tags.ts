@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 
-export const BODY_TAG_CHARS = 22;
+const BODY_TAG_CHARS = 22;
 
 export function bodyTagOf(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("base64url").slice(0, BODY_TAG_CHARS);

@@ -6,9 +6,8 @@ import { natsTest } from "../harness/fixture.ts";
 import { createLogger } from "../../platform/logger.ts";
 import { serveActor, endpoint } from "../../actors/runtime/service.ts";
 import { bodyTag, MIN_TAGGED_BYTES, offers } from "../../actors/runtime/body-tags.ts";
-import { bodyTagOf } from "../../platform/transport/body-tags.ts";
 import { DerrickError, EncodedJson, Header, reply, type RequestMeta } from "../../subjects/index.ts";
-import { BODIES_PER_REQUEST, Bus, type BusReply } from "../../platform/transport/index.ts";
+import { BODIES_PER_REQUEST, Bus, bodyTagOf, type BusReply } from "../../platform/transport/index.ts";
 
 const silent = createLogger("silent");
 const it = natsTest({ extraConfig: "max_payload: 100KB" });
