@@ -126,6 +126,8 @@ describe("npm start and a stop signal sent to npm", () => {
   async function npmStart() {
     const dataDir = cliDataDir("derrick-npm-start-");
     const { env, httpPort } = await cliEnv(dataDir, { DERRICK_LOG_LEVEL: "info" });
+    // The start script's own default, whatever the shell running the tests sets.
+    delete env.MIMALLOC_PURGE_DELAY;
     // --ignore-scripts: the start script alone (the prestart setup installs packages; not what is tested here).
     const npm = spawn("npm", ["start", "--ignore-scripts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     let log = "";
@@ -144,6 +146,12 @@ describe("npm start and a stop signal sent to npm", () => {
     return {
       npm,
       log: () => log,
+      /** The environment derrick itself (the `bun bin/derrick.ts` descendant) was started with. */
+      derrickEnv(): string[] {
+        const derrick = started.find((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("bin/derrick.ts"));
+        if (derrick === undefined) throw new Error(`no bin/derrick.ts among npm's descendants ${started.join(", ")}`);
+        return readFileSync(`/proc/${derrick}/environ`, "utf8").split("\0");
+      },
       stopped: () =>
         eventually(async () => !serverRuns() && !(await healthz()), {
           timeoutMs: 20_000,
@@ -165,6 +173,8 @@ describe("npm start and a stop signal sent to npm", () => {
   it("cli usage - SIGTERM to the `npm start` process stops derrick and its embedded nats-server (none is left orphaned)", async () => {
     const run = await npmStart();
     try {
+      // The start script gives derrick the allocator setting of docs/operations.md#the-memory-allocator.
+      expect(run.derrickEnv()).toContain("MIMALLOC_PURGE_DELAY=1000");
       run.npm.kill("SIGTERM");
       await run.stopped();
     } finally {
