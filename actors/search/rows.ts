@@ -31,6 +31,8 @@ export class RowFacts {
   private kindOf = new Int32Array(1024).fill(NONE);
   private aclOf = new Int32Array(1024).fill(NONE);
   private tokensOf = new Int32Array(1024);
+  /** visibleAll's answer, reused (4 bytes a record once a query without predicates listed them all). */
+  private listed = new Int32Array(0);
   private readonly kinds: Array<{ partition: string; kind: string; authority: string }> = [];
   private readonly kindIds = new Map<string, number>();
   private readonly acls: AclEntry[][] = [];
@@ -43,6 +45,7 @@ export class RowFacts {
     this.kindOf.fill(NONE);
     this.aclOf.fill(NONE);
     this.tokensOf.fill(0);
+    this.listed = new Int32Array(0);
     this.rows = 0;
     this.totalTokens = 0;
   }
@@ -129,12 +132,19 @@ export class RowFacts {
     return { kindOk, aclOk };
   }
 
-  /** Every record a request may see, in row order, stopping after `stopAt` (the rows of a query without predicates). */
+  /**
+   * Every record a request may see, in row order, stopping after `stopAt` (the rows of a query without predicates).
+   * The answer is a view of a buffer the next call overwrites: read it before calling again.
+   */
   visibleAll(partition: string, kinds: string[], access: Access, stopAt = Number.POSITIVE_INFINITY): Int32Array {
     const { kindOk, aclOk } = this.masks(partition, kinds, access);
     const kindOf = this.kindOf;
     const aclOf = this.aclOf;
-    const out = new Int32Array(Math.min(kindOf.length, stopAt));
+    const size = Math.min(kindOf.length, stopAt);
+    // Kept between calls: a new 4 MB array per aggregation over 1M records cost more in page faults and
+    // zeroing than the loop itself (docs/search.md#in-memory-facts-and-sort-columns).
+    if (this.listed.length < size) this.listed = new Int32Array(size);
+    const out = this.listed.subarray(0, size);
     let n = 0;
     // One loop without calls: an aggregation over everything visible costs this loop and the count.
     for (let rid = 0; rid < kindOf.length && n < out.length; rid++) {
