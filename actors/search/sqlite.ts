@@ -47,6 +47,8 @@ import {
 import { LookupWorker } from "./lookup-worker.ts";
 import { matchAll, positivePart, type NestedNode, type QueryNode, type RangeNode, type TermNode } from "./query/ast.ts";
 
+/** A `records` row as the facts take it. */
+type FactRow = { rid: number; partition: string; kind: string; authority: string; acl: string; tokens: number };
 /** Fields ES maps as keyword in OSDU indexes: a term on them matches the whole value exactly (`version` is a long: numeric). */
 const KEYWORD_FIELDS = new Set(["id", "kind", "authority", "source", "namespace", "type", "createUser", "modifyUser", "ancestry.parents"]);
 const TOTAL_CAP = 10_000;
@@ -231,15 +233,12 @@ export class SqliteBackend implements SearchBackend {
     this.facts.clear();
     this.sortColumns.clear();
     this.termColumns.clear();
-    const rows = this.db
-      .query<[number, string, string, string, string, number], []>("SELECT rid, partition, kind, authority, acl, tokens FROM records")
-      .values() as Array<[number, string, string, string, string, number]>;
-    for (const [rid, partition, kind, authority, acl, tokens] of rows) this.facts.set(rid, partition, kind, authority, acl, tokens);
+    // Every table read whole is read a row at a time (`iterate`), never as one array: see termSource.
+    const records = this.db.query<FactRow, []>("SELECT rid, partition, kind, authority, acl, tokens FROM records");
+    for (const r of records.iterate()) this.facts.set(r.rid, r.partition, r.kind, r.authority, r.acl, r.tokens);
     this.points.clear();
-    const points = this.db.query<[number, string, number, number], []>("SELECT rid, path, x, y FROM points").values() as Array<
-      [number, string, number, number]
-    >;
-    for (const [rid, path, x, y] of points) this.points.set(path, rid, x, y);
+    const points = this.db.query<{ rid: number; path: string; x: number; y: number }, []>("SELECT rid, path, x, y FROM points");
+    for (const r of points.iterate()) this.points.set(r.path, r.rid, r.x, r.y);
   }
 
   /**
@@ -961,11 +960,17 @@ export class SqliteBackend implements SearchBackend {
   /** A path's exact values with their numbers, for its term column: the rows SQL's aggregation counts. */
   private termSource(path: string): TermSource {
     const id = this.pathId(path);
-    const values = this.db
-      .query<[number, string, number | null, number], [number]>(
+    // A row at a time: read whole (`values()`), a million rows stayed alive until the last, were moved to
+    // the old generation, and their collection came later, in the tails of the queries that followed
+    // (docs/search.md#in-memory-facts-and-sort-columns).
+    const rows = this.db
+      .query<{ rid: number; str: string; num: number | null; t: number }, [number]>(
         `SELECT rid, str, num, t FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NOT NULL AND t NOT IN (${LeafType.null}, ${LeafType.geometry})`,
       )
-      .values(id) as Array<[number, string, number | null, number]>;
+      .iterate(id);
+    const values = (function* () {
+      for (const r of rows) yield [r.rid, r.str, r.num, r.t] as [number, string, number | null, number];
+    })();
     const long = this.db
       .query<[number], [number]>(
         `SELECT 1 FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NULL AND t NOT IN (${LeafType.null}, ${LeafType.geometry}) LIMIT 1`,
@@ -995,10 +1000,16 @@ export class SqliteBackend implements SearchBackend {
     const numbers = count("SELECT count(*) AS n FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL");
     const withText = count("SELECT count(*) AS n FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NOT NULL");
     if (withText > numbers) return { numbers: [], hasOtherValues: true };
+    // A row at a time, as termSource reads.
     const rows = this.db
-      .query<[number, number, number], [number]>("SELECT rid, num, t FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL")
-      .values(id) as Array<[number, number, number]>;
-    return { numbers: rows.map(([rid, num, t]) => [rid, num, t === LeafType.date] as [number, number, boolean]), hasOtherValues: false };
+      .query<{ rid: number; num: number; t: number }, [number]>(
+        "SELECT rid, num, t FROM vals INDEXED BY vals_num WHERE path = ? AND num IS NOT NULL",
+      )
+      .iterate(id);
+    const values = (function* () {
+      for (const r of rows) yield [r.rid, r.num, r.t === LeafType.date] as [number, number, boolean];
+    })();
+    return { numbers: values, hasOtherValues: false };
   }
 
   /**
