@@ -203,7 +203,7 @@ try {
   notes.push(`published ${RECORDS} records to RECORDS in ${publishSeconds.toFixed(1)} s (${Math.round(RECORDS / publishSeconds)}/s)`);
   // The build is measured in this process: say whether it ran with the allocator setting `npm start` uses.
   notes.push(
-    `MIMALLOC_PURGE_DELAY: ${process.env.MIMALLOC_PURGE_DELAY ?? "unset (mimalloc's default, 10 ms)"} (docs/operations.md#the-memory-allocator)`,
+    `MIMALLOC_PURGE_DELAY: ${process.env.MIMALLOC_PURGE_DELAY ?? "unset (mimalloc's default, 100 ms)"} (docs/operations.md#the-memory-allocator)`,
   );
 
   // 2. The baseline: the same records into bare bun:sqlite (its file removed before the replica builds).

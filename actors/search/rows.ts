@@ -140,9 +140,10 @@ export class RowFacts {
     const { kindOk, aclOk } = this.masks(partition, kinds, access);
     const kindOf = this.kindOf;
     const aclOf = this.aclOf;
-    const size = Math.min(kindOf.length, stopAt);
-    // Kept between calls: a new 4 MB array per aggregation over 1M records cost more in page faults and
-    // zeroing than the loop itself (docs/search.md#in-memory-facts-and-sort-columns).
+    // No more records can be visible than are live.
+    const size = Math.min(this.rows, stopAt);
+    // Kept between calls: a new 4 MB array per aggregation over 1M records costs more in page faults and
+    // zeroing than the loop itself (docs/search.md#the-index-replica).
     if (this.listed.length < size) this.listed = new Int32Array(size);
     const out = this.listed.subarray(0, size);
     let n = 0;

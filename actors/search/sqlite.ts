@@ -233,7 +233,7 @@ export class SqliteBackend implements SearchBackend {
     this.facts.clear();
     this.sortColumns.clear();
     this.termColumns.clear();
-    // Every table read whole is read a row at a time (`iterate`), never as one array: see termSource.
+    // The large tables a row at a time (`iterate`), never as one array: see termSource.
     const records = this.db.query<FactRow, []>("SELECT rid, partition, kind, authority, acl, tokens FROM records");
     for (const r of records.iterate()) this.facts.set(r.rid, r.partition, r.kind, r.authority, r.acl, r.tokens);
     this.points.clear();
@@ -960,9 +960,8 @@ export class SqliteBackend implements SearchBackend {
   /** A path's exact values with their numbers, for its term column: the rows SQL's aggregation counts. */
   private termSource(path: string): TermSource {
     const id = this.pathId(path);
-    // A row at a time: read whole (`values()`), a million rows stayed alive until the last, were moved to
-    // the old generation, and their collection came later, in the tails of the queries that followed
-    // (docs/search.md#in-memory-facts-and-sort-columns).
+    // A row at a time: an array of the whole result outlives the load into the old generation, and is
+    // collected in the tails of later queries (docs/search.md#in-memory-facts-and-sort-columns).
     const rows = this.db
       .query<{ rid: number; str: string; num: number | null; t: number }, [number]>(
         `SELECT rid, str, num, t FROM vals INDEXED BY vals_str WHERE path = ? AND str IS NOT NULL AND t NOT IN (${LeafType.null}, ${LeafType.geometry})`,

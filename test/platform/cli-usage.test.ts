@@ -148,7 +148,14 @@ describe("npm start and a stop signal sent to npm", () => {
       log: () => log,
       /** The environment derrick itself (the `bun bin/derrick.ts` descendant) was started with. */
       derrickEnv(): string[] {
-        const derrick = started.find((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("bin/derrick.ts"));
+        const cmdline = (pid: number) => {
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, "utf8");
+          } catch {
+            return ""; // a descendant that has exited since
+          }
+        };
+        const derrick = started.find((pid) => cmdline(pid).includes("bin/derrick.ts"));
         if (derrick === undefined) throw new Error(`no bin/derrick.ts among npm's descendants ${started.join(", ")}`);
         return readFileSync(`/proc/${derrick}/environ`, "utf8").split("\0");
       },
