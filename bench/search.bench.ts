@@ -3,16 +3,20 @@
  * for the 1M run) is published to the RECORDS stream, then a search actor builds its replica from the stream, with a
  * bare bun:sqlite load of the same records (one table, FTS5, R*Tree: no derrick code) just before and just after it
  * (build time as a ratio to the mean of those two, RSS, file size). Then text, text+range, geo (1°×1° box), sorted and
- * aggregated queries run through the edge (HTTP → NATS → actor → SQLite) and against the same index
+ * aggregated queries run through the edge of that derrick process (HTTP → NATS → actor → SQLite; the process runs the
+ * edge, identity and search as `npm start` would, apart from the bench's client) and against the same index
  * in-process (a second SQLite connection on the actor's file, no HTTP/NATS), sequentially, p50/p95
  * each. Bounded by count and time per case.
  */
 import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { jetstream } from "@nats-io/jetstream";
-import { clientToken, startTestNats, startDerrick } from "../test/harness/index.ts";
+import { clientToken, startDerrick, startTestNats } from "../test/harness/index.ts";
+import { connectNats } from "../platform/nats.ts";
+import { Bus } from "../platform/transport/index.ts";
 import { subjects } from "../subjects/index.ts";
 import { recordKey, type SearchStatus, type StoredRecord } from "../subjects/search.ts";
 import { SqliteBackend } from "../actors/search/sqlite.ts";
@@ -20,6 +24,7 @@ import { seededRandom as rng } from "../actors/search/testing.ts";
 import { planSearch } from "../actors/search/validate.ts";
 import type { SearchRequest } from "../actors/search/backend.ts";
 import { report, runLoad, type LoadResult } from "./lib.ts";
+import { startPeer } from "./load.ts";
 
 const RECORDS = Number(process.env.BENCH_SEARCH_RECORDS ?? 100_000);
 /** The edge caller: a search role and the data group half of the generated records name. */
@@ -99,6 +104,14 @@ function generate(i: number, random: () => number, zipf: () => number): StoredRe
 }
 
 const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
+
+/** A memory figure of another process (VmRSS, VmHWM: its peak) in MB, from /proc (Linux). */
+function statusMb(pid: number, field: "VmRSS" | "VmHWM"): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith(`${field}:`));
+  return line ? Number(line.split(/\s+/)[1]) / 1024 : Number.NaN;
+}
 
 /**
  * The baseline a build is measured against: the same records loaded with bun:sqlite alone, as one would without derrick —
@@ -184,6 +197,7 @@ const measure = async (name: string, op: (i: number) => unknown | Promise<unknow
 const dir = mkdtempSync(join(tmpdir(), "derrick-bench-search-"));
 const nats = await startTestNats({ dir: join(dir, "nats") });
 const notes: string[] = [];
+let stopServer: (() => Promise<void>) | undefined;
 try {
   // 1. Publish the dataset to the RECORDS stream (what storage or a NATS producer does).
   const rssStart = rssMb();
@@ -209,25 +223,29 @@ try {
   // 2. The baseline: the same records into bare bun:sqlite (its file removed before the replica builds).
   const baseline = await baselineTurn("before the build");
 
-  // 3. A search actor builds its replica from the stream.
+  // 3. A search actor builds its replica from the stream, in a derrick process of its own (edge + identity + search), as
+  // `npm start` runs it: the bench's own HTTP client, its in-process queries and their garbage stay out of its heap.
   const rssBeforeBuild = rssMb();
   const buildStarted = performance.now();
-  const derrick = await startDerrick(nats, {
-    actors: ["identity", "search"],
-    dataDir: join(dir, "data"),
-    env: { DERRICK_REQUEST_TIMEOUT: "30s", DERRICK_CLIENTS: JSON.stringify([READER]) },
-  });
+  const server = await startPeer(
+    process.execPath,
+    [fileURLToPath(new URL("./peers/derrick-node.ts", import.meta.url)), nats.url, "0", join(dir, "data")],
+    { PEER_ACTORS: "identity,search", DERRICK_REQUEST_TIMEOUT: "30s", DERRICK_CLIENTS: JSON.stringify([READER]) },
+  );
+  stopServer = server.stop;
+  const serverPid = server.child.pid!;
+  const url = `http://127.0.0.1:${server.port}`;
+  const nc = await connectNats(nats.url, "bench-search");
+  const bus = new Bus(nc, { timeoutMs: 30_000 });
   let status: SearchStatus = { following: false, appliedSeq: 0, restarts: 0, skipped: 0, records: 0, indexFile: "", indexing: false };
   let indexingSeen = 0;
   let answeredWhileIndexing = 0;
-  let peakRss = rssMb();
   let stalled = 0;
   for (;;) {
-    peakRss = Math.max(peakRss, rssMb());
     if (performance.now() - buildStarted > BUILD_MAX_MS) throw new Error(`the replica did not finish building in ${BUILD_MAX_MS / 1000} s`);
     try {
       // The actor answers between batches; it is silent while it builds the value indexes at the end.
-      status = (await derrick.bus.request<SearchStatus>(subjects.search.status(), undefined, {}, 120_000)).body;
+      status = (await bus.request<SearchStatus>(subjects.search.status(), undefined, {}, 120_000)).body;
     } catch {
       stalled++;
       continue;
@@ -247,8 +265,10 @@ try {
     );
   const buildSeconds = (performance.now() - buildStarted) / 1000;
   const fileMb = statSync(status.indexFile).size / 1024 / 1024;
+  // The kernel's high-water mark of the derrick process: a peak between two samples counts too.
+  const peakRss = statusMb(serverPid, "VmHWM");
   notes.push(
-    `replica build from the stream: ${status.records} records in ${buildSeconds.toFixed(1)} s (${Math.round(status.records / buildSeconds)}/s), index file ${fileMb.toFixed(0)} MB (+WAL), process RSS ${rssStart.toFixed(0)} → ${rssBeforeBuild.toFixed(0)} before build → peak ${peakRss.toFixed(0)} MB during build`,
+    `replica build from the stream: ${status.records} records in ${buildSeconds.toFixed(1)} s (${Math.round(status.records / buildSeconds)}/s), index file ${fileMb.toFixed(0)} MB (+WAL), derrick process RSS peak ${peakRss.toFixed(0)} MB (bench process ${rssStart.toFixed(0)} → ${rssBeforeBuild.toFixed(0)} MB before the build)`,
   );
 
   // The baseline once more, beside the build on its other side: a shared machine's speed drifts within minutes (one 1M
@@ -258,7 +278,7 @@ try {
 
   // 4. Queries: the same plans through the edge and in-process.
   // The edge caller sees what the in-process request sees: the data.default.viewers half of the records.
-  const token = await clientToken(derrick.url, READER);
+  const token = await clientToken(url, READER);
   const local = new SqliteBackend({ file: status.indexFile });
   const q = rng(7);
   const mediumWord = () => word(50 + Math.floor(q() * 400)); // ranks 50-450: a few hundred matches per 100k
@@ -296,7 +316,7 @@ try {
     const edge = await measure(`${name} via edge`, async () => {
       // A field search ignores, new per request: this measures the query, not the reply cache of repeated ones.
       const body = JSON.stringify({ ...make(), benchRequest: edgeCalls });
-      const res = await fetch(`${derrick.url}/api/search/v2/query`, { method: "POST", headers, body });
+      const res = await fetch(`${url}/api/search/v2/query`, { method: "POST", headers, body });
       if (res.status !== 200) throw new Error(String(res.status));
       const answer = (await res.json()) as { results: unknown[]; aggregations: unknown[] };
       edgeHits += answer.results.length;
@@ -355,8 +375,10 @@ try {
   notes.push(...results.map((r) => `${r.name}: p50 ${r.p50Ms.toFixed(2)} ms, p95 ${r.p95Ms.toFixed(2)} ms`));
   report({ bench: RECORDS === 100_000 ? "search" : `search-${RECORDS}`, results, ratios, targets, notes });
   local.close();
-  await derrick.cleanup();
+  bus.close();
+  await nc.close();
 } finally {
+  await stopServer?.();
   await nats.cleanup();
   rmSync(dir, { recursive: true, force: true });
 }

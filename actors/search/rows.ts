@@ -165,19 +165,14 @@ export class RowFacts {
 }
 
 /**
- * FTS5's bm25() for a query of single-token phrases, computed from the same inputs FTS5 uses
- * (fts5_aux.c): per phrase, its IDF from the number of rows holding it, the row's frequency of it
- * and the row's token count against the average. Lower (more negative) is more relevant, as FTS5's rank.
+ * FTS5's bm25() for a query of one single-token phrase, computed from the same inputs FTS5 uses (fts5_aux.c): the
+ * phrase's IDF from the number of rows holding it, the row's frequency of it and the row's token count against the
+ * average. Lower (more negative) is more relevant, as FTS5's rank.
  */
-export function bm25(frequencies: number[], idfs: number[], tokens: number, averageTokens: number): number {
+export function bm25(frequency: number, idf: number, tokens: number, averageTokens: number): number {
   const k1 = 1.2;
   const b = 0.75;
-  let score = 0;
-  for (let i = 0; i < frequencies.length; i++) {
-    const f = frequencies[i]!;
-    score += idfs[i]! * ((f * (k1 + 1)) / (f + k1 * (1 - b + (b * tokens) / averageTokens)));
-  }
-  return -score;
+  return -(idf * ((frequency * (k1 + 1)) / (frequency + k1 * (1 - b + (b * tokens) / averageTokens))));
 }
 
 /** FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least 1e-6. */

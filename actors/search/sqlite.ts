@@ -11,6 +11,7 @@ import { LeafType, tokenize } from "./documents.ts";
 import { matchesNested, typedBounds, typedTerm, type Bounds } from "./evaluate.ts";
 import { compileGlob } from "./glob.ts";
 import { bm25, idf, PointIndex, RowFacts } from "./rows.ts";
+import { bestFirst, wordRows } from "./ranked-page.ts";
 import { LoadingKeys } from "./loading-keys.ts";
 import { fieldPrefix, leavesOf, PathTable, prepareRecord, SHAPE_SLOTS, type PreparedParts, type PreparedRecord } from "./prepared.ts";
 import {
@@ -220,7 +221,10 @@ export class SqliteBackend implements SearchBackend {
       setMeta: this.db.query("INSERT OR REPLACE INTO main.meta(k, v) VALUES (?, ?)"),
       setLookupMeta: this.db.query(`INSERT OR REPLACE INTO ${LOOKUP}.meta(k, v) VALUES (?, ?)`),
       getLookupMeta: this.db.query<{ v: string }, [string]>(`SELECT v FROM ${LOOKUP}.meta WHERE k = ?`),
-      bodyInstances: this.db.query<[number], [string]>("SELECT doc FROM temp.fts_instances WHERE term = ? AND col = 'body'"),
+      // One string for all of a word's instances: a row (a JS array) per instance was most of a one-word query's time.
+      bodyInstances: this.db.query<[string | null], [string]>(
+        "SELECT group_concat(doc) FROM temp.fts_instances WHERE term = ? AND col = 'body'",
+      ),
     };
     this.loadFacts();
   }
@@ -846,28 +850,30 @@ export class SqliteBackend implements SearchBackend {
     registerNested: (node: NestedNode) => number,
     terms: TermColumn | undefined,
   ): SearchResult {
-    const instances = this.stmts.bodyInstances.values(term) as Array<[number]>;
-    const rids: number[] = [];
-    const frequencies: number[] = [];
-    for (const [rid] of instances) {
-      if (rids.length && rids[rids.length - 1] === rid) frequencies[frequencies.length - 1]!++;
-      else {
-        rids.push(rid);
-        frequencies.push(1);
-      }
+    const word = wordRows((this.stmts.bodyInstances.values(term) as Array<[string | null]>)[0]?.[0] ?? null);
+    const { rids, frequencies } = word;
+    // Partition, kind and ACL from the in-memory facts; any other clause in one SQL statement on the rows left.
+    let allowed = this.facts.visibility(request.partition, request.kinds, request.access);
+    if (rest.type !== "matchAll") {
+      const satisfied = new Set(this.visibleOf(request, Array.from(rids.subarray(0, word.count)), rest, registerNested));
+      allowed = (rid) => satisfied.has(rid);
     }
-    const keep = new Set(this.visibleOf(request, rids, rest, registerNested));
-    const weight = idf(this.facts.rows, rids.length);
+    const weight = idf(this.facts.rows, word.count);
     const average = this.facts.totalTokens / this.facts.rows;
-    const scored: Array<{ rid: number; score: number }> = [];
-    rids.forEach((rid, i) => {
-      if (keep.has(rid)) scored.push({ rid, score: bm25([frequencies[i]!], [weight], this.facts.tokens(rid), average) });
-    });
-    const total = request.skipCount ? 0 : request.trackTotalCount ? scored.length : Math.min(scored.length, TOTAL_CAP);
-    const aggregations = terms ? countTerms(terms, [...keep], AGGREGATION_SIZE) : [];
+    const kept = new Int32Array(word.count);
+    const scores = new Float64Array(word.count);
+    let visible = 0;
+    for (let i = 0; i < word.count; i++) {
+      const rid = rids[i]!;
+      if (!allowed(rid)) continue;
+      kept[visible] = rid;
+      scores[visible++] = bm25(frequencies[i]!, weight, this.facts.tokens(rid), average);
+    }
+    const total = request.skipCount ? 0 : request.trackTotalCount ? visible : Math.min(visible, TOTAL_CAP);
+    const aggregations = terms ? countTerms(terms, kept.subarray(0, visible), AGGREGATION_SIZE) : [];
     if (request.limit === 0) return { hits: [], total, aggregations };
-    scored.sort((x, y) => x.score - y.score || x.rid - y.rid);
-    return { hits: this.page(scored.slice(request.offset, request.offset + request.limit).map((s) => s.rid)), total, aggregations };
+    const best = bestFirst(scores, kept, visible, request.offset + request.limit);
+    return { hits: this.page(best.slice(request.offset).map((position) => kept[position]!)), total, aggregations };
   }
 
   /**

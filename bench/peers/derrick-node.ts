@@ -2,7 +2,8 @@
  * The system under test: a derrick process against a given NATS server.
  * role "all": edge + actors in one process (what `derrick start` runs); "edge": only the edge;
  * "actors": only the actors (`derrick actor system identity`).
- * PEER_ACTORS (comma list, default `system,identity`), DERRICK_CLIENTS and OTEL_EXPORTER_OTLP_ENDPOINT come from the environment.
+ * PEER_ACTORS (comma list, default `system,identity`), DERRICK_CLIENTS, DERRICK_REQUEST_TIMEOUT and OTEL_EXPORTER_OTLP_ENDPOINT
+ * come from the environment.
  */
 import { loadConfig } from "../../config/index.ts";
 import { createLogger } from "../../platform/logger.ts";
@@ -19,6 +20,7 @@ const cfg = loadConfig({
   ACTORS: actorNames.join(","),
   DERRICK_HTTP_REUSE_PORT: process.env.DERRICK_HTTP_REUSE_PORT,
   DERRICK_CLIENTS: process.env.DERRICK_CLIENTS,
+  DERRICK_REQUEST_TIMEOUT: process.env.DERRICK_REQUEST_TIMEOUT,
   OTEL_EXPORTER_OTLP_ENDPOINT: process.env.OTEL_EXPORTER_OTLP_ENDPOINT,
 });
 const running = await boot({
