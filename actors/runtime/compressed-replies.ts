@@ -1,7 +1,8 @@
 /**
- * Held replies (EncodedJson marked `held`: bytes a cache keeps, answered again) go gzip-compressed to callers that take it,
- * compressed once per held value and kept beside it for as long as it lives (a WeakMap on its bytes): a read then costs
- * no compression and carries about a third of the bytes through NATS and HTTP (docs/edge.md#compressed-replies).
+ * Held replies (EncodedJson marked `held`: bytes a cache keeps, answered again) go gzip-compressed to callers that take it
+ * from their second answer on, compressed once per held value and kept beside it for as long as it lives (a WeakMap on its
+ * bytes): a read then costs no compression and carries about a third of the bytes through NATS and HTTP. The first answer
+ * goes plain: most search replies are kept yet never asked again (docs/edge.md#compressed-replies).
  */
 import { gzipSync } from "node:zlib";
 import type { EncodedJson } from "../../subjects/index.ts";
@@ -10,7 +11,8 @@ import { headerNamed } from "../../platform/transport/header-names.ts";
 /** Below this a reply goes as it is: the bytes saved do not pay for a second form held in memory. */
 export const MIN_COMPRESSED_BYTES = 1024;
 
-const compressed = new WeakMap<Uint8Array, Uint8Array>();
+/** Per held bytes object: null once answered, then its compressed form. */
+const compressed = new WeakMap<Uint8Array, Uint8Array | null>();
 
 /** The body to send and the HTTP headers it adds, for a caller that does (`gzip`) or does not take gzip. */
 export function codedBody(
@@ -25,9 +27,12 @@ export function codedBody(
   // Either form may be answered for this resource, so a shared cache must key on the request's Accept-Encoding.
   const vary = withVary(headers);
   // Bytes no cache keeps are compressed for nobody: gzip costs more than the bytes it saves on one answer.
-  if (acceptEncoding !== "gzip" || !body.held) return { bytes: body.bytes, headers: vary };
+  if (!body.held) return { bytes: body.bytes, headers: vary };
   let packed = compressed.get(body.bytes);
-  if (!packed) compressed.set(body.bytes, (packed = gzipSync(body.bytes)));
+  // Nor are held bytes on their first answer, which may be their only one (a search no one repeats).
+  if (packed === undefined) compressed.set(body.bytes, null);
+  if (packed === undefined || acceptEncoding !== "gzip") return { bytes: body.bytes, headers: vary };
+  if (packed === null) compressed.set(body.bytes, (packed = gzipSync(body.bytes)));
   return { bytes: packed, headers: { ...vary, "Content-Encoding": "gzip" } };
 }
 
