@@ -6,7 +6,7 @@
  * aggregated queries run through the edge of that derrick process (HTTP → NATS → actor → SQLite; the process runs the
  * edge, identity and search as `npm start` would, apart from the bench's client) and against the same index
  * in-process (a second SQLite connection on the actor's file, no HTTP/NATS), sequentially, p50/p95
- * each. Bounded by count and time per case.
+ * each; then every kind once more through the edge (a second pass, warm). Bounded by count and time per case.
  */
 import { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -352,6 +352,19 @@ try {
     results.push(edge, inProcess);
     targets[`${name} p95 via edge ≤ 10 ms`] = { value: edge.p95Ms, target: "≤ 10 ms", met: edge.p95Ms <= 10 };
   }
+  // A second pass through the edge once every kind has run: the server's maps, SQLite's page cache and its compiled code
+  // have met these queries by then, as in a server that has run a while. The targets stay on the first pass.
+  const secondPass: Measured[] = [];
+  for (const [name, make] of Object.entries(bodies)) {
+    let calls = 0;
+    const edge = await measure(`${name} via edge, second pass`, async () => {
+      const body = JSON.stringify({ ...make(), benchRequest: `second-${calls++}` });
+      const res = await fetch(`${url}/api/search/v2/query`, { method: "POST", headers, body });
+      if (res.status !== 200) throw new Error(String(res.status));
+      await res.json();
+    });
+    secondPass.push(edge);
+  }
   const buildRatio = buildSeconds / baselineSeconds;
   notes.push(
     `build / baseline: ${buildRatio.toFixed(2)} to their mean; ${(buildSeconds / baseline.seconds).toFixed(2)} to the turn before, ${(buildSeconds / baselineAfter.seconds).toFixed(2)} to the turn after`,
@@ -360,7 +373,7 @@ try {
   targets["peak RSS ≤ 1536 MB"] = { value: peakRss, target: "≤ 1536 MB", met: peakRss <= 1536 };
   console.log(`\nrecords: ${RECORDS}`);
   console.table(
-    results.map((r) => ({
+    [...results, ...secondPass].map((r) => ({
       case: r.name,
       n: r.count,
       errors: r.errors,
@@ -372,8 +385,10 @@ try {
   const ratios: Record<string, number> = { "replica build / bare bun:sqlite baseline": buildRatio };
   for (let i = 0; i < results.length; i += 2)
     ratios[`${results[i]!.name.replace(" via edge", "")}: edge p50 / in-process p50`] = results[i]!.p50Ms / results[i + 1]!.p50Ms;
-  notes.push(...results.map((r) => `${r.name}: p50 ${r.p50Ms.toFixed(2)} ms, p95 ${r.p95Ms.toFixed(2)} ms`));
-  report({ bench: RECORDS === 100_000 ? "search" : `search-${RECORDS}`, results, ratios, targets, notes });
+  notes.push(...[...results, ...secondPass].map((r) => `${r.name}: p50 ${r.p50Ms.toFixed(2)} ms, p95 ${r.p95Ms.toFixed(2)} ms`));
+  // Mapped pages of the documents file that the queries read count here (docs/search.md#page-size-and-memory-maps).
+  notes.push(`derrick process RSS after the queries: ${statusMb(serverPid, "VmRSS").toFixed(0)} MB`);
+  report({ bench: RECORDS === 100_000 ? "search" : `search-${RECORDS}`, results: [...results, ...secondPass], ratios, targets, notes });
   local.close();
   bus.close();
   await nc.close();
