@@ -386,7 +386,7 @@ try {
   for (let i = 0; i < results.length; i += 2)
     ratios[`${results[i]!.name.replace(" via edge", "")}: edge p50 / in-process p50`] = results[i]!.p50Ms / results[i + 1]!.p50Ms;
   notes.push(...[...results, ...secondPass].map((r) => `${r.name}: p50 ${r.p50Ms.toFixed(2)} ms, p95 ${r.p95Ms.toFixed(2)} ms`));
-  // Mapped pages of the documents file that the queries read count here (docs/search.md#page-size-and-memory-maps).
+  // What a server holds once it has answered: the pages of the index its queries read count here too.
   notes.push(`derrick process RSS after the queries: ${statusMb(serverPid, "VmRSS").toFixed(0)} MB`);
   report({ bench: RECORDS === 100_000 ? "search" : `search-${RECORDS}`, results: [...results, ...secondPass], ratios, targets, notes });
   local.close();

@@ -330,26 +330,6 @@ describe("search engine pieces", () => {
     remove();
   });
 
-  it("engine - the documents file is mapped whole (to SQLite's ceiling) out of a bulk load, 512 MB during one, the lookup file 512 MB always", async () => {
-    const { file, remove } = tempIndex("derrick-engine-maps");
-    const backend = await following({ file }, false);
-    // The connection's own PRAGMA answers; its db is private, as nothing else may touch it.
-    const maps = () => {
-      const db = (backend as unknown as { db: Database }).db;
-      const size = (schema: string) => (db.query(`PRAGMA ${schema}.mmap_size`).get() as { mmap_size: number }).mmap_size;
-      return [size("main"), size("lookup")];
-    };
-    const half = 512 * 1024 * 1024;
-    expect(maps()).toEqual([0x7fff0000, half]);
-    await backend.bulkLoad(true);
-    expect(maps()).toEqual([half, half]);
-    backend.apply(upserts(0, 20), 20);
-    await backend.bulkLoad(false);
-    expect(maps()).toEqual([0x7fff0000, half]);
-    backend.close();
-    remove();
-  });
-
   it("engine - the two files are emptied together when the lookup file is lost, or when one is behind the other (a crash between their commits)", async () => {
     const { file, remove } = tempIndex("derrick-engine-pair");
     const changes = (n: number) => upserts(0, n, (i) => ({ N: i, Text: `word${i % 3}` }));

@@ -106,17 +106,6 @@ function escapeGlob(text: string): string {
 /** 16 KiB pages for both files: fewer pages to write, split and map in a bulk load (docs/search.md#page-size-and-memory-maps). */
 const PAGE_SIZE = 16_384;
 
-/**
- * The memory map of each file during a bulk load, and of the lookup file always: mapped pages count in the RSS, and a
- * build touches every page (docs/search.md#page-size-and-memory-maps).
- */
-const BULK_MAP_BYTES = 512 * 1024 * 1024;
-/**
- * The documents file's map out of a bulk load, SQLite's own ceiling (2 GB less 64 KB): a page of documents then reads
- * mapped memory instead of a read() call per page, dear where system calls trap to a hypervisor.
- */
-const DOCUMENTS_MAP_BYTES = 0x7fff0000;
-
 /** How long a statement waits for another connection's lock on a file before SQLITE_BUSY. */
 const OPEN_BUSY_TIMEOUT_MS = 5_000;
 
@@ -174,15 +163,15 @@ export class SqliteBackend implements SearchBackend {
   constructor(readonly options: SqliteOptions) {
     if (options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
     this.db = new Database(options.file, { create: true, strict: true });
-    // Memory maps (the documents file's whole out of a bulk load, see bulkLoad); a busy timeout, as a worker just
-    // terminated may hold the lookup file's lock; the page size before WAL mode, which fixes it
+    // Maps of 512 MB per file (mapped pages count in the RSS); a busy timeout, as a worker just terminated
+    // may hold the lookup file's lock; the page size before WAL mode, which fixes it
     // (docs/search.md#page-size-and-memory-maps).
     this.db.exec(
-      `PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}; PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = ${DOCUMENTS_MAP_BYTES};`,
+      `PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}; PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912;`,
     );
     this.db.query(`ATTACH DATABASE ? AS ${LOOKUP}`).run(options.file === ":memory:" ? ":memory:" : lookupFileOf(options.file));
     this.db.exec(
-      `PRAGMA ${LOOKUP}.page_size = ${PAGE_SIZE}; PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = ${BULK_MAP_BYTES};`,
+      `PRAGMA ${LOOKUP}.page_size = ${PAGE_SIZE}; PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = 536870912;`,
     );
     const compile = this.db
       .query<{ compile_options: string }, []>("PRAGMA compile_options")
@@ -350,7 +339,7 @@ export class SqliteBackend implements SearchBackend {
         this.stmts.setLookupMeta.run("bulk", "1");
       })();
       this.db.exec(
-        `PRAGMA main.synchronous = OFF; PRAGMA main.mmap_size = ${BULK_MAP_BYTES}; PRAGMA ${LOOKUP}.synchronous = OFF; ${dropValueIndexes(`${LOOKUP}.`)} ${bulkTextOff(`${LOOKUP}.`)}`,
+        `PRAGMA main.synchronous = OFF; PRAGMA ${LOOKUP}.synchronous = OFF; ${dropValueIndexes(`${LOOKUP}.`)} ${bulkTextOff(`${LOOKUP}.`)}`,
       );
       if (this.db.query("SELECT 1 FROM records LIMIT 1").get() === null) {
         this.db.exec(DROP_RECORD_KEY_INDEXES);
@@ -381,9 +370,7 @@ export class SqliteBackend implements SearchBackend {
     if (this.closed) return;
     this.db.exec(`PRAGMA ${LOOKUP}.synchronous = FULL; PRAGMA ${LOOKUP}.wal_checkpoint(FULL);`);
     this.stmts.setLookupMeta.run("bulk", "0");
-    this.db.exec(
-      `PRAGMA main.synchronous = NORMAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE; PRAGMA main.mmap_size = ${DOCUMENTS_MAP_BYTES};`,
-    );
+    this.db.exec(`PRAGMA main.synchronous = NORMAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA analysis_limit = 1000; ANALYZE;`);
     this.bulk = false;
     this.changes++;
   }
