@@ -304,6 +304,11 @@ try {
     "text+aggregateBy kind": () => ({ kind: "osdu:wks:*:*", query: mediumWord(), aggregateBy: "kind", limit: 10 }),
   };
   const headers = { authorization: `Bearer ${token}`, "data-partition-id": "opendes", "content-type": "application/json" };
+  const ask = async (body: string) => {
+    const res = await fetch(`${url}/api/search/v2/query`, { method: "POST", headers, body });
+    if (res.status !== 200) throw new Error(String(res.status));
+    return (await res.json()) as { results: unknown[]; aggregations: unknown[] };
+  };
   const results: Measured[] = [];
   const targets: Record<string, { value: number; target: string; met: boolean }> = {};
   for (const [name, make] of Object.entries(bodies)) {
@@ -315,10 +320,7 @@ try {
     let buckets = 0;
     const edge = await measure(`${name} via edge`, async () => {
       // A field search ignores, new per request: this measures the query, not the reply cache of repeated ones.
-      const body = JSON.stringify({ ...make(), benchRequest: edgeCalls });
-      const res = await fetch(`${url}/api/search/v2/query`, { method: "POST", headers, body });
-      if (res.status !== 200) throw new Error(String(res.status));
-      const answer = (await res.json()) as { results: unknown[]; aggregations: unknown[] };
+      const answer = await ask(JSON.stringify({ ...make(), benchRequest: edgeCalls }));
       edgeHits += answer.results.length;
       buckets += answer.aggregations.length;
       edgeCalls++;
@@ -357,13 +359,9 @@ try {
   const secondPass: Measured[] = [];
   for (const [name, make] of Object.entries(bodies)) {
     let calls = 0;
-    const edge = await measure(`${name} via edge, second pass`, async () => {
-      const body = JSON.stringify({ ...make(), benchRequest: `second-${calls++}` });
-      const res = await fetch(`${url}/api/search/v2/query`, { method: "POST", headers, body });
-      if (res.status !== 200) throw new Error(String(res.status));
-      await res.json();
-    });
-    secondPass.push(edge);
+    secondPass.push(
+      await measure(`${name} via edge, second pass`, () => ask(JSON.stringify({ ...make(), benchRequest: `second-${calls++}` }))),
+    );
   }
   const buildRatio = buildSeconds / baselineSeconds;
   notes.push(
