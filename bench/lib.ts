@@ -29,6 +29,18 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/** A memory figure of a process (VmRSS, or VmHWM: its peak so far) in MB, from /proc (Linux). */
+export function memoryMb(pid: number, field: "VmRSS" | "VmHWM"): number {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith(`${field}:`));
+    return line ? Number(line.split(/\s+/)[1]) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 export function percentile(sortedMs: readonly number[], p: number): number {
   if (sortedMs.length === 0) return Number.NaN;
   const index = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));

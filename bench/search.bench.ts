@@ -9,7 +9,7 @@
  * each; then every kind once more through the edge (a second pass, warm). Bounded by count and time per case.
  */
 import { Database } from "bun:sqlite";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,7 +23,7 @@ import { SqliteBackend } from "../actors/search/sqlite.ts";
 import { seededRandom as rng } from "../actors/search/testing.ts";
 import { planSearch } from "../actors/search/validate.ts";
 import type { SearchRequest } from "../actors/search/backend.ts";
-import { report, runLoad, type LoadResult } from "./lib.ts";
+import { memoryMb, report, runLoad, type LoadResult } from "./lib.ts";
 import { startPeer } from "./load.ts";
 
 const RECORDS = Number(process.env.BENCH_SEARCH_RECORDS ?? 100_000);
@@ -104,14 +104,6 @@ function generate(i: number, random: () => number, zipf: () => number): StoredRe
 }
 
 const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
-
-/** A memory figure of another process (VmRSS, VmHWM: its peak) in MB, from /proc (Linux). */
-function statusMb(pid: number, field: "VmRSS" | "VmHWM"): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8")
-    .split("\n")
-    .find((l) => l.startsWith(`${field}:`));
-  return line ? Number(line.split(/\s+/)[1]) / 1024 : Number.NaN;
-}
 
 /**
  * The baseline a build is measured against: the same records loaded with bun:sqlite alone, as one would without derrick —
@@ -266,7 +258,7 @@ try {
   const buildSeconds = (performance.now() - buildStarted) / 1000;
   const fileMb = statSync(status.indexFile).size / 1024 / 1024;
   // The kernel's high-water mark of the derrick process: a peak between two samples counts too.
-  const peakRss = statusMb(serverPid, "VmHWM");
+  const peakRss = memoryMb(serverPid, "VmHWM");
   notes.push(
     `replica build from the stream: ${status.records} records in ${buildSeconds.toFixed(1)} s (${Math.round(status.records / buildSeconds)}/s), index file ${fileMb.toFixed(0)} MB (+WAL), derrick process RSS peak ${peakRss.toFixed(0)} MB (bench process ${rssStart.toFixed(0)} → ${rssBeforeBuild.toFixed(0)} MB before the build)`,
   );
@@ -385,7 +377,7 @@ try {
     ratios[`${results[i]!.name.replace(" via edge", "")}: edge p50 / in-process p50`] = results[i]!.p50Ms / results[i + 1]!.p50Ms;
   notes.push(...[...results, ...secondPass].map((r) => `${r.name}: p50 ${r.p50Ms.toFixed(2)} ms, p95 ${r.p95Ms.toFixed(2)} ms`));
   // What a server holds once it has answered: the pages of the index its queries read count here too.
-  notes.push(`derrick process RSS after the queries: ${statusMb(serverPid, "VmRSS").toFixed(0)} MB`);
+  notes.push(`derrick process RSS after the queries: ${memoryMb(serverPid, "VmRSS").toFixed(0)} MB`);
   report({ bench: RECORDS === 100_000 ? "search" : `search-${RECORDS}`, results: [...results, ...secondPass], ratios, targets, notes });
   local.close();
   bus.close();

@@ -222,8 +222,8 @@ export class SqliteBackend implements SearchBackend {
       setLookupMeta: this.db.query(`INSERT OR REPLACE INTO ${LOOKUP}.meta(k, v) VALUES (?, ?)`),
       getLookupMeta: this.db.query<{ v: string }, [string]>(`SELECT v FROM ${LOOKUP}.meta WHERE k = ?`),
       // One string for all of a word's instances: a row (a JS array) per instance was most of a one-word query's time.
-      bodyInstances: this.db.query<[string | null], [string]>(
-        "SELECT group_concat(doc) FROM temp.fts_instances WHERE term = ? AND col = 'body'",
+      bodyInstances: this.db.query<{ list: string | null }, [string]>(
+        "SELECT group_concat(doc) AS list FROM temp.fts_instances WHERE term = ? AND col = 'body'",
       ),
     };
     this.loadFacts();
@@ -850,7 +850,7 @@ export class SqliteBackend implements SearchBackend {
     registerNested: (node: NestedNode) => number,
     terms: TermColumn | undefined,
   ): SearchResult {
-    const word = wordRows((this.stmts.bodyInstances.values(term) as Array<[string | null]>)[0]?.[0] ?? null);
+    const word = wordRows(this.stmts.bodyInstances.get(term)?.list ?? null);
     const { rids, frequencies } = word;
     // Partition, kind and ACL from the in-memory facts; any other clause in one SQL statement on the rows left.
     let allowed = this.facts.visibility(request.partition, request.kinds, request.access);
