@@ -229,7 +229,16 @@ try {
   const url = `http://127.0.0.1:${server.port}`;
   const nc = await connectNats(nats.url, "bench-search");
   const bus = new Bus(nc, { timeoutMs: 30_000 });
-  let status: SearchStatus = { following: false, appliedSeq: 0, restarts: 0, skipped: 0, records: 0, indexFile: "", indexing: false };
+  let status: SearchStatus = {
+    following: false,
+    appliedSeq: 0,
+    restarts: 0,
+    skipped: 0,
+    records: 0,
+    indexFile: "",
+    loading: true,
+    indexing: false,
+  };
   let indexingSeen = 0;
   let answeredWhileIndexing = 0;
   let stalled = 0;
@@ -246,8 +255,10 @@ try {
       indexingSeen ||= performance.now();
       answeredWhileIndexing++;
     }
-    // Built: every record applied and the value indexes built (the status answers during that step).
-    if (status.records >= RECORDS && !status.indexing) break;
+    // Built: every record applied and the bulk load over, value indexes included (the status answers during
+    // that step). Every record applied is not enough: the load ends a moment later, and until then the files
+    // are no finished build (the read-only open below would refuse them).
+    if (status.records >= RECORDS && !status.loading) break;
     await new Promise((r) => setTimeout(r, 250));
   }
   if (stalled) notes.push(`status requests that waited out an index build step: ${stalled}`);
@@ -271,7 +282,8 @@ try {
   // 4. Queries: the same plans through the edge and in-process.
   // The edge caller sees what the in-process request sees: the data.default.viewers half of the records.
   const token = await clientToken(url, READER);
-  const local = new SqliteBackend({ file: status.indexFile });
+  // Read-only: an open for writing beside the actor would migrate the files under it.
+  const local = new SqliteBackend({ file: status.indexFile, readOnly: true });
   const q = rng(7);
   const mediumWord = () => word(50 + Math.floor(q() * 400)); // ranks 50-450: a few hundred matches per 100k
   const box = () => {

@@ -233,6 +233,11 @@ export const SearchStatus = Type.Object({
   ...SearchHealth.properties,
   records: Type.Integer(),
   indexFile: Type.String(),
+  /**
+   * A bulk load (a rebuild, a long backlog) is under way, `indexing` included: answers may miss records not yet
+   * loaded, and the files are no finished build until it ends.
+   */
+  loading: Type.Boolean(),
   /** The value indexes are being built at the end of a bulk load: queries are answered, range and keyword ones slower. */
   indexing: Type.Boolean(),
   /** The last failure that restarted the consumer. */

@@ -88,6 +88,7 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
       appliedSeq: backend.appliedSeq(),
       records: backend.recordCount(),
       indexFile: file,
+      loading: backend.loading,
       indexing: backend.indexing,
     }),
   };

@@ -314,6 +314,27 @@ describe("search engine pieces", () => {
     remove();
   });
 
+  it("engine - a read-only open beside a bulk load refuses the files and leaves them whole; after the load it reads them and writes nothing", async () => {
+    const { file, remove } = tempIndex("derrick-engine-read-only");
+    const backend = await following({ file }, true);
+    backend.apply(upserts(0, 40), 40);
+    expect(backend.loading).toBe(true);
+    // Every record is applied, but the load has not ended: a writer's open here would empty both files.
+    expect(() => new SqliteBackend({ file, readOnly: true })).toThrow(/not a finished build .* read-only open cannot rebuild it/);
+    await backend.bulkLoad(false);
+    expect(backend.loading).toBe(false);
+    expect(held(backend)).toEqual(["stream-1", 40, 40]);
+    const reader = new SqliteBackend({ file, readOnly: true });
+    expect(held(reader)).toEqual(["stream-1", 40, 40]);
+    expect(reader.search(request({ query: parseQuery("data.N:[10 TO 19]"), trackTotalCount: true })).total).toBe(10);
+    expect(() => reader.apply(upserts(40, 1), 41)).toThrow(/readonly/);
+    reader.close();
+    backend.apply(upserts(40, 1), 41);
+    expect(held(backend)).toEqual(["stream-1", 41, 41]);
+    backend.close();
+    remove();
+  });
+
   it("engine - a file whose bulk load never finished is emptied on open (rebuilt from the stream); a finished one is kept", async () => {
     const { file, remove } = tempIndex("derrick-engine-bulk");
     let backend = await following({ file }, false);

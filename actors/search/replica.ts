@@ -261,7 +261,7 @@ class RecordsFollower implements ReplicaState {
       },
       RECORDS_STREAM,
     );
-    this.stopIdentityCheck = this.clock.every(IDENTITY_CHECK_MS, () => void this.checkIdentity());
+    this.stopIdentityCheck = this.clock.every(IDENTITY_CHECK_MS, () => this.checkIdentitySafely());
     // Stopped with the replica: a `break` alone would leave the listener on the shared connection
     // until its next status event.
     const statuses = this.nc.status() as AsyncIterable<Status> & { stop?: () => void };
@@ -269,9 +269,16 @@ class RecordsFollower implements ReplicaState {
     void (async () => {
       for await (const s of statuses) {
         if (this.stopping) break;
-        if (s.type === "reconnect") void this.checkIdentity();
+        if (s.type === "reconnect") this.checkIdentitySafely();
       }
     })();
+  }
+
+  /** A check on a timer or an event: a failure is logged, never left unheard (Bun exits on an unheard rejection). */
+  private checkIdentitySafely(): void {
+    this.checkIdentity().catch((error) =>
+      this.log.error({ err: error, stream: RECORDS_STREAM }, "checking the RECORDS stream's identity failed"),
+    );
   }
 
   private async checkIdentity(): Promise<void> {

@@ -129,6 +129,11 @@ export type SqliteOptions = {
   indexBuilder?: URL;
   /** true: text matches ranked and sorted in SQL only, not in memory (tests compare the two paths). */
   sqlOnly?: boolean;
+  /**
+   * true: opened to read only, beside the process that owns the files (a bench, a tool): nothing is migrated or
+   * written, and files that are not a finished build are refused. A writer's open would empty such files.
+   */
+  readOnly?: boolean;
 };
 
 export class SqliteBackend implements SearchBackend {
@@ -161,18 +166,17 @@ export class SqliteBackend implements SearchBackend {
   private loadingKeys: LoadingKeys | undefined;
 
   constructor(readonly options: SqliteOptions) {
-    if (options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
-    this.db = new Database(options.file, { create: true, strict: true });
+    const readOnly = options.readOnly === true && options.file !== ":memory:";
+    if (!readOnly && options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
+    this.db = new Database(options.file, readOnly ? { readonly: true, strict: true } : { create: true, strict: true });
     // Maps of 512 MB per file (mapped pages count in the RSS); a busy timeout, as a worker just terminated
     // may hold the lookup file's lock; the page size before WAL mode, which fixes it
-    // (docs/search.md#page-size-and-memory-maps).
-    this.db.exec(
-      `PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}; PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912;`,
-    );
+    // (docs/search.md#page-size-and-memory-maps). A reader finds both already set in the files.
+    const pragmas = (schema: string) =>
+      `${readOnly ? "" : `PRAGMA ${schema}.page_size = ${PAGE_SIZE}; PRAGMA ${schema}.journal_mode = WAL; PRAGMA ${schema}.synchronous = NORMAL; `}PRAGMA ${schema}.cache_size = -65536; PRAGMA ${schema}.mmap_size = 536870912;`;
+    this.db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}; ${pragmas("main")}`);
     this.db.query(`ATTACH DATABASE ? AS ${LOOKUP}`).run(options.file === ":memory:" ? ":memory:" : lookupFileOf(options.file));
-    this.db.exec(
-      `PRAGMA ${LOOKUP}.page_size = ${PAGE_SIZE}; PRAGMA ${LOOKUP}.journal_mode = WAL; PRAGMA ${LOOKUP}.synchronous = NORMAL; PRAGMA ${LOOKUP}.cache_size = -65536; PRAGMA ${LOOKUP}.mmap_size = 536870912;`,
-    );
+    this.db.exec(pragmas(LOOKUP));
     const compile = this.db
       .query<{ compile_options: string }, []>("PRAGMA compile_options")
       .all()
@@ -180,7 +184,8 @@ export class SqliteBackend implements SearchBackend {
     for (const needed of ["ENABLE_FTS5", "ENABLE_RTREE"]) {
       if (!compile.includes(needed)) throw new Error(`this SQLite lacks ${needed}: search needs FTS5 and R*Tree (Bun on Linux ships both)`);
     }
-    this.migrate();
+    if (readOnly) this.refuseUnfinished();
+    else this.migrate();
     // Per-term instances (row, column) of the text index: term frequencies for BM25 without FTS5's per-row lookups.
     this.db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_instances USING fts5vocab(${LOOKUP}, fts, instance)`);
     const version = this.db.query<{ v: string }, []>("SELECT sqlite_version() AS v").get()!.v;
@@ -250,6 +255,23 @@ export class SqliteBackend implements SearchBackend {
    * build or applied sequence) are emptied and rebuilt from the stream (docs/search.md#the-index-replica).
    */
   private migrate(): void {
+    if (!this.finishedBuild()) {
+      for (const table of MAIN_TABLES) this.db.exec(`DROP TABLE IF EXISTS main.${table}`);
+      for (const table of LOOKUP_TABLES) this.db.exec(`DROP TABLE IF EXISTS ${LOOKUP}.${table}`);
+    }
+    this.db.exec(SCHEMA + lookupSchema(`${LOOKUP}.`) + valueIndexes(`${LOOKUP}.`));
+    if (this.db.query<{ v: string }, []>("SELECT v FROM main.meta WHERE k = 'build'").get() === null) this.writeIdentity(undefined);
+  }
+
+  private refuseUnfinished(): void {
+    if (!this.finishedBuild())
+      throw new Error(
+        `the search index ${this.options.file} is not a finished build (of another schema, mid bulk load, or its two files apart): a read-only open cannot rebuild it`,
+      );
+  }
+
+  /** Whether both files hold this schema's tables of one build, applied to the same sequence, no bulk load under way. */
+  private finishedBuild(): boolean {
     const state = (schema: string) => {
       const has = this.db.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${schema}.sqlite_master WHERE name = 'meta'`).get()!.n > 0;
       const meta = new Map(
@@ -266,12 +288,7 @@ export class SqliteBackend implements SearchBackend {
     const main = state("main");
     const lookup = state(LOOKUP);
     const sound = (s: typeof main) => s.has && s.schema === SCHEMA_VERSION && !s.bulk && s.build !== undefined;
-    if (!sound(main) || !sound(lookup) || main.build !== lookup.build || main.seq !== lookup.seq) {
-      for (const table of MAIN_TABLES) this.db.exec(`DROP TABLE IF EXISTS main.${table}`);
-      for (const table of LOOKUP_TABLES) this.db.exec(`DROP TABLE IF EXISTS ${LOOKUP}.${table}`);
-    }
-    this.db.exec(SCHEMA + lookupSchema(`${LOOKUP}.`) + valueIndexes(`${LOOKUP}.`));
-    if (this.db.query<{ v: string }, []>("SELECT v FROM main.meta WHERE k = 'build'").get() === null) this.writeIdentity(undefined);
+    return sound(main) && sound(lookup) && main.build === lookup.build && main.seq === lookup.seq;
   }
 
   /** A new build of both files: its id and schema in both, the stream it follows, nothing applied. */
@@ -449,6 +466,11 @@ export class SqliteBackend implements SearchBackend {
   /** Whether the value indexes are being built (see bulkLoad). */
   get indexing(): boolean {
     return this.building;
+  }
+
+  /** Whether a bulk load is under way, its value index build included: the files are not a finished build meanwhile. */
+  get loading(): boolean {
+    return this.bulk;
   }
 
   recordCount(): number {

@@ -67,6 +67,7 @@ describe("search replica bulk load", () => {
 
   const expectLoaded = (index: SqliteBackend) => {
     expect(index.indexing).toBe(false);
+    expect(index.loading).toBe(false);
     expect(index.appliedSeq()).toBe(lastSeq);
     expect(index.recordCount()).toBe(RECORDS - DELETED);
     expect(count(index, "original")).toBe(RECORDS - UPDATED - DELETED);

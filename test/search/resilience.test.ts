@@ -10,6 +10,8 @@ import { RECORD_MAX_DEPTH, recordKey, type SearchStatus } from "../../subjects/s
 import { putRecords as putRecordsHandler } from "../../actors/storage/handlers.ts";
 import type { RecordChange, SearchBackend } from "../../actors/search/backend.ts";
 import { followRecords, type Replica } from "../../actors/search/replica.ts";
+import { IDENTITY_CHECK_MS } from "../../actors/search/replica-policy.ts";
+import { ManualClock } from "../../platform/clock.ts";
 import { SqliteBackend } from "../../actors/search/sqlite.ts";
 import { parseQuery } from "../../actors/search/query/parser.ts";
 import { pino } from "pino";
@@ -127,7 +129,7 @@ describe("search records that cannot be indexed", () => {
     );
     await untilFound(derrick, "survivor", 1, "the record after the poison messages indexed");
     const after = await status(derrick);
-    expect(after).toMatchObject({ following: true, restarts: 0, appliedSeq: last.seq });
+    expect(after).toMatchObject({ following: true, restarts: 0, appliedSeq: last.seq, loading: false, indexing: false });
     expect(after.skipped - before.skipped).toBe(3);
     expect(after.lastSkipped).toEqual({
       subject: subjects.records("opendes", recordKey("opendes:well:poison-json")),
@@ -337,6 +339,48 @@ describe("search replica failures", () => {
       await link.close();
     }
   });
+  it("replica - a check of the stream's identity that throws is logged; nothing escapes to the process", async () => {
+    const index = new SqliteBackend({ file: ":memory:" });
+    const clock = new ManualClock(Date.now());
+    // The index as another process's writer can leave it under this one (its tables dropped): every read throws.
+    let unreadable = false;
+    const backend: SearchBackend = {
+      ...withFaults(index, () => () => undefined),
+      streamIdentity: () => (unreadable ? undefined : index.streamIdentity()),
+      appliedSeq: () => {
+        if (unreadable) throw sqliteError("SQLITE_ERROR", "no such table: main.meta");
+        return index.appliedSeq();
+      },
+    };
+    const escaped: unknown[] = [];
+    const onRejection = (error: unknown) => void escaped.push(error);
+    process.on("unhandledRejection", onRejection);
+    const checkLogged: Array<Record<string, unknown>> = [];
+    const other = await followRecords(nc, backend, loggedTo(checkLogged), { clock });
+    try {
+      const last = (
+        await jetstream(nc)
+          .jetstreamManager()
+          .then((jsm) => jsm.streams.info("RECORDS"))
+      ).state.last_seq;
+      await eventually(() => index.appliedSeq() >= last, { what: "the replica caught up" });
+      unreadable = true;
+      await clock.advance(IDENTITY_CHECK_MS);
+      await eventually(() => checkLogged.some((l) => String(l.msg).includes("checking the RECORDS stream's identity failed")), {
+        what: "the failed check logged",
+      });
+      expect(checkLogged).toContainEqual(
+        expect.objectContaining({ level: 50, err: expect.objectContaining({ message: "no such table: main.meta" }) }),
+      );
+      expect(escaped).toEqual([]);
+    } finally {
+      unreadable = false;
+      process.off("unhandledRejection", onRejection);
+      await other.stop();
+      index.close();
+    }
+  });
+
   it("replica - stopping it releases what it holds on the shared connection (its status listener too), so a process that starts and stops replicas does not pile them up", async () => {
     const listeners = () => (nc as unknown as { protocol: { listeners: unknown[] } }).protocol.listeners.length;
     const before = listeners();
