@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { aclKey, RowFacts } from "./rows.ts";
+import { aclKey, PointIndex, RowFacts } from "./rows.ts";
+import { seededRandom } from "./testing.ts";
 
 const viewers = aclKey([{ group: "data.viewers", owner: false }]);
 const owners = aclKey([{ group: "data.owners", owner: true }]);
@@ -33,5 +34,66 @@ describe("RowFacts.visibleAll", () => {
     expect(Array.from(f.visibleAll("opendes", wells, { all: false, groups: ["data.viewers"], asOwner: false }))).toEqual([2, 4, 6, 2000]);
     f.clear();
     expect(Array.from(f.visibleAll("opendes", ["osdu:wks:*:*"], { all: true }))).toEqual([]);
+  });
+});
+
+describe("PointIndex.inBox", () => {
+  it("finds exactly the points a brute-force scan finds, after moves within and across cells, removals and returns", () => {
+    const random = seededRandom(11);
+    const index = new PointIndex();
+    const points = new Map<number, [number, number]>();
+    // Points packed into a few cells, so that moves within a cell and boxes along cell edges are common.
+    const coordinate = (span: number) => Math.round((random() * span - span / 2) * 1e6) / 1e6;
+    const place = (rid: number) => {
+      const at: [number, number] = [coordinate(6), coordinate(4)];
+      points.set(rid, at);
+      index.set("data.Location", rid, at[0], at[1]);
+    };
+    for (let rid = 1; rid <= 3_000; rid++) place(rid);
+    for (let round = 0; round < 20; round++) {
+      for (let i = 0; i < 300; i++) {
+        const rid = 1 + Math.floor(random() * 3_500);
+        const roll = random();
+        if (roll < 0.4) place(rid);
+        else if (roll < 0.7 && points.has(rid)) {
+          // A move of a fraction of a degree: mostly within its cell.
+          const [x, y] = points.get(rid)!;
+          const moved: [number, number] = [x + (random() - 0.5) * 0.2, y + (random() - 0.5) * 0.2];
+          points.set(rid, moved);
+          index.set("data.Location", rid, moved[0], moved[1]);
+        } else {
+          points.delete(rid);
+          index.remove(rid);
+        }
+      }
+      for (let q = 0; q < 10; q++) {
+        const [x0, x1] = [coordinate(7), coordinate(7)].sort((a, b) => a - b) as [number, number];
+        const [y0, y1] = [coordinate(5), coordinate(5)].sort((a, b) => a - b) as [number, number];
+        const found: number[] = [];
+        index.inBox("data.Location", x0, x1, y0, y1, (rid, x, y) => {
+          expect([x, y]).toEqual(points.get(rid));
+          found.push(rid);
+        });
+        const expected = [...points].filter(([, [x, y]]) => x >= x0 && x <= x1 && y >= y0 && y <= y1).map(([rid]) => rid);
+        expect(found.sort((a, b) => a - b)).toEqual(expected.sort((a, b) => a - b));
+      }
+    }
+  });
+
+  it("takes a box's edges as inside, to the last digit, where a 32-bit copy of the point rounds past the edge", () => {
+    // Coordinates whose float32 lies above (below) them: a prefilter on the copies alone would drop them at a max (min) edge.
+    const roundsUp = Array.from({ length: 100 }, (_, i) => 10 + i * 0.37).find((v) => Math.fround(v) > v)!;
+    const roundsDown = Array.from({ length: 100 }, (_, i) => 10 + i * 0.37).find((v) => Math.fround(v) < v)!;
+    const index = new PointIndex();
+    index.set("p", 1, roundsUp, 50);
+    index.set("p", 2, roundsDown, 50);
+    index.set("p", 3, roundsUp + 1e-9, 50);
+    const found = (minX: number, maxX: number) => {
+      const rids: number[] = [];
+      index.inBox("p", minX, maxX, 49, 50, (rid) => rids.push(rid));
+      return rids.sort();
+    };
+    expect(found(roundsUp - 1e-6, roundsUp)).toEqual([1]);
+    expect(found(roundsDown, roundsDown + 1e-6)).toEqual([2]);
   });
 });

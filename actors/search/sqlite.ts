@@ -713,10 +713,11 @@ export class SqliteBackend implements SearchBackend {
     // Spatial hits in index order: one pass gives the count and the page. Without other predicates
     // the partition, kind and ACL checks are the in-memory facts (no SQL per hit).
     if (request.spatial && driverText === undefined && request.sort.length === 0 && !request.keyset) {
-      const visible = condition === "1" ? this.facts.visibility(request.partition, request.kinds, request.access) : undefined;
-      const rids = (visible ? spatialHits.filter(visible) : sqlRows()).sort((x, y) => x - y);
+      // spatialRids kept the visible records only: with no other predicate they are the matches. Sorted as a typed
+      // array (no comparator call per pair): ~3,300 hits of a 1° box at 1M records.
+      const rids = Int32Array.from(condition === "1" ? spatialHits : sqlRows()).sort();
       return {
-        hits: this.page(rids.slice(request.offset, request.offset + request.limit)),
+        hits: this.page(Array.from(rids.subarray(request.offset, request.offset + request.limit))),
         total: request.skipCount ? 0 : request.trackTotalCount ? rids.length : Math.min(rids.length, TOTAL_CAP),
         aggregations: aggregationsOf(() => rids),
       };
