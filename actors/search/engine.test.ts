@@ -216,12 +216,14 @@ describe("search engine pieces", () => {
     const building = backend.bulkLoad(false);
     // The event loop turns while the worker builds: a timer fires mid-build, and this thread queries.
     expect(await new Promise<boolean>((resolve) => setTimeout(() => resolve(backend.indexing), 20))).toBe(true);
+    expect(backend.loading).toBe(true); // the load is not over while its indexes are built
     expect(backend.search(range).total).toBeLessThanOrEqual(expected);
     expect(() => backend.apply([], n + 1)).toThrow(/being built/);
     holder.exec("COMMIT");
     holder.close();
     await building;
     expect(backend.indexing).toBe(false);
+    expect(backend.loading).toBe(false);
     // FTS5 merged nothing during the load; merging is back on after it (its segments were merged into one).
     const config = new Database(lookupFileOf(file), { readonly: true });
     expect(config.query<{ v: number }, []>("SELECT v FROM fts_config WHERE k = 'automerge'").get()?.v).toBe(4);
@@ -321,6 +323,9 @@ describe("search engine pieces", () => {
     expect(backend.loading).toBe(true);
     // Every record is applied, but the load has not ended: a writer's open here would empty both files.
     expect(() => new SqliteBackend({ file, readOnly: true })).toThrow(/not a finished build .* read-only open cannot rebuild it/);
+    expect(() => new SqliteBackend({ file: `${file}.missing`, readOnly: true })).toThrow(
+      /does not exist: a read-only open cannot make them/,
+    );
     await backend.bulkLoad(false);
     expect(backend.loading).toBe(false);
     expect(held(backend)).toEqual(["stream-1", 40, 40]);

@@ -80,6 +80,27 @@ describe("PointIndex.inBox", () => {
     }
   });
 
+  it("keeps its cell lists bounded however often records are set again (an update removes, then sets)", () => {
+    const index = new PointIndex();
+    const random = seededRandom(5);
+    for (let round = 0; round < 200; round++)
+      for (let rid = 1; rid <= 500; rid++) {
+        index.remove(rid);
+        // Within one cell, a new place each time: each set adds an entry; compaction drops the stale ones.
+        index.set("p", rid, 3 + random() * 0.9, 7 + random() * 0.9);
+      }
+    const cells = (index as unknown as { paths: Map<string, { cells: Map<number, { rids: Int32Array; n: number }> }> }).paths.get(
+      "p",
+    )!.cells;
+    const [cell] = [...cells.values()];
+    expect(cells.size).toBe(1);
+    // 100,000 sets of 500 records: the list holds at most twice the live entries before compacting again.
+    expect(cell!.rids.length).toBeLessThanOrEqual(2 * 1024);
+    const found: number[] = [];
+    index.inBox("p", 3, 4, 7, 8, (rid) => found.push(rid));
+    expect(found.sort((a, b) => a - b)).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
+  });
+
   it("takes a box's edges as inside, to the last digit, where a 32-bit copy of the point rounds past the edge", () => {
     // Coordinates whose float32 lies above (below) them: a prefilter on the copies alone would drop them at a max (min) edge.
     const roundsUp = Array.from({ length: 100 }, (_, i) => 10 + i * 0.37).find((v) => Math.fround(v) > v)!;

@@ -202,7 +202,10 @@ type PathPoints = {
 const cellOf = (x: number, y: number) =>
   (Math.min(90, Math.max(-90, Math.floor(y))) + 90) * 361 + (Math.min(180, Math.max(-180, Math.floor(x))) + 180);
 
-/** Beyond a float32's rounding of a coordinate within ±180 (≤ 1.1e-5): the copies prefilter, the exact values decide. */
+/**
+ * Beyond a float32's rounding of a coordinate of a box within ±360 (a circle's box may pass ±180): at most 1.6e-5. The
+ * copies prefilter, the exact values decide; a box beyond ±2048 could lose points at its edges.
+ */
 const COPY_SLACK = 1e-4;
 
 export class PointIndex {
@@ -247,7 +250,9 @@ export class PointIndex {
         }
     }
     if (!list) p.cells.set(cell, (list = { rids: new Int32Array(64), xs: new Float32Array(64), ys: new Float32Array(64), n: 0 }));
-    if (list.n === list.rids.length) {
+    // A full list drops its stale entries first; it doubles only when at least half of it is live. An update of a
+    // record removes its point before setting it again, so each update adds an entry: without this, a list grew forever.
+    if (list.n === list.rids.length && compacted(p, list, cell) > list.rids.length / 2) {
       list.rids = grown(list.rids);
       list.xs = grown(list.xs);
       list.ys = grown(list.ys);
@@ -304,6 +309,36 @@ export class PointIndex {
       for (const cell of p.cells.keys()) visit(cell);
     }
   }
+}
+
+/** Keeps each row's current entry of a full cell list, its last one there (stale entries and duplicates go): the count kept. */
+function compacted(p: PathPoints, list: Cell, cell: number): number {
+  if (++p.generation === 0xffffffff) {
+    p.seen.fill(0);
+    p.generation = 1;
+  }
+  const generation = p.generation;
+  const { rids, xs, ys, n } = list;
+  // From the newest: a row moved within the cell had its last entry's copy updated, and a re-set row a new entry added.
+  const keep = new Uint8Array(n);
+  for (let i = n - 1; i >= 0; i--) {
+    const rid = rids[i]!;
+    const x = p.xs[rid]!;
+    const y = p.ys[rid]!;
+    if (x !== x || cellOf(x, y) !== cell || p.seen[rid] === generation) continue;
+    p.seen[rid] = generation;
+    keep[i] = 1;
+  }
+  // Moved down in order, in place (an entry never lands above where it was).
+  let kept = 0;
+  for (let i = 0; i < n; i++) {
+    if (!keep[i]) continue;
+    rids[kept] = rids[i]!;
+    xs[kept] = xs[i]!;
+    ys[kept++] = ys[i]!;
+  }
+  list.n = kept;
+  return kept;
 }
 
 /** A copy of `array` twice its length. */

@@ -3,7 +3,7 @@
  * RECORDS stream in two files; its tables and why they are shaped so: docs/search.md#the-index-replica.
  */
 import { Database, type SQLQueryBindings } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Aggregation } from "../../subjects/search.ts";
 import type { RecordChange, SearchBackend, SearchHit, SearchRequest, SearchResult, SortValue } from "./backend.ts";
@@ -131,7 +131,9 @@ export type SqliteOptions = {
   sqlOnly?: boolean;
   /**
    * true: opened to read only, beside the process that owns the files (a bench, a tool): nothing is migrated or
-   * written, and files that are not a finished build are refused. A writer's open would empty such files.
+   * written, and files that are not a finished build are refused (a writer's open would empty such files). Beside a
+   * replica applying batches a refusal may be a commit caught between the two files: open again. The in-memory facts
+   * are read at open and do not follow later writes.
    */
   readOnly?: boolean;
 };
@@ -167,6 +169,8 @@ export class SqliteBackend implements SearchBackend {
 
   constructor(readonly options: SqliteOptions) {
     const readOnly = options.readOnly === true && options.file !== ":memory:";
+    if (readOnly && !(existsSync(options.file) && existsSync(lookupFileOf(options.file))))
+      throw new Error(`the search index ${options.file} or its lookup file does not exist: a read-only open cannot make them`);
     if (!readOnly && options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
     this.db = new Database(options.file, readOnly ? { readonly: true, strict: true } : { create: true, strict: true });
     // Maps of 512 MB per file (mapped pages count in the RSS); a busy timeout, as a worker just terminated
@@ -264,10 +268,11 @@ export class SqliteBackend implements SearchBackend {
   }
 
   private refuseUnfinished(): void {
-    if (!this.finishedBuild())
-      throw new Error(
-        `the search index ${this.options.file} is not a finished build (of another schema, mid bulk load, or its two files apart): a read-only open cannot rebuild it`,
-      );
+    if (this.finishedBuild()) return;
+    this.db.close();
+    throw new Error(
+      `the search index ${this.options.file} is not a finished build (of another schema, mid bulk load, or its two files apart): a read-only open cannot rebuild it`,
+    );
   }
 
   /** Whether both files hold this schema's tables of one build, applied to the same sequence, no bulk load under way. */
