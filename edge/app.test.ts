@@ -71,6 +71,16 @@ afterAll(async () => {
 });
 
 describe("edge without actors", () => {
+  it("no route makes Elysia parse cookies or copy every header: each handler and hook takes only what it uses from the context", () => {
+    // Handed the context whole (`relay(c, …)`), Elysia infers that a route reads everything (docs/edge.md#handlers-take-what-they-use).
+    const inferring = app.routes
+      .map((route) => ({ route: `${route.method} ${route.path}`, code: String((route as unknown as { compile(): unknown }).compile()) }))
+      .filter(({ code }) => /cookie|headers\.toJSON/i.test(code))
+      .map(({ route }) => route);
+    expect(app.routes.length).toBeGreaterThan(50);
+    expect(inferring).toEqual([]);
+  });
+
   it("edge - a route without credentials is 401 with a Bearer challenge; a malformed header and a foreign token too", async () => {
     const none = await app.handle(new Request(TWIN));
     expect((await problemOf(none, 401)).detail).toContain("Bearer token is required");

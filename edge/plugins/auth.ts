@@ -53,6 +53,9 @@ const principals = new WeakMap<Request, Principal>();
 export const principalOf = (request: Request): Principal | undefined => principals.get(request);
 const partitions = new WeakMap<Request, string>();
 
+/** The partition a request named, once a route that takes one checked it. */
+export const requestPartition = (request: Request): string | undefined => partitions.get(request);
+
 export function bearerToken(header: string | null | undefined): string {
   if (!header) throw unauthorized("an Authorization: Bearer token is required");
   const match = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(header);
@@ -61,6 +64,9 @@ export function bearerToken(header: string | null | undefined): string {
 }
 
 /** Reads the partition headers (either; both must agree) and checks it is served here. */
+const partitionHeaders = (request: Request): Record<string, string | undefined> =>
+  Object.fromEntries(PARTITION_HEADERS.map((name) => [name, request.headers.get(name) ?? undefined]));
+
 export function partitionOf(headers: Record<string, string | undefined>, known: readonly string[]): string {
   const given = PARTITION_HEADERS.map((name) => ({ name, value: headers[name]?.trim() })).filter(
     (h): h is { name: (typeof PARTITION_HEADERS)[number]; value: string } => !!h.value,
@@ -114,12 +120,13 @@ export const authPlugin = (cfg: Config, bus: Bus, verifier: Verifier) => {
     auth: (options: AuthOptions) => ({
       // Documents the credentials in OpenAPI: both schemes in one requirement = both needed.
       detail: { security: options !== true && options.appkey ? BEARER_AND_APPKEY : BEARER_ONLY } as DocumentDecoration,
-      async transform({ request, headers }) {
-        const verified = await verifier.verify(bearerToken(headers.authorization));
+      // Headers read from the request: `headers` in a hook makes Elysia copy every header into an object per request.
+      async transform({ request }) {
+        const verified = await verifier.verify(bearerToken(request.headers.get("authorization")));
         const { principal } = verified;
         // Counted once the client is known and before any other work (appkey lookup, body, NATS).
         limiter.take(principal.clientId);
-        if (options !== true && options.appkey) await checkAppkey(headers.appkey, verified);
+        if (options !== true && options.appkey) await checkAppkey(request.headers.get("appkey") ?? undefined, verified);
         principals.set(request, principal);
       },
       resolve({ request }) {
@@ -128,8 +135,8 @@ export const authPlugin = (cfg: Config, bus: Bus, verifier: Verifier) => {
     }),
     partition: (enabled: boolean) => ({
       detail: (enabled ? { parameters: PARTITION_PARAMETERS, [PARTITION_MARK]: true } : {}) as DocumentDecoration,
-      transform({ request, headers }) {
-        if (enabled) partitions.set(request, partitionOf(headers, cfg.partitions));
+      transform({ request }) {
+        if (enabled) partitions.set(request, partitionOf(partitionHeaders(request), cfg.partitions));
       },
       resolve({ request }) {
         return { partition: partitions.get(request)! };

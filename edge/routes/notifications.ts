@@ -63,7 +63,8 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
   // A route on one of the caller's subscriptions: the id in its path is the whole request.
   const bySubscription = <O extends Operation<typeof SubscriptionRef>>(op: O, summary: string) =>
     [
-      (c: RelayContext & { params: typeof SubscriptionPath.static }) => relay(c, op, { subscription_id: c.params.subscriptionId }),
+      ({ set, request, params }: RelayContext & { params: typeof SubscriptionPath.static }) =>
+        relay({ set, request }, op, { subscription_id: params.subscriptionId }),
       { params: SubscriptionPath, detail: { summary }, response: { 200: op.reply, ...errors } },
     ] as const;
   return new Elysia({ name: "derrick-notification-routes", normalize: false })
@@ -72,7 +73,8 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
       app
         .post(
           `${BASE}/subscriptions/types/:subscritpionType`,
-          (c) => relay(c, notificationsSubscriptionUpsert, { type: c.params.subscritpionType, subscription: c.body }),
+          ({ set, request, body, params }) =>
+            relay({ set, request }, notificationsSubscriptionUpsert, { type: params.subscritpionType, subscription: body }),
           {
             params: t.Object({ subscritpionType: NotificationType }),
             body: SubscriptionBase,
@@ -86,7 +88,8 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
         )
         .get(
           `${BASE}/subscriptions`,
-          (c) => relay(c, notificationsSubscriptionList, undefined, negotiate(c.request.headers.get("accept"), LIST_MEDIA_TYPES)),
+          ({ set, request }) =>
+            relay({ set, request }, notificationsSubscriptionList, undefined, negotiate(request.headers.get("accept"), LIST_MEDIA_TYPES)),
           {
             detail: {
               summary: "The caller's own subscriptions in this partition (full form)",
@@ -118,7 +121,8 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
         )
         .post(
           `${BASE}/subscriptions/:subscriptionId/deliveries/:eventId/retry`,
-          (c) => relay(c, notificationsSubscriptionRetry, { subscription_id: c.params.subscriptionId, event_id: c.params.eventId }),
+          ({ set, request, params }) =>
+            relay({ set, request }, notificationsSubscriptionRetry, { subscription_id: params.subscriptionId, event_id: params.eventId }),
           {
             params: t.Object({ ...SubscriptionPath.properties, eventId: t.String({ pattern: EVENT_ID_PATTERN }) }),
             detail: {
@@ -131,10 +135,10 @@ export const notificationRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => 
         )
         .post(
           `${BASE}/events/:type`,
-          (c) => {
-            const size = Buffer.byteLength(JSON.stringify(c.body ?? null));
+          ({ set, request, body, params }) => {
+            const size = Buffer.byteLength(JSON.stringify(body ?? null));
             if (size > EVENT_MAX_BYTES) throw contentTooLarge(`the event is ${size} bytes; the limit is ${EVENT_MAX_BYTES}`);
-            return relay(c, notificationsEventPublish, { type: c.params.type, event: c.body });
+            return relay({ set, request }, notificationsEventPublish, { type: params.type, event: body });
           },
           {
             params: t.Object({ type: NotificationType }),

@@ -45,20 +45,25 @@ function kindRoutes(relay: Relay, auth: AuthPlugin, kind: CatalogKind) {
     .use(auth)
     .guard({ ...credentials, detail: { tags: [kind] } }, (app) =>
       app
-        .get(`/v1/${kind}`, (c) => relay(c, projectsCatalogList, { kind, query: c.query }), {
+        .get(`/v1/${kind}`, ({ set, request, query }) => relay({ set, request }, projectsCatalogList, { kind, query: query }), {
           query: CatalogQuery,
           detail: { summary: `Collection of ${label} (offset, limit ≤ 500, default 50; category filter)` },
           response: { 200: projectsCatalogList.reply, ...errors },
         })
-        .put(`/v1/${kind}/:itemId`, (c) => relay(c, projectsCatalogPut, { kind, itemId: c.params.itemId, body: c.body }), {
-          params: ItemPath,
-          body: CatalogItemBody,
-          detail: { summary: `Add or replace one of the ${label} in the catalog (group projects.admins; 201 created, 200 replaced)` },
-          response: { 200: projectsCatalogPut.reply, 201: projectsCatalogPut.reply, ...errors },
-        })
+        .put(
+          `/v1/${kind}/:itemId`,
+          ({ set, request, body, params }) => relay({ set, request }, projectsCatalogPut, { kind, itemId: params.itemId, body: body }),
+          {
+            params: ItemPath,
+            body: CatalogItemBody,
+            detail: { summary: `Add or replace one of the ${label} in the catalog (group projects.admins; 201 created, 200 replaced)` },
+            response: { 200: projectsCatalogPut.reply, 201: projectsCatalogPut.reply, ...errors },
+          },
+        )
         .post(
           `/v1/projects/:projectId/${kind}/content/requests`,
-          (c) => relay(c, projectsContentRequest, { projectId: c.params.projectId, kind, body: c.body }),
+          ({ set, request, body, params }) =>
+            relay({ set, request }, projectsContentRequest, { projectId: params.projectId, kind, body: body }),
           {
             params: ProjectPath,
             body: t.Optional(ContentRequestBody),
@@ -68,16 +73,24 @@ function kindRoutes(relay: Relay, auth: AuthPlugin, kind: CatalogKind) {
             response: { 202: projectsContentRequest.reply, ...problems(429), ...errors },
           },
         )
-        .get(`/v1/projects/:projectId/${kind}/content/:contentId`, (c) => relay(c, projectsContentGet, { ...c.params, kind }), {
-          params: ContentPath,
-          detail: { summary: `Result of a ${label} content request (409 before the task completes; 404 60 s after it completed)` },
-          response: { 200: projectsContentGet.reply, ...errors },
-        })
-        .get(`/v1/projects/:projectId/${kind}/content-parts/:contentPartId`, (c) => relay(c, projectsContentPart, { ...c.params, kind }), {
-          params: PartPath,
-          detail: { summary: `One part (≤ 256 KiB of data) of a large ${label} content` },
-          response: { 200: projectsContentPart.reply, ...errors },
-        }),
+        .get(
+          `/v1/projects/:projectId/${kind}/content/:contentId`,
+          ({ set, request, params }) => relay({ set, request }, projectsContentGet, { ...params, kind }),
+          {
+            params: ContentPath,
+            detail: { summary: `Result of a ${label} content request (409 before the task completes; 404 60 s after it completed)` },
+            response: { 200: projectsContentGet.reply, ...errors },
+          },
+        )
+        .get(
+          `/v1/projects/:projectId/${kind}/content-parts/:contentPartId`,
+          ({ set, request, params }) => relay({ set, request }, projectsContentPart, { ...params, kind }),
+          {
+            params: PartPath,
+            detail: { summary: `One part (≤ 256 KiB of data) of a large ${label} content` },
+            response: { 200: projectsContentPart.reply, ...errors },
+          },
+        ),
     );
 }
 
@@ -89,45 +102,61 @@ export const projectRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     .use(kindRoutes(relay, auth, CatalogKind.keyParameters))
     .guard({ ...credentials, detail: { tags: ["projects"] } }, (app) =>
       app
-        .put("/v1/projects/:projectId", (c) => relay(c, projectsProjectPut, { projectId: c.params.projectId, body: c.body }), {
-          params: ProjectPath,
-          body: ProjectBody,
-          detail: { summary: "Create or replace a project: name, members, values (group projects.admins; 201 created, 200 replaced)" },
-          response: { 200: projectsProjectPut.reply, 201: projectsProjectPut.reply, ...errors },
-        })
-        .get("/v1/projects/:projectId", (c) => relay(c, projectsProjectGet, c.params), {
+        .put(
+          "/v1/projects/:projectId",
+          ({ set, request, body, params }) => relay({ set, request }, projectsProjectPut, { projectId: params.projectId, body: body }),
+          {
+            params: ProjectPath,
+            body: ProjectBody,
+            detail: { summary: "Create or replace a project: name, members, values (group projects.admins; 201 created, 200 replaced)" },
+            response: { 200: projectsProjectPut.reply, 201: projectsProjectPut.reply, ...errors },
+          },
+        )
+        .get("/v1/projects/:projectId", ({ set, request, params }) => relay({ set, request }, projectsProjectGet, params), {
           params: ProjectPath,
           detail: { summary: "A project with members and values (members and projects.admins)" },
           response: { 200: projectsProjectGet.reply, ...errors },
         })
-        .delete("/v1/projects/:projectId", (c) => relay(c, projectsProjectDelete, c.params), {
+        .delete("/v1/projects/:projectId", ({ set, request, params }) => relay({ set, request }, projectsProjectDelete, params), {
           params: ProjectPath,
           detail: { summary: "Delete a project (group projects.admins); its queued tasks then fail" },
           response: { 204: projectsProjectDelete.reply, ...errors },
         })
-        .put("/v1/projects/:projectId/members/:memberId", (c) => relay(c, projectsMemberPut, c.params), {
-          params: MemberPath,
-          detail: { summary: "Add a member (client id or user subject; group projects.admins) → 204" },
-          response: { 204: projectsMemberPut.reply, ...errors },
-        })
-        .delete("/v1/projects/:projectId/members/:memberId", (c) => relay(c, projectsMemberDelete, c.params), {
-          params: MemberPath,
-          detail: { summary: "Remove a member (group projects.admins) → 204" },
-          response: { 204: projectsMemberDelete.reply, ...errors },
-        }),
+        .put(
+          "/v1/projects/:projectId/members/:memberId",
+          ({ set, request, params }) => relay({ set, request }, projectsMemberPut, params),
+          {
+            params: MemberPath,
+            detail: { summary: "Add a member (client id or user subject; group projects.admins) → 204" },
+            response: { 204: projectsMemberPut.reply, ...errors },
+          },
+        )
+        .delete(
+          "/v1/projects/:projectId/members/:memberId",
+          ({ set, request, params }) => relay({ set, request }, projectsMemberDelete, params),
+          {
+            params: MemberPath,
+            detail: { summary: "Remove a member (group projects.admins) → 204" },
+            response: { 204: projectsMemberDelete.reply, ...errors },
+          },
+        ),
     )
     .guard({ ...credentials, detail: { tags: ["tasks"] } }, (app) =>
       app
-        .get("/v2/projects/:projectId/tasks", (c) => relay(c, projectsTaskList, { projectId: c.params.projectId, query: c.query }), {
-          params: ProjectPath,
-          query: TaskListQuery,
-          detail: {
-            summary:
-              "The project's content tasks of the last 7 days, newest first (limit 1..100, default 20; before: the nextBefore of the previous page); members only",
+        .get(
+          "/v2/projects/:projectId/tasks",
+          ({ set, request, params, query }) => relay({ set, request }, projectsTaskList, { projectId: params.projectId, query: query }),
+          {
+            params: ProjectPath,
+            query: TaskListQuery,
+            detail: {
+              summary:
+                "The project's content tasks of the last 7 days, newest first (limit 1..100, default 20; before: the nextBefore of the previous page); members only",
+            },
+            response: { 200: projectsTaskList.reply, ...errors },
           },
-          response: { 200: projectsTaskList.reply, ...errors },
-        })
-        .get("/v2/projects/:projectId/tasks/:taskId", (c) => relay(c, projectsTaskGet, c.params), {
+        )
+        .get("/v2/projects/:projectId/tasks/:taskId", ({ set, request, params }) => relay({ set, request }, projectsTaskGet, params), {
           params: TaskPath,
           detail: { summary: "State of one content task: queued, running, succeeded (expiresAt) or failed (error); members only" },
           response: { 200: projectsTaskGet.reply, ...errors },

@@ -64,21 +64,25 @@ function entityRoutes(relay: Relay, auth: AuthPlugin, collection: Collection) {
     .use(auth)
     .guard({ ...credentials, detail: { tags: ["assessments"] } }, (app) =>
       app
-        .put(path, (c) => relay(c, reportingEntityPut, { collection, id: c.params.id, body: c.body }), {
-          params: IdPath,
-          body: schema,
-          detail: {
-            summary: `Create or replace a ${LABELS[collection]}; group assessments.editors; 201 created, 200 replaced, ETag = version`,
+        .put(
+          path,
+          ({ set, request, body, params }) => relay({ set, request }, reportingEntityPut, { collection, id: params.id, body: body }),
+          {
+            params: IdPath,
+            body: schema,
+            detail: {
+              summary: `Create or replace a ${LABELS[collection]}; group assessments.editors; 201 created, 200 replaced, ETag = version`,
+            },
+            response: { 200: reportingEntityPut.reply, 201: reportingEntityPut.reply, ...errors },
           },
-          response: { 200: reportingEntityPut.reply, 201: reportingEntityPut.reply, ...errors },
-        })
+        )
         .get(
           path,
-          (c) =>
-            relay(c, reportingEntityGet, {
+          ({ set, request, params, query }) =>
+            relay({ set, request }, reportingEntityGet, {
               collection,
-              id: c.params.id,
-              ...(c.query.version !== undefined ? { version: c.query.version } : {}),
+              id: params.id,
+              ...(query.version !== undefined ? { version: query.version } : {}),
             }),
           {
             params: IdPath,
@@ -89,7 +93,7 @@ function entityRoutes(relay: Relay, auth: AuthPlugin, collection: Collection) {
             response: { 200: reportingEntityGet.reply, ...errors },
           },
         )
-        .delete(path, (c) => relay(c, reportingEntityDelete, { collection, id: c.params.id }), {
+        .delete(path, ({ set, request, params }) => relay({ set, request }, reportingEntityDelete, { collection, id: params.id }), {
           params: IdPath,
           detail: { summary: `Delete a ${collection.replace(/s$/, "")} (group assessments.editors) → 204` },
           response: { 204: t.Void(), ...errors },
@@ -102,7 +106,7 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   // An aggregation read by the id in its path: the path parameters are its whole request.
   const byId = <R extends Record<number, TSchema>>(op: typeof reportingLicenseAggregation, summary: string, response: R) =>
     [
-      (c: RelayContext & { params: Static<typeof IdPath> }) => relay(c, op, c.params),
+      ({ set, request, params }: RelayContext & { params: Static<typeof IdPath> }) => relay({ set, request }, op, params),
       { params: IdPath, detail: { summary }, response },
     ] as const;
   const answered = (op: typeof reportingLicenseAggregation) => ({ 200: op.reply, ...errors });
@@ -132,13 +136,17 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
           `${BASE}/prospectanalysisaggregation/:id/details`,
           ...byId(reportingProspectDetails, AGGREGATION_SUMMARIES.details, answered(reportingProspectDetails)),
         )
-        .post(`${BASE}/fullcycleanalysisaggregation`, (c) => relay(c, reportingFullcycleAggregation, { body: c.body }), {
-          body: FullCycleAggregationBody,
-          detail: {
-            summary: `Flows, cumulative volumes, cash flows and indicators (NPV, IRR, payout, P/I, EMV, break-even Pg) per level for every full cycle analysis of a prospect analysis${ACCEPTED}`,
+        .post(
+          `${BASE}/fullcycleanalysisaggregation`,
+          ({ set, request, body }) => relay({ set, request }, reportingFullcycleAggregation, { body: body }),
+          {
+            body: FullCycleAggregationBody,
+            detail: {
+              summary: `Flows, cumulative volumes, cash flows and indicators (NPV, IRR, payout, P/I, EMV, break-even Pg) per level for every full cycle analysis of a prospect analysis${ACCEPTED}`,
+            },
+            response: { 200: reportingFullcycleAggregation.reply, 202: AggregationTask, ...errors },
           },
-          response: { 200: reportingFullcycleAggregation.reply, 202: AggregationTask, ...errors },
-        })
+        )
         .get(
           `${BASE}/prospectmultiplescenarioanalysisaggregation/:id`,
           ...byId(
@@ -147,7 +155,7 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
             answeredOrAccepted(reportingScenarioAggregation),
           ),
         )
-        .get(`${BASE}/aggregationtasks/:taskId`, (c) => relay(c, reportingTaskGet, c.params), {
+        .get(`${BASE}/aggregationtasks/:taskId`, ({ set, request, params }) => relay({ set, request }, reportingTaskGet, params), {
           params: TaskPath,
           detail: {
             summary:
@@ -155,13 +163,17 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
           },
           response: { 200: reportingTaskGet.reply, ...errors },
         })
-        .get(`${BASE}/aggregationtasks/:taskId/result`, (c) => relay(c, reportingTaskResult, c.params), {
-          params: TaskPath,
-          detail: {
-            summary:
-              "The result of a succeeded aggregation task (the body its aggregation answers with 200); 409 while it runs, 404 when it failed or its result expired (60 s after completion)",
+        .get(
+          `${BASE}/aggregationtasks/:taskId/result`,
+          ({ set, request, params }) => relay({ set, request }, reportingTaskResult, params),
+          {
+            params: TaskPath,
+            detail: {
+              summary:
+                "The result of a succeeded aggregation task (the body its aggregation answers with 200); 409 while it runs, 404 when it failed or its result expired (60 s after completion)",
+            },
+            response: { 200: reportingTaskResult.reply, ...errors },
           },
-          response: { 200: reportingTaskResult.reply, ...errors },
-        }),
+        ),
     );
 };

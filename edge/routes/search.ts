@@ -45,14 +45,23 @@ const storageGuard = { auth: true as const, partition: true, detail: { tags: STO
  * were given on search request"; so do the query routes, each field still named in `errors`. A mapResponse hook:
  * a route's onError would run after the edge's global one, which answers first (docs/search.md, "Endpoints").
  */
-function osduBadRequest(c: { request: Request; set: { status?: number | string } }): Response | undefined {
+function osduBadRequest({
+  request,
+  set,
+  code,
+  error,
+}: {
+  request: Request;
+  set: { status?: number | string };
   // Elysia sets both on the error path only; its hook types do not declare them.
-  const { code, error } = c as { code?: unknown; error?: unknown };
+  code?: unknown;
+  error?: unknown;
+}): Response | undefined {
   if (code !== "VALIDATION" && code !== "PARSE") return undefined;
   const problem = toEdgeError(code, error);
   if (problem.status !== 400) return undefined;
-  c.set.status = 400;
-  return problemResponse(invalidParameters(problem.errors), c.request);
+  set.status = 400;
+  return problemResponse(invalidParameters(problem.errors), request);
 }
 
 /** One OSDU service's public health checks: under `base`, and hidden under each of `hiddenBases`. */
@@ -93,7 +102,7 @@ function osduHealthChecks(health: OsduHealth) {
 
 export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
   const relay = relayOn(bus);
-  const info = (c: RelayContext) => relay(c, searchInfo, undefined);
+  const info = ({ set, request }: RelayContext) => relay({ set, request }, searchInfo, undefined);
   // Ready when a search actor answers (no responders → 503, as every other route would meet) and its
   // replica follows the RECORDS stream: one restarting its consumer answers from a frozen index.
   const searchHealthChecks = osduHealthChecks({
@@ -134,7 +143,7 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     .use(searchHealthChecks)
     .guard(searchGuard, (app) =>
       app
-        .post("/api/search/v2/query", (c) => relay(c, searchQuery, { body: c.body }), {
+        .post("/api/search/v2/query", ({ set, request, body }) => relay({ set, request }, searchQuery, { body: body }), {
           body: QueryRequest,
           mapResponse: osduBadRequest,
           detail: {
@@ -142,7 +151,7 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
           },
           response: { 200: searchQuery.reply, ...errors },
         })
-        .post("/api/search/v2/query_with_cursor", (c) => relay(c, searchCursorQuery, { body: c.body }), {
+        .post("/api/search/v2/query_with_cursor", ({ set, request, body }) => relay({ set, request }, searchCursorQuery, { body: body }), {
           body: CursorQueryRequest,
           mapResponse: osduBadRequest,
           detail: {
@@ -151,19 +160,23 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
           },
           response: { 200: searchCursorQuery.reply, ...errors },
         })
-        .delete("/api/search/v2/query_with_cursor/:cursor", (c) => relay(c, searchCursorDelete, c.params), {
-          params: CursorRef,
-          detail: { summary: "Close a cursor (its issuer only) → 200 with an empty body" },
-          response: { 200: searchCursorDelete.reply, ...errors },
-        }),
+        .delete(
+          "/api/search/v2/query_with_cursor/:cursor",
+          ({ set, request, params }) => relay({ set, request }, searchCursorDelete, params),
+          {
+            params: CursorRef,
+            detail: { summary: "Close a cursor (its issuer only) → 200 with an empty body" },
+            response: { 200: searchCursorDelete.reply, ...errors },
+          },
+        ),
     )
     .guard(storageGuard, (app) =>
       app.put(
         "/api/storage/v2/records",
-        (c) => {
+        ({ set, request, body }) => {
           // Checked here too: a body nested ~45,000 levels deep cannot even be serialized for NATS.
-          checkRecordDepth(c.body);
-          return relay(c, storageRecordsPut, { body: c.body });
+          checkRecordDepth(body);
+          return relay({ set, request }, storageRecordsPut, { body: body });
         },
         {
           body: PutRecordsBody,
@@ -178,17 +191,17 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     .use(storageHealthChecks)
     .guard(storageGuard, (app) =>
       app
-        .get("/api/storage/v2/records/:id", (c) => relay(c, storageRecordsGet, c.params), {
+        .get("/api/storage/v2/records/:id", ({ set, request, params }) => relay({ set, request }, storageRecordsGet, params), {
           params: RecordRef,
           detail: { summary: "The latest version of a record (its ACL must share a group with the caller)" },
           response: { 200: storageRecordsGet.reply, ...errors },
         })
         .post(
           "/api/storage/v2/records/:action",
-          (c) => {
+          ({ set, request, params }) => {
             // OSDU's `{id}:delete`: the id itself holds colons, so the verb is split off here.
-            if (!c.params.action.endsWith(":delete")) throw notFound("no such route");
-            return relay(c, storageRecordsDelete, { id: c.params.action.slice(0, -":delete".length) });
+            if (!params.action.endsWith(":delete")) throw notFound("no such route");
+            return relay({ set, request }, storageRecordsDelete, { id: params.action.slice(0, -":delete".length) });
           },
           {
             params: t.Object({ action: t.String({ maxLength: 1100, description: "<record id>:delete" }) }),
@@ -198,7 +211,7 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
             response: { 204: t.Void(), ...errors },
           },
         )
-        .delete("/api/storage/v2/records/:id", (c) => relay(c, storageRecordsPurge, c.params), {
+        .delete("/api/storage/v2/records/:id", ({ set, request, params }) => relay({ set, request }, storageRecordsPurge, params), {
           params: RecordRef,
           detail: {
             summary:

@@ -105,12 +105,12 @@ export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: E
           response: t.String({ description: "Prometheus text exposition format" }),
         },
       )
-      .get("/v1/system/info", (c) => relay(c, systemInfo, undefined), {
+      .get("/v1/system/info", ({ set, request }) => relay({ set, request }, systemInfo, undefined), {
         detail: { tags: ["system"], summary: "Build information, answered by the system actor" },
         response: systemInfo.reply,
       })
       // Anonymous: its size limit (systemBodyLimits) is checked before the body is read.
-      .post("/v1/system/echo", (c) => relay(c, systemEcho, c.body), {
+      .post("/v1/system/echo", ({ set, request, body }) => relay({ set, request }, systemEcho, body), {
         body: EchoBody,
         detail: {
           tags: ["system"],
@@ -119,7 +119,7 @@ export const systemRoutes = (cfg: Config, bus: Bus, auth: AuthPlugin, metrics: E
         },
         response: systemEcho.reply,
       })
-      .get("/v1/system/status", (c) => relay(c, systemStatus, undefined), {
+      .get("/v1/system/status", ({ set, request }) => relay({ set, request }, systemStatus, undefined), {
         auth: true,
         detail: {
           tags: ["system"],

@@ -48,9 +48,9 @@ export const twinRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
       app
         .put(
           BASE,
-          (c) => {
-            const ifMatch = parseIfMatch(c.request.headers.get("if-match"));
-            return relay(c, twinsPut, { ...c.params, ...c.body, ...(ifMatch !== undefined ? { ifMatch } : {}) });
+          ({ set, request, body, params }) => {
+            const ifMatch = parseIfMatch(request.headers.get("if-match"));
+            return relay({ set, request }, twinsPut, { ...params, ...body, ...(ifMatch !== undefined ? { ifMatch } : {}) });
           },
           {
             params: TwinPath,
@@ -59,13 +59,18 @@ export const twinRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
             response: { 200: twinsPut.reply, ...writeErrors },
           },
         )
-        .get(BASE, (c) => relay(c, twinsGet, { ...c.params, ...(c.query.group !== undefined ? { group: c.query.group } : {}) }), {
-          params: TwinPath,
-          query: t.Object({ group: t.Optional(t.String({ pattern: TWIN_NAME_PATTERN })) }),
-          detail: { summary: "Desired and reported twin properties with versions and times (group filter; ETag with a group)" },
-          response: { 200: twinsGet.reply, ...errors },
-        })
-        .delete(`${BASE}/:group/:name`, (c) => relay(c, twinsDelete, c.params), {
+        .get(
+          BASE,
+          ({ set, request, params, query }) =>
+            relay({ set, request }, twinsGet, { ...params, ...(query.group !== undefined ? { group: query.group } : {}) }),
+          {
+            params: TwinPath,
+            query: t.Object({ group: t.Optional(t.String({ pattern: TWIN_NAME_PATTERN })) }),
+            detail: { summary: "Desired and reported twin properties with versions and times (group filter; ETag with a group)" },
+            response: { 200: twinsGet.reply, ...errors },
+          },
+        )
+        .delete(`${BASE}/:group/:name`, ({ set, request, params }) => relay({ set, request }, twinsDelete, params), {
           params: TwinPropertyPath,
           detail: { summary: "Delete one twin property (desired and reported)" },
           response: { 204: t.Void(), ...writeErrors },
