@@ -6,7 +6,7 @@
 import { Problem, type Operation, type RequestOf } from "../subjects/index.ts";
 import type { Bus } from "../platform/transport/index.ts";
 import { acceptsGzip, forward, type SetLike } from "./forward.ts";
-import { principalOf, requestPartition as partitionOf } from "./plugins/auth.ts";
+import { principalOf, requestPartition } from "./plugins/auth.ts";
 import { requestMeta } from "./request-state.ts";
 
 /**
@@ -19,10 +19,10 @@ export type RelayContext = { set: SetLike; request: Request };
 
 export type Relay = <O extends Operation>(c: RelayContext, op: O, input: RequestOf<O>, contentType?: string) => Promise<Response>;
 
-/** A relay on one Bus: `relay(c, op, input)` in a route handler. */
+/** A relay on one Bus: `relay({ set, request }, op, input)` in a route handler. */
 export function relayOn(bus: Bus): Relay {
   return async (c, op, input, contentType) => {
-    const meta = requestMeta(c.request, principalOf(c.request), partitionOf(c.request));
+    const meta = requestMeta(c.request, principalOf(c.request), requestPartition(c.request));
     // The reply's bytes go out as they come (forward.ts): so may a compressed body, to a client that takes it.
     if (acceptsGzip(c.request.headers.get("accept-encoding"))) meta.acceptEncoding = "gzip";
     return forward(c.set, await bus.request(op, input, meta), contentType);

@@ -1,6 +1,6 @@
 /**
  * One request/reply operation of an actor: its subject and the schemas of what it takes and answers.
- * The actor serves it with `endpoint(op, handler)` and the edge calls it with `relay(c, op, input)`,
+ * The actor serves it with `endpoint(op, handler)` and the edge calls it with `relay({ set, request }, op, input)`,
  * so the compiler checks both sides of the seam against this one declaration.
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";

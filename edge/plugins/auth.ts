@@ -63,10 +63,10 @@ export function bearerToken(header: string | null | undefined): string {
   return match[1]!;
 }
 
-/** Reads the partition headers (either; both must agree) and checks it is served here. */
 const partitionHeaders = (request: Request): Record<string, string | undefined> =>
   Object.fromEntries(PARTITION_HEADERS.map((name) => [name, request.headers.get(name) ?? undefined]));
 
+/** Reads the partition headers (either; both must agree) and checks it is served here. */
 export function partitionOf(headers: Record<string, string | undefined>, known: readonly string[]): string {
   const given = PARTITION_HEADERS.map((name) => ({ name, value: headers[name]?.trim() })).filter(
     (h): h is { name: (typeof PARTITION_HEADERS)[number]; value: string } => !!h.value,

@@ -45,14 +45,14 @@ function kindRoutes(relay: Relay, auth: AuthPlugin, kind: CatalogKind) {
     .use(auth)
     .guard({ ...credentials, detail: { tags: [kind] } }, (app) =>
       app
-        .get(`/v1/${kind}`, ({ set, request, query }) => relay({ set, request }, projectsCatalogList, { kind, query: query }), {
+        .get(`/v1/${kind}`, ({ set, request, query }) => relay({ set, request }, projectsCatalogList, { kind, query }), {
           query: CatalogQuery,
           detail: { summary: `Collection of ${label} (offset, limit ≤ 500, default 50; category filter)` },
           response: { 200: projectsCatalogList.reply, ...errors },
         })
         .put(
           `/v1/${kind}/:itemId`,
-          ({ set, request, body, params }) => relay({ set, request }, projectsCatalogPut, { kind, itemId: params.itemId, body: body }),
+          ({ set, request, body, params }) => relay({ set, request }, projectsCatalogPut, { kind, itemId: params.itemId, body }),
           {
             params: ItemPath,
             body: CatalogItemBody,
@@ -62,8 +62,7 @@ function kindRoutes(relay: Relay, auth: AuthPlugin, kind: CatalogKind) {
         )
         .post(
           `/v1/projects/:projectId/${kind}/content/requests`,
-          ({ set, request, body, params }) =>
-            relay({ set, request }, projectsContentRequest, { projectId: params.projectId, kind, body: body }),
+          ({ set, request, body, params }) => relay({ set, request }, projectsContentRequest, { projectId: params.projectId, kind, body }),
           {
             params: ProjectPath,
             body: t.Optional(ContentRequestBody),
@@ -104,7 +103,7 @@ export const projectRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
       app
         .put(
           "/v1/projects/:projectId",
-          ({ set, request, body, params }) => relay({ set, request }, projectsProjectPut, { projectId: params.projectId, body: body }),
+          ({ set, request, body, params }) => relay({ set, request }, projectsProjectPut, { projectId: params.projectId, body }),
           {
             params: ProjectPath,
             body: ProjectBody,
@@ -145,7 +144,7 @@ export const projectRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
       app
         .get(
           "/v2/projects/:projectId/tasks",
-          ({ set, request, params, query }) => relay({ set, request }, projectsTaskList, { projectId: params.projectId, query: query }),
+          ({ set, request, params, query }) => relay({ set, request }, projectsTaskList, { projectId: params.projectId, query }),
           {
             params: ProjectPath,
             query: TaskListQuery,

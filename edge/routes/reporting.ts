@@ -64,18 +64,14 @@ function entityRoutes(relay: Relay, auth: AuthPlugin, collection: Collection) {
     .use(auth)
     .guard({ ...credentials, detail: { tags: ["assessments"] } }, (app) =>
       app
-        .put(
-          path,
-          ({ set, request, body, params }) => relay({ set, request }, reportingEntityPut, { collection, id: params.id, body: body }),
-          {
-            params: IdPath,
-            body: schema,
-            detail: {
-              summary: `Create or replace a ${LABELS[collection]}; group assessments.editors; 201 created, 200 replaced, ETag = version`,
-            },
-            response: { 200: reportingEntityPut.reply, 201: reportingEntityPut.reply, ...errors },
+        .put(path, ({ set, request, body, params }) => relay({ set, request }, reportingEntityPut, { collection, id: params.id, body }), {
+          params: IdPath,
+          body: schema,
+          detail: {
+            summary: `Create or replace a ${LABELS[collection]}; group assessments.editors; 201 created, 200 replaced, ETag = version`,
           },
-        )
+          response: { 200: reportingEntityPut.reply, 201: reportingEntityPut.reply, ...errors },
+        })
         .get(
           path,
           ({ set, request, params, query }) =>
@@ -138,7 +134,7 @@ export const reportingRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
         )
         .post(
           `${BASE}/fullcycleanalysisaggregation`,
-          ({ set, request, body }) => relay({ set, request }, reportingFullcycleAggregation, { body: body }),
+          ({ set, request, body }) => relay({ set, request }, reportingFullcycleAggregation, { body }),
           {
             body: FullCycleAggregationBody,
             detail: {

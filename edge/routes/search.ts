@@ -143,7 +143,7 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
     .use(searchHealthChecks)
     .guard(searchGuard, (app) =>
       app
-        .post("/api/search/v2/query", ({ set, request, body }) => relay({ set, request }, searchQuery, { body: body }), {
+        .post("/api/search/v2/query", ({ set, request, body }) => relay({ set, request }, searchQuery, { body }), {
           body: QueryRequest,
           mapResponse: osduBadRequest,
           detail: {
@@ -151,7 +151,7 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
           },
           response: { 200: searchQuery.reply, ...errors },
         })
-        .post("/api/search/v2/query_with_cursor", ({ set, request, body }) => relay({ set, request }, searchCursorQuery, { body: body }), {
+        .post("/api/search/v2/query_with_cursor", ({ set, request, body }) => relay({ set, request }, searchCursorQuery, { body }), {
           body: CursorQueryRequest,
           mapResponse: osduBadRequest,
           detail: {
@@ -176,7 +176,7 @@ export const searchRoutes = (_cfg: Config, bus: Bus, auth: AuthPlugin) => {
         ({ set, request, body }) => {
           // Checked here too: a body nested ~45,000 levels deep cannot even be serialized for NATS.
           checkRecordDepth(body);
-          return relay({ set, request }, storageRecordsPut, { body: body });
+          return relay({ set, request }, storageRecordsPut, { body });
         },
         {
           body: PutRecordsBody,
