@@ -63,12 +63,9 @@ export function bearerToken(header: string | null | undefined): string {
   return match[1]!;
 }
 
-const partitionHeaders = (request: Request): Record<string, string | undefined> =>
-  Object.fromEntries(PARTITION_HEADERS.map((name) => [name, request.headers.get(name) ?? undefined]));
-
 /** Reads the partition headers (either; both must agree) and checks it is served here. */
-export function partitionOf(headers: Record<string, string | undefined>, known: readonly string[]): string {
-  const given = PARTITION_HEADERS.map((name) => ({ name, value: headers[name]?.trim() })).filter(
+function partitionOf(request: Request, known: readonly string[]): string {
+  const given = PARTITION_HEADERS.map((name) => ({ name, value: request.headers.get(name)?.trim() })).filter(
     (h): h is { name: (typeof PARTITION_HEADERS)[number]; value: string } => !!h.value,
   );
   if (given.length === 0)
@@ -136,7 +133,7 @@ export const authPlugin = (cfg: Config, bus: Bus, verifier: Verifier) => {
     partition: (enabled: boolean) => ({
       detail: (enabled ? { parameters: PARTITION_PARAMETERS, [PARTITION_MARK]: true } : {}) as DocumentDecoration,
       transform({ request }) {
-        if (enabled) partitions.set(request, partitionOf(partitionHeaders(request), cfg.partitions));
+        if (enabled) partitions.set(request, partitionOf(request, cfg.partitions));
       },
       resolve({ request }) {
         return { partition: partitions.get(request)! };
