@@ -193,6 +193,11 @@ export class BucketView {
     return within(this.sharedLook(waitMs), waitMs + GRACE_MS, `the ${this.options.what} view did not catch up`);
   }
 
+  /** fresh() without its waits: true exactly when fresh() would resolve at once, so a read may answer without a promise. */
+  freshNow(): boolean {
+    return this.vouched() && this.revision >= this.noted;
+  }
+
   /**
    * How many writes to `looksAfterWritesTo` were heard, while the notes vouch that no other was acknowledged (else
    * undefined): the same count at two moments means no such write was acknowledged between them.

@@ -355,6 +355,7 @@ const headerBlocks = new BoundedCache<string, MsgHdrsImpl>({ max: 256 });
 const PER_RESOURCE = /"(?:etag|location)":/i;
 
 function oneMessageHeaders(status: number, headers: Record<string, string> | undefined): MsgHdrsImpl | undefined {
+  if (headers && Object.isFrozen(headers)) return frozenHeaderBlock(status, headers);
   const json = headersJson(headers);
   if (status === 200 && json === undefined) return undefined;
   if (json !== undefined && PER_RESOURCE.test(json)) return toHeaders(headerFields(status, json));
@@ -363,6 +364,21 @@ function oneMessageHeaders(status: number, headers: Record<string, string> | und
   if (block) return block;
   block = encodedOnce(toHeaders(headerFields(status, json)));
   headerBlocks.set(key, block);
+  return block;
+}
+
+/**
+ * A frozen headers record is one its owner answers with again and again (a twin's ETag until its next write): its block
+ * is made once per record and status, and lives as long as the record does.
+ */
+const frozenBlocks = new WeakMap<Readonly<Record<string, string>>, { status: number; block: MsgHdrsImpl | undefined }>();
+
+function frozenHeaderBlock(status: number, headers: Readonly<Record<string, string>>): MsgHdrsImpl | undefined {
+  const held = frozenBlocks.get(headers);
+  if (held?.status === status) return held.block;
+  const json = headersJson(headers);
+  const block = status === 200 && json === undefined ? undefined : encodedOnce(toHeaders(headerFields(status, json)));
+  frozenBlocks.set(headers, { status, block });
   return block;
 }
 

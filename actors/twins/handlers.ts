@@ -365,11 +365,14 @@ export async function getTwins(
 ): Promise<Reply<TwinGetReply | EncodedJson<TwinGetReply>>> {
   requireGroup(ctx, READERS, WRITERS);
   if (input.group !== undefined) checkTwinName(input.group, "/query/group");
-  const bucket = await deps.stores.open(input, false);
-  if (!bucket) return reply({ desired: {}, reported: {} }, 200, input.group !== undefined ? { ETag: formatTwinEtag(0) } : {});
-  const state = await bucket.state();
-  const { body, etag } = state.answer(input.group);
-  return input.group === undefined ? reply(body) : reply(body, 200, { ETag: etag });
+  let state = deps.stores.peekState(input);
+  if (!state) {
+    const bucket = await deps.stores.open(input, false);
+    if (!bucket) return reply({ desired: {}, reported: {} }, 200, input.group !== undefined ? { ETag: formatTwinEtag(0) } : {});
+    state = await bucket.state();
+  }
+  const { body, headers } = state.answer(input.group);
+  return reply(body, 200, headers);
 }
 
 /**

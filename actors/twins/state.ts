@@ -7,8 +7,8 @@ import { formatTwinEtag, parseTwinKey, type TwinCommit, type TwinGetReply, type 
 import { TwinCommitGate, parseTwinCommit, type TwinEntry } from "../../platform/twin-commit.ts";
 import { EncodedJson } from "../../subjects/index.ts";
 
-/** A read's answer as sent: the values' JSON and the group's ETag. */
-export type TwinAnswer = { body: EncodedJson<TwinGetReply>; etag: string };
+/** A read's answer as sent: the values' JSON, and the reply's headers (the group's ETag; frozen: sent again as they are). */
+export type TwinAnswer = { body: EncodedJson<TwinGetReply>; headers: Readonly<Record<string, string>> };
 const encoder = new TextEncoder();
 
 /** Groups whose answers are kept at once (a twin has few; a bound all the same). */
@@ -42,9 +42,10 @@ export class TwinState {
   answer(group?: string): TwinAnswer {
     const known = this.answers.get(group ?? "");
     if (known) return known;
-    const out = {
+    const headers: Record<string, string> = group === undefined ? {} : { ETag: this.etag(group) };
+    const out: TwinAnswer = {
       body: new EncodedJson<TwinGetReply>(encoder.encode(JSON.stringify(this.build(group)))),
-      etag: group === undefined ? "" : this.etag(group),
+      headers: Object.freeze(headers),
     };
     if (this.answers.size >= MAX_ANSWERS) this.answers.clear();
     this.answers.set(group ?? "", out);

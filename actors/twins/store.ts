@@ -34,6 +34,11 @@ export interface TwinBucketStore {
 export interface TwinStores {
   /** The twin's bucket; created when `create`, else undefined when it does not exist. */
   open(address: TwinAddress, create: boolean): Promise<TwinBucketStore | undefined>;
+  /**
+   * The twin's state when memory answers it at once (its bucket open here, its view fresh without a look), else
+   * undefined: then open() and state(). A read from memory waits on nothing, so it needs none of their machinery.
+   */
+  peekState(address: TwinAddress): TwinState | undefined;
   /** Ends the views of read twins. */
   close(): Promise<void>;
 }
@@ -78,9 +83,14 @@ export function kvTwinStores(
   let jsm: Promise<JetStreamManager> | undefined;
   const twinCount = streamCounter(() => (jsm ??= jetstreamManager(nc)), `$KV.${TWIN_BUCKET_PREFIX}*.>`);
   const open = new BoundedCache<string, Promise<KV>>({ max: CACHE_MAX });
+  /** What each handle in `open` resolved to, for reads that take no turn of the event loop. */
+  const settled = new WeakMap<Promise<KV>, KV>();
   const remember = (name: string, kv: Promise<KV>) => {
     open.set(name, kv);
-    kv.catch(() => open.deleteIfHolds(name, kv));
+    kv.then(
+      (bucket) => settled.set(kv, bucket),
+      () => open.deleteIfHolds(name, kv),
+    );
     return kv;
   };
   const make = (name: string, address: TwinAddress) =>
@@ -146,6 +156,12 @@ export function kvTwinStores(
         },
         recreate: () => create(name, address),
       });
+    },
+    peekState(address: TwinAddress) {
+      const name = nameOf(address);
+      const handle = open.get(name);
+      const kv = handle && settled.get(handle);
+      return kv && views.peek(name, kv);
     },
     close: () => views.stop(),
   };

@@ -93,6 +93,13 @@ export class TwinViews {
     }
   }
 
+  /** stateOf() when it would answer at once: the view open on `kv` and fresh without a wait; else undefined. */
+  peek(name: string, kv: KV): TwinState | undefined {
+    const opening = this.views.get(name);
+    const view = opening?.kv === kv ? opening.ready : undefined;
+    return view?.view.freshNow() ? view.state : undefined;
+  }
+
   get size(): number {
     return this.views.size;
   }

@@ -155,6 +155,35 @@ describe("BucketView", () => {
       }
     });
 
+    it("freshNow() is true only while the view holds every write heard of: a lagging watch makes a read after a write wait", async ({
+      nc,
+      connection,
+    }) => {
+      const bucket = `view_notes_now_${Date.now()}`;
+      const reader = viewOf(await republishing(nc, bucket), 800, undefined, nc);
+      await reader.view.start();
+      // What a read answering from memory at once would send, or that it may not (the caller then awaits fresh()).
+      const reads = nc.subscribe(`test.view.now.${bucket}`, {
+        callback: (_error, msg) => void msg.respond(reader.view.freshNow() ? (reader.values.get("k") ?? "(none)") : "(not now)"),
+      });
+      const writerNc = await connection("writer-now");
+      const writer = await new Kvm(writerNc).open(bucket);
+      const read = async () => (await writerNc.request(`test.view.now.${bucket}`, "", { timeout: 5_000 })).string();
+      try {
+        await reader.view.fresh();
+        expect(reader.view.freshNow()).toBe(true);
+        await writer.put("k", "v1");
+        // The note came before the read on the view's connection; the watch hands the entry on 800 ms later.
+        expect(await read()).toBe("(not now)");
+        await reader.view.fresh();
+        expect(reader.view.freshNow()).toBe(true);
+        expect(await read()).toBe("v1");
+      } finally {
+        reads.unsubscribe();
+        await reader.view.stop();
+      }
+    });
+
     it("a write to the bucket made again (its sequences start over, below what was heard) is what a read sent after it gets", async ({
       nc,
       jsm,

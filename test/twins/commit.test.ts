@@ -44,6 +44,8 @@ function hooked(
       };
       return wrapped;
     },
+    // Every read goes through the hooks above.
+    peekState: () => undefined,
     close: () => stores.close(),
   };
 }
