@@ -13,7 +13,7 @@
 import { nuid } from "@nats-io/nats-core";
 import {
   DerrickError,
-  type EncodedJson,
+  EncodedJson,
   check,
   checkToken,
   conflict,
@@ -61,7 +61,7 @@ import { caller, type RequestContext } from "../runtime/context.ts";
 import { nonNegativeInteger, type Catalog } from "./catalog.ts";
 import { pageOfIndex, type TaskIndexStore } from "./task-index.ts";
 import { checkValues, isMember, knowsEveryItem } from "./compute.ts";
-import type { CatalogStore, ContentStore, ProjectStore, TaskStore } from "./store.ts";
+import type { CatalogStore, ContentStore, OfRun, ProjectStore, TaskStore } from "./store.ts";
 import { TaskQueueFull, type QueueLimits } from "./queue.ts";
 import type { TraceContext } from "../../platform/trace-context.ts";
 import { CAS_ATTEMPTS, ids, nowOf, terminal } from "./content-task.ts";
@@ -415,18 +415,28 @@ async function readableTask(
 /** Whether a stored result was written by the run that completed the task (the task's newest run). */
 const ofSucceededRun = (stored: { run?: number }, task: TaskRecord) => stored.run === undefined || stored.run === task.attempts;
 
-export async function getContent(input: ContentRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Content> {
+export async function getContent(input: ContentRef, ctx: RequestContext, deps: ProjectsDeps): Promise<EncodedJson<Content>> {
   const { partition, project } = await memberProject(deps, ctx, input.projectId);
   const contentId = checkToken(input.contentId, "/params/contentId");
   const [task, stored] = await Promise.all([
     readableTask(deps, partition, project, input.kind, contentId, "content"),
     deps.content.get(partition, contentId),
   ]);
-  if (stored && stored.taskId === task.taskId && stored.kind === input.kind && ofSucceededRun(stored, task)) {
-    const { run: _run, ...content } = stored;
-    return content;
-  }
+  if (stored && stored.taskId === task.taskId && stored.kind === input.kind && ofSucceededRun(stored, task)) return contentReply(stored);
   throw notFound(`content ${contentId} does not exist`);
+}
+
+/** Each held content's reply, encoded once: memory hands every read of one result the same frozen record. */
+const contentReplies = new WeakMap<OfRun<Content>, EncodedJson<Content>>();
+const encoder = new TextEncoder();
+
+function contentReply(stored: OfRun<Content>): EncodedJson<Content> {
+  let encoded = contentReplies.get(stored);
+  if (!encoded) {
+    const { run: _run, ...content } = stored;
+    contentReplies.set(stored, (encoded = new EncodedJson<Content>(encoder.encode(JSON.stringify(content)))));
+  }
+  return encoded;
 }
 
 export async function getContentPart(input: PartRef, ctx: RequestContext, deps: ProjectsDeps): Promise<ContentPart> {

@@ -13,7 +13,7 @@ import { eventually } from "../harness/index.ts";
 import { natsTest } from "../harness/fixture.ts";
 import { workerDeps } from "./helpers.ts";
 import { subjects } from "../../subjects/index.ts";
-import { TaskState, type ProjectRecord, type TaskRecord, type WorkerStats } from "../../subjects/projects.ts";
+import { TaskState, type Content, type ProjectRecord, type TaskRecord, type WorkerStats } from "../../subjects/projects.ts";
 import { encodeJson } from "../../actors/runtime/kv.ts";
 import { TASK_STREAM, WORKER_CONSUMER, ensureTaskQueue, openStores, type Stores } from "../../actors/projects/store.ts";
 import { getContent, getContentPart } from "../../actors/projects/handlers.ts";
@@ -202,7 +202,7 @@ describe("content runs overtaken by a redelivery", () => {
       partition: "opendes",
     } as unknown as RequestContext;
     const ref = { projectId: "p-overtaken-read", kind: "key-parameters" as const, contentId: task.contentId };
-    const served = await getContent(ref, ctx, deps);
+    const served = JSON.parse(new TextDecoder().decode((await getContent(ref, ctx, deps)).bytes)) as Content;
     expect(served).not.toHaveProperty("run");
     expect(served.items![0]!.value).toBe(3550);
     // A stray write of another run (from a version without the compare-and-set, or a part index the
