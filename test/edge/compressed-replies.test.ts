@@ -4,7 +4,7 @@ import { gunzipSync } from "node:zlib";
 import { derrickTest } from "../harness/fixture.ts";
 import { TEST_CLIENTS } from "../harness/derrick.ts";
 import { seedDemo } from "../../actors/reporting/seed.ts";
-import { codedBody, MIN_COMPRESSED_BYTES } from "../../actors/runtime/compressed-replies.ts";
+import { codedBody, LARGE_REPLY_BYTES, MIN_COMPRESSED_BYTES } from "../../actors/runtime/compressed-replies.ts";
 import { EncodedJson } from "../../subjects/index.ts";
 import { reportingProspectAggregation } from "../../subjects/reporting.ts";
 import { SEED_PRINCIPAL } from "../../actors/reporting/seed.ts";
@@ -132,6 +132,28 @@ describe("compressed replies (pure)", () => {
       headers: { "x-derrick-cache": "miss", Vary: "Accept-Encoding" },
     });
     expect(codedBody(passing, undefined, undefined)).toEqual({ bytes: big, headers: { Vary: "Accept-Encoding" } });
+  });
+
+  it("runtime - a large body goes gzip from its first answer, held or not, to a caller that takes it; plain to others; never with an ETag", () => {
+    // A limit-100 search page: past a socket's 64 KiB read, plain bytes cost each hop a second read.
+    const page = new TextEncoder().encode(
+      JSON.stringify({ results: Array.from({ length: 1500 }, (_, i) => ({ id: `well-${i}`, depth: i * 3.5, basin: "North Sea" })) }),
+    );
+    expect(page.length).toBeGreaterThanOrEqual(LARGE_REPLY_BYTES);
+    for (const body of [new EncodedJson(page), new EncodedJson(page, false, true), new EncodedJson(page, true)]) {
+      const first = codedBody(body, { "x-derrick-cache": "miss" }, "gzip");
+      expect(first.headers).toEqual({ "x-derrick-cache": "miss", Vary: "Accept-Encoding", "Content-Encoding": "gzip" });
+      expect(first.bytes.length).toBeLessThan(page.length / 2);
+      expect(gunzipSync(first.bytes).equals(Buffer.from(page))).toBe(true);
+      expect(codedBody(body, undefined, undefined)).toEqual({ bytes: page, headers: { Vary: "Accept-Encoding" } });
+      expect(codedBody(body, { ETag: '"7"' }, "gzip")).toEqual({ bytes: page, headers: { ETag: '"7"' } });
+    }
+    // A held one is compressed once and its form kept, as smaller held bodies are.
+    const held = new EncodedJson(page, true);
+    expect(codedBody(held, undefined, "gzip").bytes).toBe(codedBody(held, undefined, "gzip").bytes);
+    // Just under the size, bytes no cache keeps go plain as before.
+    const under = new EncodedJson(page.subarray(0, LARGE_REPLY_BYTES - 1));
+    expect(codedBody(under, undefined, "gzip")).toEqual({ bytes: under.bytes, headers: undefined });
   });
 
   it("runtime - Accept-Encoding joins the Vary a handler set, in whatever case it named it, once", () => {
