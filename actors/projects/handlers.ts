@@ -434,7 +434,9 @@ function contentReply(stored: OfRun<Content>): EncodedJson<Content> {
   let encoded = contentReplies.get(stored);
   if (!encoded) {
     const { run: _run, ...content } = stored;
-    contentReplies.set(stored, (encoded = new EncodedJson<Content>(encoder.encode(JSON.stringify(content)))));
+    encoded = new EncodedJson<Content>(encoder.encode(JSON.stringify(content)));
+    // A record read from the bucket for this one read (not memory's) is never met again.
+    if (Object.isFrozen(stored)) contentReplies.set(stored, encoded);
   }
   return encoded;
 }
