@@ -37,13 +37,16 @@ export function codedBody(
   }
   // Either form may be answered for this resource, so a shared cache must key on the request's Accept-Encoding.
   const vary = withVary(headers);
-  if (large && !body.held) return acceptEncoding === "gzip" ? gzipped(fastGzip(body.bytes), vary) : { bytes: body.bytes, headers: vary };
+  const plain = { bytes: body.bytes, headers: vary };
   // Smaller bytes no cache keeps are compressed for nobody: gzip costs more than the bytes it saves on one answer.
-  if (!body.held) return { bytes: body.bytes, headers: vary };
+  if (!body.held) return large && acceptEncoding === "gzip" ? gzipped(fastGzip(body.bytes), vary) : plain;
   let packed = compressed.get(body.bytes);
   // Nor are smaller held bytes on their first answer, which may be their only one (a search no one repeats).
-  if (packed === undefined && !large) compressed.set(body.bytes, null);
-  if ((packed === undefined && !large) || acceptEncoding !== "gzip") return { bytes: body.bytes, headers: vary };
+  if (packed === undefined && !large) {
+    compressed.set(body.bytes, null);
+    return plain;
+  }
+  if (acceptEncoding !== "gzip") return plain;
   if (!packed) compressed.set(body.bytes, (packed = large ? fastGzip(body.bytes) : gzipSync(body.bytes)));
   return gzipped(packed, vary);
 }
