@@ -76,17 +76,43 @@ const hasDataGroup = (p: SharedPrincipal) => p.groups.some((g) => aclGroup(g) ==
 
 function searchCaller(ctx: RequestContext): Caller {
   // OSDU answers a missing role (and a missing token) with 401 "Access denied".
-  const principal = ctx.principal;
-  if (!principal || !SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role))) throw accessDenied(NO_ROLE);
-  if (!hasDataGroup(principal)) throw accessDenied(NO_DATA_GROUP);
+  if (!ctx.principal) throw accessDenied(NO_ROLE);
+  const { refusal } = rightsOf(ctx.principal);
+  if (refusal) throw accessDenied(refusal);
   return caller(ctx, "invalid or empty data partition provided");
+}
+
+/** What a caller's groups decide for every request: refused (and why), or the access its queries see with. */
+type Rights = { refusal: string | undefined; visible: Access };
+const rightsByPrincipal = new WeakMap<SharedPrincipal, Rights>();
+
+/**
+ * A caller's rights, worked out once per principal object: the actor shares one frozen principal among the requests
+ * that carry it, so a caller's repeated queries skip the group scans (each `aclGroup` a new string).
+ */
+function rightsOf(principal: SharedPrincipal): Rights {
+  const held = rightsByPrincipal.get(principal);
+  if (held) return held;
+  const refusal = !SEARCH_ROLES.some((role) => holdsGroup(principal.groups, role))
+    ? NO_ROLE
+    : hasDataGroup(principal)
+      ? undefined
+      : NO_DATA_GROUP;
+  const rights = { refusal, visible: accessOf(principal, false) };
+  // An object that may still change (a caller's own, in tests) is worked out each time.
+  if (Object.isFrozen(principal) && Object.isFrozen(principal.groups)) rightsByPrincipal.set(principal, rights);
+  return rights;
 }
 
 const principalId = (p: SharedPrincipal) => `${p.clientId}/${p.subject}`;
 
+const ALL: Access = Object.freeze({ all: true });
+
+/** Frozen: one access is shared by a caller's requests (rightsOf), and the reply cache keys on it (reply-cache.ts). */
 function accessOf(principal: SharedPrincipal, asOwner: boolean): Access {
-  if (holdsGroup(principal.groups, DATA_ROOT_GROUP)) return { all: true };
-  return { all: false, groups: [...new Set(principal.groups.map(aclGroup))], asOwner };
+  if (holdsGroup(principal.groups, DATA_ROOT_GROUP)) return ALL;
+  const groups = Object.freeze([...new Set(principal.groups.map(aclGroup))]) as string[];
+  return Object.freeze({ all: false, groups, asOwner });
 }
 
 function requestOf(plan: SearchPlan, ast: QueryNode, partition: string, access: Access): SearchRequest {
@@ -117,7 +143,7 @@ function results(hits: SearchHit[], plan: SearchPlan, ast: QueryNode): Array<Rec
 export function query(input: SearchQueryMessage, ctx: RequestContext, deps: SearchDeps): EncodedJson<QueryResponse> {
   const { principal, partition } = searchCaller(ctx);
   // The caller's access is part of the key (what they may see); queryAsOwner is part of the body.
-  const visible = accessOf(principal, false);
+  const { visible } = rightsOf(principal);
   const key = deps.replies ? replyKey(partition, visible, input.body) : undefined;
   const kept = key === undefined ? undefined : deps.replies!.get(key);
   if (kept) return kept;

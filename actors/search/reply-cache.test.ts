@@ -53,6 +53,30 @@ describe("search - replies of repeated queries", () => {
     backend.close();
   });
 
+  it("query - a caller's rights come from its groups as they are: a principal object that may change is checked each time", () => {
+    const { backend, deps, put } = cachedSearch();
+    put(1, { Name: "volve a" }, "a");
+    put(2, { Name: "volve b" }, "b");
+    const body = { kind: "*:*:*:*", query: "volve" };
+    const ctx = searchCaller("a");
+    const ids = () => (JSON.parse(text(query({ body }, ctx, deps))) as { results: Array<{ id: string }> }).results.map((r) => r.id);
+    expect(ids()).toEqual(["opendes:well:1"]);
+    // Not frozen, so not one the actor shares between requests: what its groups say now decides, not what they said.
+    (ctx.principal!.groups as string[])[1] = "data.b.viewers";
+    expect(ids()).toEqual(["opendes:well:2"]);
+    (ctx.principal!.groups as string[]).splice(0, 1);
+    expect(() => query({ body }, ctx, deps)).toThrow(/searching needs one of the groups/);
+    // A shared (frozen) principal: the same answers, its rights worked out once.
+    const shared = searchCaller("a");
+    Object.freeze(shared.principal!.groups);
+    Object.freeze(shared.principal);
+    for (let i = 0; i < 2; i++)
+      expect((JSON.parse(text(query({ body }, shared, deps))) as { results: Array<{ id: string }> }).results.map((r) => r.id)).toEqual([
+        "opendes:well:1",
+      ]);
+    backend.close();
+  });
+
   it("query - a range anchored at `now` (date math moves with the clock) is computed every time, however it is written", () => {
     const { backend, deps, put, searches } = cachedSearch();
     put(1, { Name: "volve snow", Spud: "2020-01-01" });

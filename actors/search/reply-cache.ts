@@ -20,8 +20,18 @@ export const REPLY_CACHE_BYTES = 8 * 1024 * 1024;
 export function replyKey(partition: string, access: Access, body: unknown): string | undefined {
   const text = JSON.stringify(body);
   if (text === undefined) return undefined;
-  const who = access.all ? "*" : JSON.stringify([...access.groups].sort());
-  return `${partition}\n${who}\n${text}`;
+  return `${partition}\n${accessKey(access)}\n${text}`;
+}
+
+/** The key's part for an access, made once per frozen access (a caller's is shared by its requests: handlers.ts). */
+const accessKeys = new WeakMap<Access, string>();
+
+function accessKey(access: Access): string {
+  let who = accessKeys.get(access);
+  if (who !== undefined) return who;
+  who = access.all ? "*" : JSON.stringify([...access.groups].sort());
+  if (Object.isFrozen(access) && (access.all || Object.isFrozen(access.groups))) accessKeys.set(access, who);
+  return who;
 }
 
 /**
