@@ -63,11 +63,13 @@ describe("config", () => {
       addressRate: 5,
       addressBurst: 20,
     });
-    expect(cfg.search).toEqual({ cursorLimit: 500, cursorPrincipalLimit: 50, cursorTtlMs: 90_000 });
+    expect(cfg.search).toEqual({ cursorLimit: 500, cursorPrincipalLimit: 50, cursorTtlMs: 90_000, mmapBytes: 512 * 1024 * 1024 });
     // An overloaded actor refuses beyond a bounded queue instead of holding everything it reads.
     expect(cfg.actorQueue).toEqual({ requests: 4096, bytes: 64 * 1024 * 1024 });
     expect(loadConfig({ DERRICK_ACTOR_QUEUE: "0", DERRICK_ACTOR_QUEUE_BYTES: "1024" }).actorQueue).toEqual({ requests: 0, bytes: 1024 });
     expect(loadConfig({ DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT: "7" }).search.cursorPrincipalLimit).toBe(7);
+    expect(loadConfig({ DERRICK_SEARCH_MMAP_BYTES: "0" }).search.mmapBytes).toBe(0);
+    expect(() => loadConfig({ DERRICK_SEARCH_MMAP_BYTES: "-1" })).toThrow(/DERRICK_SEARCH_MMAP_BYTES/);
     // Unset is not `[]`: a process started without the list leaves the seeded clients as they are.
     expect(cfg.clients).toBeUndefined();
     expect(loadConfig({ DERRICK_CLIENTS: "[]" }).clients).toEqual([]);

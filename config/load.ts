@@ -227,6 +227,7 @@ const VARIABLES: ReadonlyArray<Variable> = [
   { name: "DERRICK_SEARCH_CURSOR_LIMIT", path: "search.cursorLimit", parse: integer, fallback: "500" },
   { name: "DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT", path: "search.cursorPrincipalLimit", parse: integer, fallback: "50" },
   { name: "DERRICK_SEARCH_CURSOR_TTL", path: "search.cursorTtlMs", parse: duration, fallback: "90s", durationUnitMs: 1 },
+  { name: "DERRICK_SEARCH_MMAP_BYTES", path: "search.mmapBytes", parse: integer, fallback: String(512 * 1024 * 1024) },
   { name: "DERRICK_LOG_LEVEL", path: "logLevel", parse: text, fallback: "info" },
   { name: "DERRICK_ACCESS_LOG", path: "accessLog", parse: boolean, fallback: "on" },
   { name: "OTEL_SDK_DISABLED", path: "tracing.disabled", parse: boolean, fallback: "false" },

@@ -149,6 +149,11 @@ export const Config = Type.Object({
     cursorPrincipalLimit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
     /** How long a cursor lives after each use. */
     cursorTtlMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000 }),
+    /**
+     * How much of each index file is memory-mapped for reads; mapped pages count in the RSS (0: none, reads go through
+     * SQLite's page cache). At most SQLite's own cap (SQLITE_MAX_MMAP_SIZE, 0x7fff0000), which it would apply silently.
+     */
+    mmapBytes: Type.Integer({ minimum: 0, maximum: 0x7fff0000 }),
   }),
   /** Device twins' storage bounds (docs/twins.md). */
   twins: Type.Object({

@@ -62,7 +62,11 @@ export async function startSearchActor(nc: NatsConnection, cfg: Config, options:
   let replica: Replica | undefined;
   let cursors: CursorStore & { close(): void };
   try {
-    backend = new SqliteBackend({ file, onWarning: (message) => log.warn({ indexFile: file }, message) });
+    backend = new SqliteBackend({
+      file,
+      mmapBytes: cfg.search.mmapBytes,
+      onWarning: (message) => log.warn({ indexFile: file }, message),
+    });
     replica = await followRecords(nc, backend, log, { storage: options.storage });
     cursors = await openCursorStore(nc, cfg.search.cursorTtlMs, options.storage, log);
   } catch (error) {

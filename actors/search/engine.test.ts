@@ -10,7 +10,7 @@ import { intersects, within, type Shape } from "./geo.ts";
 import { parseQuery } from "./query/parser.ts";
 import { changeOf, decodeChange } from "./replica.ts";
 import { lookupFileOf } from "./lookup.ts";
-import { SqliteBackend } from "./sqlite.ts";
+import { MMAP_BYTES, SqliteBackend } from "./sqlite.ts";
 import { testRecord as record, testRequest } from "./testing.ts";
 
 const request = testRequest;
@@ -68,6 +68,26 @@ describe("search engine pieces", () => {
     expect(again.leaves.find((l) => l.path === "data.Nested.Key11999")?.num).toBe(12_000);
     expect(first.leaves.find((l) => l.str === "x")?.path).toBe("data.Other.Key0");
     expect(first.leaves.filter((l) => l.path.startsWith("acl.")).map((l) => l.path)).toEqual(["acl.viewers", "acl.owners"]);
+  });
+
+  it("engine - each file is mapped as configured (DERRICK_SEARCH_MMAP_BYTES), 512 MiB unless told", () => {
+    const dir = mkdtempSync(join(tmpdir(), "derrick-mmap-"));
+    try {
+      const mapped = (options: { mmapBytes?: number }) => {
+        const backend = new SqliteBackend({ file: join(dir, "index.sqlite"), ...options });
+        try {
+          const db = (backend as unknown as { db: Database }).db;
+          return ["main", "lookup"].map((schema) => (db.query(`PRAGMA ${schema}.mmap_size`).get() as { mmap_size: number }).mmap_size);
+        } finally {
+          backend.close();
+        }
+      };
+      expect(mapped({})).toEqual([MMAP_BYTES, MMAP_BYTES]);
+      expect(mapped({ mmapBytes: 0 })).toEqual([0, 0]);
+      expect(mapped({ mmapBytes: 64 * 1024 * 1024 })).toEqual([64 * 1024 * 1024, 64 * 1024 * 1024]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("engine - totalCount stops at 10000 unless trackTotalCount asks for the exact count", () => {

@@ -136,7 +136,12 @@ export type SqliteOptions = {
    * are read at open and do not follow later writes.
    */
   readOnly?: boolean;
+  /** How much of each file is memory-mapped for reads (DERRICK_SEARCH_MMAP_BYTES; MMAP_BYTES by default). */
+  mmapBytes?: number;
 };
+
+/** Maps of 512 MiB per file: mapped pages count in the process RSS (docs/search.md#page-size-and-memory-maps). */
+export const MMAP_BYTES = 512 * 1024 * 1024;
 
 export class SqliteBackend implements SearchBackend {
   readonly engine: { name: string; version: string };
@@ -173,11 +178,12 @@ export class SqliteBackend implements SearchBackend {
       throw new Error(`the search index ${options.file} or its lookup file does not exist: a read-only open cannot make them`);
     if (!readOnly && options.file !== ":memory:") mkdirSync(dirname(options.file), { recursive: true });
     this.db = new Database(options.file, readOnly ? { readonly: true, strict: true } : { create: true, strict: true });
-    // Maps of 512 MB per file (mapped pages count in the RSS); a busy timeout, as a worker just terminated
+    // Maps per file (mapped pages count in the RSS); a busy timeout, as a worker just terminated
     // may hold the lookup file's lock; the page size before WAL mode, which fixes it
     // (docs/search.md#page-size-and-memory-maps). A reader finds both already set in the files.
+    const mmap = options.mmapBytes ?? MMAP_BYTES;
     const pragmas = (schema: string) =>
-      `${readOnly ? "" : `PRAGMA ${schema}.page_size = ${PAGE_SIZE}; PRAGMA ${schema}.journal_mode = WAL; PRAGMA ${schema}.synchronous = NORMAL; `}PRAGMA ${schema}.cache_size = -65536; PRAGMA ${schema}.mmap_size = 536870912;`;
+      `${readOnly ? "" : `PRAGMA ${schema}.page_size = ${PAGE_SIZE}; PRAGMA ${schema}.journal_mode = WAL; PRAGMA ${schema}.synchronous = NORMAL; `}PRAGMA ${schema}.cache_size = -65536; PRAGMA ${schema}.mmap_size = ${mmap};`;
     this.db.exec(`PRAGMA busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}; ${pragmas("main")}`);
     this.db.query(`ATTACH DATABASE ? AS ${LOOKUP}`).run(options.file === ":memory:" ? ":memory:" : lookupFileOf(options.file));
     this.db.exec(pragmas(LOOKUP));
