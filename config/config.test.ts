@@ -70,6 +70,8 @@ describe("config", () => {
     expect(loadConfig({ DERRICK_SEARCH_CURSOR_PRINCIPAL_LIMIT: "7" }).search.cursorPrincipalLimit).toBe(7);
     expect(loadConfig({ DERRICK_SEARCH_MMAP_BYTES: "0" }).search.mmapBytes).toBe(0);
     expect(() => loadConfig({ DERRICK_SEARCH_MMAP_BYTES: "-1" })).toThrow(/DERRICK_SEARCH_MMAP_BYTES/);
+    // Past SQLite's own cap, which it would apply without a word.
+    expect(() => loadConfig({ DERRICK_SEARCH_MMAP_BYTES: String(2 ** 31) })).toThrow(/DERRICK_SEARCH_MMAP_BYTES/);
     // Unset is not `[]`: a process started without the list leaves the seeded clients as they are.
     expect(cfg.clients).toBeUndefined();
     expect(loadConfig({ DERRICK_CLIENTS: "[]" }).clients).toEqual([]);
