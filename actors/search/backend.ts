@@ -18,7 +18,7 @@ export type SortKey = { field: string; order: "asc" | "desc"; mode?: "min" | "ma
 export type SortValue = string | number | null;
 
 /** Who may see what: everything (users.data.root), or records sharing a group with the caller. */
-export type Access = { all: true } | { all: false; groups: string[]; asOwner: boolean };
+export type Access = { all: true } | { all: false; groups: readonly string[]; asOwner: boolean };
 
 export type SearchRequest = {
   partition: string;

@@ -111,8 +111,7 @@ const ALL: Access = Object.freeze({ all: true });
 /** Frozen: one access is shared by a caller's requests (rightsOf), and the reply cache keys on it (reply-cache.ts). */
 function accessOf(principal: SharedPrincipal, asOwner: boolean): Access {
   if (holdsGroup(principal.groups, DATA_ROOT_GROUP)) return ALL;
-  const groups = Object.freeze([...new Set(principal.groups.map(aclGroup))]) as string[];
-  return Object.freeze({ all: false, groups, asOwner });
+  return Object.freeze({ all: false, groups: Object.freeze([...new Set(principal.groups.map(aclGroup))]), asOwner });
 }
 
 function requestOf(plan: SearchPlan, ast: QueryNode, partition: string, access: Access): SearchRequest {
