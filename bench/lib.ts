@@ -41,6 +41,21 @@ export function memoryMb(pid: number, field: "VmRSS" | "VmHWM"): number {
   }
 }
 
+/** A process's CPU time (ms, from clock ticks) and page faults so far, from /proc; undefined where there is no /proc. */
+export function processCost(pid: number): { userMs: number; sysMs: number; minorFaults: number; majorFaults: number } | undefined {
+  try {
+    // Fields after the command's closing parenthesis (a command may hold spaces): proc(5) numbers them from 3.
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    const tickMs = 1000 / CLOCK_TICKS;
+    return { minorFaults: Number(f[7]), majorFaults: Number(f[9]), userMs: Number(f[11]) * tickMs, sysMs: Number(f[12]) * tickMs };
+  } catch {
+    return undefined;
+  }
+}
+
+/** USER_HZ: 100 on every Linux build that matters here (getconf CLK_TCK). */
+const CLOCK_TICKS = 100;
+
 export function percentile(sortedMs: readonly number[], p: number): number {
   if (sortedMs.length === 0) return Number.NaN;
   const index = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
