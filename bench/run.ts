@@ -10,8 +10,12 @@ const benches = readdirSync(dir)
 let failed = 0;
 for (const file of benches) {
   console.log(`\n### ${file}`);
-  // Benches start derrick in their own process: with the allocator setting `npm start` uses (docs/operations.md#the-memory-allocator).
-  const env = { ...process.env, MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY || "1000" };
+  // Benches start derrick in their own process: with the allocator settings `npm start` uses (docs/operations.md#the-memory-allocator).
+  const env = {
+    ...process.env,
+    MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY || "1000",
+    MIMALLOC_PURGE_HOLES: process.env.MIMALLOC_PURGE_HOLES || "0",
+  };
   const proc = Bun.spawn([process.execPath, `${dir}${file}`], { stdout: "inherit", stderr: "inherit", env });
   if ((await proc.exited) !== 0) failed++;
 }

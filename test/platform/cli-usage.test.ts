@@ -126,8 +126,9 @@ describe("npm start and a stop signal sent to npm", () => {
   async function npmStart() {
     const dataDir = cliDataDir("derrick-npm-start-");
     const { env, httpPort } = await cliEnv(dataDir, { DERRICK_LOG_LEVEL: "info" });
-    // The start script's own default, whatever the shell running the tests sets.
+    // The start script's own defaults, whatever the shell running the tests sets.
     delete env.MIMALLOC_PURGE_DELAY;
+    delete env.MIMALLOC_PURGE_HOLES;
     // --ignore-scripts: the start script alone (the prestart setup installs packages; not what is tested here).
     const npm = spawn("npm", ["start", "--ignore-scripts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     let log = "";
@@ -180,8 +181,8 @@ describe("npm start and a stop signal sent to npm", () => {
   it("cli usage - SIGTERM to the `npm start` process stops derrick and its embedded nats-server (none is left orphaned)", async () => {
     const run = await npmStart();
     try {
-      // The start script gives derrick the allocator setting of docs/operations.md#the-memory-allocator.
-      expect(run.derrickEnv()).toContain("MIMALLOC_PURGE_DELAY=1000");
+      // The start script gives derrick the allocator settings of docs/operations.md#the-memory-allocator.
+      expect(run.derrickEnv()).toEqual(expect.arrayContaining(["MIMALLOC_PURGE_DELAY=1000", "MIMALLOC_PURGE_HOLES=0"]));
       run.npm.kill("SIGTERM");
       await run.stopped();
     } finally {
