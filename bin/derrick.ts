@@ -10,6 +10,8 @@ import {
   loadConfig,
   maskedConfig,
   parseDuration,
+  RECOMMENDED_RUNTIME_ENV,
+  unsetRuntimeVariables,
   withoutCredentials,
   type ActorName,
   type Config,
@@ -221,6 +223,12 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
   }
   if (server) await ensureDeviceBuckets(cfg, running.nc, log);
   log.info({ actors: plan.actors, edge: running.edge?.url }, "derrick is up");
+  const unsetRuntime = unsetRuntimeVariables(process.env);
+  if (unsetRuntime.length)
+    log.warn(
+      { unset: unsetRuntime, recommended: RECOMMENDED_RUNTIME_ENV },
+      "the allocator runs with Bun's defaults: page faults slow large replies and search builds (docs/operations.md#the-memory-allocator; npm start sets them)",
+    );
   if (cfg.demoClient && running.edge) process.stdout.write(demoWelcome(cfg.demoClient, running.edge.url, cfg.partitions[0]!));
   // The embedded server gone on its own (killed, OOM): nothing would start it again and every request
   // would answer 503 for ever, so stop as after an uncaught error and let a supervisor restart both.

@@ -1,8 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, loadConfig, maskedConfig, parseDuration, ACTOR_NAMES } from "./index.ts";
+import {
+  ConfigError,
+  loadConfig,
+  maskedConfig,
+  parseDuration,
+  ACTOR_NAMES,
+  RECOMMENDED_RUNTIME_ENV,
+  unsetRuntimeVariables,
+} from "./index.ts";
 import { otlpTracesUrl } from "../platform/tracing.ts";
 
 function errorOf(env: Record<string, string>): ConfigError {
@@ -265,5 +273,18 @@ describe("config", () => {
     expect(errorOf({ OTEL_TRACES_SAMPLER_ARG: "1.5" }).variable).toBe("OTEL_TRACES_SAMPLER_ARG");
     expect(errorOf({ OTEL_EXPORTER_OTLP_HEADERS: "no-equals-sign" }).variable).toBe("OTEL_EXPORTER_OTLP_HEADERS");
     expect(errorOf({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }).variable).toBe("OTEL_EXPORTER_OTLP_ENDPOINT");
+  });
+});
+
+describe("the runtime's own variables", () => {
+  it("names the recommended allocator variables an environment leaves unset or empty, and keeps an operator's own value", () => {
+    expect(unsetRuntimeVariables({})).toEqual(["MIMALLOC_PURGE_DELAY", "MIMALLOC_PURGE_HOLES"]);
+    expect(unsetRuntimeVariables({ MIMALLOC_PURGE_DELAY: "", MIMALLOC_PURGE_HOLES: "1" })).toEqual(["MIMALLOC_PURGE_DELAY"]);
+    expect(unsetRuntimeVariables({ MIMALLOC_PURGE_DELAY: "250", MIMALLOC_PURGE_HOLES: "0" })).toEqual([]);
+  });
+
+  it("recommends what the start script sets", () => {
+    const start = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).scripts.start as string;
+    for (const [name, value] of Object.entries(RECOMMENDED_RUNTIME_ENV)) expect(start).toContain(`${name}=\${${name}:-${value}}`);
   });
 });

@@ -183,6 +183,8 @@ describe("npm start and a stop signal sent to npm", () => {
     try {
       // The start script gives derrick the allocator settings of docs/operations.md#the-memory-allocator.
       expect(run.derrickEnv()).toEqual(expect.arrayContaining(["MIMALLOC_PURGE_DELAY=1000", "MIMALLOC_PURGE_HOLES=0"]));
+      await eventually(() => run.log().includes("derrick is up"), { timeoutMs: 10_000, what: "derrick is up" });
+      expect(run.log()).not.toContain("the allocator runs with Bun's defaults");
       run.npm.kill("SIGTERM");
       await run.stopped();
     } finally {
@@ -283,6 +285,30 @@ describe("derrick token", () => {
     const out = await aliceToken(running, "--ttl", "0");
     expect(out.status, out.stdout).toBe(2);
     expect(out.stderr).toContain("--ttl");
+  });
+});
+
+describe("derrick start without the allocator settings", () => {
+  it("cli usage - a start outside `npm start` without the allocator variables warns once it is up, naming them", async () => {
+    const dataDir = cliDataDir("derrick-usage-");
+    const { env } = await cliEnv(dataDir, { DERRICK_LOG_LEVEL: "info", ACTORS: "system" });
+    delete env.MIMALLOC_PURGE_DELAY;
+    env.MIMALLOC_PURGE_HOLES = "1"; // an operator's own choice is kept and not named
+    const { child, log, exitWithin } = spawnCli(["start"], env);
+    try {
+      await eventually(() => log().includes("the allocator runs with Bun's defaults"), {
+        timeoutMs: 20_000,
+        what: `the allocator warning (log: ${log().slice(-500)})`,
+      });
+      const warning = log()
+        .split("\n")
+        .find((line) => line.includes("the allocator runs with Bun's defaults"))!;
+      expect(JSON.parse(warning)).toMatchObject({ level: 40, unset: ["MIMALLOC_PURGE_DELAY"] });
+      child.kill("SIGTERM");
+      expect(await exitWithin(15_000), log().slice(-800)).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 });
 
