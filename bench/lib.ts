@@ -21,12 +21,27 @@ export type LoadResult = {
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
 export function cpuSeconds(pid: number): number {
+  const cost = processCost(pid);
+  return cost ? (cost.userMs + cost.sysMs) / 1000 : Number.NaN;
+}
+
+/** USER_HZ, the unit of /proc's CPU times: 100 on x86-64 and arm64 Linux (getconf CLK_TCK). */
+const CLOCK_TICKS = 100;
+
+/** A process's CPU time (ms) and page faults so far, from /proc (Linux); undefined where it cannot be read. */
+export function processCost(pid: number): { userMs: number; sysMs: number; minorFaults: number; majorFaults: number } | undefined {
+  let stat: string;
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   } catch {
-    return Number.NaN;
+    return undefined;
   }
+  // The fields after the command's closing parenthesis (the command may hold spaces and parentheses); proc(5) numbers
+  // them from 3: minflt is its field 10, majflt 12, utime 14, stime 15.
+  const f = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+  const tickMs = 1000 / CLOCK_TICKS;
+  const cost = { minorFaults: Number(f[7]), majorFaults: Number(f[9]), userMs: Number(f[11]) * tickMs, sysMs: Number(f[12]) * tickMs };
+  return Object.values(cost).every(Number.isFinite) ? cost : undefined;
 }
 
 /** A memory figure of a process (VmRSS, or VmHWM: its peak so far) in MB, from /proc (Linux). */
@@ -40,21 +55,6 @@ export function memoryMb(pid: number, field: "VmRSS" | "VmHWM"): number {
     return Number.NaN;
   }
 }
-
-/** A process's CPU time (ms, from clock ticks) and page faults so far, from /proc; undefined where there is no /proc. */
-export function processCost(pid: number): { userMs: number; sysMs: number; minorFaults: number; majorFaults: number } | undefined {
-  try {
-    // Fields after the command's closing parenthesis (a command may hold spaces): proc(5) numbers them from 3.
-    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    const tickMs = 1000 / CLOCK_TICKS;
-    return { minorFaults: Number(f[7]), majorFaults: Number(f[9]), userMs: Number(f[11]) * tickMs, sysMs: Number(f[12]) * tickMs };
-  } catch {
-    return undefined;
-  }
-}
-
-/** USER_HZ: 100 on every Linux build that matters here (getconf CLK_TCK). */
-const CLOCK_TICKS = 100;
 
 export function percentile(sortedMs: readonly number[], p: number): number {
   if (sortedMs.length === 0) return Number.NaN;

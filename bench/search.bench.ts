@@ -207,9 +207,9 @@ try {
   const publishSeconds = (performance.now() - publishStarted) / 1000;
   await boot.cleanup();
   notes.push(`published ${RECORDS} records to RECORDS in ${publishSeconds.toFixed(1)} s (${Math.round(RECORDS / publishSeconds)}/s)`);
-  // The build is measured in this process: say whether it ran with the allocator settings `npm start` uses.
+  // The derrick process that builds inherits this environment: say whether it ran with the allocator settings `npm start` uses.
   notes.push(
-    `MIMALLOC_PURGE_DELAY: ${process.env.MIMALLOC_PURGE_DELAY ?? "unset (mimalloc's default, 100 ms)"}, MIMALLOC_PURGE_HOLES: ${process.env.MIMALLOC_PURGE_HOLES ?? "unset (Bun's default, 1: on)"} (docs/operations.md#the-memory-allocator)`,
+    `MIMALLOC_PURGE_DELAY: ${process.env.MIMALLOC_PURGE_DELAY || "unset (mimalloc's default, 100 ms)"}, MIMALLOC_PURGE_HOLES: ${process.env.MIMALLOC_PURGE_HOLES || "unset (Bun's default, 1: on)"} (docs/operations.md#the-memory-allocator)`,
   );
 
   // 2. The baseline: the same records into bare bun:sqlite (its file removed before the replica builds).

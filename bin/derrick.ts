@@ -222,13 +222,14 @@ async function serve(cfg: Config, log: Logger, plan: { edge: boolean; actors: re
     return (await stop.requested).exitCode;
   }
   if (server) await ensureDeviceBuckets(cfg, running.nc, log);
-  log.info({ actors: plan.actors, edge: running.edge?.url }, "derrick is up");
+  // Before "derrick is up": whoever waits for that line has this one too.
   const unsetRuntime = unsetRuntimeVariables(process.env);
   if (unsetRuntime.length)
     log.warn(
       { unset: unsetRuntime, recommended: RECOMMENDED_RUNTIME_ENV },
-      "the allocator runs with Bun's defaults: page faults slow large replies and search builds (docs/operations.md#the-memory-allocator; npm start sets them)",
+      `allocator variables unset or empty: ${unsetRuntime.join(", ")}; page faults slow large replies and search builds (docs/operations.md#the-memory-allocator; npm start sets them)`,
     );
+  log.info({ actors: plan.actors, edge: running.edge?.url }, "derrick is up");
   if (cfg.demoClient && running.edge) process.stdout.write(demoWelcome(cfg.demoClient, running.edge.url, cfg.partitions[0]!));
   // The embedded server gone on its own (killed, OOM): nothing would start it again and every request
   // would answer 503 for ever, so stop as after an uncaught error and let a supervisor restart both.

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Svcm } from "@nats-io/services";
-import { ACTOR_NAMES, type ActorName } from "../../config/index.ts";
+import { ACTOR_NAMES, RECOMMENDED_RUNTIME_ENV, type ActorName } from "../../config/index.ts";
 import { startNatsServer, type NatsServer } from "../../platform/nats-server.ts";
 import { serviceName } from "../../subjects/index.ts";
 import { eventually, freePort, TEST_CLIENTS, testClient } from "../harness/index.ts";
@@ -151,6 +151,8 @@ export async function startDeployment(
   const httpPort = await freePort();
   const receiver = await startChaosReceiver();
   const env: Record<string, string> = {
+    // As operators are told to run every process (docs/operations.md#the-memory-allocator).
+    ...RECOMMENDED_RUNTIME_ENV,
     NATS_URL: natsUrl,
     DERRICK_HTTP_PORT: String(httpPort),
     DERRICK_DATA_DIR: join(dir, "data"),
