@@ -334,22 +334,33 @@ export const partKey = (partition: string, partId: string) => `${partition}.p.${
 
 export type ProjectStore = {
   get(partition: string, projectId: string): Promise<Versioned<ProjectRecord> | undefined>;
+  /** get()'s answer when memory gives it without a wait; NOT_HELD otherwise. */
+  peek(partition: string, projectId: string): Now<Versioned<ProjectRecord>>;
   /** Creates when absent (revision 0) or replaces the given revision; false when someone else wrote first. */
   write(partition: string, project: ProjectRecord, revision: number): Promise<boolean>;
   delete(partition: string, projectId: string): Promise<void>;
 };
 
-/** How a store reads one key: from the bucket, or through memory (CachedKeys). */
-type KeyReader = <T>(key: string) => Promise<Versioned<T> | undefined>;
+/** A read memory answers at once: the value (undefined when the key holds none), or NOT_HELD when only the bucket can tell. */
+export type Now<T> = T | undefined | typeof NOT_HELD;
+
+/** How a store reads one key: from the bucket, or through memory (CachedKeys); and at once, when memory may answer. */
+type KeyReader = {
+  read<T>(key: string): Promise<Versioned<T> | undefined>;
+  peek<T>(key: string): Now<Versioned<T>>;
+};
 
 /** Reads guarded against a bucket made again, except those memory answers at once: they wait on no stream. */
-const readerOf =
-  (kv: KV, guard: Guard, cached?: CachedKeys): KeyReader =>
-  <T>(key: string) => {
-    if (!cached) return guard(() => readVersioned<T>(kv, key));
-    const now = cached.peek<T>(key);
-    return now === NOT_HELD ? guard(() => cached.read<T>(key)) : Promise.resolve(now);
+function readerOf(kv: KV, guard: Guard, cached?: CachedKeys): KeyReader {
+  if (!cached) return { read: (key) => guard(() => readVersioned(kv, key)), peek: () => NOT_HELD };
+  return {
+    read<T>(key: string) {
+      const now = cached.peek<T>(key);
+      return now === NOT_HELD ? guard(() => cached.read<T>(key)) : Promise.resolve(now);
+    },
+    peek: (key) => cached.peek(key),
   };
+}
 
 /** A compare-and-set whose loss drops the key from memory: the revision it expected was read stale, the next read goes to the bucket. */
 async function casPutForgetting(cached: CachedKeys | undefined, ...args: Parameters<typeof casPut>): Promise<boolean> {
@@ -359,9 +370,10 @@ async function casPutForgetting(cached: CachedKeys | undefined, ...args: Paramet
 }
 
 export function projectStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys): ProjectStore {
-  const read = readerOf(kv, guard, cached);
+  const { read, peek } = readerOf(kv, guard, cached);
   return {
     get: (partition, projectId) => read<ProjectRecord>(projectKey(partition, projectId)),
+    peek: (partition, projectId) => peek<ProjectRecord>(projectKey(partition, projectId)),
     write: (partition, project, revision) =>
       guard(() => casPutForgetting(cached, kv, projectKey(partition, project.projectId), project, revision)),
     async delete(partition, projectId) {
@@ -372,6 +384,8 @@ export function projectStore(kv: KV, guard: Guard = unguarded, cached?: CachedKe
 
 export type TaskStore = {
   get(partition: string, taskId: string): Promise<Versioned<TaskRecord> | undefined>;
+  /** get()'s answer when memory gives it without a wait; NOT_HELD otherwise. */
+  peek(partition: string, taskId: string): Now<Versioned<TaskRecord>>;
   create(task: TaskRecord): Promise<void>;
   /** Compare-and-set; false when the task changed since `revision`. */
   update(task: TaskRecord, revision: number): Promise<boolean>;
@@ -380,9 +394,10 @@ export type TaskStore = {
 };
 
 export function taskStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys): TaskStore {
-  const read = readerOf(kv, guard, cached);
+  const { read, peek } = readerOf(kv, guard, cached);
   return {
     get: (partition, taskId) => read<TaskRecord>(taskKey(partition, taskId)),
+    peek: (partition, taskId) => peek<TaskRecord>(taskKey(partition, taskId)),
     create: (task) =>
       guard(async () => {
         const key = taskKey(task.partition, task.taskId);
@@ -407,6 +422,8 @@ export type OfRun<T> = T & { run?: number };
 export type ContentStore = {
   get(partition: string, contentId: string): Promise<OfRun<Content> | undefined>;
   part(partition: string, partId: string): Promise<OfRun<ContentPart> | undefined>;
+  /** get()'s answer when memory gives it without a wait; NOT_HELD otherwise. */
+  peek(partition: string, contentId: string): Now<OfRun<Content>>;
   /**
    * Writes parts first, then the content (a reader who sees the content finds every part), each
    * with `run` and only over nothing or an older run's: false, and nothing more written, when a
@@ -432,9 +449,13 @@ async function putForRun(kv: KV, key: string, value: object, run: number): Promi
 }
 
 export function contentStore(kv: KV, guard: Guard = unguarded, cached?: CachedKeys): ContentStore {
-  const read = readerOf(kv, guard, cached);
+  const { read, peek } = readerOf(kv, guard, cached);
   return {
     get: async (partition, contentId) => (await read<OfRun<Content>>(contentKey(partition, contentId)))?.value,
+    peek(partition, contentId) {
+      const now = peek<OfRun<Content>>(contentKey(partition, contentId));
+      return now === NOT_HELD ? now : now?.value;
+    },
     part: async (partition, partId) => (await read<OfRun<ContentPart>>(partKey(partition, partId)))?.value,
     // Tried again whole on a bucket made again: each write is over nothing or an older run's, so
     // the parts this run wrote before the failure are simply written again.

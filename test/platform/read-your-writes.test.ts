@@ -13,6 +13,7 @@ import type { Subscription } from "../../subjects/notifications.ts";
 import { serviceName } from "../../subjects/index.ts";
 import type { TwinGetReply } from "../../subjects/twins.ts";
 import type { CatalogPage, Project } from "../../subjects/projects.ts";
+import { requestContent, taskIn } from "../projects/helpers.ts";
 
 const ROUNDS = 40;
 const ACTORS = ["notifications", "twins", "projects"] as const;
@@ -23,7 +24,7 @@ let b: TestDerrick;
 beforeAll(async () => {
   nats = await startTestNats();
   const env = { DERRICK_CALLBACK_ALLOW_HTTP: "true", DERRICK_CALLBACK_ALLOW_CIDRS: "127.0.0.0/8" };
-  a = await startDerrick(nats, { actors: ["identity", ...ACTORS], env });
+  a = await startDerrick(nats, { actors: ["identity", "content-worker", ...ACTORS], env });
   b = await startDerrick(nats, { actors: [...ACTORS], edge: false, env });
 });
 
@@ -93,6 +94,27 @@ describe("read-your-writes across actor processes", () => {
       expect((await json<Project>(await a.call(`/v1/projects/${projectId}`, admin))).members).toContain(`m-${round}`);
       const listed = await json<CatalogPage>(await a.call("/v1/key-parameters?category=well&limit=500", admin));
       expect(listed.items.map((i) => i.id)).toContain(item);
+    }
+  });
+
+  it("content results: a member removed is refused the result read right after, though both processes held it in memory", async () => {
+    const admin = { as: "admin" as const };
+    const put = await a.call("/v1/projects/rw-content", {
+      ...admin,
+      method: "PUT",
+      body: JSON.stringify({ name: "rw content", members: ["alpha"], values: { displayItems: { "well-name": "F-21" } } }),
+    });
+    expect(put.status, await put.clone().text()).toBeLessThan(300);
+    const { taskId, contentId } = await requestContent(a, "rw-content", "display-items", { ids: ["well-name"] });
+    await taskIn(a, "rw-content", taskId, { states: ["succeeded"] });
+    const result = `/v1/projects/rw-content/display-items/content/${contentId}`;
+    const member = "/v1/projects/rw-content/members/alpha";
+    for (let round = 0; round < ROUNDS / 4; round++) {
+      // Enough reads that each process answers some, and answers the later ones from memory.
+      for (let read = 0; read < 6; read++) expect((await a.call(result)).status).toBe(200);
+      expect((await a.call(member, { ...admin, method: "DELETE" })).status).toBe(204);
+      for (let read = 0; read < 6; read++) expect((await a.call(result)).status).toBe(403);
+      expect((await a.call(member, { ...admin, method: "PUT" })).status).toBe(204);
     }
   });
 
