@@ -210,12 +210,14 @@ export async function putProject(input: ProjectPutRequest, ctx: RequestContext, 
   throw conflict(`project ${projectId} is being changed by someone else; try again`);
 }
 
-export async function getProject(input: ProjectRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Project> {
+export async function getProject(input: ProjectRef, ctx: RequestContext, deps: ProjectsDeps): Promise<EncodedJson<Project>> {
   const { principal, partition } = caller(ctx);
   const { value: project } = await loadProject(deps, partition, input.projectId);
   if (!isAdmin(principal) && !isMember(project, principal)) throw forbidden(`the caller is not a member of project ${input.projectId}`);
-  return projectView(project);
+  return encodedOnce(projectReplies, project, projectView);
 }
+
+const projectReplies = new WeakMap<ProjectRecord, EncodedJson<Project>>();
 
 export async function deleteProject(input: ProjectRef, ctx: RequestContext, deps: ProjectsDeps): Promise<Reply<undefined>> {
   const { principal, partition } = caller(ctx);
@@ -460,17 +462,19 @@ export async function getContent(input: ContentRef, ctx: RequestContext, deps: P
   throw notFound(`content ${contentId} does not exist`);
 }
 
-/** Each held content's reply, encoded once: memory hands every read of one result the same frozen record. */
 const contentReplies = new WeakMap<OfRun<Content>, EncodedJson<Content>>();
+const contentReply = (stored: OfRun<Content>) => encodedOnce(contentReplies, stored, ({ run: _run, ...content }) => content);
 const encoder = new TextEncoder();
 
-function contentReply(stored: OfRun<Content>): EncodedJson<Content> {
-  let encoded = contentReplies.get(stored);
+/**
+ * A held record's reply, encoded once: memory hands every read of one value the same frozen record. A record read
+ * from the bucket for one read (not frozen, not memory's) is never met again and is not kept.
+ */
+function encodedOnce<R extends object, V>(replies: WeakMap<R, EncodedJson<V>>, record: R, view: (record: R) => V): EncodedJson<V> {
+  let encoded = replies.get(record);
   if (!encoded) {
-    const { run: _run, ...content } = stored;
-    encoded = new EncodedJson<Content>(encoder.encode(JSON.stringify(content)));
-    // A record read from the bucket for this one read (not memory's) is never met again.
-    if (Object.isFrozen(stored)) contentReplies.set(stored, encoded);
+    encoded = new EncodedJson<V>(encoder.encode(JSON.stringify(view(record))));
+    if (Object.isFrozen(record)) replies.set(record, encoded);
   }
   return encoded;
 }
