@@ -467,8 +467,8 @@ const contentReply = (stored: OfRun<Content>) => encodedOnce(contentReplies, sto
 const encoder = new TextEncoder();
 
 /**
- * A held record's reply, encoded once: memory hands every read of one value the same frozen record. A record read
- * from the bucket for one read (not frozen, not memory's) is never met again and is not kept.
+ * A held record's reply, encoded once: memory hands every read of one value the same frozen record. Keyed weakly, so
+ * a record no memory holds any more takes its reply with it; one never frozen (a test's own store) is not kept.
  */
 function encodedOnce<R extends object, V>(replies: WeakMap<R, EncodedJson<V>>, record: R, view: (record: R) => V): EncodedJson<V> {
   let encoded = replies.get(record);
