@@ -58,7 +58,7 @@ import {
   type TaskPage,
   type TaskRef,
 } from "../../subjects/projects.ts";
-import { caller, type RequestContext } from "../runtime/context.ts";
+import { caller, type Caller, type RequestContext } from "../runtime/context.ts";
 import { nonNegativeInteger, type Catalog } from "./catalog.ts";
 import { pageOfIndex, type TaskIndexStore } from "./task-index.ts";
 import { checkValues, isMember, knowsEveryItem } from "./compute.ts";
@@ -425,12 +425,11 @@ const unexpired = (task: TaskRecord, deps: ProjectsDeps) =>
  */
 function readableTaskNow(
   deps: ProjectsDeps,
-  ctx: RequestContext,
+  { partition, principal }: Caller,
   projectId: string,
   kind: CatalogKind,
   id: string,
 ): TaskRecord | undefined {
-  const { partition, principal } = caller(ctx);
   if (!isToken(projectId) || !isToken(id)) return undefined;
   const project = deps.projects.peek(partition, projectId);
   if (project === NOT_HELD || !project || !isMember(project.value, principal)) return undefined;
@@ -449,8 +448,9 @@ const isContentOf = (stored: OfRun<Content> | undefined, task: TaskRecord, kind:
 
 export async function getContent(input: ContentRef, ctx: RequestContext, deps: ProjectsDeps): Promise<EncodedJson<Content>> {
   // The hot read, a result read again while it lives, waits on nothing when memory holds all three keys (no awaits).
-  const taskNow = readableTaskNow(deps, ctx, input.projectId, input.kind, input.contentId);
-  const storedNow = taskNow && deps.content.peek(caller(ctx).partition, input.contentId);
+  const who = caller(ctx);
+  const taskNow = readableTaskNow(deps, who, input.projectId, input.kind, input.contentId);
+  const storedNow = taskNow && deps.content.peek(who.partition, input.contentId);
   if (taskNow && storedNow !== NOT_HELD && isContentOf(storedNow, taskNow, input.kind)) return contentReply(storedNow);
   const { partition, project } = await memberProject(deps, ctx, input.projectId);
   const contentId = checkToken(input.contentId, "/params/contentId");
